@@ -1,0 +1,123 @@
+"""The backward pass of the atomic graph, one local rule per step, beside its forward line.
+
+This table is the grader's single source of truth about the network's gradients:
+the reference backward pass, the error-carried-forward checks (a step judged from the
+student's own upstream gradients) and the diagnostics (a missing branch) all read it.
+
+Each step differentiates the loss with respect to one forward tensor. Its gradient is a
+sum of *terms*, one per place where the tensor is used in the forward pass; a term reads
+forward values ``f`` and the gradients ``d`` of the tensors that consume it. A tensor used
+twice (``counts``, ``logits``, ``bndiff``, ``hprebn``) has two terms: the ``+=`` of the lecture.
+"""
+
+from dataclasses import dataclass
+from typing import Callable
+
+import torch
+import torch.nn.functional as F
+
+Term = Callable[[dict, dict], torch.Tensor]
+
+
+@dataclass(frozen=True)
+class Step:
+    name: str  # the forward tensor; the student's answer is d<name>
+    forward: str  # its forward line, as in the notebook
+    terms: dict  # consumer name -> term(f, d): this consumer's contribution to d<name>
+    points: int
+
+    @property
+    def upstream(self) -> list:
+        """The gradients this step reads: one per consumer (the loss itself needs none)."""
+        return [c for c in self.terms if c != "loss"]
+
+
+def _n(f):
+    return f["hprebn"].shape[0]
+
+
+def _dlogprobs_from_loss(f, d):
+    n = _n(f)
+    grad = torch.zeros_like(f["logprobs"])
+    grad[range(n), f["Yb"]] = -1.0 / n
+    return grad
+
+
+def _dlogits_from_max(f, d):
+    argmax = f["logits"].max(1).indices
+    return F.one_hot(argmax, num_classes=f["logits"].shape[1]).to(f["logits"].dtype) * d["logit_maxes"]
+
+
+def _dC_from_emb(f, d):
+    grad = torch.zeros_like(f["C"])
+    return grad.index_add_(0, f["Xb"].reshape(-1), d["emb"].reshape(-1, f["C"].shape[1]))
+
+
+STEPS = [
+    Step("logprobs", "loss = -logprobs[range(n), Yb].mean()", {"loss": _dlogprobs_from_loss}, 1),
+    Step("probs", "logprobs = probs.log()", {"logprobs": lambda f, d: d["logprobs"] / f["probs"]}, 1),
+    Step("counts_sum_inv", "probs = counts * counts_sum_inv",
+         {"probs": lambda f, d: (f["counts"] * d["probs"]).sum(1, keepdim=True)}, 2),
+    Step("counts_sum", "counts_sum_inv = counts_sum**-1",
+         {"counts_sum_inv": lambda f, d: -f["counts_sum"] ** -2 * d["counts_sum_inv"]}, 1),
+    Step("counts", "counts_sum = counts.sum(1, keepdim=True); probs = counts * counts_sum_inv",
+         {"probs": lambda f, d: f["counts_sum_inv"] * d["probs"],
+          "counts_sum": lambda f, d: torch.ones_like(f["counts"]) * d["counts_sum"]}, 2),
+    Step("norm_logits", "counts = norm_logits.exp()",
+         {"counts": lambda f, d: f["counts"] * d["counts"]}, 1),
+    Step("logit_maxes", "norm_logits = logits - logit_maxes",
+         {"norm_logits": lambda f, d: -d["norm_logits"].sum(1, keepdim=True)}, 1),
+    Step("logits", "norm_logits = logits - logit_maxes; logit_maxes = logits.max(1, keepdim=True).values",
+         {"norm_logits": lambda f, d: d["norm_logits"].clone(), "logit_maxes": _dlogits_from_max}, 2),
+    Step("h", "logits = h @ W2 + b2", {"logits": lambda f, d: d["logits"] @ f["W2"].T}, 1),
+    Step("W2", "logits = h @ W2 + b2", {"logits": lambda f, d: f["h"].T @ d["logits"]}, 1),
+    Step("b2", "logits = h @ W2 + b2", {"logits": lambda f, d: d["logits"].sum(0)}, 1),
+    Step("hpreact", "h = torch.tanh(hpreact)", {"h": lambda f, d: (1.0 - f["h"] ** 2) * d["h"]}, 1),
+    Step("bngain", "hpreact = bngain * bnraw + bnbias",
+         {"hpreact": lambda f, d: (f["bnraw"] * d["hpreact"]).sum(0, keepdim=True)}, 1),
+    Step("bnbias", "hpreact = bngain * bnraw + bnbias",
+         {"hpreact": lambda f, d: d["hpreact"].sum(0, keepdim=True)}, 1),
+    Step("bnraw", "hpreact = bngain * bnraw + bnbias",
+         {"hpreact": lambda f, d: f["bngain"] * d["hpreact"]}, 1),
+    Step("bnvar_inv", "bnraw = bndiff * bnvar_inv",
+         {"bnraw": lambda f, d: (f["bndiff"] * d["bnraw"]).sum(0, keepdim=True)}, 2),
+    Step("bnvar", "bnvar_inv = (bnvar + 1e-5)**-0.5",
+         {"bnvar_inv": lambda f, d: -0.5 * (f["bnvar"] + 1e-5) ** -1.5 * d["bnvar_inv"]}, 1),
+    Step("bndiff2", "bnvar = 1/(n-1) * bndiff2.sum(0, keepdim=True)",
+         {"bnvar": lambda f, d: torch.ones_like(f["bndiff2"]) / (_n(f) - 1) * d["bnvar"]}, 1),
+    Step("bndiff", "bnraw = bndiff * bnvar_inv; bndiff2 = bndiff**2",
+         {"bnraw": lambda f, d: f["bnvar_inv"] * d["bnraw"],
+          "bndiff2": lambda f, d: 2 * f["bndiff"] * d["bndiff2"]}, 2),
+    Step("bnmeani", "bndiff = hprebn - bnmeani",
+         {"bndiff": lambda f, d: -d["bndiff"].sum(0, keepdim=True)}, 1),
+    Step("hprebn", "bndiff = hprebn - bnmeani; bnmeani = 1/n * hprebn.sum(0, keepdim=True)",
+         {"bndiff": lambda f, d: d["bndiff"].clone(),
+          "bnmeani": lambda f, d: torch.ones_like(f["hprebn"]) / _n(f) * d["bnmeani"]}, 2),
+    Step("embcat", "hprebn = embcat @ W1 + b1", {"hprebn": lambda f, d: d["hprebn"] @ f["W1"].T}, 1),
+    Step("W1", "hprebn = embcat @ W1 + b1", {"hprebn": lambda f, d: f["embcat"].T @ d["hprebn"]}, 1),
+    Step("b1", "hprebn = embcat @ W1 + b1", {"hprebn": lambda f, d: d["hprebn"].sum(0)}, 1),
+    Step("emb", "embcat = emb.view(emb.shape[0], -1)",
+         {"embcat": lambda f, d: d["embcat"].view(f["emb"].shape)}, 1),
+    Step("C", "emb = C[Xb]", {"emb": _dC_from_emb}, 2),
+]
+
+STEP_BY_NAME = {step.name: step for step in STEPS}
+
+def local_gradient(step: Step, forward: dict, upstream: dict, drop: str = None) -> torch.Tensor:
+    """d<step.name> from the forward values and the given upstream gradients.
+
+    ``drop`` leaves out the term of one consumer: what a student who forgot that branch gets.
+    """
+    terms = [term(forward, upstream) for consumer, term in step.terms.items() if consumer != drop]
+    total = terms[0]
+    for t in terms[1:]:
+        total = total + t
+    return total
+
+
+def reference_backward(forward: dict) -> dict:
+    """All 26 gradients by the table alone, in backward order (used to test the table itself)."""
+    grads = {}
+    for step in STEPS:
+        grads[step.name] = local_gradient(step, forward, grads)
+    return grads

@@ -1,0 +1,88 @@
+"""Plain-word explanations of a wrong gradient, without giving the formula away."""
+
+import torch
+
+from .backward_rules import Step, local_gradient
+from .tolerance import close, magnitude
+
+
+def shape_problem(got: tuple, want: tuple, name: str) -> str:
+    got, want = tuple(got), tuple(want)
+    base = f"d{name} has shape {got}, but {name} has shape {want}"
+    if len(got) == len(want) == 2 and got == want[::-1]:
+        return base + ": it looks transposed. Let the shapes decide the order of a matrix product."
+    squeezed = tuple(s for s in want if s != 1)
+    if len(got) < len(want) and got == squeezed:
+        dims = [i for i, s in enumerate(want) if s == 1]
+        return base + f": dimension {dims[0]} of size 1 was dropped. Keep it (keepdim=True) so the shapes match exactly."
+    if len(got) > len(want) and tuple(s for s in got if s != 1) == squeezed:
+        return base + ": it has an extra dimension of size 1. A bias or a vector gradient has the shape of the vector."
+    if len(got) == len(want):
+        summed = [i for i, (g, w) in enumerate(zip(got, want)) if w == 1 and g != 1]
+        if summed and all(g == w or w == 1 for g, w in zip(got, want)):
+            return base + (f": the forward pass broadcast {name} along dimension {summed[0]}, so its gradient "
+                           f"must be summed along that dimension.")
+        if sorted(got) == sorted(want):
+            return base + ": the dimensions are in the wrong order."
+    return base + ". A gradient always has the shape of its tensor."
+
+
+_FACTORS = [
+    (-1.0, "has the right size but the wrong sign: check the sign of each factor in the local derivative"),
+    (2.0, "is twice the right value: check the power rule, or whether a contribution was added twice"),
+    (0.5, "is half the right value: check the power rule"),
+]
+
+
+def _factor_message(c: float, n: int) -> str:
+    named = [(-1.0, _FACTORS[0][1]), (2.0, _FACTORS[1][1]), (0.5, _FACTORS[2][1]),
+             (float(n), f"is n = {n} times too large: is a division by the batch size missing?"),
+             (1.0 / n, f"is n = {n} times too small: is there an extra division by the batch size?"),
+             (-float(n), f"is -n = -{n} times the right value: check the sign and the division by n"),
+             (n / (n - 1), f"is n/(n-1) = {n}/{n - 1} times too large: n or n-1? Check what the forward pass divides by (Bessel's correction)"),
+             ((n - 1) / n, f"is (n-1)/n = {n - 1}/{n} times too small: n or n-1? Check what the forward pass divides by (Bessel's correction)")]
+    for factor, message in named:
+        if abs(c - factor) <= 1e-3 * abs(factor):
+            return message
+    return f"is off by a constant factor: {c:.4g} times the right value. Look for a missing or extra constant"
+
+
+def diagnose(answer: torch.Tensor, expected: torch.Tensor, step: Step, forward: dict, upstream: dict) -> str:
+    """Why ``answer`` is not ``expected`` (both of the right shape), in a sentence a student can act on."""
+    name, n = step.name, forward["hprebn"].shape[0]
+    scale = magnitude(expected)
+    a, e = answer.double(), expected.double()
+    if magnitude(a) == 0:
+        return f"d{name} is all zeros"
+    if magnitude(e) > 0:
+        c = (a * e).sum().item() / (e * e).sum().item()
+        if abs(c - 1) > 1e-3 and close(a, c * e, scale):
+            return f"d{name} {_factor_message(c, n)}"
+    if len(step.terms) > 1:
+        for dropped in step.terms:
+            try:
+                partial = local_gradient(step, forward, upstream, drop=dropped).double()
+            except (RuntimeError, KeyError):
+                continue
+            if partial.shape == a.shape and close(a, partial, scale):
+                used = " and ".join(step.terms)
+                return (f"d{name} has only part of the gradient: {name} is used in two places of the forward "
+                        f"pass ({used}), and the path through {dropped} is missing. Add its contribution with +=")
+    for consumer in step.upstream:
+        up = upstream.get(consumer)
+        if up is not None and up.shape == a.shape and close(a, up.double(), scale):
+            return (f"d{name} is just d{consumer}, passed through unchanged: multiply by the local derivative "
+                    f"of `{step.forward}`")
+    if name == "C":
+        rows = forward["Xb"].reshape(-1)
+        counts = torch.bincount(rows, minlength=a.shape[0])
+        wrong = ((a - e).abs().max(1).values > 1e-4 * scale)
+        if wrong.any() and (counts[wrong] > 1).all() and not wrong[counts > 1].logical_not().any():
+            return ("dC is right for characters that appear once in the batch, and wrong for those that appear "
+                    "several times: `dC[Xb] += demb` does not add up repeated indices. Accumulate every "
+                    "occurrence (a loop, index_add_, or a one-hot matrix product)")
+    if a.dim() == 2 and a.shape[0] == a.shape[1] and close(a.T, e, scale):
+        return f"d{name} is transposed: let the shapes decide the order of a matrix product"
+    wrong = ((a - e).abs() > 1e-4 * max(scale, 1e-12)).sum().item()
+    return (f"d{name} has {wrong} of {a.numel()} entries wrong (largest error {(a - e).abs().max().item():.3g}, "
+            f"largest value {scale:.3g}). Re-derive the local derivative of `{step.forward}`")

@@ -1,0 +1,107 @@
+"""Answers taken from autograd earn nothing: how the grader tells.
+
+Two independent signs, both read by the grader outside the student's kernel:
+
+* **Static**: the student's own code is parsed, and every variable whose value flows from
+  ``.grad``, ``backward``, ``torch.autograd`` / ``torch.func``, or from code the grader
+  cannot read (``eval``, ``exec``, ``getattr`` with a computed name) is marked.
+* **Dynamic**: while grading, every ``.grad`` in the kernel holds a *decoy*, the right
+  gradient plus seeded noise far above the tolerance. An answer equal to the decoy was read
+  from ``.grad``, however the code hid it.
+"""
+
+import ast
+import zlib
+
+import torch
+
+FORBIDDEN_ATTRIBUTES = {"grad", "backward", "autograd", "grad_fn", "_grad", "func", "retain_grad", "vjp", "jacobian"}
+FORBIDDEN_NAMES = {"autograd", "functorch", "eval", "exec", "compile", "__import__", "vars", "globals", "locals"}
+FORBIDDEN_WORDS = ("grad", "backward")  # in string constants: getattr(t, "grad")
+
+
+def decoy(grad: torch.Tensor, seed: int, name: str) -> torch.Tensor:
+    """What ``<name>.grad`` holds while grading; the grader computes the same from its reference."""
+    g = torch.Generator().manual_seed((seed * 1_000_003 + zlib.crc32(name.encode())) % 2**63)
+    noise = torch.randn(grad.shape, generator=g, dtype=torch.float64).to(grad.dtype)
+    amplitude = 0.5 * max(grad.detach().abs().max().item() if grad.numel() else 0.0, 1e-3)
+    return (grad.detach() + amplitude * noise).to(grad.dtype)
+
+
+def _uses_autograd(node: ast.AST, tainted: set) -> bool:
+    for sub in ast.walk(node):
+        if isinstance(sub, ast.Attribute) and sub.attr in FORBIDDEN_ATTRIBUTES:
+            return True
+        if isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Load) and (sub.id in FORBIDDEN_NAMES or sub.id in tainted):
+            return True
+        if isinstance(sub, ast.Constant) and isinstance(sub.value, str) and any(w in sub.value for w in FORBIDDEN_WORDS):
+            return True
+        if isinstance(sub, ast.Call) and isinstance(sub.func, ast.Name) and sub.func.id in ("getattr", "setattr"):
+            if len(sub.args) < 2 or not isinstance(sub.args[1], ast.Constant):
+                return True
+    return False
+
+
+def _targets(node: ast.AST) -> set:
+    """The variables a statement writes: x = .., x[i] = .., x += .., x.index_add_(..), for x in .."""
+    names = set()
+    for sub in ast.walk(node):
+        if isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Store):
+            names.add(sub.id)
+        elif isinstance(sub, (ast.Subscript, ast.Attribute)) and isinstance(sub.ctx, ast.Store):
+            base = sub.value
+            while isinstance(base, (ast.Subscript, ast.Attribute)):
+                base = base.value
+            if isinstance(base, ast.Name):
+                names.add(base.id)
+        elif isinstance(sub, ast.Call) and isinstance(sub.func, ast.Attribute) and sub.func.attr.endswith("_"):
+            base = sub.func.value  # an in-place method: dC.index_add_(0, ix, demb)
+            while isinstance(base, (ast.Subscript, ast.Attribute)):
+                base = base.value
+            if isinstance(base, ast.Name):
+                names.add(base.id)
+    return names
+
+
+class AutogradTaint:
+    """Follows, statement by statement, which variables carry a value obtained from autograd."""
+
+    def __init__(self):
+        self.tainted = set()
+
+    def add_cell(self, source: str) -> None:
+        try:
+            from IPython.core.inputtransformer2 import TransformerManager
+            tree = ast.parse(TransformerManager().transform_cell(source))
+        except (SyntaxError, ValueError):
+            return  # the cell fails in the kernel too; nothing it assigns exists
+        for _ in range(2):  # twice, so that a loop carries taint backwards too
+            for statement in tree.body:
+                self._statement(statement)
+
+    def _statement(self, node: ast.stmt) -> None:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            if _uses_autograd(node, self.tainted):
+                self.tainted.add(node.name)
+            return
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            module = getattr(node, "module", None) or ""
+            for alias in node.names:
+                full = f"{module}.{alias.name}"
+                if any(word in full for word in ("autograd", "functorch", "torch.func")):
+                    self.tainted.add((alias.asname or alias.name).split(".")[0])
+            return
+        if isinstance(node, (ast.For, ast.While, ast.If, ast.With, ast.Try)):
+            for child in ast.iter_child_nodes(node):
+                if isinstance(child, ast.stmt):
+                    self._statement(child)
+                elif isinstance(child, ast.expr) and _uses_autograd(child, self.tainted):
+                    self.tainted |= _targets(node)  # for x in t.grad: ...
+            return
+        targets = _targets(node)
+        if not targets:
+            return
+        if _uses_autograd(node, self.tainted):
+            self.tainted |= targets
+        elif isinstance(node, ast.Assign) and all(isinstance(t, ast.Name) for t in node.targets):
+            self.tainted -= targets  # a plain re-assignment from clean values cleans the name

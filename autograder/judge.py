@@ -1,0 +1,132 @@
+"""The verdict on one graded step: points and a message, decided outside the student's kernel.
+
+For a gradient step, in this order: answered at all; not taken from autograd; float32;
+exactly the right shape; finite; equal to autograd's gradient within tolerance. Failing
+that, *error carried forward*: if some upstream gradient of the student's is wrong, the
+step is judged from the student's own upstream values with the step's local rule, and
+earns its points when it is right for them. Otherwise the diagnostics say what is wrong.
+"""
+
+from dataclasses import dataclass, field
+
+import torch
+
+from . import wire
+from .backward_rules import Step, local_gradient
+from .diagnose import diagnose, shape_problem
+from .honesty import decoy
+from .tolerance import close, magnitude, max_difference
+
+
+@dataclass
+class Verdict:
+    title: str  # what was graded, e.g. "dcounts"
+    points: float
+    max_points: float
+    lines: list = field(default_factory=list)
+
+    @property
+    def passed(self) -> bool:
+        return self.points == self.max_points
+
+    def text(self) -> str:
+        mark = "✔" if self.passed else "✘"
+        head = f"{mark} {self.title}: {self.points:g} of {self.max_points:g} point{'s' if self.max_points != 1 else ''}"
+        return "\n".join([head] + [f"  {line}" for line in self.lines]) + "\n"
+
+
+def _not_a_tensor(name: str, info: dict) -> str | None:
+    kind = (info or {}).get("kind", "missing")
+    if kind == "missing":
+        return f"not answered yet: {name} is not defined (did its cell run without an error?)"
+    if kind == "none":
+        return f"not answered yet: {name} is still None"
+    if kind != "tensor":
+        return f"{name} should be a torch tensor, but it is a {info.get('type', 'something else')}"
+    return None
+
+
+def step_scale(step: Step, forward: dict, upstream: dict) -> float:
+    """The size of what the step adds up: the largest |term| evaluated on absolute values."""
+    absolute = {k: (v.abs() if v.is_floating_point() else v) for k, v in forward.items()}
+    abs_up = {k: v.abs() for k, v in upstream.items()}
+    sizes = []
+    for consumer, term in step.terms.items():
+        try:
+            sizes.append(magnitude(term(absolute, abs_up)))
+        except (RuntimeError, KeyError):
+            pass
+    return max(sizes, default=0.0)
+
+
+def judge_gradient(step: Step, reported: dict, forward: dict, grads: dict, seed: int, tainted: set) -> Verdict:
+    name, answer_name = step.name, "d" + step.name
+    verdict = Verdict(answer_name, 0, step.points)
+    info = reported.get(answer_name)
+    problem = _not_a_tensor(answer_name, info)
+    answer = wire.decode(info) if problem is None else None
+    if problem is None and answer is None:
+        problem = f"{answer_name} could not be read by the grader"
+    if problem:
+        verdict.lines.append(problem)
+        return verdict
+    if answer_name in tainted:
+        verdict.lines.append(f"{answer_name} is computed with autograd (.grad, backward or torch.autograd), "
+                             "so it earns nothing: write this gradient by hand")
+        return verdict
+
+    reference = grads[name]
+    student_up, wrong_up = {}, []
+    for consumer in step.upstream:
+        up = wire.decode(reported.get("d" + consumer) or {})
+        usable = up is not None and up.is_floating_point() and bool(torch.isfinite(up).all())
+        student_up[consumer] = up.to(torch.float32) if usable else grads[consumer]
+        ref_up = grads[consumer]
+        if not usable or up.shape != ref_up.shape or not close(up, ref_up, magnitude(ref_up)):
+            wrong_up.append(consumer)
+    upstream_dtypes = {info.get("dtype") for c in step.upstream for info in [reported.get("d" + c) or {}]}
+
+    if info["dtype"] != "float32" and not (upstream_dtypes - {"float32", None}):
+        verdict.lines.append(f"{answer_name} has dtype {info['dtype']}, but gradients here are float32: "
+                             "did a tensor get created with another dtype (or come from numpy)?")
+        return verdict
+    if tuple(answer.shape) != tuple(reference.shape):
+        verdict.lines.append(shape_problem(answer.shape, reference.shape, name))
+        return verdict
+    answer = answer.to(torch.float64)
+    if not torch.isfinite(answer).all():
+        bad = (~torch.isfinite(answer)).sum().item()
+        verdict.lines.append(f"{answer_name} has {bad} NaN or infinite entries: look for a division by zero or log(0)")
+        return verdict
+
+    ref_up = {c: grads[c] for c in step.upstream}
+    scale = step_scale(step, forward, ref_up)
+    if close(answer, reference.double(), scale):
+        verdict.points = step.points
+        exact = torch.equal(answer.to(torch.float32), reference)
+        verdict.lines.append(f"correct: max difference {max_difference(answer, reference):.2g}"
+                             f"{', bit-exact' if exact else ' (not bit-exact, which is fine)'}")
+        return verdict
+
+    expected, fix = reference.double(), ""
+    if wrong_up:
+        fix = " and ".join("d" + c for c in wrong_up)
+        try:
+            carried = local_gradient(step, forward, student_up).double()
+        except RuntimeError:
+            carried = None
+        if carried is not None and carried.shape == answer.shape:
+            if close(answer, carried, step_scale(step, forward, student_up)):
+                verdict.points = step.points
+                verdict.lines.append(f"correct for your {fix}, which {'is' if len(wrong_up) == 1 else 'are'} wrong: "
+                                     f"this step keeps its points; fix {fix} first")
+                return verdict
+            expected = carried
+    if close(answer, decoy(reference, seed, name).double(), scale):
+        verdict.lines.append(f"{answer_name} is the value of {name}.grad, autograd's answer, so it earns nothing: "
+                             "write this gradient by hand")
+        return verdict
+    verdict.lines.append(diagnose(answer, expected, step, forward, student_up))
+    if fix:
+        verdict.lines.append(f"(judged from your own {fix}, which {'is' if len(wrong_up) == 1 else 'are'} wrong too)")
+    return verdict

@@ -1,0 +1,65 @@
+"""Replace the output of every graded cell with the grader's verdict on the reported answer.
+
+Runs in the grader's process right after execution. What the student's kernel printed in a
+graded cell counts for nothing: only the tensors it reported (``wire``) are read, judged
+against the grader's own reference, and the cell's outputs become the verdict's text and
+its points (nbgrader reads partial credit from the cell's ``execute_result``).
+"""
+
+from nbformat.v4 import new_output
+from nbgrader import utils
+from nbgrader.preprocessors import NbGraderPreprocessor
+
+from .. import wire
+from ..exercises import CHECKS
+from ..honesty import AutogradTaint
+from ..judge import Verdict
+from ..reference import SETUP_PREFIX, run_setup
+from .grading_execute import NAMES_VARIABLE, environment
+
+
+def _grade_id(cell) -> str:
+    return cell.metadata.get("nbgrader", {}).get("grade_id", "")
+
+
+def reported_values(cell) -> list:
+    return [out["data"][wire.MIME] for out in cell.get("outputs", [])
+            if out.get("output_type") == "display_data" and wire.MIME in out.get("data", {})]
+
+
+def verdict_outputs(verdict: Verdict) -> list:
+    return [new_output("stream", name="stdout", text=verdict.text()),
+            new_output("execute_result", data={"text/plain": repr(float(verdict.points))}, execution_count=None)]
+
+
+class JudgeAnswers(NbGraderPreprocessor):
+    """Judge each graded cell of a known notebook from what its kernel reported."""
+
+    def preprocess(self, nb, resources):
+        checks = CHECKS.get(resources["nbgrader"]["notebook"])
+        if not checks:
+            self.log.warning("No checks for notebook %s: outputs left as they are", resources["nbgrader"]["notebook"])
+            return nb, resources
+        seed = resources["backprop_ninja"]["seed"]
+        setup = tuple(c.source for c in nb.cells if _grade_id(c).startswith(SETUP_PREFIX))
+        with environment(**{NAMES_VARIABLE: resources["backprop_ninja"]["names_path"]}):
+            namespace = run_setup(setup, seed)
+        taint = AutogradTaint()
+        for cell in nb.cells:
+            if cell.cell_type != "code":
+                continue
+            if not utils.is_locked(cell):
+                taint.add_cell(cell.source)  # the student's own code, in the order it ran
+            check = checks.get(_grade_id(cell)) if utils.is_grade(cell) else None
+            if check is None:
+                continue
+            reports = reported_values(cell)
+            if len(reports) == 1 and isinstance(reports[0], dict):
+                verdict = check(reports[0], namespace, seed, set(taint.tainted))
+            else:
+                verdict = check({}, namespace, seed, set())
+                verdict.points = 0
+                verdict.lines = ["this cell did not run to the end (an earlier cell crashed the kernel or ran out of time)"
+                                 if not reports else "this cell reported more than one answer: the submission tampered with it"]
+            cell.outputs = verdict_outputs(verdict)
+        return nb, resources
