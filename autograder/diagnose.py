@@ -17,11 +17,17 @@ def shape_problem(got: tuple, want: tuple, name: str) -> str:
         return base + f": dimension {dims[0]} of size 1 was dropped. Keep it (keepdim=True) so the shapes match exactly."
     if len(got) > len(want) and tuple(s for s in got if s != 1) == squeezed:
         return base + ": it has an extra dimension of size 1. A bias or a vector gradient has the shape of the vector."
+    if len(got) == len(want) + 1 and got[1:] == want:
+        return base + f": the forward pass broadcast {name} over the batch (dimension 0), so its gradient must be summed over it."
     if len(got) == len(want):
         summed = [i for i, (g, w) in enumerate(zip(got, want)) if w == 1 and g != 1]
         if summed and all(g == w or w == 1 for g, w in zip(got, want)):
             return base + (f": the forward pass broadcast {name} along dimension {summed[0]}, so its gradient "
                            f"must be summed along that dimension.")
+        ones_got = [i for i, g in enumerate(got) if g == 1]
+        ones_want = [i for i, w in enumerate(want) if w == 1]
+        if ones_got and ones_want and ones_got != ones_want:
+            return base + f": it looks summed over dimension {ones_got[0]} instead of dimension {ones_want[0]}."
         if sorted(got) == sorted(want):
             return base + ": the dimensions are in the wrong order."
     return base + ". A gradient always has the shape of its tensor."

@@ -62,6 +62,10 @@ def step_scale(step: Step, forward: dict, upstream: dict) -> float:
 def judge_gradient(step: Step, reported: dict, forward: dict, grads: dict, seed: int, tainted: set) -> Verdict:
     name, answer_name = step.name, "d" + step.name
     verdict = Verdict(answer_name, 0, step.points)
+    if answer_name in tainted:
+        verdict.lines.append(f"{answer_name} is computed with autograd (.grad, backward or torch.autograd), "
+                             "so it earns nothing: write this gradient by hand")
+        return verdict
     info = reported.get(answer_name)
     problem = _not_a_tensor(answer_name, info)
     answer = wire.decode(info) if problem is None else None
@@ -70,63 +74,57 @@ def judge_gradient(step: Step, reported: dict, forward: dict, grads: dict, seed:
     if problem:
         verdict.lines.append(problem)
         return verdict
-    if answer_name in tainted:
-        verdict.lines.append(f"{answer_name} is computed with autograd (.grad, backward or torch.autograd), "
-                             "so it earns nothing: write this gradient by hand")
-        return verdict
 
     reference = grads[name]
+    ref_up = {c: grads[c] for c in step.upstream}
     student_up, wrong_up = {}, []
     for consumer in step.upstream:
         up = wire.decode(reported.get("d" + consumer) or {})
-        usable = up is not None and up.is_floating_point() and bool(torch.isfinite(up).all())
-        student_up[consumer] = up.to(torch.float32) if usable else grads[consumer]
-        ref_up = grads[consumer]
-        if not usable or up.shape != ref_up.shape or not close(up, ref_up, magnitude(ref_up)):
+        usable = up is not None and up.is_floating_point()
+        student_up[consumer] = up if usable else ref_up[consumer]
+        if not usable or not close(up.double(), ref_up[consumer].double(), magnitude(ref_up[consumer])):
             wrong_up.append(consumer)
-    upstream_dtypes = {info.get("dtype") for c in step.upstream for info in [reported.get("d" + c) or {}]}
-
+    upstream_dtypes = {(reported.get("d" + c) or {}).get("dtype") for c in step.upstream}
     if info["dtype"] != "float32" and not (upstream_dtypes - {"float32", None}):
         verdict.lines.append(f"{answer_name} has dtype {info['dtype']}, but gradients here are float32: "
                              "did a tensor get created with another dtype (or come from numpy)?")
         return verdict
-    if tuple(answer.shape) != tuple(reference.shape):
-        verdict.lines.append(shape_problem(answer.shape, reference.shape, name))
-        return verdict
-    answer = answer.to(torch.float64)
-    if not torch.isfinite(answer).all():
-        bad = (~torch.isfinite(answer)).sum().item()
-        verdict.lines.append(f"{answer_name} has {bad} NaN or infinite entries: look for a division by zero or log(0)")
-        return verdict
+    answer = answer.double()
 
-    ref_up = {c: grads[c] for c in step.upstream}
     scale = step_scale(step, forward, ref_up)
     if close(answer, reference.double(), scale):
         verdict.points = step.points
-        exact = torch.equal(answer.to(torch.float32), reference)
+        exact = torch.equal(answer.float(), reference)
         verdict.lines.append(f"correct: max difference {max_difference(answer, reference):.2g}"
                              f"{', bit-exact' if exact else ' (not bit-exact, which is fine)'}")
         return verdict
 
-    expected, fix = reference.double(), ""
+    # Error carried forward: right for the student's own (wrong) upstream gradients?
+    fix = " and ".join("d" + c for c in wrong_up)
+    is_are = "is" if len(wrong_up) == 1 else "are"
+    carried = None
     if wrong_up:
-        fix = " and ".join("d" + c for c in wrong_up)
         try:
             carried = local_gradient(step, forward, student_up).double()
         except RuntimeError:
-            carried = None
-        if carried is not None and carried.shape == answer.shape:
-            if close(answer, carried, step_scale(step, forward, student_up)):
-                verdict.points = step.points
-                verdict.lines.append(f"correct for your {fix}, which {'is' if len(wrong_up) == 1 else 'are'} wrong: "
-                                     f"this step keeps its points; fix {fix} first")
-                return verdict
-            expected = carried
-    if close(answer, decoy(reference, seed, name).double(), scale):
+            pass
+        if carried is not None and close(answer, carried, step_scale(step, forward, student_up)):
+            verdict.points = step.points
+            verdict.lines.append(f"correct for your {fix}, which {is_are} wrong: this step keeps its points; "
+                                 f"fix {fix} first")
+            return verdict
+
+    if tuple(answer.shape) != tuple(reference.shape):
+        verdict.lines.append(shape_problem(answer.shape, reference.shape, name))
+    elif not torch.isfinite(answer).all():
+        bad = (~torch.isfinite(answer)).sum().item()
+        verdict.lines.append(f"{answer_name} has {bad} NaN or infinite entries: look for a division by zero or log(0)")
+    elif close(answer, decoy(reference, seed, name).double(), scale):
         verdict.lines.append(f"{answer_name} is the value of {name}.grad, autograd's answer, so it earns nothing: "
                              "write this gradient by hand")
-        return verdict
-    verdict.lines.append(diagnose(answer, expected, step, forward, student_up))
-    if fix:
-        verdict.lines.append(f"(judged from your own {fix}, which {'is' if len(wrong_up) == 1 else 'are'} wrong too)")
+    else:
+        expected = carried if carried is not None and carried.shape == answer.shape else reference.double()
+        verdict.lines.append(diagnose(answer, expected, step, forward, student_up))
+    if wrong_up:
+        verdict.lines.append(f"(judged from your own {fix}, which {is_are} wrong too)")
     return verdict

@@ -20,15 +20,28 @@ def strip_hidden(source: str) -> str:
     return HIDDEN_REGION.sub("", source)
 
 
+def _exec(namespace: dict, sources, first_index: int) -> None:
+    with contextlib.redirect_stdout(io.StringIO()):
+        for i, source in enumerate(sources, first_index):
+            exec(compile(strip_hidden(source), f"<setup cell {i}>", "exec"), namespace)
+
+
+@lru_cache(maxsize=4)
+def _seed_free_prefix(sources: tuple) -> dict:
+    """The cells before the first use of the seed (data loading, dataset): the same for every seed."""
+    namespace = {"__name__": "__backprop_ninja_setup__"}
+    _exec(namespace, sources, 0)
+    return namespace
+
+
 @lru_cache(maxsize=8)
 def run_setup(sources: tuple, seed: int) -> dict:
     """Run the setup cells in order, with ``SEED`` forced to ``seed`` once a cell defines it."""
-    namespace = {"__name__": "__backprop_ninja_setup__"}
-    with contextlib.redirect_stdout(io.StringIO()):
-        for i, source in enumerate(sources):
-            exec(compile(strip_hidden(source), f"<setup cell {i}>", "exec"), namespace)
-            if "SEED" in namespace:
-                namespace["SEED"] = seed
+    defines = next((i for i, s in enumerate(sources) if re.search(r"^SEED\s*=", s, re.M)), None)
+    uses = next((i for i, s in enumerate(sources) if "SEED" in s and i != defines), len(sources))
+    namespace = dict(_seed_free_prefix(sources[:uses]))  # later cells make new tensors, never change these
+    namespace["SEED"] = seed
+    _exec(namespace, sources[uses:], uses)
     return namespace
 
 

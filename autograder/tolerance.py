@@ -35,9 +35,20 @@ def magnitude(t: torch.Tensor) -> float:
 
 
 def close(answer: torch.Tensor, expected: torch.Tensor, scale: float) -> bool:
-    """Same shape, and equal within RTOL of the step's scale."""
+    """Same shape, and equal within RTOL of the step's scale.
+
+    NaN and infinite entries must sit at the same places with the same values (this only
+    happens when a step is judged from a student's own non-finite upstream gradient).
+    """
     if answer.shape != expected.shape:
         return False
-    if not torch.isfinite(answer).all():
+    finite = torch.isfinite(answer)
+    if not torch.equal(finite, torch.isfinite(expected)):
         return False
-    return max_difference(answer, expected) <= RTOL * max(scale, magnitude(expected))
+    if not finite.all():
+        a, e = answer[~finite], expected[~finite]
+        if not torch.equal(torch.isnan(a), torch.isnan(e)) or not torch.equal(a[~torch.isnan(a)], e[~torch.isnan(e)]):
+            return False
+        answer, expected = answer[finite], expected[finite]
+    finite_scale = max(scale, magnitude(expected)) if expected.numel() else scale
+    return max_difference(answer, expected) <= RTOL * finite_scale

@@ -33,7 +33,7 @@ def names_path(configured: str = "") -> str:
     if not os.path.isfile(path):
         raise FileNotFoundError(
             f"names.txt not found at {path}: the grader needs the data set. Set GradingExecute.names_path "
-            f"or ${NAMES_VARIABLE}, or run `backprop-ninja fetch-data` in the course root.")
+            f"or ${NAMES_VARIABLE}, or put names.txt in the course root.")
     return path
 
 

@@ -1,0 +1,86 @@
+"""The README's main job on a small demo class: release, submissions, autograde, feedback, grades.
+
+The class: a perfect student, a blank one, and a few students who each make one typical
+mistake. Everything runs through the real nbgrader commands in a fresh course folder.
+"""
+
+import csv
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import nbformat
+
+from .authoring import COURSE_ROOT
+from .preprocessors.grading_execute import NAMES_VARIABLE
+from .submissions import solved
+
+ASSIGNMENT = "backprop_ninja"
+
+# notebook -> student -> answer cells changed (empty: the perfect student)
+DEMO_CLASS = {
+    "ex1_atomic_backward": {
+        "ada_perfect": {},
+        "ben_sign": {"answer_dprobs": "dprobs = -(1.0 / probs) * dlogprobs"},
+        "cleo_keepdim": {"answer_dbnbias": "dbnbias = dhpreact.sum(0)"},
+        "dev_bessel": {"answer_dbndiff2": "dbndiff2 = 1.0 / n * torch.ones_like(bndiff2) * dbnvar"},
+        "eli_scatter": {"answer_dC": "dC = torch.zeros_like(C)\ndC[Xb] += demb"},
+    },
+}
+BLANK_STUDENT = "finn_blank"
+
+
+def ensure_names(course: Path) -> Path:
+    """names.txt for the grader: $BACKPROP_NINJA_NAMES, or downloaded (and verified) into the course."""
+    if os.environ.get(NAMES_VARIABLE):
+        return Path(os.environ[NAMES_VARIABLE]).resolve()
+    path = course / "names.txt"
+    data_cell = (COURSE_ROOT / "autograder" / "shared_cells" / "data.py").read_text()
+    namespace = {"os": os, "hashlib": __import__("hashlib"), "urllib": __import__("urllib.request")}
+    os.environ[NAMES_VARIABLE] = str(path)
+    exec(compile(data_cell, "names.txt download", "exec"), namespace)  # the notebooks' own download and check
+    return path
+
+
+def nbgrader(course: Path, *args: str) -> None:
+    result = subprocess.run([sys.executable, "-m", "nbgrader", *args, "--log-level=WARN"], cwd=course,
+                            capture_output=True, text=True)
+    if result.returncode != 0:
+        sys.exit(f"nbgrader {' '.join(args)} failed:\n{result.stderr[-4000:]}")
+
+
+def run_demo(directory: str) -> Path:
+    course = Path(directory).resolve()
+    if course.exists():
+        shutil.rmtree(course)
+    course.mkdir(parents=True)
+    shutil.copy(COURSE_ROOT / "nbgrader_config.py", course)
+    shutil.copytree(COURSE_ROOT / "source", course / "source")
+    os.environ[NAMES_VARIABLE] = str(ensure_names(course))
+    print(f"demo course in {course}")
+    print("1. nbgrader generate_assignment")
+    nbgrader(course, "generate_assignment", ASSIGNMENT, "--force")
+    print("2. the demo class hands in its notebooks")
+    for notebook, students in DEMO_CLASS.items():
+        release = nbformat.read(course / "release" / ASSIGNMENT / f"{notebook}.ipynb", as_version=4)
+        source = nbformat.read(course / "source" / ASSIGNMENT / f"{notebook}.ipynb", as_version=4)
+        for student, changes in {**students, BLANK_STUDENT: None}.items():
+            folder = course / "submitted" / student / ASSIGNMENT
+            folder.mkdir(parents=True, exist_ok=True)
+            nb = release if changes is None else solved(release, source, changes)
+            nbformat.write(nb, folder / f"{notebook}.ipynb")
+    print("3. nbgrader autograde (each student's code in its own kernel)")
+    nbgrader(course, "autograde", ASSIGNMENT)
+    print("4. nbgrader generate_feedback")
+    nbgrader(course, "generate_feedback", ASSIGNMENT)
+    print("5. nbgrader export")
+    nbgrader(course, "export", "--to", "grades.csv")
+    with open(course / "grades.csv") as f:
+        rows = [r for r in csv.DictReader(f) if r["assignment"] == ASSIGNMENT]
+    print(f"\n{'student':16s} {'score':>6s} / max")
+    for r in sorted(rows, key=lambda r: r["student_id"]):
+        print(f"{r['student_id']:16s} {float(r['raw_score']):6.1f} / {float(r['max_score']):g}")
+    print(f"\nfeedback: {course / 'feedback'}\ngrades:   {course / 'grades.csv'}")
+    return course

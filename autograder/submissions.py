@@ -1,0 +1,52 @@
+"""Build student submissions from the release: filled with the solutions, or with changes.
+
+Used by the demo class and by the tests, which grade hundreds of such notebooks: a
+submission is the release notebook with its ``YOUR CODE HERE`` stubs replaced, as a
+student's Jupyter would save it.
+"""
+
+import copy
+import re
+
+import nbformat
+
+SOLUTION_REGION = re.compile(r"### BEGIN SOLUTION\n(.*?)### END SOLUTION", re.S)
+STUB = re.compile(r"# YOUR CODE HERE\nraise NotImplementedError\(\)")
+
+
+def grade_id(cell) -> str:
+    return cell.metadata.get("nbgrader", {}).get("grade_id", "")
+
+
+def solutions(source_nb) -> dict:
+    """grade_id -> the code inside the solution region of each answer cell of a source notebook."""
+    found = {}
+    for cell in source_nb.cells:
+        match = SOLUTION_REGION.search(cell.source)
+        if match:
+            found[grade_id(cell)] = match.group(1).rstrip("\n")
+    return found
+
+
+def fill(release_nb, answers: dict, extra_cells=()):
+    """The release notebook with each stub replaced by ``answers[grade_id]`` (missing ones stay blank).
+
+    ``extra_cells`` is a list of ``(after_grade_id, code)``: cells a student added.
+    """
+    nb = copy.deepcopy(release_nb)
+    for cell in nb.cells:
+        code = answers.get(grade_id(cell))
+        if code is not None:
+            if not STUB.search(cell.source):
+                raise ValueError(f"cell {grade_id(cell)} has no stub to replace")
+            cell.source = STUB.sub(lambda _: code, cell.source)
+    for after, code in extra_cells:
+        index = next(i for i, c in enumerate(nb.cells) if grade_id(c) == after)
+        nb.cells.insert(index + 1, nbformat.v4.new_code_cell(code))
+    return nb
+
+
+def solved(release_nb, source_nb, changes: dict = None, extra_cells=()):
+    """A complete submission with the course's solutions, except for ``changes`` (grade_id -> code)."""
+    answers = {**solutions(source_nb), **(changes or {})}
+    return fill(release_nb, answers, extra_cells)
