@@ -1,11 +1,11 @@
 """For course maintainers: keep the notebooks' shared setup cells equal to one definition.
 
 Every notebook must run alone (on Colab as uploaded), so each repeats the setup: imports,
-data, dataset, parameters, batch, forward pass. Those cells are defined once, in
-``autograder/shared_cells/<name>.py``, and appear in the notebooks as locked cells with
-grade_id ``setup_<name>``. ``python -m autograder.authoring`` rewrites every copy from the
-definition and writes the notebooks in the one stable format the repository keeps
-(outputs cleared); the tests fail when a copy has drifted.
+data, dataset, parameters, batch, forward pass, self-check helpers. Each such cell is
+defined once, in ``autograder/shared_cells/<grade_id>.py``, and appears in the notebooks as
+the locked cell with that grade_id. ``python -m autograder.authoring`` rewrites every copy
+from its definition and writes the notebooks in the one stable format the repository
+keeps (outputs cleared); the tests fail when a copy has drifted.
 """
 
 import sys
@@ -19,19 +19,19 @@ COURSE_ROOT = PACKAGE.parent
 SOURCE_DIR = COURSE_ROOT / "source" / "backprop_ninja"
 
 
-def shared_cell(name: str) -> str:
-    return (SHARED_CELLS / f"{name}.py").read_text().rstrip("\n")
-
-
 def grade_id(cell) -> str:
     return cell.metadata.get("nbgrader", {}).get("grade_id", "")
 
 
+def shared_cell(cell_id: str) -> str | None:
+    """The one definition of the cell with this grade_id, if it is a shared cell."""
+    path = SHARED_CELLS / f"{cell_id}.py"
+    return path.read_text().rstrip("\n") if cell_id and path.exists() else None
+
+
 def stale_setup_cells(nb) -> list:
-    """grade_ids of the notebook's shared setup cells that differ from their definition."""
-    return [grade_id(c) for c in nb.cells
-            if (SHARED_CELLS / f"{grade_id(c).removeprefix('setup_')}.py").exists()
-            and grade_id(c).startswith("setup_") and c.source != shared_cell(grade_id(c).removeprefix("setup_"))]
+    """grade_ids of the notebook's shared cells that differ from their definition."""
+    return [grade_id(c) for c in nb.cells if shared_cell(grade_id(c)) not in (None, c.source)]
 
 
 def write_notebook(nb, path: Path) -> None:
@@ -44,16 +44,15 @@ def write_notebook(nb, path: Path) -> None:
 
 
 def sync(paths) -> list:
+    """Rewrite every shared cell of these notebooks from its definition; return the changed ones."""
     changed = []
     for path in paths:
+        before = Path(path).read_text()
         nb = nbformat.read(path, as_version=4)
-        before = nbformat.writes(nb)
         for cell in nb.cells:
-            name = grade_id(cell).removeprefix("setup_")
-            if grade_id(cell).startswith("setup_") and (SHARED_CELLS / f"{name}.py").exists():
-                cell.source = shared_cell(name)
+            cell.source = shared_cell(grade_id(cell)) or cell.source
         write_notebook(nb, path)
-        if nbformat.writes(nbformat.read(path, as_version=4)) != before:
+        if Path(path).read_text() != before:
             changed.append(path)
     return changed
 

@@ -37,7 +37,7 @@ def ensure_names(course: Path) -> Path:
     if os.environ.get(NAMES_VARIABLE):
         return Path(os.environ[NAMES_VARIABLE]).resolve()
     path = course / "names.txt"
-    data_cell = (COURSE_ROOT / "autograder" / "shared_cells" / "data.py").read_text()
+    data_cell = (COURSE_ROOT / "autograder" / "shared_cells" / "setup_data.py").read_text()
     namespace = {"os": os, "hashlib": __import__("hashlib"), "urllib": __import__("urllib.request")}
     os.environ[NAMES_VARIABLE] = str(path)
     exec(compile(data_cell, "names.txt download", "exec"), namespace)  # the notebooks' own download and check

@@ -1,0 +1,15 @@
+"""Backprop Ninja's autograder: what the hidden tests call, and how a class gets graded.
+
+Where things live:
+  backward_rules  the local backward rule of every step (the single table the grader reads)
+  tolerance       when two gradients count as equal, and why
+  judge           the verdict on one graded cell (error carried forward); diagnose: its messages
+  honesty         answers taken from autograd earn nothing
+  in_kernel       the only code that runs in the student's kernel (hidden regions call it)
+  wire            how answers travel from the kernel to the grader
+  reference       the grader's own run of a notebook's setup
+  exercises       which check grades which cell of which notebook
+  preprocessors/  nbgrader's seams: GradingExecute, JudgeAnswers
+  sandbox         the bubblewrap sandbox that student kernels run in
+  shared_cells/   the setup cells every notebook repeats, defined once (authoring keeps copies equal)
+"""
