@@ -1,0 +1,242 @@
+"""The sandboxed grading kernel, with real kernels in bubblewrap (no mocks)."""
+import json
+import os
+import shutil
+import socket
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+from nbclient import NotebookClient
+from nbclient.exceptions import DeadKernelError
+from nbformat.v4 import new_code_cell, new_notebook
+from traitlets.config import Config
+
+from autograder.sandbox import PACKAGE_DIR, SandboxedExecute, SandboxedKernelManager, SandboxError
+
+pytestmark = pytest.mark.skipif(
+    shutil.which("bwrap") is None,
+    reason="bubblewrap is not installed (apt-get install bubblewrap); CI installs it")
+
+ROOT = os.geteuid() == 0
+SANDBOX_UID = SandboxedKernelManager().sandbox_uid
+MEMORY_LIMIT = 4 * 2**30
+
+
+@pytest.fixture(scope="module")
+def course():
+    """A course root outside /tmp, as in production, where a tmpfs over it hides it."""
+    base = Path(tempfile.mkdtemp(prefix="sandbox-test-", dir="/var/tmp"))
+    base.chmod(0o755)  # like any course's parent: the kernel's uid may pass through
+    course = base / "course"
+    for student in ("alice", "bob"):
+        (course / "autograded" / student / "ps1").mkdir(parents=True)
+    (course / "autograded" / "bob" / "ps1" / "answers.txt").write_text("bob's work")
+    (course / "source" / "ps1").mkdir(parents=True)
+    (course / "source" / "ps1" / "ps1.ipynb").write_text("hidden tests")
+    (course / "submitted").mkdir()
+    (course / "gradebook.db").write_text("grades")
+    yield course
+    shutil.rmtree(base)
+
+
+@pytest.fixture(scope="module")
+def grader_tmp(tmp_path_factory):
+    """The grader's /tmp: hidden from the kernel, except for the names file bound back."""
+    tmp = tmp_path_factory.mktemp("grader")
+    (tmp / "grader-secret.txt").write_text("not for students")
+    (tmp / "names.txt").write_text("emma\nolivia\n")
+    return tmp
+
+
+def config(course, **traits):
+    c = Config()
+    c.SandboxedKernelManager.course_root = str(course)
+    c.SandboxedKernelManager.memory_limit = MEMORY_LIMIT
+    for name, value in traits.items():
+        setattr(c.SandboxedKernelManager, name, value)
+    return c
+
+
+def client(course, student, cells=(), **kw):
+    nb = new_notebook(cells=[new_code_cell(src) for src in cells])
+    return NotebookClient(
+        nb, kernel_manager_class=SandboxedKernelManager, config=config(course), timeout=60,
+        allow_errors=True, resources={"metadata": {"path": str(course / "autograded" / student / "ps1")}},
+        **kw)
+
+
+class Kernel:
+    def __init__(self, nbclient):
+        self.client = nbclient
+
+    def run(self, code):
+        """Run a cell; return its stdout, raising AssertionError on an error output."""
+        cell = new_code_cell(code)
+        self.client.nb.cells.append(cell)
+        self.client.execute_cell(cell, len(self.client.nb.cells) - 1)
+        errors = [o for o in cell.outputs if o.output_type == "error"]
+        assert not errors, f"{errors[0].ename}: {errors[0].evalue}"
+        return "".join(o.text for o in cell.outputs if o.output_type == "stream" and o.name == "stdout")
+
+    def json(self, code):
+        return json.loads(self.run(code + "\nimport json; print(json.dumps(result))"))
+
+
+@pytest.fixture(scope="module")
+def kernel(course, grader_tmp):
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("NBGRADER_EXECUTION", "autograde")
+        mp.setenv("BACKPROP_NINJA_NAMES", str(grader_tmp / "names.txt"))
+        mp.setenv("BACKPROP_NINJA_SEED", "7")
+        mp.setenv("GRADER_SECRET_TOKEN", "do-not-leak")
+        c = client(course, "alice")
+        with c.setup_kernel():
+            yield Kernel(c)
+
+
+def sandboxed_sleeps():
+    """`sleep` processes running as the sandbox's uid anywhere on this machine."""
+    found = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/status") as f:
+                if f"\nUid:\t{SANDBOX_UID}\t" in f.read() and b"sleep" in open(f"/proc/{pid}/cmdline", "rb").read():
+                    found.append(pid)
+        except OSError:
+            pass
+    return found
+
+
+def test_runs_code_and_torch_unprivileged(kernel):
+    r = kernel.json("import os, torch\n"
+                    "status = open('/proc/self/status').read()\n"
+                    "result = [torch.ones(3).sum().item(), os.getuid(),\n"
+                    "          [l.split()[1] for l in status.splitlines() if l.startswith('CapEff')][0],\n"
+                    "          os.path.realpath(os.getcwd()), open('/proc/self/oom_score_adj').read()]")
+    assert r[0] == 3.0
+    assert r[2] == "0000000000000000"  # no capabilities
+    assert r[3].endswith("/autograded/alice/ps1")
+    assert r[4].strip() == "1000"  # under memory pressure the OOM killer takes a sandbox first
+    if ROOT:
+        assert r[1] == SANDBOX_UID
+
+
+def test_writes_only_to_own_folder(kernel, course):
+    targets = {
+        "own": "out.txt", "tmp": "/tmp/scratch.txt", "course": str(course / "hack.txt"),
+        "bob": str(course / "autograded" / "bob" / "ps1" / "answers.txt"),
+        "root": "/hack.txt", "package": os.path.join(PACKAGE_DIR, "hack.txt"),
+    }
+    r = kernel.json(f"targets = {targets!r}\nresult = {{}}\n"
+                    "for name, path in targets.items():\n"
+                    "    try:\n"
+                    "        open(path, 'w').write('x'); result[name] = 'ok'\n"
+                    "    except OSError as e:\n"
+                    "        result[name] = type(e).__name__\n")
+    assert r["own"] == "ok" and r["tmp"] == "ok"
+    assert (course / "autograded" / "alice" / "ps1" / "out.txt").read_text() == "x"
+    for name in ("course", "bob", "root", "package"):
+        assert r[name] != "ok", name
+    assert not (course / "hack.txt").exists() and not os.path.exists("/hack.txt")
+    assert (course / "autograded" / "bob" / "ps1" / "answers.txt").read_text() == "bob's work"
+
+
+def test_course_secrets_are_invisible(kernel, course, grader_tmp):
+    r = kernel.json(f"import os\ncourse, tmp = {str(course)!r}, {str(grader_tmp)!r}\n"
+                    "result = {'course': sorted(os.listdir(course)),\n"
+                    "          'autograded': sorted(os.listdir(course + '/autograded')),\n"
+                    "          'tmp': sorted(os.listdir(tmp))}\n"
+                    "for path in ('/gradebook.db', '/source/ps1/ps1.ipynb'):\n"
+                    "    try:\n"
+                    "        open(course + path).read(); result[path] = 'read'\n"
+                    "    except OSError as e:\n"
+                    "        result[path] = type(e).__name__\n")
+    assert r["course"] == ["autograded"] and r["autograded"] == ["alice"]
+    assert r["/gradebook.db"] == "FileNotFoundError"
+    assert r["/source/ps1/ps1.ipynb"] == "FileNotFoundError"
+    assert r["tmp"] == ["names.txt"]  # no grader-secret.txt: the kernel's /tmp is private
+
+
+def test_environment_is_filtered(kernel):
+    r = kernel.json("import os\nresult = [os.environ.get('NBGRADER_EXECUTION'),\n"
+                    "  os.environ.get('BACKPROP_NINJA_SEED'), os.environ.get('GRADER_SECRET_TOKEN'),\n"
+                    "  open(os.environ['BACKPROP_NINJA_NAMES']).read()]")
+    assert r == ["autograde", "7", None, "emma\nolivia\n"]
+
+
+def test_no_network(kernel):
+    with socket.create_server(("127.0.0.1", 0)) as server:
+        port = server.getsockname()[1]
+        socket.create_connection(("127.0.0.1", port), timeout=2).close()  # it is reachable here
+        r = kernel.json("import socket\ntry:\n"
+                        f"    socket.create_connection(('127.0.0.1', {port}), timeout=2); result = 'connected'\n"
+                        "except OSError as e:\n    result = type(e).__name__")
+    assert r == "ConnectionRefusedError"
+
+
+def test_memory_limit(kernel):
+    r = kernel.json("import torch\nresult = []\n"
+                    "for make in (lambda: bytearray(50 * 2**30), lambda: torch.empty(50 * 2**30, dtype=torch.uint8)):\n"
+                    "    try:\n        make(); result.append('allocated')\n"
+                    "    except (MemoryError, RuntimeError) as e:\n        result.append(type(e).__name__)\n"
+                    "chunks = []  # address space adds up, even untouched\ntry:\n"
+                    "    while True: chunks.append(torch.empty(256 * 2**20, dtype=torch.uint8))\n"
+                    "except RuntimeError:\n    result.append(len(chunks))\ndel chunks")
+    assert r[:2] == ["MemoryError", "RuntimeError"]
+    assert 0 < r[2] * 256 * 2**20 < MEMORY_LIMIT
+    assert kernel.run("print(1 + 1)") == "2\n"
+
+
+def test_fork_bomb_is_stopped(kernel):
+    r = kernel.json("import subprocess\nprocs, error = [], None\ntry:\n"
+                    "    for _ in range(1000): procs.append(subprocess.Popen(['sleep', '60']))\n"
+                    "except OSError as e:\n    error = type(e).__name__\n"
+                    "for p in procs: p.kill(); p.wait()\nresult = [len(procs), error]")
+    assert r[0] < SandboxedKernelManager().process_limit and r[1] == "BlockingIOError"
+    assert kernel.run("print('still here')") == "still here\n"
+
+
+def test_dead_kernel_is_contained(kernel, course):
+    bob = course / "autograded" / "bob" / "ps1"
+    owner = bob.stat().st_uid
+    c = client(course, "bob", ["import os, subprocess\n"
+                               "print([n for n in os.listdir('/tmp') if n.startswith('nbgrader-')])\n"
+                               "subprocess.Popen(['sleep', '300'], start_new_session=True)\n"
+                               "open('left.txt', 'w').write('x')",
+                               "import os; os._exit(1)"])
+    with pytest.raises(DeadKernelError):
+        c.execute()
+    # alice's kernel was running: bob's sees its own socket directory and no other
+    assert c.nb.cells[0].outputs[0].text.count("nbgrader-sandbox-") == 1
+    assert kernel.run("print('alice unaffected')") == "alice unaffected\n"
+    assert (bob / "left.txt").stat().st_uid == owner == bob.stat().st_uid  # folder given back
+    if ROOT:  # the detached `sleep` died with the sandbox; alice's kernel has the same uid
+        deadline = time.monotonic() + 5
+        while sandboxed_sleeps():
+            assert time.monotonic() < deadline, "a sandboxed process outlived its kernel"
+            time.sleep(0.1)
+
+
+def test_timeout_interrupts_through_nbgrader_execute(course):
+    nb = new_notebook(cells=[new_code_cell("while True: pass"), new_code_cell("print('after')")])
+    pre = SandboxedExecute(config=config(course), timeout=3)
+    start = time.monotonic()
+    nb, _ = pre.preprocess(nb, {"metadata": {"path": str(course / "autograded" / "bob" / "ps1")}})
+    assert time.monotonic() - start < 30
+    errors = [o.ename for o in nb.cells[0].outputs if o.output_type == "error"]
+    assert "CellTimeoutError" in errors and "KeyboardInterrupt" in errors  # interrupted
+    assert nb.cells[1].outputs[0].text == "after\n"  # and the kernel carried on
+
+
+def test_fails_closed(course):
+    bob = str(course / "autograded" / "bob" / "ps1")
+    for traits, cwd, words in (({"bwrap": "/nonexistent/bwrap"}, bob, "bwrap"),
+                               ({}, str(course), "folder inside the course root"),
+                               ({"memory_limit": 2**20}, bob, "exited with status")):
+        c = client(course, "bob", ["1"])
+        c.config = config(course, **traits)
+        with pytest.raises(SandboxError, match=words):
+            c.execute(cwd=cwd)
+    assert os.stat(bob).st_uid == os.stat(course).st_uid
