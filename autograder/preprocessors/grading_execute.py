@@ -5,10 +5,12 @@ import hashlib
 import os
 import secrets
 
+from jupyter_client.manager import AsyncKernelManager
 from nbgrader.preprocessors import Execute
-from traitlets import Unicode
+from traitlets import Bool, Unicode
 
 from ..in_kernel import SEED_VARIABLE
+from ..sandbox import SandboxedKernelManager
 
 NAMES_VARIABLE = "BACKPROP_NINJA_NAMES"
 
@@ -38,7 +40,7 @@ def names_path(configured: str = "") -> str:
 
 
 class GradingExecute(Execute):
-    """nbgrader's Execute, run with ``$BACKPROP_NINJA_SEED`` set for the kernel.
+    """nbgrader's Execute, in the sandbox, with ``$BACKPROP_NINJA_SEED`` set for the kernel.
 
     The seed differs for every student and notebook, so the batch and the parameters the
     answers are graded on are ones the student never saw; ``JudgeAnswers`` reads it back
@@ -50,7 +52,16 @@ class GradingExecute(Execute):
     ).tag(config=True)
     names_path = Unicode("", help="Path of names.txt (default: $BACKPROP_NINJA_NAMES, else names.txt in the course root).").tag(config=True)
 
+    sandbox = Bool(
+        True, help="Run every kernel in the bubblewrap sandbox (autograder/sandbox.py). Grading fails when the "
+                   "sandbox cannot start; set False only to grade trusted notebooks on a machine without bubblewrap.",
+    ).tag(config=True)
+
     _run_secret = secrets.token_hex(16)
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.kernel_manager_class = SandboxedKernelManager if self.sandbox else AsyncKernelManager
 
     def grading_seed(self, resources) -> int:
         nbgrader = resources.get("nbgrader", {})
