@@ -130,6 +130,7 @@ def graded(course):
     course.submit("c_pasted_values", NB, solved(release, source, {"answer_db2": pasted}))
     course.submit("c_blank_cells", NB, solved(release, source, extra_cells=[
         ("answer_dlogprobs", "get_ipython().input_transformers_cleanup.append(lambda lines: ['pass\\n'])")]))
+    course.submit("k_dies_midway", NB, solved(release, source, {"answer_dh": "import os\nos._exit(1)"}))
     course.nbgrader("autograde", ASSIGNMENT)
     return course
 
@@ -191,6 +192,11 @@ def test_pasted_values_earn_nothing(graded):
 def test_neutralised_cells_earn_nothing(graded):
     assert sum(graded.scores("c_blank_cells", NB).values()) == 0
     assert "did not run to the end" in graded.messages("c_blank_cells", NB)["test_dW1"]
+
+
+def test_a_dead_kernel_keeps_the_points_earned_before_it(graded):
+    assert lost_steps(graded, "k_dies_midway") == sorted(ALL_STEPS[ALL_STEPS.index("h"):])
+    assert "kernel died" in graded.messages("k_dies_midway", NB)["test_dW2"]
 
 
 def test_hidden_tests_are_not_in_the_release(graded):

@@ -6,6 +6,8 @@ import os
 import secrets
 
 from jupyter_client.manager import AsyncKernelManager
+from nbclient.exceptions import DeadKernelError
+from nbformat.v4 import new_output
 from nbgrader.preprocessors import Execute
 from traitlets import Bool, Unicode
 
@@ -69,9 +71,27 @@ class GradingExecute(Execute):
                         str(nbgrader.get("assignment", "")), str(nbgrader.get("notebook", ""))])
         return int.from_bytes(hashlib.sha256(key.encode()).digest()[:4], "big") % 2**31
 
+    def preprocess_cell(self, cell, resources, index):
+        """Like Execute's, but a dead kernel ends the run instead of failing the whole submission.
+
+        The cells that ran keep their results; the rest are left unexecuted, and JudgeAnswers
+        gives their graded cells 0 with the reason, so the student still gets a grade.
+        """
+        state = resources["backprop_ninja"]
+        if state["kernel_died_in"] is not None or cell.cell_type != "code":
+            return cell, resources
+        try:
+            return super().preprocess_cell(cell, resources, index)
+        except DeadKernelError:
+            state["kernel_died_in"] = index
+            cell.outputs.append(new_output("stream", name="stdout", text=(
+                "The kernel died while running this cell (out of memory, os._exit, a crash, or a limit of the "
+                "grading sandbox); the cells below did not run.\n")))
+            return cell, resources
+
     def preprocess(self, nb, resources, *args, **kwargs):
         seed = self.grading_seed(resources)
         path = names_path(self.names_path)
-        resources["backprop_ninja"] = {"seed": seed, "names_path": path}
+        resources["backprop_ninja"] = {"seed": seed, "names_path": path, "kernel_died_in": None}
         with environment(**{SEED_VARIABLE: str(seed), NAMES_VARIABLE: path}):
             return super().preprocess(nb, resources, *args, **kwargs)

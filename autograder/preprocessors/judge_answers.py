@@ -44,6 +44,9 @@ class JudgeAnswers(NbGraderPreprocessor):
         setup = tuple(c.source for c in nb.cells if _grade_id(c).startswith(SETUP_PREFIX))
         with environment(**{NAMES_VARIABLE: resources["backprop_ninja"]["names_path"]}):
             namespace = run_setup(setup, seed)
+        died_in = resources["backprop_ninja"].get("kernel_died_in")
+        not_run = ("the kernel died before this cell ran (see the cell where it stopped)" if died_in is not None else
+                   "this cell did not run to the end (an earlier cell crashed the kernel or ran out of time)")
         taint = AutogradTaint()
         for cell in nb.cells:
             if cell.cell_type != "code":
@@ -59,7 +62,7 @@ class JudgeAnswers(NbGraderPreprocessor):
             else:
                 verdict = check({}, namespace, seed, set())
                 verdict.points = 0
-                verdict.lines = ["this cell did not run to the end (an earlier cell crashed the kernel or ran out of time)"
-                                 if not reports else "this cell reported more than one answer: the submission tampered with it"]
+                verdict.lines = [not_run if not reports else
+                                 "this cell reported more than one answer: the submission tampered with it"]
             cell.outputs = verdict_outputs(verdict)
         return nb, resources
