@@ -11,5 +11,6 @@ Where things live:
   exercises       which check grades which cell of which notebook
   preprocessors/  nbgrader's seams: GradingExecute, JudgeAnswers
   sandbox         the bubblewrap sandbox that student kernels run in
+  class_report    the instructor's class report (class_report.html) from grades.csv and problems.json
   shared_cells/   the setup cells every notebook repeats, defined once (authoring keeps copies equal)
 """

@@ -1,0 +1,165 @@
+"""The class report on a small hand-made class: real files, no nbgrader runs."""
+
+import base64
+import csv
+import json
+import re
+import shutil
+from html.parser import HTMLParser
+
+import pytest
+from nbgrader.api import Gradebook
+
+from autograder.class_report import ClassData, summary_lines, write_report
+from conftest import ASSIGNMENT, REPO
+
+EX1, EX2 = "ex1_atomic_backward", "ex2_cross_entropy"
+HOSTILE = "<script>alert(1)</script>"
+EVIL_DETAIL = '<img src=x onerror="alert(2)">&amp;'
+# grade_id -> max points in the gradebook; columns deliberately out of the notebook's cell order
+MAX = {"test_dC": 2, "setup_settings": 0, "test_dlogprobs": 1, "test_dcounts_sum_inv": 2, "test_dprobs": 1}
+CELL_ORDER = ["test_dlogprobs", "test_dprobs", "test_dcounts_sum_inv", "test_dC"]
+CLASS = {  # student -> grade_id -> score (None: no grade); nobody scores 2 on test_dcounts_sum_inv
+    "ada": {"test_dC": 2, "setup_settings": 0, "test_dlogprobs": 1, "test_dcounts_sum_inv": 1, "test_dprobs": 1},
+    "ben": {"test_dC": 0, "setup_settings": 0, "test_dlogprobs": 1, "test_dcounts_sum_inv": 1, "test_dprobs": 0},
+    HOSTILE: {"test_dC": 1, "setup_settings": 0, "test_dlogprobs": 0, "test_dcounts_sum_inv": 0, "test_dprobs": 1},
+    "dora": {k: None for k in MAX},  # her kernel died
+}
+PROBLEMS = [
+    {"student": "dora", "notebook": EX1, "problem": "kernel_died", "detail": "os._exit(1) in cell 12"},
+    {"student": HOSTILE, "notebook": None, "problem": "unmatched_file", "detail": EVIL_DETAIL},
+    {"student": "eve", "notebook": EX2, "problem": "not_a_notebook", "detail": f"ex2.ipynb is {HOSTILE}"},
+]
+
+
+@pytest.fixture(scope="module")
+def gradebook_db(tmp_path_factory):
+    """A real gradebook with ex1's grade cells; made once (a new gradebook.db costs an alembic run)."""
+    path = tmp_path_factory.mktemp("gradebook") / "gradebook.db"
+    with Gradebook(f"sqlite:///{path}") as gb:
+        gb.add_assignment(ASSIGNMENT)
+        gb.add_notebook(EX1, ASSIGNMENT)
+        for name, points in MAX.items():
+            gb.add_grade_cell(name, EX1, ASSIGNMENT, max_score=points, cell_type="code")
+    return path
+
+
+def make_class(root, gradebook_db=None):
+    columns = ["student", "total", "max_total", EX1, EX2] + [f"{EX1}:{g}" for g in MAX] + [f"{EX2}:test_dlogits"]
+    with open(root / "grades.csv", "w", newline="", encoding="utf-8") as f:
+        writer = csv.writer(f)
+        writer.writerow(columns)
+        for student, scores in CLASS.items():
+            graded = [v for v in scores.values() if v is not None]
+            total = sum(graded) if graded else None
+            writer.writerow([student, "" if total is None else total, sum(MAX.values()), "" if total is None else total, ""]
+                            + ["" if scores[g] is None else scores[g] for g in MAX] + [""])
+    (root / "problems.json").write_text(json.dumps(PROBLEMS))
+    (root / "source" / ASSIGNMENT).mkdir(parents=True)
+    shutil.copy(REPO / "source" / ASSIGNMENT / f"{EX1}.ipynb", root / "source" / ASSIGNMENT)
+    if gradebook_db:
+        shutil.copy(gradebook_db, root / "gradebook.db")
+
+
+class Page(HTMLParser):
+    """Checks that every tag is closed in order; collects section ids, images and table rows."""
+    VOID = {"meta", "img", "br", "hr", "link", "input"}
+
+    def __init__(self, text):
+        super().__init__()
+        self.stack, self.ids, self.images, self.links, self.rows, self.scripts = [], [], [], [], [], 0
+        self.feed(text)
+        self.close()
+        assert self.stack == [], f"unclosed tags: {self.stack}"
+
+    def handle_starttag(self, tag, attrs):
+        attrs = dict(attrs)
+        self.scripts += tag == "script" or any(k.startswith("on") for k in attrs)
+        self.links += [v for k, v in attrs.items() if k in ("src", "href")]
+        if tag == "img":
+            self.images.append(attrs["src"])
+        if "id" in attrs:
+            self.ids.append(attrs["id"])
+        if tag == "tr":
+            self.rows.append([])
+        if tag not in self.VOID:
+            self.stack.append(tag)
+
+    def handle_endtag(self, tag):
+        assert self.stack and self.stack[-1] == tag, f"</{tag}> closes {self.stack[-1:]}"
+        self.stack.pop()
+
+    def handle_data(self, data):
+        if self.stack and self.stack[-1] in ("td", "th"):
+            self.rows[-1].append(data)
+
+
+def expected_rates(max_points):
+    """grade_id -> (passed, graded), computed from CLASS independently of the module."""
+    rates = {}
+    for g in CELL_ORDER:
+        scores = [s[g] for s in CLASS.values() if s[g] is not None]
+        rates[g] = (sum(s == max_points[g] for s in scores), len(scores))
+    return rates
+
+
+@pytest.mark.parametrize("gradebook", [True, False], ids=["max-from-gradebook", "max-from-columns"])
+def test_report_of_a_small_class(tmp_path, gradebook_db, gradebook):
+    make_class(tmp_path, gradebook_db if gradebook else None)
+    path = write_report(tmp_path, tmp_path / "grades.csv", tmp_path / "problems.json")
+    assert path == tmp_path / "class_report.html" and path.is_file()
+    text = path.read_text(encoding="utf-8")
+    page = Page(text)
+    assert ["distribution", "steps", "hardest", "problems", "students"] == page.ids
+    assert all(link.startswith("data:") for link in page.links)  # self-contained: works offline
+    # two plots: the histogram and ex1's pass rates (ex2 has nobody graded)
+    assert len(page.images) == 2
+    for src in page.images:
+        assert base64.b64decode(src.removeprefix("data:image/png;base64,"))[:8] == b"\x89PNG\r\n\x1a\n"
+    assert re.search(f"<h3>{EX2}</h3>\\s*<p class='note'>No graded student in this notebook.</p>", text)
+    # hostile strings are shown as text, never as markup
+    assert page.scripts == 0 and HOSTILE not in text and EVIL_DETAIL not in text
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in text
+    assert "&lt;img src=x onerror=&quot;alert(2)&quot;&gt;&amp;amp;" in text
+    # pass rates: the gradebook says test_dcounts_sum_inv is worth 2 (nobody has it); else the column max is 1
+    max_points = dict(MAX) if gradebook else {g: max(s[g] or 0 for s in CLASS.values()) for g in MAX}
+    assert (max_points["test_dcounts_sum_inv"] == 2) == gradebook
+    for g, (passed, graded) in expected_rates(max_points).items():
+        assert [g, f"{100 * passed / graded:.0f}%", f"{passed} / {graded}", f"{max_points[g]}"] in page.rows
+    assert ["setup_settings"] not in [r[:1] for r in page.rows]  # 0-point cells are not steps
+    assert ClassData(tmp_path).steps[EX1] == CELL_ORDER  # the notebook's order, not the columns'
+    # problems grouped by kind, with student and detail; per-student problem counts
+    for kind in ["kernel_died (1)", "not_a_notebook (1)", "unmatched_file (1)"]:
+        assert f"<h3>{kind}</h3>" in text
+    assert ["dora", EX1, "os._exit(1) in cell 12"] in page.rows
+    assert [HOSTILE, EVIL_DETAIL] in page.rows  # notebook null: an empty cell
+    assert ["ben", "2", "6", "2", "0"] in page.rows  # ex2: empty
+    assert ["dora", "6", "1"] in page.rows  # no grade: empty cells
+    assert ["eve", "1"] in page.rows  # only in problems.json
+    assert "4 students" not in text and "5 students (3 graded), 2 notebooks" in text
+
+
+def test_summary_lines(tmp_path):
+    make_class(tmp_path)  # no gradebook: the headline does not need max points
+    lines = summary_lines(tmp_path)
+    assert lines[0] == "5 students (3 graded), 2 notebooks"
+    assert lines[1] == "total (of 6): mean 3, median 2 (50.0% / 33.3% of max)"  # totals 5, 2, 2 of 6
+    assert lines[2] == "3 problems: kernel_died 1, not_a_notebook 1, unmatched_file 1"
+
+
+@pytest.mark.parametrize("files", ["none", "empty", "nbgrader-export"])
+def test_empty_or_missing_class(tmp_path, files):
+    if files == "empty":
+        (tmp_path / "grades.csv").write_text("student,total,max_total\n")
+        (tmp_path / "problems.json").write_text("[]")
+    if files == "nbgrader-export":  # the wrong csv, and a problems file cut short
+        (tmp_path / "grades.csv").write_text("assignment,student_id,score\nbackprop_ninja,ada,3\n")
+        (tmp_path / "problems.json").write_text('[{"student": "ada"')
+    text = write_report(tmp_path).read_text()
+    page = Page(text)
+    assert page.images == [] and "0 students (0 graded), 0 notebooks" in text
+    assert "No student has a total yet." in text and "No students." in text
+    assert not (tmp_path / "gradebook.db").exists()
+    expected = {"none": "does not exist", "empty": "No problems reported.", "nbgrader-export": "no &#x27;student&#x27; column"}
+    assert expected[files] in text
+    assert summary_lines(tmp_path)[:2] == ["0 students (0 graded), 0 notebooks", "0 problems"]
