@@ -58,7 +58,12 @@ class JudgeAnswers(NbGraderPreprocessor):
                 continue
             reports = reported_values(cell)
             if len(reports) == 1 and isinstance(reports[0], dict):
-                verdict = check(reports[0], namespace, seed, set(taint.tainted))
+                try:
+                    verdict = check(reports[0], namespace, seed, set(taint.tainted))
+                except Exception as error:  # a malformed (forged) report must cost this cell only
+                    self.log.warning("cell %s: unreadable report (%r)", _grade_id(cell), error)
+                    verdict = check({}, namespace, seed, set())
+                    verdict.points, verdict.lines = 0, ["the grader could not read the answer this cell reported"]
             else:
                 verdict = check({}, namespace, seed, set())
                 verdict.points = 0
