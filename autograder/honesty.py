@@ -64,10 +64,15 @@ def _targets(node: ast.AST) -> set:
 
 
 class AutogradTaint:
-    """Follows, statement by statement, which variables carry a value obtained from autograd."""
+    """Follows, statement by statement, which variables carry a value obtained from autograd.
 
-    def __init__(self):
+    ``answers`` are the graded variables: each is judged on its own, so one computed by hand
+    from a copied answer is the student's work and is not marked (error carried forward).
+    """
+
+    def __init__(self, answers=()):
         self.tainted = set()
+        self.answers = set(answers)
 
     def add_cell(self, source: str) -> None:
         try:
@@ -101,7 +106,9 @@ class AutogradTaint:
         targets = _targets(node)
         if not targets:
             return
-        if _uses_autograd(node, self.tainted):
+        if _uses_autograd(node, self.tainted - self.answers):
             self.tainted |= targets
+        elif _uses_autograd(node, self.tainted & targets):  # x = f(x), x += ...: x keeps its mark
+            pass
         elif isinstance(node, ast.Assign) and all(isinstance(t, ast.Name) for t in node.targets):
             self.tainted -= targets  # a plain re-assignment from clean values cleans the name

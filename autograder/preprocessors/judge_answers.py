@@ -6,6 +6,8 @@ against the grader's own reference, and the cell's outputs become the verdict's 
 its points (nbgrader reads partial credit from the cell's ``execute_result``).
 """
 
+import re
+
 from nbformat.v4 import new_output
 from nbgrader import utils
 from nbgrader.preprocessors import NbGraderPreprocessor
@@ -16,6 +18,10 @@ from ..honesty import AutogradTaint
 from ..judge import Verdict
 from ..reference import SETUP_PREFIX, run_setup
 from .grading_execute import NAMES_VARIABLE, environment
+
+
+REPORT_CALL = re.compile(r"report\(globals\(\),([^)]*)\)")  # in the locked test cells: the graded names
+REPORTED = re.compile(r"[\"']([A-Za-z_]\w*)[\"']")
 
 
 def _grade_id(cell) -> str:
@@ -47,7 +53,8 @@ class JudgeAnswers(NbGraderPreprocessor):
         died_in = resources["backprop_ninja"].get("kernel_died_in")
         not_run = ("the kernel died before this cell ran (see the cell where it stopped)" if died_in is not None else
                    "this cell did not run to the end (an earlier cell crashed the kernel or ran out of time)")
-        taint = AutogradTaint()
+        taint = AutogradTaint(answers={name for c in nb.cells if utils.is_locked(c) for name in REPORTED.findall(
+            "".join(REPORT_CALL.findall(c.source)))})
         for cell in nb.cells:
             if cell.cell_type != "code":
                 continue
