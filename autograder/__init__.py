@@ -4,6 +4,7 @@ Where things live:
   backward_rules  the local backward rule of every step (the single table the grader reads)
   tolerance       when two gradients count as equal, and why
   judge           the verdict on one graded cell (error carried forward); diagnose: its messages
+  value_checks    answers that are not gradients: loss_fast, hpreact_fast, rows of dlogits summing to zero
   honesty         answers taken from autograd earn nothing
   in_kernel       the only code that runs in the student's kernel (hidden regions call it)
   wire            how answers travel from the kernel to the grader

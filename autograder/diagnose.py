@@ -46,7 +46,9 @@ def _factor_message(c: float, n: int) -> str:
              (1.0 / n, f"is n = {n} times too small: is there an extra division by the batch size?"),
              (-float(n), f"is -n = -{n} times the right value: check the sign and the division by n"),
              (n / (n - 1), f"is n/(n-1) = {n}/{n - 1} times too large: n or n-1? Check what the forward pass divides by (Bessel's correction)"),
-             ((n - 1) / n, f"is (n-1)/n = {n - 1}/{n} times too small: n or n-1? Check what the forward pass divides by (Bessel's correction)")]
+             ((n - 1) / n, f"is (n-1)/n = {n - 1}/{n} times too small: n or n-1? Check what the forward pass divides by (Bessel's correction)"),
+             ((n / (n - 1)) ** 0.5, f"is sqrt(n/(n-1)) times too large: was a variance divided by n = {n} instead of n-1 (Bessel's correction)?"),
+             (((n - 1) / n) ** 0.5, f"is sqrt((n-1)/n) times too small: was a variance divided by n-1 = {n - 1} instead of n?")]
     for factor, message in named:
         if abs(c - factor) <= 1e-3 * abs(factor):
             return message
@@ -60,6 +62,13 @@ def diagnose(answer: torch.Tensor, expected: torch.Tensor, step: Step, forward: 
     a, e = answer.double(), expected.double()
     if magnitude(a) == 0:
         return f"d{name} is all zeros"
+    for message, variant in step.mistakes.items():  # the step's known wrong formulas, each with its message
+        try:
+            wrong = variant(forward, upstream).double()
+        except (RuntimeError, KeyError, IndexError):
+            continue
+        if wrong.shape == a.shape and close(a, wrong, scale):
+            return message
     if magnitude(e) > 0:
         c = (a * e).sum().item() / (e * e).sum().item()
         if abs(c - 1) > 1e-3 and close(a, c * e, scale):

@@ -5,17 +5,47 @@ setup namespace (forward values and autograd's gradients for this run's seed), t
 and the set of variables computed with autograd, and returns a ``Verdict``.
 """
 
-from .backward_rules import STEPS, Step
+from . import wire
+from .backward_rules import FUSED_STEP_BY_NAME, STEP_BY_NAME, STEPS, Step
 from .judge import judge_gradient
 from .reference import autograd_gradients, forward_values
+from .value_checks import FAST_FORWARD_BY_NAME, Value, judge_rows_sum_to_zero, judge_value
 
 
-def gradient_check(step: Step):
+def gradient_check(step: Step, given: tuple = ()):
+    """``given``: upstream gradients the notebook hands out (a locked setup cell), so they are taken
+    from the grader's reference, never from the student's copy (which could be changed)."""
     def check(reported, namespace, seed, tainted):
-        return judge_gradient(step, reported, forward_values(namespace), autograd_gradients(namespace), seed, tainted)
+        grads = autograd_gradients(namespace)
+        reported = {**reported, **{"d" + name: wire.encode(grads[name]) for name in given}}
+        return judge_gradient(step, reported, forward_values(namespace), grads, seed, tainted)
+    return check
+
+
+def value_check(value: Value):
+    def check(reported, namespace, seed, tainted):
+        return judge_value(value, reported, forward_values(namespace), tainted)
+    return check
+
+
+def rows_sum_to_zero_check(name: str, points: int):
+    def check(reported, namespace, seed, tainted):
+        return judge_rows_sum_to_zero(name, points, reported, forward_values(namespace),
+                                      autograd_gradients(namespace), seed, tainted)
     return check
 
 
 CHECKS = {
     "ex1_atomic_backward": {f"test_d{step.name}": gradient_check(step) for step in STEPS},
+    "ex2_cross_entropy_backward": {
+        "test_loss_fast": value_check(FAST_FORWARD_BY_NAME["loss_fast"]),
+        "test_dlogits": gradient_check(FUSED_STEP_BY_NAME["logits"]),
+        "test_dlogits_rows": rows_sum_to_zero_check("logits", points=1),
+    },
+    "ex3_batchnorm_backward": {  # dhpreact is given in the locked cell setup_upstream
+        "test_hpreact_fast": value_check(FAST_FORWARD_BY_NAME["hpreact_fast"]),
+        "test_dbngain": gradient_check(STEP_BY_NAME["bngain"], given=("hpreact",)),
+        "test_dbnbias": gradient_check(STEP_BY_NAME["bnbias"], given=("hpreact",)),
+        "test_dhprebn": gradient_check(FUSED_STEP_BY_NAME["hprebn"], given=("hpreact",)),
+    },
 }

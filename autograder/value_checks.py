@@ -1,0 +1,201 @@
+"""Answers that are not gradients: a block of the forward pass in one expression, and a property of a gradient.
+
+Exercises 2 and 3 first ask for a block of the forward pass written the short way
+(``loss_fast``, ``hpreact_fast``): it must equal the chunked value of the setup. Exercise 2
+also checks that every row of the student's ``dlogits`` sums to zero. These are judged in
+the order of ``judge.judge_gradient`` (not from autograd, answered, float32, exactly the right
+shape, finite, equal within ``tolerance``); a wrong answer is explained by its known wrong
+formulas first, then by a constant factor, then by the size of the difference.
+"""
+
+from dataclasses import dataclass, field
+from typing import Callable
+
+import torch
+import torch.nn.functional as F
+
+from . import wire
+from .diagnose import _factor_message
+from .honesty import decoy
+from .judge import Verdict, _not_a_tensor
+from .tolerance import RTOL, close, magnitude, max_difference
+
+Variant = Callable[[dict], torch.Tensor]  # f (the forward values) -> a known wrong value
+
+
+@dataclass(frozen=True)
+class Value:
+    name: str  # the student's variable, e.g. "loss_fast"
+    reference: str  # the setup's tensor it must equal, e.g. "loss"
+    forward: str  # what the student writes, as a message can quote it
+    points: int
+    mistakes: dict = field(default_factory=dict)  # message -> variant(f)
+
+
+def _n(f):
+    return f["hprebn"].shape[0]
+
+
+def _batchnorm(f, mean_dim=0, correction=1, root=True, gain=True, bias=True, centre=True):
+    """The BatchNorm forward in one expression; the keywords make its known wrong variants."""
+    x = f["hprebn"]
+    centred = x - x.mean(mean_dim, keepdim=True) if centre else x
+    var = x.var(mean_dim, keepdim=True, correction=correction) + 1e-5
+    out = centred / (var.sqrt() if root else var)
+    return (f["bngain"] if gain else 1.0) * out + (f["bnbias"] if bias else 0.0)
+
+
+FAST_FORWARDS = [
+    Value("loss_fast", "loss", "loss_fast = F.cross_entropy(logits, Yb)", 1, mistakes={
+        "loss_fast was computed from probabilities: F.cross_entropy takes the raw logits and does the softmax itself":
+            lambda f: F.cross_entropy(f["probs"], f["Yb"]),
+        "loss_fast reads the logits as if they were log-probabilities (that is what F.nll_loss expects): "
+        "F.cross_entropy takes the raw logits":
+            lambda f: F.nll_loss(f["logits"], f["Yb"]),
+    }),
+    Value("hpreact_fast", "hpreact", "hpreact_fast = bngain * (hprebn - mean) / sqrt(var + 1e-5) + bnbias", 2,
+          mistakes={
+        "hpreact_fast uses the biased variance (divided by n): this notebook's BatchNorm divides by n-1 "
+        "(Bessel's correction), like bnvar":
+            lambda f: _batchnorm(f, correction=0),
+        "hpreact_fast normalises each example over its neurons (dimension 1): BatchNorm normalises each neuron "
+        "over the batch (dimension 0)":
+            lambda f: _batchnorm(f, mean_dim=1),
+        "hpreact_fast divides by the variance: normalising divides by the standard deviation, the square root "
+        "of (variance + 1e-5)":
+            lambda f: _batchnorm(f, root=False),
+        "hpreact_fast does not subtract the batch mean before dividing":
+            lambda f: _batchnorm(f, centre=False),
+        "hpreact_fast is missing bngain: the normalised value is scaled by bngain":
+            lambda f: _batchnorm(f, gain=False),
+        "hpreact_fast is missing bnbias: the normalised value is shifted by bnbias":
+            lambda f: _batchnorm(f, bias=False),
+    }),
+]
+
+FAST_FORWARD_BY_NAME = {value.name: value for value in FAST_FORWARDS}
+
+
+def _answer(verdict: Verdict, name: str, reported: dict, tainted: set):
+    """The reported tensor as float64, or None with the reason in the verdict."""
+    if name in tainted:
+        verdict.lines.append(f"{name} is computed with autograd (.grad, backward or torch.autograd), "
+                             "so it earns nothing: write it by hand")
+        return None
+    info = reported.get(name)
+    problem = _not_a_tensor(name, info)
+    answer = wire.decode(info) if problem is None else None
+    if problem is None and answer is None:
+        problem = f"{name} could not be read by the grader"
+    if problem is None and info["dtype"] != "float32":
+        problem = (f"{name} has dtype {info['dtype']}, but the network computes in float32: did a tensor get "
+                   "created with another dtype (or come from numpy)?")
+    if problem:
+        verdict.lines.append(problem)
+        return None
+    return answer.double()
+
+
+def _shape_problem(name: str, got: tuple, want: tuple, of: str) -> str:
+    got, want = tuple(got), tuple(want)
+    message = f"{name} has shape {got}, but {of} has shape {want}"
+    if want == ():
+        return message + ": a loss is a single number, a tensor of shape () (no .view or [None])"
+    if len(got) == len(want) == 2 and got == want[::-1]:
+        return message + ": it looks transposed"
+    return message + ": they must be equal"
+
+
+def _not_finite(name: str, answer: torch.Tensor) -> str | None:
+    bad = (~torch.isfinite(answer)).sum().item()
+    return f"{name} has {bad} NaN or infinite entries: look for a division by zero or log(0)" if bad else None
+
+
+def judge_value(value: Value, reported: dict, forward: dict, tainted: set) -> Verdict:
+    """``value.name`` against the setup's ``value.reference``, with the tolerance of a gradient step."""
+    verdict = Verdict(value.name, 0, value.points)
+    answer = _answer(verdict, value.name, reported, tainted)
+    if answer is None:
+        return verdict
+    reference = forward[value.reference].double()
+    if tuple(answer.shape) != tuple(reference.shape):
+        verdict.lines.append(_shape_problem(value.name, answer.shape, reference.shape, value.reference))
+        return verdict
+    problem = _not_finite(value.name, answer)
+    if problem:
+        verdict.lines.append(problem)
+        return verdict
+    scale = magnitude(reference)
+    if close(answer, reference, scale):
+        verdict.points = value.points
+        verdict.lines.append(f"correct: equal to {value.reference}, max difference "
+                             f"{max_difference(answer, reference):.2g}")
+        return verdict
+    for message, variant in value.mistakes.items():
+        wrong = variant(forward).double()
+        if wrong.shape == answer.shape and close(answer, wrong, scale):
+            verdict.lines.append(message)
+            return verdict
+    if scale > 0 and magnitude(answer) > 0:
+        c = (answer * reference).sum().item() / (reference * reference).sum().item()
+        if abs(c - 1) > 1e-3 and close(answer, c * reference, scale):
+            verdict.lines.append(f"{value.name} {_factor_message(c, _n(forward))}")
+            return verdict
+    wrong = ((answer - reference).abs() > 1e-4 * max(scale, 1e-12)).sum().item()
+    verdict.lines.append(f"{value.name} is not equal to {value.reference}: {wrong} of {answer.numel()} entries differ "
+                         f"(largest difference {(answer - reference).abs().max().item():.3g}, largest value "
+                         f"{scale:.3g}). Compare `{value.forward}` with the chunked forward pass, piece by piece")
+    return verdict
+
+
+def judge_rows_sum_to_zero(name: str, points: int, reported: dict, forward: dict, grads: dict, seed: int,
+                           tainted: set) -> Verdict:
+    """Every row of the student's ``d<name>`` (one row per example) sums to zero, as a softmax gradient must.
+
+    The sum alone would accept a gradient pasted from another run (another batch); so each row must
+    also pull its own target (``Yb``) one way and every other character the other way (or not at all).
+    The sign itself is left to the ``d<name>`` check: a sign error keeps this point, as does a missing ``/ n``.
+    """
+    answer_name = "d" + name
+    verdict = Verdict(f"every row of {answer_name} sums to zero", 0, points)
+    answer = _answer(verdict, answer_name, reported, tainted)
+    if answer is None:
+        return verdict
+    want = tuple(forward[name].shape)
+    if tuple(answer.shape) != want:
+        verdict.lines.append(_shape_problem(answer_name, answer.shape, want, name))
+        return verdict
+    problem = _not_finite(answer_name, answer)
+    if problem:
+        verdict.lines.append(problem)
+        return verdict
+    size = magnitude(answer)
+    if size == 0:
+        verdict.lines.append(f"{answer_name} is all zeros: its rows sum to zero, but it is not a gradient yet")
+        return verdict
+    reference = grads[name].double()
+    if close(answer, decoy(grads[name], seed, name).double(), magnitude(reference)):
+        verdict.lines.append(f"{answer_name} is the value of {name}.grad, autograd's answer, so it earns nothing: "
+                             "write this gradient by hand")
+        return verdict
+    sums = answer.sum(1)
+    if not close(sums, torch.zeros_like(sums), size):
+        verdict.lines.append(f"the rows of {answer_name} sum to values between {sums.min().item():.3g} and "
+                             f"{sums.max().item():.3g}, not to zero: in each row the push up on the target must "
+                             f"balance the pulls down on all the characters, and the probabilities of a row add up to 1")
+        return verdict
+    rows = torch.arange(answer.shape[0])
+    significant = torch.where(answer.abs() > RTOL * size, answer.sign(), torch.zeros_like(answer))
+    target = significant[rows, forward["Yb"]]
+    others = significant.clone()
+    others[rows, forward["Yb"]] = 0
+    against = (others * target[:, None] > 0).any(1)  # another character pulled the same way as the target
+    if against.any():
+        verdict.lines.append(f"the rows sum to zero, but in {int(against.sum())} of {answer.shape[0]} rows the target "
+                             f"character (Yb) is not pulled the opposite way to the other characters: is "
+                             f"{answer_name} computed from this batch's logits and Yb?")
+        return verdict
+    verdict.points = points
+    verdict.lines.append(f"correct: the largest row sum is {sums.abs().max().item():.2g}, against entries up to "
+                         f"{size:.2g}")
+    return verdict
