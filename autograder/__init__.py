@@ -12,6 +12,9 @@ Where things live:
   exercises       which check grades which cell of which notebook
   preprocessors/  nbgrader's seams: GradingExecute, JudgeAnswers
   sandbox         the bubblewrap sandbox that student kernels run in
+  class_grading   ``backprop-ninja grade``: a whole class, sandboxed, in parallel (grading_worker: one worker)
+  collect         an LMS download (zip or folder) laid out as submitted/<student>/<assignment>/
+  repair          each submitted notebook checked against the release; duplicated, deleted, stripped cells fixed
   class_report    the instructor's class report (class_report.html) from grades.csv and problems.json
   shared_cells/   the setup cells every notebook repeats, defined once (authoring keeps copies equal)
 """

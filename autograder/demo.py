@@ -1,4 +1,4 @@
-"""The README's main job on a small demo class: release, submissions, autograde, feedback, grades.
+"""The README's main job on a small demo class: release, submissions, ``backprop-ninja grade``.
 
 The class: a perfect student, a blank one, and a few students who each make one typical
 mistake. Everything runs through the real nbgrader commands in a fresh course folder.
@@ -14,6 +14,7 @@ from pathlib import Path
 import nbformat
 
 from .authoring import COURSE_ROOT
+from .class_grading import Options, grade_class, print_summary
 from .preprocessors.grading_execute import NAMES_VARIABLE
 from .submissions import solved
 
@@ -71,16 +72,14 @@ def run_demo(directory: str) -> Path:
             folder.mkdir(parents=True, exist_ok=True)
             nb = release if changes is None else solved(release, source, changes)
             nbformat.write(nb, folder / f"{notebook}.ipynb")
-    print("3. nbgrader autograde (each student's code in its own kernel)")
-    nbgrader(course, "autograde", ASSIGNMENT)
-    print("4. nbgrader generate_feedback")
-    nbgrader(course, "generate_feedback", ASSIGNMENT)
-    print("5. nbgrader export")
-    nbgrader(course, "export", "--to", "grades.csv")
-    with open(course / "grades.csv") as f:
-        rows = [r for r in csv.DictReader(f) if r["assignment"] == ASSIGNMENT]
+    print("3. backprop-ninja grade: nbgrader autograde in parallel, each kernel in the sandbox; feedback")
+    summary = grade_class(Options(course=course))
+    with open(summary.grades_csv) as f:
+        rows = list(csv.DictReader(f))
     print(f"\n{'student':16s} {'score':>6s} / max")
-    for r in sorted(rows, key=lambda r: r["student_id"]):
-        print(f"{r['student_id']:16s} {float(r['raw_score']):6.1f} / {float(r['max_score']):g}")
-    print(f"\nfeedback: {course / 'feedback'}\ngrades:   {course / 'grades.csv'}")
+    for r in rows:
+        print(f"{r['student']:16s} {float(r['total'] or 0):6.1f} / {float(r['max_total']):g}")
+    print()
+    print_summary(summary)
+    print(f"feedback: {course / 'feedback'}")
     return course

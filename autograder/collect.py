@@ -1,0 +1,172 @@
+"""Lay out an LMS download as nbgrader wants it: submitted/<student>/<assignment>/<notebook>.ipynb.
+
+The download is a .zip file or a folder. Its top level holds either or both of:
+
+  a folder per student   ``<student>/**/*.ipynb`` at any depth. The folder's name is the student
+                         (Moodle's ``Ada Lovelace_1234_assignsubmission_file_`` gives
+                         ``Ada_Lovelace_1234``); nbgrader's own ``<student>/<assignment>/*.ipynb``
+                         and a whole ``submitted/`` folder work too (``timestamp.txt`` is kept).
+  flat files             ``<student>_<anything>_<notebook name>.ipynb`` as Canvas names them
+                         (``lovelaceada_LATE_1234_5678_ex1_atomic_backward-1.ipynb``): the student
+                         is everything before the first underscore.
+
+A file name is matched to one of the assignment's notebooks (the names in source/) after
+normalising what students and LMSs add: Colab's ``Copy of``, numbered duplicates
+(``ex1_atomic_backward (1).ipynb``, Canvas's ``-1``), case, spaces and dashes. A name that
+contains no notebook name is matched by its exercise prefix alone (``ex1.ipynb``,
+``Exercise 1.ipynb``) when exactly one notebook has that prefix. When a student has several
+files for one notebook, the newest is taken. Everything else is reported, never dropped
+silently: ``unmatched_file`` (a name that matches no notebook, or a file that is not an .ipynb)
+and ``duplicate_file`` (which copy was taken). A student whose files all fail to match still
+gets a (then empty) folder, so the class list shows them with missing notebooks. The files are
+copied unchanged; whether they are notebooks at all is decided when they are graded.
+"""
+
+import datetime
+import os
+import re
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+MAX_ENTRY_BYTES = 200 * 2**20  # a zip entry bigger than this is reported, not read
+UNKNOWN_STUDENT = "(unknown)"
+SKIPPED = {"__MACOSX", ".ipynb_checkpoints", ".DS_Store", "Thumbs.db"}
+
+
+@dataclass
+class Entry:
+    parts: tuple  # path inside the download, split
+    size: int
+    mtime: float
+    read: Callable[[], bytes]
+
+
+def student_id(name: str) -> str:
+    """A folder or file-name prefix as an nbgrader student id (letters, digits, ``_ . @ -``)."""
+    name = re.sub(r"_assignsubmission_\w*$", "", name.strip())
+    return re.sub(r"[^A-Za-z0-9_.@-]+", "_", name).strip("._-") or UNKNOWN_STUDENT
+
+
+def _normal(text: str) -> str:
+    text = text.lower()
+    text = re.sub(r"copy of\s+", "", text)
+    text = re.sub(r"\s*\(\d+\)\s*$", "", text)  # "name (1)"
+    text = re.sub(r"-\d+$", "", text)  # Canvas: "name-1"
+    text = re.sub(r"exercise[\s_-]*(\d)", r"ex\1", text)
+    return re.sub(r"[\s.\-]+", "_", text).strip("_")
+
+
+def match_notebook(filename: str, notebooks) -> str | None:
+    """The notebook (a name from source/) that ``filename`` is a copy of, or None."""
+    if not filename.lower().endswith(".ipynb"):
+        return None
+    stem = _normal(filename[:-len(".ipynb")])
+    found = [n for n in notebooks if _normal(n) in stem]
+    if found:
+        longest = max(len(n) for n in found)
+        found = [n for n in found if len(n) == longest]
+        return found[0] if len(found) == 1 else None
+    tokens = set(stem.split("_"))
+    found = [n for n in notebooks if _normal(n).split("_")[0] in tokens]
+    return found[0] if len(found) == 1 else None
+
+
+def _entries(download: Path) -> tuple:
+    """(the files of the download, the names of archive members whose path is unsafe)."""
+    if download.is_file() and zipfile.is_zipfile(download):
+        archive = zipfile.ZipFile(download)
+        entries, unsafe = [], []
+        for info in archive.infolist():
+            if info.is_dir():
+                continue
+            parts = tuple(p for p in info.filename.replace("\\", "/").split("/") if p and p != ".")
+            if ".." in parts or not parts or info.filename.startswith("/"):
+                unsafe.append(info.filename)  # never trust paths in an archive
+                continue
+            mtime = datetime.datetime(*info.date_time).timestamp()
+            entries.append(Entry(parts, info.file_size, mtime, lambda info=info: archive.read(info)))
+        return entries, unsafe
+    if download.is_dir():
+        entries = []
+        for folder, dirs, files in os.walk(download):
+            dirs[:] = sorted(d for d in dirs if not os.path.islink(os.path.join(folder, d)))
+            for name in sorted(files):
+                path = Path(folder) / name
+                if path.is_symlink() or not path.is_file():
+                    continue
+                st = path.stat()
+                entries.append(Entry(path.relative_to(download).parts, st.st_size, st.st_mtime,
+                                     lambda path=path: path.read_bytes()))
+        return entries, []
+    raise SystemExit(f"{download}: not a zip file or a folder")
+
+
+def collect(download, course_root, assignment: str, notebooks) -> tuple[dict, list]:
+    """Copy the download's notebooks into ``course_root/submitted``.
+
+    Returns ({student: [notebooks collected]}, [problems]) where each problem is a dict
+    ``{"student", "notebook", "problem", "detail"}``.
+    """
+    download, course_root = Path(download), Path(course_root)
+    problems, chosen, seen = [], {}, set()  # chosen: (student, notebook) -> [(Entry, name shown)]
+    timestamps = {}
+
+    def report(student, notebook, problem, detail):
+        problems.append({"student": student, "notebook": notebook, "problem": problem, "detail": detail})
+
+    entries, unsafe = _entries(download)
+    for name in unsafe:
+        report(UNKNOWN_STUDENT, None, "unmatched_file", f"{name}: a path outside the archive, ignored")
+    for entry in entries:
+        parts = entry.parts
+        if any(p in SKIPPED or p.startswith(".") for p in parts):
+            continue
+        if parts[0] == "submitted" and len(parts) > 2:  # a whole nbgrader submitted/ folder
+            parts = parts[1:]
+        shown = "/".join(entry.parts)
+        if len(parts) == 1:  # a flat file, named by the LMS
+            prefix, sep, rest = parts[0].partition("_")
+            student = student_id(prefix) if sep else UNKNOWN_STUDENT
+            name = rest if sep else parts[0]
+        else:
+            student, name = student_id(parts[0]), parts[-1]
+        if student != UNKNOWN_STUDENT:
+            seen.add(student)
+        if name == "timestamp.txt" and len(parts) > 1:
+            timestamps[student] = entry
+            continue
+        notebook = match_notebook(name, notebooks)
+        if notebook is None:
+            why = ("its name matches none of the notebooks " + ", ".join(notebooks)
+                   if name.lower().endswith(".ipynb") else "not a notebook file (.ipynb)")
+            if student == UNKNOWN_STUDENT:
+                why += "; whose file it is cannot be told from its name"
+            report(student, None, "unmatched_file", f"{shown}: {why}")
+            continue
+        if entry.size > MAX_ENTRY_BYTES:
+            report(student, notebook, "too_large", f"{shown}: {entry.size / 2**20:.0f} MB, not collected")
+            continue
+        chosen.setdefault((student, notebook), []).append((entry, shown))
+
+    collected = {}
+    for (student, notebook), copies in sorted(chosen.items()):
+        copies.sort(key=lambda c: (c[0].mtime, c[1]), reverse=True)
+        entry, shown = copies[0]
+        if len(copies) > 1:
+            report(student, notebook, "duplicate_file", f"{len(copies)} files for {notebook}: took {shown} "
+                   f"(the newest); ignored {', '.join(s for _, s in copies[1:])}")
+        folder = course_root / "submitted" / student / assignment
+        folder.mkdir(parents=True, exist_ok=True)
+        target = folder / f"{notebook}.ipynb"
+        data = entry.read()
+        if not target.is_file() or target.read_bytes() != data:
+            target.write_bytes(data)
+        collected.setdefault(student, []).append(notebook)
+    for student in seen - set(collected):  # handed in nothing gradable: still in the class, with a problem
+        (course_root / "submitted" / student / assignment).mkdir(parents=True, exist_ok=True)
+    for student, entry in timestamps.items():
+        if student in collected:
+            (course_root / "submitted" / student / assignment / "timestamp.txt").write_bytes(entry.read())
+    return collected, problems

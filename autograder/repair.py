@@ -1,0 +1,180 @@
+"""Check one submitted notebook against the release, and repair what stock nbgrader gets wrong.
+
+Class grading (``class_grading``) runs this on every submission before nbgrader sees it and
+grades the repaired copy; ``submitted/`` keeps what the student handed in. Each finding is a
+problem for the class report (``{"notebook", "problem", "detail"}``):
+
+  not_a_notebook     empty, not JSON, or JSON that is not a notebook: not graded
+  too_large          bigger than MAX_BYTES: not graded
+  duplicated_cell    a grade_id appears twice (a copied cell). Stock nbgrader stops the whole
+                     batch; here the first copy keeps its place, later copies of locked cells
+                     are dropped and later copies of answer cells run as ordinary cells
+  deleted_cell       a locked or graded cell is missing. Stock nbgrader leaves its grade empty
+                     (exported as 0); here it is put back from the release after the cell that
+                     precedes it, and nbgrader restores its hidden part from the gradebook
+  metadata_stripped  cells lost their nbgrader metadata (stock nbgrader: a silent 0). Repaired:
+                     each release cell is matched, in order, to the first unclaimed cell with the
+                     same visible source (locked cells) or the same first line (answer cells),
+                     and gets its metadata back
+  unknown_cell       cells whose grade_id is not in the release (another notebook's, or made up)
+                     run as ordinary cells
+  wrong_notebook     fewer than half of the release's locked cells are there, even after
+                     matching: another notebook saved under this name. Not graded
+
+Whatever is repaired, the staged notebook is rebuilt from cell types, sources and nbgrader
+metadata only, with the release's notebook metadata: no outputs, no Colab metadata, fresh
+cell ids. Nothing the student wrote in an unlocked cell is dropped.
+"""
+
+import copy
+import json
+import warnings
+
+import nbformat
+from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_raw_cell
+
+MAX_BYTES = 100 * 2**20  # a notebook with a few plots is a few MB; outputs are dropped anyway
+
+
+def _meta(cell) -> dict:
+    meta = cell.get("metadata", {}).get("nbgrader")
+    return meta if isinstance(meta, dict) else {}
+
+
+def _gid(cell):
+    return _meta(cell).get("grade_id")
+
+
+def _source(cell) -> str:
+    source = cell.get("source", "")
+    return "".join(source) if isinstance(source, list) else str(source)
+
+
+def _same(a: str, b: str) -> bool:
+    return [line.rstrip() for line in a.strip().splitlines()] == [line.rstrip() for line in b.strip().splitlines()]
+
+
+def _first_line(text: str) -> str:
+    return next((line.strip() for line in text.splitlines() if line.strip()), "")
+
+
+def load(raw: bytes):
+    """The notebook in ``raw``, or (None, reason) when it is not one."""
+    if not raw.strip():
+        return None, "the file is empty"
+    if len(raw) > MAX_BYTES:
+        return None, f"the file is {len(raw) / 2**20:.0f} MB, over the {MAX_BYTES / 2**20:.0f} MB limit"
+    try:
+        data = json.loads(raw.decode("utf-8-sig"))
+    except (UnicodeDecodeError, ValueError) as error:
+        return None, f"not JSON ({str(error)[:80]}): not a Jupyter notebook"
+    if not isinstance(data, dict) or not isinstance(data.get("cells", data.get("worksheets")), list):
+        return None, "JSON without notebook cells: not a Jupyter notebook"
+    try:
+        with warnings.catch_warnings():  # duplicate cell ids and the like: the notebook is rebuilt anyway
+            warnings.simplefilter("ignore")
+            nb = nbformat.reads(json.dumps(data), as_version=4)
+    except Exception as error:  # nbformat raises many kinds on odd input
+        return None, f"not a readable notebook ({type(error).__name__}: {str(error)[:80]})"
+    if not isinstance(nb.get("cells"), list) or not all(isinstance(c, dict) for c in nb.cells):
+        return None, "JSON without notebook cells: not a Jupyter notebook"
+    return nb, None
+
+
+def _rebuild(cell) -> nbformat.NotebookNode:
+    kind, source = cell.get("cell_type"), _source(cell)
+    new = {"code": new_code_cell, "markdown": new_markdown_cell}.get(kind, new_raw_cell)(source)
+    if kind == "markdown" and isinstance(cell.get("attachments"), dict):
+        new.attachments = cell["attachments"]
+    if _meta(cell):
+        new.metadata["nbgrader"] = copy.deepcopy(_meta(cell))
+        for flag in ("deletable", "editable"):
+            if flag in cell.get("metadata", {}):
+                new.metadata[flag] = cell["metadata"][flag]
+    return new
+
+
+def repair(raw: bytes, release, notebook: str):
+    """(the notebook to grade or None, [problems]) for the submitted bytes ``raw``."""
+    nb, reason = load(raw)
+    if nb is None:
+        return None, [{"notebook": notebook, "problem": "too_large" if "limit" in reason else "not_a_notebook",
+                       "detail": reason}]
+    problems = []
+    cells = [_rebuild(c) for c in nb.cells]
+    known = {_gid(c) for c in release.cells if _gid(c)}
+    foreign = [_gid(c) for c in cells if _gid(c) and _gid(c) not in known]
+    for cell in cells:
+        if _gid(cell) and _gid(cell) not in known:
+            del cell.metadata["nbgrader"]
+    if foreign:
+        problems.append({"notebook": notebook, "problem": "unknown_cell", "detail": (
+            f"grade_ids not in the release, run as ordinary cells: {', '.join(sorted(set(foreign))[:5])}")})
+
+    # 1. duplicated grade_ids: the first copy keeps its place
+    seen, dropped, demoted = set(), [], []
+    for cell in list(cells):
+        gid = _gid(cell)
+        if gid is None:
+            continue
+        if gid in seen:
+            (dropped if _meta(cell).get("locked") else demoted).append(gid)
+            if _meta(cell).get("locked"):
+                cells.remove(cell)
+            else:
+                del cell.metadata["nbgrader"]
+        seen.add(gid)
+    if dropped or demoted:
+        parts = ([f"extra copies of locked cells dropped: {', '.join(sorted(set(dropped)))}"] if dropped else []) + \
+                ([f"extra copies of answer cells kept as ordinary cells: {', '.join(sorted(set(demoted)))}"]
+                 if demoted else [])
+        problems.append({"notebook": notebook, "problem": "duplicated_cell",
+                         "detail": "; ".join(parts) + " (the first copy is graded)"})
+
+    # 2. release cells that are missing: match a stripped copy, else put the locked ones back
+    wanted = [c for c in release.cells if _gid(c)]
+    stripped = not any(_gid(c) for c in cells)
+    present = {_gid(c) for c in cells if _gid(c)}
+    locked = [c for c in wanted if _meta(c).get("locked")]
+    matched, restored, anchor = [], [], -1
+    for k, want in enumerate(wanted):
+        gid = _gid(want)
+        if gid in present:
+            anchor = next(i for i, c in enumerate(cells) if _gid(c) == gid)
+            continue
+        # search up to the next release cell that is still in the submission
+        later = [_gid(w) for w in wanted[k + 1:] if _gid(w) in present]
+        stop = next((i for i, c in enumerate(cells) if later and _gid(c) == later[0]), len(cells))
+        is_locked = _meta(want).get("locked")
+        found = next((i for i in range(anchor + 1, stop) if not _gid(cells[i])
+                      and cells[i].cell_type == want.cell_type
+                      and (_same(_source(cells[i]), want.source) if is_locked
+                           else _first_line(_source(cells[i])) == _first_line(want.source))), None)
+        if found is not None:
+            cells[found].metadata["nbgrader"] = copy.deepcopy(_meta(want))
+            matched.append(gid)
+            anchor = found
+        elif is_locked or _meta(want).get("grade"):
+            cells.insert(anchor + 1, _rebuild(want))
+            restored.append(gid)
+            anchor += 1
+        else:  # a missing answer cell: nothing to grade in it, nothing to put back
+            continue
+        present.add(gid)
+    found_locked = len(locked) - len(set(restored) & {_gid(c) for c in locked})
+    if found_locked < len(locked) / 2:
+        return None, problems + [{"notebook": notebook, "problem": "wrong_notebook", "detail": (
+            f"only {found_locked} of the {len(locked)} locked cells of {notebook} are in it"
+            + (" (and no cell has nbgrader metadata)" if stripped else "")
+            + ": another notebook saved under this name? Not graded")}]
+    if matched:
+        problems.append({"notebook": notebook, "problem": "metadata_stripped", "detail": (
+            f"{len(matched)} cells had lost their nbgrader metadata; matched to the release by their source "
+            "and repaired" + (f" ({', '.join(matched)})" if len(matched) <= 5 else ""))})
+    if restored:
+        problems.append({"notebook": notebook, "problem": "deleted_cell",
+                         "detail": f"put back from the release: {', '.join(restored)}"})
+
+    out = new_notebook(cells=cells, metadata=copy.deepcopy(release.metadata))
+    nbformat.validate(out)
+    return out, problems

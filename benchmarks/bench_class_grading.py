@@ -1,0 +1,148 @@
+"""Seconds per student: stock ``nbgrader autograde`` against ``backprop-ninja grade``.
+
+    python benchmarks/bench_class_grading.py --students 20          # every configuration
+    python benchmarks/bench_class_grading.py --students 100 --configs grade-2-sandbox
+
+Builds a demo class in a fresh course (every notebook present in source/, each student a
+perfect, a blank or a one-mistake submission of each), then grades the same class from scratch
+with each configuration and prints seconds per student:
+
+  floor             starting a kernel and ``import torch`` (what no grader can avoid), per notebook
+  stock             ``nbgrader autograde`` with the course config, GradingExecute.sandbox=False:
+                    nbgrader's own Execute loop, one process, one student after another
+  grade-W-sandbox   ``backprop-ninja grade --workers W`` (W = 1, 2), kernels in bubblewrap
+  grade-W-plain     the same with ``--unsandboxed``
+
+``grade`` runs here with ``--no-feedback`` (stock autograde writes none); the feedback's cost is
+measured on its own (``grade-2-sandbox-feedback``). Needs $BACKPROP_NINJA_NAMES or network access.
+"""
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import nbformat
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from autograder.submissions import grade_id, solved  # noqa: E402
+
+ASSIGNMENT = "backprop_ninja"
+CONFIGS = ["floor", "stock", "grade-1-plain", "grade-1-sandbox", "grade-2-plain", "grade-2-sandbox",
+           "grade-2-sandbox-feedback"]
+
+
+def build_course(root: Path, students: int) -> list:
+    root.mkdir(parents=True)
+    root.chmod(0o755)
+    shutil.copy(REPO / "nbgrader_config.py", root)
+    shutil.copytree(REPO / "source", root / "source")
+    run(root, [sys.executable, "-m", "nbgrader", "generate_assignment", ASSIGNMENT, "--force", "--log-level=ERROR"])
+    notebooks = sorted(p.stem for p in (root / "source" / ASSIGNMENT).glob("*.ipynb"))
+    for notebook in notebooks:
+        release = nbformat.read(root / "release" / ASSIGNMENT / f"{notebook}.ipynb", as_version=4)
+        source = nbformat.read(root / "source" / ASSIGNMENT / f"{notebook}.ipynb", as_version=4)
+        answers = [grade_id(c) for c in release.cells if grade_id(c).startswith("answer_")]
+        for k in range(students):
+            if k % 5 == 4:
+                nb = release  # blank
+            elif k % 5 in (1, 3) and answers:
+                nb = solved(release, source, {answers[(k * 7) % len(answers)]: "pass"})  # one step left out
+            else:
+                nb = solved(release, source)
+            folder = root / "submitted" / f"student{k:03d}" / ASSIGNMENT
+            folder.mkdir(parents=True, exist_ok=True)
+            nbformat.write(nb, folder / f"{notebook}.ipynb")
+    shutil.copy(root / "gradebook.db", root / "gradebook.pristine.db")
+    return notebooks
+
+
+def run(cwd: Path, argv: list) -> float:
+    start = time.monotonic()
+    result = subprocess.run(argv, cwd=cwd, capture_output=True, text=True)
+    if result.returncode != 0:
+        sys.exit(f"{' '.join(argv)} failed:\n{result.stdout[-2000:]}\n{result.stderr[-4000:]}")
+    return time.monotonic() - start
+
+
+def reset(root: Path) -> None:
+    for folder in ("autograded", "feedback", ".grading"):
+        shutil.rmtree(root / folder, ignore_errors=True)
+    shutil.copy(root / "gradebook.pristine.db", root / "gradebook.db")
+
+
+def floor(repeats: int = 3) -> float:
+    """Seconds to start a plain ipykernel and import torch in it (the median of a few)."""
+    from jupyter_client.manager import start_new_kernel
+    times = []
+    for _ in range(repeats):
+        start = time.monotonic()
+        km, kc = start_new_kernel(kernel_name="python3")
+        kc.execute_interactive("import torch", timeout=120)
+        times.append(time.monotonic() - start)
+        kc.stop_channels()
+        km.shutdown_kernel(now=True)
+    return statistics.median(times)
+
+
+def measure(root: Path, config: str, notebooks: list) -> float:
+    if config == "floor":
+        return floor() * len(notebooks)
+    reset(root)
+    if config == "stock":
+        return run(root, [sys.executable, "-m", "nbgrader", "autograde", ASSIGNMENT,
+                          "--GradingExecute.sandbox=False", "--log-level=ERROR"])
+    _, workers, kind, *rest = config.split("-")
+    argv = [sys.executable, "-m", "autograder.cli", "grade", "--course", str(root), "--workers", workers,
+            "--quiet"] + (["--unsandboxed"] if kind == "plain" else []) + ([] if rest else ["--no-feedback"])
+    return run(root, argv)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--students", type=int, default=20)
+    parser.add_argument("--configs", nargs="+", default=CONFIGS, choices=CONFIGS)
+    parser.add_argument("--dir", help="course folder to use (default: a temporary one, removed afterwards)")
+    parser.add_argument("--json", help="also write the results to this file")
+    args = parser.parse_args()
+    if not os.environ.get("BACKPROP_NINJA_NAMES"):
+        from autograder.demo import ensure_names
+        tmp = Path(tempfile.mkdtemp())
+        os.environ["BACKPROP_NINJA_NAMES"] = str(ensure_names(tmp))
+    root = Path(args.dir or tempfile.mkdtemp(prefix="bench-class-", dir="/var/tmp")) / "course"
+    notebooks = build_course(root, args.students)
+    print(f"{args.students} students x {len(notebooks)} notebooks ({', '.join(notebooks)}), "
+          f"{os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f} at start", flush=True)
+    seconds = {}
+    for config in args.configs:
+        seconds[config] = measure(root, config, notebooks)
+        per = seconds[config] if config == "floor" else seconds[config] / args.students
+        print(f"  {config:26s} {per:7.2f} s/student" + ("" if config == "floor" else f"  ({seconds[config]:.0f} s)"),
+              flush=True)
+    per_student = {c: (s if c == "floor" else s / args.students) for c, s in seconds.items()}
+    print(f"load average {os.getloadavg()[0]:.1f} at the end")
+    if "stock" in per_student:
+        for c in per_student:
+            if c.startswith("grade"):
+                print(f"  speed-up of {c} over stock nbgrader: {per_student['stock'] / per_student[c]:.2f}x")
+    for w in ("1", "2"):
+        plain, boxed = per_student.get(f"grade-{w}-plain"), per_student.get(f"grade-{w}-sandbox")
+        if plain and boxed:
+            print(f"  sandbox cost with {w} worker(s): {100 * (boxed - plain) / plain:+.1f}%")
+    if args.json:
+        Path(args.json).write_text(json.dumps({"students": args.students, "notebooks": notebooks,
+                                               "seconds_per_student": per_student}, indent=1))
+    if not args.dir:
+        shutil.rmtree(root.parent, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,377 @@
+"""``backprop-ninja grade`` on a class that mixes good students with hostile and broken ones.
+
+The whole class arrives as one LMS zip (Canvas-named flat files and a folder per student) and
+is graded in ONE run of the command, sandboxed, with 2 workers and short time limits. Then:
+the good students' grades are exactly those that stock ``nbgrader autograde`` gives them alone,
+every bad one ends with its named outcome, and nothing left the sandbox. Only Exercise 1.
+"""
+
+import copy
+import csv
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import zipfile
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from autograder.backward_rules import STEPS
+from autograder.submissions import grade_id, solved
+from conftest import ASSIGNMENT, REPO, Course
+
+pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is not installed")
+
+NB = "ex1_atomic_backward"
+ALL = [s.name for s in STEPS]
+AFTER_H = ALL[ALL.index("h"):]  # the steps graded after a cell placed after answer_dh
+NOTEBOOK_TIMEOUT, CELL_TIMEOUT = 90, 15  # generous: this 2-core machine is shared with other test runs
+
+CONTROLS = {  # student (Canvas ids have no underscore) -> answer cells changed; also graded alone
+    "goodperfect": {},
+    "goodsign": {"answer_dprobs": "dprobs = -(1.0 / probs) * dlogprobs"},
+    "goodtransposed": {"answer_dW2": "dW2 = dlogits.T @ h"},
+}
+
+
+class Listener:
+    """A TCP server on 127.0.0.1, outside the sandbox, that records every connection."""
+
+    def __init__(self):
+        self.server = socket.create_server(("127.0.0.1", 0))
+        self.port = self.server.getsockname()[1]
+        self.connections = []
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self):
+        while True:
+            try:
+                conn, _ = self.server.accept()
+            except OSError:
+                return
+            self.connections.append(conn.recv(100))
+            conn.close()
+
+
+def cells_after(release, source, after, code, changes=None):
+    return solved(release, source, changes, extra_cells=[(after, code)])
+
+
+def without(nb, gid):
+    nb = copy.deepcopy(nb)
+    nb.cells = [c for c in nb.cells if grade_id(c) != gid]
+    return nb
+
+
+def duplicated(nb, gid):
+    nb = copy.deepcopy(nb)
+    i = next(i for i, c in enumerate(nb.cells) if grade_id(c) == gid)
+    nb.cells.insert(i + 2, copy.deepcopy(nb.cells[i]))
+    return nb
+
+
+def stripped(nb):
+    nb = copy.deepcopy(nb)
+    for cell in nb.cells:
+        cell.metadata.pop("nbgrader", None)
+        cell.metadata.pop("editable", None)
+        cell.metadata.pop("deletable", None)
+    return nb
+
+
+def fake_grade_cell(nb):
+    """A cell that claims to be a graded test worth 100 points, and prints that it passed."""
+    nb = copy.deepcopy(nb)
+    nb.cells.append(nbformat.v4.new_code_cell("print(100.0)\n100.0", metadata={"nbgrader": {
+        "grade": True, "grade_id": "test_bonus", "locked": True, "points": 100, "solution": False,
+        "schema_version": 3}}))
+    return nb
+
+
+def as_colab(nb) -> bytes:
+    """What Colab's File > Download gives: nbformat 4.0, its own metadata and cell ids, no top-level ids."""
+    cells = []
+    for k, cell in enumerate(nb.cells):
+        c = {"cell_type": cell.cell_type, "metadata": {"id": f"c0L4b{k:04d}x", **copy.deepcopy(cell.metadata)},
+             "source": cell.source.splitlines(keepends=True)}
+        if cell.cell_type == "code":
+            c.update(execution_count=None, outputs=[])
+        cells.append(c)
+    return json.dumps({"nbformat": 4, "nbformat_minor": 0, "cells": cells, "metadata": {
+        "colab": {"provenance": [], "name": f"Copy of {NB}.ipynb"}, "accelerator": "GPU",
+        "kernelspec": {"name": "python3", "display_name": "Python 3"}, "language_info": {"name": "python"}}},
+        indent=2).encode()
+
+
+def hostile_class(course: Course, listener: Listener) -> dict:
+    """student -> (zip entry name, bytes, expected lost steps or None for no grade, expected problem kinds)."""
+    release, source = course.notebook("release", NB), course.notebook("source", NB)
+    root = course.root
+    good = solved(release, source)
+    secrets = [str(root / "gradebook.db"), "../../gradebook.db", "../../../gradebook.db",
+               str(root / "source" / ASSIGNMENT / f"{NB}.ipynb"), f"../../../source/{ASSIGNMENT}/{NB}.ipynb",
+               str(root / "submitted" / "goodperfect" / ASSIGNMENT / f"{NB}.ipynb"),
+               str(root / "autograded" / "goodperfect" / ASSIGNMENT / f"{NB}.ipynb")]
+    targets = [str(root / "hack.txt"), "../../../hack.txt", str(root / "gradebook.db"),
+               f"../../goodperfect/{ASSIGNMENT}/{NB}.ipynb", f"../../goodperfect/{ASSIGNMENT}/hack.txt",
+               str(root / "submitted" / "goodperfect" / ASSIGNMENT / f"{NB}.ipynb"),
+               str(root / "autograded" / "goodperfect" / ASSIGNMENT / f"{NB}.ipynb")]
+    probe = ("for path in {paths!r}:\n    try:\n        {action}\n        print('DONE', path)\n"
+             "    except Exception as e:\n        print('BLOCKED', path, type(e).__name__)\n")
+    patch = ("import torch, torch.testing\nimport autograder.judge, autograder.tolerance, autograder.in_kernel\n"
+             "torch.allclose = lambda *a, **k: True\ntorch.equal = lambda *a, **k: True\n"
+             "torch.testing.assert_close = lambda *a, **k: None\n"
+             "autograder.judge.judge_gradient = lambda *a, **k: None\n"
+             "for name in dir(autograder.tolerance):\n"
+             "    if callable(getattr(autograder.tolerance, name)):\n"
+             "        setattr(autograder.tolerance, name, lambda *a, **k: True)\n"
+)
+    w = lambda nb: nbformat.writes(nb).encode()
+    after = "answer_dh"
+    c = {
+        "bad_syntax_error": (w(solved(release, source, {"answer_dC": "dC = torch.zeros_like(C\ndC[Xb] += demb"})),
+                             ["C"], set()),
+        "bad_exception_everywhere": (w(solved(release, source, {grade_id(x): "raise RuntimeError('no')"
+                                                                for x in release.cells
+                                                                if grade_id(x).startswith("answer_")})), ALL, set()),
+        "bad_infinite_loop": (w(cells_after(release, source, after, "while True:\n    pass")), [],
+                              {(NB, "time_limit")}),
+        "bad_uninterruptible": (w(cells_after(release, source, after, "import signal\n"
+                                              "signal.signal(signal.SIGINT, signal.SIG_IGN)\nwhile True:\n    pass")),
+                                AFTER_H, {(NB, "time_limit")}),
+        "bad_50_gb": (w(cells_after(release, source, after, "import torch\nhog = torch.empty(50 * 2**30, "
+                                                            "dtype=torch.uint8)")), [], {(NB, "memory_limit")}),
+        "bad_fork_bomb": (w(cells_after(release, source, after, "import subprocess\nkids = []\n"
+                                        "for _ in range(5000):\n    kids.append(subprocess.Popen(['sleep', '600']))")),
+                          "any", {(NB, "process_limit")}),
+        "bad_os_exit": (w(solved(release, source, {"answer_dh": "import os\nos._exit(1)"})), AFTER_H,
+                        {(NB, "kernel_died")}),
+        "bad_sys_exit": (w(cells_after(release, source, after, "import sys\nsys.exit()")), [], set()),
+        # everything this uid may signal: inside the sandbox, that is nobody else's kernel or grader
+        "bad_kill_everything": (w(cells_after(release, source, after, "import os, signal\nos.kill(-1, signal.SIGKILL)")),
+                                "any", set()),
+        "bad_prints_100_mb": (w(cells_after(release, source, after, "print('x' * 100_000_000)")), [],
+                              {(NB, "output_limit")}),
+        "bad_reads_secrets": (w(cells_after(release, source, after, probe.format(
+            paths=secrets, action="print(open(path, 'rb').read(300))"))), [], set()),
+        "bad_writes_elsewhere": (w(cells_after(release, source, after, probe.format(
+            paths=targets, action="open(path, 'a').write('pwned')"))), [], set()),
+        "bad_network": (w(cells_after(release, source, after, "import socket\ntry:\n"
+                                      f"    s = socket.create_connection(('127.0.0.1', {listener.port}), timeout=5)\n"
+                                      "    s.sendall(b'stolen answers'); s.close(); print('CONNECTED')\n"
+                                      "except OSError as e:\n    print('BLOCKED', type(e).__name__)")), [], set()),
+        "bad_monkeypatch": (w(solved(release, source, {"answer_dW2": "dW2 = dlogits.T @ h"},
+                                     extra_cells=[("self_check_helpers", patch)])), ["W2"], set()),
+        "bad_deleted_test": (w(without(good, "test_dprobs")), [], {(NB, "deleted_cell")}),
+        "bad_duplicated_test": (w(duplicated(good, "test_dprobs")), [], {(NB, "duplicated_cell")}),
+        "bad_stripped": (w(stripped(good)), [], {(NB, "metadata_stripped")}),
+        "bad_not_json": (b"<html>Sorry, this file could not be downloaded</html>", None, {(NB, "not_a_notebook")}),
+        "bad_empty": (b"", None, {(NB, "not_a_notebook")}),
+        "bad_colab": (as_colab(good), [], set()),
+        "bad_fake_grade_cell": (w(fake_grade_cell(good)), [], {(NB, "unknown_cell")}),
+    }
+    return c
+
+
+@pytest.fixture(scope="module")
+def listener():
+    server = Listener()
+    yield server
+    server.server.close()
+
+
+@pytest.fixture(scope="module")
+def ex1_course():
+    """A course with Exercise 1 only (the other notebooks may be in progress)."""
+    root = Path(tempfile.mkdtemp(prefix="class-grading-"))
+    root.chmod(0o755)  # the sandboxed kernels run as other uids and must be able to enter the course
+    course = Course(root)
+    for other in (root / "source" / ASSIGNMENT).glob("*.ipynb"):
+        if other.stem != NB:
+            other.unlink()
+    course.nbgrader("generate_assignment", ASSIGNMENT, "--force")
+    yield course
+    if not os.environ.get("KEEP_TEST_COURSE"):
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def grade(course, *args, check=True, env=None):
+    result = subprocess.run([sys.executable, "-m", "autograder.cli", "grade", "--course", str(course.root),
+                             "--workers", "2", "--notebook-timeout", str(NOTEBOOK_TIMEOUT),
+                             "--cell-timeout", str(CELL_TIMEOUT), *args],
+                            capture_output=True, text=True, timeout=3600, env=env)
+    if check and result.returncode != 0:
+        raise AssertionError(f"grade failed:\n{result.stdout[-3000:]}\n{result.stderr[-6000:]}")
+    return result
+
+
+@pytest.fixture(scope="module")
+def graded(ex1_course, listener, tmp_path_factory):
+    course = ex1_course
+    release, source = course.notebook("release", NB), course.notebook("source", NB)
+    cases = hostile_class(course, listener)
+    download = tmp_path_factory.mktemp("lms") / "download.zip"
+    with zipfile.ZipFile(download, "w") as z:
+        for student, changes in CONTROLS.items():  # Canvas: flat files named <student>_<ids>_<notebook>
+            z.writestr(f"{student}_LATE_1234_5678_{NB}.ipynb", nbformat.writes(solved(release, source, changes)))
+        z.writestr("goodperfect_1234_5678_notes.txt", "my notes")  # not a notebook: reported, not graded
+        for student, (data, _, _) in cases.items():  # a folder per student
+            name = f"Copy of {NB}.ipynb" if student == "bad_colab" else f"{NB}.ipynb"
+            z.writestr(f"{student}/{name}", data)
+        z.writestr(f"Ada Lovelace_1234_assignsubmission_file_/{NB}.ipynb",  # Moodle's folder names
+                   nbformat.writes(solved(release, source)))
+        # numbered duplicates: the newest is taken
+        z.writestr(zipfile.ZipInfo(f"dup_student/{NB}.ipynb", (2026, 1, 1, 10, 0, 0)),
+                   nbformat.writes(release))
+        z.writestr(zipfile.ZipInfo(f"dup_student/{NB} (1).ipynb", (2026, 1, 2, 10, 0, 0)),
+                   nbformat.writes(solved(release, source)))
+        z.writestr("nothing_student/homework.ipynb", nbformat.writes(release))  # matches no notebook
+        z.writestr("README", "not a student")
+    result = grade(course, "--from", str(download))
+    return course, cases, result
+
+
+def rows(course):
+    with open(course.root / "grades.csv", newline="") as f:
+        return {r["student"]: r for r in csv.DictReader(f)}
+
+
+def problems(course):
+    return json.loads((course.root / "problems.json").read_text())
+
+
+def kinds(course, student):
+    return {(p["notebook"], p["problem"]) for p in problems(course) if p["student"] == student}
+
+
+def lost(row):
+    maximum = {s.name: s.points for s in STEPS}
+    return sorted(s for s in maximum if float(row[f"{NB}:test_d{s}"] or 0) != maximum[s])
+
+
+def test_every_student_has_a_grade_or_a_named_problem(graded):
+    course, cases, result = graded
+    table = rows(course)
+    students = {*CONTROLS, *(s for s in cases if s != "bad_colab"), "bad_colab", "dup_student", "nothing_student"}
+    assert students <= set(table) | {p["student"] for p in problems(course)}
+    for student, row in table.items():
+        assert row["total"] != "" or kinds(course, student), student
+    assert "problems" in result.stdout and "grades:" in result.stdout
+
+
+@pytest.fixture(scope="module")
+def alone(ex1_course, tmp_path_factory):
+    """The control students graded alone, by stock ``nbgrader autograde``, in a course of their own."""
+    root = Path(tempfile.mkdtemp(prefix="alone-"))
+    root.chmod(0o755)
+    course = Course(root)
+    for other in (root / "source" / ASSIGNMENT).glob("*.ipynb"):
+        if other.stem != NB:
+            other.unlink()
+    course.nbgrader("generate_assignment", ASSIGNMENT, "--force")
+    release, source = course.notebook("release", NB), course.notebook("source", NB)
+    for student, changes in CONTROLS.items():
+        course.submit(student, NB, solved(release, source, changes))
+    course.nbgrader("autograde", ASSIGNMENT)
+    yield {student: course.scores(student, NB) for student in CONTROLS}
+    shutil.rmtree(root, ignore_errors=True)
+
+
+def test_good_students_get_exactly_their_grades_alone(graded, alone):
+    course = graded[0]
+    for student in CONTROLS:
+        scores = course.scores(student, NB)
+        assert scores == alone[student], student
+        row = rows(course)[student]
+        assert float(row["total"]) == sum(scores.values())
+        assert not {k for k in kinds(course, student) if k[1] != "unmatched_file"}, student
+    assert lost(rows(course)["goodperfect"]) == []
+    assert lost(rows(course)["goodsign"]) == ["probs"]
+    assert lost(rows(course)["goodtransposed"]) == ["W2"]
+
+
+@pytest.mark.parametrize("student", [
+    "bad_syntax_error", "bad_exception_everywhere", "bad_infinite_loop", "bad_uninterruptible", "bad_50_gb",
+    "bad_fork_bomb", "bad_os_exit", "bad_sys_exit", "bad_kill_everything", "bad_prints_100_mb",
+    "bad_reads_secrets", "bad_writes_elsewhere", "bad_network", "bad_monkeypatch", "bad_deleted_test",
+    "bad_duplicated_test", "bad_stripped", "bad_not_json", "bad_empty", "bad_colab", "bad_fake_grade_cell"])
+def test_each_bad_submission_gets_its_named_outcome(graded, student):
+    course, cases, _ = graded
+    _, expected_lost, expected_kinds = cases[student]
+    row = rows(course)[student]
+    assert expected_kinds <= kinds(course, student), (kinds(course, student), expected_kinds)
+    if expected_lost is None:
+        assert row["total"] == "" and row[NB] == ""
+    elif expected_lost != "any":
+        assert lost(row) == sorted(expected_lost), (lost(row), expected_lost)
+        if not expected_kinds:
+            assert not kinds(course, student), kinds(course, student)
+
+
+def test_nothing_leaves_the_sandbox(graded, listener):
+    course = graded[0]
+    assert listener.connections == []
+    text = lambda s: "\n".join(
+        o.get("text", "") for c in nbformat.read(course.root / "autograded" / s / ASSIGNMENT / f"{NB}.ipynb",
+                                                 as_version=4).cells for o in c.get("outputs", []))
+    reads, writes, net = text("bad_reads_secrets"), text("bad_writes_elsewhere"), text("bad_network")
+    assert reads.count("BLOCKED") == 7 and "DONE" not in reads and "SQLite" not in reads and "HIDDEN" not in reads
+    assert writes.count("BLOCKED") == 7 and "DONE" not in writes
+    assert "BLOCKED" in net and "CONNECTED" not in net
+    assert not (course.root / "hack.txt").exists()
+    for path in course.root.rglob("*"):
+        if path.is_file() and "bad_writes_elsewhere" not in path.parts and path.suffix != ".db":
+            assert b"pwned" not in path.read_bytes(), path
+
+
+def test_lms_names_are_normalised_and_leftovers_reported(graded):
+    course = graded[0]
+    assert (course.root / "submitted" / "bad_colab" / ASSIGNMENT / f"{NB}.ipynb").is_file()
+    assert lost(rows(course)["Ada_Lovelace_1234"]) == []
+    assert lost(rows(course)["dup_student"]) == []  # the newer "(1)" copy, fully solved, was taken
+    assert (None, "unmatched_file") in kinds(course, "goodperfect")
+    assert {(None, "unmatched_file"), (NB, "missing_notebook")} <= kinds(course, "nothing_student")
+    assert (NB, "duplicate_file") in kinds(course, "dup_student")
+    assert any(p["problem"] == "unmatched_file" and "README" in p["detail"] for p in problems(course))
+
+
+def test_feedback_for_every_graded_student(graded):
+    course = graded[0]
+    for student, row in rows(course).items():
+        html = course.root / "feedback" / student / ASSIGNMENT / f"{NB}.html"
+        assert html.is_file() == (row[NB] != ""), student
+    html = (course.root / "feedback" / "bad_uninterruptible" / ASSIGNMENT / f"{NB}.html").read_text()
+    assert "time limit" in html and "HIDDEN TESTS" not in html
+
+
+def test_rerun_regrades_only_what_changed(graded):
+    course = graded[0]
+    before, before_problems = rows(course), problems(course)
+    again = grade(course)
+    assert " 0 (re)graded" in again.stdout, again.stdout
+    assert rows(course) == before and problems(course) == before_problems
+    release, source = course.notebook("release", NB), course.notebook("source", NB)
+    course.submit("goodsign", NB, solved(release, source))  # the student fixed the sign
+    fixed = grade(course)
+    assert " 1 (re)graded" in fixed.stdout, fixed.stdout
+    after = rows(course)
+    assert lost(after["goodsign"]) == []
+    assert {s: r for s, r in after.items() if s != "goodsign"} == {s: r for s, r in before.items() if s != "goodsign"}
+
+
+def test_fails_closed_when_the_sandbox_cannot_start(ex1_course):
+    course = ex1_course
+    env = {**os.environ, "PATH": os.path.dirname(sys.executable)}  # no bwrap on the PATH
+    result = grade(course, "--regrade-all", check=False, env=env)
+    assert result.returncode != 0 and "bwrap" in result.stderr and "--unsandboxed" in result.stderr
+    # the sandbox is there but cannot start a kernel (1 MB of address space): nobody is graded
+    stamp = (course.root / "grades.csv").stat().st_mtime
+    result = grade(course, "--regrade-all", "--memory-limit", "0.001", check=False)
+    assert result.returncode != 0 and "sandbox could not start" in result.stderr, result.stderr[-2000:]
+    assert (course.root / "grades.csv").stat().st_mtime == stamp
