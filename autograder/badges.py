@@ -1,0 +1,81 @@
+"""For course maintainers: the "Open in Colab" badges of the release notebooks.
+
+The repository's address is written in ONE place, ``[project.urls] Repository`` in
+``pyproject.toml``. ``python -m autograder.badges`` rewrites the badge table between the
+``<!-- colab-badges -->`` and ``<!-- /colab-badges -->`` markers of every page in ``PAGES``
+(one row per notebook in ``release/backprop_ninja/``); the tests fail when a table is stale.
+After forking the course: change the address, run this command, commit the pages.
+"""
+
+import os
+import re
+import sys
+from pathlib import Path
+
+COURSE_ROOT = Path(__file__).resolve().parent.parent
+RELEASE_DIR = COURSE_ROOT / "release" / "backprop_ninja"
+PAGES = [COURSE_ROOT / "README.md", COURSE_ROOT / "course" / "README.md"]
+BRANCH = "main"  # Colab opens the notebook as committed on this branch
+START, END = "<!-- colab-badges -->", "<!-- /colab-badges -->"
+BADGE = "https://colab.research.google.com/assets/colab-badge.svg"
+
+
+def repository_url(pyproject: Path = COURSE_ROOT / "pyproject.toml") -> str:
+    """``[project.urls] Repository``, e.g. https://github.com/owner/name."""
+    text = pyproject.read_text()
+    try:
+        import tomllib
+
+        url = tomllib.loads(text)["project"]["urls"]["Repository"]
+    except ImportError:  # Python 3.10: a line of the form  Repository = "https://..."
+        url = re.search(r'^Repository\s*=\s*"([^"]+)"', text, re.M).group(1)
+    return url.rstrip("/").removesuffix(".git")
+
+
+def colab_url(repository: str, notebook: Path) -> str:
+    match = re.fullmatch(r"https://github\.com/([^/]+/[^/]+)", repository)
+    if not match:
+        raise ValueError(f"Colab opens notebooks from GitHub: {repository} is not https://github.com/<owner>/<name>")
+    path = notebook.relative_to(COURSE_ROOT).as_posix()
+    return f"https://colab.research.google.com/github/{match.group(1)}/blob/{BRANCH}/{path}"
+
+
+def badge_table(page: Path, repository: str) -> str:
+    """The table of every release notebook, with links relative to ``page`` and a Colab badge each."""
+    rows = ["| notebook | open it in Colab |", "|---|---|"]
+    for notebook in sorted(RELEASE_DIR.glob("*.ipynb")):
+        relative = Path(os.path.relpath(notebook, page.parent)).as_posix()
+        rows.append(f"| [{notebook.name}]({relative}) | "
+                    f"[![Open In Colab]({BADGE})]({colab_url(repository, notebook)}) |")
+    return "\n".join(rows)
+
+
+def rewritten(page: Path, repository: str) -> str:
+    """The page's text with its badge table up to date (markers kept; an end marker added if missing)."""
+    text = page.read_text()
+    if START not in text:
+        raise ValueError(f"{page} has no {START} marker: put one where the badge table belongs")
+    block = f"{START}\n{badge_table(page, repository)}\n{END}"
+    if END in text:
+        return re.sub(re.escape(START) + r".*?" + re.escape(END), lambda _: block, text, count=1, flags=re.S)
+    return text.replace(START, block, 1)
+
+
+def stale_pages(pages=PAGES) -> list:
+    """The pages whose badge table is not what ``python -m autograder.badges`` would write."""
+    repository = repository_url()
+    return [page for page in pages if page.read_text() != rewritten(page, repository)]
+
+
+def main() -> None:
+    repository = repository_url()
+    for page in PAGES:
+        new = rewritten(page, repository)
+        if new != page.read_text():
+            page.write_text(new)
+            print(f"updated {page.relative_to(COURSE_ROOT)}")
+    print(f"badges point to {repository} (branch {BRANCH})", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()
