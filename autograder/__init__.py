@@ -5,6 +5,8 @@ Where things live:
   tolerance       when two gradients count as equal, and why
   judge           the verdict on one graded cell (error carried forward); diagnose: its messages
   value_checks    answers that are not gradients: loss_fast, hpreact_fast, rows of dlogits summing to zero
+  training        Exercise 4's network for the grader: its forward pass, the course's backward pass, autograd's run
+  training_checks Exercise 4's verdicts: backward_pass's gradients, the training run, the calibration
   honesty         answers taken from autograd earn nothing
   in_kernel       the only code that runs in the student's kernel (hidden regions call it)
   wire            how answers travel from the kernel to the grader

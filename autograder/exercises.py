@@ -8,6 +8,7 @@ and the set of variables computed with autograd, and returns a ``Verdict``.
 from . import wire
 from .backward_rules import FUSED_STEP_BY_NAME, STEP_BY_NAME, STEPS, Step
 from .judge import judge_gradient
+from .training_checks import CHECKS as TRAINING_CHECKS
 from .reference import autograd_gradients, forward_values
 from .value_checks import FAST_FORWARD_BY_NAME, Value, judge_rows_sum_to_zero, judge_value
 
@@ -49,3 +50,6 @@ CHECKS = {
         "test_dhprebn": gradient_check(FUSED_STEP_BY_NAME["hprebn"], given=("hpreact",)),
     },
 }
+
+# Exercise 4: backward_pass's gradients, the training run and the calibration (see training_checks).
+CHECKS["ex4_manual_training"] = TRAINING_CHECKS

@@ -28,13 +28,31 @@ def decoy(grad: torch.Tensor, seed: int, name: str) -> torch.Tensor:
     return (grad.detach() + amplitude * noise).to(grad.dtype)
 
 
+def _prose(node: ast.AST) -> set:
+    """String constants that only talk: docstrings and bare strings, the text of f-strings, print()'s arguments.
+
+    A function whose docstring says "returns the gradients" must not count as reading ``.grad``.
+    """
+    ids = set()
+    for sub in ast.walk(node):
+        if isinstance(sub, ast.Expr) and isinstance(sub.value, ast.Constant):
+            ids.add(id(sub.value))
+        elif isinstance(sub, ast.JoinedStr):
+            ids.update(id(v) for v in sub.values if isinstance(v, ast.Constant))
+        elif isinstance(sub, ast.Call) and isinstance(sub.func, ast.Name) and sub.func.id == "print":
+            ids.update(id(a) for a in [*sub.args, *(k.value for k in sub.keywords)] if isinstance(a, ast.Constant))
+    return ids
+
+
 def _uses_autograd(node: ast.AST, tainted: set) -> bool:
+    prose = _prose(node)
     for sub in ast.walk(node):
         if isinstance(sub, ast.Attribute) and sub.attr in FORBIDDEN_ATTRIBUTES:
             return True
         if isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Load) and (sub.id in FORBIDDEN_NAMES or sub.id in tainted):
             return True
-        if isinstance(sub, ast.Constant) and isinstance(sub.value, str) and any(w in sub.value for w in FORBIDDEN_WORDS):
+        if (isinstance(sub, ast.Constant) and isinstance(sub.value, str) and id(sub) not in prose
+                and any(w in sub.value for w in FORBIDDEN_WORDS)):
             return True
         if isinstance(sub, ast.Call) and isinstance(sub.func, ast.Name) and sub.func.id in ("getattr", "setattr"):
             if len(sub.args) < 2 or not isinstance(sub.args[1], ast.Constant):

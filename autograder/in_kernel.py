@@ -1,12 +1,15 @@
 """What runs inside the student's kernel, and only while nbgrader autogrades.
 
-The hidden regions of the locked cells call these three functions. They never grade:
+The hidden regions of the locked cells call these functions. They never grade:
 they pick the unseen seed, take autograd out of the student's reach, and report the
 student's tensors to the grader (see ``wire``), which judges them in its own process.
+Exercise 4 also shortens the training run and calls the student's ``backward_pass`` once
+on the check batch.
 Outside autograde (Colab, JupyterLab, ``nbgrader validate``) they change nothing.
 """
 
 import os
+import sys
 
 import torch
 from IPython.display import display
@@ -64,5 +67,135 @@ def report(namespace: dict, *names: str) -> None:
     if not grading():
         print("This cell is graded by the autograder.")
         return
-    payload = {name: wire.encode(namespace.get(name), name in namespace) for name in names}
+    _send({name: wire.encode(namespace.get(name), name in namespace) for name in names})
+
+
+def _send(payload: dict) -> None:
     display({wire.MIME: payload, "text/plain": "(answer reported to the grader)"}, raw=True)
+
+
+# Exercise 4: the student's backward pass is a function, and the notebook trains with it.
+
+BACKWARD_CHAIN = ("dlogits", "dh", "dhpreact", "dhprebn", "dembcat", "demb")  # backward_pass's locals, reported
+_backward_calls = {}  # backward_pass -> what it gave on the check batch (it runs once per definition)
+
+
+def graded_steps(default):
+    """The length of the training run: the student's own, or at autograde a short fixed one on one thread."""
+    if not grading():
+        return default
+    from .training import GRADED_STEPS
+
+    torch.set_num_threads(1)
+    return GRADED_STEPS
+
+
+class ExtraTrainingStopped(RuntimeError):
+    pass
+
+
+def limit_forward(namespace: dict, calls: int) -> None:
+    """At autograde: ``forward`` may run ``calls`` more times, then refuses.
+
+    The graded training run gets its own allowance; a training loop of the student's own
+    (a leftover ``for i in range(200000)`` cell) is stopped early instead of eating the
+    grading time.
+    """
+    if not grading() or not callable(namespace.get("forward")):
+        return
+    original = getattr(namespace["forward"], "__wrapped__", namespace["forward"])
+    left = [calls]
+
+    def forward(*args, **kwargs):
+        if left[0] <= 0:
+            raise ExtraTrainingStopped("while grading, only the graded training run may train: this extra training "
+                                       "was stopped (it does not cost points)")
+        left[0] -= 1
+        return original(*args, **kwargs)
+
+    forward.__wrapped__ = original
+    namespace["forward"] = forward
+
+
+def call_capturing(function, *args):
+    """``function(*args)``: its result (or the exception it raised) and its local variables when it ended."""
+    ended = {}
+    code = getattr(function, "__code__", None)
+
+    def profile(frame, event, arg):
+        if event == "return" and frame.f_code is code:
+            ended["locals"] = dict(frame.f_locals)
+
+    previous = sys.getprofile()
+    sys.setprofile(profile)
+    try:
+        result = function(*args)
+    except Exception as error:  # the grader says which error it was
+        result = error
+    finally:
+        sys.setprofile(previous)
+    return result, ended.get("locals", {})
+
+
+def _backward_on_check_batch(namespace: dict) -> dict:
+    """backward_pass(Xb, Yb, cache) on copies of the setup's check batch, at the initial parameters.
+
+    The parameters are put back as they were afterwards. The payload holds d<parameter> by
+    position in the returned list, the intermediate gradients of BACKWARD_CHAIN found among
+    its local variables, and how the call went ("backward_pass").
+    """
+    from .training import PARAMETER_NAMES
+
+    function = namespace.get("backward_pass")
+    if not callable(function):
+        return {"backward_pass": {"kind": "missing"}}
+    if function in _backward_calls:
+        return _backward_calls[function]
+    parameters, initial = namespace["parameters"], namespace["initial_parameters"]
+    Xb, Yb, cache = namespace["check_batch"]
+    with torch.no_grad():
+        now = [p.detach().clone() for p in parameters]
+        for p, p0 in zip(parameters, initial):
+            p.copy_(p0)
+        result, variables = call_capturing(function, Xb.clone(), Yb.clone(), {k: v.clone() for k, v in cache.items()})
+        for p, p1 in zip(parameters, now):
+            p.copy_(p1)
+    if isinstance(result, Exception):
+        status = {"kind": "raised", "type": type(result).__name__, "message": str(result)[:300]}
+    else:
+        status = {"kind": "returned", "type": type(result).__name__,
+                  "length": len(result) if isinstance(result, (list, tuple)) else None}
+    payload = {"backward_pass": status}
+    values = list(result) if isinstance(result, (list, tuple)) else []
+    for i, name in enumerate(PARAMETER_NAMES):
+        payload["d" + name] = wire.encode(values[i] if i < len(values) else None, i < len(values))
+    for name in BACKWARD_CHAIN:
+        payload[name] = wire.encode(variables.get(name), name in variables)
+    _backward_calls[function] = payload
+    return payload
+
+
+def report_backward(namespace: dict) -> None:
+    """Exercise 4: report what the student's backward_pass returns for the check batch (every graded gradient)."""
+    if not grading():
+        print("This cell is graded by the autograder.")
+        return
+    _send(_backward_on_check_batch(namespace))
+
+
+def report_training(namespace: dict) -> None:
+    """Exercise 4: the loss of every training step, the trained parameters, and the gradients on the check batch."""
+    from .training import PARAMETER_NAMES
+
+    if not grading():
+        print("This cell is graded by the autograder.")
+        return
+    losses = namespace.get("lossi")
+    try:
+        losses = wire.encode(torch.tensor([float(x) for x in losses], dtype=torch.float64))
+    except (TypeError, ValueError, RuntimeError):
+        losses = wire.encode(losses, "lossi" in namespace)
+    payload = {"losses": losses}
+    for name, p in zip(PARAMETER_NAMES, namespace.get("parameters") or []):
+        payload[name] = wire.encode(p)
+    _send({**_backward_on_check_batch(namespace), **payload})

@@ -7,11 +7,12 @@ student's Jupyter would save it.
 
 import copy
 import re
+import textwrap
 
 import nbformat
 
 SOLUTION_REGION = re.compile(r"### BEGIN SOLUTION\n(.*?)### END SOLUTION", re.S)
-STUB = re.compile(r"# YOUR CODE HERE\nraise NotImplementedError\(\)")
+STUB = re.compile(r"^([ \t]*)# YOUR CODE HERE\n\1raise NotImplementedError\(\)", re.M)  # indented in a def too
 
 
 def grade_id(cell) -> str:
@@ -24,7 +25,7 @@ def solutions(source_nb) -> dict:
     for cell in source_nb.cells:
         match = SOLUTION_REGION.search(cell.source)
         if match:
-            found[grade_id(cell)] = match.group(1).rstrip("\n")
+            found[grade_id(cell)] = textwrap.dedent(match.group(1).rstrip(" \t")).rstrip("\n")
     return found
 
 
@@ -39,7 +40,7 @@ def fill(release_nb, answers: dict, extra_cells=()):
         if code is not None:
             if not STUB.search(cell.source):
                 raise ValueError(f"cell {grade_id(cell)} has no stub to replace")
-            cell.source = STUB.sub(lambda _: code, cell.source)
+            cell.source = STUB.sub(lambda stub: textwrap.indent(code, stub.group(1)), cell.source)
     for after, code in extra_cells:
         index = next(i for i, c in enumerate(nb.cells) if grade_id(c) == after)
         nb.cells.insert(index + 1, nbformat.v4.new_code_cell(code))

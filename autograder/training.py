@@ -1,0 +1,156 @@
+"""Exercise 4's network in the grader's hands: its forward pass, the reference backward pass, and runs.
+
+The notebook trains with the student's gradients; the grader replays the same run with
+autograd's, in its own process, from the same seed: the initial parameters come from the
+notebook's locked setup (``initial_parameters``), the minibatches from a generator seeded
+with ``SEED + 1`` (the notebook's ``restart_training``). ``forward`` is the notebook's forward
+pass line for line, so the two runs compute the same losses as long as the student's
+gradients equal autograd's.
+
+``manual_backward`` is the course's own solution (the fused cross-entropy and BatchNorm
+formulas of the lecture), used by the benchmark and the tests, never to grade.
+"""
+
+import contextlib
+
+import torch
+import torch.nn.functional as F
+
+PARAMETER_NAMES = ("C", "W1", "b1", "W2", "b2", "bngain", "bnbias")
+GRADED_STEPS = 300  # the length of the training run at autograde, whatever max_steps the student set
+LEARNING_RATES = (0.1, 0.01)  # before and after half of the steps, as in the lecture
+BATCH_SEED_OFFSET = 1  # the minibatches of training come from torch.Generator().manual_seed(SEED + 1)
+
+
+def forward(parameters, Xb, Yb):
+    """The notebook's ``forward``: the loss and the cache of intermediate tensors."""
+    C, W1, b1, W2, b2, bngain, bnbias = parameters
+    emb = C[Xb]
+    embcat = emb.view(emb.shape[0], -1)
+    hprebn = embcat @ W1 + b1
+    bnmeani = hprebn.mean(0, keepdim=True)
+    bnvar = hprebn.var(0, keepdim=True, unbiased=True)
+    bnvar_inv = (bnvar + 1e-5) ** -0.5
+    bnraw = (hprebn - bnmeani) * bnvar_inv
+    hpreact = bngain * bnraw + bnbias
+    h = torch.tanh(hpreact)
+    logits = h @ W2 + b2
+    loss = F.cross_entropy(logits, Yb)
+    cache = dict(emb=emb, embcat=embcat, hprebn=hprebn, bnmeani=bnmeani, bnvar=bnvar, bnvar_inv=bnvar_inv,
+                 bnraw=bnraw, hpreact=hpreact, h=h, logits=logits)
+    return loss, cache
+
+
+def manual_backward(parameters, Xb, Yb, cache):
+    """The course's solution: [dC, dW1, db1, dW2, db2, dbngain, dbnbias] without autograd."""
+    C, W1, b1, W2, b2, bngain, bnbias = parameters
+    n = Xb.shape[0]
+    h, bnraw, logits = cache["h"], cache["bnraw"], cache["logits"]
+    dlogits = F.softmax(logits, 1)
+    dlogits[torch.arange(n), Yb] -= 1
+    dlogits /= n
+    dh = dlogits @ W2.T
+    dW2 = h.T @ dlogits
+    db2 = dlogits.sum(0)
+    dhpreact = (1.0 - h * h) * dh
+    dbnbias = dhpreact.sum(0, keepdim=True)
+    dbngain = (bnraw * dhpreact).sum(0, keepdim=True)
+    dhprebn = bngain * cache["bnvar_inv"] / n * (n * dhpreact - dbnbias - n / (n - 1) * bnraw * dbngain)
+    dW1 = cache["embcat"].T @ dhprebn
+    db1 = dhprebn.sum(0)
+    demb = (dhprebn @ W1.T).view(cache["emb"].shape)
+    dC = torch.zeros_like(C).index_add_(0, Xb.view(-1), demb.view(-1, C.shape[1]))
+    return [dC, dW1, db1, dW2, db2, dbngain, dbnbias]
+
+
+def learning_rate(step: int, steps: int) -> float:
+    return LEARNING_RATES[0] if step < steps // 2 else LEARNING_RATES[1]
+
+
+@contextlib.contextmanager
+def one_thread():
+    """Small matrices train fastest on one thread, and a busy machine does not slow them down."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
+
+
+def autograd_run(initial_parameters, Xtr, Ytr, seed: int, steps: int, batch_size: int) -> dict:
+    """The notebook's training loop with autograd's gradients: the run a student's must follow."""
+    parameters = [p.detach().clone().requires_grad_() for p in initial_parameters]
+    generator = torch.Generator().manual_seed(seed + BATCH_SEED_OFFSET)
+    losses, last_batch = [], None
+    with one_thread():
+        for i in range(steps):
+            ix = torch.randint(0, Xtr.shape[0], (batch_size,), generator=generator)
+            last_batch = ix
+            loss, _ = forward(parameters, Xtr[ix], Ytr[ix])
+            for p in parameters:
+                p.grad = None
+            loss.backward()
+            with torch.no_grad():
+                for p in parameters:
+                    p += -learning_rate(i, steps) * p.grad
+            losses.append(loss.item())
+    return {"losses": torch.tensor(losses), "parameters": [p.detach() for p in parameters],
+            "last_batch": last_batch}
+
+
+@torch.no_grad()
+def hidden_preactivations(parameters, X):
+    """hprebn of every example of X: what BatchNorm is calibrated on."""
+    C, W1, b1 = parameters[:3]
+    return C[X].view(X.shape[0], -1) @ W1 + b1
+
+
+_PAIR_COUNTS = {}  # (id of X, its shape) -> the character co-occurrence frequencies of X
+
+
+def _pair_frequencies(X, vocab_size: int):
+    """F[a][b][u, v]: the fraction of the rows of X with character u at position a and v at position b."""
+    key = (id(X), tuple(X.shape), vocab_size)
+    if key not in _PAIR_COUNTS:
+        if len(_PAIR_COUNTS) > 8:
+            _PAIR_COUNTS.clear()
+        positions = range(X.shape[1])
+        _PAIR_COUNTS[key] = (X, [[torch.bincount(X[:, a] * vocab_size + X[:, b], minlength=vocab_size**2)
+                                  .double().view(vocab_size, vocab_size) / X.shape[0] for b in positions]
+                                 for a in positions])
+    return _PAIR_COUNTS[key][1]
+
+
+@torch.no_grad()
+def calibrate(parameters, X):
+    """bnmean and bnvar over the whole of X, (1, n_hidden) each, with the training pass's n-1.
+
+    Computed exactly in float64 without forming hprebn: hprebn is linear in the concatenated
+    embeddings, whose mean and covariance follow from how often each pair of characters occurs
+    at each pair of context positions. The cost does not grow with len(X) (the counts are
+    kept), so the grader can check a calibration over 182,625 examples in a millisecond.
+    """
+    C, W1, b1 = (p.detach().double() for p in parameters[:3])
+    frequencies = _pair_frequencies(X, C.shape[0])
+    block, d = len(frequencies), C.shape[1]
+    mean = torch.cat([frequencies[a][a].diagonal() @ C for a in range(block)])  # of the concatenated embeddings
+    second = torch.zeros(block * d, block * d, dtype=torch.float64)
+    for a in range(block):
+        for b in range(block):
+            second[a * d:(a + 1) * d, b * d:(b + 1) * d] = C.T @ frequencies[a][b] @ C
+    covariance = second - torch.outer(mean, mean)
+    n = X.shape[0]
+    bnmean = (mean @ W1 + b1).view(1, -1)
+    bnvar = ((covariance @ W1) * W1).sum(0).view(1, -1) * n / max(n - 1, 1)
+    return bnmean, bnvar
+
+
+@torch.no_grad()
+def split_loss(parameters, bnmean, bnvar, X, Y) -> float:
+    """The loss on a whole split, BatchNorm using the calibrated statistics (the notebook's split_loss)."""
+    C, W1, b1, W2, b2, bngain, bnbias = parameters
+    hprebn = hidden_preactivations(parameters, X)
+    bnmean, bnvar = bnmean.to(hprebn.dtype), bnvar.to(hprebn.dtype)
+    hpreact = bngain * (hprebn - bnmean) * (bnvar + 1e-5) ** -0.5 + bnbias
+    return F.cross_entropy(torch.tanh(hpreact) @ W2 + b2, Y).item()

@@ -1,0 +1,349 @@
+"""Exercise 4's verdicts: the gradients backward_pass returns, the training run, the BatchNorm calibration.
+
+**Gradients.** Each of the 7 parameter gradients that the student's ``backward_pass`` returns
+for the check batch (setup cell ``setup_check``, at the initial parameters of the grading
+seed) is judged by the engine (``judge.judge_gradient``: autograd, the tolerance, shapes, the
+diagnostics). The intermediate gradients (``dlogits`` ... ``demb``) are not graded in this
+notebook, so a parameter gradient earns its points only when it is right, never for being
+right for a wrong intermediate; the error carried forward becomes the diagnosis instead: the
+feedback names the first wrong intermediate on the parameter's path (read from the function's
+local variables when it returned) and what is wrong with it.
+
+**Training.** The kernel runs the notebook's loop for ``GRADED_STEPS`` steps and reports the
+loss of every step and the trained parameters. The grader replays the run with autograd's
+gradients (``training.autograd_run``). The run *follows* when every loss is within
+``LOSS_TOLERANCE`` of autograd's; it *reaches* the goal when the trained parameters give a
+validation loss below ``REACH_LOSS`` (BatchNorm calibrated on the training set, as the
+notebook's ``split_loss`` does). Training whose ``training_step`` or
+``backward_pass`` uses autograd earns nothing.
+
+**Calibration.** ``bnmean`` and ``bnvar`` must be the statistics of ``hprebn`` over the whole
+training set, for the student's own trained parameters (so a training mistake does not cost
+the calibration).
+"""
+
+import torch
+
+from . import training, wire
+from .backward_rules import FUSED_STEP_BY_NAME, STEP_BY_NAME, local_gradient
+from .diagnose import diagnose
+from .judge import Verdict, _not_a_tensor, judge_gradient, step_scale
+from .tolerance import close, magnitude, max_difference
+from .training import GRADED_STEPS, PARAMETER_NAMES
+
+# Per step. Correct gradients (any formula) stay within 7e-7 of autograd's losses over GRADED_STEPS steps
+# (3 float32 ulps; measured over 12 seeds); the smallest real mistake known, BatchNorm's n/(n-1) missing
+# (3% of dW1 and dC), departs by 1.7e-4 to 3e-4. The tolerance sits about 14 times from each.
+LOSS_TOLERANCE = 1e-5
+REACH_LOSS = 2.75  # validation loss after GRADED_STEPS steps (autograd's runs reach about 2.58; untrained: 3.3)
+POINTS = {"gradients": 8, "training": 4, "calibration": 2}
+FOLLOW_POINTS = 3  # of the training's 4; the last one is for reaching REACH_LOSS
+
+# The intermediate gradients between the loss and each parameter, in backward order, with the step
+# that computes each one (the fused cross-entropy and BatchNorm steps of Exercises 2 and 3).
+CHAIN = {"logits": FUSED_STEP_BY_NAME["logits"], "h": STEP_BY_NAME["h"], "hpreact": STEP_BY_NAME["hpreact"],
+         "hprebn": FUSED_STEP_BY_NAME["hprebn"], "embcat": STEP_BY_NAME["embcat"], "emb": STEP_BY_NAME["emb"]}
+PATHS = {"W2": ("logits",), "b2": ("logits",), "bngain": ("logits", "h", "hpreact"),
+         "bnbias": ("logits", "h", "hpreact"), "W1": ("logits", "h", "hpreact", "hprebn"),
+         "b1": ("logits", "h", "hpreact", "hprebn"), "C": tuple(CHAIN)}
+RETURNED = "[" + ", ".join("d" + name for name in PARAMETER_NAMES) + "]"
+
+
+def _memo(namespace: dict, key: str, compute):
+    """Computed once per grading run: the setup namespace is cached per seed (``reference.run_setup``)."""
+    store = namespace.setdefault("__ex4_reference__", {})
+    if key not in store:
+        store[key] = compute()
+    return store[key]
+
+
+def check_batch_reference(namespace: dict):
+    """Forward values and autograd's gradients (parameters and intermediates) on the check batch."""
+    def compute():
+        Xb, Yb, _ = namespace["check_batch"]
+        parameters = [p.detach().clone().requires_grad_() for p in namespace["initial_parameters"]]
+        loss, cache = training.forward(parameters, Xb, Yb)
+        for t in cache.values():
+            t.retain_grad()
+        loss.backward()
+        forward = {"Xb": Xb, "Yb": Yb, **{k: v.detach() for k, v in cache.items()},
+                   **{name: p.detach() for name, p in zip(PARAMETER_NAMES, parameters)}}
+        grads = {**{k: v.grad for k, v in cache.items()}, **{name: p.grad for name, p in zip(PARAMETER_NAMES, parameters)}}
+        return forward, grads
+    return _memo(namespace, "check_batch", compute)
+
+
+def reference_run(namespace: dict) -> dict:
+    """Autograd's training run from this seed's start, and what its parameters reach."""
+    def compute():
+        run = training.autograd_run(namespace["initial_parameters"], namespace["Xtr"], namespace["Ytr"],
+                                    namespace["SEED"], GRADED_STEPS, namespace["batch_size"])
+        run["val_loss"] = validation_loss(run["parameters"], namespace)
+        return run
+    return _memo(namespace, "run", compute)
+
+
+def validation_loss(parameters, namespace: dict) -> float:
+    """The notebook's split_loss(Xdev, Ydev): BatchNorm calibrated on the whole training set."""
+    mean, var = training.calibrate(parameters, namespace["Xtr"])
+    return training.split_loss(parameters, mean, var, namespace["Xdev"], namespace["Ydev"])
+
+
+# ------------------------------------------------------------------------------------------------ gradients
+
+def _call_problem(reported: dict, position: int) -> str | None:
+    """Why backward_pass gave no d<parameter> at this position, if it did not."""
+    status = reported.get("backward_pass") or {"kind": "missing"}
+    if status.get("kind") == "missing":
+        return "not answered yet: backward_pass is not defined (did its cell run without an error?)"
+    if status.get("kind") == "raised":
+        if status.get("type") == "NotImplementedError":
+            return "not answered yet: backward_pass still raises NotImplementedError"
+        return (f"backward_pass raised {status.get('type')} on the check batch: {status.get('message', '')}"
+                .rstrip(": ") + ". Run check_first_steps() to see where")
+    length = status.get("length")
+    if length is None:
+        return f"backward_pass returned a {status.get('type')}; it must return the list {RETURNED}"
+    if length <= position:
+        return (f"backward_pass returned {length} gradient{'s' if length != 1 else ''}; "
+                f"d{PARAMETER_NAMES[position]} is number {position + 1} of {RETURNED}")
+    return None
+
+
+def _first_wrong_intermediate(name: str, reported: dict, forward: dict, grads: dict):
+    """(intermediate, what is wrong with it) for the first wrong gradient on the way back from the loss to
+    ``name``, or (None, the intermediates the student's backward_pass did not name as expected)."""
+    unknown = []
+    for inter in PATHS[name]:
+        got = wire.decode(reported.get("d" + inter) or {})
+        if got is None or not got.is_floating_point():
+            unknown.append("d" + inter)
+            continue
+        step = CHAIN[inter]
+        upstream = {c: grads[c] for c in step.upstream}
+        if close(got.double(), grads[inter].double(), step_scale(step, forward, upstream)):
+            continue
+        if tuple(got.shape) != tuple(grads[inter].shape):
+            return inter, f"it has shape {tuple(got.shape)}, but {inter} has shape {tuple(grads[inter].shape)}"
+        return inter, diagnose(got.double(), grads[inter].double(), step, forward, upstream)
+    return None, unknown
+
+
+def _right_for_own_upstream(step, answer, reported: dict, forward: dict, grads: dict) -> bool:
+    upstream = {}
+    for c in step.upstream:
+        up = wire.decode(reported.get("d" + c) or {})
+        if up is None or not up.is_floating_point() or up.shape != grads[c].shape:
+            return False
+        upstream[c] = up.double()
+    try:
+        carried = local_gradient(step, {k: v.double() if v.is_floating_point() else v for k, v in forward.items()},
+                                 upstream)
+    except RuntimeError:
+        return False
+    return close(answer.double(), carried, step_scale(step, forward, upstream))
+
+
+def judge_parameter_gradient(name: str, reported: dict, namespace: dict, seed: int, tainted: set) -> Verdict:
+    """d<name> as backward_pass returned it for the check batch, against autograd."""
+    step = STEP_BY_NAME[name]
+    position = PARAMETER_NAMES.index(name)
+    if "backward_pass" in tainted:
+        return Verdict("d" + name, 0, step.points, [
+            "backward_pass uses autograd (.grad, backward or torch.autograd), so none of its gradients count: "
+            "compute every gradient by hand"])
+    problem = _call_problem(reported, position)
+    if problem:
+        return Verdict("d" + name, 0, step.points, [problem])
+    forward, grads = check_batch_reference(namespace)
+    # Judged against autograd alone: the upstream gradients are the reference's, so no credit is carried forward.
+    given = {**reported, **{"d" + c: wire.encode(grads[c]) for c in step.upstream}}
+    verdict = judge_gradient(step, given, forward, grads, seed, set())
+    if verdict.passed:
+        return verdict
+    answer = wire.decode(reported.get("d" + name) or {})
+    if answer is not None and answer.is_floating_point():
+        for other in PARAMETER_NAMES:
+            if other != name and answer.shape == grads[other].shape and close(
+                    answer.double(), grads[other].double(), magnitude(grads[other])):
+                verdict.lines.append(f"it is d{other}: backward_pass must return the gradients in the order of "
+                                     f"parameters, {RETURNED}")
+                return verdict
+        inter, why = _first_wrong_intermediate(name, reported, forward, grads)
+        if inter is None:
+            if why:
+                verdict.lines.append(f"(if you name your intermediate gradients {', '.join(why)}, this feedback "
+                                     "can tell which of them is the first wrong one)")
+            return verdict
+        where = f"the first wrong gradient on the way back from the loss is your d{inter}: {why}"
+        upstream = " and ".join("d" + c for c in step.upstream)
+        if _right_for_own_upstream(step, answer, reported, forward, grads):
+            verdict.lines = [f"d{name} is right for your {upstream}, but {where}"]
+        else:
+            verdict.lines.append(where[0].upper() + where[1:])
+    return verdict
+
+
+def gradient_check(name: str):
+    def check(reported, namespace, seed, tainted):
+        return judge_parameter_gradient(name, reported, namespace, seed, tainted)
+    return check
+
+
+# ------------------------------------------------------------------------------------------------- training
+
+def _autograd_in_training(tainted: set) -> str | None:
+    for function in ("backward_pass", "training_step"):  # training_step is tainted by a tainted backward_pass too
+        if function in tainted:
+            return (f"{function} uses autograd (.grad, backward or torch.autograd): the training run must be driven "
+                    "by the gradients of your backward_pass alone, so it earns nothing. Remove every .backward() and "
+                    ".grad from it")
+    return None
+
+
+def _wrong_gradients(reported: dict, namespace: dict) -> list:
+    """The parameter gradients backward_pass got wrong on the check batch (as their graded cells judge them)."""
+    forward, grads = check_batch_reference(namespace)
+    wrong = []
+    for name in PARAMETER_NAMES:
+        step, answer = STEP_BY_NAME[name], wire.decode(reported.get("d" + name) or {})
+        scale = step_scale(step, forward, {c: grads[c] for c in step.upstream})
+        if answer is None or not answer.is_floating_point() or not close(answer.double(), grads[name].double(), scale):
+            wrong.append("d" + name)
+    return wrong
+
+
+def _why_it_departs(losses, reported, namespace, first: int) -> str:
+    wrong = _wrong_gradients(reported, namespace)
+    if wrong:
+        return (f"your {', '.join(wrong)} {'is' if len(wrong) == 1 else 'are'} wrong (see the graded cells above): "
+                "a run driven by wrong gradients cannot follow autograd's")
+    trained = [wire.decode(reported.get(name) or {}) for name in PARAMETER_NAMES]
+    if all(t is not None for t in trained) and all(
+            t.shape == p0.shape and torch.equal(t.float(), p0) for t, p0 in zip(trained, namespace["initial_parameters"])):
+        return ("the parameters never changed: training_step must update them in place (p += -lr * grad, or "
+                "p.data += ...); p = p - lr * grad only gives the name p a new tensor")
+    if first == 0:
+        return "the very first loss differs: training_step must return the loss of forward(Xb, Yb) before the update"
+    if len(losses) >= 20 and losses[-10:].mean() > losses[:10].mean():
+        return "the loss goes up: each parameter must move against its gradient, p += -lr * grad"
+    if first == GRADED_STEPS // 2 + 1:
+        return "the run departs when the learning rate drops to 0.01: training_step must use the lr it is given"
+    return ("check that training_step updates every parameter once per step, by -lr times its own gradient "
+            f"(the gradients come in the order of parameters, {RETURNED})")
+
+
+def judge_training(reported: dict, namespace: dict, seed: int, tainted: set) -> Verdict:
+    verdict = Verdict("training run", 0, POINTS["training"])
+    cheat = _autograd_in_training(tainted)
+    if cheat:
+        verdict.lines.append(cheat)
+        return verdict
+    losses = wire.decode(reported.get("losses") or {})
+    if losses is None or losses.dim() != 1 or not losses.is_floating_point():
+        verdict.lines.append("the training cell did not run: lossi is missing")
+        return verdict
+    losses = losses.double()
+    run = reference_run(namespace)
+    expected = run["losses"].double()
+    if len(losses) < GRADED_STEPS:
+        verdict.lines.append(f"training stopped after {len(losses)} of {GRADED_STEPS} steps: training_step or "
+                             "backward_pass raised an error (see the training cell)")
+        status = reported.get("backward_pass") or {}
+        if status.get("kind") in ("raised", "missing"):
+            verdict.lines.append(_call_problem(reported, 0))
+        return verdict
+    differences = (losses[:GRADED_STEPS] - expected).abs()
+    differences[~torch.isfinite(differences)] = float("inf")
+    departed = (differences > LOSS_TOLERANCE).nonzero()
+    if len(departed) == 0:
+        verdict.points += FOLLOW_POINTS
+        verdict.lines.append(f"follows autograd's run: the loss of every one of the {GRADED_STEPS} steps within "
+                             f"{differences.max().item():.1g} of autograd's (tolerance {LOSS_TOLERANCE:g})")
+    else:
+        first = departed[0].item()
+        verdict.lines.append(f"leaves autograd's run at step {first + 1}: loss {losses[first].item():.4f}, "
+                             f"autograd's {expected[first].item():.4f} (tolerance {LOSS_TOLERANCE:g}); "
+                             + _why_it_departs(losses, reported, namespace, first))
+    trained = [wire.decode(reported.get(name) or {}) for name in PARAMETER_NAMES]
+    shapes_ok = all(t is not None and t.shape == p0.shape and t.is_floating_point()
+                    for t, p0 in zip(trained, namespace["initial_parameters"]))
+    if not shapes_ok:
+        verdict.lines.append("the trained parameters could not be read")
+        return verdict
+    reached = validation_loss([t.float() for t in trained], namespace)
+    goal = f"(goal: below {REACH_LOSS:g}; autograd's run: {run['val_loss']:.4f})"
+    if reached < REACH_LOSS:
+        verdict.points += POINTS["training"] - FOLLOW_POINTS
+        verdict.lines.append(f"reaches a validation loss of {reached:.4f} after {GRADED_STEPS} steps {goal}")
+    else:
+        verdict.lines.append(f"the validation loss after {GRADED_STEPS} steps is {reached:.4f} {goal}")
+    return verdict
+
+
+# ---------------------------------------------------------------------------------------------- calibration
+
+def _statistics(parameters, X) -> dict:
+    return dict(zip(("bnmean", "bnvar"), training.calibrate(parameters, X)))
+
+
+def judge_calibration(reported: dict, namespace: dict, seed: int, tainted: set) -> Verdict:
+    verdict = Verdict("BatchNorm calibration", 0, POINTS["calibration"])
+    parameters = [wire.decode(reported.get(name) or {}) for name in ("C", "W1", "b1")]
+    initial = namespace["initial_parameters"]
+    if any(p is None or p.shape != p0.shape or not p.is_floating_point() for p, p0 in zip(parameters, initial)):
+        verdict.lines.append("the parameters C, W1, b1 could not be read")
+        return verdict
+    Xtr = namespace["Xtr"]
+    expected = _statistics(parameters, Xtr)
+    # What the student's float32 sums add up: hprebn's values (its root mean square) and their squares.
+    second_moment = (expected["bnvar"] + expected["bnmean"] ** 2).max().item()
+    scale = {"bnmean": second_moment ** 0.5, "bnvar": second_moment}
+    what = {"bnmean": "mean", "bnvar": "variance"}
+    others = [("the initial parameters, before training: calibrate after training", lambda: _statistics(initial, Xtr)),
+              ("the validation set: calibrate on the training set, Xtr",
+               lambda: _statistics(parameters, namespace["Xdev"])),
+              ("one minibatch: calibrate on the whole training set, Xtr",
+               lambda: _statistics(parameters, Xtr[reference_run(namespace)["last_batch"]]))]
+    for name in ("bnmean", "bnvar"):
+        info = reported.get(name)
+        problem = _not_a_tensor(name, info)
+        answer = wire.decode(info) if problem is None else None
+        if name in tainted:
+            problem = f"{name} is computed with autograd, so it earns nothing"
+        elif problem and (info or {}).get("kind", "missing") in ("missing", "none"):
+            problem = f"not calibrated yet: {name} is not defined (did the calibration cell run without an error?)"
+        elif problem is None and (answer is None or not answer.is_floating_point()):
+            problem = f"{name} must be a tensor of floats"
+        if problem:
+            verdict.lines.append(problem)
+            continue
+        want = tuple(expected[name].shape)
+        if tuple(answer.shape) != want:
+            hint = ": keep dimension 0 (keepdim=True)" if tuple(answer.shape) == want[1:] else ""
+            verdict.lines.append(f"{name} has shape {tuple(answer.shape)}, but it must be {want}, one value per "
+                                 f"neuron, like bngain{hint}")
+            continue
+        answer = answer.double()
+        if close(answer, expected[name], scale[name]):
+            verdict.points += 1
+            verdict.lines.append(f"{name} is the {what[name]} of hprebn over the training set "
+                                 f"(max difference {max_difference(answer, expected[name]):.2g})")
+            continue
+        for description, statistics in others:
+            if close(answer, statistics()[name], scale[name]):
+                verdict.lines.append(f"{name} is the {what[name]} of hprebn over {description}")
+                break
+        else:
+            if name == "bnvar" and close(answer, expected[name].sqrt(), scale[name] ** 0.5):
+                verdict.lines.append("bnvar is the standard deviation: it must be the variance")
+            else:
+                verdict.lines.append(
+                    f"{name} is not the {what[name]} of hprebn over the training set: largest difference "
+                    f"{max_difference(answer, expected[name]):.3g} (values up to {magnitude(expected[name]):.3g}). "
+                    f"hprebn is C[Xtr] viewed as ({len(Xtr)}, 3 * n_embd), times W1, plus b1")
+    return verdict
+
+
+CHECKS = {**{f"test_d{name}": gradient_check(name) for name in PARAMETER_NAMES},
+          "test_training": judge_training, "test_calibration": judge_calibration}
