@@ -347,7 +347,9 @@ def test_feedback_for_every_graded_student(graded):
         html = course.root / "feedback" / student / ASSIGNMENT / f"{NB}.html"
         assert html.is_file() == (row[NB] != ""), student
     html = (course.root / "feedback" / "bad_uninterruptible" / ASSIGNMENT / f"{NB}.html").read_text()
-    assert "time limit" in html and "HIDDEN TESTS" not in html
+    # the notebook-wide limit or, on a loaded machine, the cell timeout that comes first: either way the
+    # feedback names the time problem
+    assert ("time limit" in html or "CellTimeoutError" in html) and "HIDDEN TESTS" not in html
 
 
 def test_rerun_regrades_only_what_changed(graded):
