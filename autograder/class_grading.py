@@ -180,8 +180,9 @@ def student_key(root: Path, assignment: str, student: str, notebooks: list, cour
 class Worker:
     """One ``grading_worker`` process with its own gradebook copy; restarted when it has to be killed."""
 
-    def __init__(self, index: int, root: Path, assignment: str, options: Options, main_db: Path):
+    def __init__(self, index: int, root: Path, assignment: str, options: Options, main_db: Path, threads: int = 0):
         self.index, self.root, self.assignment, self.options = index, root, assignment, options
+        self.threads = threads  # torch/OpenMP threads of the worker and its kernels (0: their default)
         self.folder = root / GRADING_DIR / "workers"
         self.db = self.folder / f"gradebook-{index}.db"
         self.log = self.folder / f"worker-{index}.log"
@@ -214,9 +215,13 @@ class Worker:
         self.folder.mkdir(parents=True, exist_ok=True)
         copy_database(self.main_db, self.db)
         self.lines = queue.Queue()
+        env = dict(os.environ)
+        if self.threads:  # W workers on C cores: C/W threads each, not C each (OpenMP oversubscribed spins)
+            for variable in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+                env.setdefault(variable, str(self.threads))
         with open(self.log, "ab") as log:
             self.proc = subprocess.Popen(self.argv(), cwd=self.root, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                         stderr=log, text=True, bufsize=1, start_new_session=True)
+                                         stderr=log, text=True, bufsize=1, start_new_session=True, env=env)
         threading.Thread(target=self._read, args=(self.proc, self.lines), daemon=True).start()
         ready = self._next(300)
         if not ready or not ready.get("ready"):
@@ -487,13 +492,14 @@ class ClassGrading:
         for student in todo:
             jobs.put(student)
         self.progress = Progress(len(todo), self.o.progress)
-        workers = [Worker(i, self.root, self.assignment, self.o, self.main_db)
-                   for i in range(max(1, min(int(self.o.workers or 1), len(todo))))]
-        threads = [threading.Thread(target=self.serve, args=(w, jobs), daemon=True) for w in workers] if todo else []
+        n = max(1, min(int(self.o.workers or 1), len(todo)))
+        threads = max(1, (os.cpu_count() or 1) // n) if n > 1 else 0
+        workers = [Worker(i, self.root, self.assignment, self.o, self.main_db, threads) for i in range(n)]
+        servers = [threading.Thread(target=self.serve, args=(w, jobs), daemon=True) for w in workers] if todo else []
         try:
-            for t in threads:
+            for t in servers:
                 t.start()
-            for t in threads:
+            for t in servers:
                 while t.is_alive():
                     t.join(0.5)
         except KeyboardInterrupt:
@@ -505,9 +511,13 @@ class ClassGrading:
             self.progress.close()
             self.state_path.write_text(json.dumps(self.state, indent=1, sort_keys=True))
         if self.failure:
-            raise SystemExit(f"grading stopped: {self.failure[0]}\nNo student was graded outside the sandbox; "
-                             f"the workers' logs are in {self.grading / 'workers'}. Fix the sandbox (bubblewrap, "
-                             "user namespaces) or pass --unsandboxed to grade notebooks you trust without it.")
+            sandbox = "sandbox" in self.failure[0]
+            raise SystemExit(f"grading stopped: {self.failure[0]}\n"
+                             + ("No student was graded outside the sandbox. Fix the sandbox (bubblewrap, user "
+                                "namespaces) or pass --unsandboxed to grade notebooks you trust without it.\n"
+                                if sandbox else "")
+                             + f"The workers' logs are in {self.grading / 'workers'}; the students graded so far "
+                               "are in gradebook.db, and a new run goes on from there.")
         shutil.rmtree(self.grading / "workers", ignore_errors=True)
 
     def serve(self, worker: Worker, jobs: queue.Queue) -> None:
@@ -589,15 +599,21 @@ def restore_owner(folder: Path) -> None:
         _chown_tree(str(folder), os.getuid(), os.getgid())
 
 
-def print_summary(summary: Summary, file=sys.stdout) -> None:
+def print_summary(summary: Summary, file=sys.stdout, shown: int = 30) -> None:
     s = summary
     idle = len(s.students) - len(s.graded) - len(s.unchanged)
     print(f"{len(s.students)} students: {len(s.graded)} (re)graded, {len(s.unchanged)} unchanged since the last run"
           + (f", {idle} with nothing gradable" if idle else "") + f", in {s.seconds:.0f} s", file=file)
     if s.problems:
-        print(f"{len(s.problems)} problems (every one is in {s.problems_json.name}):", file=file)
+        counts = {}
         for p in s.problems:
+            counts[p["problem"]] = counts.get(p["problem"], 0) + 1
+        print(f"{len(s.problems)} problems: " + ", ".join(f"{n} {kind}" for kind, n in sorted(counts.items())),
+              file=file)
+        for p in s.problems[:shown]:
             print(f"  {p['student']:20s} {(p['notebook'] or '-'):28s} {p['problem']:18s} {p['detail']}", file=file)
+        if len(s.problems) > shown:
+            print(f"  ... and {len(s.problems) - shown} more", file=file)
     else:
         print("no problems", file=file)
     print(f"grades:   {s.grades_csv}\nproblems: {s.problems_json}", file=file)

@@ -20,6 +20,7 @@ measured on its own (``grade-2-sandbox-feedback``). Needs $BACKPROP_NINJA_NAMES 
 import argparse
 import json
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -40,11 +41,14 @@ CONFIGS = ["floor", "stock", "grade-1-plain", "grade-1-sandbox", "grade-2-plain"
            "grade-2-sandbox-feedback"]
 
 
-def build_course(root: Path, students: int) -> list:
+def build_course(root: Path, students: int, only=None) -> list:
     root.mkdir(parents=True)
     root.chmod(0o755)
     shutil.copy(REPO / "nbgrader_config.py", root)
     shutil.copytree(REPO / "source", root / "source")
+    for path in (root / "source" / ASSIGNMENT).glob("*.ipynb"):
+        if only and path.stem not in only:
+            path.unlink()
     run(root, [sys.executable, "-m", "nbgrader", "generate_assignment", ASSIGNMENT, "--force", "--log-level=ERROR"])
     notebooks = sorted(p.stem for p in (root / "source" / ASSIGNMENT).glob("*.ipynb"))
     for notebook in notebooks:
@@ -63,6 +67,12 @@ def build_course(root: Path, students: int) -> list:
             nbformat.write(nb, folder / f"{notebook}.ipynb")
     shutil.copy(root / "gradebook.db", root / "gradebook.pristine.db")
     return notebooks
+
+
+def cpu_seconds() -> float:
+    """CPU time of every finished child process (kernels included, once their parents reaped them)."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
 
 def run(cwd: Path, argv: list) -> float:
@@ -110,6 +120,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--students", type=int, default=20)
     parser.add_argument("--configs", nargs="+", default=CONFIGS, choices=CONFIGS)
+    parser.add_argument("--notebooks", nargs="+", help="grade only these notebooks (default: all in source/)")
     parser.add_argument("--dir", help="course folder to use (default: a temporary one, removed afterwards)")
     parser.add_argument("--json", help="also write the results to this file")
     args = parser.parse_args()
@@ -118,15 +129,17 @@ def main() -> None:
         tmp = Path(tempfile.mkdtemp())
         os.environ["BACKPROP_NINJA_NAMES"] = str(ensure_names(tmp))
     root = Path(args.dir or tempfile.mkdtemp(prefix="bench-class-", dir="/var/tmp")) / "course"
-    notebooks = build_course(root, args.students)
+    notebooks = build_course(root, args.students, args.notebooks)
     print(f"{args.students} students x {len(notebooks)} notebooks ({', '.join(notebooks)}), "
           f"{os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f} at start", flush=True)
-    seconds = {}
+    seconds, cpu = {}, {}
     for config in args.configs:
+        cpu_before = cpu_seconds()
         seconds[config] = measure(root, config, notebooks)
         per = seconds[config] if config == "floor" else seconds[config] / args.students
-        print(f"  {config:26s} {per:7.2f} s/student" + ("" if config == "floor" else f"  ({seconds[config]:.0f} s)"),
-              flush=True)
+        cpu[config] = (cpu_seconds() - cpu_before) / (1 if config == "floor" else args.students)
+        print(f"  {config:26s} {per:7.2f} s/student" + ("" if config == "floor" else f"  ({seconds[config]:.0f} s)")
+              + f"  CPU {cpu[config]:6.2f} s/student  load {os.getloadavg()[0]:.1f}", flush=True)
     per_student = {c: (s if c == "floor" else s / args.students) for c, s in seconds.items()}
     print(f"load average {os.getloadavg()[0]:.1f} at the end")
     if "stock" in per_student:
@@ -139,7 +152,8 @@ def main() -> None:
             print(f"  sandbox cost with {w} worker(s): {100 * (boxed - plain) / plain:+.1f}%")
     if args.json:
         Path(args.json).write_text(json.dumps({"students": args.students, "notebooks": notebooks,
-                                               "seconds_per_student": per_student}, indent=1))
+                                               "seconds_per_student": per_student, "cpu_per_student": cpu},
+                                              indent=1))
     if not args.dir:
         shutil.rmtree(root.parent, ignore_errors=True)
 

@@ -377,3 +377,45 @@ def test_fails_closed_when_the_sandbox_cannot_start(ex1_course):
     result = grade(course, "--regrade-all", "--memory-limit", "0.001", check=False)
     assert result.returncode != 0 and "sandbox could not start" in result.stderr, result.stderr[-2000:]
     assert (course.root / "grades.csv").stat().st_mtime == stamp
+
+
+# ---------------------------------------------------------------- without kernels: names and repairs
+
+NOTEBOOKS = ["ex1_atomic_backward", "ex2_cross_entropy_backward", "ex3_batchnorm_backward", "ex4_manual_training"]
+
+
+@pytest.mark.parametrize("name, notebook", [
+    ("ex1_atomic_backward.ipynb", "ex1_atomic_backward"),
+    ("Copy of ex1_atomic_backward.ipynb", "ex1_atomic_backward"),
+    ("ex1_atomic_backward (1).ipynb", "ex1_atomic_backward"),
+    ("Copy of ex2_cross_entropy_backward (3).ipynb", "ex2_cross_entropy_backward"),
+    ("LATE_1234_5678_ex3_batchnorm_backward-1.ipynb", "ex3_batchnorm_backward"),
+    ("EX4_Manual_Training.IPYNB", "ex4_manual_training"),
+    ("ex1.ipynb", "ex1_atomic_backward"),
+    ("Exercise 2.ipynb", "ex2_cross_entropy_backward"),
+    ("homework.ipynb", None), ("ex12.ipynb", None), ("ex1_atomic_backward.py", None)])
+def test_lms_file_names_are_matched_to_notebooks(name, notebook):
+    from autograder.collect import match_notebook
+    assert match_notebook(name, NOTEBOOKS) == notebook
+
+
+def test_repairs_give_back_the_release_structure():
+    from autograder.repair import repair
+    release = nbformat.read(REPO / "release" / ASSIGNMENT / f"{NB}.ipynb", as_version=4)
+    source = nbformat.read(REPO / "source" / ASSIGNMENT / f"{NB}.ipynb", as_version=4)
+    good = solved(release, source)
+    ids = [grade_id(c) for c in good.cells if grade_id(c)]
+    raw = lambda nb: nbformat.writes(nb).encode()
+    for broken, kind in [(stripped(good), "metadata_stripped"), (without(good, "test_dprobs"), "deleted_cell"),
+                         (without(good, "setup_batch"), "deleted_cell"),
+                         (duplicated(good, "test_dprobs"), "duplicated_cell"), (fake_grade_cell(good), "unknown_cell")]:
+        fixed, found = repair(raw(broken), release, NB)
+        assert [p["problem"] for p in found] == [kind]
+        assert [grade_id(c) for c in fixed.cells if grade_id(c)] == ids
+        answers = {grade_id(c): c.source for c in fixed.cells if grade_id(c).startswith("answer_")}
+        assert answers == {grade_id(c): c.source for c in good.cells if grade_id(c).startswith("answer_")}
+    other = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("print('my ex2 answers')")])
+    assert repair(raw(other), release, NB)[0] is None
+    assert repair(raw(other), release, NB)[1][0]["problem"] == "wrong_notebook"
+    assert repair(b"", release, NB)[1][0]["problem"] == "not_a_notebook"
+    assert repair(b"[1, 2]", release, NB)[1][0]["problem"] == "not_a_notebook"

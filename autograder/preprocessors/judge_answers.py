@@ -51,7 +51,10 @@ class JudgeAnswers(NbGraderPreprocessor):
         with environment(**{NAMES_VARIABLE: resources["backprop_ninja"]["names_path"]}):
             namespace = run_setup(setup, seed)
         died_in = resources["backprop_ninja"].get("kernel_died_in")
+        timed_out_in = resources["backprop_ninja"].get("time_limit_in")
         not_run = ("the kernel died before this cell ran (see the cell where it stopped)" if died_in is not None else
+                   "the notebook ran over its time limit before this cell finished (see the cell where it stopped)"
+                   if timed_out_in is not None else
                    "this cell did not run to the end (an earlier cell crashed the kernel or ran out of time)")
         taint = AutogradTaint(answers={name for c in nb.cells if utils.is_locked(c) for name in REPORTED.findall(
             "".join(REPORT_CALL.findall(c.source)))})
