@@ -237,3 +237,11 @@ def test_prose_about_gradients_is_not_autograd():
     assert tainted('def f(x):\n    return getattr(x, "grad")') == {"f"}
     assert tainted('def f(x):\n    """doc"""\n    return x.grad') == {"f"}
     assert tainted('name = "grad"') == {"name"}
+
+
+def test_feedback_shows_the_verdicts_but_no_hidden_tests(graded):
+    graded.nbgrader("generate_feedback", ASSIGNMENT, "--student", "m_db2_divided_by_n")
+    html = (graded.root / "feedback" / "m_db2_divided_by_n" / ASSIGNMENT / f"{NB}.html").read_text()
+    assert "32 times too small" in html and "db2 is wrong" in html
+    for secret in ["HIDDEN TESTS", "report_backward", "graded_steps", "limit_forward", "x-backprop-ninja"]:
+        assert secret not in html, secret
