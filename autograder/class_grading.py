@@ -19,6 +19,14 @@
 
 A student's problems are kept with their last grading in .grading/state.json, so a re-run that
 regrades nobody reports the same problems.
+
+Limits: a cell that runs over Execute.timeout is interrupted and the notebook goes on; at
+GradingExecute.notebook_timeout the notebook stops (points earned so far stay); a worker that
+has not answered within (notebooks x (limit + 60 s) + 120 s) is killed and restarted, and that
+student gets a time_limit problem. As root, worker i's kernels run as uid 61000 + i (the first
+unused uids from ``Options.first_sandbox_uid``): RLIMIT_NPROC counts per uid, so one student's
+fork bomb cannot starve the kernel of the student graded beside it. With W workers on C cores,
+each worker and its kernels get C/W torch/OpenMP threads.
 """
 
 import csv
@@ -33,6 +41,7 @@ import subprocess
 import sys
 import threading
 import time
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -299,7 +308,9 @@ def copy_database(src: Path, dst: Path) -> None:
 def merge_student(main_db: Path, worker_db: Path, assignment: str, student: str) -> None:
     """Copy one student's submission (scores, comments, timestamp) from a worker's gradebook."""
     from nbgrader.api import Gradebook, MissingEntry
-    with Gradebook(f"sqlite:///{worker_db}") as gw, Gradebook(f"sqlite:///{main_db}") as gm:
+    with warnings.catch_warnings(), Gradebook(f"sqlite:///{worker_db}") as gw, \
+            Gradebook(f"sqlite:///{main_db}") as gm:
+        warnings.simplefilter("ignore")  # nbgrader's own SQLAlchemy warnings, as in every autograde
         try:
             sw = gw.find_submission(assignment, student)
         except MissingEntry:
