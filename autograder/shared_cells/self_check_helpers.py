@@ -62,11 +62,10 @@ def _value_hint(got, want, name, n):
             f"lines of the forward pass, add both contributions (+=); if an earlier gradient is off, fix it first")
 
 
-def _compare(name, dt, t):
-    """One row of a self-check: your gradient dt against autograd's t.grad, as a dict."""
+def _compare(name, dt, want):
+    """One row of a self-check: your gradient dt against autograd's gradient want, as a dict."""
     row = {"gradient": f"d{name}", "shape": "", "exact": "", "approximate": "", "max difference": "",
            "hint": "", "status": "todo"}
-    want = getattr(t, "grad", None)
     if dt is None:
         row["hint"] = "not answered yet"
         return row
@@ -141,20 +140,25 @@ class CheckTable:
 
 def cmp(name, dt, t):
     """Show one row: your gradient dt against autograd's t.grad."""
-    display(CheckTable([_compare(name, dt, t)]))
+    display(CheckTable([_compare(name, dt, getattr(t, "grad", None))]))
 
 
 def self_check(*names, checklist=False):
     """One table for several gradients: d<name> against <name>.grad for each name."""
-    display(CheckTable([_compare(name, globals().get("d" + name), globals().get(name)) for name in names], checklist))
+    display(CheckTable([_compare(name, globals().get("d" + name), getattr(globals().get(name), "grad", None))
+                        for name in names], checklist))
 
 
 _answer_checks = {}  # name -> passed, in the order the graded cells ran
 
 
-def check_answer(name):
-    """The line under a graded cell: printed to stderr when something is wrong, so that nbgrader validate reports it."""
-    row = _compare(name, globals().get("d" + name), globals().get(name))
+def check_answer(name, want=None):
+    """The line under a graded cell: d<name> against autograd's gradient (want, or <name>.grad).
+
+    Printed to stderr when something is wrong, so that nbgrader validate reports it."""
+    if want is None:
+        want = getattr(globals().get(name), "grad", None)
+    row = _compare(name, globals().get("d" + name), want)
     _answer_checks.pop(name, None)
     earlier = [k for k, passed in _answer_checks.items() if not passed]
     _answer_checks[name] = row["status"] == "ok"
@@ -168,8 +172,34 @@ def check_answer(name):
     else:
         problem = row["hint"]
     print(f"✘ d{name}: {problem}", file=sys.stderr)
+
+
+def check_value(name, want, scale=None):
+    """The line under a graded cell that grades a value rather than a gradient: the variable `name` against want.
+
+    Values match when they differ by at most TOLERANCE times the scale (by default, the largest entry of want)."""
+    got = globals().get(name)
+    if got is None:
+        problem = "not answered yet"
+    elif not isinstance(got, torch.Tensor):
+        problem = f"should be a torch tensor, not a {type(got).__name__}"
+    elif tuple(got.shape) != tuple(want.shape):
+        problem = f"the shape is {tuple(got.shape)}, it must be {tuple(want.shape)}"
+    elif not torch.isfinite(got).all():
+        problem = "contains NaN or inf"
+    else:
+        difference = (got.detach().double() - want.detach().double()).abs().max().item() if got.numel() else 0.0
+        if scale is None:
+            scale = want.detach().abs().max().item() if want.numel() else 0.0
+        if difference <= TOLERANCE * max(float(scale), 1e-3):
+            print(f"✔ {name}: shape {tuple(got.shape)} ok, max difference {difference:.1e}")
+            return
+        problem = f"max difference {difference:.1e}: not the same values"
+    print(f"✘ {name}: {problem}", file=sys.stderr)
+
+
 ### BEGIN HIDDEN TESTS
 from autograder.in_kernel import start_grading
 
-start_grading(globals(), self_checks=("cmp", "self_check", "check_answer"))
+start_grading(globals(), self_checks=("cmp", "self_check", "check_answer", "check_value"))
 ### END HIDDEN TESTS
