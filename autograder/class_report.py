@@ -210,7 +210,7 @@ def write_report(course_root, grades_csv=None, problems_json=None) -> Path:
     """
     data = ClassData(course_root, grades_csv, problems_json)
     e = html.escape
-    parts = [f"<h1>Backprop Ninja: class report</h1><ul class='headline'>"
+    parts = ["<h1>Backprop Ninja: class report</h1><ul class='headline'>"
              + "".join(f"<li>{e(line)}</li>" for line in _headline(data)) + "</ul>"]
     parts += [f"<p class='note'>{e(note)}</p>" for note in data.notes]
     percents = data.percents()

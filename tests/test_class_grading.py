@@ -14,17 +14,15 @@ import shutil
 import socket
 import subprocess
 import sys
-import tempfile
 import threading
 import zipfile
-from pathlib import Path
 
 import nbformat
 import pytest
 
 from autograder.backward_rules import STEPS
 from autograder.submissions import grade_id, solved
-from conftest import ASSIGNMENT, REPO, Course
+from conftest import ASSIGNMENT, REPO, Course, temporary_course
 
 pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is not installed")
 
@@ -189,16 +187,8 @@ def listener():
 @pytest.fixture(scope="module")
 def ex1_course():
     """A course with Exercise 1 only (the other notebooks may be in progress)."""
-    root = Path(tempfile.mkdtemp(prefix="class-grading-"))
-    root.chmod(0o755)  # the sandboxed kernels run as other uids and must be able to enter the course
-    course = Course(root)
-    for other in (root / "source" / ASSIGNMENT).glob("*.ipynb"):
-        if other.stem != NB:
-            other.unlink()
-    course.nbgrader("generate_assignment", ASSIGNMENT, "--force")
-    yield course
-    if not os.environ.get("KEEP_TEST_COURSE"):
-        shutil.rmtree(root, ignore_errors=True)
+    with temporary_course("class-grading-", only=NB) as course:
+        yield course
 
 
 def grade(course, *args, check=True, env=None):
@@ -268,19 +258,12 @@ def test_every_student_has_a_grade_or_a_named_problem(graded):
 @pytest.fixture(scope="module")
 def alone(ex1_course, tmp_path_factory):
     """The control students graded alone, by stock ``nbgrader autograde``, in a course of their own."""
-    root = Path(tempfile.mkdtemp(prefix="alone-"))
-    root.chmod(0o755)
-    course = Course(root)
-    for other in (root / "source" / ASSIGNMENT).glob("*.ipynb"):
-        if other.stem != NB:
-            other.unlink()
-    course.nbgrader("generate_assignment", ASSIGNMENT, "--force")
-    release, source = course.notebook("release", NB), course.notebook("source", NB)
-    for student, changes in CONTROLS.items():
-        course.submit(student, NB, solved(release, source, changes))
-    course.nbgrader("autograde", ASSIGNMENT)
-    yield {student: course.scores(student, NB) for student in CONTROLS}
-    shutil.rmtree(root, ignore_errors=True)
+    with temporary_course("alone-", only=NB) as course:
+        release, source = course.notebook("release", NB), course.notebook("source", NB)
+        for student, changes in CONTROLS.items():
+            course.submit(student, NB, solved(release, source, changes))
+        course.nbgrader("autograde", ASSIGNMENT)
+        yield {student: course.scores(student, NB) for student in CONTROLS}
 
 
 def test_good_students_get_exactly_their_grades_alone(graded, alone):

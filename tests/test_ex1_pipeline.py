@@ -7,7 +7,6 @@ reads the gradebook cell by cell and the grader's messages in the autograded not
 import csv
 
 import pytest
-import torch
 
 from autograder.backward_rules import STEPS
 from autograder.reference import SETUP_PREFIX, run_setup

@@ -12,7 +12,6 @@
 import ast
 import base64
 import contextlib
-import copy
 import io
 import json
 import os
@@ -24,7 +23,6 @@ import socket
 import string
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -40,7 +38,7 @@ from autograder.authoring import SOURCE_DIR, shared_cell
 from autograder.exercises import CHECKS
 from autograder.reference import SETUP_PREFIX, autograd_gradients, run_setup, strip_hidden
 from autograder.submissions import grade_id, solved
-from conftest import ASSIGNMENT, NAMES, REPO, Course
+from conftest import ASSIGNMENT, NAMES, REPO
 
 NOTEBOOKS = sorted(p.stem for p in SOURCE_DIR.glob("*.ipynb"))
 EX1 = "ex1_atomic_backward"
@@ -247,12 +245,9 @@ def colab_saved(nb, name: str) -> str:
 
 
 @pytest.fixture(scope="module")
-def colab_course(executed, tmp_path_factory):
+def colab_course(course, executed, tmp_path_factory):
     """One autograde run: each notebook as saved by JupyterLab ("jupyter") and as downloaded from Colab ("colab")."""
-    root = Path(tempfile.mkdtemp(prefix="backprop-ninja-colab-"))
-    root.chmod(0o755)  # the sandboxed kernel must be able to enter the course
-    course = Course(root)
-    course.nbgrader("generate_assignment", ASSIGNMENT, "--force")
+    root = course.root
     downloads = tmp_path_factory.mktemp("downloads")
     for name in NOTEBOOKS:
         course.submit("jupyter", name, executed[name])

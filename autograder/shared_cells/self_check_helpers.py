@@ -37,9 +37,9 @@ def _factor_hint(c, n):
     if n and n > 1:
         named += [(float(n), f"n = {n} times too large: is a division by n missing?"),
                   (1.0 / n, f"n = {n} times too small: is there a division by n too many?"),
-                  (n / (n - 1), f"n/(n-1) times too large: did you divide by n-1 where the forward pass divides by n?"),
-                  ((n - 1) / n, f"(n-1)/n times too small: did you divide by n where the forward pass divides "
-                                f"by n-1 (Bessel's correction)?")]
+                  (n / (n - 1), "n/(n-1) times too large: did you divide by n-1 where the forward pass divides by n?"),
+                  ((n - 1) / n, "(n-1)/n times too small: did you divide by n where the forward pass divides "
+                                "by n-1 (Bessel's correction)?")]
     for factor, hint in named:
         if abs(c - factor) <= 1e-3 * abs(factor):
             return hint
