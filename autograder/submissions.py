@@ -11,12 +11,10 @@ import textwrap
 
 import nbformat
 
+from .authoring import grade_id
+
 SOLUTION_REGION = re.compile(r"### BEGIN SOLUTION\n(.*?)### END SOLUTION", re.S)
 STUB = re.compile(r"^([ \t]*)# YOUR CODE HERE\n\1raise NotImplementedError\(\)", re.M)  # indented in a def too
-
-
-def grade_id(cell) -> str:
-    return cell.metadata.get("nbgrader", {}).get("grade_id", "")
 
 
 def solutions(source_nb) -> dict:

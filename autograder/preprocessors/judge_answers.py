@@ -13,6 +13,7 @@ from nbgrader import utils
 from nbgrader.preprocessors import NbGraderPreprocessor
 
 from .. import wire
+from ..authoring import grade_id
 from ..exercises import CHECKS
 from ..honesty import AutogradTaint
 from ..judge import Verdict
@@ -22,10 +23,6 @@ from .grading_execute import NAMES_VARIABLE, environment
 
 REPORT_CALL = re.compile(r"report\(globals\(\),([^)]*)\)")  # in the locked test cells: the graded names
 REPORTED = re.compile(r"[\"']([A-Za-z_]\w*)[\"']")
-
-
-def _grade_id(cell) -> str:
-    return cell.metadata.get("nbgrader", {}).get("grade_id", "")
 
 
 def reported_values(cell) -> list:
@@ -47,7 +44,7 @@ class JudgeAnswers(NbGraderPreprocessor):
             self.log.warning("No checks for notebook %s: outputs left as they are", resources["nbgrader"]["notebook"])
             return nb, resources
         seed = resources["backprop_ninja"]["seed"]
-        setup = tuple(c.source for c in nb.cells if _grade_id(c).startswith(SETUP_PREFIX))
+        setup = tuple(c.source for c in nb.cells if grade_id(c).startswith(SETUP_PREFIX))
         with environment(**{NAMES_VARIABLE: resources["backprop_ninja"]["names_path"]}):
             namespace = run_setup(setup, seed)
         died_in = resources["backprop_ninja"].get("kernel_died_in")
@@ -63,7 +60,7 @@ class JudgeAnswers(NbGraderPreprocessor):
                 continue
             if not utils.is_locked(cell):
                 taint.add_cell(cell.source)  # the student's own code, in the order it ran
-            check = checks.get(_grade_id(cell)) if utils.is_grade(cell) else None
+            check = checks.get(grade_id(cell)) if utils.is_grade(cell) else None
             if check is None:
                 continue
             reports = reported_values(cell)
@@ -71,7 +68,7 @@ class JudgeAnswers(NbGraderPreprocessor):
                 try:
                     verdict = check(reports[0], namespace, seed, set(taint.tainted))
                 except Exception as error:  # a malformed (forged) report must cost this cell only
-                    self.log.warning("cell %s: unreadable report (%r)", _grade_id(cell), error)
+                    self.log.warning("cell %s: unreadable report (%r)", grade_id(cell), error)
                     verdict = check({}, namespace, seed, set())
                     verdict.points, verdict.lines = 0, ["the grader could not read the answer this cell reported"]
             else:
