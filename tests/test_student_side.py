@@ -42,14 +42,15 @@ from conftest import ASSIGNMENT, NAMES, REPO
 
 NOTEBOOKS = sorted(p.stem for p in SOURCE_DIR.glob("*.ipynb"))
 EX1 = "ex1_atomic_backward"
+EX3 = "ex3_batchnorm_backward"
 EX4 = "ex4_manual_training"
 RELEASE = REPO / "release" / ASSIGNMENT
 ARTIFACTS = REPO / "tests" / "artifacts"
 SECRETS = ["HIDDEN TESTS", "report(", "start_grading", "grading_seed", "from autograder", "autograder.in_kernel",
            "BEGIN SOLUTION", "x-backprop-ninja"]
 
-# A student's answers to the optional exercises at the end of Exercise 1 (cells found by id).
-EX1_OPTIONAL = {
+# A student's answers to the optional exercises at the end of a notebook: {notebook: {cell id: code}}.
+OPTIONAL_ANSWERS = {EX1: {
     "optional-dC-versions": '''
 def dC_loop(demb):
     dC = torch.zeros_like(C)
@@ -80,7 +81,22 @@ GRADCHECK_STEP = "bnvar"
 def central_difference(name, index, eps=1e-6):
     return (loss_at(name, index, eps) - loss_at(name, index, -eps)) / (2 * eps)
 ''',
-}
+    "optional-relu": '''
+def dhpreact_relu(hpreact, dh):
+    return (hpreact > 0) * dh
+''',
+    "optional-gelu": '''
+def dhpreact_gelu(hpreact, dh):
+    cdf = 0.5 * (1 + torch.erf(hpreact / 2**0.5))
+    pdf = torch.exp(-hpreact**2 / 2) / (2 * torch.pi) ** 0.5
+    return (cdf + hpreact * pdf) * dh
+''',
+}, EX3: {
+    "optional-biased-variance": '''
+def dhprebn_biased(dhpreact, bngain, bnraw, bnvar_inv):
+    return bngain * bnvar_inv / n * (n * dhpreact - dhpreact.sum(0) - bnraw * (dhpreact * bnraw).sum(0))
+''',
+}}
 
 
 def release(name):
@@ -92,15 +108,15 @@ def source(name):
 
 
 def solved_with_extras(release_nb, source_nb, name):
-    """The course's solutions; for Exercise 1 the optional exercises too.
+    """The course's solutions, and the optional exercises of OPTIONAL_ANSWERS.
 
     Exercise 4 trains for as many steps as the student chooses (the autograder trains its own short run
     regardless): this student chose a short run, so that the notebook runs here in seconds, not minutes.
     """
     nb = solved(release_nb, source_nb)
     for cell in nb.cells:
-        if name == EX1 and cell.id in EX1_OPTIONAL:
-            cell.source = EX1_OPTIONAL[cell.id].strip("\n")
+        if cell.id in OPTIONAL_ANSWERS.get(name, {}):
+            cell.source = OPTIONAL_ANSWERS[name][cell.id].strip("\n")
         if cell.cell_type == "code" and not cell.metadata.get("nbgrader"):
             cell.source = re.sub(r"^max_steps = [\d_]+", "max_steps = 200", cell.source, flags=re.M)
     return nb
@@ -205,14 +221,73 @@ def test_ex1_optional_exercises_check_a_students_answers(executed):
     assert text["optional-check-zero-init"].startswith("Found one: this wrong dW2 passes with zero parameters")
     assert "twice the right values" in text["optional-check-zero-init"]
     assert text["optional-check-gradcheck"].startswith("5 of 5 entries of dbnvar: your central difference agrees")
+    relu, gelu = text["optional-check-relu"], text["optional-check-gelu"]
+    assert relu.startswith("2 of 2 cases: your dhpreact matches autograd through F.relu."), relu
+    assert re.search(r"✔ \| dhpreact, some hpreact exactly 0 +\| ✔ \(32, 64\) +\| ✔ yes", relu), relu
+    assert gelu.startswith("2 of 2 cases: your dhpreact matches autograd through F.gelu."), gelu
+    assert re.search(r"✔ \| dhpreact, float64, -5 to 5 +\| ✔ \(1001,\) +\| ✔ yes +\| \d\.\de-1[4-7]", gelu), gelu
+
+
+def test_ex3_optional_exercise_checks_a_students_answer(executed):
+    cells = {c.id: c for c in executed[EX3].cells}
+    text = outputs_text(cells["optional-check-biased-variance"])
+    assert text.startswith("Your dhprebn matches autograd with the biased variance."), text
+    assert re.search(r"✔ \| dhprebn, variance / n +\| ✔ \(32, 64\) +\| ✔ yes", text), text
+    assert "text/html" in cells["optional-check-biased-variance"].outputs[0].data
+
+
+def optional_namespace(name, seed=2147483647):
+    """A notebook's setup, self-check helpers and optional helpers, run outside Jupyter."""
+    nb = source(name)
+    namespace = dict(run_setup(tuple(c.source for c in nb.cells if grade_id(c).startswith(SETUP_PREFIX)), seed))
+    for cell_id in ["self-check-helpers", "optional-helpers"]:
+        exec(strip_hidden(next(c.source for c in nb.cells if c.id == cell_id)), namespace)
+    return namespace
+
+
+def run_optional_check(namespace, answer, check):
+    """Define the student's answer (code), run the check cell (code); return what it prints."""
+    exec(answer, namespace)
+    with contextlib.redirect_stdout(io.StringIO()) as out, contextlib.redirect_stderr(io.StringIO()) as err:
+        exec(check, namespace)
+    return out.getvalue() + err.getvalue()
+
+
+@pytest.mark.parametrize("name, answer, check, gradient, hint", [
+    (EX1, "def dhpreact_relu(hpreact, dh):\n    return (hpreact > 0).float()",  # dh forgotten
+     "check_relu_backward(dhpreact_relu)", "dhpreact, this batch", "the local derivative alone: multiply it by dh"),
+    (EX1, "def dhpreact_relu(hpreact, dh):\n    return (hpreact >= 0) * dh",  # 1 at 0, autograd uses 0
+     "check_relu_backward(dhpreact_relu)", "dhpreact, some hpreact exactly 0", "wrong only where hpreact is exactly 0"),
+    (EX1, "def dhpreact_gelu(x, dh):\n    return 0.5 * (1 + torch.erf(x / 2**0.5)) * dh",  # x * pdf forgotten
+     "check_gelu_backward(dhpreact_gelu)", "dhpreact, float64, -5 to 5", "entries differ: re-derive the local"),
+    (EX3, "def dhprebn_biased(dhpreact, bngain, bnraw, bnvar_inv):\n    return bngain * bnvar_inv / n * "
+          "(n * dhpreact - dhpreact.sum(0) - n / (n - 1) * bnraw * (dhpreact * bnraw).sum(0))",  # the n - 1 formula
+     "check_biased_variance(dhprebn_biased)", "dhprebn, variance / n", "the term through the variance is wrong"),
+], ids=["relu-without-dh", "relu-1-at-0", "gelu-without-x-pdf", "biased-with-n-1-factor"])
+def test_optional_check_shows_a_wrong_answer_with_a_hint(name, answer, check, gradient, hint):
+    text = run_optional_check(optional_namespace(name), answer, check)
+    row = next(r for r in text.splitlines() if "|" in r and r.split("|")[1].strip() == gradient)
+    assert row.startswith("✘") and "✘ no" in row and hint in row.split("|")[-1], text
+
+
+# The new optional exercises: (notebook, the student's cell, the check cell under it).
+NEW_OPTIONAL = [(EX1, "optional-relu", "optional-check-relu"), (EX1, "optional-gelu", "optional-check-gelu"),
+                (EX3, "optional-biased-variance", "optional-check-biased-variance")]
+
+
+@pytest.mark.parametrize("name, answer, check", NEW_OPTIONAL)
+def test_optional_stub_is_not_answered_yet_and_skipped_while_grading(name, answer, check, monkeypatch):
+    cells = {c.id: c.source for c in release(name).cells}
+    text = run_optional_check(optional_namespace(name), cells[answer], cells[check])
+    assert text.startswith("Not answered yet.") and "not answered yet" in text and "✘" not in text, text
+    monkeypatch.setenv("NBGRADER_EXECUTION", "autograde")
+    text = run_optional_check(optional_namespace(name), cells[answer], cells[check])
+    assert text == "(optional checks are skipped while grading)\n", text
 
 
 def test_ex1_optional_helper_is_the_notebooks_own_forward_pass():
     """forward_pass(PARAMS) repeats the setup's forward pass: the same loss and every gradient, bit for bit."""
-    nb = source(EX1)
-    namespace = dict(run_setup(tuple(c.source for c in nb.cells if grade_id(c).startswith(SETUP_PREFIX)), 7))
-    for cell_id in ["self-check-helpers", "optional-helpers"]:
-        exec(strip_hidden(next(c.source for c in nb.cells if c.id == cell_id)), namespace)
+    namespace = optional_namespace(EX1, seed=7)
     mine = namespace["forward_pass"](namespace["PARAMS"])
     for key, value in mine.items():
         assert torch.equal(value.detach(), namespace[key].detach()), key
