@@ -46,6 +46,23 @@ def _not_a_tensor(name: str, info: dict) -> str | None:
     return None
 
 
+def read_answer(verdict: Verdict, name: str, reported: dict, tainted: set, what: str = "it"):
+    """The tensor the kernel reported as `name`, and its wire info; the tensor is None, with the reason
+    added to the verdict, when it was computed with autograd, is not a tensor, or cannot be read."""
+    info = reported.get(name)
+    if name in tainted:
+        problem = (f"{name} is computed with autograd (.grad, backward or torch.autograd), so it earns nothing: "
+                   f"write {what} by hand")
+    else:
+        problem = _not_a_tensor(name, info)
+    answer = wire.decode(info) if problem is None else None
+    if problem is None and answer is None:
+        problem = f"{name} could not be read by the grader"
+    if problem:
+        verdict.lines.append(problem)
+    return answer, info
+
+
 def step_scale(step: Step, forward: dict, upstream: dict) -> float:
     """The size of what the step adds up: the largest |term| evaluated on absolute values."""
     absolute = {k: (v.abs() if v.is_floating_point() else v) for k, v in forward.items()}
@@ -62,17 +79,8 @@ def step_scale(step: Step, forward: dict, upstream: dict) -> float:
 def judge_gradient(step: Step, reported: dict, forward: dict, grads: dict, seed: int, tainted: set) -> Verdict:
     name, answer_name = step.name, "d" + step.name
     verdict = Verdict(answer_name, 0, step.points)
-    if answer_name in tainted:
-        verdict.lines.append(f"{answer_name} is computed with autograd (.grad, backward or torch.autograd), "
-                             "so it earns nothing: write this gradient by hand")
-        return verdict
-    info = reported.get(answer_name)
-    problem = _not_a_tensor(answer_name, info)
-    answer = wire.decode(info) if problem is None else None
-    if problem is None and answer is None:
-        problem = f"{answer_name} could not be read by the grader"
-    if problem:
-        verdict.lines.append(problem)
+    answer, info = read_answer(verdict, answer_name, reported, tainted, "this gradient")
+    if answer is None:
         return verdict
 
     reference = grads[name]

@@ -14,10 +14,9 @@ from typing import Callable
 import torch
 import torch.nn.functional as F
 
-from . import wire
 from .diagnose import _factor_message
 from .honesty import decoy
-from .judge import Verdict, _not_a_tensor
+from .judge import Verdict, read_answer
 from .tolerance import RTOL, close, magnitude, max_difference
 
 Variant = Callable[[dict], torch.Tensor]  # f (the forward values) -> a known wrong value
@@ -78,20 +77,12 @@ FAST_FORWARD_BY_NAME = {value.name: value for value in FAST_FORWARDS}
 
 def _answer(verdict: Verdict, name: str, reported: dict, tainted: set):
     """The reported tensor as float64, or None with the reason in the verdict."""
-    if name in tainted:
-        verdict.lines.append(f"{name} is computed with autograd (.grad, backward or torch.autograd), "
-                             "so it earns nothing: write it by hand")
+    answer, info = read_answer(verdict, name, reported, tainted)
+    if answer is None:
         return None
-    info = reported.get(name)
-    problem = _not_a_tensor(name, info)
-    answer = wire.decode(info) if problem is None else None
-    if problem is None and answer is None:
-        problem = f"{name} could not be read by the grader"
-    if problem is None and info["dtype"] != "float32":
-        problem = (f"{name} has dtype {info['dtype']}, but the network computes in float32: did a tensor get "
-                   "created with another dtype (or come from numpy)?")
-    if problem:
-        verdict.lines.append(problem)
+    if info["dtype"] != "float32":
+        verdict.lines.append(f"{name} has dtype {info['dtype']}, but the network computes in float32: did a tensor "
+                             "get created with another dtype (or come from numpy)?")
         return None
     return answer.double()
 
