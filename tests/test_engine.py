@@ -1,17 +1,18 @@
 """The grading engine on its own: the rules table, the tolerance, the one setup definition."""
 
 import filecmp
+import re
 
 import nbformat
 import pytest
 import torch
 
-from autograder.authoring import SOURCE_DIR, stale_setup_cells
+from autograder.authoring import SOURCE_DIR, shared_cell, stale_setup_cells
 from autograder.backward_rules import STEP_BY_NAME, STEPS, local_gradient
 from autograder.judge import step_scale
 from autograder.reference import SETUP_PREFIX, autograd_gradients, forward_values, run_setup
 from autograder.submissions import grade_id
-from autograder.tolerance import close
+from autograder.tolerance import RTOL, close
 from conftest import ASSIGNMENT, REPO
 
 EX1 = nbformat.read(SOURCE_DIR / "ex1_atomic_backward.ipynb", as_version=4)
@@ -55,6 +56,11 @@ def test_zero_gradients_accept_rounding_noise_and_zero():
 def test_every_notebook_copy_of_the_setup_matches_its_definition():
     for path in sorted(SOURCE_DIR.glob("*.ipynb")):
         assert stale_setup_cells(nbformat.read(path, as_version=4)) == [], f"{path.name}: run python -m autograder.authoring"
+
+
+def test_notebook_self_checks_use_the_graders_tolerance():
+    """The notebooks stand alone, so their self-checks carry a copy of the tolerance: it must be the grader's."""
+    assert float(re.search(r"^TOLERANCE = ([0-9.e-]+)", shared_cell("self_check_helpers"), re.M).group(1)) == RTOL
 
 
 def test_committed_release_is_what_generate_assignment_makes(course):
