@@ -563,7 +563,7 @@ def test_self_check_helpers_are_self_contained_and_silenced_at_autograde():
     assert imported <= {"sys", "html", "IPython"}, imported  # runs on Colab: nothing of this repository
     public = [f.name for f in ast.parse(visible).body if isinstance(f, ast.FunctionDef) and not f.name.startswith("_")]
     silenced = re.search(r"start_grading\(globals\(\), self_checks=\((.*?)\)\)", HELPERS).group(1)
-    assert set(public) == {"cmp", "self_check", "check_answer"}
+    assert set(public) == {"cmp", "self_check", "check_answer", "check_value"}
     assert all(f'"{f}"' in silenced for f in public)
 
 
@@ -617,7 +617,7 @@ def test_self_check_table_names_the_usual_mistakes(notebook_namespace):
 
 def test_self_check_shows_html_in_jupyter_and_a_checklist(notebook_namespace):
     namespace, _ = show(notebook_namespace, "logprobs")
-    rows = [namespace["_compare"](k, notebook_namespace[k].grad if k != "C" else None, notebook_namespace[k])
+    rows = [namespace["_compare"](k, notebook_namespace[k].grad if k != "C" else None, notebook_namespace[k].grad)
             for k in ["logprobs", "C"]]
     html = namespace["CheckTable"](rows, checklist=True)._repr_html_()
     assert "<table>" in html and "<th style='text-align:left'>approximate</th>" in html
