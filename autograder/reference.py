@@ -8,7 +8,6 @@ grading run. The student's kernel ran the very same cells with the same seed.
 import contextlib
 import io
 import re
-import threading
 from functools import lru_cache
 
 import torch
@@ -35,17 +34,9 @@ def _seed_free_prefix(sources: tuple) -> dict:
     return namespace
 
 
-_running = threading.Lock()  # GradingExecute starts the run in a thread while the kernel works; one at a time
-
-
-def run_setup(sources: tuple, seed: int) -> dict:
-    """Run the setup cells in order, with ``SEED`` forced to ``seed`` once a cell defines it (cached)."""
-    with _running:
-        return _run_setup(sources, seed)
-
-
 @lru_cache(maxsize=8)
-def _run_setup(sources: tuple, seed: int) -> dict:
+def run_setup(sources: tuple, seed: int) -> dict:
+    """Run the setup cells in order, with ``SEED`` forced to ``seed`` once a cell defines it."""
     defines = next((i for i, s in enumerate(sources) if re.search(r"^SEED\s*=", s, re.M)), None)
     uses = next((i for i, s in enumerate(sources) if "SEED" in s and i != defines), len(sources))
     namespace = dict(_seed_free_prefix(sources[:uses]))  # later cells make new tensors, never change these

@@ -4,7 +4,6 @@ import contextlib
 import hashlib
 import os
 import secrets
-import threading
 import time
 
 from jupyter_client.manager import AsyncKernelManager
@@ -13,9 +12,7 @@ from nbformat.v4 import new_output
 from nbgrader.preprocessors import Execute
 from traitlets import Bool, Integer, Unicode
 
-from ..authoring import grade_id
 from ..in_kernel import SEED_VARIABLE
-from ..reference import SETUP_PREFIX, run_setup
 from ..sandbox import SandboxedKernelManager
 
 NAMES_VARIABLE = "BACKPROP_NINJA_NAMES"
@@ -187,12 +184,6 @@ class GradingExecute(Execute):
         GradingExecute.incidents.extend(records)
         return records
 
-    def _prepare_reference(self, setup: tuple, seed: int) -> None:
-        try:
-            run_setup(setup, seed)
-        except Exception as error:  # JudgeAnswers runs it again and reports the error where it belongs
-            self.log.debug("reference setup failed in the background: %r", error)
-
     def preprocess(self, nb, resources, *args, **kwargs):
         seed = self.grading_seed(resources)
         path = names_path(self.names_path)
@@ -201,15 +192,9 @@ class GradingExecute(Execute):
         self._output_bytes, self._truncated = {}, set()
         self.shutdown_kernel = "graceful"
         self._deadline = time.monotonic() + self.notebook_timeout if self.notebook_timeout else None
-        # The grader's reference (JudgeAnswers) runs the same setup cells: start it now, on the other core,
-        # while the kernel works. It is cached; JudgeAnswers finds it ready.
-        setup = tuple(c.source for c in nb.cells if grade_id(c).startswith(SETUP_PREFIX))
-        reference = threading.Thread(target=self._prepare_reference, args=(setup, seed), daemon=True)
         try:
             with environment(**{SEED_VARIABLE: str(seed), NAMES_VARIABLE: path}):
-                reference.start()
                 nb, resources = super().preprocess(nb, resources, *args, **kwargs)
-                reference.join()  # inside the environment: the setup reads names.txt from it
         finally:
             self._deadline = None
         self.record_incidents(nb, resources)
