@@ -41,7 +41,12 @@ def ensure_names(course: Path) -> Path:
     data_cell = (COURSE_ROOT / "autograder" / "shared_cells" / "setup_data.py").read_text()
     namespace = {"os": os, "hashlib": __import__("hashlib"), "urllib": __import__("urllib.request")}
     os.environ[NAMES_VARIABLE] = str(path)
-    exec(compile(data_cell, "names.txt download", "exec"), namespace)  # the notebooks' own download and check
+    try:
+        exec(compile(data_cell, "names.txt download", "exec"), namespace)  # the notebooks' own download and check
+    except RuntimeError as error:  # offline, or a wrong file: say what to do, without a traceback
+        del os.environ[NAMES_VARIABLE]
+        sys.exit(f"{str(error).splitlines()[0].replace(' is not next to this notebook and', '')}\nDownload names.txt yourself and run again with "
+                 f"{NAMES_VARIABLE}=/path/to/names.txt.")
     return path
 
 
