@@ -55,10 +55,10 @@ def main(argv=None) -> None:
     grade.add_argument("--quiet", action="store_true", help="no progress bar")
     args = parser.parse_args(argv)
     if args.command == "demo":
-        from .demo import run_demo  # imported here: each command loads only what it needs
+        from .authoring.demo import run_demo  # imported here: each command loads only what it needs
         run_demo(args.dir)
     elif args.command == "grade":
-        from .class_grading import Options, grade_class, print_summary
+        from .grading.class_grading import Options, grade_class, print_summary
         summary = grade_class(Options(
             course=Path(args.course), assignment=args.assignment, download=args.download and Path(args.download),
             workers=args.workers, sandbox=not args.unsandboxed, regrade_all=args.regrade_all,

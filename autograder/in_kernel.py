@@ -14,8 +14,8 @@ import sys
 import torch
 from IPython.display import display
 
-from . import wire
-from .honesty import decoy
+from .engine import wire
+from .engine.honesty import decoy
 
 SEED_VARIABLE = "BACKPROP_NINJA_SEED"
 
@@ -84,7 +84,7 @@ def graded_steps(default):
     """The length of the training run: the student's own, or at autograde a short fixed one on one thread."""
     if not grading():
         return default
-    from .training import GRADED_STEPS
+    from .engine.training import GRADED_STEPS
 
     torch.set_num_threads(1)
     return GRADED_STEPS
@@ -144,7 +144,7 @@ def _backward_on_check_batch(namespace: dict) -> dict:
     position in the returned list, the intermediate gradients of BACKWARD_CHAIN found among
     its local variables, and how the call went ("backward_pass").
     """
-    from .training import PARAMETER_NAMES
+    from .engine.training import PARAMETER_NAMES
 
     function = namespace.get("backward_pass")
     if not callable(function):
@@ -185,7 +185,7 @@ def report_backward(namespace: dict) -> None:
 
 def report_training(namespace: dict) -> None:
     """Exercise 4: the loss of every training step, the trained parameters, and the gradients on the check batch."""
-    from .training import PARAMETER_NAMES
+    from .engine.training import PARAMETER_NAMES
 
     if not grading():
         print("This cell is graded by the autograder.")

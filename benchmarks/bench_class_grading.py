@@ -34,7 +34,7 @@ import nbformat
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from autograder.submissions import grade_id, solved  # noqa: E402
+from autograder.authoring.submissions import grade_id, solved  # noqa: E402
 
 ASSIGNMENT = "backprop_ninja"
 CONFIGS = ["floor", "stock", "grade-1-plain", "grade-1-sandbox", "grade-2-plain", "grade-2-sandbox",
@@ -125,7 +125,7 @@ def main() -> None:
     parser.add_argument("--json", help="also write the results to this file")
     args = parser.parse_args()
     if not os.environ.get("BACKPROP_NINJA_NAMES"):
-        from autograder.demo import ensure_names
+        from autograder.authoring.demo import ensure_names
         tmp = Path(tempfile.mkdtemp())
         os.environ["BACKPROP_NINJA_NAMES"] = str(ensure_names(tmp))
     root = Path(args.dir or tempfile.mkdtemp(prefix="bench-class-", dir="/var/tmp")) / "course"

@@ -20,8 +20,8 @@ import zipfile
 import nbformat
 import pytest
 
-from autograder.backward_rules import STEPS
-from autograder.submissions import grade_id, solved
+from autograder.engine.backward_rules import STEPS
+from autograder.authoring.submissions import grade_id, solved
 from conftest import ASSIGNMENT, REPO, Course, temporary_course
 
 pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is not installed")
@@ -122,13 +122,13 @@ def hostile_class(course: Course, listener: Listener) -> dict:
                str(root / "autograded" / "goodperfect" / ASSIGNMENT / f"{NB}.ipynb")]
     probe = ("for path in {paths!r}:\n    try:\n        {action}\n        print('DONE', path)\n"
              "    except Exception as e:\n        print('BLOCKED', path, type(e).__name__)\n")
-    patch = ("import torch, torch.testing\nimport autograder.judge, autograder.tolerance, autograder.in_kernel\n"
+    patch = ("import torch, torch.testing\nimport autograder.engine.judge, autograder.engine.tolerance, autograder.in_kernel\n"
              "torch.allclose = lambda *a, **k: True\ntorch.equal = lambda *a, **k: True\n"
              "torch.testing.assert_close = lambda *a, **k: None\n"
-             "autograder.judge.judge_gradient = lambda *a, **k: None\n"
-             "for name in dir(autograder.tolerance):\n"
-             "    if callable(getattr(autograder.tolerance, name)):\n"
-             "        setattr(autograder.tolerance, name, lambda *a, **k: True)\n"
+             "autograder.engine.judge.judge_gradient = lambda *a, **k: None\n"
+             "for name in dir(autograder.engine.tolerance):\n"
+             "    if callable(getattr(autograder.engine.tolerance, name)):\n"
+             "        setattr(autograder.engine.tolerance, name, lambda *a, **k: True)\n"
 )
     w = lambda nb: nbformat.writes(nb).encode()
     after = "answer_dh"
@@ -378,12 +378,12 @@ NOTEBOOKS = ["ex1_atomic_backward", "ex2_cross_entropy_backward", "ex3_batchnorm
     ("Exercise 2.ipynb", "ex2_cross_entropy_backward"),
     ("homework.ipynb", None), ("ex12.ipynb", None), ("ex1_atomic_backward.py", None)])
 def test_lms_file_names_are_matched_to_notebooks(name, notebook):
-    from autograder.collect import match_notebook
+    from autograder.grading.collect import match_notebook
     assert match_notebook(name, NOTEBOOKS) == notebook
 
 
 def test_repairs_give_back_the_release_structure():
-    from autograder.repair import repair
+    from autograder.grading.repair import repair
     release = nbformat.read(REPO / "release" / ASSIGNMENT / f"{NB}.ipynb", as_version=4)
     source = nbformat.read(REPO / "source" / ASSIGNMENT / f"{NB}.ipynb", as_version=4)
     good = solved(release, source)

@@ -10,7 +10,7 @@ from html.parser import HTMLParser
 import pytest
 from nbgrader.api import Gradebook
 
-from autograder.class_report import ClassData, summary_lines, write_report
+from autograder.grading.report import ClassData, summary_lines, write_report
 from conftest import ASSIGNMENT, REPO
 
 EX1, EX2 = "ex1_atomic_backward", "ex2_cross_entropy"

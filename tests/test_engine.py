@@ -8,11 +8,11 @@ import pytest
 import torch
 
 from autograder.authoring import SOURCE_DIR, shared_cell, stale_setup_cells
-from autograder.backward_rules import STEP_BY_NAME, STEPS, local_gradient
-from autograder.judge import step_scale
-from autograder.reference import SETUP_PREFIX, autograd_gradients, forward_values, run_setup
-from autograder.submissions import grade_id
-from autograder.tolerance import RTOL, close
+from autograder.engine.backward_rules import STEP_BY_NAME, STEPS, local_gradient
+from autograder.engine.judge import step_scale
+from autograder.engine.reference import SETUP_PREFIX, autograd_gradients, forward_values, run_setup
+from autograder.authoring.submissions import grade_id
+from autograder.engine.tolerance import RTOL, close
 from conftest import ASSIGNMENT, REPO
 
 EX1 = nbformat.read(SOURCE_DIR / "ex1_atomic_backward.ipynb", as_version=4)

@@ -8,9 +8,9 @@ import csv
 
 import pytest
 
-from autograder.backward_rules import STEPS
-from autograder.reference import SETUP_PREFIX, run_setup
-from autograder.submissions import grade_id, solved
+from autograder.engine.backward_rules import STEPS
+from autograder.engine.reference import SETUP_PREFIX, run_setup
+from autograder.authoring.submissions import grade_id, solved
 from conftest import ASSIGNMENT
 
 NB = "ex1_atomic_backward"

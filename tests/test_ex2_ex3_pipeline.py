@@ -10,13 +10,13 @@ import nbformat
 import pytest
 
 from autograder.authoring import SOURCE_DIR
-from autograder.backward_rules import FUSED_STEPS, local_gradient
-from autograder.diagnose import diagnose
-from autograder.judge import step_scale
-from autograder.reference import SETUP_PREFIX, autograd_gradients, forward_values, run_setup
-from autograder.submissions import grade_id, solved
-from autograder.tolerance import close
-from autograder.value_checks import FAST_FORWARDS
+from autograder.engine.backward_rules import FUSED_STEPS, local_gradient
+from autograder.engine.diagnose import diagnose
+from autograder.engine.judge import step_scale
+from autograder.engine.reference import SETUP_PREFIX, autograd_gradients, forward_values, run_setup
+from autograder.authoring.submissions import grade_id, solved
+from autograder.engine.tolerance import close
+from autograder.engine.value_checks import FAST_FORWARDS
 from conftest import ASSIGNMENT
 
 NB2, NB3 = "ex2_cross_entropy_backward", "ex3_batchnorm_backward"

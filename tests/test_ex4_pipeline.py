@@ -10,10 +10,10 @@ import time
 import pytest
 import torch
 
-from autograder import training
-from autograder.reference import SETUP_PREFIX, run_setup
-from autograder.submissions import grade_id, solved
-from autograder.training_checks import POINTS, REACH_LOSS
+from autograder.engine import training
+from autograder.engine.reference import SETUP_PREFIX, run_setup
+from autograder.authoring.submissions import grade_id, solved
+from autograder.engine.training_checks import POINTS, REACH_LOSS
 from conftest import ASSIGNMENT
 
 NB = "ex4_manual_training"
@@ -225,7 +225,7 @@ def test_calibration_from_counts_is_the_direct_one():
 
 def test_prose_about_gradients_is_not_autograd():
     """Docstrings, f-string text and print() may say "gradient"; getattr(p, "grad") still counts."""
-    from autograder.honesty import AutogradTaint
+    from autograder.engine.honesty import AutogradTaint
 
     def tainted(code):
         taint = AutogradTaint()

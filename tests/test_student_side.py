@@ -33,11 +33,11 @@ import torch
 import yaml
 from nbclient import NotebookClient
 
-from autograder import badges
+from autograder.authoring import badges
 from autograder.authoring import SOURCE_DIR, shared_cell
-from autograder.exercises import CHECKS
-from autograder.reference import SETUP_PREFIX, autograd_gradients, run_setup, strip_hidden
-from autograder.submissions import grade_id, solved
+from autograder.engine.exercises import CHECKS
+from autograder.engine.reference import SETUP_PREFIX, autograd_gradients, run_setup, strip_hidden
+from autograder.authoring.submissions import grade_id, solved
 from conftest import ASSIGNMENT, NAMES, REPO
 
 NOTEBOOKS = sorted(p.stem for p in SOURCE_DIR.glob("*.ipynb"))
@@ -644,7 +644,7 @@ def test_check_answer_prints_to_stderr_only_when_something_is_wrong(notebook_nam
 
 def test_colab_badges_are_up_to_date():
     stale = badges.stale_pages()
-    assert stale == [], f"run: python -m autograder.badges (stale: {[str(p) for p in stale]})"
+    assert stale == [], f"run: python -m autograder.authoring.badges (stale: {[str(p) for p in stale]})"
     repository = badges.repository_url()
     for page in badges.PAGES:
         links = re.findall(r"\(https://colab\.research\.google\.com/github/([^)]+)\)", page.read_text())

@@ -12,12 +12,12 @@ from nbformat.v4 import new_output
 from nbgrader import utils
 from nbgrader.preprocessors import NbGraderPreprocessor
 
-from .. import wire
-from ..authoring import grade_id
-from ..exercises import CHECKS
-from ..honesty import AutogradTaint
-from ..judge import Verdict
-from ..reference import SETUP_PREFIX, run_setup
+from ..engine import wire
+from ..authoring.notebooks import grade_id
+from ..engine.exercises import CHECKS
+from ..engine.honesty import AutogradTaint
+from ..engine.judge import Verdict
+from ..engine.reference import SETUP_PREFIX, run_setup
 from .grading_execute import NAMES_VARIABLE, environment
 
 

@@ -37,7 +37,7 @@ def main(argv=None) -> None:
     from nbgrader.apps.api import NbGraderAPI
     from nbgrader.apps.baseapp import NbGrader
 
-    from .preprocessors.grading_execute import GradingExecute
+    from ..preprocessors.grading_execute import GradingExecute
 
     app = NbGrader()
     app.initialize(argv)

@@ -201,7 +201,7 @@ class Worker:
 
     def argv(self) -> list:
         o = self.options
-        args = [sys.executable, "-m", "autograder.grading_worker", self.assignment,
+        args = [sys.executable, "-m", "autograder.grading.worker", self.assignment,
                 f"--CourseDirectory.root={self.root}", f"--CourseDirectory.db_url=sqlite:///{self.db}",
                 f"--CourseDirectory.submitted_directory={GRADING_DIR}/staged",
                 f"--SandboxedKernelManager.course_root={self.root}", "--log-level=WARN"]
@@ -588,7 +588,7 @@ class ClassGrading:
                          {s: self.records[s]["graded"] for s in students})
         problems_json.write_text(json.dumps(problems, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
         try:
-            from .class_report import write_report
+            from .report import write_report
         except ImportError:
             return grades_csv, problems_json, None
         try:
@@ -606,7 +606,7 @@ def grade_class(o: Options) -> Summary:
 def restore_owner(folder: Path) -> None:
     """A killed worker cannot give a student's folder back from the sandbox's uid: do it here."""
     if os.geteuid() == 0 and folder.exists():
-        from .sandbox import _chown_tree
+        from ..sandbox import _chown_tree
         _chown_tree(str(folder), os.getuid(), os.getgid())
 
 

@@ -1,7 +1,7 @@
 """For course maintainers: the "Open in Colab" badges of the release notebooks.
 
 The repository's address is written in ONE place, ``[project.urls] Repository`` in
-``pyproject.toml``. ``python -m autograder.badges`` rewrites the badge table between the
+``pyproject.toml``. ``python -m autograder.authoring.badges`` rewrites the badge table between the
 ``<!-- colab-badges -->`` and ``<!-- /colab-badges -->`` markers of every page in ``PAGES``
 (one row per notebook in ``release/backprop_ninja/``); the tests fail when a table is stale.
 After forking the course: change the address, run this command, commit the pages.
@@ -12,7 +12,7 @@ import re
 import sys
 from pathlib import Path
 
-COURSE_ROOT = Path(__file__).resolve().parent.parent
+COURSE_ROOT = Path(__file__).resolve().parent.parent.parent
 RELEASE_DIR = COURSE_ROOT / "release" / "backprop_ninja"
 PAGES = [COURSE_ROOT / "README.md", COURSE_ROOT / "course" / "README.md"]
 BRANCH = "main"  # Colab opens the notebook as committed on this branch
@@ -62,7 +62,7 @@ def rewritten(page: Path, repository: str) -> str:
 
 
 def stale_pages(pages=PAGES) -> list:
-    """The pages whose badge table is not what ``python -m autograder.badges`` would write."""
+    """The pages whose badge table is not what ``python -m autograder.authoring.badges`` would write."""
     repository = repository_url()
     return [page for page in pages if page.read_text() != rewritten(page, repository)]
 

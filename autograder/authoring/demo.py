@@ -13,9 +13,9 @@ from pathlib import Path
 
 import nbformat
 
-from .authoring import COURSE_ROOT
-from .class_grading import Options, grade_class, print_summary
-from .preprocessors.grading_execute import NAMES_VARIABLE
+from .notebooks import COURSE_ROOT, SHARED_CELLS
+from ..grading.class_grading import Options, grade_class, print_summary
+from ..preprocessors.grading_execute import NAMES_VARIABLE
 from .submissions import solved
 
 ASSIGNMENT = "backprop_ninja"
@@ -38,7 +38,7 @@ def ensure_names(course: Path) -> Path:
     if os.environ.get(NAMES_VARIABLE):
         return Path(os.environ[NAMES_VARIABLE]).resolve()
     path = course / "names.txt"
-    data_cell = (COURSE_ROOT / "autograder" / "shared_cells" / "setup_data.py").read_text()
+    data_cell = (SHARED_CELLS / "setup_data.py").read_text()
     namespace = {"os": os, "hashlib": __import__("hashlib"), "urllib": __import__("urllib.request")}
     os.environ[NAMES_VARIABLE] = str(path)
     try:

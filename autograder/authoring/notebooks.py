@@ -2,20 +2,19 @@
 
 Every notebook must run alone (on Colab as uploaded), so each repeats the setup: imports,
 data, dataset, parameters, batch, forward pass, self-check helpers. Each such cell is
-defined once, in ``autograder/shared_cells/<grade_id>.py``, and appears in the notebooks as
+defined once, in ``autograder/authoring/shared_cells/<grade_id>.py``, and appears in the notebooks as
 the locked cell with that grade_id. ``python -m autograder.authoring`` rewrites every copy
 from its definition and writes the notebooks in the one stable format the repository
 keeps (outputs cleared); the tests fail when a copy has drifted.
 """
 
-import sys
 from pathlib import Path
 
 import nbformat
 
-PACKAGE = Path(__file__).resolve().parent
-SHARED_CELLS = PACKAGE / "shared_cells"
-COURSE_ROOT = PACKAGE.parent
+HERE = Path(__file__).resolve().parent
+SHARED_CELLS = HERE / "shared_cells"
+COURSE_ROOT = HERE.parent.parent
 SOURCE_DIR = COURSE_ROOT / "source" / "backprop_ninja"
 
 
@@ -55,10 +54,3 @@ def sync(paths) -> list:
         if Path(path).read_text() != before:
             changed.append(path)
     return changed
-
-
-if __name__ == "__main__":
-    notebooks = sorted(SOURCE_DIR.glob("*.ipynb"))
-    for path in sync(notebooks):
-        print(f"updated {path.relative_to(COURSE_ROOT)}")
-    print("now run: nbgrader generate_assignment backprop_ninja --force", file=sys.stderr)
