@@ -108,8 +108,10 @@ def limit_forward(namespace: dict, calls: int) -> None:
 
     def forward(*args, **kwargs):
         if left[0] <= 0:
-            raise ExtraTrainingStopped("while grading, only the graded training run may train: this extra training "
-                                       "was stopped (it does not cost points)")
+            raise ExtraTrainingStopped(
+                "while grading, only the graded training run may train: this extra training "
+                "was stopped (it does not cost points)"
+            )
         left[0] -= 1
         return original(*args, **kwargs)
 
@@ -163,8 +165,11 @@ def _backward_on_check_batch(namespace: dict) -> dict:
     if isinstance(result, Exception):
         status = {"kind": "raised", "type": type(result).__name__, "message": str(result)[:300]}
     else:
-        status = {"kind": "returned", "type": type(result).__name__,
-                  "length": len(result) if isinstance(result, (list, tuple)) else None}
+        status = {
+            "kind": "returned",
+            "type": type(result).__name__,
+            "length": len(result) if isinstance(result, (list, tuple)) else None,
+        }
     payload = {"backward_pass": status}
     values = list(result) if isinstance(result, (list, tuple)) else []
     for i, name in enumerate(PARAMETER_NAMES):

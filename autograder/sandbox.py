@@ -28,6 +28,7 @@ Needs ``bwrap`` (bubblewrap) and util-linux's ``prlimit`` (and ``setpriv`` as ro
 anything is missing or the sandbox does not come up, starting the kernel raises
 :class:`SandboxError` and the notebook is not run unsandboxed (fail closed).
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -72,47 +73,105 @@ class SandboxedKernelManager(AsyncKernelManager):
     """An AsyncKernelManager whose kernel runs in bubblewrap; see the module docstring."""
 
     bwrap = Unicode("bwrap", config=True, help="The bubblewrap executable.")
-    course_root = Unicode("", config=True, help=(
-        "Folder hidden entirely from the kernel (gradebook.db, source/, submitted/, other "
-        "students). Default: nbgrader's CourseDirectory.root if configured, else the "
-        "grading process's working directory, where nbgrader runs."))
-    hidden_paths = List(Unicode(), ["~", "/root", "/home", "/run", jupyter_runtime_dir()],
-        config=True, help=(
+    course_root = Unicode(
+        "",
+        config=True,
+        help=(
+            "Folder hidden entirely from the kernel (gradebook.db, source/, submitted/, other "
+            "students). Default: nbgrader's CourseDirectory.root if configured, else the "
+            "grading process's working directory, where nbgrader runs."
+        ),
+    )
+    hidden_paths = List(
+        Unicode(),
+        ["~", "/root", "/home", "/run", jupyter_runtime_dir()],
+        config=True,
+        help=(
             "Further folders replaced by an empty tmpfs: the grader's home (secrets, other "
-            "courses), Jupyter's runtime dir and /run (other kernels' and daemons' sockets)."))
-    readonly_paths = List(Unicode(), [PACKAGE_DIR, "$BACKPROP_NINJA_NAMES"], config=True,
-        help=("Paths bound back read-only when a hidden folder or /tmp covers them; "
-              "environment variables are expanded, unset or missing ones skipped. The "
-              "Python installation running the kernel is always bound back."))
-    env_allowlist = List(Unicode(), [
-        "PATH", "LANG", "LANGUAGE", "LC_*", "TZ", "PYTHON*", "OMP_NUM_THREADS",
-        "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "NBGRADER_*", "BACKPROP_NINJA_*", "JPY_*",
-    ], config=True, help=(
-        "Glob patterns of environment variables passed to the kernel; all others (tokens, "
-        "credentials of the grading machine) are dropped, so output cannot leak them."))
-    memory_limit = Integer(4 * GiB, config=True, help=(
-        "RLIMIT_AS in bytes for each kernel process (0: none). Stops one notebook "
-        "allocating the machine's memory: the allocation fails with MemoryError (torch: "
-        "RuntimeError) instead of the OOM killer taking the grader. `import torch` needs "
-        "about 0.8 GiB of address space."))
-    cpu_time_limit = Integer(600, config=True, help=(
-        "RLIMIT_CPU in seconds for each kernel process, over the whole notebook (0: none). "
-        "Kills a notebook that spins (also one that ignores interrupts) so the others "
-        "still get graded; raise it if a notebook legitimately trains for long."))
-    process_limit = Integer(config=True, help=(
-        "RLIMIT_NPROC: processes plus threads of the kernel's user (0: none); default "
-        "max(64, 32 + 4 * cores), as torch/OpenMP/BLAS start threads per core. Stops fork "
-        "bombs. Root is exempt, so as root the kernel runs as sandbox_uid."))
-    file_size_limit = Integer(1 * GiB, config=True, help=(
-        "RLIMIT_FSIZE in bytes (0: none): the largest file the kernel may write, so a "
-        "notebook cannot fill the grading disk with one file."))
-    tmp_size = Integer(512 * 2**20, config=True, help=(
-        "Size in bytes of the kernel's private /tmp and /dev/shm tmpfs (RAM, not covered "
-        "by RLIMIT_AS)."))
-    sandbox_uid = Integer(65534, config=True, help=(
-        "uid the kernel runs as when the grader is root ('nobody'; RLIMIT_NPROC counts "
-        "all its processes on the host). The student's folder is lent to it while the "
-        "kernel runs and given back afterwards. Ignored when the grader is not root."))
+            "courses), Jupyter's runtime dir and /run (other kernels' and daemons' sockets)."
+        ),
+    )
+    readonly_paths = List(
+        Unicode(),
+        [PACKAGE_DIR, "$BACKPROP_NINJA_NAMES"],
+        config=True,
+        help=(
+            "Paths bound back read-only when a hidden folder or /tmp covers them; "
+            "environment variables are expanded, unset or missing ones skipped. The "
+            "Python installation running the kernel is always bound back."
+        ),
+    )
+    env_allowlist = List(
+        Unicode(),
+        [
+            "PATH",
+            "LANG",
+            "LANGUAGE",
+            "LC_*",
+            "TZ",
+            "PYTHON*",
+            "OMP_NUM_THREADS",
+            "MKL_NUM_THREADS",
+            "OPENBLAS_NUM_THREADS",
+            "NBGRADER_*",
+            "BACKPROP_NINJA_*",
+            "JPY_*",
+        ],
+        config=True,
+        help=(
+            "Glob patterns of environment variables passed to the kernel; all others (tokens, "
+            "credentials of the grading machine) are dropped, so output cannot leak them."
+        ),
+    )
+    memory_limit = Integer(
+        4 * GiB,
+        config=True,
+        help=(
+            "RLIMIT_AS in bytes for each kernel process (0: none). Stops one notebook "
+            "allocating the machine's memory: the allocation fails with MemoryError (torch: "
+            "RuntimeError) instead of the OOM killer taking the grader. `import torch` needs "
+            "about 0.8 GiB of address space."
+        ),
+    )
+    cpu_time_limit = Integer(
+        600,
+        config=True,
+        help=(
+            "RLIMIT_CPU in seconds for each kernel process, over the whole notebook (0: none). "
+            "Kills a notebook that spins (also one that ignores interrupts) so the others "
+            "still get graded; raise it if a notebook legitimately trains for long."
+        ),
+    )
+    process_limit = Integer(
+        config=True,
+        help=(
+            "RLIMIT_NPROC: processes plus threads of the kernel's user (0: none); default "
+            "max(64, 32 + 4 * cores), as torch/OpenMP/BLAS start threads per core. Stops fork "
+            "bombs. Root is exempt, so as root the kernel runs as sandbox_uid."
+        ),
+    )
+    file_size_limit = Integer(
+        1 * GiB,
+        config=True,
+        help=(
+            "RLIMIT_FSIZE in bytes (0: none): the largest file the kernel may write, so a "
+            "notebook cannot fill the grading disk with one file."
+        ),
+    )
+    tmp_size = Integer(
+        512 * 2**20,
+        config=True,
+        help=("Size in bytes of the kernel's private /tmp and /dev/shm tmpfs (RAM, not covered by RLIMIT_AS)."),
+    )
+    sandbox_uid = Integer(
+        65534,
+        config=True,
+        help=(
+            "uid the kernel runs as when the grader is root ('nobody'; RLIMIT_NPROC counts "
+            "all its processes on the host). The student's folder is lent to it while the "
+            "kernel runs and given back afterwards. Ignored when the grader is not root."
+        ),
+    )
     sandbox_gid = Integer(65534, config=True, help="gid to go with sandbox_uid.")
     start_timeout = Float(60, config=True, help="Seconds the kernel may take to listen.")
 
@@ -134,8 +193,7 @@ class SandboxedKernelManager(AsyncKernelManager):
     def _tool(self, name: str) -> str:
         path = shutil.which(name)
         if not path:
-            raise SandboxError(f"cannot sandbox the kernel: {name!r} not found "
-                               "(apt-get install bubblewrap util-linux)")
+            raise SandboxError(f"cannot sandbox the kernel: {name!r} not found (apt-get install bubblewrap util-linux)")
         return path
 
     async def _async_pre_start_kernel(self, **kw):
@@ -156,22 +214,28 @@ class SandboxedKernelManager(AsyncKernelManager):
 
     def _bwrap_argv(self, cmd: list[str], cwd: str) -> list[str]:
         root = os.geteuid() == 0
-        course = (self.course_root or self.config.get("CourseDirectory", {}).get("root")
-                  or os.getcwd())
+        course = self.course_root or self.config.get("CourseDirectory", {}).get("root") or os.getcwd()
         course = os.path.realpath(course)
         if root and self.sandbox_uid == 0:
             raise SandboxError("sandbox_uid must not be 0: root ignores the process limit")
         if course == "/" or cwd == course or not _inside(cwd, course):
-            raise SandboxError(f"refusing to run a kernel in {cwd!r}: it must be a student's "
-                               f"folder inside the course root {course!r} (which is hidden; "
-                               "set SandboxedKernelManager.course_root)")
+            raise SandboxError(
+                f"refusing to run a kernel in {cwd!r}: it must be a student's "
+                f"folder inside the course root {course!r} (which is hidden; "
+                "set SandboxedKernelManager.course_root)"
+            )
         hidden = {os.path.realpath(os.path.expanduser(p)) for p in self.hidden_paths}
         hidden = {h for h in hidden | {course} if h != "/" and os.path.isdir(h)}
         veiled = hidden | {"/tmp", "/dev/shm"}
         tops = sorted(h for h in hidden if not any(_inside(h, v) for v in veiled - {h}))
         interp = os.path.dirname(os.path.dirname(cmd[0]))
-        ro = [sys.prefix, sys.base_prefix, sys.exec_prefix, interp,
-              os.path.dirname(os.path.dirname(os.path.realpath(cmd[0])))]
+        ro = [
+            sys.prefix,
+            sys.base_prefix,
+            sys.exec_prefix,
+            interp,
+            os.path.dirname(os.path.dirname(os.path.realpath(cmd[0]))),
+        ]
         for p in self.readonly_paths:
             p = os.path.expandvars(os.path.expanduser(p))
             if "$" not in p and os.path.exists(p):
@@ -181,9 +245,24 @@ class SandboxedKernelManager(AsyncKernelManager):
         binds = [(p, "--ro-bind") for p in ro if not any(_inside(p, q) for q in ro - {p})]
         binds += [(os.path.join(self._rundir, "ipc"), "--bind"), (cwd, "--bind")]
         binds.sort(key=lambda b: (b[0].count("/"), b[1] == "--bind"))
-        argv = [self._tool(self.bwrap), "--unshare-pid", "--unshare-ipc", "--unshare-uts",
-                "--unshare-net", "--die-with-parent", "--new-session", "--hostname", "sandbox",
-                "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
+        argv = [
+            self._tool(self.bwrap),
+            "--unshare-pid",
+            "--unshare-ipc",
+            "--unshare-uts",
+            "--unshare-net",
+            "--die-with-parent",
+            "--new-session",
+            "--hostname",
+            "sandbox",
+            "--ro-bind",
+            "/",
+            "/",
+            "--dev",
+            "/dev",
+            "--proc",
+            "/proc",
+        ]
         for tmp in ("/tmp", "/dev/shm"):
             argv += ["--perms", "1777", "--size", str(self.tmp_size), "--tmpfs", tmp]
         for top in tops:
@@ -204,17 +283,32 @@ class SandboxedKernelManager(AsyncKernelManager):
         # and exit (launch_kernel sets JPY_PARENT_PID outside); --die-with-parent does its job.
         argv += ["--chdir", cwd, "--setenv", "JPY_PARENT_PID", "1"]
         if root:  # keep just what setpriv needs to become sandbox_uid and drop everything
-            argv += ["--cap-drop", "ALL", "--cap-add", "CAP_SETUID", "--cap-add",
-                     "CAP_SETGID", "--cap-add", "CAP_SETPCAP", "--",
-                     self._tool("setpriv"), f"--reuid={self.sandbox_uid}",
-                     f"--regid={self.sandbox_gid}", "--clear-groups", "--inh-caps=-all",
-                     "--bounding-set=-all"]
+            argv += [
+                "--cap-drop",
+                "ALL",
+                "--cap-add",
+                "CAP_SETUID",
+                "--cap-add",
+                "CAP_SETGID",
+                "--cap-add",
+                "CAP_SETPCAP",
+                "--",
+                self._tool("setpriv"),
+                f"--reuid={self.sandbox_uid}",
+                f"--regid={self.sandbox_gid}",
+                "--clear-groups",
+                "--inh-caps=-all",
+                "--bounding-set=-all",
+            ]
         else:  # per-sandbox process count: RLIMIT_NPROC is set inside the new user ns
             argv += ["--unshare-user", "--disable-userns"]
         argv += ["--", self._tool("prlimit"), "--core=0"]
-        for opt, value, slack in (("as", self.memory_limit, 0), ("cpu", self.cpu_time_limit, 5),
-                                  ("nproc", self.process_limit, 0),
-                                  ("fsize", self.file_size_limit, 0)):
+        for opt, value, slack in (
+            ("as", self.memory_limit, 0),
+            ("cpu", self.cpu_time_limit, 5),
+            ("nproc", self.process_limit, 0),
+            ("fsize", self.file_size_limit, 0),
+        ):
             if value:
                 argv.append(f"--{opt}={value}:{value + slack}")
         argv.append("--")
@@ -224,8 +318,11 @@ class SandboxedKernelManager(AsyncKernelManager):
 
     def _kernel_env(self, env: dict[str, str]) -> dict[str, str]:
         spec_env = set((self.kernel_spec.env if self.kernel_spec else None) or {})
-        keep = {k: v for k, v in env.items() if k in spec_env or
-                any(fnmatch.fnmatchcase(k, pat) for pat in self.env_allowlist)}
+        keep = {
+            k: v
+            for k, v in env.items()
+            if k in spec_env or any(fnmatch.fnmatchcase(k, pat) for pat in self.env_allowlist)
+        }
         keep.update(HOME="/tmp", TMPDIR="/tmp")
         return keep
 
@@ -268,8 +365,9 @@ class SandboxedKernelManager(AsyncKernelManager):
             if failed:
                 with open(log_path, "rb") as log:
                     tail = log.read()[-3000:].decode(errors="replace")
-                raise SandboxError(f"the sandboxed kernel {failed} before it started "
-                                   f"(bwrap or kernel output follows):\n{tail}")
+                raise SandboxError(
+                    f"the sandboxed kernel {failed} before it started (bwrap or kernel output follows):\n{tail}"
+                )
             await asyncio.sleep(0.01)
 
     async def _async_cleanup_resources(self, restart: bool = False) -> None:

@@ -37,8 +37,15 @@ sys.path.insert(0, str(REPO))
 from autograder.authoring.submissions import grade_id, solved  # noqa: E402
 
 ASSIGNMENT = "backprop_ninja"
-CONFIGS = ["floor", "stock", "grade-1-plain", "grade-1-sandbox", "grade-2-plain", "grade-2-sandbox",
-           "grade-2-sandbox-feedback"]
+CONFIGS = [
+    "floor",
+    "stock",
+    "grade-1-plain",
+    "grade-1-sandbox",
+    "grade-2-plain",
+    "grade-2-sandbox",
+    "grade-2-sandbox-feedback",
+]
 
 
 def build_course(root: Path, students: int, only=None) -> list:
@@ -92,6 +99,7 @@ def reset(root: Path) -> None:
 def floor(repeats: int = 3) -> float:
     """Seconds to start a plain ipykernel and import torch in it (the median of a few)."""
     from jupyter_client.manager import start_new_kernel
+
     times = []
     for _ in range(repeats):
         start = time.monotonic()
@@ -108,11 +116,24 @@ def measure(root: Path, config: str, notebooks: list) -> float:
         return floor() * len(notebooks)
     reset(root)
     if config == "stock":
-        return run(root, [sys.executable, "-m", "nbgrader", "autograde", ASSIGNMENT,
-                          "--GradingExecute.sandbox=False", "--log-level=ERROR"])
+        return run(
+            root,
+            [
+                sys.executable,
+                "-m",
+                "nbgrader",
+                "autograde",
+                ASSIGNMENT,
+                "--GradingExecute.sandbox=False",
+                "--log-level=ERROR",
+            ],
+        )
     _, workers, kind, *rest = config.split("-")
-    argv = [sys.executable, "-m", "autograder.cli", "grade", "--course", str(root), "--workers", workers,
-            "--quiet"] + (["--unsandboxed"] if kind == "plain" else []) + ([] if rest else ["--no-feedback"])
+    argv = (
+        [sys.executable, "-m", "autograder.cli", "grade", "--course", str(root), "--workers", workers, "--quiet"]
+        + (["--unsandboxed"] if kind == "plain" else [])
+        + ([] if rest else ["--no-feedback"])
+    )
     return run(root, argv)
 
 
@@ -126,20 +147,28 @@ def main() -> None:
     args = parser.parse_args()
     if not os.environ.get("BACKPROP_NINJA_NAMES"):
         from autograder.authoring.demo import ensure_names
+
         tmp = Path(tempfile.mkdtemp())
         os.environ["BACKPROP_NINJA_NAMES"] = str(ensure_names(tmp))
     root = Path(args.dir or tempfile.mkdtemp(prefix="bench-class-", dir="/var/tmp")) / "course"
     notebooks = build_course(root, args.students, args.notebooks)
-    print(f"{args.students} students x {len(notebooks)} notebooks ({', '.join(notebooks)}), "
-          f"{os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f} at start", flush=True)
+    print(
+        f"{args.students} students x {len(notebooks)} notebooks ({', '.join(notebooks)}), "
+        f"{os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f} at start",
+        flush=True,
+    )
     seconds, cpu = {}, {}
     for config in args.configs:
         cpu_before = cpu_seconds()
         seconds[config] = measure(root, config, notebooks)
         per = seconds[config] if config == "floor" else seconds[config] / args.students
         cpu[config] = (cpu_seconds() - cpu_before) / (1 if config == "floor" else args.students)
-        print(f"  {config:26s} {per:7.2f} s/student" + ("" if config == "floor" else f"  ({seconds[config]:.0f} s)")
-              + f"  CPU {cpu[config]:6.2f} s/student  load {os.getloadavg()[0]:.1f}", flush=True)
+        print(
+            f"  {config:26s} {per:7.2f} s/student"
+            + ("" if config == "floor" else f"  ({seconds[config]:.0f} s)")
+            + f"  CPU {cpu[config]:6.2f} s/student  load {os.getloadavg()[0]:.1f}",
+            flush=True,
+        )
     per_student = {c: (s if c == "floor" else s / args.students) for c, s in seconds.items()}
     print(f"load average {os.getloadavg()[0]:.1f} at the end")
     if "stock" in per_student:
@@ -151,9 +180,17 @@ def main() -> None:
         if plain and boxed:
             print(f"  sandbox cost with {w} worker(s): {100 * (boxed - plain) / plain:+.1f}%")
     if args.json:
-        Path(args.json).write_text(json.dumps({"students": args.students, "notebooks": notebooks,
-                                               "seconds_per_student": per_student, "cpu_per_student": cpu},
-                                              indent=1))
+        Path(args.json).write_text(
+            json.dumps(
+                {
+                    "students": args.students,
+                    "notebooks": notebooks,
+                    "seconds_per_student": per_student,
+                    "cpu_per_student": cpu,
+                },
+                indent=1,
+            )
+        )
     if not args.dir:
         shutil.rmtree(root.parent, ignore_errors=True)
 

@@ -30,8 +30,8 @@ import torch.nn.functional as F
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from autograder.engine.reference import SETUP_PREFIX, run_setup  # noqa: E402
 from autograder.authoring.submissions import grade_id  # noqa: E402
+from autograder.engine.reference import SETUP_PREFIX, run_setup  # noqa: E402
 from autograder.engine.training import forward, manual_backward  # noqa: E402
 
 NOTEBOOK = REPO / "source" / "backprop_ninja" / "ex4_manual_training.ipynb"
@@ -43,7 +43,9 @@ def lecture_backward(parameters, Xb, Yb, cache):
     """The lecture's Exercise 4 backward pass, as written there (dC by a Python double loop)."""
     C, W1, b1, W2, b2, bngain, bnbias = parameters
     n = Xb.shape[0]
-    emb, embcat, bnvar_inv, bnraw, h, logits = (cache[k] for k in ("emb", "embcat", "bnvar_inv", "bnraw", "h", "logits"))
+    emb, embcat, bnvar_inv, bnraw, h, logits = (
+        cache[k] for k in ("emb", "embcat", "bnvar_inv", "bnraw", "h", "logits")
+    )
     dlogits = F.softmax(logits, 1)
     dlogits[range(n), Yb] -= 1
     dlogits /= n
@@ -53,7 +55,9 @@ def lecture_backward(parameters, Xb, Yb, cache):
     dhpreact = (1.0 - h**2) * dh
     dbngain = (bnraw * dhpreact).sum(0, keepdim=True)
     dbnbias = dhpreact.sum(0, keepdim=True)
-    dhprebn = bngain * bnvar_inv / n * (n * dhpreact - dhpreact.sum(0) - n / (n - 1) * bnraw * (dhpreact * bnraw).sum(0))
+    dhprebn = (
+        bngain * bnvar_inv / n * (n * dhpreact - dhpreact.sum(0) - n / (n - 1) * bnraw * (dhpreact * bnraw).sum(0))
+    )
     dembcat = dhprebn @ W1.T
     dW1 = embcat.T @ dhprebn
     db1 = dhprebn.sum(0)
@@ -96,8 +100,12 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--steps", type=int, default=200, help="steps per variant in each round")
     parser.add_argument("--rounds", type=int, default=15, help="rounds; each figure is the median over them")
-    parser.add_argument("--threads", type=int, default=torch.get_num_threads(),
-                        help="torch threads (default: torch's own choice, %(default)s here)")
+    parser.add_argument(
+        "--threads",
+        type=int,
+        default=torch.get_num_threads(),
+        help="torch threads (default: torch's own choice, %(default)s here)",
+    )
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     os.environ.setdefault("BACKPROP_NINJA_NAMES", str(REPO.parent / "shared" / "data" / "names.txt"))
@@ -112,32 +120,41 @@ def main():
 
     state = {}
     for name in VARIANTS:
-        state[name] = {"parameters": [p.detach().clone().requires_grad_(name == "autograd")
-                                      for p in ns["initial_parameters"]], "losses": [], "times": []}
+        state[name] = {
+            "parameters": [p.detach().clone().requires_grad_(name == "autograd") for p in ns["initial_parameters"]],
+            "losses": [],
+            "times": [],
+        }
     for name, step in VARIANTS.items():  # warm-up: 20 steps each, not timed
         for Xb, Yb in batches[:20]:
             state[name]["losses"].append(step(state[name]["parameters"], Xb, Yb).item())
     order = list(VARIANTS)
     for r in range(args.rounds):
-        chunk = batches[20 + r * args.steps: 20 + (r + 1) * args.steps]
-        for name in order[r % 3:] + order[: r % 3]:  # a different variant goes first in each round
+        chunk = batches[20 + r * args.steps : 20 + (r + 1) * args.steps]
+        for name in order[r % 3 :] + order[: r % 3]:  # a different variant goes first in each round
             step, s = VARIANTS[name], state[name]
             start = time.perf_counter()
             for Xb, Yb in chunk:
                 s["losses"].append(step(s["parameters"], Xb, Yb).detach())
             s["times"].append((time.perf_counter() - start) / len(chunk) * 1000)
 
-    print(f"One training step of Exercise 4 (n_hidden {ns['n_hidden']}, batch {batch_size}), torch {torch.__version__}, "
-          f"{args.threads} thread{'s' if args.threads > 1 else ''}, {args.rounds} rounds of {args.steps} steps; "
-          f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
+    print(
+        f"One training step of Exercise 4 (n_hidden {ns['n_hidden']}, batch {batch_size}), torch {torch.__version__}, "
+        f"{args.threads} thread{'s' if args.threads > 1 else ''}, {args.rounds} rounds of {args.steps} steps; "
+        f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores"
+    )
     median = {name: statistics.median(s["times"]) for name, s in state.items()}
     for name, s in state.items():
         print(f"  {name:9s} median {median[name]:6.3f} ms/step   best round {min(s['times']):6.3f} ms/step")
     print(f"  manual / autograd = {median['manual'] / median['autograd']:.2f}   (goal <= 1.0)")
-    print(f"  manual / lecture  = {median['manual'] / median['lecture']:.2f}   "
-          f"(the lecture's double loop makes a step {median['lecture'] / median['manual']:.1f} times slower)")
-    print(f"  200,000 steps: manual {median['manual'] * 200:.0f} s, autograd {median['autograd'] * 200:.0f} s, "
-          f"lecture {median['lecture'] * 200:.0f} s (extrapolated)")
+    print(
+        f"  manual / lecture  = {median['manual'] / median['lecture']:.2f}   "
+        f"(the lecture's double loop makes a step {median['lecture'] / median['manual']:.1f} times slower)"
+    )
+    print(
+        f"  200,000 steps: manual {median['manual'] * 200:.0f} s, autograd {median['autograd'] * 200:.0f} s, "
+        f"lecture {median['lecture'] * 200:.0f} s (extrapolated)"
+    )
     losses = {name: torch.tensor([float(x) for x in s["losses"]]) for name, s in state.items()}
     drift = max((losses[name] - losses["autograd"]).abs().max().item() for name in ("manual", "lecture"))
     print(f"  same run: the losses of the three variants agree within {drift:.1g} over {total + 20} steps")

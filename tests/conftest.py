@@ -27,8 +27,9 @@ class Course:
         shutil.copytree(REPO / "source", root / "source")
 
     def nbgrader(self, *args, check=True):
-        result = subprocess.run([sys.executable, "-m", "nbgrader", *args], cwd=self.root,
-                                capture_output=True, text=True, timeout=3600)
+        result = subprocess.run(
+            [sys.executable, "-m", "nbgrader", *args], cwd=self.root, capture_output=True, text=True, timeout=3600
+        )
         if check and result.returncode != 0:
             raise AssertionError(f"nbgrader {' '.join(args)} failed:\n{result.stdout[-3000:]}\n{result.stderr[-6000:]}")
         return result
@@ -59,7 +60,9 @@ class Course:
         for cell in nb.cells:
             gid = cell.metadata.get("nbgrader", {}).get("grade_id", "")
             if cell.metadata.get("nbgrader", {}).get("grade"):
-                found[gid] = "".join(o.get("text", "") for o in cell.get("outputs", []) if o.get("output_type") == "stream")
+                found[gid] = "".join(
+                    o.get("text", "") for o in cell.get("outputs", []) if o.get("output_type") == "stream"
+                )
         return found
 
 

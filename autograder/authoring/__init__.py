@@ -1,10 +1,10 @@
 """For course maintainers: the notebooks' shared cells, the Colab badges, demo classes and submissions.
 
-  notebooks      the shared setup cells (``shared_cells/``) kept equal in every source notebook; stable format
-  shared_cells/  the setup cells every notebook repeats, each defined once as <grade_id>.py
-  badges         the Colab badge tables of the READMEs, from the one repository address
-  submissions    student submissions built from the release: solved, blank, or with chosen changes
-  demo           ``backprop-ninja demo``: a small class graded end to end
+notebooks      the shared setup cells (``shared_cells/``) kept equal in every source notebook; stable format
+shared_cells/  the setup cells every notebook repeats, each defined once as <grade_id>.py
+badges         the Colab badge tables of the READMEs, from the one repository address
+submissions    student submissions built from the release: solved, blank, or with chosen changes
+demo           ``backprop-ninja demo``: a small class graded end to end
 """
 
 from .notebooks import COURSE_ROOT, SHARED_CELLS, SOURCE_DIR, grade_id, shared_cell, stale_setup_cells, sync

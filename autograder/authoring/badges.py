@@ -45,8 +45,9 @@ def badge_table(page: Path, repository: str) -> str:
     rows = ["| notebook | open it in Colab |", "|---|---|"]
     for notebook in sorted(RELEASE_DIR.glob("*.ipynb")):
         relative = Path(os.path.relpath(notebook, page.parent)).as_posix()
-        rows.append(f"| [{notebook.name}]({relative}) | "
-                    f"[![Open In Colab]({BADGE})]({colab_url(repository, notebook)}) |")
+        rows.append(
+            f"| [{notebook.name}]({relative}) | [![Open In Colab]({BADGE})]({colab_url(repository, notebook)}) |"
+        )
     return "\n".join(rows)
 
 

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import nbformat
 
-from .notebooks import COURSE_ROOT, SHARED_CELLS
 from ..grading.class_grading import Options, grade_class, print_summary
 from ..preprocessors.grading_execute import NAMES_VARIABLE
+from .notebooks import COURSE_ROOT, SHARED_CELLS
 from .submissions import solved
 
 ASSIGNMENT = "backprop_ninja"
@@ -45,14 +45,18 @@ def ensure_names(course: Path) -> Path:
         exec(compile(data_cell, "names.txt download", "exec"), namespace)  # the notebooks' own download and check
     except RuntimeError as error:  # offline, or a wrong file: say what to do, without a traceback
         del os.environ[NAMES_VARIABLE]
-        sys.exit(f"{str(error).splitlines()[0].replace(' is not next to this notebook and', '')}\nDownload names.txt yourself and run again with "
-                 f"{NAMES_VARIABLE}=/path/to/names.txt.")
+        sys.exit(
+            f"{str(error).splitlines()[0].replace(' is not next to this notebook and', '')}\n"
+            "Download names.txt yourself and run again with "
+            f"{NAMES_VARIABLE}=/path/to/names.txt."
+        )
     return path
 
 
 def nbgrader(course: Path, *args: str) -> None:
-    result = subprocess.run([sys.executable, "-m", "nbgrader", *args, "--log-level=WARN"], cwd=course,
-                            capture_output=True, text=True)
+    result = subprocess.run(
+        [sys.executable, "-m", "nbgrader", *args, "--log-level=WARN"], cwd=course, capture_output=True, text=True
+    )
     if result.returncode != 0:
         sys.exit(f"nbgrader {' '.join(args)} failed:\n{result.stderr[-4000:]}")
 
@@ -64,8 +68,11 @@ def run_demo(directory: str) -> Path:
     course.mkdir(parents=True)
     shutil.copy(COURSE_ROOT / "nbgrader_config.py", course)
     # Only the notebooks the demo class hands in, so that nobody is reported for a notebook the demo leaves out.
-    shutil.copytree(COURSE_ROOT / "source", course / "source",
-                    ignore=lambda folder, names: [n for n in names if n.endswith(".ipynb") and n[:-6] not in DEMO_CLASS])
+    shutil.copytree(
+        COURSE_ROOT / "source",
+        course / "source",
+        ignore=lambda folder, names: [n for n in names if n.endswith(".ipynb") and n[:-6] not in DEMO_CLASS],
+    )
     os.environ[NAMES_VARIABLE] = str(ensure_names(course))
     print(f"demo course in {course}")
     print("1. nbgrader generate_assignment")

@@ -1,13 +1,13 @@
 """The grading engine: pure functions from tensors to verdicts. It never imports nbgrader.
 
-  backward_rules   the local backward rule of every step (the single table the grader reads)
-  tolerance        when two gradients count as equal, and why
-  wire             how answers travel from the kernel to the grader (the trust boundary)
-  reference        the grader's own run of a notebook's setup: forward values, autograd's gradients
-  judge            the verdict on one graded gradient (error carried forward); diagnose: its messages
-  value_checks     answers that are not gradients: loss_fast, hpreact_fast, rows of dlogits summing to zero
-  training         Exercise 4's network for the grader: forward pass, the course's backward pass, training
-  training_checks  Exercise 4's verdicts: backward_pass's gradients, the training run, the calibration
-  honesty          answers taken from autograd earn nothing
-  exercises        which check grades which cell of which notebook
+backward_rules   the local backward rule of every step (the single table the grader reads)
+tolerance        when two gradients count as equal, and why
+wire             how answers travel from the kernel to the grader (the trust boundary)
+reference        the grader's own run of a notebook's setup: forward values, autograd's gradients
+judge            the verdict on one graded gradient (error carried forward); diagnose: its messages
+value_checks     answers that are not gradients: loss_fast, hpreact_fast, rows of dlogits summing to zero
+training         Exercise 4's network for the grader: forward pass, the course's backward pass, training
+training_checks  Exercise 4's verdicts: backward_pass's gradients, the training run, the calibration
+honesty          answers taken from autograd earn nothing
+exercises        which check grades which cell of which notebook
 """

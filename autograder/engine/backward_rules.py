@@ -58,52 +58,95 @@ def _dC_from_emb(f, d):
 STEPS = [
     Step("logprobs", "loss = -logprobs[range(n), Yb].mean()", {"loss": _dlogprobs_from_loss}, 1),
     Step("probs", "logprobs = probs.log()", {"logprobs": lambda f, d: d["logprobs"] / f["probs"]}, 1),
-    Step("counts_sum_inv", "probs = counts * counts_sum_inv",
-         {"probs": lambda f, d: (f["counts"] * d["probs"]).sum(1, keepdim=True)}, 2),
-    Step("counts_sum", "counts_sum_inv = counts_sum**-1",
-         {"counts_sum_inv": lambda f, d: -f["counts_sum"] ** -2 * d["counts_sum_inv"]}, 1),
-    Step("counts", "counts_sum = counts.sum(1, keepdim=True); probs = counts * counts_sum_inv",
-         {"probs": lambda f, d: f["counts_sum_inv"] * d["probs"],
-          "counts_sum": lambda f, d: torch.ones_like(f["counts"]) * d["counts_sum"]}, 2),
-    Step("norm_logits", "counts = norm_logits.exp()",
-         {"counts": lambda f, d: f["counts"] * d["counts"]}, 1),
-    Step("logit_maxes", "norm_logits = logits - logit_maxes",
-         {"norm_logits": lambda f, d: -d["norm_logits"].sum(1, keepdim=True)}, 1),
-    Step("logits", "norm_logits = logits - logit_maxes; logit_maxes = logits.max(1, keepdim=True).values",
-         {"norm_logits": lambda f, d: d["norm_logits"].clone(), "logit_maxes": _dlogits_from_max}, 2),
+    Step(
+        "counts_sum_inv",
+        "probs = counts * counts_sum_inv",
+        {"probs": lambda f, d: (f["counts"] * d["probs"]).sum(1, keepdim=True)},
+        2,
+    ),
+    Step(
+        "counts_sum",
+        "counts_sum_inv = counts_sum**-1",
+        {"counts_sum_inv": lambda f, d: -(f["counts_sum"] ** -2) * d["counts_sum_inv"]},
+        1,
+    ),
+    Step(
+        "counts",
+        "counts_sum = counts.sum(1, keepdim=True); probs = counts * counts_sum_inv",
+        {
+            "probs": lambda f, d: f["counts_sum_inv"] * d["probs"],
+            "counts_sum": lambda f, d: torch.ones_like(f["counts"]) * d["counts_sum"],
+        },
+        2,
+    ),
+    Step("norm_logits", "counts = norm_logits.exp()", {"counts": lambda f, d: f["counts"] * d["counts"]}, 1),
+    Step(
+        "logit_maxes",
+        "norm_logits = logits - logit_maxes",
+        {"norm_logits": lambda f, d: -d["norm_logits"].sum(1, keepdim=True)},
+        1,
+    ),
+    Step(
+        "logits",
+        "norm_logits = logits - logit_maxes; logit_maxes = logits.max(1, keepdim=True).values",
+        {"norm_logits": lambda f, d: d["norm_logits"].clone(), "logit_maxes": _dlogits_from_max},
+        2,
+    ),
     Step("h", "logits = h @ W2 + b2", {"logits": lambda f, d: d["logits"] @ f["W2"].T}, 1),
     Step("W2", "logits = h @ W2 + b2", {"logits": lambda f, d: f["h"].T @ d["logits"]}, 1),
     Step("b2", "logits = h @ W2 + b2", {"logits": lambda f, d: d["logits"].sum(0)}, 1),
     Step("hpreact", "h = torch.tanh(hpreact)", {"h": lambda f, d: (1.0 - f["h"] ** 2) * d["h"]}, 1),
-    Step("bngain", "hpreact = bngain * bnraw + bnbias",
-         {"hpreact": lambda f, d: (f["bnraw"] * d["hpreact"]).sum(0, keepdim=True)}, 1),
-    Step("bnbias", "hpreact = bngain * bnraw + bnbias",
-         {"hpreact": lambda f, d: d["hpreact"].sum(0, keepdim=True)}, 1),
-    Step("bnraw", "hpreact = bngain * bnraw + bnbias",
-         {"hpreact": lambda f, d: f["bngain"] * d["hpreact"]}, 1),
-    Step("bnvar_inv", "bnraw = bndiff * bnvar_inv",
-         {"bnraw": lambda f, d: (f["bndiff"] * d["bnraw"]).sum(0, keepdim=True)}, 2),
-    Step("bnvar", "bnvar_inv = (bnvar + 1e-5)**-0.5",
-         {"bnvar_inv": lambda f, d: -0.5 * (f["bnvar"] + 1e-5) ** -1.5 * d["bnvar_inv"]}, 1),
-    Step("bndiff2", "bnvar = 1/(n-1) * bndiff2.sum(0, keepdim=True)",
-         {"bnvar": lambda f, d: torch.ones_like(f["bndiff2"]) / (_n(f) - 1) * d["bnvar"]}, 1),
-    Step("bndiff", "bnraw = bndiff * bnvar_inv; bndiff2 = bndiff**2",
-         {"bnraw": lambda f, d: f["bnvar_inv"] * d["bnraw"],
-          "bndiff2": lambda f, d: 2 * f["bndiff"] * d["bndiff2"]}, 2),
-    Step("bnmeani", "bndiff = hprebn - bnmeani",
-         {"bndiff": lambda f, d: -d["bndiff"].sum(0, keepdim=True)}, 1),
-    Step("hprebn", "bndiff = hprebn - bnmeani; bnmeani = 1/n * hprebn.sum(0, keepdim=True)",
-         {"bndiff": lambda f, d: d["bndiff"].clone(),
-          "bnmeani": lambda f, d: torch.ones_like(f["hprebn"]) / _n(f) * d["bnmeani"]}, 2),
+    Step(
+        "bngain",
+        "hpreact = bngain * bnraw + bnbias",
+        {"hpreact": lambda f, d: (f["bnraw"] * d["hpreact"]).sum(0, keepdim=True)},
+        1,
+    ),
+    Step("bnbias", "hpreact = bngain * bnraw + bnbias", {"hpreact": lambda f, d: d["hpreact"].sum(0, keepdim=True)}, 1),
+    Step("bnraw", "hpreact = bngain * bnraw + bnbias", {"hpreact": lambda f, d: f["bngain"] * d["hpreact"]}, 1),
+    Step(
+        "bnvar_inv",
+        "bnraw = bndiff * bnvar_inv",
+        {"bnraw": lambda f, d: (f["bndiff"] * d["bnraw"]).sum(0, keepdim=True)},
+        2,
+    ),
+    Step(
+        "bnvar",
+        "bnvar_inv = (bnvar + 1e-5)**-0.5",
+        {"bnvar_inv": lambda f, d: -0.5 * (f["bnvar"] + 1e-5) ** -1.5 * d["bnvar_inv"]},
+        1,
+    ),
+    Step(
+        "bndiff2",
+        "bnvar = 1/(n-1) * bndiff2.sum(0, keepdim=True)",
+        {"bnvar": lambda f, d: torch.ones_like(f["bndiff2"]) / (_n(f) - 1) * d["bnvar"]},
+        1,
+    ),
+    Step(
+        "bndiff",
+        "bnraw = bndiff * bnvar_inv; bndiff2 = bndiff**2",
+        {"bnraw": lambda f, d: f["bnvar_inv"] * d["bnraw"], "bndiff2": lambda f, d: 2 * f["bndiff"] * d["bndiff2"]},
+        2,
+    ),
+    Step("bnmeani", "bndiff = hprebn - bnmeani", {"bndiff": lambda f, d: -d["bndiff"].sum(0, keepdim=True)}, 1),
+    Step(
+        "hprebn",
+        "bndiff = hprebn - bnmeani; bnmeani = 1/n * hprebn.sum(0, keepdim=True)",
+        {
+            "bndiff": lambda f, d: d["bndiff"].clone(),
+            "bnmeani": lambda f, d: torch.ones_like(f["hprebn"]) / _n(f) * d["bnmeani"],
+        },
+        2,
+    ),
     Step("embcat", "hprebn = embcat @ W1 + b1", {"hprebn": lambda f, d: d["hprebn"] @ f["W1"].T}, 1),
     Step("W1", "hprebn = embcat @ W1 + b1", {"hprebn": lambda f, d: f["embcat"].T @ d["hprebn"]}, 1),
     Step("b1", "hprebn = embcat @ W1 + b1", {"hprebn": lambda f, d: d["hprebn"].sum(0)}, 1),
-    Step("emb", "embcat = emb.view(emb.shape[0], -1)",
-         {"embcat": lambda f, d: d["embcat"].view(f["emb"].shape)}, 1),
+    Step("emb", "embcat = emb.view(emb.shape[0], -1)", {"embcat": lambda f, d: d["embcat"].view(f["emb"].shape)}, 1),
     Step("C", "emb = C[Xb]", {"emb": _dC_from_emb}, 2),
 ]
 
 STEP_BY_NAME = {step.name: step for step in STEPS}
+
 
 def local_gradient(step: Step, forward: dict, upstream: dict, drop: str = None) -> torch.Tensor:
     """d<step.name> from the forward values and the given upstream gradients.
@@ -129,6 +172,7 @@ def reference_backward(forward: dict) -> dict:
 # Fused steps (Exercises 2 and 3): a whole block of the forward pass differentiated at once.
 # They are Steps like the atomic ones, so the judge, the tolerance and the diagnostics treat them
 # the same way; their `mistakes` name the wrong formulas students typically write.
+
 
 def _one_hot(f):
     return F.one_hot(f["Yb"], num_classes=f["logits"].shape[1]).to(f["logits"].dtype)
@@ -156,8 +200,11 @@ def _dhprebn_fused(f, d, bessel=None, mean_term=1.0, variance_term=1.0, gain=Tru
     xhat = f["bnraw"] if bnraw is None else bnraw
     dy = d["hpreact"]
     scale = (f["bngain"] if gain else 1.0) * s / n
-    return scale * (n * dy - mean_term * dy.sum(dim, keepdim=True)
-                    - variance_term * bessel * xhat * (dy * xhat).sum(dim, keepdim=True))
+    return scale * (
+        n * dy
+        - mean_term * dy.sum(dim, keepdim=True)
+        - variance_term * bessel * xhat * (dy * xhat).sum(dim, keepdim=True)
+    )
 
 
 def _dhprebn_biased(f, d):
@@ -167,55 +214,71 @@ def _dhprebn_biased(f, d):
     return _dhprebn_fused(f, d, bessel=1.0, bnvar_inv=s, bnraw=bndiff * s)
 
 
-_BESSEL = ("the forward pass divides the variance by n-1 (Bessel's correction) but the mean by n, and the two "
-           "paths of your derivation must keep that difference")
+_BESSEL = (
+    "the forward pass divides the variance by n-1 (Bessel's correction) but the mean by n, and the two "
+    "paths of your derivation must keep that difference"
+)
 
 FUSED_STEPS = [
-    Step("logits", "loss = F.cross_entropy(logits, Yb)", {"loss": _dlogits_fused}, 4, mistakes={
-        "dlogits takes the softmax over the wrong dimension: an example's probabilities are spread over its own "
-        "27 characters (its row), not over the batch (a column)":
-            lambda f, d: _dlogits_fused(f, d, probs=F.softmax(f["logits"], 0)),
-        "dlogits has the target's term in every entry of every row: the loss of an example reads only the "
-        "probability of its own target, so that term belongs to one entry per row":
-            lambda f, d: _dlogits_fused(f, d, target=torch.ones_like(f["logits"])),
-        "dlogits has the target's term at every example's target in every row: each row gets it at its own "
-        "target only (index rows and columns together)":
-            lambda f, d: _dlogits_fused(f, d, target=_every_target_in_every_row(f)),
-        "dlogits has no term for the target: differentiate the -log of the target's probability again and "
-        "look at what the target's own logit gets":
-            lambda f, d: _dlogits_fused(f, d, target=torch.zeros_like(f["logits"])),
-        "dlogits uses log-probabilities where the derivative gives probabilities: what is the derivative of "
-        "log(sum of exponentials) with respect to one logit?":
-            lambda f, d: _dlogits_fused(f, d, probs=F.log_softmax(f["logits"], 1)),
-        "dlogits uses exponentials that are not normalised: probabilities are exponentials divided by their "
-        "row's sum":
-            lambda f, d: _dlogits_fused(f, d, probs=f["logits"].exp()),
-    }),
-    Step("hprebn", "hpreact = bngain * (hprebn - mean) / sqrt(var + 1e-5) + bnbias  (mean, var over the batch)",
-         {"hpreact": _dhprebn_fused}, 4, mistakes={
-        f"dhprebn is missing the factor n/(n-1) on the path through the variance (or divides by n where n-1 "
-        f"belongs): {_BESSEL}":
-            lambda f, d: _dhprebn_fused(f, d, bessel=1.0),
-        f"dhprebn has the factor between the variance path and the mean path upside down: {_BESSEL}":
-            lambda f, d: _dhprebn_fused(f, d, bessel=(_n(f) - 1) / _n(f)),
-        "dhprebn is the gradient of BatchNorm with the biased variance (divided by n), as in the BatchNorm paper; "
-        "this notebook's variance divides by n-1 (Bessel's correction), like bnvar":
-            _dhprebn_biased,
-        "dhprebn is missing the path through the mean: every input moves its neuron's batch mean, and the mean "
-        "is subtracted from every example":
-            lambda f, d: _dhprebn_fused(f, d, mean_term=0.0),
-        "dhprebn is missing the path through the variance: every input moves its neuron's batch variance, "
-        "which scales every example":
-            lambda f, d: _dhprebn_fused(f, d, variance_term=0.0),
-        "dhprebn has only the direct path through the normalised value: the mean and the variance are computed "
-        "from every example of the batch, so each adds a path of its own":
-            lambda f, d: _dhprebn_fused(f, d, mean_term=0.0, variance_term=0.0),
-        "dhprebn is missing bngain: the normalised value is multiplied by bngain before it becomes hpreact":
-            lambda f, d: _dhprebn_fused(f, d, gain=False),
-        "dhprebn sums over the wrong dimension: a neuron's mean and variance are taken over the batch "
-        "(dimension 0), so the sums in its gradient run over the batch too":
-            lambda f, d: _dhprebn_fused(f, d, dim=1),
-    }),
+    Step(
+        "logits",
+        "loss = F.cross_entropy(logits, Yb)",
+        {"loss": _dlogits_fused},
+        4,
+        mistakes={
+            "dlogits takes the softmax over the wrong dimension: an example's probabilities are spread over its own "
+            "27 characters (its row), not over the batch (a column)": lambda f, d: _dlogits_fused(
+                f, d, probs=F.softmax(f["logits"], 0)
+            ),
+            "dlogits has the target's term in every entry of every row: the loss of an example reads only the "
+            "probability of its own target, so that term belongs to one entry per row": lambda f, d: _dlogits_fused(
+                f, d, target=torch.ones_like(f["logits"])
+            ),
+            "dlogits has the target's term at every example's target in every row: each row gets it at its own "
+            "target only (index rows and columns together)": lambda f, d: _dlogits_fused(
+                f, d, target=_every_target_in_every_row(f)
+            ),
+            "dlogits has no term for the target: differentiate the -log of the target's probability again and "
+            "look at what the target's own logit gets": lambda f, d: _dlogits_fused(
+                f, d, target=torch.zeros_like(f["logits"])
+            ),
+            "dlogits uses log-probabilities where the derivative gives probabilities: what is the derivative of "
+            "log(sum of exponentials) with respect to one logit?": lambda f, d: _dlogits_fused(
+                f, d, probs=F.log_softmax(f["logits"], 1)
+            ),
+            "dlogits uses exponentials that are not normalised: probabilities are exponentials divided by their "
+            "row's sum": lambda f, d: _dlogits_fused(f, d, probs=f["logits"].exp()),
+        },
+    ),
+    Step(
+        "hprebn",
+        "hpreact = bngain * (hprebn - mean) / sqrt(var + 1e-5) + bnbias  (mean, var over the batch)",
+        {"hpreact": _dhprebn_fused},
+        4,
+        mistakes={
+            f"dhprebn is missing the factor n/(n-1) on the path through the variance (or divides by n where n-1 "
+            f"belongs): {_BESSEL}": lambda f, d: _dhprebn_fused(f, d, bessel=1.0),
+            f"dhprebn has the factor between the variance path and the mean path upside down: {_BESSEL}": lambda f, d: (
+                _dhprebn_fused(f, d, bessel=(_n(f) - 1) / _n(f))
+            ),
+            "dhprebn is the gradient of BatchNorm with the biased variance (divided by n), as in the BatchNorm paper; "
+            "this notebook's variance divides by n-1 (Bessel's correction), like bnvar": _dhprebn_biased,
+            "dhprebn is missing the path through the mean: every input moves its neuron's batch mean, and the mean "
+            "is subtracted from every example": lambda f, d: _dhprebn_fused(f, d, mean_term=0.0),
+            "dhprebn is missing the path through the variance: every input moves its neuron's batch variance, "
+            "which scales every example": lambda f, d: _dhprebn_fused(f, d, variance_term=0.0),
+            "dhprebn has only the direct path through the normalised value: the mean and the variance are computed "
+            "from every example of the batch, so each adds a path of its own": lambda f, d: _dhprebn_fused(
+                f, d, mean_term=0.0, variance_term=0.0
+            ),
+            "dhprebn is missing bngain: the normalised value is multiplied by bngain before it becomes "
+            "hpreact": lambda f, d: _dhprebn_fused(f, d, gain=False),
+            "dhprebn sums over the wrong dimension: a neuron's mean and variance are taken over the batch "
+            "(dimension 0), so the sums in its gradient run over the batch too": lambda f, d: _dhprebn_fused(
+                f, d, dim=1
+            ),
+        },
+    ),
 ]
 
 FUSED_STEP_BY_NAME = {step.name: step for step in FUSED_STEPS}

@@ -14,16 +14,23 @@ def shape_problem(got: tuple, want: tuple, name: str) -> str:
     squeezed = tuple(s for s in want if s != 1)
     if len(got) < len(want) and got == squeezed:
         dims = [i for i, s in enumerate(want) if s == 1]
-        return base + f": dimension {dims[0]} of size 1 was dropped. Keep it (keepdim=True) so the shapes match exactly."
+        return (
+            base + f": dimension {dims[0]} of size 1 was dropped. Keep it (keepdim=True) so the shapes match exactly."
+        )
     if len(got) > len(want) and tuple(s for s in got if s != 1) == squeezed:
         return base + ": it has an extra dimension of size 1. A bias or a vector gradient has the shape of the vector."
     if len(got) == len(want) + 1 and got[1:] == want:
-        return base + f": the forward pass broadcast {name} over the batch (dimension 0), so its gradient must be summed over it."
+        return (
+            base + f": the forward pass broadcast {name} over the batch (dimension 0), "
+            "so its gradient must be summed over it."
+        )
     if len(got) == len(want):
         summed = [i for i, (g, w) in enumerate(zip(got, want)) if w == 1 and g != 1]
         if summed and all(g == w or w == 1 for g, w in zip(got, want)):
-            return base + (f": the forward pass broadcast {name} along dimension {summed[0]}, so its gradient "
-                           f"must be summed along that dimension.")
+            return base + (
+                f": the forward pass broadcast {name} along dimension {summed[0]}, so its gradient "
+                f"must be summed along that dimension."
+            )
         ones_got = [i for i, g in enumerate(got) if g == 1]
         ones_want = [i for i, w in enumerate(want) if w == 1]
         if ones_got and ones_want and ones_got != ones_want:
@@ -41,14 +48,33 @@ _FACTORS = [
 
 
 def _factor_message(c: float, n: int) -> str:
-    named = [(-1.0, _FACTORS[0][1]), (2.0, _FACTORS[1][1]), (0.5, _FACTORS[2][1]),
-             (float(n), f"is n = {n} times too large: is a division by the batch size missing?"),
-             (1.0 / n, f"is n = {n} times too small: is there an extra division by the batch size?"),
-             (-float(n), f"is -n = -{n} times the right value: check the sign and the division by n"),
-             (n / (n - 1), f"is n/(n-1) = {n}/{n - 1} times too large: n or n-1? Check what the forward pass divides by (Bessel's correction)"),
-             ((n - 1) / n, f"is (n-1)/n = {n - 1}/{n} times too small: n or n-1? Check what the forward pass divides by (Bessel's correction)"),
-             ((n / (n - 1)) ** 0.5, f"is sqrt(n/(n-1)) times too large: was a variance divided by n = {n} instead of n-1 (Bessel's correction)?"),
-             (((n - 1) / n) ** 0.5, f"is sqrt((n-1)/n) times too small: was a variance divided by n-1 = {n - 1} instead of n?")]
+    named = [
+        (-1.0, _FACTORS[0][1]),
+        (2.0, _FACTORS[1][1]),
+        (0.5, _FACTORS[2][1]),
+        (float(n), f"is n = {n} times too large: is a division by the batch size missing?"),
+        (1.0 / n, f"is n = {n} times too small: is there an extra division by the batch size?"),
+        (-float(n), f"is -n = -{n} times the right value: check the sign and the division by n"),
+        (
+            n / (n - 1),
+            f"is n/(n-1) = {n}/{n - 1} times too large: n or n-1? "
+            "Check what the forward pass divides by (Bessel's correction)",
+        ),
+        (
+            (n - 1) / n,
+            f"is (n-1)/n = {n - 1}/{n} times too small: n or n-1? "
+            "Check what the forward pass divides by (Bessel's correction)",
+        ),
+        (
+            (n / (n - 1)) ** 0.5,
+            f"is sqrt(n/(n-1)) times too large: "
+            f"was a variance divided by n = {n} instead of n-1 (Bessel's correction)?",
+        ),
+        (
+            ((n - 1) / n) ** 0.5,
+            f"is sqrt((n-1)/n) times too small: was a variance divided by n-1 = {n - 1} instead of n?",
+        ),
+    ]
     for factor, message in named:
         if abs(c - factor) <= 1e-3 * abs(factor):
             return message
@@ -81,23 +107,31 @@ def diagnose(answer: torch.Tensor, expected: torch.Tensor, step: Step, forward: 
                 continue
             if partial.shape == a.shape and close(a, partial, scale):
                 used = " and ".join(step.terms)
-                return (f"d{name} has only part of the gradient: {name} is used in two places of the forward "
-                        f"pass ({used}), and the path through {dropped} is missing. Add its contribution with +=")
+                return (
+                    f"d{name} has only part of the gradient: {name} is used in two places of the forward "
+                    f"pass ({used}), and the path through {dropped} is missing. Add its contribution with +="
+                )
     for consumer in step.upstream:
         up = upstream.get(consumer)
         if up is not None and up.shape == a.shape and close(a, up.double(), scale):
-            return (f"d{name} is just d{consumer}, passed through unchanged: multiply by the local derivative "
-                    f"of `{step.forward}`")
+            return (
+                f"d{name} is just d{consumer}, passed through unchanged: multiply by the local derivative "
+                f"of `{step.forward}`"
+            )
     if name == "C":
         rows = forward["Xb"].reshape(-1)
         counts = torch.bincount(rows, minlength=a.shape[0])
-        wrong = ((a - e).abs().max(1).values > 1e-4 * scale)
+        wrong = (a - e).abs().max(1).values > 1e-4 * scale
         if wrong.any() and (counts[wrong] > 1).all() and not wrong[counts > 1].logical_not().any():
-            return ("dC is right for characters that appear once in the batch, and wrong for those that appear "
-                    "several times: `dC[Xb] += demb` does not add up repeated indices. Accumulate every "
-                    "occurrence (a loop, index_add_, or a one-hot matrix product)")
+            return (
+                "dC is right for characters that appear once in the batch, and wrong for those that appear "
+                "several times: `dC[Xb] += demb` does not add up repeated indices. Accumulate every "
+                "occurrence (a loop, index_add_, or a one-hot matrix product)"
+            )
     if a.dim() == 2 and a.shape[0] == a.shape[1] and close(a.T, e, scale):
         return f"d{name} is transposed: let the shapes decide the order of a matrix product"
     wrong = ((a - e).abs() > 1e-4 * max(scale, 1e-12)).sum().item()
-    return (f"d{name} has {wrong} of {a.numel()} entries wrong (largest error {(a - e).abs().max().item():.3g}, "
-            f"largest value {scale:.3g}). Re-derive the local derivative of `{step.forward}`")
+    return (
+        f"d{name} has {wrong} of {a.numel()} entries wrong (largest error {(a - e).abs().max().item():.3g}, "
+        f"largest value {scale:.3g}). Re-derive the local derivative of `{step.forward}`"
+    )

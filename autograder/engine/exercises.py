@@ -8,31 +8,36 @@ and the set of variables computed with autograd, and returns a ``Verdict``.
 from . import wire
 from .backward_rules import FUSED_STEP_BY_NAME, STEP_BY_NAME, STEPS, Step
 from .judge import judge_gradient
-from .training_checks import CHECKS as TRAINING_CHECKS
 from .reference import autograd_gradients, forward_values
+from .training_checks import CHECKS as TRAINING_CHECKS
 from .value_checks import FAST_FORWARD_BY_NAME, Value, judge_rows_sum_to_zero, judge_value
 
 
 def gradient_check(step: Step, given: tuple = ()):
     """``given``: upstream gradients the notebook hands out (a locked setup cell), so they are taken
     from the grader's reference, never from the student's copy (which could be changed)."""
+
     def check(reported, namespace, seed, tainted):
         grads = autograd_gradients(namespace)
         reported = {**reported, **{"d" + name: wire.encode(grads[name]) for name in given}}
         return judge_gradient(step, reported, forward_values(namespace), grads, seed, tainted)
+
     return check
 
 
 def value_check(value: Value):
     def check(reported, namespace, seed, tainted):
         return judge_value(value, reported, forward_values(namespace), tainted)
+
     return check
 
 
 def rows_sum_to_zero_check(name: str, points: int):
     def check(reported, namespace, seed, tainted):
-        return judge_rows_sum_to_zero(name, points, reported, forward_values(namespace),
-                                      autograd_gradients(namespace), seed, tainted)
+        return judge_rows_sum_to_zero(
+            name, points, reported, forward_values(namespace), autograd_gradients(namespace), seed, tainted
+        )
+
     return check
 
 

@@ -49,10 +49,18 @@ def _uses_autograd(node: ast.AST, tainted: set) -> bool:
     for sub in ast.walk(node):
         if isinstance(sub, ast.Attribute) and sub.attr in FORBIDDEN_ATTRIBUTES:
             return True
-        if isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Load) and (sub.id in FORBIDDEN_NAMES or sub.id in tainted):
+        if (
+            isinstance(sub, ast.Name)
+            and isinstance(sub.ctx, ast.Load)
+            and (sub.id in FORBIDDEN_NAMES or sub.id in tainted)
+        ):
             return True
-        if (isinstance(sub, ast.Constant) and isinstance(sub.value, str) and id(sub) not in prose
-                and any(w in sub.value for w in FORBIDDEN_WORDS)):
+        if (
+            isinstance(sub, ast.Constant)
+            and isinstance(sub.value, str)
+            and id(sub) not in prose
+            and any(w in sub.value for w in FORBIDDEN_WORDS)
+        ):
             return True
         if isinstance(sub, ast.Call) and isinstance(sub.func, ast.Name) and sub.func.id in ("getattr", "setattr"):
             if len(sub.args) < 2 or not isinstance(sub.args[1], ast.Constant):
@@ -95,6 +103,7 @@ class AutogradTaint:
     def add_cell(self, source: str) -> None:
         try:
             from IPython.core.inputtransformer2 import TransformerManager
+
             tree = ast.parse(TransformerManager().transform_cell(source))
         except (SyntaxError, ValueError):
             return  # the cell fails in the kernel too; nothing it assigns exists

@@ -51,8 +51,10 @@ def read_answer(verdict: Verdict, name: str, reported: dict, tainted: set, what:
     added to the verdict, when it was computed with autograd, is not a tensor, or cannot be read."""
     info = reported.get(name)
     if name in tainted:
-        problem = (f"{name} is computed with autograd (.grad, backward or torch.autograd), so it earns nothing: "
-                   f"write {what} by hand")
+        problem = (
+            f"{name} is computed with autograd (.grad, backward or torch.autograd), so it earns nothing: "
+            f"write {what} by hand"
+        )
     else:
         problem = _not_a_tensor(name, info)
     answer = wire.decode(info) if problem is None else None
@@ -94,8 +96,10 @@ def judge_gradient(step: Step, reported: dict, forward: dict, grads: dict, seed:
             wrong_up.append(consumer)
     upstream_dtypes = {(reported.get("d" + c) or {}).get("dtype") for c in step.upstream}
     if info["dtype"] != "float32" and not (upstream_dtypes - {"float32", None}):
-        verdict.lines.append(f"{answer_name} has dtype {info['dtype']}, but gradients here are float32: "
-                             "did a tensor get created with another dtype (or come from numpy)?")
+        verdict.lines.append(
+            f"{answer_name} has dtype {info['dtype']}, but gradients here are float32: "
+            "did a tensor get created with another dtype (or come from numpy)?"
+        )
         return verdict
     answer = answer.double()
 
@@ -103,8 +107,10 @@ def judge_gradient(step: Step, reported: dict, forward: dict, grads: dict, seed:
     if close(answer, reference.double(), scale):
         verdict.points = step.points
         exact = torch.equal(answer.float(), reference)
-        verdict.lines.append(f"correct: max difference {max_difference(answer, reference):.2g}"
-                             f"{', bit-exact' if exact else ' (not bit-exact, which is fine)'}")
+        verdict.lines.append(
+            f"correct: max difference {max_difference(answer, reference):.2g}"
+            f"{', bit-exact' if exact else ' (not bit-exact, which is fine)'}"
+        )
         return verdict
 
     # Error carried forward: right for the student's own (wrong) upstream gradients?
@@ -118,8 +124,9 @@ def judge_gradient(step: Step, reported: dict, forward: dict, grads: dict, seed:
             pass
         if carried is not None and close(answer, carried, step_scale(step, forward, student_up)):
             verdict.points = step.points
-            verdict.lines.append(f"correct for your {fix}, which {is_are} wrong: this step keeps its points; "
-                                 f"fix {fix} first")
+            verdict.lines.append(
+                f"correct for your {fix}, which {is_are} wrong: this step keeps its points; fix {fix} first"
+            )
             return verdict
 
     if tuple(answer.shape) != tuple(reference.shape):
@@ -128,8 +135,10 @@ def judge_gradient(step: Step, reported: dict, forward: dict, grads: dict, seed:
         bad = (~torch.isfinite(answer)).sum().item()
         verdict.lines.append(f"{answer_name} has {bad} NaN or infinite entries: look for a division by zero or log(0)")
     elif close(answer, decoy(reference, seed, name).double(), scale):
-        verdict.lines.append(f"{answer_name} is the value of {name}.grad, autograd's answer, so it earns nothing: "
-                             "write this gradient by hand")
+        verdict.lines.append(
+            f"{answer_name} is the value of {name}.grad, autograd's answer, so it earns nothing: "
+            "write this gradient by hand"
+        )
     else:
         expected = carried if carried is not None and carried.shape == answer.shape else reference.double()
         verdict.lines.append(diagnose(answer, expected, step, forward, student_up))

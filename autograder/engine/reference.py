@@ -52,5 +52,8 @@ def forward_values(namespace: dict) -> dict:
 
 def autograd_gradients(namespace: dict) -> dict:
     """``<name> -> <name>.grad`` for every tensor whose gradient autograd kept."""
-    return {k: v.grad.detach() for k, v in namespace.items()
-            if isinstance(v, torch.Tensor) and (v.is_leaf or v.retains_grad) and v.grad is not None}
+    return {
+        k: v.grad.detach()
+        for k, v in namespace.items()
+        if isinstance(v, torch.Tensor) and (v.is_leaf or v.retains_grad) and v.grad is not None
+    }

@@ -36,8 +36,18 @@ def forward(parameters, Xb, Yb):
     h = torch.tanh(hpreact)
     logits = h @ W2 + b2
     loss = F.cross_entropy(logits, Yb)
-    cache = dict(emb=emb, embcat=embcat, hprebn=hprebn, bnmeani=bnmeani, bnvar=bnvar, bnvar_inv=bnvar_inv,
-                 bnraw=bnraw, hpreact=hpreact, h=h, logits=logits)
+    cache = dict(
+        emb=emb,
+        embcat=embcat,
+        hprebn=hprebn,
+        bnmeani=bnmeani,
+        bnvar=bnvar,
+        bnvar_inv=bnvar_inv,
+        bnraw=bnraw,
+        hpreact=hpreact,
+        h=h,
+        logits=logits,
+    )
     return loss, cache
 
 
@@ -95,8 +105,7 @@ def autograd_run(initial_parameters, Xtr, Ytr, seed: int, steps: int, batch_size
                 for p in parameters:
                     p += -learning_rate(i, steps) * p.grad
             losses.append(loss.item())
-    return {"losses": torch.tensor(losses), "parameters": [p.detach() for p in parameters],
-            "last_batch": last_batch}
+    return {"losses": torch.tensor(losses), "parameters": [p.detach() for p in parameters], "last_batch": last_batch}
 
 
 @torch.no_grad()
@@ -116,9 +125,19 @@ def _pair_frequencies(X, vocab_size: int):
         if len(_PAIR_COUNTS) > 8:
             _PAIR_COUNTS.clear()
         positions = range(X.shape[1])
-        _PAIR_COUNTS[key] = (X, [[torch.bincount(X[:, a] * vocab_size + X[:, b], minlength=vocab_size**2)
-                                  .double().view(vocab_size, vocab_size) / X.shape[0] for b in positions]
-                                 for a in positions])
+        _PAIR_COUNTS[key] = (
+            X,
+            [
+                [
+                    torch.bincount(X[:, a] * vocab_size + X[:, b], minlength=vocab_size**2)
+                    .double()
+                    .view(vocab_size, vocab_size)
+                    / X.shape[0]
+                    for b in positions
+                ]
+                for a in positions
+            ],
+        )
     return _PAIR_COUNTS[key][1]
 
 
@@ -138,7 +157,7 @@ def calibrate(parameters, X):
     second = torch.zeros(block * d, block * d, dtype=torch.float64)
     for a in range(block):
         for b in range(block):
-            second[a * d:(a + 1) * d, b * d:(b + 1) * d] = C.T @ frequencies[a][b] @ C
+            second[a * d : (a + 1) * d, b * d : (b + 1) * d] = C.T @ frequencies[a][b] @ C
     covariance = second - torch.outer(mean, mean)
     n = X.shape[0]
     bnmean = (mean @ W1 + b1).view(1, -1)

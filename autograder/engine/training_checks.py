@@ -41,11 +41,23 @@ FOLLOW_POINTS = 3  # of the training's 4; the last one is for reaching REACH_LOS
 
 # The intermediate gradients between the loss and each parameter, in backward order, with the step
 # that computes each one (the fused cross-entropy and BatchNorm steps of Exercises 2 and 3).
-CHAIN = {"logits": FUSED_STEP_BY_NAME["logits"], "h": STEP_BY_NAME["h"], "hpreact": STEP_BY_NAME["hpreact"],
-         "hprebn": FUSED_STEP_BY_NAME["hprebn"], "embcat": STEP_BY_NAME["embcat"], "emb": STEP_BY_NAME["emb"]}
-PATHS = {"W2": ("logits",), "b2": ("logits",), "bngain": ("logits", "h", "hpreact"),
-         "bnbias": ("logits", "h", "hpreact"), "W1": ("logits", "h", "hpreact", "hprebn"),
-         "b1": ("logits", "h", "hpreact", "hprebn"), "C": tuple(CHAIN)}
+CHAIN = {
+    "logits": FUSED_STEP_BY_NAME["logits"],
+    "h": STEP_BY_NAME["h"],
+    "hpreact": STEP_BY_NAME["hpreact"],
+    "hprebn": FUSED_STEP_BY_NAME["hprebn"],
+    "embcat": STEP_BY_NAME["embcat"],
+    "emb": STEP_BY_NAME["emb"],
+}
+PATHS = {
+    "W2": ("logits",),
+    "b2": ("logits",),
+    "bngain": ("logits", "h", "hpreact"),
+    "bnbias": ("logits", "h", "hpreact"),
+    "W1": ("logits", "h", "hpreact", "hprebn"),
+    "b1": ("logits", "h", "hpreact", "hprebn"),
+    "C": tuple(CHAIN),
+}
 RETURNED = "[" + ", ".join("d" + name for name in PARAMETER_NAMES) + "]"
 
 
@@ -59,6 +71,7 @@ def _memo(namespace: dict, key: str, compute):
 
 def check_batch_reference(namespace: dict):
     """Forward values and autograd's gradients (parameters and intermediates) on the check batch."""
+
     def compute():
         Xb, Yb, _ = namespace["check_batch"]
         parameters = [p.detach().clone().requires_grad_() for p in namespace["initial_parameters"]]
@@ -66,20 +79,36 @@ def check_batch_reference(namespace: dict):
         for t in cache.values():
             t.retain_grad()
         loss.backward()
-        forward = {"Xb": Xb, "Yb": Yb, **{k: v.detach() for k, v in cache.items()},
-                   **{name: p.detach() for name, p in zip(PARAMETER_NAMES, parameters)}}
-        grads = {**{k: v.grad for k, v in cache.items()}, **{name: p.grad for name, p in zip(PARAMETER_NAMES, parameters)}}
+        forward = {
+            "Xb": Xb,
+            "Yb": Yb,
+            **{k: v.detach() for k, v in cache.items()},
+            **{name: p.detach() for name, p in zip(PARAMETER_NAMES, parameters)},
+        }
+        grads = {
+            **{k: v.grad for k, v in cache.items()},
+            **{name: p.grad for name, p in zip(PARAMETER_NAMES, parameters)},
+        }
         return forward, grads
+
     return _memo(namespace, "check_batch", compute)
 
 
 def reference_run(namespace: dict) -> dict:
     """Autograd's training run from this seed's start, and what its parameters reach."""
+
     def compute():
-        run = training.autograd_run(namespace["initial_parameters"], namespace["Xtr"], namespace["Ytr"],
-                                    namespace["SEED"], GRADED_STEPS, namespace["batch_size"])
+        run = training.autograd_run(
+            namespace["initial_parameters"],
+            namespace["Xtr"],
+            namespace["Ytr"],
+            namespace["SEED"],
+            GRADED_STEPS,
+            namespace["batch_size"],
+        )
         run["val_loss"] = validation_loss(run["parameters"], namespace)
         return run
+
     return _memo(namespace, "run", compute)
 
 
@@ -91,6 +120,7 @@ def validation_loss(parameters, namespace: dict) -> float:
 
 # ------------------------------------------------------------------------------------------------ gradients
 
+
 def _call_problem(reported: dict, position: int) -> str | None:
     """Why backward_pass gave no d<parameter> at this position, if it did not."""
     status = reported.get("backward_pass") or {"kind": "missing"}
@@ -99,14 +129,18 @@ def _call_problem(reported: dict, position: int) -> str | None:
     if status.get("kind") == "raised":
         if status.get("type") == "NotImplementedError":
             return "not answered yet: backward_pass still raises NotImplementedError"
-        return (f"backward_pass raised {status.get('type')} on the check batch: {status.get('message', '')}"
-                .rstrip(": ") + ". Run check_first_steps() to see where")
+        return (
+            f"backward_pass raised {status.get('type')} on the check batch: {status.get('message', '')}".rstrip(": ")
+            + ". Run check_first_steps() to see where"
+        )
     length = status.get("length")
     if length is None:
         return f"backward_pass returned a {status.get('type')}; it must return the list {RETURNED}"
     if length <= position:
-        return (f"backward_pass returned {length} gradient{'s' if length != 1 else ''}; "
-                f"d{PARAMETER_NAMES[position]} is number {position + 1} of {RETURNED}")
+        return (
+            f"backward_pass returned {length} gradient{'s' if length != 1 else ''}; "
+            f"d{PARAMETER_NAMES[position]} is number {position + 1} of {RETURNED}"
+        )
     return None
 
 
@@ -137,8 +171,9 @@ def _right_for_own_upstream(step, answer, reported: dict, forward: dict, grads: 
             return False
         upstream[c] = up.double()
     try:
-        carried = local_gradient(step, {k: v.double() if v.is_floating_point() else v for k, v in forward.items()},
-                                 upstream)
+        carried = local_gradient(
+            step, {k: v.double() if v.is_floating_point() else v for k, v in forward.items()}, upstream
+        )
     except RuntimeError:
         return False
     return close(answer.double(), carried, step_scale(step, forward, upstream))
@@ -149,9 +184,15 @@ def judge_parameter_gradient(name: str, reported: dict, namespace: dict, seed: i
     step = STEP_BY_NAME[name]
     position = PARAMETER_NAMES.index(name)
     if "backward_pass" in tainted:
-        return Verdict("d" + name, 0, step.points, [
-            "backward_pass uses autograd (.grad, backward or torch.autograd), so none of its gradients count: "
-            "compute every gradient by hand"])
+        return Verdict(
+            "d" + name,
+            0,
+            step.points,
+            [
+                "backward_pass uses autograd (.grad, backward or torch.autograd), so none of its gradients count: "
+                "compute every gradient by hand"
+            ],
+        )
     problem = _call_problem(reported, position)
     if problem:
         return Verdict("d" + name, 0, step.points, [problem])
@@ -164,16 +205,22 @@ def judge_parameter_gradient(name: str, reported: dict, namespace: dict, seed: i
     answer = wire.decode(reported.get("d" + name) or {})
     if answer is not None and answer.is_floating_point():
         for other in PARAMETER_NAMES:
-            if other != name and answer.shape == grads[other].shape and close(
-                    answer.double(), grads[other].double(), magnitude(grads[other])):
-                verdict.lines.append(f"it is d{other}: backward_pass must return the gradients in the order of "
-                                     f"parameters, {RETURNED}")
+            if (
+                other != name
+                and answer.shape == grads[other].shape
+                and close(answer.double(), grads[other].double(), magnitude(grads[other]))
+            ):
+                verdict.lines.append(
+                    f"it is d{other}: backward_pass must return the gradients in the order of parameters, {RETURNED}"
+                )
                 return verdict
         inter, why = _first_wrong_intermediate(name, reported, forward, grads)
         if inter is None:
             if why:
-                verdict.lines.append(f"(if you name your intermediate gradients {', '.join(why)}, this feedback "
-                                     "can tell which of them is the first wrong one)")
+                verdict.lines.append(
+                    f"(if you name your intermediate gradients {', '.join(why)}, this feedback "
+                    "can tell which of them is the first wrong one)"
+                )
             return verdict
         where = f"the first wrong gradient on the way back from the loss is your d{inter}: {why}"
         upstream = " and ".join("d" + c for c in step.upstream)
@@ -187,17 +234,21 @@ def judge_parameter_gradient(name: str, reported: dict, namespace: dict, seed: i
 def gradient_check(name: str):
     def check(reported, namespace, seed, tainted):
         return judge_parameter_gradient(name, reported, namespace, seed, tainted)
+
     return check
 
 
 # ------------------------------------------------------------------------------------------------- training
 
+
 def _autograd_in_training(tainted: set) -> str | None:
     for function in ("backward_pass", "training_step"):  # training_step is tainted by a tainted backward_pass too
         if function in tainted:
-            return (f"{function} uses autograd (.grad, backward or torch.autograd): the training run must be driven "
-                    "by the gradients of your backward_pass alone, so it earns nothing. Remove every .backward() and "
-                    ".grad from it")
+            return (
+                f"{function} uses autograd (.grad, backward or torch.autograd): the training run must be driven "
+                "by the gradients of your backward_pass alone, so it earns nothing. Remove every .backward() and "
+                ".grad from it"
+            )
     return None
 
 
@@ -216,21 +267,28 @@ def _wrong_gradients(reported: dict, namespace: dict) -> list:
 def _why_it_departs(losses, reported, namespace, first: int) -> str:
     wrong = _wrong_gradients(reported, namespace)
     if wrong:
-        return (f"your {', '.join(wrong)} {'is' if len(wrong) == 1 else 'are'} wrong (see the graded cells above): "
-                "a run driven by wrong gradients cannot follow autograd's")
+        return (
+            f"your {', '.join(wrong)} {'is' if len(wrong) == 1 else 'are'} wrong (see the graded cells above): "
+            "a run driven by wrong gradients cannot follow autograd's"
+        )
     trained = [wire.decode(reported.get(name) or {}) for name in PARAMETER_NAMES]
     if all(t is not None for t in trained) and all(
-            t.shape == p0.shape and torch.equal(t.float(), p0) for t, p0 in zip(trained, namespace["initial_parameters"])):
-        return ("the parameters never changed: training_step must update them in place (p += -lr * grad, or "
-                "p.data += ...); p = p - lr * grad only gives the name p a new tensor")
+        t.shape == p0.shape and torch.equal(t.float(), p0) for t, p0 in zip(trained, namespace["initial_parameters"])
+    ):
+        return (
+            "the parameters never changed: training_step must update them in place (p += -lr * grad, or "
+            "p.data += ...); p = p - lr * grad only gives the name p a new tensor"
+        )
     if first == 0:
         return "the very first loss differs: training_step must return the loss of forward(Xb, Yb) before the update"
     if len(losses) >= 20 and losses[-10:].mean() > losses[:10].mean():
         return "the loss goes up: each parameter must move against its gradient, p += -lr * grad"
     if first == GRADED_STEPS // 2 + 1:
         return "the run departs when the learning rate drops to 0.01: training_step must use the lr it is given"
-    return ("check that training_step updates every parameter once per step, by -lr times its own gradient "
-            f"(the gradients come in the order of parameters, {RETURNED})")
+    return (
+        "check that training_step updates every parameter once per step, by -lr times its own gradient "
+        f"(the gradients come in the order of parameters, {RETURNED})"
+    )
 
 
 def judge_training(reported: dict, namespace: dict, seed: int, tainted: set) -> Verdict:
@@ -247,8 +305,10 @@ def judge_training(reported: dict, namespace: dict, seed: int, tainted: set) -> 
     run = reference_run(namespace)
     expected = run["losses"].double()
     if len(losses) < GRADED_STEPS:
-        verdict.lines.append(f"training stopped after {len(losses)} of {GRADED_STEPS} steps: training_step or "
-                             "backward_pass raised an error (see the training cell)")
+        verdict.lines.append(
+            f"training stopped after {len(losses)} of {GRADED_STEPS} steps: training_step or "
+            "backward_pass raised an error (see the training cell)"
+        )
         status = reported.get("backward_pass") or {}
         if status.get("kind") in ("raised", "missing"):
             verdict.lines.append(_call_problem(reported, 0))
@@ -258,16 +318,22 @@ def judge_training(reported: dict, namespace: dict, seed: int, tainted: set) -> 
     departed = (differences > LOSS_TOLERANCE).nonzero()
     if len(departed) == 0:
         verdict.points += FOLLOW_POINTS
-        verdict.lines.append(f"follows autograd's run: the loss of every one of the {GRADED_STEPS} steps within "
-                             f"{differences.max().item():.1g} of autograd's (tolerance {LOSS_TOLERANCE:g})")
+        verdict.lines.append(
+            f"follows autograd's run: the loss of every one of the {GRADED_STEPS} steps within "
+            f"{differences.max().item():.1g} of autograd's (tolerance {LOSS_TOLERANCE:g})"
+        )
     else:
         first = departed[0].item()
-        verdict.lines.append(f"leaves autograd's run at step {first + 1}: loss {losses[first].item():.4f}, "
-                             f"autograd's {expected[first].item():.4f} (tolerance {LOSS_TOLERANCE:g}); "
-                             + _why_it_departs(losses, reported, namespace, first))
+        verdict.lines.append(
+            f"leaves autograd's run at step {first + 1}: loss {losses[first].item():.4f}, "
+            f"autograd's {expected[first].item():.4f} (tolerance {LOSS_TOLERANCE:g}); "
+            + _why_it_departs(losses, reported, namespace, first)
+        )
     trained = [wire.decode(reported.get(name) or {}) for name in PARAMETER_NAMES]
-    shapes_ok = all(t is not None and t.shape == p0.shape and t.is_floating_point()
-                    for t, p0 in zip(trained, namespace["initial_parameters"]))
+    shapes_ok = all(
+        t is not None and t.shape == p0.shape and t.is_floating_point()
+        for t, p0 in zip(trained, namespace["initial_parameters"])
+    )
     if not shapes_ok:
         verdict.lines.append("the trained parameters could not be read")
         return verdict
@@ -282,6 +348,7 @@ def judge_training(reported: dict, namespace: dict, seed: int, tainted: set) -> 
 
 
 # ---------------------------------------------------------------------------------------------- calibration
+
 
 def _statistics(parameters, X) -> dict:
     return dict(zip(("bnmean", "bnvar"), training.calibrate(parameters, X)))
@@ -298,13 +365,16 @@ def judge_calibration(reported: dict, namespace: dict, seed: int, tainted: set) 
     expected = _statistics(parameters, Xtr)
     # What the student's float32 sums add up: hprebn's values (its root mean square) and their squares.
     second_moment = (expected["bnvar"] + expected["bnmean"] ** 2).max().item()
-    scale = {"bnmean": second_moment ** 0.5, "bnvar": second_moment}
+    scale = {"bnmean": second_moment**0.5, "bnvar": second_moment}
     what = {"bnmean": "mean", "bnvar": "variance"}
-    others = [("the initial parameters, before training: calibrate after training", lambda: _statistics(initial, Xtr)),
-              ("the validation set: calibrate on the training set, Xtr",
-               lambda: _statistics(parameters, namespace["Xdev"])),
-              ("one minibatch: calibrate on the whole training set, Xtr",
-               lambda: _statistics(parameters, Xtr[reference_run(namespace)["last_batch"]]))]
+    others = [
+        ("the initial parameters, before training: calibrate after training", lambda: _statistics(initial, Xtr)),
+        ("the validation set: calibrate on the training set, Xtr", lambda: _statistics(parameters, namespace["Xdev"])),
+        (
+            "one minibatch: calibrate on the whole training set, Xtr",
+            lambda: _statistics(parameters, Xtr[reference_run(namespace)["last_batch"]]),
+        ),
+    ]
     for name in ("bnmean", "bnvar"):
         info = reported.get(name)
         problem = _not_a_tensor(name, info)
@@ -321,14 +391,18 @@ def judge_calibration(reported: dict, namespace: dict, seed: int, tainted: set) 
         want = tuple(expected[name].shape)
         if tuple(answer.shape) != want:
             hint = ": keep dimension 0 (keepdim=True)" if tuple(answer.shape) == want[1:] else ""
-            verdict.lines.append(f"{name} has shape {tuple(answer.shape)}, but it must be {want}, one value per "
-                                 f"neuron, like bngain{hint}")
+            verdict.lines.append(
+                f"{name} has shape {tuple(answer.shape)}, but it must be {want}, one value per "
+                f"neuron, like bngain{hint}"
+            )
             continue
         answer = answer.double()
         if close(answer, expected[name], scale[name]):
             verdict.points += 1
-            verdict.lines.append(f"{name} is the {what[name]} of hprebn over the training set "
-                                 f"(max difference {max_difference(answer, expected[name]):.2g})")
+            verdict.lines.append(
+                f"{name} is the {what[name]} of hprebn over the training set "
+                f"(max difference {max_difference(answer, expected[name]):.2g})"
+            )
             continue
         for description, statistics in others:
             if close(answer, statistics()[name], scale[name]):
@@ -341,9 +415,13 @@ def judge_calibration(reported: dict, namespace: dict, seed: int, tainted: set) 
                 verdict.lines.append(
                     f"{name} is not the {what[name]} of hprebn over the training set: largest difference "
                     f"{max_difference(answer, expected[name]):.3g} (values up to {magnitude(expected[name]):.3g}). "
-                    f"hprebn is C[Xtr] viewed as ({len(Xtr)}, 3 * n_embd), times W1, plus b1")
+                    f"hprebn is C[Xtr] viewed as ({len(Xtr)}, 3 * n_embd), times W1, plus b1"
+                )
     return verdict
 
 
-CHECKS = {**{f"test_d{name}": gradient_check(name) for name in PARAMETER_NAMES},
-          "test_training": judge_training, "test_calibration": judge_calibration}
+CHECKS = {
+    **{f"test_d{name}": gradient_check(name) for name in PARAMETER_NAMES},
+    "test_training": judge_training,
+    "test_calibration": judge_calibration,
+}

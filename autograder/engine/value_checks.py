@@ -45,31 +45,39 @@ def _batchnorm(f, mean_dim=0, correction=1, root=True, gain=True, bias=True, cen
 
 
 FAST_FORWARDS = [
-    Value("loss_fast", "loss", "loss_fast = F.cross_entropy(logits, Yb)", 1, mistakes={
-        "loss_fast was computed from probabilities: F.cross_entropy takes the raw logits and does the softmax itself":
-            lambda f: F.cross_entropy(f["probs"], f["Yb"]),
-        "loss_fast reads the logits as if they were log-probabilities (that is what F.nll_loss expects): "
-        "F.cross_entropy takes the raw logits":
-            lambda f: F.nll_loss(f["logits"], f["Yb"]),
-    }),
-    Value("hpreact_fast", "hpreact", "hpreact_fast = bngain * (hprebn - mean) / sqrt(var + 1e-5) + bnbias", 2,
-          mistakes={
-        "hpreact_fast uses the biased variance (divided by n): this notebook's BatchNorm divides by n-1 "
-        "(Bessel's correction), like bnvar":
-            lambda f: _batchnorm(f, correction=0),
-        "hpreact_fast normalises each example over its neurons (dimension 1): BatchNorm normalises each neuron "
-        "over the batch (dimension 0)":
-            lambda f: _batchnorm(f, mean_dim=1),
-        "hpreact_fast divides by the variance: normalising divides by the standard deviation, the square root "
-        "of (variance + 1e-5)":
-            lambda f: _batchnorm(f, root=False),
-        "hpreact_fast does not subtract the batch mean before dividing":
-            lambda f: _batchnorm(f, centre=False),
-        "hpreact_fast is missing bngain: the normalised value is scaled by bngain":
-            lambda f: _batchnorm(f, gain=False),
-        "hpreact_fast is missing bnbias: the normalised value is shifted by bnbias":
-            lambda f: _batchnorm(f, bias=False),
-    }),
+    Value(
+        "loss_fast",
+        "loss",
+        "loss_fast = F.cross_entropy(logits, Yb)",
+        1,
+        mistakes={
+            "loss_fast was computed from probabilities: F.cross_entropy takes the raw logits and does the "
+            "softmax itself": lambda f: F.cross_entropy(f["probs"], f["Yb"]),
+            "loss_fast reads the logits as if they were log-probabilities (that is what F.nll_loss expects): "
+            "F.cross_entropy takes the raw logits": lambda f: F.nll_loss(f["logits"], f["Yb"]),
+        },
+    ),
+    Value(
+        "hpreact_fast",
+        "hpreact",
+        "hpreact_fast = bngain * (hprebn - mean) / sqrt(var + 1e-5) + bnbias",
+        2,
+        mistakes={
+            "hpreact_fast uses the biased variance (divided by n): this notebook's BatchNorm divides by n-1 "
+            "(Bessel's correction), like bnvar": lambda f: _batchnorm(f, correction=0),
+            "hpreact_fast normalises each example over its neurons (dimension 1): BatchNorm normalises each neuron "
+            "over the batch (dimension 0)": lambda f: _batchnorm(f, mean_dim=1),
+            "hpreact_fast divides by the variance: normalising divides by the standard deviation, the square root "
+            "of (variance + 1e-5)": lambda f: _batchnorm(f, root=False),
+            "hpreact_fast does not subtract the batch mean before dividing": lambda f: _batchnorm(f, centre=False),
+            "hpreact_fast is missing bngain: the normalised value is scaled by bngain": lambda f: _batchnorm(
+                f, gain=False
+            ),
+            "hpreact_fast is missing bnbias: the normalised value is shifted by bnbias": lambda f: _batchnorm(
+                f, bias=False
+            ),
+        },
+    ),
 ]
 
 FAST_FORWARD_BY_NAME = {value.name: value for value in FAST_FORWARDS}
@@ -81,8 +89,10 @@ def _answer(verdict: Verdict, name: str, reported: dict, tainted: set):
     if answer is None:
         return None
     if info["dtype"] != "float32":
-        verdict.lines.append(f"{name} has dtype {info['dtype']}, but the network computes in float32: did a tensor "
-                             "get created with another dtype (or come from numpy)?")
+        verdict.lines.append(
+            f"{name} has dtype {info['dtype']}, but the network computes in float32: did a tensor "
+            "get created with another dtype (or come from numpy)?"
+        )
         return None
     return answer.double()
 
@@ -119,8 +129,9 @@ def judge_value(value: Value, reported: dict, forward: dict, tainted: set) -> Ve
     scale = magnitude(reference)
     if close(answer, reference, scale):
         verdict.points = value.points
-        verdict.lines.append(f"correct: equal to {value.reference}, max difference "
-                             f"{max_difference(answer, reference):.2g}")
+        verdict.lines.append(
+            f"correct: equal to {value.reference}, max difference {max_difference(answer, reference):.2g}"
+        )
         return verdict
     for message, variant in value.mistakes.items():
         wrong = variant(forward).double()
@@ -133,14 +144,17 @@ def judge_value(value: Value, reported: dict, forward: dict, tainted: set) -> Ve
             verdict.lines.append(f"{value.name} {_factor_message(c, _n(forward))}")
             return verdict
     wrong = ((answer - reference).abs() > 1e-4 * max(scale, 1e-12)).sum().item()
-    verdict.lines.append(f"{value.name} is not equal to {value.reference}: {wrong} of {answer.numel()} entries differ "
-                         f"(largest difference {(answer - reference).abs().max().item():.3g}, largest value "
-                         f"{scale:.3g}). Compare `{value.forward}` with the chunked forward pass, piece by piece")
+    verdict.lines.append(
+        f"{value.name} is not equal to {value.reference}: {wrong} of {answer.numel()} entries differ "
+        f"(largest difference {(answer - reference).abs().max().item():.3g}, largest value "
+        f"{scale:.3g}). Compare `{value.forward}` with the chunked forward pass, piece by piece"
+    )
     return verdict
 
 
-def judge_rows_sum_to_zero(name: str, points: int, reported: dict, forward: dict, grads: dict, seed: int,
-                           tainted: set) -> Verdict:
+def judge_rows_sum_to_zero(
+    name: str, points: int, reported: dict, forward: dict, grads: dict, seed: int, tainted: set
+) -> Verdict:
     """Every row of the student's ``d<name>`` (one row per example) sums to zero, as a softmax gradient must.
 
     The sum alone would accept a gradient pasted from another run (another batch); so each row must
@@ -166,14 +180,18 @@ def judge_rows_sum_to_zero(name: str, points: int, reported: dict, forward: dict
         return verdict
     reference = grads[name].double()
     if close(answer, decoy(grads[name], seed, name).double(), magnitude(reference)):
-        verdict.lines.append(f"{answer_name} is the value of {name}.grad, autograd's answer, so it earns nothing: "
-                             "write this gradient by hand")
+        verdict.lines.append(
+            f"{answer_name} is the value of {name}.grad, autograd's answer, so it earns nothing: "
+            "write this gradient by hand"
+        )
         return verdict
     sums = answer.sum(1)
     if not close(sums, torch.zeros_like(sums), size):
-        verdict.lines.append(f"the rows of {answer_name} sum to values between {sums.min().item():.3g} and "
-                             f"{sums.max().item():.3g}, not to zero: in each row the push up on the target must "
-                             f"balance the pulls down on all the characters, and the probabilities of a row add up to 1")
+        verdict.lines.append(
+            f"the rows of {answer_name} sum to values between {sums.min().item():.3g} and "
+            f"{sums.max().item():.3g}, not to zero: in each row the push up on the target must "
+            f"balance the pulls down on all the characters, and the probabilities of a row add up to 1"
+        )
         return verdict
     rows = torch.arange(answer.shape[0])
     significant = torch.where(answer.abs() > RTOL * size, answer.sign(), torch.zeros_like(answer))
@@ -182,11 +200,14 @@ def judge_rows_sum_to_zero(name: str, points: int, reported: dict, forward: dict
     others[rows, forward["Yb"]] = 0
     against = (others * target[:, None] > 0).any(1)  # another character pulled the same way as the target
     if against.any():
-        verdict.lines.append(f"the rows sum to zero, but in {int(against.sum())} of {answer.shape[0]} rows the target "
-                             f"character (Yb) is not pulled the opposite way to the other characters: is "
-                             f"{answer_name} computed from this batch's logits and Yb?")
+        verdict.lines.append(
+            f"the rows sum to zero, but in {int(against.sum())} of {answer.shape[0]} rows the target "
+            f"character (Yb) is not pulled the opposite way to the other characters: is "
+            f"{answer_name} computed from this batch's logits and Yb?"
+        )
         return verdict
     verdict.points = points
-    verdict.lines.append(f"correct: the largest row sum is {sums.abs().max().item():.2g}, against entries up to "
-                         f"{size:.2g}")
+    verdict.lines.append(
+        f"correct: the largest row sum is {sums.abs().max().item():.2g}, against entries up to {size:.2g}"
+    )
     return verdict

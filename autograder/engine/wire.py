@@ -14,8 +14,17 @@ import torch
 MIME = "application/x-backprop-ninja+json"
 MAX_ELEMENTS = 1_000_000  # far above any gradient here; stops a hostile payload from eating memory
 
-_DTYPES = {"float16": np.float16, "float32": np.float32, "float64": np.float64, "int64": np.int64,
-           "int32": np.int32, "int16": np.int16, "int8": np.int8, "uint8": np.uint8, "bool": np.bool_}
+_DTYPES = {
+    "float16": np.float16,
+    "float32": np.float32,
+    "float64": np.float64,
+    "int64": np.int64,
+    "int32": np.int32,
+    "int16": np.int16,
+    "int8": np.int8,
+    "uint8": np.uint8,
+    "bool": np.bool_,
+}
 
 
 def encode(value, present: bool = True) -> dict:
@@ -28,8 +37,13 @@ def encode(value, present: bool = True) -> dict:
         return {"kind": "other", "type": type(value).__name__}
     t = value.detach()
     dtype = str(t.dtype).replace("torch.", "")
-    info = {"kind": "tensor", "dtype": dtype, "shape": list(t.shape),
-            "requires_grad": bool(value.requires_grad), "device": str(t.device)}
+    info = {
+        "kind": "tensor",
+        "dtype": dtype,
+        "shape": list(t.shape),
+        "requires_grad": bool(value.requires_grad),
+        "device": str(t.device),
+    }
     if t.numel() > MAX_ELEMENTS:
         return {"kind": "other", "type": f"tensor of {t.numel()} elements"}
     if dtype not in _DTYPES:  # bfloat16, complex, ...: sent as float64, the original dtype kept in "dtype"

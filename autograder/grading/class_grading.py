@@ -51,8 +51,10 @@ from . import collect as collecting
 from .repair import repair
 
 GRADING_DIR = ".grading"
-UNSANDBOXED_WARNING = ("WARNING: grading WITHOUT the sandbox (--unsandboxed): student code runs with your "
-                       "permissions and can read the gradebook, change other grades and reach the network.")
+UNSANDBOXED_WARNING = (
+    "WARNING: grading WITHOUT the sandbox (--unsandboxed): student code runs with your "
+    "permissions and can read the gradebook, change other grades and reach the network."
+)
 
 
 @dataclass
@@ -104,8 +106,9 @@ def notebook_names(root: Path, assignment: str) -> list:
 
 
 def _nbgrader(root: Path, *args) -> None:
-    result = subprocess.run([sys.executable, "-m", "nbgrader", *args, "--log-level=ERROR"], cwd=root,
-                            capture_output=True, text=True)
+    result = subprocess.run(
+        [sys.executable, "-m", "nbgrader", *args, "--log-level=ERROR"], cwd=root, capture_output=True, text=True
+    )
     if result.returncode != 0:
         raise SystemExit(f"nbgrader {' '.join(args)} failed:\n{result.stderr[-3000:]}")
 
@@ -113,6 +116,7 @@ def _nbgrader(root: Path, *args) -> None:
 def ensure_release(root: Path, assignment: str, notebooks: list) -> None:
     """Generate the release (and the gradebook's copy of the notebooks) when they are missing."""
     from nbgrader.api import Gradebook, MissingEntry
+
     known = set()
     if (root / "gradebook.db").is_file():
         with Gradebook(f"sqlite:///{root / 'gradebook.db'}") as gb:
@@ -122,8 +126,11 @@ def ensure_release(root: Path, assignment: str, notebooks: list) -> None:
                 pass
     released = {p.stem for p in (root / "release" / assignment).glob("*.ipynb")}
     if not set(notebooks) <= known & released:
-        print(f"nbgrader generate_assignment {assignment} (the gradebook or release/ lacks "
-              f"{', '.join(sorted(set(notebooks) - (known & released)))})", file=sys.stderr)
+        print(
+            f"nbgrader generate_assignment {assignment} (the gradebook or release/ lacks "
+            f"{', '.join(sorted(set(notebooks) - (known & released)))})",
+            file=sys.stderr,
+        )
         _nbgrader(root, "generate_assignment", assignment, "--force")
 
 
@@ -131,11 +138,16 @@ def check_sandbox(sandbox: bool) -> None:
     if not sandbox:
         print(UNSANDBOXED_WARNING, file=sys.stderr)
         return
-    missing = [tool for tool in ("bwrap", "prlimit") + (("setpriv",) if os.geteuid() == 0 else ())
-               if shutil.which(tool) is None]
+    missing = [
+        tool
+        for tool in ("bwrap", "prlimit") + (("setpriv",) if os.geteuid() == 0 else ())
+        if shutil.which(tool) is None
+    ]
     if missing:
-        raise SystemExit(f"cannot grade in the sandbox: {', '.join(missing)} not found (apt-get install bubblewrap "
-                         "util-linux). Nothing was graded. Pass --unsandboxed only for notebooks you trust.")
+        raise SystemExit(
+            f"cannot grade in the sandbox: {', '.join(missing)} not found (apt-get install bubblewrap "
+            "util-linux). Nothing was graded. Pass --unsandboxed only for notebooks you trust."
+        )
 
 
 def _digest(data: bytes) -> str:
@@ -162,8 +174,9 @@ def stage_student(root: Path, assignment: str, student: str, notebooks: list, re
     for notebook in notebooks:
         path = source / f"{notebook}.ipynb"
         if not path.is_file():
-            problems.append({"notebook": notebook, "problem": "missing_notebook",
-                             "detail": f"no {notebook}.ipynb was handed in"})
+            problems.append(
+                {"notebook": notebook, "problem": "missing_notebook", "detail": f"no {notebook}.ipynb was handed in"}
+            )
             continue
         nb, found = repair(path.read_bytes(), releases[notebook], notebook)
         problems += found
@@ -177,8 +190,10 @@ def stage_student(root: Path, assignment: str, student: str, notebooks: list, re
 
 def student_key(root: Path, assignment: str, student: str, notebooks: list, course_key: str) -> str:
     folder = root / "submitted" / student / assignment
-    files = {n: _digest((folder / f"{n}.ipynb").read_bytes()) if (folder / f"{n}.ipynb").is_file() else None
-             for n in notebooks}
+    files = {
+        n: _digest((folder / f"{n}.ipynb").read_bytes()) if (folder / f"{n}.ipynb").is_file() else None
+        for n in notebooks
+    }
     stamp = (folder / "timestamp.txt").read_text().strip() if (folder / "timestamp.txt").is_file() else ""
     return _digest(json.dumps([course_key, files, stamp], sort_keys=True).encode())
 
@@ -201,10 +216,17 @@ class Worker:
 
     def argv(self) -> list:
         o = self.options
-        args = [sys.executable, "-m", "autograder.grading.worker", self.assignment,
-                f"--CourseDirectory.root={self.root}", f"--CourseDirectory.db_url=sqlite:///{self.db}",
-                f"--CourseDirectory.submitted_directory={GRADING_DIR}/staged",
-                f"--SandboxedKernelManager.course_root={self.root}", "--log-level=WARN"]
+        args = [
+            sys.executable,
+            "-m",
+            "autograder.grading.worker",
+            self.assignment,
+            f"--CourseDirectory.root={self.root}",
+            f"--CourseDirectory.db_url=sqlite:///{self.db}",
+            f"--CourseDirectory.submitted_directory={GRADING_DIR}/staged",
+            f"--SandboxedKernelManager.course_root={self.root}",
+            "--log-level=WARN",
+        ]
         if not o.sandbox:
             args.append("--GradingExecute.sandbox=False")
         if o.notebook_timeout is not None:
@@ -229,8 +251,17 @@ class Worker:
             for variable in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
                 env.setdefault(variable, str(self.threads))
         with open(self.log, "ab") as log:
-            self.proc = subprocess.Popen(self.argv(), cwd=self.root, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                         stderr=log, text=True, bufsize=1, start_new_session=True, env=env)
+            self.proc = subprocess.Popen(
+                self.argv(),
+                cwd=self.root,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=log,
+                text=True,
+                bufsize=1,
+                start_new_session=True,
+                env=env,
+            )
         threading.Thread(target=self._read, args=(self.proc, self.lines), daemon=True).start()
         ready = self._next(300)
         if not ready or not ready.get("ready"):
@@ -297,6 +328,7 @@ def sandbox_uid(first: int, index: int) -> int:
 
 def copy_database(src: Path, dst: Path) -> None:
     import sqlite3
+
     for suffix in ("", "-journal", "-wal", "-shm"):
         Path(str(dst) + suffix).unlink(missing_ok=True)
     with sqlite3.connect(src) as a, sqlite3.connect(dst) as b:
@@ -308,16 +340,17 @@ def copy_database(src: Path, dst: Path) -> None:
 def merge_student(main_db: Path, worker_db: Path, assignment: str, student: str) -> None:
     """Copy one student's submission (scores, comments, timestamp) from a worker's gradebook."""
     from nbgrader.api import Gradebook, MissingEntry
-    with warnings.catch_warnings(), Gradebook(f"sqlite:///{worker_db}") as gw, \
-            Gradebook(f"sqlite:///{main_db}") as gm:
+
+    with warnings.catch_warnings(), Gradebook(f"sqlite:///{worker_db}") as gw, Gradebook(f"sqlite:///{main_db}") as gm:
         warnings.simplefilter("ignore")  # nbgrader's own SQLAlchemy warnings, as in every autograde
         try:
             sw = gw.find_submission(assignment, student)
         except MissingEntry:
             return
         who = gw.find_student(student)
-        gm.update_or_create_student(student, first_name=who.first_name, last_name=who.last_name,
-                                    email=who.email, lms_user_id=who.lms_user_id)
+        gm.update_or_create_student(
+            student, first_name=who.first_name, last_name=who.last_name, email=who.email, lms_user_id=who.lms_user_id
+        )
         gm.update_or_create_submission(assignment, student, timestamp=sw.timestamp, extension=sw.extension)
         for nw in sw.notebooks:
             nm = gm.find_submission_notebook(nw.name, assignment, student)
@@ -333,6 +366,7 @@ def merge_student(main_db: Path, worker_db: Path, assignment: str, student: str)
 def forget_student(main_db: Path, root: Path, assignment: str, student: str) -> None:
     """No gradable notebook any more: drop the old grades, autograded notebooks and feedback."""
     from nbgrader.api import Gradebook, MissingEntry
+
     with Gradebook(f"sqlite:///{main_db}") as gb:
         try:
             gb.remove_submission(assignment, student)
@@ -356,10 +390,16 @@ class Progress:
             return
         width = 30
         filled = width * self.done // max(1, self.total)
-        line = (f"[{'#' * filled}{'.' * (width - filled)}] {self.done}/{self.total} students  "
-                f"{time.monotonic() - self.start:5.0f} s  {last}")
-        print(("\r" + line[:110].ljust(110)) if self.tty else line, end="" if self.tty else "\n",
-              file=sys.stderr, flush=True)
+        line = (
+            f"[{'#' * filled}{'.' * (width - filled)}] {self.done}/{self.total} students  "
+            f"{time.monotonic() - self.start:5.0f} s  {last}"
+        )
+        print(
+            ("\r" + line[:110].ljust(110)) if self.tty else line,
+            end="" if self.tty else "\n",
+            file=sys.stderr,
+            flush=True,
+        )
 
     def tick(self, student: str) -> None:
         with self.lock:
@@ -379,8 +419,11 @@ def step_columns(root: Path, assignment: str, notebooks: list) -> dict:
     steps = {}
     for notebook in notebooks:
         nb = nbformat.read(root / "release" / assignment / f"{notebook}.ipynb", as_version=4)
-        steps[notebook] = [m["grade_id"] for m in (c.metadata.get("nbgrader", {}) for c in nb.cells)
-                           if m.get("grade") and (m.get("grade_id", "").startswith("test_") or m.get("points", 0))]
+        steps[notebook] = [
+            m["grade_id"]
+            for m in (c.metadata.get("nbgrader", {}) for c in nb.cells)
+            if m.get("grade") and (m.get("grade_id", "").startswith("test_") or m.get("points", 0))
+        ]
     return steps
 
 
@@ -388,10 +431,12 @@ def _fmt(x) -> str:
     return "" if x is None else f"{float(x):g}"
 
 
-def write_grades_csv(path: Path, main_db: Path, assignment: str, notebooks: list, steps: dict,
-                     students: list, graded_notebooks: dict) -> None:
+def write_grades_csv(
+    path: Path, main_db: Path, assignment: str, notebooks: list, steps: dict, students: list, graded_notebooks: dict
+) -> None:
     """One row per student; an empty cell means that notebook or step has no grade (see problems.json)."""
     from nbgrader.api import Gradebook, MissingEntry
+
     header = ["student", "total", "max_total", *notebooks, *(f"{n}:{s}" for n in notebooks for s in steps[n])]
     rows = []
     with Gradebook(f"sqlite:///{main_db}") as gb:
@@ -463,26 +508,42 @@ class ClassGrading:
             print(f"collected {self.o.download} into {self.root / 'submitted'}", file=sys.stderr)
         students, todo, unchanged = self.plan()
         self.autograde(todo)
-        problems = sorted((_problem(p) for p in self.state.get("collect_problems", []) +
-                           [p for s in students for p in self.records[s]["problems"]]), key=_problem_order)
+        problems = sorted(
+            (
+                _problem(p)
+                for p in self.state.get("collect_problems", [])
+                + [p for s in students for p in self.records[s]["problems"]]
+            ),
+            key=_problem_order,
+        )
         grades_csv, problems_json, report = self.write(students, problems)
-        return Summary(students, todo, unchanged, problems, grades_csv, problems_json, report,
-                       time.monotonic() - started)
+        return Summary(
+            students, todo, unchanged, problems, grades_csv, problems_json, report, time.monotonic() - started
+        )
 
     def plan(self) -> tuple:
         """Stage every student whose files (or the exercises) changed; (students, todo, unchanged)."""
         submitted = self.root / "submitted"
         students = sorted(p.name for p in submitted.iterdir() if p.is_dir()) if submitted.is_dir() else []
-        releases = {n: nbformat.read(self.root / "release" / self.assignment / f"{n}.ipynb", as_version=4)
-                    for n in self.notebooks}
+        releases = {
+            n: nbformat.read(self.root / "release" / self.assignment / f"{n}.ipynb", as_version=4)
+            for n in self.notebooks
+        }
         course_key = grading_key(self.root, self.assignment, self.notebooks)
         todo, unchanged = [], []
         for student in students:
             key = student_key(self.root, self.assignment, student, self.notebooks, course_key)
             old = self.state["students"].get(student)
-            if (old and old.get("key") == key and old.get("complete") and not self.o.regrade_all and all(
+            if (
+                old
+                and old.get("key") == key
+                and old.get("complete")
+                and not self.o.regrade_all
+                and all(
                     (self.root / "autograded" / student / self.assignment / f"{n}.ipynb").is_file()
-                    for n in old["graded"])):
+                    for n in old["graded"]
+                )
+            ):
                 unchanged.append(student)
                 self.records[student] = old
                 continue
@@ -523,12 +584,17 @@ class ClassGrading:
             self.state_path.write_text(json.dumps(self.state, indent=1, sort_keys=True))
         if self.failure:
             sandbox = "sandbox" in self.failure[0]
-            raise SystemExit(f"grading stopped: {self.failure[0]}\n"
-                             + ("No student was graded outside the sandbox. Fix the sandbox (bubblewrap, user "
-                                "namespaces) or pass --unsandboxed to grade notebooks you trust without it.\n"
-                                if sandbox else "")
-                             + f"The workers' logs are in {self.grading / 'workers'}; the students graded so far "
-                               "are in gradebook.db, and a new run goes on from there.")
+            raise SystemExit(
+                f"grading stopped: {self.failure[0]}\n"
+                + (
+                    "No student was graded outside the sandbox. Fix the sandbox (bubblewrap, user "
+                    "namespaces) or pass --unsandboxed to grade notebooks you trust without it.\n"
+                    if sandbox
+                    else ""
+                )
+                + f"The workers' logs are in {self.grading / 'workers'}; the students graded so far "
+                "are in gradebook.db, and a new run goes on from there."
+            )
         shutil.rmtree(self.grading / "workers", ignore_errors=True)
 
     def serve(self, worker: Worker, jobs: queue.Queue) -> None:
@@ -545,8 +611,9 @@ class ClassGrading:
                 self.worker_db_of[student] = worker.db
                 result = worker.grade(student, allowed)
                 if result is not None and result.get("sandbox_error"):
-                    self.failure.append(f"the sandbox could not start a kernel for {student}: "
-                                        f"{result['sandbox_error']}")
+                    self.failure.append(
+                        f"the sandbox could not start a kernel for {student}: {result['sandbox_error']}"
+                    )
                     break
                 self.finish(student, result, allowed)
                 if result is None:  # killed: give the folder back from the sandbox's uid, start afresh
@@ -565,9 +632,13 @@ class ClassGrading:
                 record["problems"] += [{**p, "student": student} for p in result["incidents"]]
             else:
                 if result is None:
-                    problem = {"problem": "time_limit", "detail": (
-                        f"grading did not finish within {allowed:.0f} s (the worker was stopped and restarted); "
-                        "not graded")}
+                    problem = {
+                        "problem": "time_limit",
+                        "detail": (
+                            f"grading did not finish within {allowed:.0f} s (the worker was stopped and restarted); "
+                            "not graded"
+                        ),
+                    }
                 else:
                     last = (result["error"].strip().splitlines() or ["?"])[-1][:300]
                     problem = {"problem": "grader_error", "detail": f"nbgrader could not grade it: {last}"}
@@ -583,9 +654,15 @@ class ClassGrading:
         out = Path(self.o.out).resolve() if self.o.out else self.root
         out.mkdir(parents=True, exist_ok=True)
         grades_csv, problems_json = out / "grades.csv", out / "problems.json"
-        write_grades_csv(grades_csv, self.main_db, self.assignment, self.notebooks,
-                         step_columns(self.root, self.assignment, self.notebooks), students,
-                         {s: self.records[s]["graded"] for s in students})
+        write_grades_csv(
+            grades_csv,
+            self.main_db,
+            self.assignment,
+            self.notebooks,
+            step_columns(self.root, self.assignment, self.notebooks),
+            students,
+            {s: self.records[s]["graded"] for s in students},
+        )
         problems_json.write_text(json.dumps(problems, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
         try:
             from .report import write_report
@@ -607,20 +684,26 @@ def restore_owner(folder: Path) -> None:
     """A killed worker cannot give a student's folder back from the sandbox's uid: do it here."""
     if os.geteuid() == 0 and folder.exists():
         from ..sandbox import _chown_tree
+
         _chown_tree(str(folder), os.getuid(), os.getgid())
 
 
 def print_summary(summary: Summary, file=sys.stdout, shown: int = 30) -> None:
     s = summary
     idle = len(s.students) - len(s.graded) - len(s.unchanged)
-    print(f"{len(s.students)} students: {len(s.graded)} (re)graded, {len(s.unchanged)} unchanged since the last run"
-          + (f", {idle} with nothing gradable" if idle else "") + f", in {s.seconds:.0f} s", file=file)
+    print(
+        f"{len(s.students)} students: {len(s.graded)} (re)graded, {len(s.unchanged)} unchanged since the last run"
+        + (f", {idle} with nothing gradable" if idle else "")
+        + f", in {s.seconds:.0f} s",
+        file=file,
+    )
     if s.problems:
         counts = {}
         for p in s.problems:
             counts[p["problem"]] = counts.get(p["problem"], 0) + 1
-        print(f"{len(s.problems)} problems: " + ", ".join(f"{n} {kind}" for kind, n in sorted(counts.items())),
-              file=file)
+        print(
+            f"{len(s.problems)} problems: " + ", ".join(f"{n} {kind}" for kind, n in sorted(counts.items())), file=file
+        )
         for p in s.problems[:shown]:
             print(f"  {p['student']:20s} {(p['notebook'] or '-'):28s} {p['problem']:18s} {p['detail']}", file=file)
         if len(s.problems) > shown:

@@ -62,7 +62,7 @@ def match_notebook(filename: str, notebooks) -> str | None:
     """The notebook (a name from source/) that ``filename`` is a copy of, or None."""
     if not filename.lower().endswith(".ipynb"):
         return None
-    stem = _normal(filename[:-len(".ipynb")])
+    stem = _normal(filename[: -len(".ipynb")])
     found = [n for n in notebooks if _normal(n) in stem]
     if found:
         longest = max(len(n) for n in found)
@@ -97,8 +97,11 @@ def _entries(download: Path) -> tuple:
                 if path.is_symlink() or not path.is_file():
                     continue
                 st = path.stat()
-                entries.append(Entry(path.relative_to(download).parts, st.st_size, st.st_mtime,
-                                     lambda path=path: path.read_bytes()))
+                entries.append(
+                    Entry(
+                        path.relative_to(download).parts, st.st_size, st.st_mtime, lambda path=path: path.read_bytes()
+                    )
+                )
         return entries, []
     raise SystemExit(f"{download}: not a zip file or a folder")
 
@@ -139,8 +142,11 @@ def collect(download, course_root, assignment: str, notebooks) -> tuple[dict, li
             continue
         notebook = match_notebook(name, notebooks)
         if notebook is None:
-            why = ("its name matches none of the notebooks " + ", ".join(notebooks)
-                   if name.lower().endswith(".ipynb") else "not a notebook file (.ipynb)")
+            why = (
+                "its name matches none of the notebooks " + ", ".join(notebooks)
+                if name.lower().endswith(".ipynb")
+                else "not a notebook file (.ipynb)"
+            )
             if student == UNKNOWN_STUDENT:
                 why += "; whose file it is cannot be told from its name"
             report(student, None, "unmatched_file", f"{shown}: {why}")
@@ -155,8 +161,13 @@ def collect(download, course_root, assignment: str, notebooks) -> tuple[dict, li
         copies.sort(key=lambda c: (c[0].mtime, c[1]), reverse=True)
         entry, shown = copies[0]
         if len(copies) > 1:
-            report(student, notebook, "duplicate_file", f"{len(copies)} files for {notebook}: took {shown} "
-                   f"(the newest); ignored {', '.join(s for _, s in copies[1:])}")
+            report(
+                student,
+                notebook,
+                "duplicate_file",
+                f"{len(copies)} files for {notebook}: took {shown} "
+                f"(the newest); ignored {', '.join(s for _, s in copies[1:])}",
+            )
         folder = course_root / "submitted" / student / assignment
         folder.mkdir(parents=True, exist_ok=True)
         target = folder / f"{notebook}.ipynb"

@@ -98,8 +98,9 @@ def repair(raw: bytes, release, notebook: str):
     """(the notebook to grade or None, [problems]) for the submitted bytes ``raw``."""
     nb, reason = load(raw)
     if nb is None:
-        return None, [{"notebook": notebook, "problem": "too_large" if "limit" in reason else "not_a_notebook",
-                       "detail": reason}]
+        return None, [
+            {"notebook": notebook, "problem": "too_large" if "limit" in reason else "not_a_notebook", "detail": reason}
+        ]
     problems = []
     cells = [_rebuild(c) for c in nb.cells]
     known = {_gid(c) for c in release.cells if _gid(c)}
@@ -108,8 +109,15 @@ def repair(raw: bytes, release, notebook: str):
         if _gid(cell) and _gid(cell) not in known:
             del cell.metadata["nbgrader"]
     if foreign:
-        problems.append({"notebook": notebook, "problem": "unknown_cell", "detail": (
-            f"grade_ids not in the release, run as ordinary cells: {', '.join(sorted(set(foreign))[:5])}")})
+        problems.append(
+            {
+                "notebook": notebook,
+                "problem": "unknown_cell",
+                "detail": (
+                    f"grade_ids not in the release, run as ordinary cells: {', '.join(sorted(set(foreign))[:5])}"
+                ),
+            }
+        )
 
     # 1. duplicated grade_ids: the first copy keeps its place
     seen, dropped, demoted = set(), [], []
@@ -125,11 +133,18 @@ def repair(raw: bytes, release, notebook: str):
                 del cell.metadata["nbgrader"]
         seen.add(gid)
     if dropped or demoted:
-        parts = ([f"extra copies of locked cells dropped: {', '.join(sorted(set(dropped)))}"] if dropped else []) + \
-                ([f"extra copies of answer cells kept as ordinary cells: {', '.join(sorted(set(demoted)))}"]
-                 if demoted else [])
-        problems.append({"notebook": notebook, "problem": "duplicated_cell",
-                         "detail": "; ".join(parts) + " (the first copy is graded)"})
+        parts = ([f"extra copies of locked cells dropped: {', '.join(sorted(set(dropped)))}"] if dropped else []) + (
+            [f"extra copies of answer cells kept as ordinary cells: {', '.join(sorted(set(demoted)))}"]
+            if demoted
+            else []
+        )
+        problems.append(
+            {
+                "notebook": notebook,
+                "problem": "duplicated_cell",
+                "detail": "; ".join(parts) + " (the first copy is graded)",
+            }
+        )
 
     # 2. release cells that are missing: match a stripped copy, else put the locked ones back
     wanted = [c for c in release.cells if _gid(c)]
@@ -143,13 +158,23 @@ def repair(raw: bytes, release, notebook: str):
             anchor = next(i for i, c in enumerate(cells) if _gid(c) == gid)
             continue
         # search up to the next release cell that is still in the submission
-        later = [_gid(w) for w in wanted[k + 1:] if _gid(w) in present]
+        later = [_gid(w) for w in wanted[k + 1 :] if _gid(w) in present]
         stop = next((i for i, c in enumerate(cells) if later and _gid(c) == later[0]), len(cells))
         is_locked = _meta(want).get("locked")
-        found = next((i for i in range(anchor + 1, stop) if not _gid(cells[i])
-                      and cells[i].cell_type == want.cell_type
-                      and (_same(_source(cells[i]), want.source) if is_locked
-                           else _first_line(_source(cells[i])) == _first_line(want.source))), None)
+        found = next(
+            (
+                i
+                for i in range(anchor + 1, stop)
+                if not _gid(cells[i])
+                and cells[i].cell_type == want.cell_type
+                and (
+                    _same(_source(cells[i]), want.source)
+                    if is_locked
+                    else _first_line(_source(cells[i])) == _first_line(want.source)
+                )
+            ),
+            None,
+        )
         if found is not None:
             cells[found].metadata["nbgrader"] = copy.deepcopy(_meta(want))
             matched.append(gid)
@@ -163,17 +188,36 @@ def repair(raw: bytes, release, notebook: str):
         present.add(gid)
     found_locked = len(locked) - len(set(restored) & {_gid(c) for c in locked})
     if found_locked < len(locked) / 2:
-        return None, problems + [{"notebook": notebook, "problem": "wrong_notebook", "detail": (
-            f"only {found_locked} of the {len(locked)} locked cells of {notebook} are in it"
-            + (" (and no cell has nbgrader metadata)" if stripped else "")
-            + ": another notebook saved under this name? Not graded")}]
+        return None, problems + [
+            {
+                "notebook": notebook,
+                "problem": "wrong_notebook",
+                "detail": (
+                    f"only {found_locked} of the {len(locked)} locked cells of {notebook} are in it"
+                    + (" (and no cell has nbgrader metadata)" if stripped else "")
+                    + ": another notebook saved under this name? Not graded"
+                ),
+            }
+        ]
     if matched:
-        problems.append({"notebook": notebook, "problem": "metadata_stripped", "detail": (
-            f"{len(matched)} cells had lost their nbgrader metadata; matched to the release by their source "
-            "and repaired" + (f" ({', '.join(matched)})" if len(matched) <= 5 else ""))})
+        problems.append(
+            {
+                "notebook": notebook,
+                "problem": "metadata_stripped",
+                "detail": (
+                    f"{len(matched)} cells had lost their nbgrader metadata; matched to the release by their source "
+                    "and repaired" + (f" ({', '.join(matched)})" if len(matched) <= 5 else "")
+                ),
+            }
+        )
     if restored:
-        problems.append({"notebook": notebook, "problem": "deleted_cell",
-                         "detail": f"put back from the release: {', '.join(restored)}"})
+        problems.append(
+            {
+                "notebook": notebook,
+                "problem": "deleted_cell",
+                "detail": f"put back from the release: {', '.join(restored)}",
+            }
+        )
 
     out = new_notebook(cells=cells, metadata=copy.deepcopy(release.metadata))
     nbformat.validate(out)

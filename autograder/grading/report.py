@@ -24,8 +24,17 @@ from matplotlib.figure import Figure
 
 ASSIGNMENT = "backprop_ninja"
 HARDEST = 5
-PROBLEM_ORDER = ["kernel_died", "time_limit", "memory_limit", "not_a_notebook", "unmatched_file",
-                 "missing_notebook", "metadata_stripped", "duplicated_cell", "deleted_cell"]
+PROBLEM_ORDER = [
+    "kernel_died",
+    "time_limit",
+    "memory_limit",
+    "not_a_notebook",
+    "unmatched_file",
+    "missing_notebook",
+    "metadata_stripped",
+    "duplicated_cell",
+    "deleted_cell",
+]
 
 
 def _number(text):
@@ -84,8 +93,14 @@ class ClassData:
             return
         for p in found if isinstance(found, list) else []:
             if isinstance(p, dict):
-                self.problems.append({"student": str(p.get("student", "")), "notebook": p.get("notebook"),
-                                      "problem": str(p.get("problem", "unknown")), "detail": str(p.get("detail", ""))})
+                self.problems.append(
+                    {
+                        "student": str(p.get("student", "")),
+                        "notebook": p.get("notebook"),
+                        "problem": str(p.get("problem", "unknown")),
+                        "detail": str(p.get("detail", "")),
+                    }
+                )
 
     def _read_step_facts(self):
         """Max points from the gradebook (else column maxima); step order from the source notebook."""
@@ -93,6 +108,7 @@ class ClassData:
         db = self.root / "gradebook.db"
         if db.is_file() and self.notebooks:  # never let Gradebook() create an empty database
             from nbgrader.api import Gradebook, MissingEntry
+
             try:
                 with Gradebook(f"sqlite:///{db}") as gb:
                     for notebook in self.notebooks:
@@ -136,8 +152,10 @@ class ClassData:
         return [100 * r["total"] / r["max_total"] for r in self.graded if r["max_total"]]
 
     def by_kind(self):
-        kinds = sorted({p["problem"] for p in self.problems},
-                       key=lambda k: (PROBLEM_ORDER.index(k) if k in PROBLEM_ORDER else len(PROBLEM_ORDER), k))
+        kinds = sorted(
+            {p["problem"] for p in self.problems},
+            key=lambda k: (PROBLEM_ORDER.index(k) if k in PROBLEM_ORDER else len(PROBLEM_ORDER), k),
+        )
         return {k: [p for p in self.problems if p["problem"] == k] for k in kinds}
 
 
@@ -187,10 +205,11 @@ def _headline(data) -> list:
     if totals:
         percents = data.percents()
         tops = {r["max_total"] for r in data.graded}
-        lines.append(f"total{f' (of {_fmt(tops.pop())})' if len(tops) == 1 else ''}: "
-                     f"mean {_fmt(statistics.mean(totals))}, median {_fmt(statistics.median(totals))}"
-                     + (f" ({statistics.mean(percents):.1f}% / {statistics.median(percents):.1f}% of max)"
-                        if percents else ""))
+        lines.append(
+            f"total{f' (of {_fmt(tops.pop())})' if len(tops) == 1 else ''}: "
+            f"mean {_fmt(statistics.mean(totals))}, median {_fmt(statistics.median(totals))}"
+            + (f" ({statistics.mean(percents):.1f}% / {statistics.median(percents):.1f}% of max)" if percents else "")
+        )
     counts = ", ".join(f"{k} {len(v)}" for k, v in data.by_kind().items())
     lines.append(f"{len(data.problems)} problems" + (f": {counts}" if counts else ""))
     return lines
@@ -210,14 +229,21 @@ def write_report(course_root, grades_csv=None, problems_json=None) -> Path:
     """
     data = ClassData(course_root, grades_csv, problems_json)
     e = html.escape
-    parts = ["<h1>Backprop Ninja: class report</h1><ul class='headline'>"
-             + "".join(f"<li>{e(line)}</li>" for line in _headline(data)) + "</ul>"]
+    parts = [
+        "<h1>Backprop Ninja: class report</h1><ul class='headline'>"
+        + "".join(f"<li>{e(line)}</li>" for line in _headline(data))
+        + "</ul>"
+    ]
     parts += [f"<p class='note'>{e(note)}</p>" for note in data.notes]
     percents = data.percents()
-    parts.append("<h2 id='distribution'>Score distribution</h2>"
-                 + (_histogram(percents) if percents else "<p class='note'>No student has a total yet.</p>"))
-    parts.append("<h2 id='steps'>Pass rate of every step</h2><p>A step passes when it earns its full points; "
-                 "red below 50%, orange below 80%.</p>")
+    parts.append(
+        "<h2 id='distribution'>Score distribution</h2>"
+        + (_histogram(percents) if percents else "<p class='note'>No student has a total yet.</p>")
+    )
+    parts.append(
+        "<h2 id='steps'>Pass rate of every step</h2><p>A step passes when it earns its full points; "
+        "red below 50%, orange below 80%.</p>"
+    )
     hardest = []
     for notebook in data.notebooks:
         rates = data.step_rates(notebook)
@@ -227,27 +253,49 @@ def write_report(course_root, grades_csv=None, problems_json=None) -> Path:
             continue
         parts.append(_rate_chart(rates))
         ranked = sorted((r for r in rates if r[2]), key=lambda r: r[1] / r[2])[:HARDEST]
-        hardest.append(f"<h3>{e(notebook)}</h3>" + _table(
-            ["step", "pass rate", "passed / graded", "max points"],
-            [(s, f"{100 * p / g:.0f}%", f"{p} / {g}", _fmt(m)) for s, p, g, m in ranked]))
+        hardest.append(
+            f"<h3>{e(notebook)}</h3>"
+            + _table(
+                ["step", "pass rate", "passed / graded", "max points"],
+                [(s, f"{100 * p / g:.0f}%", f"{p} / {g}", _fmt(m)) for s, p, g, m in ranked],
+            )
+        )
     if not data.notebooks:
         parts.append("<p class='note'>No notebooks in the grades.</p>")
-    parts.append(f"<h2 id='hardest'>The {HARDEST} hardest steps of each notebook</h2>"
-                 + ("".join(hardest) or "<p class='note'>No graded steps.</p>"))
+    parts.append(
+        f"<h2 id='hardest'>The {HARDEST} hardest steps of each notebook</h2>"
+        + ("".join(hardest) or "<p class='note'>No graded steps.</p>")
+    )
     parts.append("<h2 id='problems'>Problems</h2>")
     for kind, found in data.by_kind().items():
-        parts.append(f"<h3>{e(kind)} ({len(found)})</h3>"
-                     + _table(["student", "notebook", "detail"],
-                              [(p["student"], p["notebook"] or "", p["detail"]) for p in found]))
+        parts.append(
+            f"<h3>{e(kind)} ({len(found)})</h3>"
+            + _table(
+                ["student", "notebook", "detail"], [(p["student"], p["notebook"] or "", p["detail"]) for p in found]
+            )
+        )
     if not data.problems:
         parts.append("<p>No problems reported.</p>")
     parts.append("<h2 id='students'>Students</h2>")
     per_student = {r["student"]: r for r in data.rows}
     problem_count = {s: sum(p["student"] == s for p in data.problems) for s in data.students}
-    parts.append(_table(["student", "total", "max total", *data.notebooks, "problems"], [
-        (s, _fmt(per_student.get(s, {}).get("total")), _fmt(per_student.get(s, {}).get("max_total")),
-         *(_fmt(per_student.get(s, {}).get(n)) for n in data.notebooks), problem_count[s])
-        for s in sorted(data.students)]) if data.students else "<p class='note'>No students.</p>")
+    parts.append(
+        _table(
+            ["student", "total", "max total", *data.notebooks, "problems"],
+            [
+                (
+                    s,
+                    _fmt(per_student.get(s, {}).get("total")),
+                    _fmt(per_student.get(s, {}).get("max_total")),
+                    *(_fmt(per_student.get(s, {}).get(n)) for n in data.notebooks),
+                    problem_count[s],
+                )
+                for s in sorted(data.students)
+            ],
+        )
+        if data.students
+        else "<p class='note'>No students.</p>"
+    )
     page = PAGE.replace("BODY", "\n".join(parts))
     path = data.root / "class_report.html"
     path.write_text(page, encoding="utf-8")

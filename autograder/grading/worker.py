@@ -55,11 +55,19 @@ def main(argv=None) -> None:
             made = api.generate_feedback(assignment, student, force=True)
             if not made["success"]:
                 error = "feedback: " + (made.get("error") or "")
-        results.write(json.dumps({
-            "student": student, "success": bool(result["success"]), "error": error[-3000:],
-            "incidents": list(GradingExecute.incidents),
-            "sandbox_error": sandbox_error(error + "\n" + result.get("log", "")),
-            "seconds": round(time.monotonic() - started, 2)}) + "\n")
+        results.write(
+            json.dumps(
+                {
+                    "student": student,
+                    "success": bool(result["success"]),
+                    "error": error[-3000:],
+                    "incidents": list(GradingExecute.incidents),
+                    "sandbox_error": sandbox_error(error + "\n" + result.get("log", "")),
+                    "seconds": round(time.monotonic() - started, 2),
+                }
+            )
+            + "\n"
+        )
 
 
 if __name__ == "__main__":

@@ -38,7 +38,8 @@ def names_path(configured: str = "") -> str:
     if not os.path.isfile(path):
         raise FileNotFoundError(
             f"names.txt not found at {path}: the grader needs the data set. Set GradingExecute.names_path "
-            f"or ${NAMES_VARIABLE}, or put names.txt in the course root.")
+            f"or ${NAMES_VARIABLE}, or put names.txt in the course root."
+        )
     return path
 
 
@@ -51,23 +52,29 @@ class GradingExecute(Execute):
     """
 
     seed_secret = Unicode(
-        "", help="Secret mixed into every grading seed. Empty: a new random secret for each grading run.",
+        "",
+        help="Secret mixed into every grading seed. Empty: a new random secret for each grading run.",
     ).tag(config=True)
-    names_path = Unicode("", help="Path of names.txt (default: $BACKPROP_NINJA_NAMES, else names.txt in the course root).").tag(config=True)
+    names_path = Unicode(
+        "", help="Path of names.txt (default: $BACKPROP_NINJA_NAMES, else names.txt in the course root)."
+    ).tag(config=True)
 
     sandbox = Bool(
-        True, help="Run every kernel in the bubblewrap sandbox (autograder/sandbox.py). Grading fails when the "
-                   "sandbox cannot start; set False only to grade trusted notebooks on a machine without bubblewrap.",
+        True,
+        help="Run every kernel in the bubblewrap sandbox (autograder/sandbox.py). Grading fails when the "
+        "sandbox cannot start; set False only to grade trusted notebooks on a machine without bubblewrap.",
     ).tag(config=True)
 
     notebook_timeout = Integer(
-        600, help="Wall-clock seconds one notebook may take in all, kernel start included (0: no limit). "
-                  "Execute.timeout interrupts one slow cell and goes on; at this deadline the running cell is "
-                  "interrupted, the cells after it are not run, and the points earned before it stay.",
+        600,
+        help="Wall-clock seconds one notebook may take in all, kernel start included (0: no limit). "
+        "Execute.timeout interrupts one slow cell and goes on; at this deadline the running cell is "
+        "interrupted, the cells after it are not run, and the points earned before it stay.",
     ).tag(config=True)
     max_output_bytes = Integer(
-        4 * 2**20, help="Output kept per cell, in bytes (0: no limit). Output beyond it is dropped as it arrives "
-                        "(error messages excepted), so a notebook that prints gigabytes cannot exhaust the grader.",
+        4 * 2**20,
+        help="Output kept per cell, in bytes (0: no limit). Output beyond it is dropped as it arrives "
+        "(error messages excepted), so a notebook that prints gigabytes cannot exhaust the grader.",
     ).tag(config=True)
 
     # What went wrong in each notebook this process executed, for the class report:
@@ -83,8 +90,14 @@ class GradingExecute(Execute):
 
     def grading_seed(self, resources) -> int:
         nbgrader = resources.get("nbgrader", {})
-        key = "/".join([self.seed_secret or self._run_secret, str(nbgrader.get("student", "")),
-                        str(nbgrader.get("assignment", "")), str(nbgrader.get("notebook", ""))])
+        key = "/".join(
+            [
+                self.seed_secret or self._run_secret,
+                str(nbgrader.get("student", "")),
+                str(nbgrader.get("assignment", "")),
+                str(nbgrader.get("notebook", "")),
+            ]
+        )
         return int.from_bytes(hashlib.sha256(key.encode()).digest()[:4], "big") % 2**31
 
     def preprocess_cell(self, cell, resources, index):
@@ -102,16 +115,30 @@ class GradingExecute(Execute):
             state["kernel_died_in"] = index
             process = getattr(getattr(self.km, "provisioner", None), "process", None)
             state["exit_status"] = process.poll() if process is not None else None
-            cell.outputs.append(new_output("stream", name="stdout", text=(
-                "The kernel died while running this cell (out of memory, os._exit, a crash, or a limit of the "
-                "grading sandbox); the cells below did not run.\n")))
+            cell.outputs.append(
+                new_output(
+                    "stream",
+                    name="stdout",
+                    text=(
+                        "The kernel died while running this cell (out of memory, os._exit, a crash, or a limit of the "
+                        "grading sandbox); the cells below did not run.\n"
+                    ),
+                )
+            )
             return cell, resources
         if self._deadline is not None and time.monotonic() >= self._deadline:
             state["time_limit_in"] = index
             self.shutdown_kernel = "immediate"  # it may still be busy: do not wait for it
-            cell.outputs.append(new_output("stream", name="stdout", text=(
-                f"The notebook ran over its time limit ({self.notebook_timeout} s) in this cell; the cells "
-                "below did not run.\n")))
+            cell.outputs.append(
+                new_output(
+                    "stream",
+                    name="stdout",
+                    text=(
+                        f"The notebook ran over its time limit ({self.notebook_timeout} s) in this cell; the cells "
+                        "below did not run.\n"
+                    ),
+                )
+            )
         return cell, resources
 
     def _get_timeout(self, cell):
@@ -134,32 +161,67 @@ class GradingExecute(Execute):
             if used > self.max_output_bytes:
                 if cell_index not in self._truncated:
                     self._truncated.add(cell_index)
-                    outs.append(new_output("stream", name="stdout", text=(
-                        f"\n[output truncated by the grader: this cell printed more than "
-                        f"{self.max_output_bytes / 2**20:g} MB]\n")))
+                    outs.append(
+                        new_output(
+                            "stream",
+                            name="stdout",
+                            text=(
+                                f"\n[output truncated by the grader: this cell printed more than "
+                                f"{self.max_output_bytes / 2**20:g} MB]\n"
+                            ),
+                        )
+                    )
                 return None
         return super().output(outs, msg, display_id, cell_index)
 
     def record_incidents(self, nb, resources) -> list:
         """What went wrong while the notebook ran, named the way the class report names it."""
         state, found = resources["backprop_ninja"], []
-        where = lambda i: f"cell {i + 1}" + (f" ({nb.cells[i].metadata['nbgrader']['grade_id']})"
-                                              if "grade_id" in nb.cells[i].metadata.get("nbgrader", {}) else "")
+        where = lambda i: (
+            f"cell {i + 1}"
+            + (
+                f" ({nb.cells[i].metadata['nbgrader']['grade_id']})"
+                if "grade_id" in nb.cells[i].metadata.get("nbgrader", {})
+                else ""
+            )
+        )
         if state["kernel_died_in"] is not None:
             status = state.get("exit_status")
-            found.append(("kernel_died", f"the kernel died in {where(state['kernel_died_in'])}"
-                          + (f" (exit status {status})" if status is not None else "")
-                          + "; the cells after it scored 0"))
-        timed_out = [i for i, cell in enumerate(nb.cells) for out in cell.get("outputs", [])
-                     if out.get("output_type") == "error" and out.get("ename") == "CellTimeoutError"]
+            found.append(
+                (
+                    "kernel_died",
+                    f"the kernel died in {where(state['kernel_died_in'])}"
+                    + (f" (exit status {status})" if status is not None else "")
+                    + "; the cells after it scored 0",
+                )
+            )
+        timed_out = [
+            i
+            for i, cell in enumerate(nb.cells)
+            for out in cell.get("outputs", [])
+            if out.get("output_type") == "error" and out.get("ename") == "CellTimeoutError"
+        ]
         if state["time_limit_in"] is not None:  # one cell that could not be interrupted, usually
-            first = f"{where(timed_out[0])} ran over the {self.timeout} s cell limit; " if timed_out and \
-                timed_out[0] != state["time_limit_in"] else ""
-            found.append(("time_limit", f"{first}the notebook ran over its {self.notebook_timeout} s limit in "
-                          f"{where(state['time_limit_in'])}; the cells after it scored 0"))
+            first = (
+                f"{where(timed_out[0])} ran over the {self.timeout} s cell limit; "
+                if timed_out and timed_out[0] != state["time_limit_in"]
+                else ""
+            )
+            found.append(
+                (
+                    "time_limit",
+                    f"{first}the notebook ran over its {self.notebook_timeout} s limit in "
+                    f"{where(state['time_limit_in'])}; the cells after it scored 0",
+                )
+            )
         else:
-            found += [("time_limit", f"{where(i)} ran over the {self.timeout} s cell limit and was interrupted; "
-                                     "the notebook went on") for i in timed_out]
+            found += [
+                (
+                    "time_limit",
+                    f"{where(i)} ran over the {self.timeout} s cell limit and was interrupted; the notebook went on",
+                )
+                for i in timed_out
+            ]
         for i, cell in enumerate(nb.cells):
             for out in cell.get("outputs", []):
                 if out.get("output_type") != "error":
@@ -167,17 +229,31 @@ class GradingExecute(Execute):
                 ename, evalue = out.get("ename", ""), str(out.get("evalue", ""))
                 if ename == "CellTimeoutError":
                     continue
-                elif ename in ("MemoryError", "OutOfMemoryError") or (ename == "RuntimeError" and any(
-                        w in evalue for w in ("can't allocate memory", "not enough memory", "DefaultCPUAllocator"))):
+                elif ename in ("MemoryError", "OutOfMemoryError") or (
+                    ename == "RuntimeError"
+                    and any(w in evalue for w in ("can't allocate memory", "not enough memory", "DefaultCPUAllocator"))
+                ):
                     found.append(("memory_limit", f"{where(i)} ran out of memory ({ename}); the notebook went on"))
                 elif ename == "BlockingIOError" or "Resource temporarily unavailable" in evalue:
                     found.append(("process_limit", f"{where(i)} hit the process limit ({ename}: {evalue[:80]})"))
         for i in sorted(self._truncated):
-            found.append(("output_limit", f"{where(i)} printed more than {self.max_output_bytes / 2**20:g} MB; "
-                                          "the rest of its output was dropped"))
+            found.append(
+                (
+                    "output_limit",
+                    f"{where(i)} printed more than {self.max_output_bytes / 2**20:g} MB; "
+                    "the rest of its output was dropped",
+                )
+            )
         nbgrader = resources.get("nbgrader", {})
-        records = [{"student": nbgrader.get("student"), "notebook": nbgrader.get("notebook"),
-                    "problem": kind, "detail": detail} for kind, detail in found]
+        records = [
+            {
+                "student": nbgrader.get("student"),
+                "notebook": nbgrader.get("notebook"),
+                "problem": kind,
+                "detail": detail,
+            }
+            for kind, detail in found
+        ]
         for r in records:
             self.log.warning("%s/%s: %s: %s", r["student"], r["notebook"], r["problem"], r["detail"])
         state["incidents"] = records
@@ -187,8 +263,7 @@ class GradingExecute(Execute):
     def preprocess(self, nb, resources, *args, **kwargs):
         seed = self.grading_seed(resources)
         path = names_path(self.names_path)
-        resources["backprop_ninja"] = {"seed": seed, "names_path": path, "kernel_died_in": None,
-                                       "time_limit_in": None}
+        resources["backprop_ninja"] = {"seed": seed, "names_path": path, "kernel_died_in": None, "time_limit_in": None}
         self._output_bytes, self._truncated = {}, set()
         self.shutdown_kernel = "graceful"
         self._deadline = time.monotonic() + self.notebook_timeout if self.notebook_timeout else None

@@ -12,27 +12,31 @@ from nbformat.v4 import new_output
 from nbgrader import utils
 from nbgrader.preprocessors import NbGraderPreprocessor
 
-from ..engine import wire
 from ..authoring.notebooks import grade_id
+from ..engine import wire
 from ..engine.exercises import CHECKS
 from ..engine.honesty import AutogradTaint
 from ..engine.judge import Verdict
 from ..engine.reference import SETUP_PREFIX, run_setup
 from .grading_execute import NAMES_VARIABLE, environment
 
-
 REPORT_CALL = re.compile(r"report\(globals\(\),([^)]*)\)")  # in the locked test cells: the graded names
 REPORTED = re.compile(r"[\"']([A-Za-z_]\w*)[\"']")
 
 
 def reported_values(cell) -> list:
-    return [out["data"][wire.MIME] for out in cell.get("outputs", [])
-            if out.get("output_type") == "display_data" and wire.MIME in out.get("data", {})]
+    return [
+        out["data"][wire.MIME]
+        for out in cell.get("outputs", [])
+        if out.get("output_type") == "display_data" and wire.MIME in out.get("data", {})
+    ]
 
 
 def verdict_outputs(verdict: Verdict) -> list:
-    return [new_output("stream", name="stdout", text=verdict.text()),
-            new_output("execute_result", data={"text/plain": repr(float(verdict.points))}, execution_count=None)]
+    return [
+        new_output("stream", name="stdout", text=verdict.text()),
+        new_output("execute_result", data={"text/plain": repr(float(verdict.points))}, execution_count=None),
+    ]
 
 
 class JudgeAnswers(NbGraderPreprocessor):
@@ -49,12 +53,21 @@ class JudgeAnswers(NbGraderPreprocessor):
             namespace = run_setup(setup, seed)
         died_in = resources["backprop_ninja"].get("kernel_died_in")
         timed_out_in = resources["backprop_ninja"].get("time_limit_in")
-        not_run = ("the kernel died before this cell ran (see the cell where it stopped)" if died_in is not None else
-                   "the notebook ran over its time limit before this cell finished (see the cell where it stopped)"
-                   if timed_out_in is not None else
-                   "this cell did not run to the end (an earlier cell crashed the kernel or ran out of time)")
-        taint = AutogradTaint(answers={name for c in nb.cells if utils.is_locked(c) for name in REPORTED.findall(
-            "".join(REPORT_CALL.findall(c.source)))})
+        not_run = (
+            "the kernel died before this cell ran (see the cell where it stopped)"
+            if died_in is not None
+            else "the notebook ran over its time limit before this cell finished (see the cell where it stopped)"
+            if timed_out_in is not None
+            else "this cell did not run to the end (an earlier cell crashed the kernel or ran out of time)"
+        )
+        taint = AutogradTaint(
+            answers={
+                name
+                for c in nb.cells
+                if utils.is_locked(c)
+                for name in REPORTED.findall("".join(REPORT_CALL.findall(c.source)))
+            }
+        )
         for cell in nb.cells:
             if cell.cell_type != "code":
                 continue
@@ -74,7 +87,10 @@ class JudgeAnswers(NbGraderPreprocessor):
             else:
                 verdict = check({}, namespace, seed, set())
                 verdict.points = 0
-                verdict.lines = [not_run if not reports else
-                                 "this cell reported more than one answer: the submission tampered with it"]
+                verdict.lines = [
+                    not_run
+                    if not reports
+                    else "this cell reported more than one answer: the submission tampered with it"
+                ]
             cell.outputs = verdict_outputs(verdict)
         return nb, resources

@@ -8,10 +8,10 @@ import shutil
 from html.parser import HTMLParser
 
 import pytest
+from conftest import ASSIGNMENT, REPO
 from nbgrader.api import Gradebook
 
 from autograder.grading.report import ClassData, summary_lines, write_report
-from conftest import ASSIGNMENT, REPO
 
 EX1, EX2 = "ex1_atomic_backward", "ex2_cross_entropy"
 HOSTILE = "<script>alert(1)</script>"
@@ -52,8 +52,11 @@ def make_class(root, gradebook_db=None):
         for student, scores in CLASS.items():
             graded = [v for v in scores.values() if v is not None]
             total = sum(graded) if graded else None
-            writer.writerow([student, "" if total is None else total, sum(MAX.values()), "" if total is None else total, ""]
-                            + ["" if scores[g] is None else scores[g] for g in MAX] + [""])
+            writer.writerow(
+                [student, "" if total is None else total, sum(MAX.values()), "" if total is None else total, ""]
+                + ["" if scores[g] is None else scores[g] for g in MAX]
+                + [""]
+            )
     (root / "problems.json").write_text(json.dumps(PROBLEMS))
     (root / "source" / ASSIGNMENT).mkdir(parents=True)
     shutil.copy(REPO / "source" / ASSIGNMENT / f"{EX1}.ipynb", root / "source" / ASSIGNMENT)
@@ -63,6 +66,7 @@ def make_class(root, gradebook_db=None):
 
 class Page(HTMLParser):
     """Checks that every tag is closed in order; collects section ids, images and table rows."""
+
     VOID = {"meta", "img", "br", "hr", "link", "input"}
 
     def __init__(self, text):
@@ -160,6 +164,10 @@ def test_empty_or_missing_class(tmp_path, files):
     assert page.images == [] and "0 students (0 graded), 0 notebooks" in text
     assert "No student has a total yet." in text and "No students." in text
     assert not (tmp_path / "gradebook.db").exists()
-    expected = {"none": "does not exist", "empty": "No problems reported.", "nbgrader-export": "no &#x27;student&#x27; column"}
+    expected = {
+        "none": "does not exist",
+        "empty": "No problems reported.",
+        "nbgrader-export": "no &#x27;student&#x27; column",
+    }
     assert expected[files] in text
     assert summary_lines(tmp_path)[:2] == ["0 students (0 graded), 0 notebooks", "0 problems"]

@@ -9,12 +9,12 @@ import time
 
 import pytest
 import torch
+from conftest import ASSIGNMENT
 
+from autograder.authoring.submissions import grade_id, solved
 from autograder.engine import training
 from autograder.engine.reference import SETUP_PREFIX, run_setup
-from autograder.authoring.submissions import grade_id, solved
 from autograder.engine.training_checks import POINTS, REACH_LOSS
-from conftest import ASSIGNMENT
 
 NB = "ex4_manual_training"
 GRADIENTS = [f"test_d{name}" for name in training.PARAMETER_NAMES]
@@ -23,11 +23,14 @@ BACKWARD = {  # lines of the course's backward_pass, so that a mistake replaces 
     "dlogits": "dlogits = F.softmax(logits, 1)\ndlogits[range(n), Yb] -= 1\ndlogits /= n",
     "layer2": "dh = dlogits @ W2.T\ndW2 = h.T @ dlogits\ndb2 = dlogits.sum(0)",
     "tanh": "dhpreact = (1.0 - h**2) * dh",
-    "batchnorm": ("dbngain = (bnraw * dhpreact).sum(0, keepdim=True)\ndbnbias = dhpreact.sum(0, keepdim=True)\n"
-                  "dhprebn = bngain * bnvar_inv / n * (n * dhpreact - dhpreact.sum(0) "
-                  "- n / (n - 1) * bnraw * (dhpreact * bnraw).sum(0))"),
+    "batchnorm": (
+        "dbngain = (bnraw * dhpreact).sum(0, keepdim=True)\ndbnbias = dhpreact.sum(0, keepdim=True)\n"
+        "dhprebn = bngain * bnvar_inv / n * (n * dhpreact - dhpreact.sum(0) "
+        "- n / (n - 1) * bnraw * (dhpreact * bnraw).sum(0))"
+    ),
     "layer1": "dembcat = dhprebn @ W1.T\ndW1 = embcat.T @ dhprebn\ndb1 = dhprebn.sum(0)",
-    "embedding": "demb = dembcat.view(emb.shape)\ndC = torch.zeros_like(C)\ndC.index_add_(0, Xb.view(-1), demb.view(-1, n_embd))",
+    "embedding": "demb = dembcat.view(emb.shape)\ndC = torch.zeros_like(C)\n"
+    "dC.index_add_(0, Xb.view(-1), demb.view(-1, n_embd))",
 }
 
 
@@ -39,83 +42,137 @@ def training_step(update):
     return f"grads = backward_pass(Xb, Yb, cache)\nfor p, grad in zip(parameters, grads):\n    {update}"
 
 
-CALIBRATION = "hprebn_all = C[{X}].view({X}.shape[0], -1) @ W1 + b1\nbnmean = hprebn_all.mean(0, keepdim=True)\n" \
-              "bnvar = hprebn_all.var(0, keepdim=True)"
+CALIBRATION = (
+    "hprebn_all = C[{X}].view({X}.shape[0], -1) @ W1 + b1\nbnmean = hprebn_all.mean(0, keepdim=True)\n"
+    "bnvar = hprebn_all.var(0, keepdim=True)"
+)
 
-# student -> (answer cells changed, extra cells, {graded cell: points it must keep}, {graded cell: words of its message})
+# student -> (answer cells changed, extra cells, {graded cell: points it must keep},
+#             {graded cell: words of its message})
 # Graded cells not named keep all their points.
 MISTAKES = {
     "m_dC_overwrites": (
-        {"answer_backward_pass": backward(embedding="demb = dembcat.view(emb.shape)\ndC = torch.zeros_like(C)\n"
-                                                    "dC[Xb] += demb")}, [],
-        {"test_dC": 0, "test_training": 1}, {"test_dC": "does not add up", "test_training": "dC is wrong"}),
+        {
+            "answer_backward_pass": backward(
+                embedding="demb = dembcat.view(emb.shape)\ndC = torch.zeros_like(C)\ndC[Xb] += demb"
+            )
+        },
+        [],
+        {"test_dC": 0, "test_training": 1},
+        {"test_dC": "does not add up", "test_training": "dC is wrong"},
+    ),
     "m_db2_divided_by_n": (
         {"answer_backward_pass": backward(layer2="dh = dlogits @ W2.T\ndW2 = h.T @ dlogits\ndb2 = dlogits.sum(0) / n")},
-        [], {"test_db2": 0, "test_training": 1}, {"test_db2": "32 times too small", "test_training": "db2 is wrong"}),
+        [],
+        {"test_db2": 0, "test_training": 1},
+        {"test_db2": "32 times too small", "test_training": "db2 is wrong"},
+    ),
     "m_batchnorm_bessel": (
-        {"answer_backward_pass": backward(batchnorm=BACKWARD["batchnorm"].replace("n / (n - 1) * bnraw", "bnraw"))}, [],
+        {"answer_backward_pass": backward(batchnorm=BACKWARD["batchnorm"].replace("n / (n - 1) * bnraw", "bnraw"))},
+        [],
         {"test_dW1": 0, "test_dC": 0, "test_training": 1},
-        {"test_dW1": "your dhprebn: dhprebn is missing the factor n/(n-1)", "test_dC": "your dhprebn",
-         "test_training": "dC, dW1 are wrong"}),
+        {
+            "test_dW1": "your dhprebn: dhprebn is missing the factor n/(n-1)",
+            "test_dC": "your dhprebn",
+            "test_training": "dC, dW1 are wrong",
+        },
+    ),
     "m_grad_in_update": (
-        {"answer_training_step": training_step("p.data += -lr * p.grad")}, [],
-        {"test_training": 0}, {"test_training": "training_step uses autograd"}),
+        {"answer_training_step": training_step("p.data += -lr * p.grad")},
+        [],
+        {"test_training": 0},
+        {"test_training": "training_step uses autograd"},
+    ),
     "m_backward_left_in": (
-        {"answer_training_step": "for p in parameters:\n    p.grad = None\nloss.backward()\n"
-                                 + training_step("p += -lr * grad")}, [],
-        {"test_training": 0}, {"test_training": "training_step uses autograd"}),
+        {
+            "answer_training_step": "for p in parameters:\n    p.grad = None\nloss.backward()\n"
+            + training_step("p += -lr * grad")
+        },
+        [],
+        {"test_training": 0},
+        {"test_training": "training_step uses autograd"},
+    ),
     "m_update_rebinds": (
-        {"answer_training_step": training_step("p = p - lr * grad")}, [],
-        {"test_training": 0}, {"test_training": "the parameters never changed"}),
+        {"answer_training_step": training_step("p = p - lr * grad")},
+        [],
+        {"test_training": 0},
+        {"test_training": "the parameters never changed"},
+    ),
     "m_update_sign": (
-        {"answer_training_step": training_step("p += lr * grad")}, [],
-        {"test_training": 0}, {"test_training": "the loss goes up"}),
+        {"answer_training_step": training_step("p += lr * grad")},
+        [],
+        {"test_training": 0},
+        {"test_training": "the loss goes up"},
+    ),
     "m_swapped_batchnorm_grads": (
-        {"answer_backward_pass": backward() + "\nreturn [dC, dW1, db1, dW2, db2, dbnbias, dbngain]"}, [],
+        {"answer_backward_pass": backward() + "\nreturn [dC, dW1, db1, dW2, db2, dbnbias, dbngain]"},
+        [],
         {"test_dbngain": 0, "test_dbnbias": 0, "test_training": 1},
-        {"test_dbngain": "it is dbnbias: backward_pass must return the gradients in the order of parameters"}),
+        {"test_dbngain": "it is dbnbias: backward_pass must return the gradients in the order of parameters"},
+    ),
     "m_no_calibration": (
-        {"answer_calibration": "pass"}, [], {"test_calibration": 0}, {"test_calibration": "not calibrated yet"}),
+        {"answer_calibration": "pass"},
+        [],
+        {"test_calibration": 0},
+        {"test_calibration": "not calibrated yet"},
+    ),
     "m_calibration_one_batch": (
-        {"answer_calibration": CALIBRATION.format(X="Xb")}, [],
-        {"test_calibration": 0}, {"test_calibration": "over one minibatch"}),
+        {"answer_calibration": CALIBRATION.format(X="Xb")},
+        [],
+        {"test_calibration": 0},
+        {"test_calibration": "over one minibatch"},
+    ),
 }
 
 ALTERNATIVES = {  # other correct code: full marks
     "alt_lecture": {  # the lecture's own forms: one-hot-free indexing, the Python double loop for dC, p.data
-        "answer_backward_pass": backward(embedding=(
-            "demb = dembcat.view(emb.shape)\ndC = torch.zeros_like(C)\nfor k in range(Xb.shape[0]):\n"
-            "    for j in range(Xb.shape[1]):\n        ix = Xb[k, j]\n        dC[ix] += demb[k, j]")),
+        "answer_backward_pass": backward(
+            embedding=(
+                "demb = dembcat.view(emb.shape)\ndC = torch.zeros_like(C)\nfor k in range(Xb.shape[0]):\n"
+                "    for j in range(Xb.shape[1]):\n        ix = Xb[k, j]\n        dC[ix] += demb[k, j]"
+            )
+        ),
         "answer_training_step": training_step("p.data += -lr * grad"),
-        "answer_calibration": CALIBRATION.format(X="Xtr").replace("var(0, keepdim=True)", "var(0, keepdim=True, unbiased=False)"),
+        "answer_calibration": CALIBRATION.format(X="Xtr").replace(
+            "var(0, keepdim=True)", "var(0, keepdim=True, unbiased=False)"
+        ),
     },
     "alt_atomic": {  # BatchNorm backpropagated step by step, dlogits and dC by one-hot products
         "answer_backward_pass": backward(
             dlogits="dlogits = (F.softmax(logits, 1) - F.one_hot(Yb, logits.shape[1]).float()) / n",
-            batchnorm=("dbngain = (bnraw * dhpreact).sum(0, keepdim=True)\ndbnbias = dhpreact.sum(0, keepdim=True)\n"
-                       "hprebn = cache['hprebn']\nbndiff = hprebn - hprebn.mean(0, keepdim=True)\n"
-                       "dbnraw = bngain * dhpreact\ndbndiff = bnvar_inv * dbnraw\n"
-                       "dbnvar_inv = (bndiff * dbnraw).sum(0, keepdim=True)\n"
-                       "dbnvar = -0.5 * bnvar_inv**3 * dbnvar_inv\n"
-                       "dbndiff += 2 * bndiff * dbnvar / (n - 1)\n"
-                       "dhprebn = dbndiff - dbndiff.sum(0, keepdim=True) / n"),
-            embedding=("demb = dembcat.view(emb.shape)\n"
-                       "dC = F.one_hot(Xb.view(-1), C.shape[0]).float().T @ demb.view(-1, n_embd)")),
+            batchnorm=(
+                "dbngain = (bnraw * dhpreact).sum(0, keepdim=True)\ndbnbias = dhpreact.sum(0, keepdim=True)\n"
+                "hprebn = cache['hprebn']\nbndiff = hprebn - hprebn.mean(0, keepdim=True)\n"
+                "dbnraw = bngain * dhpreact\ndbndiff = bnvar_inv * dbnraw\n"
+                "dbnvar_inv = (bndiff * dbnraw).sum(0, keepdim=True)\n"
+                "dbnvar = -0.5 * bnvar_inv**3 * dbnvar_inv\n"
+                "dbndiff += 2 * bndiff * dbnvar / (n - 1)\n"
+                "dhprebn = dbndiff - dbndiff.sum(0, keepdim=True) / n"
+            ),
+            embedding=(
+                "demb = dembcat.view(emb.shape)\n"
+                "dC = F.one_hot(Xb.view(-1), C.shape[0]).float().T @ demb.view(-1, n_embd)"
+            ),
+        ),
         "answer_training_step": "grads = backward_pass(Xb, Yb, cache)\nfor p, grad in zip(parameters, grads):\n"
-                                "    p.sub_(lr * grad)",
+        "    p.sub_(lr * grad)",
     },
 }
 
 # student -> (changes, extra cells, {graded cell: points it must keep}, {graded cell: words})
 CHEATS = {
     "c_grad_in_backward": (
-        {"answer_backward_pass": "dC, dW1, db1, dW2, db2, dbngain, dbnbias = [p.grad for p in parameters]"}, [],
+        {"answer_backward_pass": "dC, dW1, db1, dW2, db2, dbngain, dbnbias = [p.grad for p in parameters]"},
+        [],
         {**{g: 0 for g in GRADIENTS}, "test_training": 0},
-        {"test_dW1": "backward_pass uses autograd", "test_training": "backward_pass uses autograd"}),
+        {"test_dW1": "backward_pass uses autograd", "test_training": "backward_pass uses autograd"},
+    ),
     "c_hidden_grad": (  # .grad read in a way the static analysis cannot see: while grading .grad is None
         {"answer_training_step": training_step("p += -lr * operator.attrgetter('gr' + 'ad'[0:2])(p)")},
         [("answer_backward_pass", "import operator")],
-        {"test_training": 0}, {"test_training": "stopped after 0 of"}),
+        {"test_training": 0},
+        {"test_training": "stopped after 0 of"},
+    ),
 }
 
 
@@ -134,9 +191,20 @@ def graded(course):
     for student, changes in ALTERNATIVES.items():
         course.submit(student, NB, solved(release, source, changes))
     # A leftover training loop of the student's own, before the graded run: stopped early, costs nothing.
-    course.submit("alt_extra_loop", NB, solved(release, source, extra_cells=[
-        ("answer_training_step", "with torch.no_grad():\n    for i in range(200_000):\n"
-                                 "        training_step(*check_batch[:2], 0.1)")]))
+    course.submit(
+        "alt_extra_loop",
+        NB,
+        solved(
+            release,
+            source,
+            extra_cells=[
+                (
+                    "answer_training_step",
+                    "with torch.no_grad():\n    for i in range(200_000):\n        training_step(*check_batch[:2], 0.1)",
+                )
+            ],
+        ),
+    )
     start = time.monotonic()
     course.nbgrader("autograde", ASSIGNMENT)
     course.ex4_seconds = time.monotonic() - start
@@ -157,8 +225,9 @@ def test_points_table(graded):
 @pytest.mark.parametrize("student", ["solution", *ALTERNATIVES, "alt_extra_loop"])
 def test_correct_submissions_get_full_marks(graded, student):
     got, maximum = scores(graded, student), graded.max_scores(NB)
-    assert {g: got[g] for g in maximum if maximum[g]} == {g: p for g, p in maximum.items() if p}, \
-        graded.messages(student, NB)
+    assert {g: got[g] for g in maximum if maximum[g]} == {g: p for g, p in maximum.items() if p}, graded.messages(
+        student, NB
+    )
 
 
 def test_solution_messages(graded):
@@ -209,34 +278,6 @@ def test_grader_forward_is_the_notebooks(graded):
     scale = max(p.grad.abs().max().item() for p in ns["parameters"])  # db1 is rounding noise around 0
     for name, p, g in zip(training.PARAMETER_NAMES, ns["parameters"], grads):
         assert (g - p.grad).abs().max() <= 1e-6 * scale, name
-
-
-def test_calibration_from_counts_is_the_direct_one():
-    """training.calibrate (from character pair counts) equals the mean and variance of hprebn computed directly."""
-    generator = torch.Generator().manual_seed(3)
-    X = torch.randint(0, 27, (5000, 3), generator=generator)
-    parameters = [torch.randn(27, 10, generator=generator), torch.randn(30, 200, generator=generator) * 0.3,
-                  torch.randn(200, generator=generator)]
-    hprebn = training.hidden_preactivations(parameters, X).double()
-    mean, var = training.calibrate(parameters, X)
-    assert torch.allclose(mean, hprebn.mean(0, keepdim=True), rtol=0, atol=1e-5)
-    assert torch.allclose(var, hprebn.var(0, keepdim=True), rtol=1e-5, atol=0)
-
-
-def test_prose_about_gradients_is_not_autograd():
-    """Docstrings, f-string text and print() may say "gradient"; getattr(p, "grad") still counts."""
-    from autograder.engine.honesty import AutogradTaint
-
-    def tainted(code):
-        taint = AutogradTaint()
-        taint.add_cell(code)
-        return taint.tainted
-
-    assert tainted('def f(x):\n    """Returns the gradients, no backward."""\n    print("grad", f"grad {x}")\n'
-                   '    return x') == set()
-    assert tainted('def f(x):\n    return getattr(x, "grad")') == {"f"}
-    assert tainted('def f(x):\n    """doc"""\n    return x.grad') == {"f"}
-    assert tainted('name = "grad"') == {"name"}
 
 
 def test_feedback_shows_the_verdicts_but_no_hidden_tests(graded):

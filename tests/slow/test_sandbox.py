@@ -1,4 +1,5 @@
 """The sandboxed grading kernel, with real kernels in bubblewrap (no mocks)."""
+
 import json
 import os
 import shutil
@@ -16,8 +17,8 @@ from traitlets.config import Config
 from autograder.sandbox import PACKAGE_DIR, SandboxedExecute, SandboxedKernelManager, SandboxError
 
 pytestmark = pytest.mark.skipif(
-    shutil.which("bwrap") is None,
-    reason="bubblewrap is not installed (apt-get install bubblewrap); CI installs it")
+    shutil.which("bwrap") is None, reason="bubblewrap is not installed (apt-get install bubblewrap); CI installs it"
+)
 
 ROOT = os.geteuid() == 0
 SANDBOX_UID = SandboxedKernelManager().sandbox_uid
@@ -62,9 +63,14 @@ def config(course, **traits):
 def client(course, student, cells=(), **kw):
     nb = new_notebook(cells=[new_code_cell(src) for src in cells])
     return NotebookClient(
-        nb, kernel_manager_class=SandboxedKernelManager, config=config(course), timeout=60,
-        allow_errors=True, resources={"metadata": {"path": str(course / "autograded" / student / "ps1")}},
-        **kw)
+        nb,
+        kernel_manager_class=SandboxedKernelManager,
+        config=config(course),
+        timeout=60,
+        allow_errors=True,
+        resources={"metadata": {"path": str(course / "autograded" / student / "ps1")}},
+        **kw,
+    )
 
 
 class Kernel:
@@ -110,11 +116,13 @@ def sandboxed_sleeps():
 
 
 def test_runs_code_and_torch_unprivileged(kernel):
-    r = kernel.json("import os, torch\n"
-                    "status = open('/proc/self/status').read()\n"
-                    "result = [torch.ones(3).sum().item(), os.getuid(),\n"
-                    "          [l.split()[1] for l in status.splitlines() if l.startswith('CapEff')][0],\n"
-                    "          os.path.realpath(os.getcwd()), open('/proc/self/oom_score_adj').read()]")
+    r = kernel.json(
+        "import os, torch\n"
+        "status = open('/proc/self/status').read()\n"
+        "result = [torch.ones(3).sum().item(), os.getuid(),\n"
+        "          [l.split()[1] for l in status.splitlines() if l.startswith('CapEff')][0],\n"
+        "          os.path.realpath(os.getcwd()), open('/proc/self/oom_score_adj').read()]"
+    )
     assert r[0] == 3.0
     assert r[2] == "0000000000000000"  # no capabilities
     assert r[3].endswith("/autograded/alice/ps1")
@@ -125,16 +133,21 @@ def test_runs_code_and_torch_unprivileged(kernel):
 
 def test_writes_only_to_own_folder(kernel, course):
     targets = {
-        "own": "out.txt", "tmp": "/tmp/scratch.txt", "course": str(course / "hack.txt"),
+        "own": "out.txt",
+        "tmp": "/tmp/scratch.txt",
+        "course": str(course / "hack.txt"),
         "bob": str(course / "autograded" / "bob" / "ps1" / "answers.txt"),
-        "root": "/hack.txt", "package": os.path.join(PACKAGE_DIR, "hack.txt"),
+        "root": "/hack.txt",
+        "package": os.path.join(PACKAGE_DIR, "hack.txt"),
     }
-    r = kernel.json(f"targets = {targets!r}\nresult = {{}}\n"
-                    "for name, path in targets.items():\n"
-                    "    try:\n"
-                    "        open(path, 'w').write('x'); result[name] = 'ok'\n"
-                    "    except OSError as e:\n"
-                    "        result[name] = type(e).__name__\n")
+    r = kernel.json(
+        f"targets = {targets!r}\nresult = {{}}\n"
+        "for name, path in targets.items():\n"
+        "    try:\n"
+        "        open(path, 'w').write('x'); result[name] = 'ok'\n"
+        "    except OSError as e:\n"
+        "        result[name] = type(e).__name__\n"
+    )
     assert r["own"] == "ok" and r["tmp"] == "ok"
     assert (course / "autograded" / "alice" / "ps1" / "out.txt").read_text() == "x"
     for name in ("course", "bob", "root", "package"):
@@ -144,15 +157,17 @@ def test_writes_only_to_own_folder(kernel, course):
 
 
 def test_course_secrets_are_invisible(kernel, course, grader_tmp):
-    r = kernel.json(f"import os\ncourse, tmp = {str(course)!r}, {str(grader_tmp)!r}\n"
-                    "result = {'course': sorted(os.listdir(course)),\n"
-                    "          'autograded': sorted(os.listdir(course + '/autograded')),\n"
-                    "          'tmp': sorted(os.listdir(tmp))}\n"
-                    "for path in ('/gradebook.db', '/source/ps1/ps1.ipynb'):\n"
-                    "    try:\n"
-                    "        open(course + path).read(); result[path] = 'read'\n"
-                    "    except OSError as e:\n"
-                    "        result[path] = type(e).__name__\n")
+    r = kernel.json(
+        f"import os\ncourse, tmp = {str(course)!r}, {str(grader_tmp)!r}\n"
+        "result = {'course': sorted(os.listdir(course)),\n"
+        "          'autograded': sorted(os.listdir(course + '/autograded')),\n"
+        "          'tmp': sorted(os.listdir(tmp))}\n"
+        "for path in ('/gradebook.db', '/source/ps1/ps1.ipynb'):\n"
+        "    try:\n"
+        "        open(course + path).read(); result[path] = 'read'\n"
+        "    except OSError as e:\n"
+        "        result[path] = type(e).__name__\n"
+    )
     assert r["course"] == ["autograded"] and r["autograded"] == ["alice"]
     assert r["/gradebook.db"] == "FileNotFoundError"
     assert r["/source/ps1/ps1.ipynb"] == "FileNotFoundError"
@@ -160,9 +175,11 @@ def test_course_secrets_are_invisible(kernel, course, grader_tmp):
 
 
 def test_environment_is_filtered(kernel):
-    r = kernel.json("import os\nresult = [os.environ.get('NBGRADER_EXECUTION'),\n"
-                    "  os.environ.get('BACKPROP_NINJA_SEED'), os.environ.get('GRADER_SECRET_TOKEN'),\n"
-                    "  open(os.environ['BACKPROP_NINJA_NAMES']).read()]")
+    r = kernel.json(
+        "import os\nresult = [os.environ.get('NBGRADER_EXECUTION'),\n"
+        "  os.environ.get('BACKPROP_NINJA_SEED'), os.environ.get('GRADER_SECRET_TOKEN'),\n"
+        "  open(os.environ['BACKPROP_NINJA_NAMES']).read()]"
+    )
     assert r == ["autograde", "7", None, "emma\nolivia\n"]
 
 
@@ -170,30 +187,36 @@ def test_no_network(kernel):
     with socket.create_server(("127.0.0.1", 0)) as server:
         port = server.getsockname()[1]
         socket.create_connection(("127.0.0.1", port), timeout=2).close()  # it is reachable here
-        r = kernel.json("import socket\ntry:\n"
-                        f"    socket.create_connection(('127.0.0.1', {port}), timeout=2); result = 'connected'\n"
-                        "except OSError as e:\n    result = type(e).__name__")
+        r = kernel.json(
+            "import socket\ntry:\n"
+            f"    socket.create_connection(('127.0.0.1', {port}), timeout=2); result = 'connected'\n"
+            "except OSError as e:\n    result = type(e).__name__"
+        )
     assert r == "ConnectionRefusedError"
 
 
 def test_memory_limit(kernel):
-    r = kernel.json("import torch\nresult = []\n"
-                    "for make in (lambda: bytearray(50 * 2**30), lambda: torch.empty(50 * 2**30, dtype=torch.uint8)):\n"
-                    "    try:\n        make(); result.append('allocated')\n"
-                    "    except (MemoryError, RuntimeError) as e:\n        result.append(type(e).__name__)\n"
-                    "chunks = []  # address space adds up, even untouched\ntry:\n"
-                    "    while True: chunks.append(torch.empty(256 * 2**20, dtype=torch.uint8))\n"
-                    "except RuntimeError:\n    result.append(len(chunks))\ndel chunks")
+    r = kernel.json(
+        "import torch\nresult = []\n"
+        "for make in (lambda: bytearray(50 * 2**30), lambda: torch.empty(50 * 2**30, dtype=torch.uint8)):\n"
+        "    try:\n        make(); result.append('allocated')\n"
+        "    except (MemoryError, RuntimeError) as e:\n        result.append(type(e).__name__)\n"
+        "chunks = []  # address space adds up, even untouched\ntry:\n"
+        "    while True: chunks.append(torch.empty(256 * 2**20, dtype=torch.uint8))\n"
+        "except RuntimeError:\n    result.append(len(chunks))\ndel chunks"
+    )
     assert r[:2] == ["MemoryError", "RuntimeError"]
     assert 0 < r[2] * 256 * 2**20 < MEMORY_LIMIT
     assert kernel.run("print(1 + 1)") == "2\n"
 
 
 def test_fork_bomb_is_stopped(kernel):
-    r = kernel.json("import subprocess\nprocs, error = [], None\ntry:\n"
-                    "    for _ in range(1000): procs.append(subprocess.Popen(['sleep', '60']))\n"
-                    "except OSError as e:\n    error = type(e).__name__\n"
-                    "for p in procs: p.kill(); p.wait()\nresult = [len(procs), error]")
+    r = kernel.json(
+        "import subprocess\nprocs, error = [], None\ntry:\n"
+        "    for _ in range(1000): procs.append(subprocess.Popen(['sleep', '60']))\n"
+        "except OSError as e:\n    error = type(e).__name__\n"
+        "for p in procs: p.kill(); p.wait()\nresult = [len(procs), error]"
+    )
     assert r[0] < SandboxedKernelManager().process_limit and r[1] == "BlockingIOError"
     assert kernel.run("print('still here')") == "still here\n"
 
@@ -201,11 +224,17 @@ def test_fork_bomb_is_stopped(kernel):
 def test_dead_kernel_is_contained(kernel, course):
     bob = course / "autograded" / "bob" / "ps1"
     owner = bob.stat().st_uid
-    c = client(course, "bob", ["import os, subprocess\n"
-                               "print([n for n in os.listdir('/tmp') if n.startswith('nbgrader-')])\n"
-                               "subprocess.Popen(['sleep', '300'], start_new_session=True)\n"
-                               "open('left.txt', 'w').write('x')",
-                               "import os; os._exit(1)"])
+    c = client(
+        course,
+        "bob",
+        [
+            "import os, subprocess\n"
+            "print([n for n in os.listdir('/tmp') if n.startswith('nbgrader-')])\n"
+            "subprocess.Popen(['sleep', '300'], start_new_session=True)\n"
+            "open('left.txt', 'w').write('x')",
+            "import os; os._exit(1)",
+        ],
+    )
     with pytest.raises(DeadKernelError):
         c.execute()
     # alice's kernel was running: bob's sees its own socket directory and no other
@@ -232,9 +261,11 @@ def test_timeout_interrupts_through_nbgrader_execute(course):
 
 def test_fails_closed(course):
     bob = str(course / "autograded" / "bob" / "ps1")
-    for traits, cwd, words in (({"bwrap": "/nonexistent/bwrap"}, bob, "bwrap"),
-                               ({}, str(course), "folder inside the course root"),
-                               ({"memory_limit": 2**20}, bob, "exited with status")):
+    for traits, cwd, words in (
+        ({"bwrap": "/nonexistent/bwrap"}, bob, "bwrap"),
+        ({}, str(course), "folder inside the course root"),
+        ({"memory_limit": 2**20}, bob, "exited with status"),
+    ):
         c = client(course, "bob", ["1"])
         c.config = config(course, **traits)
         with pytest.raises(SandboxError, match=words):

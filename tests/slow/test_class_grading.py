@@ -19,16 +19,16 @@ import zipfile
 
 import nbformat
 import pytest
+from conftest import ASSIGNMENT, Course, temporary_course
 
-from autograder.engine.backward_rules import STEPS
 from autograder.authoring.submissions import grade_id, solved
-from conftest import ASSIGNMENT, REPO, Course, temporary_course
+from autograder.engine.backward_rules import STEPS
 
 pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is not installed")
 
 NB = "ex1_atomic_backward"
 ALL = [s.name for s in STEPS]
-AFTER_H = ALL[ALL.index("h"):]  # the steps graded after a cell placed after answer_dh
+AFTER_H = ALL[ALL.index("h") :]  # the steps graded after a cell placed after answer_dh
 NOTEBOOK_TIMEOUT, CELL_TIMEOUT = 90, 15  # generous: this 2-core machine is shared with other test runs
 
 CONTROLS = {  # student (Canvas ids have no underscore) -> answer cells changed; also graded alone
@@ -86,9 +86,21 @@ def stripped(nb):
 def fake_grade_cell(nb):
     """A cell that claims to be a graded test worth 100 points, and prints that it passed."""
     nb = copy.deepcopy(nb)
-    nb.cells.append(nbformat.v4.new_code_cell("print(100.0)\n100.0", metadata={"nbgrader": {
-        "grade": True, "grade_id": "test_bonus", "locked": True, "points": 100, "solution": False,
-        "schema_version": 3}}))
+    nb.cells.append(
+        nbformat.v4.new_code_cell(
+            "print(100.0)\n100.0",
+            metadata={
+                "nbgrader": {
+                    "grade": True,
+                    "grade_id": "test_bonus",
+                    "locked": True,
+                    "points": 100,
+                    "solution": False,
+                    "schema_version": 3,
+                }
+            },
+        )
+    )
     return nb
 
 
@@ -96,15 +108,28 @@ def as_colab(nb) -> bytes:
     """What Colab's File > Download gives: nbformat 4.0, its own metadata and cell ids, no top-level ids."""
     cells = []
     for k, cell in enumerate(nb.cells):
-        c = {"cell_type": cell.cell_type, "metadata": {"id": f"c0L4b{k:04d}x", **copy.deepcopy(cell.metadata)},
-             "source": cell.source.splitlines(keepends=True)}
+        c = {
+            "cell_type": cell.cell_type,
+            "metadata": {"id": f"c0L4b{k:04d}x", **copy.deepcopy(cell.metadata)},
+            "source": cell.source.splitlines(keepends=True),
+        }
         if cell.cell_type == "code":
             c.update(execution_count=None, outputs=[])
         cells.append(c)
-    return json.dumps({"nbformat": 4, "nbformat_minor": 0, "cells": cells, "metadata": {
-        "colab": {"provenance": [], "name": f"Copy of {NB}.ipynb"}, "accelerator": "GPU",
-        "kernelspec": {"name": "python3", "display_name": "Python 3"}, "language_info": {"name": "python"}}},
-        indent=2).encode()
+    return json.dumps(
+        {
+            "nbformat": 4,
+            "nbformat_minor": 0,
+            "cells": cells,
+            "metadata": {
+                "colab": {"provenance": [], "name": f"Copy of {NB}.ipynb"},
+                "accelerator": "GPU",
+                "kernelspec": {"name": "python3", "display_name": "Python 3"},
+                "language_info": {"name": "python"},
+            },
+        },
+        indent=2,
+    ).encode()
 
 
 def hostile_class(course: Course, listener: Listener) -> dict:
@@ -112,60 +137,155 @@ def hostile_class(course: Course, listener: Listener) -> dict:
     release, source = course.notebook("release", NB), course.notebook("source", NB)
     root = course.root
     good = solved(release, source)
-    secrets = [str(root / "gradebook.db"), "../../gradebook.db", "../../../gradebook.db",
-               str(root / "source" / ASSIGNMENT / f"{NB}.ipynb"), f"../../../source/{ASSIGNMENT}/{NB}.ipynb",
-               str(root / "submitted" / "goodperfect" / ASSIGNMENT / f"{NB}.ipynb"),
-               str(root / "autograded" / "goodperfect" / ASSIGNMENT / f"{NB}.ipynb")]
-    targets = [str(root / "hack.txt"), "../../../hack.txt", str(root / "gradebook.db"),
-               f"../../goodperfect/{ASSIGNMENT}/{NB}.ipynb", f"../../goodperfect/{ASSIGNMENT}/hack.txt",
-               str(root / "submitted" / "goodperfect" / ASSIGNMENT / f"{NB}.ipynb"),
-               str(root / "autograded" / "goodperfect" / ASSIGNMENT / f"{NB}.ipynb")]
-    probe = ("for path in {paths!r}:\n    try:\n        {action}\n        print('DONE', path)\n"
-             "    except Exception as e:\n        print('BLOCKED', path, type(e).__name__)\n")
-    patch = ("import torch, torch.testing\nimport autograder.engine.judge, autograder.engine.tolerance, autograder.in_kernel\n"
-             "torch.allclose = lambda *a, **k: True\ntorch.equal = lambda *a, **k: True\n"
-             "torch.testing.assert_close = lambda *a, **k: None\n"
-             "autograder.engine.judge.judge_gradient = lambda *a, **k: None\n"
-             "for name in dir(autograder.engine.tolerance):\n"
-             "    if callable(getattr(autograder.engine.tolerance, name)):\n"
-             "        setattr(autograder.engine.tolerance, name, lambda *a, **k: True)\n"
-)
+    secrets = [
+        str(root / "gradebook.db"),
+        "../../gradebook.db",
+        "../../../gradebook.db",
+        str(root / "source" / ASSIGNMENT / f"{NB}.ipynb"),
+        f"../../../source/{ASSIGNMENT}/{NB}.ipynb",
+        str(root / "submitted" / "goodperfect" / ASSIGNMENT / f"{NB}.ipynb"),
+        str(root / "autograded" / "goodperfect" / ASSIGNMENT / f"{NB}.ipynb"),
+    ]
+    targets = [
+        str(root / "hack.txt"),
+        "../../../hack.txt",
+        str(root / "gradebook.db"),
+        f"../../goodperfect/{ASSIGNMENT}/{NB}.ipynb",
+        f"../../goodperfect/{ASSIGNMENT}/hack.txt",
+        str(root / "submitted" / "goodperfect" / ASSIGNMENT / f"{NB}.ipynb"),
+        str(root / "autograded" / "goodperfect" / ASSIGNMENT / f"{NB}.ipynb"),
+    ]
+    probe = (
+        "for path in {paths!r}:\n    try:\n        {action}\n        print('DONE', path)\n"
+        "    except Exception as e:\n        print('BLOCKED', path, type(e).__name__)\n"
+    )
+    patch = (
+        "import torch, torch.testing\n"
+        "import autograder.engine.judge, autograder.engine.tolerance, autograder.in_kernel\n"
+        "torch.allclose = lambda *a, **k: True\ntorch.equal = lambda *a, **k: True\n"
+        "torch.testing.assert_close = lambda *a, **k: None\n"
+        "autograder.engine.judge.judge_gradient = lambda *a, **k: None\n"
+        "for name in dir(autograder.engine.tolerance):\n"
+        "    if callable(getattr(autograder.engine.tolerance, name)):\n"
+        "        setattr(autograder.engine.tolerance, name, lambda *a, **k: True)\n"
+    )
     w = lambda nb: nbformat.writes(nb).encode()
     after = "answer_dh"
     c = {
-        "bad_syntax_error": (w(solved(release, source, {"answer_dC": "dC = torch.zeros_like(C\ndC[Xb] += demb"})),
-                             ["C"], set()),
-        "bad_exception_everywhere": (w(solved(release, source, {grade_id(x): "raise RuntimeError('no')"
-                                                                for x in release.cells
-                                                                if grade_id(x).startswith("answer_")})), ALL, set()),
-        "bad_infinite_loop": (w(cells_after(release, source, after, "while True:\n    pass")), [],
-                              {(NB, "time_limit")}),
-        "bad_uninterruptible": (w(cells_after(release, source, after, "import signal\n"
-                                              "signal.signal(signal.SIGINT, signal.SIG_IGN)\nwhile True:\n    pass")),
-                                AFTER_H, {(NB, "time_limit")}),
-        "bad_50_gb": (w(cells_after(release, source, after, "import torch\nhog = torch.empty(50 * 2**30, "
-                                                            "dtype=torch.uint8)")), [], {(NB, "memory_limit")}),
-        "bad_fork_bomb": (w(cells_after(release, source, after, "import subprocess\nkids = []\n"
-                                        "for _ in range(5000):\n    kids.append(subprocess.Popen(['sleep', '600']))")),
-                          "any", {(NB, "process_limit")}),
-        "bad_os_exit": (w(solved(release, source, {"answer_dh": "import os\nos._exit(1)"})), AFTER_H,
-                        {(NB, "kernel_died")}),
+        "bad_syntax_error": (
+            w(solved(release, source, {"answer_dC": "dC = torch.zeros_like(C\ndC[Xb] += demb"})),
+            ["C"],
+            set(),
+        ),
+        "bad_exception_everywhere": (
+            w(
+                solved(
+                    release,
+                    source,
+                    {
+                        grade_id(x): "raise RuntimeError('no')"
+                        for x in release.cells
+                        if grade_id(x).startswith("answer_")
+                    },
+                )
+            ),
+            ALL,
+            set(),
+        ),
+        "bad_infinite_loop": (
+            w(cells_after(release, source, after, "while True:\n    pass")),
+            [],
+            {(NB, "time_limit")},
+        ),
+        "bad_uninterruptible": (
+            w(
+                cells_after(
+                    release,
+                    source,
+                    after,
+                    "import signal\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\nwhile True:\n    pass",
+                )
+            ),
+            AFTER_H,
+            {(NB, "time_limit")},
+        ),
+        "bad_50_gb": (
+            w(cells_after(release, source, after, "import torch\nhog = torch.empty(50 * 2**30, dtype=torch.uint8)")),
+            [],
+            {(NB, "memory_limit")},
+        ),
+        "bad_fork_bomb": (
+            w(
+                cells_after(
+                    release,
+                    source,
+                    after,
+                    "import subprocess\nkids = []\n"
+                    "for _ in range(5000):\n    kids.append(subprocess.Popen(['sleep', '600']))",
+                )
+            ),
+            "any",
+            {(NB, "process_limit")},
+        ),
+        "bad_os_exit": (
+            w(solved(release, source, {"answer_dh": "import os\nos._exit(1)"})),
+            AFTER_H,
+            {(NB, "kernel_died")},
+        ),
         "bad_sys_exit": (w(cells_after(release, source, after, "import sys\nsys.exit()")), [], set()),
         # everything this uid may signal: inside the sandbox, that is nobody else's kernel or grader
-        "bad_kill_everything": (w(cells_after(release, source, after, "import os, signal\nos.kill(-1, signal.SIGKILL)")),
-                                "any", set()),
-        "bad_prints_100_mb": (w(cells_after(release, source, after, "print('x' * 100_000_000)")), [],
-                              {(NB, "output_limit")}),
-        "bad_reads_secrets": (w(cells_after(release, source, after, probe.format(
-            paths=secrets, action="print(open(path, 'rb').read(300))"))), [], set()),
-        "bad_writes_elsewhere": (w(cells_after(release, source, after, probe.format(
-            paths=targets, action="open(path, 'a').write('pwned')"))), [], set()),
-        "bad_network": (w(cells_after(release, source, after, "import socket\ntry:\n"
-                                      f"    s = socket.create_connection(('127.0.0.1', {listener.port}), timeout=5)\n"
-                                      "    s.sendall(b'stolen answers'); s.close(); print('CONNECTED')\n"
-                                      "except OSError as e:\n    print('BLOCKED', type(e).__name__)")), [], set()),
-        "bad_monkeypatch": (w(solved(release, source, {"answer_dW2": "dW2 = dlogits.T @ h"},
-                                     extra_cells=[("self_check_helpers", patch)])), ["W2"], set()),
+        "bad_kill_everything": (
+            w(cells_after(release, source, after, "import os, signal\nos.kill(-1, signal.SIGKILL)")),
+            "any",
+            set(),
+        ),
+        "bad_prints_100_mb": (
+            w(cells_after(release, source, after, "print('x' * 100_000_000)")),
+            [],
+            {(NB, "output_limit")},
+        ),
+        "bad_reads_secrets": (
+            w(
+                cells_after(
+                    release, source, after, probe.format(paths=secrets, action="print(open(path, 'rb').read(300))")
+                )
+            ),
+            [],
+            set(),
+        ),
+        "bad_writes_elsewhere": (
+            w(
+                cells_after(
+                    release, source, after, probe.format(paths=targets, action="open(path, 'a').write('pwned')")
+                )
+            ),
+            [],
+            set(),
+        ),
+        "bad_network": (
+            w(
+                cells_after(
+                    release,
+                    source,
+                    after,
+                    "import socket\ntry:\n"
+                    f"    s = socket.create_connection(('127.0.0.1', {listener.port}), timeout=5)\n"
+                    "    s.sendall(b'stolen answers'); s.close(); print('CONNECTED')\n"
+                    "except OSError as e:\n    print('BLOCKED', type(e).__name__)",
+                )
+            ),
+            [],
+            set(),
+        ),
+        "bad_monkeypatch": (
+            w(
+                solved(
+                    release, source, {"answer_dW2": "dW2 = dlogits.T @ h"}, extra_cells=[("self_check_helpers", patch)]
+                )
+            ),
+            ["W2"],
+            set(),
+        ),
         "bad_deleted_test": (w(without(good, "test_dprobs")), [], {(NB, "deleted_cell")}),
         "bad_duplicated_test": (w(duplicated(good, "test_dprobs")), [], {(NB, "duplicated_cell")}),
         "bad_stripped": (w(stripped(good)), [], {(NB, "metadata_stripped")}),
@@ -192,10 +312,27 @@ def ex1_course():
 
 
 def grade(course, *args, check=True, env=None):
-    result = subprocess.run([sys.executable, "-m", "autograder.cli", "grade", "--course", str(course.root),
-                             "--workers", "2", "--notebook-timeout", str(NOTEBOOK_TIMEOUT),
-                             "--cell-timeout", str(CELL_TIMEOUT), *args],
-                            capture_output=True, text=True, timeout=3600, env=env)
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "autograder.cli",
+            "grade",
+            "--course",
+            str(course.root),
+            "--workers",
+            "2",
+            "--notebook-timeout",
+            str(NOTEBOOK_TIMEOUT),
+            "--cell-timeout",
+            str(CELL_TIMEOUT),
+            *args,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=3600,
+        env=env,
+    )
     if check and result.returncode != 0:
         raise AssertionError(f"grade failed:\n{result.stdout[-3000:]}\n{result.stderr[-6000:]}")
     return result
@@ -214,13 +351,16 @@ def graded(ex1_course, listener, tmp_path_factory):
         for student, (data, _, _) in cases.items():  # a folder per student
             name = f"Copy of {NB}.ipynb" if student == "bad_colab" else f"{NB}.ipynb"
             z.writestr(f"{student}/{name}", data)
-        z.writestr(f"Ada Lovelace_1234_assignsubmission_file_/{NB}.ipynb",  # Moodle's folder names
-                   nbformat.writes(solved(release, source)))
+        z.writestr(
+            f"Ada Lovelace_1234_assignsubmission_file_/{NB}.ipynb",  # Moodle's folder names
+            nbformat.writes(solved(release, source)),
+        )
         # numbered duplicates: the newest is taken
-        z.writestr(zipfile.ZipInfo(f"dup_student/{NB}.ipynb", (2026, 1, 1, 10, 0, 0)),
-                   nbformat.writes(release))
-        z.writestr(zipfile.ZipInfo(f"dup_student/{NB} (1).ipynb", (2026, 1, 2, 10, 0, 0)),
-                   nbformat.writes(solved(release, source)))
+        z.writestr(zipfile.ZipInfo(f"dup_student/{NB}.ipynb", (2026, 1, 1, 10, 0, 0)), nbformat.writes(release))
+        z.writestr(
+            zipfile.ZipInfo(f"dup_student/{NB} (1).ipynb", (2026, 1, 2, 10, 0, 0)),
+            nbformat.writes(solved(release, source)),
+        )
         z.writestr("nothing_student/homework.ipynb", nbformat.writes(release))  # matches no notebook
         z.writestr("README", "not a student")
     result = grade(course, "--from", str(download))
@@ -279,11 +419,32 @@ def test_good_students_get_exactly_their_grades_alone(graded, alone):
     assert lost(rows(course)["goodtransposed"]) == ["W2"]
 
 
-@pytest.mark.parametrize("student", [
-    "bad_syntax_error", "bad_exception_everywhere", "bad_infinite_loop", "bad_uninterruptible", "bad_50_gb",
-    "bad_fork_bomb", "bad_os_exit", "bad_sys_exit", "bad_kill_everything", "bad_prints_100_mb",
-    "bad_reads_secrets", "bad_writes_elsewhere", "bad_network", "bad_monkeypatch", "bad_deleted_test",
-    "bad_duplicated_test", "bad_stripped", "bad_not_json", "bad_empty", "bad_colab", "bad_fake_grade_cell"])
+@pytest.mark.parametrize(
+    "student",
+    [
+        "bad_syntax_error",
+        "bad_exception_everywhere",
+        "bad_infinite_loop",
+        "bad_uninterruptible",
+        "bad_50_gb",
+        "bad_fork_bomb",
+        "bad_os_exit",
+        "bad_sys_exit",
+        "bad_kill_everything",
+        "bad_prints_100_mb",
+        "bad_reads_secrets",
+        "bad_writes_elsewhere",
+        "bad_network",
+        "bad_monkeypatch",
+        "bad_deleted_test",
+        "bad_duplicated_test",
+        "bad_stripped",
+        "bad_not_json",
+        "bad_empty",
+        "bad_colab",
+        "bad_fake_grade_cell",
+    ],
+)
 def test_each_bad_submission_gets_its_named_outcome(graded, student):
     course, cases, _ = graded
     _, expected_lost, expected_kinds = cases[student]
@@ -301,8 +462,10 @@ def test_nothing_leaves_the_sandbox(graded, listener):
     course = graded[0]
     assert listener.connections == []
     text = lambda s: "\n".join(
-        o.get("text", "") for c in nbformat.read(course.root / "autograded" / s / ASSIGNMENT / f"{NB}.ipynb",
-                                                 as_version=4).cells for o in c.get("outputs", []))
+        o.get("text", "")
+        for c in nbformat.read(course.root / "autograded" / s / ASSIGNMENT / f"{NB}.ipynb", as_version=4).cells
+        for o in c.get("outputs", [])
+    )
     reads, writes, net = text("bad_reads_secrets"), text("bad_writes_elsewhere"), text("bad_network")
     assert reads.count("BLOCKED") == 7 and "DONE" not in reads and "SQLite" not in reads and "HIDDEN" not in reads
     assert writes.count("BLOCKED") == 7 and "DONE" not in writes
@@ -363,42 +526,3 @@ def test_fails_closed_when_the_sandbox_cannot_start(ex1_course):
 
 
 # ---------------------------------------------------------------- without kernels: names and repairs
-
-NOTEBOOKS = ["ex1_atomic_backward", "ex2_cross_entropy_backward", "ex3_batchnorm_backward", "ex4_manual_training"]
-
-
-@pytest.mark.parametrize("name, notebook", [
-    ("ex1_atomic_backward.ipynb", "ex1_atomic_backward"),
-    ("Copy of ex1_atomic_backward.ipynb", "ex1_atomic_backward"),
-    ("ex1_atomic_backward (1).ipynb", "ex1_atomic_backward"),
-    ("Copy of ex2_cross_entropy_backward (3).ipynb", "ex2_cross_entropy_backward"),
-    ("LATE_1234_5678_ex3_batchnorm_backward-1.ipynb", "ex3_batchnorm_backward"),
-    ("EX4_Manual_Training.IPYNB", "ex4_manual_training"),
-    ("ex1.ipynb", "ex1_atomic_backward"),
-    ("Exercise 2.ipynb", "ex2_cross_entropy_backward"),
-    ("homework.ipynb", None), ("ex12.ipynb", None), ("ex1_atomic_backward.py", None)])
-def test_lms_file_names_are_matched_to_notebooks(name, notebook):
-    from autograder.grading.collect import match_notebook
-    assert match_notebook(name, NOTEBOOKS) == notebook
-
-
-def test_repairs_give_back_the_release_structure():
-    from autograder.grading.repair import repair
-    release = nbformat.read(REPO / "release" / ASSIGNMENT / f"{NB}.ipynb", as_version=4)
-    source = nbformat.read(REPO / "source" / ASSIGNMENT / f"{NB}.ipynb", as_version=4)
-    good = solved(release, source)
-    ids = [grade_id(c) for c in good.cells if grade_id(c)]
-    raw = lambda nb: nbformat.writes(nb).encode()
-    for broken, kind in [(stripped(good), "metadata_stripped"), (without(good, "test_dprobs"), "deleted_cell"),
-                         (without(good, "setup_batch"), "deleted_cell"),
-                         (duplicated(good, "test_dprobs"), "duplicated_cell"), (fake_grade_cell(good), "unknown_cell")]:
-        fixed, found = repair(raw(broken), release, NB)
-        assert [p["problem"] for p in found] == [kind]
-        assert [grade_id(c) for c in fixed.cells if grade_id(c)] == ids
-        answers = {grade_id(c): c.source for c in fixed.cells if grade_id(c).startswith("answer_")}
-        assert answers == {grade_id(c): c.source for c in good.cells if grade_id(c).startswith("answer_")}
-    other = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("print('my ex2 answers')")])
-    assert repair(raw(other), release, NB)[0] is None
-    assert repair(raw(other), release, NB)[1][0]["problem"] == "wrong_notebook"
-    assert repair(b"", release, NB)[1][0]["problem"] == "not_a_notebook"
-    assert repair(b"[1, 2]", release, NB)[1][0]["problem"] == "not_a_notebook"

@@ -7,43 +7,70 @@ reads the gradebook cell by cell and the grader's messages in the autograded not
 import csv
 
 import pytest
+from conftest import ASSIGNMENT
 
+from autograder.authoring.submissions import grade_id, solved
 from autograder.engine.backward_rules import STEPS
 from autograder.engine.reference import SETUP_PREFIX, run_setup
-from autograder.authoring.submissions import grade_id, solved
-from conftest import ASSIGNMENT
 
 NB = "ex1_atomic_backward"
 ALL_STEPS = [s.name for s in STEPS]
 
 # student -> (answer cells changed, the one step that must lose its points, words its message must contain)
 MISTAKES = {
-    "m_logprobs_no_n": ({"answer_dlogprobs": "dlogprobs = torch.zeros_like(logprobs)\ndlogprobs[range(n), Yb] = -1.0"},
-                        "logprobs", "32 times too large"),
+    "m_logprobs_no_n": (
+        {"answer_dlogprobs": "dlogprobs = torch.zeros_like(logprobs)\ndlogprobs[range(n), Yb] = -1.0"},
+        "logprobs",
+        "32 times too large",
+    ),
     "m_probs_sign": ({"answer_dprobs": "dprobs = -(1.0 / probs) * dlogprobs"}, "probs", "wrong sign"),
-    "m_counts_sum_inv_axis": ({"answer_dcounts_sum_inv": "dcounts_sum_inv = (counts * dprobs).sum(0, keepdim=True)"},
-                              "counts_sum_inv", "summed over dimension 0 instead of dimension 1"),
-    "m_counts_sum_sign": ({"answer_dcounts_sum": "dcounts_sum = counts_sum**-2 * dcounts_sum_inv"},
-                          "counts_sum", "wrong sign"),
+    "m_counts_sum_inv_axis": (
+        {"answer_dcounts_sum_inv": "dcounts_sum_inv = (counts * dprobs).sum(0, keepdim=True)"},
+        "counts_sum_inv",
+        "summed over dimension 0 instead of dimension 1",
+    ),
+    "m_counts_sum_sign": (
+        {"answer_dcounts_sum": "dcounts_sum = counts_sum**-2 * dcounts_sum_inv"},
+        "counts_sum",
+        "wrong sign",
+    ),
     "m_counts_branch": ({"answer_dcounts_part2": "pass"}, "counts", "path through counts_sum is missing"),
-    "m_norm_logits_passthrough": ({"answer_dnorm_logits": "dnorm_logits = dcounts"}, "norm_logits",
-                                  "passed through unchanged"),
-    "m_logit_maxes_keepdim": ({"answer_dlogit_maxes": "dlogit_maxes = -dnorm_logits.sum(1)"}, "logit_maxes",
-                              "keepdim=True"),
+    "m_norm_logits_passthrough": (
+        {"answer_dnorm_logits": "dnorm_logits = dcounts"},
+        "norm_logits",
+        "passed through unchanged",
+    ),
+    "m_logit_maxes_keepdim": (
+        {"answer_dlogit_maxes": "dlogit_maxes = -dnorm_logits.sum(1)"},
+        "logit_maxes",
+        "keepdim=True",
+    ),
     "m_W2_transposed": ({"answer_dW2": "dW2 = dlogits.T @ h"}, "W2", "transposed"),
     "m_b2_no_sum": ({"answer_db2": "db2 = dlogits"}, "b2", "summed over it"),
     "m_hpreact_passthrough": ({"answer_dhpreact": "dhpreact = dh"}, "hpreact", "passed through unchanged"),
-    "m_hpreact_wrong_derivative": ({"answer_dhpreact": "dhpreact = (1.0 - hpreact**2) * dh"}, "hpreact",
-                                   "local derivative of `h = torch.tanh(hpreact)`"),
+    "m_hpreact_wrong_derivative": (
+        {"answer_dhpreact": "dhpreact = (1.0 - hpreact**2) * dh"},
+        "hpreact",
+        "local derivative of `h = torch.tanh(hpreact)`",
+    ),
     "m_bngain_no_sum": ({"answer_dbngain": "dbngain = bnraw * dhpreact"}, "bngain", "must be summed"),
     "m_bnbias_keepdim": ({"answer_dbnbias": "dbnbias = dhpreact.sum(0)"}, "bnbias", "keepdim=True"),
     "m_bnraw_no_gain": ({"answer_dbnraw": "dbnraw = dhpreact"}, "bnraw", "passed through unchanged"),
-    "m_bnvar_inv_keepdim": ({"answer_dbnvar_inv": "dbnvar_inv = (bndiff * dbnraw).sum(0)"}, "bnvar_inv",
-                            "keepdim=True"),
-    "m_bnvar_power": ({"answer_dbnvar": "dbnvar = -0.5 * (bnvar + 1e-5) ** -0.5 * dbnvar_inv"}, "bnvar",
-                      "entries wrong"),
-    "m_bndiff2_biased": ({"answer_dbndiff2": "dbndiff2 = 1.0 / n * torch.ones_like(bndiff2) * dbnvar"}, "bndiff2",
-                         "Bessel"),
+    "m_bnvar_inv_keepdim": (
+        {"answer_dbnvar_inv": "dbnvar_inv = (bndiff * dbnraw).sum(0)"},
+        "bnvar_inv",
+        "keepdim=True",
+    ),
+    "m_bnvar_power": (
+        {"answer_dbnvar": "dbnvar = -0.5 * (bnvar + 1e-5) ** -0.5 * dbnvar_inv"},
+        "bnvar",
+        "entries wrong",
+    ),
+    "m_bndiff2_biased": (
+        {"answer_dbndiff2": "dbndiff2 = 1.0 / n * torch.ones_like(bndiff2) * dbnvar"},
+        "bndiff2",
+        "Bessel",
+    ),
     "m_bndiff_branch": ({"answer_dbndiff_part2": "pass"}, "bndiff", "path through bndiff2 is missing"),
     "m_bnmeani_sign": ({"answer_dbnmeani": "dbnmeani = dbndiff.sum(0, keepdim=True)"}, "bnmeani", "wrong sign"),
     "m_hprebn_branch": ({"answer_dhprebn_part2": "pass"}, "hprebn", "path through bnmeani is missing"),
@@ -51,15 +78,26 @@ MISTAKES = {
     "m_W1_transposed": ({"answer_dW1": "dW1 = dhprebn.T @ embcat"}, "W1", "transposed"),
     "m_emb_wrong_view": ({"answer_demb": "demb = dembcat.view(n, n_embd, block_size)"}, "emb", "wrong order"),
     "m_C_no_accumulation": ({"answer_dC": "dC = torch.zeros_like(C)\ndC[Xb] += demb"}, "C", "does not add up"),
-    "m_bnbias_float64": ({"answer_dbnbias": "dbnbias = torch.from_numpy(dhpreact.detach().numpy().astype('float64'))"
-                                            ".sum(0, keepdim=True)"}, "bnbias", "float64"),
-    "m_bngain_numpy": ({"answer_dbngain": "dbngain = (bnraw * dhpreact).sum(0, keepdim=True).detach().numpy()"},
-                       "bngain", "ndarray"),
+    "m_bnbias_float64": (
+        {
+            "answer_dbnbias": "dbnbias = torch.from_numpy(dhpreact.detach().numpy().astype('float64'))"
+            ".sum(0, keepdim=True)"
+        },
+        "bnbias",
+        "float64",
+    ),
+    "m_bngain_numpy": (
+        {"answer_dbngain": "dbngain = (bnraw * dhpreact).sum(0, keepdim=True).detach().numpy()"},
+        "bngain",
+        "ndarray",
+    ),
     "m_probs_nan": ({"answer_dprobs": "dprobs = dlogprobs / (probs - probs)"}, "probs", "NaN"),
 }
 
-FUSED_BATCHNORM = ("dhprebn = bngain * bnvar_inv / n * (n * dhpreact - dhpreact.sum(0) "
-                   "- n / (n - 1) * bnraw * (dhpreact * bnraw).sum(0))")
+FUSED_BATCHNORM = (
+    "dhprebn = bngain * bnvar_inv / n * (n * dhpreact - dhpreact.sum(0) "
+    "- n / (n - 1) * bnraw * (dhpreact * bnraw).sum(0))"
+)
 ALTERNATIVES = {
     "alt_a": {
         "answer_dlogprobs": "dlogprobs = -F.one_hot(Yb, vocab_size).float() / n",
@@ -68,8 +106,10 @@ ALTERNATIVES = {
         "answer_dhpreact": "dhpreact = (1 - torch.tanh(hpreact) ** 2) * dh",
         "answer_dbnvar": "dbnvar = -0.5 * bnvar_inv**3 * dbnvar_inv",
         "answer_dbndiff2": "dbndiff2 = torch.full_like(bndiff2, 1.0 / (n - 1)) * dbnvar",
-        "answer_dC": ("dC = torch.zeros_like(C)\nfor k in range(Xb.shape[0]):\n    for j in range(Xb.shape[1]):\n"
-                      "        dC[Xb[k, j]] += demb[k, j]"),
+        "answer_dC": (
+            "dC = torch.zeros_like(C)\nfor k in range(Xb.shape[0]):\n    for j in range(Xb.shape[1]):\n"
+            "        dC[Xb[k, j]] += demb[k, j]"
+        ),
     },
     "alt_b": {
         "answer_dcounts_sum_inv": "dcounts_sum_inv = (dprobs * counts).sum(-1, keepdim=True)",
@@ -85,25 +125,41 @@ ALTERNATIVES = {
         "answer_dlogit_maxes": "dlogit_maxes = torch.zeros_like(logit_maxes)",  # the exact answer: the max cancels
         "answer_dlogits_part2": "pass",  # ... so its branch adds nothing
         "answer_db1": "db1 = torch.zeros_like(b1)",  # BatchNorm cancels b1 exactly
-        "answer_dC": ("dC = torch.zeros_like(C)\n"
-                      "dC.index_put_((Xb.view(-1),), demb.view(-1, n_embd), accumulate=True)"),
+        "answer_dC": (
+            "dC = torch.zeros_like(C)\ndC.index_put_((Xb.view(-1),), demb.view(-1, n_embd), accumulate=True)"
+        ),
     },
 }
 
 # student -> (changes, extra cells, steps that must earn nothing, words in the first of their messages)
 CHEATS = {
-    "c_copy_grad": ({"answer_dh": "dh = h.grad", "answer_dW1": "dW1 = W1.grad.clone()"}, [], ["h", "W1"],
-                    "autograd"),
-    "c_hidden_grad": ({"answer_dh": "import operator\ndh = operator.attrgetter(''.join(['g', 'r', 'a', 'd']))(h)"},
-                      [], ["h"], "h.grad"),
+    "c_copy_grad": ({"answer_dh": "dh = h.grad", "answer_dW1": "dW1 = W1.grad.clone()"}, [], ["h", "W1"], "autograd"),
+    "c_hidden_grad": (
+        {"answer_dh": "import operator\ndh = operator.attrgetter(''.join(['g', 'r', 'a', 'd']))(h)"},
+        [],
+        ["h"],
+        "h.grad",
+    ),
     "c_backward": ({"answer_dW2": "loss.backward()\ndW2 = W2.grad"}, [], ["W2"], "autograd"),
-    "c_autograd_grad": ({"answer_dW1": "dW1 = torch.autograd.grad(loss, W1, retain_graph=True)[0]"}, [], ["W1"],
-                        "autograd"),
-    "c_patch_checks": ({"answer_dW2": "dW2 = dlogits.T @ h"},
-                       [("self_check_helpers", "torch.allclose = lambda *a, **k: True\n"
-                                               "torch.equal = lambda *a, **k: True\n"
-                                               "torch.isfinite = lambda t: torch.ones_like(t, dtype=torch.bool)")],
-                       ["W2"], "transposed"),
+    "c_autograd_grad": (
+        {"answer_dW1": "dW1 = torch.autograd.grad(loss, W1, retain_graph=True)[0]"},
+        [],
+        ["W1"],
+        "autograd",
+    ),
+    "c_patch_checks": (
+        {"answer_dW2": "dW2 = dlogits.T @ h"},
+        [
+            (
+                "self_check_helpers",
+                "torch.allclose = lambda *a, **k: True\n"
+                "torch.equal = lambda *a, **k: True\n"
+                "torch.isfinite = lambda t: torch.ones_like(t, dtype=torch.bool)",
+            )
+        ],
+        ["W2"],
+        "transposed",
+    ),
 }
 
 
@@ -116,19 +172,36 @@ def graded(course):
         course.submit(student, NB, solved(release, source, changes))
     for student, changes in ALTERNATIVES.items():
         course.submit(student, NB, solved(release, source, changes))
-    everything = "\n".join(solved(release, source).cells[i].source for i, c in enumerate(release.cells)
-                           if grade_id(c).startswith("answer_"))
+    everything = "\n".join(
+        solved(release, source).cells[i].source
+        for i, c in enumerate(release.cells)
+        if grade_id(c).startswith("answer_")
+    )
     answers = [grade_id(c) for c in release.cells if grade_id(c).startswith("answer_")]
-    course.submit("alt_one_cell", NB, solved(release, source, {a: "pass" for a in answers[1:]} |
-                                              {answers[0]: everything.replace("# YOUR CODE HERE", "")}))
+    course.submit(
+        "alt_one_cell",
+        NB,
+        solved(
+            release, source, {a: "pass" for a in answers[1:]} | {answers[0]: everything.replace("# YOUR CODE HERE", "")}
+        ),
+    )
     for student, (changes, extra, _, _) in CHEATS.items():
         course.submit(student, NB, solved(release, source, changes, extra))
     # values pasted from the student's own run: right for the visible seed only
     visible = run_setup(tuple(c.source for c in source.cells if grade_id(c).startswith(SETUP_PREFIX)), 2147483647)
     pasted = f"db2 = torch.tensor({visible['b2'].grad.tolist()})"
     course.submit("c_pasted_values", NB, solved(release, source, {"answer_db2": pasted}))
-    course.submit("c_blank_cells", NB, solved(release, source, extra_cells=[
-        ("answer_dlogprobs", "get_ipython().input_transformers_cleanup.append(lambda lines: ['pass\\n'])")]))
+    course.submit(
+        "c_blank_cells",
+        NB,
+        solved(
+            release,
+            source,
+            extra_cells=[
+                ("answer_dlogprobs", "get_ipython().input_transformers_cleanup.append(lambda lines: ['pass\\n'])")
+            ],
+        ),
+    )
     course.submit("k_dies_midway", NB, solved(release, source, {"answer_dh": "import os\nos._exit(1)"}))
     course.nbgrader("autograde", ASSIGNMENT)
     return course
@@ -194,7 +267,7 @@ def test_neutralised_cells_earn_nothing(graded):
 
 
 def test_a_dead_kernel_keeps_the_points_earned_before_it(graded):
-    assert lost_steps(graded, "k_dies_midway") == sorted(ALL_STEPS[ALL_STEPS.index("h"):])
+    assert lost_steps(graded, "k_dies_midway") == sorted(ALL_STEPS[ALL_STEPS.index("h") :])
     assert "kernel died" in graded.messages("k_dies_midway", NB)["test_dW2"]
 
 

@@ -1,0 +1,147 @@
+"""``backprop-ninja grade`` on a class that mixes good students with hostile and broken ones.
+
+The whole class arrives as one LMS zip (Canvas-named flat files and a folder per student) and
+is graded in ONE run of the command, sandboxed, with 2 workers and short time limits. Then:
+the good students' grades are exactly those that stock ``nbgrader autograde`` gives them alone,
+every bad one ends with its named outcome, and nothing left the sandbox. Only Exercise 1.
+"""
+
+import copy
+import shutil
+import subprocess
+import sys
+
+import nbformat
+import pytest
+from conftest import ASSIGNMENT, REPO
+
+from autograder.authoring.submissions import grade_id, solved
+
+pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is not installed")
+
+NB = "ex1_atomic_backward"
+
+
+NOTEBOOK_TIMEOUT, CELL_TIMEOUT = 90, 15  # generous: this 2-core machine is shared with other test runs
+
+
+def without(nb, gid):
+    nb = copy.deepcopy(nb)
+    nb.cells = [c for c in nb.cells if grade_id(c) != gid]
+    return nb
+
+
+def duplicated(nb, gid):
+    nb = copy.deepcopy(nb)
+    i = next(i for i, c in enumerate(nb.cells) if grade_id(c) == gid)
+    nb.cells.insert(i + 2, copy.deepcopy(nb.cells[i]))
+    return nb
+
+
+def stripped(nb):
+    nb = copy.deepcopy(nb)
+    for cell in nb.cells:
+        cell.metadata.pop("nbgrader", None)
+        cell.metadata.pop("editable", None)
+        cell.metadata.pop("deletable", None)
+    return nb
+
+
+def fake_grade_cell(nb):
+    """A cell that claims to be a graded test worth 100 points, and prints that it passed."""
+    nb = copy.deepcopy(nb)
+    nb.cells.append(
+        nbformat.v4.new_code_cell(
+            "print(100.0)\n100.0",
+            metadata={
+                "nbgrader": {
+                    "grade": True,
+                    "grade_id": "test_bonus",
+                    "locked": True,
+                    "points": 100,
+                    "solution": False,
+                    "schema_version": 3,
+                }
+            },
+        )
+    )
+    return nb
+
+
+def grade(course, *args, check=True, env=None):
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "autograder.cli",
+            "grade",
+            "--course",
+            str(course.root),
+            "--workers",
+            "2",
+            "--notebook-timeout",
+            str(NOTEBOOK_TIMEOUT),
+            "--cell-timeout",
+            str(CELL_TIMEOUT),
+            *args,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=3600,
+        env=env,
+    )
+    if check and result.returncode != 0:
+        raise AssertionError(f"grade failed:\n{result.stdout[-3000:]}\n{result.stderr[-6000:]}")
+    return result
+
+
+NOTEBOOKS = ["ex1_atomic_backward", "ex2_cross_entropy_backward", "ex3_batchnorm_backward", "ex4_manual_training"]
+
+
+@pytest.mark.parametrize(
+    "name, notebook",
+    [
+        ("ex1_atomic_backward.ipynb", "ex1_atomic_backward"),
+        ("Copy of ex1_atomic_backward.ipynb", "ex1_atomic_backward"),
+        ("ex1_atomic_backward (1).ipynb", "ex1_atomic_backward"),
+        ("Copy of ex2_cross_entropy_backward (3).ipynb", "ex2_cross_entropy_backward"),
+        ("LATE_1234_5678_ex3_batchnorm_backward-1.ipynb", "ex3_batchnorm_backward"),
+        ("EX4_Manual_Training.IPYNB", "ex4_manual_training"),
+        ("ex1.ipynb", "ex1_atomic_backward"),
+        ("Exercise 2.ipynb", "ex2_cross_entropy_backward"),
+        ("homework.ipynb", None),
+        ("ex12.ipynb", None),
+        ("ex1_atomic_backward.py", None),
+    ],
+)
+def test_lms_file_names_are_matched_to_notebooks(name, notebook):
+    from autograder.grading.collect import match_notebook
+
+    assert match_notebook(name, NOTEBOOKS) == notebook
+
+
+def test_repairs_give_back_the_release_structure():
+    from autograder.grading.repair import repair
+
+    release = nbformat.read(REPO / "release" / ASSIGNMENT / f"{NB}.ipynb", as_version=4)
+    source = nbformat.read(REPO / "source" / ASSIGNMENT / f"{NB}.ipynb", as_version=4)
+    good = solved(release, source)
+    ids = [grade_id(c) for c in good.cells if grade_id(c)]
+    raw = lambda nb: nbformat.writes(nb).encode()
+    for broken, kind in [
+        (stripped(good), "metadata_stripped"),
+        (without(good, "test_dprobs"), "deleted_cell"),
+        (without(good, "setup_batch"), "deleted_cell"),
+        (duplicated(good, "test_dprobs"), "duplicated_cell"),
+        (fake_grade_cell(good), "unknown_cell"),
+    ]:
+        fixed, found = repair(raw(broken), release, NB)
+        assert [p["problem"] for p in found] == [kind]
+        assert [grade_id(c) for c in fixed.cells if grade_id(c)] == ids
+        answers = {grade_id(c): c.source for c in fixed.cells if grade_id(c).startswith("answer_")}
+        assert answers == {grade_id(c): c.source for c in good.cells if grade_id(c).startswith("answer_")}
+    other = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("print('my ex2 answers')")])
+    assert repair(raw(other), release, NB)[0] is None
+    assert repair(raw(other), release, NB)[1][0]["problem"] == "wrong_notebook"
+    assert repair(b"", release, NB)[1][0]["problem"] == "not_a_notebook"
+    assert repair(b"[1, 2]", release, NB)[1][0]["problem"] == "not_a_notebook"

@@ -1,0 +1,345 @@
+"""The student's side: the notebooks as students really use them, on Colab and in JupyterLab.
+
+* Colab: every release notebook needs nothing but PyTorch and fetches its data; a notebook that
+  went through Colab (its saved form, outputs and all) grades exactly like the original, for
+  every notebook in source/, in one autograde run.
+* JupyterLab: ``nbgrader validate`` gives a clear answer without hidden tests; the notebook
+  opens and runs in a real JupyterLab in headless Chromium (a screenshot is kept).
+* The self-checks teach: one table, hints for the usual mistakes, a checklist at the end.
+* The Colab badges and the conda environment stay in step with the repository.
+"""
+
+import ast
+import contextlib
+import io
+import re
+import sys
+
+import nbformat
+import pytest
+import torch
+import yaml
+from conftest import ASSIGNMENT, NAMES, REPO
+
+from autograder.authoring import SOURCE_DIR, badges, shared_cell
+from autograder.authoring.submissions import grade_id
+from autograder.engine.reference import SETUP_PREFIX, autograd_gradients, run_setup, strip_hidden
+
+EX1 = "ex1_atomic_backward"
+
+EX3 = "ex3_batchnorm_backward"
+
+
+RELEASE = REPO / "release" / ASSIGNMENT
+
+
+SECRETS = [
+    "HIDDEN TESTS",
+    "report(",
+    "start_grading",
+    "grading_seed",
+    "from autograder",
+    "autograder.in_kernel",
+    "BEGIN SOLUTION",
+    "x-backprop-ninja",
+]
+
+
+def release(name):
+    return nbformat.read(RELEASE / f"{name}.ipynb", as_version=4)
+
+
+def source(name):
+    return nbformat.read(SOURCE_DIR / f"{name}.ipynb", as_version=4)
+
+
+ALLOWED_IMPORTS = {"torch", "matplotlib", "numpy", "IPython"}  # all on Colab; nothing of this repository
+
+
+def optional_namespace(name, seed=2147483647):
+    """A notebook's setup, self-check helpers and optional helpers, run outside Jupyter."""
+    nb = source(name)
+    namespace = dict(run_setup(tuple(c.source for c in nb.cells if grade_id(c).startswith(SETUP_PREFIX)), seed))
+    for cell_id in ["self-check-helpers", "optional-helpers"]:
+        exec(strip_hidden(next(c.source for c in nb.cells if c.id == cell_id)), namespace)
+    return namespace
+
+
+def run_optional_check(namespace, answer, check):
+    """Define the student's answer (code), run the check cell (code); return what it prints."""
+    exec(answer, namespace)
+    with contextlib.redirect_stdout(io.StringIO()) as out, contextlib.redirect_stderr(io.StringIO()) as err:
+        exec(check, namespace)
+    return out.getvalue() + err.getvalue()
+
+
+NEW_OPTIONAL = [
+    (EX1, "optional-relu", "optional-check-relu"),
+    (EX1, "optional-gelu", "optional-check-gelu"),
+    (EX3, "optional-biased-variance", "optional-check-biased-variance"),
+]
+
+
+SHIFT, CTRL = 8, 2
+
+HELPERS = shared_cell("self_check_helpers")
+
+
+@pytest.fixture(scope="module")
+def notebook_namespace():
+    """Exercise 1's setup (autograd's gradients in .grad) with the self-check helpers defined, outside Jupyter."""
+    nb = source(EX1)
+    namespace = dict(run_setup(tuple(c.source for c in nb.cells if grade_id(c).startswith(SETUP_PREFIX)), 2147483647))
+    exec(strip_hidden(HELPERS), namespace)
+    return namespace
+
+
+def show(namespace, *names, **answers):
+    namespace = {**namespace, **answers}
+    exec(strip_hidden(HELPERS), namespace)  # rebinds the helpers' globals to this copy
+    with contextlib.redirect_stdout(io.StringIO()) as out:
+        namespace["self_check"](*names)
+    return namespace, out.getvalue()
+
+
+def hint(table: str, gradient: str) -> str:
+    row = next(r for r in table.splitlines() if "|" in r and r.split("|")[1].strip() == gradient)
+    return row.split("|")[-1].strip()
+
+
+@pytest.mark.parametrize("name", sorted(p.stem for p in RELEASE.glob("*.ipynb")))
+def test_release_notebook_needs_only_what_colab_has(name):
+    nb = release(name)
+    assert nb.metadata.kernelspec.name == "python3"
+    for cell in nb.cells:
+        if cell.cell_type != "code":
+            continue
+        for node in ast.walk(ast.parse(cell.source)):
+            modules = (
+                [a.name for a in node.names]
+                if isinstance(node, ast.Import)
+                else [node.module or ""]
+                if isinstance(node, ast.ImportFrom)
+                else []
+            )
+            for module in modules:
+                top = module.split(".")[0]
+                assert top in sys.stdlib_module_names or top in ALLOWED_IMPORTS, f"{name}: imports {module}"
+        assert "cuda" not in cell.source, f"{name}: a GPU is not needed and may not be there"
+    text = (RELEASE / f"{name}.ipynb").read_text()
+    for secret in SECRETS:
+        assert secret not in text, f"{name}: {secret!r} in the release"
+
+
+def test_names_txt_is_downloaded_and_verified_when_missing(tmp_path, monkeypatch):
+    """The data cell as Colab runs it (no names.txt, no variable): download, check the hash, keep the file."""
+    cell = shared_cell("setup_data")
+    monkeypatch.delenv("BACKPROP_NINJA_NAMES")
+    monkeypatch.chdir(tmp_path)
+    good, bad = NAMES.as_uri(), tmp_path / "not_names.txt"
+    bad.write_text("alice\nbob\n")
+    prelude = "import hashlib, os, urllib.request\n"
+    namespace = {}
+    with contextlib.redirect_stdout(io.StringIO()) as printed:
+        exec(prelude + cell.replace('NAMES_URL = "https://', f'NAMES_URL = "{good}" or "https://'), namespace)
+    assert "downloading" in printed.getvalue() and len(namespace["words"]) == 32033
+    assert (tmp_path / "names.txt").read_bytes() == NAMES.read_bytes()
+    (tmp_path / "names.txt").unlink()
+    with pytest.raises(RuntimeError, match="not the expected names.txt"):
+        with contextlib.redirect_stdout(io.StringIO()):
+            exec(prelude + cell.replace('NAMES_URL = "https://', f'NAMES_URL = "{bad.as_uri()}" or "https://'), {})
+    assert not (tmp_path / "names.txt").exists()
+
+
+@pytest.mark.parametrize(
+    "name, answer, check, gradient, hint",
+    [
+        (
+            EX1,
+            "def dhpreact_relu(hpreact, dh):\n    return (hpreact > 0).float()",  # dh forgotten
+            "check_relu_backward(dhpreact_relu)",
+            "dhpreact, this batch",
+            "the local derivative alone: multiply it by dh",
+        ),
+        (
+            EX1,
+            "def dhpreact_relu(hpreact, dh):\n    return (hpreact >= 0) * dh",  # 1 at 0, autograd uses 0
+            "check_relu_backward(dhpreact_relu)",
+            "dhpreact, some hpreact exactly 0",
+            "wrong only where hpreact is exactly 0",
+        ),
+        (
+            EX1,
+            "def dhpreact_gelu(x, dh):\n    return 0.5 * (1 + torch.erf(x / 2**0.5)) * dh",  # x * pdf forgotten
+            "check_gelu_backward(dhpreact_gelu)",
+            "dhpreact, float64, -5 to 5",
+            "entries differ: re-derive the local",
+        ),
+        (
+            EX3,
+            "def dhprebn_biased(dhpreact, bngain, bnraw, bnvar_inv):\n    return bngain * bnvar_inv / n * "
+            "(n * dhpreact - dhpreact.sum(0) - n / (n - 1) * bnraw * (dhpreact * bnraw).sum(0))",  # the n - 1 formula
+            "check_biased_variance(dhprebn_biased)",
+            "dhprebn, variance / n",
+            "the term through the variance is wrong",
+        ),
+    ],
+    ids=["relu-without-dh", "relu-1-at-0", "gelu-without-x-pdf", "biased-with-n-1-factor"],
+)
+def test_optional_check_shows_a_wrong_answer_with_a_hint(name, answer, check, gradient, hint):
+    text = run_optional_check(optional_namespace(name), answer, check)
+    row = next(r for r in text.splitlines() if "|" in r and r.split("|")[1].strip() == gradient)
+    assert row.startswith("✘") and "✘ no" in row and hint in row.split("|")[-1], text
+
+
+@pytest.mark.parametrize("name, answer, check", NEW_OPTIONAL)
+def test_optional_stub_is_not_answered_yet_and_skipped_while_grading(name, answer, check, monkeypatch):
+    cells = {c.id: c.source for c in release(name).cells}
+    text = run_optional_check(optional_namespace(name), cells[answer], cells[check])
+    assert text.startswith("Not answered yet.") and "not answered yet" in text and "✘" not in text, text
+    monkeypatch.setenv("NBGRADER_EXECUTION", "autograde")
+    text = run_optional_check(optional_namespace(name), cells[answer], cells[check])
+    assert text == "(optional checks are skipped while grading)\n", text
+
+
+def test_ex1_optional_helper_is_the_notebooks_own_forward_pass():
+    """forward_pass(PARAMS) repeats the setup's forward pass: the same loss and every gradient, bit for bit."""
+    namespace = optional_namespace(EX1, seed=7)
+    mine = namespace["forward_pass"](namespace["PARAMS"])
+    for key, value in mine.items():
+        assert torch.equal(value.detach(), namespace[key].detach()), key
+        assert key == "loss" or torch.equal(value.grad, namespace[key].grad), key
+
+
+def test_self_check_helpers_are_self_contained_and_silenced_at_autograde():
+    visible = strip_hidden(HELPERS)
+    assert HELPERS.endswith("### END HIDDEN TESTS") and "import autograder" not in visible
+    imported = {
+        a.name.split(".")[0]
+        for node in ast.walk(ast.parse(visible))
+        if isinstance(node, ast.Import)
+        for a in node.names
+    }
+    imported |= {node.module.split(".")[0] for node in ast.walk(ast.parse(visible)) if isinstance(node, ast.ImportFrom)}
+    assert imported <= {"sys", "html", "IPython"}, imported  # runs on Colab: nothing of this repository
+    public = [f.name for f in ast.parse(visible).body if isinstance(f, ast.FunctionDef) and not f.name.startswith("_")]
+    silenced = re.search(r"start_grading\(globals\(\), self_checks=\((.*?)\)\)", HELPERS).group(1)
+    assert set(public) == {"cmp", "self_check", "check_answer", "check_value"}
+    assert all(f'"{f}"' in silenced for f in public)
+
+
+def test_self_check_table_names_the_usual_mistakes(notebook_namespace):
+    g = autograd_gradients(notebook_namespace)
+    _, table = show(
+        notebook_namespace,
+        "logprobs",
+        "probs",
+        "counts_sum_inv",
+        "bngain",
+        "W2",
+        "b1",
+        "bndiff2",
+        "bnbias",
+        "bnvar",
+        "h",
+        "emb",
+        "hpreact",
+        dlogprobs=g["logprobs"] * 32,
+        dprobs=-g["probs"],
+        dcounts_sum_inv=torch.ones(1, 27),
+        dbngain=g["bngain"].view(-1),
+        dW2=g["W2"].T,
+        db1=g["hprebn"],
+        dbndiff2=g["bndiff2"] * 31 / 32,
+        dbnbias=g["bnbias"] * 32 / 31,
+        dbnvar=g["bnvar"] / 0 * 0,
+        dh=g["h"] + 0.01,
+        demb=g["emb"].numpy(),
+    )
+    assert table.startswith("0 of 12 gradients match autograd. Next: dlogprobs.")
+    assert table.splitlines()[1].split("|")[1:6] == [
+        " gradient        ",
+        " shape      ",
+        " exact ",
+        " approximate ",
+        " max difference ",
+    ]
+    assert "n = 32 times too large" in hint(table, "dlogprobs")
+    assert "wrong sign" in hint(table, "dprobs")
+    assert hint(table, "dcounts_sum_inv").startswith("dimension 0 is 1 but must be 32")
+    assert hint(table, "dbngain").startswith("dimension 0 (of size 1) is missing: keep it with keepdim=True")
+    assert hint(table, "dW2").startswith("transposed")
+    assert hint(table, "db1").startswith("b1 was broadcast over the batch (dimension 0): sum its gradient")
+    assert "Bessel" in hint(table, "dbndiff2") and "(n-1)/n" in hint(table, "dbndiff2")
+    assert "n/(n-1) times too large" in hint(table, "dbnbias")
+    assert "NaN" in hint(table, "dbnvar")
+    assert "2048 of 2048 entries differ" in hint(table, "dh")
+    assert hint(table, "demb") == "should be a torch tensor, not a ndarray"
+    assert hint(table, "dhpreact") == "not answered yet"
+    assert "Traceback" not in table
+
+
+def test_self_check_shows_html_in_jupyter_and_a_checklist(notebook_namespace):
+    namespace, _ = show(notebook_namespace, "logprobs")
+    rows = [
+        namespace["_compare"](k, notebook_namespace[k].grad if k != "C" else None, notebook_namespace[k].grad)
+        for k in ["logprobs", "C"]
+    ]
+    html = namespace["CheckTable"](rows, checklist=True)._repr_html_()
+    assert "<table>" in html and "<th style='text-align:left'>approximate</th>" in html
+    assert "✔ 1." in html and "· 2." in html and "1 of 2 gradients match autograd. Next: dC." in html
+
+
+def test_check_answer_prints_to_stderr_only_when_something_is_wrong(notebook_namespace, capsys):
+    g = notebook_namespace["probs"].grad
+    namespace, _ = show(
+        notebook_namespace,
+        dprobs=-g,
+        dcounts_sum_inv=(notebook_namespace["counts"] * -g).sum(1, keepdim=True),
+        dlogprobs=notebook_namespace["logprobs"].grad.clone(),
+    )
+    for name in ["logprobs", "probs", "counts_sum_inv", "counts"]:
+        namespace["check_answer"](name)
+    out, err = capsys.readouterr()
+    assert out.startswith("✔ dlogprobs: shape (32, 27) ok") and out.count("\n") == 1
+    lines = err.splitlines()
+    assert lines[0].startswith("✘ dprobs: values differ from autograd's") and "wrong sign" in lines[0]
+    assert "But dprobs above is not right yet: fix it first" in lines[1]  # the downstream step points upstream
+    assert lines[2] == "✘ dcounts: not answered yet"
+
+
+def test_colab_badges_are_up_to_date():
+    stale = badges.stale_pages()
+    assert stale == [], f"run: python -m autograder.authoring.badges (stale: {[str(p) for p in stale]})"
+    repository = badges.repository_url()
+    for page in badges.PAGES:
+        links = re.findall(r"\(https://colab\.research\.google\.com/github/([^)]+)\)", page.read_text())
+        owner_name = repository.removeprefix("https://github.com/")
+        assert sorted(links) == sorted(
+            f"{owner_name}/blob/{badges.BRANCH}/release/{ASSIGNMENT}/{p.name}" for p in RELEASE.glob("*.ipynb")
+        ), page
+
+
+def test_badges_follow_the_one_repository_address(tmp_path):
+    page = tmp_path / "README.md"
+    page.write_text("intro\n<!-- colab-badges -->\nend\n")
+    text = badges.rewritten(page, "https://github.com/someone/fork")
+    assert (
+        "colab.research.google.com/github/someone/fork/blob/main/release/backprop_ninja/ex1_atomic_backward.ipynb"
+        in text
+    )
+    assert text.endswith("<!-- /colab-badges -->\nend\n")
+    page.write_text(text)
+    assert badges.rewritten(page, "https://github.com/someone/fork") == text  # idempotent
+
+
+def test_conda_environment_pins_what_pip_installs():
+    import tomllib
+
+    project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
+    environment = yaml.safe_load((REPO / "environment.yml").read_text())
+    pip = next(d["pip"] for d in environment["dependencies"] if isinstance(d, dict))
+    assert sorted(p for p in pip if not p.startswith("-e")) == sorted(project["dependencies"])
+    assert "-e .[test]" in pip
+    python = next(d for d in environment["dependencies"] if isinstance(d, str) and d.startswith("python="))
+    assert tuple(map(int, python.removeprefix("python=").split("."))) >= (3, 10)

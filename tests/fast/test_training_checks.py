@@ -1,0 +1,45 @@
+"""Exercise 4 through the real pipeline: every parameter gradient, the training run, the calibration.
+
+One class of submissions is graded in a single ``nbgrader autograde`` run; the tests read the
+gradebook cell by cell and the grader's messages. The grader-side reference (the forward pass
+and the autograd run) is also checked against the notebook's own setup here.
+"""
+
+import torch
+
+from autograder.engine import training
+
+
+def test_calibration_from_counts_is_the_direct_one():
+    """training.calibrate (from character pair counts) equals the mean and variance of hprebn computed directly."""
+    generator = torch.Generator().manual_seed(3)
+    X = torch.randint(0, 27, (5000, 3), generator=generator)
+    parameters = [
+        torch.randn(27, 10, generator=generator),
+        torch.randn(30, 200, generator=generator) * 0.3,
+        torch.randn(200, generator=generator),
+    ]
+    hprebn = training.hidden_preactivations(parameters, X).double()
+    mean, var = training.calibrate(parameters, X)
+    assert torch.allclose(mean, hprebn.mean(0, keepdim=True), rtol=0, atol=1e-5)
+    assert torch.allclose(var, hprebn.var(0, keepdim=True), rtol=1e-5, atol=0)
+
+
+def test_prose_about_gradients_is_not_autograd():
+    """Docstrings, f-string text and print() may say "gradient"; getattr(p, "grad") still counts."""
+    from autograder.engine.honesty import AutogradTaint
+
+    def tainted(code):
+        taint = AutogradTaint()
+        taint.add_cell(code)
+        return taint.tainted
+
+    assert (
+        tainted(
+            'def f(x):\n    """Returns the gradients, no backward."""\n    print("grad", f"grad {x}")\n    return x'
+        )
+        == set()
+    )
+    assert tainted('def f(x):\n    return getattr(x, "grad")') == {"f"}
+    assert tainted('def f(x):\n    """doc"""\n    return x.grad') == {"f"}
+    assert tainted('name = "grad"') == {"name"}

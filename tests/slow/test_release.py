@@ -1,0 +1,13 @@
+"""The grading engine on its own: the rules table, the tolerance, the one setup definition."""
+
+import filecmp
+
+from conftest import ASSIGNMENT, REPO
+
+
+def test_committed_release_is_what_generate_assignment_makes(course):
+    fresh, committed = course.root / "release" / ASSIGNMENT, REPO / "release" / ASSIGNMENT
+    comparison = filecmp.dircmp(fresh, committed, ignore=[".ipynb_checkpoints"])
+    assert not comparison.left_only and not comparison.right_only, "release/ has other files than a fresh release"
+    for name in comparison.common_files:
+        assert (fresh / name).read_bytes() == (committed / name).read_bytes(), f"release/{name} is stale"
