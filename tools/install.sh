@@ -35,7 +35,8 @@ fi
 # pip only when pyproject.toml changed since the last install (the package itself is installed editable)
 stamp=.venv/.installed-pyproject
 if ! cmp -s pyproject.toml "$stamp"; then
-  .venv/bin/python -m pip install -q --upgrade pip
-  .venv/bin/python -m pip install -q -e ".[test]"
+  echo "installing the course's Python packages into .venv (a minute or two; log: .venv/pip.log)"
+  { .venv/bin/python -m pip install --upgrade pip && .venv/bin/python -m pip install -e ".[test]"; } \
+    > .venv/pip.log 2>&1 || { tail -40 .venv/pip.log; echo "pip failed: see .venv/pip.log"; exit 1; }
   cp pyproject.toml "$stamp"
 fi

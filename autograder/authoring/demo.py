@@ -51,10 +51,10 @@ def run_demo(directory: str) -> Path:
         course / "source",
         ignore=lambda folder, names: [n for n in names if n.endswith(".ipynb") and n[:-6] not in DEMO_CLASS],
     )
-    print(f"demo course in {course}")
-    print("1. nbgrader generate_assignment")
+    print(f"demo course in {course}", flush=True)
+    print("1. nbgrader generate_assignment", flush=True)
     nbgrader(course, "generate_assignment", ASSIGNMENT, "--force")
-    print("2. the demo class hands in its notebooks")
+    print("2. the demo class hands in its notebooks", flush=True)
     for notebook, students in DEMO_CLASS.items():
         release = nbformat.read(course / "release" / ASSIGNMENT / f"{notebook}.ipynb", as_version=4)
         source = nbformat.read(course / "source" / ASSIGNMENT / f"{notebook}.ipynb", as_version=4)
@@ -63,7 +63,7 @@ def run_demo(directory: str) -> Path:
             folder.mkdir(parents=True, exist_ok=True)
             nb = release if changes is None else solved(release, source, changes)
             nbformat.write(nb, folder / f"{notebook}.ipynb")
-    print("3. backprop-ninja grade: nbgrader autograde in parallel, each kernel in the sandbox; feedback")
+    print("3. backprop-ninja grade: nbgrader autograde in parallel, each kernel in the sandbox; feedback", flush=True)
     sandbox = all(shutil.which(tool) for tool in SANDBOX_TOOLS)
     if not sandbox:  # another Linux or macOS: the demo's own notebooks are safe to run without it
         print(
