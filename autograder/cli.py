@@ -20,9 +20,10 @@ submitted/<student>/<assignment>/ layout), or flat files <student>_<anything>_<n
 
 Writes grades.csv (student, total, max_total, one column per notebook and per graded step),
 problems.json (why a student has no or only a partial grade: missing_notebook, not_a_notebook,
-unmatched_file, metadata_stripped, duplicated_cell, deleted_cell, kernel_died, time_limit,
-memory_limit, ...), feedback/ and, when available, the class report. Grading fails closed:
-if the sandbox cannot start, no student is graded (unless --unsandboxed)."""
+unmatched_file, metadata_stripped, duplicated_cell, deleted_cell, kernel_died, cell_timeout,
+notebook_time_limit, worker_killed, memory_limit, no_answer_reported, ...), feedback/ and, when
+available, the class report. Grading fails closed: if the sandbox cannot start, no student is graded
+(unless --unsandboxed)."""
 
 
 def main(argv=None) -> None:

@@ -23,7 +23,7 @@ regrades nobody reports the same problems.
 Limits: a cell that runs over Execute.timeout is interrupted and the notebook goes on; at
 GradingExecute.notebook_timeout the notebook stops (points earned so far stay); a worker that
 has not answered within (notebooks x (limit + 60 s) + 120 s) is killed and restarted, and that
-student gets a time_limit problem. As root, worker i's kernels run as uid 61000 + i (the first
+student gets a worker_killed problem. As root, worker i's kernels run as uid 61000 + i (the first
 unused uids from ``Options.first_sandbox_uid``): RLIMIT_NPROC counts per uid, so one student's
 fork bomb cannot starve the kernel of the student graded beside it. With W workers on C cores,
 each worker and its kernels get C/W torch/OpenMP threads.
@@ -631,7 +631,7 @@ class ClassGrading:
             else:
                 if result is None:
                     problem = {
-                        "problem": "time_limit",
+                        "problem": "worker_killed",
                         "detail": (
                             f"grading did not finish within {allowed:.0f} s (the worker was stopped and restarted); "
                             "not graded"
@@ -681,9 +681,9 @@ def grade_class(o: Options) -> Summary:
 def restore_owner(folder: Path) -> None:
     """A killed worker cannot give a student's folder back from the sandbox's uid: do it here."""
     if os.geteuid() == 0 and folder.exists():
-        from ..sandbox import _chown_tree
+        from ..sandbox import chown_tree
 
-        _chown_tree(str(folder), os.getuid(), os.getgid())
+        chown_tree(str(folder), os.getuid(), os.getgid())
 
 
 def print_summary(summary: Summary, file=sys.stdout, shown: int = 30) -> None:

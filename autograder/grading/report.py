@@ -26,8 +26,11 @@ ASSIGNMENT = "backprop_ninja"
 HARDEST = 5
 PROBLEM_ORDER = [
     "kernel_died",
-    "time_limit",
+    "worker_killed",
+    "notebook_time_limit",
+    "cell_timeout",
     "memory_limit",
+    "no_answer_reported",
     "not_a_notebook",
     "unmatched_file",
     "missing_notebook",

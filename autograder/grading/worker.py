@@ -21,7 +21,9 @@ import time
 
 def sandbox_error(log: str) -> str:
     """The sandbox's own message when it could not start a kernel, else ''."""
-    marker = "autograder.sandbox.SandboxError:"  # the traceback's last line, written by the grader
+    from ..sandbox import SandboxError
+
+    marker = f"{SandboxError.__module__}.{SandboxError.__qualname__}:"  # the traceback's last line
     lines = [line for line in log.splitlines() if marker in line]
     return lines[-1].split(marker, 1)[1].strip() if lines else ""
 

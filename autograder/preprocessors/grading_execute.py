@@ -31,6 +31,37 @@ def environment(**variables):
                 os.environ[k] = v
 
 
+def cell_name(nb, index: int) -> str:
+    """'cell 12 (test_dprobs)': how problems name a cell."""
+    grade_id = nb.cells[index].metadata.get("nbgrader", {}).get("grade_id")
+    return f"cell {index + 1}" + (f" ({grade_id})" if grade_id else "")
+
+
+def timed_out_cells(nb) -> list:
+    """The indices of the cells interrupted at their timeout (nbclient leaves a CellTimeoutError in them)."""
+    return [
+        i
+        for i, cell in enumerate(nb.cells)
+        if any(
+            o.get("output_type") == "error" and o.get("ename") == "CellTimeoutError" for o in cell.get("outputs", [])
+        )
+    ]
+
+
+def record_incident(resources, kind: str, detail: str, log) -> None:
+    """Note a problem of the notebook being graded: in its resources, for class grading's worker, in the log."""
+    nbgrader = resources.get("nbgrader", {})
+    incident = {
+        "student": nbgrader.get("student"),
+        "notebook": nbgrader.get("notebook"),
+        "problem": kind,
+        "detail": detail,
+    }
+    resources["backprop_ninja"]["incidents"].append(incident)
+    GradingExecute.incidents.append(incident)
+    log.warning("%s/%s: %s: %s", incident["student"], incident["notebook"], kind, detail)
+
+
 class GradingExecute(Execute):
     """nbgrader's Execute, in the sandbox, with ``$BACKPROP_NINJA_SEED`` set for the kernel.
 
@@ -65,7 +96,7 @@ class GradingExecute(Execute):
         "(error messages excepted), so a notebook that prints gigabytes cannot exhaust the grader.",
     ).tag(config=True)
 
-    # What went wrong in each notebook this process executed, for the class report:
+    # What went wrong in each notebook this process executed (record_incident), for the class report:
     # dicts {"student", "notebook", "problem", "detail"}; class grading's workers read and clear it.
     incidents = []
 
@@ -95,7 +126,11 @@ class GradingExecute(Execute):
         gives their graded cells 0 with the reason, so the student still gets a grade.
         """
         state = resources["backprop_ninja"]
-        if state["kernel_died_in"] is not None or state["time_limit_in"] is not None or cell.cell_type != "code":
+        if (
+            state["kernel_died_in"] is not None
+            or state["notebook_time_limit_in"] is not None
+            or cell.cell_type != "code"
+        ):
             return cell, resources
         try:
             cell, resources = super().preprocess_cell(cell, resources, index)
@@ -115,7 +150,7 @@ class GradingExecute(Execute):
             )
             return cell, resources
         if self._deadline is not None and time.monotonic() >= self._deadline:
-            state["time_limit_in"] = index
+            state["notebook_time_limit_in"] = index
             self.shutdown_kernel = "immediate"  # it may still be busy: do not wait for it
             cell.outputs.append(
                 new_output(
@@ -162,17 +197,10 @@ class GradingExecute(Execute):
                 return None
         return super().output(outs, msg, display_id, cell_index)
 
-    def record_incidents(self, nb, resources) -> list:
+    def record_incidents(self, nb, resources) -> None:
         """What went wrong while the notebook ran, named the way the class report names it."""
         state, found = resources["backprop_ninja"], []
-        where = lambda i: (
-            f"cell {i + 1}"
-            + (
-                f" ({nb.cells[i].metadata['nbgrader']['grade_id']})"
-                if "grade_id" in nb.cells[i].metadata.get("nbgrader", {})
-                else ""
-            )
-        )
+        where = lambda i: cell_name(nb, i)
         if state["kernel_died_in"] is not None:
             status = state.get("exit_status")
             found.append(
@@ -183,41 +211,29 @@ class GradingExecute(Execute):
                     + "; the cells after it scored 0",
                 )
             )
-        timed_out = [
-            i
-            for i, cell in enumerate(nb.cells)
-            for out in cell.get("outputs", [])
-            if out.get("output_type") == "error" and out.get("ename") == "CellTimeoutError"
-        ]
-        if state["time_limit_in"] is not None:  # one cell that could not be interrupted, usually
-            first = (
-                f"{where(timed_out[0])} ran over the {self.timeout} s cell limit; "
-                if timed_out and timed_out[0] != state["time_limit_in"]
-                else ""
-            )
+        stopped_in = state["notebook_time_limit_in"]
+        if stopped_in is not None:  # one cell that could not be interrupted, usually
             found.append(
                 (
-                    "time_limit",
-                    f"{first}the notebook ran over its {self.notebook_timeout} s limit in "
-                    f"{where(state['time_limit_in'])}; the cells after it scored 0",
+                    "notebook_time_limit",
+                    f"the notebook ran over its {self.notebook_timeout} s limit in {where(stopped_in)} and was "
+                    "stopped; the cells after it scored 0",
                 )
             )
-        else:
-            found += [
-                (
-                    "time_limit",
-                    f"{where(i)} ran over the {self.timeout} s cell limit and was interrupted; the notebook went on",
-                )
-                for i in timed_out
-            ]
+        found += [  # the cell the notebook's limit stopped was cut short by that limit, not its own
+            (
+                "cell_timeout",
+                f"{where(i)} ran over the {self.timeout} s cell limit and was interrupted; the notebook went on",
+            )
+            for i in timed_out_cells(nb)
+            if i != stopped_in
+        ]
         for i, cell in enumerate(nb.cells):
             for out in cell.get("outputs", []):
                 if out.get("output_type") != "error":
                     continue
                 ename, evalue = out.get("ename", ""), str(out.get("evalue", ""))
-                if ename == "CellTimeoutError":
-                    continue
-                elif ename in ("MemoryError", "OutOfMemoryError") or (
+                if ename in ("MemoryError", "OutOfMemoryError") or (
                     ename == "RuntimeError"
                     and any(w in evalue for w in ("can't allocate memory", "not enough memory", "DefaultCPUAllocator"))
                 ):
@@ -232,26 +248,19 @@ class GradingExecute(Execute):
                     "the rest of its output was dropped",
                 )
             )
-        nbgrader = resources.get("nbgrader", {})
-        records = [
-            {
-                "student": nbgrader.get("student"),
-                "notebook": nbgrader.get("notebook"),
-                "problem": kind,
-                "detail": detail,
-            }
-            for kind, detail in found
-        ]
-        for r in records:
-            self.log.warning("%s/%s: %s: %s", r["student"], r["notebook"], r["problem"], r["detail"])
-        state["incidents"] = records
-        GradingExecute.incidents.extend(records)
-        return records
+        for kind, detail in found:
+            record_incident(resources, kind, detail, self.log)
 
     def preprocess(self, nb, resources, *args, **kwargs):
         seed = self.grading_seed(resources)
         path = names_path(self.names_path)
-        resources["backprop_ninja"] = {"seed": seed, "names_path": path, "kernel_died_in": None, "time_limit_in": None}
+        resources["backprop_ninja"] = {
+            "seed": seed,
+            "names_path": path,
+            "kernel_died_in": None,
+            "notebook_time_limit_in": None,
+            "incidents": [],
+        }
         self._output_bytes, self._truncated = {}, set()
         self.shutdown_kernel = "graceful"
         self._deadline = time.monotonic() + self.notebook_timeout if self.notebook_timeout else None

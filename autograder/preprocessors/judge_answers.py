@@ -19,7 +19,7 @@ from ..engine.exercises import CHECKS
 from ..engine.honesty import AutogradTaint
 from ..engine.judge import Verdict
 from ..engine.reference import SETUP_PREFIX, run_setup
-from .grading_execute import environment
+from .grading_execute import environment, record_incident, timed_out_cells
 
 REPORT_CALL = re.compile(r"report\(globals\(\),([^)]*)\)")  # in the locked test cells: the graded names
 REPORTED = re.compile(r"[\"']([A-Za-z_]\w*)[\"']")
@@ -31,6 +31,26 @@ def reported_values(cell) -> list:
         for out in cell.get("outputs", [])
         if out.get("output_type") == "display_data" and wire.MIME in out.get("data", {})
     ]
+
+
+def why_no_answer(cell, index: int, state: dict, timed_out: set) -> tuple:
+    """Why a graded cell reported no answer, as its feedback says it; and whether the cell had its full run
+    (no dead kernel, no time limit), so that nothing but the submission kept the answer from the grader."""
+    died_in, stopped_in = state.get("kernel_died_in"), state.get("notebook_time_limit_in")
+    if died_in is not None and index >= died_in:
+        return "the kernel died before this cell reported its answer (see the cell where it stopped)", False
+    if stopped_in is not None and index >= stopped_in:
+        return "the notebook ran over its time limit before this cell finished (see the cell where it stopped)", False
+    if index in timed_out:
+        return "this cell ran over its time limit and was interrupted before it reported the answer", False
+    errors = [o.get("ename", "") for o in cell.get("outputs", []) if o.get("output_type") == "error"]
+    if errors:
+        return f"no answer reached the grader: this cell stopped with {errors[-1]} before it reported it", True
+    return (
+        "no answer reached the grader: this cell ran to the end but reported nothing (the submission suppressed "
+        "the report or replaced the grader's module in its kernel)",
+        True,
+    )
 
 
 def verdict_outputs(verdict: Verdict) -> list:
@@ -52,15 +72,7 @@ class JudgeAnswers(NbGraderPreprocessor):
         setup = tuple(c.source for c in nb.cells if grade_id(c).startswith(SETUP_PREFIX))
         with environment(**{NAMES_VARIABLE: resources["backprop_ninja"]["names_path"]}):
             namespace = run_setup(setup, seed)
-        died_in = resources["backprop_ninja"].get("kernel_died_in")
-        timed_out_in = resources["backprop_ninja"].get("time_limit_in")
-        not_run = (
-            "the kernel died before this cell ran (see the cell where it stopped)"
-            if died_in is not None
-            else "the notebook ran over its time limit before this cell finished (see the cell where it stopped)"
-            if timed_out_in is not None
-            else "this cell did not run to the end (an earlier cell crashed the kernel or ran out of time)"
-        )
+        timed_out, unanswered = set(timed_out_cells(nb)), []
         taint = AutogradTaint(
             answers={
                 name
@@ -69,7 +81,7 @@ class JudgeAnswers(NbGraderPreprocessor):
                 for name in REPORTED.findall("".join(REPORT_CALL.findall(c.source)))
             }
         )
-        for cell in nb.cells:
+        for index, cell in enumerate(nb.cells):
             if cell.cell_type != "code":
                 continue
             if not utils.is_locked(cell):
@@ -88,10 +100,21 @@ class JudgeAnswers(NbGraderPreprocessor):
             else:
                 verdict = check({}, namespace, seed, set())
                 verdict.points = 0
-                verdict.lines = [
-                    not_run
-                    if not reports
-                    else "this cell reported more than one answer: the submission tampered with it"
-                ]
+                if reports:
+                    verdict.lines = ["this cell reported more than one answer: the submission tampered with it"]
+                else:
+                    why, ran = why_no_answer(cell, index, resources["backprop_ninja"], timed_out)
+                    verdict.lines = [why]
+                    if ran:
+                        unanswered.append(grade_id(cell))
             cell.outputs = verdict_outputs(verdict)
+        if unanswered:  # nothing crashed or timed out, yet no answer came: say so, it is no accident
+            record_incident(
+                resources,
+                "no_answer_reported",
+                f"{len(unanswered)} graded cells ran but reported no answer ({', '.join(unanswered[:5])}"
+                + (", ..." if len(unanswered) > 5 else "")
+                + "): the submission suppressed the reports or replaced the grader's module in its kernel",
+                self.log,
+            )
         return nb, resources

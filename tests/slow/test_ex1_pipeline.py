@@ -263,7 +263,7 @@ def test_pasted_values_earn_nothing(graded):
 
 def test_neutralised_cells_earn_nothing(graded):
     assert sum(graded.scores("c_blank_cells", NB).values()) == 0
-    assert "did not run to the end" in graded.messages("c_blank_cells", NB)["test_dW1"]
+    assert "ran to the end but reported nothing" in graded.messages("c_blank_cells", NB)["test_dW1"]
 
 
 def test_a_dead_kernel_keeps_the_points_earned_before_it(graded):

@@ -14,7 +14,9 @@ from nbclient.exceptions import DeadKernelError
 from nbformat.v4 import new_code_cell, new_notebook
 from traitlets.config import Config
 
-from autograder.sandbox import PACKAGE_DIR, SandboxedExecute, SandboxedKernelManager, SandboxError
+from autograder.preprocessors import GradingExecute
+from autograder.sandbox import SandboxedKernelManager, SandboxError
+from autograder.sandbox.kernel_manager import PACKAGE_DIR
 
 pytestmark = pytest.mark.skipif(
     shutil.which("bwrap") is None, reason="bubblewrap is not installed (apt-get install bubblewrap); CI installs it"
@@ -248,15 +250,17 @@ def test_dead_kernel_is_contained(kernel, course):
             time.sleep(0.1)
 
 
-def test_timeout_interrupts_through_nbgrader_execute(course):
+def test_timeout_interrupts_through_the_courses_execute(course):
     nb = new_notebook(cells=[new_code_cell("while True: pass"), new_code_cell("print('after')")])
-    pre = SandboxedExecute(config=config(course), timeout=3)
+    pre = GradingExecute(config=config(course), timeout=3)  # sandboxed, as nbgrader_config.py runs it
+    assert pre.kernel_manager_class is SandboxedKernelManager
     start = time.monotonic()
-    nb, _ = pre.preprocess(nb, {"metadata": {"path": str(course / "autograded" / "bob" / "ps1")}})
+    nb, resources = pre.preprocess(nb, {"metadata": {"path": str(course / "autograded" / "bob" / "ps1")}})
     assert time.monotonic() - start < 30
     errors = [o.ename for o in nb.cells[0].outputs if o.output_type == "error"]
     assert "CellTimeoutError" in errors and "KeyboardInterrupt" in errors  # interrupted
     assert nb.cells[1].outputs[0].text == "after\n"  # and the kernel carried on
+    assert [p["problem"] for p in resources["backprop_ninja"]["incidents"]] == ["cell_timeout"]
 
 
 def test_fails_closed(course):
