@@ -180,7 +180,7 @@ def _depth(path: str) -> int:
     return 0 if path == "/" else path.count("/")
 
 
-def _resolve(grants: list) -> list:
+def resolve(grants: list) -> list:
     """The grants to mount, outermost first: missing host paths skipped, a host symlink made again inside
     (``symlink``, its target as ``source``) with its target granted, paths inside a read-only one dropped."""
     kept, todo = [], list(grants)
@@ -224,7 +224,7 @@ def command_line(kernel_cmd: list, k: KernelPaths, tools: Tools, limits: dict, t
         )
     if run_as is not None and 0 in run_as:
         raise SandboxError("sandbox_uid and sandbox_gid must not be 0: root ignores the process limit")
-    grants = _resolve(allow_list(k, tools))
+    grants = resolve(allow_list(k, tools))
     for g in grants:
         if g.mount in ("read-only", "writable") and _inside(course, g.source or g.path):
             raise SandboxError(f"refusing to show {g.path!r} to the kernel: it holds the course root {course!r}")
