@@ -80,7 +80,7 @@ class GradingExecute(Execute):
 
     sandbox = Bool(
         True,
-        help="Run every kernel in the bubblewrap sandbox (autograder/sandbox.py). Grading fails when the "
+        help="Run every kernel in the bubblewrap sandbox (autograder/sandbox/). Grading fails when the "
         "sandbox cannot start; set False only to grade trusted notebooks on a machine without bubblewrap.",
     ).tag(config=True)
 
