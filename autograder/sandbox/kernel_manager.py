@@ -161,12 +161,12 @@ class SandboxedKernelManager(AsyncKernelManager):
             passwd=os.path.join(self._rundir, "passwd"),
             group=os.path.join(self._rundir, "group"),
         )
-        root = os.geteuid() == 0
+        choom = shutil.which("choom")
         tools = policy.Tools(
             bwrap=self._tool(self.bwrap),
             prlimit=self._tool("prlimit"),
-            setpriv=self._tool("setpriv") if root else "",
-            choom=os.path.realpath(shutil.which("choom")) if shutil.which("choom") else "",
+            setpriv=self._tool("setpriv") if os.geteuid() == 0 else "",
+            choom=os.path.realpath(choom) if choom else "",
         )
         limits = {
             "as": self.memory_limit,

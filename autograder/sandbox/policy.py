@@ -7,7 +7,8 @@ environment is an allow-list too: ``PASSED_VARIABLES`` and what ``kernel_environ
 
 Deliberately absent: the rest of /etc (no hosts, resolv.conf or certificates: there is no network;
 no localtime: the kernel's clock shows UTC unless $TZ says otherwise), /sys, /home, /root, /run,
-/srv, /opt, /var, /mnt, /media, and the course root apart from the student's own folder.
+/srv, /opt, /var, /mnt, /media, and the course root apart from the student's own folder. (The folders
+on the way to a granted path, such as /var/tmp above a course, exist inside, empty and read-only.)
 
 Everything here is data and pure functions (no kernel, no process), so tests/fast check the exact
 command line for a given set of paths.
@@ -36,9 +37,10 @@ class Grant:
     """Why it is on the list."""
     mount: str = "read-only"
     """``read-only`` or ``writable``: the host's file or folder bound there. ``tmpfs`` (private, empty, in
-    memory), ``proc`` (the sandbox's own processes) or ``dev`` (a minimal /dev): made new inside."""
+    memory), ``proc`` (the sandbox's own processes) or ``dev`` (a minimal /dev): made new inside.
+    ``symlink``: a symlink to ``source``, as the host has it."""
     source: str = ""
-    """The host path bound at ``path`` when it is another one (the generated /etc/passwd)."""
+    """The host path bound at ``path`` when it is another one (the generated /etc/passwd); a symlink's target."""
 
 
 # The machine's own files every Python kernel with torch and matplotlib needs, read-only. A missing one is
