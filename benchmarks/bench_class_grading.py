@@ -18,7 +18,7 @@ measured on its own (``grade-2-sandbox-feedback``). ``--before REV`` also grades
 package of git revision REV, right after each ``grade`` configuration (``grade-2-sandbox@REV``), and
 prints the two side by side:
 
-    python benchmarks/bench_class_grading.py --students 10 --configs grade-2-plain grade-2-sandbox --before main
+    python benchmarks/bench_class_grading.py --configs grade-2-plain grade-2-sandbox --before main --repeat 3
 """
 
 import argparse
@@ -152,6 +152,7 @@ def main() -> None:
     parser.add_argument("--dir", help="course folder to use (default: a temporary one, removed afterwards)")
     parser.add_argument("--json", help="also write the results to this file")
     parser.add_argument("--before", help="also grade with the autograder package of this git revision (e.g. main)")
+    parser.add_argument("--repeat", type=int, default=1, help="run all configurations this many times; medians")
     args = parser.parse_args()
     before = package_at(args.before) if args.before else None
     root = Path(args.dir or tempfile.mkdtemp(prefix="bench-class-", dir="/var/tmp")) / "course"
@@ -167,19 +168,25 @@ def main() -> None:
         runs.append((config, None))
         if before and config.startswith("grade"):
             runs.append((f"{config}@{args.before}", before))
-    for config, package in runs:
+    for config, package in runs * args.repeat:  # a busy machine slows every configuration of a round alike
         cpu_before = cpu_seconds()
-        seconds[config] = measure(root, config.split("@")[0], notebooks, package)
-        per = seconds[config] if config == "floor" else seconds[config] / args.students
-        cpu[config] = (cpu_seconds() - cpu_before) / (1 if config == "floor" else args.students)
+        seconds.setdefault(config, []).append(measure(root, config.split("@")[0], notebooks, package))
+        cpu.setdefault(config, []).append((cpu_seconds() - cpu_before) / (1 if config == "floor" else args.students))
+        per = seconds[config][-1] if config == "floor" else seconds[config][-1] / args.students
         print(
             f"  {config:26s} {per:7.2f} s/student"
-            + ("" if config == "floor" else f"  ({seconds[config]:.0f} s)")
-            + f"  CPU {cpu[config]:6.2f} s/student  load {os.getloadavg()[0]:.1f}",
+            + ("" if config == "floor" else f"  ({seconds[config][-1]:.0f} s)")
+            + f"  CPU {cpu[config][-1]:6.2f} s/student  load {os.getloadavg()[0]:.1f}",
             flush=True,
         )
+    seconds = {c: statistics.median(s) for c, s in seconds.items()}
+    cpu = {c: statistics.median(s) for c, s in cpu.items()}
     per_student = {c: (s if c == "floor" else s / args.students) for c, s in seconds.items()}
     print(f"load average {os.getloadavg()[0]:.1f} at the end")
+    if args.repeat > 1:
+        print(f"medians of {args.repeat} runs:")
+        for c, s in per_student.items():
+            print(f"  {c:26s} {s:7.2f} s/student")
     if "stock" in per_student:
         for c in per_student:
             if c.startswith("grade"):
