@@ -6,6 +6,8 @@ import sys
 from pathlib import Path
 
 from ._path import MissingTool, require_tools
+from .errors import GradingError
+from .grading.problems import help_lines
 
 GRADE_HELP = """Grade every student of the course with nbgrader's autograde, each kernel in the sandbox.
 
@@ -19,10 +21,12 @@ submitted/<student>/<assignment>/ layout), or flat files <student>_<anything>_<n
 (Canvas). Colab's "Copy of ..." and numbered duplicates "... (1).ipynb" are recognised.
 
 Writes grades.csv (student, total, max_total, one column per notebook and per graded step),
-problems.json (why a student has no or only a partial grade: missing_notebook, not_a_notebook,
-unmatched_file, metadata_stripped, duplicated_cell, deleted_cell, kernel_died, time_limit,
-memory_limit, ...), feedback/ and, when available, the class report. Grading fails closed:
-if the sandbox cannot start, no student is graded (unless --unsandboxed)."""
+problems.json (why a student has no or only a partial grade, as one of the kinds below),
+feedback/ and the class report. Grading fails closed: if the sandbox cannot start, no student
+is graded (unless --unsandboxed).
+
+Problems, most serious first:
+"""
 
 
 def main(argv=None) -> None:
@@ -34,7 +38,7 @@ def main(argv=None) -> None:
         "grade",
         help="autograde a whole class: collect, sandboxed autograde in parallel, feedback, grades.csv",
         formatter_class=argparse.RawDescriptionHelpFormatter,
-        description=GRADE_HELP,
+        description=GRADE_HELP + help_lines(),
     )
     grade.add_argument("--course", default=".", help="the course root, with nbgrader_config.py (default: .)")
     grade.add_argument("--assignment", help="default: the one folder in source/")
@@ -88,12 +92,23 @@ def main(argv=None) -> None:
         require_tools()
     except MissingTool as error:
         sys.exit(f"backprop-ninja: {error}")
+    try:
+        run(args)
+    except GradingError as error:
+        sys.exit(str(error))
+    except KeyboardInterrupt:
+        sys.exit("interrupted: the students graded so far are in gradebook.db; run again to go on")
+
+
+def run(args) -> None:
+    """The chosen command; its errors are GradingError (main turns them into a message and an exit code)."""
     if args.command == "demo":
         from .authoring.demo import run_demo  # imported here: each command loads only what it needs
 
         run_demo(args.dir)
     elif args.command == "grade":
-        from .grading.class_grading import Options, grade_class, print_summary
+        from .grading.class_grading import Options, grade_class
+        from .grading.summary import print_summary
 
         summary = grade_class(
             Options(

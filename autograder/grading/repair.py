@@ -2,7 +2,7 @@
 
 Class grading (``class_grading``) runs this on every submission before nbgrader sees it and
 grades the repaired copy; ``submitted/`` keeps what the student handed in. Each finding is a
-problem for the class report (``{"notebook", "problem", "detail"}``):
+``Problem`` (``problems.py``, where every kind's meaning is listed) of one of these kinds:
 
   not_a_notebook     empty, not JSON, or JSON that is not a notebook: not graded
   too_large          bigger than MAX_BYTES: not graded
@@ -32,6 +32,8 @@ import warnings
 
 import nbformat
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_raw_cell
+
+from .problems import Problem
 
 MAX_BYTES = 100 * 2**20  # a notebook with a few plots is a few MB; outputs are dropped anyway
 
@@ -94,13 +96,12 @@ def _rebuild(cell) -> nbformat.NotebookNode:
     return new
 
 
-def repair(raw: bytes, release, notebook: str):
-    """(the notebook to grade or None, [problems]) for the submitted bytes ``raw``."""
+def repair(raw: bytes, release, notebook: str, student: str = ""):
+    """(the notebook to grade or None, [Problem]) for the bytes ``raw`` that ``student`` handed in."""
+    problem = lambda kind, detail: Problem(student, notebook, kind, detail)
     nb, reason = load(raw)
     if nb is None:
-        return None, [
-            {"notebook": notebook, "problem": "too_large" if "limit" in reason else "not_a_notebook", "detail": reason}
-        ]
+        return None, [problem("too_large" if "limit" in reason else "not_a_notebook", reason)]
     problems = []
     cells = [_rebuild(c) for c in nb.cells]
     known = {_gid(c) for c in release.cells if _gid(c)}
@@ -110,13 +111,10 @@ def repair(raw: bytes, release, notebook: str):
             del cell.metadata["nbgrader"]
     if foreign:
         problems.append(
-            {
-                "notebook": notebook,
-                "problem": "unknown_cell",
-                "detail": (
-                    f"grade_ids not in the release, run as ordinary cells: {', '.join(sorted(set(foreign))[:5])}"
-                ),
-            }
+            problem(
+                "unknown_cell",
+                f"grade_ids not in the release, run as ordinary cells: {', '.join(sorted(set(foreign))[:5])}",
+            )
         )
 
     # 1. duplicated grade_ids: the first copy keeps its place
@@ -138,13 +136,7 @@ def repair(raw: bytes, release, notebook: str):
             if demoted
             else []
         )
-        problems.append(
-            {
-                "notebook": notebook,
-                "problem": "duplicated_cell",
-                "detail": "; ".join(parts) + " (the first copy is graded)",
-            }
-        )
+        problems.append(problem("duplicated_cell", "; ".join(parts) + " (the first copy is graded)"))
 
     # 2. release cells that are missing: match a stripped copy, else put the locked ones back
     wanted = [c for c in release.cells if _gid(c)]
@@ -189,35 +181,23 @@ def repair(raw: bytes, release, notebook: str):
     found_locked = len(locked) - len(set(restored) & {_gid(c) for c in locked})
     if found_locked < len(locked) / 2:
         return None, problems + [
-            {
-                "notebook": notebook,
-                "problem": "wrong_notebook",
-                "detail": (
-                    f"only {found_locked} of the {len(locked)} locked cells of {notebook} are in it"
-                    + (" (and no cell has nbgrader metadata)" if stripped else "")
-                    + ": another notebook saved under this name? Not graded"
-                ),
-            }
+            problem(
+                "wrong_notebook",
+                f"only {found_locked} of the {len(locked)} locked cells of {notebook} are in it"
+                + (" (and no cell has nbgrader metadata)" if stripped else "")
+                + ": another notebook saved under this name? Not graded",
+            )
         ]
     if matched:
         problems.append(
-            {
-                "notebook": notebook,
-                "problem": "metadata_stripped",
-                "detail": (
-                    f"{len(matched)} cells had lost their nbgrader metadata; matched to the release by their source "
-                    "and repaired" + (f" ({', '.join(matched)})" if len(matched) <= 5 else "")
-                ),
-            }
+            problem(
+                "metadata_stripped",
+                f"{len(matched)} cells had lost their nbgrader metadata; matched to the release by their source "
+                "and repaired" + (f" ({', '.join(matched)})" if len(matched) <= 5 else ""),
+            )
         )
     if restored:
-        problems.append(
-            {
-                "notebook": notebook,
-                "problem": "deleted_cell",
-                "detail": f"put back from the release: {', '.join(restored)}",
-            }
-        )
+        problems.append(problem("deleted_cell", f"put back from the release: {', '.join(restored)}"))
 
     out = new_notebook(cells=cells, metadata=copy.deepcopy(release.metadata))
     nbformat.validate(out)

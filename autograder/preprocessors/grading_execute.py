@@ -13,6 +13,7 @@ from nbgrader.preprocessors import Execute
 from traitlets import Bool, Integer, Unicode
 
 from ..data import NAMES_VARIABLE, names_path
+from ..grading.problems import Problem
 from ..in_kernel import SEED_VARIABLE
 from ..sandbox import SandboxedKernelManager
 
@@ -65,8 +66,8 @@ class GradingExecute(Execute):
         "(error messages excepted), so a notebook that prints gigabytes cannot exhaust the grader.",
     ).tag(config=True)
 
-    # What went wrong in each notebook this process executed, for the class report:
-    # dicts {"student", "notebook", "problem", "detail"}; class grading's workers read and clear it.
+    # What went wrong in each notebook this process executed, for the class report: a Problem each;
+    # class grading's workers read and clear it.
     incidents = []
 
     _run_secret = secrets.token_hex(16)
@@ -197,7 +198,7 @@ class GradingExecute(Execute):
             )
             found.append(
                 (
-                    "time_limit",
+                    "notebook_time_limit",
                     f"{first}the notebook ran over its {self.notebook_timeout} s limit in "
                     f"{where(state['time_limit_in'])}; the cells after it scored 0",
                 )
@@ -205,7 +206,7 @@ class GradingExecute(Execute):
         else:
             found += [
                 (
-                    "time_limit",
+                    "cell_timeout",
                     f"{where(i)} ran over the {self.timeout} s cell limit and was interrupted; the notebook went on",
                 )
                 for i in timed_out
@@ -233,17 +234,9 @@ class GradingExecute(Execute):
                 )
             )
         nbgrader = resources.get("nbgrader", {})
-        records = [
-            {
-                "student": nbgrader.get("student"),
-                "notebook": nbgrader.get("notebook"),
-                "problem": kind,
-                "detail": detail,
-            }
-            for kind, detail in found
-        ]
+        records = [Problem(nbgrader.get("student"), nbgrader.get("notebook"), kind, detail) for kind, detail in found]
         for r in records:
-            self.log.warning("%s/%s: %s: %s", r["student"], r["notebook"], r["problem"], r["detail"])
+            self.log.warning("%s/%s: %s: %s", r.student, r.notebook, r.kind, r.detail)
         state["incidents"] = records
         GradingExecute.incidents.extend(records)
         return records

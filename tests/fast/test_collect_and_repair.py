@@ -136,12 +136,12 @@ def test_repairs_give_back_the_release_structure():
         (fake_grade_cell(good), "unknown_cell"),
     ]:
         fixed, found = repair(raw(broken), release, NB)
-        assert [p["problem"] for p in found] == [kind]
+        assert [p.kind for p in found] == [kind]
         assert [grade_id(c) for c in fixed.cells if grade_id(c)] == ids
         answers = {grade_id(c): c.source for c in fixed.cells if grade_id(c).startswith("answer_")}
         assert answers == {grade_id(c): c.source for c in good.cells if grade_id(c).startswith("answer_")}
     other = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("print('my ex2 answers')")])
     assert repair(raw(other), release, NB)[0] is None
-    assert repair(raw(other), release, NB)[1][0]["problem"] == "wrong_notebook"
-    assert repair(b"", release, NB)[1][0]["problem"] == "not_a_notebook"
-    assert repair(b"[1, 2]", release, NB)[1][0]["problem"] == "not_a_notebook"
+    assert repair(raw(other), release, NB)[1][0].kind == "wrong_notebook"
+    assert repair(b"", release, NB)[1][0].kind == "not_a_notebook"
+    assert repair(b"[1, 2]", release, NB)[1][0].kind == "not_a_notebook"

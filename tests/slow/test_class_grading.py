@@ -195,7 +195,7 @@ def hostile_class(course: Course, listener: Listener) -> dict:
         "bad_infinite_loop": (
             w(cells_after(release, source, after, "while True:\n    pass")),
             [],
-            {(NB, "time_limit")},
+            {(NB, "cell_timeout")},
         ),
         "bad_uninterruptible": (
             w(
@@ -207,7 +207,7 @@ def hostile_class(course: Course, listener: Listener) -> dict:
                 )
             ),
             AFTER_H,
-            {(NB, "time_limit")},
+            {(NB, "notebook_time_limit")},
         ),
         "bad_50_gb": (
             w(cells_after(release, source, after, "import torch\nhog = torch.empty(50 * 2**30, dtype=torch.uint8)")),
