@@ -11,7 +11,7 @@ from nbgrader.preprocessors import (
     SaveAutoGrades,
 )
 
-from autograder.preprocessors import GradingExecute, JudgeAnswers
+from autograder.preprocessors import GradingExecute, JudgeAnswers, LatePenalty
 
 c = get_config()  # noqa: F821 (provided by nbgrader)
 
@@ -35,6 +35,15 @@ c.IgnorePattern.pattern = r"Warning|warn\("
 # One slow cell must not drop the whole submission.
 c.Execute.timeout = 120
 c.Execute.raise_on_iopub_timeout = False
+
+# Late submissions. The due date is nbgrader's own, in the gradebook:
+#   nbgrader db assignment add backprop_ninja --duedate="2026-12-15 23:59:00 Europe/Berlin"
+# and a submission's time is the timestamp.txt beside its notebooks (nbgrader collect writes it; an LMS
+# download's student folders may carry one). Each notebook then loses 10% of its score per started day late.
+c.AssignLatePenalties.plugin_class = LatePenalty
+c.LatePenalty.percent_per_day = 10
+c.LatePenalty.grace_minutes = 15
+c.LatePenalty.max_percent = 100
 
 # Feedback: scores and the grader's messages, never the hidden test code.
 c.GenerateFeedback.preprocessors = [GetGrades, ClearHiddenTests, CSSHTMLHeaderPreprocessor]

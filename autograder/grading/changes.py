@@ -2,7 +2,8 @@
 
 A student is regraded when their submitted files change (``submission_key``: a sha256 of every
 notebook and of timestamp.txt) or when the exercises or the grading configuration change
-(``course_key``: the source notebooks and nbgrader_config.py); ``student_key`` joins the two.
+(``course_key``: the source notebooks, nbgrader_config.py and the due date in gradebook.db);
+``student_key`` joins the two.
 """
 
 import hashlib
@@ -11,7 +12,7 @@ from pathlib import Path
 
 NEW_SUBMISSION = "new submission"
 FIRST_GRADING = "first grading"
-COURSE_CHANGED = "regrade after a change of the exercises or nbgrader_config.py"
+COURSE_CHANGED = "regrade after a change of the exercises, nbgrader_config.py or the due date"
 REQUESTED = "regrade requested (--regrade-all)"
 UNFINISHED = "regrade: the last grading did not finish"
 FILES_GONE = "regrade: the autograded notebooks of the last grading are gone"
@@ -21,10 +22,24 @@ def _digest(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
+def due_date(root: Path, assignment: str):
+    """The assignment's due date in gradebook.db (nbgrader's own), or None."""
+    from nbgrader.api import Gradebook, MissingEntry
+
+    if not (root / "gradebook.db").is_file():
+        return None
+    with Gradebook(f"sqlite:///{root / 'gradebook.db'}") as gb:
+        try:
+            return gb.find_assignment(assignment).duedate
+        except MissingEntry:
+            return None
+
+
 def course_key(root: Path, assignment: str, notebooks: list) -> str:
-    """Changes when an exercise or the grading configuration changes: everyone is regraded then."""
+    """Changes when an exercise, the grading configuration or the due date changes: everyone is regraded then."""
     parts = [(root / "source" / assignment / f"{n}.ipynb").read_bytes() for n in notebooks]
     parts.append((root / "nbgrader_config.py").read_bytes() if (root / "nbgrader_config.py").is_file() else b"")
+    parts.append(str(due_date(root, assignment)).encode())
     return _digest(b"\0".join(parts))
 
 

@@ -1,19 +1,25 @@
 """The class as grading left it, read once for the class report.
 
 Inputs, as ``backprop-ninja grade`` leaves them in the course root:
-  grades.csv     one row per student: ``student, total, max_total``, one column per notebook
+  grades.csv     one row per student: ``student, total, max_total, late_penalty``, one column per notebook
                  (``ex1_atomic_backward``) and one per graded step (``ex1_atomic_backward:test_dlogprobs``);
                  an empty cell means no grade
   problems.json  a list of ``{"student", "notebook" (or null), "problem" (a kind), "detail"}``
   gradebook.db   (optional) the max points of every step; else the highest score seen in its column
   source/backprop_ninja/<notebook>.ipynb  (optional) the order of the steps; else the column order
+  autograded/<student>/backprop_ninja/<notebook>.ipynb  (optional) the grader's verdicts (``diagnoses``)
+  feedback/<student>/backprop_ninja/<notebook>.html     (optional) linked from the report
+  grade_history.csv  (optional) what every ``grade`` run changed (``history``)
 Missing or broken inputs are noted (``ClassData.notes``), never raised.
 """
 
 import csv
 import json
 from pathlib import Path
+from urllib.parse import quote
 
+from .diagnoses import read_diagnoses
+from .history import read_history
 from .problems import rank, read_problems
 
 ASSIGNMENT = "backprop_ninja"
@@ -27,10 +33,11 @@ def _number(text):
 
 
 class ClassData:
-    """grades.csv, problems.json and the step facts (order, max points) read once; ``notes`` says what was missing."""
+    """The class's files read once (grades, problems, step facts, diagnoses, history); ``notes`` says what was
+    missing. Paths default to the files of those names in the course root."""
 
-    def __init__(self, course_root, grades_csv=None, problems_json=None):
-        self.root = Path(course_root)
+    def __init__(self, course_root, grades_csv=None, problems_json=None, history_csv=None, assignment=ASSIGNMENT):
+        self.root, self.assignment = Path(course_root), assignment
         self.notes, self.rows, self.problems = [], [], []
         self.notebooks, self.steps, self.max_points = [], {}, {}
         self._read_grades(Path(grades_csv) if grades_csv else self.root / "grades.csv")
@@ -38,6 +45,8 @@ class ClassData:
         self._read_step_facts()
         self.students = list(dict.fromkeys([r["student"] for r in self.rows] + [p.student for p in self.problems]))
         self.graded = [r for r in self.rows if r["total"] is not None]
+        self.diagnoses = read_diagnoses(self.root, assignment, [r["student"] for r in self.rows], self.notebooks)
+        self.history = read_history(Path(history_csv) if history_csv else self.root / "grade_history.csv")
 
     def _read_grades(self, path):
         if not path.is_file():
@@ -52,7 +61,7 @@ class ClassData:
             for row in reader:
                 self.rows.append({k: (v if k == "student" else _number(v)) for k, v in row.items() if k})
         for column in columns:
-            if column in ("student", "total", "max_total"):
+            if column in ("student", "total", "max_total", "late_penalty"):
                 continue
             notebook, _, step = column.partition(":")
             if notebook not in self.steps:
@@ -61,8 +70,8 @@ class ClassData:
             if step:
                 self.steps[notebook].append(step)
         for row in self.rows:
-            row.setdefault("total", None)
-            row.setdefault("max_total", None)
+            for column in ("total", "max_total", "late_penalty"):
+                row.setdefault(column, None)
 
     def _read_problems(self, path):
         if not path.is_file():
@@ -84,7 +93,7 @@ class ClassData:
                 with Gradebook(f"sqlite:///{db}") as gb:
                     for notebook in self.notebooks:
                         try:
-                            cells = gb.find_notebook(notebook, ASSIGNMENT).grade_cells
+                            cells = gb.find_notebook(notebook, self.assignment).grade_cells
                         except MissingEntry:
                             continue
                         from_gradebook.update({f"{notebook}:{c.name}": c.max_score for c in cells})
@@ -101,7 +110,7 @@ class ClassData:
             self.steps[notebook] = [s for s in steps if self.max_points[f"{notebook}:{s}"]]
 
     def _cell_order(self, notebook):
-        path = self.root / "source" / ASSIGNMENT / f"{notebook}.ipynb"
+        path = self.root / "source" / self.assignment / f"{notebook}.ipynb"
         try:
             cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
         except (OSError, ValueError, KeyError):
@@ -118,6 +127,11 @@ class ClassData:
             top = self.max_points[key]
             rates.append((step, sum(s >= top - 1e-9 for s in scores), len(scores), top))
         return rates
+
+    def feedback(self, student, notebook):
+        """The link to the student's feedback on the notebook, relative to the course root; None when there is none."""
+        path = self.root / "feedback" / student / self.assignment / f"{notebook}.html"
+        return f"feedback/{quote(student)}/{quote(self.assignment)}/{quote(notebook)}.html" if path.is_file() else None
 
     def percents(self):
         return [100 * r["total"] / r["max_total"] for r in self.graded if r["max_total"]]

@@ -12,7 +12,8 @@
   4. merge     every finished student's grades from their worker's gradebook into gradebook.db
                (``gradebook``)
   5. report    grades.csv (``grades_csv``), problems.json (``problems``: every student without a
-               full grade says why) and the class report (``report``)
+               full grade says why), grade_history.csv (``history``: what this run changed, and
+               why) and the class report (``report``)
 
 A student's problems are kept with their last grading in .grading/state.json (``state``), so a
 re-run that regrades nobody reports the same problems.
@@ -23,6 +24,7 @@ has not answered within (notebooks x (limit + 60 s) + 120 s) is killed and resta
 student gets a worker_killed problem.
 """
 
+import datetime
 import os
 import shutil
 import sys
@@ -35,8 +37,9 @@ from tqdm import tqdm
 
 from . import changes, preflight
 from .collect import collect
-from .gradebook import forget_student, merge_student
+from .gradebook import forget_student, late_penalties, merge_student
 from .grades_csv import grade_rows, step_columns, write_grades_csv
+from .history import Change, append_history
 from .pool import Worker, WorkerPool
 from .problems import Problem, write_problems
 from .staging import GRADING_DIR, read_releases, stage_student
@@ -73,10 +76,12 @@ class ClassGrading:
         self.main_db = self.root / "gradebook.db"
         self.grading = self.root / GRADING_DIR
         self.records = {}  # student -> StudentRecord of this run
+        self.reasons = {}  # student graded (or ungradable) in this run -> (total before it, why)
         self.lock = threading.Lock()
 
     def run(self) -> Summary:
         started = time.monotonic()
+        self.started_at = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
         preflight.check_sandbox(self.o.sandbox)
         preflight.ensure_release(self.root, self.assignment, self.notebooks)
         self.grading.mkdir(exist_ok=True)
@@ -86,18 +91,11 @@ class ClassGrading:
             print(f"collected {self.o.download} into {self.root / 'submitted'}", file=sys.stderr)
         students, todo, unchanged = self.plan()
         self.autograde(todo)
-        problems = self.state.collect_problems + [p for s in students for p in self.records[s].problems]
-        grades_csv, problems_json, report = self.write(students, sorted(problems, key=lambda p: p.order))
-        return Summary(
-            students,
-            todo,
-            unchanged,
-            sorted(problems, key=lambda p: p.order),
-            grades_csv,
-            problems_json,
-            report,
-            time.monotonic() - started,
+        problems = sorted(
+            self.state.collect_problems + [p for s in students for p in self.records[s].problems], key=lambda p: p.order
         )
+        outputs = self.write(students, problems)
+        return Summary(students, todo, unchanged, problems, *outputs, time.monotonic() - started)
 
     def plan(self) -> tuple:
         """Stage every student whose files (or the exercises) changed; (students, todo, unchanged)."""
@@ -117,6 +115,8 @@ class ClassGrading:
             submission = changes.submission_key(self.root, self.assignment, student, self.notebooks)
             record = StudentRecord(key, submission, course, graded, problems, complete=not graded)
             self.records[student] = record
+            why = changes.regrade_reason(old, submission, course, self.o.regrade_all)
+            self.reasons[student] = (old.total if old else None, why)
             if graded:
                 todo.append(student)
             else:  # nothing gradable any more: no stale grade may stay behind
@@ -155,6 +155,7 @@ class ClassGrading:
             if result is not None and result.success:
                 merge_student(self.main_db, worker_db, self.assignment, student)
                 record.problems += [Problem(student, p.notebook, p.kind, p.detail) for p in result.incidents]
+                record.problems += self.late_problems(student)
             else:
                 if result is None:
                     problem = Problem(
@@ -176,22 +177,41 @@ class ClassGrading:
             self.progress.set_postfix_str(student, refresh=False)
             self.progress.update()
 
+    def late_problems(self, student: str) -> list:
+        """A late_submission problem for every notebook that lost points to the late penalty."""
+        seconds, due, penalties = late_penalties(self.main_db, self.assignment, student)
+        late = f"{seconds / 3600:.1f} hours after the due date ({due:%Y-%m-%d %H:%M} UTC)" if penalties else ""
+        return [
+            Problem(student, notebook, "late_submission", f"handed in {late}: {points:g} points taken off")
+            for notebook, points in sorted(penalties.items())
+        ]
+
     def write(self, students: list, problems: list) -> tuple:
+        """grades.csv, problems.json, grade_history.csv and the class report; (their paths, report or None)."""
         out = Path(self.o.out).resolve() if self.o.out else self.root
         out.mkdir(parents=True, exist_ok=True)
-        grades_csv, problems_json = out / "grades.csv", out / "problems.json"
+        grades_csv, problems_json, history_csv = out / "grades.csv", out / "problems.json", out / "grade_history.csv"
         steps = step_columns(self.root, self.assignment, self.notebooks)
         graded = {s: self.records[s].graded for s in students}
         rows = grade_rows(self.main_db, self.assignment, self.notebooks, steps, students, graded)
         write_grades_csv(grades_csv, rows, self.notebooks, steps)
         write_problems(problems_json, problems)
+        totals = {row["student"]: row["total"] for row in rows}
+        for student, record in self.records.items():
+            record.total = totals.get(student)
+        self.state.save()
+        changed = [
+            Change(self.started_at, s, old, totals.get(s), why) for s, (old, why) in sorted(self.reasons.items())
+        ]
+        append_history(history_csv, changed)
         try:
             from .report import write_report
 
-            return grades_csv, problems_json, Path(write_report(self.root, grades_csv, problems_json))
+            report = Path(write_report(self.root, grades_csv, problems_json, history_csv, self.assignment))
         except Exception as error:  # noqa: BLE001 (the grades are written; the report is a bonus)
             print(f"the class report failed: {error}", file=sys.stderr)
-            return grades_csv, problems_json, None
+            report = None
+        return grades_csv, problems_json, history_csv, report
 
 
 def grade_class(o: Options) -> Summary:

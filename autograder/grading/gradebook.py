@@ -58,3 +58,16 @@ def forget_student(main_db: Path, root: Path, assignment: str, student: str) -> 
             pass
     for kind in ("autograded", "feedback"):
         shutil.rmtree(root / kind / student / assignment, ignore_errors=True)
+
+
+def late_penalties(main_db: Path, assignment: str, student: str) -> tuple:
+    """(seconds late, the due date, {notebook: points taken off}) of one student's submission in gradebook.db."""
+    from nbgrader.api import Gradebook, MissingEntry
+
+    with Gradebook(f"sqlite:///{main_db}") as gb:
+        try:
+            submission = gb.find_submission(assignment, student)
+        except MissingEntry:
+            return 0, None, {}
+        penalties = {nb.name: nb.late_submission_penalty for nb in submission.notebooks if nb.late_submission_penalty}
+        return submission.total_seconds_late, submission.duedate, penalties

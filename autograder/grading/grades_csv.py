@@ -1,8 +1,9 @@
 """grades.csv: one row per student, read from gradebook.db.
 
-Columns: ``student``, ``total``, ``max_total``, one column per notebook and one per graded step
-(``<notebook>:<grade_id>``). An empty cell means that notebook or step has no grade: problems.json
-says why.
+Columns: ``student``, ``total`` (after any late penalty), ``max_total``, ``late_penalty`` (points
+taken off; empty when none), one column per notebook (its score before the penalty) and one per
+graded step (``<notebook>:<grade_id>``). An empty cell means that notebook or step has no grade:
+problems.json says why.
 """
 
 import csv
@@ -10,7 +11,7 @@ from pathlib import Path
 
 import nbformat
 
-FIXED_COLUMNS = ["student", "total", "max_total"]
+FIXED_COLUMNS = ["student", "total", "max_total", "late_penalty"]
 
 
 def step_columns(root: Path, assignment: str, notebooks: list) -> dict:
@@ -35,7 +36,7 @@ def grade_rows(main_db: Path, assignment: str, notebooks: list, steps: dict, stu
         max_total = gb.find_assignment(assignment).max_score
         for student in students:
             row = {"student": student, "max_total": max_total}
-            total = None
+            total, penalty = None, 0.0
             for notebook in notebooks:
                 if notebook not in graded.get(student, ()):
                     continue
@@ -46,9 +47,11 @@ def grade_rows(main_db: Path, assignment: str, notebooks: list, steps: dict, stu
                 scores = {g.name: g.score for g in snb.grades}
                 row[notebook] = snb.score
                 total = (total or 0) + snb.score
+                penalty += snb.late_submission_penalty or 0.0
                 for step in steps[notebook]:
                     row[f"{notebook}:{step}"] = scores.get(step)
-            row["total"] = total
+            row["late_penalty"] = penalty or None
+            row["total"] = None if total is None else total - penalty
             rows.append(row)
     return rows
 

@@ -14,10 +14,14 @@ import jinja2
 import matplotlib
 from matplotlib.figure import Figure
 
-from .class_data import ClassData
+from .class_data import ASSIGNMENT, ClassData
+from .diagnoses import label, most_frequent
 from .problems import KINDS
 
 HARDEST = 5
+TOP_DIAGNOSES = 3  # per step
+NAMES_SHOWN = 12  # students named per diagnosis, then "and N more"
+HISTORY_SHOWN = 100  # changed totals listed, the latest first
 TEMPLATES = jinja2.Environment(
     loader=jinja2.PackageLoader("autograder.grading", "templates"),
     autoescape=True,
@@ -60,6 +64,59 @@ def _rate_chart(rates) -> str:
     return _png(fig)
 
 
+def _diagnosis_chart(top) -> str | None:
+    """The class's ten most frequent (step, diagnosis) pairs, as bars of students."""
+    pairs = sorted(
+        (
+            (len(students), f"{step.removeprefix('test_')}: {label(kind)}")
+            for (_, step), kinds in top.items()
+            for kind, students in kinds
+        ),
+        key=lambda pair: -pair[0],
+    )[:10]
+    if not pairs:
+        return None
+    fig = Figure(figsize=(7, 0.8 + 0.3 * len(pairs)))
+    ax = fig.add_subplot()
+    ax.barh(range(len(pairs)), [n for n, _ in pairs], color="#c44e52")
+    with matplotlib.rc_context({"text.parse_math": False}):
+        ax.set_yticks(range(len(pairs)), [text for _, text in pairs], fontsize=9)
+    ax.invert_yaxis()
+    ax.set(xlabel="students")
+    ax.xaxis.get_major_locator().set_params(integer=True)
+    return _png(fig)
+
+
+def _misconceptions(data, top) -> list:
+    """Per notebook, per step in cell order: its most frequent diagnoses, their counts and who got them."""
+    sections = []
+    for notebook in data.notebooks:
+        rows = [
+            {
+                "step": step,
+                "label": label(kind),
+                "count": len(students),
+                "students": [(s, data.feedback(s, notebook)) for s in students[:NAMES_SHOWN]],
+                "more": max(0, len(students) - NAMES_SHOWN),
+            }
+            for step in data.steps[notebook]
+            for kind, students in top.get((notebook, step), [])
+        ]
+        sections.append({"name": notebook, "rows": rows})
+    return sections
+
+
+def _history(data) -> tuple:
+    """(a line on the last run, [(run, student, before, after, why)] of the changed totals, the latest first)."""
+    if not data.history:
+        return "", []
+    last = data.history[-1].time
+    graded = [c for c in data.history if c.time == last]
+    line = f"The last run ({last}) graded {len(graded)} students; {sum(c.changed for c in graded)} totals changed."
+    changed = [c for c in reversed(data.history) if c.changed][:HISTORY_SHOWN]
+    return line, [(c.time, c.student, _fmt(c.old_total), _fmt(c.new_total), c.reason) for c in changed]
+
+
 def _headline(data) -> list:
     totals = [r["total"] for r in data.graded]
     lines = [f"{len(data.students)} students ({len(data.graded)} graded), {len(data.notebooks)} notebooks"]
@@ -100,30 +157,41 @@ def _notebook_sections(data) -> list:
 
 
 def _student_rows(data) -> list:
-    """One row per student: total, max total, each notebook's score, number of problems."""
+    """One row per student: total, max total, late penalty, each notebook's score (linked to its feedback), problems."""
     per_student = {r["student"]: r for r in data.rows}
-    problems = {s: sum(p.student == s for p in data.problems) for s in data.students}
-    return [
-        (
-            s,
-            _fmt(per_student.get(s, {}).get("total")),
-            _fmt(per_student.get(s, {}).get("max_total")),
-            *(_fmt(per_student.get(s, {}).get(n)) for n in data.notebooks),
-            problems[s],
+    rows = []
+    for s in sorted(data.students):
+        row = per_student.get(s, {})
+        links = [data.feedback(s, n) for n in data.notebooks]
+        rows.append(
+            {
+                "name": s,
+                "feedback": next((link for link in links if link), None),
+                "total": _fmt(row.get("total")),
+                "max_total": _fmt(row.get("max_total")),
+                "late_penalty": _fmt(row.get("late_penalty")),
+                "notebooks": [(_fmt(row.get(n)), link) for n, link in zip(data.notebooks, links)],
+                "problems": sum(p.student == s for p in data.problems),
+            }
         )
-        for s in sorted(data.students)
-    ]
+    return rows
 
 
-def write_report(course_root, grades_csv=None, problems_json=None) -> Path:
+def write_report(course_root, grades_csv=None, problems_json=None, history_csv=None, assignment=ASSIGNMENT) -> Path:
     """Write ``class_report.html`` into ``course_root`` and return its path.
 
-    ``grades_csv`` and ``problems_json`` default to the files of those names in the course root.
-    Missing or empty inputs give a page that says so, never an exception.
+    The inputs default to the files of those names in the course root. Missing or empty inputs give a
+    page that says so, never an exception.
     """
-    data = ClassData(course_root, grades_csv, problems_json)
+    data = ClassData(course_root, grades_csv, problems_json, history_csv, assignment)
     percents = data.percents()
+    top = most_frequent(data.diagnoses, TOP_DIAGNOSES)
+    history_summary, history = _history(data)
     page = TEMPLATES.get_template("class_report.html.j2").render(
+        diagnosis_chart=_diagnosis_chart(top),
+        misconceptions=_misconceptions(data, top),
+        history_summary=history_summary,
+        history=history,
         headline=_headline(data),
         notes=data.notes,
         histogram=_histogram(percents) if percents else None,

@@ -21,6 +21,8 @@ class Summary:
     """Every ``Problem`` of the class (collecting, staging, grading), in problems.json's order."""
     grades_csv: Path
     problems_json: Path
+    history_csv: Path
+    """grade_history.csv: what every run changed, per student."""
     report: Path | None
     """The class report, when it could be written."""
     seconds: float
@@ -46,6 +48,6 @@ def print_summary(summary: Summary, file=sys.stdout, shown: int = 30) -> None:
             print(f"  ... and {len(s.problems) - shown} more", file=file)
     else:
         print("no problems", file=file)
-    print(f"grades:   {s.grades_csv}\nproblems: {s.problems_json}", file=file)
+    print(f"grades:   {s.grades_csv}\nproblems: {s.problems_json}\nhistory:  {s.history_csv}", file=file)
     if s.report:
         print(f"report:   {s.report}", file=file)

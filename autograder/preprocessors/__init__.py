@@ -1,6 +1,8 @@
-"""nbgrader preprocessors of the course, plugged in by ``nbgrader_config.py``."""
+"""nbgrader's seams used by the course, plugged in by ``nbgrader_config.py``: the preprocessors that run
+and judge a submission, and the late-penalty plugin."""
 
 from .grading_execute import GradingExecute
 from .judge_answers import JudgeAnswers
+from .late_penalty import LatePenalty
 
-__all__ = ["GradingExecute", "JudgeAnswers"]
+__all__ = ["GradingExecute", "JudgeAnswers", "LatePenalty"]
