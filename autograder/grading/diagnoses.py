@@ -59,6 +59,7 @@ DIAGNOSES = {
     "unreadable": ("the answer could not be read", r"could not (be )?read|tampered"),
 }
 OTHER = "other"
+NOT_ATTEMPTED = {"not_answered", "did_not_run"}  # no answer to learn a misconception from
 _PATTERNS = [(kind, re.compile(pattern)) for kind, (_, pattern) in DIAGNOSES.items()]
 _HEAD = re.compile(r"^([✔✘]) (.+?): ([\d.]+) of ([\d.]+) points?$")
 

@@ -14,8 +14,9 @@ import jinja2
 import matplotlib
 from matplotlib.figure import Figure
 
+from .changes import FIRST_GRADING
 from .class_data import ASSIGNMENT, ClassData
-from .diagnoses import label, most_frequent
+from .diagnoses import NOT_ATTEMPTED, label, most_frequent
 from .problems import KINDS
 
 HARDEST = 5
@@ -102,18 +103,36 @@ def _misconceptions(data, top) -> list:
             for step in data.steps[notebook]
             for kind, students in top.get((notebook, step), [])
         ]
-        sections.append({"name": notebook, "rows": rows})
+        unanswered = {}
+        for d in data.diagnoses:
+            if d.notebook == notebook and d.kind in NOT_ATTEMPTED:
+                unanswered[d.student] = unanswered.get(d.student, 0) + 1
+        sections.append(
+            {
+                "name": notebook,
+                "rows": rows,
+                "unanswered": [
+                    (f"{s} ({n} step{'s' if n != 1 else ''})", data.feedback(s, notebook))
+                    for s, n in sorted(unanswered.items())
+                ],
+            }
+        )
     return sections
 
 
 def _history(data) -> tuple:
-    """(a line on the last run, [(run, student, before, after, why)] of the changed totals, the latest first)."""
+    """(a line on the last run, [(run, student, before, after, why)] of the regrades that changed a total, the
+    latest first; a first grading is no regrade)."""
     if not data.history:
         return "", []
     last = data.history[-1].time
     graded = [c for c in data.history if c.time == last]
-    line = f"The last run ({last}) graded {len(graded)} students; {sum(c.changed for c in graded)} totals changed."
-    changed = [c for c in reversed(data.history) if c.changed][:HISTORY_SHOWN]
+    changed = sum(c.changed for c in graded if c.reason != FIRST_GRADING)
+    line = (
+        f"The last run ({last}) graded {len(graded)} student{'s' if len(graded) != 1 else ''}: "
+        f"{sum(c.reason == FIRST_GRADING for c in graded)} for the first time, {changed} with a changed total."
+    )
+    changed = [c for c in reversed(data.history) if c.changed and c.reason != FIRST_GRADING][:HISTORY_SHOWN]
     return line, [(c.time, c.student, _fmt(c.old_total), _fmt(c.new_total), c.reason) for c in changed]
 
 
@@ -185,7 +204,7 @@ def write_report(course_root, grades_csv=None, problems_json=None, history_csv=N
     """
     data = ClassData(course_root, grades_csv, problems_json, history_csv, assignment)
     percents = data.percents()
-    top = most_frequent(data.diagnoses, TOP_DIAGNOSES)
+    top = most_frequent([d for d in data.diagnoses if d.kind not in NOT_ATTEMPTED], TOP_DIAGNOSES)
     history_summary, history = _history(data)
     page = TEMPLATES.get_template("class_report.html.j2").render(
         diagnosis_chart=_diagnosis_chart(top),

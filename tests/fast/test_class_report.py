@@ -207,6 +207,7 @@ def test_misconceptions_feedback_links_and_history(tmp_path):
         },
     )
     autograded(tmp_path, HOSTILE, {"test_dcounts_sum_inv": axis, "test_dlogprobs": "✘ dlogprobs: 0 of 1 point\n"})
+    autograded(tmp_path, "dora", {"test_dprobs": "✘ dprobs: 0 of 1 point\n  not answered yet: dprobs is still None\n"})
     for student in ["ada", "ben"]:
         folder = tmp_path / "feedback" / student / ASSIGNMENT
         folder.mkdir(parents=True)
@@ -230,6 +231,7 @@ def test_misconceptions_feedback_links_and_history(tmp_path):
     ]
     assert [name for name in (s.strip(", ") for s in diagnosed[2][2:]) if name] == ["ada", "ben", HOSTILE]
     assert "feedback/ada/backprop_ninja/ex1_atomic_backward.html" in page.links
+    assert "not answered" not in text and "dora (1 step)" in text  # an unanswered step is no misconception
     assert not [link for link in page.links if "script" in link]  # nobody links to feedback that is not there
     assert len(page.images) == 3  # the histogram, ex1's pass rates and the diagnoses
     # each student's row links to their feedback
@@ -237,4 +239,8 @@ def test_misconceptions_feedback_links_and_history(tmp_path):
     # regrades: the totals that changed, the latest run first
     assert ["2026-12-02T09:00:00+00:00", "ben", "1", "2", "new submission"] in page.rows
     assert not [r for r in page.rows if r[:2] == ["2026-12-02T09:00:00+00:00", "ada"]]
-    assert "The last run (2026-12-02T09:00:00+00:00) graded 2 students; 1 totals changed." in text
+    assert (
+        "The last run (2026-12-02T09:00:00+00:00) graded 2 students: 0 for the first time, 1 with a changed total."
+        in text
+    )
+    assert not [r for r in page.rows if "first grading" in r]  # a first grading is no regrade
