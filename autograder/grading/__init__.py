@@ -1,4 +1,5 @@
-"""Grading a whole class (``backprop-ninja grade``): collect, repair, autograde in parallel workers, report.
+"""Grading a whole class (``backprop-ninja grade``): collect, repair, autograde in parallel workers, report,
+export.
 
 class_grading  the command, step by step: plan, stage, grade in the pool, merge, write the outputs
 preflight      what must hold first: the course root, its assignment and release, the sandbox's tools
@@ -12,7 +13,11 @@ worker         one worker process: nbgrader's own autograde and feedback; its JS
 gradebook      gradebook.db and the workers' copies: copy, merge one student, forget one student
 problems       the Problem type and the one table of problem kinds (problems.json)
 grades_csv     grades.csv from gradebook.db
+history        grade_history.csv: what each run changed per student, and why
 summary        what a run did, as the command prints it
-class_data     grades.csv, problems.json and the step facts, read for the report
+diagnoses      the grader's verdicts in the autograded notebooks, sorted into a few kinds of mistake
+class_data     the class's files (grades, problems, diagnoses, history), read once for the report
 report         the instructor's class report (class_report.html, from templates/)
+roster         an LMS's class list (Canvas or Moodle export), and who on it each student is
+lms_export     ``backprop-ninja export``: grades.csv as Canvas or Moodle imports it
 """

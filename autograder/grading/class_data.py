@@ -19,17 +19,11 @@ from pathlib import Path
 from urllib.parse import quote
 
 from .diagnoses import read_diagnoses
+from .grades_csv import number
 from .history import read_history
 from .problems import rank, read_problems
 
 ASSIGNMENT = "backprop_ninja"
-
-
-def _number(text):
-    try:
-        return float(text)
-    except (TypeError, ValueError):
-        return None
 
 
 class ClassData:
@@ -59,7 +53,7 @@ class ClassData:
                 self.notes.append(f"No grades: {path} has no 'student' column.")
                 return
             for row in reader:
-                self.rows.append({k: (v if k == "student" else _number(v)) for k, v in row.items() if k})
+                self.rows.append({k: (v if k == "student" else number(v)) for k, v in row.items() if k})
         for column in columns:
             if column in ("student", "total", "max_total", "late_penalty"):
                 continue

@@ -60,6 +60,14 @@ def _fmt(x) -> str:
     return "" if x is None else f"{float(x):g}"
 
 
+def number(text):
+    """A cell of grades.csv (or of the history) as a number; None when it is empty or not a number."""
+    try:
+        return float(text)
+    except (TypeError, ValueError):
+        return None
+
+
 def write_grades_csv(path: Path, rows: list, notebooks: list, steps: dict) -> None:
     """Write ``grade_rows`` to ``path``."""
     header = [*FIXED_COLUMNS, *notebooks, *(f"{n}:{s}" for n in notebooks for s in steps[n])]

@@ -10,6 +10,8 @@ import csv
 from dataclasses import dataclass
 from pathlib import Path
 
+from .grades_csv import number
+
 COLUMNS = ["time", "student", "old_total", "new_total", "reason"]
 
 
@@ -26,13 +28,6 @@ class Change:
     @property
     def changed(self) -> bool:
         return self.old_total != self.new_total
-
-
-def _number(text: str):
-    try:
-        return float(text)
-    except ValueError:
-        return None
 
 
 def append_history(path: Path, changes: list) -> None:
@@ -52,7 +47,7 @@ def read_history(path: Path) -> list:
         return []
     with open(path, newline="", encoding="utf-8") as f:
         return [
-            Change(r["time"], r["student"], _number(r["old_total"]), _number(r["new_total"]), r["reason"])
+            Change(r["time"], r["student"], number(r["old_total"]), number(r["new_total"]), r["reason"])
             for r in csv.DictReader(f)
             if set(COLUMNS) <= set(r)
         ]

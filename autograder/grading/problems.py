@@ -84,11 +84,6 @@ def rank(kind: str) -> int:
     return list(KINDS).index(kind)
 
 
-def for_student(problems, student: str) -> list:
-    """The same problems, now belonging to ``student`` (repair and the grading kernel know no student)."""
-    return [Problem(student, p.notebook, p.kind, p.detail) for p in problems]
-
-
 def write_problems(path: Path, problems) -> None:
     """problems.json: every problem, in ``Problem.order``."""
     entries = [p.to_json() for p in sorted(problems, key=lambda p: p.order)]
