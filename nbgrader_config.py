@@ -16,7 +16,7 @@ from autograder.preprocessors import GradingExecute, JudgeAnswers
 c = get_config()  # noqa: F821 (provided by nbgrader)
 
 c.CourseDirectory.course_id = "backprop_ninja"
-c.CourseDirectory.ignore = [".ipynb_checkpoints", "*.pyc", "__pycache__", "names.txt"]
+c.CourseDirectory.ignore = [".ipynb_checkpoints", "*.pyc", "__pycache__"]  # names.txt goes out with the release
 
 # Autograde: run with an unseen seed, then judge every graded cell outside the student's kernel.
 c.Autograde.autograde_preprocessors = [

@@ -9,4 +9,9 @@ Where things live, by who uses them:
   grading/        a whole class: ``backprop-ninja grade`` (collect, repair, parallel workers, report)
   authoring/      for maintainers: shared setup cells, badges, submissions, the demo class
   cli             ``backprop-ninja``: the one place that turns errors into messages and exit codes
+  data/           names.txt, the data set, shipped with the package
 """
+
+from ._path import use_own_tools
+
+use_own_tools()  # nbgrader runs alembic by name: every entry point must find the one beside this Python

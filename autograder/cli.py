@@ -2,7 +2,10 @@
 
 import argparse
 import os
+import sys
 from pathlib import Path
+
+from ._path import MissingTool, require_tools
 
 GRADE_HELP = """Grade every student of the course with nbgrader's autograde, each kernel in the sandbox.
 
@@ -81,6 +84,10 @@ def main(argv=None) -> None:
     grade.add_argument("--no-feedback", action="store_true", help="skip nbgrader generate_feedback")
     grade.add_argument("--quiet", action="store_true", help="no progress bar")
     args = parser.parse_args(argv)
+    try:
+        require_tools()
+    except MissingTool as error:
+        sys.exit(f"backprop-ninja: {error}")
     if args.command == "demo":
         from .authoring.demo import run_demo  # imported here: each command loads only what it needs
 

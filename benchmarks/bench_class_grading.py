@@ -14,7 +14,7 @@ with each configuration and prints seconds per student:
   grade-W-plain     the same with ``--unsandboxed``
 
 ``grade`` runs here with ``--no-feedback`` (stock autograde writes none); the feedback's cost is
-measured on its own (``grade-2-sandbox-feedback``). Needs $BACKPROP_NINJA_NAMES or network access.
+measured on its own (``grade-2-sandbox-feedback``).
 """
 
 import argparse
@@ -145,11 +145,6 @@ def main() -> None:
     parser.add_argument("--dir", help="course folder to use (default: a temporary one, removed afterwards)")
     parser.add_argument("--json", help="also write the results to this file")
     args = parser.parse_args()
-    if not os.environ.get("BACKPROP_NINJA_NAMES"):
-        from autograder.authoring.demo import ensure_names
-
-        tmp = Path(tempfile.mkdtemp())
-        os.environ["BACKPROP_NINJA_NAMES"] = str(ensure_names(tmp))
     root = Path(args.dir or tempfile.mkdtemp(prefix="bench-class-", dir="/var/tmp")) / "course"
     notebooks = build_course(root, args.students, args.notebooks)
     print(

@@ -31,6 +31,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from autograder.authoring.submissions import grade_id  # noqa: E402
+from autograder.data import NAMES_VARIABLE, names_path  # noqa: E402
 from autograder.engine.reference import SETUP_PREFIX, run_setup  # noqa: E402
 from autograder.engine.training import forward, manual_backward  # noqa: E402
 
@@ -108,7 +109,7 @@ def main():
     )
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
-    os.environ.setdefault("BACKPROP_NINJA_NAMES", str(REPO.parent / "shared" / "data" / "names.txt"))
+    os.environ.setdefault(NAMES_VARIABLE, names_path())  # the setup cells read it
 
     nb = nbformat.read(NOTEBOOK, as_version=4)
     ns = run_setup(tuple(c.source for c in nb.cells if grade_id(c).startswith(SETUP_PREFIX)), SEED)

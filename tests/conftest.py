@@ -12,10 +12,14 @@ import nbformat
 import pytest
 from nbgrader.api import Gradebook
 
+from autograder.data import EMBEDDED_NAMES, NAMES_VARIABLE
+
 REPO = Path(__file__).resolve().parent.parent
-NAMES = (REPO.parent / "shared" / "data" / "names.txt").resolve()
+NAMES = EMBEDDED_NAMES
 ASSIGNMENT = "backprop_ninja"
-os.environ["BACKPROP_NINJA_NAMES"] = str(NAMES)  # never download in tests: use the shared copy
+os.environ[NAMES_VARIABLE] = str(NAMES)  # notebooks run from temporary folders read it too: never download
+# The real commands run as a newcomer's fresh shell runs them: no venv on PATH, nothing else set.
+NEWCOMER_ENV = {"HOME": os.environ.get("HOME", "/root"), "PATH": "/usr/local/bin:/usr/bin:/bin"}
 
 
 class Course:
@@ -28,7 +32,12 @@ class Course:
 
     def nbgrader(self, *args, check=True):
         result = subprocess.run(
-            [sys.executable, "-m", "nbgrader", *args], cwd=self.root, capture_output=True, text=True, timeout=3600
+            [sys.executable, "-m", "nbgrader", *args],
+            cwd=self.root,
+            capture_output=True,
+            text=True,
+            timeout=3600,
+            env=NEWCOMER_ENV,
         )
         if check and result.returncode != 0:
             raise AssertionError(f"nbgrader {' '.join(args)} failed:\n{result.stdout[-3000:]}\n{result.stderr[-6000:]}")

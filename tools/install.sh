@@ -1,20 +1,42 @@
 #!/usr/bin/env bash
-# Install everything the course needs into ./.venv (Python 3.11 and pip; no conda needed):
-# the autograder package with its pinned dependencies, and bubblewrap for the grading sandbox.
+# Install what the course needs into ./.venv, with nothing activated: the autograder package with the
+# pinned packages of pyproject.toml, and Debian's bubblewrap for the grading sandbox.
+#   tools/install.sh             what the demo and grading need
+#   tools/install.sh --browser   also Debian's Chromium and ChromeDriver, for the JupyterLab browser test
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PYTHON=${PYTHON:-python3}
-# Debian packages, each only when missing: bubblewrap (the sandbox that student code runs in), and a
-# headless Chromium for the JupyterLab browser test (tests/test_student_side.py).
-MISSING=""
-command -v bwrap >/dev/null 2>&1 || MISSING="$MISSING bubblewrap"
-command -v chromium >/dev/null 2>&1 || MISSING="$MISSING chromium"
-command -v chromedriver >/dev/null 2>&1 || MISSING="$MISSING chromium-driver"
-if [ -n "$MISSING" ]; then
-  echo "installing$MISSING"
-  if [ "$(id -u)" = 0 ]; then SUDO=""; else SUDO="sudo"; fi
-  $SUDO apt-get update -qq && $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $MISSING >/dev/null
+
+# Debian packages, each only when its command is missing: package:command
+wanted=("bubblewrap:bwrap")
+if [ "${1:-}" = "--browser" ]; then wanted+=("chromium:chromium" "chromium-driver:chromedriver"); fi
+missing=()
+for entry in "${wanted[@]}"; do
+  command -v "${entry#*:}" >/dev/null 2>&1 || missing+=("${entry%%:*}")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  if [ "$(id -u)" = 0 ]; then sudo=(); else sudo=(sudo); fi
+  if command -v apt-get >/dev/null 2>&1 && { [ ${#sudo[@]} = 0 ] || command -v sudo >/dev/null 2>&1; }; then
+    echo "installing ${missing[*]} (apt-get)"
+    "${sudo[@]}" apt-get update -qq
+    "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+  else
+    echo "not installed: ${missing[*]} (no apt-get here). Without bubblewrap, backprop-ninja grade refuses to run" \
+      "student code unless you pass --unsandboxed; the demo grades its own notebooks without the sandbox."
+  fi
 fi
-[ -x .venv/bin/python ] || "$PYTHON" -m venv .venv
-.venv/bin/python -m pip install -q --upgrade pip
-.venv/bin/python -m pip install -q -e ".[test]"
+
+"$PYTHON" -c 'import sys; sys.exit(sys.version_info < (3, 10))' 2>/dev/null ||
+  { echo "the course needs Python 3.10 or newer as \$PYTHON (now: $("$PYTHON" --version 2>&1))"; exit 1; }
+if [ ! -x .venv/bin/python ]; then
+  "$PYTHON" -m venv .venv ||
+    { echo "could not make .venv: on Debian, apt-get install python3-venv"; rm -rf .venv; exit 1; }
+fi
+# pip only when pyproject.toml changed since the last install (the package itself is installed editable)
+stamp=.venv/.installed-pyproject
+if ! cmp -s pyproject.toml "$stamp"; then
+  echo "installing the course's Python packages into .venv (a minute or two; log: .venv/pip.log)"
+  { .venv/bin/python -m pip install --upgrade pip && .venv/bin/python -m pip install -e ".[test]"; } \
+    > .venv/pip.log 2>&1 || { tail -40 .venv/pip.log; echo "pip failed: see .venv/pip.log"; exit 1; }
+  cp pyproject.toml "$stamp"
+fi

@@ -51,6 +51,8 @@ from . import collect as collecting
 from .repair import repair
 
 GRADING_DIR = ".grading"
+# What the sandbox runs: bubblewrap, and util-linux's prlimit (and setpriv, to leave root)
+SANDBOX_TOOLS = ("bwrap", "prlimit") + (("setpriv",) if os.geteuid() == 0 else ())
 UNSANDBOXED_WARNING = (
     "WARNING: grading WITHOUT the sandbox (--unsandboxed): student code runs with your "
     "permissions and can read the gradebook, change other grades and reach the network."
@@ -138,11 +140,7 @@ def check_sandbox(sandbox: bool) -> None:
     if not sandbox:
         print(UNSANDBOXED_WARNING, file=sys.stderr)
         return
-    missing = [
-        tool
-        for tool in ("bwrap", "prlimit") + (("setpriv",) if os.geteuid() == 0 else ())
-        if shutil.which(tool) is None
-    ]
+    missing = [tool for tool in SANDBOX_TOOLS if shutil.which(tool) is None]
     if missing:
         raise SystemExit(
             f"cannot grade in the sandbox: {', '.join(missing)} not found (apt-get install bubblewrap "

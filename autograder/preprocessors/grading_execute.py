@@ -12,10 +12,9 @@ from nbformat.v4 import new_output
 from nbgrader.preprocessors import Execute
 from traitlets import Bool, Integer, Unicode
 
+from ..data import NAMES_VARIABLE, names_path
 from ..in_kernel import SEED_VARIABLE
 from ..sandbox import SandboxedKernelManager
-
-NAMES_VARIABLE = "BACKPROP_NINJA_NAMES"
 
 
 @contextlib.contextmanager
@@ -32,17 +31,6 @@ def environment(**variables):
                 os.environ[k] = v
 
 
-def names_path(configured: str = "") -> str:
-    """The instructor's copy of names.txt: configured, or $BACKPROP_NINJA_NAMES, or ./names.txt."""
-    path = os.path.abspath(configured or os.environ.get(NAMES_VARIABLE) or "names.txt")
-    if not os.path.isfile(path):
-        raise FileNotFoundError(
-            f"names.txt not found at {path}: the grader needs the data set. Set GradingExecute.names_path "
-            f"or ${NAMES_VARIABLE}, or put names.txt in the course root."
-        )
-    return path
-
-
 class GradingExecute(Execute):
     """nbgrader's Execute, in the sandbox, with ``$BACKPROP_NINJA_SEED`` set for the kernel.
 
@@ -56,7 +44,7 @@ class GradingExecute(Execute):
         help="Secret mixed into every grading seed. Empty: a new random secret for each grading run.",
     ).tag(config=True)
     names_path = Unicode(
-        "", help="Path of names.txt (default: $BACKPROP_NINJA_NAMES, else names.txt in the course root)."
+        "", help="Path of names.txt (default: $BACKPROP_NINJA_NAMES, else the copy shipped in autograder/data/)."
     ).tag(config=True)
 
     sandbox = Bool(

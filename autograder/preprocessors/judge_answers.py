@@ -13,13 +13,14 @@ from nbgrader import utils
 from nbgrader.preprocessors import NbGraderPreprocessor
 
 from ..authoring.notebooks import grade_id
+from ..data import NAMES_VARIABLE
 from ..engine import wire
 from ..engine.diagnose import changed_after_check
 from ..engine.exercises import CHECKS
 from ..engine.honesty import AutogradTaint
 from ..engine.judge import Verdict
 from ..engine.reference import SETUP_PREFIX, run_setup
-from .grading_execute import NAMES_VARIABLE, environment
+from .grading_execute import environment
 
 REPORT_CALL = re.compile(r"report\(globals\(\),([^)]*)\)")  # in the locked test cells: the graded names
 REPORTED = re.compile(r"[\"']([A-Za-z_]\w*)[\"']")

@@ -19,7 +19,7 @@ import zipfile
 
 import nbformat
 import pytest
-from conftest import ASSIGNMENT, Course, temporary_course
+from conftest import ASSIGNMENT, NEWCOMER_ENV, Course, temporary_course
 
 from autograder.authoring.submissions import grade_id, solved
 from autograder.engine.backward_rules import STEPS
@@ -336,7 +336,7 @@ def grade(course, *args, check=True, env=None):
         capture_output=True,
         text=True,
         timeout=3600,
-        env=env,
+        env=env or NEWCOMER_ENV,
     )
     if check and result.returncode != 0:
         raise AssertionError(f"grade failed:\n{result.stdout[-3000:]}\n{result.stderr[-6000:]}")
