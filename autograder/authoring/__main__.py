@@ -1,9 +1,9 @@
-"""``python -m autograder.authoring``: rewrite every shared setup cell of the source notebooks."""
+"""``python -m autograder.authoring``: rewrite the generated cells of the source and warm-up notebooks."""
 
 import sys
 
-from .notebooks import COURSE_ROOT, SOURCE_DIR, sync
+from .notebooks import COURSE_ROOT, authored_notebooks, sync
 
-for path in sync(sorted(SOURCE_DIR.glob("*.ipynb"))):
+for path in sync(authored_notebooks()):
     print(f"updated {path.relative_to(COURSE_ROOT)}")
 print("now run: nbgrader generate_assignment backprop_ninja --force", file=sys.stderr)
