@@ -146,7 +146,8 @@ MISTAKES = [  # (answer cell, wrong code, check cell, words of its hint)
     (
         "answer-topological-order",
         "order, visited = [], set()\n\n\ndef visit(v):\n    if v not in visited:\n        visited.add(v)\n"
-        "        order.append(v)\n        for child in v._prev:\n            visit(child)\n\n\nvisit(root)\nreturn order",
+        "        order.append(v)\n        for child in v._prev:\n            visit(child)\n\n\n"
+        "visit(root)\nreturn order",
         "check-topological-order",
         "comes before its input",
     ),
