@@ -1,74 +1,32 @@
 """The optional warm-up notebook, course/micrograd_warmup.ipynb, run in-process cell by cell.
 
-The notebook ships with stubs; the course's solutions live here. The tests run it as a student would:
+The notebook ships with stubs; the course's solutions are in tests/warmup.py. The tests run it as a student would:
 with the solutions every self-check passes, blank it runs without a traceback and says what is not answered
 yet, and each typical mistake is flagged by its check with its hint.
 """
 
 import contextlib
 import io
-import textwrap
 
 import matplotlib
 import matplotlib.pyplot as plt
 import nbformat
 import pytest
-from conftest import REPO
+from warmup import CHECKS, SOLUTIONS, WARMUP, filled
 
 from autograder.authoring.submissions import STUB
 
 matplotlib.use("Agg")
 
-WARMUP = REPO / "course" / "micrograd_warmup.ipynb"
-
-SOLUTIONS = {
-    "answer-add": "self.grad += out.grad\nother.grad += out.grad",
-    "answer-mul": "self.grad += other.data * out.grad\nother.grad += self.data * out.grad",
-    "answer-tanh": "self.grad += (1 - t**2) * out.grad",
-    "answer-topological-order": """
-order, visited = [], set()
-
-
-def visit(v):
-    if v not in visited:
-        visited.add(v)
-        for child in v._prev:
-            visit(child)
-        order.append(v)
-
-
-visit(root)
-return order""",
-    "answer-backward": "self.grad = 1.0\nfor v in reversed(topological_order(self)):\n    v._backward()",
-    "answer-central-difference": "return (f(x + h) - f(x - h)) / (2 * h)",
-    "answer-one-percent-point": "return math.atanh(math.sqrt(0.99))",
-}
-CHECKS = [
-    "check-add",
-    "check-mul",
-    "check-tanh",
-    "check-reuse",
-    "check-topological-order",
-    "check-backward",
-    "check-central-difference",
-    "check-neuron",
-    "check-one-percent-point",
-]
-
 
 def run(answers: dict) -> dict:
     """Every code cell in order, each stub replaced by answers[cell id]: cell id -> (stdout, stderr)."""
-    nb = nbformat.read(WARMUP, as_version=4)
     namespace, printed = {"__name__": "__main__"}, {}
-    for cell in nb.cells:
+    for cell in filled(answers).cells:
         if cell.cell_type != "code":
             continue
-        source = cell.source
-        if cell.id in answers:
-            answer = textwrap.dedent(answers[cell.id]).strip("\n")
-            source = STUB.sub(lambda stub: textwrap.indent(answer, stub.group(1)), source)
         with contextlib.redirect_stdout(io.StringIO()) as out, contextlib.redirect_stderr(io.StringIO()) as err:
-            exec(compile(source, cell.id, "exec"), namespace)
+            exec(compile(cell.source, cell.id, "exec"), namespace)
         printed[cell.id] = (out.getvalue(), err.getvalue())
     plt.close("all")
     return printed
