@@ -15,7 +15,7 @@ from pathlib import Path
 
 COURSE_ROOT = Path(__file__).resolve().parent.parent.parent
 RELEASE_DIR = COURSE_ROOT / "release" / "backprop_ninja"
-WARMUP_DIR = COURSE_ROOT / "course"
+COURSE_DIR = COURSE_ROOT / "course"  # the course text, and the optional warm-up notebooks
 PAGES = [COURSE_ROOT / "README.md", COURSE_ROOT / "course" / "README.md"]
 BRANCH = "main"  # Colab opens the notebook as committed on this branch
 START, END = "<!-- colab-badges -->", "<!-- /colab-badges -->"
@@ -44,7 +44,7 @@ def colab_url(repository: str, notebook: Path) -> str:
 
 def notebooks() -> list:
     """Every notebook a student opens: the optional warm-ups first, then the release."""
-    return sorted(WARMUP_DIR.glob("*.ipynb")) + sorted(RELEASE_DIR.glob("*.ipynb"))
+    return sorted(COURSE_DIR.glob("*.ipynb")) + sorted(RELEASE_DIR.glob("*.ipynb"))
 
 
 def badge_table(page: Path, repository: str) -> str:

@@ -11,9 +11,7 @@ rewrites it, and the tests fail when a notebook keeps a relative or stale link.
 
 import re
 
-from .badges import BRANCH, COURSE_ROOT, colab_url, repository_url
-
-COURSE_DIR = COURSE_ROOT / "course"
+from .badges import BRANCH, COURSE_DIR, colab_url, repository_url
 
 # ](target) where target leads to course/<rest>: relative, or absolute on GitHub or Colab (any owner, any branch)
 COURSE_LINK = re.compile(

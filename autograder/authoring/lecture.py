@@ -29,7 +29,7 @@ PARTS = {
     "micrograd_warmup": [(0, "why backprop is worth knowing by hand, and how people wrote it before autograd")],
     "ex1_atomic_backward": [
         (446, "the network, the batch and the forward pass of the setup cells"),
-        (781, "Parts 1 to 3: the same order as this notebook"),
+        (781, "Parts 1 and 2, and Part 3 up to the variance, in the order of this notebook"),
         (3917, "Bessel's correction, then the rest of Part 3 and Part 4"),
     ],
     "ex2_cross_entropy_backward": [(5191, "")],
