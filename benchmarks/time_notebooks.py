@@ -1,6 +1,6 @@
 """How long each release notebook takes, run top to bottom with the course's answers, as a student runs it.
 
-The figures the course states (in the notebooks and in course/README.md) come from this script. Each
+The notebook timings the course states (in the notebooks and in course/README.md) come from this script. Each
 notebook is the release filled with the source's solutions (nothing shortened: Exercise 4 trains its
 full default run), executed by nbclient in a fresh kernel, one notebook after another. It prints the
 machine, each notebook's wall time and the CPU time its kernel used (on a shared machine the wall time
