@@ -7,9 +7,12 @@ machine, each notebook's wall time and the CPU time its kernel used (on a shared
 grows with the others' load, the CPU time much less), its slowest cells, and for Exercise 4 the training
 time per step and the final losses.
 
-    python benchmarks/time_notebooks.py [ex4_manual_training ...]     (default: every release notebook)
+    python benchmarks/time_notebooks.py [--keep DIR] [ex4_manual_training ...]   (default: every release notebook)
+
+--keep DIR writes each executed notebook there, outputs and all (the loss curve, the sampled names).
 """
 
+import argparse
 import os
 import platform
 import re
@@ -65,12 +68,14 @@ def text(cell) -> str:
     return "".join(o.get("text", "") or o.get("data", {}).get("text/plain", "") for o in cell.get("outputs", []))
 
 
-def run(name: str) -> None:
+def run(name: str, keep: Path | None) -> None:
     nb = solved(nbformat.read(RELEASE / f"{name}.ipynb", as_version=4), nbformat.read(SOURCE / f"{name}.ipynb", 4))
     with tempfile.TemporaryDirectory() as folder:
         start, cpu = time.perf_counter(), children_cpu()
         NotebookClient(nb, timeout=1800, resources={"metadata": {"path": folder}}).execute()
         total, cpu = time.perf_counter() - start, children_cpu() - cpu
+    if keep:
+        nbformat.write(nb, keep / f"{name}.ipynb")
     cells = sorted(((seconds(c), c) for c in nb.cells if c.cell_type == "code"), key=lambda x: -x[0])
     print(f"{name}: {total:.1f} s top to bottom (kernel start included), its kernel used {cpu:.1f} s of CPU")
     for spent, cell in cells[:5]:
@@ -84,11 +89,16 @@ def run(name: str) -> None:
 
 
 def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("notebooks", nargs="*", help="names of release notebooks (default: all)")
+    parser.add_argument("--keep", type=Path, help="write the executed notebooks into this folder")
+    args = parser.parse_args()
     os.environ.setdefault(NAMES_VARIABLE, str(names_path()))
-    names = sys.argv[1:] or sorted(p.stem for p in RELEASE.glob("*.ipynb"))
+    if args.keep:
+        args.keep.mkdir(parents=True, exist_ok=True)
     print(machine())
-    for name in names:
-        run(name)
+    for name in args.notebooks or sorted(p.stem for p in RELEASE.glob("*.ipynb")):
+        run(name, args.keep)
 
 
 if __name__ == "__main__":
