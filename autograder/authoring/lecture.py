@@ -33,7 +33,7 @@ PARTS = {
         (3917, "Bessel's correction, then the rest of Part 3 and Part 4"),
     ],
     "ex2_cross_entropy_backward": [(5191, "")],
-    "ex3_batchnorm_backward": [(5797, ""), (3917, "Bessel's correction: why the variance divides by n - 1")],
+    "ex3_batchnorm_backward": [(5797, ""), (3917, "its first minutes, on why the variance divides by n - 1")],
     "ex4_manual_training": [(6602, ""), (6864, "")],
 }
 
