@@ -10,7 +10,6 @@ demo           ``backprop-ninja demo``: a small class graded end to end
 """
 
 from .notebooks import (
-    COURSE_DIR,
     COURSE_ROOT,
     SHARED_CELLS,
     SOURCE_DIR,
@@ -23,7 +22,6 @@ from .notebooks import (
 )
 
 __all__ = [
-    "COURSE_DIR",
     "COURSE_ROOT",
     "SHARED_CELLS",
     "SOURCE_DIR",
