@@ -134,7 +134,7 @@ def _call_problem(reported: dict, position: int) -> str | None:
             return "not answered yet: backward_pass still raises NotImplementedError"
         return (
             f"backward_pass raised {status.get('type')} on the check batch: {status.get('message', '')}".rstrip(": ")
-            + ". Run check_first_steps() to see where"
+            + ". Run Step 1 (your gradients beside autograd's) to see where"
         )
     length = status.get("length")
     if length is None:
