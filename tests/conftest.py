@@ -79,6 +79,20 @@ class Course:
     def feedback(self, student: str, name: str) -> "FeedbackPage":
         return FeedbackPage((self.root / "feedback" / student / ASSIGNMENT / f"{name}.html").read_text())
 
+    def summary_rows(self, student: str, name: str, order: list) -> list:
+        """What the feedback's table must say of each graded cell in ``order``, from the gradebook and the
+        autograded notebook: (grade_id, ✔ or ✘, "score / max", the grader's first reason)."""
+        scores, maximum, messages = self.scores(student, name), self.max_scores(name), self.messages(student, name)
+        return [
+            (g, "✔" if scores[g] == maximum[g] else "✘", f"{scores[g]:g} / {maximum[g]:g}", reasons(messages[g])[0])
+            for g in order
+        ]
+
+
+def reasons(message: str) -> list:
+    """The lines of a grader's verdict after its first (``✔ d<name>: p of m points``)."""
+    return [line.strip() for line in message.splitlines()[1:] if line.strip()]
+
 
 @dataclass
 class StepRow:
@@ -94,6 +108,13 @@ class StepRow:
 
 class FeedbackPage(HTMLParser):
     """A feedback HTML page as its reader meets it: the table of steps on top, every link, every anchor."""
+
+    def table(self) -> list:
+        """The table's rows as ``Course.summary_rows`` gives them."""
+        return [(r.anchor, r.mark, r.points, r.reasons[0] if r.reasons else None) for r in self.rows]
+
+    def first_to_fix(self) -> list:
+        return [r.anchor for r in self.rows if r.first]
 
     def __init__(self, text: str):
         super().__init__(convert_charrefs=True)

@@ -29,6 +29,7 @@ from ..engine.backward_rules import STEPS
 BACKWARD_ORDER = {f"test_d{step.name}": i for i, step in enumerate(STEPS)}
 VERDICT_HEAD = re.compile(r"^[✔✘] (?P<title>.+): (?P<points>\d+(?:\.\d+)?) of \d+(?:\.\d+)? points?$")
 WRONG_STEP_LINES = 3  # reason lines of a wrong step shown in the table; its cell has them all
+AUTOMATIC_COMMENT = "No response."  # nbgrader's own comment on an answer cell left as released: not the instructor's
 
 STYLE = """
 #toc { display: none; }  /* the table of steps takes the place of nbgrader's list of "Test cell" links */
@@ -166,7 +167,11 @@ class SummarizeSteps(Preprocessor):
         )
         if not rows:
             return nb, resources
-        commented = [c.metadata.nbgrader["grade_id"] for c in nb.cells if c.metadata.get("nbgrader", {}).get("comment")]
+        commented = [
+            c.metadata.nbgrader["grade_id"]
+            for c in nb.cells
+            if c.metadata.get("nbgrader", {}).get("comment") not in (None, "", AUTOMATIC_COMMENT)
+        ]
         late_penalty = float(resources["nbgrader"].get("late_penalty") or 0)
         summary = table_html(rows, late_penalty, commented, repository_url())
         nb.cells.insert(0, new_raw_cell(summary, metadata={"raw_mimetype": "text/html"}))

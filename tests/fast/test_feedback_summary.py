@@ -86,7 +86,9 @@ def test_steps_in_backward_order_with_the_most_upstream_wrong_one_first_to_fix()
 def test_notes_under_the_table_late_penalty_comments_and_absolute_course_links():
     answer = new_code_cell("dW2 = ...")
     answer.metadata.nbgrader = {"solution": True, "grade": False, "grade_id": "answer_dW2", "comment": "See me"}
-    nb, _ = summarize([answer, *EX4], late_penalty=2)
+    blank = new_code_cell("# YOUR CODE HERE")  # nbgrader's own comment on an answer left as released
+    blank.metadata.nbgrader = {"solution": True, "grade": False, "grade_id": "answer_dW1", "comment": "No response."}
+    nb, _ = summarize([answer, blank, *EX4], late_penalty=2)
     page = FeedbackPage(clean_html(nb.cells[0].source))
     assert page.notes[0] == "Late submission: 2 points off (the score above is after it)."
     assert page.notes[1] == "Your instructor commented on answer_dW2." and "#comment-answer_dW2" in page.links
