@@ -6,7 +6,7 @@ the verdict that ``JudgeAnswers`` wrote in every graded cell: a first line ``✔
 (``✘`` when p < m), then one reason a line. The table becomes the notebook's first cell and takes
 the place of nbgrader's list of "Test cell" links at the top of the page.
 
-A row for every graded cell worth points (the 0-point setup cells are not steps), in the
+A row for every graded cell worth points (a 0-point grade cell is not a step), in the
 notebook's order, with the gradients in backward order (Exercise 4 grades its parameter gradients
 in the order ``backward_pass`` returns them). The first ✘ row is then the most upstream wrong step:
 the one to fix first, since a step computed correctly from a wrong upstream gradient keeps its
@@ -115,8 +115,10 @@ def table_html(rows: list, late_penalty: float, commented: list, repository: str
     if first is None:
         headline = f"All {len(rows)} steps are right."
     else:
-        reason = f" — {html.escape(first.reasons[0])}" if first.reasons else ""
-        headline = f"{right} of {len(rows)} steps right. <strong>Fix first: {_link(first)}</strong>{reason}"
+        headline = (
+            f"{right} of {len(rows)} steps right. <strong>Fix first: {_link(first)}</strong> "
+            f"({first.score:g} of {first.points:g} point{'s' if first.points != 1 else ''}), marked below."
+        )
     lines = [
         '<div class="steps-summary">',
         f'<div class="steps-headline">{headline}</div>',

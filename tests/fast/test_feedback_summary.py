@@ -73,7 +73,7 @@ def test_steps_in_backward_order_with_the_most_upstream_wrong_one_first_to_fix()
     assert [r.anchor for r in page.rows][:2] == ["test_dW2", "test_db2"] and page.rows[-1].anchor == "test_calibration"
     assert [r.mark for r in page.rows] == ["✘", "✔", "✔", "✔", "✘", "✔", "✔", "✘", "✔"]
     assert [r.first for r in page.rows] == [True] + [False] * 8
-    assert page.headline.startswith("6 of 9 steps right. Fix first: dW2 — dW2 is transposed")
+    assert page.headline == "6 of 9 steps right. Fix first: dW2 (0 of 1 point), marked below."
     assert page.rows[4].reasons == ["dW1 is transposed", "(judged from your dhprebn)"]
     assert page.rows[0].reasons == [f"dW2 is transposed {HOSTILE}", "second", "third", "… (more in the cell)"]
     assert page.rows[7].points == "3 / 4" and page.rows[7].reasons == ["follows autograd's run", "does not reach 2.75"]
