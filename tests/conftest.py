@@ -11,6 +11,8 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass, field
+from html.parser import HTMLParser
 from pathlib import Path
 
 import nbformat
@@ -79,6 +81,95 @@ class Course:
                     o.get("text", "") for o in cell.get("outputs", []) if o.get("output_type") == "stream"
                 )
         return found
+
+    def feedback(self, student: str, name: str) -> "FeedbackPage":
+        return FeedbackPage((self.root / "feedback" / student / ASSIGNMENT / f"{name}.html").read_text())
+
+    def summary_rows(self, student: str, name: str, order: list) -> list:
+        """What the feedback's table must say of each graded cell in ``order``, from the gradebook and the
+        autograded notebook: (grade_id, ✔ or ✘, "score / max", the grader's first reason)."""
+        scores, maximum, messages = self.scores(student, name), self.max_scores(name), self.messages(student, name)
+        return [
+            (g, "✔" if scores[g] == maximum[g] else "✘", f"{scores[g]:g} / {maximum[g]:g}", reasons(messages[g])[0])
+            for g in order
+        ]
+
+
+def reasons(message: str) -> list:
+    """The lines of a grader's verdict after its first (``✔ d<name>: p of m points``)."""
+    return [line.strip() for line in message.splitlines()[1:] if line.strip()]
+
+
+@dataclass
+class StepRow:
+    """One row of the table of steps at the top of a feedback page."""
+
+    mark: str  # ✔ or ✘
+    step: str  # as the grader names it
+    anchor: str  # where its link goes (without the #)
+    points: str  # "0 / 1"
+    first: bool  # marked as the first step to fix
+    reasons: list = field(default_factory=list)
+
+
+class FeedbackPage(HTMLParser):
+    """A feedback HTML page as its reader meets it: the table of steps on top, every link, every anchor."""
+
+    def table(self) -> list:
+        """The table's rows as ``Course.summary_rows`` gives them."""
+        return [(r.anchor, r.mark, r.points, r.reasons[0] if r.reasons else None) for r in self.rows]
+
+    def first_to_fix(self) -> list:
+        return [r.anchor for r in self.rows if r.first]
+
+    def __init__(self, text: str):
+        super().__init__(convert_charrefs=True)
+        self.text, self.headline, self.notes, self.rows = text, "", [], []
+        self.anchors, self.links = set(), []  # names and ids on the page; every href
+        self._open = []  # the class lists of the open <div>s of the summary
+        self.feed(text)
+
+    def _inside(self, name: str) -> bool:
+        return any(name in classes for classes in self._open)
+
+    def handle_starttag(self, tag, attrs):
+        attrs = dict(attrs)
+        self.anchors.update(v for k, v in attrs.items() if k in ("id", "name") and v)
+        if tag == "a" and attrs.get("href"):
+            self.links.append(attrs["href"])
+            if self._inside("step-name"):
+                self.rows[-1].anchor = attrs["href"].removeprefix("#")
+        if tag != "div" or not (self._open or "steps-summary" in (attrs.get("class") or "")):
+            return
+        classes = (attrs.get("class") or "").split()
+        if "steps-row" in classes and "steps-head" not in classes:
+            self.rows.append(StepRow("", "", "", "", "step-first" in classes))
+        elif "steps-notes" in classes:
+            self.notes.append("")
+        elif self._open and "step-reason" in self._open[-1]:
+            self.rows[-1].reasons.append("")
+        self._open.append(classes)
+
+    def handle_endtag(self, tag):
+        if tag == "div" and self._open:
+            self._open.pop()
+
+    def handle_data(self, data):
+        if not self._open:
+            return
+        row = self.rows[-1] if self.rows else None
+        if self._inside("steps-headline"):
+            self.headline += data
+        elif self._inside("steps-notes"):
+            self.notes[-1] += data
+        elif self._inside("step-mark"):
+            row.mark += data.strip()
+        elif self._inside("step-name") and data != "fix first":
+            row.step += data.strip()
+        elif self._inside("step-points"):
+            row.points += data
+        elif self._inside("step-reason") and row.reasons:
+            row.reasons[-1] += data
 
 
 @contextlib.contextmanager

@@ -2,6 +2,7 @@
 
 import contextlib
 import hashlib
+import logging
 import os
 import secrets
 import time
@@ -10,7 +11,7 @@ from jupyter_client.manager import AsyncKernelManager
 from nbclient.exceptions import DeadKernelError
 from nbformat.v4 import new_output
 from nbgrader.preprocessors import Execute
-from traitlets import Bool, Integer, Unicode
+from traitlets import Bool, Integer, Unicode, default
 
 from ..data import NAMES_VARIABLE, names_path
 from ..grading.problems import Problem
@@ -30,6 +31,13 @@ def environment(**variables):
                 os.environ.pop(k, None)
             else:
                 os.environ[k] = v
+
+
+class _WithoutDebug(logging.LoggerAdapter):
+    """A log that passes everything but DEBUG records on to its logger."""
+
+    def isEnabledFor(self, level):
+        return level > logging.DEBUG and self.logger.isEnabledFor(level)
 
 
 class GradingExecute(Execute):
@@ -66,6 +74,13 @@ class GradingExecute(Execute):
         "(error messages excepted), so a notebook that prints gigabytes cannot exhaust the grader.",
     ).tag(config=True)
 
+    kernel_trace = Bool(
+        False,
+        help="Log nbclient's DEBUG trace of the kernel: every cell's source and every message, the answers as "
+        "encoded tensors (megabytes a notebook). Off, the executor logs from INFO up: nbgrader's captured logs (the "
+        "Formgrader's autograde dialog, the workers of backprop-ninja grade) keep DEBUG whatever --log-level says.",
+    ).tag(config=True)
+
     # What went wrong in each notebook this process executed, for the class report: a Problem each;
     # class grading's workers read and clear it.
     incidents = []
@@ -76,6 +91,11 @@ class GradingExecute(Execute):
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self.kernel_manager_class = SandboxedKernelManager if self.sandbox else AsyncKernelManager
+
+    @default("log")
+    def _log_default(self):
+        log = super()._log_default()
+        return log if self.kernel_trace else _WithoutDebug(log, {})
 
     def grading_seed(self, resources) -> int:
         nbgrader = resources.get("nbgrader", {})
@@ -236,7 +256,7 @@ class GradingExecute(Execute):
         nbgrader = resources.get("nbgrader", {})
         records = [Problem(nbgrader.get("student"), nbgrader.get("notebook"), kind, detail) for kind, detail in found]
         for r in records:
-            self.log.warning("%s/%s: %s: %s", r.student, r.notebook, r.kind, r.detail)
+            self.log.warning("GRADING PROBLEM %s/%s: %s: %s", r.student, r.notebook, r.kind, r.detail)
         state["incidents"] = records
         GradingExecute.incidents.extend(records)
         return records

@@ -84,7 +84,7 @@ class JudgeAnswers(NbGraderPreprocessor):
                 try:
                     verdict = check(reports[0], namespace, seed, set(taint.tainted))
                 except Exception as error:  # a malformed (forged) report must cost this cell only
-                    self.log.warning("cell %s: unreadable report (%r)", grade_id(cell), error)
+                    self.log.warning("cell %s: unreadable report (%.200r)", grade_id(cell), error)
                     verdict = check({}, namespace, seed, set())
                     verdict.points, verdict.lines = 0, ["the grader could not read the answer this cell reported"]
             else:

@@ -309,9 +309,40 @@ def test_grader_forward_is_the_notebooks(graded):
         assert (g - p.grad).abs().max() <= 1e-6 * scale, name
 
 
-def test_feedback_shows_the_verdicts_but_no_hidden_tests(graded):
-    graded.nbgrader("generate_feedback", ASSIGNMENT, "--student", "m_db2_divided_by_n")
-    html = (graded.root / "feedback" / "m_db2_divided_by_n" / ASSIGNMENT / f"{NB}.html").read_text()
+@pytest.fixture(scope="module")
+def feedback(graded):
+    graded.nbgrader("generate_feedback", ASSIGNMENT)
+    return graded
+
+
+def test_feedback_shows_the_verdicts_but_no_hidden_tests(feedback):
+    html = feedback.feedback("m_db2_divided_by_n", NB).text
     assert "32 times too small" in html and "db2 is wrong" in html
-    for secret in ["HIDDEN TESTS", "report_backward", "graded_steps", "limit_forward", "x-backprop-ninja"]:
-        assert secret not in html, secret
+    # Every student's page: no hidden test's code (a traceback through the grader's limiter, in_kernel's
+    # limit_forward.<locals>.forward, is the student's own cell's), no reported answer data.
+    hidden = [
+        "HIDDEN TESTS",
+        "report_backward(",
+        "graded_steps(",
+        "limit_forward(globals",
+        "x-backprop-ninja",
+        "data_dtype",
+    ]
+    for page in (feedback.root / "feedback").glob(f"*/{ASSIGNMENT}/{NB}.html"):
+        for secret in hidden:
+            assert secret not in page.read_text(), (page, secret)
+
+
+# The table's order: backward_pass's gradients in backward order (the notebook grades them in the order of
+# parameters, C first), then the training run and the calibration.
+TABLE = ["test_dW2", "test_db2", "test_dbngain", "test_dbnbias", "test_dW1", "test_db1", "test_dC"]
+TABLE += ["test_training", "test_calibration"]
+
+
+@pytest.mark.parametrize("student", ["solution", "blank", *MISTAKES, *CHEATS])
+def test_feedback_opens_with_every_graded_cell_and_the_first_to_fix(feedback, student):
+    page = feedback.feedback(student, NB)
+    assert page.table() == feedback.summary_rows(student, NB, TABLE)
+    wrong = [anchor for anchor, mark, _, _ in page.table() if mark == "✘"]
+    assert page.first_to_fix() == wrong[:1]
+    assert [r.step for r in page.rows][-2:] == ["training run", "BatchNorm calibration"]
