@@ -1,24 +1,55 @@
 """nbgrader configuration of the Backprop Ninja course (run nbgrader from this folder)."""
 
+import warnings
+
 from nbconvert.preprocessors import ClearMetadataPreprocessor, CSSHTMLHeaderPreprocessor
 from nbgrader.preprocessors import (
     AssignLatePenalties,
     CheckCellMetadata,
     ClearHiddenTests,
+    ClearOutput,
+    DeduplicateIds,
     GetGrades,
     IgnorePattern,
     LimitOutput,
+    OverwriteKernelspec,
     SaveAutoGrades,
 )
+from sqlalchemy.exc import SAWarning
 
-from autograder.preprocessors import GradingExecute, JudgeAnswers
+from autograder.preprocessors import (
+    AbsoluteLinks,
+    GradingExecute,
+    JudgeAnswers,
+    LatePenalty,
+    RestoreLockedCells,
+    SummarizeSteps,
+)
 
 c = get_config()  # noqa: F821 (provided by nbgrader)
 
+# nbgrader 0.9.6 with SQLAlchemy 2 prints three of these (400 characters each) whenever it adds a student's
+# submission to the gradebook; the submission is added all the same.
+warnings.filterwarnings("ignore", r"Object of type <Submitted\w+> not in session", SAWarning)
+
 c.CourseDirectory.course_id = "backprop_ninja"
 c.CourseDirectory.ignore = [".ipynb_checkpoints", "*.pyc", "__pycache__"]  # names.txt goes out with the release
+# The setup cells that hold a hidden part (the grading seed, the grading switches) are locked cells, not 0-point
+# grade cells: nbgrader restores every locked cell at autograde, hidden part included, and the Formgrader and the
+# feedback list no empty "0 / 0" cells. nbgrader would refuse a hidden region outside a grade cell; a fast test
+# (test_every_hidden_region_is_in_a_locked_cell) keeps them where autograde restores them.
+c.ClearHiddenTests.enforce_metadata = False
 
-# Autograde: run with an unseen seed, then judge every graded cell outside the student's kernel.
+# Autograde: the submission's locked cells restored (nbgrader's sanitizing, with one log line per notebook for the
+# hidden tests put back instead of a warning per cell), ...
+c.Autograde.sanitize_preprocessors = [
+    ClearOutput,
+    DeduplicateIds,
+    OverwriteKernelspec,
+    RestoreLockedCells,
+    CheckCellMetadata,
+]
+# ... then run with an unseen seed, then judge every graded cell outside the student's kernel.
 c.Autograde.autograde_preprocessors = [
     GradingExecute,
     JudgeAnswers,
@@ -36,5 +67,21 @@ c.IgnorePattern.pattern = r"Warning|warn\("
 c.Execute.timeout = 120
 c.Execute.raise_on_iopub_timeout = False
 
-# Feedback: scores and the grader's messages, never the hidden test code.
-c.GenerateFeedback.preprocessors = [GetGrades, ClearHiddenTests, CSSHTMLHeaderPreprocessor]
+# Late submissions. The due date is nbgrader's own, in the gradebook:
+#   nbgrader db assignment add backprop_ninja --duedate="2026-12-15 23:59:00 Europe/Berlin"
+# and a submission's time is the timestamp.txt beside its notebooks (nbgrader collect writes it; an LMS
+# download's student folders may carry one). Each notebook then loses 10% of its score per started day late.
+c.AssignLatePenalties.plugin_class = LatePenalty
+c.LatePenalty.percent_per_day = 10
+c.LatePenalty.grace_minutes = 15
+c.LatePenalty.max_percent = 100
+
+# Feedback: scores and the grader's messages, never the hidden test code; it opens with a table of the
+# steps (SummarizeSteps, after the scores and the page's styles), and its links work outside the repository.
+c.GenerateFeedback.preprocessors = [
+    GetGrades,
+    ClearHiddenTests,
+    CSSHTMLHeaderPreprocessor,
+    AbsoluteLinks,
+    SummarizeSteps,
+]

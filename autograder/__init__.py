@@ -8,6 +8,7 @@ Where things live, by who uses them:
   sandbox/        the bubblewrap sandbox every student kernel runs in: its allow-list (policy), its kernel manager
   grading/        a whole class: ``backprop-ninja grade`` (collect, repair, parallel workers, report)
   authoring/      for maintainers: shared setup cells, badges, submissions, the demo class
+  errors          GradingError, the one exception library code raises when a command cannot go on
   cli             ``backprop-ninja``: the one place that turns errors into messages and exit codes
   data/           names.txt, the data set, shipped with the package
 """

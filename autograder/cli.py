@@ -6,6 +6,8 @@ import sys
 from pathlib import Path
 
 from ._path import MissingTool, require_tools
+from .errors import GradingError
+from .grading.problems import help_lines
 
 GRADE_HELP = """Grade every student of the course with nbgrader's autograde, each kernel in the sandbox.
 
@@ -18,12 +20,29 @@ LMS downloads (--from, a .zip or a folder): a folder per student (Moodle, or nbg
 submitted/<student>/<assignment>/ layout), or flat files <student>_<anything>_<notebook>.ipynb
 (Canvas). Colab's "Copy of ..." and numbered duplicates "... (1).ipynb" are recognised.
 
-Writes grades.csv (student, total, max_total, one column per notebook and per graded step),
-problems.json (why a student has no or only a partial grade: missing_notebook, not_a_notebook,
-unmatched_file, metadata_stripped, duplicated_cell, deleted_cell, kernel_died, cell_timeout,
-notebook_time_limit, worker_killed, memory_limit, no_answer_reported, ...), feedback/ and, when
-available, the class report. Grading fails closed: if the sandbox cannot start, no student is graded
-(unless --unsandboxed)."""
+Writes grades.csv (student, total, max_total, late_penalty, one column per notebook and per
+graded step), problems.json (why a student has no or only a partial grade, as one of the kinds
+below), grade_history.csv (what each run changed, and why), feedback/ and the class report.
+Grading fails closed: if the sandbox cannot start, no student is graded (unless --unsandboxed).
+Late submissions: nbgrader's due date (nbgrader db assignment add <assignment> --duedate=...) and
+each submission's timestamp.txt, with the penalty set in nbgrader_config.py (LatePenalty).
+
+Problems, most serious first:
+"""
+
+EXPORT_HELP = """Write grades.csv's totals in a file an LMS imports.
+
+  --format canvas  Canvas's gradebook import (Student, ID, SIS User ID, SIS Login ID, Section, then
+                   the assignment's column "Name (id)", and a Points Possible row); --roster is the
+                   course's Canvas gradebook export (Grades > Export)
+  --format moodle  Moodle's grade import (an Email address or ID number column, and a grade column);
+                   --roster is a Moodle grade export or participants list
+  --format csv     student, name on the roster (with --roster), total, max_total, late_penalty
+
+Students are matched to the roster by the names the LMS download used (or an id on the roster).
+Nobody is dropped: every person on the roster without a submission and every submission without a
+roster entry is listed on stderr and in <out>.unmatched.csv. nbgrader's own `nbgrader export` keeps
+working beside it."""
 
 
 def main(argv=None) -> None:
@@ -35,7 +54,7 @@ def main(argv=None) -> None:
         "grade",
         help="autograde a whole class: collect, sandboxed autograde in parallel, feedback, grades.csv",
         formatter_class=argparse.RawDescriptionHelpFormatter,
-        description=GRADE_HELP,
+        description=GRADE_HELP + help_lines(),
     )
     grade.add_argument("--course", default=".", help="the course root, with nbgrader_config.py (default: .)")
     grade.add_argument("--assignment", help="default: the one folder in source/")
@@ -84,17 +103,45 @@ def main(argv=None) -> None:
     grade.add_argument("--out", help="folder for grades.csv, problems.json (default: the course root)")
     grade.add_argument("--no-feedback", action="store_true", help="skip nbgrader generate_feedback")
     grade.add_argument("--quiet", action="store_true", help="no progress bar")
+    export = commands.add_parser(
+        "export",
+        help="grades.csv as Canvas or Moodle imports it, matched to the LMS's roster",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description=EXPORT_HELP,
+    )
+    export.add_argument("--format", required=True, choices=["canvas", "moodle", "csv"])
+    export.add_argument("--roster", help="the LMS's own export of the class (CSV); needed for canvas and moodle")
+    export.add_argument("--out", required=True, help="the file to write")
+    export.add_argument("--course", default=".", help="the course root (default: .)")
+    export.add_argument("--grades", help="grades.csv to export (default: the course root's)")
+    export.add_argument("--assignment", help="default: the one folder in source/")
+    export.add_argument(
+        "--column",
+        help='canvas: the roster\'s column to fill, e.g. "Backprop Ninja (12345)" '
+        "(default: the one named after the assignment, else a new column)",
+    )
     args = parser.parse_args(argv)
     try:
         require_tools()
     except MissingTool as error:
         sys.exit(f"backprop-ninja: {error}")
+    try:
+        run(args)
+    except GradingError as error:
+        sys.exit(str(error))
+    except KeyboardInterrupt:
+        sys.exit("interrupted: the students graded so far are in gradebook.db; run again to go on")
+
+
+def run(args) -> None:
+    """The chosen command; its errors are GradingError (main turns them into a message and an exit code)."""
     if args.command == "demo":
         from .authoring.demo import run_demo  # imported here: each command loads only what it needs
 
         run_demo(args.dir)
     elif args.command == "grade":
-        from .grading.class_grading import Options, grade_class, print_summary
+        from .grading.class_grading import Options, grade_class
+        from .grading.summary import print_summary
 
         summary = grade_class(
             Options(
@@ -113,6 +160,24 @@ def main(argv=None) -> None:
             )
         )
         print_summary(summary)
+    elif args.command == "export":
+        from .grading.lms_export import export_grades
+        from .grading.preflight import course_root, find_assignment
+
+        root = course_root(Path(args.course))
+        done = export_grades(
+            args.format,
+            Path(args.grades) if args.grades else root / "grades.csv",
+            Path(args.out),
+            args.roster and Path(args.roster),
+            args.assignment or find_assignment(root),
+            args.column,
+        )
+        for what, who, why in done.unmatched:
+            print(f"  {what}: {who} ({why})", file=sys.stderr)
+        for warning in done.warnings:
+            print(f"WARNING: {warning}", file=sys.stderr)
+        print(f"wrote {done.out} ({done.rows} rows); {len(done.unmatched)} listed in {done.unmatched_csv}")
 
 
 if __name__ == "__main__":

@@ -1,11 +1,18 @@
-"""A real course folder, driven by the real nbgrader commands, shared by the pipeline tests."""
+"""Shared by the tests: a real course folder driven by the real nbgrader commands, and a real headless
+Chromium driven over its DevTools protocol."""
 
+import base64
 import contextlib
+import json
 import os
 import shutil
+import socket
 import subprocess
 import sys
 import tempfile
+import time
+from dataclasses import dataclass, field
+from html.parser import HTMLParser
 from pathlib import Path
 
 import nbformat
@@ -15,6 +22,7 @@ from nbgrader.api import Gradebook
 from autograder.data import EMBEDDED_NAMES, NAMES_VARIABLE
 
 REPO = Path(__file__).resolve().parent.parent
+ARTIFACTS = REPO / "tests" / "artifacts"  # screenshots the browser tests keep
 NAMES = EMBEDDED_NAMES
 ASSIGNMENT = "backprop_ninja"
 os.environ[NAMES_VARIABLE] = str(NAMES)  # notebooks run from temporary folders read it too: never download
@@ -74,6 +82,95 @@ class Course:
                 )
         return found
 
+    def feedback(self, student: str, name: str) -> "FeedbackPage":
+        return FeedbackPage((self.root / "feedback" / student / ASSIGNMENT / f"{name}.html").read_text())
+
+    def summary_rows(self, student: str, name: str, order: list) -> list:
+        """What the feedback's table must say of each graded cell in ``order``, from the gradebook and the
+        autograded notebook: (grade_id, ✔ or ✘, "score / max", the grader's first reason)."""
+        scores, maximum, messages = self.scores(student, name), self.max_scores(name), self.messages(student, name)
+        return [
+            (g, "✔" if scores[g] == maximum[g] else "✘", f"{scores[g]:g} / {maximum[g]:g}", reasons(messages[g])[0])
+            for g in order
+        ]
+
+
+def reasons(message: str) -> list:
+    """The lines of a grader's verdict after its first (``✔ d<name>: p of m points``)."""
+    return [line.strip() for line in message.splitlines()[1:] if line.strip()]
+
+
+@dataclass
+class StepRow:
+    """One row of the table of steps at the top of a feedback page."""
+
+    mark: str  # ✔ or ✘
+    step: str  # as the grader names it
+    anchor: str  # where its link goes (without the #)
+    points: str  # "0 / 1"
+    first: bool  # marked as the first step to fix
+    reasons: list = field(default_factory=list)
+
+
+class FeedbackPage(HTMLParser):
+    """A feedback HTML page as its reader meets it: the table of steps on top, every link, every anchor."""
+
+    def table(self) -> list:
+        """The table's rows as ``Course.summary_rows`` gives them."""
+        return [(r.anchor, r.mark, r.points, r.reasons[0] if r.reasons else None) for r in self.rows]
+
+    def first_to_fix(self) -> list:
+        return [r.anchor for r in self.rows if r.first]
+
+    def __init__(self, text: str):
+        super().__init__(convert_charrefs=True)
+        self.text, self.headline, self.notes, self.rows = text, "", [], []
+        self.anchors, self.links = set(), []  # names and ids on the page; every href
+        self._open = []  # the class lists of the open <div>s of the summary
+        self.feed(text)
+
+    def _inside(self, name: str) -> bool:
+        return any(name in classes for classes in self._open)
+
+    def handle_starttag(self, tag, attrs):
+        attrs = dict(attrs)
+        self.anchors.update(v for k, v in attrs.items() if k in ("id", "name") and v)
+        if tag == "a" and attrs.get("href"):
+            self.links.append(attrs["href"])
+            if self._inside("step-name"):
+                self.rows[-1].anchor = attrs["href"].removeprefix("#")
+        if tag != "div" or not (self._open or "steps-summary" in (attrs.get("class") or "")):
+            return
+        classes = (attrs.get("class") or "").split()
+        if "steps-row" in classes and "steps-head" not in classes:
+            self.rows.append(StepRow("", "", "", "", "step-first" in classes))
+        elif "steps-notes" in classes:
+            self.notes.append("")
+        elif self._open and "step-reason" in self._open[-1]:
+            self.rows[-1].reasons.append("")
+        self._open.append(classes)
+
+    def handle_endtag(self, tag):
+        if tag == "div" and self._open:
+            self._open.pop()
+
+    def handle_data(self, data):
+        if not self._open:
+            return
+        row = self.rows[-1] if self.rows else None
+        if self._inside("steps-headline"):
+            self.headline += data
+        elif self._inside("steps-notes"):
+            self.notes[-1] += data
+        elif self._inside("step-mark"):
+            row.mark += data.strip()
+        elif self._inside("step-name") and data != "fix first":
+            row.step += data.strip()
+        elif self._inside("step-points"):
+            row.points += data
+        elif self._inside("step-reason") and row.reasons:
+            row.reasons[-1] += data
+
 
 @contextlib.contextmanager
 def temporary_course(prefix: str = "backprop-ninja-course-", only: str | None = None):
@@ -100,3 +197,94 @@ def course():
     assert NAMES.is_file(), f"the tests need {NAMES}"
     with temporary_course() as c:
         yield c
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Chromium:
+    """Headless Chromium (Debian's ``chromium``) driven through the DevTools protocol: a websocket, no driver."""
+
+    FLAGS = [
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--disable-background-timer-throttling",
+        "--disable-renderer-backgrounding",
+        "--window-size=1400,1000",
+    ]
+
+    def __init__(self, profile: Path):
+        import requests
+        import websocket
+
+        self.process = subprocess.Popen(
+            [
+                shutil.which("chromium"),
+                *self.FLAGS,
+                f"--user-data-dir={profile}",
+                "--remote-debugging-port=0",
+                "about:blank",
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        port_file, end = profile / "DevToolsActivePort", time.time() + 60
+        while not (port_file.exists() and len(port_file.read_text().split()) == 2):
+            assert time.time() < end and self.process.poll() is None, "Chromium did not start"
+            time.sleep(0.1)
+        port = port_file.read_text().split()[0]
+        page = next(
+            t for t in requests.get(f"http://127.0.0.1:{port}/json/list", timeout=10).json() if t["type"] == "page"
+        )
+        self.socket = websocket.create_connection(page["webSocketDebuggerUrl"], timeout=60, suppress_origin=True)
+        self.calls = 0
+
+    def send(self, method, **params):
+        self.calls += 1
+        self.socket.send(json.dumps({"id": self.calls, "method": method, "params": params}))
+        while True:
+            message = json.loads(self.socket.recv())
+            if message.get("id") == self.calls:
+                assert "error" not in message, message
+                return message.get("result", {})
+
+    def js(self, expression):
+        return self.send("Runtime.evaluate", expression=expression, returnByValue=True)["result"].get("value")
+
+    def wait_for(self, expression, timeout=180):
+        end = time.time() + timeout
+        while not (value := self.js(expression)):
+            assert time.time() < end, f"timed out waiting for {expression}"
+            time.sleep(0.2)
+        return value
+
+    def key(self, key, code, keycode, modifiers=0, text=None):
+        event = dict(key=key, code=code, windowsVirtualKeyCode=keycode, modifiers=modifiers)
+        self.send("Input.dispatchKeyEvent", type="keyDown", **event, **({"text": text} if text else {}))
+        self.send("Input.dispatchKeyEvent", type="keyUp", **event)
+
+    def screenshot(self, path: Path, full_page: bool = False) -> Path:
+        """A PNG of the viewport, or of the whole page (as tall as its content)."""
+        params = {"format": "png"}
+        if full_page:
+            width, height = self.js("[document.documentElement.scrollWidth, document.documentElement.scrollHeight]")
+            params.update(
+                captureBeyondViewport=True, clip={"x": 0, "y": 0, "width": width, "height": height, "scale": 1}
+            )
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(base64.b64decode(self.send("Page.captureScreenshot", **params)["data"]))
+        return path
+
+    def close(self):
+        self.socket.close()
+        self.process.terminate()
+        self.process.wait(30)

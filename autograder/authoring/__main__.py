@@ -1,9 +1,14 @@
-"""``python -m autograder.authoring``: rewrite every shared setup cell of the source notebooks."""
+"""``python -m autograder.authoring``: rewrite the generated cells of the source and warm-up notebooks.
+
+The shared setup cells (``shared_cells/``), the lecture cells and course links in every notebook, and
+Exercise 1's graded cells (``graded_cells``).
+"""
 
 import sys
 
-from .notebooks import COURSE_ROOT, SOURCE_DIR, sync
+from . import graded_cells
+from .notebooks import COURSE_ROOT, authored_notebooks, sync
 
-for path in sync(sorted(SOURCE_DIR.glob("*.ipynb"))):
+for path in sync(authored_notebooks(), graded_cells.sync):
     print(f"updated {path.relative_to(COURSE_ROOT)}")
 print("now run: nbgrader generate_assignment backprop_ninja --force", file=sys.stderr)

@@ -3,8 +3,10 @@
 The repository's address is written in ONE place, ``[project.urls] Repository`` in
 ``pyproject.toml``. ``python -m autograder.authoring.badges`` rewrites the badge table between the
 ``<!-- colab-badges -->`` and ``<!-- /colab-badges -->`` markers of every page in ``PAGES``
-(one row per notebook in ``release/backprop_ninja/``); the tests fail when a table is stale.
+(one row per notebook: the optional warm-ups in ``course/``, then ``release/backprop_ninja/``); the
+tests fail when a table is stale.
 After forking the course: change the address, run this command, commit the pages.
+The student's feedback links to the course text with ``file_url``, from the same address.
 """
 
 import os
@@ -14,6 +16,7 @@ from pathlib import Path
 
 COURSE_ROOT = Path(__file__).resolve().parent.parent.parent
 RELEASE_DIR = COURSE_ROOT / "release" / "backprop_ninja"
+COURSE_DIR = COURSE_ROOT / "course"  # the course text, and the optional warm-up notebooks
 PAGES = [COURSE_ROOT / "README.md", COURSE_ROOT / "course" / "README.md"]
 BRANCH = "main"  # Colab opens the notebook as committed on this branch
 START, END = "<!-- colab-badges -->", "<!-- /colab-badges -->"
@@ -32,6 +35,11 @@ def repository_url(pyproject: Path = COURSE_ROOT / "pyproject.toml") -> str:
     return url.rstrip("/").removesuffix(".git")
 
 
+def file_url(repository: str, path: str) -> str:
+    """The web page of one file of the course (``path`` relative to the course root), as committed on BRANCH."""
+    return f"{repository}/blob/{BRANCH}/{path}"
+
+
 def colab_url(repository: str, notebook: Path) -> str:
     match = re.fullmatch(r"https://github\.com/([^/]+/[^/]+)", repository)
     if not match:
@@ -40,10 +48,15 @@ def colab_url(repository: str, notebook: Path) -> str:
     return f"https://colab.research.google.com/github/{match.group(1)}/blob/{BRANCH}/{path}"
 
 
+def notebooks() -> list:
+    """Every notebook a student opens: the optional warm-ups first, then the release."""
+    return sorted(COURSE_DIR.glob("*.ipynb")) + sorted(RELEASE_DIR.glob("*.ipynb"))
+
+
 def badge_table(page: Path, repository: str) -> str:
-    """The table of every release notebook, with links relative to ``page`` and a Colab badge each."""
+    """The table of every notebook, with links relative to ``page`` and a Colab badge each."""
     rows = ["| notebook | open it in Colab |", "|---|---|"]
-    for notebook in sorted(RELEASE_DIR.glob("*.ipynb")):
+    for notebook in notebooks():
         relative = Path(os.path.relpath(notebook, page.parent)).as_posix()
         rows.append(
             f"| [{notebook.name}]({relative}) | [![Open In Colab]({BADGE})]({colab_url(repository, notebook)}) |"

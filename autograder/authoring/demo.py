@@ -6,13 +6,13 @@ mistake. Everything runs through the real nbgrader commands in a fresh course fo
 
 import csv
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import nbformat
 
-from ..grading.class_grading import SANDBOX_TOOLS, Options, grade_class, print_summary
+from ..grading.class_grading import Options, grade_class
+from ..grading.preflight import SANDBOX_TOOLS, run_nbgrader
+from ..grading.summary import print_summary
 from .notebooks import COURSE_ROOT
 from .submissions import solved
 
@@ -31,14 +31,6 @@ DEMO_CLASS = {
 BLANK_STUDENT = "finn_blank"
 
 
-def nbgrader(course: Path, *args: str) -> None:
-    result = subprocess.run(
-        [sys.executable, "-m", "nbgrader", *args, "--log-level=WARN"], cwd=course, capture_output=True, text=True
-    )
-    if result.returncode != 0:
-        sys.exit(f"nbgrader {' '.join(args)} failed:\n{result.stderr[-4000:]}")
-
-
 def run_demo(directory: str) -> Path:
     course = Path(directory).resolve()
     if course.exists():
@@ -53,7 +45,7 @@ def run_demo(directory: str) -> Path:
     )
     print(f"demo course in {course}", flush=True)
     print("1. nbgrader generate_assignment", flush=True)
-    nbgrader(course, "generate_assignment", ASSIGNMENT, "--force")
+    run_nbgrader(course, "generate_assignment", ASSIGNMENT, "--force")
     print("2. the demo class hands in its notebooks", flush=True)
     for notebook, students in DEMO_CLASS.items():
         release = nbformat.read(course / "release" / ASSIGNMENT / f"{notebook}.ipynb", as_version=4)

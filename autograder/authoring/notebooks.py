@@ -1,11 +1,13 @@
-"""For course maintainers: keep the notebooks' shared setup cells equal to one definition.
+"""For course maintainers: keep what the notebooks repeat equal to one definition.
 
 Every notebook must run alone (on Colab as uploaded), so each repeats the setup: imports,
 data, dataset, parameters, batch, forward pass, self-check helpers. Each such cell is
 defined once, in ``autograder/authoring/shared_cells/<grade_id>.py``, and appears in the notebooks as
-the locked cell with that grade_id. ``python -m autograder.authoring`` rewrites every copy
-from its definition and writes the notebooks in the one stable format the repository
-keeps (outputs cleared); the tests fail when a copy has drifted.
+the locked cell with that grade_id. Each notebook also has a ``lecture`` cell (written from
+``lecture.py``), and its links into ``course/`` are absolute (``course_links.py``).
+``python -m autograder.authoring`` rewrites all of these in the source notebooks and in the warm-up
+notebooks of ``course/``, and writes them in the one stable format the repository keeps (outputs
+cleared); the tests fail when a copy has drifted.
 """
 
 from pathlib import Path
@@ -16,6 +18,13 @@ HERE = Path(__file__).resolve().parent
 SHARED_CELLS = HERE / "shared_cells"
 COURSE_ROOT = HERE.parent.parent
 SOURCE_DIR = COURSE_ROOT / "source" / "backprop_ninja"
+COURSE_DIR = COURSE_ROOT / "course"
+LECTURE_CELL = "lecture"  # the id of the markdown cell that names the lecture and its chapters
+
+
+def authored_notebooks() -> list:
+    """The notebooks the authoring tool keeps: the nbgrader sources and the warm-up notebooks of course/."""
+    return sorted(SOURCE_DIR.glob("*.ipynb")) + sorted(COURSE_DIR.glob("*.ipynb"))
 
 
 def grade_id(cell) -> str:
@@ -33,6 +42,22 @@ def stale_setup_cells(nb) -> list:
     return [grade_id(c) for c in nb.cells if shared_cell(grade_id(c)) not in (None, c.source)]
 
 
+def generated_source(cell, notebook: str) -> str:
+    """What the cell must hold: a shared cell's definition, the lecture cell, markdown with absolute course links."""
+    from .course_links import with_absolute_course_links
+    from .lecture import lecture_cell
+
+    if cell.cell_type == "markdown":
+        return lecture_cell(notebook) if cell.get("id") == LECTURE_CELL else with_absolute_course_links(cell.source)
+    return shared_cell(grade_id(cell)) or cell.source
+
+
+def stale_cells(path: Path) -> list:
+    """The ids of the notebook's cells that ``python -m autograder.authoring`` would rewrite."""
+    nb = nbformat.read(path, as_version=4)
+    return [c.get("id") for c in nb.cells if generated_source(c, Path(path).stem) != c.source]
+
+
 def write_notebook(nb, path: Path) -> None:
     """Outputs cleared, execution counts removed, one stable JSON layout."""
     for cell in nb.cells:
@@ -42,14 +67,17 @@ def write_notebook(nb, path: Path) -> None:
     Path(path).write_text(nbformat.writes(nb, version=4).rstrip("\n") + "\n")
 
 
-def sync(paths) -> list:
-    """Rewrite every shared cell of these notebooks from its definition; return the changed ones."""
+def sync(paths, *rewrites) -> list:
+    """Rewrite every generated cell of these notebooks (``generated_source``), then apply each
+    ``rewrite(nb, name)`` (other generated cells); return the changed notebooks."""
     changed = []
     for path in paths:
         before = Path(path).read_text()
         nb = nbformat.read(path, as_version=4)
         for cell in nb.cells:
-            cell.source = shared_cell(grade_id(cell)) or cell.source
+            cell.source = generated_source(cell, Path(path).stem)
+        for rewrite in rewrites:
+            rewrite(nb, Path(path).stem)
         write_notebook(nb, path)
         if Path(path).read_text() != before:
             changed.append(path)

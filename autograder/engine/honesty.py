@@ -68,6 +68,16 @@ def _uses_autograd(node: ast.AST, tainted: set) -> bool:
     return False
 
 
+def _clears_gradient(node: ast.stmt) -> bool:
+    """``p.grad = None`` or ``p.grad.zero_()``: resetting a gradient, as the lecture's loop does, reads nothing."""
+    if isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant) and node.value.value is None:
+        return all(isinstance(t, ast.Attribute) and t.attr == "grad" for t in node.targets)
+    if isinstance(node, ast.Expr) and isinstance(node.value, ast.Call) and not node.value.args:
+        func = node.value.func
+        return isinstance(func, ast.Attribute) and func.attr == "zero_" and getattr(func.value, "attr", "") == "grad"
+    return False
+
+
 def _targets(node: ast.AST) -> set:
     """The variables a statement writes: x = .., x[i] = .., x += .., x.index_add_(..), for x in .."""
     names = set()
@@ -112,6 +122,8 @@ class AutogradTaint:
                 self._statement(statement)
 
     def _statement(self, node: ast.stmt) -> None:
+        if _clears_gradient(node):
+            return
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             if _uses_autograd(node, self.tainted):
                 self.tainted.add(node.name)

@@ -1,8 +1,23 @@
-"""Grading a whole class (``backprop-ninja grade``): collect, repair, autograde in parallel workers, report.
+"""Grading a whole class (``backprop-ninja grade``): collect, repair, autograde in parallel workers, report,
+export.
 
-class_grading  the command: plan, stage, run the workers, merge, write grades.csv and problems.json
-worker         one worker process: nbgrader's own autograde and feedback, one student at a time
+class_grading  the command, step by step: plan, stage, grade in the pool, merge, write the outputs
+preflight      what must hold first: the course root, its assignment and release, the sandbox's tools
 collect        an LMS download (zip or folder) laid out as submitted/<student>/<assignment>/
 repair         each submitted notebook checked against the release; broken nbgrader cells mended
-report         the instructor's class report (class_report.html) from grades.csv and problems.json
+staging        each student's repaired notebooks staged where the workers grade them
+changes        what changed since the last run (digests of submissions and course), and why
+state          what the last run left for the next (.grading/state.json)
+pool           the worker processes, fed one student at a time, killed and restarted when stuck
+worker         one worker process: nbgrader's own autograde and feedback; its JSON-line protocol
+gradebook      gradebook.db and the workers' copies: copy, merge one student, forget one student
+problems       the Problem type and the one table of problem kinds (problems.json)
+grades_csv     grades.csv from gradebook.db
+history        grade_history.csv: what each run changed per student, and why
+summary        what a run did, as the command prints it
+diagnoses      the grader's verdicts in the autograded notebooks, sorted into a few kinds of mistake
+class_data     the class's files (grades, problems, diagnoses, history), read once for the report
+report         the instructor's class report (class_report.html, from templates/)
+roster         an LMS's class list (Canvas or Moodle export), and who on it each student is
+lms_export     ``backprop-ninja export``: grades.csv as Canvas or Moodle imports it
 """

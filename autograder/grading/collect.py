@@ -30,6 +30,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
+from ..errors import GradingError
+from .problems import Problem
+
 MAX_ENTRY_BYTES = 200 * 2**20  # a zip entry bigger than this is reported, not read
 UNKNOWN_STUDENT = "(unknown)"
 SKIPPED = {"__MACOSX", ".ipynb_checkpoints", ".DS_Store", "Thumbs.db"}
@@ -103,21 +106,20 @@ def _entries(download: Path) -> tuple:
                     )
                 )
         return entries, []
-    raise SystemExit(f"{download}: not a zip file or a folder")
+    raise GradingError(f"{download}: not a zip file or a folder")
 
 
 def collect(download, course_root, assignment: str, notebooks) -> tuple[dict, list]:
     """Copy the download's notebooks into ``course_root/submitted``.
 
-    Returns ({student: [notebooks collected]}, [problems]) where each problem is a dict
-    ``{"student", "notebook", "problem", "detail"}``.
+    Returns ({student: [notebooks collected]}, [Problem]).
     """
     download, course_root = Path(download), Path(course_root)
     problems, chosen, seen = [], {}, set()  # chosen: (student, notebook) -> [(Entry, name shown)]
     timestamps = {}
 
     def report(student, notebook, problem, detail):
-        problems.append({"student": student, "notebook": notebook, "problem": problem, "detail": detail})
+        problems.append(Problem(student, notebook, problem, detail))
 
     entries, unsafe = _entries(download)
     for name in unsafe:

@@ -2,7 +2,7 @@
 
 Class grading (``class_grading``) runs this on every submission before nbgrader sees it and
 grades the repaired copy; ``submitted/`` keeps what the student handed in. Each finding is a
-problem for the class report (``{"notebook", "problem", "detail"}``):
+``Problem`` (``problems.py``, where every kind's meaning is listed) of one of these kinds:
 
   not_a_notebook     empty, not JSON, or JSON that is not a notebook: not graded
   too_large          bigger than MAX_BYTES: not graded
@@ -18,8 +18,11 @@ problem for the class report (``{"notebook", "problem", "detail"}``):
                      and gets its metadata back
   unknown_cell       cells whose grade_id is not in the release (another notebook's, or made up)
                      run as ordinary cells
-  wrong_notebook     fewer than half of the release's locked cells are there, even after
-                     matching: another notebook saved under this name. Not graded
+  wrong_notebook     fewer than half of the release's cells with a grade_id (locked cells and
+                     answer cells) are there, even after matching, or more cells of other
+                     notebooks than of this one: another notebook saved under this name. Not
+                     graded. (A notebook whose test cells were all deleted but whose answer cells
+                     are there is this notebook: its test cells are put back, as deleted_cell.)
 
 Whatever is repaired, the staged notebook is rebuilt from cell types, sources and nbgrader
 metadata only, with the release's notebook metadata: no outputs, no Colab metadata, fresh
@@ -32,6 +35,8 @@ import warnings
 
 import nbformat
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_raw_cell
+
+from .problems import Problem
 
 MAX_BYTES = 100 * 2**20  # a notebook with a few plots is a few MB; outputs are dropped anyway
 
@@ -94,13 +99,12 @@ def _rebuild(cell) -> nbformat.NotebookNode:
     return new
 
 
-def repair(raw: bytes, release, notebook: str):
-    """(the notebook to grade or None, [problems]) for the submitted bytes ``raw``."""
+def repair(raw: bytes, release, notebook: str, student: str = ""):
+    """(the notebook to grade or None, [Problem]) for the bytes ``raw`` that ``student`` handed in."""
+    problem = lambda kind, detail: Problem(student, notebook, kind, detail)
     nb, reason = load(raw)
     if nb is None:
-        return None, [
-            {"notebook": notebook, "problem": "too_large" if "limit" in reason else "not_a_notebook", "detail": reason}
-        ]
+        return None, [problem("too_large" if "limit" in reason else "not_a_notebook", reason)]
     problems = []
     cells = [_rebuild(c) for c in nb.cells]
     known = {_gid(c) for c in release.cells if _gid(c)}
@@ -110,13 +114,10 @@ def repair(raw: bytes, release, notebook: str):
             del cell.metadata["nbgrader"]
     if foreign:
         problems.append(
-            {
-                "notebook": notebook,
-                "problem": "unknown_cell",
-                "detail": (
-                    f"grade_ids not in the release, run as ordinary cells: {', '.join(sorted(set(foreign))[:5])}"
-                ),
-            }
+            problem(
+                "unknown_cell",
+                f"grade_ids not in the release, run as ordinary cells: {', '.join(sorted(set(foreign))[:5])}",
+            )
         )
 
     # 1. duplicated grade_ids: the first copy keeps its place
@@ -138,20 +139,13 @@ def repair(raw: bytes, release, notebook: str):
             if demoted
             else []
         )
-        problems.append(
-            {
-                "notebook": notebook,
-                "problem": "duplicated_cell",
-                "detail": "; ".join(parts) + " (the first copy is graded)",
-            }
-        )
+        problems.append(problem("duplicated_cell", "; ".join(parts) + " (the first copy is graded)"))
 
     # 2. release cells that are missing: match a stripped copy, else put the locked ones back
     wanted = [c for c in release.cells if _gid(c)]
     stripped = not any(_gid(c) for c in cells)
     present = {_gid(c) for c in cells if _gid(c)}
-    locked = [c for c in wanted if _meta(c).get("locked")]
-    matched, restored, anchor = [], [], -1
+    matched, restored, absent, anchor = [], [], [], -1
     for k, want in enumerate(wanted):
         gid = _gid(want)
         if gid in present:
@@ -184,40 +178,31 @@ def repair(raw: bytes, release, notebook: str):
             restored.append(gid)
             anchor += 1
         else:  # a missing answer cell: nothing to grade in it, nothing to put back
+            absent.append(gid)
             continue
         present.add(gid)
-    found_locked = len(locked) - len(set(restored) & {_gid(c) for c in locked})
-    if found_locked < len(locked) / 2:
+    found = len(wanted) - len(restored) - len(absent)
+    others = len(set(foreign))  # cells of another notebook: the course's notebooks share their setup cells
+    if found < len(wanted) / 2 or others > found:
         return None, problems + [
-            {
-                "notebook": notebook,
-                "problem": "wrong_notebook",
-                "detail": (
-                    f"only {found_locked} of the {len(locked)} locked cells of {notebook} are in it"
-                    + (" (and no cell has nbgrader metadata)" if stripped else "")
-                    + ": another notebook saved under this name? Not graded"
-                ),
-            }
+            problem(
+                "wrong_notebook",
+                f"only {found} of the {len(wanted)} answer and locked cells of {notebook} are in it"
+                + (" (and no cell has nbgrader metadata)" if stripped else "")
+                + (f", and {others} cells of another notebook" if others > found else "")
+                + ": another notebook saved under this name? Not graded",
+            )
         ]
     if matched:
         problems.append(
-            {
-                "notebook": notebook,
-                "problem": "metadata_stripped",
-                "detail": (
-                    f"{len(matched)} cells had lost their nbgrader metadata; matched to the release by their source "
-                    "and repaired" + (f" ({', '.join(matched)})" if len(matched) <= 5 else "")
-                ),
-            }
+            problem(
+                "metadata_stripped",
+                f"{len(matched)} cells had lost their nbgrader metadata; matched to the release by their source "
+                "and repaired" + (f" ({', '.join(matched)})" if len(matched) <= 5 else ""),
+            )
         )
     if restored:
-        problems.append(
-            {
-                "notebook": notebook,
-                "problem": "deleted_cell",
-                "detail": f"put back from the release: {', '.join(restored)}",
-            }
-        )
+        problems.append(problem("deleted_cell", f"put back from the release: {', '.join(restored)}"))
 
     out = new_notebook(cells=cells, metadata=copy.deepcopy(release.metadata))
     nbformat.validate(out)

@@ -1,165 +1,33 @@
-"""The instructor's class report: where the class struggles, and who could not be graded.
+"""The instructor's class report (class_report.html): where the class struggles, and who could not be graded.
 
-Inputs, as ``backprop-ninja grade`` leaves them in the course root:
-  grades.csv     one row per student: ``student, total, max_total``, one column per notebook
-                 (``ex1_atomic_backward``) and one per graded step (``ex1_atomic_backward:test_dlogprobs``);
-                 an empty cell means no grade
-  problems.json  a list of ``{"student", "notebook" (or null), "problem" (a kind), "detail"}``
-  gradebook.db   (optional) the max points of every step; else the highest score seen in its column
-  source/backprop_ninja/<notebook>.ipynb  (optional) the order of the steps; else the column order
-Output: ``class_report.html`` in the course root, one self-contained page (plots are inline PNGs,
-no external CSS or JS). Every string that comes from a student is escaped: it is hostile input.
+Reads the class through ``ClassData`` and renders ``templates/class_report.html.j2``: one
+self-contained page (plots are inline PNGs, no external CSS or JS). The template is autoescaped:
+every string that comes from a student is hostile input, shown as text.
 """
 
 import base64
-import csv
-import html
 import io
-import json
 import statistics
 from pathlib import Path
 
+import jinja2
 import matplotlib
 from matplotlib.figure import Figure
 
-ASSIGNMENT = "backprop_ninja"
+from .changes import FIRST_GRADING
+from .class_data import ASSIGNMENT, ClassData
+from .diagnoses import NOT_ATTEMPTED, label, most_frequent
+from .problems import KINDS
+
 HARDEST = 5
-PROBLEM_ORDER = [
-    "kernel_died",
-    "worker_killed",
-    "notebook_time_limit",
-    "cell_timeout",
-    "memory_limit",
-    "no_answer_reported",
-    "not_a_notebook",
-    "unmatched_file",
-    "missing_notebook",
-    "metadata_stripped",
-    "duplicated_cell",
-    "deleted_cell",
-]
-
-
-def _number(text):
-    try:
-        return float(text)
-    except (TypeError, ValueError):
-        return None
-
-
-class ClassData:
-    """grades.csv, problems.json and the step facts (order, max points) read once; ``notes`` says what was missing."""
-
-    def __init__(self, course_root, grades_csv=None, problems_json=None):
-        self.root = Path(course_root)
-        self.notes, self.rows, self.problems = [], [], []
-        self.notebooks, self.steps, self.max_points = [], {}, {}
-        self._read_grades(Path(grades_csv) if grades_csv else self.root / "grades.csv")
-        self._read_problems(Path(problems_json) if problems_json else self.root / "problems.json")
-        self._read_step_facts()
-        self.students = list(dict.fromkeys([r["student"] for r in self.rows] + [p["student"] for p in self.problems]))
-        self.graded = [r for r in self.rows if r["total"] is not None]
-
-    def _read_grades(self, path):
-        if not path.is_file():
-            self.notes.append(f"No grades: {path} does not exist.")
-            return
-        with open(path, newline="", encoding="utf-8") as f:
-            reader = csv.DictReader(f)
-            columns = reader.fieldnames or []
-            if "student" not in columns:
-                self.notes.append(f"No grades: {path} has no 'student' column.")
-                return
-            for row in reader:
-                self.rows.append({k: (v if k == "student" else _number(v)) for k, v in row.items() if k})
-        for column in columns:
-            if column in ("student", "total", "max_total"):
-                continue
-            notebook, _, step = column.partition(":")
-            if notebook not in self.steps:
-                self.notebooks.append(notebook)
-                self.steps[notebook] = []
-            if step:
-                self.steps[notebook].append(step)
-        for row in self.rows:
-            row.setdefault("total", None)
-            row.setdefault("max_total", None)
-
-    def _read_problems(self, path):
-        if not path.is_file():
-            self.notes.append(f"No problems list: {path} does not exist.")
-            return
-        try:
-            found = json.loads(path.read_text(encoding="utf-8"))
-        except (ValueError, UnicodeDecodeError) as error:
-            self.notes.append(f"No problems list: {path} is not valid JSON ({error}).")
-            return
-        for p in found if isinstance(found, list) else []:
-            if isinstance(p, dict):
-                self.problems.append(
-                    {
-                        "student": str(p.get("student", "")),
-                        "notebook": p.get("notebook"),
-                        "problem": str(p.get("problem", "unknown")),
-                        "detail": str(p.get("detail", "")),
-                    }
-                )
-
-    def _read_step_facts(self):
-        """Max points from the gradebook (else column maxima); step order from the source notebook."""
-        from_gradebook = {}
-        db = self.root / "gradebook.db"
-        if db.is_file() and self.notebooks:  # never let Gradebook() create an empty database
-            from nbgrader.api import Gradebook, MissingEntry
-
-            try:
-                with Gradebook(f"sqlite:///{db}") as gb:
-                    for notebook in self.notebooks:
-                        try:
-                            cells = gb.find_notebook(notebook, ASSIGNMENT).grade_cells
-                        except MissingEntry:
-                            continue
-                        from_gradebook.update({f"{notebook}:{c.name}": c.max_score for c in cells})
-            except Exception as error:  # a broken gradebook must not stop the report
-                self.notes.append(f"Gradebook unreadable ({error}); max points are the highest scores seen.")
-        for notebook in self.notebooks:
-            order = self._cell_order(notebook)
-            steps = sorted(self.steps[notebook], key=lambda s: order.index(s) if s in order else len(order))
-            for step in steps:
-                key = f"{notebook}:{step}"
-                seen = [r[key] for r in self.rows if r.get(key) is not None]
-                self.max_points[key] = from_gradebook.get(key, max(seen, default=None))
-            # a 0-point cell (setup, self-checks) is not a graded step
-            self.steps[notebook] = [s for s in steps if self.max_points[f"{notebook}:{s}"]]
-
-    def _cell_order(self, notebook):
-        path = self.root / "source" / ASSIGNMENT / f"{notebook}.ipynb"
-        try:
-            cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
-        except (OSError, ValueError, KeyError):
-            return []
-        meta = [c.get("metadata", {}).get("nbgrader", {}) for c in cells]
-        return [m.get("grade_id") for m in meta if m.get("grade")]
-
-    def step_rates(self, notebook):
-        """[(step, passed, graded, max points)] in cell order; a step passes when its score equals its max."""
-        rates = []
-        for step in self.steps[notebook]:
-            key = f"{notebook}:{step}"
-            scores = [r[key] for r in self.rows if r.get(key) is not None]
-            top = self.max_points[key]
-            rates.append((step, sum(s >= top - 1e-9 for s in scores), len(scores), top))
-        return rates
-
-    def percents(self):
-        return [100 * r["total"] / r["max_total"] for r in self.graded if r["max_total"]]
-
-    def by_kind(self):
-        kinds = sorted(
-            {p["problem"] for p in self.problems},
-            key=lambda k: (PROBLEM_ORDER.index(k) if k in PROBLEM_ORDER else len(PROBLEM_ORDER), k),
-        )
-        return {k: [p for p in self.problems if p["problem"] == k] for k in kinds}
+TOP_DIAGNOSES = 3  # per step
+NAMES_SHOWN = 12  # students named per diagnosis, then "and N more"
+HISTORY_SHOWN = 100  # changed totals listed, the latest first
+TEMPLATES = jinja2.Environment(
+    loader=jinja2.PackageLoader("autograder.grading", "templates"),
+    autoescape=True,
+    undefined=jinja2.StrictUndefined,  # a misspelt name in the template fails loudly
+)
 
 
 def _fmt(x, digits=1):
@@ -167,9 +35,10 @@ def _fmt(x, digits=1):
 
 
 def _png(fig) -> str:
+    """The figure as a data: URI, so that the page needs no other file."""
     buffer = io.BytesIO()
     fig.savefig(buffer, format="png", dpi=100, bbox_inches="tight")
-    return f'<img alt="plot" src="data:image/png;base64,{base64.b64encode(buffer.getvalue()).decode()}">'
+    return f"data:image/png;base64,{base64.b64encode(buffer.getvalue()).decode()}"
 
 
 def _histogram(percents) -> str:
@@ -196,10 +65,75 @@ def _rate_chart(rates) -> str:
     return _png(fig)
 
 
-def _table(headers, rows) -> str:
-    head = "".join(f"<th>{html.escape(str(h))}</th>" for h in headers)
-    body = "".join("<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in row) + "</tr>" for row in rows)
-    return f"<table><tr>{head}</tr>{body}</table>"
+def _diagnosis_chart(top) -> str | None:
+    """The class's ten most frequent (step, diagnosis) pairs, as bars of students."""
+    pairs = sorted(
+        (
+            (len(students), f"{step.removeprefix('test_')}: {label(kind)}")
+            for (_, step), kinds in top.items()
+            for kind, students in kinds
+        ),
+        key=lambda pair: -pair[0],
+    )[:10]
+    if not pairs:
+        return None
+    fig = Figure(figsize=(7, 0.8 + 0.3 * len(pairs)))
+    ax = fig.add_subplot()
+    ax.barh(range(len(pairs)), [n for n, _ in pairs], color="#c44e52")
+    with matplotlib.rc_context({"text.parse_math": False}):
+        ax.set_yticks(range(len(pairs)), [text for _, text in pairs], fontsize=9)
+    ax.invert_yaxis()
+    ax.set(xlabel="students")
+    ax.xaxis.get_major_locator().set_params(integer=True)
+    return _png(fig)
+
+
+def _misconceptions(data, top) -> list:
+    """Per notebook, per step in cell order: its most frequent diagnoses, their counts and who got them."""
+    sections = []
+    for notebook in data.notebooks:
+        rows = [
+            {
+                "step": step,
+                "label": label(kind),
+                "count": len(students),
+                "students": [(s, data.feedback(s, notebook)) for s in students[:NAMES_SHOWN]],
+                "more": max(0, len(students) - NAMES_SHOWN),
+            }
+            for step in data.steps[notebook]
+            for kind, students in top.get((notebook, step), [])
+        ]
+        unanswered = {}
+        for d in data.diagnoses:
+            if d.notebook == notebook and d.kind in NOT_ATTEMPTED:
+                unanswered[d.student] = unanswered.get(d.student, 0) + 1
+        sections.append(
+            {
+                "name": notebook,
+                "rows": rows,
+                "unanswered": [
+                    (f"{s} ({n} step{'s' if n != 1 else ''})", data.feedback(s, notebook))
+                    for s, n in sorted(unanswered.items())
+                ],
+            }
+        )
+    return sections
+
+
+def _history(data) -> tuple:
+    """(a line on the last run, [(run, student, before, after, why)] of the regrades that changed a total, the
+    latest first; a first grading is no regrade)."""
+    if not data.history:
+        return "", []
+    last = data.history[-1].time
+    graded = [c for c in data.history if c.time == last]
+    changed = sum(c.changed for c in graded if c.reason != FIRST_GRADING)
+    line = (
+        f"The last run ({last}) graded {len(graded)} student{'s' if len(graded) != 1 else ''}: "
+        f"{sum(c.reason == FIRST_GRADING for c in graded)} for the first time, {changed} with a changed total."
+    )
+    changed = [c for c in reversed(data.history) if c.changed and c.reason != FIRST_GRADING][:HISTORY_SHOWN]
+    return line, [(c.time, c.student, _fmt(c.old_total), _fmt(c.new_total), c.reason) for c in changed]
 
 
 def _headline(data) -> list:
@@ -224,101 +158,69 @@ def summary_lines(course_root, grades_csv=None, problems_json=None) -> list:
     return _headline(data) + data.notes
 
 
-def write_report(course_root, grades_csv=None, problems_json=None) -> Path:
-    """Write ``class_report.html`` into ``course_root`` and return its path.
-
-    ``grades_csv`` and ``problems_json`` default to the files of those names in the course root.
-    Missing or empty inputs give a page that says so, never an exception.
-    """
-    data = ClassData(course_root, grades_csv, problems_json)
-    e = html.escape
-    parts = [
-        "<h1>Backprop Ninja: class report</h1><ul class='headline'>"
-        + "".join(f"<li>{e(line)}</li>" for line in _headline(data))
-        + "</ul>"
-    ]
-    parts += [f"<p class='note'>{e(note)}</p>" for note in data.notes]
-    percents = data.percents()
-    parts.append(
-        "<h2 id='distribution'>Score distribution</h2>"
-        + (_histogram(percents) if percents else "<p class='note'>No student has a total yet.</p>")
-    )
-    parts.append(
-        "<h2 id='steps'>Pass rate of every step</h2><p>A step passes when it earns its full points; "
-        "red below 50%, orange below 80%.</p>"
-    )
-    hardest = []
+def _notebook_sections(data) -> list:
+    """Per notebook: its pass-rate chart (None: nobody graded) and its hardest steps."""
+    sections = []
     for notebook in data.notebooks:
         rates = data.step_rates(notebook)
-        parts.append(f"<h3>{e(notebook)}</h3>")
-        if not any(g for _, _, g, _ in rates):
-            parts.append("<p class='note'>No graded student in this notebook.</p>")
-            continue
-        parts.append(_rate_chart(rates))
+        graded = any(g for _, _, g, _ in rates)
         ranked = sorted((r for r in rates if r[2]), key=lambda r: r[1] / r[2])[:HARDEST]
-        hardest.append(
-            f"<h3>{e(notebook)}</h3>"
-            + _table(
-                ["step", "pass rate", "passed / graded", "max points"],
-                [(s, f"{100 * p / g:.0f}%", f"{p} / {g}", _fmt(m)) for s, p, g, m in ranked],
-            )
+        sections.append(
+            {
+                "name": notebook,
+                "chart": _rate_chart(rates) if graded else None,
+                "hardest": [(s, f"{100 * p / g:.0f}%", f"{p} / {g}", _fmt(m)) for s, p, g, m in ranked],
+            }
         )
-    if not data.notebooks:
-        parts.append("<p class='note'>No notebooks in the grades.</p>")
-    parts.append(
-        f"<h2 id='hardest'>The {HARDEST} hardest steps of each notebook</h2>"
-        + ("".join(hardest) or "<p class='note'>No graded steps.</p>")
-    )
-    parts.append("<h2 id='problems'>Problems</h2>")
-    for kind, found in data.by_kind().items():
-        parts.append(
-            f"<h3>{e(kind)} ({len(found)})</h3>"
-            + _table(
-                ["student", "notebook", "detail"], [(p["student"], p["notebook"] or "", p["detail"]) for p in found]
-            )
-        )
-    if not data.problems:
-        parts.append("<p>No problems reported.</p>")
-    parts.append("<h2 id='students'>Students</h2>")
+    return sections
+
+
+def _student_rows(data) -> list:
+    """One row per student: total, max total, late penalty, each notebook's score (linked to its feedback), problems."""
     per_student = {r["student"]: r for r in data.rows}
-    problem_count = {s: sum(p["student"] == s for p in data.problems) for s in data.students}
-    parts.append(
-        _table(
-            ["student", "total", "max total", *data.notebooks, "problems"],
-            [
-                (
-                    s,
-                    _fmt(per_student.get(s, {}).get("total")),
-                    _fmt(per_student.get(s, {}).get("max_total")),
-                    *(_fmt(per_student.get(s, {}).get(n)) for n in data.notebooks),
-                    problem_count[s],
-                )
-                for s in sorted(data.students)
-            ],
+    rows = []
+    for s in sorted(data.students):
+        row = per_student.get(s, {})
+        links = [data.feedback(s, n) for n in data.notebooks]
+        rows.append(
+            {
+                "name": s,
+                "feedback": next((link for link in links if link), None),
+                "total": _fmt(row.get("total")),
+                "max_total": _fmt(row.get("max_total")),
+                "late_penalty": _fmt(row.get("late_penalty")),
+                "notebooks": [(_fmt(row.get(n)), link) for n, link in zip(data.notebooks, links)],
+                "problems": sum(p.student == s for p in data.problems),
+            }
         )
-        if data.students
-        else "<p class='note'>No students.</p>"
+    return rows
+
+
+def write_report(course_root, grades_csv=None, problems_json=None, history_csv=None, assignment=ASSIGNMENT) -> Path:
+    """Write ``class_report.html`` into ``course_root`` and return its path.
+
+    The inputs default to the files of those names in the course root. Missing or empty inputs give a
+    page that says so, never an exception.
+    """
+    data = ClassData(course_root, grades_csv, problems_json, history_csv, assignment)
+    percents = data.percents()
+    top = most_frequent([d for d in data.diagnoses if d.kind not in NOT_ATTEMPTED], TOP_DIAGNOSES)
+    history_summary, history = _history(data)
+    page = TEMPLATES.get_template("class_report.html.j2").render(
+        diagnosis_chart=_diagnosis_chart(top),
+        misconceptions=_misconceptions(data, top),
+        history_summary=history_summary,
+        history=history,
+        headline=_headline(data),
+        notes=data.notes,
+        histogram=_histogram(percents) if percents else None,
+        notebooks=_notebook_sections(data),
+        notebook_names=data.notebooks,
+        hardest=HARDEST,
+        problems={k: [(p.student, p.notebook or "", p.detail) for p in v] for k, v in data.by_kind().items()},
+        meanings=KINDS,
+        students=_student_rows(data),
     )
-    page = PAGE.replace("BODY", "\n".join(parts))
     path = data.root / "class_report.html"
     path.write_text(page, encoding="utf-8")
     return path
-
-
-PAGE = """<!DOCTYPE html>
-<html lang="en"><head><meta charset="utf-8"><title>Backprop Ninja: class report</title>
-<style>
-body { font-family: system-ui, sans-serif; max-width: 60rem; margin: 2rem auto; padding: 0 1rem; color: #222; }
-h2 { border-bottom: 1px solid #ccc; margin-top: 2.5rem; }
-.headline li { font-size: 1.1rem; margin: .2rem 0; }
-.note { color: #8a4b00; background: #fff4e0; padding: .4rem .6rem; }
-table { border-collapse: collapse; margin: .5rem 0 1rem; }
-th, td { border: 1px solid #ddd; padding: .25rem .6rem; text-align: left; vertical-align: top; }
-th { background: #f3f3f3; }
-td { max-width: 36rem; overflow-wrap: anywhere; }
-img { max-width: 100%; }
-</style></head>
-<body>
-BODY
-</body></html>
-"""

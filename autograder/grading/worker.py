@@ -1,31 +1,60 @@
 """One worker of ``backprop-ninja grade``: nbgrader's own autograde, one student at a time.
 
-Started by ``class_grading`` with nbgrader command-line options (``--CourseDirectory.db_url=…``
-and the like), in the course root. It loads the course's nbgrader_config.py exactly as
-``nbgrader autograde`` does, so GradingExecute (in the sandbox) and JudgeAnswers run as
-configured, then reads student ids from stdin, one a line, and for each runs nbgrader's
-``NbGraderAPI.autograde`` (and ``generate_feedback``) into its own gradebook, and answers with
-one JSON line on stdout::
+Started by the worker pool (``pool``) with nbgrader command-line options
+(``--CourseDirectory.db_url=…`` and the like), in the course root. It loads the course's
+nbgrader_config.py exactly as ``nbgrader autograde`` does, so GradingExecute (in the sandbox) and
+JudgeAnswers run as configured, then reads student ids from stdin, one a line, and for each runs
+nbgrader's ``NbGraderAPI.autograde`` (and ``generate_feedback``) into its own gradebook.
 
-    {"student", "success", "error", "incidents": [...], "sandbox_error", "seconds"}
-
-Everything else the worker or nbgrader prints goes to stderr. One process serves many
-students, so nbgrader, torch and the grader's reference setup are loaded once.
+The protocol: one JSON line on stdout when it is ready (``READY``), then one ``WorkerResult`` as a
+JSON line per student. Everything else the worker or nbgrader prints goes to stderr. One process
+serves many students, so nbgrader, torch and the grader's reference setup are loaded once.
 """
 
 import json
 import os
+import re
 import sys
 import time
+from dataclasses import asdict, dataclass, field
+
+from .problems import Problem
+
+READY = {"ready": True}
+SANDBOX_ERROR = re.compile(r"autograder\.sandbox[\w.]*\.SandboxError: (.*)")
+
+
+@dataclass
+class WorkerResult:
+    """What a worker answers for one student."""
+
+    student: str
+    """The student it graded (a result for anyone else means the worker is confused: it is killed)."""
+    success: bool
+    """nbgrader's autograde (and feedback) succeeded."""
+    error: str = ""
+    """nbgrader's error, its last 3000 characters, when it did not."""
+    incidents: list = field(default_factory=list)
+    """Every ``Problem`` the grading kernel ran into (time, memory, a dead kernel...)."""
+    sandbox_error: str = ""
+    """The sandbox's own message when it could not start a kernel: then nobody can be graded."""
+    seconds: float = 0.0
+    """How long grading the student took."""
+
+    def to_line(self) -> str:
+        return json.dumps({**asdict(self), "incidents": [p.to_json() for p in self.incidents]}) + "\n"
+
+    @classmethod
+    def from_json(cls, data: dict) -> "WorkerResult":
+        known = {k: v for k, v in data.items() if k in cls.__dataclass_fields__}
+        known["incidents"] = [Problem.from_json(p) for p in data.get("incidents", [])]
+        return cls(**known)
 
 
 def sandbox_error(log: str) -> str:
     """The sandbox's own message when it could not start a kernel, else ''."""
-    from ..sandbox import SandboxError
-
-    marker = f"{SandboxError.__module__}.{SandboxError.__qualname__}:"  # the traceback's last line
-    lines = [line for line in log.splitlines() if marker in line]
-    return lines[-1].split(marker, 1)[1].strip() if lines else ""
+    found = SANDBOX_ERROR.findall(log)  # the traceback's last line, written by the grader's sandbox module
+    return found[-1].strip() if found else ""
 
 
 def main(argv=None) -> None:
@@ -44,7 +73,7 @@ def main(argv=None) -> None:
     app = NbGrader()
     app.initialize(argv)
     api = NbGraderAPI(coursedir=app.coursedir, parent=app)
-    results.write(json.dumps({"ready": True}) + "\n")
+    results.write(json.dumps(READY) + "\n")
     for line in sys.stdin:
         student = line.strip()
         if not student:
@@ -57,19 +86,15 @@ def main(argv=None) -> None:
             made = api.generate_feedback(assignment, student, force=True)
             if not made["success"]:
                 error = "feedback: " + (made.get("error") or "")
-        results.write(
-            json.dumps(
-                {
-                    "student": student,
-                    "success": bool(result["success"]),
-                    "error": error[-3000:],
-                    "incidents": list(GradingExecute.incidents),
-                    "sandbox_error": sandbox_error(error + "\n" + result.get("log", "")),
-                    "seconds": round(time.monotonic() - started, 2),
-                }
-            )
-            + "\n"
+        answer = WorkerResult(
+            student=student,
+            success=bool(result["success"]),
+            error=error[-3000:],
+            incidents=list(GradingExecute.incidents),
+            sandbox_error=sandbox_error(error + "\n" + result.get("log", "")),
+            seconds=round(time.monotonic() - started, 2),
         )
+        results.write(answer.to_line())
 
 
 if __name__ == "__main__":

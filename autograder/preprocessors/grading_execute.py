@@ -2,6 +2,7 @@
 
 import contextlib
 import hashlib
+import logging
 import os
 import secrets
 import time
@@ -10,9 +11,10 @@ from jupyter_client.manager import AsyncKernelManager
 from nbclient.exceptions import DeadKernelError
 from nbformat.v4 import new_output
 from nbgrader.preprocessors import Execute
-from traitlets import Bool, Integer, Unicode
+from traitlets import Bool, Integer, Unicode, default
 
 from ..data import NAMES_VARIABLE, names_path
+from ..grading.problems import Problem
 from ..in_kernel import SEED_VARIABLE
 from ..sandbox import SandboxedKernelManager
 
@@ -51,15 +53,17 @@ def timed_out_cells(nb) -> list:
 def record_incident(resources, kind: str, detail: str, log) -> None:
     """Note a problem of the notebook being graded: in its resources, for class grading's worker, in the log."""
     nbgrader = resources.get("nbgrader", {})
-    incident = {
-        "student": nbgrader.get("student"),
-        "notebook": nbgrader.get("notebook"),
-        "problem": kind,
-        "detail": detail,
-    }
-    resources["backprop_ninja"]["incidents"].append(incident)
-    GradingExecute.incidents.append(incident)
-    log.warning("%s/%s: %s: %s", incident["student"], incident["notebook"], kind, detail)
+    problem = Problem(nbgrader.get("student"), nbgrader.get("notebook"), kind, detail)
+    resources["backprop_ninja"]["incidents"].append(problem)
+    GradingExecute.incidents.append(problem)
+    log.warning("GRADING PROBLEM %s/%s: %s: %s", problem.student, problem.notebook, kind, detail)
+
+
+class _WithoutDebug(logging.LoggerAdapter):
+    """A log that passes everything but DEBUG records on to its logger."""
+
+    def isEnabledFor(self, level):
+        return level > logging.DEBUG and self.logger.isEnabledFor(level)
 
 
 class GradingExecute(Execute):
@@ -96,8 +100,15 @@ class GradingExecute(Execute):
         "(error messages excepted), so a notebook that prints gigabytes cannot exhaust the grader.",
     ).tag(config=True)
 
-    # What went wrong in each notebook this process executed (record_incident), for the class report:
-    # dicts {"student", "notebook", "problem", "detail"}; class grading's workers read and clear it.
+    kernel_trace = Bool(
+        False,
+        help="Log nbclient's DEBUG trace of the kernel: every cell's source and every message, the answers as "
+        "encoded tensors (megabytes a notebook). Off, the executor logs from INFO up: nbgrader's captured logs (the "
+        "Formgrader's autograde dialog, the workers of backprop-ninja grade) keep DEBUG whatever --log-level says.",
+    ).tag(config=True)
+
+    # What went wrong in each notebook this process executed (record_incident), for the class report: a Problem
+    # each; class grading's workers read and clear it.
     incidents = []
 
     _run_secret = secrets.token_hex(16)
@@ -106,6 +117,11 @@ class GradingExecute(Execute):
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self.kernel_manager_class = SandboxedKernelManager if self.sandbox else AsyncKernelManager
+
+    @default("log")
+    def _log_default(self):
+        log = super()._log_default()
+        return log if self.kernel_trace else _WithoutDebug(log, {})
 
     def grading_seed(self, resources) -> int:
         nbgrader = resources.get("nbgrader", {})

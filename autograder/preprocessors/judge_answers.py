@@ -15,6 +15,7 @@ from nbgrader.preprocessors import NbGraderPreprocessor
 from ..authoring.notebooks import grade_id
 from ..data import NAMES_VARIABLE
 from ..engine import wire
+from ..engine.diagnose import changed_after_check
 from ..engine.exercises import CHECKS
 from ..engine.honesty import AutogradTaint
 from ..engine.judge import Verdict
@@ -81,6 +82,7 @@ class JudgeAnswers(NbGraderPreprocessor):
                 for name in REPORTED.findall("".join(REPORT_CALL.findall(c.source)))
             }
         )
+        checked = {}  # each graded answer's report at its own graded cell
         for index, cell in enumerate(nb.cells):
             if cell.cell_type != "code":
                 continue
@@ -94,7 +96,7 @@ class JudgeAnswers(NbGraderPreprocessor):
                 try:
                     verdict = check(reports[0], namespace, seed, set(taint.tainted))
                 except Exception as error:  # a malformed (forged) report must cost this cell only
-                    self.log.warning("cell %s: unreadable report (%r)", grade_id(cell), error)
+                    self.log.warning("cell %s: unreadable report (%.200r)", grade_id(cell), error)
                     verdict = check({}, namespace, seed, set())
                     verdict.points, verdict.lines = 0, ["the grader could not read the answer this cell reported"]
             else:
@@ -107,6 +109,11 @@ class JudgeAnswers(NbGraderPreprocessor):
                     verdict.lines = [why]
                     if ran:
                         unanswered.append(grade_id(cell))
+            if len(reports) == 1 and isinstance(reports[0], dict):
+                answer = grade_id(cell).removeprefix("test_")
+                verdict.lines += changed_after_check(checked, reports[0], answer)
+                if answer in reports[0]:
+                    checked.setdefault(answer, reports[0][answer])
             cell.outputs = verdict_outputs(verdict)
         if unanswered:  # nothing crashed or timed out, yet no answer came: say so, it is no accident
             record_incident(

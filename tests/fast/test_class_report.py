@@ -2,6 +2,7 @@
 
 import base64
 import csv
+import html
 import json
 import re
 import shutil
@@ -94,7 +95,7 @@ class Page(HTMLParser):
         self.stack.pop()
 
     def handle_data(self, data):
-        if self.stack and self.stack[-1] in ("td", "th"):
+        if {"td", "th"} & set(self.stack) and data.strip():
             self.rows[-1].append(data)
 
 
@@ -114,8 +115,9 @@ def test_report_of_a_small_class(tmp_path, gradebook_db, gradebook):
     assert path == tmp_path / "class_report.html" and path.is_file()
     text = path.read_text(encoding="utf-8")
     page = Page(text)
-    assert ["distribution", "steps", "hardest", "problems", "students"] == page.ids
-    assert all(link.startswith("data:") for link in page.links)  # self-contained: works offline
+    assert ["distribution", "steps", "misconceptions", "hardest", "problems", "students", "history"] == page.ids
+    # self-contained: plots inline; the only files linked are the feedback beside it
+    assert all(link.startswith(("data:", "#", "feedback/")) for link in page.links)
     # two plots: the histogram and ex1's pass rates (ex2 has nobody graded)
     assert len(page.images) == 2
     for src in page.images:
@@ -123,8 +125,7 @@ def test_report_of_a_small_class(tmp_path, gradebook_db, gradebook):
     assert re.search(f"<h3>{EX2}</h3>\\s*<p class='note'>No graded student in this notebook.</p>", text)
     # hostile strings are shown as text, never as markup
     assert page.scripts == 0 and HOSTILE not in text and EVIL_DETAIL not in text
-    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in text
-    assert "&lt;img src=x onerror=&quot;alert(2)&quot;&gt;&amp;amp;" in text
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in text and "<img src=x" not in text
     # pass rates: the gradebook says test_dcounts_sum_inv is worth 2 (nobody has it); else the column max is 1
     max_points = dict(MAX) if gradebook else {g: max(s[g] or 0 for s in CLASS.values()) for g in MAX}
     assert (max_points["test_dcounts_sum_inv"] == 2) == gradebook
@@ -167,7 +168,79 @@ def test_empty_or_missing_class(tmp_path, files):
     expected = {
         "none": "does not exist",
         "empty": "No problems reported.",
-        "nbgrader-export": "no &#x27;student&#x27; column",
+        "nbgrader-export": "no 'student' column",
     }
-    assert expected[files] in text
+    assert expected[files] in html.unescape(text)
     assert summary_lines(tmp_path)[:2] == ["0 students (0 graded), 0 notebooks", "0 problems"]
+
+
+def autograded(root, student, verdicts):
+    """An autograded ex1 notebook whose graded cells hold these verdict texts (grade_id -> text)."""
+    cells = [
+        {
+            "cell_type": "code",
+            "metadata": {"nbgrader": {"grade": True, "grade_id": gid, "points": MAX[gid]}},
+            "source": "",
+            "outputs": [{"output_type": "stream", "name": "stdout", "text": text}],
+        }
+        for gid, text in verdicts.items()
+    ]
+    folder = root / "autograded" / student / ASSIGNMENT
+    folder.mkdir(parents=True)
+    (folder / f"{EX1}.ipynb").write_text(
+        json.dumps({"cells": cells, "metadata": {}, "nbformat": 4, "nbformat_minor": 5})
+    )
+
+
+def test_misconceptions_feedback_links_and_history(tmp_path):
+    make_class(tmp_path)
+    axis = "✘ dcounts_sum_inv: 1 of 2 points\n  dcounts_sum_inv has shape (1, 27), but counts_sum_inv has shape (32, 1): it looks summed over dimension 0 instead of dimension 1.\n"  # noqa: E501
+    autograded(tmp_path, "ada", {"test_dcounts_sum_inv": axis})
+    autograded(
+        tmp_path,
+        "ben",
+        {
+            "test_dcounts_sum_inv": axis,
+            "test_dprobs": "✘ dprobs: 0 of 1 point\n  dprobs has the right size but the wrong sign: check it\n",
+            "test_dC": "✘ dC: 0 of 2 points\n  dC is right for characters that appear once in the batch, and wrong"
+            " for those that appear several times: `dC[Xb] += demb` does not add up repeated indices.\n",
+        },
+    )
+    autograded(tmp_path, HOSTILE, {"test_dcounts_sum_inv": axis, "test_dlogprobs": "✘ dlogprobs: 0 of 1 point\n"})
+    autograded(tmp_path, "dora", {"test_dprobs": "✘ dprobs: 0 of 1 point\n  not answered yet: dprobs is still None\n"})
+    for student in ["ada", "ben"]:
+        folder = tmp_path / "feedback" / student / ASSIGNMENT
+        folder.mkdir(parents=True)
+        (folder / f"{EX1}.html").write_text("<html>feedback</html>")
+    (tmp_path / "grade_history.csv").write_text(
+        "time,student,old_total,new_total,reason\n"
+        "2026-12-01T10:00:00+00:00,ben,,1,first grading\n"
+        "2026-12-01T10:00:00+00:00,ada,,5,first grading\n"
+        "2026-12-02T09:00:00+00:00,ben,1,2,new submission\n"
+        "2026-12-02T09:00:00+00:00,ada,5,5,regrade after a change of the exercises\n"
+    )
+    text = write_report(tmp_path).read_text(encoding="utf-8")
+    page = Page(text)
+    # the most frequent diagnosis of each step, with its count and who, in the notebook's step order
+    diagnosed = [r for r in page.rows if r and r[0].startswith("test_d") and "student" in r[1]]
+    assert [r[:2] for r in diagnosed] == [
+        ["test_dlogprobs", "1 student: other reasons"],
+        ["test_dprobs", "1 student: wrong sign"],
+        ["test_dcounts_sum_inv", "3 students: summed or normalised over the wrong dimension"],
+        ["test_dC", "1 student: repeated indices not accumulated"],
+    ]
+    assert [name for name in (s.strip(", ") for s in diagnosed[2][2:]) if name] == ["ada", "ben", HOSTILE]
+    assert "feedback/ada/backprop_ninja/ex1_atomic_backward.html" in page.links
+    assert "not answered" not in text and "dora (1 step)" in text  # an unanswered step is no misconception
+    assert not [link for link in page.links if "script" in link]  # nobody links to feedback that is not there
+    assert len(page.images) == 3  # the histogram, ex1's pass rates and the diagnoses
+    # each student's row links to their feedback
+    assert '<td><a href="feedback/ben/backprop_ninja/ex1_atomic_backward.html">ben</a></td>' in text
+    # regrades: the totals that changed, the latest run first
+    assert ["2026-12-02T09:00:00+00:00", "ben", "1", "2", "new submission"] in page.rows
+    assert not [r for r in page.rows if r[:2] == ["2026-12-02T09:00:00+00:00", "ada"]]
+    assert (
+        "The last run (2026-12-02T09:00:00+00:00) graded 2 students: 0 for the first time, 1 with a changed total."
+        in text
+    )
+    assert not [r for r in page.rows if "first grading" in r]  # a first grading is no regrade

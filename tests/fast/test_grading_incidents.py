@@ -26,7 +26,7 @@ def incidents(nb, **state):
     GradingExecute.incidents.clear()
     execute.record_incidents(nb, resources)
     assert GradingExecute.incidents == resources["backprop_ninja"]["incidents"]  # what class grading's worker reads
-    return [(i["problem"], i["detail"]) for i in resources["backprop_ninja"]["incidents"]]
+    return [(p.kind, p.detail) for p in resources["backprop_ninja"]["incidents"]]
 
 
 def test_a_cell_interrupted_at_its_timeout_and_a_notebook_stopped_at_its_limit_are_two_kinds():

@@ -43,3 +43,20 @@ def test_prose_about_gradients_is_not_autograd():
     assert tainted('def f(x):\n    return getattr(x, "grad")') == {"f"}
     assert tainted('def f(x):\n    """doc"""\n    return x.grad') == {"f"}
     assert tainted('name = "grad"') == {"name"}
+
+
+def test_resetting_a_gradient_is_not_reading_it():
+    """The lecture's loop sets p.grad = None before loss.backward(): a scratch cell with it (or Exercise 4's Step 1)
+    must not mark p, and with it a lecture-style training_step that updates p.data, as autograd's."""
+    from autograder.engine.honesty import AutogradTaint
+
+    taint = AutogradTaint()
+    taint.add_cell("for p in parameters:\n    p.grad = None\nloss.backward()\nfor q in parameters:\n    q.grad.zero_()")
+    assert taint.tainted == set()
+    taint.add_cell(
+        "def training_step(Xb, Yb, lr):\n    grads = backward_pass(Xb, Yb, forward(Xb, Yb)[1])\n"
+        "    for p, grad in zip(parameters, grads):\n        p.data += -lr * grad"
+    )
+    assert taint.tainted == set()
+    taint.add_cell("for p in parameters:\n    p.grad = p.grad * 2\nstep = p.grad.zero_().sum()")
+    assert taint.tainted == {"p", "step"}  # anything that reads a gradient still counts

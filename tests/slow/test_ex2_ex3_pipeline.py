@@ -330,7 +330,7 @@ def lost(course, student, notebook) -> list:
 
 @pytest.mark.parametrize("notebook", [NB2, NB3])
 def test_points_table(graded, notebook):
-    assert graded.max_scores(notebook) == {**POINTS[notebook], "setup_settings": 0, "self_check_helpers": 0}
+    assert graded.max_scores(notebook) == POINTS[notebook]  # the setup cells are locked cells, not 0-point grade cells
 
 
 @pytest.mark.parametrize("notebook", [NB2, NB3])
@@ -398,3 +398,33 @@ def test_hidden_tests_and_solutions_are_not_in_the_release(graded, notebook):
         "hprebn.var(0, keepdim=True, unbiased=True)",
     ]:
         assert secret not in text, secret
+
+
+@pytest.fixture(scope="module")
+def feedback(graded):
+    graded.nbgrader("generate_feedback", ASSIGNMENT)
+    return graded
+
+
+@pytest.mark.parametrize("notebook", [NB2, NB3])
+def test_feedback_opens_with_every_graded_cell_and_the_first_to_fix(feedback, notebook):
+    students = sorted(
+        p.parent.parent.name for p in (feedback.root / "submitted").glob(f"*/{ASSIGNMENT}/{notebook}.ipynb")
+    )
+    assert len(students) > 10
+    for student in students:
+        page = feedback.feedback(student, notebook)
+        assert page.table() == feedback.summary_rows(student, notebook, list(POINTS[notebook])), student
+        wrong = [anchor for anchor, mark, _, _ in page.table() if mark == "✘"]
+        assert page.first_to_fix() == wrong[:1], student
+        for secret in ["HIDDEN TESTS", "report(", "start_grading", "grading_seed", "x-backprop-ninja", "data_dtype"]:
+            assert secret not in page.text, (student, secret)
+    titles = [r.step for r in feedback.feedback("solution", notebook).rows]
+    assert (
+        titles
+        == {
+            NB2: ["loss_fast", "dlogits", "every row of dlogits sums to zero"],
+            NB3: ["hpreact_fast", "dbngain", "dbnbias", "dhprebn"],
+        }[notebook]
+    )
+    assert "../../course/" not in feedback.feedback("solution", notebook).text  # the derivation links work anywhere

@@ -342,7 +342,7 @@ def test_timeout_interrupts_through_the_courses_execute(course):
     errors = [o.ename for o in nb.cells[0].outputs if o.output_type == "error"]
     assert "CellTimeoutError" in errors and "KeyboardInterrupt" in errors  # interrupted
     assert nb.cells[1].outputs[0].text == "after\n"  # and the kernel carried on
-    assert [p["problem"] for p in resources["backprop_ninja"]["incidents"]] == ["cell_timeout"]
+    assert [p.kind for p in resources["backprop_ninja"]["incidents"]] == ["cell_timeout"]
 
 
 def test_fails_closed(course):

@@ -1,0 +1,77 @@
+"""What changed since the last ``grade`` run, as digests: who must be regraded, and why.
+
+A student is regraded when their submitted files change (``submission_key``: a sha256 of every
+notebook and of timestamp.txt) or when the exercises or the grading configuration change
+(``course_key``: the source notebooks, nbgrader_config.py and the due date in gradebook.db);
+``student_key`` joins the two.
+"""
+
+import hashlib
+import json
+from pathlib import Path
+
+NEW_SUBMISSION = "new submission"
+FIRST_GRADING = "first grading"
+COURSE_CHANGED = "regrade after a change of the exercises, nbgrader_config.py or the due date"
+REQUESTED = "regrade requested (--regrade-all)"
+UNFINISHED = "regrade: the last grading did not finish"
+FILES_GONE = "regrade: the autograded notebooks of the last grading are gone"
+
+
+def _digest(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def due_date(root: Path, assignment: str):
+    """The assignment's due date in gradebook.db (nbgrader's own), or None."""
+    from nbgrader.api import Gradebook, MissingEntry
+
+    if not (root / "gradebook.db").is_file():
+        return None
+    with Gradebook(f"sqlite:///{root / 'gradebook.db'}") as gb:
+        try:
+            return gb.find_assignment(assignment).duedate
+        except MissingEntry:
+            return None
+
+
+def course_key(root: Path, assignment: str, notebooks: list) -> str:
+    """Changes when an exercise, the grading configuration or the due date changes: everyone is regraded then."""
+    parts = [(root / "source" / assignment / f"{n}.ipynb").read_bytes() for n in notebooks]
+    parts.append((root / "nbgrader_config.py").read_bytes() if (root / "nbgrader_config.py").is_file() else b"")
+    parts.append(str(due_date(root, assignment)).encode())
+    return _digest(b"\0".join(parts))
+
+
+def _submission(root: Path, assignment: str, student: str, notebooks: list) -> tuple:
+    folder = root / "submitted" / student / assignment
+    files = {
+        n: _digest((folder / f"{n}.ipynb").read_bytes()) if (folder / f"{n}.ipynb").is_file() else None
+        for n in notebooks
+    }
+    stamp = (folder / "timestamp.txt").read_text().strip() if (folder / "timestamp.txt").is_file() else ""
+    return files, stamp
+
+
+def submission_key(root: Path, assignment: str, student: str, notebooks: list) -> str:
+    """Changes when the student hands in something new (a notebook or its timestamp)."""
+    return _digest(json.dumps(_submission(root, assignment, student, notebooks), sort_keys=True).encode())
+
+
+def student_key(root: Path, assignment: str, student: str, notebooks: list, course: str) -> str:
+    """Changes when either the student's files or the course do: the student is regraded then."""
+    files, stamp = _submission(root, assignment, student, notebooks)
+    return _digest(json.dumps([course, files, stamp], sort_keys=True).encode())
+
+
+def regrade_reason(old, submission: str, course: str, regrade_all: bool) -> str:
+    """Why a student is graded in this run; ``old`` is their ``StudentRecord`` from the last run, or None."""
+    if old is None:
+        return FIRST_GRADING
+    if old.submission_key != submission:
+        return NEW_SUBMISSION
+    if old.course_key != course:
+        return COURSE_CHANGED
+    if regrade_all:
+        return REQUESTED
+    return UNFINISHED if not old.complete else FILES_GONE

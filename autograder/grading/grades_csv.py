@@ -1,0 +1,78 @@
+"""grades.csv: one row per student, read from gradebook.db.
+
+Columns: ``student``, ``total`` (after any late penalty), ``max_total``, ``late_penalty`` (points
+taken off; empty when none), one column per notebook (its score before the penalty) and one per
+graded step (``<notebook>:<grade_id>``). An empty cell means that notebook or step has no grade:
+problems.json says why.
+"""
+
+import csv
+from pathlib import Path
+
+import nbformat
+
+FIXED_COLUMNS = ["student", "total", "max_total", "late_penalty"]
+
+
+def step_columns(root: Path, assignment: str, notebooks: list) -> dict:
+    """notebook -> graded grade_ids (every test_* cell, and any other cell worth points), in cell order."""
+    steps = {}
+    for notebook in notebooks:
+        nb = nbformat.read(root / "release" / assignment / f"{notebook}.ipynb", as_version=4)
+        steps[notebook] = [
+            m["grade_id"]
+            for m in (c.metadata.get("nbgrader", {}) for c in nb.cells)
+            if m.get("grade") and (m.get("grade_id", "").startswith("test_") or m.get("points", 0))
+        ]
+    return steps
+
+
+def grade_rows(main_db: Path, assignment: str, notebooks: list, steps: dict, students: list, graded: dict) -> list:
+    """One dict per student, numbers or None, keyed by the CSV's columns; ``graded``: student -> notebooks."""
+    from nbgrader.api import Gradebook, MissingEntry
+
+    rows = []
+    with Gradebook(f"sqlite:///{main_db}") as gb:
+        max_total = gb.find_assignment(assignment).max_score
+        for student in students:
+            row = {"student": student, "max_total": max_total}
+            total, penalty = None, 0.0
+            for notebook in notebooks:
+                if notebook not in graded.get(student, ()):
+                    continue
+                try:
+                    snb = gb.find_submission_notebook(notebook, assignment, student)
+                except MissingEntry:
+                    continue
+                scores = {g.name: g.score for g in snb.grades}
+                row[notebook] = snb.score
+                total = (total or 0) + snb.score
+                penalty += snb.late_submission_penalty or 0.0
+                for step in steps[notebook]:
+                    row[f"{notebook}:{step}"] = scores.get(step)
+            row["late_penalty"] = penalty or None
+            row["total"] = None if total is None else total - penalty
+            rows.append(row)
+    return rows
+
+
+def _fmt(x) -> str:
+    return "" if x is None else f"{float(x):g}"
+
+
+def number(text):
+    """A cell of grades.csv (or of the history) as a number; None when it is empty or not a number."""
+    try:
+        return float(text)
+    except (TypeError, ValueError):
+        return None
+
+
+def write_grades_csv(path: Path, rows: list, notebooks: list, steps: dict) -> None:
+    """Write ``grade_rows`` to ``path``."""
+    header = [*FIXED_COLUMNS, *notebooks, *(f"{n}:{s}" for n in notebooks for s in steps[n])]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w", newline="", encoding="utf-8") as f:
+        writer = csv.DictWriter(f, fieldnames=header, restval="")
+        writer.writeheader()
+        writer.writerows({k: (v if k == "student" else _fmt(v)) for k, v in row.items()} for row in rows)

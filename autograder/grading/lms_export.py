@@ -1,0 +1,131 @@
+"""``backprop-ninja export``: the totals of grades.csv in a file an LMS imports.
+
+  canvas  Canvas's gradebook import: the roster's ``Student, ID, SIS User ID, SIS Login ID, Section``,
+          then the assignment's column headed ``Name (id)`` (the roster's column for this
+          assignment, else a new column that Canvas makes into an assignment), with a second row
+          ``Points Possible``; one row per person on the roster
+  moodle  Moodle's grade import: one identifier column (``Email address``, else ``ID number``) and
+          one grade column, one row per matched student
+  csv     student, name on the roster (if one is given), total, max_total, late_penalty
+
+A total is grades.csv's (after any late penalty). Nobody is dropped: a person on the roster with
+no submission keeps an empty grade (Canvas leaves it as it was), a student with no grade likewise,
+and every one of them and every student not on the roster is listed, on stderr and in
+``<out>.unmatched.csv``.
+"""
+
+import csv
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..errors import GradingError
+from .roster import CANVAS_COLUMNS, Roster, match, name_key, read_roster
+
+FORMATS = ("canvas", "moodle", "csv")
+NO_SUBMISSION = "on the roster, no submission"
+NOT_ON_ROSTER = "submission, not on the roster"
+NO_GRADE = "submission, no grade (see problems.json)"
+
+
+@dataclass
+class Export:
+    """What ``export`` wrote."""
+
+    out: Path
+    rows: int
+    """Students (or roster entries) in the file."""
+    unmatched: list
+    """(what, who, why) for everyone listed in ``unmatched_csv``."""
+    unmatched_csv: Path
+    warnings: list
+    """What the instructor must check before importing (a points mismatch)."""
+
+
+def read_grades(path: Path) -> dict:
+    """student -> its grades.csv row."""
+    if not Path(path).is_file():
+        raise GradingError(f"no grades: {path} does not exist (run backprop-ninja grade first)")
+    with open(path, newline="", encoding="utf-8") as f:
+        rows = {r["student"]: r for r in csv.DictReader(f) if r.get("student")}
+    return rows
+
+
+def canvas_column(roster: Roster, assignment: str, column: str | None) -> str:
+    """The roster's column for the assignment (``Name (id)``): the one named, else the one whose name is the
+    assignment's, else a new column named after the assignment."""
+    assignments = [c for c in roster.columns if re.search(r"\(\d+\)$", c)]
+    if column:
+        if column not in roster.columns:
+            raise GradingError(f"the roster has no column {column!r}; its assignments: {', '.join(assignments)}")
+        return column
+    same = [c for c in assignments if name_key(re.sub(r"\s*\(\d+\)$", "", c)) == name_key(assignment)]
+    return same[0] if len(same) == 1 else assignment
+
+
+def export_grades(
+    fmt: str, grades_csv: Path, out: Path, roster_path: Path | None, assignment: str, column: str | None = None
+) -> Export:
+    """Write ``out`` in format ``fmt`` from grades.csv and the roster."""
+    if fmt not in FORMATS:
+        raise GradingError(f"unknown format {fmt!r}: one of {', '.join(FORMATS)}")
+    if roster_path is None and fmt != "csv":
+        raise GradingError(f"--format {fmt} needs --roster (the LMS's own export of its class list)")
+    grades = read_grades(grades_csv)
+    roster = read_roster(roster_path) if roster_path else None
+    matching = match(sorted(grades), roster) if roster else None
+    if roster and fmt != roster.lms and fmt != "csv":
+        raise GradingError(f"--format {fmt} needs a {fmt} roster; {roster_path} is a {roster.lms} export")
+    person_of = matching.matched if matching else {}
+    total = lambda student: grades[student]["total"] if student in grades else ""
+    max_total = next((r["max_total"] for r in grades.values() if r.get("max_total")), "")
+
+    unmatched = (
+        [(NO_SUBMISSION, p.name, "no student of the course is this person") for p in matching.no_submission]
+        if matching
+        else []
+    )
+    unmatched += [(NOT_ON_ROSTER, s, why) for s, why in (matching.not_on_roster.items() if matching else [])]
+    unmatched += [(NO_GRADE, s, "handed in but not graded") for s in sorted(grades) if grades[s]["total"] == ""]
+
+    warnings = []
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with open(out, "w", newline="", encoding="utf-8") as f:
+        writer = csv.writer(f)
+        if fmt == "canvas":
+            heading = canvas_column(roster, assignment, column)
+            student_of = {id(p): s for s, p in person_of.items()}
+            writer.writerow([*CANVAS_COLUMNS, heading])
+            writer.writerow(["    Points Possible", "", "", "", "", max_total])  # as Canvas writes it
+            points = roster.points_possible.get(heading, "")
+            if points and max_total and float(points) != float(max_total):
+                warnings.append(
+                    f"{heading} is worth {points} points in Canvas but {max_total} here: the totals are points out "
+                    f"of {max_total}; change the assignment's points in Canvas to {max_total} before importing"
+                )
+            for p in roster.people:
+                writer.writerow([p.row.get(c, "") for c in CANVAS_COLUMNS] + [total(student_of.get(id(p), ""))])
+            count = len(roster.people)
+        elif fmt == "moodle":
+            people = list(person_of.items())
+            key = "Email address" if people and all(p.row.get("Email address") for _, p in people) else "ID number"
+            writer.writerow([key, assignment])
+            for student, p in people:
+                if not p.row.get(key):
+                    raise GradingError(f"{p.name} has no {key} on the roster: Moodle cannot match the grade to them")
+                writer.writerow([p.row[key], total(student)])
+            count = len(people)
+        else:
+            writer.writerow(["student", "name", "total", "max_total", "late_penalty"])
+            for student in sorted(grades):
+                row = grades[student]
+                name = person_of[student].name if student in person_of else ""
+                writer.writerow([student, name, row["total"], row["max_total"], row.get("late_penalty", "")])
+            count = len(grades)
+
+    unmatched_csv = out.with_name(out.stem + ".unmatched.csv")
+    with open(unmatched_csv, "w", newline="", encoding="utf-8") as f:
+        writer = csv.writer(f)
+        writer.writerow(["what", "who", "why"])
+        writer.writerows(unmatched)
+    return Export(out, count, unmatched, unmatched_csv, warnings)

@@ -1,0 +1,105 @@
+"""Why a student has no grade or only part of one: the ``Problem`` type and the table of its kinds.
+
+Every module that finds a problem (collect, repair, staging, the grading kernel, the worker pool)
+makes a ``Problem``; problems.json, the command's summary, its ``--help`` and the class report all
+read the same ``KINDS`` table, in its order (most serious first).
+"""
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+# kind -> what it means, one line each; the order is the order of the report and the summary
+KINDS = {
+    # the grader could not grade the student at all
+    "worker_killed": "a grading worker did not answer in time and was killed; the student is not graded",
+    "grader_error": "nbgrader could not grade the submission; the student is not graded",
+    # while the notebook ran in the sandbox
+    "kernel_died": "the kernel died (out of memory, os._exit, a crash); the cells after it scored 0",
+    "notebook_time_limit": "the notebook was stopped at its wall-clock limit; cells after it scored 0",
+    "cell_timeout": "a cell ran over its limit and was interrupted; the notebook went on",
+    "memory_limit": "a cell ran out of memory; the notebook went on",
+    "process_limit": "a cell hit the sandbox's limit on processes",
+    "output_limit": "a cell printed more than the output limit; the rest of its output was dropped",
+    "no_answer_reported": (
+        "the notebook ran to the end but no answer reached the grader: reports suppressed or the grading "
+        "module replaced"
+    ),
+    # the files handed in
+    "not_a_notebook": "the file is empty or not a Jupyter notebook; not graded",
+    "too_large": "the file is over the size limit; not graded",
+    "wrong_notebook": "another notebook was saved under this notebook's name; not graded",
+    "missing_notebook": "no file for this notebook was handed in",
+    "unmatched_file": "a file in the download matches none of the notebooks (or no student); not collected",
+    "duplicate_file": "several files for one notebook; the newest was taken",
+    # nbgrader cells that were repaired before grading (the student is graded)
+    "metadata_stripped": "cells had lost their nbgrader metadata; matched to the release and repaired",
+    "duplicated_cell": "a graded or locked cell was copied; the first copy is graded",
+    "deleted_cell": "a locked or graded cell was deleted; put back from the release",
+    "unknown_cell": "cells claim grade_ids the release does not have; run as ordinary cells",
+    # after grading
+    "late_submission": "handed in after the due date; the late penalty of nbgrader_config.py was taken off",
+    "other": "a problem this version of the grader has no name for (read from an older problems.json)",
+}
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One thing that went wrong for one student; problems.json holds a list of them."""
+
+    student: str
+    """The student's id (their folder in submitted/), or ``collect.UNKNOWN_STUDENT`` for a file nobody owns."""
+    notebook: str | None
+    """The notebook it concerns (a name from source/), or None when it concerns no single notebook."""
+    kind: str
+    """One of ``KINDS`` (written as ``"problem"`` in problems.json)."""
+    detail: str
+    """What happened, with the file, cell or limit, in words an instructor can act on."""
+
+    def __post_init__(self):
+        if self.kind not in KINDS:
+            raise ValueError(f"unknown problem kind {self.kind!r}: add it to grading/problems.py's KINDS")
+
+    def to_json(self) -> dict:
+        """The problems.json shape: student, notebook, problem, detail."""
+        return {"student": self.student, "notebook": self.notebook, "problem": self.kind, "detail": self.detail}
+
+    @classmethod
+    def from_json(cls, data: dict) -> "Problem":
+        """Read one entry of problems.json; a kind this version does not know becomes ``other``, named in detail."""
+        kind, detail = str(data.get("problem", "")), str(data.get("detail", ""))
+        if kind not in KINDS:
+            kind, detail = "other", f"{kind or 'unnamed'}: {detail}"
+        notebook = data.get("notebook")
+        return cls(str(data.get("student", "")), None if notebook is None else str(notebook), kind, detail)
+
+    @property
+    def order(self) -> tuple:
+        """problems.json's order: by student, then notebook, kind and detail."""
+        return (self.student, self.notebook or "", self.kind, self.detail)
+
+
+def rank(kind: str) -> int:
+    """A kind's place in ``KINDS`` (most serious first)."""
+    return list(KINDS).index(kind)
+
+
+def write_problems(path: Path, problems) -> None:
+    """problems.json: every problem, in ``Problem.order``."""
+    entries = [p.to_json() for p in sorted(problems, key=lambda p: p.order)]
+    path.write_text(json.dumps(entries, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+
+
+def read_problems(path: Path) -> list:
+    """The problems in problems.json; raises ValueError (with the reason) when it is not a list of them."""
+    try:
+        found = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (ValueError, UnicodeDecodeError) as error:
+        raise ValueError(f"{path} is not valid JSON ({error})") from None
+    return [Problem.from_json(p) for p in (found if isinstance(found, list) else []) if isinstance(p, dict)]
+
+
+def help_lines(indent: str = "  ") -> str:
+    """The kinds and their meanings, for ``backprop-ninja grade --help``."""
+    width = max(map(len, KINDS))
+    return "\n".join(f"{indent}{kind:{width}s}  {meaning}" for kind, meaning in KINDS.items())

@@ -1,0 +1,127 @@
+"""An LMS's class list (a roster), and which student of the course is which person on it.
+
+Two rosters are read, each as its LMS exports it:
+  Canvas  a gradebook export: ``Student`` ("Last, First"), ``ID``, ``SIS User ID``, ``SIS Login ID``,
+          ``Section``, then one column per assignment headed ``Name (id)``; a second row
+          ``Points Possible`` (and other rows without an ``ID``) is not a student
+  Moodle  a grade export or participants list: ``First name``, ``Last name`` (or ``Surname``),
+          ``ID number``, ``Email address``, ``Username`` (whichever are there)
+
+A student of the course (a folder of submitted/, named by ``collect`` after the LMS download) is
+matched to a roster entry when their id equals one of the entry's identifiers (any column above
+but the name), else by name: Canvas names flat files ``lovelaceada_…`` after "Lovelace, Ada" and
+Moodle names folders ``Ada Lovelace_1234_…`` (``Ada_Lovelace_1234`` here), so both sides are
+compared as lower-case letters and digits, the trailing participant number dropped. A name two
+entries share matches neither: both are listed, never guessed.
+"""
+
+import csv
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..errors import GradingError
+
+CANVAS_COLUMNS = ["Student", "ID", "SIS User ID", "SIS Login ID", "Section"]
+MOODLE_ID_COLUMNS = ["Email address", "ID number", "Username"]
+
+
+def name_key(text: str) -> str:
+    """A name as both sides can compare it: lower-case ASCII letters and digits only."""
+    return re.sub(r"[^a-z0-9]", "", re.sub(r"_\d+$", "", text.strip()).lower())
+
+
+@dataclass(frozen=True, eq=False)  # one person is one entry: compared by identity
+class Person:
+    """One student on the roster."""
+
+    name: str
+    """As the LMS shows it ("Lovelace, Ada" on Canvas, "Ada Lovelace" on Moodle)."""
+    row: dict
+    """The roster's row as read, to write its identifying columns back."""
+    ids: tuple
+    """Every identifier a folder of submitted/ might be named by (LMS id, SIS ids, email, username)."""
+
+
+@dataclass
+class Roster:
+    lms: str
+    """``canvas`` or ``moodle``."""
+    columns: list
+    """The roster's header, in its order."""
+    people: list
+    """Every ``Person`` on it."""
+    points_possible: dict
+    """Canvas: column -> the Points Possible row's value (empty for Moodle)."""
+
+
+def read_roster(path: Path) -> Roster:
+    """The roster in ``path``, a Canvas or Moodle CSV export (UTF-8, a byte-order mark allowed)."""
+    try:
+        with open(path, newline="", encoding="utf-8-sig") as f:
+            rows = list(csv.reader(f))
+    except (OSError, UnicodeDecodeError) as error:
+        raise GradingError(f"cannot read the roster {path}: {error}") from None
+    if not rows:
+        raise GradingError(f"the roster {path} is empty")
+    header = [h.strip() for h in rows[0]]
+    records = [dict(zip(header, (v.strip() for v in row))) for row in rows[1:] if any(v.strip() for v in row)]
+    if "Student" in header and "ID" in header:
+        people, points = [], {}
+        for r in records:
+            if r.get("Student") == "Points Possible":
+                points = r
+            elif r.get("ID"):  # other header rows (muted, posting policy) have no student id
+                ids = tuple(r[c] for c in CANVAS_COLUMNS[1:4] if r.get(c))
+                people.append(Person(r["Student"], r, ids))
+        return Roster("canvas", header, people, points)
+    last = next((c for c in ("Last name", "Surname") if c in header), None)
+    if "First name" in header and last:
+        people = [
+            Person(f"{r['First name']} {r[last]}".strip(), r, tuple(r[c] for c in MOODLE_ID_COLUMNS if r.get(c)))
+            for r in records
+        ]
+        return Roster("moodle", header, people, {})
+    raise GradingError(
+        f"{path} is neither a Canvas gradebook export (columns {', '.join(CANVAS_COLUMNS)}) nor a Moodle "
+        "export (First name, Last name, Email address or ID number)"
+    )
+
+
+@dataclass
+class Matching:
+    """Who is who: students of the course against people on the roster."""
+
+    matched: dict
+    """student -> Person."""
+    no_submission: list
+    """People on the roster no student of the course is (nothing was handed in, or a name did not match)."""
+    not_on_roster: dict
+    """student -> why no one on the roster is them."""
+
+
+def match(students: list, roster: Roster) -> Matching:
+    by_id = {}
+    for person in roster.people:
+        for identifier in person.ids:
+            by_id.setdefault(identifier.lower(), []).append(person)
+    by_name = {}
+    for person in roster.people:
+        by_name.setdefault(name_key(person.name), []).append(person)
+    matched, not_on_roster = {}, {}
+    for student in students:
+        found = by_id.get(student.lower()) or by_name.get(name_key(student), [])
+        taken = [p for p in found if p not in matched.values()]
+        if len(found) == 1 and taken:
+            matched[student] = found[0]
+        elif len(found) > 1:
+            not_on_roster[student] = f"{len(found)} people on the roster have this name: " + "; ".join(
+                p.name for p in found
+            )
+        elif found:
+            other = next(s for s, p in matched.items() if p == found[0])
+            not_on_roster[student] = f"{found[0].name} on the roster is already matched to {other}"
+        else:
+            not_on_roster[student] = "no one on the roster has this name or id"
+    no_submission = [p for p in roster.people if p not in matched.values()]
+    return Matching(matched, no_submission, not_on_roster)

@@ -1,0 +1,43 @@
+"""Each student's notebooks, checked and repaired, staged where the workers grade them.
+
+submitted/ keeps what the students handed in; the copies nbgrader grades are rebuilt by
+``repair`` into .grading/staged/<student>/<assignment>/ (with timestamp.txt, for late penalties).
+"""
+
+import shutil
+from pathlib import Path
+
+import nbformat
+
+from .problems import Problem
+from .repair import repair
+
+GRADING_DIR = ".grading"  # the grader's own working folder in the course root
+STAGED = f"{GRADING_DIR}/staged"  # nbgrader's submitted_directory for the workers
+
+
+def read_releases(root: Path, assignment: str, notebooks: list) -> dict:
+    """notebook -> its release notebook, what every submission is checked against."""
+    return {n: nbformat.read(root / "release" / assignment / f"{n}.ipynb", as_version=4) for n in notebooks}
+
+
+def stage_student(root: Path, assignment: str, student: str, notebooks: list, releases: dict) -> tuple:
+    """Repair the student's notebooks into the staging folder; ([notebooks staged], [Problem])."""
+    source = root / "submitted" / student / assignment
+    staged = root / STAGED / student / assignment
+    shutil.rmtree(staged, ignore_errors=True)
+    staged.mkdir(parents=True)
+    ok, problems = [], []
+    for notebook in notebooks:
+        path = source / f"{notebook}.ipynb"
+        if not path.is_file():
+            problems.append(Problem(student, notebook, "missing_notebook", f"no {notebook}.ipynb was handed in"))
+            continue
+        nb, found = repair(path.read_bytes(), releases[notebook], notebook, student)
+        problems += found
+        if nb is not None:
+            nbformat.write(nb, staged / f"{notebook}.ipynb")
+            ok.append(notebook)
+    if (source / "timestamp.txt").is_file():
+        shutil.copy(source / "timestamp.txt", staged / "timestamp.txt")
+    return ok, problems

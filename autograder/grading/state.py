@@ -1,0 +1,54 @@
+"""What the last ``grade`` run left for the next one (.grading/state.json): each student's keys,
+graded notebooks, problems and total, so a run that regrades nobody reports the same problems."""
+
+import json
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from .problems import Problem
+
+
+@dataclass
+class StudentRecord:
+    """One student as their last grading left them."""
+
+    key: str
+    """``changes.student_key`` of the files and the course they were graded from."""
+    submission_key: str = ""
+    """``changes.submission_key`` of those files (empty in a state written before it was kept)."""
+    course_key: str = ""
+    """``changes.course_key`` of the exercises and configuration they were graded with."""
+    graded: list = field(default_factory=list)
+    """The notebooks that were graded (and are in gradebook.db)."""
+    problems: list = field(default_factory=list)
+    """Every ``Problem`` found while staging and grading them."""
+    complete: bool = False
+    """False while grading is pending, or after nbgrader failed: the next run tries again."""
+    total: float | None = None
+    """Their total after that grading (late penalty taken off), for the regrade history."""
+
+    def to_json(self) -> dict:
+        return {**asdict(self), "problems": [p.to_json() for p in self.problems]}
+
+    @classmethod
+    def from_json(cls, data: dict) -> "StudentRecord":
+        known = {k: v for k, v in data.items() if k in cls.__dataclass_fields__}
+        known["problems"] = [Problem.from_json(p) for p in data.get("problems", [])]
+        return cls(**known)
+
+
+class GradingState:
+    """.grading/state.json, read at the start of a run and written when grading stops (finished or not)."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        data = json.loads(path.read_text()) if path.is_file() else {}
+        self.students = {s: StudentRecord.from_json(r) for s, r in data.get("students", {}).items()}
+        self.collect_problems = [Problem.from_json(p) for p in data.get("collect_problems", [])]
+
+    def save(self) -> None:
+        data = {
+            "students": {s: r.to_json() for s, r in self.students.items()},
+            "collect_problems": [p.to_json() for p in self.collect_problems],
+        }
+        self.path.write_text(json.dumps(data, indent=1, sort_keys=True))

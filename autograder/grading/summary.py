@@ -1,0 +1,53 @@
+"""What one ``grade`` run did, as the command prints it at the end."""
+
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from .problems import rank
+
+
+@dataclass
+class Summary:
+    """One run of ``backprop-ninja grade``."""
+
+    students: list
+    """Every student in submitted/."""
+    graded: list
+    """The students (re)graded in this run."""
+    unchanged: list
+    """The students whose files and course had not changed since their last grading."""
+    problems: list
+    """Every ``Problem`` of the class (collecting, staging, grading), in problems.json's order."""
+    grades_csv: Path
+    problems_json: Path
+    history_csv: Path
+    """grade_history.csv: what every run changed, per student."""
+    report: Path | None
+    """The class report, when it could be written."""
+    seconds: float
+
+
+def print_summary(summary: Summary, file=sys.stdout, shown: int = 30) -> None:
+    s = summary
+    idle = len(s.students) - len(s.graded) - len(s.unchanged)
+    print(
+        f"{len(s.students)} students: {len(s.graded)} (re)graded, {len(s.unchanged)} unchanged since the last run"
+        + (f", {idle} with nothing gradable" if idle else "")
+        + f", in {s.seconds:.0f} s",
+        file=file,
+    )
+    if s.problems:
+        counts = {}
+        for p in sorted(s.problems, key=lambda p: rank(p.kind)):
+            counts[p.kind] = counts.get(p.kind, 0) + 1
+        print(f"{len(s.problems)} problems: " + ", ".join(f"{n} {kind}" for kind, n in counts.items()), file=file)
+        for p in s.problems[:shown]:
+            print(f"  {p.student:20s} {(p.notebook or '-'):28s} {p.kind:18s} {p.detail}", file=file)
+        if len(s.problems) > shown:
+            print(f"  ... and {len(s.problems) - shown} more", file=file)
+    else:
+        print("no problems", file=file)
+    print(f"grades:   {s.grades_csv}\nproblems: {s.problems_json}\nhistory:  {s.history_csv}", file=file)
+    if s.report:
+        print(f"report:   {s.report}", file=file)

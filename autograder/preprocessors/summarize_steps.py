@@ -1,0 +1,181 @@
+"""Open the feedback with the answer: one table of the graded steps, the first one to fix marked.
+
+Runs in ``GenerateFeedback`` after ``GetGrades`` (each graded cell's score, the instructor's
+changes included) and ``CSSHTMLHeaderPreprocessor`` (the page's styles, which it extends). It reads
+the verdict that ``JudgeAnswers`` wrote in every graded cell: a first line ``✔ <step>: p of m points``
+(``✘`` when p < m), then one reason a line. The table becomes the notebook's first cell and takes
+the place of nbgrader's list of "Test cell" links at the top of the page.
+
+A row for every graded cell worth points (a 0-point grade cell is not a step), in the
+notebook's order, with the gradients in backward order (Exercise 4 grades its parameter gradients
+in the order ``backward_pass`` returns them). The first ✘ row is then the most upstream wrong step:
+the one to fix first, since a step computed correctly from a wrong upstream gradient keeps its
+points (error carried forward). Each row links to its cell; the course text is linked by its web
+address, so the page works wherever the student opens it.
+"""
+
+import html
+import re
+from dataclasses import dataclass
+
+from nbconvert.preprocessors import Preprocessor
+from nbformat.v4 import new_raw_cell
+from nbgrader import utils
+from traitlets import Bool
+
+from ..authoring.badges import file_url, repository_url
+from ..engine.backward_rules import STEPS
+
+BACKWARD_ORDER = {f"test_d{step.name}": i for i, step in enumerate(STEPS)}
+VERDICT_HEAD = re.compile(r"^[✔✘] (?P<title>.+): (?P<points>\d+(?:\.\d+)?) of \d+(?:\.\d+)? points?$")
+WRONG_STEP_LINES = 3  # reason lines of a wrong step shown in the table; its cell has them all
+AUTOMATIC_COMMENT = "No response."  # nbgrader's own comment on an answer cell left as released: not the instructor's
+
+STYLE = """
+#toc { display: none; }  /* the table of steps takes the place of nbgrader's list of "Test cell" links */
+.steps-summary { margin: 0 0 2em 0; font-size: 14px; }
+.steps-headline { font-size: 17px; margin: 0.2em 0 0.6em 0; }
+.steps-table { display: table; border-collapse: collapse; width: 100%; }
+.steps-row { display: table-row; }
+.steps-row > div { display: table-cell; padding: 2px 8px; border-bottom: 1px solid #e3e3e3; vertical-align: top;
+  line-height: 1.4; }
+.steps-head > div { font-weight: bold; border-bottom: 2px solid #bbb; }
+.steps-row > div.step-mark { width: 1.6em; text-align: center; font-weight: bold; }
+.steps-row > div.step-name, .steps-row > div.step-points { white-space: nowrap; }
+.steps-row > div.step-points { text-align: right; }
+.step-right > div.step-mark { color: #2e7d32; }
+.step-right > div.step-reason { color: #777; }
+.step-wrong > div.step-mark, .step-wrong > div.step-reason { color: #b71c1c; }
+.step-first { background: #fdecea; }
+.step-first-label { margin-left: 0.6em; padding: 0 0.45em; border-radius: 3px; background: #b71c1c; color: #fff;
+  font-size: 12px; font-weight: bold; }
+.steps-notes { margin-top: 0.6em; color: #555; }
+"""
+
+
+@dataclass
+class Row:
+    """One graded step of the table."""
+
+    grade_id: str  # the graded cell, and its anchor on the page
+    title: str  # the step as the grader names it: "dprobs", "training run"
+    score: float  # from the gradebook: the grader's points, or the instructor's
+    points: float  # the most it can earn
+    reasons: list  # the grader's lines after the first one
+    score_changed: bool  # the gradebook's score is not the grader's (an instructor changed it)
+
+    @property
+    def right(self) -> bool:
+        return self.score >= self.points
+
+
+def read_row(cell) -> Row:
+    """The table's row of a graded cell whose scores GetGrades has filled in."""
+    meta = cell.metadata.nbgrader
+    text = "".join(o.get("text", "") for o in cell.get("outputs", []) if o.get("output_type") == "stream")
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    head = VERDICT_HEAD.match(lines[0]) if lines else None
+    score = float(meta.get("score") or 0)
+    return Row(
+        grade_id=meta["grade_id"],
+        title=head["title"] if head else meta["grade_id"].removeprefix("test_"),
+        score=score,
+        points=float(meta["points"]),
+        reasons=lines[1:] if head else [],  # without the grader's verdict, the cell's text is the kernel's
+        score_changed=bool(head) and float(head["points"]) != score,
+    )
+
+
+def in_backward_order(rows: list) -> list:
+    """The gradients sorted into backward order, in the places the notebook gives them; other rows stay."""
+    places = [i for i, row in enumerate(rows) if row.grade_id in BACKWARD_ORDER]
+    gradients = sorted((rows[i] for i in places), key=lambda row: BACKWARD_ORDER[row.grade_id])
+    ordered = list(rows)
+    for i, row in zip(places, gradients):
+        ordered[i] = row
+    return ordered
+
+
+def _link(row: Row) -> str:
+    return f'<a href="#{html.escape(row.grade_id)}">{html.escape(row.title)}</a>'
+
+
+def _points(row: Row) -> str:
+    return f"{row.score:g} / {row.points:g}"
+
+
+def table_html(rows: list, late_penalty: float, commented: list, repository: str) -> str:
+    """The summary: a headline, one row per step, then notes.
+
+    Only tags that nbconvert's sanitizer keeps in a raw cell, and no <table>: the parser's implied <tbody>
+    would be escaped into the text; the rows are <div>s laid out as a table by STYLE.
+    """
+    first = next((row for row in rows if not row.right), None)
+    right = sum(row.right for row in rows)
+    if first is None:
+        headline = f"All {len(rows)} steps are right."
+    else:
+        headline = (
+            f"{right} of {len(rows)} steps right. <strong>Fix first: {_link(first)}</strong> "
+            f"({first.score:g} of {first.points:g} point{'s' if first.points != 1 else ''}), marked below."
+        )
+    lines = [
+        '<div class="steps-summary">',
+        f'<div class="steps-headline">{headline}</div>',
+        '<div class="steps-table">',
+        '<div class="steps-row steps-head"><div></div><div>step</div><div>points</div><div>what the grader found</div>'
+        "</div>",
+    ]
+    for row in rows:
+        reasons = row.reasons[:1] if row.right else row.reasons[:WRONG_STEP_LINES]
+        if not row.right and len(row.reasons) > WRONG_STEP_LINES:
+            reasons = reasons + ["… (more in the cell)"]
+        if row.score_changed:
+            reasons = reasons + ["(score set by your instructor)"]
+        label = '<span class="step-first-label">fix first</span>' if row is first else ""
+        classes = ("step-right" if row.right else "step-wrong") + (" step-first" if row is first else "")
+        lines.append(
+            f'<div class="steps-row {classes}"><div class="step-mark">{"✔" if row.right else "✘"}</div>'
+            f'<div class="step-name">{_link(row)}{label}</div><div class="step-points">{_points(row)}</div>'
+            f'<div class="step-reason">{"".join(f"<div>{html.escape(r)}</div>" for r in reasons)}</div></div>'
+        )
+    lines.append("</div>")
+    notes = []
+    if late_penalty:
+        notes.append(f"Late submission: {late_penalty:g} points off (the score above is after it).")
+    if commented:
+        links = ", ".join(f'<a href="#comment-{html.escape(g)}">{html.escape(g)}</a>' for g in commented)
+        notes.append(f"Your instructor commented on {links}.")
+    guide = file_url(repository, "course/README.md") + "#when-you-are-stuck"
+    notes.append(
+        f'Stuck on a step? Climb the ladder of <a href="{guide}">When you are stuck</a>; the '
+        f'<a href="{file_url(repository, "course/cheatsheet.md")}">cheat sheet</a> has every backward rule.'
+    )
+    lines += [f'<div class="steps-notes">{note}</div>' for note in notes]
+    lines.append("</div>")
+    return "\n".join(lines)
+
+
+class SummarizeSteps(Preprocessor):
+    """Put the table of the graded steps at the top of the feedback."""
+
+    enabled = Bool(
+        True, help="Run in the pipelines it is listed in (nbconvert's preprocessors are off by default)."
+    ).tag(config=True)
+
+    def preprocess(self, nb, resources):
+        rows = in_backward_order(
+            [read_row(c) for c in nb.cells if utils.is_grade(c) and float(c.metadata.nbgrader.get("points") or 0) > 0]
+        )
+        if not rows:
+            return nb, resources
+        commented = [
+            c.metadata.nbgrader["grade_id"]
+            for c in nb.cells
+            if c.metadata.get("nbgrader", {}).get("comment") not in (None, "", AUTOMATIC_COMMENT)
+        ]
+        late_penalty = float(resources["nbgrader"].get("late_penalty") or 0)
+        summary = table_html(rows, late_penalty, commented, repository_url())
+        nb.cells.insert(0, new_raw_cell(summary, metadata={"raw_mimetype": "text/html"}))
+        resources.setdefault("inlining", {}).setdefault("css", []).append(STYLE)
+        return nb, resources

@@ -1,0 +1,156 @@
+"""The feedback's table of steps and its links, on hand-made graded notebooks (no kernels, no nbgrader runs).
+
+The real pipeline (autograde, generate_feedback, the page in a browser) is tested in tests/slow.
+"""
+
+import nbformat
+import pytest
+from conftest import FeedbackPage
+from nbconvert.filters.strings import clean_html
+from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
+
+from autograder.authoring import SOURCE_DIR, grade_id
+from autograder.authoring.badges import repository_url
+from autograder.preprocessors import AbsoluteLinks, SummarizeSteps
+from autograder.preprocessors.absolute_links import absolute
+
+REPOSITORY = repository_url()
+HOSTILE = "<script>alert(1)</script>"
+
+
+def graded_cell(gid: str, points: float, score: float, verdict: str = "", **nbgrader):
+    """A graded cell as GenerateFeedback's preprocessors meet it: the grader's verdict, GetGrades' scores."""
+    cell = new_code_cell("check()", outputs=[new_output("stream", name="stdout", text=verdict)] if verdict else [])
+    cell.metadata.nbgrader = {"grade": True, "grade_id": gid, "points": points, "score": score, **nbgrader}
+    return cell
+
+
+def verdict(title: str, got: float, most: float, *reasons: str) -> str:
+    mark = "✔" if got == most else "✘"
+    return "\n".join(
+        [f"{mark} {title}: {got:g} of {most:g} point{'s' if most != 1 else ''}"] + [f"  {r}" for r in reasons]
+    )
+
+
+def summarize(cells, late_penalty=0.0):
+    nb = new_notebook(cells=cells)
+    nb, resources = SummarizeSteps().preprocess(nb, {"nbgrader": {"late_penalty": late_penalty}})
+    return nb, resources
+
+
+# Exercise 4's graded cells in the notebook's order: the gradients in the order backward_pass returns them.
+EX4 = [
+    graded_cell("setup_settings", 0, 0),  # a 0-point grade cell (older gradebooks): not a step
+    graded_cell("test_dC", 2, 2, verdict("dC", 2, 2, "correct: max difference 2.6e-08")),
+    graded_cell("test_dW1", 1, 0, verdict("dW1", 0, 1, "dW1 is transposed", "(judged from your dhprebn)")),
+    graded_cell("test_db1", 1, 1, verdict("db1", 1, 1, "correct")),
+    graded_cell("test_dW2", 1, 0, verdict("dW2", 0, 1, f"dW2 is transposed {HOSTILE}", "second", "third", "fourth")),
+    graded_cell("test_db2", 1, 1, verdict("db2", 1, 1, "correct")),
+    graded_cell("test_dbngain", 1, 1, verdict("dbngain", 0, 1, "keepdim dropped")),  # the instructor gave the point
+    graded_cell("test_dbnbias", 1, 1, verdict("dbnbias", 1, 1, "correct")),
+    graded_cell("train", 0, 0, "300 steps in 0.1 s"),
+    graded_cell("test_training", 4, 3, verdict("training run", 3, 4, "follows autograd's run", "does not reach 2.75")),
+    graded_cell("test_calibration", 2, 2, verdict("BatchNorm calibration", 2, 2, "bnmean is the mean")),
+]
+
+
+def test_steps_in_backward_order_with_the_most_upstream_wrong_one_first_to_fix():
+    nb, resources = summarize(EX4)
+    summary = nb.cells[0]
+    assert summary.cell_type == "raw" and summary.metadata.raw_mimetype == "text/html"
+    page = FeedbackPage(clean_html(summary.source))  # what nbconvert writes of a raw HTML cell
+    assert [r.step for r in page.rows] == [
+        "dW2",
+        "db2",
+        "dbngain",
+        "dbnbias",
+        "dW1",
+        "db1",
+        "dC",
+        "training run",
+        "BatchNorm calibration",
+    ]
+    assert [r.anchor for r in page.rows][:2] == ["test_dW2", "test_db2"] and page.rows[-1].anchor == "test_calibration"
+    assert [r.mark for r in page.rows] == ["✘", "✔", "✔", "✔", "✘", "✔", "✔", "✘", "✔"]
+    assert [r.first for r in page.rows] == [True] + [False] * 8
+    assert page.headline == "6 of 9 steps right. Fix first: dW2 (0 of 1 point), marked below."
+    assert page.rows[4].reasons == ["dW1 is transposed", "(judged from your dhprebn)"]
+    assert page.rows[0].reasons == [f"dW2 is transposed {HOSTILE}", "second", "third", "… (more in the cell)"]
+    assert page.rows[7].points == "3 / 4" and page.rows[7].reasons == ["follows autograd's run", "does not reach 2.75"]
+    assert page.rows[1].reasons == ["correct"]
+    assert page.rows[2].reasons == ["keepdim dropped", "(score set by your instructor)"]
+    assert "<script" not in summary.source and "&lt;script&gt;" in summary.source
+    assert "#toc { display: none; }" in resources["inlining"]["css"][-1]  # nbgrader's "Test cell" list gives way
+
+
+def test_notes_under_the_table_late_penalty_comments_and_absolute_course_links():
+    answer = new_code_cell("dW2 = ...")
+    answer.metadata.nbgrader = {"solution": True, "grade": False, "grade_id": "answer_dW2", "comment": "See me"}
+    blank = new_code_cell("# YOUR CODE HERE")  # nbgrader's own comment on an answer left as released
+    blank.metadata.nbgrader = {"solution": True, "grade": False, "grade_id": "answer_dW1", "comment": "No response."}
+    nb, _ = summarize([answer, blank, *EX4], late_penalty=2)
+    page = FeedbackPage(clean_html(nb.cells[0].source))
+    assert page.notes[0] == "Late submission: 2 points off (the score above is after it)."
+    assert page.notes[1] == "Your instructor commented on answer_dW2." and "#comment-answer_dW2" in page.links
+    course = [link for link in page.links if not link.startswith("#")]
+    assert course == [
+        f"{REPOSITORY}/blob/main/course/README.md#when-you-are-stuck",
+        f"{REPOSITORY}/blob/main/course/cheatsheet.md",
+    ]
+
+
+def test_all_right_and_nothing_to_summarize():
+    nb, _ = summarize([graded_cell("test_dC", 2, 2, verdict("dC", 2, 2, "correct"))])
+    page = FeedbackPage(clean_html(nb.cells[0].source))
+    assert page.headline == "All 1 steps are right." and not any(r.first for r in page.rows)
+    setup_only = [graded_cell("setup_settings", 0, 0)]
+    nb, resources = summarize(setup_only)
+    assert nb.cells == setup_only and "inlining" not in resources
+
+
+def test_a_graded_cell_without_the_graders_verdict_shows_no_kernel_text():
+    nb, _ = summarize([graded_cell("test_dC", 2, 0, "anything the kernel printed")])
+    row = FeedbackPage(clean_html(nb.cells[0].source)).rows[0]
+    assert (row.step, row.mark, row.reasons) == ("dC", "✘", [])
+
+
+@pytest.mark.parametrize(
+    "target, expected",
+    [
+        (
+            "../../course/derivations.md#bessels-correction",
+            f"{REPOSITORY}/blob/main/course/derivations.md#bessels-correction",
+        ),
+        ("names.txt", f"{REPOSITORY}/blob/main/release/backprop_ninja/names.txt"),
+        ("https://www.youtube.com/watch?v=q8SA3rM6ckI", "https://www.youtube.com/watch?v=q8SA3rM6ckI"),
+        ("#Exercise-1", "#Exercise-1"),
+        ("../../../elsewhere.md", "../../../elsewhere.md"),  # outside the repository: left alone
+    ],
+)
+def test_relative_links_point_to_the_repository(target, expected):
+    assert absolute(target, REPOSITORY) == expected
+
+
+def test_markdown_links_of_a_notebook_become_absolute():
+    text = "See [the derivation](../../course/derivations.md#result) or <a href='../../course/cheatsheet.md'>rules</a>."
+    nb, _ = AbsoluteLinks().preprocess(
+        new_notebook(cells=[new_markdown_cell(text), new_code_cell("x = '../a.md'")]), {}
+    )
+    assert nb.cells[0].source == (
+        f"See [the derivation]({REPOSITORY}/blob/main/course/derivations.md#result) or "
+        f"<a href='{REPOSITORY}/blob/main/course/cheatsheet.md'>rules</a>."
+    )
+    assert nb.cells[1].source == "x = '../a.md'"
+
+
+@pytest.mark.parametrize("path", sorted(SOURCE_DIR.glob("*.ipynb")), ids=lambda p: p.stem)
+def test_every_hidden_region_is_in_a_locked_cell(path):
+    """nbgrader_config.py lets hidden tests live outside grade cells (ClearHiddenTests.enforce_metadata = False):
+    autograde restores them in locked cells only, so a hidden region anywhere else would silently not run.
+    And no grade cell is worth 0 points: such a cell would be listed as an empty "0 / 0" step."""
+    for cell in nbformat.read(path, as_version=4).cells:
+        meta = cell.metadata.get("nbgrader", {})
+        if "BEGIN HIDDEN TESTS" in cell.source:
+            assert meta.get("locked") and grade_id(cell), grade_id(cell) or cell.source[:80]
+        if meta.get("grade"):
+            assert meta.get("points", 0) > 0, grade_id(cell)

@@ -1,0 +1,138 @@
+"""The pieces of class grading that need no kernel: problems, the worker protocol, the state, change keys,
+the command-line layer, and the rules the package keeps (no SystemExit below cli.py, small modules)."""
+
+import ast
+import json
+import shutil
+import zipfile
+
+import pytest
+from conftest import ASSIGNMENT, REPO
+
+from autograder.cli import main
+from autograder.errors import GradingError
+from autograder.grading import changes
+from autograder.grading.collect import collect
+from autograder.grading.preflight import course_root, find_assignment, notebook_names
+from autograder.grading.problems import KINDS, Problem, read_problems, write_problems
+from autograder.grading.state import GradingState, StudentRecord
+from autograder.grading.worker import WorkerResult, sandbox_error
+
+NB = "ex1_atomic_backward"
+
+
+def test_a_problem_has_a_known_kind_and_problems_json_keeps_its_shape(tmp_path):
+    with pytest.raises(ValueError, match="time_limit"):
+        Problem("ada", NB, "time_limit", "the old name")
+    problems = [
+        Problem("ben", None, "unmatched_file", "notes.txt: not a notebook file (.ipynb)"),
+        Problem("ada", NB, "cell_timeout", "cell 12 ran over the 15 s cell limit"),
+    ]
+    write_problems(tmp_path / "problems.json", problems)
+    entries = json.loads((tmp_path / "problems.json").read_text())
+    assert [list(e) for e in entries] == [["student", "notebook", "problem", "detail"]] * 2
+    assert [e["student"] for e in entries] == ["ada", "ben"]  # sorted by student
+    assert read_problems(tmp_path / "problems.json") == sorted(problems, key=lambda p: p.order)
+    # an older file's kind this version has no name for is kept, as "other", with its name in the detail
+    old = Problem.from_json({"student": "cy", "notebook": NB, "problem": "time_limit", "detail": "ran over"})
+    assert (old.kind, old.detail) == ("other", "time_limit: ran over")
+
+
+def test_the_new_kinds_are_in_the_one_table():
+    for kind in ["no_answer_reported", "cell_timeout", "notebook_time_limit", "worker_killed"]:
+        assert kind in KINDS and KINDS[kind]
+    assert "time_limit" not in KINDS
+
+
+def test_grade_help_lists_every_kind_with_its_meaning(capsys):
+    with pytest.raises(SystemExit):
+        main(["grade", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    for kind, meaning in KINDS.items():
+        assert f"{kind} {' '.join(meaning.split())}" in text, kind
+
+
+def test_the_worker_protocol_round_trips():
+    result = WorkerResult("ada", True, incidents=[Problem("ada", NB, "kernel_died", "in cell 9")], seconds=3.5)
+    assert WorkerResult.from_json(json.loads(result.to_line())) == result
+    log = "Traceback...\nautograder.sandbox.SandboxError: cannot sandbox the kernel: 'bwrap' not found\n"
+    assert sandbox_error(log) == "cannot sandbox the kernel: 'bwrap' not found"
+    assert sandbox_error("RuntimeError: something else") == ""
+
+
+def test_the_state_round_trips_and_reads_an_older_file(tmp_path):
+    path = tmp_path / "state.json"
+    state = GradingState(path)
+    state.students["ada"] = StudentRecord("k", "s", "c", [NB], [Problem("ada", NB, "deleted_cell", "x")], True, 30.0)
+    state.collect_problems = [Problem("(unknown)", None, "unmatched_file", "README")]
+    state.save()
+    again = GradingState(path)
+    assert again.students == state.students and again.collect_problems == state.collect_problems
+    path.write_text(json.dumps({"students": {"ben": {"key": "k", "graded": [], "problems": [], "complete": True}}}))
+    assert GradingState(path).students["ben"] == StudentRecord("k", complete=True)
+
+
+def test_why_a_student_is_regraded(tmp_path):
+    root = tmp_path
+    shutil.copytree(REPO / "source" / ASSIGNMENT, root / "source" / ASSIGNMENT, ignore=shutil.ignore_patterns("*.txt"))
+    (root / "nbgrader_config.py").write_text("c = get_config()\n")
+    notebooks = notebook_names(root, ASSIGNMENT)
+    folder = root / "submitted" / "ada" / ASSIGNMENT
+    folder.mkdir(parents=True)
+    (folder / f"{NB}.ipynb").write_text("{}")
+    course = changes.course_key(root, ASSIGNMENT, notebooks)
+    submission = changes.submission_key(root, ASSIGNMENT, "ada", notebooks)
+    old = StudentRecord("k", submission, course, [NB], [], True)
+    assert changes.regrade_reason(None, submission, course, False) == changes.FIRST_GRADING
+    assert changes.regrade_reason(old, submission, course, True) == changes.REQUESTED
+    (folder / "timestamp.txt").write_text("2026-12-01 10:00:00 UTC")  # a new hand-in, even with the same notebook
+    new = changes.submission_key(root, ASSIGNMENT, "ada", notebooks)
+    assert changes.regrade_reason(old, new, course, False) == changes.NEW_SUBMISSION
+    (root / "nbgrader_config.py").write_text("c = get_config()\nc.Execute.timeout = 60\n")
+    assert changes.regrade_reason(old, submission, changes.course_key(root, ASSIGNMENT, notebooks), False) == (
+        changes.COURSE_CHANGED
+    )
+
+
+def test_library_errors_are_grading_errors_and_the_cli_turns_them_into_messages(tmp_path, capsys):
+    with pytest.raises(GradingError, match="not a course root"):
+        course_root(tmp_path)
+    with pytest.raises(GradingError, match="expected one assignment"):
+        find_assignment(tmp_path)
+    (tmp_path / "file.zip").write_text("not a zip")
+    with pytest.raises(GradingError, match="not a zip file or a folder"):
+        collect(tmp_path / "file.zip", tmp_path, ASSIGNMENT, [NB])
+    with pytest.raises(SystemExit) as stop:
+        main(["grade", "--course", str(tmp_path)])
+    assert "not a course root" in str(stop.value.code)
+    with zipfile.ZipFile(tmp_path / "ok.zip", "w") as z:
+        z.writestr("ada/ex1.ipynb", "{}")
+    assert collect(tmp_path / "ok.zip", tmp_path, ASSIGNMENT, [NB])[0] == {"ada": [NB]}
+
+
+def _raises_system_exit(tree) -> list:
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Raise) and node.exc is not None:
+            name = node.exc.func if isinstance(node.exc, ast.Call) else node.exc
+            if isinstance(name, ast.Name) and name.id == "SystemExit":
+                found.append(node.lineno)
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            if node.func.attr == "exit" and isinstance(node.func.value, ast.Name) and node.func.value.id == "sys":
+                found.append(node.lineno)
+    return found
+
+
+def test_only_the_command_line_decides_an_exit_code():
+    offenders = {}
+    for path in sorted((REPO / "autograder").rglob("*.py")):
+        if path.name == "cli.py" or "shared_cells" in path.parts:  # shared cells run in notebooks, not the grader
+            continue
+        if lines := _raises_system_exit(ast.parse(path.read_text())):
+            offenders[str(path.relative_to(REPO))] = lines
+    assert offenders == {}
+
+
+def test_class_grading_modules_stay_small():
+    sizes = {p.name: len(p.read_text().splitlines()) for p in (REPO / "autograder" / "grading").glob("*.py")}
+    assert {name: n for name, n in sizes.items() if n > 300} == {}

@@ -1,0 +1,136 @@
+"""``backprop-ninja export``: grades.csv as Canvas and Moodle import it, matched to their rosters (no kernels)."""
+
+import csv
+
+import pytest
+from conftest import REPO
+
+from autograder.cli import main
+
+GRADES = [  # as backprop-ninja grade writes them (the notebook and step columns do not matter here)
+    {"student": "lovelaceada", "total": "29.7", "max_total": "33", "late_penalty": "3.3"},  # Canvas file name
+    {"student": "ghopper", "total": "31", "max_total": "33", "late_penalty": ""},  # named by SIS login id
+    {"student": "mallory", "total": "33", "max_total": "33", "late_penalty": ""},  # not on the roster
+    {"student": "noetheremmy", "total": "", "max_total": "33", "late_penalty": ""},  # handed in, no grade
+    {"student": "smithjohn", "total": "20", "max_total": "33", "late_penalty": ""},  # two John Smiths
+]
+CANVAS_HEADER = ["Student", "ID", "SIS User ID", "SIS Login ID", "Section"]
+CANVAS_ROSTER = [  # a Canvas gradebook export: header, Points Possible, then the students
+    [*CANVAS_HEADER, "Quiz 1 (444)", "Backprop Ninja (555)", "Current Score"],
+    ["    Points Possible", "", "", "", "", "10", "33", "(read only)"],
+    ["Lovelace, Ada", "101", "9001", "alovelace", "Section A", "9", "", "90"],
+    ["Turing, Alan", "102", "9002", "aturing", "Section A", "7", "", "70"],  # handed in nothing
+    ["Hopper, Grace", "103", "9003", "ghopper", "Section B", "8", "", "80"],
+    ["Noether, Emmy", "104", "9004", "enoether", "Section B", "10", "", "100"],
+    ["Smith, John", "105", "9005", "jsmith1", "Section A", "", "", ""],
+    ["Smith, John", "106", "9006", "jsmith2", "Section B", "", "", ""],
+]
+
+
+@pytest.fixture
+def course(tmp_path):
+    (tmp_path / "nbgrader_config.py").write_text("c = get_config()\n")
+    (tmp_path / "source" / "backprop_ninja").mkdir(parents=True)
+    with open(tmp_path / "grades.csv", "w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=list(GRADES[0]))
+        writer.writeheader()
+        writer.writerows(GRADES)
+    return tmp_path
+
+
+def write_rows(path, rows):
+    with open(path, "w", newline="", encoding="utf-8") as f:
+        csv.writer(f).writerows(rows)
+
+
+def read_rows(path):
+    with open(path, newline="", encoding="utf-8") as f:
+        return list(csv.reader(f))
+
+
+def test_canvas_import_file_from_a_canvas_roster(course, capsys):
+    write_rows(course / "roster.csv", CANVAS_ROSTER)
+    out = course / "canvas_import.csv"
+    main(
+        ["export", "--course", str(course), "--format", "canvas", "--roster", str(course / "roster.csv")]
+        + [
+            "--out",
+            str(out),
+        ]
+    )
+    rows = read_rows(out)
+    assert rows[0] == [*CANVAS_HEADER, "Backprop Ninja (555)"]  # Canvas's import header, the roster's own column
+    assert rows[1][0].strip() == "Points Possible" and rows[1][-1] == "33"
+    grade = {r[0]: r[-1] for r in rows[2:]}
+    assert rows[2][:5] == ["Lovelace, Ada", "101", "9001", "alovelace", "Section A"]
+    assert grade == {  # everyone on the roster, in its order; grades.csv's totals (after the late penalty)
+        "Lovelace, Ada": "29.7",
+        "Turing, Alan": "",
+        "Hopper, Grace": "31",
+        "Noether, Emmy": "",
+        "Smith, John": "",
+    }
+    assert [r[0] for r in rows[2:]].count("Smith, John") == 2
+    listed = read_rows(course / "canvas_import.unmatched.csv")
+    assert listed[0] == ["what", "who", "why"]
+    who = {(what, name) for what, name, _ in listed[1:]}
+    assert who == {
+        ("on the roster, no submission", "Turing, Alan"),
+        ("on the roster, no submission", "Smith, John"),  # both John Smiths: neither was guessed
+        ("submission, not on the roster", "mallory"),
+        ("submission, not on the roster", "smithjohn"),
+        ("submission, no grade (see problems.json)", "noetheremmy"),
+    }
+    assert len(listed) == 1 + 6  # the two John Smiths are two rows
+    err = capsys.readouterr().err
+    assert "Turing, Alan" in err and "mallory" in err and "2 people on the roster have this name" in err
+
+
+def test_moodle_import_file_from_a_moodle_roster(course):
+    with open(course / "grades.csv", "w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=list(GRADES[0]))
+        writer.writeheader()
+        writer.writerow({"student": "Ada_Lovelace_1234", "total": "29.7", "max_total": "33", "late_penalty": "3.3"})
+        writer.writerow({"student": "Grace_Hopper_55", "total": "31", "max_total": "33", "late_penalty": ""})
+    write_rows(
+        course / "moodle.csv",
+        [
+            ["First name", "Last name", "ID number", "Institution", "Department", "Email address"],
+            ["Ada", "Lovelace", "S1", "", "", "ada@example.org"],
+            ["Emmy", "Noether", "S4", "", "", "emmy@example.org"],
+        ],
+    )
+    out = course / "moodle_import.csv"
+    main(
+        ["export", "--course", str(course), "--format", "moodle", "--roster", str(course / "moodle.csv")]
+        + [
+            "--out",
+            str(out),
+        ]
+    )
+    assert read_rows(out) == [["Email address", "backprop_ninja"], ["ada@example.org", "29.7"]]
+    who = {(what, name) for what, name, _ in read_rows(course / "moodle_import.unmatched.csv")[1:]}
+    assert who == {
+        ("on the roster, no submission", "Emmy Noether"),
+        ("submission, not on the roster", "Grace_Hopper_55"),
+    }
+
+
+def test_plain_csv_and_the_mistakes_an_instructor_can_make(course):
+    out = course / "plain.csv"
+    main(["export", "--course", str(course), "--format", "csv", "--out", str(out)])
+    assert read_rows(out)[:2] == [
+        ["student", "name", "total", "max_total", "late_penalty"],
+        ["ghopper", "", "31", "33", ""],
+    ]
+    write_rows(course / "roster.csv", CANVAS_ROSTER)
+    for args, message in [
+        (["--format", "canvas"], "--format canvas needs --roster"),
+        (["--format", "moodle", "--roster", str(course / "roster.csv")], "is a canvas export"),
+        (["--format", "canvas", "--roster", str(course / "roster.csv"), "--column", "Quiz 2"], "no column 'Quiz 2'"),
+        (["--format", "canvas", "--roster", str(REPO / "pyproject.toml")], "neither a Canvas gradebook export"),
+        (["--format", "canvas", "--roster", str(course / "missing.csv")], "cannot read the roster"),
+    ]:
+        with pytest.raises(SystemExit) as stop:
+            main(["export", "--course", str(course), "--out", str(course / "x.csv"), *args])
+        assert message in str(stop.value.code), (args, stop.value.code)
