@@ -478,7 +478,9 @@ def test_autograde_log_is_short_and_names_what_matters(graded):
     # (this course releases all four notebooks; the class hands in Exercise 1 only)
     others = ("locked cell", "No submitted file")
     problems = [line for line in log.splitlines() if "WARNING" in line and not any(o in line for o in others)]
-    assert len(problems) == 1 and "GRADING PROBLEM k_dies_midway/ex1_atomic_backward: kernel_died:" in problems[0]
+    assert len(problems) == 2, problems  # the dead kernel, and the cells neutralised so that nothing reported
+    assert "GRADING PROBLEM c_blank_cells/ex1_atomic_backward: no_answer_reported: 26 graded cells" in problems[0]
+    assert "GRADING PROBLEM k_dies_midway/ex1_atomic_backward: kernel_died:" in problems[1]
 
 
 @contextlib.contextmanager
