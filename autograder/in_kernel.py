@@ -188,8 +188,44 @@ def report_backward(namespace: dict) -> None:
     _send(_backward_on_check_batch(namespace))
 
 
+def _replay_training_step(namespace: dict) -> dict:
+    """training_step for the graded run's steps again, from the initial parameters, with the course's own
+    gradients in place of the student's backward_pass: the run that judges training_step alone.
+
+    The payload holds the losses ("replay_losses"), how it ended ("replay") and the parameters it reached
+    ("replay_<name>"). The notebook's parameters, backward_pass and forward are put back as they were.
+    """
+    from .engine.training import GRADED_STEPS, PARAMETER_NAMES, manual_backward, minibatches
+
+    step = namespace.get("training_step")
+    if not callable(step):
+        return {"replay": {"kind": "missing"}}
+    parameters, X, Y = namespace["parameters"], namespace["Xtr"], namespace["Ytr"]
+    saved = {name: namespace[name] for name in ("backward_pass", "forward") if name in namespace}
+    namespace["backward_pass"] = lambda Xb, Yb, cache: manual_backward(parameters, Xb, Yb, cache)
+    forward = namespace.get("forward")
+    namespace["forward"] = getattr(forward, "__wrapped__", forward)  # not counted by limit_forward
+    losses, status = [], {"kind": "returned"}
+    with torch.no_grad():
+        trained = [p.detach().clone() for p in parameters]
+        for p, p0 in zip(parameters, namespace["initial_parameters"]):
+            p.copy_(p0)
+        try:
+            for ix, lr in minibatches(X, namespace["SEED"], GRADED_STEPS, namespace["batch_size"]):
+                losses.append(float(step(X[ix], Y[ix], lr)))
+        except Exception as error:  # the grader says which error it was, and at which step
+            status = {"kind": "raised", "type": type(error).__name__, "message": str(error)[:300]}
+        payload = {f"replay_{name}": wire.encode(p) for name, p in zip(PARAMETER_NAMES, parameters)}
+        for p, p1 in zip(parameters, trained):
+            p.copy_(p1)
+    namespace.pop("backward_pass")
+    namespace.update(saved)
+    return {**payload, "replay": status, "replay_losses": wire.encode(torch.tensor(losses, dtype=torch.float64))}
+
+
 def report_training(namespace: dict) -> None:
-    """Exercise 4: the loss of every training step, the trained parameters, and the gradients on the check batch."""
+    """Exercise 4: the loss of every step of the notebook's training run and the parameters it reached, the
+    same for training_step driven by the right gradients, and the gradients on the check batch."""
     from .engine.training import PARAMETER_NAMES
 
     if not grading():
@@ -203,4 +239,4 @@ def report_training(namespace: dict) -> None:
     payload = {"losses": losses}
     for name, p in zip(PARAMETER_NAMES, namespace.get("parameters") or []):
         payload[name] = wire.encode(p)
-    _send({**_backward_on_check_batch(namespace), **payload})
+    _send({**_backward_on_check_batch(namespace), **payload, **_replay_training_step(namespace)})

@@ -42,14 +42,17 @@ def write_notebook(nb, path: Path) -> None:
     Path(path).write_text(nbformat.writes(nb, version=4).rstrip("\n") + "\n")
 
 
-def sync(paths) -> list:
-    """Rewrite every shared cell of these notebooks from its definition; return the changed ones."""
+def sync(paths, *rewrites) -> list:
+    """Rewrite every shared cell of these notebooks from its definition, then apply each ``rewrite(nb, name)``
+    (other generated cells); return the changed notebooks."""
     changed = []
     for path in paths:
         before = Path(path).read_text()
         nb = nbformat.read(path, as_version=4)
         for cell in nb.cells:
             cell.source = shared_cell(grade_id(cell)) or cell.source
+        for rewrite in rewrites:
+            rewrite(nb, Path(path).stem)
         write_notebook(nb, path)
         if Path(path).read_text() != before:
             changed.append(path)

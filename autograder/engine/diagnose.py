@@ -6,6 +6,12 @@ from .backward_rules import Step, local_gradient
 from .tolerance import close, magnitude
 
 
+def only_size_one_dims_differ(got: tuple, want: tuple) -> bool:
+    """Whether the two shapes differ only by dimensions of size 1: a keepdim dropped or added."""
+    got, want = tuple(got), tuple(want)
+    return len(got) != len(want) and tuple(s for s in got if s != 1) == tuple(s for s in want if s != 1)
+
+
 def shape_problem(got: tuple, want: tuple, name: str) -> str:
     got, want = tuple(got), tuple(want)
     base = f"d{name} has shape {got}, but {name} has shape {want}"
@@ -18,7 +24,9 @@ def shape_problem(got: tuple, want: tuple, name: str) -> str:
             base + f": dimension {dims[0]} of size 1 was dropped. Keep it (keepdim=True) so the shapes match exactly."
         )
     if len(got) > len(want) and tuple(s for s in got if s != 1) == squeezed:
-        return base + ": it has an extra dimension of size 1. A bias or a vector gradient has the shape of the vector."
+        extra = next(i for i, s in enumerate(got) if s == 1 and (i >= len(want) or want[i] != 1))
+        why = f"{name} is a vector, so sum without keepdim" if len(want) == 1 else "keep only the dimensions it has"
+        return base + f": dimension {extra} of size 1 is one too many ({why})."
     if len(got) == len(want) + 1 and got[1:] == want:
         return (
             base + f": the forward pass broadcast {name} over the batch (dimension 0), "
@@ -111,6 +119,16 @@ def diagnose(answer: torch.Tensor, expected: torch.Tensor, step: Step, forward: 
                     f"d{name} has only part of the gradient: {name} is used in two places of the forward "
                     f"pass ({used}), and the path through {dropped} is missing. Add its contribution with +="
                 )
+        for twice, term in step.terms.items():
+            try:
+                doubled = (local_gradient(step, forward, upstream) + term(forward, upstream)).double()
+            except (RuntimeError, KeyError):
+                continue
+            if doubled.shape == a.shape and close(a, doubled, scale):
+                return (
+                    f"the path through {twice} is added twice: did a cell run twice? Keep `d{name} = ...` and its "
+                    f"`d{name} += ...` in one cell, and run that cell again"
+                )
     for consumer in step.upstream:
         up = upstream.get(consumer)
         if up is not None and up.shape == a.shape and close(a, up.double(), scale):
@@ -135,3 +153,26 @@ def diagnose(answer: torch.Tensor, expected: torch.Tensor, step: Step, forward: 
         f"d{name} has {wrong} of {a.numel()} entries wrong (largest error {(a - e).abs().max().item():.3g}, "
         f"largest value {scale:.3g}). Re-derive the local derivative of `{step.forward}`"
     )
+
+
+def changed_after_check(checked: dict, reported: dict, answer: str) -> list:
+    """What a graded cell can tell about the gradients graded before it: the names of ``checked`` (each one's
+    report at its own graded cell) that this cell's report shows with other values. Autograde runs the
+    notebook once, top to bottom, so a difference means a later cell changed the tensor, usually in place."""
+    lines = []
+    for name, then in checked.items():
+        now = reported.get(name)
+        if name == answer or now is None or now == then:
+            continue
+        if reported.get(answer) == now:
+            lines.append(
+                f"{name} changed after its check: it now holds the values of {answer}, so the two names are one "
+                f"tensor (`{answer} = {name}` without .clone()?) and `{answer} += ...` changed {name} too. {name} "
+                f"keeps the points of its own cell; write `{answer} = {name}.clone()`"
+            )
+        else:
+            lines.append(
+                f"{name} changed after its check: was it modified in place? ({name} keeps the points of its own "
+                "cell, but every later step that reads it reads the changed values)"
+            )
+    return lines

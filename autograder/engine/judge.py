@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 import torch
 
 from . import wire
-from .backward_rules import Step, local_gradient
-from .diagnose import diagnose, shape_problem
+from .backward_rules import SHAPE_ONLY_SHARE, Step, local_gradient
+from .diagnose import diagnose, only_size_one_dims_differ, shape_problem
 from .honesty import decoy
 from .tolerance import close, magnitude, max_difference
 
@@ -129,6 +129,16 @@ def judge_gradient(step: Step, reported: dict, forward: dict, grads: dict, seed:
             )
             return verdict
 
+    if only_size_one_dims_differ(answer.shape, reference.shape):  # right values in the wrong shape: a share
+        right_for = [reference.double()] + ([carried] if carried is not None else [])
+        if any(close(answer.reshape(r.shape), r, scale) for r in right_for if r.numel() == answer.numel()):
+            verdict.points = step.points * SHAPE_ONLY_SHARE
+            verdict.lines.append(shape_problem(answer.shape, reference.shape, name))
+            verdict.lines.append(
+                f"the values are right, so this step earns {verdict.points:g} of its {step.points:g}; "
+                "the exact shape earns the rest"
+            )
+            return verdict
     if tuple(answer.shape) != tuple(reference.shape):
         verdict.lines.append(shape_problem(answer.shape, reference.shape, name))
     elif not torch.isfinite(answer).all():

@@ -8,7 +8,9 @@ pass line for line, so the two runs compute the same losses as long as the stude
 gradients equal autograd's.
 
 ``manual_backward`` is the course's own solution (the fused cross-entropy and BatchNorm
-formulas of the lecture), used by the benchmark and the tests, never to grade.
+formulas of the lecture), used by the benchmark and the tests, and by the grader's replay of the
+student's ``training_step`` (``in_kernel.report_training``) as the right gradients; it is never
+the reference a student's gradient is compared with.
 """
 
 import contextlib
@@ -77,6 +79,13 @@ def learning_rate(step: int, steps: int) -> float:
     return LEARNING_RATES[0] if step < steps // 2 else LEARNING_RATES[1]
 
 
+def minibatches(Xtr, seed: int, steps: int, batch_size: int):
+    """The notebook's training loop, step by step: (indices of the minibatch in Xtr, learning rate)."""
+    generator = torch.Generator().manual_seed(seed + BATCH_SEED_OFFSET)
+    for i in range(steps):
+        yield torch.randint(0, Xtr.shape[0], (batch_size,), generator=generator), learning_rate(i, steps)
+
+
 @contextlib.contextmanager
 def one_thread():
     """Small matrices train fastest on one thread, and a busy machine does not slow them down."""
@@ -91,11 +100,9 @@ def one_thread():
 def autograd_run(initial_parameters, Xtr, Ytr, seed: int, steps: int, batch_size: int) -> dict:
     """The notebook's training loop with autograd's gradients: the run a student's must follow."""
     parameters = [p.detach().clone().requires_grad_() for p in initial_parameters]
-    generator = torch.Generator().manual_seed(seed + BATCH_SEED_OFFSET)
     losses, last_batch = [], None
     with one_thread():
-        for i in range(steps):
-            ix = torch.randint(0, Xtr.shape[0], (batch_size,), generator=generator)
+        for ix, lr in minibatches(Xtr, seed, steps, batch_size):
             last_batch = ix
             loss, _ = forward(parameters, Xtr[ix], Ytr[ix])
             for p in parameters:
@@ -103,7 +110,7 @@ def autograd_run(initial_parameters, Xtr, Ytr, seed: int, steps: int, batch_size
             loss.backward()
             with torch.no_grad():
                 for p in parameters:
-                    p += -learning_rate(i, steps) * p.grad
+                    p += -lr * p.grad
             losses.append(loss.item())
     return {"losses": torch.tensor(losses), "parameters": [p.detach() for p in parameters], "last_batch": last_batch}
 

@@ -9,13 +9,16 @@ right for a wrong intermediate; the error carried forward becomes the diagnosis 
 feedback names the first wrong intermediate on the parameter's path (read from the function's
 local variables when it returned) and what is wrong with it.
 
-**Training.** The kernel runs the notebook's loop for ``GRADED_STEPS`` steps and reports the
-loss of every step and the trained parameters. The grader replays the run with autograd's
-gradients (``training.autograd_run``). The run *follows* when every loss is within
-``LOSS_TOLERANCE`` of autograd's; it *reaches* the goal when the trained parameters give a
-validation loss below ``REACH_LOSS`` (BatchNorm calibrated on the training set, as the
-notebook's ``split_loss`` does). Training whose ``training_step`` or
-``backward_pass`` uses autograd earns nothing.
+**Training.** The training run judges what the student wrote for it, ``training_step``, not the
+gradients (they have their own cells). The kernel runs the notebook's loop for ``GRADED_STEPS``
+steps, then runs ``training_step`` for the same steps again from the initial parameters with the
+course's gradients in place of the student's ``backward_pass`` (``in_kernel.report_training``),
+and reports both runs. The grader replays the run with autograd's gradients
+(``training.autograd_run``). The replay *follows* when every loss is within ``LOSS_TOLERANCE`` of
+autograd's; it *reaches* the goal when its trained parameters give a validation loss below
+``REACH_LOSS`` (BatchNorm calibrated on the training set, as the notebook's ``split_loss`` does).
+The notebook's own run only tells the student which of their gradients made it differ.
+Training whose ``training_step`` or ``backward_pass`` uses autograd earns nothing.
 
 **Calibration.** ``bnmean`` and ``bnvar`` must be the statistics of ``hprebn`` over the whole
 training set, for the student's own trained parameters (so a training mistake does not cost
@@ -264,17 +267,33 @@ def _wrong_gradients(reported: dict, namespace: dict) -> list:
     return wrong
 
 
-def _why_it_departs(losses, reported, namespace, first: int) -> str:
-    wrong = _wrong_gradients(reported, namespace)
-    if wrong:
-        return (
-            f"your {', '.join(wrong)} {'is' if len(wrong) == 1 else 'are'} wrong (see the graded cells above): "
-            "a run driven by wrong gradients cannot follow autograd's"
-        )
-    trained = [wire.decode(reported.get(name) or {}) for name in PARAMETER_NAMES]
-    if all(t is not None for t in trained) and all(
-        t.shape == p0.shape and torch.equal(t.float(), p0) for t, p0 in zip(trained, namespace["initial_parameters"])
-    ):
+def _losses(reported: dict, key: str):
+    losses = wire.decode(reported.get(key) or {})
+    return losses.double() if losses is not None and losses.dim() == 1 and losses.is_floating_point() else None
+
+
+def _parameters(reported: dict, namespace: dict, prefix: str):
+    """The seven parameters reported as <prefix><name>, or None when one is missing or has the wrong shape."""
+    found = [wire.decode(reported.get(prefix + name) or {}) for name in PARAMETER_NAMES]
+    ok = all(
+        t is not None and t.shape == p0.shape and t.is_floating_point()
+        for t, p0 in zip(found, namespace["initial_parameters"])
+    )
+    return [t.float() for t in found] if ok else None
+
+
+def _first_departure(losses, expected):
+    """The first step whose loss is not within LOSS_TOLERANCE of autograd's (None if none), and the largest
+    difference."""
+    differences = (losses[:GRADED_STEPS] - expected).abs()
+    differences[~torch.isfinite(differences)] = float("inf")
+    departed = (differences > LOSS_TOLERANCE).nonzero()
+    return (departed[0].item() if len(departed) else None), differences.max().item()
+
+
+def _why_it_departs(losses, trained, namespace, first: int) -> str:
+    """Why training_step, given the right gradients, leaves autograd's run at step ``first``."""
+    if trained is not None and all(torch.equal(t, p0) for t, p0 in zip(trained, namespace["initial_parameters"])):
         return (
             "the parameters never changed: training_step must update them in place (p += -lr * grad, or "
             "p.data += ...); p = p - lr * grad only gives the name p a new tensor"
@@ -291,59 +310,88 @@ def _why_it_departs(losses, reported, namespace, first: int) -> str:
     )
 
 
+def _own_run(reported: dict, namespace: dict, expected) -> str | None:
+    """What the notebook's own run, driven by the student's backward_pass, did when it did not follow autograd's:
+    which gradients made it differ."""
+    losses = _losses(reported, "losses")
+    wrong = _wrong_gradients(reported, namespace)
+    status = reported.get("backward_pass") or {"kind": "missing"}
+    if status.get("kind") in ("raised", "missing"):
+        because = _call_problem(reported, 0)
+    elif wrong:
+        many = len(wrong) > 1
+        because = (
+            f"your {', '.join(wrong)} {'are' if many else 'is'} wrong (see {'their cells' if many else 'its cell'})"
+        )
+    else:
+        because = None
+    if losses is None:
+        what = "your own training run did not run (lossi is missing)"
+    elif len(losses) < GRADED_STEPS:
+        what = f"your own training run stopped after {len(losses)} of {GRADED_STEPS} steps"
+        because = because or "training_step or backward_pass raised an error (see the training cell)"
+    else:
+        first, _ = _first_departure(losses, expected)
+        if first is None:
+            return None
+        what = f"your own training run, with your backward_pass, leaves autograd's at step {first + 1}"
+    return f"{what}: {because}" if because else what
+
+
+def _training_step_failed(status: dict, steps: int) -> str:
+    if status.get("kind") == "missing":
+        return "not answered yet: training_step is not defined (did its cell run without an error?)"
+    if status.get("type") == "NotImplementedError":
+        return f"training stopped after 0 of {GRADED_STEPS} steps: training_step still raises NotImplementedError"
+    return (
+        f"training stopped after {steps} of {GRADED_STEPS} steps, with the right gradients: training_step raised "
+        f"{status.get('type')}: {status.get('message', '')}"
+    )
+
+
 def judge_training(reported: dict, namespace: dict, seed: int, tainted: set) -> Verdict:
+    """training_step, judged on a replay of the graded run in which the right gradients stand in for the
+    student's backward_pass (``in_kernel.report_training``): a wrong gradient costs its own cell, not this one.
+    The notebook's own run, with the student's gradients, only says which gradient made it differ."""
     verdict = Verdict("training run", 0, POINTS["training"])
     cheat = _autograd_in_training(tainted)
     if cheat:
         verdict.lines.append(cheat)
         return verdict
-    losses = wire.decode(reported.get("losses") or {})
-    if losses is None or losses.dim() != 1 or not losses.is_floating_point():
-        verdict.lines.append("the training cell did not run: lossi is missing")
-        return verdict
-    losses = losses.double()
     run = reference_run(namespace)
     expected = run["losses"].double()
-    if len(losses) < GRADED_STEPS:
-        verdict.lines.append(
-            f"training stopped after {len(losses)} of {GRADED_STEPS} steps: training_step or "
-            "backward_pass raised an error (see the training cell)"
-        )
-        status = reported.get("backward_pass") or {}
-        if status.get("kind") in ("raised", "missing"):
-            verdict.lines.append(_call_problem(reported, 0))
+    replay = _losses(reported, "replay_losses")
+    status = reported.get("replay") or {"kind": "missing"}
+    if replay is None or status.get("kind") != "returned" or len(replay) < GRADED_STEPS:
+        verdict.lines.append(_training_step_failed(status, 0 if replay is None else len(replay)))
         return verdict
-    differences = (losses[:GRADED_STEPS] - expected).abs()
-    differences[~torch.isfinite(differences)] = float("inf")
-    departed = (differences > LOSS_TOLERANCE).nonzero()
-    if len(departed) == 0:
+    first, largest = _first_departure(replay, expected)
+    trained = _parameters(reported, namespace, "replay_")
+    if first is None:
         verdict.points += FOLLOW_POINTS
         verdict.lines.append(
-            f"follows autograd's run: the loss of every one of the {GRADED_STEPS} steps within "
-            f"{differences.max().item():.1g} of autograd's (tolerance {LOSS_TOLERANCE:g})"
+            f"with the right gradients, your training_step follows autograd's run: the loss of every one of the "
+            f"{GRADED_STEPS} steps within {largest:.1g} of autograd's (tolerance {LOSS_TOLERANCE:g})"
         )
     else:
-        first = departed[0].item()
         verdict.lines.append(
-            f"leaves autograd's run at step {first + 1}: loss {losses[first].item():.4f}, "
-            f"autograd's {expected[first].item():.4f} (tolerance {LOSS_TOLERANCE:g}); "
-            + _why_it_departs(losses, reported, namespace, first)
+            f"with the right gradients, your training_step leaves autograd's run at step {first + 1}: loss "
+            f"{replay[first].item():.4f}, autograd's {expected[first].item():.4f} (tolerance {LOSS_TOLERANCE:g}); "
+            + _why_it_departs(replay, trained, namespace, first)
         )
-    trained = [wire.decode(reported.get(name) or {}) for name in PARAMETER_NAMES]
-    shapes_ok = all(
-        t is not None and t.shape == p0.shape and t.is_floating_point()
-        for t, p0 in zip(trained, namespace["initial_parameters"])
-    )
-    if not shapes_ok:
+    if trained is None:
         verdict.lines.append("the trained parameters could not be read")
-        return verdict
-    reached = validation_loss([t.float() for t in trained], namespace)
-    goal = f"(goal: below {REACH_LOSS:g}; autograd's run: {run['val_loss']:.4f})"
-    if reached < REACH_LOSS:
-        verdict.points += POINTS["training"] - FOLLOW_POINTS
-        verdict.lines.append(f"reaches a validation loss of {reached:.4f} after {GRADED_STEPS} steps {goal}")
     else:
-        verdict.lines.append(f"the validation loss after {GRADED_STEPS} steps is {reached:.4f} {goal}")
+        reached = validation_loss(trained, namespace)
+        goal = f"(goal: below {REACH_LOSS:g}; autograd's run: {run['val_loss']:.4f})"
+        if reached < REACH_LOSS:
+            verdict.points += POINTS["training"] - FOLLOW_POINTS
+            verdict.lines.append(f"reaches a validation loss of {reached:.4f} after {GRADED_STEPS} steps {goal}")
+        else:
+            verdict.lines.append(f"the validation loss after {GRADED_STEPS} steps is {reached:.4f} {goal}")
+    own = _own_run(reported, namespace, expected)
+    if own:
+        verdict.lines.append(f"{own}; that costs the cells of the gradients, not the training run")
     return verdict
 
 

@@ -18,8 +18,11 @@ problem for the class report (``{"notebook", "problem", "detail"}``):
                      and gets its metadata back
   unknown_cell       cells whose grade_id is not in the release (another notebook's, or made up)
                      run as ordinary cells
-  wrong_notebook     fewer than half of the release's locked cells are there, even after
-                     matching: another notebook saved under this name. Not graded
+  wrong_notebook     fewer than half of the release's cells with a grade_id (locked cells and
+                     answer cells) are there, even after matching, or more cells of other
+                     notebooks than of this one: another notebook saved under this name. Not
+                     graded. (A notebook whose test cells were all deleted but whose answer cells
+                     are there is this notebook: its test cells are put back, as deleted_cell.)
 
 Whatever is repaired, the staged notebook is rebuilt from cell types, sources and nbgrader
 metadata only, with the release's notebook metadata: no outputs, no Colab metadata, fresh
@@ -150,8 +153,7 @@ def repair(raw: bytes, release, notebook: str):
     wanted = [c for c in release.cells if _gid(c)]
     stripped = not any(_gid(c) for c in cells)
     present = {_gid(c) for c in cells if _gid(c)}
-    locked = [c for c in wanted if _meta(c).get("locked")]
-    matched, restored, anchor = [], [], -1
+    matched, restored, absent, anchor = [], [], [], -1
     for k, want in enumerate(wanted):
         gid = _gid(want)
         if gid in present:
@@ -184,17 +186,20 @@ def repair(raw: bytes, release, notebook: str):
             restored.append(gid)
             anchor += 1
         else:  # a missing answer cell: nothing to grade in it, nothing to put back
+            absent.append(gid)
             continue
         present.add(gid)
-    found_locked = len(locked) - len(set(restored) & {_gid(c) for c in locked})
-    if found_locked < len(locked) / 2:
+    found = len(wanted) - len(restored) - len(absent)
+    others = len(set(foreign))  # cells of another notebook: the course's notebooks share their setup cells
+    if found < len(wanted) / 2 or others > found:
         return None, problems + [
             {
                 "notebook": notebook,
                 "problem": "wrong_notebook",
                 "detail": (
-                    f"only {found_locked} of the {len(locked)} locked cells of {notebook} are in it"
+                    f"only {found} of the {len(wanted)} answer and locked cells of {notebook} are in it"
                     + (" (and no cell has nbgrader metadata)" if stripped else "")
+                    + (f", and {others} cells of another notebook" if others > found else "")
                     + ": another notebook saved under this name? Not graded"
                 ),
             }

@@ -15,6 +15,7 @@ from nbgrader.preprocessors import NbGraderPreprocessor
 from ..authoring.notebooks import grade_id
 from ..data import NAMES_VARIABLE
 from ..engine import wire
+from ..engine.diagnose import changed_after_check
 from ..engine.exercises import CHECKS
 from ..engine.honesty import AutogradTaint
 from ..engine.judge import Verdict
@@ -69,6 +70,7 @@ class JudgeAnswers(NbGraderPreprocessor):
                 for name in REPORTED.findall("".join(REPORT_CALL.findall(c.source)))
             }
         )
+        checked = {}  # each graded answer's report at its own graded cell
         for cell in nb.cells:
             if cell.cell_type != "code":
                 continue
@@ -93,5 +95,10 @@ class JudgeAnswers(NbGraderPreprocessor):
                     if not reports
                     else "this cell reported more than one answer: the submission tampered with it"
                 ]
+            if len(reports) == 1 and isinstance(reports[0], dict):
+                answer = grade_id(cell).removeprefix("test_")
+                verdict.lines += changed_after_check(checked, reports[0], answer)
+                if answer in reports[0]:
+                    checked.setdefault(answer, reports[0][answer])
             cell.outputs = verdict_outputs(verdict)
         return nb, resources

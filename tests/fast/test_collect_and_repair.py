@@ -145,3 +145,31 @@ def test_repairs_give_back_the_release_structure():
     assert repair(raw(other), release, NB)[1][0]["problem"] == "wrong_notebook"
     assert repair(b"", release, NB)[1][0]["problem"] == "not_a_notebook"
     assert repair(b"[1, 2]", release, NB)[1][0]["problem"] == "not_a_notebook"
+
+
+def test_a_notebook_without_its_test_cells_gets_them_back_and_is_graded():
+    from autograder.grading.repair import repair
+
+    release = nbformat.read(REPO / "release" / ASSIGNMENT / f"{NB}.ipynb", as_version=4)
+    source = nbformat.read(REPO / "source" / ASSIGNMENT / f"{NB}.ipynb", as_version=4)
+    good = solved(release, source)
+    tests = [grade_id(c) for c in good.cells if grade_id(c).startswith("test_")]
+    no_tests = good
+    for gid in tests:
+        no_tests = without(no_tests, gid)
+    fixed, found = repair(nbformat.writes(no_tests).encode(), release, NB)
+    assert [p["problem"] for p in found] == ["deleted_cell"]
+    assert found[0]["detail"] == "put back from the release: " + ", ".join(tests)
+    assert [grade_id(c) for c in fixed.cells if grade_id(c)] == [grade_id(c) for c in good.cells if grade_id(c)]
+
+
+def test_another_notebook_saved_under_this_name_is_not_graded():
+    from autograder.grading.repair import repair
+
+    release = {n: nbformat.read(REPO / "release" / ASSIGNMENT / f"{n}.ipynb", as_version=4) for n in NOTEBOOKS}
+    source = {n: nbformat.read(REPO / "source" / ASSIGNMENT / f"{n}.ipynb", as_version=4) for n in NOTEBOOKS}
+    for handed_in in NOTEBOOKS:  # Exercise 1 holds every setup cell of the others, and their dlogits and dbngain
+        raw = nbformat.writes(solved(release[handed_in], source[handed_in])).encode()
+        for name in set(NOTEBOOKS) - {handed_in}:
+            fixed, found = repair(raw, release[name], name)
+            assert fixed is None and found[-1]["problem"] == "wrong_notebook", (handed_in, name, found)

@@ -1,15 +1,18 @@
 """The grading engine on its own: the rules table, the tolerance, the one setup definition."""
 
+import copy
 import re
 
 import nbformat
 import pytest
 import torch
 
-from autograder.authoring import SOURCE_DIR, shared_cell, stale_setup_cells
+from autograder.authoring import SOURCE_DIR, graded_cells, shared_cell, stale_setup_cells
 from autograder.authoring.submissions import grade_id
-from autograder.engine.backward_rules import STEP_BY_NAME, STEPS, local_gradient
-from autograder.engine.judge import step_scale
+from autograder.engine import wire
+from autograder.engine.backward_rules import SHAPE_ONLY_SHARE, STEP_BY_NAME, STEPS, local_gradient
+from autograder.engine.diagnose import changed_after_check
+from autograder.engine.judge import judge_gradient, step_scale
 from autograder.engine.reference import SETUP_PREFIX, autograd_gradients, forward_values, run_setup
 from autograder.engine.tolerance import RTOL, close
 
@@ -62,6 +65,29 @@ def test_every_notebook_copy_of_the_setup_matches_its_definition():
         )
 
 
+def test_exercise_1_graded_cells_are_generated_from_the_rules_table():
+    assert graded_cells.layout_problems(EX1) == []
+    assert graded_cells.stale_cells(EX1) == [], "run python -m autograder.authoring"
+    answers = [grade_id(c).removeprefix("answer_d") for c in EX1.cells if grade_id(c).startswith("answer_d")]
+    assert answers == [step.name for step in STEPS]  # one answer cell per gradient, in the table's order
+
+
+def test_the_drift_check_sees_a_hand_edited_graded_cell():
+    points, order, header = (copy.deepcopy(EX1) for _ in range(3))
+    next(c for c in points.cells if grade_id(c) == "test_dcounts").metadata["nbgrader"]["points"] = 3
+    assert graded_cells.stale_cells(points) == ["test_dcounts"]
+    graded_cells.sync(points, graded_cells.NOTEBOOK)
+    assert graded_cells.stale_cells(points) == []
+    i = next(i for i, c in enumerate(order.cells) if grade_id(c) == "answer_dcounts")
+    order.cells[i : i + 2] = [order.cells[i + 1], order.cells[i]]  # the test cell before its answer cell
+    assert graded_cells.layout_problems(order) == ["counts: test_dcounts must come right after answer_dcounts"]
+    with pytest.raises(ValueError, match="by hand"):
+        graded_cells.sync(order, graded_cells.NOTEBOOK)
+    cell = next(c for c in header.cells if grade_id(c) == "answer_dlogits")
+    cell.source = cell.source.replace("used twice", "used once")
+    assert graded_cells.stale_cells(header) == ["answer_dlogits"]
+
+
 def test_notebook_self_checks_use_the_graders_tolerance():
     """The notebooks stand alone, so their self-checks carry a copy of the tolerance: it must be the grader's."""
     assert float(re.search(r"^TOLERANCE = ([0-9.e-]+)", shared_cell("self_check_helpers"), re.M).group(1)) == RTOL
@@ -69,3 +95,60 @@ def test_notebook_self_checks_use_the_graders_tolerance():
 
 def test_same_seed_same_loss():
     assert run_setup(SETUP, 2147483647)["loss"].item() == pytest.approx(3.5571, abs=1e-4)
+
+
+def judged(step_name, seed=7, **answers):
+    """The verdict on one step when every reported gradient is autograd's, except ``answers``."""
+    forward, grads = reference(seed)
+    reported = {f"d{k}": wire.encode(v) for k, v in grads.items()}
+    reported.update({k: wire.encode(v) for k, v in answers.items()})
+    return judge_gradient(STEP_BY_NAME[step_name], reported, forward, grads, seed, set()), grads
+
+
+@pytest.mark.parametrize(
+    "step, reshape, words",
+    [
+        ("bnmeani", (-1,), "dimension 0 of size 1 was dropped"),  # the lecture's own line
+        ("counts_sum_inv", (-1,), "dimension 1 of size 1 was dropped"),
+        ("b2", (1, -1), "dimension 0 of size 1 is one too many (b2 is a vector, so sum without keepdim)"),
+        ("bnbias", (1, 1, -1), "dimension 1 of size 1 is one too many (keep only the dimensions it has)"),
+    ],
+)
+def test_right_values_in_a_keepdim_shape_earn_the_share_and_name_the_dimension(step, reshape, words):
+    _, grads = reference(7)
+    verdict, _ = judged(step, **{f"d{step}": grads[step].reshape(reshape)})
+    assert verdict.points == SHAPE_ONLY_SHARE * STEP_BY_NAME[step].points > 0
+    assert words in verdict.lines[0] and "the values are right" in verdict.lines[1], verdict.text()
+    wrong, _ = judged(step, **{f"d{step}": 2 * grads[step].reshape(reshape)})
+    assert wrong.points == 0, wrong.text()
+    transposed, _ = judged("bnmeani", **{"dbnmeani": grads["bnmeani"].reshape(-1, 1)})  # not a keepdim: nothing
+    assert transposed.points == 0
+
+
+def test_a_path_added_twice_is_named_by_the_grader():
+    forward, grads = reference(7)
+    step = STEP_BY_NAME["counts"]
+    twice = local_gradient(step, forward, grads) + step.terms["counts_sum"](forward, grads)
+    verdict, _ = judged("counts", dcounts=twice)
+    assert verdict.points == 0
+    assert verdict.lines == [
+        "the path through counts_sum is added twice: did a cell run twice? Keep `dcounts = ...` and its "
+        "`dcounts += ...` in one cell, and run that cell again"
+    ]
+
+
+def test_a_gradient_changed_after_its_check_is_named_by_the_grader():
+    _, grads = reference(7)
+    at_check = {"dbndiff": wire.encode(grads["bndiff"]), "dbnmeani": wire.encode(grads["bnmeani"])}
+    aliased = {"dhprebn": wire.encode(grads["hprebn"]), "dbndiff": wire.encode(grads["hprebn"])}
+    aliased["dbnmeani"] = at_check["dbnmeani"]
+    assert changed_after_check(at_check, aliased, "dhprebn") == [
+        "dbndiff changed after its check: it now holds the values of dhprebn, so the two names are one tensor "
+        "(`dhprebn = dbndiff` without .clone()?) and `dhprebn += ...` changed dbndiff too. dbndiff keeps the "
+        "points of its own cell; write `dhprebn = dbndiff.clone()`"
+    ]
+    changed = {"dembcat": wire.encode(grads["embcat"]), "dbndiff": wire.encode(2 * grads["bndiff"])}
+    assert changed_after_check(at_check, changed, "dembcat")[0].startswith(
+        "dbndiff changed after its check: was it modified in place?"
+    )
+    assert changed_after_check(at_check, {**at_check, "dhprebn": aliased["dhprebn"]}, "dhprebn") == []

@@ -22,7 +22,8 @@ import yaml
 from conftest import ASSIGNMENT, NAMES, REPO
 
 from autograder.authoring import SOURCE_DIR, badges, shared_cell
-from autograder.authoring.submissions import grade_id
+from autograder.authoring.submissions import grade_id, solved
+from autograder.engine.backward_rules import STEPS
 from autograder.engine.reference import SETUP_PREFIX, autograd_gradients, run_setup, strip_hidden
 
 EX1 = "ex1_atomic_backward"
@@ -221,7 +222,7 @@ def test_self_check_helpers_are_self_contained_and_silenced_at_autograde():
         for a in node.names
     }
     imported |= {node.module.split(".")[0] for node in ast.walk(ast.parse(visible)) if isinstance(node, ast.ImportFrom)}
-    assert imported <= {"sys", "html", "IPython"}, imported  # runs on Colab: nothing of this repository
+    assert imported <= {"re", "sys", "html", "IPython"}, imported  # runs on Colab: nothing of this repository
     public = [f.name for f in ast.parse(visible).body if isinstance(f, ast.FunctionDef) and not f.name.startswith("_")]
     silenced = re.search(r"start_grading\(globals\(\), self_checks=\((.*?)\)\)", HELPERS).group(1)
     assert set(public) == {"cmp", "self_check", "check_answer", "check_value"}
@@ -267,7 +268,9 @@ def test_self_check_table_names_the_usual_mistakes(notebook_namespace):
     assert "n = 32 times too large" in hint(table, "dlogprobs")
     assert "wrong sign" in hint(table, "dprobs")
     assert hint(table, "dcounts_sum_inv").startswith("dimension 0 is 1 but must be 32")
-    assert hint(table, "dbngain").startswith("dimension 0 (of size 1) is missing: keep it with keepdim=True")
+    assert hint(table, "dbngain").startswith(  # the right values, without keepdim
+        "the values are right (that earns part of the step), but dimension 0 (of size 1) is missing: keep it"
+    )
     assert hint(table, "dW2").startswith("transposed")
     assert hint(table, "db1").startswith("b1 was broadcast over the batch (dimension 0): sum its gradient")
     assert "Bessel" in hint(table, "dbndiff2") and "(n-1)/n" in hint(table, "dbndiff2")
@@ -306,6 +309,70 @@ def test_check_answer_prints_to_stderr_only_when_something_is_wrong(notebook_nam
     assert lines[0].startswith("✘ dprobs: values differ from autograd's") and "wrong sign" in lines[0]
     assert "But dprobs above is not right yet: fix it first" in lines[1]  # the downstream step points upstream
     assert lines[2] == "✘ dcounts: not answered yet"
+
+
+def run_cells(namespace, *cells):
+    """Run each cell's code in the namespace as IPython does (remembering it in In); return what they print."""
+    history = namespace.setdefault("In", [""])
+    with contextlib.redirect_stdout(io.StringIO()) as out, contextlib.redirect_stderr(io.StringIO()) as err:
+        for code in cells:
+            history.append(code)
+            exec(code, namespace)
+    return out.getvalue() + err.getvalue()
+
+
+@pytest.fixture
+def answered_up_to(notebook_namespace):
+    """Exercise 1 with the course's answers and their checks run up to (not including) a step."""
+
+    def run(stop):
+        namespace = {**notebook_namespace}
+        exec(strip_hidden(HELPERS), namespace)
+        cells = {grade_id(c): c.source for c in solved(release(EX1), source(EX1)).cells}
+        for step in STEPS[: [s.name for s in STEPS].index(stop)]:
+            run_cells(namespace, cells[f"answer_d{step.name}"], cells[f"test_d{step.name}"])
+        return namespace, cells
+
+    return run
+
+
+@pytest.mark.parametrize("step", [s for s in STEPS if len(s.terms) > 1], ids=lambda s: s.name)
+def test_running_an_answer_cell_twice_changes_nothing(answered_up_to, step):
+    """Its check and every check after it print the same as when it ran once."""
+    later = [
+        c
+        for s in STEPS[[s.name for s in STEPS].index(step.name) + 1 :]
+        for c in (f"answer_d{s.name}", f"test_d{s.name}")
+    ]
+    outputs = []
+    for runs in (1, 2):
+        namespace, cells = answered_up_to(step.name)
+        twice = [cells[f"answer_d{step.name}"]] * runs + [cells[f"test_d{step.name}"]]
+        outputs.append(run_cells(namespace, *twice, *(cells[c] for c in later), cells["check_all"]))
+    assert outputs[0].startswith(f"✔ d{step.name}: shape") and "All 26 gradients match autograd." in outputs[0]
+    assert outputs[1] == outputs[0]
+
+
+def test_a_path_added_twice_is_named(answered_up_to):
+    namespace, cells = answered_up_to("counts")
+    run_cells(namespace, "dcounts = counts_sum_inv * dprobs", "dcounts += torch.ones_like(counts) * dcounts_sum")
+    twice = run_cells(namespace, "dcounts += torch.ones_like(counts) * dcounts_sum", cells["test_dcounts"])
+    assert twice.startswith("✘ dcounts: values differ") and "the path through counts_sum is added twice" in twice
+    assert "did a cell run twice?" in twice
+
+
+def test_a_gradient_changed_in_place_after_its_check_is_named_where_it_happens(answered_up_to):
+    namespace, cells = answered_up_to("hprebn")
+    aliased = "dhprebn = dbndiff\ndhprebn += 1.0 / n * torch.ones_like(hprebn) * dbnmeani"
+    out = run_cells(namespace, aliased, cells["test_dhprebn"])
+    assert out.splitlines()[0].startswith("✔ dhprebn: shape (32, 64) ok"), out  # dhprebn itself is right
+    assert out.splitlines()[1] == (
+        "✘ dbndiff changed after its check: dhprebn is the same tensor (dhprebn = dbndiff without .clone()?), "
+        "so dhprebn += ... changed dbndiff too. Write dhprebn = dbndiff.clone()"
+    )
+    assert run_cells(namespace, cells["test_dembcat"]).count("dbndiff") == 0  # said once, where it happened
+    table = run_cells(namespace, 'self_check("bndiff", "hprebn")')
+    assert hint(table, "dbndiff").startswith("dbndiff changed after its check: dhprebn is the same tensor")
 
 
 def test_colab_badges_are_up_to_date():

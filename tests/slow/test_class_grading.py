@@ -61,9 +61,9 @@ def cells_after(release, source, after, code, changes=None):
     return solved(release, source, changes, extra_cells=[(after, code)])
 
 
-def without(nb, gid):
+def without(nb, *gids):
     nb = copy.deepcopy(nb)
-    nb.cells = [c for c in nb.cells if grade_id(c) != gid]
+    nb.cells = [c for c in nb.cells if grade_id(c) not in gids]
     return nb
 
 
@@ -287,6 +287,11 @@ def hostile_class(course: Course, listener: Listener) -> dict:
             set(),
         ),
         "bad_deleted_test": (w(without(good, "test_dprobs")), [], {(NB, "deleted_cell")}),
+        "bad_deleted_all_tests": (  # every graded cell deleted, every answer there: put back and graded
+            w(without(good, *(grade_id(c) for c in good.cells if grade_id(c).startswith("test_")))),
+            [],
+            {(NB, "deleted_cell")},
+        ),
         "bad_duplicated_test": (w(duplicated(good, "test_dprobs")), [], {(NB, "duplicated_cell")}),
         "bad_stripped": (w(stripped(good)), [], {(NB, "metadata_stripped")}),
         "bad_not_json": (b"<html>Sorry, this file could not be downloaded</html>", None, {(NB, "not_a_notebook")}),
@@ -437,6 +442,7 @@ def test_good_students_get_exactly_their_grades_alone(graded, alone):
         "bad_network",
         "bad_monkeypatch",
         "bad_deleted_test",
+        "bad_deleted_all_tests",
         "bad_duplicated_test",
         "bad_stripped",
         "bad_not_json",

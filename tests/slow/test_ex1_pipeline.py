@@ -9,8 +9,8 @@ import csv
 import pytest
 from conftest import ASSIGNMENT
 
-from autograder.authoring.submissions import grade_id, solved
-from autograder.engine.backward_rules import STEPS
+from autograder.authoring.submissions import grade_id, solutions, solved
+from autograder.engine.backward_rules import SHAPE_ONLY_SHARE, STEP_BY_NAME, STEPS
 from autograder.engine.reference import SETUP_PREFIX, run_setup
 
 NB = "ex1_atomic_backward"
@@ -34,7 +34,19 @@ MISTAKES = {
         "counts_sum",
         "wrong sign",
     ),
-    "m_counts_branch": ({"answer_dcounts_part2": "pass"}, "counts", "path through counts_sum is missing"),
+    "m_counts_branch": (
+        {"answer_dcounts": "dcounts = counts_sum_inv * dprobs"},
+        "counts",
+        "path through counts_sum is missing",
+    ),
+    "m_counts_added_twice": (  # a += line run twice, as when it sits in a cell of its own that ran twice
+        {
+            "answer_dcounts": "dcounts = counts_sum_inv * dprobs"
+            + "\ndcounts += torch.ones_like(counts) * dcounts_sum" * 2
+        },
+        "counts",
+        "the path through counts_sum is added twice: did a cell run twice?",
+    ),
     "m_norm_logits_passthrough": (
         {"answer_dnorm_logits": "dnorm_logits = dcounts"},
         "norm_logits",
@@ -71,9 +83,23 @@ MISTAKES = {
         "bndiff2",
         "Bessel",
     ),
-    "m_bndiff_branch": ({"answer_dbndiff_part2": "pass"}, "bndiff", "path through bndiff2 is missing"),
+    "m_bndiff_branch": (
+        {"answer_dbndiff": "dbndiff = bnvar_inv * dbnraw"},
+        "bndiff",
+        "path through bndiff2 is missing",
+    ),
     "m_bnmeani_sign": ({"answer_dbnmeani": "dbnmeani = dbndiff.sum(0, keepdim=True)"}, "bnmeani", "wrong sign"),
-    "m_hprebn_branch": ({"answer_dhprebn_part2": "pass"}, "hprebn", "path through bnmeani is missing"),
+    "m_bnmeani_lecture": (  # the lecture's own line: (64,) for a (1, 64) tensor
+        {"answer_dbnmeani": "dbnmeani = (-dbndiff).sum(0)"},
+        "bnmeani",
+        "dimension 0 of size 1 was dropped",
+    ),
+    "m_b2_keepdim_added": (
+        {"answer_db2": "db2 = dlogits.sum(0, keepdim=True)"},
+        "b2",
+        "dimension 0 of size 1 is one too many",
+    ),
+    "m_hprebn_branch": ({"answer_dhprebn": "dhprebn = dbndiff.clone()"}, "hprebn", "path through bnmeani is missing"),
     "m_embcat_extra_n": ({"answer_dembcat": "dembcat = dhprebn @ W1.T / n"}, "embcat", "32 times too small"),
     "m_W1_transposed": ({"answer_dW1": "dW1 = dhprebn.T @ embcat"}, "W1", "transposed"),
     "m_emb_wrong_view": ({"answer_demb": "demb = dembcat.view(n, n_embd, block_size)"}, "emb", "wrong order"),
@@ -94,6 +120,16 @@ MISTAKES = {
     "m_probs_nan": ({"answer_dprobs": "dprobs = dlogprobs / (probs - probs)"}, "probs", "NaN"),
 }
 
+# student -> the step whose right values come in a shape off by a size-1 dimension: a share of its points
+KEEPDIM = {
+    "m_logit_maxes_keepdim": "logit_maxes",
+    "m_bnbias_keepdim": "bnbias",
+    "m_bnvar_inv_keepdim": "bnvar_inv",
+    "m_bnmeani_lecture": "bnmeani",
+    "m_b2_keepdim_added": "b2",
+}
+WRONG_VALUES_WRONG_SHAPE = {"m_counts_sum_inv_axis": "counts_sum_inv", "m_b2_no_sum": "b2"}
+
 FUSED_BATCHNORM = (
     "dhprebn = bngain * bnvar_inv / n * (n * dhpreact - dhpreact.sum(0) "
     "- n / (n - 1) * bnraw * (dhpreact * bnraw).sum(0))"
@@ -113,17 +149,19 @@ ALTERNATIVES = {
     },
     "alt_b": {
         "answer_dcounts_sum_inv": "dcounts_sum_inv = (dprobs * counts).sum(-1, keepdim=True)",
-        "answer_dlogits_part2": "dlogits[range(n), logits.argmax(1)] += dlogit_maxes.view(-1)",
+        "answer_dlogits": (
+            "dlogits = dnorm_logits.clone()\ndlogits[range(n), logits.argmax(1)] += dlogit_maxes.view(-1)"
+        ),
         "answer_db2": "db2 = dlogits.sum(0, keepdim=True).squeeze(0)",
         "answer_dbnbias": "dbnbias = dhpreact.sum(0).view(1, -1)",
-        "answer_dhprebn_part2": FUSED_BATCHNORM,
+        "answer_dhprebn": FUSED_BATCHNORM,
         "answer_dW1": "dW1 = (dhprebn.T @ embcat).T",
         "answer_demb": "demb = dembcat.reshape(n, block_size, n_embd)",
         "answer_dC": "dC = F.one_hot(Xb.view(-1), vocab_size).float().T @ demb.view(-1, n_embd)",
     },
     "alt_c": {
         "answer_dlogit_maxes": "dlogit_maxes = torch.zeros_like(logit_maxes)",  # the exact answer: the max cancels
-        "answer_dlogits_part2": "pass",  # ... so its branch adds nothing
+        "answer_dlogits": "dlogits = dnorm_logits.clone()",  # ... so its branch adds nothing
         "answer_db1": "db1 = torch.zeros_like(b1)",  # BatchNorm cancels b1 exactly
         "answer_dC": (
             "dC = torch.zeros_like(C)\ndC.index_put_((Xb.view(-1),), demb.view(-1, n_embd), accumulate=True)"
@@ -203,6 +241,11 @@ def graded(course):
         ),
     )
     course.submit("k_dies_midway", NB, solved(release, source, {"answer_dh": "import os\nos._exit(1)"}))
+    # every answer cell run twice in a row (as a second cell with the same code right after it)
+    again = [(gid, code) for gid, code in solutions(source).items() if gid.startswith("answer_")]
+    course.submit("alt_every_cell_twice", NB, solved(release, source, extra_cells=again))
+    aliased = "dhprebn = dbndiff\ndhprebn += 1.0 / n * torch.ones_like(hprebn) * dbnmeani"  # no .clone()
+    course.submit("m_alias_dhprebn", NB, solved(release, source, {"answer_dhprebn": aliased}))
     course.nbgrader("autograde", ASSIGNMENT)
     return course
 
@@ -237,6 +280,34 @@ def test_a_mistake_costs_exactly_its_own_step(graded, student):
     assert lost_steps(graded, student) == [step]
     message = graded.messages(student, NB)[f"test_d{step}"]
     assert words in message, message
+
+
+@pytest.mark.parametrize("student", KEEPDIM)
+def test_right_values_in_a_keepdim_shape_earn_a_share_and_the_dimension_is_named(graded, student):
+    step = KEEPDIM[student]
+    assert graded.scores(student, NB)[f"test_d{step}"] == SHAPE_ONLY_SHARE * STEP_BY_NAME[step].points
+    message = graded.messages(student, NB)[f"test_d{step}"]
+    assert "dimension" in message and "the values are right" in message, message
+
+
+@pytest.mark.parametrize("student", WRONG_VALUES_WRONG_SHAPE)
+def test_wrong_values_in_a_wrong_shape_earn_nothing(graded, student):
+    assert graded.scores(student, NB)[f"test_d{WRONG_VALUES_WRONG_SHAPE[student]}"] == 0
+
+
+def test_running_every_answer_cell_twice_grades_like_the_solution(graded):
+    assert graded.scores("alt_every_cell_twice", NB) == graded.scores("solution", NB)
+    messages = graded.messages("alt_every_cell_twice", NB)
+    assert all(m.startswith("✔") for g, m in messages.items() if g.startswith("test_")), messages
+
+
+def test_a_gradient_changed_in_place_after_its_check_is_named(graded):
+    """dhprebn = dbndiff without .clone(): dbndiff was right at its check and keeps its points; the cell that
+    changed it says so."""
+    assert lost_steps(graded, "m_alias_dhprebn") == []
+    message = graded.messages("m_alias_dhprebn", NB)["test_dhprebn"]
+    assert "dbndiff changed after its check: it now holds the values of dhprebn" in message, message
+    assert "dbndiff.clone()" in message
 
 
 def test_error_carried_forward_names_the_upstream_gradient(graded):

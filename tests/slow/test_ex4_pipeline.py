@@ -58,23 +58,51 @@ MISTAKES = {
             )
         },
         [],
-        {"test_dC": 0, "test_training": 1},
-        {"test_dC": "does not add up", "test_training": "dC is wrong"},
+        {"test_dC": 0},
+        {"test_dC": "does not add up", "test_training": "your dC is wrong (see its cell)"},
     ),
     "m_db2_divided_by_n": (
         {"answer_backward_pass": backward(layer2="dh = dlogits @ W2.T\ndW2 = h.T @ dlogits\ndb2 = dlogits.sum(0) / n")},
         [],
-        {"test_db2": 0, "test_training": 1},
+        {"test_db2": 0},
         {"test_db2": "32 times too small", "test_training": "db2 is wrong"},
+    ),
+    # One mistake costs one cell: the training run grades training_step, with the right gradients.
+    "m_dW1_doubled": (
+        {
+            "answer_backward_pass": backward(
+                layer1="dembcat = dhprebn @ W1.T\ndW1 = 2 * embcat.T @ dhprebn\ndb1 = dhprebn.sum(0)"
+            )
+        },
+        [],
+        {"test_dW1": 0},
+        {
+            "test_dW1": "twice the right value",
+            "test_training": "your own training run, with your backward_pass, leaves autograd's at step 2: your dW1 "
+            "is wrong (see its cell)",
+        },
+    ),
+    "m_db2_keepdim": (  # right values, shape (1, 27): half of db2; the own run stops at its first update
+        {
+            "answer_backward_pass": backward(
+                layer2="dh = dlogits @ W2.T\ndW2 = h.T @ dlogits\ndb2 = dlogits.sum(0, keepdim=True)"
+            )
+        },
+        [],
+        {"test_db2": 0.5},
+        {
+            "test_db2": "dimension 0 of size 1 is one too many",
+            "test_training": "your own training run stopped after 0 of 300 steps: your db2 is wrong (see its cell)",
+        },
     ),
     "m_batchnorm_bessel": (
         {"answer_backward_pass": backward(batchnorm=BACKWARD["batchnorm"].replace("n / (n - 1) * bnraw", "bnraw"))},
         [],
-        {"test_dW1": 0, "test_dC": 0, "test_training": 1},
+        {"test_dW1": 0, "test_dC": 0},
         {
             "test_dW1": "your dhprebn: dhprebn is missing the factor n/(n-1)",
             "test_dC": "your dhprebn",
-            "test_training": "dC, dW1 are wrong",
+            "test_training": "your dC, dW1 are wrong (see their cells)",
         },
     ),
     "m_grad_in_update": (
@@ -107,7 +135,7 @@ MISTAKES = {
     "m_swapped_batchnorm_grads": (
         {"answer_backward_pass": backward() + "\nreturn [dC, dW1, db1, dW2, db2, dbnbias, dbngain]"},
         [],
-        {"test_dbngain": 0, "test_dbnbias": 0, "test_training": 1},
+        {"test_dbngain": 0, "test_dbnbias": 0},
         {"test_dbngain": "it is dbnbias: backward_pass must return the gradients in the order of parameters"},
     ),
     "m_no_calibration": (
@@ -232,7 +260,8 @@ def test_correct_submissions_get_full_marks(graded, student):
 
 def test_solution_messages(graded):
     messages = graded.messages("solution", NB)
-    assert "follows autograd's run" in messages["test_training"]
+    assert "with the right gradients, your training_step follows autograd's run" in messages["test_training"]
+    assert "your own training run" not in messages["test_training"]  # it followed too
     assert f"goal: below {REACH_LOSS:g}" in messages["test_training"]
     assert "over the training set" in messages["test_calibration"]
 

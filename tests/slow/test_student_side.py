@@ -181,6 +181,23 @@ def test_solved_ex1_passes_every_check_and_the_checklist(executed):
     assert "text/html" in cells["check_all"].outputs[0].data  # a table in Jupyter and Colab
 
 
+def test_running_each_answer_cell_twice_leaves_every_check_unchanged(executed, tmp_path):
+    """Exercise 1 with each answer cell run twice in a row: every check prints what it printed after one run."""
+    nb = solved_with_extras(release(EX1), source(EX1), EX1)
+    cells = []
+    for cell in nb.cells:
+        cells.append(cell)
+        if grade_id(cell).startswith("answer_"):
+            cells.append(nbformat.v4.new_code_cell(cell.source))  # the same code again, as a second run
+    nb.cells = cells
+    NotebookClient(nb, timeout=900, allow_errors=True, resources={"metadata": {"path": str(tmp_path)}}).execute()
+    checks = lambda notebook: {
+        grade_id(c): outputs_text(c) for c in notebook.cells if grade_id(c).startswith(("test_", "check_"))
+    }
+    once, twice = checks(executed[EX1]), checks(nb)
+    assert len(once) == 26 + 5 and twice == once
+
+
 def test_ex1_optional_exercises_check_a_students_answers(executed):
     text = {c.id: outputs_text(c) for c in executed[EX1].cells}
     assert text["optional-check-dC"].startswith("3 of 3 versions match C.grad. Fastest:"), text["optional-check-dC"]

@@ -1,5 +1,6 @@
 # Self-checks: your gradients against autograd's, on this notebook's own batch.
 # They only inform you; the autograder grades on a batch and parameters you have not seen.
+import re
 import sys
 
 from IPython.display import display
@@ -46,11 +47,33 @@ def _factor_hint(c, n):
     return f"{c:.4g} times the right values: a constant factor is missing or wrong"
 
 
+def _added_twice(name):
+    """The `d<name> += ...` line that ran twice since d<name> was last set with `=`, if any (IPython keeps every
+    cell it ran in In)."""
+    assignment = re.compile(rf"^\s*d{name}\s*(=|\+=)(?!=)\s*(.*?)\s*$")
+    added = []
+    for source in globals().get("In") or []:
+        for line in str(source).splitlines():
+            found = assignment.match(line)
+            if found:
+                added = [] if found.group(1) == "=" else added + [found.group(2)]
+    twice = next((line for line in added if added.count(line) > 1), None)
+    if twice is None:
+        return None
+    through = [k for k in re.findall(r"\bd(\w+)", twice) if k != name and k in globals()]
+    path = f"the path through {through[0]}" if through else f"`d{name} += {twice}`"
+    return (f"{path} is added twice: did a cell run twice? Keep d{name} = ... and its += lines in one cell, "
+            f"and run that cell again")
+
+
 def _value_hint(got, want, name, n):
     g, w = got.double(), want.double()
     scale = max(w.abs().max().item(), 1e-3)
     if g.abs().max().item() == 0:
         return "all zeros: is the answer cell finished?"
+    twice = _added_twice(name)
+    if twice:
+        return twice
     if (w * w).sum().item() > 0:
         c = (g * w).sum().item() / (w * w).sum().item()
         if abs(c - 1) > 1e-3 and (g - c * w).abs().max().item() <= TOLERANCE * scale * max(1.0, abs(c)):
@@ -60,6 +83,12 @@ def _value_hint(got, want, name, n):
     wrong = int(((g - w).abs() > TOLERANCE * scale).sum().item())
     return (f"{wrong} of {g.numel()} entries differ: re-derive the local derivative; if {name} is used in two "
             f"lines of the forward pass, add both contributions (+=); if an earlier gradient is off, fix it first")
+
+
+def _difference(got, want):
+    """The largest difference, and whether it is within the tolerance (relative to the size of want)."""
+    difference = (got.double() - want.double()).abs().max().item() if got.numel() else 0.0
+    return difference, difference <= TOLERANCE * max(want.abs().max().item() if want.numel() else 0.0, 1e-3)
 
 
 def _compare(name, dt, want):
@@ -77,14 +106,17 @@ def _compare(name, dt, want):
     elif tuple(dt.shape) != tuple(want.shape):
         row["shape"] = f"✘ {tuple(dt.shape)}"
         row["hint"] = _shape_hint(tuple(dt.shape), tuple(want.shape), name)
+        squeezed = lambda shape: [s for s in shape if s != 1]
+        if (len(dt.shape) != len(want.shape) and squeezed(dt.shape) == squeezed(want.shape)
+                and _difference(dt.detach().reshape(want.shape), want)[1]):
+            row["hint"] = "the values are right (that earns part of the step), but " + row["hint"]
     else:
         got = dt.detach()
         row["shape"] = f"✔ {tuple(got.shape)}"
         if not torch.isfinite(got).all():
             row["hint"] = "contains NaN or inf: a division by zero, or the log of 0?"
             return row
-        difference = (got.double() - want.double()).abs().max().item() if got.numel() else 0.0
-        approximate = difference <= TOLERANCE * max(want.abs().max().item() if want.numel() else 0.0, 1e-3)
+        difference, approximate = _difference(got, want)
         row.update({"exact": "yes" if torch.equal(got, want) else "no", "max difference": f"{difference:.1e}",
                     "approximate": "✔ yes" if approximate else "✘ no"})
         if got.dtype != want.dtype:
@@ -145,11 +177,33 @@ def cmp(name, dt, t):
 
 def self_check(*names, checklist=False):
     """One table for several gradients: d<name> against <name>.grad for each name."""
-    display(CheckTable([_compare(name, globals().get("d" + name), getattr(globals().get(name), "grad", None))
-                        for name in names], checklist))
+    rows = []
+    for name in names:
+        row = _compare(name, globals().get("d" + name), getattr(globals().get(name), "grad", None))
+        changed = _changed_since_check(name)
+        if changed and row["status"] == "wrong":
+            row["hint"] = changed
+        rows.append(row)
+    display(CheckTable(rows, checklist))
 
 
 _answer_checks = {}  # name -> passed, in the order the graded cells ran
+_at_check = {}  # name -> (the tensor d<name> was at its check, a copy of its values then)
+_told = set()  # the names whose change after their check was already reported
+
+
+def _changed_since_check(name):
+    """Why d<name> no longer has the values its check saw, when a later cell changed that very tensor in place."""
+    tensor, then = _at_check.get(name, (None, None))
+    if tensor is None or globals().get("d" + name) is not tensor or torch.equal(tensor.detach(), then):
+        return None
+    storage = tensor.untyped_storage().data_ptr()
+    twins = [k for k, v in globals().items() if k != "d" + name and re.fullmatch(r"d\w+", k)
+             and isinstance(v, torch.Tensor) and v.untyped_storage().data_ptr() == storage]
+    if twins:
+        return (f"d{name} changed after its check: {twins[0]} is the same tensor ({twins[0]} = d{name} without "
+                f".clone()?), so {twins[0]} += ... changed d{name} too. Write {twins[0]} = d{name}.clone()")
+    return f"d{name} changed after its check: was it modified in place?"
 
 
 def check_answer(name, want=None):
@@ -158,20 +212,27 @@ def check_answer(name, want=None):
     Printed to stderr when something is wrong, so that nbgrader validate reports it."""
     if want is None:
         want = getattr(globals().get(name), "grad", None)
-    row = _compare(name, globals().get("d" + name), want)
+    dt = globals().get("d" + name)
+    row = _compare(name, dt, want)
     _answer_checks.pop(name, None)
     earlier = [k for k, passed in _answer_checks.items() if not passed]
     _answer_checks[name] = row["status"] == "ok"
+    _at_check[name] = (dt, dt.detach().clone()) if isinstance(dt, torch.Tensor) else (None, None)
+    _told.discard(name)
     if row["status"] == "ok":
         print(f"✔ d{name}: shape {row['shape'][2:]} ok, values match autograd's (max difference {row['max difference']})")
-        return
-    if row["approximate"] == "✘ no":
+    elif row["approximate"] == "✘ no":
         problem = f"values differ from autograd's (max difference {row['max difference']}): {row['hint']}"
         if earlier:
             problem += f". But d{earlier[0]} above is not right yet: fix it first, this one may follow from it"
+        print(f"✘ d{name}: {problem}", file=sys.stderr)
     else:
-        problem = row["hint"]
-    print(f"✘ d{name}: {problem}", file=sys.stderr)
+        print(f"✘ d{name}: {row['hint']}", file=sys.stderr)
+    for other in [k for k in _at_check if k != name and k not in _told]:  # what this cell did to earlier answers
+        changed = _changed_since_check(other)
+        if changed:
+            print(f"✘ {changed}", file=sys.stderr)
+            _told.add(other)
 
 
 def check_value(name, want, scale=None):
