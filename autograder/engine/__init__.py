@@ -2,7 +2,9 @@
 
 backward_rules   the local backward rule of every step (the single table the grader reads)
 tolerance        when two gradients count as equal, and why
-wire             how answers travel from the kernel to the grader (the trust boundary)
+wire             how answers travel from the kernel to the grader (the trust boundary), and a cell's Report
+verdict          what every graded cell runs and returns: a Check, a Verdict
+explain          why an answer differs from its reference (dtype, NaN, a constant factor, wrong entries)
 reference        the grader's own run of a notebook's setup: forward values, autograd's gradients
 judge            the verdict on one graded gradient (error carried forward); diagnose: its messages
 value_checks     answers that are not gradients: loss_fast, hpreact_fast, rows of dlogits summing to zero

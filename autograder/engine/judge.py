@@ -7,36 +7,20 @@ step is judged from the student's own upstream values with the step's local rule
 earns its points when it is right for them. Otherwise the diagnostics say what is wrong.
 """
 
-from dataclasses import dataclass, field
-
 import torch
 
-from . import wire
 from .backward_rules import SHAPE_ONLY_SHARE, Step, local_gradient
 from .diagnose import diagnose, only_size_one_dims_differ, shape_problem
+from .explain import not_finite, wrong_dtype
 from .honesty import decoy
 from .tolerance import close, magnitude, max_difference
+from .verdict import Verdict
+from .wire import Report
 
 
-@dataclass
-class Verdict:
-    title: str  # what was graded, e.g. "dcounts"
-    points: float
-    max_points: float
-    lines: list = field(default_factory=list)
-
-    @property
-    def passed(self) -> bool:
-        return self.points == self.max_points
-
-    def text(self) -> str:
-        mark = "✔" if self.passed else "✘"
-        head = f"{mark} {self.title}: {self.points:g} of {self.max_points:g} point{'s' if self.max_points != 1 else ''}"
-        return "\n".join([head] + [f"  {line}" for line in self.lines]) + "\n"
-
-
-def _not_a_tensor(name: str, info: dict) -> str | None:
-    kind = (info or {}).get("kind", "missing")
+def not_a_tensor(name: str, info: dict) -> str | None:
+    """Why the reported ``info`` of ``name`` is no tensor to judge (not answered, None, another type), if it is not."""
+    kind = info.get("kind", "missing")
     if kind == "missing":
         return f"not answered yet: {name} is not defined (did its cell run without an error?)"
     if kind == "none":
@@ -46,18 +30,18 @@ def _not_a_tensor(name: str, info: dict) -> str | None:
     return None
 
 
-def read_answer(verdict: Verdict, name: str, reported: dict, tainted: set, what: str = "it"):
+def read_answer(verdict: Verdict, name: str, report: Report, tainted: set, what: str = "it"):
     """The tensor the kernel reported as `name`, and its wire info; the tensor is None, with the reason
     added to the verdict, when it was computed with autograd, is not a tensor, or cannot be read."""
-    info = reported.get(name)
+    info = report.info(name)
     if name in tainted:
         problem = (
             f"{name} is computed with autograd (.grad, backward or torch.autograd), so it earns nothing: "
             f"write {what} by hand"
         )
     else:
-        problem = _not_a_tensor(name, info)
-    answer = wire.decode(info) if problem is None else None
+        problem = not_a_tensor(name, info)
+    answer = report.tensor(name) if problem is None else None
     if problem is None and answer is None:
         problem = f"{name} could not be read by the grader"
     if problem:
@@ -65,9 +49,22 @@ def read_answer(verdict: Verdict, name: str, reported: dict, tainted: set, what:
     return answer, info
 
 
+class _Absolute(dict):
+    """The forward values as absolute values, each made on first use (a step's terms read two or three)."""
+
+    def __init__(self, forward: dict):
+        super().__init__()
+        self.forward = forward
+
+    def __missing__(self, name):
+        value = self.forward[name]
+        self[name] = value.abs() if value.is_floating_point() else value
+        return self[name]
+
+
 def step_scale(step: Step, forward: dict, upstream: dict) -> float:
     """The size of what the step adds up: the largest |term| evaluated on absolute values."""
-    absolute = {k: (v.abs() if v.is_floating_point() else v) for k, v in forward.items()}
+    absolute = _Absolute(forward)
     abs_up = {k: v.abs() for k, v in upstream.items()}
     sizes = []
     for consumer, term in step.terms.items():
@@ -78,10 +75,10 @@ def step_scale(step: Step, forward: dict, upstream: dict) -> float:
     return max(sizes, default=0.0)
 
 
-def judge_gradient(step: Step, reported: dict, forward: dict, grads: dict, seed: int, tainted: set) -> Verdict:
+def judge_gradient(step: Step, report: Report, forward: dict, grads: dict, seed: int, tainted: set) -> Verdict:
     name, answer_name = step.name, "d" + step.name
     verdict = Verdict(answer_name, 0, step.points)
-    answer, info = read_answer(verdict, answer_name, reported, tainted, "this gradient")
+    answer, info = read_answer(verdict, answer_name, report, tainted, "this gradient")
     if answer is None:
         return verdict
 
@@ -89,17 +86,14 @@ def judge_gradient(step: Step, reported: dict, forward: dict, grads: dict, seed:
     ref_up = {c: grads[c] for c in step.upstream}
     student_up, wrong_up = {}, []
     for consumer in step.upstream:
-        up = wire.decode(reported.get("d" + consumer) or {})
-        usable = up is not None and up.is_floating_point()
+        up = report.floats("d" + consumer)
+        usable = up is not None
         student_up[consumer] = up if usable else ref_up[consumer]
         if not usable or not close(up.double(), ref_up[consumer].double(), magnitude(ref_up[consumer])):
             wrong_up.append(consumer)
-    upstream_dtypes = {(reported.get("d" + c) or {}).get("dtype") for c in step.upstream}
+    upstream_dtypes = {report.info("d" + c).get("dtype") for c in step.upstream}
     if info["dtype"] != "float32" and not (upstream_dtypes - {"float32", None}):
-        verdict.lines.append(
-            f"{answer_name} has dtype {info['dtype']}, but gradients here are float32: "
-            "did a tensor get created with another dtype (or come from numpy)?"
-        )
+        verdict.lines.append(wrong_dtype(answer_name, info["dtype"], "gradients here are float32"))
         return verdict
     answer = answer.double()
 
@@ -142,8 +136,7 @@ def judge_gradient(step: Step, reported: dict, forward: dict, grads: dict, seed:
     if tuple(answer.shape) != tuple(reference.shape):
         verdict.lines.append(shape_problem(answer.shape, reference.shape, name))
     elif not torch.isfinite(answer).all():
-        bad = (~torch.isfinite(answer)).sum().item()
-        verdict.lines.append(f"{answer_name} has {bad} NaN or infinite entries: look for a division by zero or log(0)")
+        verdict.lines.append(not_finite(answer_name, answer))
     elif close(answer, decoy(reference, seed, name).double(), scale):
         verdict.lines.append(
             f"{answer_name} is the value of {name}.grad, autograd's answer, so it earns nothing: "

@@ -14,10 +14,12 @@ from typing import Callable
 import torch
 import torch.nn.functional as F
 
-from .diagnose import _factor_message
+from .explain import constant_factor, difference, factor_message, not_finite, wrong_dtype
 from .honesty import decoy
-from .judge import Verdict, read_answer
+from .judge import read_answer
 from .tolerance import RTOL, close, magnitude, max_difference
+from .verdict import Verdict
+from .wire import Report
 
 Variant = Callable[[dict], torch.Tensor]  # f (the forward values) -> a known wrong value
 
@@ -83,16 +85,13 @@ FAST_FORWARDS = [
 FAST_FORWARD_BY_NAME = {value.name: value for value in FAST_FORWARDS}
 
 
-def _answer(verdict: Verdict, name: str, reported: dict, tainted: set):
+def _answer(verdict: Verdict, name: str, report: Report, tainted: set):
     """The reported tensor as float64, or None with the reason in the verdict."""
-    answer, info = read_answer(verdict, name, reported, tainted)
+    answer, info = read_answer(verdict, name, report, tainted)
     if answer is None:
         return None
     if info["dtype"] != "float32":
-        verdict.lines.append(
-            f"{name} has dtype {info['dtype']}, but the network computes in float32: did a tensor "
-            "get created with another dtype (or come from numpy)?"
-        )
+        verdict.lines.append(wrong_dtype(name, info["dtype"], "the network computes in float32"))
         return None
     return answer.double()
 
@@ -107,22 +106,17 @@ def _shape_problem(name: str, got: tuple, want: tuple, of: str) -> str:
     return message + ": they must be equal"
 
 
-def _not_finite(name: str, answer: torch.Tensor) -> str | None:
-    bad = (~torch.isfinite(answer)).sum().item()
-    return f"{name} has {bad} NaN or infinite entries: look for a division by zero or log(0)" if bad else None
-
-
-def judge_value(value: Value, reported: dict, forward: dict, tainted: set) -> Verdict:
+def judge_value(value: Value, report: Report, forward: dict, tainted: set) -> Verdict:
     """``value.name`` against the setup's ``value.reference``, with the tolerance of a gradient step."""
     verdict = Verdict(value.name, 0, value.points)
-    answer = _answer(verdict, value.name, reported, tainted)
+    answer = _answer(verdict, value.name, report, tainted)
     if answer is None:
         return verdict
     reference = forward[value.reference].double()
     if tuple(answer.shape) != tuple(reference.shape):
         verdict.lines.append(_shape_problem(value.name, answer.shape, reference.shape, value.reference))
         return verdict
-    problem = _not_finite(value.name, answer)
+    problem = not_finite(value.name, answer)
     if problem:
         verdict.lines.append(problem)
         return verdict
@@ -138,22 +132,21 @@ def judge_value(value: Value, reported: dict, forward: dict, tainted: set) -> Ve
         if wrong.shape == answer.shape and close(answer, wrong, scale):
             verdict.lines.append(message)
             return verdict
-    if scale > 0 and magnitude(answer) > 0:
-        c = (answer * reference).sum().item() / (reference * reference).sum().item()
-        if abs(c - 1) > 1e-3 and close(answer, c * reference, scale):
-            verdict.lines.append(f"{value.name} {_factor_message(c, _n(forward))}")
-            return verdict
-    wrong = ((answer - reference).abs() > 1e-4 * max(scale, 1e-12)).sum().item()
+    c = constant_factor(answer, reference, scale)
+    if c is not None:
+        verdict.lines.append(f"{value.name} {factor_message(c, _n(forward))}")
+        return verdict
+    off = difference(answer, reference, scale)
     verdict.lines.append(
-        f"{value.name} is not equal to {value.reference}: {wrong} of {answer.numel()} entries differ "
-        f"(largest difference {(answer - reference).abs().max().item():.3g}, largest value "
-        f"{scale:.3g}). Compare `{value.forward}` with the chunked forward pass, piece by piece"
+        f"{value.name} is not equal to {value.reference}: {off.wrong} of {off.total} entries differ "
+        f"(largest difference {off.largest_error:.3g}, largest value "
+        f"{off.scale:.3g}). Compare `{value.forward}` with the chunked forward pass, piece by piece"
     )
     return verdict
 
 
 def judge_rows_sum_to_zero(
-    name: str, points: int, reported: dict, forward: dict, grads: dict, seed: int, tainted: set
+    name: str, points: int, report: Report, forward: dict, grads: dict, seed: int, tainted: set
 ) -> Verdict:
     """Every row of the student's ``d<name>`` (one row per example) sums to zero, as a softmax gradient must.
 
@@ -163,14 +156,14 @@ def judge_rows_sum_to_zero(
     """
     answer_name = "d" + name
     verdict = Verdict(f"every row of {answer_name} sums to zero", 0, points)
-    answer = _answer(verdict, answer_name, reported, tainted)
+    answer = _answer(verdict, answer_name, report, tainted)
     if answer is None:
         return verdict
     want = tuple(forward[name].shape)
     if tuple(answer.shape) != want:
         verdict.lines.append(_shape_problem(answer_name, answer.shape, want, name))
         return verdict
-    problem = _not_finite(answer_name, answer)
+    problem = not_finite(answer_name, answer)
     if problem:
         verdict.lines.append(problem)
         return verdict

@@ -18,8 +18,8 @@ from ..engine import wire
 from ..engine.diagnose import changed_after_check
 from ..engine.exercises import CHECKS
 from ..engine.honesty import AutogradTaint
-from ..engine.judge import Verdict
 from ..engine.reference import SETUP_PREFIX, run_setup
+from ..engine.verdict import Verdict
 from .grading_execute import environment
 
 REPORT_CALL = re.compile(r"report\(globals\(\),([^)]*)\)")  # in the locked test cells: the graded names
@@ -81,24 +81,21 @@ class JudgeAnswers(NbGraderPreprocessor):
                 continue
             reports = reported_values(cell)
             if len(reports) == 1 and isinstance(reports[0], dict):
+                report = wire.Report(reports[0])
                 try:
-                    verdict = check(reports[0], namespace, seed, set(taint.tainted))
+                    verdict = check(report, namespace, seed, set(taint.tainted))
                 except Exception as error:  # a malformed (forged) report must cost this cell only
                     self.log.warning("cell %s: unreadable report (%r)", grade_id(cell), error)
-                    verdict = check({}, namespace, seed, set())
-                    verdict.points, verdict.lines = 0, ["the grader could not read the answer this cell reported"]
+                    verdict = check.nothing("the grader could not read the answer this cell reported")
+                answer = grade_id(cell).removeprefix("test_")
+                verdict.lines += changed_after_check(checked, report, answer)
+                if answer in report:
+                    checked.setdefault(answer, report.raw(answer))
             else:
-                verdict = check({}, namespace, seed, set())
-                verdict.points = 0
-                verdict.lines = [
+                verdict = check.nothing(
                     not_run
                     if not reports
                     else "this cell reported more than one answer: the submission tampered with it"
-                ]
-            if len(reports) == 1 and isinstance(reports[0], dict):
-                answer = grade_id(cell).removeprefix("test_")
-                verdict.lines += changed_after_check(checked, reports[0], answer)
-                if answer in reports[0]:
-                    checked.setdefault(answer, reports[0][answer])
+                )
             cell.outputs = verdict_outputs(verdict)
         return nb, resources

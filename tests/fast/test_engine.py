@@ -102,7 +102,7 @@ def judged(step_name, seed=7, **answers):
     forward, grads = reference(seed)
     reported = {f"d{k}": wire.encode(v) for k, v in grads.items()}
     reported.update({k: wire.encode(v) for k, v in answers.items()})
-    return judge_gradient(STEP_BY_NAME[step_name], reported, forward, grads, seed, set()), grads
+    return judge_gradient(STEP_BY_NAME[step_name], wire.Report(reported), forward, grads, seed, set()), grads
 
 
 @pytest.mark.parametrize(
@@ -142,13 +142,13 @@ def test_a_gradient_changed_after_its_check_is_named_by_the_grader():
     at_check = {"dbndiff": wire.encode(grads["bndiff"]), "dbnmeani": wire.encode(grads["bnmeani"])}
     aliased = {"dhprebn": wire.encode(grads["hprebn"]), "dbndiff": wire.encode(grads["hprebn"])}
     aliased["dbnmeani"] = at_check["dbnmeani"]
-    assert changed_after_check(at_check, aliased, "dhprebn") == [
+    assert changed_after_check(at_check, wire.Report(aliased), "dhprebn") == [
         "dbndiff changed after its check: it now holds the values of dhprebn, so the two names are one tensor "
         "(`dhprebn = dbndiff` without .clone()?) and `dhprebn += ...` changed dbndiff too. dbndiff keeps the "
         "points of its own cell; write `dhprebn = dbndiff.clone()`"
     ]
     changed = {"dembcat": wire.encode(grads["embcat"]), "dbndiff": wire.encode(2 * grads["bndiff"])}
-    assert changed_after_check(at_check, changed, "dembcat")[0].startswith(
+    assert changed_after_check(at_check, wire.Report(changed), "dembcat")[0].startswith(
         "dbndiff changed after its check: was it modified in place?"
     )
-    assert changed_after_check(at_check, {**at_check, "dhprebn": aliased["dhprebn"]}, "dhprebn") == []
+    assert changed_after_check(at_check, wire.Report({**at_check, "dhprebn": aliased["dhprebn"]}), "dhprebn") == []
