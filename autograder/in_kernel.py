@@ -3,19 +3,30 @@
 The hidden regions of the locked cells call these functions. They never grade:
 they pick the unseen seed, take autograd out of the student's reach, and report the
 student's tensors to the grader (see ``wire``), which judges them in its own process.
-Exercise 4 also shortens the training run and calls the student's ``backward_pass`` once
-on the check batch.
+A graded cell may also re-run the student's code for its answer with random inputs (a rule
+probe, see ``engine.probes``) and report what that gives. Exercise 4 also shortens the training
+run and calls the student's ``backward_pass`` once on the check batch.
 Outside autograde (Colab, JupyterLab, ``nbgrader validate``) they change nothing.
 """
 
+import ast
+import contextlib
 import os
+import random
+import signal
 import sys
+import threading
+import types
+import warnings
 
 import torch
+from IPython import get_ipython
 from IPython.display import display
+from IPython.utils.capture import capture_output
 
 from .engine import wire
 from .engine.honesty import decoy
+from .engine.probes import TIME_LIMIT, NoAnswerCode, answer_code, pin_value
 
 SEED_VARIABLE = "BACKPROP_NINJA_SEED"
 
@@ -62,12 +73,113 @@ def start_grading(namespace: dict, self_checks=("cmp", "self_check")) -> None:
             namespace[name] = skipped
 
 
-def report(namespace: dict, *names: str) -> None:
-    """Send the named variables, as they are now, to the grader (at autograde only)."""
+def report(namespace: dict, *names: str, probe: tuple = ()) -> None:
+    """Send the named variables, as they are now, to the grader (at autograde only).
+
+    ``probe``: names that the student's code for ``names[0]`` reads (its upstream gradients, or the input of
+    a forward value); that code is re-run with them pinned to random tensors, and its result is sent too.
+    """
     if not grading():
         print("This cell is graded by the autograder.")
         return
-    _send({name: wire.encode(namespace.get(name), name in namespace) for name in names})
+    payload = {name: wire.encode(namespace.get(name), name in namespace) for name in names}
+    if probe:
+        try:
+            payload[wire.PROBE] = _probe(namespace, names[0], probe)
+        except Exception as error:  # whatever the student's namespace holds, the answer itself is still reported
+            payload[wire.PROBE] = {"answer": names[0], "pins": {}, "status": "failed", "reason": repr(error)[:200]}
+    _send(payload)
+
+
+# A rule probe (see engine.probes): the student's code for one answer, run again on random inputs.
+
+
+class ProbeTimeLimit(Exception):
+    pass
+
+
+def _probe(namespace: dict, answer: str, names: tuple) -> dict:
+    """What the student's code for ``answer`` computes with ``names`` pinned to random tensors of their shapes."""
+    shell = get_ipython()
+    cells = list(shell.history_manager.input_hist_parsed[:-1]) if shell is not None else []  # [:-1]: this cell
+    seed = int(os.environ[SEED_VARIABLE])
+    gradients = {"d" + k for k, v in namespace.items() if isinstance(v, torch.Tensor)}
+    found = {"answer": answer, "pins": {}, "status": "could_not_run"}
+    pins = {}
+    for name in names:
+        like = namespace.get(name[1:] if name in gradients else name)  # d<x> has the shape of x
+        own = namespace.get(name)
+        if not isinstance(like, torch.Tensor):
+            found["reason"] = f"{name} has no tensor to take its shape from"
+            return found
+        zero = isinstance(own, torch.Tensor) and own.is_floating_point() and own.numel() > 0 and not own.any()
+        pins[name] = torch.zeros(like.shape) if zero else pin_value(seed, answer, name, like.shape)
+        if name in gradients and isinstance(own, torch.Tensor) and own.numel() == like.numel():
+            pins[name] = pins[name].reshape(own.shape)  # the student's own shape (a dropped keepdim) works as theirs
+        found["pins"][name] = {"zero": bool(zero), "shape": list(pins[name].shape)}
+    try:
+        code = answer_code(cells, answer, names, gradients)
+    except NoAnswerCode as error:
+        found["reason"] = str(error)
+        return found
+    found["pins_read"] = sorted(code.pins_read)
+    found["further_up"] = list(code.further_up)
+    found["reads"] = sorted(n for n in code.reads if isinstance(namespace.get(n), torch.Tensor))
+    probe_namespace = dict(namespace)
+    for name in code.reads & namespace.keys():
+        probe_namespace[name] = _own_copy(namespace[name], probe_namespace)
+    probe_namespace.update(pins)
+    try:
+        with _apart_from_the_kernel():
+            for statement in code.statements:
+                module = ast.Module(body=[statement], type_ignores=[])
+                exec(compile(module, "<your code, run again by the grader>", "exec"), probe_namespace)
+    except (Exception, SystemExit) as error:  # the student's code, on other inputs: say what went wrong
+        found["reason"] = f"{type(error).__name__}: {error}"[:300]
+        return found
+    found["status"] = "ran"
+    found["result"] = wire.encode(probe_namespace.get(answer), answer in probe_namespace)
+    return found
+
+
+def _own_copy(value, namespace: dict):
+    """A copy the re-run can change without changing the kernel: tensors (also in a list, tuple or dict),
+    generators; the notebook's own functions read the probe's namespace."""
+    if isinstance(value, torch.Tensor):
+        return value.detach().clone()
+    if isinstance(value, (list, tuple)):
+        return type(value)(v.detach().clone() if isinstance(v, torch.Tensor) else v for v in value)
+    if isinstance(value, dict):
+        return {k: v.detach().clone() if isinstance(v, torch.Tensor) else v for k, v in value.items()}
+    if isinstance(value, torch.Generator):
+        return torch.Generator().set_state(value.get_state())
+    if isinstance(value, types.FunctionType) and value.__module__ == "__main__":
+        return types.FunctionType(value.__code__, namespace, value.__name__, value.__defaults__, value.__closure__)
+    return value
+
+
+@contextlib.contextmanager
+def _apart_from_the_kernel():
+    """No output, no warning, no autograd graph, the random generators as they were, and at most TIME_LIMIT s."""
+    states = torch.get_rng_state(), random.getstate()
+    timed = threading.current_thread() is threading.main_thread()
+    if timed:
+
+        def stop(signum, frame):
+            raise ProbeTimeLimit(f"it ran over {TIME_LIMIT:g} s")
+
+        before = signal.signal(signal.SIGALRM, stop)
+        remaining, _ = signal.setitimer(signal.ITIMER_REAL, TIME_LIMIT)
+    try:
+        with capture_output(), warnings.catch_warnings(), torch.no_grad():
+            warnings.simplefilter("ignore")
+            yield
+    finally:
+        if timed:
+            signal.setitimer(signal.ITIMER_REAL, remaining)  # 0 when no timer ran: it stays off
+            signal.signal(signal.SIGALRM, before)
+        torch.set_rng_state(states[0])
+        random.setstate(states[1])
 
 
 def _send(payload: dict) -> None:

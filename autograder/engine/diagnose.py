@@ -56,13 +56,14 @@ def diagnose(answer: torch.Tensor, expected: torch.Tensor, step: Step, forward: 
     a, e = answer.double(), expected.double()
     if magnitude(a) == 0:
         return f"d{name} is all zeros"
-    for message, variant in step.mistakes.items():  # the step's known wrong formulas, each with its message
-        try:
-            wrong = variant(forward, upstream).double()
-        except (RuntimeError, KeyError, IndexError):
-            continue
-        if wrong.shape == a.shape and close(a, wrong, scale):
-            return message
+    for message, variants in step.mistakes.items():  # the step's known wrong formulas, each with its message
+        for variant in variants if isinstance(variants, tuple) else (variants,):
+            try:
+                wrong = variant(forward, upstream).double()
+            except (RuntimeError, KeyError, IndexError):
+                continue
+            if wrong.shape == a.shape and close(a, wrong, scale):
+                return message
     c = constant_factor(a, e, scale)
     if c is not None:
         return f"d{name} {factor_message(c, n)}"

@@ -27,7 +27,7 @@ def gradient_check(step: Step, given: tuple = ()) -> Check:
 
 def value_check(value: Value) -> Check:
     def judge(report, namespace, seed, tainted):
-        return judge_value(value, report, forward_values(namespace), tainted)
+        return judge_value(value, report, forward_values(namespace), seed, tainted)
 
     return Check(value.name, value.points, judge)
 

@@ -68,7 +68,7 @@ def _uses_autograd(node: ast.AST, tainted: set) -> bool:
     return False
 
 
-def _targets(node: ast.AST) -> set:
+def assigned_names(node: ast.AST) -> set:
     """The variables a statement writes: x = .., x[i] = .., x += .., x.index_add_(..), for x in .."""
     names = set()
     for sub in ast.walk(node):
@@ -128,9 +128,9 @@ class AutogradTaint:
                 if isinstance(child, ast.stmt):
                     self._statement(child)
                 elif isinstance(child, ast.expr) and _uses_autograd(child, self.tainted):
-                    self.tainted |= _targets(node)  # for x in t.grad: ...
+                    self.tainted |= assigned_names(node)  # for x in t.grad: ...
             return
-        targets = _targets(node)
+        targets = assigned_names(node)
         if not targets:
             return
         if _uses_autograd(node, self.tainted - self.answers):

@@ -1,10 +1,12 @@
 """The verdict on one graded step: points and a message, decided outside the student's kernel.
 
 For a gradient step, in this order: answered at all; not taken from autograd; float32;
-exactly the right shape; finite; equal to autograd's gradient within tolerance. Failing
-that, *error carried forward*: if some upstream gradient of the student's is wrong, the
-step is judged from the student's own upstream values with the step's local rule, and
-earns its points when it is right for them. Otherwise the diagnostics say what is wrong.
+exactly zero where the true gradient is (``Step.zero``); exactly the right shape; finite;
+equal to autograd's gradient within tolerance. Failing that, *error carried forward*: if some
+upstream gradient of the student's is wrong, the step is judged from the student's own upstream
+values with the step's local rule, and earns its points when it is right for them. Otherwise the
+diagnostics say what is wrong. Values that pass are also judged by their rule (``probes``): the
+student's code re-run on random upstream gradients must follow the step's local rule.
 """
 
 import torch
@@ -13,7 +15,8 @@ from .backward_rules import SHAPE_ONLY_SHARE, Step, local_gradient
 from .diagnose import diagnose, only_size_one_dims_differ, shape_problem
 from .explain import not_finite, wrong_dtype
 from .honesty import decoy
-from .tolerance import close, magnitude, max_difference
+from .probes import judge_rule
+from .tolerance import close, magnitude, max_difference, step_scale
 from .verdict import Verdict
 from .wire import Report
 
@@ -49,32 +52,6 @@ def read_answer(verdict: Verdict, name: str, report: Report, tainted: set, what:
     return answer, info
 
 
-class _Absolute(dict):
-    """The forward values as absolute values, each made on first use (a step's terms read two or three)."""
-
-    def __init__(self, forward: dict):
-        super().__init__()
-        self.forward = forward
-
-    def __missing__(self, name):
-        value = self.forward[name]
-        self[name] = value.abs() if value.is_floating_point() else value
-        return self[name]
-
-
-def step_scale(step: Step, forward: dict, upstream: dict) -> float:
-    """The size of what the step adds up: the largest |term| evaluated on absolute values."""
-    absolute = _Absolute(forward)
-    abs_up = {k: v.abs() for k, v in upstream.items()}
-    sizes = []
-    for consumer, term in step.terms.items():
-        try:
-            sizes.append(magnitude(term(absolute, abs_up)))
-        except (RuntimeError, KeyError):
-            pass
-    return max(sizes, default=0.0)
-
-
 def judge_gradient(step: Step, report: Report, forward: dict, grads: dict, seed: int, tainted: set) -> Verdict:
     name, answer_name = step.name, "d" + step.name
     verdict = Verdict(answer_name, 0, step.points)
@@ -98,6 +75,14 @@ def judge_gradient(step: Step, report: Report, forward: dict, grads: dict, seed:
     answer = answer.double()
 
     scale = step_scale(step, forward, ref_up)
+    if step.zero and answer.shape == reference.shape and not answer.any():
+        verdict.points = step.points
+        rule = local_gradient(step, forward, student_up)
+        verdict.lines.append(
+            f"exactly zero, which is right: {step.zero}. The backward rule gives values up to "
+            f"{magnitude(rule):.2g} here, rounding noise around that zero"
+        )
+        return verdict
     if close(answer, reference.double(), scale):
         verdict.points = step.points
         exact = torch.equal(answer.float(), reference)
@@ -105,7 +90,7 @@ def judge_gradient(step: Step, report: Report, forward: dict, grads: dict, seed:
             f"correct: max difference {max_difference(answer, reference):.2g}"
             f"{', bit-exact' if exact else ' (not bit-exact, which is fine)'}"
         )
-        return verdict
+        return _and_by_its_rule(verdict, step, report, forward, seed)
 
     # Error carried forward: right for the student's own (wrong) upstream gradients?
     fix = " and ".join("d" + c for c in wrong_up)
@@ -121,7 +106,7 @@ def judge_gradient(step: Step, report: Report, forward: dict, grads: dict, seed:
             verdict.lines.append(
                 f"correct for your {fix}, which {is_are} wrong: this step keeps its points; fix {fix} first"
             )
-            return verdict
+            return _and_by_its_rule(verdict, step, report, forward, seed)
 
     if only_size_one_dims_differ(answer.shape, reference.shape):  # right values in the wrong shape: a share
         right_for = [reference.double()] + ([carried] if carried is not None else [])
@@ -132,7 +117,7 @@ def judge_gradient(step: Step, report: Report, forward: dict, grads: dict, seed:
                 f"the values are right, so this step earns {verdict.points:g} of its {step.points:g}; "
                 "the exact shape earns the rest"
             )
-            return verdict
+            return _and_by_its_rule(verdict, step, report, forward, seed)
     if tuple(answer.shape) != tuple(reference.shape):
         verdict.lines.append(shape_problem(answer.shape, reference.shape, name))
     elif not torch.isfinite(answer).all():
@@ -147,4 +132,14 @@ def judge_gradient(step: Step, report: Report, forward: dict, grads: dict, seed:
         verdict.lines.append(diagnose(answer, expected, step, forward, student_up))
     if wrong_up:
         verdict.lines.append(f"(judged from your own {fix}, which {is_are} wrong too)")
+    return verdict
+
+
+def _and_by_its_rule(verdict: Verdict, step: Step, report: Report, forward: dict, seed: int) -> Verdict:
+    """A verdict whose values passed, with the rule probe's word (``probes.judge_rule``): a wrong rule earns nothing."""
+    outcome = judge_rule(step, report, forward, seed)
+    if outcome.verdict == "wrong":
+        verdict.points, verdict.lines = 0, [outcome.line]
+    elif outcome.line:
+        verdict.lines.append(outcome.line)
     return verdict

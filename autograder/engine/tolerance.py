@@ -60,3 +60,29 @@ def close(answer: torch.Tensor, expected: torch.Tensor, scale: float) -> bool:
         answer, expected = answer[finite], expected[finite]
     finite_scale = max(scale, magnitude(expected)) if expected.numel() else scale
     return max_difference(answer, expected) <= RTOL * finite_scale
+
+
+class _Absolute(dict):
+    """The forward values as absolute values, each made on first use (a step's terms read two or three)."""
+
+    def __init__(self, forward: dict):
+        super().__init__()
+        self.forward = forward
+
+    def __missing__(self, name):
+        value = self.forward[name]
+        self[name] = value.abs() if value.is_floating_point() else value
+        return self[name]
+
+
+def step_scale(step, forward: dict, upstream: dict) -> float:
+    """The size of what a ``backward_rules.Step`` adds up: the largest |term| evaluated on absolute values."""
+    absolute = _Absolute(forward)
+    abs_up = {k: v.abs() for k, v in upstream.items()}
+    sizes = []
+    for consumer, term in step.terms.items():
+        try:
+            sizes.append(magnitude(term(absolute, abs_up)))
+        except (RuntimeError, KeyError):
+            pass
+    return max(sizes, default=0.0)

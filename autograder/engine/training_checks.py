@@ -31,8 +31,8 @@ from . import training
 from .backward_rules import FUSED_STEP_BY_NAME, STEP_BY_NAME, local_gradient
 from .diagnose import diagnose
 from .explain import difference
-from .judge import judge_gradient, not_a_tensor, step_scale
-from .tolerance import close, magnitude, max_difference
+from .judge import judge_gradient, not_a_tensor
+from .tolerance import close, magnitude, max_difference, step_scale
 from .training import GRADED_STEPS, PARAMETER_NAMES
 from .verdict import Check, Verdict
 from .wire import Report

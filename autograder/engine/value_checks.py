@@ -17,6 +17,7 @@ import torch.nn.functional as F
 from .explain import constant_factor, difference, factor_message, not_finite, wrong_dtype
 from .honesty import decoy
 from .judge import read_answer
+from .probes import Outcome, pinned, read_probe
 from .tolerance import RTOL, close, magnitude, max_difference
 from .verdict import Verdict
 from .wire import Report
@@ -30,6 +31,9 @@ class Value:
     reference: str  # the setup's tensor it must equal, e.g. "loss"
     forward: str  # what the student writes, as a message can quote it
     points: int
+    compute: Variant  # the block of the forward pass in one go: what the answer is for any input
+    input: str  # the tensor the block starts from: the rule probe re-runs the student's code with another one
+    chunked: tuple  # the chunked forward pass's tensors computed from the input: reading them copies the chunk
     mistakes: dict = field(default_factory=dict)  # message -> variant(f)
 
 
@@ -37,11 +41,11 @@ def _n(f):
     return f["hprebn"].shape[0]
 
 
-def _batchnorm(f, mean_dim=0, correction=1, root=True, gain=True, bias=True, centre=True):
+def _batchnorm(f, mean_dim=0, correction=1, root=True, gain=True, bias=True, centre=True, epsilon=1e-5):
     """The BatchNorm forward in one expression; the keywords make its known wrong variants."""
     x = f["hprebn"]
     centred = x - x.mean(mean_dim, keepdim=True) if centre else x
-    var = x.var(mean_dim, keepdim=True, correction=correction) + 1e-5
+    var = x.var(mean_dim, keepdim=True, correction=correction) + epsilon
     out = centred / (var.sqrt() if root else var)
     return (f["bngain"] if gain else 1.0) * out + (f["bnbias"] if bias else 0.0)
 
@@ -52,6 +56,9 @@ FAST_FORWARDS = [
         "loss",
         "loss_fast = F.cross_entropy(logits, Yb)",
         1,
+        lambda f: F.cross_entropy(f["logits"], f["Yb"]),
+        "logits",
+        ("logit_maxes", "norm_logits", "counts", "counts_sum", "counts_sum_inv", "probs", "logprobs", "loss"),
         mistakes={
             "loss_fast was computed from probabilities: F.cross_entropy takes the raw logits and does the "
             "softmax itself": lambda f: F.cross_entropy(f["probs"], f["Yb"]),
@@ -64,6 +71,9 @@ FAST_FORWARDS = [
         "hpreact",
         "hpreact_fast = bngain * (hprebn - mean) / sqrt(var + 1e-5) + bnbias",
         2,
+        _batchnorm,
+        "hprebn",
+        ("bnmeani", "bndiff", "bndiff2", "bnvar", "bnvar_inv", "bnraw", "hpreact"),
         mistakes={
             "hpreact_fast uses the biased variance (divided by n): this notebook's BatchNorm divides by n-1 "
             "(Bessel's correction), like bnvar": lambda f: _batchnorm(f, correction=0),
@@ -72,6 +82,10 @@ FAST_FORWARDS = [
             "hpreact_fast divides by the variance: normalising divides by the standard deviation, the square root "
             "of (variance + 1e-5)": lambda f: _batchnorm(f, root=False),
             "hpreact_fast does not subtract the batch mean before dividing": lambda f: _batchnorm(f, centre=False),
+            "hpreact_fast is missing BatchNorm's epsilon: normalising divides by the square root of (variance + "
+            "1e-5), and the 1e-5 matters where a neuron's batch variance is small, as neuron 0's is here": lambda f: (
+                _batchnorm(f, epsilon=0.0)
+            ),
             "hpreact_fast is missing bngain: the normalised value is scaled by bngain": lambda f: _batchnorm(
                 f, gain=False
             ),
@@ -106,7 +120,7 @@ def _shape_problem(name: str, got: tuple, want: tuple, of: str) -> str:
     return message + ": they must be equal"
 
 
-def judge_value(value: Value, report: Report, forward: dict, tainted: set) -> Verdict:
+def judge_value(value: Value, report: Report, forward: dict, seed: int, tainted: set) -> Verdict:
     """``value.name`` against the setup's ``value.reference``, with the tolerance of a gradient step."""
     verdict = Verdict(value.name, 0, value.points)
     answer = _answer(verdict, value.name, report, tainted)
@@ -126,6 +140,11 @@ def judge_value(value: Value, report: Report, forward: dict, tainted: set) -> Ve
         verdict.lines.append(
             f"correct: equal to {value.reference}, max difference {max_difference(answer, reference):.2g}"
         )
+        outcome = judge_copy(value, report, forward, seed)
+        if outcome.verdict == "wrong":
+            verdict.points, verdict.lines = 0, [outcome.line]
+        elif outcome.line:
+            verdict.lines.append(outcome.line)
         return verdict
     for message, variant in value.mistakes.items():
         wrong = variant(forward).double()
@@ -143,6 +162,47 @@ def judge_value(value: Value, report: Report, forward: dict, tainted: set) -> Ve
         f"{off.scale:.3g}). Compare `{value.forward}` with the chunked forward pass, piece by piece"
     )
     return verdict
+
+
+def judge_copy(value: Value, report: Report, forward: dict, seed: int) -> Outcome:
+    """The probe of a value: the student's code re-run with another ``value.input`` must give ``value.compute`` of
+    it. A copy of the chunked value (``loss_fast = loss.clone()``) gives the old value and earns nothing."""
+    probe, outcome = read_probe(report, value.name, {value.input})
+    if outcome:
+        return outcome
+    other = {**forward, **pinned(probe, seed, value.name, {value.input: tuple(forward[value.input].shape)})}
+    expected = value.compute(other).double()
+    result = report.probe_result()
+    if result is not None and result.shape == expected.shape and close(result.double(), expected, magnitude(expected)):
+        return Outcome("right")
+    copied = [name for name in value.chunked if name in (probe.get("reads") or ())]
+    if copied:
+        return Outcome(
+            "wrong",
+            f"{value.name} does not follow {value.input}: it reads {', '.join(copied)}, which the chunked forward "
+            f"pass computed from the notebook's own {value.input}, so with other {value.input} (random ones, as the "
+            f"grader drew them) it still gives the chunked value. A copy of the chunked forward pass earns nothing: "
+            f"compute it from {value.input}, as `{value.forward}` does",
+        )
+    if not probe.get("pins_read") or result is None:
+        return Outcome(
+            "inconclusive",
+            f"({value.name} does not follow {value.input} in a way the grader could re-run, so it is judged by its "
+            "value alone)",
+        )
+    why = next(
+        (
+            m
+            for m, wrong in value.mistakes.items()
+            if close(result.double(), wrong(other).double(), magnitude(expected))
+        ),
+        f"max difference {max_difference(result, expected):.3g} for values up to {magnitude(expected):.3g}",
+    )
+    return Outcome(
+        "wrong",
+        f"{value.name} is right on this batch, but with other {value.input} (random ones, as the grader drew them) "
+        f"it is not what `{value.forward}` gives: {why}",
+    )
 
 
 def judge_rows_sum_to_zero(

@@ -12,6 +12,7 @@ import numpy as np
 import torch
 
 MIME = "application/x-backprop-ninja+json"
+PROBE = "(probe)"  # the key of a rule probe's report in a cell's payload (never a variable's name)
 MAX_ELEMENTS = 1_000_000  # far above any gradient here; stops a hostile payload from eating memory
 
 _DTYPES = {
@@ -109,3 +110,14 @@ class Report:
     def with_values(self, **tensors) -> "Report":
         """This report with some names replaced by the grader's own tensors (a value the notebook hands out)."""
         return Report({**self._payload, **{name: encode(t) for name, t in tensors.items()}})
+
+    @property
+    def probe(self) -> dict | None:
+        """The rule probe's report of this cell (see ``probes``), or None."""
+        probe = self._payload.get(PROBE)
+        return probe if isinstance(probe, dict) and isinstance(probe.get("pins"), dict) else None
+
+    def probe_result(self) -> torch.Tensor | None:
+        """The answer the probe computed, as floats (None when it is no float tensor)."""
+        t = decode((self.probe or {}).get("result") or {})
+        return t if t is not None and t.is_floating_point() else None

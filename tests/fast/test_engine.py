@@ -12,9 +12,9 @@ from autograder.authoring.submissions import grade_id
 from autograder.engine import wire
 from autograder.engine.backward_rules import SHAPE_ONLY_SHARE, STEP_BY_NAME, STEPS, local_gradient
 from autograder.engine.diagnose import changed_after_check
-from autograder.engine.judge import judge_gradient, step_scale
+from autograder.engine.judge import judge_gradient
 from autograder.engine.reference import SETUP_PREFIX, autograd_gradients, forward_values, run_setup
-from autograder.engine.tolerance import RTOL, close
+from autograder.engine.tolerance import RTOL, close, step_scale
 
 EX1 = nbformat.read(SOURCE_DIR / "ex1_atomic_backward.ipynb", as_version=4)
 
@@ -94,7 +94,7 @@ def test_notebook_self_checks_use_the_graders_tolerance():
 
 
 def test_same_seed_same_loss():
-    assert run_setup(SETUP, 2147483647)["loss"].item() == pytest.approx(3.5571, abs=1e-4)
+    assert run_setup(SETUP, 2147483647)["loss"].item() == pytest.approx(3.5577, abs=1e-4)
 
 
 def judged(step_name, seed=7, **answers):
