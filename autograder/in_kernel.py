@@ -26,7 +26,7 @@ from IPython.utils.capture import capture_output
 
 from .engine import wire
 from .engine.honesty import decoy
-from .engine.probes import TIME_LIMIT, NoAnswerCode, answer_code, pin_value
+from .engine.probes import GRADIENTS, TIME_LIMIT, NoAnswerCode, answer_code, pin_value
 
 SEED_VARIABLE = "BACKPROP_NINJA_SEED"
 
@@ -103,22 +103,21 @@ def _probe(namespace: dict, answer: str, names: tuple) -> dict:
     shell = get_ipython()
     cells = list(shell.history_manager.input_hist_parsed[:-1]) if shell is not None else []  # [:-1]: this cell
     seed = int(os.environ[SEED_VARIABLE])
-    gradients = {"d" + k for k, v in namespace.items() if isinstance(v, torch.Tensor)}
     found = {"answer": answer, "pins": {}, "status": "could_not_run"}
     pins = {}
     for name in names:
-        like = namespace.get(name[1:] if name in gradients else name)  # d<x> has the shape of x
+        like = namespace.get(name[1:] if name in GRADIENTS else name)  # d<x> has the shape of x
         own = namespace.get(name)
         if not isinstance(like, torch.Tensor):
             found["reason"] = f"{name} has no tensor to take its shape from"
             return found
         zero = isinstance(own, torch.Tensor) and own.is_floating_point() and own.numel() > 0 and not own.any()
         pins[name] = torch.zeros(like.shape) if zero else pin_value(seed, answer, name, like.shape)
-        if name in gradients and isinstance(own, torch.Tensor) and own.numel() == like.numel():
+        if name in GRADIENTS and isinstance(own, torch.Tensor) and own.numel() == like.numel():
             pins[name] = pins[name].reshape(own.shape)  # the student's own shape (a dropped keepdim) works as theirs
         found["pins"][name] = {"zero": bool(zero), "shape": list(pins[name].shape)}
     try:
-        code = answer_code(cells, answer, names, gradients)
+        code = answer_code(cells, answer, names)
     except NoAnswerCode as error:
         found["reason"] = str(error)
         return found

@@ -17,6 +17,7 @@ dataset, forward pass) therefore run once per notebook, not once per student.
 import contextlib
 import io
 import json
+import multiprocessing
 import os
 import shutil
 import signal
@@ -38,7 +39,8 @@ from autograder.in_kernel import SEED_VARIABLE
 from autograder.preprocessors.judge_answers import JudgeAnswers
 
 DEFAULT_SEED = 1234567  # not the notebooks' own seed: like autograde, grade on a batch the student never saw
-TIME_LIMIT = 60  # seconds for a whole class of one notebook; a runaway cell is a bug in a test
+TIME_LIMIT = 600  # seconds for a whole class of one notebook; a runaway cell is a bug in a test
+WORKERS = 2  # shells running cells at the same time (this machine has two cores)
 
 
 @dataclass
@@ -113,25 +115,30 @@ def _read_grades(nb) -> Graded:
 def _execute(runs: dict, seed: int) -> dict:
     """student -> ({cell index: outputs}, the kernel state JudgeAnswers reads), every notebook run to its end."""
     folder = Path(tempfile.mkdtemp(prefix="backprop-ninja-in-process-"))
+    slots = multiprocessing.get_context("fork").Semaphore(WORKERS)
+    children = {}
     try:
-        pid = os.fork()
-        if pid == 0:  # the root of the tree of shells
-            # One thread: OpenMP's thread pool does not survive a fork (a child that uses it hangs), and the
-            # children fork again. The graded tensors are small: torch would not split them across threads anyway.
-            torch.set_num_threads(1)
-            os.environ.update(
-                {
-                    "NBGRADER_EXECUTION": "autograde",
-                    SEED_VARIABLE: str(seed),
-                    NAMES_VARIABLE: str(EMBEDDED_NAMES),
-                    "MPLBACKEND": "Agg",
-                }
-            )
-            _child(lambda: _run_group(_shell(), runs, list(runs), 0, folder), folder)
-        _wait(pid, list(runs), folder)
+        _fork(children, list(runs), lambda: _root(runs, seed, folder, slots), folder, slots)
+        _wait(children, folder, slots)
         return _collect(runs, folder)
     finally:
         shutil.rmtree(folder, ignore_errors=True)
+
+
+def _root(runs: dict, seed: int, folder: Path, slots) -> None:
+    """The root of the tree of shells: the environment of autograde, then every cell."""
+    # One thread: OpenMP's thread pool does not survive a fork (a child that uses it hangs), and the children
+    # fork again. The graded tensors are small: torch would not split them across threads anyway.
+    torch.set_num_threads(1)
+    os.environ.update(
+        {
+            "NBGRADER_EXECUTION": "autograde",
+            SEED_VARIABLE: str(seed),
+            NAMES_VARIABLE: str(EMBEDDED_NAMES),
+            "MPLBACKEND": "Agg",
+        }
+    )
+    _run_group(_shell(), runs, list(runs), 0, folder, slots)
 
 
 def _child(work, folder: Path) -> None:
@@ -145,21 +152,41 @@ def _child(work, folder: Path) -> None:
         os._exit(status)
 
 
-def _wait(pid: int, students: list, folder: Path) -> None:
-    """Wait for a child; if it died (os._exit, a crash) or ran over TIME_LIMIT, record that for its students."""
-    deadline = time.monotonic() + TIME_LIMIT
-    while True:
-        done, status = os.waitpid(pid, os.WNOHANG)
-        if done:
-            break
-        if time.monotonic() > deadline:
-            os.kill(pid, signal.SIGKILL)
-            os.waitpid(pid, 0)
-            _record(folder, {"students": students, "stopped": "time_limit_in"})
-            return
+def _wait(children: dict, folder: Path, slots) -> None:
+    """Wait for the children (pid -> its students) to end."""
+    while children:
+        _reap(children, folder, slots)
         time.sleep(0.002)
-    if not (os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0):
-        _record(folder, {"students": students, "stopped": "kernel_died_in"})
+
+
+def _reap(children: dict, folder: Path, slots) -> None:
+    """Forget the children that ended. One that died (os._exit, a crash) or ran over TIME_LIMIT is recorded for its
+    students. A child holds a slot until it hands it back to branch; if it ended holding it, it is freed here."""
+    for pid, (students, deadline) in list(children.items()):
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if not done and time.monotonic() > deadline:
+            os.kill(pid, signal.SIGKILL)
+            done, status = os.waitpid(pid, 0)
+            _record(folder, {"students": students, "stopped": "time_limit_in"})
+        elif done and not (os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0):
+            _record(folder, {"students": students, "stopped": "kernel_died_in"})
+        if done:
+            del children[pid]
+            handed_back = folder / f"{pid}.handed-back"
+            if handed_back.exists():
+                handed_back.unlink()  # a later child may get the same pid
+            else:
+                slots.release()
+
+
+def _fork(children: dict, students: list, work, folder: Path, slots) -> None:
+    """Start ``work`` in a child holding a slot (waiting for one, and reaping, while all are taken)."""
+    while not slots.acquire(timeout=0.01):
+        _reap(children, folder, slots)
+    pid = os.fork()
+    if pid == 0:
+        _child(work, folder)
+    children[pid] = (students, time.monotonic() + TIME_LIMIT)
 
 
 def _record(folder: Path, entry: dict) -> None:
@@ -197,8 +224,11 @@ def _run_cell(shell: InteractiveShell, source: str) -> list:
     return outputs + displayed
 
 
-def _run_group(shell: InteractiveShell, runs: dict, students: list, start: int, folder: Path) -> None:
-    """Run the cells from ``start`` on for these students, whose earlier cells all ran in this process."""
+def _run_group(shell: InteractiveShell, runs: dict, students: list, start: int, folder: Path, slots) -> None:
+    """Run the cells from ``start`` on for these students, whose earlier cells all ran in this process.
+
+    At most WORKERS processes run cells at a time: each is forked holding a slot, and hands it back when it
+    branches (its children get slots of their own)."""
     index = start
     while True:
         sources = {s: _code_source(runs[s], index) for s in students}
@@ -213,11 +243,12 @@ def _run_group(shell: InteractiveShell, runs: dict, students: list, start: int, 
     branches = {}
     for student, source in sources.items():
         branches.setdefault(source, []).append(student)
+    (folder / f"{os.getpid()}.handed-back").touch()
+    slots.release()
+    children = {}
     for group in branches.values():
-        pid = os.fork()
-        if pid == 0:
-            _child(lambda: _run_group(shell, runs, group, index, folder), folder)
-        _wait(pid, group, folder)
+        _fork(children, group, lambda group=group: _run_group(shell, runs, group, index, folder, slots), folder, slots)
+    _wait(children, folder, slots)
 
 
 _END = "\0end of the notebook"

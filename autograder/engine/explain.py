@@ -29,7 +29,15 @@ def constant_factor(answer: torch.Tensor, expected: torch.Tensor, scale: float) 
     if energy == 0 or not a.abs().max().item() > 0:
         return None
     c = (a * e).sum().item() / energy
-    return c if abs(c - 1) > 1e-3 and close(a, c * e, scale) else None
+    if abs(c - 1) <= 1e-3 or not close(a, c * e, scale):
+        return None
+    # A factor must show in more than one entry: where one entry dwarfs the rest (neuron 0's gradient through
+    # its small variance), the tolerance cannot tell the others apart, and one ratio is no constant factor.
+    large = e.abs() > 1e-3 * e.abs().max()
+    ratios = a[large] / e[large]
+    if large.sum().item() < min(2, e.numel()) or (ratios - c).abs().max().item() > 1e-3 * abs(c):
+        return None
+    return c
 
 
 def factor_message(c: float, n: int) -> str:

@@ -12,6 +12,7 @@ Two independent signs, both read by the grader outside the student's kernel:
 
 import ast
 import zlib
+from functools import lru_cache
 
 import torch
 
@@ -89,6 +90,17 @@ def assigned_names(node: ast.AST) -> set:
     return names
 
 
+@lru_cache(maxsize=1024)  # a class hands in the same cells many times
+def _cell_statements(source: str) -> tuple:
+    """The statements of a cell as the kernel runs it (magics turned into Python); none if it does not parse."""
+    from IPython.core.inputtransformer2 import TransformerManager
+
+    try:
+        return tuple(ast.parse(TransformerManager().transform_cell(source)).body)
+    except (SyntaxError, ValueError):
+        return ()  # the cell fails in the kernel too; nothing it assigns exists
+
+
 class AutogradTaint:
     """Follows, statement by statement, which variables carry a value obtained from autograd.
 
@@ -101,14 +113,8 @@ class AutogradTaint:
         self.answers = set(answers)
 
     def add_cell(self, source: str) -> None:
-        try:
-            from IPython.core.inputtransformer2 import TransformerManager
-
-            tree = ast.parse(TransformerManager().transform_cell(source))
-        except (SyntaxError, ValueError):
-            return  # the cell fails in the kernel too; nothing it assigns exists
         for _ in range(2):  # twice, so that a loop carries taint backwards too
-            for statement in tree.body:
+            for statement in _cell_statements(source):
                 self._statement(statement)
 
     def _statement(self, node: ast.stmt) -> None:

@@ -32,15 +32,17 @@ substitutes one for the other is right too.
 import ast
 import zlib
 from dataclasses import dataclass
+from functools import lru_cache
 
 import torch
 
-from .backward_rules import STEP_BY_NAME, Step, local_gradient
+from .backward_rules import FUSED_STEPS, STEP_BY_NAME, STEPS, Step, local_gradient
 from .diagnose import diagnose
 from .honesty import assigned_names
 from .tolerance import close, step_scale
 
 TIME_LIMIT = 5.0  # seconds a probe may run in the kernel; the answer code of one step takes milliseconds
+GRADIENTS = frozenset("d" + step.name for step in STEPS + FUSED_STEPS)  # the names of gradients in every notebook
 
 
 class NoAnswerCode(Exception):
@@ -57,25 +59,25 @@ class AnswerCode:
     further_up: tuple  # gradients read that were not computed from the pins (the probe is then inconclusive)
 
 
-def _statements(cells) -> list:
-    found = []
-    for source in cells:
-        try:
-            found += ast.parse(source).body
-        except (SyntaxError, ValueError):
-            pass  # it failed in the kernel too
-    return found
+@lru_cache(maxsize=1024)  # a graded cell probes the whole history: each cell is parsed once per kernel
+def _parsed(source: str) -> tuple:
+    try:
+        return tuple(ast.parse(source).body)
+    except (SyntaxError, ValueError):
+        return ()  # it failed in the kernel too
 
 
-def _writes(node: ast.stmt) -> set:
+@lru_cache(maxsize=4096)
+def _writes(node: ast.stmt) -> frozenset:
     if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-        return {node.name}
+        return frozenset({node.name})
     if isinstance(node, (ast.Import, ast.ImportFrom)):
-        return {(a.asname or a.name).split(".")[0] for a in node.names}
-    return assigned_names(node)
+        return frozenset((a.asname or a.name).split(".")[0] for a in node.names)
+    return frozenset(assigned_names(node))
 
 
-def _rebinds(node: ast.stmt) -> set:
+@lru_cache(maxsize=4096)
+def _rebinds(node: ast.stmt) -> frozenset:
     """Names the statement gives a new value as a whole (x = ..., def x, import x), not only changes."""
     if isinstance(node, (ast.Assign, ast.AnnAssign)) and getattr(node, "value", None) is not None:
         targets = node.targets if isinstance(node, ast.Assign) else [node.target]
@@ -83,34 +85,41 @@ def _rebinds(node: ast.stmt) -> set:
         for target in targets:
             elements = target.elts if isinstance(target, (ast.Tuple, ast.List)) else [target]
             names |= {e.id for e in elements if isinstance(e, ast.Name)}
-        return names
+        return frozenset(names)
     if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Import, ast.ImportFrom)):
         return _writes(node)
-    return set()
+    return frozenset()
 
 
-def _reads(node: ast.stmt) -> set:
+@lru_cache(maxsize=4096)
+def _reads(node: ast.stmt) -> frozenset:
     names = {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
     if isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name):
         names.add(node.target.id)  # x += y reads x
-    return names
+    return frozenset(names)
 
 
-def answer_code(cells, answer: str, pins, gradients) -> AnswerCode:
+def answer_code(cells, answer: str, pins) -> AnswerCode:
     """The code of ``answer`` in the cells the kernel ran (in order), with ``pins`` standing for those names.
 
-    ``gradients`` are the names of gradients (d<tensor>): one read by the code that the code did not compute
-    from the pins is reported in ``further_up`` rather than followed back.
+    It starts at the latest fresh assignment of the answer, or earlier at the latest of a pinned gradient (what is
+    computed from a pinned gradient comes after it), or at the cell after the one that computes a pinned forward
+    value (the chunked forward pass that computes it is not the student's answer: it stays as it ran).
     """
     pins = set(pins)
-    statements = _statements(cells)
-    fresh = [i for i, s in enumerate(statements) if answer in _rebinds(s)]
+    statements = [(i, s) for i, source in enumerate(cells) for s in _parsed(source)]
+    fresh = [k for k, (_, s) in enumerate(statements) if answer in _rebinds(s)]
     if not fresh:
         raise NoAnswerCode(f"no statement `{answer} = ...` ran before this cell")
     start = fresh[-1]
-    for pin in pins & set(gradients):
-        start = min([start] + [i for i, s in enumerate(statements) if pin in _rebinds(s)][-1:])
-    window = [s for s in statements[start:] if not (_writes(s) & pins)]  # the pins stand in for these
+    for pin in pins:
+        bound = [k for k, (_, s) in enumerate(statements) if pin in _rebinds(s)][-1:]
+        if bound and pin in GRADIENTS:
+            start = min(start, bound[0])
+        elif bound:
+            cell = statements[bound[0]][0]
+            start = min(start, next((k for k, (i, _) in enumerate(statements) if i > cell), start))
+    window = [s for _, s in statements[start:] if not (_writes(s) & pins)]  # the pins stand in for these
 
     derived = set(pins)  # names computed from the pins, statement by statement
     for s in window:
@@ -121,15 +130,14 @@ def answer_code(cells, answer: str, pins, gradients) -> AnswerCode:
 
     needed, kept, pins_read, further_up = {answer}, [], set(), set()
     for s in reversed(window):
-        reads = _reads(s)
-        if not (_writes(s) & needed or (isinstance(s, ast.Expr) and reads & needed)):  # a call may change it
+        if not _writes(s) & needed:
             continue
         kept.append(s)
         needed -= _rebinds(s)
-        for name in reads:
+        for name in _reads(s):
             if name in pins:
                 pins_read.add(name)
-            elif name in gradients and name != answer and name not in derived:
+            elif name in GRADIENTS and name != answer and name not in derived:
                 further_up.add(name)
             else:
                 needed.add(name)
