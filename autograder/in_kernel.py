@@ -16,7 +16,6 @@ import random
 import signal
 import sys
 import threading
-import types
 import warnings
 
 import torch
@@ -26,7 +25,7 @@ from IPython.utils.capture import capture_output
 
 from .engine import wire
 from .engine.honesty import decoy
-from .engine.probes import GRADIENTS, TIME_LIMIT, NoAnswerCode, answer_code, pin_value
+from .engine.probes import TIME_LIMIT, NoAnswerCode, answer_code, pinned_inputs, probe_namespace
 
 SEED_VARIABLE = "BACKPROP_NINJA_SEED"
 
@@ -102,59 +101,28 @@ def _probe(namespace: dict, answer: str, names: tuple) -> dict:
     """What the student's code for ``answer`` computes with ``names`` pinned to random tensors of their shapes."""
     shell = get_ipython()
     cells = list(shell.history_manager.input_hist_parsed[:-1]) if shell is not None else []  # [:-1]: this cell
-    seed = int(os.environ[SEED_VARIABLE])
     found = {"answer": answer, "pins": {}, "status": "could_not_run"}
-    pins = {}
-    for name in names:
-        like = namespace.get(name[1:] if name in GRADIENTS else name)  # d<x> has the shape of x
-        own = namespace.get(name)
-        if not isinstance(like, torch.Tensor):
-            found["reason"] = f"{name} has no tensor to take its shape from"
-            return found
-        zero = isinstance(own, torch.Tensor) and own.is_floating_point() and own.numel() > 0 and not own.any()
-        pins[name] = torch.zeros(like.shape) if zero else pin_value(seed, answer, name, like.shape)
-        if name in GRADIENTS and isinstance(own, torch.Tensor) and own.numel() == like.numel():
-            pins[name] = pins[name].reshape(own.shape)  # the student's own shape (a dropped keepdim) works as theirs
-        found["pins"][name] = {"zero": bool(zero), "shape": list(pins[name].shape)}
     try:
+        pins = pinned_inputs(namespace, int(os.environ[SEED_VARIABLE]), answer, names)
+        found["pins"] = {name: {"zero": not pin.any(), "shape": list(pin.shape)} for name, pin in pins.items()}
         code = answer_code(cells, answer, names)
     except NoAnswerCode as error:
         found["reason"] = str(error)
         return found
-    found["pins_read"] = sorted(code.pins_read)
-    found["further_up"] = list(code.further_up)
+    found.update(pins_read=sorted(code.pins_read), further_up=list(code.further_up))
     found["reads"] = sorted(n for n in code.reads if isinstance(namespace.get(n), torch.Tensor))
-    probe_namespace = dict(namespace)
-    for name in code.reads & namespace.keys():
-        probe_namespace[name] = _own_copy(namespace[name], probe_namespace)
-    probe_namespace.update(pins)
+    apart = probe_namespace(namespace, code, pins)
     try:
         with _apart_from_the_kernel():
             for statement in code.statements:
                 module = ast.Module(body=[statement], type_ignores=[])
-                exec(compile(module, "<your code, run again by the grader>", "exec"), probe_namespace)
+                exec(compile(module, "<your code, run again by the grader>", "exec"), apart)
     except (Exception, SystemExit) as error:  # the student's code, on other inputs: say what went wrong
         found["reason"] = f"{type(error).__name__}: {error}"[:300]
         return found
     found["status"] = "ran"
-    found["result"] = wire.encode(probe_namespace.get(answer), answer in probe_namespace)
+    found["result"] = wire.encode(apart.get(answer), answer in apart)
     return found
-
-
-def _own_copy(value, namespace: dict):
-    """A copy the re-run can change without changing the kernel: tensors (also in a list, tuple or dict),
-    generators; the notebook's own functions read the probe's namespace."""
-    if isinstance(value, torch.Tensor):
-        return value.detach().clone()
-    if isinstance(value, (list, tuple)):
-        return type(value)(v.detach().clone() if isinstance(v, torch.Tensor) else v for v in value)
-    if isinstance(value, dict):
-        return {k: v.detach().clone() if isinstance(v, torch.Tensor) else v for k, v in value.items()}
-    if isinstance(value, torch.Generator):
-        return torch.Generator().set_state(value.get_state())
-    if isinstance(value, types.FunctionType) and value.__module__ == "__main__":
-        return types.FunctionType(value.__code__, namespace, value.__name__, value.__defaults__, value.__closure__)
-    return value
 
 
 @contextlib.contextmanager

@@ -255,6 +255,11 @@ ALTERNATIVES.update(
     }
 )
 
+# Right, but the probe cannot re-run it (it only works for gradients as small as real ones): judged by its value.
+ALTERNATIVES["alt_probe_cannot_run"] = {
+    "answer_dh": "dh = dlogits @ W2.T if dlogits.abs().max() < 1 else dlogits.no_such_method()"
+}
+
 # The `=` part of each two-path gradient in a cell of its own before the upstream step it needs, as the
 # notebook had it before answer cells were one per gradient: grade_id of the answer cell it follows -> code.
 SPLIT_FIRST_PARTS = {

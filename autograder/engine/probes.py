@@ -30,6 +30,7 @@ substitutes one for the other is right too.
 """
 
 import ast
+import types
 import zlib
 from dataclasses import dataclass
 from functools import lru_cache
@@ -152,6 +153,45 @@ def pin_value(seed: int, answer: str, name: str, shape) -> torch.Tensor:
     generator = torch.Generator().manual_seed(zlib.crc32(f"{seed}/{answer}/{name}".encode()))
     value = torch.randn(tuple(shape), generator=generator)
     return value if name in GRADIENTS else 5 * value
+
+
+def pinned_inputs(namespace: dict, seed: int, answer: str, names) -> dict:
+    """name -> the tensor that stands for it in the kernel: random, of the shape of the tensor (d<x>: of x), or
+    exact zeros where the student's own value is exact zeros; in the student's own shape when only size-1
+    dimensions differ (a dropped keepdim works as it did for them)."""
+    pins = {}
+    for name in names:
+        like = namespace.get(name[1:] if name in GRADIENTS else name)
+        own = namespace.get(name)
+        if not isinstance(like, torch.Tensor):
+            raise NoAnswerCode(f"{name} has no tensor to take its shape from")
+        zero = isinstance(own, torch.Tensor) and own.is_floating_point() and own.numel() > 0 and not own.any()
+        pins[name] = torch.zeros(like.shape) if zero else pin_value(seed, answer, name, like.shape)
+        if name in GRADIENTS and isinstance(own, torch.Tensor) and own.numel() == like.numel():
+            pins[name] = pins[name].reshape(own.shape)
+    return pins
+
+
+def probe_namespace(namespace: dict, code: AnswerCode, pins: dict) -> dict:
+    """A throwaway copy of the kernel's namespace in which the code can change what it reads without changing
+    the kernel: its tensors (also in a list, tuple or dict) and generators copied, the notebook's own functions
+    reading the copy; the pins in place."""
+    apart = dict(namespace)
+    for name in code.reads & namespace.keys():
+        value = namespace[name]
+        if isinstance(value, torch.Tensor):
+            value = value.detach().clone()
+        elif isinstance(value, (list, tuple)):
+            value = type(value)(v.detach().clone() if isinstance(v, torch.Tensor) else v for v in value)
+        elif isinstance(value, dict):
+            value = {k: v.detach().clone() if isinstance(v, torch.Tensor) else v for k, v in value.items()}
+        elif isinstance(value, torch.Generator):
+            value = torch.Generator().set_state(value.get_state())
+        elif isinstance(value, types.FunctionType) and value.__module__ == "__main__":
+            value = types.FunctionType(value.__code__, apart, value.__name__, value.__defaults__, value.__closure__)
+        apart[name] = value
+    apart.update(pins)
+    return apart
 
 
 # ------------------------------------------------------------------------------------------- the grader's side

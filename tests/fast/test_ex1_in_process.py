@@ -106,6 +106,11 @@ def test_a_probe_that_cannot_separate_the_rule_says_so_and_the_value_decides(gra
     assert message.startswith("✔") and "is computed from dhpreact, further up the graph" in message, message
 
 
+def test_a_probe_that_cannot_run_says_so_and_the_value_decides(graded):
+    message = graded["alt_probe_cannot_run"].messages["test_dh"]
+    assert message.startswith("✔") and "could not re-run your code for dh with other inputs: AttributeError" in message
+
+
 def test_the_probe_is_silent_when_the_rule_holds(graded):
     assert "rule" not in graded["solution"].messages["test_dcounts"]
     assert "rule" not in graded["alt_d"].messages["test_dhprebn"]  # dbnmeani written out: consistent pins
