@@ -1,12 +1,9 @@
-"""The student's side: the notebooks as students really use them, on Colab and in JupyterLab.
+"""The student's notebooks without a kernel: what they import, their data, their self-checks, their links.
 
-* Colab: every release notebook needs nothing but PyTorch and fetches its data; a notebook that
-  went through Colab (its saved form, outputs and all) grades exactly like the original, for
-  every notebook in source/, in one autograde run.
-* JupyterLab: ``nbgrader validate`` gives a clear answer without hidden tests; the notebook
-  opens and runs in a real JupyterLab in headless Chromium (a screenshot is kept).
-* The self-checks teach: one table, hints for the usual mistakes, a checklist at the end.
+* Colab: every release notebook needs nothing but PyTorch and fetches its data when it is missing.
+* The self-checks teach: one table, hints for the usual mistakes, optional exercises checked.
 * The Colab badges and the conda environment stay in step with the repository.
+(Running the notebooks in real kernels, nbgrader validate and JupyterLab: tests/slow/test_student_side.py.)
 """
 
 import ast
