@@ -11,7 +11,8 @@ What is left out: nbgrader itself, the kernel protocol and the sandbox (the slow
 The hidden tests monkeypatch torch (``start_grading``), so the cells run in forked child processes, never in
 this one. Submissions of one notebook share their common first cells: a child runs the cells that all of its
 submissions have in common, then forks one child per different next cell, and so on. The setup cells (data,
-dataset, forward pass) therefore run once per notebook, not once per student.
+dataset, forward pass) therefore run once per notebook, not once per student; at most WORKERS shells run cells at
+a time. A child that dies (``os._exit``) is a dead kernel for its students, as GradingExecute records one.
 """
 
 import contextlib

@@ -10,12 +10,15 @@ random inputs (``pin_value`` draws them on both sides from the grading seed).
 
 **Which code is re-run** (``answer_code``): what the kernel actually ran, read from IPython's input
 history, so any layout works (one answer cell per gradient, the `=` and `+=` parts in cells of
-their own, everything in one cell, extra cells of the student's). It is the backward slice of the
+their own, everything in one cell, extra cells of the student's); the grader needs no notebook
+layout and trusts nothing the kernel says about it (a tampered history can only make the probe
+inconclusive: to pass, the code re-run must still follow the rule). It is the backward slice of the
 answer: from the latest fresh assignment ``d<name> = ...`` (or, when earlier, the latest fresh
-assignment of a pinned gradient), the statements the answer depends on. Statements that write a
-pinned input are left out: the pins stand in for them. A gradient read by the slice is followed back
-only when the student computed it from the pins; one from further up the graph (a fused BatchNorm
-formula from ``dhpreact`` for ``dhprebn``) makes the probe inconclusive.
+assignment of a pinned gradient; for a pinned forward value, the cell after the one that computed
+it), the statements the answer depends on. Statements that write a pinned input are left out: the
+pins stand in for them. A gradient read by the slice is followed back only when the student computed
+it from the pins; one from further up the graph (a fused BatchNorm formula from ``dhpreact`` for
+``dhprebn``) makes the probe inconclusive.
 
 **When the probe cannot judge** (the code reads gradients from further up or no pinned input at all,
 it raised, it ran over its time, its result is no tensor, every pinned input is exactly zero), the
