@@ -12,6 +12,7 @@ Two independent signs, both read by the grader outside the student's kernel:
 
 import ast
 import zlib
+from functools import lru_cache
 
 import torch
 
@@ -78,7 +79,7 @@ def _clears_gradient(node: ast.stmt) -> bool:
     return False
 
 
-def _targets(node: ast.AST) -> set:
+def assigned_names(node: ast.AST) -> set:
     """The variables a statement writes: x = .., x[i] = .., x += .., x.index_add_(..), for x in .."""
     names = set()
     for sub in ast.walk(node):
@@ -99,6 +100,17 @@ def _targets(node: ast.AST) -> set:
     return names
 
 
+@lru_cache(maxsize=1024)  # a class hands in the same cells many times
+def _cell_statements(source: str) -> tuple:
+    """The statements of a cell as the kernel runs it (magics turned into Python); none if it does not parse."""
+    from IPython.core.inputtransformer2 import TransformerManager
+
+    try:
+        return tuple(ast.parse(TransformerManager().transform_cell(source)).body)
+    except (SyntaxError, ValueError):
+        return ()  # the cell fails in the kernel too; nothing it assigns exists
+
+
 class AutogradTaint:
     """Follows, statement by statement, which variables carry a value obtained from autograd.
 
@@ -111,14 +123,8 @@ class AutogradTaint:
         self.answers = set(answers)
 
     def add_cell(self, source: str) -> None:
-        try:
-            from IPython.core.inputtransformer2 import TransformerManager
-
-            tree = ast.parse(TransformerManager().transform_cell(source))
-        except (SyntaxError, ValueError):
-            return  # the cell fails in the kernel too; nothing it assigns exists
         for _ in range(2):  # twice, so that a loop carries taint backwards too
-            for statement in tree.body:
+            for statement in _cell_statements(source):
                 self._statement(statement)
 
     def _statement(self, node: ast.stmt) -> None:
@@ -140,9 +146,9 @@ class AutogradTaint:
                 if isinstance(child, ast.stmt):
                     self._statement(child)
                 elif isinstance(child, ast.expr) and _uses_autograd(child, self.tainted):
-                    self.tainted |= _targets(node)  # for x in t.grad: ...
+                    self.tainted |= assigned_names(node)  # for x in t.grad: ...
             return
-        targets = _targets(node)
+        targets = assigned_names(node)
         if not targets:
             return
         if _uses_autograd(node, self.tainted - self.answers):

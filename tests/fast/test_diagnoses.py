@@ -59,7 +59,7 @@ def test_a_typical_mistake_gets_the_kind_that_names_it(reference, step):
     make, kind = MISTAKES[step]
     reported = {f"d{name}": wire.encode(value) for name, value in grads.items()}
     reported[f"d{step}"] = wire.encode(make(forward, grads)) if make else wire.encode(None, present=False)
-    verdict = CHECKS[NB][f"test_d{step}"](reported, namespace, SEED, set())
+    verdict = CHECKS[NB][f"test_d{step}"](wire.Report(reported), namespace, SEED, set())
     reason = verdict_reason(verdict.text())
     assert reason is not None and classify(reason) == kind, verdict.text()
 
@@ -67,7 +67,7 @@ def test_a_typical_mistake_gets_the_kind_that_names_it(reference, step):
 def test_autograd_and_the_graders_own_notes_have_kinds(reference):
     namespace, _, grads = reference
     reported = {f"d{name}": wire.encode(value) for name, value in grads.items()}
-    verdict = CHECKS[NB]["test_dprobs"](reported, namespace, SEED, {"dprobs"})
+    verdict = CHECKS[NB]["test_dprobs"](wire.Report(reported), namespace, SEED, {"dprobs"})
     assert classify(verdict_reason(verdict.text())) == "autograd"
     for line, kind in [
         ("this cell did not run to the end (an earlier cell crashed the kernel or ran out of time)", "did_not_run"),
