@@ -172,6 +172,25 @@ CHEATS = {
         "h.grad",
     ),
     "c_backward": ({"answer_dW2": "loss.backward()\ndW2 = W2.grad"}, [], ["W2"], "autograd"),
+    # the grader's own rules table, which the grading kernel has imported: by name, or through sys.modules
+    "c_graders_rules": (
+        {
+            "answer_dW2": "from autograder.engine.backward_rules import STEP_BY_NAME, local_gradient\n"
+            "dW2 = local_gradient(STEP_BY_NAME['W2'], {'h': h.detach()}, {'logits': dlogits})"
+        },
+        [],
+        ["W2"],
+        "grader's own code",
+    ),
+    "c_sys_modules": (
+        {
+            "answer_dW2": "import sys\nrules = sys.modules['autograder.engine.backward_rules']\n"
+            "dW2 = rules.local_gradient(rules.STEP_BY_NAME['W2'], {'h': h.detach()}, {'logits': dlogits})"
+        },
+        [],
+        ["W2"],
+        "grader's own code",
+    ),
     "c_autograd_grad": (
         {"answer_dW1": "dW1 = torch.autograd.grad(loss, W1, retain_graph=True)[0]"},
         [],

@@ -3,8 +3,10 @@
 Two independent signs, both read by the grader outside the student's kernel:
 
 * **Static**: the student's own code is parsed, and every variable whose value flows from
-  ``.grad``, ``backward``, ``torch.autograd`` / ``torch.func``, or from code the grader
-  cannot read (``eval``, ``exec``, ``getattr`` with a computed name) is marked.
+  ``.grad``, ``backward``, ``torch.autograd`` / ``torch.func``, from the grader's own code (the
+  ``autograder`` package, which the grading kernel imports: its rules table computes every
+  gradient), or from code the grader cannot read (``eval``, ``exec``, ``importlib``, ``sys.modules``,
+  ``getattr`` with a computed name) is marked.
 * **Dynamic**: while grading, every ``.grad`` in the kernel holds a *decoy*, the right
   gradient plus seeded noise far above the tolerance. An answer equal to the decoy was read
   from ``.grad``, however the code hid it.
@@ -18,6 +20,8 @@ import torch
 
 FORBIDDEN_ATTRIBUTES = {"grad", "backward", "autograd", "grad_fn", "_grad", "func", "retain_grad", "vjp", "jacobian"}
 FORBIDDEN_NAMES = {"autograd", "functorch", "eval", "exec", "compile", "__import__", "vars", "globals", "locals"}
+FORBIDDEN_NAMES |= {"autograder", "importlib"}  # the grader's own code, and modules imported by a computed name
+FORBIDDEN_MODULES = ("autograd", "functorch", "torch.func", "autograder", "importlib")  # an import of one marks it
 FORBIDDEN_WORDS = ("grad", "backward")  # in string constants: getattr(t, "grad")
 
 
@@ -50,6 +54,8 @@ def _uses_autograd(node: ast.AST, tainted: set) -> bool:
     for sub in ast.walk(node):
         if isinstance(sub, ast.Attribute) and sub.attr in FORBIDDEN_ATTRIBUTES:
             return True
+        if isinstance(sub, ast.Attribute) and sub.attr == "modules" and getattr(sub.value, "id", "") == "sys":
+            return True  # sys.modules reaches every module the kernel imported, the grader's among them
         if (
             isinstance(sub, ast.Name)
             and isinstance(sub.ctx, ast.Load)
@@ -138,7 +144,7 @@ class AutogradTaint:
             module = getattr(node, "module", None) or ""
             for alias in node.names:
                 full = f"{module}.{alias.name}"
-                if any(word in full for word in ("autograd", "functorch", "torch.func")):
+                if any(word in full for word in FORBIDDEN_MODULES):
                     self.tainted.add((alias.asname or alias.name).split(".")[0])
             return
         if isinstance(node, (ast.For, ast.While, ast.If, ast.With, ast.Try)):

@@ -39,8 +39,8 @@ def read_answer(verdict: Verdict, name: str, report: Report, tainted: set, what:
     info = report.info(name)
     if name in tainted:
         problem = (
-            f"{name} is computed with autograd (.grad, backward or torch.autograd), so it earns nothing: "
-            f"write {what} by hand"
+            f"{name} is computed with autograd (.grad, backward or torch.autograd) or the grader's own code, "
+            f"so it earns nothing: write {what} by hand"
         )
     else:
         problem = not_a_tensor(name, info)
