@@ -6,7 +6,8 @@ against the grader's own reference, and the cell's outputs become the verdict's 
 its points (nbgrader reads partial credit from the cell's ``execute_result``).
 """
 
-import re
+import ast
+from functools import lru_cache
 
 from nbformat.v4 import new_output
 from nbgrader import utils
@@ -18,12 +19,26 @@ from ..engine import wire
 from ..engine.diagnose import changed_after_check
 from ..engine.exercises import CHECKS
 from ..engine.honesty import AutogradTaint
-from ..engine.judge import Verdict
 from ..engine.reference import SETUP_PREFIX, run_setup
+from ..engine.training import one_thread
+from ..engine.verdict import Verdict
 from .grading_execute import environment, record_incident, timed_out_cells
 
-REPORT_CALL = re.compile(r"report\(globals\(\),([^)]*)\)")  # in the locked test cells: the graded names
-REPORTED = re.compile(r"[\"']([A-Za-z_]\w*)[\"']")
+
+@lru_cache(maxsize=256)
+def reported_names(source: str) -> frozenset:
+    """The names a locked cell's ``report(globals(), "name", ...)`` calls send: the graded answers."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return frozenset()
+    return frozenset(
+        arg.value
+        for call in ast.walk(tree)
+        if isinstance(call, ast.Call) and isinstance(call.func, ast.Name) and call.func.id == "report"
+        for arg in call.args[1:]
+        if isinstance(arg, ast.Constant) and isinstance(arg.value, str)
+    )
 
 
 def reported_values(cell) -> list:
@@ -65,6 +80,10 @@ class JudgeAnswers(NbGraderPreprocessor):
     """Judge each graded cell of a known notebook from what its kernel reported."""
 
     def preprocess(self, nb, resources):
+        with one_thread():  # small tensors: threads only cost time, and much of it on a busy machine
+            return self._judge(nb, resources)
+
+    def _judge(self, nb, resources):
         checks = CHECKS.get(resources["nbgrader"]["notebook"])
         if not checks:
             self.log.warning("No checks for notebook %s: outputs left as they are", resources["nbgrader"]["notebook"])
@@ -75,12 +94,7 @@ class JudgeAnswers(NbGraderPreprocessor):
             namespace = run_setup(setup, seed)
         timed_out, unanswered = set(timed_out_cells(nb)), []
         taint = AutogradTaint(
-            answers={
-                name
-                for c in nb.cells
-                if utils.is_locked(c)
-                for name in REPORTED.findall("".join(REPORT_CALL.findall(c.source)))
-            }
+            answers={name for c in nb.cells if utils.is_locked(c) for name in reported_names(c.source)}
         )
         checked = {}  # each graded answer's report at its own graded cell
         for index, cell in enumerate(nb.cells):
@@ -93,27 +107,24 @@ class JudgeAnswers(NbGraderPreprocessor):
                 continue
             reports = reported_values(cell)
             if len(reports) == 1 and isinstance(reports[0], dict):
+                report = wire.Report(reports[0])
                 try:
-                    verdict = check(reports[0], namespace, seed, set(taint.tainted))
+                    verdict = check(report, namespace, seed, set(taint.tainted))
                 except Exception as error:  # a malformed (forged) report must cost this cell only
                     self.log.warning("cell %s: unreadable report (%.200r)", grade_id(cell), error)
-                    verdict = check({}, namespace, seed, set())
-                    verdict.points, verdict.lines = 0, ["the grader could not read the answer this cell reported"]
+                    verdict = check.nothing("the grader could not read the answer this cell reported")
+                answer = grade_id(cell).removeprefix("test_")
+                verdict.lines += changed_after_check(checked, report, answer)
+                if answer in report:
+                    checked.setdefault(answer, report.raw(answer))
             else:
-                verdict = check({}, namespace, seed, set())
-                verdict.points = 0
                 if reports:
-                    verdict.lines = ["this cell reported more than one answer: the submission tampered with it"]
+                    verdict = check.nothing("this cell reported more than one answer: the submission tampered with it")
                 else:
                     why, ran = why_no_answer(cell, index, resources["backprop_ninja"], timed_out)
-                    verdict.lines = [why]
+                    verdict = check.nothing(why)
                     if ran:
                         unanswered.append(grade_id(cell))
-            if len(reports) == 1 and isinstance(reports[0], dict):
-                answer = grade_id(cell).removeprefix("test_")
-                verdict.lines += changed_after_check(checked, reports[0], answer)
-                if answer in reports[0]:
-                    checked.setdefault(answer, reports[0][answer])
             cell.outputs = verdict_outputs(verdict)
         if unanswered:  # nothing crashed or timed out, yet no answer came: say so, it is no accident
             record_incident(

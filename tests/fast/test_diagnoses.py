@@ -59,7 +59,7 @@ def test_a_typical_mistake_gets_the_kind_that_names_it(reference, step):
     make, kind = MISTAKES[step]
     reported = {f"d{name}": wire.encode(value) for name, value in grads.items()}
     reported[f"d{step}"] = wire.encode(make(forward, grads)) if make else wire.encode(None, present=False)
-    verdict = CHECKS[NB][f"test_d{step}"](reported, namespace, SEED, set())
+    verdict = CHECKS[NB][f"test_d{step}"](wire.Report(reported), namespace, SEED, set())
     reason = verdict_reason(verdict.text())
     assert reason is not None and classify(reason) == kind, verdict.text()
 
@@ -80,7 +80,7 @@ def test_autograd_and_the_graders_own_notes_have_kinds(reference):
     assert classify(why_no_answer(cell, 3, {}, set())[0]) == "no_answer"
     namespace, _, grads = reference
     reported = {f"d{name}": wire.encode(value) for name, value in grads.items()}
-    verdict = CHECKS[NB]["test_dprobs"](reported, namespace, SEED, {"dprobs"})
+    verdict = CHECKS[NB]["test_dprobs"](wire.Report(reported), namespace, SEED, {"dprobs"})
     assert classify(verdict_reason(verdict.text())) == "autograd"
     for line, kind in [
         *((why_no_answer(cell, 3, state, {3})[0], kind) for state, kind in NO_ANSWER_CASES),
