@@ -122,7 +122,7 @@ def test_feedback_opens_with_every_graded_cell_and_the_first_to_fix(feedback, no
     students = sorted(
         p.parent.parent.name for p in (feedback.root / "submitted").glob(f"*/{ASSIGNMENT}/{notebook}.ipynb")
     )
-    assert len(students) > 10
+    assert len(students) >= 5  # the solution, a blank one, mistakes, alternatives, a cheat
     for student in students:
         page = feedback.feedback(student, notebook)
         assert page.table() == feedback.summary_rows(student, notebook, list(POINTS[notebook])), student
