@@ -7,6 +7,7 @@ import json
 import os
 import secrets
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -352,6 +353,13 @@ DASK = [sys.executable, "-m", "distributed.cli.dask_scheduler"], [sys.executable
 WORKER_ENV = {**NEWCOMER_ENV, "OMP_NUM_THREADS": "1"}  # Dask workers on this machine: one torch thread each
 
 
+def ends_with_parent() -> None:
+    """In a child process: be sent SIGTERM when the process that started it dies (pytest killed, say)."""
+    import ctypes
+
+    ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+
+
 def wait_until(condition, timeout: float, what: str, step: float = 0.5):
     end = time.time() + timeout
     while not (found := condition()):
@@ -384,7 +392,12 @@ class LoopbackCluster:
     def start(self, name: str, argv: list, env=None) -> None:
         with open(self.folder / f"{name}.log", "ab") as log:
             self.processes[name] = subprocess.Popen(
-                argv, cwd=self.folder, env=env or WORKER_ENV, stdout=log, stderr=subprocess.STDOUT
+                argv,
+                cwd=self.folder,
+                env=env or WORKER_ENV,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                preexec_fn=ends_with_parent,
             )
 
     def start_worker(self, name: str, env=None) -> None:

@@ -47,6 +47,14 @@ class DaskCluster:
             raise GradingError(
                 "grading on a Dask cluster needs Dask distributed: .venv/bin/pip install -e '.[cluster]'"
             ) from None
+        from distributed.security import Security
+
+        tls = Security()  # Dask's TLS settings (its config files, DASK_DISTRIBUTED__COMM__TLS__* variables)
+        if address.startswith("tls://") and not (tls.tls_ca_file and tls.tls_client_cert):
+            raise GradingError(
+                f"{address} is a TLS scheduler, and Dask's TLS settings are not set (distributed.comm.tls.ca-file, "
+                "client.cert, client.key; see the README). Nothing was graded."
+            )
         try:
             client = Client(address, set_as_default=False)
         except (OSError, TimeoutError, ValueError) as error:
