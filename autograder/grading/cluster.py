@@ -19,6 +19,7 @@ machines reach it (``dask scheduler --host``); across a network, use TLS (``tls:
 """
 
 import shutil
+import time
 import uuid
 from itertools import islice
 from pathlib import Path
@@ -26,7 +27,7 @@ from typing import Callable
 
 from ..errors import GradingError
 from .payload import CourseBundle, Refused, StudentJob, WorkerRefused, check_outputs
-from .pool import grading_stopped
+from .pool import CtrlC, grading_stopped
 from .worker import WorkerResult
 
 WORKER_TIMEOUT = 120  # seconds to wait for the first worker (reaching the scheduler: Dask's own connect timeout)
@@ -114,11 +115,17 @@ class DaskPool:
         for student in islice(waiting, max(4, 2 * sum(self.client.nthreads().values()))):
             submit(student)
         try:
-            for future in done:
-                self._collect(running.pop(future), future)
-                student = next(waiting, None)
-                if student is not None:
-                    submit(student)
+            with CtrlC() as ctrl_c:
+                while not done.is_empty():
+                    finished = done.next_batch(block=False)
+                    ctrl_c.check()
+                    if not finished:
+                        time.sleep(0.2)
+                    for future in finished:
+                        self._collect(running.pop(future), future)
+                        student = next(waiting, None)
+                        if student is not None:
+                            submit(student)
         except BaseException:  # Ctrl-C or a stop: nothing more is graded
             self.client.cancel(list(running))
             raise

@@ -45,32 +45,48 @@ class GraderSettings:
     extra_nbgrader_args: tuple = ()
 
 
-def sandbox_uid(first: int, index: int) -> int:
-    """The index-th uid from ``first`` on that no account uses."""
-    uid, free = first, -1
+def claim_sandbox_uid(first: int) -> tuple:
+    """(uid, lock): the first uid from ``first`` that no account uses and no other grader on this machine holds;
+    it is this worker's while ``lock`` (an open file) stays open."""
+    uid = first
     while True:
         try:
-            pwd.getpwuid(uid)
+            pwd.getpwuid(uid)  # an account's: never
         except KeyError:
-            free += 1
-            if free == index:
-                return uid
+            lock = open(Path(tempfile.gettempdir()) / f"backprop-ninja-sandbox-uid-{uid}.lock", "w")
+            try:
+                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                return uid, lock
+            except BlockingIOError:
+                lock.close()
         uid += 1
 
 
-def claim_sandbox_uid(first: int) -> tuple:
-    """(uid, lock): the first unused uid from ``first`` that no other grader on this machine holds; it is
-    this worker's while ``lock`` (an open file) stays open."""
-    index = 0
-    while True:
-        uid = sandbox_uid(first, index)
-        lock = open(Path(tempfile.gettempdir()) / f"backprop-ninja-sandbox-uid-{uid}.lock", "w")
-        try:
-            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            return uid, lock
-        except BlockingIOError:
-            lock.close()
-            index += 1
+class CtrlC:
+    """Ctrl-C while grading, raised as KeyboardInterrupt where the waiting loop calls ``check()``.
+
+    Python raises KeyboardInterrupt wherever the main thread happens to be: inside a garbage collector's
+    callback it is printed and dropped, and grading would go on. A second Ctrl-C is raised at once.
+    """
+
+    def __enter__(self):
+        self.pressed, self.previous = 0, None
+        if threading.current_thread() is threading.main_thread():
+            self.previous = signal.signal(signal.SIGINT, self._press)
+        return self
+
+    def _press(self, *_) -> None:
+        self.pressed += 1
+        if self.pressed > 1:
+            raise KeyboardInterrupt
+
+    def check(self) -> None:
+        if self.pressed:
+            raise KeyboardInterrupt
+
+    def __exit__(self, *_) -> None:
+        if self.previous is not None:
+            signal.signal(signal.SIGINT, self.previous)
 
 
 def grading_stopped(reason: str, logs: str) -> GradingError:
@@ -220,7 +236,7 @@ class Worker:
 class WorkerPool:
     """Grade students with ``workers``; ``finish(student, result, allowed)`` is called once per student.
 
-    ``run(students)`` is the interface class grading uses; ``cluster.DaskGrading`` has the same."""
+    ``run(students)`` is the interface class grading uses; ``cluster.DaskPool`` has the same."""
 
     def __init__(self, workers: list, allowed: Callable[[str], float], finish: Callable):
         self.workers, self.allowed, self.finish = workers, allowed, finish
@@ -236,11 +252,13 @@ class WorkerPool:
             jobs.put(student)
         threads = [threading.Thread(target=self._serve, args=(w, jobs), daemon=True) for w in self.workers]
         try:
-            for t in threads:
-                t.start()
-            for t in threads:
-                while t.is_alive():
-                    t.join(0.5)
+            with CtrlC() as ctrl_c:
+                for t in threads:
+                    t.start()
+                for t in threads:
+                    while t.is_alive():
+                        t.join(0.5)
+                        ctrl_c.check()
         except KeyboardInterrupt:
             self.failure.append("interrupted")
             for w in self.workers:

@@ -21,7 +21,7 @@ from autograder.grading.payload import (
     version_differences,
     versions,
 )
-from autograder.grading.pool import GraderSettings
+from autograder.grading.pool import GraderSettings, claim_sandbox_uid
 from autograder.grading.problems import Problem
 from autograder.grading.repair import MAX_BYTES
 from autograder.grading.worker import WorkerResult
@@ -222,3 +222,13 @@ def test_the_gradebook_is_where_nbgrader_config_says(tmp_path):
     with open(tmp_path / "nbgrader_config.py", "a") as config:
         config.write(f"c.CourseDirectory.db_url = {shared!r}\n")
     assert gradebook.course_url(tmp_path) == shared and gradebook.exists(shared)
+
+
+def test_graders_on_one_machine_claim_sandbox_uids_of_their_own(monkeypatch, tmp_path):
+    monkeypatch.setattr("tempfile.tempdir", str(tmp_path))  # lock files of this test only
+    first, lock = claim_sandbox_uid(61000)
+    second, other = claim_sandbox_uid(61000)
+    assert first >= 61000 and second > first  # a Dask worker and a local run beside it: never the same uid
+    lock.close()
+    assert claim_sandbox_uid(61000)[0] == first  # given back when its worker stops
+    other.close()

