@@ -18,7 +18,6 @@ from nbgrader.preprocessors import (
 from sqlalchemy.exc import SAWarning
 
 from autograder.preprocessors import (
-    AbsoluteLinks,
     GradingExecute,
     JudgeAnswers,
     LatePenalty,
@@ -82,6 +81,5 @@ c.GenerateFeedback.preprocessors = [
     GetGrades,
     ClearHiddenTests,
     CSSHTMLHeaderPreprocessor,
-    AbsoluteLinks,
     SummarizeSteps,
 ]

@@ -3,19 +3,29 @@
 The hidden regions of the locked cells call these functions. They never grade:
 they pick the unseen seed, take autograd out of the student's reach, and report the
 student's tensors to the grader (see ``wire``), which judges them in its own process.
-Exercise 4 also shortens the training run and calls the student's ``backward_pass`` once
-on the check batch.
+A graded cell may also re-run the student's code for its answer with random inputs (a rule
+probe, see ``engine.probes``) and report what that gives. Exercise 4 also shortens the training
+run and calls the student's ``backward_pass`` once on the check batch.
 Outside autograde (Colab, JupyterLab, ``nbgrader validate``) they change nothing.
 """
 
+import ast
+import contextlib
 import os
+import random
+import signal
 import sys
+import threading
+import warnings
 
 import torch
+from IPython import get_ipython
 from IPython.display import display
+from IPython.utils.capture import capture_output
 
 from .engine import wire
 from .engine.honesty import decoy
+from .engine.probes import TIME_LIMIT, NoAnswerCode, answer_code, pinned_inputs, probe_namespace
 
 SEED_VARIABLE = "BACKPROP_NINJA_SEED"
 
@@ -62,12 +72,81 @@ def start_grading(namespace: dict, self_checks=("cmp", "self_check")) -> None:
             namespace[name] = skipped
 
 
-def report(namespace: dict, *names: str) -> None:
-    """Send the named variables, as they are now, to the grader (at autograde only)."""
+def report(namespace: dict, *names: str, probe: tuple = ()) -> None:
+    """Send the named variables, as they are now, to the grader (at autograde only).
+
+    ``probe``: names that the student's code for ``names[0]`` reads (its upstream gradients, or the input of
+    a forward value); that code is re-run with them pinned to random tensors, and its result is sent too.
+    """
     if not grading():
         print("This cell is graded by the autograder.")
         return
-    _send({name: wire.encode(namespace.get(name), name in namespace) for name in names})
+    payload = {name: wire.encode(namespace.get(name), name in namespace) for name in names}
+    if probe:
+        try:
+            payload[wire.PROBE] = _probe(namespace, names[0], probe)
+        except Exception as error:  # whatever the student's namespace holds, the answer itself is still reported
+            payload[wire.PROBE] = {"answer": names[0], "pins": {}, "status": "failed", "reason": repr(error)[:200]}
+    _send(payload)
+
+
+# A rule probe (see engine.probes): the student's code for one answer, run again on random inputs.
+
+
+class ProbeTimeLimit(Exception):
+    pass
+
+
+def _probe(namespace: dict, answer: str, names: tuple) -> dict:
+    """What the student's code for ``answer`` computes with ``names`` pinned to random tensors of their shapes."""
+    shell = get_ipython()
+    cells = list(shell.history_manager.input_hist_parsed[:-1]) if shell is not None else []  # [:-1]: this cell
+    found = {"answer": answer, "pins": {}, "status": "could_not_run"}
+    try:
+        pins = pinned_inputs(namespace, int(os.environ[SEED_VARIABLE]), answer, names)
+        found["pins"] = {name: {"zero": not pin.any(), "shape": list(pin.shape)} for name, pin in pins.items()}
+        code = answer_code(cells, answer, names)
+    except NoAnswerCode as error:
+        found["reason"] = str(error)
+        return found
+    found.update(pins_read=sorted(code.pins_read), further_up=list(code.further_up))
+    found["reads"] = sorted(n for n in code.reads if isinstance(namespace.get(n), torch.Tensor))
+    apart = probe_namespace(namespace, code, pins)
+    try:
+        with _apart_from_the_kernel():
+            for statement in code.statements:
+                module = ast.Module(body=[statement], type_ignores=[])
+                exec(compile(module, "<your code, run again by the grader>", "exec"), apart)
+    except (Exception, SystemExit) as error:  # the student's code, on other inputs: say what went wrong
+        found["reason"] = f"{type(error).__name__}: {error}"[:300]
+        return found
+    found["status"] = "ran"
+    found["result"] = wire.encode(apart.get(answer), answer in apart)
+    return found
+
+
+@contextlib.contextmanager
+def _apart_from_the_kernel():
+    """No output, no warning, no autograd graph, the random generators as they were, and at most TIME_LIMIT s."""
+    states = torch.get_rng_state(), random.getstate()
+    timed = threading.current_thread() is threading.main_thread()
+    if timed:
+
+        def stop(signum, frame):
+            raise ProbeTimeLimit(f"it ran over {TIME_LIMIT:g} s")
+
+        before = signal.signal(signal.SIGALRM, stop)
+        remaining, _ = signal.setitimer(signal.ITIMER_REAL, TIME_LIMIT)
+    try:
+        with capture_output(), warnings.catch_warnings(), torch.no_grad():
+            warnings.simplefilter("ignore")
+            yield
+    finally:
+        if timed:
+            signal.setitimer(signal.ITIMER_REAL, remaining)  # 0 when no timer ran: it stays off
+            signal.signal(signal.SIGALRM, before)
+        torch.set_rng_state(states[0])
+        random.setstate(states[1])
 
 
 def _send(payload: dict) -> None:

@@ -14,7 +14,11 @@ with each configuration and prints seconds per student:
   grade-W-plain     the same with ``--unsandboxed``
 
 ``grade`` runs here with ``--no-feedback`` (stock autograde writes none); the feedback's cost is
-measured on its own (``grade-2-sandbox-feedback``).
+measured on its own (``grade-2-sandbox-feedback``). ``--before REV`` also grades with the autograder
+package of git revision REV, right after each ``grade`` configuration (``grade-2-sandbox@REV``), and
+prints the two side by side:
+
+    python benchmarks/bench_class_grading.py --configs grade-2-plain grade-2-sandbox --before main --repeat 3
 """
 
 import argparse
@@ -33,6 +37,8 @@ import nbformat
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
+
+from revision import package_at  # noqa: E402
 
 from autograder.authoring.submissions import grade_id, solved  # noqa: E402
 
@@ -82,9 +88,9 @@ def cpu_seconds() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def run(cwd: Path, argv: list) -> float:
+def run(cwd: Path, argv: list, env=None) -> float:
     start = time.monotonic()
-    result = subprocess.run(argv, cwd=cwd, capture_output=True, text=True)
+    result = subprocess.run(argv, cwd=cwd, capture_output=True, text=True, env=env)
     if result.returncode != 0:
         sys.exit(f"{' '.join(argv)} failed:\n{result.stdout[-2000:]}\n{result.stderr[-4000:]}")
     return time.monotonic() - start
@@ -111,7 +117,8 @@ def floor(repeats: int = 3) -> float:
     return statistics.median(times)
 
 
-def measure(root: Path, config: str, notebooks: list) -> float:
+def measure(root: Path, config: str, notebooks: list, package=None) -> float:
+    """Seconds for one configuration; ``package``: a folder holding another revision's autograder package."""
     if config == "floor":
         return floor() * len(notebooks)
     reset(root)
@@ -134,7 +141,7 @@ def measure(root: Path, config: str, notebooks: list) -> float:
         + (["--unsandboxed"] if kind == "plain" else [])
         + ([] if rest else ["--no-feedback"])
     )
-    return run(root, argv)
+    return run(root, argv, env={**os.environ, "PYTHONPATH": str(package)} if package else None)
 
 
 def main() -> None:
@@ -144,7 +151,10 @@ def main() -> None:
     parser.add_argument("--notebooks", nargs="+", help="grade only these notebooks (default: all in source/)")
     parser.add_argument("--dir", help="course folder to use (default: a temporary one, removed afterwards)")
     parser.add_argument("--json", help="also write the results to this file")
+    parser.add_argument("--before", help="also grade with the autograder package of this git revision (e.g. main)")
+    parser.add_argument("--repeat", type=int, default=1, help="run all configurations this many times; medians")
     args = parser.parse_args()
+    before = package_at(args.before) if args.before else None
     root = Path(args.dir or tempfile.mkdtemp(prefix="bench-class-", dir="/var/tmp")) / "course"
     notebooks = build_course(root, args.students, args.notebooks)
     print(
@@ -153,27 +163,42 @@ def main() -> None:
         flush=True,
     )
     seconds, cpu = {}, {}
-    for config in args.configs:
+    runs = []
+    for config in args.configs:  # with --before, each grade configuration twice in a row: now, then at REV
+        runs.append((config, None))
+        if before and config.startswith("grade"):
+            runs.append((f"{config}@{args.before}", before))
+    for config, package in runs * args.repeat:  # a busy machine slows every configuration of a round alike
         cpu_before = cpu_seconds()
-        seconds[config] = measure(root, config, notebooks)
-        per = seconds[config] if config == "floor" else seconds[config] / args.students
-        cpu[config] = (cpu_seconds() - cpu_before) / (1 if config == "floor" else args.students)
+        seconds.setdefault(config, []).append(measure(root, config.split("@")[0], notebooks, package))
+        cpu.setdefault(config, []).append((cpu_seconds() - cpu_before) / (1 if config == "floor" else args.students))
+        per = seconds[config][-1] if config == "floor" else seconds[config][-1] / args.students
         print(
             f"  {config:26s} {per:7.2f} s/student"
-            + ("" if config == "floor" else f"  ({seconds[config]:.0f} s)")
-            + f"  CPU {cpu[config]:6.2f} s/student  load {os.getloadavg()[0]:.1f}",
+            + ("" if config == "floor" else f"  ({seconds[config][-1]:.0f} s)")
+            + f"  CPU {cpu[config][-1]:6.2f} s/student  load {os.getloadavg()[0]:.1f}",
             flush=True,
         )
+    seconds = {c: statistics.median(s) for c, s in seconds.items()}
+    cpu = {c: statistics.median(s) for c, s in cpu.items()}
     per_student = {c: (s if c == "floor" else s / args.students) for c, s in seconds.items()}
     print(f"load average {os.getloadavg()[0]:.1f} at the end")
+    if args.repeat > 1:
+        print(f"medians of {args.repeat} runs:")
+        for c, s in per_student.items():
+            print(f"  {c:26s} {s:7.2f} s/student")
     if "stock" in per_student:
         for c in per_student:
             if c.startswith("grade"):
                 print(f"  speed-up of {c} over stock nbgrader: {per_student['stock'] / per_student[c]:.2f}x")
-    for w in ("1", "2"):
-        plain, boxed = per_student.get(f"grade-{w}-plain"), per_student.get(f"grade-{w}-sandbox")
-        if plain and boxed:
-            print(f"  sandbox cost with {w} worker(s): {100 * (boxed - plain) / plain:+.1f}%")
+    for revision in ("", f"@{args.before}") if before else ("",):
+        for w in ("1", "2"):
+            plain, boxed = (
+                per_student.get(f"grade-{w}-plain{revision}"),
+                per_student.get(f"grade-{w}-sandbox{revision}"),
+            )
+            if plain and boxed:
+                print(f"  sandbox cost with {w} worker(s){revision or ' now'}: {100 * (boxed - plain) / plain:+.1f}%")
     if args.json:
         Path(args.json).write_text(
             json.dumps(
@@ -188,6 +213,8 @@ def main() -> None:
         )
     if not args.dir:
         shutil.rmtree(root.parent, ignore_errors=True)
+    if before:
+        shutil.rmtree(before, ignore_errors=True)
 
 
 if __name__ == "__main__":

@@ -6,7 +6,7 @@ The repository's address is written in ONE place, ``[project.urls] Repository`` 
 (one row per notebook: the optional warm-ups in ``course/``, then ``release/backprop_ninja/``); the
 tests fail when a table is stale.
 After forking the course: change the address, run this command, commit the pages.
-The student's feedback links to the course text with ``file_url``, from the same address.
+The links from the notebooks and the feedback to the course text come from the same address (``course_links``).
 """
 
 import os
@@ -33,11 +33,6 @@ def repository_url(pyproject: Path = COURSE_ROOT / "pyproject.toml") -> str:
     except ImportError:  # Python 3.10: a line of the form  Repository = "https://..."
         url = re.search(r'^Repository\s*=\s*"([^"]+)"', text, re.M).group(1)
     return url.rstrip("/").removesuffix(".git")
-
-
-def file_url(repository: str, path: str) -> str:
-    """The web page of one file of the course (``path`` relative to the course root), as committed on BRANCH."""
-    return f"{repository}/blob/{BRANCH}/{path}"
 
 
 def colab_url(repository: str, notebook: Path) -> str:

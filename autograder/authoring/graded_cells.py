@@ -4,8 +4,9 @@ Exercise 1 has one answer cell and one graded test cell per step of ``engine/bac
 in the table's order: ``answer_d<name>`` (its comment lines say what to compute; the solution
 inside it is written in the notebook), then ``test_d<name>`` right after it (the visible check
 line, the points of the Step, the hidden region that reports ``d<name>`` and the upstream
-gradients it was computed from). Everything here comes from the table, so the cells cannot
-drift from what the grader reads; the markdown between the pairs is written in the notebook.
+gradients it was computed from, with the rule probe of ``d<name>`` on those upstream gradients).
+Everything here comes from the table, so the cells cannot drift from what the grader reads; the
+markdown between the pairs is written in the notebook.
 """
 
 import re
@@ -37,6 +38,9 @@ def answer_header(step: Step) -> str:
 def test_source(step: Step) -> str:
     points = f"{step.points} point{'s' if step.points != 1 else ''}"
     reported = ", ".join(f'"d{name}"' for name in [step.name, *step.upstream])
+    if step.upstream:  # the rule probe: the answer's code re-run with these pinned to random tensors
+        pinned = ", ".join(f'"d{name}"' for name in step.upstream)
+        reported += f", probe=({pinned}{',' if len(step.upstream) == 1 else ''})"
     return (
         f"# Graded: d{step.name} ({points})\n"
         "# Checked below on your batch; the autograder grades it on another one.\n"

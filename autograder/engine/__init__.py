@@ -2,9 +2,13 @@
 
 backward_rules   the local backward rule of every step (the single table the grader reads)
 tolerance        when two gradients count as equal, and why
-wire             how answers travel from the kernel to the grader (the trust boundary)
+wire             how answers travel from the kernel to the grader (the trust boundary), and a cell's Report
+verdict          what every graded cell runs and returns: a Check, a Verdict
+explain          why an answer differs from its reference (dtype, NaN, a constant factor, wrong entries)
 reference        the grader's own run of a notebook's setup: forward values, autograd's gradients
 judge            the verdict on one graded gradient (error carried forward); diagnose: its messages
+probes           rule probes: a step's code re-run on random upstream gradients, against the step's rule
+exposures        which of the grader's inputs exposes which known mistake, and the margins
 value_checks     answers that are not gradients: loss_fast, hpreact_fast, rows of dlogits summing to zero
 training         Exercise 4's network for the grader: forward pass, the course's backward pass, training
 training_checks  Exercise 4's verdicts: backward_pass's gradients, the training run, the calibration

@@ -31,8 +31,11 @@ class Step:
     forward: str  # its forward line, as in the notebook
     terms: dict  # consumer name -> term(f, d): this consumer's contribution to d<name>
     points: int
-    # message -> variant(f, d): a wrong formula students typically write, and what diagnose says about it
+    # message -> variant(f, d), or a tuple of them: a wrong formula students typically write, and what diagnose
+    # says about it
     mistakes: dict = field(default_factory=dict)
+    # why the true gradient is exactly zero, when it is: an answer of exact zeros is then right
+    zero: str = ""
 
     @property
     def upstream(self) -> list:
@@ -60,6 +63,11 @@ def _dC_from_emb(f, d):
     grad = torch.zeros_like(f["C"])
     return grad.index_add_(0, f["Xb"].reshape(-1), d["emb"].reshape(-1, f["C"].shape[1]))
 
+
+_EPSILON = (
+    "the forward pass adds 1e-5 to the variance before the square root, and the derivative keeps it (it "
+    "matters where a neuron's batch variance is small, as neuron 0's is here)"
+)
 
 STEPS = [
     Step("logprobs", "loss = -logprobs[range(n), Yb].mean()", {"loss": _dlogprobs_from_loss}, 1),
@@ -91,12 +99,20 @@ STEPS = [
         "norm_logits = logits - logit_maxes",
         {"norm_logits": lambda f, d: -d["norm_logits"].sum(1, keepdim=True)},
         1,
+        zero="subtracting a row's max leaves its softmax, and so the loss, unchanged (the rows of dnorm_logits "
+        "sum to zero)",
     ),
     Step(
         "logits",
         "norm_logits = logits - logit_maxes; logit_maxes = logits.max(1, keepdim=True).values",
         {"norm_logits": lambda f, d: d["norm_logits"].clone(), "logit_maxes": _dlogits_from_max},
         2,
+        mistakes={
+            "dlogits sends the path through logit_maxes to the smallest logit of each row: logit_maxes is the "
+            "largest one, so that path goes to where the max is": lambda f, d: (
+                d["norm_logits"] + _dlogits_from_max({**f, "logits": -f["logits"]}, d)
+            ),
+        },
     ),
     Step("h", "logits = h @ W2 + b2", {"logits": lambda f, d: d["logits"] @ f["W2"].T}, 1),
     Step("W2", "logits = h @ W2 + b2", {"logits": lambda f, d: f["h"].T @ d["logits"]}, 1),
@@ -121,6 +137,11 @@ STEPS = [
         "bnvar_inv = (bnvar + 1e-5)**-0.5",
         {"bnvar_inv": lambda f, d: -0.5 * (f["bnvar"] + 1e-5) ** -1.5 * d["bnvar_inv"]},
         1,
+        mistakes={
+            f"dbnvar is missing BatchNorm's epsilon: {_EPSILON}": lambda f, d: (
+                -0.5 * f["bnvar"] ** -1.5 * d["bnvar_inv"]
+            )
+        },
     ),
     Step(
         "bndiff2",
@@ -146,7 +167,14 @@ STEPS = [
     ),
     Step("embcat", "hprebn = embcat @ W1 + b1", {"hprebn": lambda f, d: d["hprebn"] @ f["W1"].T}, 1),
     Step("W1", "hprebn = embcat @ W1 + b1", {"hprebn": lambda f, d: f["embcat"].T @ d["hprebn"]}, 1),
-    Step("b1", "hprebn = embcat @ W1 + b1", {"hprebn": lambda f, d: d["hprebn"].sum(0)}, 1),
+    Step(
+        "b1",
+        "hprebn = embcat @ W1 + b1",
+        {"hprebn": lambda f, d: d["hprebn"].sum(0)},
+        1,
+        zero="BatchNorm subtracts the batch mean of hprebn, so b1, which moves every example of a neuron by "
+        "the same amount, cancels out of the loss",
+    ),
     Step("emb", "embcat = emb.view(emb.shape[0], -1)", {"embcat": lambda f, d: d["embcat"].view(f["emb"].shape)}, 1),
     Step("C", "emb = C[Xb]", {"emb": _dC_from_emb}, 2),
 ]
@@ -279,6 +307,10 @@ FUSED_STEPS = [
             ),
             "dhprebn is missing bngain: the normalised value is multiplied by bngain before it becomes "
             "hpreact": lambda f, d: _dhprebn_fused(f, d, gain=False),
+            f"dhprebn is missing BatchNorm's epsilon: {_EPSILON}": (
+                lambda f, d: _dhprebn_fused(f, d, bnvar_inv=f["bnvar"] ** -0.5),
+                lambda f, d: _dhprebn_fused(f, d, bnvar_inv=f["bnvar"] ** -0.5, bnraw=f["bndiff"] * f["bnvar"] ** -0.5),
+            ),
             "dhprebn sums over the wrong dimension: a neuron's mean and variance are taken over the batch "
             "(dimension 0), so the sums in its gradient run over the batch too": lambda f, d: _dhprebn_fused(
                 f, d, dim=1

@@ -3,6 +3,7 @@
 import torch
 
 from .backward_rules import Step, local_gradient
+from .explain import constant_factor, difference, factor_message
 from .tolerance import close, magnitude
 
 
@@ -48,47 +49,6 @@ def shape_problem(got: tuple, want: tuple, name: str) -> str:
     return base + ". A gradient always has the shape of its tensor."
 
 
-_FACTORS = [
-    (-1.0, "has the right size but the wrong sign: check the sign of each factor in the local derivative"),
-    (2.0, "is twice the right value: check the power rule, or whether a contribution was added twice"),
-    (0.5, "is half the right value: check the power rule"),
-]
-
-
-def _factor_message(c: float, n: int) -> str:
-    named = [
-        (-1.0, _FACTORS[0][1]),
-        (2.0, _FACTORS[1][1]),
-        (0.5, _FACTORS[2][1]),
-        (float(n), f"is n = {n} times too large: is a division by the batch size missing?"),
-        (1.0 / n, f"is n = {n} times too small: is there an extra division by the batch size?"),
-        (-float(n), f"is -n = -{n} times the right value: check the sign and the division by n"),
-        (
-            n / (n - 1),
-            f"is n/(n-1) = {n}/{n - 1} times too large: n or n-1? "
-            "Check what the forward pass divides by (Bessel's correction)",
-        ),
-        (
-            (n - 1) / n,
-            f"is (n-1)/n = {n - 1}/{n} times too small: n or n-1? "
-            "Check what the forward pass divides by (Bessel's correction)",
-        ),
-        (
-            (n / (n - 1)) ** 0.5,
-            f"is sqrt(n/(n-1)) times too large: "
-            f"was a variance divided by n = {n} instead of n-1 (Bessel's correction)?",
-        ),
-        (
-            ((n - 1) / n) ** 0.5,
-            f"is sqrt((n-1)/n) times too small: was a variance divided by n-1 = {n - 1} instead of n?",
-        ),
-    ]
-    for factor, message in named:
-        if abs(c - factor) <= 1e-3 * abs(factor):
-            return message
-    return f"is off by a constant factor: {c:.4g} times the right value. Look for a missing or extra constant"
-
-
 def diagnose(answer: torch.Tensor, expected: torch.Tensor, step: Step, forward: dict, upstream: dict) -> str:
     """Why ``answer`` is not ``expected`` (both of the right shape), in a sentence a student can act on."""
     name, n = step.name, forward["hprebn"].shape[0]
@@ -96,17 +56,17 @@ def diagnose(answer: torch.Tensor, expected: torch.Tensor, step: Step, forward: 
     a, e = answer.double(), expected.double()
     if magnitude(a) == 0:
         return f"d{name} is all zeros"
-    for message, variant in step.mistakes.items():  # the step's known wrong formulas, each with its message
-        try:
-            wrong = variant(forward, upstream).double()
-        except (RuntimeError, KeyError, IndexError):
-            continue
-        if wrong.shape == a.shape and close(a, wrong, scale):
-            return message
-    if magnitude(e) > 0:
-        c = (a * e).sum().item() / (e * e).sum().item()
-        if abs(c - 1) > 1e-3 and close(a, c * e, scale):
-            return f"d{name} {_factor_message(c, n)}"
+    for message, variants in step.mistakes.items():  # the step's known wrong formulas, each with its message
+        for variant in variants if isinstance(variants, tuple) else (variants,):
+            try:
+                wrong = variant(forward, upstream).double()
+            except (RuntimeError, KeyError, IndexError):
+                continue
+            if wrong.shape == a.shape and close(a, wrong, scale):
+                return message
+    c = constant_factor(a, e, scale)
+    if c is not None:
+        return f"d{name} {factor_message(c, n)}"
     if len(step.terms) > 1:
         for dropped in step.terms:
             try:
@@ -148,23 +108,24 @@ def diagnose(answer: torch.Tensor, expected: torch.Tensor, step: Step, forward: 
             )
     if a.dim() == 2 and a.shape[0] == a.shape[1] and close(a.T, e, scale):
         return f"d{name} is transposed: let the shapes decide the order of a matrix product"
-    wrong = ((a - e).abs() > 1e-4 * max(scale, 1e-12)).sum().item()
+    off = difference(a, e, scale)
     return (
-        f"d{name} has {wrong} of {a.numel()} entries wrong (largest error {(a - e).abs().max().item():.3g}, "
-        f"largest value {scale:.3g}). Re-derive the local derivative of `{step.forward}`"
+        f"d{name} has {off.wrong} of {off.total} entries wrong (largest error {off.largest_error:.3g}, "
+        f"largest value {off.scale:.3g}). Re-derive the local derivative of `{step.forward}`"
     )
 
 
-def changed_after_check(checked: dict, reported: dict, answer: str) -> list:
+def changed_after_check(checked: dict, report, answer: str) -> list:
     """What a graded cell can tell about the gradients graded before it: the names of ``checked`` (each one's
     report at its own graded cell) that this cell's report shows with other values. Autograde runs the
-    notebook once, top to bottom, so a difference means a later cell changed the tensor, usually in place."""
+    notebook once, top to bottom, so a difference means a later cell changed the tensor, usually in place.
+    ``report`` is this cell's ``wire.Report``."""
     lines = []
     for name, then in checked.items():
-        now = reported.get(name)
+        now = report.raw(name)
         if name == answer or now is None or now == then:
             continue
-        if reported.get(answer) == now:
+        if report.raw(answer) == now:
             lines.append(
                 f"{name} changed after its check: it now holds the values of {answer}, so the two names are one "
                 f"tensor (`{answer} = {name}` without .clone()?) and `{answer} += ...` changed {name} too. {name} "

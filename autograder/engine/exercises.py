@@ -1,44 +1,44 @@
-"""What each notebook grades: for every graded cell (by grade_id), the check that judges it.
+"""What each notebook grades: for every graded cell (by grade_id), the ``Check`` that judges it.
 
-A check takes the values the cell reported from the student's kernel, the grader's own
-setup namespace (forward values and autograd's gradients for this run's seed), the seed,
-and the set of variables computed with autograd, and returns a ``Verdict``.
+A check reads the cell's ``wire.Report`` from the student's kernel, the grader's own setup
+namespace (forward values and autograd's gradients for this run's seed), the seed, and the set
+of variables computed with autograd, and returns a ``Verdict``.
 """
 
-from . import wire
 from .backward_rules import FUSED_STEP_BY_NAME, STEP_BY_NAME, STEPS, Step
 from .judge import judge_gradient
 from .reference import autograd_gradients, forward_values
 from .training_checks import CHECKS as TRAINING_CHECKS
 from .value_checks import FAST_FORWARD_BY_NAME, Value, judge_rows_sum_to_zero, judge_value
+from .verdict import Check
 
 
-def gradient_check(step: Step, given: tuple = ()):
+def gradient_check(step: Step, given: tuple = ()) -> Check:
     """``given``: upstream gradients the notebook hands out (a locked setup cell), so they are taken
     from the grader's reference, never from the student's copy (which could be changed)."""
 
-    def check(reported, namespace, seed, tainted):
+    def judge(report, namespace, seed, tainted):
         grads = autograd_gradients(namespace)
-        reported = {**reported, **{"d" + name: wire.encode(grads[name]) for name in given}}
-        return judge_gradient(step, reported, forward_values(namespace), grads, seed, tainted)
+        report = report.with_values(**{"d" + name: grads[name] for name in given})
+        return judge_gradient(step, report, forward_values(namespace), grads, seed, tainted)
 
-    return check
-
-
-def value_check(value: Value):
-    def check(reported, namespace, seed, tainted):
-        return judge_value(value, reported, forward_values(namespace), tainted)
-
-    return check
+    return Check("d" + step.name, step.points, judge)
 
 
-def rows_sum_to_zero_check(name: str, points: int):
-    def check(reported, namespace, seed, tainted):
+def value_check(value: Value) -> Check:
+    def judge(report, namespace, seed, tainted):
+        return judge_value(value, report, forward_values(namespace), seed, tainted)
+
+    return Check(value.name, value.points, judge)
+
+
+def rows_sum_to_zero_check(name: str, points: int) -> Check:
+    def judge(report, namespace, seed, tainted):
         return judge_rows_sum_to_zero(
-            name, points, reported, forward_values(namespace), autograd_gradients(namespace), seed, tainted
+            name, points, report, forward_values(namespace), autograd_gradients(namespace), seed, tainted
         )
 
-    return check
+    return Check(f"every row of d{name} sums to zero", points, judge)
 
 
 CHECKS = {

@@ -3,8 +3,10 @@
 Two independent signs, both read by the grader outside the student's kernel:
 
 * **Static**: the student's own code is parsed, and every variable whose value flows from
-  ``.grad``, ``backward``, ``torch.autograd`` / ``torch.func``, or from code the grader
-  cannot read (``eval``, ``exec``, ``getattr`` with a computed name) is marked.
+  ``.grad``, ``backward``, ``torch.autograd`` / ``torch.func``, from the grader's own code (the
+  ``autograder`` package, which the grading kernel imports: its rules table computes every
+  gradient), or from code the grader cannot read (``eval``, ``exec``, ``importlib``, ``sys.modules``,
+  ``getattr`` with a computed name) is marked.
 * **Dynamic**: while grading, every ``.grad`` in the kernel holds a *decoy*, the right
   gradient plus seeded noise far above the tolerance. An answer equal to the decoy was read
   from ``.grad``, however the code hid it.
@@ -12,11 +14,14 @@ Two independent signs, both read by the grader outside the student's kernel:
 
 import ast
 import zlib
+from functools import lru_cache
 
 import torch
 
 FORBIDDEN_ATTRIBUTES = {"grad", "backward", "autograd", "grad_fn", "_grad", "func", "retain_grad", "vjp", "jacobian"}
 FORBIDDEN_NAMES = {"autograd", "functorch", "eval", "exec", "compile", "__import__", "vars", "globals", "locals"}
+FORBIDDEN_NAMES |= {"autograder", "importlib"}  # the grader's own code, and modules imported by a computed name
+FORBIDDEN_MODULES = ("autograd", "functorch", "torch.func", "autograder", "importlib")  # an import of one marks it
 FORBIDDEN_WORDS = ("grad", "backward")  # in string constants: getattr(t, "grad")
 
 
@@ -49,6 +54,8 @@ def _uses_autograd(node: ast.AST, tainted: set) -> bool:
     for sub in ast.walk(node):
         if isinstance(sub, ast.Attribute) and sub.attr in FORBIDDEN_ATTRIBUTES:
             return True
+        if isinstance(sub, ast.Attribute) and sub.attr == "modules" and getattr(sub.value, "id", "") == "sys":
+            return True  # sys.modules reaches every module the kernel imported, the grader's among them
         if (
             isinstance(sub, ast.Name)
             and isinstance(sub.ctx, ast.Load)
@@ -78,7 +85,7 @@ def _clears_gradient(node: ast.stmt) -> bool:
     return False
 
 
-def _targets(node: ast.AST) -> set:
+def assigned_names(node: ast.AST) -> set:
     """The variables a statement writes: x = .., x[i] = .., x += .., x.index_add_(..), for x in .."""
     names = set()
     for sub in ast.walk(node):
@@ -99,6 +106,17 @@ def _targets(node: ast.AST) -> set:
     return names
 
 
+@lru_cache(maxsize=1024)  # a class hands in the same cells many times
+def _cell_statements(source: str) -> tuple:
+    """The statements of a cell as the kernel runs it (magics turned into Python); none if it does not parse."""
+    from IPython.core.inputtransformer2 import TransformerManager
+
+    try:
+        return tuple(ast.parse(TransformerManager().transform_cell(source)).body)
+    except (SyntaxError, ValueError):
+        return ()  # the cell fails in the kernel too; nothing it assigns exists
+
+
 class AutogradTaint:
     """Follows, statement by statement, which variables carry a value obtained from autograd.
 
@@ -111,14 +129,8 @@ class AutogradTaint:
         self.answers = set(answers)
 
     def add_cell(self, source: str) -> None:
-        try:
-            from IPython.core.inputtransformer2 import TransformerManager
-
-            tree = ast.parse(TransformerManager().transform_cell(source))
-        except (SyntaxError, ValueError):
-            return  # the cell fails in the kernel too; nothing it assigns exists
         for _ in range(2):  # twice, so that a loop carries taint backwards too
-            for statement in tree.body:
+            for statement in _cell_statements(source):
                 self._statement(statement)
 
     def _statement(self, node: ast.stmt) -> None:
@@ -132,7 +144,7 @@ class AutogradTaint:
             module = getattr(node, "module", None) or ""
             for alias in node.names:
                 full = f"{module}.{alias.name}"
-                if any(word in full for word in ("autograd", "functorch", "torch.func")):
+                if any(word in full for word in FORBIDDEN_MODULES):
                     self.tainted.add((alias.asname or alias.name).split(".")[0])
             return
         if isinstance(node, (ast.For, ast.While, ast.If, ast.With, ast.Try)):
@@ -140,9 +152,9 @@ class AutogradTaint:
                 if isinstance(child, ast.stmt):
                     self._statement(child)
                 elif isinstance(child, ast.expr) and _uses_autograd(child, self.tainted):
-                    self.tainted |= _targets(node)  # for x in t.grad: ...
+                    self.tainted |= assigned_names(node)  # for x in t.grad: ...
             return
-        targets = _targets(node)
+        targets = assigned_names(node)
         if not targets:
             return
         if _uses_autograd(node, self.tainted - self.answers):

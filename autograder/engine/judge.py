@@ -1,42 +1,29 @@
 """The verdict on one graded step: points and a message, decided outside the student's kernel.
 
 For a gradient step, in this order: answered at all; not taken from autograd; float32;
-exactly the right shape; finite; equal to autograd's gradient within tolerance. Failing
-that, *error carried forward*: if some upstream gradient of the student's is wrong, the
-step is judged from the student's own upstream values with the step's local rule, and
-earns its points when it is right for them. Otherwise the diagnostics say what is wrong.
+exactly zero where the true gradient is (``Step.zero``); exactly the right shape; finite;
+equal to autograd's gradient within tolerance. Failing that, *error carried forward*: if some
+upstream gradient of the student's is wrong, the step is judged from the student's own upstream
+values with the step's local rule, and earns its points when it is right for them. Otherwise the
+diagnostics say what is wrong. Values that pass are also judged by their rule (``probes``): the
+student's code re-run on random upstream gradients must follow the step's local rule.
 """
-
-from dataclasses import dataclass, field
 
 import torch
 
-from . import wire
 from .backward_rules import SHAPE_ONLY_SHARE, Step, local_gradient
 from .diagnose import diagnose, only_size_one_dims_differ, shape_problem
+from .explain import not_finite, wrong_dtype
 from .honesty import decoy
-from .tolerance import close, magnitude, max_difference
+from .probes import judge_rule
+from .tolerance import close, magnitude, max_difference, step_scale
+from .verdict import Verdict
+from .wire import Report
 
 
-@dataclass
-class Verdict:
-    title: str  # what was graded, e.g. "dcounts"
-    points: float
-    max_points: float
-    lines: list = field(default_factory=list)
-
-    @property
-    def passed(self) -> bool:
-        return self.points == self.max_points
-
-    def text(self) -> str:
-        mark = "✔" if self.passed else "✘"
-        head = f"{mark} {self.title}: {self.points:g} of {self.max_points:g} point{'s' if self.max_points != 1 else ''}"
-        return "\n".join([head] + [f"  {line}" for line in self.lines]) + "\n"
-
-
-def _not_a_tensor(name: str, info: dict) -> str | None:
-    kind = (info or {}).get("kind", "missing")
+def not_a_tensor(name: str, info: dict) -> str | None:
+    """Why the reported ``info`` of ``name`` is no tensor to judge (not answered, None, another type), if it is not."""
+    kind = info.get("kind", "missing")
     if kind == "missing":
         return f"not answered yet: {name} is not defined (did its cell run without an error?)"
     if kind == "none":
@@ -46,18 +33,18 @@ def _not_a_tensor(name: str, info: dict) -> str | None:
     return None
 
 
-def read_answer(verdict: Verdict, name: str, reported: dict, tainted: set, what: str = "it"):
+def read_answer(verdict: Verdict, name: str, report: Report, tainted: set, what: str = "it"):
     """The tensor the kernel reported as `name`, and its wire info; the tensor is None, with the reason
     added to the verdict, when it was computed with autograd, is not a tensor, or cannot be read."""
-    info = reported.get(name)
+    info = report.info(name)
     if name in tainted:
         problem = (
-            f"{name} is computed with autograd (.grad, backward or torch.autograd), so it earns nothing: "
-            f"write {what} by hand"
+            f"{name} is computed with autograd (.grad, backward or torch.autograd) or the grader's own code, "
+            f"so it earns nothing: write {what} by hand"
         )
     else:
-        problem = _not_a_tensor(name, info)
-    answer = wire.decode(info) if problem is None else None
+        problem = not_a_tensor(name, info)
+    answer = report.tensor(name) if problem is None else None
     if problem is None and answer is None:
         problem = f"{name} could not be read by the grader"
     if problem:
@@ -65,23 +52,10 @@ def read_answer(verdict: Verdict, name: str, reported: dict, tainted: set, what:
     return answer, info
 
 
-def step_scale(step: Step, forward: dict, upstream: dict) -> float:
-    """The size of what the step adds up: the largest |term| evaluated on absolute values."""
-    absolute = {k: (v.abs() if v.is_floating_point() else v) for k, v in forward.items()}
-    abs_up = {k: v.abs() for k, v in upstream.items()}
-    sizes = []
-    for consumer, term in step.terms.items():
-        try:
-            sizes.append(magnitude(term(absolute, abs_up)))
-        except (RuntimeError, KeyError):
-            pass
-    return max(sizes, default=0.0)
-
-
-def judge_gradient(step: Step, reported: dict, forward: dict, grads: dict, seed: int, tainted: set) -> Verdict:
+def judge_gradient(step: Step, report: Report, forward: dict, grads: dict, seed: int, tainted: set) -> Verdict:
     name, answer_name = step.name, "d" + step.name
     verdict = Verdict(answer_name, 0, step.points)
-    answer, info = read_answer(verdict, answer_name, reported, tainted, "this gradient")
+    answer, info = read_answer(verdict, answer_name, report, tainted, "this gradient")
     if answer is None:
         return verdict
 
@@ -89,21 +63,26 @@ def judge_gradient(step: Step, reported: dict, forward: dict, grads: dict, seed:
     ref_up = {c: grads[c] for c in step.upstream}
     student_up, wrong_up = {}, []
     for consumer in step.upstream:
-        up = wire.decode(reported.get("d" + consumer) or {})
-        usable = up is not None and up.is_floating_point()
+        up = report.floats("d" + consumer)
+        usable = up is not None
         student_up[consumer] = up if usable else ref_up[consumer]
         if not usable or not close(up.double(), ref_up[consumer].double(), magnitude(ref_up[consumer])):
             wrong_up.append(consumer)
-    upstream_dtypes = {(reported.get("d" + c) or {}).get("dtype") for c in step.upstream}
+    upstream_dtypes = {report.info("d" + c).get("dtype") for c in step.upstream}
     if info["dtype"] != "float32" and not (upstream_dtypes - {"float32", None}):
-        verdict.lines.append(
-            f"{answer_name} has dtype {info['dtype']}, but gradients here are float32: "
-            "did a tensor get created with another dtype (or come from numpy)?"
-        )
+        verdict.lines.append(wrong_dtype(answer_name, info["dtype"], "gradients here are float32"))
         return verdict
     answer = answer.double()
 
     scale = step_scale(step, forward, ref_up)
+    if step.zero and answer.shape == reference.shape and not answer.any():
+        verdict.points = step.points
+        rule = local_gradient(step, forward, student_up)
+        verdict.lines.append(
+            f"exactly zero, which is right: {step.zero}. The backward rule gives values up to "
+            f"{magnitude(rule):.2g} here, rounding noise around that zero"
+        )
+        return verdict
     if close(answer, reference.double(), scale):
         verdict.points = step.points
         exact = torch.equal(answer.float(), reference)
@@ -111,7 +90,7 @@ def judge_gradient(step: Step, reported: dict, forward: dict, grads: dict, seed:
             f"correct: max difference {max_difference(answer, reference):.2g}"
             f"{', bit-exact' if exact else ' (not bit-exact, which is fine)'}"
         )
-        return verdict
+        return _and_by_its_rule(verdict, step, report, forward, seed)
 
     # Error carried forward: right for the student's own (wrong) upstream gradients?
     fix = " and ".join("d" + c for c in wrong_up)
@@ -127,7 +106,7 @@ def judge_gradient(step: Step, reported: dict, forward: dict, grads: dict, seed:
             verdict.lines.append(
                 f"correct for your {fix}, which {is_are} wrong: this step keeps its points; fix {fix} first"
             )
-            return verdict
+            return _and_by_its_rule(verdict, step, report, forward, seed)
 
     if only_size_one_dims_differ(answer.shape, reference.shape):  # right values in the wrong shape: a share
         right_for = [reference.double()] + ([carried] if carried is not None else [])
@@ -138,12 +117,11 @@ def judge_gradient(step: Step, reported: dict, forward: dict, grads: dict, seed:
                 f"the values are right, so this step earns {verdict.points:g} of its {step.points:g}; "
                 "the exact shape earns the rest"
             )
-            return verdict
+            return _and_by_its_rule(verdict, step, report, forward, seed)
     if tuple(answer.shape) != tuple(reference.shape):
         verdict.lines.append(shape_problem(answer.shape, reference.shape, name))
     elif not torch.isfinite(answer).all():
-        bad = (~torch.isfinite(answer)).sum().item()
-        verdict.lines.append(f"{answer_name} has {bad} NaN or infinite entries: look for a division by zero or log(0)")
+        verdict.lines.append(not_finite(answer_name, answer))
     elif close(answer, decoy(reference, seed, name).double(), scale):
         verdict.lines.append(
             f"{answer_name} is the value of {name}.grad, autograd's answer, so it earns nothing: "
@@ -154,4 +132,14 @@ def judge_gradient(step: Step, reported: dict, forward: dict, grads: dict, seed:
         verdict.lines.append(diagnose(answer, expected, step, forward, student_up))
     if wrong_up:
         verdict.lines.append(f"(judged from your own {fix}, which {is_are} wrong too)")
+    return verdict
+
+
+def _and_by_its_rule(verdict: Verdict, step: Step, report: Report, forward: dict, seed: int) -> Verdict:
+    """A verdict whose values passed, with the rule probe's word (``probes.judge_rule``): a wrong rule earns nothing."""
+    outcome = judge_rule(step, report, forward, seed)
+    if outcome.verdict == "wrong":
+        verdict.points, verdict.lines = 0, [outcome.line]
+    elif outcome.line:
+        verdict.lines.append(outcome.line)
     return verdict

@@ -27,12 +27,15 @@ the calibration).
 
 import torch
 
-from . import training, wire
+from . import training
 from .backward_rules import FUSED_STEP_BY_NAME, STEP_BY_NAME, local_gradient
 from .diagnose import diagnose
-from .judge import Verdict, _not_a_tensor, judge_gradient, step_scale
-from .tolerance import close, magnitude, max_difference
+from .explain import difference
+from .judge import judge_gradient, not_a_tensor
+from .tolerance import close, magnitude, max_difference, step_scale
 from .training import GRADED_STEPS, PARAMETER_NAMES
+from .verdict import Check, Verdict
+from .wire import Report
 
 # Per step. Correct gradients (any formula) stay within 7e-7 of autograd's losses over GRADED_STEPS steps
 # (3 float32 ulps; measured over 12 seeds); the smallest real mistake known, BatchNorm's n/(n-1) missing
@@ -124,9 +127,9 @@ def validation_loss(parameters, namespace: dict) -> float:
 # ------------------------------------------------------------------------------------------------ gradients
 
 
-def _call_problem(reported: dict, position: int) -> str | None:
+def _call_problem(report: Report, position: int) -> str | None:
     """Why backward_pass gave no d<parameter> at this position, if it did not."""
-    status = reported.get("backward_pass") or {"kind": "missing"}
+    status = report.info("backward_pass")
     if status.get("kind") == "missing":
         return "not answered yet: backward_pass is not defined (did its cell run without an error?)"
     if status.get("kind") == "raised":
@@ -147,12 +150,12 @@ def _call_problem(reported: dict, position: int) -> str | None:
     return None
 
 
-def _first_wrong_intermediate(name: str, reported: dict, forward: dict, grads: dict):
+def _first_wrong_intermediate(name: str, report: Report, forward: dict, grads: dict):
     """(intermediate, what is wrong with it) for the first wrong gradient on the way back from the loss to
     ``name``, or (None, the intermediates the student's backward_pass did not name as expected)."""
     unknown = []
     for inter in PATHS[name]:
-        got = wire.decode(reported.get("d" + inter) or {})
+        got = report.tensor("d" + inter)
         if got is None or not got.is_floating_point():
             unknown.append("d" + inter)
             continue
@@ -166,10 +169,10 @@ def _first_wrong_intermediate(name: str, reported: dict, forward: dict, grads: d
     return None, unknown
 
 
-def _right_for_own_upstream(step, answer, reported: dict, forward: dict, grads: dict) -> bool:
+def _right_for_own_upstream(step, answer, report: Report, forward: dict, grads: dict) -> bool:
     upstream = {}
     for c in step.upstream:
-        up = wire.decode(reported.get("d" + c) or {})
+        up = report.tensor("d" + c)
         if up is None or not up.is_floating_point() or up.shape != grads[c].shape:
             return False
         upstream[c] = up.double()
@@ -182,7 +185,7 @@ def _right_for_own_upstream(step, answer, reported: dict, forward: dict, grads: 
     return close(answer.double(), carried, step_scale(step, forward, upstream))
 
 
-def judge_parameter_gradient(name: str, reported: dict, namespace: dict, seed: int, tainted: set) -> Verdict:
+def judge_parameter_gradient(name: str, report: Report, namespace: dict, seed: int, tainted: set) -> Verdict:
     """d<name> as backward_pass returned it for the check batch, against autograd."""
     step = STEP_BY_NAME[name]
     position = PARAMETER_NAMES.index(name)
@@ -196,16 +199,16 @@ def judge_parameter_gradient(name: str, reported: dict, namespace: dict, seed: i
                 "compute every gradient by hand"
             ],
         )
-    problem = _call_problem(reported, position)
+    problem = _call_problem(report, position)
     if problem:
         return Verdict("d" + name, 0, step.points, [problem])
     forward, grads = check_batch_reference(namespace)
     # Judged against autograd alone: the upstream gradients are the reference's, so no credit is carried forward.
-    given = {**reported, **{"d" + c: wire.encode(grads[c]) for c in step.upstream}}
+    given = report.with_values(**{"d" + c: grads[c] for c in step.upstream})
     verdict = judge_gradient(step, given, forward, grads, seed, set())
     if verdict.passed:
         return verdict
-    answer = wire.decode(reported.get("d" + name) or {})
+    answer = report.tensor("d" + name)
     if answer is not None and answer.is_floating_point():
         for other in PARAMETER_NAMES:
             if (
@@ -217,7 +220,7 @@ def judge_parameter_gradient(name: str, reported: dict, namespace: dict, seed: i
                     f"it is d{other}: backward_pass must return the gradients in the order of parameters, {RETURNED}"
                 )
                 return verdict
-        inter, why = _first_wrong_intermediate(name, reported, forward, grads)
+        inter, why = _first_wrong_intermediate(name, report, forward, grads)
         if inter is None:
             if why:
                 verdict.lines.append(
@@ -227,18 +230,18 @@ def judge_parameter_gradient(name: str, reported: dict, namespace: dict, seed: i
             return verdict
         where = f"the first wrong gradient on the way back from the loss is your d{inter}: {why}"
         upstream = " and ".join("d" + c for c in step.upstream)
-        if _right_for_own_upstream(step, answer, reported, forward, grads):
+        if _right_for_own_upstream(step, answer, report, forward, grads):
             verdict.lines = [f"d{name} is right for your {upstream}, but {where}"]
         else:
             verdict.lines.append(where[0].upper() + where[1:])
     return verdict
 
 
-def gradient_check(name: str):
-    def check(reported, namespace, seed, tainted):
-        return judge_parameter_gradient(name, reported, namespace, seed, tainted)
+def gradient_check(name: str) -> Check:
+    def judge(report, namespace, seed, tainted):
+        return judge_parameter_gradient(name, report, namespace, seed, tainted)
 
-    return check
+    return Check("d" + name, STEP_BY_NAME[name].points, judge)
 
 
 # ------------------------------------------------------------------------------------------------- training
@@ -255,26 +258,26 @@ def _autograd_in_training(tainted: set) -> str | None:
     return None
 
 
-def _wrong_gradients(reported: dict, namespace: dict) -> list:
+def _wrong_gradients(report: Report, namespace: dict) -> list:
     """The parameter gradients backward_pass got wrong on the check batch (as their graded cells judge them)."""
     forward, grads = check_batch_reference(namespace)
     wrong = []
     for name in PARAMETER_NAMES:
-        step, answer = STEP_BY_NAME[name], wire.decode(reported.get("d" + name) or {})
+        step, answer = STEP_BY_NAME[name], report.tensor("d" + name)
         scale = step_scale(step, forward, {c: grads[c] for c in step.upstream})
         if answer is None or not answer.is_floating_point() or not close(answer.double(), grads[name].double(), scale):
             wrong.append("d" + name)
     return wrong
 
 
-def _losses(reported: dict, key: str):
-    losses = wire.decode(reported.get(key) or {})
+def _losses(report: Report, key: str):
+    losses = report.tensor(key)
     return losses.double() if losses is not None and losses.dim() == 1 and losses.is_floating_point() else None
 
 
-def _parameters(reported: dict, namespace: dict, prefix: str):
-    """The seven parameters reported as <prefix><name>, or None when one is missing or has the wrong shape."""
-    found = [wire.decode(reported.get(prefix + name) or {}) for name in PARAMETER_NAMES]
+def _parameters(report: Report, namespace: dict, prefix: str):
+    """The seven parameters report as <prefix><name>, or None when one is missing or has the wrong shape."""
+    found = [report.tensor(prefix + name) for name in PARAMETER_NAMES]
     ok = all(
         t is not None and t.shape == p0.shape and t.is_floating_point()
         for t, p0 in zip(found, namespace["initial_parameters"])
@@ -310,14 +313,14 @@ def _why_it_departs(losses, trained, namespace, first: int) -> str:
     )
 
 
-def _own_run(reported: dict, namespace: dict, expected) -> str | None:
+def _own_run(report: Report, namespace: dict, expected) -> str | None:
     """What the notebook's own run, driven by the student's backward_pass, did when it did not follow autograd's:
     which gradients made it differ."""
-    losses = _losses(reported, "losses")
-    wrong = _wrong_gradients(reported, namespace)
-    status = reported.get("backward_pass") or {"kind": "missing"}
+    losses = _losses(report, "losses")
+    wrong = _wrong_gradients(report, namespace)
+    status = report.info("backward_pass")
     if status.get("kind") in ("raised", "missing"):
-        because = _call_problem(reported, 0)
+        because = _call_problem(report, 0)
     elif wrong:
         many = len(wrong) > 1
         because = (
@@ -349,7 +352,7 @@ def _training_step_failed(status: dict, steps: int) -> str:
     )
 
 
-def judge_training(reported: dict, namespace: dict, seed: int, tainted: set) -> Verdict:
+def judge_training(report: Report, namespace: dict, seed: int, tainted: set) -> Verdict:
     """training_step, judged on a replay of the graded run in which the right gradients stand in for the
     student's backward_pass (``in_kernel.report_training``): a wrong gradient costs its own cell, not this one.
     The notebook's own run, with the student's gradients, only says which gradient made it differ."""
@@ -360,13 +363,13 @@ def judge_training(reported: dict, namespace: dict, seed: int, tainted: set) -> 
         return verdict
     run = reference_run(namespace)
     expected = run["losses"].double()
-    replay = _losses(reported, "replay_losses")
-    status = reported.get("replay") or {"kind": "missing"}
+    replay = _losses(report, "replay_losses")
+    status = report.info("replay")
     if replay is None or status.get("kind") != "returned" or len(replay) < GRADED_STEPS:
         verdict.lines.append(_training_step_failed(status, 0 if replay is None else len(replay)))
         return verdict
     first, largest = _first_departure(replay, expected)
-    trained = _parameters(reported, namespace, "replay_")
+    trained = _parameters(report, namespace, "replay_")
     if first is None:
         verdict.points += FOLLOW_POINTS
         verdict.lines.append(
@@ -389,7 +392,7 @@ def judge_training(reported: dict, namespace: dict, seed: int, tainted: set) -> 
             verdict.lines.append(f"reaches a validation loss of {reached:.4f} after {GRADED_STEPS} steps {goal}")
         else:
             verdict.lines.append(f"the validation loss after {GRADED_STEPS} steps is {reached:.4f} {goal}")
-    own = _own_run(reported, namespace, expected)
+    own = _own_run(report, namespace, expected)
     if own:
         verdict.lines.append(f"{own}; that costs the cells of the gradients, not the training run")
     return verdict
@@ -402,9 +405,9 @@ def _statistics(parameters, X) -> dict:
     return dict(zip(("bnmean", "bnvar"), training.calibrate(parameters, X)))
 
 
-def judge_calibration(reported: dict, namespace: dict, seed: int, tainted: set) -> Verdict:
+def judge_calibration(report: Report, namespace: dict, seed: int, tainted: set) -> Verdict:
     verdict = Verdict("BatchNorm calibration", 0, POINTS["calibration"])
-    parameters = [wire.decode(reported.get(name) or {}) for name in ("C", "W1", "b1")]
+    parameters = [report.tensor(name) for name in ("C", "W1", "b1")]
     initial = namespace["initial_parameters"]
     if any(p is None or p.shape != p0.shape or not p.is_floating_point() for p, p0 in zip(parameters, initial)):
         verdict.lines.append("the parameters C, W1, b1 could not be read")
@@ -424,12 +427,12 @@ def judge_calibration(reported: dict, namespace: dict, seed: int, tainted: set) 
         ),
     ]
     for name in ("bnmean", "bnvar"):
-        info = reported.get(name)
-        problem = _not_a_tensor(name, info)
-        answer = wire.decode(info) if problem is None else None
+        info = report.info(name)
+        problem = not_a_tensor(name, info)
+        answer = report.tensor(name) if problem is None else None
         if name in tainted:
             problem = f"{name} is computed with autograd, so it earns nothing"
-        elif problem and (info or {}).get("kind", "missing") in ("missing", "none"):
+        elif problem and info.get("kind", "missing") in ("missing", "none"):
             problem = f"not calibrated yet: {name} is not defined (did the calibration cell run without an error?)"
         elif problem is None and (answer is None or not answer.is_floating_point()):
             problem = f"{name} must be a tensor of floats"
@@ -460,9 +463,10 @@ def judge_calibration(reported: dict, namespace: dict, seed: int, tainted: set) 
             if name == "bnvar" and close(answer, expected[name].sqrt(), scale[name] ** 0.5):
                 verdict.lines.append("bnvar is the standard deviation: it must be the variance")
             else:
+                off = difference(answer, expected[name], magnitude(expected[name]))
                 verdict.lines.append(
                     f"{name} is not the {what[name]} of hprebn over the training set: largest difference "
-                    f"{max_difference(answer, expected[name]):.3g} (values up to {magnitude(expected[name]):.3g}). "
+                    f"{off.largest_error:.3g} (values up to {off.scale:.3g}). "
                     f"hprebn is C[Xtr] viewed as ({len(Xtr)}, 3 * n_embd), times W1, plus b1"
                 )
     return verdict
@@ -470,6 +474,6 @@ def judge_calibration(reported: dict, namespace: dict, seed: int, tainted: set) 
 
 CHECKS = {
     **{f"test_d{name}": gradient_check(name) for name in PARAMETER_NAMES},
-    "test_training": judge_training,
-    "test_calibration": judge_calibration,
+    "test_training": Check("training run", POINTS["training"], judge_training),
+    "test_calibration": Check("BatchNorm calibration", POINTS["calibration"], judge_calibration),
 }

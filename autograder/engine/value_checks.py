@@ -5,7 +5,10 @@ Exercises 2 and 3 first ask for a block of the forward pass written the short wa
 also checks that every row of the student's ``dlogits`` sums to zero. These are judged in
 the order of ``judge.judge_gradient`` (not from autograd, answered, float32, exactly the right
 shape, finite, equal within ``tolerance``); a wrong answer is explained by its known wrong
-formulas first, then by a constant factor, then by the size of the difference.
+formulas first, then by a constant factor, then by the size of the difference. A right value
+must also follow its input (``judge_copy``): the student's expression, re-run with another input
+(a probe, see ``probes``), must give the block's value for it, so a copy of the chunked value
+(``loss_fast = loss.clone()``) earns nothing.
 """
 
 from dataclasses import dataclass, field
@@ -14,10 +17,13 @@ from typing import Callable
 import torch
 import torch.nn.functional as F
 
-from .diagnose import _factor_message
+from .explain import constant_factor, difference, factor_message, not_finite, wrong_dtype
 from .honesty import decoy
-from .judge import Verdict, read_answer
+from .judge import read_answer
+from .probes import Outcome, pinned, read_probe
 from .tolerance import RTOL, close, magnitude, max_difference
+from .verdict import Verdict
+from .wire import Report
 
 Variant = Callable[[dict], torch.Tensor]  # f (the forward values) -> a known wrong value
 
@@ -28,6 +34,9 @@ class Value:
     reference: str  # the setup's tensor it must equal, e.g. "loss"
     forward: str  # what the student writes, as a message can quote it
     points: int
+    compute: Variant  # the block of the forward pass in one go: what the answer is for any input
+    input: str  # the tensor the block starts from: the rule probe re-runs the student's code with another one
+    chunked: tuple  # the chunked forward pass's tensors computed from the input: reading them copies the chunk
     mistakes: dict = field(default_factory=dict)  # message -> variant(f)
 
 
@@ -35,11 +44,11 @@ def _n(f):
     return f["hprebn"].shape[0]
 
 
-def _batchnorm(f, mean_dim=0, correction=1, root=True, gain=True, bias=True, centre=True):
+def _batchnorm(f, mean_dim=0, correction=1, root=True, gain=True, bias=True, centre=True, epsilon=1e-5):
     """The BatchNorm forward in one expression; the keywords make its known wrong variants."""
     x = f["hprebn"]
     centred = x - x.mean(mean_dim, keepdim=True) if centre else x
-    var = x.var(mean_dim, keepdim=True, correction=correction) + 1e-5
+    var = x.var(mean_dim, keepdim=True, correction=correction) + epsilon
     out = centred / (var.sqrt() if root else var)
     return (f["bngain"] if gain else 1.0) * out + (f["bnbias"] if bias else 0.0)
 
@@ -50,6 +59,9 @@ FAST_FORWARDS = [
         "loss",
         "loss_fast = F.cross_entropy(logits, Yb)",
         1,
+        lambda f: F.cross_entropy(f["logits"], f["Yb"]),
+        "logits",
+        ("logit_maxes", "norm_logits", "counts", "counts_sum", "counts_sum_inv", "probs", "logprobs", "loss"),
         mistakes={
             "loss_fast was computed from probabilities: F.cross_entropy takes the raw logits and does the "
             "softmax itself": lambda f: F.cross_entropy(f["probs"], f["Yb"]),
@@ -62,6 +74,9 @@ FAST_FORWARDS = [
         "hpreact",
         "hpreact_fast = bngain * (hprebn - mean) / sqrt(var + 1e-5) + bnbias",
         2,
+        _batchnorm,
+        "hprebn",
+        ("bnmeani", "bndiff", "bndiff2", "bnvar", "bnvar_inv", "bnraw", "hpreact"),
         mistakes={
             "hpreact_fast uses the biased variance (divided by n): this notebook's BatchNorm divides by n-1 "
             "(Bessel's correction), like bnvar": lambda f: _batchnorm(f, correction=0),
@@ -70,6 +85,10 @@ FAST_FORWARDS = [
             "hpreact_fast divides by the variance: normalising divides by the standard deviation, the square root "
             "of (variance + 1e-5)": lambda f: _batchnorm(f, root=False),
             "hpreact_fast does not subtract the batch mean before dividing": lambda f: _batchnorm(f, centre=False),
+            "hpreact_fast is missing BatchNorm's epsilon: normalising divides by the square root of (variance + "
+            "1e-5), and the 1e-5 matters where a neuron's batch variance is small, as neuron 0's is here": lambda f: (
+                _batchnorm(f, epsilon=0.0)
+            ),
             "hpreact_fast is missing bngain: the normalised value is scaled by bngain": lambda f: _batchnorm(
                 f, gain=False
             ),
@@ -83,16 +102,13 @@ FAST_FORWARDS = [
 FAST_FORWARD_BY_NAME = {value.name: value for value in FAST_FORWARDS}
 
 
-def _answer(verdict: Verdict, name: str, reported: dict, tainted: set):
+def _answer(verdict: Verdict, name: str, report: Report, tainted: set):
     """The reported tensor as float64, or None with the reason in the verdict."""
-    answer, info = read_answer(verdict, name, reported, tainted)
+    answer, info = read_answer(verdict, name, report, tainted)
     if answer is None:
         return None
     if info["dtype"] != "float32":
-        verdict.lines.append(
-            f"{name} has dtype {info['dtype']}, but the network computes in float32: did a tensor "
-            "get created with another dtype (or come from numpy)?"
-        )
+        verdict.lines.append(wrong_dtype(name, info["dtype"], "the network computes in float32"))
         return None
     return answer.double()
 
@@ -107,22 +123,17 @@ def _shape_problem(name: str, got: tuple, want: tuple, of: str) -> str:
     return message + ": they must be equal"
 
 
-def _not_finite(name: str, answer: torch.Tensor) -> str | None:
-    bad = (~torch.isfinite(answer)).sum().item()
-    return f"{name} has {bad} NaN or infinite entries: look for a division by zero or log(0)" if bad else None
-
-
-def judge_value(value: Value, reported: dict, forward: dict, tainted: set) -> Verdict:
+def judge_value(value: Value, report: Report, forward: dict, seed: int, tainted: set) -> Verdict:
     """``value.name`` against the setup's ``value.reference``, with the tolerance of a gradient step."""
     verdict = Verdict(value.name, 0, value.points)
-    answer = _answer(verdict, value.name, reported, tainted)
+    answer = _answer(verdict, value.name, report, tainted)
     if answer is None:
         return verdict
     reference = forward[value.reference].double()
     if tuple(answer.shape) != tuple(reference.shape):
         verdict.lines.append(_shape_problem(value.name, answer.shape, reference.shape, value.reference))
         return verdict
-    problem = _not_finite(value.name, answer)
+    problem = not_finite(value.name, answer)
     if problem:
         verdict.lines.append(problem)
         return verdict
@@ -132,28 +143,73 @@ def judge_value(value: Value, reported: dict, forward: dict, tainted: set) -> Ve
         verdict.lines.append(
             f"correct: equal to {value.reference}, max difference {max_difference(answer, reference):.2g}"
         )
+        outcome = judge_copy(value, report, forward, seed)
+        if outcome.verdict == "wrong":
+            verdict.points, verdict.lines = 0, [outcome.line]
+        elif outcome.line:
+            verdict.lines.append(outcome.line)
         return verdict
     for message, variant in value.mistakes.items():
         wrong = variant(forward).double()
         if wrong.shape == answer.shape and close(answer, wrong, scale):
             verdict.lines.append(message)
             return verdict
-    if scale > 0 and magnitude(answer) > 0:
-        c = (answer * reference).sum().item() / (reference * reference).sum().item()
-        if abs(c - 1) > 1e-3 and close(answer, c * reference, scale):
-            verdict.lines.append(f"{value.name} {_factor_message(c, _n(forward))}")
-            return verdict
-    wrong = ((answer - reference).abs() > 1e-4 * max(scale, 1e-12)).sum().item()
+    c = constant_factor(answer, reference, scale)
+    if c is not None:
+        verdict.lines.append(f"{value.name} {factor_message(c, _n(forward))}")
+        return verdict
+    off = difference(answer, reference, scale)
     verdict.lines.append(
-        f"{value.name} is not equal to {value.reference}: {wrong} of {answer.numel()} entries differ "
-        f"(largest difference {(answer - reference).abs().max().item():.3g}, largest value "
-        f"{scale:.3g}). Compare `{value.forward}` with the chunked forward pass, piece by piece"
+        f"{value.name} is not equal to {value.reference}: {off.wrong} of {off.total} entries differ "
+        f"(largest difference {off.largest_error:.3g}, largest value "
+        f"{off.scale:.3g}). Compare `{value.forward}` with the chunked forward pass, piece by piece"
     )
     return verdict
 
 
+def judge_copy(value: Value, report: Report, forward: dict, seed: int) -> Outcome:
+    """The probe of a value: the student's code re-run with another ``value.input`` must give ``value.compute`` of
+    it. A copy of the chunked value (``loss_fast = loss.clone()``) gives the old value and earns nothing."""
+    probe, outcome = read_probe(report, value.name, {value.input})
+    if outcome:
+        return outcome
+    other = {**forward, **pinned(probe, seed, value.name, {value.input: tuple(forward[value.input].shape)})}
+    expected = value.compute(other).double()
+    result = report.probe_result()
+    if result is not None and result.shape == expected.shape and close(result.double(), expected, magnitude(expected)):
+        return Outcome("right")
+    copied = [name for name in value.chunked if name in (probe.get("reads") or ())]
+    if copied:
+        return Outcome(
+            "wrong",
+            f"{value.name} does not follow {value.input}: it reads {', '.join(copied)}, which the chunked forward "
+            f"pass computed from the notebook's own {value.input}, so with other {value.input} (random ones, as the "
+            f"grader drew them) it still gives the chunked value. A copy of the chunked forward pass earns nothing: "
+            f"compute it from {value.input}, as `{value.forward}` does",
+        )
+    if not probe.get("pins_read") or result is None:
+        return Outcome(
+            "inconclusive",
+            f"({value.name} does not follow {value.input} in a way the grader could re-run, so it is judged by its "
+            "value alone)",
+        )
+    why = next(
+        (
+            m
+            for m, wrong in value.mistakes.items()
+            if close(result.double(), wrong(other).double(), magnitude(expected))
+        ),
+        f"max difference {max_difference(result, expected):.3g} for values up to {magnitude(expected):.3g}",
+    )
+    return Outcome(
+        "wrong",
+        f"{value.name} is right on this batch, but with other {value.input} (random ones, as the grader drew them) "
+        f"it is not what `{value.forward}` gives: {why}",
+    )
+
+
 def judge_rows_sum_to_zero(
-    name: str, points: int, reported: dict, forward: dict, grads: dict, seed: int, tainted: set
+    name: str, points: int, report: Report, forward: dict, grads: dict, seed: int, tainted: set
 ) -> Verdict:
     """Every row of the student's ``d<name>`` (one row per example) sums to zero, as a softmax gradient must.
 
@@ -163,14 +219,14 @@ def judge_rows_sum_to_zero(
     """
     answer_name = "d" + name
     verdict = Verdict(f"every row of {answer_name} sums to zero", 0, points)
-    answer = _answer(verdict, answer_name, reported, tainted)
+    answer = _answer(verdict, answer_name, report, tainted)
     if answer is None:
         return verdict
     want = tuple(forward[name].shape)
     if tuple(answer.shape) != want:
         verdict.lines.append(_shape_problem(answer_name, answer.shape, want, name))
         return verdict
-    problem = _not_finite(answer_name, answer)
+    problem = not_finite(answer_name, answer)
     if problem:
         verdict.lines.append(problem)
         return verdict

@@ -12,6 +12,7 @@ import numpy as np
 import torch
 
 MIME = "application/x-backprop-ninja+json"
+PROBE = "(probe)"  # the key of a rule probe's report in a cell's payload (never a variable's name)
 MAX_ELEMENTS = 1_000_000  # far above any gradient here; stops a hostile payload from eating memory
 
 _DTYPES = {
@@ -69,3 +70,54 @@ def decode(info) -> torch.Tensor | None:
         return torch.from_numpy(np.frombuffer(raw, dtype=np_dtype).copy().reshape(shape))
     except (KeyError, TypeError, ValueError, AttributeError):
         return None
+
+
+class Report:
+    """What one graded cell reported: its payload, read without trusting it.
+
+    Every judge reads a cell's answers through this one object: ``info`` is the wire description of
+    a name (a missing or malformed entry reads as missing), ``tensor`` the decoded value (None when
+    it is not a well-formed tensor; decoded once), ``floats`` the same when it holds floats.
+    """
+
+    def __init__(self, payload: dict | None = None):
+        self._payload = dict(payload) if isinstance(payload, dict) else {}
+        self._decoded = {}
+
+    def info(self, name: str) -> dict:
+        info = self._payload.get(name)
+        return info if isinstance(info, dict) else {"kind": "missing"}
+
+    def kind(self, name: str) -> str:
+        return str(self.info(name).get("kind", "missing"))
+
+    def __contains__(self, name: str) -> bool:
+        return name in self._payload
+
+    def raw(self, name: str):
+        """The entry exactly as it arrived (to compare two reports of one name)."""
+        return self._payload.get(name)
+
+    def tensor(self, name: str) -> torch.Tensor | None:
+        if name not in self._decoded:
+            self._decoded[name] = decode(self.info(name))
+        return self._decoded[name]
+
+    def floats(self, name: str) -> torch.Tensor | None:
+        t = self.tensor(name)
+        return t if t is not None and t.is_floating_point() else None
+
+    def with_values(self, **tensors) -> "Report":
+        """This report with some names replaced by the grader's own tensors (a value the notebook hands out)."""
+        return Report({**self._payload, **{name: encode(t) for name, t in tensors.items()}})
+
+    @property
+    def probe(self) -> dict | None:
+        """The rule probe's report of this cell (see ``probes``), or None."""
+        probe = self._payload.get(PROBE)
+        return probe if isinstance(probe, dict) and isinstance(probe.get("pins"), dict) else None
+
+    def probe_result(self) -> torch.Tensor | None:
+        """The answer the probe computed, as floats (None when it is no float tensor)."""
+        t = decode((self.probe or {}).get("result") or {})
+        return t if t is not None and t.is_floating_point() else None

@@ -17,8 +17,12 @@ from pathlib import Path
 DIAGNOSES = {
     "not_answered": ("not answered", r"not answered yet"),
     "did_not_run": (
-        "the cell did not run (an earlier cell stopped the notebook)",
-        r"did not run to the end|kernel died before this cell|time limit before this cell",
+        "the cell did not run to the end (the kernel died, or a time limit stopped it)",
+        r"kernel died before this cell|time limit before this cell|interrupted before it reported",
+    ),
+    "no_answer": (
+        "no answer reached the grader (reports suppressed or the grading module replaced)",
+        r"no answer reached the grader",
     ),
     "autograd": ("taken from autograd", r"computed with autograd|autograd's answer"),
     "not_a_float32_tensor": ("not a float32 tensor", r"should be a torch tensor|has dtype"),
@@ -59,7 +63,7 @@ DIAGNOSES = {
     "unreadable": ("the answer could not be read", r"could not (be )?read|tampered"),
 }
 OTHER = "other"
-NOT_ATTEMPTED = {"not_answered", "did_not_run"}  # no answer to learn a misconception from
+NOT_ATTEMPTED = {"not_answered", "did_not_run", "no_answer"}  # no answer to learn a misconception from
 _PATTERNS = [(kind, re.compile(pattern)) for kind, (_, pattern) in DIAGNOSES.items()]
 _HEAD = re.compile(r"^([✔✘]) (.+?): ([\d.]+) of ([\d.]+) points?$")
 

@@ -106,9 +106,9 @@ def grading_stopped(reason: str, logs: str) -> GradingError:
 def restore_owner(folder: Path) -> None:
     """A killed worker cannot give a student's folder back from the sandbox's uid: do it here."""
     if os.geteuid() == 0 and folder.exists():
-        from ..sandbox import _chown_tree
+        from ..sandbox import chown_tree
 
-        _chown_tree(str(folder), os.getuid(), os.getgid())
+        chown_tree(str(folder), os.getuid(), os.getgid())
 
 
 class Worker:

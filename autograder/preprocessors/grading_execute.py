@@ -33,6 +33,32 @@ def environment(**variables):
                 os.environ[k] = v
 
 
+def cell_name(nb, index: int) -> str:
+    """'cell 12 (test_dprobs)': how problems name a cell."""
+    grade_id = nb.cells[index].metadata.get("nbgrader", {}).get("grade_id")
+    return f"cell {index + 1}" + (f" ({grade_id})" if grade_id else "")
+
+
+def timed_out_cells(nb) -> list:
+    """The indices of the cells interrupted at their timeout (nbclient leaves a CellTimeoutError in them)."""
+    return [
+        i
+        for i, cell in enumerate(nb.cells)
+        if any(
+            o.get("output_type") == "error" and o.get("ename") == "CellTimeoutError" for o in cell.get("outputs", [])
+        )
+    ]
+
+
+def record_incident(resources, kind: str, detail: str, log) -> None:
+    """Note a problem of the notebook being graded: in its resources, for class grading's worker, in the log."""
+    nbgrader = resources.get("nbgrader", {})
+    problem = Problem(nbgrader.get("student"), nbgrader.get("notebook"), kind, detail)
+    resources["backprop_ninja"]["incidents"].append(problem)
+    GradingExecute.incidents.append(problem)
+    log.warning("GRADING PROBLEM %s/%s: %s: %s", problem.student, problem.notebook, kind, detail)
+
+
 class _WithoutDebug(logging.LoggerAdapter):
     """A log that passes everything but DEBUG records on to its logger."""
 
@@ -58,7 +84,7 @@ class GradingExecute(Execute):
 
     sandbox = Bool(
         True,
-        help="Run every kernel in the bubblewrap sandbox (autograder/sandbox.py). Grading fails when the "
+        help="Run every kernel in the bubblewrap sandbox (autograder/sandbox/). Grading fails when the "
         "sandbox cannot start; set False only to grade trusted notebooks on a machine without bubblewrap.",
     ).tag(config=True)
 
@@ -81,8 +107,8 @@ class GradingExecute(Execute):
         "Formgrader's autograde dialog, the workers of backprop-ninja grade) keep DEBUG whatever --log-level says.",
     ).tag(config=True)
 
-    # What went wrong in each notebook this process executed, for the class report: a Problem each;
-    # class grading's workers read and clear it.
+    # What went wrong in each notebook this process executed (record_incident), for the class report: a Problem
+    # each; class grading's workers read and clear it.
     incidents = []
 
     _run_secret = secrets.token_hex(16)
@@ -116,7 +142,11 @@ class GradingExecute(Execute):
         gives their graded cells 0 with the reason, so the student still gets a grade.
         """
         state = resources["backprop_ninja"]
-        if state["kernel_died_in"] is not None or state["time_limit_in"] is not None or cell.cell_type != "code":
+        if (
+            state["kernel_died_in"] is not None
+            or state["notebook_time_limit_in"] is not None
+            or cell.cell_type != "code"
+        ):
             return cell, resources
         try:
             cell, resources = super().preprocess_cell(cell, resources, index)
@@ -136,7 +166,7 @@ class GradingExecute(Execute):
             )
             return cell, resources
         if self._deadline is not None and time.monotonic() >= self._deadline:
-            state["time_limit_in"] = index
+            state["notebook_time_limit_in"] = index
             self.shutdown_kernel = "immediate"  # it may still be busy: do not wait for it
             cell.outputs.append(
                 new_output(
@@ -183,17 +213,10 @@ class GradingExecute(Execute):
                 return None
         return super().output(outs, msg, display_id, cell_index)
 
-    def record_incidents(self, nb, resources) -> list:
+    def record_incidents(self, nb, resources) -> None:
         """What went wrong while the notebook ran, named the way the class report names it."""
         state, found = resources["backprop_ninja"], []
-        where = lambda i: (
-            f"cell {i + 1}"
-            + (
-                f" ({nb.cells[i].metadata['nbgrader']['grade_id']})"
-                if "grade_id" in nb.cells[i].metadata.get("nbgrader", {})
-                else ""
-            )
-        )
+        where = lambda i: cell_name(nb, i)
         if state["kernel_died_in"] is not None:
             status = state.get("exit_status")
             found.append(
@@ -204,41 +227,29 @@ class GradingExecute(Execute):
                     + "; the cells after it scored 0",
                 )
             )
-        timed_out = [
-            i
-            for i, cell in enumerate(nb.cells)
-            for out in cell.get("outputs", [])
-            if out.get("output_type") == "error" and out.get("ename") == "CellTimeoutError"
-        ]
-        if state["time_limit_in"] is not None:  # one cell that could not be interrupted, usually
-            first = (
-                f"{where(timed_out[0])} ran over the {self.timeout} s cell limit; "
-                if timed_out and timed_out[0] != state["time_limit_in"]
-                else ""
-            )
+        stopped_in = state["notebook_time_limit_in"]
+        if stopped_in is not None:  # one cell that could not be interrupted, usually
             found.append(
                 (
                     "notebook_time_limit",
-                    f"{first}the notebook ran over its {self.notebook_timeout} s limit in "
-                    f"{where(state['time_limit_in'])}; the cells after it scored 0",
+                    f"the notebook ran over its {self.notebook_timeout} s limit in {where(stopped_in)} and was "
+                    "stopped; the cells after it scored 0",
                 )
             )
-        else:
-            found += [
-                (
-                    "cell_timeout",
-                    f"{where(i)} ran over the {self.timeout} s cell limit and was interrupted; the notebook went on",
-                )
-                for i in timed_out
-            ]
+        found += [  # the cell the notebook's limit stopped was cut short by that limit, not its own
+            (
+                "cell_timeout",
+                f"{where(i)} ran over the {self.timeout} s cell limit and was interrupted; the notebook went on",
+            )
+            for i in timed_out_cells(nb)
+            if i != stopped_in
+        ]
         for i, cell in enumerate(nb.cells):
             for out in cell.get("outputs", []):
                 if out.get("output_type") != "error":
                     continue
                 ename, evalue = out.get("ename", ""), str(out.get("evalue", ""))
-                if ename == "CellTimeoutError":
-                    continue
-                elif ename in ("MemoryError", "OutOfMemoryError") or (
+                if ename in ("MemoryError", "OutOfMemoryError") or (
                     ename == "RuntimeError"
                     and any(w in evalue for w in ("can't allocate memory", "not enough memory", "DefaultCPUAllocator"))
                 ):
@@ -253,18 +264,19 @@ class GradingExecute(Execute):
                     "the rest of its output was dropped",
                 )
             )
-        nbgrader = resources.get("nbgrader", {})
-        records = [Problem(nbgrader.get("student"), nbgrader.get("notebook"), kind, detail) for kind, detail in found]
-        for r in records:
-            self.log.warning("GRADING PROBLEM %s/%s: %s: %s", r.student, r.notebook, r.kind, r.detail)
-        state["incidents"] = records
-        GradingExecute.incidents.extend(records)
-        return records
+        for kind, detail in found:
+            record_incident(resources, kind, detail, self.log)
 
     def preprocess(self, nb, resources, *args, **kwargs):
         seed = self.grading_seed(resources)
         path = names_path(self.names_path)
-        resources["backprop_ninja"] = {"seed": seed, "names_path": path, "kernel_died_in": None, "time_limit_in": None}
+        resources["backprop_ninja"] = {
+            "seed": seed,
+            "names_path": path,
+            "kernel_died_in": None,
+            "notebook_time_limit_in": None,
+            "incidents": [],
+        }
         self._output_bytes, self._truncated = {}, set()
         self.shutdown_kernel = "graceful"
         self._deadline = time.monotonic() + self.notebook_timeout if self.notebook_timeout else None

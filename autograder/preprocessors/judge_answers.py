@@ -6,7 +6,8 @@ against the grader's own reference, and the cell's outputs become the verdict's 
 its points (nbgrader reads partial credit from the cell's ``execute_result``).
 """
 
-import re
+import ast
+from functools import lru_cache
 
 from nbformat.v4 import new_output
 from nbgrader import utils
@@ -18,12 +19,26 @@ from ..engine import wire
 from ..engine.diagnose import changed_after_check
 from ..engine.exercises import CHECKS
 from ..engine.honesty import AutogradTaint
-from ..engine.judge import Verdict
 from ..engine.reference import SETUP_PREFIX, run_setup
-from .grading_execute import environment
+from ..engine.training import one_thread
+from ..engine.verdict import Verdict
+from .grading_execute import environment, record_incident, timed_out_cells
 
-REPORT_CALL = re.compile(r"report\(globals\(\),([^)]*)\)")  # in the locked test cells: the graded names
-REPORTED = re.compile(r"[\"']([A-Za-z_]\w*)[\"']")
+
+@lru_cache(maxsize=256)
+def reported_names(source: str) -> frozenset:
+    """The names a locked cell's ``report(globals(), "name", ...)`` calls send: the graded answers."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return frozenset()
+    return frozenset(
+        arg.value
+        for call in ast.walk(tree)
+        if isinstance(call, ast.Call) and isinstance(call.func, ast.Name) and call.func.id == "report"
+        for arg in call.args[1:]
+        if isinstance(arg, ast.Constant) and isinstance(arg.value, str)
+    )
 
 
 def reported_values(cell) -> list:
@@ -32,6 +47,26 @@ def reported_values(cell) -> list:
         for out in cell.get("outputs", [])
         if out.get("output_type") == "display_data" and wire.MIME in out.get("data", {})
     ]
+
+
+def why_no_answer(cell, index: int, state: dict, timed_out: set) -> tuple:
+    """Why a graded cell reported no answer, as its feedback says it; and whether the cell had its full run
+    (no dead kernel, no time limit), so that nothing but the submission kept the answer from the grader."""
+    died_in, stopped_in = state.get("kernel_died_in"), state.get("notebook_time_limit_in")
+    if died_in is not None and index >= died_in:
+        return "the kernel died before this cell reported its answer (see the cell where it stopped)", False
+    if stopped_in is not None and index >= stopped_in:
+        return "the notebook ran over its time limit before this cell finished (see the cell where it stopped)", False
+    if index in timed_out:
+        return "this cell ran over its time limit and was interrupted before it reported the answer", False
+    errors = [o.get("ename", "") for o in cell.get("outputs", []) if o.get("output_type") == "error"]
+    if errors:
+        return f"no answer reached the grader: this cell stopped with {errors[-1]} before it reported it", True
+    return (
+        "no answer reached the grader: this cell ran to the end but reported nothing (the submission suppressed "
+        "the report or replaced the grader's module in its kernel)",
+        True,
+    )
 
 
 def verdict_outputs(verdict: Verdict) -> list:
@@ -45,6 +80,10 @@ class JudgeAnswers(NbGraderPreprocessor):
     """Judge each graded cell of a known notebook from what its kernel reported."""
 
     def preprocess(self, nb, resources):
+        with one_thread():  # small tensors: threads only cost time, and much of it on a busy machine
+            return self._judge(nb, resources)
+
+    def _judge(self, nb, resources):
         checks = CHECKS.get(resources["nbgrader"]["notebook"])
         if not checks:
             self.log.warning("No checks for notebook %s: outputs left as they are", resources["nbgrader"]["notebook"])
@@ -53,25 +92,12 @@ class JudgeAnswers(NbGraderPreprocessor):
         setup = tuple(c.source for c in nb.cells if grade_id(c).startswith(SETUP_PREFIX))
         with environment(**{NAMES_VARIABLE: resources["backprop_ninja"]["names_path"]}):
             namespace = run_setup(setup, seed)
-        died_in = resources["backprop_ninja"].get("kernel_died_in")
-        timed_out_in = resources["backprop_ninja"].get("time_limit_in")
-        not_run = (
-            "the kernel died before this cell ran (see the cell where it stopped)"
-            if died_in is not None
-            else "the notebook ran over its time limit before this cell finished (see the cell where it stopped)"
-            if timed_out_in is not None
-            else "this cell did not run to the end (an earlier cell crashed the kernel or ran out of time)"
-        )
+        timed_out, unanswered = set(timed_out_cells(nb)), []
         taint = AutogradTaint(
-            answers={
-                name
-                for c in nb.cells
-                if utils.is_locked(c)
-                for name in REPORTED.findall("".join(REPORT_CALL.findall(c.source)))
-            }
+            answers={name for c in nb.cells if utils.is_locked(c) for name in reported_names(c.source)}
         )
         checked = {}  # each graded answer's report at its own graded cell
-        for cell in nb.cells:
+        for index, cell in enumerate(nb.cells):
             if cell.cell_type != "code":
                 continue
             if not utils.is_locked(cell):
@@ -81,24 +107,32 @@ class JudgeAnswers(NbGraderPreprocessor):
                 continue
             reports = reported_values(cell)
             if len(reports) == 1 and isinstance(reports[0], dict):
+                report = wire.Report(reports[0])
                 try:
-                    verdict = check(reports[0], namespace, seed, set(taint.tainted))
+                    verdict = check(report, namespace, seed, set(taint.tainted))
                 except Exception as error:  # a malformed (forged) report must cost this cell only
                     self.log.warning("cell %s: unreadable report (%.200r)", grade_id(cell), error)
-                    verdict = check({}, namespace, seed, set())
-                    verdict.points, verdict.lines = 0, ["the grader could not read the answer this cell reported"]
-            else:
-                verdict = check({}, namespace, seed, set())
-                verdict.points = 0
-                verdict.lines = [
-                    not_run
-                    if not reports
-                    else "this cell reported more than one answer: the submission tampered with it"
-                ]
-            if len(reports) == 1 and isinstance(reports[0], dict):
+                    verdict = check.nothing("the grader could not read the answer this cell reported")
                 answer = grade_id(cell).removeprefix("test_")
-                verdict.lines += changed_after_check(checked, reports[0], answer)
-                if answer in reports[0]:
-                    checked.setdefault(answer, reports[0][answer])
+                verdict.lines += changed_after_check(checked, report, answer)
+                if answer in report:
+                    checked.setdefault(answer, report.raw(answer))
+            else:
+                if reports:
+                    verdict = check.nothing("this cell reported more than one answer: the submission tampered with it")
+                else:
+                    why, ran = why_no_answer(cell, index, resources["backprop_ninja"], timed_out)
+                    verdict = check.nothing(why)
+                    if ran:
+                        unanswered.append(grade_id(cell))
             cell.outputs = verdict_outputs(verdict)
+        if unanswered:  # nothing crashed or timed out, yet no answer came: say so, it is no accident
+            record_incident(
+                resources,
+                "no_answer_reported",
+                f"{len(unanswered)} graded cells ran but reported no answer ({', '.join(unanswered[:5])}"
+                + (", ..." if len(unanswered) > 5 else "")
+                + "): the submission suppressed the reports or replaced the grader's module in its kernel",
+                self.log,
+            )
         return nb, resources

@@ -23,7 +23,8 @@ from nbformat.v4 import new_raw_cell
 from nbgrader import utils
 from traitlets import Bool
 
-from ..authoring.badges import file_url, repository_url
+from ..authoring.badges import repository_url
+from ..authoring.course_links import course_url
 from ..engine.backward_rules import STEPS
 
 BACKWARD_ORDER = {f"test_d{step.name}": i for i, step in enumerate(STEPS)}
@@ -146,10 +147,10 @@ def table_html(rows: list, late_penalty: float, commented: list, repository: str
     if commented:
         links = ", ".join(f'<a href="#comment-{html.escape(g)}">{html.escape(g)}</a>' for g in commented)
         notes.append(f"Your instructor commented on {links}.")
-    guide = file_url(repository, "course/README.md") + "#when-you-are-stuck"
+    guide = course_url("README.md#when-you-are-stuck", repository)
     notes.append(
         f'Stuck on a step? Climb the ladder of <a href="{guide}">When you are stuck</a>; the '
-        f'<a href="{file_url(repository, "course/cheatsheet.md")}">cheat sheet</a> has every backward rule.'
+        f'<a href="{course_url("cheatsheet.md", repository)}">cheat sheet</a> has every backward rule.'
     )
     lines += [f'<div class="steps-notes">{note}</div>' for note in notes]
     lines.append("</div>")

@@ -59,18 +59,31 @@ def test_a_typical_mistake_gets_the_kind_that_names_it(reference, step):
     make, kind = MISTAKES[step]
     reported = {f"d{name}": wire.encode(value) for name, value in grads.items()}
     reported[f"d{step}"] = wire.encode(make(forward, grads)) if make else wire.encode(None, present=False)
-    verdict = CHECKS[NB][f"test_d{step}"](reported, namespace, SEED, set())
+    verdict = CHECKS[NB][f"test_d{step}"](wire.Report(reported), namespace, SEED, set())
     reason = verdict_reason(verdict.text())
     assert reason is not None and classify(reason) == kind, verdict.text()
 
 
+NO_ANSWER_CASES = [  # JudgeAnswers' reasons for a graded cell that reported nothing, and their diagnosis
+    ({"kernel_died_in": 2}, "did_not_run"),
+    ({"notebook_time_limit_in": 3}, "did_not_run"),
+    ({}, "did_not_run"),  # interrupted at its own timeout
+]
+
+
 def test_autograd_and_the_graders_own_notes_have_kinds(reference):
+    from nbformat.v4 import new_code_cell
+
+    from autograder.preprocessors.judge_answers import why_no_answer
+
+    cell = new_code_cell("report(globals(), 'dprobs')")
+    assert classify(why_no_answer(cell, 3, {}, set())[0]) == "no_answer"
     namespace, _, grads = reference
     reported = {f"d{name}": wire.encode(value) for name, value in grads.items()}
-    verdict = CHECKS[NB]["test_dprobs"](reported, namespace, SEED, {"dprobs"})
+    verdict = CHECKS[NB]["test_dprobs"](wire.Report(reported), namespace, SEED, {"dprobs"})
     assert classify(verdict_reason(verdict.text())) == "autograd"
     for line, kind in [
-        ("this cell did not run to the end (an earlier cell crashed the kernel or ran out of time)", "did_not_run"),
+        *((why_no_answer(cell, 3, state, {3})[0], kind) for state, kind in NO_ANSWER_CASES),
         ("the grader could not read the answer this cell reported", "unreadable"),
         ("dlogits takes the softmax over the wrong dimension: an example's probabilities ...", "wrong_dimension"),
         ("dhprebn is missing the factor n/(n-1) on the path through the variance", "bessel"),

@@ -7,12 +7,11 @@ import nbformat
 import pytest
 from conftest import FeedbackPage
 from nbconvert.filters.strings import clean_html
-from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
+from nbformat.v4 import new_code_cell, new_notebook, new_output
 
 from autograder.authoring import SOURCE_DIR, grade_id
 from autograder.authoring.badges import repository_url
-from autograder.preprocessors import AbsoluteLinks, SummarizeSteps
-from autograder.preprocessors.absolute_links import absolute
+from autograder.preprocessors import SummarizeSteps
 
 REPOSITORY = repository_url()
 HOSTILE = "<script>alert(1)</script>"
@@ -112,35 +111,6 @@ def test_a_graded_cell_without_the_graders_verdict_shows_no_kernel_text():
     nb, _ = summarize([graded_cell("test_dC", 2, 0, "anything the kernel printed")])
     row = FeedbackPage(clean_html(nb.cells[0].source)).rows[0]
     assert (row.step, row.mark, row.reasons) == ("dC", "✘", [])
-
-
-@pytest.mark.parametrize(
-    "target, expected",
-    [
-        (
-            "../../course/derivations.md#bessels-correction",
-            f"{REPOSITORY}/blob/main/course/derivations.md#bessels-correction",
-        ),
-        ("names.txt", f"{REPOSITORY}/blob/main/release/backprop_ninja/names.txt"),
-        ("https://www.youtube.com/watch?v=q8SA3rM6ckI", "https://www.youtube.com/watch?v=q8SA3rM6ckI"),
-        ("#Exercise-1", "#Exercise-1"),
-        ("../../../elsewhere.md", "../../../elsewhere.md"),  # outside the repository: left alone
-    ],
-)
-def test_relative_links_point_to_the_repository(target, expected):
-    assert absolute(target, REPOSITORY) == expected
-
-
-def test_markdown_links_of_a_notebook_become_absolute():
-    text = "See [the derivation](../../course/derivations.md#result) or <a href='../../course/cheatsheet.md'>rules</a>."
-    nb, _ = AbsoluteLinks().preprocess(
-        new_notebook(cells=[new_markdown_cell(text), new_code_cell("x = '../a.md'")]), {}
-    )
-    assert nb.cells[0].source == (
-        f"See [the derivation]({REPOSITORY}/blob/main/course/derivations.md#result) or "
-        f"<a href='{REPOSITORY}/blob/main/course/cheatsheet.md'>rules</a>."
-    )
-    assert nb.cells[1].source == "x = '../a.md'"
 
 
 @pytest.mark.parametrize("path", sorted(SOURCE_DIR.glob("*.ipynb")), ids=lambda p: p.stem)

@@ -1,9 +1,11 @@
 """``backprop-ninja grade`` on a class that mixes good students with hostile and broken ones.
 
 The whole class arrives as one LMS zip (Canvas-named flat files and a folder per student) and
-is graded in ONE run of the command, sandboxed, with 2 workers and short time limits. Then:
-the good students' grades are exactly those that stock ``nbgrader autograde`` gives them alone,
-every bad one ends with its named outcome, and nothing left the sandbox. Only Exercise 1.
+is graded in ONE run of the command, sandboxed, with 2 workers and short time limits, with fake
+credentials in its environment and, where the sandbox's allow-list leaves them out, the download, its
+unzipped folder and another course planted in /srv and /opt. Then: the good students' grades are exactly
+those that stock ``nbgrader autograde`` gives them alone and unsandboxed, every bad one ends with its named
+outcome, and nothing left the sandbox or got into it. Only Exercise 1.
 """
 
 import copy
@@ -14,14 +16,17 @@ import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import zipfile
+from pathlib import Path
 
 import nbformat
 import pytest
-from conftest import ASSIGNMENT, NEWCOMER_ENV, Course, temporary_course
+from conftest import ASSIGNMENT, NEWCOMER_ENV, REPO, Course, temporary_course
 
 from autograder.authoring.submissions import grade_id, solved
+from autograder.data import EMBEDDED_NAMES
 from autograder.engine.backward_rules import STEPS
 
 pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is not installed")
@@ -30,6 +35,15 @@ NB = "ex1_atomic_backward"
 ALL = [s.name for s in STEPS]
 AFTER_H = ALL[ALL.index("h") :]  # the steps graded after a cell placed after answer_dh
 NOTEBOOK_TIMEOUT, CELL_TIMEOUT = 90, 15  # generous: this 2-core machine is shared with other test runs
+PLANTED = "backprop-ninja-planted"  # in the names of what the test leaves where a kernel must not see it
+FAKE_SECRETS = {  # in the environment of the graded run: JupyterHub's token, and credentials of every kind
+    "JPY_API_TOKEN": "FAKE-HUB-TOKEN-1234",
+    "JUPYTERHUB_API_TOKEN": "FAKE-HUB-TOKEN-5678",
+    "GITHUB_TOKEN": "FAKE-GITHUB-TOKEN-9",
+    "AWS_SECRET_ACCESS_KEY": "FAKE-AWS-SECRET-7",
+    "PGPASSWORD": "FAKE-DB-PASSWORD-3",
+    "OPENAI_API_KEY": "FAKE-API-KEY-5",
+}
 
 CONTROLS = {  # student (Canvas ids have no underscore) -> answer cells changed; also graded alone
     "goodperfect": {},
@@ -298,8 +312,45 @@ def hostile_class(course: Course, listener: Listener) -> dict:
         "bad_empty": (b"", None, {(NB, "not_a_notebook")}),
         "bad_colab": (as_colab(good), [], set()),
         "bad_fake_grade_cell": (w(fake_grade_cell(good)), [], {(NB, "unknown_cell")}),
+        # it looks for notebooks, gradebooks, names.txt and what the test planted, over the whole disk
+        "bad_searches_the_disk": (w(cells_after(release, source, after, SEARCH)), [], set()),
+        "bad_prints_environment": (
+            w(
+                cells_after(
+                    release, source, after, "import os\nfor k, v in sorted(os.environ.items()):\n    print(k, '=', v)"
+                )
+            ),
+            [],
+            set(),
+        ),
+        # the hidden tests import a module that reports nothing: nothing crashes, no answer reaches the grader
+        "bad_replaces_the_grader": (
+            w(solved(release, source, extra_cells=[("self_check_helpers", REPLACE_GRADER)])),
+            ALL,
+            {(NB, "no_answer_reported")},
+        ),
     }
     return c
+
+
+SEARCH = f"""import fnmatch, os
+wanted = ("*.ipynb", "gradebook.db", "names.txt", "*{PLANTED}*")
+walked = 0
+for folder, dirs, files in os.walk("/"):
+    if folder in ("/proc", "/dev"):
+        dirs[:] = []
+        continue
+    walked += len(files)
+    for name in dirs + files:
+        if any(fnmatch.fnmatch(name, pattern) for pattern in wanted):
+            print("FOUND", os.path.join(folder, name))
+print("WALKED", walked)
+"""
+REPLACE_GRADER = """import sys, types
+fake = types.ModuleType("autograder.in_kernel")
+fake.report = lambda *args, **kwargs: None
+sys.modules["autograder.in_kernel"] = fake
+"""
 
 
 @pytest.fixture(scope="module")
@@ -307,6 +358,24 @@ def listener():
     server = Listener()
     yield server
     server.server.close()
+
+
+@pytest.fixture(scope="module")
+def planted():
+    """Folders in /srv and /opt (visible to every kernel before the allow-list), removed afterwards: the LMS
+    download with its unzipped copy, and another course with its gradebook and source notebooks."""
+    srv = Path(tempfile.mkdtemp(prefix=f"{PLANTED}-lms-", dir="/srv"))
+    opt = Path(tempfile.mkdtemp(prefix=f"{PLANTED}-course-", dir="/opt"))
+    try:
+        for folder in (srv, opt):
+            folder.chmod(0o755)
+        other = opt / "other-course"
+        shutil.copytree(REPO / "source", other / "source")
+        (other / "gradebook.db").write_bytes(b"SQLite format 3\0 other course")
+        yield srv, opt
+    finally:
+        shutil.rmtree(srv, ignore_errors=True)
+        shutil.rmtree(opt, ignore_errors=True)
 
 
 @pytest.fixture(scope="module")
@@ -344,11 +413,11 @@ def grade(course, *args, check=True, env=None):
 
 
 @pytest.fixture(scope="module")
-def graded(ex1_course, listener, tmp_path_factory):
+def graded(ex1_course, listener, planted):
     course = ex1_course
     release, source = course.notebook("release", NB), course.notebook("source", NB)
     cases = hostile_class(course, listener)
-    download = tmp_path_factory.mktemp("lms") / "download.zip"
+    download = planted[0] / "download.zip"
     with zipfile.ZipFile(download, "w") as z:
         for student, changes in CONTROLS.items():  # Canvas: flat files named <student>_<ids>_<notebook>
             z.writestr(f"{student}_LATE_1234_5678_{NB}.ipynb", nbformat.writes(solved(release, source, changes)))
@@ -368,7 +437,9 @@ def graded(ex1_course, listener, tmp_path_factory):
         )
         z.writestr("nothing_student/homework.ipynb", nbformat.writes(release))  # matches no notebook
         z.writestr("README", "not a student")
-    result = grade(course, "--from", str(download))
+    with zipfile.ZipFile(download) as z:  # instructors unzip it too
+        z.extractall(planted[0] / "download")
+    result = grade(course, "--from", str(download), env={**NEWCOMER_ENV, **FAKE_SECRETS})
     return course, cases, result
 
 
@@ -402,12 +473,13 @@ def test_every_student_has_a_grade_or_a_named_problem(graded):
 
 @pytest.fixture(scope="module")
 def alone(ex1_course, tmp_path_factory):
-    """The control students graded alone, by stock ``nbgrader autograde``, in a course of their own."""
+    """The control students graded alone, by stock ``nbgrader autograde`` without the sandbox, in a course of
+    their own: the sandbox changes no honest student's grade."""
     with temporary_course("alone-", only=NB) as course:
         release, source = course.notebook("release", NB), course.notebook("source", NB)
         for student, changes in CONTROLS.items():
             course.submit(student, NB, solved(release, source, changes))
-        course.nbgrader("autograde", ASSIGNMENT)
+        course.nbgrader("autograde", ASSIGNMENT, "--GradingExecute.sandbox=False")
         yield {student: course.scores(student, NB) for student in CONTROLS}
 
 
@@ -449,6 +521,9 @@ def test_good_students_get_exactly_their_grades_alone(graded, alone):
         "bad_empty",
         "bad_colab",
         "bad_fake_grade_cell",
+        "bad_searches_the_disk",
+        "bad_prints_environment",
+        "bad_replaces_the_grader",
     ],
 )
 def test_each_bad_submission_gets_its_named_outcome(graded, student):
@@ -480,6 +555,49 @@ def test_nothing_leaves_the_sandbox(graded, listener):
     for path in course.root.rglob("*"):
         if path.is_file() and "bad_writes_elsewhere" not in path.parts and path.suffix != ".db":
             assert b"pwned" not in path.read_bytes(), path
+
+
+def outputs(course, student) -> str:
+    nb = nbformat.read(course.root / "autograded" / student / ASSIGNMENT / f"{NB}.ipynb", as_version=4)
+    return "\n".join(o.get("text", "") for c in nb.cells for o in c.get("outputs", []))
+
+
+def test_a_search_of_the_whole_disk_finds_nothing_but_its_own_folder_and_python(graded, planted):
+    course = graded[0]
+    printed = outputs(course, "bad_searches_the_disk").splitlines()
+    walked = int(next(line for line in printed if line.startswith("WALKED ")).split()[1])
+    assert walked > 10_000  # it did search: the Python installation alone has that many files
+    found = [line.split(" ", 1)[1] for line in printed if line.startswith("FOUND ")]
+    own = str(course.root / "autograded" / "bad_searches_the_disk" / ASSIGNMENT)
+    python = {q for p in (sys.prefix, sys.base_prefix) for q in (p, os.path.realpath(p))}  # nbgrader's examples
+    assert own + f"/{NB}.ipynb" in found and str(EMBEDDED_NAMES) in found  # the data set is granted read-only
+    for path in set(found) - {str(EMBEDDED_NAMES)}:
+        assert path.startswith(own + "/") or any(path.startswith(p + "/") for p in python), path
+    assert not [p for p in found if PLANTED in p]
+    # and there was something to find: the download, unzipped, and the other course's notebooks and gradebook
+    assert list(planted[0].rglob(f"*{NB}.ipynb")) and list(planted[1].rglob(f"{NB}.ipynb"))
+    assert (planted[1] / "other-course" / "gradebook.db").is_file()
+
+
+def test_no_credential_reaches_the_kernel_or_any_output(graded):
+    course = graded[0]
+    printed = outputs(course, "bad_prints_environment")
+    assert "BACKPROP_NINJA_SEED =" in printed and "HOME = /tmp" in printed  # it did print its environment
+    assert "JPY_" not in printed.replace("JPY_PARENT_PID", "") and "TOKEN" not in printed
+    for path in course.root.rglob("*"):
+        if path.is_file():
+            data = path.read_bytes()
+            assert not [v for v in FAKE_SECRETS.values() if v.encode() in data], path
+
+
+def test_a_replaced_grader_module_is_named_as_such(graded):
+    course = graded[0]
+    messages = course.messages("bad_replaces_the_grader", NB)
+    assert all("no answer reached the grader" in messages[f"test_d{s}"] for s in ALL), messages
+    problem = next(p for p in problems(course) if p["student"] == "bad_replaces_the_grader")
+    assert problem["problem"] == "no_answer_reported" and f"{len(ALL)} graded cells" in problem["detail"]
+    html = (course.root / "feedback" / "bad_replaces_the_grader" / ASSIGNMENT / f"{NB}.html").read_text()
+    assert "no answer reached the grader" in html and "crashed" not in html
 
 
 def test_lms_names_are_normalised_and_leftovers_reported(graded):

@@ -4,6 +4,8 @@ import json
 import os
 import shutil
 import socket
+import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -14,7 +16,10 @@ from nbclient.exceptions import DeadKernelError
 from nbformat.v4 import new_code_cell, new_notebook
 from traitlets.config import Config
 
-from autograder.sandbox import PACKAGE_DIR, SandboxedExecute, SandboxedKernelManager, SandboxError
+from autograder.data import EMBEDDED_NAMES
+from autograder.preprocessors import GradingExecute
+from autograder.sandbox import SandboxedKernelManager, SandboxError, policy
+from autograder.sandbox.kernel_manager import PACKAGE_DIR
 
 pytestmark = pytest.mark.skipif(
     shutil.which("bwrap") is None, reason="bubblewrap is not installed (apt-get install bubblewrap); CI installs it"
@@ -97,6 +102,7 @@ def kernel(course, grader_tmp):
         mp.setenv("BACKPROP_NINJA_NAMES", str(grader_tmp / "names.txt"))
         mp.setenv("BACKPROP_NINJA_SEED", "7")
         mp.setenv("GRADER_SECRET_TOKEN", "do-not-leak")
+        mp.setenv("JPY_API_TOKEN", "do-not-leak")
         c = client(course, "alice")
         with c.setup_kernel():
             yield Kernel(c)
@@ -177,10 +183,88 @@ def test_course_secrets_are_invisible(kernel, course, grader_tmp):
 def test_environment_is_filtered(kernel):
     r = kernel.json(
         "import os\nresult = [os.environ.get('NBGRADER_EXECUTION'),\n"
-        "  os.environ.get('BACKPROP_NINJA_SEED'), os.environ.get('GRADER_SECRET_TOKEN'),\n"
-        "  open(os.environ['BACKPROP_NINJA_NAMES']).read()]"
+        "  os.environ.get('BACKPROP_NINJA_SEED'), open(os.environ['BACKPROP_NINJA_NAMES']).read(), dict(os.environ)]"
     )
-    assert r == ["autograde", "7", None, "emma\nolivia\n"]
+    assert r[:3] == ["autograde", "7", "emma\nolivia\n"]
+    assert "do-not-leak" not in json.dumps(r[3]) and "GRADER_SECRET_TOKEN" not in r[3] and "JPY_API_TOKEN" not in r[3]
+    assert r[3]["JPY_PARENT_PID"] == "1" and r[3]["HOME"] == "/tmp"
+
+
+MINIMAL_DEV = {"core", "fd", "full", "null", "ptmx", "pts", "random", "shm", "stderr", "stdin", "stdout", "tty"}
+MINIMAL_DEV |= {"urandom", "zero", "console"}
+
+
+def test_the_kernel_sees_only_its_allow_list(kernel, course, grader_tmp):
+    """What a curious kernel finds when it looks around: /, /etc, /proc, /sys, /dev."""
+    r = kernel.json(
+        "import os\n"
+        "def listing(path):\n"
+        "    try:\n        return sorted(os.listdir(path))\n"
+        "    except OSError as e:\n        return type(e).__name__\n"
+        "pids = [p for p in os.listdir('/proc') if p.isdigit()]\n"
+        "result = {path: listing(path) for path in ('/', '/etc', '/sys', '/dev', '/srv', '/opt', '/home', '/run')}\n"
+        "result['etc files'] = {n: len(open('/etc/' + n, 'rb').read()) for n in ('passwd', 'group', 'ld.so.cache')}\n"
+        "result['passwd'] = open('/etc/passwd').read()\n"
+        "result['processes'] = [open(f'/proc/{p}/cmdline', 'rb').read().split(b'\\0')[0].decode() for p in pids]\n"
+        "result['me'] = [os.getpid(), os.getuid()]"
+    )
+    granted_tops = {p.split("/")[1] for p in (sys.prefix, sys.base_prefix, PACKAGE_DIR, str(course), str(grader_tmp))}
+    tops = {"bin", "lib", "lib64", "usr", "etc", "proc", "dev", "tmp"} | granted_tops
+    assert set(r["/"]) <= tops, set(r["/"]) - tops
+    assert not set(r["/"]) & ({"srv", "opt", "home", "run", "sys", "boot", "mnt", "media", "root"} - granted_tops)
+    assert r["/etc"] == ["fonts", "group", "ld.so.cache", "passwd"]
+    assert r["passwd"] == f"student:x:{r['me'][1]}:{r['me'][1]}:student:/tmp:/usr/sbin/nologin\n"
+    for absent in ("/sys", "/srv", "/opt", "/run"):
+        assert r[absent] == "FileNotFoundError", absent
+    assert set(r["/dev"]) <= MINIMAL_DEV, set(r["/dev"]) - MINIMAL_DEV
+    # its own pid namespace: bwrap (pid 1) and the kernel, nothing of the grader's or of other kernels
+    assert len(r["processes"]) <= 3 and r["me"][0] <= 3, r["processes"]
+    assert all(os.path.basename(p) in ("bwrap", "python", "python3") for p in r["processes"]), r["processes"]
+
+
+@pytest.mark.skipif(not ROOT, reason="without root, every kernel above already runs in the unprivileged sandbox")
+def test_the_unprivileged_sandbox_works_too(course):
+    """The command line a grader that is not root uses (a user namespace, no setpriv), run as 'nobody', with the
+    system's Python (the venv's base Python is not readable by 'nobody' on every machine)."""
+    folder = course / "autograded" / "carol" / "ps1"
+    folder.mkdir(parents=True)
+    run = Path(tempfile.mkdtemp(prefix="sandbox-run-"))
+    try:
+        (run / "ipc").mkdir()
+        for path, text in zip((run / "passwd", run / "group"), policy.account_files(65534, 65534)):
+            path.write_text(text)
+        for path in (folder, run, run / "ipc"):
+            os.chown(path, 65534, 65534)
+        paths = policy.KernelPaths(
+            str(folder), str(course), str(run / "ipc"), ("/usr",), PACKAGE_DIR, str(EMBEDDED_NAMES),
+            str(run / "passwd"), str(run / "group"),
+        )  # fmt: skip
+        tools = policy.Tools(bwrap=shutil.which("bwrap"), prlimit=shutil.which("prlimit"))
+        probe = (
+            "import os, json\n"
+            "def attempt(path):\n"
+            "    try:\n        open(path, 'w').write('x'); return 'wrote'\n"
+            "    except OSError as e:\n        return type(e).__name__\n"
+            "print(json.dumps([os.getuid(), sorted(os.listdir('/')), sorted(os.listdir('/etc')), attempt('own.txt'),\n"
+            f"    attempt('/x'), attempt('{course}/gradebook.db'), len(open('{EMBEDDED_NAMES}').read()),\n"
+            f"    os.path.exists('{course}/source'), os.environ.get('SECRET_TOKEN')]))"
+        )
+        argv = policy.command_line(["/usr/bin/python3", "-c", probe], paths, tools, {"as": MEMORY_LIMIT}, 2**20)
+        env = policy.kernel_environment({**os.environ, "SECRET_TOKEN": "do-not-leak"}, "/usr/bin/python3")
+        nobody = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--"]
+        result = subprocess.run(nobody + argv, capture_output=True, text=True, env=env, timeout=60)
+        assert result.returncode == 0, result.stderr
+        uid, top, etc, own, root, gradebook, names, source, secret = json.loads(result.stdout)
+        assert uid == 65534 and "--unshare-user" in argv and "--cap-drop" not in argv
+        granted_tops = {p.split("/")[1] for p in (PACKAGE_DIR, str(course), str(run))}
+        assert set(top) <= {"bin", "lib", "lib64", "usr", "etc", "proc", "dev", "tmp"} | granted_tops, top
+        assert etc == ["fonts", "group", "ld.so.cache", "passwd"]
+        assert own == "wrote" and (folder / "own.txt").read_text() == "x"
+        assert root != "wrote" and gradebook != "wrote" and (course / "gradebook.db").read_text() == "grades"
+        assert names == EMBEDDED_NAMES.stat().st_size and not source and secret is None
+    finally:
+        shutil.rmtree(run)
+        shutil.rmtree(folder.parent)
 
 
 def test_no_network(kernel):
@@ -248,15 +332,17 @@ def test_dead_kernel_is_contained(kernel, course):
             time.sleep(0.1)
 
 
-def test_timeout_interrupts_through_nbgrader_execute(course):
+def test_timeout_interrupts_through_the_courses_execute(course):
     nb = new_notebook(cells=[new_code_cell("while True: pass"), new_code_cell("print('after')")])
-    pre = SandboxedExecute(config=config(course), timeout=3)
+    pre = GradingExecute(config=config(course), timeout=3)  # sandboxed, as nbgrader_config.py runs it
+    assert pre.kernel_manager_class is SandboxedKernelManager
     start = time.monotonic()
-    nb, _ = pre.preprocess(nb, {"metadata": {"path": str(course / "autograded" / "bob" / "ps1")}})
+    nb, resources = pre.preprocess(nb, {"metadata": {"path": str(course / "autograded" / "bob" / "ps1")}})
     assert time.monotonic() - start < 30
     errors = [o.ename for o in nb.cells[0].outputs if o.output_type == "error"]
     assert "CellTimeoutError" in errors and "KeyboardInterrupt" in errors  # interrupted
     assert nb.cells[1].outputs[0].text == "after\n"  # and the kernel carried on
+    assert [p.kind for p in resources["backprop_ninja"]["incidents"]] == ["cell_timeout"]
 
 
 def test_fails_closed(course):

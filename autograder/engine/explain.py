@@ -1,0 +1,91 @@
+"""Why an answer differs from what it should be: the explanations every judge shares.
+
+A wrong dtype, NaN or infinite entries, a constant factor (with its likely cause), how many
+entries are wrong and by how much. The gradient judge, the value checks and Exercise 4's checks
+all word a difference with these, so a student reads the same explanation everywhere.
+"""
+
+from dataclasses import dataclass
+
+import torch
+
+from .tolerance import RTOL, close
+
+
+def wrong_dtype(name: str, dtype: str, why: str) -> str:
+    """``why`` says what the dtype should be, e.g. "gradients here are float32"."""
+    return f"{name} has dtype {dtype}, but {why}: did a tensor get created with another dtype (or come from numpy)?"
+
+
+def not_finite(name: str, answer: torch.Tensor) -> str | None:
+    bad = (~torch.isfinite(answer)).sum().item()
+    return f"{name} has {bad} NaN or infinite entries: look for a division by zero or log(0)" if bad else None
+
+
+def constant_factor(answer: torch.Tensor, expected: torch.Tensor, scale: float) -> float | None:
+    """c when the answer is c times what it should be (within tolerance), for a c other than 1."""
+    a, e = answer.double(), expected.double()
+    energy = (e * e).sum().item()
+    if energy == 0 or not a.abs().max().item() > 0:
+        return None
+    c = (a * e).sum().item() / energy
+    if abs(c - 1) <= 1e-3 or not close(a, c * e, scale):
+        return None
+    # A factor must show in more than one entry: where one entry dwarfs the rest (neuron 0's gradient through
+    # its small variance), the tolerance cannot tell the others apart, and one ratio is no constant factor.
+    large = e.abs() > 1e-3 * e.abs().max()
+    ratios = a[large] / e[large]
+    if large.sum().item() < min(2, e.numel()) or (ratios - c).abs().max().item() > 1e-3 * abs(c):
+        return None
+    return c
+
+
+def factor_message(c: float, n: int) -> str:
+    """What a constant factor c usually means (n: the batch size); follows the answer's name."""
+    named = [
+        (-1.0, "has the right size but the wrong sign: check the sign of each factor in the local derivative"),
+        (2.0, "is twice the right value: check the power rule, or whether a contribution was added twice"),
+        (0.5, "is half the right value: check the power rule"),
+        (float(n), f"is n = {n} times too large: is a division by the batch size missing?"),
+        (1.0 / n, f"is n = {n} times too small: is there an extra division by the batch size?"),
+        (-float(n), f"is -n = -{n} times the right value: check the sign and the division by n"),
+        (
+            n / (n - 1),
+            f"is n/(n-1) = {n}/{n - 1} times too large: n or n-1? "
+            "Check what the forward pass divides by (Bessel's correction)",
+        ),
+        (
+            (n - 1) / n,
+            f"is (n-1)/n = {n - 1}/{n} times too small: n or n-1? "
+            "Check what the forward pass divides by (Bessel's correction)",
+        ),
+        (
+            (n / (n - 1)) ** 0.5,
+            f"is sqrt(n/(n-1)) times too large: "
+            f"was a variance divided by n = {n} instead of n-1 (Bessel's correction)?",
+        ),
+        (
+            ((n - 1) / n) ** 0.5,
+            f"is sqrt((n-1)/n) times too small: was a variance divided by n-1 = {n - 1} instead of n?",
+        ),
+    ]
+    for factor, message in named:
+        if abs(c - factor) <= 1e-3 * abs(factor):
+            return message
+    return f"is off by a constant factor: {c:.4g} times the right value. Look for a missing or extra constant"
+
+
+@dataclass(frozen=True)
+class Difference:
+    """How far an answer (of the right shape) is from what it should be, in numbers a message quotes."""
+
+    wrong: int  # entries off by more than the tolerance
+    total: int
+    largest_error: float
+    scale: float  # the size the tolerance is relative to
+
+
+def difference(answer: torch.Tensor, expected: torch.Tensor, scale: float) -> Difference:
+    error = (answer.double() - expected.double()).abs()
+    wrong = (error > RTOL * max(scale, 1e-12)).sum().item()
+    return Difference(wrong, answer.numel(), error.max().item() if error.numel() else 0.0, scale)

@@ -1,0 +1,311 @@
+"""Rule probes: a step judged by its rule as well as by one batch's numbers.
+
+Some mistakes give the right numbers on every batch, because the term they get wrong is (nearly)
+zero on a real network: the path through the max of the logits, b1 (cancelled by BatchNorm), a
+copied chunked value. A probe catches them. At autograde the hidden test of a step re-runs the
+student's code for the answer, in a throwaway namespace inside the student's kernel, with the
+step's inputs *pinned* to random tensors of the same shapes (its upstream gradients; for a forward
+value, its input), and reports what comes out; the grader applies the step's own rule to the same
+random inputs (``pin_value`` draws them on both sides from the grading seed).
+
+**Which code is re-run** (``answer_code``): what the kernel actually ran, read from IPython's input
+history, so any layout works (one answer cell per gradient, the `=` and `+=` parts in cells of
+their own, everything in one cell, extra cells of the student's); the grader needs no notebook
+layout and trusts nothing the kernel says about it (a tampered history can only make the probe
+inconclusive: to pass, the code re-run must still follow the rule). It is the backward slice of the
+answer: from the latest fresh assignment ``d<name> = ...`` (or, when earlier, the latest fresh
+assignment of a pinned gradient; for a pinned forward value, the cell after the one that computed
+it), the statements the answer depends on. Statements that write a pinned input are left out: the
+pins stand in for them. A gradient read by the slice is followed back only when the student computed
+it from the pins; one from further up the graph (a fused BatchNorm formula from ``dhpreact`` for
+``dhprebn``) makes the probe inconclusive.
+
+**When the probe cannot judge** (the code reads gradients from further up or no pinned input at all,
+it raised, it ran over its time, its result is no tensor, every pinned input is exactly zero), the
+step is judged by its value alone, and the feedback says so. A probe never takes points from an
+answer whose value is wrong anyway (the value check's message stands) and never gives any.
+
+**Exact zeros carry forward**: a pinned gradient whose student value is exactly zero stays zero in
+the probe (both sides), so ``dlogits`` without the max's path is right for a ``dlogit_maxes`` of
+exact zeros. And the rule is also checked with *consistent* pins: a pinned gradient that the table
+derives from the other pins (``dbnmeani`` from ``dbndiff``) is given that value, so code that
+substitutes one for the other is right too.
+"""
+
+import ast
+import types
+import zlib
+from dataclasses import dataclass
+from functools import lru_cache
+
+import torch
+
+from .backward_rules import FUSED_STEPS, STEP_BY_NAME, STEPS, Step, local_gradient
+from .diagnose import diagnose
+from .honesty import assigned_names
+from .tolerance import close, step_scale
+
+TIME_LIMIT = 5.0  # seconds a probe may run in the kernel; the answer code of one step takes milliseconds
+GRADIENTS = frozenset("d" + step.name for step in STEPS + FUSED_STEPS)  # the names of gradients in every notebook
+
+
+class NoAnswerCode(Exception):
+    """The history holds no code that assigns the answer (why, in words)."""
+
+
+@dataclass(frozen=True)
+class AnswerCode:
+    """The statements a probe re-runs, in order, and what they read from the kernel's namespace."""
+
+    statements: tuple  # ast statements
+    reads: frozenset  # names read before the statements write them (taken from the namespace)
+    pins_read: frozenset  # pinned inputs the statements read
+    further_up: tuple  # gradients read that were not computed from the pins (the probe is then inconclusive)
+
+
+@lru_cache(maxsize=1024)  # a graded cell probes the whole history: each cell is parsed once per kernel
+def _parsed(source: str) -> tuple:
+    try:
+        return tuple(ast.parse(source).body)
+    except (SyntaxError, ValueError):
+        return ()  # it failed in the kernel too
+
+
+@lru_cache(maxsize=4096)
+def _writes(node: ast.stmt) -> frozenset:
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return frozenset({node.name})
+    if isinstance(node, (ast.Import, ast.ImportFrom)):
+        return frozenset((a.asname or a.name).split(".")[0] for a in node.names)
+    return frozenset(assigned_names(node))
+
+
+@lru_cache(maxsize=4096)
+def _rebinds(node: ast.stmt) -> frozenset:
+    """Names the statement gives a new value as a whole (x = ..., def x, import x), not only changes."""
+    if isinstance(node, (ast.Assign, ast.AnnAssign)) and getattr(node, "value", None) is not None:
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+        names = set()
+        for target in targets:
+            elements = target.elts if isinstance(target, (ast.Tuple, ast.List)) else [target]
+            names |= {e.id for e in elements if isinstance(e, ast.Name)}
+        return frozenset(names)
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Import, ast.ImportFrom)):
+        return _writes(node)
+    return frozenset()
+
+
+@lru_cache(maxsize=4096)
+def _reads(node: ast.stmt) -> frozenset:
+    names = {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+    if isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name):
+        names.add(node.target.id)  # x += y reads x
+    return frozenset(names)
+
+
+def answer_code(cells, answer: str, pins) -> AnswerCode:
+    """The code of ``answer`` in the cells the kernel ran (in order), with ``pins`` standing for those names.
+
+    It starts at the latest fresh assignment of the answer, or earlier at the latest of a pinned gradient (what is
+    computed from a pinned gradient comes after it), or at the cell after the one that computes a pinned forward
+    value (the chunked forward pass that computes it is not the student's answer: it stays as it ran).
+    """
+    pins = set(pins)
+    statements = [(i, s) for i, source in enumerate(cells) for s in _parsed(source)]
+    fresh = [k for k, (_, s) in enumerate(statements) if answer in _rebinds(s)]
+    if not fresh:
+        raise NoAnswerCode(f"no statement `{answer} = ...` ran before this cell")
+    start = fresh[-1]
+    for pin in pins:
+        bound = [k for k, (_, s) in enumerate(statements) if pin in _rebinds(s)][-1:]
+        if bound and pin in GRADIENTS:
+            start = min(start, bound[0])
+        elif bound:
+            cell = statements[bound[0]][0]
+            start = min(start, next((k for k, (i, _) in enumerate(statements) if i > cell), start))
+    window = [s for _, s in statements[start:] if not (_writes(s) & pins)]  # the pins stand in for these
+
+    derived = set(pins)  # names computed from the pins, statement by statement
+    for s in window:
+        if _reads(s) & derived:
+            derived |= _writes(s)
+        else:
+            derived -= _rebinds(s)
+
+    needed, kept, pins_read, further_up = {answer}, [], set(), set()
+    for s in reversed(window):
+        if not _writes(s) & needed:
+            continue
+        kept.append(s)
+        needed -= _rebinds(s)
+        for name in _reads(s):
+            if name in pins:
+                pins_read.add(name)
+            elif name in GRADIENTS and name != answer and name not in derived:
+                further_up.add(name)
+            else:
+                needed.add(name)
+    return AnswerCode(tuple(reversed(kept)), frozenset(needed), frozenset(pins_read), tuple(sorted(further_up)))
+
+
+def pin_value(seed: int, answer: str, name: str, shape) -> torch.Tensor:
+    """The random tensor that stands for ``name`` in the probe of ``answer``: the same in the kernel and the grader.
+
+    Gradients are standard normal; a forward input is five times wider, so that what it gives is far from what the
+    notebook's own gives (the loss of such logits is about 8, a real one about 3.3: a copied loss is far off)."""
+    generator = torch.Generator().manual_seed(zlib.crc32(f"{seed}/{answer}/{name}".encode()))
+    value = torch.randn(tuple(shape), generator=generator)
+    return value if name in GRADIENTS else 5 * value
+
+
+def pinned_inputs(namespace: dict, seed: int, answer: str, names) -> dict:
+    """name -> the tensor that stands for it in the kernel: random, of the shape of the tensor (d<x>: of x), or
+    exact zeros where the student's own value is exact zeros; in the student's own shape when only size-1
+    dimensions differ (a dropped keepdim works as it did for them)."""
+    pins = {}
+    for name in names:
+        like = namespace.get(name[1:] if name in GRADIENTS else name)
+        own = namespace.get(name)
+        if not isinstance(like, torch.Tensor):
+            raise NoAnswerCode(f"{name} has no tensor to take its shape from")
+        zero = isinstance(own, torch.Tensor) and own.is_floating_point() and own.numel() > 0 and not own.any()
+        pins[name] = torch.zeros(like.shape) if zero else pin_value(seed, answer, name, like.shape)
+        if name in GRADIENTS and isinstance(own, torch.Tensor) and own.numel() == like.numel():
+            pins[name] = pins[name].reshape(own.shape)
+    return pins
+
+
+def probe_namespace(namespace: dict, code: AnswerCode, pins: dict) -> dict:
+    """A throwaway copy of the kernel's namespace in which the code can change what it reads without changing
+    the kernel: its tensors (also in a list, tuple or dict) and generators copied, the notebook's own functions
+    reading the copy; the pins in place."""
+    apart = dict(namespace)
+    for name in code.reads & namespace.keys():
+        value = namespace[name]
+        if isinstance(value, torch.Tensor):
+            value = value.detach().clone()
+        elif isinstance(value, (list, tuple)):
+            value = type(value)(v.detach().clone() if isinstance(v, torch.Tensor) else v for v in value)
+        elif isinstance(value, dict):
+            value = {k: v.detach().clone() if isinstance(v, torch.Tensor) else v for k, v in value.items()}
+        elif isinstance(value, torch.Generator):
+            value = torch.Generator().set_state(value.get_state())
+        elif isinstance(value, types.FunctionType) and value.__module__ == "__main__":
+            value = types.FunctionType(value.__code__, apart, value.__name__, value.__defaults__, value.__closure__)
+        apart[name] = value
+    apart.update(pins)
+    return apart
+
+
+# ------------------------------------------------------------------------------------------- the grader's side
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What a probe says about a step whose value is right."""
+
+    verdict: str  # "right", "wrong" or "inconclusive" (then the value alone judges)
+    line: str = ""  # what the student reads (nothing when the rule is right)
+
+
+ABSENT = Outcome("inconclusive")  # no probe for this cell (a notebook graded with an older hidden test)
+
+
+def read_probe(report, answer: str, pins: set) -> tuple:
+    """(the probe's report, None) when it ran for ``answer`` with exactly ``pins``, else (None, an Outcome)."""
+    probe = report.probe
+    if probe is None:
+        return None, ABSENT
+    if probe.get("answer") != answer or set(probe.get("pins") or {}) != set(pins):
+        return None, Outcome("inconclusive", f"(the re-run of your code for {answer} did not report as expected)")
+    if probe.get("status") != "ran":
+        return None, Outcome(
+            "inconclusive",
+            f"(the grader could not re-run your code for {answer} with other inputs: {probe.get('reason', '')}; "
+            "it is judged by its value alone)",
+        )
+    return probe, None
+
+
+def pinned(probe: dict, seed: int, answer: str, shapes: dict) -> dict:
+    """name -> the tensor that stood for it (exact zeros where the student's own value was exact zeros)."""
+    values = {}
+    for name, shape in shapes.items():
+        zero = bool((probe["pins"].get(name) or {}).get("zero"))
+        values[name] = torch.zeros(shape) if zero else pin_value(seed, answer, name, shape)
+    return values
+
+
+def _derived(name: str, pins: dict, forward: dict, leave_out: str):
+    """d<name> computed by the table from the other pins (None if it cannot be, or reaches the loss itself)."""
+    if name in pins and name != leave_out:
+        return pins[name]
+    step = STEP_BY_NAME.get(name)
+    if step is None or not step.upstream:
+        return None
+    upstream = {u: _derived(u, pins, forward, leave_out) for u in step.upstream}
+    if any(v is None for v in upstream.values()):
+        return None
+    return local_gradient(step, forward, upstream)
+
+
+def consistent_pins(pins: dict, forward: dict, zero: set) -> dict:
+    """The pins with each one that the table derives from the others replaced by that value: what a student
+    who wrote ``-dbndiff.sum(0)`` for ``dbnmeani`` computes."""
+    consistent = dict(pins)
+    for name in pins:
+        if name in zero:
+            continue
+        try:
+            value = _derived(name, pins, forward, leave_out=name)
+        except RuntimeError:
+            value = None
+        if value is not None:
+            consistent[name] = value
+    return consistent
+
+
+def judge_rule(step: Step, report, forward: dict, seed: int) -> Outcome:
+    """The probe of d<step.name>: its code, re-run on random upstream gradients, against the step's rule."""
+    answer = "d" + step.name
+    probe, outcome = read_probe(report, answer, {"d" + u for u in step.upstream})
+    if outcome:
+        return outcome
+    upstream = " and ".join("d" + u for u in step.upstream)
+    if probe.get("further_up"):
+        return Outcome(
+            "inconclusive",
+            f"(your {answer} is computed from {' and '.join(probe['further_up'])}, further up the graph, not from "
+            f"{upstream} alone, so its rule cannot be checked on its own: it is judged by its value)",
+        )
+    zero = {u for u in step.upstream if (probe["pins"].get("d" + u) or {}).get("zero")}
+    if zero == set(step.upstream):
+        return Outcome("inconclusive")  # nothing random went in: the value check has seen everything
+    if not probe.get("pins_read"):
+        return Outcome(
+            "inconclusive",
+            f"(your {answer} does not read {upstream}, so its rule cannot be checked on its own: "
+            "it is judged by its value)",
+        )
+    result = report.probe_result()
+    if result is None:
+        return Outcome("inconclusive", f"(re-run with other inputs, your code left no tensor in {answer})")
+    values = pinned(probe, seed, answer, {"d" + u: tuple(forward[u].shape) for u in step.upstream})
+    pins = {u: values["d" + u] for u in step.upstream}
+    expected = local_gradient(step, forward, pins).double()
+    if result.numel() != expected.numel():
+        return Outcome("inconclusive")  # a shape problem: the value check's message says it
+    result = result.double().reshape(expected.shape)
+    scale = step_scale(step, forward, pins)
+    if close(result, expected, scale):
+        return Outcome("right")
+    consistent = consistent_pins(pins, forward, zero)
+    changed = any(consistent[u] is not pins[u] for u in pins)
+    if changed and close(result, local_gradient(step, forward, consistent).double(), scale):
+        return Outcome("right")
+    why = diagnose(result, expected, step, forward, pins)
+    return Outcome(
+        "wrong",
+        f"{answer} has the right values on this batch, but not its backward rule: the grader ran your code for "
+        f"{answer} again with other values of {upstream} (random ones, of the same shapes), and then {why}",
+    )

@@ -1,0 +1,43 @@
+"""What every judge returns and what every graded cell runs: a ``Verdict``, a ``Check``."""
+
+from dataclasses import dataclass, field
+from typing import Callable
+
+
+@dataclass
+class Verdict:
+    """The grader's word on one graded cell."""
+
+    title: str  # what was graded, e.g. "dcounts"
+    points: float  # earned
+    max_points: float
+    lines: list = field(default_factory=list)  # what the student reads under the title, one sentence a line
+
+    @property
+    def passed(self) -> bool:
+        return self.points == self.max_points
+
+    def text(self) -> str:
+        mark = "✔" if self.passed else "✘"
+        head = f"{mark} {self.title}: {self.points:g} of {self.max_points:g} point{'s' if self.max_points != 1 else ''}"
+        return "\n".join([head] + [f"  {line}" for line in self.lines]) + "\n"
+
+
+@dataclass(frozen=True)
+class Check:
+    """The check of one graded cell: what it grades, for how many points, and how.
+
+    ``judge(report, namespace, seed, tainted)`` reads the cell's ``wire.Report``, the grader's setup
+    namespace for this seed, the seed, and the names computed with autograd, and returns a Verdict.
+    """
+
+    title: str
+    points: float
+    judge: Callable
+
+    def __call__(self, report, namespace: dict, seed: int, tainted: set) -> Verdict:
+        return self.judge(report, namespace, seed, tainted)
+
+    def nothing(self, why: str) -> Verdict:
+        """No points, for a reason found before any answer could be judged (the cell did not run...)."""
+        return Verdict(self.title, 0, self.points, [why])

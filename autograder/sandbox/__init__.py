@@ -1,0 +1,29 @@
+"""The bubblewrap sandbox every student's kernel runs in (grading principle 5: contained).
+
+Deny by default: the kernel sees only what an allow-list grants. The interpreter and its packages, the
+system libraries and the few /etc files a Python kernel needs are there read-only, the data file read-only,
+the student's own folder writable, with a private empty /tmp and its socket folder; nothing else of the
+grading machine exists inside. Its environment holds only the variables the allow-list names (no token,
+password or key). The list, with the reason for every entry, is in ``policy``.
+
+Besides: no network (a network namespace with loopback only), its own pid/ipc/uts namespaces, no
+capabilities, no_new_privs, limits on memory, CPU time, processes and file size, and it dies with the
+grader. When the grader runs as root, the kernel runs as an unprivileged uid (root ignores the process
+limit); otherwise it gets a user namespace. If ``bwrap``, ``prlimit`` (or, as root, ``setpriv``) is
+missing or the sandbox does not come up, starting the kernel raises :class:`SandboxError` and the notebook
+is not run unsandboxed (fail closed).
+
+How the course uses it: ``nbgrader_config.py`` runs ``GradingExecute``
+(``autograder/preprocessors/grading_execute.py``), whose ``sandbox = True`` (the default) starts every
+kernel with :class:`SandboxedKernelManager`; ``backprop-ninja grade`` sets ``course_root`` and, as root, one
+``sandbox_uid`` per worker. Its limits are configurable as ``c.SandboxedKernelManager.<trait>``.
+
+  policy          the allow-list (files, environment) with its reasons, and the bwrap command line built
+                  from it: data and pure functions, tested without kernels (tests/fast)
+  kernel_manager  SandboxedKernelManager: starts the kernel with that command line (sockets, lent folder)
+"""
+
+from .kernel_manager import SandboxedKernelManager, chown_tree
+from .policy import SandboxError
+
+__all__ = ["SandboxError", "SandboxedKernelManager", "chown_tree"]

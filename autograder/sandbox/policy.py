@@ -1,0 +1,274 @@
+"""What a sandboxed kernel may see and use, and the bubblewrap command line that grants exactly that.
+
+Deny by default. The kernel's filesystem starts empty: every path in it is on the allow-list below
+(``SYSTEM_FILES``, ``PRIVATE_MOUNTS`` and what ``allow_list`` adds for one kernel), each with the reason
+it is there; a path of the grading machine that is not on the list does not exist inside. The
+environment is an allow-list too: ``PASSED_VARIABLES`` and what ``kernel_environment`` sets.
+
+Deliberately absent: the rest of /etc (no hosts, resolv.conf or certificates: there is no network;
+no localtime: the kernel's clock shows UTC unless $TZ says otherwise), /sys, /home, /root, /run,
+/srv, /opt, /var, /mnt, /media, and the course root apart from the student's own folder. (The folders
+on the way to a granted path, such as /var/tmp above a course, exist inside, empty and read-only.)
+
+Everything here is data and pure functions (no kernel, no process), so tests/fast check the exact
+command line for a given set of paths.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import dataclass
+
+from ..data import NAMES_VARIABLE
+
+
+class SandboxError(RuntimeError):
+    """The sandboxed kernel could not be started; the notebook was not run."""
+
+
+@dataclass(frozen=True)
+class Grant:
+    """One path the kernel sees, and why it needs it."""
+
+    path: str
+    """Where the kernel sees it (absolute)."""
+    why: str
+    """Why it is on the list."""
+    mount: str = "read-only"
+    """``read-only`` or ``writable``: the host's file or folder bound there. ``tmpfs`` (private, empty, in
+    memory), ``proc`` (the sandbox's own processes) or ``dev`` (a minimal /dev): made new inside.
+    ``symlink``: a symlink to ``source``, as the host has it."""
+    source: str = ""
+    """The host path bound at ``path`` when it is another one (the generated /etc/passwd); a symlink's target."""
+
+
+# The machine's own files every Python kernel with torch and matplotlib needs, read-only. A missing one is
+# skipped; a symlink (/lib -> usr/lib where /usr is merged) is made again inside, and its target granted.
+SYSTEM_FILES = (
+    Grant(
+        "/usr/bin", "programs: the sandbox's own setpriv, prlimit and choom run inside it, and notebooks may run one"
+    ),
+    Grant("/usr/lib", "the C library, libstdc++ and the other shared libraries that Python, torch and numpy load"),
+    Grant("/usr/lib64", "the dynamic linker (ld-linux-x86-64.so.2)"),
+    Grant("/bin", "/usr/bin under its old name"),
+    Grant("/lib", "/usr/lib under its old name"),
+    Grant("/lib64", "the dynamic linker under the name every x86-64 program asks for"),
+    Grant("/etc/ld.so.cache", "where the dynamic linker finds the system's shared libraries"),
+    Grant(
+        "/etc/fonts",
+        "fontconfig's configuration: matplotlib runs fc-list when it builds its font cache, and without it fc-list "
+        "writes an error to stderr, which would cost a graded cell its points",
+    ),
+)
+# Made new for every kernel: nothing of the machine's is in them.
+PRIVATE_MOUNTS = (
+    Grant(
+        "/proc",
+        "Python, torch and ipykernel read /proc/self; in its own pid namespace, only the sandbox's processes show",
+        "proc",
+    ),
+    Grant("/dev", "bwrap's minimal set: null, zero, full, random, urandom, tty, pts (no disk, no GPU)", "dev"),
+    Grant("/tmp", "private and empty, in memory: HOME, TMPDIR and matplotlib's cache", "tmpfs"),
+    Grant("/dev/shm", "private shared memory, for torch and multiprocessing", "tmpfs"),
+)
+# Prefixes shared with the rest of the system: a Python installed there gets their bin/ and lib/, not all of them.
+SHARED_PREFIXES = ("/", "/usr", "/usr/local")
+
+# Variables passed from the grader's environment when they are set; every other one is dropped (tokens,
+# passwords and keys included, whatever their prefix: a kernel could print them into its feedback).
+PASSED_VARIABLES = {
+    "LANG": "the locale: how text is encoded",
+    "LC_ALL": "the locale, when one setting overrides all",
+    "LC_CTYPE": "the locale's character set",
+    "TZ": "the time zone",
+    "OMP_NUM_THREADS": "the kernel's threads: class grading gives each of W workers its share of the cores",
+    "MKL_NUM_THREADS": "the same, for MKL",
+    "OPENBLAS_NUM_THREADS": "the same, for OpenBLAS",
+    "NBGRADER_EXECUTION": "'autograde' while nbgrader grades: only then do the hidden tests report answers",
+    "BACKPROP_NINJA_SEED": "the seed of this student and notebook, which the student never saw",
+    NAMES_VARIABLE: "where names.txt is (granted read-only)",
+}
+PRIVATE_HOME = "/tmp"  # HOME and TMPDIR: IPython's profile and every cache land in the private /tmp
+MATPLOTLIB_CACHE = "/tmp/matplotlib"  # matplotlib warns on stderr when it has no writable config folder
+
+
+@dataclass(frozen=True)
+class KernelPaths:
+    """The paths of one kernel that the allow-list names, all absolute."""
+
+    student_folder: str
+    """The kernel's working directory, autograded/<student>/<assignment>: the only folder it may write to."""
+    course_root: str
+    """Never visible: the student's folder must lie strictly inside it, and no granted path may contain it."""
+    ipc_folder: str
+    """The kernel's ipc sockets (and connection file)."""
+    python_prefixes: tuple
+    """The installation running the kernel: the venv, the Python it was made from, their resolved paths."""
+    package_dir: str
+    """This ``autograder`` package: the hidden tests import ``autograder.in_kernel``."""
+    names_file: str
+    """names.txt as ``$BACKPROP_NINJA_NAMES`` gives it to the kernel ("" when unset)."""
+    passwd: str
+    """The generated /etc/passwd (``account_files``)."""
+    group: str
+    """The generated /etc/group."""
+
+
+@dataclass(frozen=True)
+class Tools:
+    """The programs that make the sandbox; all but bwrap run inside it."""
+
+    bwrap: str
+    prlimit: str
+    setpriv: str = ""  # only when the grader is root: it becomes the unprivileged uid inside
+    choom: str = ""  # optional: makes the kernel the OOM killer's first choice
+
+
+def python_prefixes(executable: str) -> tuple:
+    """Where the kernel's Python lives: its venv, the installation the venv was made from, both resolved."""
+    found = [sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix]
+    found += [os.path.dirname(os.path.dirname(p)) for p in (executable, os.path.realpath(executable))]
+    found += [os.path.realpath(p) for p in found]
+    return tuple(dict.fromkeys(os.path.normpath(p) for p in found))
+
+
+def account_files(uid: int, gid: int) -> tuple:
+    """/etc/passwd and /etc/group for the kernel: its own user only (getpass, ~ lookups), none of the host's."""
+    return f"student:x:{uid}:{gid}:student:{PRIVATE_HOME}:/usr/sbin/nologin\n", f"student:x:{gid}:\n"
+
+
+def allow_list(k: KernelPaths, tools: Tools) -> list:
+    """Every path the kernel sees, with its reason, before symlinks and nesting are sorted out."""
+    grants = [*SYSTEM_FILES, *PRIVATE_MOUNTS]
+    for prefix in k.python_prefixes:
+        if prefix in SHARED_PREFIXES:
+            grants += [
+                Grant(os.path.join(prefix, sub), f"the Python running the kernel, installed in {prefix}")
+                for sub in ("bin", "lib")
+            ]
+        else:
+            grants.append(
+                Grant(
+                    prefix,
+                    "the Python running the kernel and its packages (torch, ipykernel): the venv and the Python it was "
+                    "made from",
+                )
+            )
+    grants += [
+        Grant(tool, "runs inside the sandbox to set its limits")
+        for tool in (tools.prlimit, tools.setpriv, tools.choom)
+        if tool
+    ]
+    grants.append(Grant(k.package_dir, "the grader's module that the hidden tests import (autograder.in_kernel)"))
+    if k.names_file:
+        grants.append(Grant(k.names_file, f"the data set the notebooks read (${NAMES_VARIABLE})"))
+    grants += [
+        Grant(
+            "/etc/passwd", "generated: names the kernel's own user only, not the machine's accounts", source=k.passwd
+        ),
+        Grant("/etc/group", "generated: the kernel's own group only", source=k.group),
+        Grant(k.ipc_folder, "the kernel's sockets to the grader; nothing else of the grader's runtime", "writable"),
+        Grant(k.student_folder, "the student's own staged notebooks: the kernel's working directory", "writable"),
+    ]
+    return grants
+
+
+def _inside(path: str, folder: str) -> bool:
+    return path == folder or path.startswith(folder.rstrip("/") + "/")
+
+
+def _depth(path: str) -> int:
+    return 0 if path == "/" else path.count("/")
+
+
+def resolve(grants: list) -> list:
+    """The grants to mount, outermost first: missing host paths skipped, a host symlink made again inside
+    (``symlink``, its target as ``source``) with its target granted, paths inside a read-only one dropped."""
+    kept, todo = [], list(grants)
+    while todo:
+        g = todo.pop(0)
+        if g.mount in ("read-only", "writable") and not g.source:
+            if os.path.islink(g.path):
+                kept.append(Grant(g.path, g.why, "symlink", source=os.readlink(g.path)))
+                todo.append(Grant(os.path.realpath(g.path), f"{g.why} (where {g.path} points)", g.mount))
+                continue
+            if not os.path.exists(g.path):
+                continue
+        kept.append(g)
+    read_only = {g.path for g in kept if g.mount == "read-only"}
+    kept = [g for g in kept if not (g.mount == "read-only" and any(_inside(g.path, p) for p in read_only - {g.path}))]
+    return sorted({g.path: g for g in kept}.values(), key=lambda g: _depth(g.path))
+
+
+MOUNT_OPTIONS = {  # Grant.mount -> bwrap's options for it
+    "read-only": lambda g, tmp_size: ["--ro-bind", g.source or g.path, g.path],
+    "writable": lambda g, tmp_size: ["--bind", g.path, g.path],
+    "symlink": lambda g, tmp_size: ["--symlink", g.source, g.path],
+    "tmpfs": lambda g, tmp_size: ["--perms", "1777", "--size", str(tmp_size), "--tmpfs", g.path],
+    "proc": lambda g, tmp_size: ["--proc", g.path],
+    "dev": lambda g, tmp_size: ["--dev", g.path],
+}
+
+
+def command_line(kernel_cmd: list, k: KernelPaths, tools: Tools, limits: dict, tmp_size: int, run_as=None) -> list:
+    """The bubblewrap command that runs ``kernel_cmd`` with exactly the allow-list of ``k``.
+
+    ``limits``: prlimit's resource -> value (``as``, ``cpu``, ``nproc``, ``fsize``; 0: none). ``run_as``: the
+    (uid, gid) the kernel becomes when the grader is root (root ignores RLIMIT_NPROC and could reach
+    root-owned sockets); None when the grader is not root: the kernel gets a user namespace instead.
+    """
+    course, student = k.course_root, k.student_folder
+    if course == "/" or student == course or not _inside(student, course):
+        raise SandboxError(
+            f"refusing to run a kernel in {student!r}: it must be a student's folder inside the course root "
+            f"{course!r} (set SandboxedKernelManager.course_root)"
+        )
+    if run_as is not None and 0 in run_as:
+        raise SandboxError("sandbox_uid and sandbox_gid must not be 0: root ignores the process limit")
+    grants = resolve(allow_list(k, tools))
+    for g in grants:
+        if g.mount in ("read-only", "writable") and _inside(course, g.source or g.path):
+            raise SandboxError(f"refusing to show {g.path!r} to the kernel: it holds the course root {course!r}")
+    argv = [tools.bwrap, "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-net"]
+    argv += ["--die-with-parent", "--new-session", "--hostname", "sandbox"]
+    made = {"/"}
+    for g in grants:
+        missing, parent = [], os.path.dirname(g.path)
+        while parent not in made:
+            missing.append(parent)
+            parent = os.path.dirname(parent)
+        for folder in reversed(missing):  # bwrap would make them 0700: the kernel's uid could not pass
+            argv += ["--perms", "0755", "--dir", folder]
+        made.update([*missing, g.path])
+        argv += MOUNT_OPTIONS[g.mount](g, tmp_size)
+    argv += ["--remount-ro", "/"]  # the folders made above stay empty: nothing can be written there
+    # ipykernel's parent poller would take the pid namespace's init for a new parent and exit
+    # (jupyter_client sets JPY_PARENT_PID outside); --die-with-parent does its job.
+    argv += ["--chdir", student, "--setenv", "JPY_PARENT_PID", "1"]
+    if run_as is not None:  # keep just what setpriv needs to become run_as, and drop everything
+        argv += ["--cap-drop", "ALL"]
+        argv += [arg for cap in ("SETUID", "SETGID", "SETPCAP") for arg in ("--cap-add", f"CAP_{cap}")]
+        argv += ["--", tools.setpriv, f"--reuid={run_as[0]}", f"--regid={run_as[1]}", "--clear-groups"]
+        argv += ["--inh-caps=-all", "--bounding-set=-all"]
+    else:  # a process count of its own: RLIMIT_NPROC counts inside the new user namespace
+        argv += ["--unshare-user", "--disable-userns"]
+    argv += ["--", tools.prlimit, "--core=0"]
+    slack = {"cpu": 5}  # SIGXCPU at the limit, SIGKILL 5 s later
+    argv += [f"--{name}={value}:{value + slack.get(name, 0)}" for name, value in limits.items() if value]
+    argv.append("--")
+    if tools.choom:  # the OOM killer should pick a sandboxed process first
+        argv += [tools.choom, "-n", "1000", "--"]
+    return argv + list(kernel_cmd)
+
+
+def kernel_environment(grader_env: dict, interpreter: str) -> dict:
+    """The kernel's environment: the PASSED_VARIABLES that are set, and the few the sandbox sets itself."""
+    env = {name: grader_env[name] for name in PASSED_VARIABLES if name in grader_env}
+    env.update(
+        HOME=PRIVATE_HOME,
+        TMPDIR=PRIVATE_HOME,
+        MPLCONFIGDIR=MATPLOTLIB_CACHE,
+        PATH=os.pathsep.join([os.path.dirname(interpreter), "/usr/bin", "/bin"]),
+    )
+    return env

@@ -1,0 +1,323 @@
+"""Exercise 1's known students: mistakes, alternative correct formulas, cheats, layouts, a dead kernel.
+
+One table of cases, graded two ways: every case in process (tests/fast/test_ex1_in_process.py), and a few
+representative ones through the real nbgrader pipeline (tests/slow/test_ex1_pipeline.py).
+"""
+
+from autograder.authoring.submissions import grade_id, solutions, solved
+from autograder.engine.reference import SETUP_PREFIX, run_setup
+
+NB = "ex1_atomic_backward"
+
+# student -> (answer cells changed, the one step that must lose its points, words its message must contain)
+MISTAKES = {
+    "m_logprobs_no_n": (
+        {"answer_dlogprobs": "dlogprobs = torch.zeros_like(logprobs)\ndlogprobs[range(n), Yb] = -1.0"},
+        "logprobs",
+        "32 times too large",
+    ),
+    "m_probs_sign": ({"answer_dprobs": "dprobs = -(1.0 / probs) * dlogprobs"}, "probs", "wrong sign"),
+    "m_counts_sum_inv_axis": (
+        {"answer_dcounts_sum_inv": "dcounts_sum_inv = (counts * dprobs).sum(0, keepdim=True)"},
+        "counts_sum_inv",
+        "summed over dimension 0 instead of dimension 1",
+    ),
+    "m_counts_sum_sign": (
+        {"answer_dcounts_sum": "dcounts_sum = counts_sum**-2 * dcounts_sum_inv"},
+        "counts_sum",
+        "wrong sign",
+    ),
+    "m_counts_branch": (
+        {"answer_dcounts": "dcounts = counts_sum_inv * dprobs"},
+        "counts",
+        "path through counts_sum is missing",
+    ),
+    "m_counts_added_twice": (  # a += line run twice, as when it sits in a cell of its own that ran twice
+        {
+            "answer_dcounts": "dcounts = counts_sum_inv * dprobs"
+            + "\ndcounts += torch.ones_like(counts) * dcounts_sum" * 2
+        },
+        "counts",
+        "the path through counts_sum is added twice: did a cell run twice?",
+    ),
+    "m_norm_logits_passthrough": (
+        {"answer_dnorm_logits": "dnorm_logits = dcounts"},
+        "norm_logits",
+        "passed through unchanged",
+    ),
+    "m_logit_maxes_keepdim": (
+        {"answer_dlogit_maxes": "dlogit_maxes = -dnorm_logits.sum(1)"},
+        "logit_maxes",
+        "keepdim=True",
+    ),
+    "m_W2_transposed": ({"answer_dW2": "dW2 = dlogits.T @ h"}, "W2", "transposed"),
+    "m_b2_no_sum": ({"answer_db2": "db2 = dlogits"}, "b2", "summed over it"),
+    "m_hpreact_passthrough": ({"answer_dhpreact": "dhpreact = dh"}, "hpreact", "passed through unchanged"),
+    "m_hpreact_wrong_derivative": (
+        {"answer_dhpreact": "dhpreact = (1.0 - hpreact**2) * dh"},
+        "hpreact",
+        "local derivative of `h = torch.tanh(hpreact)`",
+    ),
+    "m_bngain_no_sum": ({"answer_dbngain": "dbngain = bnraw * dhpreact"}, "bngain", "must be summed"),
+    "m_bnbias_keepdim": ({"answer_dbnbias": "dbnbias = dhpreact.sum(0)"}, "bnbias", "keepdim=True"),
+    "m_bnraw_no_gain": ({"answer_dbnraw": "dbnraw = dhpreact"}, "bnraw", "passed through unchanged"),
+    "m_bnvar_inv_keepdim": (
+        {"answer_dbnvar_inv": "dbnvar_inv = (bndiff * dbnraw).sum(0)"},
+        "bnvar_inv",
+        "keepdim=True",
+    ),
+    "m_bnvar_power": (
+        {"answer_dbnvar": "dbnvar = -0.5 * (bnvar + 1e-5) ** -0.5 * dbnvar_inv"},
+        "bnvar",
+        "entries wrong",
+    ),
+    "m_bndiff2_biased": (
+        {"answer_dbndiff2": "dbndiff2 = 1.0 / n * torch.ones_like(bndiff2) * dbnvar"},
+        "bndiff2",
+        "Bessel",
+    ),
+    "m_bndiff_branch": (
+        {"answer_dbndiff": "dbndiff = bnvar_inv * dbnraw"},
+        "bndiff",
+        "path through bndiff2 is missing",
+    ),
+    "m_bnmeani_sign": ({"answer_dbnmeani": "dbnmeani = dbndiff.sum(0, keepdim=True)"}, "bnmeani", "wrong sign"),
+    "m_bnmeani_lecture": (  # the lecture's own line: (64,) for a (1, 64) tensor
+        {"answer_dbnmeani": "dbnmeani = (-dbndiff).sum(0)"},
+        "bnmeani",
+        "dimension 0 of size 1 was dropped",
+    ),
+    "m_b2_keepdim_added": (
+        {"answer_db2": "db2 = dlogits.sum(0, keepdim=True)"},
+        "b2",
+        "dimension 0 of size 1 is one too many",
+    ),
+    "m_hprebn_branch": ({"answer_dhprebn": "dhprebn = dbndiff.clone()"}, "hprebn", "path through bnmeani is missing"),
+    "m_embcat_extra_n": ({"answer_dembcat": "dembcat = dhprebn @ W1.T / n"}, "embcat", "32 times too small"),
+    "m_W1_transposed": ({"answer_dW1": "dW1 = dhprebn.T @ embcat"}, "W1", "transposed"),
+    "m_emb_wrong_view": ({"answer_demb": "demb = dembcat.view(n, n_embd, block_size)"}, "emb", "wrong order"),
+    "m_C_no_accumulation": ({"answer_dC": "dC = torch.zeros_like(C)\ndC[Xb] += demb"}, "C", "does not add up"),
+    "m_bnbias_float64": (
+        {
+            "answer_dbnbias": "dbnbias = torch.from_numpy(dhpreact.detach().numpy().astype('float64'))"
+            ".sum(0, keepdim=True)"
+        },
+        "bnbias",
+        "float64",
+    ),
+    "m_bngain_numpy": (
+        {"answer_dbngain": "dbngain = (bnraw * dhpreact).sum(0, keepdim=True).detach().numpy()"},
+        "bngain",
+        "ndarray",
+    ),
+    "m_probs_nan": ({"answer_dprobs": "dprobs = dlogprobs / (probs - probs)"}, "probs", "NaN"),
+}
+
+# student -> the step whose right values come in a shape off by a size-1 dimension: a share of its points
+KEEPDIM = {
+    "m_logit_maxes_keepdim": "logit_maxes",
+    "m_bnbias_keepdim": "bnbias",
+    "m_bnvar_inv_keepdim": "bnvar_inv",
+    "m_bnmeani_lecture": "bnmeani",
+    "m_b2_keepdim_added": "b2",
+}
+WRONG_VALUES_WRONG_SHAPE = {"m_counts_sum_inv_axis": "counts_sum_inv", "m_b2_no_sum": "b2"}
+
+FUSED_BATCHNORM = (
+    "dhprebn = bngain * bnvar_inv / n * (n * dhpreact - dhpreact.sum(0) "
+    "- n / (n - 1) * bnraw * (dhpreact * bnraw).sum(0))"
+)
+ALTERNATIVES = {
+    "alt_a": {
+        "answer_dlogprobs": "dlogprobs = -F.one_hot(Yb, vocab_size).float() / n",
+        "answer_dprobs": "dprobs = dlogprobs / probs",
+        "answer_dnorm_logits": "dnorm_logits = norm_logits.exp() * dcounts",
+        "answer_dhpreact": "dhpreact = (1 - torch.tanh(hpreact) ** 2) * dh",
+        "answer_dbnvar": "dbnvar = -0.5 * bnvar_inv**3 * dbnvar_inv",
+        "answer_dbndiff2": "dbndiff2 = torch.full_like(bndiff2, 1.0 / (n - 1)) * dbnvar",
+        "answer_dC": (
+            "dC = torch.zeros_like(C)\nfor k in range(Xb.shape[0]):\n    for j in range(Xb.shape[1]):\n"
+            "        dC[Xb[k, j]] += demb[k, j]"
+        ),
+    },
+    "alt_b": {
+        "answer_dcounts_sum_inv": "dcounts_sum_inv = (dprobs * counts).sum(-1, keepdim=True)",
+        "answer_dlogits": (
+            "dlogits = dnorm_logits.clone()\ndlogits[range(n), logits.argmax(1)] += dlogit_maxes.view(-1)"
+        ),
+        "answer_db2": "db2 = dlogits.sum(0, keepdim=True).squeeze(0)",
+        "answer_dbnbias": "dbnbias = dhpreact.sum(0).view(1, -1)",
+        "answer_dhprebn": FUSED_BATCHNORM,
+        "answer_dW1": "dW1 = (dhprebn.T @ embcat).T",
+        "answer_demb": "demb = dembcat.reshape(n, block_size, n_embd)",
+        "answer_dC": "dC = F.one_hot(Xb.view(-1), vocab_size).float().T @ demb.view(-1, n_embd)",
+    },
+    "alt_c": {
+        "answer_dlogit_maxes": "dlogit_maxes = torch.zeros_like(logit_maxes)",  # the exact answer: the max cancels
+        "answer_dlogits": "dlogits = dnorm_logits.clone()",  # ... so its branch adds nothing
+        "answer_db1": "db1 = torch.zeros_like(b1)",  # BatchNorm cancels b1 exactly
+        "answer_dC": (
+            "dC = torch.zeros_like(C)\ndC.index_put_((Xb.view(-1),), demb.view(-1, n_embd), accumulate=True)"
+        ),
+    },
+}
+
+# student -> (changes, extra cells, steps that must earn nothing, words in the first of their messages)
+CHEATS = {
+    "c_copy_grad": ({"answer_dh": "dh = h.grad", "answer_dW1": "dW1 = W1.grad.clone()"}, [], ["h", "W1"], "autograd"),
+    "c_hidden_grad": (
+        {"answer_dh": "import operator\ndh = operator.attrgetter(''.join(['g', 'r', 'a', 'd']))(h)"},
+        [],
+        ["h"],
+        "h.grad",
+    ),
+    "c_backward": ({"answer_dW2": "loss.backward()\ndW2 = W2.grad"}, [], ["W2"], "autograd"),
+    # the grader's own rules table, which the grading kernel has imported: by name, or through sys.modules
+    "c_graders_rules": (
+        {
+            "answer_dW2": "from autograder.engine.backward_rules import STEP_BY_NAME, local_gradient\n"
+            "dW2 = local_gradient(STEP_BY_NAME['W2'], {'h': h.detach()}, {'logits': dlogits})"
+        },
+        [],
+        ["W2"],
+        "grader's own code",
+    ),
+    "c_sys_modules": (
+        {
+            "answer_dW2": "import sys\nrules = sys.modules['autograder.engine.backward_rules']\n"
+            "dW2 = rules.local_gradient(rules.STEP_BY_NAME['W2'], {'h': h.detach()}, {'logits': dlogits})"
+        },
+        [],
+        ["W2"],
+        "grader's own code",
+    ),
+    "c_autograd_grad": (
+        {"answer_dW1": "dW1 = torch.autograd.grad(loss, W1, retain_graph=True)[0]"},
+        [],
+        ["W1"],
+        "autograd",
+    ),
+    "c_patch_checks": (
+        {"answer_dW2": "dW2 = dlogits.T @ h"},
+        [
+            (
+                "self_check_helpers",
+                "torch.allclose = lambda *a, **k: True\n"
+                "torch.equal = lambda *a, **k: True\n"
+                "torch.isfinite = lambda t: torch.ones_like(t, dtype=torch.bool)",
+            )
+        ],
+        ["W2"],
+        "transposed",
+    ),
+}
+
+# Issue 12: mistakes that give the right values on every batch, or nearly (their term is about zero on a real
+# network). The rule probe (random upstream gradients) or the chosen inputs (neuron 0's variance at the epsilon)
+# show each one; student -> (changes, the one step that must lose its points, words its message must contain).
+RULE_MISTAKES = {
+    "m_dlogits_no_max_path": (
+        {"answer_dlogits": "dlogits = dnorm_logits.clone()"},
+        "logits",
+        "the path through logit_maxes is missing",
+    ),
+    "m_dlogits_argmin": (
+        {
+            "answer_dlogits": "dlogits = dnorm_logits.clone()\n"
+            "dlogits += F.one_hot(logits.min(1).indices, num_classes=logits.shape[1]) * dlogit_maxes"
+        },
+        "logits",
+        "to the smallest logit of each row",
+    ),
+    "m_logit_maxes_sign": (
+        {"answer_dlogit_maxes": "dlogit_maxes = dnorm_logits.sum(1, keepdim=True)"},
+        "logit_maxes",
+        "wrong sign",
+    ),
+    "m_db1_mean": ({"answer_db1": "db1 = dhprebn.mean(0)"}, "b1", "n = 32 times too small"),
+    "m_bnvar_no_epsilon": (
+        {"answer_dbnvar": "dbnvar = -0.5 * bnvar**-1.5 * dbnvar_inv"},
+        "bnvar",
+        "dbnvar is missing BatchNorm's epsilon",
+    ),
+}
+MISTAKES.update(RULE_MISTAKES)
+
+# More correct formulas seen in students' work: each must keep every point.
+ALTERNATIVES.update(
+    {
+        "alt_d": {
+            "answer_dcounts": (  # dcounts_sum written out from dcounts_sum_inv
+                "dcounts = counts_sum_inv * dprobs + torch.ones_like(counts) * (-(counts_sum**-2) * dcounts_sum_inv)"
+            ),
+            "answer_dlogits": (
+                "dlogits = dnorm_logits.clone()\ndlogits += F.one_hot(logits.argmax(1), vocab_size) * dlogit_maxes"
+            ),
+            "answer_dbnvar": "dbnvar = -0.5 * dbnvar_inv / (bnvar + 1e-5) ** 1.5",
+            "answer_dbndiff": "dbndiff = bnvar_inv * dbnraw + 2 * bndiff * dbndiff2",
+            "answer_dhprebn": "dhprebn = dbndiff - dbndiff.sum(0, keepdim=True) / n",  # dbnmeani written out
+            "answer_dC": "dC = torch.zeros_like(C).index_add(0, Xb.flatten(), demb.flatten(0, 1))",
+        },
+        "alt_e": {
+            "answer_dlogits": "dlogits = dnorm_logits + (logits == logit_maxes).float() * dlogit_maxes",
+            "answer_dhpreact": "dhpreact = (1.0 - h * h) * dh",
+            "answer_dhprebn": (  # fused, with means instead of sums
+                "dhprebn = bngain * bnvar_inv * (dhpreact - dhpreact.mean(0, keepdim=True) "
+                "- bnraw * (dhpreact * bnraw).sum(0, keepdim=True) / (n - 1))"
+            ),
+            "answer_demb": "demb = dembcat.view(-1, block_size, n_embd)",
+            "answer_dC": (
+                "dC = torch.zeros_like(C)\nfor i, ix in enumerate(Xb.view(-1).tolist()):\n"
+                "    dC[ix] += demb.view(-1, n_embd)[i]"
+            ),
+        },
+    }
+)
+
+# Right, but the probe cannot re-run it (it only works for gradients as small as real ones): judged by its value.
+ALTERNATIVES["alt_probe_cannot_run"] = {
+    "answer_dh": "dh = dlogits @ W2.T if dlogits.abs().max() < 1 else dlogits.no_such_method()"
+}
+
+# The `=` part of each two-path gradient in a cell of its own before the upstream step it needs, as the
+# notebook had it before answer cells were one per gradient: grade_id of the answer cell it follows -> code.
+SPLIT_FIRST_PARTS = {
+    "answer_dcounts_sum_inv": "dcounts = counts_sum_inv * dprobs",
+    "answer_dnorm_logits": "dlogits = dnorm_logits.clone()",
+    "answer_dbnraw": "dbndiff = bnvar_inv * dbnraw",
+    "answer_dbndiff": "dhprebn = dbndiff.clone()",
+}
+SPLIT_SECOND_PARTS = {
+    "answer_dcounts": "dcounts += torch.ones_like(counts) * dcounts_sum",
+    "answer_dlogits": "dlogits += F.one_hot(logits.max(1).indices, num_classes=logits.shape[1]) * dlogit_maxes",
+    "answer_dbndiff": "dbndiff += 2 * bndiff * dbndiff2",
+    "answer_dhprebn": "dhprebn += 1.0 / n * torch.ones_like(hprebn) * dbnmeani",
+}
+
+
+def submissions(release, source) -> dict:
+    """student -> notebook, for every case above and the special students of Exercise 1."""
+    class_ = {"solution": solved(release, source), "blank": release}
+    for student, (changes, _, _) in MISTAKES.items():
+        class_[student] = solved(release, source, changes)
+    for student, changes in ALTERNATIVES.items():
+        class_[student] = solved(release, source, changes)
+    answers = [grade_id(c) for c in release.cells if grade_id(c).startswith("answer_")]
+    everything = "\n".join(solutions(source)[a] for a in answers)
+    class_["alt_one_cell"] = solved(release, source, {a: "pass" for a in answers[1:]} | {answers[0]: everything})
+    class_["alt_split_cells"] = solved(release, source, SPLIT_SECOND_PARTS, list(SPLIT_FIRST_PARTS.items()))
+    for student, (changes, extra, _, _) in CHEATS.items():
+        class_[student] = solved(release, source, changes, extra)
+    # values pasted from the student's own run: right for the visible seed only
+    visible = run_setup(tuple(c.source for c in source.cells if grade_id(c).startswith(SETUP_PREFIX)), 2147483647)
+    pasted = f"db2 = torch.tensor({visible['b2'].grad.tolist()})"
+    class_["c_pasted_values"] = solved(release, source, {"answer_db2": pasted})
+    neutralise = "get_ipython().input_transformers_cleanup.append(lambda lines: ['pass\\n'])"
+    class_["c_blank_cells"] = solved(release, source, extra_cells=[("answer_dlogprobs", neutralise)])
+    class_["k_dies_midway"] = solved(release, source, {"answer_dh": "import os\nos._exit(1)"})
+    # every answer cell run twice in a row (as a second cell with the same code right after it)
+    again = [(gid, code) for gid, code in solutions(source).items() if gid.startswith("answer_")]
+    class_["alt_every_cell_twice"] = solved(release, source, extra_cells=again)
+    aliased = "dhprebn = dbndiff\ndhprebn += 1.0 / n * torch.ones_like(hprebn) * dbnmeani"  # no .clone()
+    class_["m_alias_dhprebn"] = solved(release, source, {"answer_dhprebn": aliased})
+    return class_

@@ -1,0 +1,219 @@
+"""Exercise 4's known students: mistakes, alternative correct code, cheats, a leftover training loop.
+
+One table of cases, graded two ways: every case in process (tests/fast/test_ex4_in_process.py), and a few
+representative ones through the real nbgrader pipeline (tests/slow/test_ex4_pipeline.py).
+"""
+
+from autograder.authoring.submissions import solved
+from autograder.engine import training
+
+NB = "ex4_manual_training"
+GRADIENTS = [f"test_d{name}" for name in training.PARAMETER_NAMES]
+
+BACKWARD = {  # lines of the course's backward_pass, so that a mistake replaces exactly one of them
+    "dlogits": "dlogits = F.softmax(logits, 1)\ndlogits[range(n), Yb] -= 1\ndlogits /= n",
+    "layer2": "dh = dlogits @ W2.T\ndW2 = h.T @ dlogits\ndb2 = dlogits.sum(0)",
+    "tanh": "dhpreact = (1.0 - h**2) * dh",
+    "batchnorm": (
+        "dbngain = (bnraw * dhpreact).sum(0, keepdim=True)\ndbnbias = dhpreact.sum(0, keepdim=True)\n"
+        "dhprebn = bngain * bnvar_inv / n * (n * dhpreact - dhpreact.sum(0) "
+        "- n / (n - 1) * bnraw * (dhpreact * bnraw).sum(0))"
+    ),
+    "layer1": "dembcat = dhprebn @ W1.T\ndW1 = embcat.T @ dhprebn\ndb1 = dhprebn.sum(0)",
+    "embedding": "demb = dembcat.view(emb.shape)\ndC = torch.zeros_like(C)\n"
+    "dC.index_add_(0, Xb.view(-1), demb.view(-1, n_embd))",
+}
+
+
+def backward(**changes):
+    return "\n".join(changes.get(part, code) for part, code in BACKWARD.items())
+
+
+def training_step(update):
+    return f"grads = backward_pass(Xb, Yb, cache)\nfor p, grad in zip(parameters, grads):\n    {update}"
+
+
+CALIBRATION = (
+    "hprebn_all = C[{X}].view({X}.shape[0], -1) @ W1 + b1\nbnmean = hprebn_all.mean(0, keepdim=True)\n"
+    "bnvar = hprebn_all.var(0, keepdim=True)"
+)
+
+# student -> (answer cells changed, extra cells, {graded cell: points it must keep},
+#             {graded cell: words of its message})
+# Graded cells not named keep all their points.
+MISTAKES = {
+    "m_dC_overwrites": (
+        {
+            "answer_backward_pass": backward(
+                embedding="demb = dembcat.view(emb.shape)\ndC = torch.zeros_like(C)\ndC[Xb] += demb"
+            )
+        },
+        [],
+        {"test_dC": 0},
+        {"test_dC": "does not add up", "test_training": "your dC is wrong (see its cell)"},
+    ),
+    "m_db2_divided_by_n": (
+        {"answer_backward_pass": backward(layer2="dh = dlogits @ W2.T\ndW2 = h.T @ dlogits\ndb2 = dlogits.sum(0) / n")},
+        [],
+        {"test_db2": 0},
+        {"test_db2": "32 times too small", "test_training": "db2 is wrong"},
+    ),
+    # One mistake costs one cell: the training run grades training_step, with the right gradients.
+    "m_dW1_doubled": (
+        {
+            "answer_backward_pass": backward(
+                layer1="dembcat = dhprebn @ W1.T\ndW1 = 2 * embcat.T @ dhprebn\ndb1 = dhprebn.sum(0)"
+            )
+        },
+        [],
+        {"test_dW1": 0},
+        {
+            "test_dW1": "twice the right value",
+            "test_training": "your own training run, with your backward_pass, leaves autograd's at step 2: your dW1 "
+            "is wrong (see its cell)",
+        },
+    ),
+    "m_db2_keepdim": (  # right values, shape (1, 27): half of db2; the own run stops at its first update
+        {
+            "answer_backward_pass": backward(
+                layer2="dh = dlogits @ W2.T\ndW2 = h.T @ dlogits\ndb2 = dlogits.sum(0, keepdim=True)"
+            )
+        },
+        [],
+        {"test_db2": 0.5},
+        {
+            "test_db2": "dimension 0 of size 1 is one too many",
+            "test_training": "your own training run stopped after 0 of 300 steps: your db2 is wrong (see its cell)",
+        },
+    ),
+    "m_batchnorm_bessel": (
+        {"answer_backward_pass": backward(batchnorm=BACKWARD["batchnorm"].replace("n / (n - 1) * bnraw", "bnraw"))},
+        [],
+        {"test_dW1": 0, "test_dC": 0},
+        {
+            "test_dW1": "your dhprebn: dhprebn is missing the factor n/(n-1)",
+            "test_dC": "your dhprebn",
+            "test_training": "your dC, dW1 are wrong (see their cells)",
+        },
+    ),
+    "m_grad_in_update": (
+        {"answer_training_step": training_step("p.data += -lr * p.grad")},
+        [],
+        {"test_training": 0},
+        {"test_training": "training_step uses autograd"},
+    ),
+    "m_backward_left_in": (
+        {
+            "answer_training_step": "for p in parameters:\n    p.grad = None\nloss.backward()\n"
+            + training_step("p += -lr * grad")
+        },
+        [],
+        {"test_training": 0},
+        {"test_training": "training_step uses autograd"},
+    ),
+    "m_update_rebinds": (
+        {"answer_training_step": training_step("p = p - lr * grad")},
+        [],
+        {"test_training": 0},
+        {"test_training": "the parameters never changed"},
+    ),
+    "m_update_sign": (
+        {"answer_training_step": training_step("p += lr * grad")},
+        [],
+        {"test_training": 0},
+        {"test_training": "the loss goes up"},
+    ),
+    "m_swapped_batchnorm_grads": (
+        {"answer_backward_pass": backward() + "\nreturn [dC, dW1, db1, dW2, db2, dbnbias, dbngain]"},
+        [],
+        {"test_dbngain": 0, "test_dbnbias": 0},
+        {"test_dbngain": "it is dbnbias: backward_pass must return the gradients in the order of parameters"},
+    ),
+    "m_no_calibration": (
+        {"answer_calibration": "pass"},
+        [],
+        {"test_calibration": 0},
+        {"test_calibration": "not calibrated yet"},
+    ),
+    "m_calibration_one_batch": (
+        {"answer_calibration": CALIBRATION.format(X="Xb")},
+        [],
+        {"test_calibration": 0},
+        {"test_calibration": "over one minibatch"},
+    ),
+}
+
+ALTERNATIVES = {  # other correct code: full marks
+    "alt_lecture": {  # the lecture's own forms: one-hot-free indexing, the Python double loop for dC, p.data
+        "answer_backward_pass": backward(
+            embedding=(
+                "demb = dembcat.view(emb.shape)\ndC = torch.zeros_like(C)\nfor k in range(Xb.shape[0]):\n"
+                "    for j in range(Xb.shape[1]):\n        ix = Xb[k, j]\n        dC[ix] += demb[k, j]"
+            )
+        ),
+        "answer_training_step": training_step("p.data += -lr * grad"),
+        "answer_calibration": CALIBRATION.format(X="Xtr").replace(
+            "var(0, keepdim=True)", "var(0, keepdim=True, unbiased=False)"
+        ),
+    },
+    "alt_atomic": {  # BatchNorm backpropagated step by step, dlogits and dC by one-hot products
+        "answer_backward_pass": backward(
+            dlogits="dlogits = (F.softmax(logits, 1) - F.one_hot(Yb, logits.shape[1]).float()) / n",
+            batchnorm=(
+                "dbngain = (bnraw * dhpreact).sum(0, keepdim=True)\ndbnbias = dhpreact.sum(0, keepdim=True)\n"
+                "hprebn = cache['hprebn']\nbndiff = hprebn - hprebn.mean(0, keepdim=True)\n"
+                "dbnraw = bngain * dhpreact\ndbndiff = bnvar_inv * dbnraw\n"
+                "dbnvar_inv = (bndiff * dbnraw).sum(0, keepdim=True)\n"
+                "dbnvar = -0.5 * bnvar_inv**3 * dbnvar_inv\n"
+                "dbndiff += 2 * bndiff * dbnvar / (n - 1)\n"
+                "dhprebn = dbndiff - dbndiff.sum(0, keepdim=True) / n"
+            ),
+            embedding=(
+                "demb = dembcat.view(emb.shape)\n"
+                "dC = F.one_hot(Xb.view(-1), C.shape[0]).float().T @ demb.view(-1, n_embd)"
+            ),
+        ),
+        "answer_training_step": "grads = backward_pass(Xb, Yb, cache)\nfor p, grad in zip(parameters, grads):\n"
+        "    p.sub_(lr * grad)",
+    },
+}
+
+ALTERNATIVES["alt_db1_zero"] = {  # BatchNorm cancels b1: its gradient is exactly zero
+    "answer_backward_pass": backward(
+        layer1="dembcat = dhprebn @ W1.T\ndW1 = embcat.T @ dhprebn\ndb1 = torch.zeros_like(b1)"
+    )
+}
+
+# student -> (changes, extra cells, {graded cell: points it must keep}, {graded cell: words})
+CHEATS = {
+    "c_grad_in_backward": (
+        {"answer_backward_pass": "dC, dW1, db1, dW2, db2, dbngain, dbnbias = [p.grad for p in parameters]"},
+        [],
+        {**{g: 0 for g in GRADIENTS}, "test_training": 0},
+        {"test_dW1": "backward_pass uses autograd", "test_training": "backward_pass uses autograd"},
+    ),
+    "c_hidden_grad": (  # .grad read in a way the static analysis cannot see: while grading .grad is None
+        {"answer_training_step": training_step("p += -lr * operator.attrgetter('gr' + 'ad'[0:2])(p)")},
+        [("answer_backward_pass", "import operator")],
+        {"test_training": 0},
+        {"test_training": "stopped after 0 of"},
+    ),
+}
+
+
+def submissions(release, source) -> dict:
+    """student -> notebook, for every case above and the special students of Exercise 4."""
+    # The solution trains 200,000 steps by default: autograde must still run only the graded steps.
+    full_run = solved(release, source)
+    for cell in full_run.cells:
+        if cell.source.startswith("max_steps ="):
+            cell.source = "max_steps = 200_000"
+    class_ = {"solution": full_run, "blank": release}
+    for student, (changes, extra, _, _) in {**MISTAKES, **CHEATS}.items():
+        class_[student] = solved(release, source, changes, extra)
+    for student, changes in ALTERNATIVES.items():
+        class_[student] = solved(release, source, changes)
+    # A leftover training loop of the student's own, before the graded run: stopped early, costs nothing.
+    loop = "with torch.no_grad():\n    for i in range(200_000):\n        training_step(*check_batch[:2], 0.1)"
+    class_["alt_extra_loop"] = solved(release, source, extra_cells=[("answer_training_step", loop)])
+    return class_

@@ -1,0 +1,138 @@
+"""Exercise 1, every known case, graded in process (tests/in_process.py): the hidden tests run as at autograde,
+the real JudgeAnswers judges their reports. tests/slow/test_ex1_pipeline.py runs a few of them through nbgrader."""
+
+import nbformat
+import pytest
+from cases_ex1 import (
+    ALTERNATIVES,
+    CHEATS,
+    KEEPDIM,
+    MISTAKES,
+    NB,
+    RULE_MISTAKES,
+    WRONG_VALUES_WRONG_SHAPE,
+    submissions,
+)
+from conftest import REPO
+from in_process import autograde, source_notebook
+
+from autograder.engine.backward_rules import SHAPE_ONLY_SHARE, STEP_BY_NAME, STEPS
+
+ALL_STEPS = [s.name for s in STEPS]
+
+
+@pytest.fixture(scope="module")
+def graded():
+    release = nbformat.read(REPO / "release" / "backprop_ninja" / f"{NB}.ipynb", as_version=4)
+    return autograde(NB, submissions(release, source_notebook(NB)))
+
+
+def lost_steps(graded, student) -> list:
+    return [g.removeprefix("test_d") for g in graded[student].lost()]
+
+
+def test_solution_gets_full_marks(graded):
+    assert lost_steps(graded, "solution") == []
+    assert all(m.startswith("✔") for m in graded["solution"].messages.values() if m), graded["solution"].messages
+
+
+def test_blank_release_gets_zero_without_crashing(graded):
+    assert sum(graded["blank"].points.values()) == 0
+    for step in ALL_STEPS:
+        assert "not answered yet" in graded["blank"].messages[f"test_d{step}"]
+
+
+@pytest.mark.parametrize("student", MISTAKES)
+def test_a_mistake_costs_exactly_its_own_step(graded, student):
+    _, step, words = MISTAKES[student]
+    assert lost_steps(graded, student) == [step], graded[student].messages
+    message = graded[student].messages[f"test_d{step}"]
+    assert words in message, message
+
+
+@pytest.mark.parametrize("student", RULE_MISTAKES)
+def test_a_rule_right_only_on_real_upstream_gradients_is_caught_by_its_probe(graded, student):
+    """Issue 12: these give autograd's values (or nearly) on every batch; the step's rule says otherwise."""
+    _, step, _ = RULE_MISTAKES[student]
+    message = graded[student].messages[f"test_d{step}"]
+    assert graded[student].points[f"test_d{step}"] == 0
+    if step != "bnvar":  # the dropped epsilon is also visible in the values, on neuron 0
+        assert "has the right values on this batch, but not its backward rule" in message, message
+
+
+@pytest.mark.parametrize("student", KEEPDIM)
+def test_right_values_in_a_keepdim_shape_earn_a_share_and_the_dimension_is_named(graded, student):
+    step = KEEPDIM[student]
+    assert graded[student].points[f"test_d{step}"] == SHAPE_ONLY_SHARE * STEP_BY_NAME[step].points
+    message = graded[student].messages[f"test_d{step}"]
+    assert "dimension" in message and "the values are right" in message, message
+
+
+@pytest.mark.parametrize("student", WRONG_VALUES_WRONG_SHAPE)
+def test_wrong_values_in_a_wrong_shape_earn_nothing(graded, student):
+    assert graded[student].points[f"test_d{WRONG_VALUES_WRONG_SHAPE[student]}"] == 0
+
+
+def test_running_every_answer_cell_twice_grades_like_the_solution(graded):
+    assert graded["alt_every_cell_twice"].points == graded["solution"].points
+    assert all(m.startswith("✔") for m in graded["alt_every_cell_twice"].messages.values() if m)
+
+
+def test_a_gradient_changed_in_place_after_its_check_is_named(graded):
+    assert lost_steps(graded, "m_alias_dhprebn") == []
+    message = graded["m_alias_dhprebn"].messages["test_dhprebn"]
+    assert "dbndiff changed after its check: it now holds the values of dhprebn" in message, message
+
+
+def test_error_carried_forward_names_the_upstream_gradient(graded):
+    message = graded["m_probs_sign"].messages["test_dcounts_sum_inv"]
+    assert "fix dprobs first" in message and "✔" in message
+
+
+@pytest.mark.parametrize("student", [*ALTERNATIVES, "alt_one_cell", "alt_split_cells"])
+def test_other_correct_formulas_and_layouts_get_full_marks(graded, student):
+    assert lost_steps(graded, student) == [], graded[student].messages
+
+
+def test_exact_zeros_are_right_where_the_gradient_is_zero_and_say_why(graded):
+    messages = graded["alt_c"].messages
+    assert "exactly zero, which is right: subtracting a row's max" in messages["test_dlogit_maxes"]
+    assert "exactly zero, which is right: BatchNorm subtracts the batch mean" in messages["test_db1"]
+    assert "The backward rule gives values up to" in messages["test_db1"]
+
+
+def test_a_probe_that_cannot_separate_the_rule_says_so_and_the_value_decides(graded):
+    message = graded["alt_b"].messages["test_dhprebn"]  # the fused formula, from dhpreact
+    assert message.startswith("✔") and "is computed from dhpreact, further up the graph" in message, message
+
+
+def test_a_probe_that_cannot_run_says_so_and_the_value_decides(graded):
+    message = graded["alt_probe_cannot_run"].messages["test_dh"]
+    assert message.startswith("✔") and "could not re-run your code for dh with other inputs: AttributeError" in message
+
+
+def test_the_probe_is_silent_when_the_rule_holds(graded):
+    assert "rule" not in graded["solution"].messages["test_dcounts"]
+    assert "rule" not in graded["alt_d"].messages["test_dhprebn"]  # dbnmeani written out: consistent pins
+
+
+@pytest.mark.parametrize("student", CHEATS)
+def test_answers_from_autograd_earn_nothing(graded, student):
+    _, _, steps, words = CHEATS[student]
+    assert lost_steps(graded, student) == sorted(steps)
+    assert words in graded[student].messages[f"test_d{steps[0]}"]
+
+
+def test_pasted_values_earn_nothing(graded):
+    assert lost_steps(graded, "c_pasted_values") == ["b2"]
+
+
+def test_neutralised_cells_earn_nothing(graded):
+    assert sum(graded["c_blank_cells"].points.values()) == 0
+    assert "ran to the end but reported nothing" in graded["c_blank_cells"].messages["test_dW1"]
+    assert [p.kind for p in graded["c_blank_cells"].problems] == ["no_answer_reported"]
+
+
+def test_a_dead_kernel_keeps_the_points_earned_before_it(graded):
+    assert lost_steps(graded, "k_dies_midway") == sorted(ALL_STEPS[ALL_STEPS.index("h") :])
+    assert "kernel died" in graded["k_dies_midway"].messages["test_dW2"]

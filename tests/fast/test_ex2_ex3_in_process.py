@@ -1,0 +1,82 @@
+"""Exercises 2 and 3, every known case, graded in process (tests/in_process.py): the hidden tests run as at
+autograde, the real JudgeAnswers judges their reports. tests/slow/test_ex2_ex3_pipeline.py runs a few of them
+through nbgrader."""
+
+import nbformat
+import pytest
+from cases_ex2_ex3 import ALTERNATIVES, CHEATS, MISTAKES, NB2, NB3, POINTS, RULE_MISTAKES, submissions
+from conftest import REPO
+from in_process import autograde, source_notebook
+
+
+@pytest.fixture(scope="module")
+def graded():
+    found = {}
+    for notebook in (NB2, NB3):
+        release = nbformat.read(REPO / "release" / "backprop_ninja" / f"{notebook}.ipynb", as_version=4)
+        found[notebook] = autograde(notebook, submissions(notebook, release, source_notebook(notebook)))
+    return found
+
+
+@pytest.mark.parametrize("notebook", [NB2, NB3])
+def test_points_table(graded, notebook):
+    assert graded[notebook]["solution"].max_points == POINTS[notebook]
+
+
+@pytest.mark.parametrize("notebook", [NB2, NB3])
+def test_solution_gets_full_marks(graded, notebook):
+    solution = graded[notebook]["solution"]
+    assert solution.lost() == []
+    assert all(solution.messages[g].startswith("✔") for g in POINTS[notebook]), solution.messages
+
+
+@pytest.mark.parametrize("notebook", [NB2, NB3])
+def test_blank_release_gets_zero_without_crashing(graded, notebook):
+    blank = graded[notebook]["blank"]
+    assert sum(blank.points.values()) == 0
+    for cell in POINTS[notebook]:
+        assert "not answered yet" in blank.messages[cell], blank.messages[cell]
+
+
+@pytest.mark.parametrize("mistake", MISTAKES)
+def test_a_mistake_costs_exactly_its_own_cells_with_its_message(graded, mistake):
+    notebook, _, expected = MISTAKES[mistake]
+    student = graded[notebook][mistake]
+    assert student.lost() == sorted(expected), student.messages
+    for cell, words in expected.items():
+        assert words in student.messages[cell], student.messages[cell]
+
+
+@pytest.mark.parametrize("mistake", ["loss_copied", "hpreact_copied"])
+def test_a_copied_chunked_value_is_right_on_the_batch_and_earns_nothing(graded, mistake):
+    notebook, _, expected = RULE_MISTAKES[mistake]
+    (cell,) = expected
+    assert "A copy of the chunked forward pass earns nothing" in graded[notebook][mistake].messages[cell]
+
+
+@pytest.mark.parametrize("student", ALTERNATIVES)
+@pytest.mark.parametrize("notebook", [NB2, NB3])
+def test_other_correct_formulas_get_full_marks(graded, student, notebook):
+    assert graded[notebook][student].lost() == [], graded[notebook][student].messages
+
+
+def test_dhprebn_from_the_students_own_dbngain_and_dbnbias_is_checked_by_its_rule(graded):
+    """Those two were computed from the pinned dhpreact in the student's cells: the probe re-runs them too."""
+    assert "rule" not in graded[NB3]["alt_d"].messages["test_dhprebn"]
+    assert "further up" not in graded[NB3]["alt_d"].messages["test_dhprebn"]
+
+
+@pytest.mark.parametrize("student", CHEATS)
+def test_answers_from_autograd_earn_nothing(graded, student):
+    changes, expected = CHEATS[student]
+    for notebook in changes:
+        got = graded[notebook][student]
+        assert got.lost() == sorted(expected[notebook]), got.messages
+        for cell, words in expected[notebook].items():
+            assert words in got.messages[cell], got.messages[cell]
+
+
+def test_pasted_values_earn_nothing(graded):
+    assert graded[NB2]["c_pasted_values"].lost() == ["test_dlogits", "test_dlogits_rows"]
+    assert "this batch" in graded[NB2]["c_pasted_values"].messages["test_dlogits_rows"]
+    assert graded[NB3]["c_pasted_values"].lost() == ["test_dbnbias"]

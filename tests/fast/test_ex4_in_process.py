@@ -1,0 +1,83 @@
+"""Exercise 4, every known case, graded in process (tests/in_process.py): the hidden tests run as at autograde
+(the graded training run included), the real JudgeAnswers judges their reports. tests/slow/test_ex4_pipeline.py
+runs a few of them through nbgrader."""
+
+import nbformat
+import pytest
+import torch
+from cases_ex4 import ALTERNATIVES, CHEATS, GRADIENTS, MISTAKES, NB, submissions
+from conftest import REPO
+from in_process import autograde, source_notebook
+
+from autograder.authoring.submissions import grade_id
+from autograder.engine import training
+from autograder.engine.reference import SETUP_PREFIX, run_setup
+from autograder.engine.training_checks import POINTS, REACH_LOSS
+
+
+@pytest.fixture(scope="module")
+def graded():
+    release = nbformat.read(REPO / "release" / "backprop_ninja" / f"{NB}.ipynb", as_version=4)
+    return autograde(NB, submissions(release, source_notebook(NB)))
+
+
+def lost(graded, student) -> dict:
+    got = graded[student]
+    return {g: got.points[g] for g in got.lost()}
+
+
+def test_points_table(graded):
+    maximum = {g: p for g, p in graded["solution"].max_points.items() if p}
+    assert maximum == {"test_dC": 2, **{g: 1 for g in GRADIENTS[1:]}, "test_training": 4, "test_calibration": 2}
+    assert sum(maximum.values()) == sum(POINTS.values()) == 14
+
+
+@pytest.mark.parametrize("student", ["solution", *ALTERNATIVES, "alt_extra_loop"])
+def test_correct_submissions_get_full_marks(graded, student):
+    assert lost(graded, student) == {}, graded[student].messages
+
+
+def test_solution_messages(graded):
+    messages = graded["solution"].messages
+    assert "with the right gradients, your training_step follows autograd's run" in messages["test_training"]
+    assert "your own training run" not in messages["test_training"]  # it followed too
+    assert f"goal: below {REACH_LOSS:g}" in messages["test_training"]
+    assert "over the training set" in messages["test_calibration"]
+
+
+def test_blank_release_gets_zero_without_crashing(graded):
+    blank = graded["blank"]
+    assert sum(blank.points.values()) == 0
+    for cell in GRADIENTS:
+        assert "backward_pass still raises NotImplementedError" in blank.messages[cell], blank.messages[cell]
+    assert "stopped after 0 of" in blank.messages["test_training"]
+    assert "not calibrated yet" in blank.messages["test_calibration"]
+
+
+@pytest.mark.parametrize("student", [*MISTAKES, *CHEATS])
+def test_a_mistake_costs_its_own_points(graded, student):
+    _, _, keeps, words = {**MISTAKES, **CHEATS}[student]
+    assert lost(graded, student) == keeps, graded[student].messages
+    for cell, text in words.items():
+        assert text in graded[student].messages[cell], graded[student].messages[cell]
+
+
+def test_exact_zeros_for_db1_are_right_and_say_why(graded):
+    assert (
+        "exactly zero, which is right: BatchNorm subtracts the batch mean"
+        in graded["alt_db1_zero"].messages["test_db1"]
+    )
+
+
+def test_grader_forward_is_the_notebooks():
+    """training.forward (the grader's replay) computes exactly what the notebook's locked forward does."""
+    source = source_notebook(NB)
+    ns = run_setup(tuple(c.source for c in source.cells if grade_id(c).startswith(SETUP_PREFIX)), 12345)
+    Xb, Yb, cache = ns["check_batch"]
+    loss, mine = training.forward(ns["initial_parameters"], Xb, Yb)
+    assert torch.equal(loss, ns["loss"].detach())
+    assert all(torch.equal(mine[k], cache[k]) for k in cache)
+    grads = training.manual_backward(ns["initial_parameters"], Xb, Yb, mine)
+    scale = max(p.grad.abs().max().item() for p in ns["parameters"])  # db1 is rounding noise around 0
+    for name, p, g in zip(training.PARAMETER_NAMES, ns["parameters"], grads):
+        assert (g - p.grad).abs().max() <= 1e-6 * scale, name

@@ -1,0 +1,281 @@
+"""Autograde without nbgrader, for the fast tier: a class of submissions graded in seconds.
+
+What stays real: every cell of a submission runs as ``nbgrader autograde`` runs it (locked cells as the
+gradebook restores them, from the source notebook with its hidden tests; ``NBGRADER_EXECUTION=autograde``
+and the grading seed set; one cell after the other in one IPython shell, which is what a kernel is, so
+``In``, magics and ``get_ipython()`` behave as in the kernel), and the grader's own ``JudgeAnswers``
+preprocessor judges the outputs the hidden tests displayed, in this process, against its reference.
+
+What is left out: nbgrader itself, the kernel protocol and the sandbox (the slow tier runs those).
+
+The hidden tests monkeypatch torch (``start_grading``), so the cells run in forked child processes, never in
+this one. Submissions of one notebook share their common first cells: a child runs the cells that all of its
+submissions have in common, then forks one child per different next cell, and so on. The setup cells (data,
+dataset, forward pass) therefore run once per notebook, not once per student; at most WORKERS shells run cells at
+a time. A child that dies (``os._exit``) is a dead kernel for its students, as GradingExecute records one.
+"""
+
+import contextlib
+import io
+import json
+import multiprocessing
+import os
+import shutil
+import signal
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import nbformat
+import torch  # imported before forking: each child starts with torch loaded
+from IPython.core.displaypub import DisplayPublisher
+from IPython.core.interactiveshell import InteractiveShell
+from traitlets.config import Config
+
+from autograder.authoring import SOURCE_DIR
+from autograder.authoring.notebooks import grade_id
+from autograder.data import EMBEDDED_NAMES, NAMES_VARIABLE
+from autograder.in_kernel import SEED_VARIABLE
+from autograder.preprocessors.judge_answers import JudgeAnswers
+
+DEFAULT_SEED = 1234567  # not the notebooks' own seed: like autograde, grade on a batch the student never saw
+TIME_LIMIT = 600  # seconds for a whole class of one notebook; a runaway cell is a bug in a test
+WORKERS = 2  # shells running cells at the same time (this machine has two cores)
+
+
+@dataclass
+class Graded:
+    """One submission, graded: what nbgrader would store in the gradebook and write in the graded cells."""
+
+    points: dict  # grade_id -> points of every graded cell
+    messages: dict  # grade_id -> the grader's text in that cell
+    max_points: dict  # grade_id -> the cell's maximum
+    notebook: object  # the judged notebook
+    problems: list  # the Problems JudgeAnswers found (no_answer_reported)
+
+    def lost(self) -> list:
+        """grade_ids of the graded cells that did not get all their points (0-point cells excluded)."""
+        return sorted(g for g, most in self.max_points.items() if most and self.points[g] != most)
+
+
+def source_notebook(name: str):
+    return nbformat.read(SOURCE_DIR / f"{name}.ipynb", as_version=4)
+
+
+def as_autograde_runs_it(submission, source):
+    """The submission as nbgrader's autograde executes it: every locked cell back as the gradebook has it
+    (the source's, hidden tests included), outputs cleared."""
+    nb = nbformat.from_dict(json.loads(json.dumps(submission)))  # a deep copy
+    locked = {grade_id(c): c for c in source.cells if c.metadata.get("nbgrader", {}).get("locked")}
+    for cell in nb.cells:
+        original = locked.get(grade_id(cell))
+        if original is not None:
+            cell.cell_type, cell.source = original.cell_type, original.source
+            cell.metadata["nbgrader"] = dict(original.metadata["nbgrader"])
+        if cell.cell_type == "code":
+            cell.outputs, cell.execution_count = [], None
+    return nb
+
+
+def autograde(name: str, submissions: dict, seed: int = DEFAULT_SEED) -> dict:
+    """student -> Graded, for submissions (student -> notebook) of the notebook ``name``, all with one seed."""
+    source = source_notebook(name)
+    runs = {student: as_autograde_runs_it(nb, source) for student, nb in submissions.items()}
+    executed = _execute(runs, seed)
+    graded = {}
+    for student, nb in runs.items():
+        outputs, state = executed[student]
+        for index, cell_outputs in outputs.items():
+            nb.cells[index].outputs = [nbformat.from_dict(o) for o in cell_outputs]
+        resources = {
+            "nbgrader": {"notebook": name, "student": student},
+            "backprop_ninja": {"seed": seed, "names_path": str(EMBEDDED_NAMES), "incidents": [], **state},
+        }
+        nb, _ = JudgeAnswers().preprocess(nb, resources)
+        graded[student] = _read_grades(nb, resources["backprop_ninja"]["incidents"])
+    return graded
+
+
+def _read_grades(nb, problems: list) -> Graded:
+    points, messages, most = {}, {}, {}
+    for cell in nb.cells:
+        meta = cell.metadata.get("nbgrader", {})
+        if not meta.get("grade"):
+            continue
+        gid = grade_id(cell)
+        most[gid] = float(meta.get("points", 0))
+        results = [o for o in cell.get("outputs", []) if o.get("output_type") == "execute_result"]
+        points[gid] = float(results[-1]["data"]["text/plain"]) if results else 0.0
+        messages[gid] = "".join(o.get("text", "") for o in cell.get("outputs", []) if o.get("output_type") == "stream")
+    return Graded(points, messages, most, nb, problems)
+
+
+# ------------------------------------------------------------------------------------------ execution
+
+
+def _execute(runs: dict, seed: int) -> dict:
+    """student -> ({cell index: outputs}, the kernel state JudgeAnswers reads), every notebook run to its end."""
+    folder = Path(tempfile.mkdtemp(prefix="backprop-ninja-in-process-"))
+    slots = multiprocessing.get_context("fork").Semaphore(WORKERS)
+    children = {}
+    try:
+        _fork(children, list(runs), lambda: _root(runs, seed, folder, slots), folder, slots)
+        _wait(children, folder, slots)
+        return _collect(runs, folder)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def _root(runs: dict, seed: int, folder: Path, slots) -> None:
+    """The root of the tree of shells: the environment of autograde, then every cell."""
+    # One thread: OpenMP's thread pool does not survive a fork (a child that uses it hangs), and the children
+    # fork again. The graded tensors are small: torch would not split them across threads anyway.
+    torch.set_num_threads(1)
+    os.environ.update(
+        {
+            "NBGRADER_EXECUTION": "autograde",
+            SEED_VARIABLE: str(seed),
+            NAMES_VARIABLE: str(EMBEDDED_NAMES),
+            "MPLBACKEND": "Agg",
+        }
+    )
+    _run_group(_shell(), runs, list(runs), 0, folder, slots)
+
+
+def _child(work, folder: Path) -> None:
+    """Run ``work`` in this forked process and leave without returning to the caller's code (or pytest's)."""
+    status = 1
+    try:
+        os.chdir(folder)  # what a notebook writes goes to the temporary folder
+        work()
+        status = 0
+    finally:
+        os._exit(status)
+
+
+def _wait(children: dict, folder: Path, slots) -> None:
+    """Wait for the children (pid -> its students) to end."""
+    while children:
+        _reap(children, folder, slots)
+        time.sleep(0.002)
+
+
+def _reap(children: dict, folder: Path, slots) -> None:
+    """Forget the children that ended. One that died (os._exit, a crash) or ran over TIME_LIMIT is recorded for its
+    students. A child holds a slot until it hands it back to branch; if it ended holding it, it is freed here."""
+    for pid, (students, deadline) in list(children.items()):
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if not done and time.monotonic() > deadline:
+            os.kill(pid, signal.SIGKILL)
+            done, status = os.waitpid(pid, 0)
+            _record(folder, {"students": students, "stopped": "notebook_time_limit_in"})
+        elif done and not (os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0):
+            _record(folder, {"students": students, "stopped": "kernel_died_in"})
+        if done:
+            del children[pid]
+            handed_back = folder / f"{pid}.handed-back"
+            if handed_back.exists():
+                handed_back.unlink()  # a later child may get the same pid
+            else:
+                slots.release()
+
+
+def _fork(children: dict, students: list, work, folder: Path, slots) -> None:
+    """Start ``work`` in a child holding a slot (waiting for one, and reaping, while all are taken)."""
+    while not slots.acquire(timeout=0.01):
+        _reap(children, folder, slots)
+    pid = os.fork()
+    if pid == 0:
+        _child(work, folder)
+    children[pid] = (students, time.monotonic() + TIME_LIMIT)
+
+
+def _record(folder: Path, entry: dict) -> None:
+    """One line per event, in a file per process: processes never write to the same file."""
+    with open(folder / f"{os.getpid()}.jsonl", "a") as f:
+        f.write(json.dumps(entry) + "\n")
+
+
+def _shell() -> InteractiveShell:
+    config = Config()
+    config.HistoryManager.hist_file = ":memory:"  # In and _ih are kept as in a kernel; nothing goes to ~/.ipython
+    shell = InteractiveShell.instance(config=config)
+    shell.display_pub = _Outputs(shell=shell)
+    return shell
+
+
+class _Outputs(DisplayPublisher):
+    """display() in a cell: kept as the display_data output that nbclient records."""
+
+    cell = []
+
+    def publish(self, data, metadata=None, *args, **kwargs):
+        _Outputs.cell.append({"output_type": "display_data", "data": data, "metadata": metadata or {}})
+
+
+def _run_cell(shell: InteractiveShell, source: str) -> list:
+    _Outputs.cell = displayed = []
+    printed = {"stdout": io.StringIO(), "stderr": io.StringIO()}
+    with contextlib.redirect_stdout(printed["stdout"]), contextlib.redirect_stderr(printed["stderr"]):
+        result = shell.run_cell(source, store_history=True)
+    outputs = [{"output_type": "stream", "name": k, "text": v.getvalue()} for k, v in printed.items() if v.getvalue()]
+    error = result.error_before_exec or result.error_in_exec
+    if error is not None:
+        outputs.append({"output_type": "error", "ename": type(error).__name__, "evalue": str(error), "traceback": []})
+    return outputs + displayed
+
+
+def _run_group(shell: InteractiveShell, runs: dict, students: list, start: int, folder: Path, slots) -> None:
+    """Run the cells from ``start`` on for these students, whose earlier cells all ran in this process.
+
+    At most WORKERS processes run cells at a time: each is forked holding a slot, and hands it back when it
+    branches (its children get slots of their own)."""
+    index = start
+    while True:
+        sources = {s: _code_source(runs[s], index) for s in students}
+        if len(set(sources.values())) > 1:
+            break
+        source = sources[students[0]]
+        if source is _END:
+            return
+        if source.strip():  # nbclient skips empty cells and cells of other kinds
+            _record(folder, {"students": students, "cell": index, "outputs": _run_cell(shell, source)})
+        index += 1
+    branches = {}
+    for student, source in sources.items():
+        branches.setdefault(source, []).append(student)
+    (folder / f"{os.getpid()}.handed-back").touch()
+    slots.release()
+    children = {}
+    for group in branches.values():
+        _fork(children, group, lambda group=group: _run_group(shell, runs, group, index, folder, slots), folder, slots)
+    _wait(children, folder, slots)
+
+
+_END = "\0end of the notebook"
+
+
+def _code_source(nb, index: int):
+    """The source of code cell ``index`` ("" for a cell of another kind), or _END past the last cell."""
+    if index >= len(nb.cells):
+        return _END
+    cell = nb.cells[index]
+    return cell.source if cell.cell_type == "code" else ""
+
+
+def _collect(runs: dict, folder: Path) -> dict:
+    entries = [json.loads(line) for path in folder.glob("*.jsonl") for line in path.read_text().splitlines()]
+    results = {s: ({}, {"kernel_died_in": None, "notebook_time_limit_in": None}) for s in runs}
+    for entry in entries:
+        if "cell" in entry:
+            for student in entry["students"]:
+                results[student][0][entry["cell"]] = entry["outputs"]
+    for entry in entries:  # a process that died or was stopped: in the first code cell that has no outputs
+        for student in entry["students"] if "stopped" in entry else ():
+            outputs, state = results[student]
+            cells = runs[student].cells
+            state[entry["stopped"]] = next(
+                (i for i, c in enumerate(cells) if c.cell_type == "code" and i not in outputs), len(cells) - 1
+            )
+    return results
