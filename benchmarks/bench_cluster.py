@@ -7,10 +7,14 @@ Builds two classes of Exercise 1 (--small and --large students; bench_class_grad
 one-step-missing and blank notebooks), starts a Dask scheduler and --workers workers on 127.0.0.1 (each one
 task at a time, one torch thread: what ``grade --workers`` gives each of its workers on this machine), and
 grades each class from scratch with ``backprop-ninja grade --workers W`` and with ``grade --scheduler``, one
-after the other (--repeat rounds; medians), sandboxed, with feedback. Prints for each path the seconds per
-student of each class, then the fixed cost of a run and the marginal seconds per student (the slope between
-the two class sizes), the Dask path's overhead per student, and the sizing rule: students graded per worker
-core per hour, 3600 / (marginal seconds per student x workers).
+after the other (--repeat rounds; medians), sandboxed, with feedback.
+
+Each run is measured in wall-clock seconds and in CPU seconds of every process it used (``grade`` and its
+workers and kernels; for the Dask path also the scheduler and the Dask workers with their graders and
+kernels). On a machine that others share, wall-clock time follows their load; CPU time much less so. Prints
+for each path the seconds per student of each class, the fixed cost of a run and the marginal cost of one
+more student (the slope between the two class sizes), the Dask path's overhead per student, and the sizing
+rule: students graded per worker-core per hour, 3600 / (marginal CPU seconds per student).
 """
 
 import argparse
@@ -24,12 +28,28 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(REPO), str(REPO / "tests")]
 
-from bench_class_grading import build_course, reset, run  # noqa: E402
+from bench_class_grading import build_course, cpu_seconds, reset, run  # noqa: E402
 from conftest import LoopbackCluster  # noqa: E402
 
 
-def grade(root: Path, *args) -> float:
-    return run(root, [sys.executable, "-m", "autograder.cli", "grade", "--course", str(root), "--quiet", *args])
+def process_cpu(pids: list) -> float:
+    """CPU seconds of these processes and their descendants, those alive and those they have reaped."""
+    import psutil
+
+    total = 0.0
+    for pid in pids:
+        parent = psutil.Process(pid)
+        for process in [parent, *parent.children(recursive=True)]:
+            times = process.cpu_times()
+            total += times.user + times.system + times.children_user + times.children_system
+    return total
+
+
+def grade(root: Path, cluster_pids: list, *args) -> tuple:
+    """(wall seconds, CPU seconds) of one ``grade`` run, and of the cluster's processes meanwhile."""
+    before = cpu_seconds() + process_cpu(cluster_pids)
+    wall = run(root, [sys.executable, "-m", "autograder.cli", "grade", "--course", str(root), "--quiet", *args])
+    return wall, cpu_seconds() + process_cpu(cluster_pids) - before
 
 
 def main() -> None:
@@ -48,38 +68,45 @@ def main() -> None:
     (folder / "dask").mkdir()
     cluster = LoopbackCluster(folder / "dask", args.workers)
     paths = {"local": ["--workers", str(args.workers)], "dask": ["--scheduler", cluster.address]}
+    pids = {"local": [], "dask": [p.pid for p in cluster.processes.values()]}
     print(
         f"{args.small} and {args.large} students x {', '.join(args.notebooks)}; {args.workers} local workers against "
         f"{args.workers} Dask workers on 127.0.0.1; {os.cpu_count()} cores, load {os.getloadavg()[0]:.1f} at start",
         flush=True,
     )
-    seconds = {(path, n): [] for path in paths for n in classes}
+    measured = {(path, n): [] for path in paths for n in classes}
     try:
         for _ in range(args.repeat):
             for students, root in classes.items():
                 for path, options in paths.items():
                     reset(root)
-                    seconds[path, students].append(grade(root, *options))
-                    print(f"  {path:5s} {students:3d} students: {seconds[path, students][-1]:6.1f} s", flush=True)
+                    wall, cpu = grade(root, pids[path], *options)
+                    measured[path, students].append((wall, cpu))
+                    print(
+                        f"  {path:5s} {students:3d} students: {wall:6.1f} s, CPU {cpu:6.1f} s, "
+                        f"load {os.getloadavg()[0]:.1f}",
+                        flush=True,
+                    )
     finally:
         cluster.close()
-    median = {key: statistics.median(values) for key, values in seconds.items()}
-    print(f"load {os.getloadavg()[0]:.1f} at the end; medians of {args.repeat} round(s):")
+    print(f"medians of {args.repeat} round(s):")
     marginal = {}
+    for kind, column in (("wall", 0), ("CPU", 1)):
+        for path in paths:
+            small, large = (statistics.median(m[column] for m in measured[path, n]) for n in (args.small, args.large))
+            marginal[path, kind] = (large - small) / (args.large - args.small)
+            print(
+                f"  {kind:4s} {path:5s} {small / args.small:5.2f} s/student ({args.small}), {large / args.large:5.2f} "
+                f"s/student ({args.large}); a run: {small - marginal[path, kind] * args.small:5.1f} s + "
+                f"{marginal[path, kind]:5.2f} s per student"
+            )
+        overhead = marginal["dask", kind] - marginal["local", kind]
+        print(f"  {kind:4s} overhead of the Dask path: {overhead:+.2f} s per student")
     for path in paths:
-        small, large = median[path, args.small], median[path, args.large]
-        marginal[path] = (large - small) / (args.large - args.small)
-        fixed = small - marginal[path] * args.small
         print(
-            f"  {path:5s} {small / args.small:5.2f} s/student ({args.small}), {large / args.large:5.2f} s/student "
-            f"({args.large}); a run: {fixed:5.1f} s + {marginal[path]:5.2f} s per student; "
-            f"{3600 / (marginal[path] * args.workers):5.0f} students per worker-core per hour"
+            f"  {path:5s} {3600 / marginal[path, 'CPU']:5.0f} students per worker-core per hour (CPU), "
+            f"{3600 / (marginal[path, 'wall'] * args.workers):5.0f} from the wall-clock time on {args.workers} cores"
         )
-    print(
-        f"  overhead of the Dask path: {marginal['dask'] - marginal['local']:+.2f} s per student, "
-        f"{(median['dask', args.large] - median['local', args.large]) / args.large:+.2f} s per student "
-        f"in the class of {args.large} (fixed costs included)"
-    )
     shutil.rmtree(folder, ignore_errors=True)
 
 
