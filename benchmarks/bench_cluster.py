@@ -11,7 +11,9 @@ after the other (--repeat rounds; medians), sandboxed, with feedback.
 
 Each run is measured in wall-clock seconds and in CPU seconds of every process it used (``grade`` and its
 workers and kernels; for the Dask path also the scheduler and the Dask workers with their graders and
-kernels). On a machine that others share, wall-clock time follows their load; CPU time much less so. Prints
+kernels). On a machine that others share, wall-clock time follows their load; CPU time much less so. A
+sandboxed kernel's CPU time is not counted (a process in bubblewrap's PID namespace is not counted to the
+process that started it): --unsandboxed counts it. Prints
 for each path the seconds per student of each class, the fixed cost of a run and the marginal cost of one
 more student (the slope between the two class sizes), the Dask path's overhead per student, and the sizing
 rule: students graded per worker-core per hour, 3600 / (marginal CPU seconds per student).
@@ -59,6 +61,12 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=2, help="local workers, and Dask workers (default 2)")
     parser.add_argument("--notebooks", nargs="+", default=["ex1_atomic_backward"])
     parser.add_argument("--repeat", type=int, default=1, help="rounds of every measurement (medians)")
+    parser.add_argument(
+        "--unsandboxed",
+        action="store_true",
+        help="grade without the sandbox: the kernels' CPU time is then counted too (a process in bubblewrap's PID "
+        "namespace is not counted to the process that started it)",
+    )
     args = parser.parse_args()
     folder = Path(tempfile.mkdtemp(prefix="bench-cluster-", dir="/var/tmp"))
     folder.chmod(0o755)
@@ -68,6 +76,8 @@ def main() -> None:
     (folder / "dask").mkdir()
     cluster = LoopbackCluster(folder / "dask", args.workers)
     paths = {"local": ["--workers", str(args.workers)], "dask": ["--scheduler", cluster.address]}
+    if args.unsandboxed:
+        paths = {path: options + ["--unsandboxed"] for path, options in paths.items()}
     pids = {"local": [], "dask": [p.pid for p in cluster.processes.values()]}
     print(
         f"{args.small} and {args.large} students x {', '.join(args.notebooks)}; {args.workers} local workers against "

@@ -18,6 +18,7 @@ machines reach it (``dask scheduler --host``); across a network, use TLS (``tls:
 ``distributed.comm.tls`` settings, which the client here reads too).
 """
 
+import contextlib
 import shutil
 import time
 import uuid
@@ -87,8 +88,9 @@ class DaskPool:
         name = remote.plugin_name(self.bundle.digest)
         try:
             self.client.register_plugin(remote.CoursePlugin(self.bundle), name=name)
-        except WorkerRefused as error:
-            self.client.unregister_worker_plugin(name)
+        except Exception as error:  # WorkerRefused, or a worker whose code cannot even load the course
+            with contextlib.suppress(Exception):
+                self.client.unregister_worker_plugin(name)
             raise GradingError(
                 f"{error}.\nEvery Dask worker must run what this machine runs (the same checkout of the course, "
                 "installed the same way). Nothing was graded."
