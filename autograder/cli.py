@@ -72,6 +72,12 @@ def main(argv=None) -> None:
         help="students graded at once (default: the number of cores, %(default)s here)",
     )
     grade.add_argument(
+        "--scheduler",
+        metavar="ADDRESS",
+        help="grade on a Dask cluster: the scheduler's address (tcp://HOST:8786, or tls://... with Dask's TLS "
+        "settings); one task per student, every kernel in the sandbox of its worker (needs the [cluster] extra)",
+    )
+    grade.add_argument(
         "--unsandboxed",
         action="store_true",
         help="run student code WITHOUT the bubblewrap sandbox (GradingExecute.sandbox=False): "
@@ -120,6 +126,21 @@ def main(argv=None) -> None:
         help='canvas: the roster\'s column to fill, e.g. "Backprop Ninja (12345)" '
         "(default: the one named after the assignment, else a new column)",
     )
+    slurm = commands.add_parser(
+        "slurm-script",
+        help="the Slurm job that runs one Dask worker for grade --scheduler (submit it once per node)",
+        description="Print a Slurm batch script (written by dask-jobqueue) that runs one Dask worker for "
+        "`backprop-ninja grade --scheduler`: one grading slot per core, one thread per slot, this course's Python.",
+    )
+    slurm.add_argument("--scheduler", required=True, help="the scheduler's address, e.g. tcp://10.0.0.5:8786")
+    slurm.add_argument("--cores", type=int, required=True, help="cores per job: the students it grades at once")
+    slurm.add_argument("--memory", required=True, help="memory per job, e.g. 16GB (about 2 GB a core)")
+    slurm.add_argument("--walltime", required=True, help="the job's time limit, e.g. 02:00:00")
+    slurm.add_argument("--queue", help="the Slurm partition (#SBATCH -p)")
+    slurm.add_argument("--account", help="the Slurm account (#SBATCH -A)")
+    slurm.add_argument(
+        "--tls", nargs=3, metavar=("CA", "CERT", "KEY"), help="for a tls:// scheduler: the CA, the worker's cert, key"
+    )
     args = parser.parse_args(argv)
     try:
         require_tools()
@@ -130,7 +151,7 @@ def main(argv=None) -> None:
     except GradingError as error:
         sys.exit(str(error))
     except KeyboardInterrupt:
-        sys.exit("interrupted: the students graded so far are in gradebook.db; run again to go on")
+        sys.exit("interrupted: the students graded so far are in the gradebook; run again to go on")
 
 
 def run(args) -> None:
@@ -157,9 +178,25 @@ def run(args) -> None:
                 out=args.out and Path(args.out),
                 feedback=not args.no_feedback,
                 progress=not args.quiet,
+                scheduler=args.scheduler,
             )
         )
         print_summary(summary)
+    elif args.command == "slurm-script":
+        from .grading.slurm import job_script
+
+        print(
+            job_script(
+                args.scheduler,
+                args.cores,
+                args.memory,
+                args.walltime,
+                args.queue,
+                args.account,
+                args.tls and tuple(args.tls),
+            ),
+            end="",
+        )
     elif args.command == "export":
         from .grading.lms_export import export_grades
         from .grading.preflight import course_root, find_assignment

@@ -1,18 +1,26 @@
 #!/usr/bin/env bash
 # Install what the course needs into ./.venv, with nothing activated: the autograder package with the
 # pinned packages of pyproject.toml, and Debian's bubblewrap for the grading sandbox.
-#   tools/install.sh             what the demo and grading need
-#   tools/install.sh --browser   also Debian's Chromium and ChromeDriver, for the JupyterLab browser test
+#   tools/install.sh          what the demo and grading need
+#   tools/install.sh --test   also what the whole test suite needs: Debian's Chromium and ChromeDriver (the
+#                             JupyterLab browser test), Debian's PostgreSQL server (the shared gradebook's
+#                             test starts one of its own), and the [cluster] and [postgres] extras (Dask, the
+#                             database driver)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PYTHON=${PYTHON:-python3}
 
-# Debian packages, each only when its command is missing: package:command
+# Debian packages, each only when its program is missing: package:program (PostgreSQL's are not on PATH)
 wanted=("bubblewrap:bwrap")
-if [ "${1:-}" = "--browser" ]; then wanted+=("chromium:chromium" "chromium-driver:chromedriver"); fi
+extras="test"
+if [ "${1:-}" = "--test" ]; then
+  wanted+=("chromium:chromium" "chromium-driver:chromedriver" "postgresql:/usr/lib/postgresql/*/bin/initdb")
+  extras="test,cluster,postgres"
+fi
 missing=()
 for entry in "${wanted[@]}"; do
-  command -v "${entry#*:}" >/dev/null 2>&1 || missing+=("${entry%%:*}")
+  program=${entry#*:}
+  command -v "$program" >/dev/null 2>&1 || compgen -G "$program" >/dev/null || missing+=("${entry%%:*}")
 done
 if [ ${#missing[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ]; then sudo=(); else sudo=(sudo); fi
@@ -32,11 +40,11 @@ if [ ! -x .venv/bin/python ]; then
   "$PYTHON" -m venv .venv ||
     { echo "could not make .venv: on Debian, apt-get install python3-venv"; rm -rf .venv; exit 1; }
 fi
-# pip only when pyproject.toml changed since the last install (the package itself is installed editable)
-stamp=.venv/.installed-pyproject
+# pip only when pyproject.toml changed since the last install of these extras (the package is installed editable)
+stamp=".venv/.installed-pyproject-$extras"
 if ! cmp -s pyproject.toml "$stamp"; then
   echo "installing the course's Python packages into .venv (a minute or two; log: .venv/pip.log)"
-  { .venv/bin/python -m pip install --upgrade pip && .venv/bin/python -m pip install -e ".[test]"; } \
+  { .venv/bin/python -m pip install --upgrade pip && .venv/bin/python -m pip install -e ".[$extras]"; } \
     > .venv/pip.log 2>&1 || { tail -40 .venv/pip.log; echo "pip failed: see .venv/pip.log"; exit 1; }
   cp pyproject.toml "$stamp"
 fi

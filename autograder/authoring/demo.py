@@ -32,6 +32,29 @@ BLANK_STUDENT = "finn_blank"
 
 
 def run_demo(directory: str) -> Path:
+    course = make_demo_course(directory)
+    print("3. backprop-ninja grade: nbgrader autograde in parallel, each kernel in the sandbox; feedback", flush=True)
+    sandbox = all(shutil.which(tool) for tool in SANDBOX_TOOLS)
+    if not sandbox:  # another Linux or macOS: the demo's own notebooks are safe to run without it
+        print(
+            f"   no sandbox on this machine ({', '.join(SANDBOX_TOOLS)} not found): the demo's own notebooks are "
+            "graded without it; a real class needs it (tools/install.sh installs bubblewrap on Debian)"
+        )
+    summary = grade_class(Options(course=course, sandbox=sandbox))
+    with open(summary.grades_csv) as f:
+        rows = list(csv.DictReader(f))
+    print(f"\n{'student':16s} {'score':>6s} / max")
+    for r in rows:
+        print(f"{r['student']:16s} {float(r['total'] or 0):6.1f} / {float(r['max_total']):g}")
+    print()
+    print_summary(summary)
+    print(f"feedback: {course / 'feedback'}")
+    return course
+
+
+def make_demo_course(directory) -> Path:
+    """Steps 1 and 2: a fresh course folder (replacing ``directory``) with its release and the demo class's
+    submissions."""
     course = Path(directory).resolve()
     if course.exists():
         shutil.rmtree(course)
@@ -55,20 +78,4 @@ def run_demo(directory: str) -> Path:
             folder.mkdir(parents=True, exist_ok=True)
             nb = release if changes is None else solved(release, source, changes)
             nbformat.write(nb, folder / f"{notebook}.ipynb")
-    print("3. backprop-ninja grade: nbgrader autograde in parallel, each kernel in the sandbox; feedback", flush=True)
-    sandbox = all(shutil.which(tool) for tool in SANDBOX_TOOLS)
-    if not sandbox:  # another Linux or macOS: the demo's own notebooks are safe to run without it
-        print(
-            f"   no sandbox on this machine ({', '.join(SANDBOX_TOOLS)} not found): the demo's own notebooks are "
-            "graded without it; a real class needs it (tools/install.sh installs bubblewrap on Debian)"
-        )
-    summary = grade_class(Options(course=course, sandbox=sandbox))
-    with open(summary.grades_csv) as f:
-        rows = list(csv.DictReader(f))
-    print(f"\n{'student':16s} {'score':>6s} / max")
-    for r in rows:
-        print(f"{r['student']:16s} {float(r['total'] or 0):6.1f} / {float(r['max_total']):g}")
-    print()
-    print_summary(summary)
-    print(f"feedback: {course / 'feedback'}")
     return course

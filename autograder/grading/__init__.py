@@ -10,7 +10,12 @@ changes        what changed since the last run (digests of submissions and cours
 state          what the last run left for the next (.grading/state.json)
 pool           the worker processes, fed one student at a time, killed and restarted when stuck
 worker         one worker process: nbgrader's own autograde and feedback; its JSON-line protocol
-gradebook      gradebook.db and the workers' copies: copy, merge one student, forget one student
+cluster        grade --scheduler: the same, a Dask task per student on a cluster (the coordinator's side)
+remote         what a Dask worker does: the course rebuilt privately, each student graded by a ``pool.Worker``
+payload        what travels to a Dask worker and back, and what each side refuses (not the course's, other versions)
+slurm          the Slurm job that runs a Dask worker (``backprop-ninja slurm-script``, written by dask-jobqueue)
+gradebook      the course's gradebook (SQLite or PostgreSQL, as nbgrader_config.py says) and the graders' private
+               ones: the template they grade into, merging one student, forgetting one student
 problems       the Problem type and the one table of problem kinds (problems.json)
 grades_csv     grades.csv from gradebook.db
 history        grade_history.csv: what each run changed per student, and why

@@ -2,13 +2,15 @@
 
 A student is regraded when their submitted files change (``submission_key``: a sha256 of every
 notebook and of timestamp.txt) or when the exercises or the grading configuration change
-(``course_key``: the source notebooks, nbgrader_config.py and the due date in gradebook.db);
+(``course_key``: the source notebooks, nbgrader_config.py and the due date in the gradebook);
 ``student_key`` joins the two.
 """
 
 import hashlib
 import json
 from pathlib import Path
+
+from .gradebook import exists
 
 NEW_SUBMISSION = "new submission"
 FIRST_GRADING = "first grading"
@@ -22,24 +24,24 @@ def _digest(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def due_date(root: Path, assignment: str):
-    """The assignment's due date in gradebook.db (nbgrader's own), or None."""
+def due_date(gradebook: str, assignment: str):
+    """The assignment's due date in the gradebook at URL ``gradebook`` (nbgrader's own), or None."""
     from nbgrader.api import Gradebook, MissingEntry
 
-    if not (root / "gradebook.db").is_file():
+    if not exists(gradebook):
         return None
-    with Gradebook(f"sqlite:///{root / 'gradebook.db'}") as gb:
+    with Gradebook(gradebook) as gb:
         try:
             return gb.find_assignment(assignment).duedate
         except MissingEntry:
             return None
 
 
-def course_key(root: Path, assignment: str, notebooks: list) -> str:
+def course_key(root: Path, assignment: str, notebooks: list, gradebook: str) -> str:
     """Changes when an exercise, the grading configuration or the due date changes: everyone is regraded then."""
     parts = [(root / "source" / assignment / f"{n}.ipynb").read_bytes() for n in notebooks]
     parts.append((root / "nbgrader_config.py").read_bytes() if (root / "nbgrader_config.py").is_file() else b"")
-    parts.append(str(due_date(root, assignment)).encode())
+    parts.append(str(due_date(gradebook, assignment)).encode())
     return _digest(b"\0".join(parts))
 
 

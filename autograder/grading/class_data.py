@@ -5,7 +5,8 @@ Inputs, as ``backprop-ninja grade`` leaves them in the course root:
                  (``ex1_atomic_backward``) and one per graded step (``ex1_atomic_backward:test_dlogprobs``);
                  an empty cell means no grade
   problems.json  a list of ``{"student", "notebook" (or null), "problem" (a kind), "detail"}``
-  gradebook.db   (optional) the max points of every step; else the highest score seen in its column
+  gradebook      (optional: gradebook.db, or the URL given) the max points of every step; else the highest score
+                 seen in its column
   source/backprop_ninja/<notebook>.ipynb  (optional) the order of the steps; else the column order
   autograded/<student>/backprop_ninja/<notebook>.ipynb  (optional) the grader's verdicts (``diagnoses``)
   feedback/<student>/backprop_ninja/<notebook>.html     (optional) linked from the report
@@ -19,6 +20,7 @@ from pathlib import Path
 from urllib.parse import quote
 
 from .diagnoses import read_diagnoses
+from .gradebook import exists, sqlite_url
 from .grades_csv import number
 from .history import read_history
 from .problems import rank, read_problems
@@ -30,8 +32,11 @@ class ClassData:
     """The class's files read once (grades, problems, step facts, diagnoses, history); ``notes`` says what was
     missing. Paths default to the files of those names in the course root."""
 
-    def __init__(self, course_root, grades_csv=None, problems_json=None, history_csv=None, assignment=ASSIGNMENT):
+    def __init__(
+        self, course_root, grades_csv=None, problems_json=None, history_csv=None, assignment=ASSIGNMENT, gradebook=None
+    ):
         self.root, self.assignment = Path(course_root), assignment
+        self.gradebook = gradebook or sqlite_url(self.root / "gradebook.db")
         self.notes, self.rows, self.problems = [], [], []
         self.notebooks, self.steps, self.max_points = [], {}, {}
         self._read_grades(Path(grades_csv) if grades_csv else self.root / "grades.csv")
@@ -79,12 +84,11 @@ class ClassData:
     def _read_step_facts(self):
         """Max points from the gradebook (else column maxima); step order from the source notebook."""
         from_gradebook = {}
-        db = self.root / "gradebook.db"
-        if db.is_file() and self.notebooks:  # never let Gradebook() create an empty database
+        if exists(self.gradebook) and self.notebooks:  # never let Gradebook() create an empty database
             from nbgrader.api import Gradebook, MissingEntry
 
             try:
-                with Gradebook(f"sqlite:///{db}") as gb:
+                with Gradebook(self.gradebook) as gb:
                     for notebook in self.notebooks:
                         try:
                             cells = gb.find_notebook(notebook, self.assignment).grade_cells

@@ -7,16 +7,19 @@
                students handed in)
   3. autograde the students whose files or course changed since the last run (``changes``), each
                with nbgrader's real autograde and generate_feedback, in N worker processes
-               (``pool``, ``worker``). Each kernel runs in the sandbox (GradingExecute.sandbox) with
-               a wall-clock limit per notebook (GradingExecute.notebook_timeout)
-  4. merge     every finished student's grades from their worker's gradebook into gradebook.db
-               (``gradebook``)
+               (``pool``, ``worker``), or one Dask task per student on a cluster (``cluster``,
+               ``remote``: the same worker process, on the cluster's machines). Each kernel runs in
+               the sandbox (GradingExecute.sandbox) with a wall-clock limit per notebook
+               (GradingExecute.notebook_timeout)
+  4. merge     every finished student's grades into the course's gradebook (``gradebook``: gradebook.db,
+               or the PostgreSQL server nbgrader_config.py names)
   5. report    grades.csv (``grades_csv``), problems.json (``problems``: every student without a
                full grade says why), grade_history.csv (``history``: what this run changed, and
                why) and the class report (``report``)
 
 A student's problems are kept with their last grading in .grading/state.json (``state``), so a
-re-run that regrades nobody reports the same problems.
+re-run that regrades nobody reports the same problems; it is saved as students finish, so a run that
+was interrupted (Ctrl-C, killed) goes on where it stopped.
 
 Limits: a cell that runs over Execute.timeout is interrupted and the notebook goes on; at
 GradingExecute.notebook_timeout the notebook stops (points earned so far stay); a worker that
@@ -37,10 +40,10 @@ from tqdm import tqdm
 
 from . import changes, preflight
 from .collect import collect
-from .gradebook import forget_student, late_penalties, merge_student
+from .gradebook import course_url, forget_student, late_penalties, make_template, write_submission
 from .grades_csv import grade_rows, step_columns, write_grades_csv
 from .history import Change, append_history
-from .pool import Worker, WorkerPool
+from .pool import GraderSettings, Worker, WorkerPool
 from .problems import Problem, write_problems
 from .staging import GRADING_DIR, read_releases, stage_student
 from .state import GradingState, StudentRecord
@@ -61,8 +64,24 @@ class Options:
     out: Path | None = None  # where grades.csv and problems.json go (default: the course root)
     feedback: bool = True
     progress: bool = True
-    first_sandbox_uid: int = 61000  # as root, worker i's kernels run as uid first_sandbox_uid + i
+    first_sandbox_uid: int = 61000  # as root, kernels run as the first free uids from here, one per worker
     extra_nbgrader_args: list = field(default_factory=list)
+    scheduler: str | None = None  # a Dask scheduler's address: grade there (cluster.py), not in local workers
+
+    def grader(self) -> GraderSettings:
+        """What every worker needs to know of these options, here or on a Dask worker."""
+        return GraderSettings(
+            self.sandbox,
+            self.notebook_timeout,
+            self.cell_timeout,
+            self.memory_limit_gb,
+            self.feedback,
+            self.first_sandbox_uid,
+            tuple(self.extra_nbgrader_args),
+        )
+
+
+STATE_SAVE_SECONDS = 1.0  # state.json is saved as students finish, at most this often (and at the end)
 
 
 class ClassGrading:
@@ -73,7 +92,7 @@ class ClassGrading:
         self.root = preflight.course_root(o.course)
         self.assignment = o.assignment or preflight.find_assignment(self.root)
         self.notebooks = preflight.notebook_names(self.root, self.assignment)
-        self.main_db = self.root / "gradebook.db"
+        self.gradebook = course_url(self.root)
         self.grading = self.root / GRADING_DIR
         self.records = {}  # student -> StudentRecord of this run
         self.reasons = {}  # student graded (or ungradable) in this run -> (total before it, why)
@@ -82,15 +101,28 @@ class ClassGrading:
     def run(self) -> Summary:
         started = time.monotonic()
         self.started_at = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
-        preflight.check_sandbox(self.o.sandbox)
-        preflight.ensure_release(self.root, self.assignment, self.notebooks)
+        cluster = None
+        if self.o.scheduler:  # reach the cluster before anything is graded (its workers check their own tools)
+            from .cluster import DaskCluster
+
+            cluster = DaskCluster.connect(self.o.scheduler)
+        if not (cluster and self.o.sandbox):
+            preflight.check_sandbox(self.o.sandbox)
+        try:
+            return self._run(started, cluster)
+        finally:
+            if cluster:
+                cluster.close()
+
+    def _run(self, started: float, cluster) -> Summary:
+        preflight.ensure_release(self.root, self.assignment, self.notebooks, self.gradebook)
         self.grading.mkdir(exist_ok=True)
         self.state = GradingState(self.grading / "state.json")
         if self.o.download:
             _, self.state.collect_problems = collect(self.o.download, self.root, self.assignment, self.notebooks)
             print(f"collected {self.o.download} into {self.root / 'submitted'}", file=sys.stderr)
         students, todo, unchanged = self.plan()
-        self.autograde(todo)
+        self.autograde(todo, cluster)
         problems = sorted(
             self.state.collect_problems + [p for s in students for p in self.records[s].problems], key=lambda p: p.order
         )
@@ -102,7 +134,7 @@ class ClassGrading:
         submitted = self.root / "submitted"
         students = sorted(p.name for p in submitted.iterdir() if p.is_dir()) if submitted.is_dir() else []
         releases = read_releases(self.root, self.assignment, self.notebooks)
-        course = changes.course_key(self.root, self.assignment, self.notebooks)
+        course = changes.course_key(self.root, self.assignment, self.notebooks, self.gradebook)
         todo, unchanged = [], []
         for student in students:
             key = changes.student_key(self.root, self.assignment, student, self.notebooks, course)
@@ -120,7 +152,7 @@ class ClassGrading:
             if graded:
                 todo.append(student)
             else:  # nothing gradable any more: no stale grade may stay behind
-                forget_student(self.main_db, self.root, self.assignment, student)
+                forget_student(self.gradebook, self.root, self.assignment, student)
                 self.state.students[student] = record
         for student in set(self.state.students) - set(students):  # its folder was removed
             self.state.students.pop(student)
@@ -130,30 +162,45 @@ class ClassGrading:
         folder = self.root / "autograded" / student / self.assignment
         return all((folder / f"{n}.ipynb").is_file() for n in record.graded)
 
-    def autograde(self, todo: list) -> None:
-        """Grade ``todo`` in parallel workers; merge each finished student into gradebook.db."""
-        n = max(1, min(int(self.o.workers or 1), len(todo)))
-        threads = max(1, (os.cpu_count() or 1) // n) if n > 1 else 0
-        workers = [Worker(i, self.root, self.assignment, self.o, self.main_db, threads) for i in range(n)]
+    def autograde(self, todo: list, cluster=None) -> None:
+        """Grade ``todo`` in local workers or on the cluster; merge each finished student into the gradebook."""
         per_notebook = self.o.notebook_timeout or 3600
         allowed = lambda student: len(self.records[student].graded) * (per_notebook + 60) + 120
         self.progress = tqdm(
             total=len(todo), desc="grading", unit="student", file=sys.stderr, disable=not (self.o.progress and todo)
         )
+        self.saved_at = time.monotonic()
         try:
             if todo:
-                WorkerPool(workers, allowed, self.finish).run(todo)
+                template = self.grading / "template.db"  # what every worker grades into
+                make_template(self.gradebook, self.assignment, template)
+                self.pool(cluster, template, allowed, len(todo)).run(todo)
         finally:
             self.progress.close()
             self.state.save()
         shutil.rmtree(self.grading / "workers", ignore_errors=True)
+        (self.grading / "template.db").unlink(missing_ok=True)
 
-    def finish(self, student: str, result, worker_db: Path, allowed: float) -> None:
-        """Merge one student's result (None: the worker was killed) into gradebook.db and the state."""
+    def pool(self, cluster, template: Path, allowed, students: int):
+        """What grades the students: local worker processes, or Dask workers when there is a cluster."""
+        grader = self.o.grader()
+        if cluster:
+            from .cluster import DaskPool
+            from .payload import CourseBundle
+
+            bundle = CourseBundle.build(self.root, self.assignment, self.notebooks, grader, template)
+            return DaskPool(cluster, self.root, bundle, allowed, self.finish)
+        n = max(1, min(int(self.o.workers or 1), students))
+        threads = max(1, (os.cpu_count() or 1) // n) if n > 1 else 0
+        workers = [Worker(i, self.root, self.assignment, grader, template, threads) for i in range(n)]
+        return WorkerPool(workers, allowed, self.finish)
+
+    def finish(self, student: str, result, allowed: float) -> None:
+        """Merge one student's result (None: the worker was killed) into the gradebook and the state."""
         record = self.records[student]
         with self.lock:
-            if result is not None and result.success:
-                merge_student(self.main_db, worker_db, self.assignment, student)
+            if result is not None and result.success and result.grades:
+                write_submission(self.gradebook, self.assignment, student, result.grades)
                 record.problems += [Problem(student, p.notebook, p.kind, p.detail) for p in result.incidents]
                 record.problems += self.late_problems(student)
             else:
@@ -162,7 +209,7 @@ class ClassGrading:
                         student,
                         None,
                         "worker_killed",
-                        f"grading did not finish within {allowed:.0f} s (the worker was stopped and restarted); "
+                        f"the grading worker died or did not finish within {allowed:.0f} s (it was stopped); "
                         "not graded",
                     )
                 else:
@@ -170,16 +217,19 @@ class ClassGrading:
                     problem = Problem(student, None, "grader_error", f"nbgrader could not grade it: {last}")
                 record.problems.append(problem)
                 record.graded = []
-                forget_student(self.main_db, self.root, self.assignment, student)
+                forget_student(self.gradebook, self.root, self.assignment, student)
             # what timed out would time out again: it is retried only with --regrade-all
             record.complete = result is None or result.success
             self.state.students[student] = record
+            if time.monotonic() - self.saved_at >= STATE_SAVE_SECONDS:
+                self.state.save()
+                self.saved_at = time.monotonic()
             self.progress.set_postfix_str(student, refresh=False)
             self.progress.update()
 
     def late_problems(self, student: str) -> list:
         """A late_submission problem for every notebook that lost points to the late penalty."""
-        seconds, due, penalties = late_penalties(self.main_db, self.assignment, student)
+        seconds, due, penalties = late_penalties(self.gradebook, self.assignment, student)
         late = f"{seconds / 3600:.1f} hours after the due date ({due:%Y-%m-%d %H:%M} UTC)" if penalties else ""
         return [
             Problem(student, notebook, "late_submission", f"handed in {late}: {points:g} points taken off")
@@ -193,7 +243,7 @@ class ClassGrading:
         grades_csv, problems_json, history_csv = out / "grades.csv", out / "problems.json", out / "grade_history.csv"
         steps = step_columns(self.root, self.assignment, self.notebooks)
         graded = {s: self.records[s].graded for s in students}
-        rows = grade_rows(self.main_db, self.assignment, self.notebooks, steps, students, graded)
+        rows = grade_rows(self.gradebook, self.assignment, self.notebooks, steps, students, graded)
         write_grades_csv(grades_csv, rows, self.notebooks, steps)
         write_problems(problems_json, problems)
         totals = {row["student"]: row["total"] for row in rows}
@@ -207,7 +257,9 @@ class ClassGrading:
         try:
             from .report import write_report
 
-            report = Path(write_report(self.root, grades_csv, problems_json, history_csv, self.assignment))
+            report = Path(
+                write_report(self.root, grades_csv, problems_json, history_csv, self.assignment, self.gradebook)
+            )
         except Exception as error:  # noqa: BLE001 (the grades are written; the report is a bonus)
             print(f"the class report failed: {error}", file=sys.stderr)
             report = None

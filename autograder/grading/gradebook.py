@@ -1,57 +1,178 @@
-"""gradebook.db and the workers' copies of it: copy, merge one student back, forget one student.
+"""The course's gradebook and the graders' private ones: the URL, a template to grade into, merging one student.
 
-Each worker grades into its own copy of the gradebook; the parent copies every finished student's
-grades into gradebook.db, one student at a time, so no write is ever lost to SQLite's
-single-writer lock. Manual scores stay as the instructor left them in gradebook.db.
+The gradebook is wherever nbgrader_config.py's ``CourseDirectory.db_url`` says: gradebook.db (SQLite, the
+default) or a server that several people use at once (PostgreSQL: a teaching assistant's Formgrader and a
+``grade`` run side by side). Graders never write to it. Each grades into a private SQLite gradebook made
+from a ``template`` (the assignment as the course's gradebook has it, and no student), and sends back each
+student's automatic grades (``GradedSubmission``); the coordinator writes them into the course's gradebook,
+one student at a time. Manual scores, comments and flags stay as the instructor left them.
 """
 
+import contextlib
+import datetime
 import shutil
-import sqlite3
 import warnings
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-
-def copy_database(src: Path, dst: Path) -> None:
-    """A consistent copy of the SQLite database ``src`` at ``dst`` (replacing it)."""
-    for suffix in ("", "-journal", "-wal", "-shm"):
-        Path(str(dst) + suffix).unlink(missing_ok=True)
-    with sqlite3.connect(src) as a, sqlite3.connect(dst) as b:
-        a.backup(b)
-    a.close()
-    b.close()
+CELL_KINDS = ("grade_cells", "solution_cells", "task_cells")  # nbgrader's tables of a cell's kind, keyed by base_cell
 
 
-def merge_student(main_db: Path, worker_db: Path, assignment: str, student: str) -> None:
-    """Copy one student's submission (scores, comments, timestamp, late penalty) from a worker's gradebook."""
-    from nbgrader.api import Gradebook, MissingEntry
+def sqlite_url(path: Path) -> str:
+    return f"sqlite:///{Path(path).resolve()}"
 
-    with warnings.catch_warnings(), Gradebook(f"sqlite:///{worker_db}") as gw, Gradebook(f"sqlite:///{main_db}") as gm:
-        warnings.simplefilter("ignore")  # nbgrader's own SQLAlchemy warnings, as in every autograde
+
+def course_url(root: Path) -> str:
+    """The gradebook URL of the course root ``root``, as nbgrader reads it from its nbgrader_config.py."""
+    from nbgrader.coursedir import CourseDirectory
+    from traitlets.config.loader import PyFileConfigLoader
+
+    config = PyFileConfigLoader("nbgrader_config.py", path=str(root)).load_config()
+    return CourseDirectory(config=config, root=str(root)).db_url
+
+
+def exists(url: str) -> bool:
+    """False for a SQLite file that is not there yet (nbgrader would create it); a server's gradebook is."""
+    return not url.startswith("sqlite:///") or Path(url.removeprefix("sqlite:///")).is_file()
+
+
+@contextlib.contextmanager
+def opened(url: str):
+    """nbgrader's Gradebook at ``url``, without the SQLAlchemy warnings nbgrader itself causes on every write."""
+    from nbgrader.api import Gradebook
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with Gradebook(url) as gb:
+            yield gb
+
+
+def make_template(url: str, assignment: str, path: Path) -> None:
+    """A new SQLite gradebook at ``path``: the assignment as gradebook ``url`` has it (due date, notebooks,
+    cells), and an empty submission for each student with an extension (which changes their late penalty)."""
+    from nbgrader.api import Base
+    from sqlalchemy import MetaData, create_engine, select
+
+    path.unlink(missing_ok=True)
+    t = Base.metadata.tables
+    source, target = create_engine(url), create_engine(sqlite_url(path))
+    try:
+        stamp = MetaData()  # nbgrader's schema version, as alembic stamped it: copied, so alembic is not run
+        stamp.reflect(source, only=["alembic_version"])
+        Base.metadata.create_all(target)
+        stamp.create_all(target)
+        with source.connect() as read, target.begin() as write:
+            rows = lambda name, where: [dict(r._mapping) for r in read.execute(select(t[name]).where(where))]
+            (this,) = rows("assignment", t["assignment"].c.name == assignment)
+            notebooks = rows("notebook", t["notebook"].c.assignment_id == this["id"])
+            in_notebooks = [nb["id"] for nb in notebooks]
+            cells = rows("base_cell", t["base_cell"].c.notebook_id.in_(in_notebooks))
+            copies = {
+                "alembic_version": [dict(r._mapping) for r in read.execute(select(stamp.tables["alembic_version"]))],
+                "course": rows("course", t["course"].c.id == this["course_id"]),
+                "assignment": [this],
+                "notebook": notebooks,
+                "base_cell": cells,
+                "source_cell": rows("source_cell", t["source_cell"].c.notebook_id.in_(in_notebooks)),
+                **{kind: rows(kind, t[kind].c.id.in_([c["id"] for c in cells])) for kind in CELL_KINDS},
+            }
+            for name, found in copies.items():
+                if found:
+                    write.execute((stamp.tables[name] if name in stamp.tables else t[name]).insert(), found)
+            submissions = t["submitted_assignment"]
+            extended = read.execute(
+                select(submissions.c.student_id, submissions.c.extension).where(
+                    submissions.c.assignment_id == this["id"], submissions.c.extension.is_not(None)
+                )
+            ).all()
+    finally:
+        source.dispose()
+        target.dispose()
+    if extended:
+        with opened(sqlite_url(path)) as gb:
+            for student, extension in extended:
+                gb.add_student(student)
+                gb.add_submission(assignment, student, extension=extension)
+
+
+@dataclass
+class GradedNotebook:
+    """The automatic part of one graded notebook."""
+
+    scores: dict = field(default_factory=dict)
+    """grade cell -> [auto_score, needs_manual_grade]."""
+    comments: dict = field(default_factory=dict)
+    """cell -> the automatic comment."""
+    late_penalty: float | None = None
+    """Points taken off for lateness (nbgrader's ``late_submission_penalty``)."""
+
+
+@dataclass
+class GradedSubmission:
+    """What grading one student wrote into a grader's gradebook, and all that goes into the course's."""
+
+    timestamp: str | None
+    """When it was handed in (timestamp.txt), ISO 8601, UTC; None without one."""
+    notebooks: dict
+    """notebook -> ``GradedNotebook``."""
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict) -> "GradedSubmission":
+        notebooks = {name: GradedNotebook(**nb) for name, nb in data["notebooks"].items()}
+        return cls(data["timestamp"], notebooks)
+
+
+def read_submission(url: str, assignment: str, student: str) -> GradedSubmission | None:
+    """One student's automatic grades in gradebook ``url`` (None when it has no submission of theirs)."""
+    from nbgrader.api import MissingEntry
+
+    with opened(url) as gb:
         try:
-            sw = gw.find_submission(assignment, student)
+            submission = gb.find_submission(assignment, student)
         except MissingEntry:
-            return
-        who = gw.find_student(student)
-        gm.update_or_create_student(
-            student, first_name=who.first_name, last_name=who.last_name, email=who.email, lms_user_id=who.lms_user_id
-        )
-        gm.update_or_create_submission(assignment, student, timestamp=sw.timestamp, extension=sw.extension)
-        for nw in sw.notebooks:
-            nm = gm.find_submission_notebook(nw.name, assignment, student)
-            nm.flagged, nm.late_submission_penalty = nw.flagged, nw.late_submission_penalty
-            grades, comments = {g.name: g for g in nm.grades}, {c.name: c for c in nm.comments}
-            for g in nw.grades:  # manual scores stay as the instructor left them in gradebook.db
-                grades[g.name].auto_score, grades[g.name].needs_manual_grade = g.auto_score, g.needs_manual_grade
-            for c in nw.comments:
-                comments[c.name].auto_comment = c.auto_comment
-        gm.db.commit()
+            return None
+        notebooks = {
+            nb.name: GradedNotebook(
+                {g.name: [g.auto_score, g.needs_manual_grade] for g in nb.grades},
+                {c.name: c.auto_comment for c in nb.comments},
+                nb.late_submission_penalty,
+            )
+            for nb in submission.notebooks
+        }
+        stamp = submission.timestamp
+        return GradedSubmission(stamp.isoformat() if stamp else None, notebooks)
 
 
-def forget_student(main_db: Path, root: Path, assignment: str, student: str) -> None:
+def write_submission(url: str, assignment: str, student: str, graded: GradedSubmission) -> None:
+    """Write one student's automatic grades into gradebook ``url``; what people wrote there stays."""
+    from nbgrader.api import MissingEntry
+
+    with opened(url) as gb:
+        try:
+            gb.find_student(student)
+        except MissingEntry:
+            gb.add_student(student)
+        stamp = datetime.datetime.fromisoformat(graded.timestamp) if graded.timestamp else None
+        gb.update_or_create_submission(assignment, student, timestamp=stamp)
+        for name, notebook in graded.notebooks.items():
+            nb = gb.find_submission_notebook(name, assignment, student)
+            nb.late_submission_penalty = notebook.late_penalty
+            grades, comments = {g.name: g for g in nb.grades}, {c.name: c for c in nb.comments}
+            for cell, (score, manual) in notebook.scores.items():
+                grades[cell].auto_score, grades[cell].needs_manual_grade = score, manual
+            for cell, text in notebook.comments.items():
+                comments[cell].auto_comment = text
+        gb.db.commit()
+
+
+def forget_student(url: str, root: Path, assignment: str, student: str) -> None:
     """No gradable notebook any more: drop the old grades, autograded notebooks and feedback."""
-    from nbgrader.api import Gradebook, MissingEntry
+    from nbgrader.api import MissingEntry
 
-    with Gradebook(f"sqlite:///{main_db}") as gb:
+    with opened(url) as gb:
         try:
             gb.remove_submission(assignment, student)
         except MissingEntry:
@@ -60,11 +181,11 @@ def forget_student(main_db: Path, root: Path, assignment: str, student: str) -> 
         shutil.rmtree(root / kind / student / assignment, ignore_errors=True)
 
 
-def late_penalties(main_db: Path, assignment: str, student: str) -> tuple:
-    """(seconds late, the due date, {notebook: points taken off}) of one student's submission in gradebook.db."""
-    from nbgrader.api import Gradebook, MissingEntry
+def late_penalties(url: str, assignment: str, student: str) -> tuple:
+    """(seconds late, the due date, {notebook: points taken off}) of one student's submission in gradebook ``url``."""
+    from nbgrader.api import MissingEntry
 
-    with Gradebook(f"sqlite:///{main_db}") as gb:
+    with opened(url) as gb:
         try:
             submission = gb.find_submission(assignment, student)
         except MissingEntry:

@@ -1,4 +1,4 @@
-"""grades.csv: one row per student, read from gradebook.db.
+"""grades.csv: one row per student, read from the course's gradebook.
 
 Columns: ``student``, ``total`` (after any late penalty), ``max_total``, ``late_penalty`` (points
 taken off; empty when none), one column per notebook (its score before the penalty) and one per
@@ -27,12 +27,12 @@ def step_columns(root: Path, assignment: str, notebooks: list) -> dict:
     return steps
 
 
-def grade_rows(main_db: Path, assignment: str, notebooks: list, steps: dict, students: list, graded: dict) -> list:
+def grade_rows(gradebook: str, assignment: str, notebooks: list, steps: dict, students: list, graded: dict) -> list:
     """One dict per student, numbers or None, keyed by the CSV's columns; ``graded``: student -> notebooks."""
     from nbgrader.api import Gradebook, MissingEntry
 
     rows = []
-    with Gradebook(f"sqlite:///{main_db}") as gb:
+    with Gradebook(gradebook) as gb:
         max_total = gb.find_assignment(assignment).max_score
         for student in students:
             row = {"student": student, "max_total": max_total}

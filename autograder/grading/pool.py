@@ -1,42 +1,106 @@
 """The worker pool of ``backprop-ninja grade``: N ``worker`` processes grading students from one queue.
 
-Each worker has its own copy of the gradebook (``gradebook.copy_database``) and is fed student
-ids one at a time; its answer for each (a ``WorkerResult``, or None when it died or ran out of
-time) goes to the pool's ``finish`` callback as it arrives. A worker that has not answered in
-time is killed and started afresh. As root, worker i's kernels run as uid 61000 + i (the first
-unused uids from ``first_sandbox_uid``): RLIMIT_NPROC counts per uid, so one student's fork bomb
-cannot starve the kernel of the student graded beside it. With W workers on C cores, each worker
+Each worker grades into its own gradebook, a copy of the run's template (``gradebook.make_template``),
+and is fed student ids one at a time; its answer for each (a ``WorkerResult``, or None when it died
+or ran out of time) goes to the pool's ``finish`` callback as it arrives. A worker that has not
+answered in time is killed and started afresh. As root, each worker's kernels run as a uid of their
+own (the first unused uids from ``first_sandbox_uid``, claimed with a lock file, so graders of other
+runs or Dask workers on the machine take others): RLIMIT_NPROC counts per uid, so one student's fork
+bomb cannot starve the kernel of the student graded beside it. With W workers on C cores, each worker
 and its kernels get C/W torch/OpenMP threads.
+
+``Worker`` is also what a Dask worker grades with (``remote``): one code path for every student.
 """
 
+import fcntl
 import json
 import os
 import pwd
 import queue
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
 from ..errors import GradingError
-from .gradebook import copy_database
 from .staging import GRADING_DIR, STAGED
 from .worker import WorkerResult
 
 
-def sandbox_uid(first: int, index: int) -> int:
-    """The index-th uid from ``first`` on that no account uses."""
-    uid, free = first, -1
+@dataclass(frozen=True)
+class GraderSettings:
+    """How a worker grades: the same on this machine and on a Dask worker (``grade``'s options)."""
+
+    sandbox: bool = True
+    notebook_timeout: int | None = None  # None: nbgrader_config.py's GradingExecute.notebook_timeout
+    cell_timeout: int | None = None  # None: nbgrader_config.py's Execute.timeout
+    memory_limit_gb: float | None = None  # None: SandboxedKernelManager.memory_limit
+    feedback: bool = True
+    first_sandbox_uid: int = 61000  # as root, kernels run as the first free uids from here, one per worker
+    extra_nbgrader_args: tuple = ()
+
+
+def claim_sandbox_uid(first: int) -> tuple:
+    """(uid, lock): the first uid from ``first`` that no account uses and no other grader on this machine holds;
+    it is this worker's while ``lock`` (an open file) stays open."""
+    uid = first
     while True:
         try:
-            pwd.getpwuid(uid)
+            pwd.getpwuid(uid)  # an account's: never
         except KeyError:
-            free += 1
-            if free == index:
-                return uid
+            lock = open(Path(tempfile.gettempdir()) / f"backprop-ninja-sandbox-uid-{uid}.lock", "w")
+            try:
+                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                return uid, lock
+            except BlockingIOError:
+                lock.close()
         uid += 1
+
+
+class CtrlC:
+    """Ctrl-C while grading, raised as KeyboardInterrupt where the waiting loop calls ``check()``.
+
+    Python raises KeyboardInterrupt wherever the main thread happens to be: inside a garbage collector's
+    callback it is printed and dropped, and grading would go on. A second Ctrl-C is raised at once.
+    """
+
+    def __enter__(self):
+        self.pressed, self.previous = 0, None
+        if threading.current_thread() is threading.main_thread():
+            self.previous = signal.signal(signal.SIGINT, self._press)
+        return self
+
+    def _press(self, *_) -> None:
+        self.pressed += 1
+        if self.pressed > 1:
+            raise KeyboardInterrupt
+
+    def check(self) -> None:
+        if self.pressed:
+            raise KeyboardInterrupt
+
+    def __exit__(self, *_) -> None:
+        if self.previous is not None:
+            signal.signal(signal.SIGINT, self.previous)
+
+
+def grading_stopped(reason: str, logs: str) -> GradingError:
+    """The error that stops a run: why, what to do about a sandbox that cannot start, where to read more."""
+    return GradingError(
+        f"grading stopped: {reason}\n"
+        + (
+            "No student was graded outside the sandbox. Fix the sandbox (bubblewrap, user "
+            "namespaces) or pass --unsandboxed to grade notebooks you trust without it.\n"
+            if "sandbox" in reason
+            else ""
+        )
+        + f"{logs}; the students graded so far are in the gradebook, and a new run goes on from there."
+    )
 
 
 def restore_owner(folder: Path) -> None:
@@ -48,20 +112,21 @@ def restore_owner(folder: Path) -> None:
 
 
 class Worker:
-    """One ``grading.worker`` process with its own gradebook copy; restarted when it has to be killed."""
+    """One ``grading.worker`` process with its own gradebook; restarted when it has to be killed."""
 
-    def __init__(self, index: int, root: Path, assignment: str, options, main_db: Path, threads: int = 0):
-        self.index, self.root, self.assignment, self.options = index, root, assignment, options
+    def __init__(self, index: int, root: Path, assignment: str, settings: GraderSettings, template: Path, threads=0):
+        self.index, self.root, self.assignment, self.settings = index, root, assignment, settings
         self.threads = threads  # torch/OpenMP threads of the worker and its kernels (0: their default)
         self.folder = root / GRADING_DIR / "workers"
         self.db = self.folder / f"gradebook-{index}.db"
         self.log = self.folder / f"worker-{index}.log"
-        self.main_db = main_db
+        self.template = template
         self.proc = None
+        self.uid_lock = None
         self.lines = queue.Queue()
 
     def argv(self) -> list:
-        o = self.options
+        o = self.settings
         args = [
             sys.executable,
             "-m",
@@ -82,7 +147,9 @@ class Worker:
         if o.memory_limit_gb is not None:
             args.append(f"--SandboxedKernelManager.memory_limit={int(o.memory_limit_gb * 2**30)}")
         if os.geteuid() == 0:  # RLIMIT_NPROC counts per uid: one uid per worker keeps a fork bomb to itself
-            uid = sandbox_uid(o.first_sandbox_uid, self.index)
+            if self.uid_lock is None:
+                self.uid, self.uid_lock = claim_sandbox_uid(o.first_sandbox_uid)
+            uid = self.uid
             args += [f"--SandboxedKernelManager.sandbox_uid={uid}", f"--SandboxedKernelManager.sandbox_gid={uid}"]
         if not o.feedback:
             args.append("--no-feedback")
@@ -90,7 +157,7 @@ class Worker:
 
     def start(self) -> None:
         self.folder.mkdir(parents=True, exist_ok=True)
-        copy_database(self.main_db, self.db)
+        shutil.copy(self.template, self.db)
         self.lines = queue.Queue()
         env = dict(os.environ)
         if self.threads:  # W workers on C cores: C/W threads each, not C each (OpenMP oversubscribed spins)
@@ -149,6 +216,7 @@ class Worker:
             except ProcessLookupError:
                 pass
             self.proc.wait()
+        self._release_uid()
 
     def stop(self) -> None:
         if self.proc and self.proc.poll() is None:
@@ -157,10 +225,18 @@ class Worker:
                 self.proc.wait(timeout=60)
             except subprocess.TimeoutExpired:
                 self.kill()
+        self._release_uid()
+
+    def _release_uid(self) -> None:
+        if self.uid_lock:
+            self.uid_lock.close()
+            self.uid_lock = None
 
 
 class WorkerPool:
-    """Grade students with ``workers``; ``finish(student, result, allowed)`` is called once per student."""
+    """Grade students with ``workers``; ``finish(student, result, allowed)`` is called once per student.
+
+    ``run(students)`` is the interface class grading uses; ``cluster.DaskPool`` has the same."""
 
     def __init__(self, workers: list, allowed: Callable[[str], float], finish: Callable):
         self.workers, self.allowed, self.finish = workers, allowed, finish
@@ -176,30 +252,20 @@ class WorkerPool:
             jobs.put(student)
         threads = [threading.Thread(target=self._serve, args=(w, jobs), daemon=True) for w in self.workers]
         try:
-            for t in threads:
-                t.start()
-            for t in threads:
-                while t.is_alive():
-                    t.join(0.5)
+            with CtrlC() as ctrl_c:
+                for t in threads:
+                    t.start()
+                for t in threads:
+                    while t.is_alive():
+                        t.join(0.5)
+                        ctrl_c.check()
         except KeyboardInterrupt:
             self.failure.append("interrupted")
             for w in self.workers:
                 w.kill()
             raise
         if self.failure:
-            sandbox = "sandbox" in self.failure[0]
-            folder = self.workers[0].folder
-            raise GradingError(
-                f"grading stopped: {self.failure[0]}\n"
-                + (
-                    "No student was graded outside the sandbox. Fix the sandbox (bubblewrap, user "
-                    "namespaces) or pass --unsandboxed to grade notebooks you trust without it.\n"
-                    if sandbox
-                    else ""
-                )
-                + f"The workers' logs are in {folder}; the students graded so far "
-                "are in gradebook.db, and a new run goes on from there."
-            )
+            raise grading_stopped(self.failure[0], f"The workers' logs are in {self.workers[0].folder}")
 
     def _serve(self, worker: Worker, jobs: queue.Queue) -> None:
         """One worker's loop: take the next student until none is left (or grading has failed)."""
@@ -215,7 +281,7 @@ class WorkerPool:
                 if result is not None and result.sandbox_error:
                     self.failure.append(f"the sandbox could not start a kernel for {student}: {result.sandbox_error}")
                     break
-                self.finish(student, result, worker.db, allowed)
+                self.finish(student, result, allowed)
                 if result is None:  # killed: give the folder back from the sandbox's uid, start afresh
                     restore_owner(worker.root / "autograded" / student)
                     worker.start()

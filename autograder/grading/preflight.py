@@ -50,13 +50,15 @@ def run_nbgrader(root: Path, *args) -> None:
         raise GradingError(f"nbgrader {' '.join(args)} failed:\n{result.stderr[-3000:]}")
 
 
-def ensure_release(root: Path, assignment: str, notebooks: list) -> None:
+def ensure_release(root: Path, assignment: str, notebooks: list, gradebook: str) -> None:
     """Generate the release (and the gradebook's copy of the notebooks) when they are missing."""
     from nbgrader.api import Gradebook, MissingEntry
 
+    from .gradebook import exists
+
     known = set()
-    if (root / "gradebook.db").is_file():
-        with Gradebook(f"sqlite:///{root / 'gradebook.db'}") as gb:
+    if exists(gradebook):
+        with Gradebook(gradebook) as gb:
             try:
                 known = {n.name for n in gb.find_assignment(assignment).notebooks}
             except MissingEntry:

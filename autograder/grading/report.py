@@ -196,13 +196,15 @@ def _student_rows(data) -> list:
     return rows
 
 
-def write_report(course_root, grades_csv=None, problems_json=None, history_csv=None, assignment=ASSIGNMENT) -> Path:
+def write_report(
+    course_root, grades_csv=None, problems_json=None, history_csv=None, assignment=ASSIGNMENT, gradebook=None
+) -> Path:
     """Write ``class_report.html`` into ``course_root`` and return its path.
 
-    The inputs default to the files of those names in the course root. Missing or empty inputs give a
-    page that says so, never an exception.
+    The inputs default to the files of those names in the course root (``gradebook``: a gradebook URL). Missing
+    or empty inputs give a page that says so, never an exception.
     """
-    data = ClassData(course_root, grades_csv, problems_json, history_csv, assignment)
+    data = ClassData(course_root, grades_csv, problems_json, history_csv, assignment, gradebook)
     percents = data.percents()
     top = most_frequent([d for d in data.diagnoses if d.kind not in NOT_ATTEMPTED], TOP_DIAGNOSES)
     history_summary, history = _history(data)

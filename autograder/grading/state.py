@@ -2,6 +2,7 @@
 graded notebooks, problems and total, so a run that regrades nobody reports the same problems."""
 
 import json
+import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -38,7 +39,7 @@ class StudentRecord:
 
 
 class GradingState:
-    """.grading/state.json, read at the start of a run and written when grading stops (finished or not)."""
+    """.grading/state.json, read at the start of a run and written as students finish and when grading stops."""
 
     def __init__(self, path: Path):
         self.path = path
@@ -47,8 +48,11 @@ class GradingState:
         self.collect_problems = [Problem.from_json(p) for p in data.get("collect_problems", [])]
 
     def save(self) -> None:
+        """Write it whole or not at all: a run killed while saving leaves the last state."""
         data = {
             "students": {s: r.to_json() for s, r in self.students.items()},
             "collect_problems": [p.to_json() for p in self.collect_problems],
         }
-        self.path.write_text(json.dumps(data, indent=1, sort_keys=True))
+        partial = self.path.with_suffix(".partial")
+        partial.write_text(json.dumps(data, indent=1, sort_keys=True))
+        os.replace(partial, self.path)

@@ -7,17 +7,21 @@ JudgeAnswers run as configured, then reads student ids from stdin, one a line, a
 nbgrader's ``NbGraderAPI.autograde`` (and ``generate_feedback``) into its own gradebook.
 
 The protocol: one JSON line on stdout when it is ready (``READY``), then one ``WorkerResult`` as a
-JSON line per student. Everything else the worker or nbgrader prints goes to stderr. One process
-serves many students, so nbgrader, torch and the grader's reference setup are loaded once.
+JSON line per student, with the grades it wrote into its own gradebook. Everything else the worker or
+nbgrader prints goes to stderr. One process serves many students, so nbgrader, torch and the grader's
+reference setup are loaded once. It exits when its parent does (a killed coordinator or Dask worker
+leaves no grader behind; its kernel, under bubblewrap's --die-with-parent, goes with it).
 """
 
 import json
 import os
 import re
 import sys
+import threading
 import time
 from dataclasses import asdict, dataclass, field
 
+from .gradebook import GradedSubmission, read_submission
 from .problems import Problem
 
 READY = {"ready": True}
@@ -40,14 +44,18 @@ class WorkerResult:
     """The sandbox's own message when it could not start a kernel: then nobody can be graded."""
     seconds: float = 0.0
     """How long grading the student took."""
+    grades: GradedSubmission | None = None
+    """What autograde wrote into the worker's gradebook for the student (None when it wrote nothing)."""
 
     def to_line(self) -> str:
-        return json.dumps({**asdict(self), "incidents": [p.to_json() for p in self.incidents]}) + "\n"
+        grades = self.grades.to_json() if self.grades else None
+        return json.dumps({**asdict(self), "incidents": [p.to_json() for p in self.incidents], "grades": grades}) + "\n"
 
     @classmethod
     def from_json(cls, data: dict) -> "WorkerResult":
         known = {k: v for k, v in data.items() if k in cls.__dataclass_fields__}
         known["incidents"] = [Problem.from_json(p) for p in data.get("incidents", [])]
+        known["grades"] = GradedSubmission.from_json(data["grades"]) if data.get("grades") else None
         return cls(**known)
 
 
@@ -57,7 +65,20 @@ def sandbox_error(log: str) -> str:
     return found[-1].strip() if found else ""
 
 
+def exit_with_parent() -> None:
+    """End this process as soon as the process that started it is gone."""
+    parent = os.getppid()
+
+    def watch():
+        while os.getppid() == parent:
+            time.sleep(1)
+        os._exit(1)
+
+    threading.Thread(target=watch, daemon=True).start()
+
+
 def main(argv=None) -> None:
+    exit_with_parent()
     argv = list(sys.argv[1:] if argv is None else argv)
     assignment = argv.pop(0)
     feedback = "--no-feedback" not in argv
@@ -93,6 +114,7 @@ def main(argv=None) -> None:
             incidents=list(GradingExecute.incidents),
             sandbox_error=sandbox_error(error + "\n" + result.get("log", "")),
             seconds=round(time.monotonic() - started, 2),
+            grades=read_submission(app.coursedir.db_url, assignment, student) if result["success"] else None,
         )
         results.write(answer.to_line())
 

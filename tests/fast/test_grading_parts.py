@@ -13,6 +13,7 @@ from autograder.cli import main
 from autograder.errors import GradingError
 from autograder.grading import changes
 from autograder.grading.collect import collect
+from autograder.grading.gradebook import sqlite_url
 from autograder.grading.preflight import course_root, find_assignment, notebook_names
 from autograder.grading.problems import KINDS, Problem, read_problems, write_problems
 from autograder.grading.state import GradingState, StudentRecord
@@ -80,7 +81,8 @@ def test_why_a_student_is_regraded(tmp_path):
     folder = root / "submitted" / "ada" / ASSIGNMENT
     folder.mkdir(parents=True)
     (folder / f"{NB}.ipynb").write_text("{}")
-    course = changes.course_key(root, ASSIGNMENT, notebooks)
+    gradebook = sqlite_url(root / "gradebook.db")  # not there: no due date
+    course = changes.course_key(root, ASSIGNMENT, notebooks, gradebook)
     submission = changes.submission_key(root, ASSIGNMENT, "ada", notebooks)
     old = StudentRecord("k", submission, course, [NB], [], True)
     assert changes.regrade_reason(None, submission, course, False) == changes.FIRST_GRADING
@@ -89,9 +91,8 @@ def test_why_a_student_is_regraded(tmp_path):
     new = changes.submission_key(root, ASSIGNMENT, "ada", notebooks)
     assert changes.regrade_reason(old, new, course, False) == changes.NEW_SUBMISSION
     (root / "nbgrader_config.py").write_text("c = get_config()\nc.Execute.timeout = 60\n")
-    assert changes.regrade_reason(old, submission, changes.course_key(root, ASSIGNMENT, notebooks), False) == (
-        changes.COURSE_CHANGED
-    )
+    changed = changes.course_key(root, ASSIGNMENT, notebooks, gradebook)
+    assert changes.regrade_reason(old, submission, changed, False) == changes.COURSE_CHANGED
 
 
 def test_library_errors_are_grading_errors_and_the_cli_turns_them_into_messages(tmp_path, capsys):

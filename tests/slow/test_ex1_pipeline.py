@@ -9,20 +9,15 @@ Chromium) and the Formgrader.
 """
 
 import base64
-import contextlib
 import csv
 import json
 import re
-import secrets
 import shutil
-import subprocess
-import sys
 import time
 
 import pytest
-import requests
 from cases_ex1 import CHEATS, MISTAKES, NB, RULE_MISTAKES, submissions
-from conftest import ARTIFACTS, ASSIGNMENT, NEWCOMER_ENV, Chromium, free_port
+from conftest import ARTIFACTS, ASSIGNMENT, Chromium, formgrader
 
 from autograder.authoring.badges import repository_url
 from autograder.authoring.course_links import course_url
@@ -246,46 +241,14 @@ def test_autograde_log_is_short_and_names_what_matters(graded):
     assert len(problems) == 1 and "GRADING PROBLEM k_dies_midway/ex1_atomic_backward: kernel_died:" in problems[0]
 
 
-@contextlib.contextmanager
-def formgrader(root):
-    """A Jupyter server on the course root, with nbgrader's Formgrader as the instructor's JupyterLab has it."""
-    token, port = secrets.token_hex(16), free_port()
-    log_path = root / "formgrader-server.log"  # in the temporary course: removed with it
-    log = open(log_path, "w")
-    server = subprocess.Popen(
-        [sys.executable, "-m", "jupyter_server", f"--port={port}", "--ServerApp.ip=127.0.0.1", "--allow-root"]
-        + [f"--ServerApp.token={token}", f"--ServerApp.root_dir={root}", "--ServerApp.open_browser=False"]
-        # jupyter_lsp's start-up scan for language servers logs into the log that nbgrader captures, at DEBUG
-        + ["--ServerApp.jpserver_extensions", "jupyter_lsp=False"],
-        cwd=root,
-        env={**NEWCOMER_ENV, "JUPYTER_RUNTIME_DIR": str(root / "jupyter-runtime")},
-        stdout=log,
-        stderr=subprocess.STDOUT,
-    )
-    base, headers = f"http://127.0.0.1:{port}/formgrader/api", {"Authorization": f"token {token}"}
-    try:
-        end = time.time() + 120
-        while True:
-            assert server.poll() is None and time.time() < end, log_path.read_text()[-3000:]
-            with contextlib.suppress(requests.ConnectionError):
-                if requests.get(f"{base}/status", headers=headers, timeout=5).ok:
-                    break
-            time.sleep(0.5)
-        yield lambda path: requests.post(f"{base}/{path}", headers=headers, timeout=900).json()
-    finally:
-        server.terminate()
-        server.wait(60)
-        log.close()
-
-
 def test_formgrader_grades_like_the_command_line_with_a_short_log(feedback):
     """The instructor's GUI path: autograde and feedback from the Formgrader's buttons (its HTTP API), last in this
     module since it grades two students again (to the same scores)."""
     students = ["k_dies_midway", "m_probs_sign"]
     before = {s: feedback.scores(s, NB) for s in students}
-    with formgrader(feedback.root) as post:
-        graded = {s: post(f"submission/{ASSIGNMENT}/{s}/autograde") for s in students}
-        made = post(f"assignment/{ASSIGNMENT}/m_probs_sign/generate_feedback")
+    with formgrader(feedback.root) as api:
+        graded = {s: api.post(f"submission/{ASSIGNMENT}/{s}/autograde") for s in students}
+        made = api.post(f"assignment/{ASSIGNMENT}/m_probs_sign/generate_feedback")
     for student, result in graded.items():
         assert result["success"], result.get("error")
         log = result["log"]  # what the Formgrader's dialog shows; nbgrader captures it at DEBUG

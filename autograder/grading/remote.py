@@ -1,0 +1,148 @@
+"""What a Dask worker does for ``backprop-ninja grade --scheduler``.
+
+``CoursePlugin``, which the coordinator registers on every worker (and Dask gives to every worker that joins
+or is restarted later), refuses a worker that runs other versions than the coordinator or lacks the
+sandbox's tools, and rebuilds the course in a private folder of the worker (``PrivateCourse``).
+
+``grade``, one Dask task per student, refuses a job that is not the course's (``payload.check_job``), writes
+the student's notebooks into the private course, grades them with ``pool.Worker`` (the worker process of a
+local run: nbgrader's autograde and feedback, every kernel in the sandbox, the same limits), and sends back
+its result and every file it wrote. A grader process is kept between students, so nbgrader and torch load
+once; there is one for each task the Dask worker runs at a time.
+"""
+
+import itertools
+import os
+import shutil
+import threading
+from pathlib import Path
+
+from distributed import WorkerPlugin, get_worker
+
+from ..errors import GradingError
+from .payload import CourseBundle, StudentJob, StudentOutputs, WorkerRefused, check_job, version_differences, versions
+from .pool import Worker, restore_owner
+from .preflight import SANDBOX_TOOLS
+from .staging import GRADING_DIR, STAGED
+
+PLUGIN = "backprop-ninja-course-"  # and the first 16 hex digits of the course's digest
+
+
+def plugin_name(course_digest: str) -> str:
+    return PLUGIN + course_digest[:16]
+
+
+class CoursePlugin(WorkerPlugin):
+    """The course on one Dask worker: checked against the worker's versions and tools, then rebuilt privately."""
+
+    idempotent = False  # a coordinator that registers the course again replaces it (and its graders)
+
+    def __init__(self, bundle: CourseBundle):
+        self.bundle = bundle
+        self.course = None
+
+    def setup(self, worker) -> None:
+        refusals = version_differences(self.bundle.versions, versions())
+        if self.bundle.settings.sandbox:
+            refusals += [f"{tool} not found (the sandbox needs it)" for tool in SANDBOX_TOOLS if not shutil.which(tool)]
+        if refusals:
+            raise WorkerRefused(f"Dask worker {worker.name} ({worker.address}) refused: {'; '.join(refusals)}")
+        n = worker.state.nthreads  # tasks at once; each grader and its kernels get cores / n threads
+        threads = max(1, (os.cpu_count() or 1) // n) if n > 1 else 0
+        root = Path(worker.local_directory) / f"backprop-ninja-{self.bundle.digest[:12]}"
+        self.course = PrivateCourse(self.bundle, root, threads)
+
+    def teardown(self, worker) -> None:
+        if self.course:
+            self.course.close()
+
+
+class PrivateCourse:
+    """The course rebuilt from its bundle in a private folder, with the grader processes that grade in it."""
+
+    def __init__(self, bundle: CourseBundle, root: Path, threads: int):
+        self.bundle, self.root, self.threads = bundle, root, threads
+        shutil.rmtree(root, ignore_errors=True)
+        source = root / "source" / bundle.assignment
+        for name, data in bundle.source.items():
+            (source / name).parent.mkdir(parents=True, exist_ok=True)
+            (source / name).write_bytes(data)
+        (root / "nbgrader_config.py").write_bytes(bundle.config)
+        self.template = root / GRADING_DIR / "template.db"
+        self.template.parent.mkdir(parents=True)
+        self.template.write_bytes(bundle.gradebook)
+        root.chmod(0o755)  # the sandboxed kernels run as other uids and enter their student's folder
+        self.idle, self.lock, self.numbers, self.closed = [], threading.Lock(), itertools.count(), False
+
+    def grade(self, job: StudentJob, allowed: float) -> StudentOutputs:
+        """Grade one student in this course with a grader process of its own while it lasts."""
+        assignment, student = self.bundle.assignment, job.student
+        staged = self.root / STAGED / student / assignment
+        shutil.rmtree(staged, ignore_errors=True)
+        staged.mkdir(parents=True)
+        for name, data in job.notebooks.items():
+            (staged / f"{name}.ipynb").write_bytes(data)
+        if job.timestamp is not None:
+            (staged / "timestamp.txt").write_bytes(job.timestamp)
+        worker, result = self._take(), None
+        try:
+            result = worker.grade(student, allowed)
+            files = {} if result is None else self._written(student)
+        finally:
+            if result is None:  # killed mid-notebook: the sandbox's uid may still own the folder
+                restore_owner(self.root / "autograded" / student)
+            for folder in (STAGED, "autograded", "feedback"):
+                shutil.rmtree(self.root / folder / student, ignore_errors=True)
+            self._give_back(worker, alive=result is not None)
+        return StudentOutputs(result, files)
+
+    def _written(self, student: str) -> dict:
+        found = {}
+        for kind in ("autograded", "feedback"):
+            folder = self.root / kind / student / self.bundle.assignment
+            for path in sorted(folder.rglob("*")):
+                if path.is_file():
+                    found[path.relative_to(self.root).as_posix()] = (path.stat().st_mode & 0o777, path.read_bytes())
+        return found
+
+    def _take(self) -> Worker:
+        with self.lock:
+            if self.idle:
+                return self.idle.pop()
+            number, bundle = next(self.numbers), self.bundle
+            worker = Worker(number, self.root, bundle.assignment, bundle.settings, self.template, self.threads)
+        try:
+            worker.start()
+        except GradingError as error:  # its log is on this machine: send its end along
+            tail = worker.log.read_text(errors="replace")[-2000:] if worker.log.is_file() else ""
+            raise GradingError(f"{error}, on {get_worker().address}:\n{tail}") from None
+        return worker
+
+    def _give_back(self, worker: Worker, alive: bool) -> None:
+        with self.lock:
+            if alive and not self.closed:
+                self.idle.append(worker)
+                return
+        worker.kill()
+
+    def close(self) -> None:
+        with self.lock:
+            self.closed = True
+            idle, self.idle = self.idle, []
+        for worker in idle:  # idle: nothing is lost, and a kill does not hold up the Dask worker
+            worker.kill()
+        shutil.rmtree(self.root, ignore_errors=True)
+
+
+def grade(job: StudentJob, coordinator_versions: dict, allowed: float) -> StudentOutputs:
+    """The Dask task of one student: refuse what is not the course's, then grade it in the private course."""
+    worker = get_worker()
+    plugin = worker.plugins.get(plugin_name(job.course))
+    if plugin is None or plugin.course is None:  # it joined with other versions, or the course is gone
+        differences = version_differences(coordinator_versions, versions())
+        raise WorkerRefused(
+            f"Dask worker {worker.address} has not set up the course: "
+            + ("; ".join(differences) if differences else "see its log")
+        )
+    check_job(plugin.bundle, job)
+    return plugin.course.grade(job, allowed)

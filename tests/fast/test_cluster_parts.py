@@ -1,0 +1,234 @@
+"""The pieces of grading on a Dask cluster and of a shared gradebook that need no kernel and no cluster: what a
+worker refuses, the version check, the gradebook template, merging a student's grades, the gradebook's URL."""
+
+import datetime
+import json
+import shutil
+
+import nbformat
+import pytest
+from conftest import ASSIGNMENT, REPO
+
+from autograder.grading import gradebook
+from autograder.grading.gradebook import GradedSubmission, make_template, read_submission, sqlite_url, write_submission
+from autograder.grading.payload import (
+    CourseBundle,
+    Refused,
+    StudentJob,
+    check_job,
+    check_outputs,
+    grade_ids,
+    version_differences,
+    versions,
+)
+from autograder.grading.pool import GraderSettings, claim_sandbox_uid
+from autograder.grading.problems import Problem
+from autograder.grading.repair import MAX_BYTES
+from autograder.grading.worker import WorkerResult
+
+NB = "ex1_atomic_backward"
+RELEASE = REPO / "release" / ASSIGNMENT / f"{NB}.ipynb"
+
+
+@pytest.fixture(scope="module")
+def bundle():
+    cells = tuple(grade_ids(nbformat.read(RELEASE, as_version=4)))
+    return CourseBundle(ASSIGNMENT, (NB,), {NB: cells}, b"", b"", {}, GraderSettings(), versions(), "c0ffee" * 10)
+
+
+def job(bundle, notebooks=None, **changes):
+    fields = dict(
+        student="ada", course=bundle.digest, notebooks={NB: RELEASE.read_bytes()} if notebooks is None else notebooks
+    )
+    return StudentJob(**{**fields, **changes})
+
+
+def test_a_worker_takes_the_course_notebooks_of_a_student(bundle):
+    check_job(bundle, job(bundle))
+    check_job(bundle, job(bundle, student="Ada Lovelace_1234", timestamp=b"2026-12-01 10:00:00 UTC"))
+
+
+@pytest.mark.parametrize(
+    "changes, reason",
+    [
+        ({"course": "another"}, "the job is for course"),
+        ({"student": "../ada"}, "not a student's folder name"),
+        ({"student": ".."}, "not a student's folder name"),
+        ({"student": ""}, "not a student's folder name"),
+        ({"student": "a" * 256}, "not a student's folder name"),
+        ({"timestamp": b"x" * 5000}, "timestamp.txt is 5000 bytes"),
+        ({"notebooks": {}}, "no notebook"),
+    ],
+)
+def test_a_worker_refuses_a_job_that_is_not_a_students(bundle, changes, reason):
+    with pytest.raises(Refused, match=reason):
+        check_job(bundle, job(bundle, **changes))
+
+
+def test_a_worker_refuses_what_is_not_a_notebook_of_the_course(bundle):
+    release = nbformat.read(RELEASE, as_version=4)
+    foreign = nbformat.read(RELEASE, as_version=4)
+    foreign.cells[3].metadata["nbgrader"] = {**foreign.cells[3].metadata.get("nbgrader", {}), "grade_id": "test_x"}
+    foreign.cells[3].metadata["nbgrader"].update(grade=True, points=100, solution=False, locked=True)
+    twice = nbformat.read(RELEASE, as_version=4)
+    graded = next(c for c in twice.cells if c.metadata.get("nbgrader", {}).get("grade"))
+    twice.cells.append(nbformat.from_dict(json.loads(json.dumps(graded))))
+    twice.cells[-1].id = "another-id"
+    cases = {
+        "../../../etc/passwd": (RELEASE.read_bytes(), "not one of the course's notebooks"),
+        "ex9_unknown": (RELEASE.read_bytes(), "not one of the course's notebooks"),
+        NB: (b"<html>not found</html>", "not a valid notebook"),
+        f"{NB} ": (b"", "not one of the course's notebooks"),
+    }
+    for name, (data, reason) in cases.items():
+        with pytest.raises(Refused, match=reason):
+            check_job(bundle, job(bundle, {name: data}))
+    for data, reason in [
+        (b"\xff\xfe not utf-8", "not a valid notebook"),
+        (json.dumps({"cells": "none", "nbformat": 4}).encode(), "not a valid notebook"),
+        (b" " * (MAX_BYTES + 1), "over the 100 MB limit"),
+        (nbformat.writes(foreign).encode(), "not the release's"),
+        (nbformat.writes(twice).encode(), "twice"),
+    ]:
+        with pytest.raises(Refused, match=reason):
+            check_job(bundle, job(bundle, {NB: data}))
+    check_job(bundle, job(bundle, {NB: nbformat.writes(release).encode()}))
+
+
+def test_the_coordinator_refuses_outputs_outside_the_students_folders():
+    check_outputs(
+        {f"autograded/ada/{ASSIGNMENT}/{NB}.ipynb": (0o444, b""), f"feedback/ada/{ASSIGNMENT}/x.html": (0o644, b"")},
+        "ada",
+        ASSIGNMENT,
+    )
+    for name in [
+        f"autograded/ben/{ASSIGNMENT}/{NB}.ipynb",
+        f"autograded/ada/other/{NB}.ipynb",
+        f"submitted/ada/{ASSIGNMENT}/{NB}.ipynb",
+        f"autograded/ada/{ASSIGNMENT}/../../../nbgrader_config.py",
+        f"/autograded/ada/{ASSIGNMENT}/{NB}.ipynb",
+        "gradebook.db",
+        f"autograded/ada/{ASSIGNMENT}",
+    ]:
+        with pytest.raises(Refused, match="outside their folders"):
+            check_outputs({name: (0o644, b"")}, "ada", ASSIGNMENT)
+
+
+def test_versions_name_every_difference():
+    import tomllib
+
+    ours = versions()
+    project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["version"]
+    assert set(ours) == {"backprop-ninja", "torch", "nbgrader", "python"}
+    assert ours["backprop-ninja"].startswith(f"{project} (code ") and ours["torch"].startswith("2.13.0")
+    assert version_differences(ours, dict(ours)) == []
+    theirs = {**ours, "torch": "2.12.0", "backprop-ninja": "0.2.0 (code abc)"}
+    theirs.pop("python")
+    assert version_differences(ours, theirs) == [
+        f"backprop-ninja 0.2.0 (code abc) on the worker, {ours['backprop-ninja']} on the coordinator",
+        f"python missing on the worker, {ours['python']} on the coordinator",
+        f"torch 2.12.0 on the worker, {ours['torch']} on the coordinator",
+    ]
+
+
+@pytest.fixture
+def course_gradebook(tmp_path):
+    """A gradebook with the assignment (due date, two graded cells, an answer cell) and two students: ada,
+    whom a teaching assistant graded by hand, and ben, who has an extension."""
+    url = sqlite_url(tmp_path / "gradebook.db")
+    due = datetime.datetime(2026, 12, 15, 22, 59)
+    with gradebook.opened(url) as gb:
+        gb.add_assignment(ASSIGNMENT, duedate=due)
+        gb.add_notebook(NB, ASSIGNMENT)
+        for cell in ("test_dprobs", "test_dh"):
+            gb.add_grade_cell(cell, NB, ASSIGNMENT, max_score=1, cell_type="code")
+            gb.add_source_cell(cell, NB, ASSIGNMENT, cell_type="code", source="check()", locked=True, checksum="x")
+        gb.add_solution_cell("answer_dprobs", NB, ASSIGNMENT)
+        gb.add_source_cell("answer_dprobs", NB, ASSIGNMENT, cell_type="code", source="dprobs = ...", checksum="y")
+        for student in ("ada", "ben"):
+            gb.add_student(student)
+        gb.add_submission(ASSIGNMENT, "ada")
+        gb.add_submission(ASSIGNMENT, "ben", extension=datetime.timedelta(days=2))
+        gb.find_grade("test_dprobs", NB, ASSIGNMENT, "ada").manual_score = 0.5
+        gb.find_comment("answer_dprobs", NB, ASSIGNMENT, "ada").manual_comment = "see me"
+        gb.find_submission_notebook(NB, ASSIGNMENT, "ada").flagged = True
+        gb.db.commit()
+    return url, due
+
+
+def test_the_template_holds_the_assignment_and_no_student_but_the_extensions(course_gradebook, tmp_path):
+    url, due = course_gradebook
+    make_template(url, ASSIGNMENT, tmp_path / "template.db")
+    with gradebook.opened(sqlite_url(tmp_path / "template.db")) as gb:
+        assignment = gb.find_assignment(ASSIGNMENT)
+        assert assignment.duedate == due and [nb.name for nb in assignment.notebooks] == [NB]
+        assert sorted(c.name for c in assignment.notebooks[0].grade_cells) == ["test_dh", "test_dprobs"]
+        assert [c.name for c in assignment.notebooks[0].solution_cells] == ["answer_dprobs"]
+        assert len(assignment.notebooks[0].source_cells) == 3
+        assert [s.student.id for s in assignment.submissions] == ["ben"]
+        assert assignment.submissions[0].extension == datetime.timedelta(days=2)
+
+
+def test_merging_a_student_keeps_what_people_wrote_and_adds_no_rows(course_gradebook, tmp_path):
+    url, _ = course_gradebook
+    worker = sqlite_url(tmp_path / "worker.db")
+    make_template(url, ASSIGNMENT, tmp_path / "worker.db")
+    with gradebook.opened(worker) as gb:  # what autograde writes for ada and cy
+        for student in ("ada", "cy"):
+            gb.add_student(student)
+            gb.add_submission(ASSIGNMENT, student, timestamp=datetime.datetime(2026, 12, 16, 10, 0))
+            gb.find_grade("test_dprobs", NB, ASSIGNMENT, student).auto_score = 1.0
+            gb.find_grade("test_dh", NB, ASSIGNMENT, student).auto_score = 0.0
+            gb.find_comment("answer_dprobs", NB, ASSIGNMENT, student).auto_comment = "No response."
+            gb.find_submission_notebook(NB, ASSIGNMENT, student).late_submission_penalty = 0.1
+        gb.db.commit()
+    for _ in range(2):  # merged twice (a retried task): still one submission, one row per cell
+        for student in ("ada", "cy"):
+            graded = read_submission(worker, ASSIGNMENT, student)
+            write_submission(
+                url, ASSIGNMENT, student, GradedSubmission.from_json(json.loads(json.dumps(graded.to_json())))
+            )
+    assert read_submission(url, ASSIGNMENT, "nobody") is None
+    with gradebook.opened(url) as gb:
+        ada = gb.find_submission_notebook(NB, ASSIGNMENT, "ada")
+        grades = {g.name: (g.auto_score, g.manual_score) for g in ada.grades}
+        assert grades == {"test_dprobs": (1.0, 0.5), "test_dh": (0.0, None)}
+        comment = gb.find_comment("answer_dprobs", NB, ASSIGNMENT, "ada")
+        assert (comment.auto_comment, comment.manual_comment) == ("No response.", "see me")
+        assert ada.flagged and ada.late_submission_penalty == 0.1
+        assert gb.find_submission(ASSIGNMENT, "ada").timestamp == datetime.datetime(2026, 12, 16, 10, 0)
+        assert gb.find_submission_notebook(NB, ASSIGNMENT, "cy").score == 1.0
+        assert sorted(s.student.id for s in gb.find_assignment(ASSIGNMENT).submissions) == ["ada", "ben", "cy"]
+        assert gb.db.query(gradebook_row("grade")).count() == 3 * 2  # three students, two graded cells each
+
+
+def gradebook_row(table: str):
+    from nbgrader.api import Base
+
+    return Base.metadata.tables[table]
+
+
+def test_the_worker_protocol_carries_the_grades():
+    graded = GradedSubmission("2026-12-16T10:00:00", {NB: gradebook.GradedNotebook({"test_dh": [1.0, False]}, {}, 0)})
+    result = WorkerResult("ada", True, incidents=[Problem("ada", NB, "kernel_died", "x")], grades=graded)
+    assert WorkerResult.from_json(json.loads(result.to_line())) == result
+
+
+def test_the_gradebook_is_where_nbgrader_config_says(tmp_path):
+    shutil.copy(REPO / "nbgrader_config.py", tmp_path)
+    assert gradebook.course_url(tmp_path) == f"sqlite:///{tmp_path / 'gradebook.db'}"
+    assert not gradebook.exists(gradebook.course_url(tmp_path))
+    shared = "postgresql+psycopg://ta@/backprop_ninja?host=/run/postgresql"
+    with open(tmp_path / "nbgrader_config.py", "a") as config:
+        config.write(f"c.CourseDirectory.db_url = {shared!r}\n")
+    assert gradebook.course_url(tmp_path) == shared and gradebook.exists(shared)
+
+
+def test_graders_on_one_machine_claim_sandbox_uids_of_their_own(monkeypatch, tmp_path):
+    monkeypatch.setattr("tempfile.tempdir", str(tmp_path))  # lock files of this test only
+    first, lock = claim_sandbox_uid(61000)
+    second, other = claim_sandbox_uid(61000)
+    assert first >= 61000 and second > first  # a Dask worker and a local run beside it: never the same uid
+    lock.close()
+    assert claim_sandbox_uid(61000)[0] == first  # given back when its worker stops
+    other.close()
