@@ -103,6 +103,14 @@ def main(argv=None) -> None:
     grade.add_argument("--out", help="folder for grades.csv, problems.json (default: the course root)")
     grade.add_argument("--no-feedback", action="store_true", help="skip nbgrader generate_feedback")
     grade.add_argument("--quiet", action="store_true", help="no progress bar")
+    grade.add_argument(
+        "--cold-kernels",
+        action="store_true",
+        help="start each notebook's kernel when its notebook comes (default: the next one starts while one runs)",
+    )
+    grade.add_argument(
+        "--profile", metavar="FILE", help="append where the grading time went, a JSON line per student, to FILE"
+    )
     export = commands.add_parser(
         "export",
         help="grades.csv as Canvas or Moodle imports it, matched to the LMS's roster",
@@ -157,6 +165,8 @@ def run(args) -> None:
                 out=args.out and Path(args.out),
                 feedback=not args.no_feedback,
                 progress=not args.quiet,
+                warm_kernels=not args.cold_kernels,
+                profile=args.profile and Path(args.profile).resolve(),
             )
         )
         print_summary(summary)

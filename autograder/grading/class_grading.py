@@ -25,6 +25,7 @@ student gets a worker_killed problem.
 """
 
 import datetime
+import json
 import os
 import shutil
 import sys
@@ -62,6 +63,8 @@ class Options:
     feedback: bool = True
     progress: bool = True
     first_sandbox_uid: int = 61000  # as root, worker i's kernels run as uid first_sandbox_uid + i
+    warm_kernels: bool = True  # start each student's next kernel while the current notebook runs
+    profile: Path | None = None  # a JSON line per student graded: where the worker's time went (grading.profile)
     extra_nbgrader_args: list = field(default_factory=list)
 
 
@@ -152,6 +155,9 @@ class ClassGrading:
         """Merge one student's result (None: the worker was killed) into gradebook.db and the state."""
         record = self.records[student]
         with self.lock:
+            if self.o.profile and result is not None:
+                with open(self.o.profile, "a") as f:
+                    f.write(json.dumps({"student": student, **result.profile}) + "\n")
             if result is not None and result.success:
                 merge_student(self.main_db, worker_db, self.assignment, student)
                 record.problems += [Problem(student, p.notebook, p.kind, p.detail) for p in result.incidents]

@@ -75,6 +75,8 @@ class Worker:
         ]
         if not o.sandbox:
             args.append("--GradingExecute.sandbox=False")
+        if not o.warm_kernels:
+            args.append("--GradingExecute.warm_kernels=False")
         if o.notebook_timeout is not None:
             args.append(f"--GradingExecute.notebook_timeout={int(o.notebook_timeout)}")
         if o.cell_timeout is not None:

@@ -40,6 +40,9 @@ class WorkerResult:
     """The sandbox's own message when it could not start a kernel: then nobody can be graded."""
     seconds: float = 0.0
     """How long grading the student took."""
+    profile: dict = field(default_factory=dict)
+    """Where that time went (``profile``): ``notebooks`` {notebook: {phase: seconds}}, and the seconds of the
+    whole ``autograde``, of the ``feedback``, and of the gradebook's SQL (``database``)."""
 
     def to_line(self) -> str:
         return json.dumps({**asdict(self), "incidents": [p.to_json() for p in self.incidents]}) + "\n"
@@ -69,10 +72,14 @@ def main(argv=None) -> None:
     from nbgrader.apps.baseapp import NbGrader
 
     from ..preprocessors.grading_execute import GradingExecute
+    from ..preprocessors.warm_kernels import WarmKernels
+    from .profile import PHASES, DatabaseClock
 
     app = NbGrader()
     app.initialize(argv)
     api = NbGraderAPI(coursedir=app.coursedir, parent=app)
+    database = DatabaseClock()
+    database.listen()
     results.write(json.dumps(READY) + "\n")
     for line in sys.stdin:
         student = line.strip()
@@ -81,11 +88,19 @@ def main(argv=None) -> None:
         started = time.monotonic()
         GradingExecute.incidents.clear()
         result = api.autograde(assignment, student, force=True, create=True)
+        WarmKernels.discard()  # one the student's last notebooks did not take (its grading stopped early)
+        autograded = time.monotonic()
         error = result.get("error") or ""
         if result["success"] and feedback:
             made = api.generate_feedback(assignment, student, force=True)
             if not made["success"]:
                 error = "feedback: " + (made.get("error") or "")
+        profile = {
+            "notebooks": PHASES.take(),
+            "autograde": autograded - started,
+            "feedback": time.monotonic() - autograded,
+            "database": database.take(),
+        }
         answer = WorkerResult(
             student=student,
             success=bool(result["success"]),
@@ -93,6 +108,7 @@ def main(argv=None) -> None:
             incidents=list(GradingExecute.incidents),
             sandbox_error=sandbox_error(error + "\n" + result.get("log", "")),
             seconds=round(time.monotonic() - started, 2),
+            profile=profile,
         )
         results.write(answer.to_line())
 
