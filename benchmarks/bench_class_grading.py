@@ -25,7 +25,8 @@ processes it reaped). After the table comes the profile of each ``grade`` config
 notebook in each phase, as its workers measured them (``grade --profile``, ``autograder/grading/profile.py``).
 
 ``--before REV`` also grades with the autograder package of git revision REV, right after each
-``grade`` configuration (``grade-2-sandbox@REV``), and prints the two side by side:
+``grade`` configuration (``grade-2-sandbox@REV``; REV's own profile too if it has ``grade --profile``), and
+prints the two side by side:
 
     python benchmarks/bench_class_grading.py --configs floor grade-2-sandbox --before main --repeat 3
 """
@@ -171,7 +172,7 @@ def floor(repeats: int = 3) -> float:
 
 def measure(root: Path, config: str, notebooks: list, meter: CpuMeter, package=None, profile=None) -> float:
     """Seconds for one configuration; ``package``: a folder holding another revision's autograder package;
-    ``profile``: where ``grade --profile`` writes (this revision only)."""
+    ``profile``: where ``grade --profile`` writes (if that revision has it)."""
     if config == "floor":
         return floor() * len(notebooks)
     reset(root)
@@ -182,9 +183,9 @@ def measure(root: Path, config: str, notebooks: list, meter: CpuMeter, package=N
     argv = [sys.executable, "-m", "autograder.cli", "grade", "--course", str(root), "--workers", workers, "--quiet"]
     argv += ["--unsandboxed"] if kind == "plain" else []
     argv += [] if "feedback" in rest else ["--no-feedback"]
-    if package is None:  # another revision knows neither
-        argv += [] if "warm" in rest else ["--cold-kernels"]
-        argv += ["--profile", str(profile)] if profile else []
+    knows = lambda option: option in ((package or REPO) / "autograder" / "cli.py").read_text()
+    argv += ["--cold-kernels"] if "warm" not in rest and knows("--cold-kernels") else []
+    argv += ["--profile", str(profile)] if profile and knows("--profile") else []
     return run(root, argv, env={**os.environ, "PYTHONPATH": str(package)} if package else None, meter=meter)
 
 
@@ -244,7 +245,7 @@ def main() -> None:
         runs.append((config, None))
         if before and config.startswith("grade") and "warm" not in config:  # REV's kernels are all cold
             runs.append((f"{config}@{args.before}", before))
-    profiles = {c: root.parent / f"profile-{c}.jsonl" for c, package in runs if c.startswith("grade") and not package}
+    profiles = {c: root.parent / f"profile-{c}.jsonl" for c, _ in runs if c.startswith("grade")}
     seconds, cpu, complete = {}, {}, True
     for config, package in runs * args.repeat:  # a busy machine slows every configuration of a round alike
         meter = CpuMeter(children_only=config == "floor")  # the floor's kernels are this process's own children

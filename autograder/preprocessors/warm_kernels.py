@@ -43,6 +43,7 @@ class WarmKernel:
 
     def __init__(self, km, serves: KernelFor, start_kwargs: dict):
         self.km, self.serves = km, serves
+        km.started_ahead = True
         self.task = ensure_event_loop().create_task(km.start_kernel(**start_kwargs))
 
     def started(self) -> bool:
@@ -94,7 +95,11 @@ class WarmKernels:
         if warm.serves != wanted:
             warm.discard()
             return None
-        return warm.km if warm.started() else None
+        if not warm.started():
+            return None
+        if hasattr(warm.km, "lend_folder"):  # the sandbox's: the folder is the kernel's from now on
+            warm.km.lend_folder()
+        return warm.km
 
     @classmethod
     def discard(cls) -> None:
