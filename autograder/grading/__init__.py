@@ -10,6 +10,7 @@ changes        what changed since the last run (digests of submissions and cours
 state          what the last run left for the next (.grading/state.json)
 pool           the worker processes, fed one student at a time, killed and restarted when stuck
 worker         one worker process: nbgrader's own autograde and feedback; its JSON-line protocol
+profile        where a worker's time goes: seconds per phase of each notebook (grade --profile)
 gradebook      gradebook.db and the workers' copies: copy, merge one student, forget one student
 problems       the Problem type and the one table of problem kinds (problems.json)
 grades_csv     grades.csv from gradebook.db

@@ -8,7 +8,9 @@
   3. autograde the students whose files or course changed since the last run (``changes``), each
                with nbgrader's real autograde and generate_feedback, in N worker processes
                (``pool``, ``worker``). Each kernel runs in the sandbox (GradingExecute.sandbox) with
-               a wall-clock limit per notebook (GradingExecute.notebook_timeout)
+               a wall-clock limit per notebook (GradingExecute.notebook_timeout); the next notebook's
+               kernel starts while one runs (``preprocessors/warm_kernels``). ``--profile`` writes where
+               each worker's time went (``profile``)
   4. merge     every finished student's grades from their worker's gradebook into gradebook.db
                (``gradebook``)
   5. report    grades.csv (``grades_csv``), problems.json (``problems``: every student without a

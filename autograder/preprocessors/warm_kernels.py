@@ -69,10 +69,9 @@ class WarmKernel:
             await self.task
         except BaseException:  # noqa: BLE001 (cancelled, or failed to start: nothing more to stop than below)
             pass
-        try:
-            if self.km.has_kernel:
-                await self.km.shutdown_kernel(now=True)
-        finally:
+        if self.km.has_kernel:
+            await self.km.shutdown_kernel(now=True)  # cleans up after the kernel too
+        else:
             await self.km.cleanup_resources()
 
 
