@@ -191,7 +191,7 @@ def measure(root: Path, config: str, notebooks: list, meter: CpuMeter, package=N
 
 def print_profile(path: Path, config: str) -> None:
     """Mean seconds per notebook in each phase, per notebook and over all, from ``grade --profile``'s lines."""
-    from autograder.grading.profile import NOTEBOOK_PHASES
+    from autograder.grading.profile import KERNEL_CPU, NOTEBOOK_PHASES
 
     students = [json.loads(line) for line in path.read_text().splitlines()]
     by_notebook = {}
@@ -203,7 +203,7 @@ def print_profile(path: Path, config: str) -> None:
         return
     mean = lambda phases, name: sum(p.get(name, 0.0) for p in phases) / max(1, len(phases))
     everything = [p for v in by_notebook.values() for p in v]
-    measured = sum(sum(p.values()) for p in everything)
+    measured = sum(p.get(phase, 0.0) for p in everything for phase in NOTEBOOK_PHASES)
     student_wide = {
         "nbgrader's own steps": (sum(s["autograde"] for s in students) - measured) / count,
         "  of them, gradebook SQL": sum(s["database"] for s in students) / count,
@@ -219,6 +219,8 @@ def print_profile(path: Path, config: str) -> None:
         print(f"  {phase:26s}{'':{11 * len(names)}s}{seconds:9.2f}")
     total = sum(s["autograde"] + s["feedback"] for s in students) / count
     print(f"  {'a notebook in all':26s}{'':{11 * len(names)}s}{total:9.2f}")
+    row = "".join(f"{mean(by_notebook[n], KERNEL_CPU):11.2f}" for n in names)
+    print(f"  {'kernel CPU (not wall)':26s}{row}{mean(everything, KERNEL_CPU):9.2f}")
 
 
 def main() -> None:

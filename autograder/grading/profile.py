@@ -9,12 +9,14 @@ The phases, in the order a notebook meets them:
   reference        the grader's own run of the setup cells (``JudgeAnswers``, cached per seed)
   judging          judging the reported answers (``JudgeAnswers``)
 
-GradingExecute and JudgeAnswers record these in ``PHASES`` as they run; the worker adds, per student,
-the whole of nbgrader's autograde and feedback and the time spent in the gradebook's SQL, and sends it
-all with the student's result (``WorkerResult.profile``).
+Besides the time line, ``kernel CPU``: the CPU seconds of the kernel's processes when it is shut down (a
+warm kernel's start included, wherever it fell). GradingExecute and JudgeAnswers record all these in
+``PHASES`` as they run; the worker adds, per student, the whole of nbgrader's autograde and feedback and
+the time spent in the gradebook's SQL, and sends it all with the student's result (``WorkerResult.profile``).
 """
 
 import contextlib
+import os
 import time
 from collections import defaultdict
 
@@ -26,6 +28,28 @@ KERNEL_START, SETUP_CELLS, OTHER_CELLS, KERNEL_SHUTDOWN = (
 )
 REFERENCE, JUDGING = "reference", "judging"
 NOTEBOOK_PHASES = (KERNEL_START, SETUP_CELLS, OTHER_CELLS, KERNEL_SHUTDOWN, REFERENCE, JUDGING)
+KERNEL_CPU = "kernel CPU"
+
+
+def process_tree_cpu(pid: int) -> float:
+    """CPU seconds of process ``pid`` and all its descendants (those reaped included), from /proc."""
+    stats = {}
+    for entry in os.listdir("/proc"):
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            stats[int(entry)] = int(fields[1]), sum(int(x) for x in fields[11:15])  # ppid; utime stime cutime cstime
+        except (OSError, ValueError, IndexError):  # not a process, or gone meanwhile
+            pass
+    children = {}
+    for process, (parent, _) in stats.items():
+        children.setdefault(parent, []).append(process)
+    total, todo = 0, [pid]
+    while todo:
+        process = todo.pop()
+        total += stats.get(process, (0, 0))[1]
+        todo += children.get(process, [])
+    return total / os.sysconf("SC_CLK_TCK")
 
 
 class PhaseClock:

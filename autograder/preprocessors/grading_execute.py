@@ -17,7 +17,15 @@ from traitlets import Bool, Integer, Unicode, default
 from ..data import NAMES_VARIABLE, names_path
 from ..engine.reference import SETUP_PREFIX
 from ..grading.problems import Problem
-from ..grading.profile import KERNEL_SHUTDOWN, KERNEL_START, OTHER_CELLS, PHASES, SETUP_CELLS
+from ..grading.profile import (
+    KERNEL_CPU,
+    KERNEL_SHUTDOWN,
+    KERNEL_START,
+    OTHER_CELLS,
+    PHASES,
+    SETUP_CELLS,
+    process_tree_cpu,
+)
 from ..in_kernel import SEED_VARIABLE
 from ..sandbox import SandboxedKernelManager
 from .warm_kernels import WARM_UP, KernelFor, WarmKernels
@@ -155,6 +163,9 @@ class GradingExecute(Execute):
     start_new_kernel_client = run_sync(async_start_new_kernel_client)
 
     async def _async_cleanup_kernel(self):
+        process = getattr(getattr(self.km, "provisioner", None), "process", None)
+        if process is not None:
+            PHASES.add(self._notebook, KERNEL_CPU, process_tree_cpu(process.pid))
         with PHASES.phase(self._notebook, KERNEL_SHUTDOWN):
             await super()._async_cleanup_kernel()
 
