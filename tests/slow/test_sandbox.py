@@ -225,18 +225,22 @@ def test_the_kernel_sees_only_its_allow_list(kernel, course, grader_tmp):
 @pytest.mark.skipif(not ROOT, reason="without root, every kernel above already runs in the unprivileged sandbox")
 def test_the_unprivileged_sandbox_works_too(course):
     """The command line a grader that is not root uses (a user namespace, no setpriv), run as 'nobody', with the
-    system's Python (the venv's base Python is not readable by 'nobody' on every machine)."""
+    system's Python (the venv's base Python is not readable by 'nobody' on every machine), and a copy of the
+    package and the data that 'nobody' can read (a checkout under a private folder is not)."""
     folder = course / "autograded" / "carol" / "ps1"
     folder.mkdir(parents=True)
     run = Path(tempfile.mkdtemp(prefix="sandbox-run-"))
     try:
         (run / "ipc").mkdir()
+        package = shutil.copytree(PACKAGE_DIR, run / "autograder", ignore=shutil.ignore_patterns("__pycache__"))
+        names = shutil.copy(EMBEDDED_NAMES, run / "names.txt")
         for path, text in zip((run / "passwd", run / "group"), policy.account_files(65534, 65534)):
             path.write_text(text)
         for path in (folder, run, run / "ipc"):
             os.chown(path, 65534, 65534)
+        run.chmod(0o755)
         paths = policy.KernelPaths(
-            str(folder), str(course), str(run / "ipc"), ("/usr",), PACKAGE_DIR, str(EMBEDDED_NAMES),
+            str(folder), str(course), str(run / "ipc"), ("/usr",), str(package), str(names),
             str(run / "passwd"), str(run / "group"),
         )  # fmt: skip
         tools = policy.Tools(bwrap=shutil.which("bwrap"), prlimit=shutil.which("prlimit"))
@@ -246,7 +250,7 @@ def test_the_unprivileged_sandbox_works_too(course):
             "    try:\n        open(path, 'w').write('x'); return 'wrote'\n"
             "    except OSError as e:\n        return type(e).__name__\n"
             "print(json.dumps([os.getuid(), sorted(os.listdir('/')), sorted(os.listdir('/etc')), attempt('own.txt'),\n"
-            f"    attempt('/x'), attempt('{course}/gradebook.db'), len(open('{EMBEDDED_NAMES}').read()),\n"
+            f"    attempt('/x'), attempt('{course}/gradebook.db'), len(open('{names}').read()),\n"
             f"    os.path.exists('{course}/source'), os.environ.get('SECRET_TOKEN')]))"
         )
         argv = policy.command_line(["/usr/bin/python3", "-c", probe], paths, tools, {"as": MEMORY_LIMIT}, 2**20)
@@ -256,7 +260,7 @@ def test_the_unprivileged_sandbox_works_too(course):
         assert result.returncode == 0, result.stderr
         uid, top, etc, own, root, gradebook, names, source, secret = json.loads(result.stdout)
         assert uid == 65534 and "--unshare-user" in argv and "--cap-drop" not in argv
-        granted_tops = {p.split("/")[1] for p in (PACKAGE_DIR, str(course), str(run))}
+        granted_tops = {p.split("/")[1] for p in (str(course), str(run))}
         assert set(top) <= {"bin", "lib", "lib64", "usr", "etc", "proc", "dev", "tmp"} | granted_tops, top
         assert etc == ["fonts", "group", "ld.so.cache", "passwd"]
         assert own == "wrote" and (folder / "own.txt").read_text() == "x"
