@@ -47,16 +47,19 @@ class WarmKernel:
         self.task = ensure_event_loop().create_task(km.start_kernel(**start_kwargs))
 
     def started(self) -> bool:
-        """Wait until the kernel is started; False if it could not start (then it is cleaned up)."""
+        """Wait until the kernel is started; False if it could not start or has died since (the notebook before
+        it ran the machine out of memory or processes, say): then it is cleaned up."""
         try:
-            run_sync(self._wait)()
-            return True
+            alive = run_sync(self._alive)()
         except Exception:  # noqa: BLE001 (a cold start says why, if it fails too)
+            alive = False
+        if not alive:
             self.discard()
-            return False
+        return alive
 
-    async def _wait(self):
+    async def _alive(self) -> bool:
         await self.task
+        return await self.km.is_alive()
 
     def discard(self) -> None:
         """Shut the kernel down unused."""

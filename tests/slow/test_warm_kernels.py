@@ -1,11 +1,13 @@
 """Warm kernels in ``backprop-ninja grade``: a kernel started ahead serves one notebook, and starts with
 nothing of the kernel before it.
 
-Two students, each with two notebooks (Exercises 2 and 3), graded by ONE worker, so that every kernel has
-a predecessor in the same process: each student's second kernel is a warm one, started while the first
+Students with two notebooks each (Exercises 2 and 3), graded by ONE worker, so that every kernel has a
+predecessor in the same process: each student's second kernel is a warm one, started while the first
 notebook ran. The first notebook of each student leaves behind what a kernel can leave (a file in /tmp and
 in its folder, an environment variable, a global, an attribute on a module, a process); a cell placed
-before the setup cells of every notebook records what its kernel sees before any course code runs.
+before the setup cells of every notebook records what its kernel sees before any course code runs. One more
+student's first notebook ends with a fork bomb and kills every process it can, while the warm kernel of
+its second notebook waits: that notebook is graded in full all the same.
 """
 
 import json
@@ -24,6 +26,15 @@ pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewra
 
 FIRST, SECOND = "ex2_cross_entropy_backward", "ex3_batchnorm_backward"  # nbgrader's order: the second is warm
 STUDENTS = ("ada", "bob")  # graded one after the other by the same worker
+HOSTILE = "cyd"  # graded after them
+BOMB = """import os, signal, subprocess
+try:
+    for _ in range(5000):
+        subprocess.Popen(["sleep", "300"])
+except OSError as error:
+    print("stopped:", type(error).__name__)
+os.kill(-1, signal.SIGKILL)
+"""
 
 LOOK = """import json, os, sys
 print("SEEN " + json.dumps({
@@ -62,6 +73,10 @@ def graded():
                 nb.cells.insert(0, nbformat.v4.new_code_cell(LOOK))
                 nb.cells.append(nbformat.v4.new_code_cell(LEAVE.format(student=student, notebook=notebook)))
                 course.submit(student, notebook, nb)
+        for notebook in (FIRST, SECOND):
+            nb = solved(course.notebook("release", notebook), course.notebook("source", notebook))
+            nb.cells.append(nbformat.v4.new_code_cell(BOMB if notebook == FIRST else "print('after the bomb')"))
+            course.submit(HOSTILE, notebook, nb)
         result = subprocess.run(
             [sys.executable, "-m", "autograder.cli", "grade", "--course", str(course.root), "--workers", "1"],
             capture_output=True,
@@ -107,6 +122,12 @@ def test_warm_kernels_grade_like_cold_ones(graded):
             assert not [o for o in nb.cells[-1].outputs if o.output_type == "error"], nb.cells[-1].outputs
             assert (folder / f"leftover-{student}-{notebook}").is_file()
         assert {(p.stat().st_uid, p.stat().st_gid) for p in [folder, *folder.iterdir()]} == {(os.getuid(), os.getgid())}
+
+
+def test_a_hostile_notebook_cannot_harm_the_warm_kernel_waiting_for_the_next(graded):
+    assert graded.scores(HOSTILE, SECOND) == graded.max_scores(SECOND)
+    nb = nbformat.read(graded.root / "autograded" / HOSTILE / ASSIGNMENT / f"{SECOND}.ipynb", as_version=4)
+    assert "after the bomb" in "".join(o.get("text", "") for o in nb.cells[-1].outputs)
 
 
 def test_no_kernel_is_left_running(graded):
