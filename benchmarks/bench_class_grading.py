@@ -136,8 +136,12 @@ class CpuMeter:
 
     def seconds(self) -> float:
         used = self._now() - self.started
-        if self.group:
-            self.group.rmdir()
+        for _ in range(50) if self.group else ():  # a killed sandbox's last processes may still be going
+            try:
+                self.group.rmdir()
+                break
+            except OSError:
+                time.sleep(0.1)
         return used
 
 

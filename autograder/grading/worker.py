@@ -88,7 +88,7 @@ def main(argv=None) -> None:
         started = time.monotonic()
         GradingExecute.incidents.clear()
         result = api.autograde(assignment, student, force=True, create=True)
-        WarmKernels.discard()  # one the student's last notebooks did not take (its grading stopped early)
+        WarmKernels.discard()  # one that no notebook of this student took (its grading stopped early)
         autograded = time.monotonic()
         error = result.get("error") or ""
         if result["success"] and feedback:
