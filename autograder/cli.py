@@ -103,10 +103,21 @@ def main(argv=None) -> None:
     grade.add_argument("--out", help="folder for grades.csv, problems.json (default: the course root)")
     grade.add_argument("--no-feedback", action="store_true", help="skip nbgrader generate_feedback")
     grade.add_argument("--quiet", action="store_true", help="no progress bar")
-    grade.add_argument(
+    kernels = grade.add_mutually_exclusive_group()
+    kernels.add_argument(
+        "--warm-kernels",
+        dest="warm_kernels",
+        action="store_const",
+        const=True,
+        help="start each student's next kernel while a notebook runs (default when --workers is below the cores: "
+        "with every core busy it gains nothing and costs CPU)",
+    )
+    kernels.add_argument(
         "--cold-kernels",
-        action="store_true",
-        help="start each notebook's kernel when its notebook comes (default: the next one starts while one runs)",
+        dest="warm_kernels",
+        action="store_const",
+        const=False,
+        help="start each kernel when its notebook comes",
     )
     grade.add_argument(
         "--profile", metavar="FILE", help="append where the grading time went, a JSON line per student, to FILE"
@@ -165,7 +176,7 @@ def run(args) -> None:
                 out=args.out and Path(args.out),
                 feedback=not args.no_feedback,
                 progress=not args.quiet,
-                warm_kernels=not args.cold_kernels,
+                warm_kernels=args.warm_kernels,
                 profile=args.profile and Path(args.profile).resolve(),
             )
         )

@@ -14,8 +14,8 @@ and the hours 1,000 students would take at that rate:
   stock                  ``nbgrader autograde`` with the course config, GradingExecute.sandbox=False:
                          nbgrader's own Execute loop, one process, one student after another
   grade-W-sandbox        ``backprop-ninja grade --workers W --cold-kernels`` (W = 1, 2), kernels in bubblewrap,
-                         each started when its notebook comes
-  grade-W-sandbox-warm   the same with warm kernels (the default): the next notebook's kernel starts while one runs
+                         each started when its notebook comes (the default with a worker per core)
+  grade-W-sandbox-warm   the same with ``--warm-kernels``: the next notebook's kernel starts while one runs
   grade-W-plain          ``--unsandboxed``, cold kernels
 
 ``grade`` runs here with ``--no-feedback`` (stock autograde writes none); the feedback's cost is
@@ -188,7 +188,8 @@ def measure(root: Path, config: str, notebooks: list, meter: CpuMeter, package=N
     argv += ["--unsandboxed"] if kind == "plain" else []
     argv += [] if "feedback" in rest else ["--no-feedback"]
     knows = lambda option: option in ((package or REPO) / "autograder" / "cli.py").read_text()
-    argv += ["--cold-kernels"] if "warm" not in rest and knows("--cold-kernels") else []
+    kernels = "--warm-kernels" if "warm" in rest else "--cold-kernels"
+    argv += [kernels] if knows(kernels) else []
     argv += ["--profile", str(profile)] if profile and knows("--profile") else []
     return run(root, argv, env={**os.environ, "PYTHONPATH": str(package)} if package else None, meter=meter)
 

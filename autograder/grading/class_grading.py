@@ -8,9 +8,9 @@
   3. autograde the students whose files or course changed since the last run (``changes``), each
                with nbgrader's real autograde and generate_feedback, in N worker processes
                (``pool``, ``worker``). Each kernel runs in the sandbox (GradingExecute.sandbox) with
-               a wall-clock limit per notebook (GradingExecute.notebook_timeout); the next notebook's
-               kernel starts while one runs (``preprocessors/warm_kernels``). ``--profile`` writes where
-               each worker's time went (``profile``)
+               a wall-clock limit per notebook (GradingExecute.notebook_timeout); with fewer workers than
+               cores, the next notebook's kernel starts while one runs (``preprocessors/warm_kernels``).
+               ``--profile`` writes where each worker's time went (``profile``)
   4. merge     every finished student's grades from their worker's gradebook into gradebook.db
                (``gradebook``)
   5. report    grades.csv (``grades_csv``), problems.json (``problems``: every student without a
@@ -65,7 +65,7 @@ class Options:
     feedback: bool = True
     progress: bool = True
     first_sandbox_uid: int = 61000  # as root, worker i's kernels run as uid first_sandbox_uid + i
-    warm_kernels: bool = True  # start each student's next kernel while the current notebook runs
+    warm_kernels: bool | None = None  # start each student's next kernel while a notebook runs (None: if a core is free)
     profile: Path | None = None  # a JSON line per student graded: where the worker's time went (grading.profile)
     extra_nbgrader_args: list = field(default_factory=list)
 
@@ -139,6 +139,8 @@ class ClassGrading:
         """Grade ``todo`` in parallel workers; merge each finished student into gradebook.db."""
         n = max(1, min(int(self.o.workers or 1), len(todo)))
         threads = max(1, (os.cpu_count() or 1) // n) if n > 1 else 0
+        if self.o.warm_kernels is None:  # measured: with every core busy, a kernel started ahead only adds CPU
+            self.o.warm_kernels = n < (os.cpu_count() or 1)
         workers = [Worker(i, self.root, self.assignment, self.o, self.main_db, threads) for i in range(n)]
         per_notebook = self.o.notebook_timeout or 3600
         allowed = lambda student: len(self.records[student].graded) * (per_notebook + 60) + 120

@@ -78,7 +78,17 @@ def graded():
             nb.cells.append(nbformat.v4.new_code_cell(BOMB if notebook == FIRST else "print('after the bomb')"))
             course.submit(HOSTILE, notebook, nb)
         result = subprocess.run(
-            [sys.executable, "-m", "autograder.cli", "grade", "--course", str(course.root), "--workers", "1"],
+            [
+                sys.executable,
+                "-m",
+                "autograder.cli",
+                "grade",
+                "--course",
+                str(course.root),
+                "--workers",
+                "1",
+                "--warm-kernels",
+            ],
             capture_output=True,
             text=True,
             timeout=1800,
