@@ -33,7 +33,7 @@ import shutil
 import sys
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from tqdm import tqdm
@@ -139,9 +139,10 @@ class ClassGrading:
         """Grade ``todo`` in parallel workers; merge each finished student into gradebook.db."""
         n = max(1, min(int(self.o.workers or 1), len(todo)))
         threads = max(1, (os.cpu_count() or 1) // n) if n > 1 else 0
-        if self.o.warm_kernels is None:  # measured: with every core busy, a kernel started ahead only adds CPU
-            self.o.warm_kernels = n < (os.cpu_count() or 1)
-        workers = [Worker(i, self.root, self.assignment, self.o, self.main_db, threads) for i in range(n)]
+        # Warm kernels by default only when a core is free: with every core busy they only add CPU (measured).
+        warm = n < (os.cpu_count() or 1) if self.o.warm_kernels is None else self.o.warm_kernels
+        options = replace(self.o, warm_kernels=warm)
+        workers = [Worker(i, self.root, self.assignment, options, self.main_db, threads) for i in range(n)]
         per_notebook = self.o.notebook_timeout or 3600
         allowed = lambda student: len(self.records[student].graded) * (per_notebook + 60) + 120
         self.progress = tqdm(
