@@ -109,6 +109,25 @@ def main(argv=None) -> None:
     grade.add_argument("--out", help="folder for grades.csv, problems.json (default: the course root)")
     grade.add_argument("--no-feedback", action="store_true", help="skip nbgrader generate_feedback")
     grade.add_argument("--quiet", action="store_true", help="no progress bar")
+    kernels = grade.add_mutually_exclusive_group()
+    kernels.add_argument(
+        "--warm-kernels",
+        dest="warm_kernels",
+        action="store_const",
+        const=True,
+        help="start each student's next kernel while a notebook runs (default when --workers is below the cores: "
+        "with every core busy it gains nothing and costs CPU)",
+    )
+    kernels.add_argument(
+        "--cold-kernels",
+        dest="warm_kernels",
+        action="store_const",
+        const=False,
+        help="start each kernel when its notebook comes",
+    )
+    grade.add_argument(
+        "--profile", metavar="FILE", help="append where the grading time went, a JSON line per student, to FILE"
+    )
     export = commands.add_parser(
         "export",
         help="grades.csv as Canvas or Moodle imports it, matched to the LMS's roster",
@@ -179,6 +198,8 @@ def run(args) -> None:
                 feedback=not args.no_feedback,
                 progress=not args.quiet,
                 scheduler=args.scheduler,
+                warm_kernels=args.warm_kernels,
+                profile=args.profile and Path(args.profile).resolve(),
             )
         )
         print_summary(summary)

@@ -1,24 +1,34 @@
-"""Seconds per student: stock ``nbgrader autograde`` against ``backprop-ninja grade``.
+"""Seconds per student: the floor, stock ``nbgrader autograde`` and ``backprop-ninja grade``, side by side.
 
-    python benchmarks/bench_class_grading.py --students 20          # every configuration
-    python benchmarks/bench_class_grading.py --students 100 --configs grade-2-sandbox
+    python benchmarks/bench_class_grading.py --students 6           # the usual configurations
+    python benchmarks/bench_class_grading.py --students 50 --configs floor grade-2-sandbox grade-2-sandbox-warm
 
 Builds a demo class in a fresh course (every notebook present in source/, each student a
 perfect, a blank or a one-mistake submission of each), then grades the same class from scratch
-with each configuration and prints seconds per student:
+with each configuration and prints seconds per student, that as a multiple of the two-core floor,
+and the hours 1,000 students would take at that rate:
 
-  floor             starting a kernel and ``import torch`` (what no grader can avoid), per notebook
-  stock             ``nbgrader autograde`` with the course config, GradingExecute.sandbox=False:
-                    nbgrader's own Execute loop, one process, one student after another
-  grade-W-sandbox   ``backprop-ninja grade --workers W`` (W = 1, 2), kernels in bubblewrap
-  grade-W-plain     the same with ``--unsandboxed``
+  floor                  starting a plain kernel and ``import torch`` in it, per notebook: what no grader
+                         can avoid. The figure is per student (all its notebooks, one after another); the
+                         two-core floor is that over the machine's cores (two here), the best W workers can do
+  stock                  ``nbgrader autograde`` with the course config, GradingExecute.sandbox=False:
+                         nbgrader's own Execute loop, one process, one student after another
+  grade-W-sandbox        ``backprop-ninja grade --workers W --cold-kernels`` (W = 1, 2), kernels in bubblewrap,
+                         each started when its notebook comes (the default with a worker per core)
+  grade-W-sandbox-warm   the same with ``--warm-kernels``: the next notebook's kernel starts while one runs
+  grade-W-plain          ``--unsandboxed``, cold kernels
 
 ``grade`` runs here with ``--no-feedback`` (stock autograde writes none); the feedback's cost is
-measured on its own (``grade-2-sandbox-feedback``). ``--before REV`` also grades with the autograder
-package of git revision REV, right after each ``grade`` configuration (``grade-2-sandbox@REV``), and
+measured on its own (``grade-2-sandbox-warm-feedback``). CPU is the CPU time of everything a configuration
+started, sandboxed kernels included (from a cgroup when the benchmark runs as root, else only the
+processes it reaped). After the table comes the profile of each ``grade`` configuration: seconds per
+notebook in each phase, as its workers measured them (``grade --profile``, ``autograder/grading/profile.py``).
+
+``--before REV`` also grades with the autograder package of git revision REV, right after each
+``grade`` configuration (``grade-2-sandbox@REV``; REV's own profile too if it has ``grade --profile``), and
 prints the two side by side:
 
-    python benchmarks/bench_class_grading.py --configs grade-2-plain grade-2-sandbox --before main --repeat 3
+    python benchmarks/bench_class_grading.py --configs floor grade-2-sandbox --before main --repeat 3
 """
 
 import argparse
@@ -48,10 +58,13 @@ CONFIGS = [
     "stock",
     "grade-1-plain",
     "grade-1-sandbox",
+    "grade-1-sandbox-warm",
     "grade-2-plain",
     "grade-2-sandbox",
-    "grade-2-sandbox-feedback",
+    "grade-2-sandbox-warm",
+    "grade-2-sandbox-warm-feedback",
 ]
+DEFAULT_CONFIGS = ["floor", "stock", "grade-2-sandbox", "grade-2-sandbox-warm"]
 
 
 def build_course(root: Path, students: int, only=None) -> list:
@@ -82,15 +95,59 @@ def build_course(root: Path, students: int, only=None) -> list:
     return notebooks
 
 
-def cpu_seconds() -> float:
-    """CPU time of every finished child process (kernels included, once their parents reaped them)."""
-    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return usage.ru_utime + usage.ru_stime
+class CpuMeter:
+    """CPU seconds of one command and everything it starts. As root, from a cgroup of its own (cgroup v1's
+    cpuacct or v2): the sandboxed kernels count too, though nobody reaps them (they are killed with their
+    sandbox). Otherwise from the reaped children only, which leaves sandboxed kernels out."""
+
+    V1, V2 = Path("/sys/fs/cgroup/cpuacct"), Path("/sys/fs/cgroup")
+
+    def __init__(self, children_only: bool = False):
+        self.group = None
+        for parent in () if children_only else (self.V1, self.V2):
+            try:
+                group = Path(tempfile.mkdtemp(prefix="bench-class-", dir=parent))
+            except OSError:
+                continue
+            if (group / "cgroup.procs").exists() and self._usage(group) is not None:
+                self.group = group
+                break
+            group.rmdir()
+        self.started = self.now()
+
+    @staticmethod
+    def _usage(group: Path):
+        if (group / "cpuacct.usage").exists():
+            return int((group / "cpuacct.usage").read_text()) / 1e9
+        if (group / "cpu.stat").exists():
+            return int((group / "cpu.stat").read_text().split("usage_usec")[1].split()[0]) / 1e6
+        return None
+
+    def now(self) -> float:
+        if self.group:
+            return self._usage(self.group)
+        usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+        return usage.ru_utime + usage.ru_stime
+
+    def enter(self) -> None:
+        """In the child, before it runs the command: join the cgroup."""
+        if self.group:
+            (self.group / "cgroup.procs").write_text(str(os.getpid()))
+
+    def seconds(self) -> float:
+        used = self.now() - self.started
+        for _ in range(50) if self.group else ():  # a killed sandbox's last processes may still be going
+            try:
+                self.group.rmdir()
+                break
+            except OSError:
+                time.sleep(0.1)
+        return used
 
 
-def run(cwd: Path, argv: list, env=None) -> float:
+def run(cwd: Path, argv: list, env=None, meter=None) -> float:
     start = time.monotonic()
-    result = subprocess.run(argv, cwd=cwd, capture_output=True, text=True, env=env)
+    result = subprocess.run(argv, cwd=cwd, capture_output=True, text=True, env=env, preexec_fn=meter and meter.enter)
     if result.returncode != 0:
         sys.exit(f"{' '.join(argv)} failed:\n{result.stdout[-2000:]}\n{result.stderr[-4000:]}")
     return time.monotonic() - start
@@ -117,37 +174,64 @@ def floor(repeats: int = 3) -> float:
     return statistics.median(times)
 
 
-def measure(root: Path, config: str, notebooks: list, package=None) -> float:
-    """Seconds for one configuration; ``package``: a folder holding another revision's autograder package."""
+def measure(root: Path, config: str, notebooks: list, meter: CpuMeter, package=None, profile=None) -> float:
+    """Seconds for one configuration; ``package``: a folder holding another revision's autograder package;
+    ``profile``: where ``grade --profile`` writes (if that revision has it)."""
     if config == "floor":
         return floor() * len(notebooks)
     reset(root)
     if config == "stock":
-        return run(
-            root,
-            [
-                sys.executable,
-                "-m",
-                "nbgrader",
-                "autograde",
-                ASSIGNMENT,
-                "--GradingExecute.sandbox=False",
-                "--log-level=ERROR",
-            ],
-        )
+        argv = [sys.executable, "-m", "nbgrader", "autograde", ASSIGNMENT, "--GradingExecute.sandbox=False"]
+        return run(root, argv + ["--log-level=ERROR"], meter=meter)
     _, workers, kind, *rest = config.split("-")
-    argv = (
-        [sys.executable, "-m", "autograder.cli", "grade", "--course", str(root), "--workers", workers, "--quiet"]
-        + (["--unsandboxed"] if kind == "plain" else [])
-        + ([] if rest else ["--no-feedback"])
-    )
-    return run(root, argv, env={**os.environ, "PYTHONPATH": str(package)} if package else None)
+    argv = [sys.executable, "-m", "autograder.cli", "grade", "--course", str(root), "--workers", workers, "--quiet"]
+    argv += ["--unsandboxed"] if kind == "plain" else []
+    argv += [] if "feedback" in rest else ["--no-feedback"]
+    knows = lambda option: option in ((package or REPO) / "autograder" / "cli.py").read_text()
+    kernels = "--warm-kernels" if "warm" in rest else "--cold-kernels"
+    argv += [kernels] if knows(kernels) else []
+    argv += ["--profile", str(profile)] if profile and knows("--profile") else []
+    return run(root, argv, env={**os.environ, "PYTHONPATH": str(package)} if package else None, meter=meter)
+
+
+def print_profile(path: Path, config: str) -> None:
+    """Mean seconds per notebook in each phase, per notebook and over all, from ``grade --profile``'s lines."""
+    from autograder.grading.profile import KERNEL_CPU, NOTEBOOK_PHASES
+
+    students = [json.loads(line) for line in path.read_text().splitlines()]
+    by_notebook = {}
+    for s in students:
+        for notebook, phases in s["notebooks"].items():
+            by_notebook.setdefault(notebook, []).append(phases)
+    count = sum(len(v) for v in by_notebook.values())
+    if not count:
+        return
+    mean = lambda phases, name: sum(p.get(name, 0.0) for p in phases) / max(1, len(phases))
+    everything = [p for v in by_notebook.values() for p in v]
+    measured = sum(p.get(phase, 0.0) for p in everything for phase in NOTEBOOK_PHASES)
+    student_wide = {
+        "nbgrader's own steps": (sum(s["autograde"] for s in students) - measured) / count,
+        "  of them, gradebook SQL": sum(s["database"] for s in students) / count,
+        "feedback": sum(s["feedback"] for s in students) / count,
+    }
+    names = sorted(by_notebook)
+    print(f"profile of {config}: seconds per notebook in each phase ({len(students)} students, {count} notebooks)")
+    print(f"  {'phase':26s}" + "".join(f"{n[:10]:>11s}" for n in names) + f"{'mean':>9s}")
+    for phase in NOTEBOOK_PHASES:
+        row = "".join(f"{mean(by_notebook[n], phase):11.2f}" for n in names)
+        print(f"  {phase:26s}{row}{mean(everything, phase):9.2f}")
+    for phase, seconds in student_wide.items():
+        print(f"  {phase:26s}{'':{11 * len(names)}s}{seconds:9.2f}")
+    total = sum(s["autograde"] + s["feedback"] for s in students) / count
+    print(f"  {'a notebook in all':26s}{'':{11 * len(names)}s}{total:9.2f}")
+    row = "".join(f"{mean(by_notebook[n], KERNEL_CPU):11.2f}" for n in names)
+    print(f"  {'kernel CPU (not wall)':26s}{row}{mean(everything, KERNEL_CPU):9.2f}")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--students", type=int, default=20)
-    parser.add_argument("--configs", nargs="+", default=CONFIGS, choices=CONFIGS)
+    parser.add_argument("--students", type=int, default=6)
+    parser.add_argument("--configs", nargs="+", default=DEFAULT_CONFIGS, choices=CONFIGS)
     parser.add_argument("--notebooks", nargs="+", help="grade only these notebooks (default: all in source/)")
     parser.add_argument("--dir", help="course folder to use (default: a temporary one, removed afterwards)")
     parser.add_argument("--json", help="also write the results to this file")
@@ -157,48 +241,52 @@ def main() -> None:
     before = package_at(args.before) if args.before else None
     root = Path(args.dir or tempfile.mkdtemp(prefix="bench-class-", dir="/var/tmp")) / "course"
     notebooks = build_course(root, args.students, args.notebooks)
+    cores = os.cpu_count() or 1
     print(
         f"{args.students} students x {len(notebooks)} notebooks ({', '.join(notebooks)}), "
-        f"{os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f} at start",
+        f"{cores} cores, load average {os.getloadavg()[0]:.1f} at start",
         flush=True,
     )
-    seconds, cpu = {}, {}
     runs = []
     for config in args.configs:  # with --before, each grade configuration twice in a row: now, then at REV
         runs.append((config, None))
-        if before and config.startswith("grade"):
+        if before and config.startswith("grade") and "warm" not in config:  # REV's kernels are all cold
             runs.append((f"{config}@{args.before}", before))
+    profiles = {c: root.parent / f"profile-{c}.jsonl" for c, _ in runs if c.startswith("grade")}
+    seconds, cpu, complete = {}, {}, True
     for config, package in runs * args.repeat:  # a busy machine slows every configuration of a round alike
-        cpu_before = cpu_seconds()
-        seconds.setdefault(config, []).append(measure(root, config.split("@")[0], notebooks, package))
-        cpu.setdefault(config, []).append((cpu_seconds() - cpu_before) / (1 if config == "floor" else args.students))
-        per = seconds[config][-1] if config == "floor" else seconds[config][-1] / args.students
+        meter = CpuMeter(children_only=config == "floor")  # the floor's kernels are this process's own children
+        complete = complete and (meter.group is not None or config == "floor")
+        took = measure(root, config.split("@")[0], notebooks, meter, package, profiles.get(config))
+        per = 1 if config == "floor" else args.students
+        seconds.setdefault(config, []).append(took / per)
+        cpu.setdefault(config, []).append(meter.seconds() / per)
         print(
-            f"  {config:26s} {per:7.2f} s/student"
-            + ("" if config == "floor" else f"  ({seconds[config][-1]:.0f} s)")
-            + f"  CPU {cpu[config][-1]:6.2f} s/student  load {os.getloadavg()[0]:.1f}",
+            f"  {config:30s} {seconds[config][-1]:7.2f} s/student  CPU {cpu[config][-1]:6.2f} s/student  "
+            f"load {os.getloadavg()[0]:.1f}",
             flush=True,
         )
-    seconds = {c: statistics.median(s) for c, s in seconds.items()}
+    per_student = {c: statistics.median(s) for c, s in seconds.items()}
     cpu = {c: statistics.median(s) for c, s in cpu.items()}
-    per_student = {c: (s if c == "floor" else s / args.students) for c, s in seconds.items()}
     print(f"load average {os.getloadavg()[0]:.1f} at the end")
-    if args.repeat > 1:
-        print(f"medians of {args.repeat} runs:")
-        for c, s in per_student.items():
-            print(f"  {c:26s} {s:7.2f} s/student")
+    two_core_floor = per_student["floor"] / cores if "floor" in per_student else None
+    print(
+        (f"medians of {args.repeat} runs; " if args.repeat > 1 else "")
+        + (f"the {cores}-core floor is {two_core_floor:.2f} s/student" if two_core_floor else "")
+        + ("" if complete else "; CPU counts only reaped processes (not sandboxed kernels): run as root for all")
+    )
+    print(f"  {'configuration':30s} {'s/student':>9s} {'x floor':>8s} {'CPU s/student':>14s} {'h/1000':>7s}")
+    for c, s in per_student.items():
+        ratio = f"{s / two_core_floor:8.2f}" if two_core_floor and c != "floor" else f"{'':8s}"
+        hours = f"{s * 1000 / 3600:7.2f}" if c != "floor" else f"{'':7s}"
+        print(f"  {c:30s} {s:9.2f} {ratio} {cpu[c]:14.2f} {hours}")
     if "stock" in per_student:
         for c in per_student:
             if c.startswith("grade"):
                 print(f"  speed-up of {c} over stock nbgrader: {per_student['stock'] / per_student[c]:.2f}x")
-    for revision in ("", f"@{args.before}") if before else ("",):
-        for w in ("1", "2"):
-            plain, boxed = (
-                per_student.get(f"grade-{w}-plain{revision}"),
-                per_student.get(f"grade-{w}-sandbox{revision}"),
-            )
-            if plain and boxed:
-                print(f"  sandbox cost with {w} worker(s){revision or ' now'}: {100 * (boxed - plain) / plain:+.1f}%")
+    for config, path in profiles.items():
+        if path.is_file():
+            print_profile(path, config)
     if args.json:
         Path(args.json).write_text(
             json.dumps(
@@ -207,6 +295,7 @@ def main() -> None:
                     "notebooks": notebooks,
                     "seconds_per_student": per_student,
                     "cpu_per_student": cpu,
+                    "two_core_floor": two_core_floor,
                 },
                 indent=1,
             )

@@ -11,9 +11,9 @@ after the other (--repeat rounds; medians), sandboxed, with feedback.
 
 Each run is measured in wall-clock seconds and in CPU seconds of every process it used (``grade`` and its
 workers and kernels; for the Dask path also the scheduler and the Dask workers with their graders and
-kernels). On a machine that others share, wall-clock time follows their load; CPU time much less so. A
-sandboxed kernel's CPU time is not counted (a process in bubblewrap's PID namespace is not counted to the
-process that started it): --unsandboxed counts it. Prints
+kernels). On a machine that others share, wall-clock time follows their load; CPU time much less so. As
+root, everything is counted in a cgroup; otherwise a sandboxed kernel's CPU time is left out (a process in
+bubblewrap's PID namespace is not counted to the process that started it), and --unsandboxed counts it. Prints
 for each path the seconds per student of each class, the fixed cost of a run and the marginal cost of one
 more student (the slope between the two class sizes), the Dask path's overhead per student, and the sizing
 rule: students graded per worker-core per hour, 3600 / (marginal CPU seconds per student).
@@ -30,7 +30,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(REPO), str(REPO / "tests")]
 
-from bench_class_grading import build_course, cpu_seconds, reset, run  # noqa: E402
+from bench_class_grading import CpuMeter, build_course, reset, run  # noqa: E402
 from conftest import LoopbackCluster  # noqa: E402
 
 
@@ -47,11 +47,13 @@ def process_cpu(pids: list) -> float:
     return total
 
 
-def grade(root: Path, cluster_pids: list, *args) -> tuple:
-    """(wall seconds, CPU seconds) of one ``grade`` run, and of the cluster's processes meanwhile."""
-    before = cpu_seconds() + process_cpu(cluster_pids)
+def grade(root: Path, meter: CpuMeter, cluster_pids: list, *args) -> tuple:
+    """(wall seconds, CPU seconds) of one ``grade`` run, and of the cluster's processes meanwhile. In a cgroup
+    (as root) that holds this benchmark, the cluster and every kernel; else from the processes themselves."""
+    cpu = lambda: meter.now() + (0 if meter.group else process_cpu(cluster_pids))
+    before = cpu()
     wall = run(root, [sys.executable, "-m", "autograder.cli", "grade", "--course", str(root), "--quiet", *args])
-    return wall, cpu_seconds() + process_cpu(cluster_pids) - before
+    return wall, cpu() - before
 
 
 def main() -> None:
@@ -64,8 +66,8 @@ def main() -> None:
     parser.add_argument(
         "--unsandboxed",
         action="store_true",
-        help="grade without the sandbox: the kernels' CPU time is then counted too (a process in bubblewrap's PID "
-        "namespace is not counted to the process that started it)",
+        help="grade without the sandbox (not as root, the kernels' CPU time is then counted too: a process in "
+        "bubblewrap's PID namespace is not counted to the process that started it)",
     )
     args = parser.parse_args()
     folder = Path(tempfile.mkdtemp(prefix="bench-cluster-", dir="/var/tmp"))
@@ -74,6 +76,8 @@ def main() -> None:
     for students, root in classes.items():
         build_course(root, students, args.notebooks)
     (folder / "dask").mkdir()
+    meter = CpuMeter()
+    meter.enter()  # this process, and so the cluster and every run, into the cgroup (as root)
     cluster = LoopbackCluster(folder / "dask", args.workers)
     paths = {"local": ["--workers", str(args.workers)], "dask": ["--scheduler", cluster.address]}
     if args.unsandboxed:
@@ -90,7 +94,7 @@ def main() -> None:
             for students, root in classes.items():
                 for path, options in paths.items():
                     reset(root)
-                    wall, cpu = grade(root, pids[path], *options)
+                    wall, cpu = grade(root, meter, pids[path], *options)
                     measured[path, students].append((wall, cpu))
                     print(
                         f"  {path:5s} {students:3d} students: {wall:6.1f} s, CPU {cpu:6.1f} s, "
@@ -99,6 +103,9 @@ def main() -> None:
                     )
     finally:
         cluster.close()
+        if meter.group:  # out of the cgroup, so that it can be removed
+            (meter.group.parent / "cgroup.procs").write_text(str(os.getpid()))
+            meter.seconds()
     print(f"medians of {args.repeat} round(s):")
     marginal = {}
     for kind, column in (("wall", 0), ("CPU", 1)):

@@ -14,6 +14,7 @@ cluster        grade --scheduler: the same, a Dask task per student on a cluster
 remote         what a Dask worker does: the course rebuilt privately, each student graded by a ``pool.Worker``
 payload        what travels to a Dask worker and back, and what each side refuses (not the course's, other versions)
 slurm          the Slurm job that runs a Dask worker (``backprop-ninja slurm-script``, written by dask-jobqueue)
+profile        where a worker's time goes: seconds per phase of each notebook (grade --profile)
 gradebook      the course's gradebook (SQLite or PostgreSQL, as nbgrader_config.py says) and the graders' private
                ones: the template they grade into, merging one student, forgetting one student
 problems       the Problem type and the one table of problem kinds (problems.json)
@@ -26,3 +27,11 @@ report         the instructor's class report (class_report.html, from templates/
 roster         an LMS's class list (Canvas or Moodle export), and who on it each student is
 lms_export     ``backprop-ninja export``: grades.csv as Canvas or Moodle imports it
 """
+
+import sys
+
+# jsonschema builds an IRI grammar when it is imported (rfc3987_syntax, with lark: 1.4 s of CPU in each
+# process that imports nbgrader, half of nbgrader's import), for its "iri" format check, which neither
+# nbformat nor nbgrader asks for. Without the module jsonschema skips that check. Only if nothing has
+# imported it yet: the grading processes (the command, its workers) import this package before nbgrader.
+sys.modules.setdefault("rfc3987_syntax", None)

@@ -46,6 +46,9 @@ class WorkerResult:
     """How long grading the student took."""
     grades: GradedSubmission | None = None
     """What autograde wrote into the worker's gradebook for the student (None when it wrote nothing)."""
+    profile: dict = field(default_factory=dict)
+    """Where that time went (``profile``): ``notebooks`` {notebook: {phase: seconds}}, and the seconds of the
+    whole ``autograde``, of the ``feedback``, and of the gradebook's SQL (``database``)."""
 
     def to_line(self) -> str:
         grades = self.grades.to_json() if self.grades else None
@@ -90,10 +93,14 @@ def main(argv=None) -> None:
     from nbgrader.apps.baseapp import NbGrader
 
     from ..preprocessors.grading_execute import GradingExecute
+    from ..preprocessors.warm_kernels import WarmKernels
+    from .profile import PHASES, DatabaseClock
 
     app = NbGrader()
     app.initialize(argv)
     api = NbGraderAPI(coursedir=app.coursedir, parent=app)
+    database = DatabaseClock()
+    database.listen()
     results.write(json.dumps(READY) + "\n")
     for line in sys.stdin:
         student = line.strip()
@@ -102,11 +109,19 @@ def main(argv=None) -> None:
         started = time.monotonic()
         GradingExecute.incidents.clear()
         result = api.autograde(assignment, student, force=True, create=True)
+        WarmKernels.discard()  # one that no notebook of this student took (its grading stopped early)
+        autograded = time.monotonic()
         error = result.get("error") or ""
         if result["success"] and feedback:
             made = api.generate_feedback(assignment, student, force=True)
             if not made["success"]:
                 error = "feedback: " + (made.get("error") or "")
+        profile = {
+            "notebooks": PHASES.take(),
+            "autograde": autograded - started,
+            "feedback": time.monotonic() - autograded,
+            "database": database.take(),
+        }
         answer = WorkerResult(
             student=student,
             success=bool(result["success"]),
@@ -115,6 +130,7 @@ def main(argv=None) -> None:
             sandbox_error=sandbox_error(error + "\n" + result.get("log", "")),
             seconds=round(time.monotonic() - started, 2),
             grades=read_submission(app.coursedir.db_url, assignment, student) if result["success"] else None,
+            profile=profile,
         )
         results.write(answer.to_line())
 

@@ -8,15 +8,27 @@ import secrets
 import time
 
 from jupyter_client.manager import AsyncKernelManager
+from jupyter_core.utils import run_sync
 from nbclient.exceptions import DeadKernelError
 from nbformat.v4 import new_output
 from nbgrader.preprocessors import Execute
 from traitlets import Bool, Integer, Unicode, default
 
 from ..data import NAMES_VARIABLE, names_path
+from ..engine.reference import SETUP_PREFIX
 from ..grading.problems import Problem
+from ..grading.profile import (
+    KERNEL_CPU,
+    KERNEL_SHUTDOWN,
+    KERNEL_START,
+    OTHER_CELLS,
+    PHASES,
+    SETUP_CELLS,
+    process_tree_cpu,
+)
 from ..in_kernel import SEED_VARIABLE
 from ..sandbox import SandboxedKernelManager
+from .warm_kernels import WARM_UP, KernelFor, WarmKernels
 
 
 @contextlib.contextmanager
@@ -100,6 +112,13 @@ class GradingExecute(Execute):
         "(error messages excepted), so a notebook that prints gigabytes cannot exhaust the grader.",
     ).tag(config=True)
 
+    warm_kernels = Bool(
+        True,
+        help="Start the kernel of the student's next notebook as soon as this notebook's kernel is up, so that it "
+        "has started (and imported torch) when its notebook comes; it serves that notebook only "
+        "(autograder/preprocessors/warm_kernels.py).",
+    ).tag(config=True)
+
     kernel_trace = Bool(
         False,
         help="Log nbclient's DEBUG trace of the kernel: every cell's source and every message, the answers as "
@@ -113,6 +132,8 @@ class GradingExecute(Execute):
 
     _run_secret = secrets.token_hex(16)
     _deadline = None
+    _notebook = None  # the notebook being executed, as the profile names it
+    _kernel_asked = 0.0
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
@@ -122,6 +143,65 @@ class GradingExecute(Execute):
     def _log_default(self):
         log = super()._log_default()
         return log if self.kernel_trace else _WithoutDebug(log, {})
+
+    def create_kernel_manager(self):
+        """The warm kernel started for this very notebook if there is one, else a new kernel manager."""
+        self._kernel_asked = time.perf_counter()
+        km = WarmKernels.take(self._kernel_for(self.resources, self.nb)) if self.warm_kernels else None
+        if km is None:
+            return super().create_kernel_manager()
+        self.km = km
+        return km
+
+    async def async_start_new_kernel_client(self):
+        kc = await super().async_start_new_kernel_client()
+        PHASES.add(self._notebook, KERNEL_START, time.perf_counter() - self._kernel_asked)
+        if self.warm_kernels:
+            self._start_next_kernel()
+        return kc
+
+    start_new_kernel_client = run_sync(async_start_new_kernel_client)
+
+    async def _async_cleanup_kernel(self):
+        process = getattr(getattr(self.km, "provisioner", None), "process", None)
+        if process is not None:
+            PHASES.add(self._notebook, KERNEL_CPU, process_tree_cpu(process.pid))
+        with PHASES.phase(self._notebook, KERNEL_SHUTDOWN):
+            await super()._async_cleanup_kernel()
+
+    _cleanup_kernel = run_sync(_async_cleanup_kernel)
+
+    def _kernel_for(self, resources, nb) -> KernelFor:
+        nbgrader = resources.get("nbgrader", {})
+        return KernelFor(
+            student=str(nbgrader.get("student", "")),
+            assignment=str(nbgrader.get("assignment", "")),
+            notebook=str(nbgrader.get("notebook", "")),
+            folder=os.path.abspath(resources.get("metadata", {}).get("path") or "."),
+            kernel_name=self.kernel_name or nb.metadata.get("kernelspec", {}).get("name", ""),
+            seed=self.grading_seed(resources),
+        )
+
+    def _next_notebook(self) -> str | None:
+        """The notebook nbgrader's autograde converts after this one for the same student (its own list)."""
+        converter = getattr(getattr(self, "parent", None), "parent", None)
+        names = [os.path.splitext(os.path.basename(p))[0] for p in getattr(converter, "notebooks", None) or []]
+        current = self.resources.get("nbgrader", {}).get("notebook")
+        return names[names.index(current) + 1] if current in names[:-1] else None
+
+    def _start_next_kernel(self) -> None:
+        following = self._next_notebook()
+        if following is None:
+            return
+        resources = {**self.resources, "nbgrader": {**self.resources["nbgrader"], "notebook": following}}
+        serves = self._kernel_for(resources, self.nb)
+        arguments = list(self.extra_arguments)
+        if self.ipython_hist_file and not any(a.startswith("--HistoryManager.hist_file") for a in arguments):
+            arguments.append(f"--HistoryManager.hist_file={self.ipython_hist_file}")  # as nbclient adds it
+        arguments.append(f"--IPKernelApp.exec_lines={WARM_UP}")
+        km = self.kernel_manager_class(kernel_name=serves.kernel_name, config=self.config)
+        env = {**os.environ, SEED_VARIABLE: str(serves.seed)}  # NBGRADER_EXECUTION and the data set as now
+        WarmKernels.start(km, serves, dict(extra_arguments=arguments, cwd=serves.folder, env=env))
 
     def grading_seed(self, resources) -> int:
         nbgrader = resources.get("nbgrader", {})
@@ -148,8 +228,10 @@ class GradingExecute(Execute):
             or cell.cell_type != "code"
         ):
             return cell, resources
+        setup = cell.metadata.get("nbgrader", {}).get("grade_id", "").startswith(SETUP_PREFIX)
         try:
-            cell, resources = super().preprocess_cell(cell, resources, index)
+            with PHASES.phase(self._notebook, SETUP_CELLS if setup else OTHER_CELLS):
+                cell, resources = super().preprocess_cell(cell, resources, index)
         except DeadKernelError:
             state["kernel_died_in"] = index
             process = getattr(getattr(self.km, "provisioner", None), "process", None)
@@ -167,7 +249,6 @@ class GradingExecute(Execute):
             return cell, resources
         if self._deadline is not None and time.monotonic() >= self._deadline:
             state["notebook_time_limit_in"] = index
-            self.shutdown_kernel = "immediate"  # it may still be busy: do not wait for it
             cell.outputs.append(
                 new_output(
                     "stream",
@@ -269,6 +350,7 @@ class GradingExecute(Execute):
 
     def preprocess(self, nb, resources, *args, **kwargs):
         seed = self.grading_seed(resources)
+        self._notebook = resources.get("nbgrader", {}).get("notebook")
         path = names_path(self.names_path)
         resources["backprop_ninja"] = {
             "seed": seed,
@@ -278,7 +360,9 @@ class GradingExecute(Execute):
             "incidents": [],
         }
         self._output_bytes, self._truncated = {}, set()
-        self.shutdown_kernel = "graceful"
+        # Killed, not asked to exit: nothing of the kernel is needed after the last cell, and its sandbox ends with
+        # it (--die-with-parent); a graceful exit (ipykernel and torch tearing down) took 0.8 s a notebook.
+        self.shutdown_kernel = "immediate"
         self._deadline = time.monotonic() + self.notebook_timeout if self.notebook_timeout else None
         try:
             with environment(**{SEED_VARIABLE: str(seed), NAMES_VARIABLE: path}):

@@ -22,6 +22,7 @@ from ..engine.honesty import AutogradTaint
 from ..engine.reference import SETUP_PREFIX, run_setup
 from ..engine.training import one_thread
 from ..engine.verdict import Verdict
+from ..grading.profile import JUDGING, PHASES, REFERENCE
 from .grading_execute import environment, record_incident, timed_out_cells
 
 
@@ -80,7 +81,11 @@ class JudgeAnswers(NbGraderPreprocessor):
     """Judge each graded cell of a known notebook from what its kernel reported."""
 
     def preprocess(self, nb, resources):
-        with one_thread():  # small tensors: threads only cost time, and much of it on a busy machine
+        notebook = resources["nbgrader"]["notebook"]
+        with (
+            one_thread(),
+            PHASES.phase(notebook, JUDGING),
+        ):  # small tensors: threads only cost time, on a busy machine most
             return self._judge(nb, resources)
 
     def _judge(self, nb, resources):
@@ -90,7 +95,10 @@ class JudgeAnswers(NbGraderPreprocessor):
             return nb, resources
         seed = resources["backprop_ninja"]["seed"]
         setup = tuple(c.source for c in nb.cells if grade_id(c).startswith(SETUP_PREFIX))
-        with environment(**{NAMES_VARIABLE: resources["backprop_ninja"]["names_path"]}):
+        with (
+            environment(**{NAMES_VARIABLE: resources["backprop_ninja"]["names_path"]}),
+            PHASES.phase(resources["nbgrader"]["notebook"], REFERENCE),
+        ):
             namespace = run_setup(setup, seed)
         timed_out, unanswered = set(timed_out_cells(nb)), []
         taint = AutogradTaint(

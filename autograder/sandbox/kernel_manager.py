@@ -107,7 +107,20 @@ class SandboxedKernelManager(AsyncKernelManager):
         return max(64, 32 + 4 * (os.cpu_count() or 1))
 
     _rundir = None
+    _folder = None  # the kernel's folder (its working directory)
     _lent = None  # (folder, uid, gid) of the student folder lent to sandbox_uid
+
+    started_ahead = False  # a warm kernel: its folder is lent when its notebook comes (lend_folder), not at start
+
+    def lend_folder(self) -> None:
+        """As root, give the kernel's folder to sandbox_uid until the kernel is cleaned up; else nothing.
+
+        A kernel started ahead gets its folder only when its notebook comes: until then the kernel before
+        it (the same student's) holds it, and gives it back when it ends."""
+        if os.geteuid() == 0 and self._lent is None and self._folder is not None:
+            st = os.stat(self._folder)
+            self._lent = (self._folder, st.st_uid, st.st_gid)
+            chown_tree(self._folder, self.sandbox_uid, self.sandbox_gid)
 
     @property
     def kernel_spec(self):
@@ -185,11 +198,9 @@ class SandboxedKernelManager(AsyncKernelManager):
             env = kw.get("env") or dict(os.environ)
             argv = self._command_line(kernel_cmd, cwd, env)
             kw.update(cwd=cwd, env=policy.kernel_environment(env, kernel_cmd[0]))
-            if os.geteuid() == 0:
-                if self._lent is None:
-                    st = os.stat(cwd)
-                    self._lent = (cwd, st.st_uid, st.st_gid)
-                chown_tree(cwd, self.sandbox_uid, self.sandbox_gid)
+            self._folder = cwd
+            if not self.started_ahead:
+                self.lend_folder()
             log_path = os.path.join(self._rundir, "kernel.log")
             with open(log_path, "ab") as log:
                 kw.update(stdout=log, stderr=log)

@@ -120,6 +120,7 @@ def test_lms_file_names_are_matched_to_notebooks(name, notebook):
     assert match_notebook(name, NOTEBOOKS) == notebook
 
 
+@pytest.mark.filterwarnings("ignore::nbformat.validator.DuplicateCellId")  # the duplicated cell is the case
 def test_repairs_give_back_the_release_structure():
     from autograder.grading.repair import repair
 

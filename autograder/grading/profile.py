@@ -1,0 +1,125 @@
+"""Where a grading worker's time goes: wall-clock seconds per phase of each notebook (``grade --profile``).
+
+The phases, in the order a notebook meets them:
+
+  kernel start     starting the notebook's kernel until it answers (for a warm kernel: what was left of that)
+  setup cells      the locked ``setup_*`` cells in the kernel (imports, data set, parameters, forward pass)
+  other cells      every other cell in the kernel: the student's answers, the graded cells, the checks
+  kernel shutdown  stopping the kernel and its sandbox
+  reference        the grader's own run of the setup cells (``JudgeAnswers``, cached per seed)
+  judging          judging the reported answers (``JudgeAnswers``)
+
+Besides the time line, ``kernel CPU``: the CPU seconds of the kernel's processes when it is shut down (a
+warm kernel's start included, wherever it fell). GradingExecute and JudgeAnswers record all these in
+``PHASES`` as they run; the worker adds, per student, the whole of nbgrader's autograde and feedback and
+the time spent in the gradebook's SQL, and sends it all with the student's result (``WorkerResult.profile``).
+"""
+
+import contextlib
+import os
+import time
+from collections import defaultdict
+
+KERNEL_START, SETUP_CELLS, OTHER_CELLS, KERNEL_SHUTDOWN = (
+    "kernel start",
+    "setup cells",
+    "other cells",
+    "kernel shutdown",
+)
+REFERENCE, JUDGING = "reference", "judging"
+NOTEBOOK_PHASES = (KERNEL_START, SETUP_CELLS, OTHER_CELLS, KERNEL_SHUTDOWN, REFERENCE, JUDGING)
+KERNEL_CPU = "kernel CPU"
+
+
+def process_tree_cpu(pid: int) -> float:
+    """CPU seconds of process ``pid`` and all its descendants (those reaped included), from /proc."""
+    stats = {}
+    for entry in os.listdir("/proc"):
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            stats[int(entry)] = int(fields[1]), sum(int(x) for x in fields[11:15])  # ppid; utime stime cutime cstime
+        except (OSError, ValueError, IndexError):  # not a process, or gone meanwhile
+            pass
+    children = {}
+    for process, (parent, _) in stats.items():
+        children.setdefault(parent, []).append(process)
+    total, todo = 0, [pid]
+    while todo:
+        process = todo.pop()
+        total += stats.get(process, (0, 0))[1]
+        todo += children.get(process, [])
+    return total / os.sysconf("SC_CLK_TCK")
+
+
+class PhaseClock:
+    """Seconds spent in each phase, per notebook, since the worker last took them."""
+
+    def __init__(self):
+        self._seconds = defaultdict(lambda: defaultdict(float))
+        self._nested = []  # seconds spent in phases inside each running phase
+
+    def add(self, notebook: str, phase: str, seconds: float) -> None:
+        self._seconds[notebook][phase] += seconds
+
+    @contextlib.contextmanager
+    def phase(self, notebook: str, phase: str):
+        """Time the block as ``phase``; a phase inside it counts as itself only (reference inside judging)."""
+        started = time.perf_counter()
+        self._nested.append(0.0)
+        try:
+            yield
+        finally:
+            spent = time.perf_counter() - started
+            self.add(notebook, phase, spent - self._nested.pop())
+            if self._nested:
+                self._nested[-1] += spent
+
+    def take(self) -> dict:
+        """{notebook: {phase: seconds}} recorded so far; the clock starts again from nothing."""
+        taken = {notebook: dict(phases) for notebook, phases in self._seconds.items()}
+        self._seconds.clear()
+        return taken
+
+
+PHASES = PhaseClock()  # this process's: one worker grades one notebook at a time
+
+
+class DatabaseClock:
+    """Seconds spent in the gradebook's SQL (statements, and commits with their flush), from SQLAlchemy's events."""
+
+    def __init__(self):
+        self.seconds = 0.0
+        self._committing = None
+        self._statement = None
+
+    def listen(self) -> None:
+        from sqlalchemy import event
+        from sqlalchemy.engine import Engine
+        from sqlalchemy.orm import Session
+
+        event.listen(Engine, "before_cursor_execute", self._before_statement)
+        event.listen(Engine, "after_cursor_execute", self._after_statement)
+        event.listen(Session, "before_commit", self._before_commit)
+        event.listen(Session, "after_commit", self._after_commit)
+        event.listen(Session, "after_rollback", self._after_commit)
+
+    def _before_statement(self, *args):
+        self._statement = time.perf_counter()
+
+    def _after_statement(self, *args):
+        if self._statement is not None and self._committing is None:  # a commit's statements count with it
+            self.seconds += time.perf_counter() - self._statement
+        self._statement = None
+
+    def _before_commit(self, session):
+        self._committing = time.perf_counter()
+
+    def _after_commit(self, session):
+        if self._committing is not None:
+            self.seconds += time.perf_counter() - self._committing
+        self._committing = None
+
+    def take(self) -> float:
+        taken, self.seconds = self.seconds, 0.0
+        return taken

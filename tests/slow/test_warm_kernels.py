@@ -1,0 +1,151 @@
+"""Warm kernels in ``backprop-ninja grade``: a kernel started ahead serves one notebook, and starts with
+nothing of the kernel before it.
+
+Students with two notebooks each (Exercises 2 and 3), graded by ONE worker, so that every kernel has a
+predecessor in the same process: each student's second kernel is a warm one, started while the first
+notebook ran. The first notebook of each student leaves behind what a kernel can leave (a file in /tmp and
+in its folder, an environment variable, a global, an attribute on a module, a process); a cell placed
+before the setup cells of every notebook records what its kernel sees before any course code runs. One more
+student's first notebook ends with a fork bomb and kills every process it can, while the warm kernel of
+its second notebook waits: that notebook is graded in full all the same.
+"""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import nbformat
+import pytest
+from conftest import ASSIGNMENT, NEWCOMER_ENV, temporary_course
+
+from autograder.authoring.submissions import solved
+
+pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is not installed")
+
+FIRST, SECOND = "ex2_cross_entropy_backward", "ex3_batchnorm_backward"  # nbgrader's order: the second is warm
+STUDENTS = ("ada", "bob")  # graded one after the other by the same worker
+HOSTILE = "cyd"  # graded after them
+BOMB = """import os, signal, subprocess
+try:
+    for _ in range(5000):
+        subprocess.Popen(["sleep", "300"])
+except OSError as error:
+    print("stopped:", type(error).__name__)
+os.kill(-1, signal.SIGKILL)
+"""
+
+LOOK = """import json, os, sys
+print("SEEN " + json.dumps({
+    "torch_imported": "torch" in sys.modules,
+    "tmp": sorted(os.listdir("/tmp")),
+    "folder": sorted(os.listdir(".")),
+    "variable": os.environ.get("LEFTOVER"),
+    "module_attribute": getattr(sys.modules.get("json"), "leftover", None),
+    "global": globals().get("leftover"),
+    "processes": sorted(int(p) for p in os.listdir("/proc") if p.isdigit()),
+    "seed": os.environ.get("BACKPROP_NINJA_SEED"),
+}))
+"""
+LEAVE = """import json, os, subprocess
+open("/tmp/leftover-{student}", "w").write("x")
+open("leftover-{student}-{notebook}", "w").write("x")
+os.environ["LEFTOVER"] = "{student}-{notebook}"
+json.leftover = "{student}-{notebook}"
+leftover = "{student}-{notebook}"
+subprocess.Popen(["sleep", "300"])
+"""
+
+
+def seen(course, student: str, notebook: str) -> dict:
+    nb = nbformat.read(course.root / "autograded" / student / ASSIGNMENT / f"{notebook}.ipynb", as_version=4)
+    text = "".join(o.get("text", "") for o in nb.cells[0].get("outputs", []))
+    return json.loads(text.split("SEEN ", 1)[1])
+
+
+@pytest.fixture(scope="module")
+def graded():
+    with temporary_course("warm-kernels-", only=(FIRST, SECOND)) as course:
+        for student in STUDENTS:
+            for notebook in (FIRST, SECOND):
+                nb = solved(course.notebook("release", notebook), course.notebook("source", notebook))
+                nb.cells.insert(0, nbformat.v4.new_code_cell(LOOK))
+                nb.cells.append(nbformat.v4.new_code_cell(LEAVE.format(student=student, notebook=notebook)))
+                course.submit(student, notebook, nb)
+        for notebook in (FIRST, SECOND):
+            nb = solved(course.notebook("release", notebook), course.notebook("source", notebook))
+            nb.cells.append(nbformat.v4.new_code_cell(BOMB if notebook == FIRST else "print('after the bomb')"))
+            course.submit(HOSTILE, notebook, nb)
+        result = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "autograder.cli",
+                "grade",
+                "--course",
+                str(course.root),
+                "--workers",
+                "1",
+                "--warm-kernels",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=1800,
+            env=NEWCOMER_ENV,
+        )
+        assert result.returncode == 0, result.stderr[-4000:]
+        yield course
+
+
+def test_the_second_notebook_of_a_student_gets_a_warm_kernel(graded):
+    for student in STUDENTS:
+        assert not seen(graded, student, FIRST)["torch_imported"]  # started cold, when its notebook came
+        assert seen(graded, student, SECOND)["torch_imported"]  # started ahead, torch imported before any cell
+
+
+def test_a_warm_kernel_starts_with_nothing_of_the_kernel_before_it(graded):
+    for before, after in (
+        (("ada", FIRST), ("ada", SECOND)),
+        (("ada", SECOND), ("bob", FIRST)),
+        (("bob", FIRST), ("bob", SECOND)),
+    ):
+        now = seen(graded, *after)
+        assert now["variable"] is None and now["module_attribute"] is None and now["global"] is None, (before, after)
+        assert not [name for name in now["tmp"] if name.startswith("leftover")], now["tmp"]
+        assert len(now["processes"]) <= 2, now["processes"]  # the sandbox's init and the kernel: no sleep of before
+        assert now["seed"] != seen(graded, *before)["seed"]  # each notebook its own seed
+    # the folder is the student's own, as for every kernel: the next student's kernels see nothing of the first's
+    assert not [name for name in seen(graded, "bob", FIRST)["folder"] if "ada" in name]
+    assert not [name for name in seen(graded, "bob", SECOND)["folder"] if "ada" in name]
+
+
+def test_warm_kernels_grade_like_cold_ones(graded):
+    """Every answer is right (the warm kernel computed with the seed the grader judged with), the last cell
+    could write into the student's folder, and the folder is the grader's again afterwards."""
+    for student in STUDENTS:
+        folder = graded.root / "autograded" / student / ASSIGNMENT
+        for notebook in (FIRST, SECOND):
+            scores, maximum = graded.scores(student, notebook), graded.max_scores(notebook)
+            assert scores == maximum, (student, notebook, scores)
+            nb = nbformat.read(folder / f"{notebook}.ipynb", as_version=4)
+            assert not [o for o in nb.cells[-1].outputs if o.output_type == "error"], nb.cells[-1].outputs
+            assert (folder / f"leftover-{student}-{notebook}").is_file()
+        assert {(p.stat().st_uid, p.stat().st_gid) for p in [folder, *folder.iterdir()]} == {(os.getuid(), os.getgid())}
+
+
+def test_a_hostile_notebook_cannot_harm_the_warm_kernel_waiting_for_the_next(graded):
+    assert graded.scores(HOSTILE, SECOND) == graded.max_scores(SECOND)
+    nb = nbformat.read(graded.root / "autograded" / HOSTILE / ASSIGNMENT / f"{SECOND}.ipynb", as_version=4)
+    assert "after the bomb" in "".join(o.get("text", "") for o in nb.cells[-1].outputs)
+
+
+def test_no_kernel_is_left_running(graded):
+    sleeps = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            if open(f"/proc/{pid}/cmdline", "rb").read() == b"sleep\x00300\x00":
+                sleeps.append(pid)
+        except OSError:
+            pass
+    assert not sleeps
