@@ -1,6 +1,6 @@
 """Warm kernels: the kernel of a student's next notebook starts while the current notebook runs.
 
-Starting a kernel (its sandbox, ipykernel, then ``import torch`` and matplotlib in the first cells) costs
+Starting a kernel (its sandbox, ipykernel, then ``import torch`` in the first cells) costs
 more than most notebooks' own cells. As soon as a notebook's kernel is up, GradingExecute starts the
 kernel of the same student's next notebook (the next in nbgrader's own list of this submission), with
 exactly what a kernel started for it later would get: the kernel manager class and configuration (the
@@ -21,7 +21,8 @@ from dataclasses import dataclass
 
 from jupyter_core.utils import ensure_event_loop, run_sync
 
-# Imported as a warm kernel starts: what the setup cells and the hidden tests import first.
+# Imported as a warm kernel starts: what the setup cells and the hidden tests import first, and matplotlib
+# (Exercises 2 and 4 plot; a warm kernel starts while a core is free, so the others lose nothing by it).
 WARM_IMPORTS = ("torch", "torch.nn.functional", "matplotlib.pyplot", "urllib.request", "autograder.in_kernel")
 WARM_UP = "; ".join(f"__import__({name!r})" for name in WARM_IMPORTS)  # __import__ binds no name
 
