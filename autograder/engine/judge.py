@@ -52,6 +52,34 @@ def read_answer(verdict: Verdict, name: str, report: Report, tainted: set, what:
     return answer, info
 
 
+def carried_forward(wrong: list, first: list | None = None) -> str:
+    """The line of an answer right for the student's own ``wrong`` upstream gradients; ``first``: the wrong steps
+    further up that make them wrong, when the notebook's other verdicts show it (``first_to_fix``)."""
+    names = lambda steps: " and ".join("d" + s for s in steps)
+    is_are = "is" if len(wrong) == 1 else "are"
+    because = f" because of {names(first)} above" if first and set(first) != set(wrong) else ""
+    return (
+        f"correct for your {names(wrong)}, which {is_are} wrong{because}: this step keeps its points; "
+        f"fix {names(first or wrong)} first"
+    )
+
+
+def first_to_fix(verdict: Verdict, earlier: dict) -> None:
+    """Name the steps to fix in a carried-forward verdict: an upstream answer that passed its own check
+    (``earlier``: the notebook's verdicts so far, by title) is not the one to fix; what it was carried from is."""
+    first, todo = [], list(verdict.carried_from)
+    while todo:
+        name = todo.pop(0)
+        upstream = earlier.get("d" + name)
+        if upstream is not None and upstream.passed:  # right, or right for what it was given: look further up
+            todo += [n for n in upstream.carried_from if n not in todo]
+        elif name not in first:
+            first.append(name)
+    line = carried_forward(list(verdict.carried_from))
+    if line in verdict.lines:
+        verdict.lines[verdict.lines.index(line)] = carried_forward(list(verdict.carried_from), first)
+
+
 def judge_gradient(step: Step, report: Report, forward: dict, grads: dict, seed: int, tainted: set) -> Verdict:
     name, answer_name = step.name, "d" + step.name
     verdict = Verdict(answer_name, 0, step.points)
@@ -102,10 +130,8 @@ def judge_gradient(step: Step, report: Report, forward: dict, grads: dict, seed:
         except RuntimeError:
             pass
         if carried is not None and close(answer, carried, step_scale(step, forward, student_up)):
-            verdict.points = step.points
-            verdict.lines.append(
-                f"correct for your {fix}, which {is_are} wrong: this step keeps its points; fix {fix} first"
-            )
+            verdict.points, verdict.carried_from = step.points, tuple(wrong_up)
+            verdict.lines.append(carried_forward(wrong_up))
             return _and_by_its_rule(verdict, step, report, forward, seed)
 
     if only_size_one_dims_differ(answer.shape, reference.shape):  # right values in the wrong shape: a share

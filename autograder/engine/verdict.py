@@ -12,6 +12,8 @@ class Verdict:
     points: float  # earned
     max_points: float
     lines: list = field(default_factory=list)  # what the student reads under the title, one sentence a line
+    # error carried forward: the wrong upstream gradients this answer is right for (``judge.carried_forward``)
+    carried_from: tuple = ()
 
     @property
     def passed(self) -> bool:

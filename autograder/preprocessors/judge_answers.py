@@ -19,6 +19,7 @@ from ..engine import wire
 from ..engine.diagnose import changed_after_check
 from ..engine.exercises import CHECKS
 from ..engine.honesty import AutogradTaint
+from ..engine.judge import first_to_fix
 from ..engine.reference import SETUP_PREFIX, run_setup
 from ..engine.training import one_thread
 from ..engine.verdict import Verdict
@@ -105,6 +106,7 @@ class JudgeAnswers(NbGraderPreprocessor):
             answers={name for c in nb.cells if utils.is_locked(c) for name in reported_names(c.source)}
         )
         checked = {}  # each graded answer's report at its own graded cell
+        verdicts = {}  # the verdicts so far, by what they graded
         for index, cell in enumerate(nb.cells):
             if cell.cell_type != "code":
                 continue
@@ -133,6 +135,8 @@ class JudgeAnswers(NbGraderPreprocessor):
                     verdict = check.nothing(why)
                     if ran:
                         unanswered.append(grade_id(cell))
+            first_to_fix(verdict, verdicts)
+            verdicts[verdict.title] = verdict
             cell.outputs = verdict_outputs(verdict)
         if unanswered:  # nothing crashed or timed out, yet no answer came: say so, it is no accident
             record_incident(

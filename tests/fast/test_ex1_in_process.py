@@ -89,6 +89,14 @@ def test_error_carried_forward_names_the_upstream_gradient(graded):
     assert "fix dprobs first" in message and "✔" in message
 
 
+def test_steps_further_down_name_the_step_to_fix_not_their_neighbour(graded):
+    # dcounts_sum is right for dcounts_sum_inv, which is right for the wrong dprobs: the step to fix is dprobs
+    for cell in ("test_dcounts_sum", "test_dh", "test_dC"):
+        message = graded["m_probs_sign"].messages[cell]
+        assert "✔" in message and "fix dprobs first" in message, message
+    assert "fix dcounts_sum_inv first" not in graded["m_probs_sign"].messages["test_dcounts_sum"]
+
+
 @pytest.mark.parametrize("student", [*ALTERNATIVES, "alt_one_cell", "alt_split_cells"])
 def test_other_correct_formulas_and_layouts_get_full_marks(graded, student):
     assert lost_steps(graded, student) == [], graded[student].messages
