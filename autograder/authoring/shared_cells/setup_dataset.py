@@ -8,7 +8,8 @@ block_size = 3  # characters of context used to predict the next one
 
 
 def build_dataset(words):
-    X, Y = [], []  # X: the contexts one after another, viewed as rows of block_size at the end (3x faster)
+    # X: every context, one after another; .view makes them rows of block_size (3x faster than a list of lists)
+    X, Y = [], []
     for w in words:
         context = [0] * block_size
         for ch in w + ".":
