@@ -115,15 +115,14 @@ def main(argv=None) -> None:
         dest="warm_kernels",
         action="store_const",
         const=True,
-        help="start each student's next kernel while a notebook runs (default when --workers is below the cores: "
-        "with every core busy it gains nothing and costs CPU)",
+        help="fork a student's kernels from a kernel parent in their sandbox that imported torch once (the default)",
     )
     kernels.add_argument(
         "--cold-kernels",
         dest="warm_kernels",
         action="store_const",
         const=False,
-        help="start each kernel when its notebook comes",
+        help="start every kernel in a new sandbox of its own, importing torch anew",
     )
     grade.add_argument(
         "--profile", metavar="FILE", help="append where the grading time went, a JSON line per student, to FILE"
@@ -198,7 +197,7 @@ def run(args) -> None:
                 feedback=not args.no_feedback,
                 progress=not args.quiet,
                 scheduler=args.scheduler,
-                warm_kernels=args.warm_kernels,
+                warm_kernels=args.warm_kernels is not False,
                 profile=args.profile and Path(args.profile).resolve(),
             )
         )

@@ -13,9 +13,10 @@ and the hours 1,000 students would take at that rate:
                          two-core floor is that over the machine's cores (two here), the best W workers can do
   stock                  ``nbgrader autograde`` with the course config, GradingExecute.sandbox=False:
                          nbgrader's own Execute loop, one process, one student after another
-  grade-W-sandbox        ``backprop-ninja grade --workers W --cold-kernels`` (W = 1, 2), kernels in bubblewrap,
-                         each started when its notebook comes (the default with a worker per core)
-  grade-W-sandbox-warm   the same with ``--warm-kernels``: the next notebook's kernel starts while one runs
+  grade-W-sandbox        ``backprop-ninja grade --workers W --cold-kernels`` (W = 1, 2), every kernel started in
+                         a bubblewrap sandbox of its own, importing torch anew
+  grade-W-sandbox-warm   ``--warm-kernels``, grade's default: a student's kernels are forked from a kernel parent
+                         in their sandbox, which imported torch once (``autograder/sandbox/kernel_parent.py``)
   grade-W-plain          ``--unsandboxed``, cold kernels
 
 ``grade`` runs here with ``--no-feedback`` (stock autograde writes none); the feedback's cost is
@@ -250,7 +251,7 @@ def main() -> None:
     runs = []
     for config in args.configs:  # with --before, each grade configuration twice in a row: now, then at REV
         runs.append((config, None))
-        if before and config.startswith("grade") and "warm" not in config:  # REV's kernels are all cold
+        if before and config.startswith("grade"):  # REV's own --warm-kernels or --cold-kernels, if it has them
             runs.append((f"{config}@{args.before}", before))
     profiles = {c: root.parent / f"profile-{c}.jsonl" for c, _ in runs if c.startswith("grade")}
     seconds, cpu, complete = {}, {}, True

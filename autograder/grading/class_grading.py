@@ -10,9 +10,9 @@
                (``pool``, ``worker``), or one Dask task per student on a cluster (``cluster``,
                ``remote``: the same worker process, on the cluster's machines). Each kernel runs in
                the sandbox (GradingExecute.sandbox) with a wall-clock limit per notebook
-               (GradingExecute.notebook_timeout); with fewer workers than cores, the next notebook's
-               kernel starts while one runs (``preprocessors/warm_kernels``). ``--profile`` writes
-               where each worker's time went (``profile``)
+               (GradingExecute.notebook_timeout); a student's kernels are forked from a kernel parent
+               in their sandbox, which imported torch once (``sandbox/kernel_parent``). ``--profile``
+               writes where each worker's time went (``profile``)
   4. merge     every finished student's grades into the course's gradebook (``gradebook``: gradebook.db,
                or the PostgreSQL server nbgrader_config.py names)
   5. report    grades.csv (``grades_csv``), problems.json (``problems``: every student without a
@@ -68,12 +68,12 @@ class Options:
     feedback: bool = True
     progress: bool = True
     first_sandbox_uid: int = 61000  # as root, kernels run as the first free uids from here, one per worker
-    warm_kernels: bool | None = None  # start each student's next kernel while a notebook runs (None: if a core is free)
+    warm_kernels: bool = True  # fork a student's kernels from a warm kernel parent in their sandbox
     profile: Path | None = None  # a JSON line per student graded: where the worker's time went (grading.profile)
     extra_nbgrader_args: list = field(default_factory=list)
     scheduler: str | None = None  # a Dask scheduler's address: grade there (cluster.py), not in local workers
 
-    def grader(self, warm_kernels: bool) -> GraderSettings:
+    def grader(self) -> GraderSettings:
         """What every worker needs to know of these options, here or on a Dask worker."""
         return GraderSettings(
             self.sandbox,
@@ -83,7 +83,7 @@ class Options:
             self.feedback,
             self.first_sandbox_uid,
             tuple(self.extra_nbgrader_args),
-            warm_kernels if self.warm_kernels is None else self.warm_kernels,
+            self.warm_kernels,
         )
 
 
@@ -193,13 +193,11 @@ class ClassGrading:
             from .cluster import DaskPool
             from .payload import CourseBundle
 
-            # a Dask worker grades a student per core: no core is free for warm kernels (unless asked)
-            bundle = CourseBundle.build(self.root, self.assignment, self.notebooks, self.o.grader(False), template)
+            bundle = CourseBundle.build(self.root, self.assignment, self.notebooks, self.o.grader(), template)
             return DaskPool(cluster, self.root, bundle, allowed, self.finish)
         n = max(1, min(int(self.o.workers or 1), students))
         threads = max(1, (os.cpu_count() or 1) // n) if n > 1 else 0
-        # Warm kernels by default only when a core is free: with every core busy they only add CPU (measured).
-        grader = self.o.grader(warm_kernels=n < (os.cpu_count() or 1))
+        grader = self.o.grader()
         workers = [Worker(i, self.root, self.assignment, grader, template, threads) for i in range(n)]
         return WorkerPool(workers, allowed, self.finish)
 

@@ -43,7 +43,7 @@ class GraderSettings:
     feedback: bool = True
     first_sandbox_uid: int = 61000  # as root, kernels run as the first free uids from here, one per worker
     extra_nbgrader_args: tuple = ()
-    warm_kernels: bool = False  # start a student's next kernel while a notebook runs (preprocessors/warm_kernels)
+    warm_kernels: bool = True  # fork a student's kernels from a warm kernel parent in their sandbox
 
 
 def claim_sandbox_uid(first: int) -> tuple:
@@ -142,7 +142,7 @@ class Worker:
         if not o.sandbox:
             args.append("--GradingExecute.sandbox=False")
         if not o.warm_kernels:
-            args.append("--GradingExecute.warm_kernels=False")
+            args.append("--SandboxedKernelManager.kernel_parent=False")
         if o.notebook_timeout is not None:
             args.append(f"--GradingExecute.notebook_timeout={int(o.notebook_timeout)}")
         if o.cell_timeout is not None:

@@ -2,7 +2,7 @@
 
 The phases, in the order a notebook meets them:
 
-  kernel start     starting the notebook's kernel until it answers (for a warm kernel: what was left of that)
+  kernel start     starting the notebook's kernel until it answers (for a student's first: their kernel parent too)
   setup cells      the locked ``setup_*`` cells in the kernel (imports, data set, parameters, forward pass)
   other cells      every other cell in the kernel: the student's answers, the graded cells, the checks
   kernel shutdown  stopping the kernel and its sandbox
@@ -10,8 +10,8 @@ The phases, in the order a notebook meets them:
   judging          judging the reported answers (``JudgeAnswers``)
 
 Besides the time line, ``kernel CPU``: the CPU seconds of the kernel's processes when it is shut down (a
-warm kernel's start included, wherever it fell). GradingExecute and JudgeAnswers record all these in
-``PHASES`` as they run; the worker adds, per student, the whole of nbgrader's autograde and feedback and
+forked kernel's own, not what its parent spent importing before it). GradingExecute and JudgeAnswers record all
+these in ``PHASES`` as they run; the worker adds, per student, the whole of nbgrader's autograde and feedback and
 the time spent in the gradebook's SQL, and sends it all with the student's result (``WorkerResult.profile``).
 """
 

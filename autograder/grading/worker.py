@@ -93,7 +93,7 @@ def main(argv=None) -> None:
     from nbgrader.apps.baseapp import NbGrader
 
     from ..preprocessors.grading_execute import GradingExecute
-    from ..preprocessors.warm_kernels import WarmKernels
+    from ..sandbox.forked_kernels import KernelParents
     from .profile import PHASES, DatabaseClock
 
     app = NbGrader()
@@ -109,7 +109,7 @@ def main(argv=None) -> None:
         started = time.monotonic()
         GradingExecute.incidents.clear()
         result = api.autograde(assignment, student, force=True, create=True)
-        WarmKernels.discard()  # one that no notebook of this student took (its grading stopped early)
+        KernelParents.close()  # the student's kernel parent: its sandbox ends, their folder is given back
         autograded = time.monotonic()
         error = result.get("error") or ""
         if result["success"] and feedback:

@@ -28,7 +28,6 @@ from ..grading.profile import (
 )
 from ..in_kernel import SEED_VARIABLE
 from ..sandbox import SandboxedKernelManager
-from .warm_kernels import WARM_UP, KernelFor, WarmKernels
 
 
 @contextlib.contextmanager
@@ -112,13 +111,6 @@ class GradingExecute(Execute):
         "(error messages excepted), so a notebook that prints gigabytes cannot exhaust the grader.",
     ).tag(config=True)
 
-    warm_kernels = Bool(
-        True,
-        help="Start the kernel of the student's next notebook as soon as this notebook's kernel is up, so that it "
-        "has started (and imported torch) when its notebook comes; it serves that notebook only "
-        "(autograder/preprocessors/warm_kernels.py).",
-    ).tag(config=True)
-
     kernel_trace = Bool(
         False,
         help="Log nbclient's DEBUG trace of the kernel: every cell's source and every message, the answers as "
@@ -145,19 +137,12 @@ class GradingExecute(Execute):
         return log if self.kernel_trace else _WithoutDebug(log, {})
 
     def create_kernel_manager(self):
-        """The warm kernel started for this very notebook if there is one, else a new kernel manager."""
         self._kernel_asked = time.perf_counter()
-        km = WarmKernels.take(self._kernel_for(self.resources, self.nb)) if self.warm_kernels else None
-        if km is None:
-            return super().create_kernel_manager()
-        self.km = km
-        return km
+        return super().create_kernel_manager()
 
     async def async_start_new_kernel_client(self):
         kc = await super().async_start_new_kernel_client()
         PHASES.add(self._notebook, KERNEL_START, time.perf_counter() - self._kernel_asked)
-        if self.warm_kernels:
-            self._start_next_kernel()
         return kc
 
     start_new_kernel_client = run_sync(async_start_new_kernel_client)
@@ -170,38 +155,6 @@ class GradingExecute(Execute):
             await super()._async_cleanup_kernel()
 
     _cleanup_kernel = run_sync(_async_cleanup_kernel)
-
-    def _kernel_for(self, resources, nb) -> KernelFor:
-        nbgrader = resources.get("nbgrader", {})
-        return KernelFor(
-            student=str(nbgrader.get("student", "")),
-            assignment=str(nbgrader.get("assignment", "")),
-            notebook=str(nbgrader.get("notebook", "")),
-            folder=os.path.abspath(resources.get("metadata", {}).get("path") or "."),
-            kernel_name=self.kernel_name or nb.metadata.get("kernelspec", {}).get("name", ""),
-            seed=self.grading_seed(resources),
-        )
-
-    def _next_notebook(self) -> str | None:
-        """The notebook nbgrader's autograde converts after this one for the same student (its own list)."""
-        converter = getattr(getattr(self, "parent", None), "parent", None)
-        names = [os.path.splitext(os.path.basename(p))[0] for p in getattr(converter, "notebooks", None) or []]
-        current = self.resources.get("nbgrader", {}).get("notebook")
-        return names[names.index(current) + 1] if current in names[:-1] else None
-
-    def _start_next_kernel(self) -> None:
-        following = self._next_notebook()
-        if following is None:
-            return
-        resources = {**self.resources, "nbgrader": {**self.resources["nbgrader"], "notebook": following}}
-        serves = self._kernel_for(resources, self.nb)
-        arguments = list(self.extra_arguments)
-        if self.ipython_hist_file and not any(a.startswith("--HistoryManager.hist_file") for a in arguments):
-            arguments.append(f"--HistoryManager.hist_file={self.ipython_hist_file}")  # as nbclient adds it
-        arguments.append(f"--IPKernelApp.exec_lines={WARM_UP}")
-        km = self.kernel_manager_class(kernel_name=serves.kernel_name, config=self.config)
-        env = {**os.environ, SEED_VARIABLE: str(serves.seed)}  # NBGRADER_EXECUTION and the data set as now
-        WarmKernels.start(km, serves, dict(extra_arguments=arguments, cwd=serves.folder, env=env))
 
     def grading_seed(self, resources) -> int:
         nbgrader = resources.get("nbgrader", {})

@@ -2,7 +2,9 @@
 
 It adds what a command line cannot hold: the kernel's private socket folder and account files, lending
 the student's folder to the sandbox's uid while the kernel runs (as root), waiting until the kernel
-listens, and naming the cause when it never does.
+listens, and naming the cause when it never does. By default a kernel is forked from its student's kernel
+parent (``kernel_parent.py``, ``forked_kernels.py``): the sandbox, the folder and the account files are then
+the parent's, made once for all the student's notebooks.
 """
 
 from __future__ import annotations
@@ -11,15 +13,18 @@ import asyncio
 import os
 import shutil
 import stat
+import sys
 import tempfile
 import time
+import uuid
 
 from jupyter_client.manager import AsyncKernelManager
-from traitlets import Float, Integer, Unicode, default
+from traitlets import Bool, Float, Integer, Unicode, default
 
 from ..data import NAMES_VARIABLE
 from . import policy
-from .policy import SandboxError
+from .forked_kernels import KERNEL_MODULE, PARENT_MODULE, ForkedProvisioner, KernelParent, KernelParents
+from .policy import NOTEBOOK_VARIABLES, SandboxError
 
 GiB = 2**30
 PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -101,26 +106,36 @@ class SandboxedKernelManager(AsyncKernelManager):
     )
     sandbox_gid = Integer(65534, config=True, help="gid to go with sandbox_uid.")
     start_timeout = Float(60, config=True, help="Seconds the kernel may take to listen.")
+    kernel_parent = Bool(
+        True,
+        config=True,
+        help=(
+            "Fork each kernel from its student's kernel parent: a Python in that student's sandbox that has imported "
+            "torch, ipykernel and matplotlib once, so that every notebook of the student after the first starts "
+            "without paying for them (kernel_parent.py). False: every kernel starts in a new sandbox of its own."
+        ),
+    )
 
     @default("process_limit")
     def _process_limit_default(self) -> int:
         return max(64, 32 + 4 * (os.cpu_count() or 1))
 
-    _rundir = None
-    _folder = None  # the kernel's folder (its working directory)
-    _lent = None  # (folder, uid, gid) of the student folder lent to sandbox_uid
+    _rundir = None  # the kernel's sockets, log and account files (its kernel parent's, when forked)
+    _lent = None  # what gives the student folder back, once lent to sandbox_uid for this kernel
+    _forked = False  # the kernel was forked by its student's kernel parent
 
-    started_ahead = False  # a warm kernel: its folder is lent when its notebook comes (lend_folder), not at start
+    def _lend(self, folder: str):
+        """As root, give ``folder`` to sandbox_uid; returns what gives it back (None when not root)."""
+        if os.geteuid() != 0:
+            return None
+        st = os.stat(folder)
+        chown_tree(folder, self.sandbox_uid, self.sandbox_gid)
 
-    def lend_folder(self) -> None:
-        """As root, give the kernel's folder to sandbox_uid until the kernel is cleaned up; else nothing.
+        def give_back():
+            if os.path.isdir(folder):  # (unless it is gone meanwhile)
+                chown_tree(folder, st.st_uid, st.st_gid)
 
-        A kernel started ahead gets its folder only when its notebook comes: until then the kernel before
-        it (the same student's) holds it, and gives it back when it ends."""
-        if os.geteuid() == 0 and self._lent is None and self._folder is not None:
-            st = os.stat(self._folder)
-            self._lent = (self._folder, st.st_uid, st.st_gid)
-            chown_tree(self._folder, self.sandbox_uid, self.sandbox_gid)
+        return give_back
 
     @property
     def kernel_spec(self):
@@ -140,39 +155,98 @@ class SandboxedKernelManager(AsyncKernelManager):
         """(uid, gid) of the kernel when the grader is root; None otherwise (a user namespace instead)."""
         return (self.sandbox_uid, self.sandbox_gid) if os.geteuid() == 0 else None
 
+    def _new_rundir(self) -> str:
+        """A private folder: ipc/ for the sockets, and the kernel's /etc/passwd and /etc/group."""
+        rundir = tempfile.mkdtemp(prefix="nbgrader-sandbox-")
+        os.mkdir(os.path.join(rundir, "ipc"), 0o700)
+        uid, gid = self._run_as() or (os.getuid(), os.getgid())
+        for name, text in zip(("passwd", "group"), policy.account_files(uid, gid)):
+            with open(os.path.join(rundir, name), "w") as f:
+                f.write(text)
+            os.chmod(f.name, 0o644)
+        if os.geteuid() == 0:
+            os.chown(os.path.join(rundir, "ipc"), self.sandbox_uid, self.sandbox_gid)
+        return rundir
+
+    def _interpreter(self) -> str:
+        """The kernel spec's Python, as jupyter_client resolves it."""
+        first = self.kernel_spec.argv[0]
+        return (
+            sys.executable
+            if first in ("python", f"python{sys.version_info[0]}", "python%i.%i" % sys.version_info[:2])
+            else first
+        )
+
+    def _student_folder(self, cwd) -> str:
+        if not cwd or not os.path.isdir(cwd):
+            raise SandboxError(f"a sandboxed kernel needs its student folder as cwd, not {cwd!r}")
+        return os.path.realpath(cwd)
+
+    async def _kernel_parent_for(self, kw: dict) -> KernelParent:
+        """The kernel parent of this kernel's sandbox: the running one, or a new one."""
+        folder = self._student_folder(kw.get("cwd"))
+        interpreter = self._interpreter()
+        env = kw.get("env") or dict(os.environ)
+        parent_env = {
+            k: v for k, v in policy.kernel_environment(env, interpreter).items() if k not in NOTEBOOK_VARIABLES
+        }
+        key = (folder, interpreter, tuple(sorted(parent_env.items())), self._run_as(), self._limits(), self.tmp_size)
+
+        def start() -> KernelParent:
+            rundir = self._new_rundir()
+            try:
+                argv = self._command_line([interpreter, "-m", PARENT_MODULE], folder, env, rundir)
+                return KernelParent(key, argv, parent_env, folder, rundir)
+            except BaseException:
+                shutil.rmtree(rundir, ignore_errors=True)
+                raise
+
+        return await KernelParents.get(key, start, self.start_timeout)
+
     async def _async_pre_start_kernel(self, **kw):
-        """Talk to the kernel over ipc sockets in a private folder; write its /etc/passwd and /etc/group."""
+        """Talk to the kernel over ipc sockets in a private folder; fork it from its parent when it can be."""
         self._tool(self.bwrap)
-        if self._rundir is None:
-            self._rundir = tempfile.mkdtemp(prefix="nbgrader-sandbox-")
-            os.mkdir(os.path.join(self._rundir, "ipc"), 0o700)
-            uid, gid = self._run_as() or (os.getuid(), os.getgid())
-            for name, text in zip(("passwd", "group"), policy.account_files(uid, gid)):
-                with open(os.path.join(self._rundir, name), "w") as f:
-                    f.write(text)
-                os.chmod(f.name, 0o644)
+        spec = self.kernel_spec
+        self._forked = self.kernel_parent and spec is not None and spec.argv[1:3] == ["-m", KERNEL_MODULE]
+        if self._forked:
+            parent = await self._kernel_parent_for(kw)
+            self._rundir = parent.rundir
+            self.kernel_id = self.kernel_id or kw.pop("kernel_id", str(uuid.uuid4()))
+            self.provisioner = ForkedProvisioner(kernel_id=self.kernel_id, kernel_spec=spec, parent=self)
+            self.provisioner.kernel_parent = parent
+            name = f"kernel-{self.kernel_id}"
+        else:
+            self._rundir = self._rundir or self._new_rundir()
+            name = "kernel"
         ipc = os.path.join(self._rundir, "ipc")
         self.transport = "ipc"
-        self.ip = os.path.join(ipc, "kernel")
-        self.connection_file = os.path.join(ipc, "kernel.json")
+        self.ip = os.path.join(ipc, name)
+        self.connection_file = os.path.join(ipc, f"{name}.json")
         cmd, kw = await super()._async_pre_start_kernel(**kw)
         if os.geteuid() == 0:
-            for path in (ipc, self.connection_file):
-                os.chown(path, self.sandbox_uid, self.sandbox_gid)
+            os.chown(self.connection_file, self.sandbox_uid, self.sandbox_gid)
         return cmd, kw
 
-    def _command_line(self, kernel_cmd: list, student_folder: str, env: dict) -> list:
+    def _limits(self) -> tuple:
+        return (
+            ("as", self.memory_limit),
+            ("cpu", self.cpu_time_limit),
+            ("nproc", self.process_limit),
+            ("fsize", self.file_size_limit),
+        )
+
+    def _command_line(self, kernel_cmd: list, student_folder: str, env: dict, rundir: str) -> list:
         course = self.course_root or self.config.get("CourseDirectory", {}).get("root") or os.getcwd()
         names = env.get(NAMES_VARIABLE, "")
         paths = policy.KernelPaths(
             student_folder=student_folder,
             course_root=os.path.realpath(course),
-            ipc_folder=os.path.join(self._rundir, "ipc"),
+            ipc_folder=os.path.join(rundir, "ipc"),
             python_prefixes=policy.python_prefixes(kernel_cmd[0]),
             package_dir=PACKAGE_DIR,
             names_file=os.path.abspath(names) if names else "",
-            passwd=os.path.join(self._rundir, "passwd"),
-            group=os.path.join(self._rundir, "group"),
+            passwd=os.path.join(rundir, "passwd"),
+            group=os.path.join(rundir, "group"),
         )
         choom = shutil.which("choom")
         tools = policy.Tools(
@@ -181,30 +255,24 @@ class SandboxedKernelManager(AsyncKernelManager):
             setpriv=self._tool("setpriv") if os.geteuid() == 0 else "",
             choom=os.path.realpath(choom) if choom else "",
         )
-        limits = {
-            "as": self.memory_limit,
-            "cpu": self.cpu_time_limit,
-            "nproc": self.process_limit,
-            "fsize": self.file_size_limit,
-        }
-        return policy.command_line(kernel_cmd, paths, tools, limits, self.tmp_size, self._run_as())
+        return policy.command_line(kernel_cmd, paths, tools, dict(self._limits()), self.tmp_size, self._run_as())
 
     async def _async_launch_kernel(self, kernel_cmd: list[str], **kw) -> None:
         try:
-            cwd = kw.get("cwd")
-            if not cwd or not os.path.isdir(cwd):
-                raise SandboxError(f"a sandboxed kernel needs its student folder as cwd, not {cwd!r}")
-            cwd = os.path.realpath(cwd)
+            cwd = self._student_folder(kw.get("cwd"))
             env = kw.get("env") or dict(os.environ)
-            argv = self._command_line(kernel_cmd, cwd, env)
             kw.update(cwd=cwd, env=policy.kernel_environment(env, kernel_cmd[0]))
-            self._folder = cwd
-            if not self.started_ahead:
-                self.lend_folder()
-            log_path = os.path.join(self._rundir, "kernel.log")
-            with open(log_path, "ab") as log:
-                kw.update(stdout=log, stderr=log)
-                await super()._async_launch_kernel(argv, **kw)
+            if self._lent is None:
+                self._lent = self._lend(cwd)
+            if self._forked:
+                log_path = self.provisioner.kernel_parent.log_path
+                await super()._async_launch_kernel(kernel_cmd, **kw)
+            else:
+                argv = self._command_line(kernel_cmd, cwd, env, self._rundir)
+                log_path = os.path.join(self._rundir, "kernel.log")
+                with open(log_path, "ab") as log:
+                    kw.update(stdout=log, stderr=log)
+                    await super()._async_launch_kernel(argv, **kw)
             await self._await_listening(log_path)
         except BaseException:
             if self.provisioner and self.provisioner.has_process:
@@ -233,16 +301,18 @@ class SandboxedKernelManager(AsyncKernelManager):
             await asyncio.sleep(0.01)
 
     async def _async_cleanup_resources(self, restart: bool = False) -> None:
-        """Also give the student folder back and remove the socket directory."""
+        """Also give the student folder back and remove the socket directory (a kernel parent's stays for its next
+        kernel, once the parent has killed what this kernel left running)."""
         await super()._async_cleanup_resources(restart=restart)
         if restart:
             return
+        if isinstance(self.provisioner, ForkedProvisioner):
+            self.provisioner.ended()
         if self._lent is not None:
-            folder, uid, gid = self._lent
-            self._lent = None
-            chown_tree(folder, uid, gid)
-        if self._rundir is not None:
+            give_back, self._lent = self._lent, None
+            give_back()
+        if self._rundir is not None and not self._forked:
             shutil.rmtree(self._rundir, ignore_errors=True)
-            self._rundir = None
+        self._rundir = None
 
     cleanup_resources = _async_cleanup_resources

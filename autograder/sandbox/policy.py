@@ -89,6 +89,7 @@ PASSED_VARIABLES = {
     "BACKPROP_NINJA_SEED": "the seed of this student and notebook, which the student never saw",
     NAMES_VARIABLE: "where names.txt is (granted read-only)",
 }
+NOTEBOOK_VARIABLES = {"BACKPROP_NINJA_SEED"}  # differ between the notebooks of one sandbox (its kernel parent's)
 PRIVATE_HOME = "/tmp"  # HOME and TMPDIR: IPython's profile and every cache land in the private /tmp
 MATPLOTLIB_CACHE = "/tmp/matplotlib"  # matplotlib warns on stderr when it has no writable config folder
 

@@ -1,13 +1,13 @@
-"""Warm kernels in ``backprop-ninja grade``: a kernel started ahead serves one notebook, and starts with
-nothing of the kernel before it.
+"""Kernel parents in ``backprop-ninja grade``: a student's kernels are forked from a warm parent in their
+sandbox, and each starts with nothing of the kernel before it.
 
 Students with two notebooks each (Exercises 2 and 3), graded by ONE worker, so that every kernel has a
-predecessor in the same process: each student's second kernel is a warm one, started while the first
-notebook ran. The first notebook of each student leaves behind what a kernel can leave (a file in /tmp and
-in its folder, an environment variable, a global, an attribute on a module, a process); a cell placed
-before the setup cells of every notebook records what its kernel sees before any course code runs. One more
-student's first notebook ends with a fork bomb and kills every process it can, while the warm kernel of
-its second notebook waits: that notebook is graded in full all the same.
+predecessor in the same process: each student's second kernel is forked from the parent that forked their
+first. The first notebook of each student leaves behind what a kernel can leave (a file in /tmp, /dev/shm and
+its folder, an environment variable, a global, an attribute on a module, a process); a cell placed before the
+setup cells of every notebook records what its kernel sees before any course code runs. One more student's
+first notebook ends with a fork bomb and kills every process it can, its parent's sandbox included where it
+can reach it: that student's second notebook is graded in full all the same.
 """
 
 import json
@@ -24,7 +24,7 @@ from autograder.authoring.submissions import solved
 
 pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is not installed")
 
-FIRST, SECOND = "ex2_cross_entropy_backward", "ex3_batchnorm_backward"  # nbgrader's order: the second is warm
+FIRST, SECOND = "ex2_cross_entropy_backward", "ex3_batchnorm_backward"  # in nbgrader's order
 STUDENTS = ("ada", "bob")  # graded one after the other by the same worker
 HOSTILE = "cyd"  # graded after them
 BOMB = """import os, signal, subprocess
@@ -40,16 +40,20 @@ LOOK = """import json, os, sys
 print("SEEN " + json.dumps({
     "torch_imported": "torch" in sys.modules,
     "tmp": sorted(os.listdir("/tmp")),
+    "shm": sorted(os.listdir("/dev/shm")),
     "folder": sorted(os.listdir(".")),
     "variable": os.environ.get("LEFTOVER"),
     "module_attribute": getattr(sys.modules.get("json"), "leftover", None),
     "global": globals().get("leftover"),
-    "processes": sorted(int(p) for p in os.listdir("/proc") if p.isdigit()),
+    "processes": sorted(
+        open(f"/proc/{p}/cmdline").read().replace("\\0", " ") for p in os.listdir("/proc") if p.isdigit()
+    ),
     "seed": os.environ.get("BACKPROP_NINJA_SEED"),
 }))
 """
 LEAVE = """import json, os, subprocess
 open("/tmp/leftover-{student}", "w").write("x")
+open("/dev/shm/leftover-{student}", "w").write("x")
 open("leftover-{student}-{notebook}", "w").write("x")
 os.environ["LEFTOVER"] = "{student}-{notebook}"
 json.leftover = "{student}-{notebook}"
@@ -66,7 +70,7 @@ def seen(course, student: str, notebook: str) -> dict:
 
 @pytest.fixture(scope="module")
 def graded():
-    with temporary_course("warm-kernels-", only=(FIRST, SECOND)) as course:
+    with temporary_course("kernel-parent-", only=(FIRST, SECOND)) as course:
         for student in STUDENTS:
             for notebook in (FIRST, SECOND):
                 nb = solved(course.notebook("release", notebook), course.notebook("source", notebook))
@@ -87,7 +91,6 @@ def graded():
                 str(course.root),
                 "--workers",
                 "1",
-                "--warm-kernels",
             ],
             capture_output=True,
             text=True,
@@ -98,13 +101,13 @@ def graded():
         yield course
 
 
-def test_the_second_notebook_of_a_student_gets_a_warm_kernel(graded):
+def test_every_kernel_starts_with_torch_imported_by_its_parent(graded):
     for student in STUDENTS:
-        assert not seen(graded, student, FIRST)["torch_imported"]  # started cold, when its notebook came
-        assert seen(graded, student, SECOND)["torch_imported"]  # started ahead, torch imported before any cell
+        for notebook in (FIRST, SECOND):
+            assert seen(graded, student, notebook)["torch_imported"]  # before the first cell ran
 
 
-def test_a_warm_kernel_starts_with_nothing_of_the_kernel_before_it(graded):
+def test_a_forked_kernel_starts_with_nothing_of_the_kernel_before_it(graded):
     for before, after in (
         (("ada", FIRST), ("ada", SECOND)),
         (("ada", SECOND), ("bob", FIRST)),
@@ -112,16 +115,16 @@ def test_a_warm_kernel_starts_with_nothing_of_the_kernel_before_it(graded):
     ):
         now = seen(graded, *after)
         assert now["variable"] is None and now["module_attribute"] is None and now["global"] is None, (before, after)
-        assert not [name for name in now["tmp"] if name.startswith("leftover")], now["tmp"]
-        assert len(now["processes"]) <= 2, now["processes"]  # the sandbox's init and the kernel: no sleep of before
+        assert not [name for name in now["tmp"] + now["shm"] if name.startswith("leftover")], now
+        assert not [command for command in now["processes"] if "sleep" in command], now["processes"]
         assert now["seed"] != seen(graded, *before)["seed"]  # each notebook its own seed
     # the folder is the student's own, as for every kernel: the next student's kernels see nothing of the first's
     assert not [name for name in seen(graded, "bob", FIRST)["folder"] if "ada" in name]
     assert not [name for name in seen(graded, "bob", SECOND)["folder"] if "ada" in name]
 
 
-def test_warm_kernels_grade_like_cold_ones(graded):
-    """Every answer is right (the warm kernel computed with the seed the grader judged with), the last cell
+def test_forked_kernels_grade_like_cold_ones(graded):
+    """Every answer is right (the forked kernel computed with the seed the grader judged with), the last cell
     could write into the student's folder, and the folder is the grader's again afterwards."""
     for student in STUDENTS:
         folder = graded.root / "autograded" / student / ASSIGNMENT
@@ -134,7 +137,7 @@ def test_warm_kernels_grade_like_cold_ones(graded):
         assert {(p.stat().st_uid, p.stat().st_gid) for p in [folder, *folder.iterdir()]} == {(os.getuid(), os.getgid())}
 
 
-def test_a_hostile_notebook_cannot_harm_the_warm_kernel_waiting_for_the_next(graded):
+def test_a_hostile_notebook_cannot_harm_the_next_notebook_of_its_student(graded):
     assert graded.scores(HOSTILE, SECOND) == graded.max_scores(SECOND)
     nb = nbformat.read(graded.root / "autograded" / HOSTILE / ASSIGNMENT / f"{SECOND}.ipynb", as_version=4)
     assert "after the bomb" in "".join(o.get("text", "") for o in nb.cells[-1].outputs)

@@ -1,0 +1,208 @@
+"""The grader's side of a kernel parent (``kernel_parent.py``): start it in a student's sandbox, fork kernels from it.
+
+``SandboxedKernelManager`` asks ``KernelParents.get`` for the parent of the student whose notebook comes: the
+one already running if it serves this very sandbox (the same folder, environment and limits), else a new one
+(and the parents that no running kernel needs any more are stopped). Its kernels are launched through
+jupyter_client's own seam, a kernel provisioner (``ForkedProvisioner``), whose process handle (``ForkedKernel``)
+is what a Popen is to jupyter_client's LocalProvisioner: poll, wait, signals. The host's pid of a forked kernel
+is found through /proc's NSpid, so its signals (SIGKILL at shutdown) and CPU time are the kernel's own, as for
+a kernel of its own sandbox.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import atexit
+import json
+import os
+import shutil
+import signal
+import subprocess
+import time
+
+from jupyter_client.provisioning import LocalProvisioner
+
+from .policy import SandboxError
+
+PARENT_MODULE = "autograder.sandbox.kernel_parent"  # ``python -m PARENT_MODULE`` runs a kernel parent
+KERNEL_MODULE = "ipykernel_launcher"  # a kernel command a parent can fork: [python, -m, KERNEL_MODULE, ...]
+
+
+def namespace_pids(root: int) -> dict:
+    """{pid inside its pid namespace: host pid} of ``root``'s descendants, from /proc."""
+    parents, inner = {}, {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/status") as f:
+                fields = dict(line.split(":", 1) for line in f if ":" in line)
+        except OSError:  # gone meanwhile
+            continue
+        parents[int(entry)] = int(fields.get("PPid", "0"))
+        inner[int(entry)] = int(fields.get("NSpid", entry).split()[-1])
+    found = {}
+    for pid in parents:
+        up = pid
+        while up in parents and up != root:
+            up = parents[up]
+        if up == root and pid != root:
+            found[inner[pid]] = pid
+    return found
+
+
+class KernelParent:
+    """One student's kernel parent, running in the sandbox ``argv`` makes (``policy.command_line``)."""
+
+    def __init__(self, key, argv: list, env: dict, cwd: str, rundir: str):
+        self.key, self.rundir = key, rundir
+        self.kernels = set()  # the pids (inside) of its kernels that have not ended
+        self.log_path = os.path.join(rundir, "kernel.log")  # the parent's output and its kernels'
+        with open(self.log_path, "ab") as log:
+            self.process = subprocess.Popen(
+                argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, cwd=cwd, env=env, text=True
+            )
+
+    def _fail(self, why: str):
+        with open(self.log_path, "rb") as log:
+            tail = log.read()[-3000:].decode(errors="replace")
+        self.close()
+        raise SandboxError(f"the sandbox's kernel parent {why} (bwrap or kernel output follows):\n{tail}")
+
+    async def ready(self, timeout: float) -> None:
+        """Wait until the parent has imported what its kernels share."""
+        try:
+            reply = await asyncio.wait_for(asyncio.to_thread(self.process.stdout.readline), timeout)
+        except asyncio.TimeoutError:
+            self._fail(f"did not start within {timeout:g} s")
+        if not reply:
+            self._fail(f"exited with status {self.process.wait()} before it started")
+
+    def ask(self, request: dict) -> dict:
+        try:
+            self.process.stdin.write(json.dumps(request) + "\n")
+            self.process.stdin.flush()
+            reply = self.process.stdout.readline()
+        except (OSError, ValueError):  # the parent is gone (its sandbox died, or it was closed)
+            reply = ""
+        if not reply:
+            return {"error": "the kernel parent has exited"}
+        return json.loads(reply)
+
+    def alive(self) -> bool:
+        return self.process.poll() is None
+
+    def fork(self, kernel_cmd: list, env: dict, cwd: str) -> "ForkedKernel":
+        reply = self.ask({"start": {"argv": kernel_cmd, "env": env, "cwd": cwd}})
+        if "pid" not in reply:
+            self._fail(f"could not fork a kernel: {reply.get('error')}")
+        self.kernels.add(reply["pid"])
+        return ForkedKernel(self, reply["pid"])
+
+    def kernel_ended(self, kernel: "ForkedKernel") -> None:
+        """Kill whatever the kernel left running in the sandbox, and empty its /tmp and /dev/shm."""
+        self.kernels.discard(kernel.inner_pid)
+        if self.alive():
+            self.ask({"clear": True})
+
+    def close(self) -> None:
+        """Stop the parent and its sandbox (every kernel in it)."""
+        if self.process.poll() is None:
+            self.process.kill()
+        self.process.wait()
+        for stream in (self.process.stdin, self.process.stdout):
+            try:
+                stream.close()
+            except OSError:
+                pass
+        shutil.rmtree(self.rundir, ignore_errors=True)
+
+
+class ForkedKernel:
+    """A forked kernel, handled the way LocalProvisioner handles the Popen of a kernel it started."""
+
+    stdin = stdout = stderr = None
+
+    def __init__(self, parent: KernelParent, inner_pid: int):
+        self.parent, self.inner_pid = parent, inner_pid
+        self.returncode = None
+        self.pid = namespace_pids(parent.process.pid).get(inner_pid)
+        if self.pid is None:
+            parent._fail(f"forked a kernel (pid {inner_pid} in the sandbox) that the grader cannot find")
+        self._pidfd = os.pidfd_open(self.pid)
+
+    def poll(self):
+        if self.returncode is None:
+            if not self.parent.alive():
+                self.returncode = -signal.SIGKILL  # the sandbox ended, and every process in it
+            else:
+                reply = self.parent.ask({"poll": self.inner_pid})
+                self.returncode = reply.get("status", -signal.SIGKILL) if "error" not in reply else -signal.SIGKILL
+            if self.returncode is not None:
+                os.close(self._pidfd)
+        return self.returncode
+
+    def wait(self, timeout=None):
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while self.poll() is None:
+            if deadline is not None and time.monotonic() > deadline:
+                raise subprocess.TimeoutExpired(str(self.pid), timeout)
+            time.sleep(0.01)
+        return self.returncode
+
+    def send_signal(self, signum: int) -> None:
+        if self.poll() is None:
+            signal.pidfd_send_signal(self._pidfd, signum)
+
+    def kill(self) -> None:
+        self.send_signal(signal.SIGKILL)
+
+    def terminate(self) -> None:
+        self.send_signal(signal.SIGTERM)
+
+
+class ForkedProvisioner(LocalProvisioner):
+    """LocalProvisioner, but the kernel is forked by the student's kernel parent instead of started anew."""
+
+    kernel_parent: KernelParent | None = None
+    forked: ForkedKernel | None = None  # kept after the kernel ends (``process`` is not), for ``ended``
+
+    async def launch_kernel(self, cmd: list, **kwargs) -> dict:
+        self.process = self.forked = self.kernel_parent.fork(cmd, env=kwargs["env"], cwd=kwargs["cwd"])
+        self.pid, self.pgid, self.cwd = self.process.pid, None, kwargs["cwd"]
+        return self.connection_info
+
+    def ended(self) -> None:
+        """The kernel has been shut down: its parent clears the sandbox for the next."""
+        if self.forked is not None:
+            self.kernel_parent.kernel_ended(self.forked)
+            self.forked = None
+
+
+class KernelParents:
+    """The kernel parents of a grading process: in class grading, one at a time, the current student's."""
+
+    parents: dict = {}
+
+    @classmethod
+    async def get(cls, key, start, timeout: float) -> KernelParent:
+        """The running parent for ``key``, else the one ``start()`` makes; parents with no kernel running are
+        stopped first (the student graded before: their sandbox ends)."""
+        parent = cls.parents.get(key)
+        if parent is not None and parent.alive():
+            return parent
+        for other in [k for k, p in cls.parents.items() if k == key or not p.kernels or not p.alive()]:
+            cls.parents.pop(other).close()
+        parent = start()
+        await parent.ready(timeout)  # closes it and raises SandboxError if it never gets ready
+        cls.parents[key] = parent
+        return parent
+
+    @classmethod
+    def close(cls) -> None:
+        """Stop every parent (the worker does after every student, and so does the end of the process)."""
+        while cls.parents:
+            cls.parents.popitem()[1].close()
+
+
+atexit.register(KernelParents.close)  # the last student's sandbox ends with the process, not after it
