@@ -11,7 +11,9 @@ capabilities, no_new_privs, limits on memory, CPU time, processes and file size,
 grader. When the grader runs as root, the kernel runs as an unprivileged uid (root ignores the process
 limit); otherwise it gets a user namespace. If ``bwrap``, ``prlimit`` (or, as root, ``setpriv``) is
 missing or the sandbox does not come up, starting the kernel raises :class:`SandboxError` and the notebook
-is not run unsandboxed (fail closed).
+is not run unsandboxed (fail closed). One sandbox serves one student: their kernels, one notebook at a time,
+are forked from a kernel parent in it, and whatever a kernel leaves (processes, /tmp, /dev/shm) is cleared
+before the next; another student's kernels run in another sandbox.
 
 How the course uses it: ``nbgrader_config.py`` runs ``GradingExecute``
 (``autograder/preprocessors/grading_execute.py``), whose ``sandbox = True`` (the default) starts every
@@ -21,6 +23,9 @@ kernel with :class:`SandboxedKernelManager`; ``backprop-ninja grade`` sets ``cou
   policy          the allow-list (files, environment) with its reasons, and the bwrap command line built
                   from it: data and pure functions, tested without kernels (tests/fast)
   kernel_manager  SandboxedKernelManager: starts the kernel with that command line (sockets, lent folder)
+  kernel_parent   what runs inside a student's sandbox to fork their kernels: a Python that imported torch,
+                  ipykernel and matplotlib once, and clears the sandbox after every kernel
+  forked_kernels  the grader's side of it: starting a parent, a kernel provisioner that forks from it
 """
 
 from .kernel_manager import SandboxedKernelManager, chown_tree
