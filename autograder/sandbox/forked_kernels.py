@@ -15,6 +15,7 @@ import asyncio
 import atexit
 import json
 import os
+import select
 import shutil
 import signal
 import subprocess
@@ -26,6 +27,7 @@ from .policy import SandboxError
 
 PARENT_MODULE = "autograder.sandbox.kernel_parent"  # ``python -m PARENT_MODULE`` runs a kernel parent
 KERNEL_MODULE = "ipykernel_launcher"  # a kernel command a parent can fork: [python, -m, KERNEL_MODULE, ...]
+ANSWER_SECONDS = 10  # a parent answers in milliseconds (a fork, a waitpid, emptying /tmp)
 
 
 def namespace_pids(root: int) -> dict:
@@ -79,10 +81,15 @@ class KernelParent:
             self._fail(f"exited with status {self.process.wait()} before it started")
 
     def ask(self, request: dict) -> dict:
+        """The parent's reply; if it has none within ANSWER_SECONDS (a kernel stopped it: SIGSTOP), it is closed."""
         try:
             self.process.stdin.write(json.dumps(request) + "\n")
             self.process.stdin.flush()
-            reply = self.process.stdout.readline()
+            if select.select([self.process.stdout], [], [], ANSWER_SECONDS)[0]:
+                reply = self.process.stdout.readline()
+            else:
+                self.close()
+                return {"error": f"the kernel parent did not answer within {ANSWER_SECONDS} s"}
         except (OSError, ValueError):  # the parent is gone (its sandbox died, or it was closed)
             reply = ""
         if not reply:

@@ -11,7 +11,8 @@ the parent kills every other process of the sandbox (whatever the kernel left ru
 environment (its notebook's seed), working directory and argv; it is forked from a parent that never ran a
 student's code, so nothing of an earlier notebook is in its memory. What the student's notebooks share is
 what they shared before: the student's own folder. Another student's kernels run in another parent, in
-another sandbox.
+another sandbox. The parent is not dumpable, so that its kernels (the same uid) cannot ptrace it or write
+its memory to reach the kernels it forks later; each kernel is dumpable again, as any process.
 
 Protocol, one JSON object per line: requests on stdin, replies on the parent's stdout (a kernel's stdout and
 stderr go to stderr, the log):
@@ -25,6 +26,7 @@ stderr go to stderr, the log):
 
 from __future__ import annotations
 
+import ctypes
 import importlib
 import json
 import os
@@ -39,6 +41,14 @@ WARM_IMPORTS = ("torch", "torch.nn.functional", "matplotlib.pyplot", "urllib.req
 PRIVATE_FOLDERS = ("/tmp", "/dev/shm")  # the sandbox's own tmpfs mounts, emptied before every kernel
 # ipykernel sets this before it imports matplotlib; matplotlib reads it once, at import, so here it is set first
 INLINE_BACKEND = "module://matplotlib_inline.backend_inline"
+
+
+PR_SET_DUMPABLE = 4  # prctl(2)
+
+
+def set_dumpable(dumpable: bool) -> None:
+    if ctypes.CDLL(None, use_errno=True).prctl(PR_SET_DUMPABLE, int(dumpable), 0, 0, 0) != 0:
+        raise OSError(ctypes.get_errno(), "prctl(PR_SET_DUMPABLE) failed")
 
 
 def warm_up() -> None:
@@ -84,6 +94,7 @@ def run_kernel(argv: list, env: dict, cwd: str, replies: int) -> None:
     status = 1
     try:
         os.close(replies)  # the kernel must not be able to answer for its parent
+        set_dumpable(True)
         null = os.open(os.devnull, os.O_RDONLY)
         os.dup2(null, 0)
         os.dup2(2, 1)
@@ -128,6 +139,7 @@ def poll(pid: int) -> dict:
 
 
 def main() -> None:
+    set_dumpable(False)
     replies = os.fdopen(os.dup(1), "w", buffering=1)
     os.dup2(2, 1)  # a stray print must not be taken for a reply
     warm_up()

@@ -7,7 +7,8 @@ first. The first notebook of each student leaves behind what a kernel can leave 
 its folder, an environment variable, a global, an attribute on a module, a process); a cell placed before the
 setup cells of every notebook records what its kernel sees before any course code runs. One more student's
 first notebook ends with a fork bomb and kills every process it can, its parent's sandbox included where it
-can reach it: that student's second notebook is graded in full all the same.
+can reach it; another's first notebook tries to read its kernel parent's memory and then stops it (SIGSTOP):
+each student's second notebook is graded in full all the same.
 """
 
 import json
@@ -27,6 +28,15 @@ pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewra
 FIRST, SECOND = "ex2_cross_entropy_backward", "ex3_batchnorm_backward"  # in nbgrader's order
 STUDENTS = ("ada", "bob")  # graded one after the other by the same worker
 HOSTILE = "cyd"  # graded after them
+STOPPER = "dee"
+STOP_PARENT = """import os, signal
+try:
+    open(f"/proc/{os.getppid()}/environ", "rb").read()
+    print("parent's environ: read")
+except OSError as error:
+    print("parent's environ:", type(error).__name__)
+os.kill(os.getppid(), signal.SIGSTOP)
+"""
 BOMB = """import os, signal, subprocess
 try:
     for _ in range(5000):
@@ -81,6 +91,9 @@ def graded():
             nb = solved(course.notebook("release", notebook), course.notebook("source", notebook))
             nb.cells.append(nbformat.v4.new_code_cell(BOMB if notebook == FIRST else "print('after the bomb')"))
             course.submit(HOSTILE, notebook, nb)
+            nb = solved(course.notebook("release", notebook), course.notebook("source", notebook))
+            nb.cells.append(nbformat.v4.new_code_cell(STOP_PARENT if notebook == FIRST else "print('after the stop')"))
+            course.submit(STOPPER, notebook, nb)
         result = subprocess.run(
             [
                 sys.executable,
@@ -137,10 +150,21 @@ def test_forked_kernels_grade_like_cold_ones(graded):
         assert {(p.stat().st_uid, p.stat().st_gid) for p in [folder, *folder.iterdir()]} == {(os.getuid(), os.getgid())}
 
 
+def last_output(course, student: str, notebook: str) -> str:
+    nb = nbformat.read(course.root / "autograded" / student / ASSIGNMENT / f"{notebook}.ipynb", as_version=4)
+    return "".join(o.get("text", "") for o in nb.cells[-1].outputs)
+
+
 def test_a_hostile_notebook_cannot_harm_the_next_notebook_of_its_student(graded):
     assert graded.scores(HOSTILE, SECOND) == graded.max_scores(SECOND)
-    nb = nbformat.read(graded.root / "autograded" / HOSTILE / ASSIGNMENT / f"{SECOND}.ipynb", as_version=4)
-    assert "after the bomb" in "".join(o.get("text", "") for o in nb.cells[-1].outputs)
+    assert "after the bomb" in last_output(graded, HOSTILE, SECOND)
+
+
+def test_a_kernel_can_neither_read_nor_stop_the_parent_of_the_next(graded):
+    assert "parent's environ: PermissionError" in last_output(graded, STOPPER, FIRST)
+    assert graded.scores(STOPPER, FIRST) == graded.max_scores(FIRST)
+    assert graded.scores(STOPPER, SECOND) == graded.max_scores(SECOND)
+    assert "after the stop" in last_output(graded, STOPPER, SECOND)
 
 
 def test_no_kernel_is_left_running(graded):
