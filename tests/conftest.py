@@ -201,6 +201,20 @@ def course():
         yield c
 
 
+def grade_argv(root: Path, *args) -> list:
+    """``backprop-ninja grade`` on the course at ``root``, as a newcomer types it (no venv activated)."""
+    return [sys.executable, "-m", "autograder.cli", "grade", "--course", str(root), *args]
+
+
+def run_grade(root: Path, *args, check=True, env=None, timeout=3600) -> subprocess.CompletedProcess:
+    """Run ``grade_argv``; with ``check``, a failed run fails the test with grade's own output."""
+    env = NEWCOMER_ENV if env is None else env
+    result = subprocess.run(grade_argv(root, *args), capture_output=True, text=True, timeout=timeout, env=env)
+    if check and result.returncode != 0:
+        raise AssertionError(f"grade failed:\n{result.stdout[-3000:]}\n{result.stderr[-6000:]}")
+    return result
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

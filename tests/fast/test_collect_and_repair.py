@@ -7,13 +7,12 @@ every bad one ends with its named outcome, and nothing left the sandbox. Only Ex
 """
 
 import copy
+import os
 import shutil
-import subprocess
-import sys
 
 import nbformat
 import pytest
-from conftest import ASSIGNMENT, REPO
+from conftest import ASSIGNMENT, REPO, run_grade
 
 from autograder.authoring.submissions import grade_id, solved
 
@@ -69,30 +68,8 @@ def fake_grade_cell(nb):
 
 
 def grade(course, *args, check=True, env=None):
-    result = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "autograder.cli",
-            "grade",
-            "--course",
-            str(course.root),
-            "--workers",
-            "2",
-            "--notebook-timeout",
-            str(NOTEBOOK_TIMEOUT),
-            "--cell-timeout",
-            str(CELL_TIMEOUT),
-            *args,
-        ],
-        capture_output=True,
-        text=True,
-        timeout=3600,
-        env=env,
-    )
-    if check and result.returncode != 0:
-        raise AssertionError(f"grade failed:\n{result.stdout[-3000:]}\n{result.stderr[-6000:]}")
-    return result
+    timeouts = ("--workers", "2", "--notebook-timeout", str(NOTEBOOK_TIMEOUT), "--cell-timeout", str(CELL_TIMEOUT))
+    return run_grade(course.root, *timeouts, *args, check=check, env=dict(os.environ) if env is None else env)
 
 
 NOTEBOOKS = ["ex1_atomic_backward", "ex2_cross_entropy_backward", "ex3_batchnorm_backward", "ex4_manual_training"]

@@ -14,7 +14,6 @@ import json
 import os
 import shutil
 import socket
-import subprocess
 import sys
 import tempfile
 import threading
@@ -23,7 +22,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from conftest import ASSIGNMENT, NEWCOMER_ENV, REPO, Course, temporary_course
+from conftest import ASSIGNMENT, NEWCOMER_ENV, REPO, Course, run_grade, temporary_course
 
 from autograder.authoring.submissions import grade_id, solved
 from autograder.data import EMBEDDED_NAMES
@@ -386,30 +385,8 @@ def ex1_course():
 
 
 def grade(course, *args, check=True, env=None):
-    result = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "autograder.cli",
-            "grade",
-            "--course",
-            str(course.root),
-            "--workers",
-            "2",
-            "--notebook-timeout",
-            str(NOTEBOOK_TIMEOUT),
-            "--cell-timeout",
-            str(CELL_TIMEOUT),
-            *args,
-        ],
-        capture_output=True,
-        text=True,
-        timeout=3600,
-        env=env or NEWCOMER_ENV,
-    )
-    if check and result.returncode != 0:
-        raise AssertionError(f"grade failed:\n{result.stdout[-3000:]}\n{result.stderr[-6000:]}")
-    return result
+    timeouts = ("--workers", "2", "--notebook-timeout", str(NOTEBOOK_TIMEOUT), "--cell-timeout", str(CELL_TIMEOUT))
+    return run_grade(course.root, *timeouts, *args, check=check, env=env)
 
 
 @pytest.fixture(scope="module")

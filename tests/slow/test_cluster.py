@@ -19,7 +19,18 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from conftest import ASSIGNMENT, NEWCOMER_ENV, REPO, WORKER_ENV, LoopbackCluster, formgrader, free_port, wait_until
+from conftest import (
+    ASSIGNMENT,
+    NEWCOMER_ENV,
+    REPO,
+    WORKER_ENV,
+    LoopbackCluster,
+    formgrader,
+    free_port,
+    grade_argv,
+    run_grade,
+    wait_until,
+)
 
 from autograder.authoring.demo import make_demo_course
 
@@ -54,17 +65,8 @@ def copy_of(demo: Path, tmp_path: Path) -> Path:
     return root
 
 
-def grade_argv(root: Path, *args) -> list:
-    return [sys.executable, "-m", "autograder.cli", "grade", "--course", str(root), "--quiet", *args]
-
-
 def grade(root: Path, *args, check=True, env=None):
-    result = subprocess.run(
-        grade_argv(root, *args), capture_output=True, text=True, timeout=1800, env=env or NEWCOMER_ENV
-    )
-    if check and result.returncode != 0:
-        raise AssertionError(f"grade failed:\n{result.stdout[-3000:]}\n{result.stderr[-6000:]}")
-    return result
+    return run_grade(root, "--quiet", *args, check=check, env=env, timeout=1800)
 
 
 def outcome(root: Path) -> tuple:
@@ -124,7 +126,7 @@ def test_the_cluster_grades_as_a_local_run_does_even_when_a_worker_is_killed_mid
     the task goes to the other worker, and every student is graded once, exactly as by local workers."""
     root = copy_of(demo, tmp_path)
     run = subprocess.Popen(
-        grade_argv(root, "--scheduler", cluster.address),
+        grade_argv(root, "--quiet", "--scheduler", cluster.address),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -151,7 +153,7 @@ def test_the_cluster_grades_as_a_local_run_does_even_when_a_worker_is_killed_mid
 
 def test_an_interrupted_run_grades_only_what_is_missing(cluster, demo, reference, tmp_path):
     root = copy_of(demo, tmp_path)
-    argv = grade_argv(root, "--scheduler", cluster.address)
+    argv = grade_argv(root, "--quiet", "--scheduler", cluster.address)
     first = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=NEWCOMER_ENV)
     wait_until(lambda: complete(root), 900, "a first student to be graded")
     first.send_signal(signal.SIGINT)  # Ctrl-C
@@ -342,7 +344,7 @@ def test_a_postgresql_gradebook_is_graded_into_while_the_formgrader_uses_it(post
         config.write(f"c.CourseDirectory.db_url = {url!r}\n")
     with formgrader(root) as ta:
         run = subprocess.Popen(
-            grade_argv(root, "--workers", "2"),
+            grade_argv(root, "--quiet", "--workers", "2"),
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,

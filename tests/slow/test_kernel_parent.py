@@ -14,12 +14,10 @@ each student's second notebook is graded in full all the same.
 import json
 import os
 import shutil
-import subprocess
-import sys
 
 import nbformat
 import pytest
-from conftest import ASSIGNMENT, NEWCOMER_ENV, temporary_course
+from conftest import ASSIGNMENT, run_grade, temporary_course
 
 from autograder.authoring.submissions import solved
 
@@ -94,23 +92,7 @@ def graded():
             nb = solved(course.notebook("release", notebook), course.notebook("source", notebook))
             nb.cells.append(nbformat.v4.new_code_cell(STOP_PARENT if notebook == FIRST else "print('after the stop')"))
             course.submit(STOPPER, notebook, nb)
-        result = subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "autograder.cli",
-                "grade",
-                "--course",
-                str(course.root),
-                "--workers",
-                "1",
-            ],
-            capture_output=True,
-            text=True,
-            timeout=1800,
-            env=NEWCOMER_ENV,
-        )
-        assert result.returncode == 0, result.stderr[-4000:]
+        run_grade(course.root, "--workers", "1", timeout=1800)
         yield course
 
 
