@@ -5,14 +5,14 @@ sandbox of one student's folder (``policy.command_line``, the limits included). 
 imports first (torch, ipykernel, matplotlib: ``WARM_IMPORTS``), runs nothing else, and then forks one kernel
 per notebook: the kernel starts with those modules loaded instead of paying for them again.
 
-Each kernel starts as it would in a sandbox of its own. When a kernel ends, and again before the next is forked,
-the parent kills every other process of the sandbox (whatever the kernel left running) and empties /tmp and
-/dev/shm; the kernel gets its own
-environment (its notebook's seed), working directory and argv; it is forked from a parent that never ran a
-student's code, so nothing of an earlier notebook is in its memory. What the student's notebooks share is
-what they shared before: the student's own folder. Another student's kernels run in another parent, in
-another sandbox. The parent is not dumpable, so that its kernels (the same uid) cannot ptrace it or write
-its memory to reach the kernels it forks later; each kernel is dumpable again, as any process.
+Each kernel starts as it would in a sandbox of its own. When a kernel ends, and again before the next is
+forked, the parent kills every other process of the sandbox (whatever the kernel left running) and empties
+/tmp and /dev/shm. The kernel gets its own environment (its notebook's seed), working directory and argv;
+it is forked from a parent that never ran a student's code, so nothing of an earlier notebook is in its
+memory. What the student's notebooks share is what they shared before: the student's own folder. Another
+student's kernels run in another parent, in another sandbox. The parent is not dumpable, so that its kernels
+(the same uid) cannot ptrace it or write its memory to reach the kernels it forks later; each kernel is
+dumpable again, as any process.
 
 Protocol, one JSON object per line: requests on stdin, replies on the parent's stdout (a kernel's stdout and
 stderr go to stderr, the log):
@@ -38,11 +38,9 @@ from .forked_kernels import KERNEL_MODULE
 
 # What the setup cells and the hidden tests import first, and matplotlib (Exercises 2 and 4 plot).
 WARM_IMPORTS = ("torch", "torch.nn.functional", "matplotlib.pyplot", "urllib.request", "autograder.in_kernel")
-PRIVATE_FOLDERS = ("/tmp", "/dev/shm")  # the sandbox's own tmpfs mounts, emptied before every kernel
+PRIVATE_FOLDERS = ("/tmp", "/dev/shm")  # the sandbox's own tmpfs mounts, emptied after every kernel
 # ipykernel sets this before it imports matplotlib; matplotlib reads it once, at import, so here it is set first
 INLINE_BACKEND = "module://matplotlib_inline.backend_inline"
-
-
 PR_SET_DUMPABLE = 4  # prctl(2)
 
 
