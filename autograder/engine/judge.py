@@ -3,8 +3,9 @@
 For a gradient step, in this order: answered at all; not taken from autograd; float32;
 exactly zero where the true gradient is (``Step.zero``); exactly the right shape; finite;
 equal to autograd's gradient within tolerance. Failing that, *error carried forward*: if some
-upstream gradient of the student's is wrong, the step is judged from the student's own upstream
-values with the step's local rule, and earns its points when it is right for them. Otherwise the
+upstream gradient of the student's differs from autograd's (a wrong one, or one whose small error, within its
+own tolerance, grows in this step), the step is judged from the student's own upstream values with the step's
+local rule, and earns its points when it is right for them. Otherwise the
 diagnostics say what is wrong. Values that pass are also judged by their rule (``probes``): the
 student's code re-run on random upstream gradients must follow the step's local rule.
 """
@@ -89,13 +90,16 @@ def judge_gradient(step: Step, report: Report, forward: dict, grads: dict, seed:
 
     reference = grads[name]
     ref_up = {c: grads[c] for c in step.upstream}
-    student_up, wrong_up = {}, []
+    student_up, wrong_up, differing_up = {}, [], []
     for consumer in step.upstream:
         up = report.floats("d" + consumer)
         usable = up is not None
         student_up[consumer] = up if usable else ref_up[consumer]
         if not usable or not close(up.double(), ref_up[consumer].double(), magnitude(ref_up[consumer])):
             wrong_up.append(consumer)
+        elif up.shape != ref_up[consumer].shape or not torch.equal(up.double(), ref_up[consumer].double()):
+            differing_up.append(consumer)
+    verdict.carried_from = tuple(wrong_up + differing_up)
     upstream_dtypes = {report.info("d" + c).get("dtype") for c in step.upstream}
     if info["dtype"] != "float32" and not (upstream_dtypes - {"float32", None}):
         verdict.lines.append(wrong_dtype(answer_name, info["dtype"], "gradients here are float32"))
@@ -120,18 +124,18 @@ def judge_gradient(step: Step, report: Report, forward: dict, grads: dict, seed:
         )
         return _and_by_its_rule(verdict, step, report, forward, seed)
 
-    # Error carried forward: right for the student's own (wrong) upstream gradients?
+    # Error carried forward: right for the student's own upstream gradients, which differ from autograd's?
     fix = " and ".join("d" + c for c in wrong_up)
     is_are = "is" if len(wrong_up) == 1 else "are"
     carried = None
-    if wrong_up:
+    if verdict.carried_from:
         try:
             carried = local_gradient(step, forward, student_up).double()
         except RuntimeError:
             pass
         if carried is not None and close(answer, carried, step_scale(step, forward, student_up)):
-            verdict.points, verdict.carried_from = step.points, tuple(wrong_up)
-            verdict.lines.append(carried_forward(wrong_up))
+            verdict.points = step.points
+            verdict.lines.append(carried_forward(list(verdict.carried_from)))
             return _and_by_its_rule(verdict, step, report, forward, seed)
 
     if only_size_one_dims_differ(answer.shape, reference.shape):  # right values in the wrong shape: a share

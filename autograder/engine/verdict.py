@@ -12,7 +12,9 @@ class Verdict:
     points: float  # earned
     max_points: float
     lines: list = field(default_factory=list)  # what the student reads under the title, one sentence a line
-    # error carried forward: the wrong upstream gradients this answer is right for (``judge.carried_forward``)
+    # the student's upstream gradients that differ from autograd's, which this answer was judged with: wrong ones
+    # (error carried forward, ``judge.carried_forward``), or ones within their own tolerance whose difference still
+    # shows here; ``judge.first_to_fix`` follows them up to the step to fix
     carried_from: tuple = ()
 
     @property

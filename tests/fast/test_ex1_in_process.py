@@ -97,6 +97,18 @@ def test_steps_further_down_name_the_step_to_fix_not_their_neighbour(graded):
     assert "fix dcounts_sum_inv first" not in graded["m_probs_sign"].messages["test_dcounts_sum"]
 
 
+# Two grading seeds (of 30 tried) on which the biased dbndiff2's error stayed within dhprebn's tolerance, yet grew
+# past dembcat's: dembcat, right for the student's dhprebn, lost its point.
+@pytest.mark.parametrize("seed", [1812976885, 124729223])
+def test_a_small_error_from_upstream_that_grows_further_down_costs_only_its_own_step(seed):
+    release = nbformat.read(REPO / "release" / "backprop_ninja" / f"{NB}.ipynb", as_version=4)
+    student = "m_bndiff2_biased"
+    graded = autograde(NB, {student: submissions(release, source_notebook(NB))[student]}, seed=seed)
+    assert lost_steps(graded, student) == ["bndiff2"], graded[student].messages
+    message = graded[student].messages["test_dembcat"]
+    assert "✔" in message and "fix dbndiff2 first" in message, message
+
+
 @pytest.mark.parametrize("student", [*ALTERNATIVES, "alt_one_cell", "alt_split_cells"])
 def test_other_correct_formulas_and_layouts_get_full_marks(graded, student):
     assert lost_steps(graded, student) == [], graded[student].messages
