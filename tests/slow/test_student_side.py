@@ -393,8 +393,18 @@ def test_notebook_runs_in_jupyterlab_in_a_browser(tmp_path):
                 if requests.get(f"{base}/api/status", params={"token": token}, timeout=5).ok:
                     break
             time.sleep(0.2)
+
+        def sessions():
+            return requests.get(f"{base}/api/sessions", params={"token": token}, timeout=5).json()
+
         browser = Chromium(tmp_path / "chromium")
         browser.send("Page.navigate", url=f"{base}/lab/tree/{EX1}.ipynb?token={token}")
+        # The kernel is ready once the server sees the notebook's websocket and the page shows the kernel idle
+        # (the indicator also says idle before the kernel starts, and JupyterLab ignores a run while it starts).
+        end = time.time() + 120
+        while not any(s["path"] == f"{EX1}.ipynb" and (s["kernel"] or {}).get("connections") for s in sessions()):
+            assert time.time() < end, "JupyterLab started no kernel for the notebook"
+            time.sleep(0.2)
         browser.wait_for(
             f"{CELLS}.length > 14 && !!document.querySelector("
             "'.jp-NotebookPanel .jp-Notebook-ExecutionIndicator[data-status=\"idle\"]')"
