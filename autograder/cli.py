@@ -115,7 +115,8 @@ def main(argv=None) -> None:
         dest="warm_kernels",
         action="store_const",
         const=True,
-        help="fork a student's kernels from a kernel parent in their sandbox that imported torch once (the default)",
+        help="fork kernels from a kernel parent in the sandbox that imported torch once: one per worker as root, "
+        "showing each student's folder in turn, else one per student (the default)",
     )
     kernels.add_argument(
         "--cold-kernels",

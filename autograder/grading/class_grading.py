@@ -10,8 +10,9 @@
                (``pool``, ``worker``), or one Dask task per student on a cluster (``cluster``,
                ``remote``: the same worker process, on the cluster's machines). Each kernel runs in
                the sandbox (GradingExecute.sandbox) with a wall-clock limit per notebook
-               (GradingExecute.notebook_timeout); a student's kernels are forked from a kernel parent
-               in their sandbox, which imported torch once (``sandbox/kernel_parent``). ``--profile``
+               (GradingExecute.notebook_timeout); kernels are forked from a kernel parent that imported
+               torch once, one per worker as root, showing each student's folder in turn, else one per
+               student (``sandbox/kernel_parent``, ``sandbox/stage``). ``--profile``
                writes where each worker's time went (``profile``)
   4. merge     every finished student's grades into the course's gradebook (``gradebook``: gradebook.db,
                or the PostgreSQL server nbgrader_config.py names)

@@ -81,6 +81,12 @@ def exit_with_parent() -> None:
 
 
 def main(argv=None) -> None:
+    from ..sandbox.forked_kernels import KernelParents
+    from ..sandbox.stage import own_mount_namespace
+
+    # As root, one kernel parent serves all the worker's students, each shown on its stage in turn (before any
+    # thread starts: a process with threads cannot have a mount namespace of its own)
+    KernelParents.staged = own_mount_namespace()
     exit_with_parent()
     argv = list(sys.argv[1:] if argv is None else argv)
     assignment = argv.pop(0)
@@ -93,7 +99,6 @@ def main(argv=None) -> None:
     from nbgrader.apps.baseapp import NbGrader
 
     from ..preprocessors.grading_execute import GradingExecute
-    from ..sandbox.forked_kernels import KernelParents
     from .profile import PHASES, DatabaseClock
 
     app = NbGrader()
@@ -109,7 +114,7 @@ def main(argv=None) -> None:
         started = time.monotonic()
         GradingExecute.incidents.clear()
         result = api.autograde(assignment, student, force=True, create=True)
-        KernelParents.close()  # the student's kernel parent: its sandbox ends, their folder is given back
+        KernelParents.student_done()  # nothing of the student stays in their kernel parent's sandbox
         autograded = time.monotonic()
         error = result.get("error") or ""
         if result["success"] and feedback:

@@ -11,9 +11,11 @@ capabilities, no_new_privs, limits on memory, CPU time, processes and file size,
 grader. When the grader runs as root, the kernel runs as an unprivileged uid (root ignores the process
 limit); otherwise it gets a user namespace. If ``bwrap``, ``prlimit`` (or, as root, ``setpriv``) is
 missing or the sandbox does not come up, starting the kernel raises :class:`SandboxError` and the notebook
-is not run unsandboxed (fail closed). One sandbox serves one student: their kernels, one notebook at a time,
-are forked from a kernel parent in it, and whatever a kernel leaves (processes, /tmp, /dev/shm) is cleared
-before the next; another student's kernels run in another sandbox.
+is not run unsandboxed (fail closed). Kernels, one notebook at a time, are forked from a kernel parent in
+the sandbox, and whatever a kernel leaves (processes, /tmp, /dev/shm, its socket folder) is cleared before
+the next. The sandbox shows one student's folder: a class-grading worker running as root keeps one sandbox
+for all its students and shows each student's folder in it in turn, after clearing the one before
+(``stage``); otherwise each student gets a sandbox of their own.
 
 How the course uses it: ``nbgrader_config.py`` runs ``GradingExecute``
 (``autograder/preprocessors/grading_execute.py``), whose ``sandbox = True`` (the default) starts every
@@ -23,9 +25,10 @@ kernel with :class:`SandboxedKernelManager`; ``backprop-ninja grade`` sets ``cou
   policy          the allow-list (files, environment) with its reasons, and the bwrap command line built
                   from it: data and pure functions, tested without kernels (tests/fast)
   kernel_manager  SandboxedKernelManager: starts the kernel with that command line (sockets, lent folder)
-  kernel_parent   what runs inside a student's sandbox to fork their kernels: a Python that imported torch,
-                  ipykernel and matplotlib once, and clears the sandbox after every kernel
+  kernel_parent   what runs inside the sandbox to fork the kernels: a Python that imported torch, ipykernel
+                  and matplotlib once, and clears the sandbox after every kernel
   forked_kernels  the grader's side of it: starting a parent, a kernel provisioner that forks from it
+  stage           the mounts that show a worker's parent one student's folder after another
 """
 
 from .kernel_manager import SandboxedKernelManager, chown_tree

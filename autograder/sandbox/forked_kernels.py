@@ -24,6 +24,7 @@ import time
 from jupyter_client.provisioning import LocalProvisioner
 
 from .policy import SandboxError
+from .stage import Stage
 
 PARENT_MODULE = "autograder.sandbox.kernel_parent"  # ``python -m PARENT_MODULE`` runs a kernel parent
 KERNEL_MODULE = "ipykernel_launcher"  # a kernel command a parent can fork: [python, -m, KERNEL_MODULE, ...]
@@ -54,10 +55,11 @@ def namespace_pids(root: int) -> dict:
 
 
 class KernelParent:
-    """One student's kernel parent, running in the sandbox ``argv`` makes (``policy.command_line``)."""
+    """A kernel parent, running in the sandbox ``argv`` makes (``policy.command_line``): one student's, or with a
+    ``stage``, a worker's for all its students, one at a time (``stage.py``)."""
 
-    def __init__(self, key, argv: list, env: dict, cwd: str, rundir: str):
-        self.key, self.rundir = key, rundir
+    def __init__(self, key, argv: list, env: dict, cwd: str, rundir: str, stage: Stage | None = None):
+        self.key, self.rundir, self.stage = key, rundir, stage
         self.kernels = set()  # the pids (inside) of its kernels that have not ended
         self.log_path = os.path.join(rundir, "kernel.log")  # the parent's output and its kernels'
         with open(self.log_path, "ab") as log:
@@ -106,11 +108,49 @@ class KernelParent:
         self.kernels.add(reply["pid"])
         return ForkedKernel(self, reply["pid"])
 
+    def show(self, folder: str) -> bool:
+        """Make ``folder`` the one the next kernel works in; False if the parent did not survive clearing the
+        sandbox (it is closed: start another). On a stage, the student before is cleared away first: every
+        process of theirs, /tmp, /dev/shm, the socket folder, and their folder itself."""
+        if self.stage is None or self.stage.shown == folder:
+            return self.alive()
+        if self.kernels:
+            self._fail(f"still runs a kernel of {self.stage.shown}: it cannot show {folder}")
+        if not self.leave():
+            return False
+        self.stage.show(folder)
+        return True
+
+    def leave(self) -> bool:
+        """Clear away the student shown on the stage (see ``show``); False if the parent did not survive it."""
+        if "cleared" not in self.ask({"clear": True}):
+            self.close()
+            return False
+        self._empty_ipc()
+        self.stage.hide()
+        return True
+
+    def _empty_ipc(self) -> None:
+        """Remove what kernels left in the socket folder (it is theirs to write in); none may be running."""
+        for entry in os.scandir(os.path.join(self.rundir, "ipc")):
+            if entry.is_dir(follow_symlinks=False):
+                shutil.rmtree(entry.path, ignore_errors=True)
+            else:
+                os.unlink(entry.path)
+
+    def inside(self, folder: str) -> str:
+        """Where the sandbox sees ``folder``: on the stage if it has one (showing ``folder``), else ``folder``."""
+        if self.stage is None:
+            return folder
+        if self.stage.shown != folder:
+            self._fail(f"was asked for a kernel in {folder}, but shows {self.stage.shown}")
+        return self.stage.student
+
     def kernel_ended(self, kernel: "ForkedKernel") -> None:
-        """Kill whatever the kernel left running in the sandbox, and empty its /tmp and /dev/shm."""
+        """Kill whatever the kernel left running in the sandbox, and empty its /tmp, /dev/shm and socket folder."""
         self.kernels.discard(kernel.inner_pid)
-        if self.alive():
-            self.ask({"clear": True})
+        if self.alive() and "cleared" in self.ask({"clear": True}) and not self.kernels:
+            self._empty_ipc()
 
     def close(self) -> None:
         """Stop the parent and its sandbox (every kernel in it)."""
@@ -122,7 +162,8 @@ class KernelParent:
                 stream.close()
             except OSError:
                 pass
-        shutil.rmtree(self.rundir, ignore_errors=True)
+        if self.stage is None or self.stage.close():  # never remove a folder through a student's mount
+            shutil.rmtree(self.rundir, ignore_errors=True)
 
 
 class ForkedKernel:
@@ -175,7 +216,8 @@ class ForkedProvisioner(LocalProvisioner):
     forked: ForkedKernel | None = None  # kept after the kernel ends (``process`` is not), for ``ended``
 
     async def launch_kernel(self, cmd: list, **kwargs) -> dict:
-        self.process = self.forked = self.kernel_parent.fork(cmd, env=kwargs["env"], cwd=kwargs["cwd"])
+        cwd = self.kernel_parent.inside(kwargs["cwd"])
+        self.process = self.forked = self.kernel_parent.fork(cmd, env=kwargs["env"], cwd=cwd)
         self.pid, self.pgid, self.cwd = self.process.pid, None, kwargs["cwd"]
         return self.connection_info
 
@@ -187,9 +229,11 @@ class ForkedProvisioner(LocalProvisioner):
 
 
 class KernelParents:
-    """The kernel parents of a grading process: in class grading, one at a time, the current student's."""
+    """The kernel parents of a grading process: one per worker on a stage when ``staged``, else one per student,
+    the current one's."""
 
     parents: dict = {}
+    staged = False  # the process has a mount namespace of its own (stage.own_mount_namespace): parents on stages
 
     @classmethod
     async def get(cls, key, start, timeout: float) -> KernelParent:
@@ -206,8 +250,16 @@ class KernelParents:
         return parent
 
     @classmethod
+    def student_done(cls) -> None:
+        """After each student: a parent on a stage clears the student away (``KernelParent.leave``), another
+        ends with its sandbox."""
+        for key, parent in list(cls.parents.items()):
+            if parent.stage is None or not parent.leave():
+                cls.parents.pop(key).close()
+
+    @classmethod
     def close(cls) -> None:
-        """Stop every parent (the worker does after every student, and so does the end of the process)."""
+        """Stop every parent (at the end of the process)."""
         while cls.parents:
             cls.parents.popitem()[1].close()
 

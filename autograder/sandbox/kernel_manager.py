@@ -2,9 +2,10 @@
 
 It adds what a command line cannot hold: the kernel's private socket folder and account files, lending
 the student's folder to the sandbox's uid while the kernel runs (as root), waiting until the kernel
-listens, and naming the cause when it never does. By default a kernel is forked from its student's kernel
-parent (``kernel_parent.py``, ``forked_kernels.py``): the sandbox, the folder and the account files are then
-the parent's, made once for all the student's notebooks.
+listens, and naming the cause when it never does. By default a kernel is forked from a kernel parent
+(``kernel_parent.py``, ``forked_kernels.py``): the sandbox, the socket folder and the account files are then
+the parent's, made once for all the student's notebooks, or in a root worker for all its students
+(``stage.py``).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from ..data import NAMES_VARIABLE
 from . import policy
 from .forked_kernels import KERNEL_MODULE, PARENT_MODULE, ForkedProvisioner, KernelParent, KernelParents
 from .policy import NOTEBOOK_VARIABLES, SandboxError
+from .stage import Stage
 
 GiB = 2**30
 PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -110,9 +112,10 @@ class SandboxedKernelManager(AsyncKernelManager):
         True,
         config=True,
         help=(
-            "Fork each kernel from its student's kernel parent: a Python in that student's sandbox that has imported "
-            "torch, ipykernel and matplotlib once, so that every notebook of the student after the first starts "
-            "without paying for them (kernel_parent.py). False: every kernel starts in a new sandbox of its own."
+            "Fork each kernel from a kernel parent: a Python in the sandbox that has imported torch, ipykernel and "
+            "matplotlib once, so that a kernel starts without paying for them (kernel_parent.py). One per student, "
+            "or in a grading worker that runs as root, one for all its students (stage.py). False: every kernel "
+            "starts in a new sandbox of its own."
         ),
     )
 
@@ -183,25 +186,37 @@ class SandboxedKernelManager(AsyncKernelManager):
         return os.path.realpath(cwd)
 
     async def _kernel_parent_for(self, kw: dict) -> KernelParent:
-        """The kernel parent of this kernel's sandbox: the running one, or a new one."""
+        """The kernel parent of this kernel's sandbox, showing the kernel's folder: the running one, or a new one.
+        On a stage (``KernelParents.staged``), one parent serves every student whose sandbox is alike."""
         folder = self._student_folder(kw.get("cwd"))
         interpreter = self._interpreter()
         env = kw.get("env") or dict(os.environ)
         parent_env = {
             k: v for k, v in policy.kernel_environment(env, interpreter).items() if k not in NOTEBOOK_VARIABLES
         }
-        key = (folder, interpreter, tuple(sorted(parent_env.items())), self._run_as(), self._limits(), self.tmp_size)
+        staged = KernelParents.staged
+        sandbox = (interpreter, tuple(sorted(parent_env.items())), self._run_as(), self._limits(), self.tmp_size)
+        key = ("stage" if staged else folder, *sandbox)
 
         def start() -> KernelParent:
-            rundir = self._new_rundir()
+            rundir, stage = self._new_rundir(), None
             try:
-                argv = self._command_line([interpreter, "-m", PARENT_MODULE], folder, env, rundir)
-                return KernelParent(key, argv, parent_env, folder, rundir)
+                if staged:
+                    stage = Stage(os.path.join(rundir, "stage"), os.path.join(rundir, "lend"))
+                argv = self._command_line([interpreter, "-m", PARENT_MODULE], folder, env, rundir, stage)
+                return KernelParent(key, argv, parent_env, stage.folder if stage else folder, rundir, stage)
             except BaseException:
-                shutil.rmtree(rundir, ignore_errors=True)
+                if stage is None or stage.close():
+                    shutil.rmtree(rundir, ignore_errors=True)
                 raise
 
-        return await KernelParents.get(key, start, self.start_timeout)
+        if staged:
+            policy.check_student_folder(folder, self._course_root())
+        for _ in range(2):  # a parent that a student's kernel stopped is closed when it is cleared: then a new one
+            parent = await KernelParents.get(key, start, self.start_timeout)
+            if parent.show(folder):
+                return parent
+        raise SandboxError(f"no kernel parent could show {folder} (see the worker's log)")
 
     async def _async_pre_start_kernel(self, **kw):
         """Talk to the kernel over ipc sockets in a private folder; fork it from its parent when it can be."""
@@ -235,12 +250,16 @@ class SandboxedKernelManager(AsyncKernelManager):
             ("fsize", self.file_size_limit),
         )
 
-    def _command_line(self, kernel_cmd: list, student_folder: str, env: dict, rundir: str) -> list:
-        course = self.course_root or self.config.get("CourseDirectory", {}).get("root") or os.getcwd()
+    def _course_root(self) -> str:
+        return os.path.realpath(self.course_root or self.config.get("CourseDirectory", {}).get("root") or os.getcwd())
+
+    def _command_line(self, kernel_cmd: list, student_folder: str, env: dict, rundir: str, stage=None) -> list:
+        """The sandbox of ``student_folder``, or with a ``Stage``, of whichever student folder it shows."""
         names = env.get(NAMES_VARIABLE, "")
         paths = policy.KernelPaths(
-            student_folder=student_folder,
-            course_root=os.path.realpath(course),
+            student_folder=stage.student if stage else student_folder,
+            stage=stage.folder if stage else "",
+            course_root=self._course_root(),
             ipc_folder=os.path.join(rundir, "ipc"),
             python_prefixes=policy.python_prefixes(kernel_cmd[0]),
             package_dir=PACKAGE_DIR,

@@ -1,7 +1,8 @@
-"""A student's kernel parent: a warm Python in the student's sandbox that forks the kernel of each of their notebooks.
+"""A kernel parent: a warm Python in a student's sandbox that forks the kernel of each of their notebooks.
 
 ``SandboxedKernelManager`` runs it as ``python -m autograder.sandbox.kernel_parent`` inside bubblewrap, with the
-sandbox of one student's folder (``policy.command_line``, the limits included). It imports what every kernel
+sandbox of one student's folder (``policy.command_line``, the limits included), or of a worker's stage, which
+shows one student's folder after another (``stage.py``). It imports what every kernel
 imports first (torch, ipykernel, matplotlib: ``WARM_IMPORTS``), runs nothing else, and then forks one kernel
 per notebook: the kernel starts with those modules loaded instead of paying for them again.
 
@@ -10,9 +11,10 @@ forked, the parent kills every other process of the sandbox (whatever the kernel
 /tmp and /dev/shm. The kernel gets its own environment (its notebook's seed), working directory and argv;
 it is forked from a parent that never ran a student's code, so nothing of an earlier notebook is in its
 memory. What the student's notebooks share is what they shared before: the student's own folder. Another
-student's kernels run in another parent, in another sandbox. The parent is not dumpable, so that its kernels
-(the same uid) cannot ptrace it or write its memory to reach the kernels it forks later; each kernel is
-dumpable again, as any process.
+student's kernels run in another parent, or on a stage in the same one once the grader has cleared the
+student before away (every process killed, /tmp and /dev/shm emptied, the folder unmounted). The parent is
+not dumpable, so that its kernels (the same uid) cannot ptrace it or write its memory to reach the kernels
+it forks later; each kernel is dumpable again, as any process.
 
 Protocol, one JSON object per line: requests on stdin, replies on the parent's stdout (a kernel's stdout and
 stderr go to stderr, the log):

@@ -114,6 +114,9 @@ class KernelPaths:
     """The generated /etc/passwd (``account_files``)."""
     group: str
     """The generated /etc/group."""
+    stage: str = ""
+    """For a worker's kernel parent (``stage``): the folder bound writable instead of a student's, on which each
+    student's folder is shown in turn; ``student_folder`` is then its mount point inside it."""
 
 
 @dataclass(frozen=True)
@@ -170,8 +173,13 @@ def allow_list(k: KernelPaths, tools: Tools) -> list:
         ),
         Grant("/etc/group", "generated: the kernel's own group only", source=k.group),
         Grant(k.ipc_folder, "the kernel's sockets to the grader; nothing else of the grader's runtime", "writable"),
-        Grant(k.student_folder, "the student's own staged notebooks: the kernel's working directory", "writable"),
     ]
+    if k.stage:
+        grants.append(Grant(k.stage, "where the worker shows the student's folder of the kernel running", "writable"))
+    else:
+        grants.append(
+            Grant(k.student_folder, "the student's own staged notebooks: the kernel's working directory", "writable")
+        )
     return grants
 
 
@@ -212,6 +220,15 @@ MOUNT_OPTIONS = {  # Grant.mount -> bwrap's options for it
 }
 
 
+def check_student_folder(student: str, course: str) -> None:
+    """A kernel works in a student's folder, strictly inside the course root: anything else is refused."""
+    if course == "/" or student == course or not _inside(student, course):
+        raise SandboxError(
+            f"refusing to run a kernel in {student!r}: it must be a student's folder inside the course root "
+            f"{course!r} (set SandboxedKernelManager.course_root)"
+        )
+
+
 def command_line(kernel_cmd: list, k: KernelPaths, tools: Tools, limits: dict, tmp_size: int, run_as=None) -> list:
     """The bubblewrap command that runs ``kernel_cmd`` with exactly the allow-list of ``k``.
 
@@ -220,11 +237,11 @@ def command_line(kernel_cmd: list, k: KernelPaths, tools: Tools, limits: dict, t
     root-owned sockets); None when the grader is not root: the kernel gets a user namespace instead.
     """
     course, student = k.course_root, k.student_folder
-    if course == "/" or student == course or not _inside(student, course):
-        raise SandboxError(
-            f"refusing to run a kernel in {student!r}: it must be a student's folder inside the course root "
-            f"{course!r} (set SandboxedKernelManager.course_root)"
-        )
+    if k.stage:
+        if _inside(k.stage, course) or _inside(course, k.stage) or not _inside(student, k.stage):
+            raise SandboxError(f"refusing the stage {k.stage!r}: it must hold {student!r} and lie outside {course!r}")
+    else:
+        check_student_folder(student, course)
     if run_as is not None and 0 in run_as:
         raise SandboxError("sandbox_uid and sandbox_gid must not be 0: root ignores the process limit")
     grants = resolve(allow_list(k, tools))

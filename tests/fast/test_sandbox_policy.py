@@ -156,6 +156,26 @@ def test_refuses_what_would_show_the_course(machine):
         policy.command_line(KERNEL, paths(machine), TOOLS, LIMITS, tmp_size=512, run_as=(0, 0))
 
 
+def test_a_worker_stage_is_bound_instead_of_a_student_folder_and_never_near_the_course(machine):
+    stage = str(machine / "run/stage")
+    (machine / "run/stage/student").mkdir(parents=True)
+    staged = paths(machine, stage=stage, student_folder=f"{stage}/student")
+    argv = policy.command_line(KERNEL, staged, TOOLS, LIMITS, tmp_size=512, run_as=(61000, 61000))
+    assert ["--bind", stage, stage] == argv[argv.index(stage) - 1 : argv.index(stage) + 2]
+    assert "course" not in " ".join(argv) and argv[argv.index("--chdir") + 1] == f"{stage}/student"
+    refusals = {
+        "a stage in the course": paths(
+            machine, stage=str(machine / "course/s"), student_folder=str(machine / "course/s/student")
+        ),
+        "a stage holding the course": paths(machine, stage=str(machine), student_folder=str(machine / "student")),
+        "a kernel folder off the stage": paths(machine, stage=stage, student_folder=str(machine / "elsewhere")),
+    }
+    for case, given in refusals.items():
+        with pytest.raises(SandboxError, match="refusing the stage"):
+            policy.command_line(KERNEL, given, TOOLS, LIMITS, tmp_size=512, run_as=(61000, 61000))
+            pytest.fail(case)
+
+
 def test_every_entry_says_why():
     grants = policy.allow_list(
         policy.KernelPaths("/c/a/s/n", "/c", "/r/ipc", (sys.prefix, "/usr"), PACKAGE_DIR, "/d/names.txt", "/p", "/g"),

@@ -1,5 +1,5 @@
-"""Kernel parents in ``backprop-ninja grade``: a student's kernels are forked from a warm parent in their
-sandbox, and each starts with nothing of the kernel before it.
+"""Kernel parents in ``backprop-ninja grade``: a student's kernels are forked from a warm parent in a sandbox
+that shows their folder, and each starts with nothing of the kernel before it.
 
 Students with two notebooks each (Exercises 2 and 3), graded by ONE worker, so that every kernel has a
 predecessor in the same process: each student's second kernel is forked from the parent that forked their
@@ -45,7 +45,10 @@ os.kill(-1, signal.SIGKILL)
 """
 
 LOOK = """import json, os, sys
+from ipykernel.connect import get_connection_file
 print("SEEN " + json.dumps({
+    "parent_started": open(f"/proc/{os.getppid()}/stat").read().rsplit(")", 1)[1].split()[19],
+    "ipc": sorted(os.listdir(os.path.dirname(get_connection_file()))),
     "torch_imported": "torch" in sys.modules,
     "tmp": sorted(os.listdir("/tmp")),
     "shm": sorted(os.listdir("/dev/shm")),
@@ -60,6 +63,8 @@ print("SEEN " + json.dumps({
 }))
 """
 LEAVE = """import json, os, subprocess
+from ipykernel.connect import get_connection_file
+open(os.path.join(os.path.dirname(get_connection_file()), "leftover-{student}"), "w").write("x")
 open("/tmp/leftover-{student}", "w").write("x")
 open("/dev/shm/leftover-{student}", "w").write("x")
 open("leftover-{student}-{notebook}", "w").write("x")
@@ -110,12 +115,23 @@ def test_a_forked_kernel_starts_with_nothing_of_the_kernel_before_it(graded):
     ):
         now = seen(graded, *after)
         assert now["variable"] is None and now["module_attribute"] is None and now["global"] is None, (before, after)
-        assert not [name for name in now["tmp"] + now["shm"] if name.startswith("leftover")], now
+        assert not [name for name in now["tmp"] + now["shm"] + now["ipc"] if name.startswith("leftover")], now
         assert not [command for command in now["processes"] if "sleep" in command], now["processes"]
         assert now["seed"] != seen(graded, *before)["seed"]  # each notebook its own seed
     # the folder is the student's own, as for every kernel: the next student's kernels see nothing of the first's
     assert not [name for name in seen(graded, "bob", FIRST)["folder"] if "ada" in name]
     assert not [name for name in seen(graded, "bob", SECOND)["folder"] if "ada" in name]
+
+
+def test_as_root_one_parent_serves_the_worker_each_student_shown_on_its_stage_in_turn(graded):
+    """As root, the worker has one kernel parent for all its students (``sandbox/stage.py``), else one per student;
+    the stage's mounts stay in the worker's own mount namespace."""
+    started = {
+        seen(graded, student, notebook)["parent_started"] for student in STUDENTS for notebook in (FIRST, SECOND)
+    }
+    assert len(started) == (1 if os.geteuid() == 0 else len(STUDENTS))
+    with open("/proc/self/mountinfo") as mounts:
+        assert "nbgrader-sandbox-" not in mounts.read()
 
 
 def test_forked_kernels_grade_like_cold_ones(graded):

@@ -1,0 +1,104 @@
+"""The stage of a worker's kernel parent: where each student's folder is shown in turn, inside one sandbox.
+
+A grading worker that runs as root keeps one kernel parent for all its students instead of one per student
+(``forked_kernels.KernelParents``), so that torch is imported once per worker. That parent's sandbox cannot
+bind a student's folder when it starts; it binds the stage instead, an empty folder made a shared mount, and
+the worker binds the current student's folder on ``stage/student``: the mount propagates into the sandbox
+(bubblewrap makes its mounts slaves of the worker's). Before the next student's folder is shown, the parent
+kills every process of the sandbox and empties its /tmp and /dev/shm (``kernel_parent.clear_sandbox``), the
+stage's socket folder is emptied, and the folder is unmounted: what one student's kernels see is what a
+sandbox of their own would show them.
+
+The mounts live in a mount namespace of the worker's own (``own_mount_namespace``): the machine never sees them,
+and they end with the worker, however it ends.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+
+CLONE_NEWNS = 0x00020000
+MS_NOSUID, MS_NODEV, MS_REMOUNT, MS_BIND, MS_REC = 0x2, 0x4, 0x20, 0x1000, 0x4000
+MS_PRIVATE, MS_SLAVE, MS_SHARED = 1 << 18, 1 << 19, 1 << 20
+MNT_DETACH = 2
+
+_libc = ctypes.CDLL(None, use_errno=True)
+
+
+def _call(name: str, *args) -> None:
+    encoded = [a.encode() if isinstance(a, str) else a for a in args]
+    if getattr(_libc, name)(*encoded) != 0:
+        error = ctypes.get_errno()
+        raise OSError(error, f"{name}{tuple(args)}: {os.strerror(error)}")
+
+
+def _mount(source, target: str, flags: int) -> None:
+    _call("mount", source, target, None, ctypes.c_ulong(flags), None)
+
+
+def own_mount_namespace() -> bool:
+    """Give this process a mount namespace of its own, whose mounts never reach the machine's: True if it could
+    (as root, before any thread starts), False otherwise (nothing changed)."""
+    if os.geteuid() != 0:
+        return False
+    try:
+        _call("unshare", CLONE_NEWNS)
+    except OSError:
+        return False
+    _mount(None, "/", MS_REC | MS_SLAVE)  # the machine's mounts still come in; ours do not go out
+    return True
+
+
+class Stage:
+    """``folder`` (made here, in the parent's private run folder): a shared mount with an empty ``student`` folder,
+    the mount point of the student shown; ``lend``, a private mount point beside it."""
+
+    def __init__(self, folder: str, lend: str):
+        self.folder, self.lend = folder, lend
+        self.student = os.path.join(folder, "student")  # the kernels' working directory, as the sandbox sees it
+        self.shown = None  # the host folder bound on ``student``
+        os.mkdir(folder, 0o755)
+        os.mkdir(lend, 0o700)
+        _mount(folder, folder, MS_BIND)
+        _mount(None, folder, MS_SHARED)
+        os.mkdir(self.student, 0o755)  # root's: the sandbox cannot write in it while no student is shown
+
+    def show(self, student_folder: str) -> None:
+        """Bind ``student_folder`` on ``student``, nosuid and nodev as bubblewrap binds it (after ``hide``)."""
+        if self.shown == student_folder:
+            return
+        self.hide()
+        # The flags are set on a private bind first: a remount would not reach the sandbox's copy, a bind's copy
+        # keeps them.
+        _mount(student_folder, self.lend, MS_BIND)
+        try:
+            _mount(None, self.lend, MS_REMOUNT | MS_BIND | MS_NOSUID | MS_NODEV)
+            _mount(self.lend, self.student, MS_BIND)
+            self.shown = student_folder
+        finally:
+            _call("umount2", self.lend, MNT_DETACH)
+
+    def hide(self) -> None:
+        """Unmount the student shown, here and in the sandbox (nothing of theirs may be running any more)."""
+        if self.shown is not None:
+            _call("umount2", self.student, MNT_DETACH)
+            self.shown = None
+
+    def close(self) -> bool:
+        """Unmount everything; True when nothing is mounted under the folder any more (it may be removed)."""
+        try:
+            self.hide()
+            _call("umount2", self.folder, MNT_DETACH)
+            if os.path.ismount(self.lend):
+                _call("umount2", self.lend, MNT_DETACH)
+        except OSError:
+            pass
+        return not (mounted_under(self.folder) or mounted_under(self.lend))
+
+
+def mounted_under(folder: str) -> bool:
+    """Whether a mount point of this process's namespace lies in ``folder`` (or is it)."""
+    with open("/proc/self/mountinfo") as f:
+        points = [line.split()[4] for line in f]
+    return any(p == folder or p.startswith(folder.rstrip("/") + "/") for p in points)
