@@ -15,8 +15,11 @@ and the hours 1,000 students would take at that rate:
                          nbgrader's own Execute loop, one process, one student after another
   grade-W-sandbox        ``backprop-ninja grade --workers W --cold-kernels`` (W = 1, 2), every kernel started in
                          a bubblewrap sandbox of its own, importing torch anew
-  grade-W-sandbox-warm   ``--warm-kernels``, grade's default: a student's kernels are forked from a kernel parent
-                         in their sandbox, which imported torch once (``autograder/sandbox/kernel_parent.py``)
+  grade-W-sandbox-warm   ``--warm-kernels``, grade's default: kernels are forked from a kernel parent in the
+                         sandbox, which imported torch once (``autograder/sandbox/kernel_parent.py``); as root, one
+                         parent per worker, each student's folder shown on its stage in turn (``sandbox/stage.py``)
+  grade-2-sandbox-warm-student   the same with one parent per student (``SandboxedKernelManager.stage_students``
+                         set False in the course's nbgrader_config.py for the run)
   grade-W-plain          ``--unsandboxed``, cold kernels
 
 ``grade`` runs here with ``--no-feedback`` (stock autograde writes none); the feedback's cost is
@@ -63,6 +66,7 @@ CONFIGS = [
     "grade-2-plain",
     "grade-2-sandbox",
     "grade-2-sandbox-warm",
+    "grade-2-sandbox-warm-student",
     "grade-2-sandbox-warm-feedback",
 ]
 DEFAULT_CONFIGS = ["floor", "stock", "grade-2-sandbox", "grade-2-sandbox-warm"]
@@ -192,7 +196,16 @@ def measure(root: Path, config: str, notebooks: list, meter: CpuMeter, package=N
     kernels = "--warm-kernels" if "warm" in rest else "--cold-kernels"
     argv += [kernels] if knows(kernels) else []
     argv += ["--profile", str(profile)] if profile and knows("--profile") else []
-    return run(root, argv, env={**os.environ, "PYTHONPATH": str(package)} if package else None, meter=meter)
+    env = {**os.environ, "PYTHONPATH": str(package)} if package else None
+    if "student" not in rest:
+        return run(root, argv, env=env, meter=meter)
+    config_file = root / "nbgrader_config.py"
+    kept = config_file.read_text()
+    config_file.write_text(kept + "\nc.SandboxedKernelManager.stage_students = False\n")
+    try:
+        return run(root, argv, env=env, meter=meter)
+    finally:
+        config_file.write_text(kept)
 
 
 def print_profile(path: Path, config: str) -> None:
