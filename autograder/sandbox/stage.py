@@ -5,8 +5,8 @@ A grading worker that runs as root keeps one kernel parent for all its students 
 bind a student's folder when it starts; it binds the stage instead, an empty folder made a shared mount, and
 the worker binds the current student's folder on ``stage/student``: the mount propagates into the sandbox
 (bubblewrap makes its mounts slaves of the worker's). Before the next student's folder is shown, the parent
-kills every process of the sandbox and empties its /tmp and /dev/shm (``kernel_parent.clear_sandbox``), the
-stage's socket folder is emptied, and the folder is unmounted: what one student's kernels see is what a
+kills every process of the sandbox and empties its /tmp and /dev/shm (``kernel_parent.clear_sandbox``), its
+socket folder is emptied, and the folder is unmounted: what one student's kernels see is what a
 sandbox of their own would show them.
 
 The mounts live in a mount namespace of the worker's own (``own_mount_namespace``): the machine never sees them,
@@ -20,7 +20,7 @@ import os
 
 CLONE_NEWNS = 0x00020000
 MS_NOSUID, MS_NODEV, MS_REMOUNT, MS_BIND, MS_REC = 0x2, 0x4, 0x20, 0x1000, 0x4000
-MS_PRIVATE, MS_SLAVE, MS_SHARED = 1 << 18, 1 << 19, 1 << 20
+MS_SLAVE, MS_SHARED = 1 << 19, 1 << 20
 MNT_DETACH = 2
 
 _libc = ctypes.CDLL(None, use_errno=True)
@@ -44,9 +44,9 @@ def own_mount_namespace() -> bool:
         return False
     try:
         _call("unshare", CLONE_NEWNS)
+        _mount(None, "/", MS_REC | MS_SLAVE)  # the machine's mounts still come in; ours do not go out
     except OSError:
-        return False
-    _mount(None, "/", MS_REC | MS_SLAVE)  # the machine's mounts still come in; ours do not go out
+        return False  # (then no stage is ever mounted: kernel parents are per student)
     return True
 
 
