@@ -110,10 +110,11 @@ class KernelParent:
 
     def show(self, folder: str) -> bool:
         """Make ``folder`` the one the next kernel works in; False if the parent did not survive clearing the
-        sandbox (it is closed: start another). On a stage, the student before is cleared away first: every
-        process of theirs, /tmp, /dev/shm, the socket folder, and their folder itself."""
+        sandbox (it is closed: start another; a kernel may have killed it, and its sandbox may not have ended
+        yet). On a stage, the student before is cleared away first: every process of theirs, /tmp, /dev/shm,
+        the socket folder, and their folder itself."""
         if self.stage is None or self.stage.shown == folder:
-            return self.alive()
+            return self._cleared()
         if self.kernels:
             self._fail(f"still runs a kernel of {self.stage.shown}: it cannot show {folder}")
         if not self.leave():
@@ -123,12 +124,18 @@ class KernelParent:
 
     def leave(self) -> bool:
         """Clear away the student shown on the stage (see ``show``); False if the parent did not survive it."""
-        if "cleared" not in self.ask({"clear": True}):
-            self.close()
+        if not self._cleared():
             return False
         self._empty_ipc()
         self.stage.hide()
         return True
+
+    def _cleared(self) -> bool:
+        """Have the parent clear its sandbox; if it cannot answer, close it and say False."""
+        if "cleared" in self.ask({"clear": True}):
+            return True
+        self.close()
+        return False
 
     def _empty_ipc(self) -> None:
         """Remove what kernels left in the socket folder (it is theirs to write in); none may be running."""
