@@ -3,8 +3,9 @@ that shows their folder, and each starts with nothing of the kernel before it.
 
 Students with two notebooks each (Exercises 2 and 3), graded by ONE worker, so that every kernel has a
 predecessor in the same process: each student's second kernel is forked from the parent that forked their
-first. The first notebook of each student leaves behind what a kernel can leave (a file in /tmp, /dev/shm and
-its folder, an environment variable, a global, an attribute on a module, a process); a cell placed before the
+first (as root, the next student's kernels too, from the same parent). Every notebook of the first two
+students leaves behind what a kernel can leave (a file in /tmp, /dev/shm, its socket folder and its own
+folder, an environment variable, a global, an attribute on a module, a process); a cell placed before the
 setup cells of every notebook records what its kernel sees before any course code runs. One more student's
 first notebook ends with a fork bomb and kills every process it can, its parent's sandbox included where it
 can reach it; another's first notebook tries to read its kernel parent's memory and then stops it (SIGSTOP):
