@@ -23,11 +23,10 @@ from IPython import get_ipython
 from IPython.display import display
 from IPython.utils.capture import capture_output
 
+from .data import SEED_VARIABLE
 from .engine import wire
 from .engine.honesty import decoy
 from .engine.probes import TIME_LIMIT, NoAnswerCode, answer_code, pinned_inputs, probe_namespace
-
-SEED_VARIABLE = "BACKPROP_NINJA_SEED"
 
 
 def grading() -> bool:

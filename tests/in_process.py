@@ -35,8 +35,7 @@ from traitlets.config import Config
 
 from autograder.authoring import SOURCE_DIR
 from autograder.authoring.notebooks import grade_id
-from autograder.data import EMBEDDED_NAMES, NAMES_VARIABLE
-from autograder.in_kernel import SEED_VARIABLE
+from autograder.data import EMBEDDED_NAMES, NAMES_VARIABLE, SEED_VARIABLE
 from autograder.preprocessors.judge_answers import JudgeAnswers
 
 DEFAULT_SEED = 1234567  # not the notebooks' own seed: like autograde, grade on a batch the student never saw

@@ -20,6 +20,7 @@ COURSE_ROOT = HERE.parent.parent
 SOURCE_DIR = COURSE_ROOT / "source" / "backprop_ninja"
 COURSE_DIR = COURSE_ROOT / "course"
 LECTURE_CELL = "lecture"  # the id of the markdown cell that names the lecture and its chapters
+SETUP_PREFIX = "setup_"  # grade_id of every locked setup cell: the grader's reference runs them too
 
 
 def authored_notebooks() -> list:

@@ -13,7 +13,6 @@ from functools import lru_cache
 import torch
 
 HIDDEN_REGION = re.compile(r"^[ \t]*### BEGIN HIDDEN TESTS.*?^[ \t]*### END HIDDEN TESTS[ \t]*\n?", re.S | re.M)
-SETUP_PREFIX = "setup_"  # grade_id of every locked cell the reference runs
 
 
 def strip_hidden(source: str) -> str:

@@ -66,6 +66,18 @@ def student_key(root: Path, assignment: str, student: str, notebooks: list, cour
     return _digest(json.dumps([course, files, stamp], sort_keys=True).encode())
 
 
+def files_changed(old: dict, root: Path, assignment: str, students: list, notebooks: list) -> list:
+    """The students to regrade whatever the course's digest says: new ones, those whose files changed and those
+    whose last grading did not finish; ``old`` maps a student to their ``StudentRecord`` from the last run."""
+    return [
+        s
+        for s in students
+        if s not in old
+        or not old[s].complete
+        or old[s].submission_key != submission_key(root, assignment, s, notebooks)
+    ]
+
+
 def regrade_reason(old, submission: str, course: str, regrade_all: bool) -> str:
     """Why a student is graded in this run; ``old`` is their ``StudentRecord`` from the last run, or None."""
     if old is None:

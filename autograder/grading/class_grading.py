@@ -99,8 +99,8 @@ class ClassGrading:
         self.root = preflight.course_root(o.course)
         self.assignment = o.assignment or preflight.find_assignment(self.root)
         self.notebooks = preflight.notebook_names(self.root, self.assignment)
-        self.gradebook = course_url(self.root)
         self.grading = self.root / GRADING_DIR
+        self.template = self.grading / "template.db"  # the gradebook every worker grades into, made per run
         self.records = {}  # student -> StudentRecord of this run
         self.reasons = {}  # student graded (or ungradable) in this run -> (total before it, why)
         self.lock = threading.Lock()
@@ -122,14 +122,24 @@ class ClassGrading:
                 cluster.close()
 
     def _run(self, started: float, cluster) -> Summary:
-        preflight.ensure_release(self.root, self.assignment, self.notebooks, self.gradebook)
         self.grading.mkdir(exist_ok=True)
         self.state = GradingState(self.grading / "state.json")
         if self.o.download:
             _, self.state.collect_problems = collect(self.o.download, self.root, self.assignment, self.notebooks)
             print(f"collected {self.o.download} into {self.root / 'submitted'}", file=sys.stderr)
-        students, todo, unchanged = self.plan()
-        self.autograde(todo, cluster)
+        pool, submitted = None, self.submitted()
+        if not cluster:  # the workers that surely get a student start now: their imports overlap the planning
+            pool = self.local_pool(len(submitted))
+            old = {} if self.o.regrade_all else self.state.students
+            pool.spawn(len(changes.files_changed(old, self.root, self.assignment, submitted, self.notebooks)))
+        try:
+            self.gradebook = course_url(self.root)
+            preflight.ensure_release(self.root, self.assignment, self.notebooks, self.gradebook)
+            students, todo, unchanged = self.plan()
+            self.autograde(todo, pool, cluster)
+        finally:
+            if pool:
+                pool.close()
         problems = sorted(
             self.state.collect_problems + [p for s in students for p in self.records[s].problems], key=lambda p: p.order
         )
@@ -138,8 +148,7 @@ class ClassGrading:
 
     def plan(self) -> tuple:
         """Stage every student whose files (or the exercises) changed; (students, todo, unchanged)."""
-        submitted = self.root / "submitted"
-        students = sorted(p.name for p in submitted.iterdir() if p.is_dir()) if submitted.is_dir() else []
+        students = self.submitted()
         releases = read_releases(self.root, self.assignment, self.notebooks)
         course = changes.course_key(self.root, self.assignment, self.notebooks, self.gradebook)
         todo, unchanged = [], []
@@ -165,42 +174,51 @@ class ClassGrading:
             self.state.students.pop(student)
         return students, todo, unchanged
 
+    def submitted(self) -> list:
+        """Every student with a folder in submitted/, sorted."""
+        submitted = self.root / "submitted"
+        return sorted(p.name for p in submitted.iterdir() if p.is_dir()) if submitted.is_dir() else []
+
     def _autograded(self, student: str, record: StudentRecord) -> bool:
         folder = self.root / "autograded" / student / self.assignment
         return all((folder / f"{n}.ipynb").is_file() for n in record.graded)
 
-    def autograde(self, todo: list, cluster=None) -> None:
-        """Grade ``todo`` in local workers or on the cluster; merge each finished student into the gradebook."""
-        per_notebook = self.o.notebook_timeout or 3600
-        allowed = lambda student: len(self.records[student].graded) * (per_notebook + 60) + 120
+    def allowed(self, student: str) -> float:
+        """Seconds a worker has for ``student`` before it is killed: every notebook's limit, and a margin."""
+        return len(self.records[student].graded) * ((self.o.notebook_timeout or 3600) + 60) + 120
+
+    def autograde(self, todo: list, pool: WorkerPool | None, cluster=None) -> None:
+        """Grade ``todo`` in the local ``pool``, or else on the cluster; merge each finished student into the
+        gradebook."""
         self.progress = tqdm(
             total=len(todo), desc="grading", unit="student", file=sys.stderr, disable=not (self.o.progress and todo)
         )
         self.saved_at = time.monotonic()
         try:
             if todo:
-                template = self.grading / "template.db"  # what every worker grades into
-                make_template(self.gradebook, self.assignment, template)
-                self.pool(cluster, template, allowed, len(todo)).run(todo)
+                make_template(self.gradebook, self.assignment, self.template)
+                (pool or self.dask_pool(cluster)).run(todo)
         finally:
             self.progress.close()
             self.state.save()
         shutil.rmtree(self.grading / "workers", ignore_errors=True)
-        (self.grading / "template.db").unlink(missing_ok=True)
+        self.template.unlink(missing_ok=True)
 
-    def pool(self, cluster, template: Path, allowed, students: int):
-        """What grades the students: local worker processes, or Dask workers when there is a cluster."""
-        if cluster:
-            from .cluster import DaskPool
-            from .payload import CourseBundle
+    def dask_pool(self, cluster):
+        """The Dask workers of ``cluster``, each sent the course (with the template made for this run)."""
+        from .cluster import DaskPool
+        from .payload import CourseBundle
 
-            bundle = CourseBundle.build(self.root, self.assignment, self.notebooks, self.o.grader(), template)
-            return DaskPool(cluster, self.root, bundle, allowed, self.finish)
+        bundle = CourseBundle.build(self.root, self.assignment, self.notebooks, self.o.grader(), self.template)
+        return DaskPool(cluster, self.root, bundle, self.allowed, self.finish)
+
+    def local_pool(self, students: int) -> WorkerPool:
+        """Worker processes for at most ``students`` students (none started yet)."""
         n = max(1, min(int(self.o.workers or 1), students))
         threads = max(1, (os.cpu_count() or 1) // n) if n > 1 else 0
         grader = self.o.grader()
-        workers = [Worker(i, self.root, self.assignment, grader, template, threads) for i in range(n)]
-        return WorkerPool(workers, allowed, self.finish)
+        workers = [Worker(i, self.root, self.assignment, grader, self.template, threads) for i in range(n)]
+        return WorkerPool(workers, self.allowed, self.finish)
 
     def finish(self, student: str, result, allowed: float) -> None:
         """Merge one student's result (None: the worker was killed) into the gradebook and the state."""

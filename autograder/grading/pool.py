@@ -12,22 +12,20 @@ and its kernels get C/W torch/OpenMP threads.
 ``Worker`` is also what a Dask worker grades with (``remote``): one code path for every student.
 """
 
-import fcntl
 import json
 import os
-import pwd
 import queue
 import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
 from ..errors import GradingError
+from ..sandbox.uids import claim_sandbox_uid, restore_owner
 from .staging import GRADING_DIR, STAGED
 from .worker import WorkerResult
 
@@ -44,23 +42,6 @@ class GraderSettings:
     first_sandbox_uid: int = 61000  # as root, kernels run as the first free uids from here, one per worker
     extra_nbgrader_args: tuple = ()
     warm_kernels: bool = True  # fork a student's kernels from a warm kernel parent in their sandbox
-
-
-def claim_sandbox_uid(first: int) -> tuple:
-    """(uid, lock): the first uid from ``first`` that no account uses and no other grader on this machine holds;
-    it is this worker's while ``lock`` (an open file) stays open."""
-    uid = first
-    while True:
-        try:
-            pwd.getpwuid(uid)  # an account's: never
-        except KeyError:
-            lock = open(Path(tempfile.gettempdir()) / f"backprop-ninja-sandbox-uid-{uid}.lock", "w")
-            try:
-                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                return uid, lock
-            except BlockingIOError:
-                lock.close()
-        uid += 1
 
 
 class CtrlC:
@@ -102,14 +83,6 @@ def grading_stopped(reason: str, logs: str) -> GradingError:
         )
         + f"{logs}; the students graded so far are in the gradebook, and a new run goes on from there."
     )
-
-
-def restore_owner(folder: Path) -> None:
-    """A killed worker cannot give a student's folder back from the sandbox's uid: do it here."""
-    if os.geteuid() == 0 and folder.exists():
-        from ..sandbox import chown_tree
-
-        chown_tree(str(folder), os.getuid(), os.getgid())
 
 
 class Worker:
@@ -158,9 +131,9 @@ class Worker:
             args.append("--no-feedback")
         return args + list(o.extra_nbgrader_args)
 
-    def start(self) -> None:
+    def spawn(self) -> None:
+        """Start the process, which loads (nbgrader, torch) while the caller goes on; ``start`` waits for it."""
         self.folder.mkdir(parents=True, exist_ok=True)
-        shutil.copy(self.template, self.db)
         self.lines = queue.Queue()
         env = dict(os.environ)
         if self.threads:  # W workers on C cores: C/W threads each, not C each (OpenMP oversubscribed spins)
@@ -179,6 +152,12 @@ class Worker:
                 env=env,
             )
         threading.Thread(target=self._read, args=(self.proc, self.lines), daemon=True).start()
+
+    def start(self) -> None:
+        """Ready to grade, its gradebook a fresh template copy (a worker opens it at its first student)."""
+        if self.proc is None or self.proc.poll() is not None:
+            self.spawn()
+        shutil.copy(self.template, self.db)
         ready = self._next(300)
         if not ready or not ready.get("ready"):
             self.kill()
@@ -245,6 +224,16 @@ class WorkerPool:
         self.workers, self.allowed, self.finish = workers, allowed, finish
         self.failure = []  # the first entry stops every worker
 
+    def spawn(self, count: int) -> None:
+        """Start the first ``count`` workers now, to load while the caller prepares (``run`` starts the rest)."""
+        for w in self.workers[:count]:
+            w.spawn()
+
+    def close(self) -> None:
+        """Kill any worker spawned but never used."""
+        for w in self.workers:
+            w.kill()
+
     def run(self, students: list) -> None:
         """Grade them all; GradingError when grading had to stop (a worker failed, the sandbox cannot start).
 
@@ -253,7 +242,11 @@ class WorkerPool:
         jobs = queue.Queue()
         for student in students:
             jobs.put(student)
-        threads = [threading.Thread(target=self._serve, args=(w, jobs), daemon=True) for w in self.workers]
+        for w in self.workers[len(students) :]:  # spawned for a class that turned out smaller
+            w.kill()
+        threads = [
+            threading.Thread(target=self._serve, args=(w, jobs), daemon=True) for w in self.workers[: len(students)]
+        ]
         try:
             with CtrlC() as ctrl_c:
                 for t in threads:

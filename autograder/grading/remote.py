@@ -20,8 +20,9 @@ from pathlib import Path
 from distributed import WorkerPlugin, get_worker
 
 from ..errors import GradingError
+from ..sandbox.uids import restore_owner
 from .payload import CourseBundle, StudentJob, StudentOutputs, WorkerRefused, check_job, version_differences, versions
-from .pool import Worker, restore_owner
+from .pool import Worker
 from .preflight import SANDBOX_TOOLS
 from .staging import GRADING_DIR, STAGED
 

@@ -14,6 +14,7 @@ leaves no grader behind; its kernel, under bubblewrap's --die-with-parent, goes 
 """
 
 import json
+import logging
 import os
 import re
 import sys
@@ -80,6 +81,14 @@ def exit_with_parent() -> None:
     threading.Thread(target=watch, daemon=True).start()
 
 
+def start_kernel_parent(execute) -> None:
+    """``execute.start_kernel_parent()``; if it fails, the first kernel meets the error again and reports it."""
+    try:
+        execute.start_kernel_parent()
+    except Exception as error:  # noqa: BLE001
+        print(f"the kernel parent could not be started ahead of the first student: {error}", file=sys.stderr)
+
+
 def main(argv=None) -> None:
     from ..sandbox.forked_kernels import KernelParents
     from ..sandbox.stage import own_mount_namespace
@@ -103,6 +112,9 @@ def main(argv=None) -> None:
 
     app = NbGrader()
     app.initialize(argv)
+    start_kernel_parent(GradingExecute(parent=app))  # as root, it loads beside the worker's own engine
+    from ..engine import exercises  # noqa: F401 (JudgeAnswers' engine, torch with it: loaded before any student)
+
     api = NbGraderAPI(coursedir=app.coursedir, parent=app)
     database = DatabaseClock()
     database.listen()
@@ -141,4 +153,12 @@ def main(argv=None) -> None:
 
 
 if __name__ == "__main__":
+    from ..sandbox.forked_kernels import KernelParents
+
     main()
+    # Every answer is written and flushed. The last student's sandbox ends here, then the process: Python's own
+    # teardown of torch and nbgrader would hold up the pool, which waits for its workers, by a third of a second.
+    KernelParents.close()
+    logging.shutdown()
+    sys.stderr.flush()
+    os._exit(0)

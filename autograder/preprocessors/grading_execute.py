@@ -14,8 +14,8 @@ from nbformat.v4 import new_output
 from nbgrader.preprocessors import Execute
 from traitlets import Bool, Integer, Unicode, default
 
-from ..data import NAMES_VARIABLE, names_path
-from ..engine.reference import SETUP_PREFIX
+from ..authoring.notebooks import SETUP_PREFIX
+from ..data import NAMES_VARIABLE, SEED_VARIABLE, names_path
 from ..grading.problems import Problem
 from ..grading.profile import (
     KERNEL_CPU,
@@ -26,7 +26,6 @@ from ..grading.profile import (
     SETUP_CELLS,
     process_tree_cpu,
 )
-from ..in_kernel import SEED_VARIABLE
 from ..sandbox import SandboxedKernelManager
 
 
@@ -155,6 +154,18 @@ class GradingExecute(Execute):
             await super()._async_cleanup_kernel()
 
     _cleanup_kernel = run_sync(_async_cleanup_kernel)
+
+    def kernel_variables(self, seed: int) -> dict:
+        """What the grader tells a notebook's kernel, in its environment: the seed, and where names.txt is."""
+        return {SEED_VARIABLE: str(seed), NAMES_VARIABLE: names_path(self.names_path)}
+
+    def start_kernel_parent(self) -> None:
+        """Start the sandbox's kernel parent now, before the first notebook, in the environment the kernels will
+        have (nbgrader's own variable included): a grading worker does, while it loads. Only a staged parent, one
+        for all of the worker's students, is started ahead (``SandboxedKernelManager.start_staged_parent``)."""
+        if self.sandbox:
+            env = {**os.environ, **self.kernel_variables(0), "NBGRADER_EXECUTION": "autograde"}
+            self.kernel_manager_class(config=self.config).start_staged_parent(env)
 
     def grading_seed(self, resources) -> int:
         nbgrader = resources.get("nbgrader", {})
@@ -304,10 +315,10 @@ class GradingExecute(Execute):
     def preprocess(self, nb, resources, *args, **kwargs):
         seed = self.grading_seed(resources)
         self._notebook = resources.get("nbgrader", {}).get("notebook")
-        path = names_path(self.names_path)
+        variables = self.kernel_variables(seed)
         resources["backprop_ninja"] = {
             "seed": seed,
-            "names_path": path,
+            "names_path": variables[NAMES_VARIABLE],
             "kernel_died_in": None,
             "notebook_time_limit_in": None,
             "incidents": [],
@@ -318,7 +329,7 @@ class GradingExecute(Execute):
         self.shutdown_kernel = "immediate"
         self._deadline = time.monotonic() + self.notebook_timeout if self.notebook_timeout else None
         try:
-            with environment(**{SEED_VARIABLE: str(seed), NAMES_VARIABLE: path}):
+            with environment(**variables):
                 nb, resources = super().preprocess(nb, resources, *args, **kwargs)
         finally:
             self._deadline = None

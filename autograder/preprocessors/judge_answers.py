@@ -4,27 +4,27 @@ Runs in the grader's process right after execution. What the student's kernel pr
 graded cell counts for nothing: only the tensors it reported (``wire``) are read, judged
 against the grader's own reference, and the cell's outputs become the verdict's text and
 its points (nbgrader reads partial credit from the cell's ``execute_result``).
+
+The engine, and torch with it, is imported when a notebook is judged, not with this module: every nbgrader
+command and ``backprop-ninja grade``'s coordinator load nbgrader_config.py, which imports this class, and
+none of them judges (torch would cost each of them a second).
 """
 
 import ast
 from functools import lru_cache
+from typing import TYPE_CHECKING
 
 from nbformat.v4 import new_output
 from nbgrader import utils
 from nbgrader.preprocessors import NbGraderPreprocessor
 
-from ..authoring.notebooks import grade_id
+from ..authoring.notebooks import SETUP_PREFIX, grade_id
 from ..data import NAMES_VARIABLE
-from ..engine import wire
-from ..engine.diagnose import changed_after_check
-from ..engine.exercises import CHECKS
-from ..engine.honesty import AutogradTaint
-from ..engine.judge import first_to_fix
-from ..engine.reference import SETUP_PREFIX, run_setup
-from ..engine.training import one_thread
-from ..engine.verdict import Verdict
 from ..grading.profile import JUDGING, PHASES, REFERENCE
 from .grading_execute import environment, record_incident, timed_out_cells
+
+if TYPE_CHECKING:
+    from ..engine.verdict import Verdict
 
 
 @lru_cache(maxsize=256)
@@ -44,6 +44,8 @@ def reported_names(source: str) -> frozenset:
 
 
 def reported_values(cell) -> list:
+    from ..engine import wire
+
     return [
         out["data"][wire.MIME]
         for out in cell.get("outputs", [])
@@ -71,7 +73,7 @@ def why_no_answer(cell, index: int, state: dict, timed_out: set) -> tuple:
     )
 
 
-def verdict_outputs(verdict: Verdict) -> list:
+def verdict_outputs(verdict: "Verdict") -> list:
     return [
         new_output("stream", name="stdout", text=verdict.text()),
         new_output("execute_result", data={"text/plain": repr(float(verdict.points))}, execution_count=None),
@@ -82,6 +84,8 @@ class JudgeAnswers(NbGraderPreprocessor):
     """Judge each graded cell of a known notebook from what its kernel reported."""
 
     def preprocess(self, nb, resources):
+        from ..engine.training import one_thread
+
         notebook = resources["nbgrader"]["notebook"]
         with (
             one_thread(),
@@ -90,6 +94,13 @@ class JudgeAnswers(NbGraderPreprocessor):
             return self._judge(nb, resources)
 
     def _judge(self, nb, resources):
+        from ..engine import wire
+        from ..engine.diagnose import changed_after_check
+        from ..engine.exercises import CHECKS
+        from ..engine.honesty import AutogradTaint
+        from ..engine.judge import first_to_fix
+        from ..engine.reference import run_setup
+
         checks = CHECKS.get(resources["nbgrader"]["notebook"])
         if not checks:
             self.log.warning("No checks for notebook %s: outputs left as they are", resources["nbgrader"]["notebook"])

@@ -14,6 +14,7 @@ points (error carried forward). Each row links to its cell; the course text is l
 address, so the page works wherever the student opens it.
 """
 
+import functools
 import html
 import re
 from dataclasses import dataclass
@@ -25,9 +26,7 @@ from traitlets import Bool
 
 from ..authoring.badges import repository_url
 from ..authoring.course_links import course_url
-from ..engine.backward_rules import STEPS
 
-BACKWARD_ORDER = {f"test_d{step.name}": i for i, step in enumerate(STEPS)}
 VERDICT_HEAD = re.compile(r"^[✔✘] (?P<title>.+): (?P<points>\d+(?:\.\d+)?) of \d+(?:\.\d+)? points?$")
 WRONG_STEP_LINES = 3  # reason lines of a wrong step shown in the table; its cell has them all
 AUTOMATIC_COMMENT = "No response."  # nbgrader's own comment on an answer cell left as released: not the instructor's
@@ -87,10 +86,20 @@ def read_row(cell) -> Row:
     )
 
 
+@functools.cache
+def backward_order() -> dict:
+    """The test cell of each gradient step -> its place in the backward pass (the engine's table of steps,
+    imported here: loading nbgrader_config.py, which imports this module, must not import torch)."""
+    from ..engine.backward_rules import STEPS
+
+    return {f"test_d{step.name}": i for i, step in enumerate(STEPS)}
+
+
 def in_backward_order(rows: list) -> list:
     """The gradients sorted into backward order, in the places the notebook gives them; other rows stay."""
-    places = [i for i, row in enumerate(rows) if row.grade_id in BACKWARD_ORDER]
-    gradients = sorted((rows[i] for i in places), key=lambda row: BACKWARD_ORDER[row.grade_id])
+    order = backward_order()
+    places = [i for i, row in enumerate(rows) if row.grade_id in order]
+    gradients = sorted((rows[i] for i in places), key=lambda row: order[row.grade_id])
     ordered = list(rows)
     for i, row in zip(places, gradients):
         ordered[i] = row

@@ -29,6 +29,7 @@ kernel with :class:`SandboxedKernelManager`; ``backprop-ninja grade`` sets ``cou
                   and matplotlib once, and clears the sandbox after every kernel
   forked_kernels  the grader's side of it: starting a parent, a kernel provisioner that forks from it
   stage           the mounts that show a worker's parent one student's folder after another
+  uids            as root: the uid each grading worker's kernels run as, and a folder given back from it
 """
 
 from .kernel_manager import SandboxedKernelManager, chown_tree

@@ -61,6 +61,7 @@ class KernelParent:
     def __init__(self, key, argv: list, env: dict, cwd: str, rundir: str, stage: Stage | None = None):
         self.key, self.rundir, self.stage = key, rundir, stage
         self.kernels = set()  # the pids (inside) of its kernels that have not ended
+        self.started = False  # it said it is ready (``ready``)
         self.log_path = os.path.join(rundir, "kernel.log")  # the parent's output and its kernels'
         with open(self.log_path, "ab") as log:
             self.process = subprocess.Popen(
@@ -74,13 +75,16 @@ class KernelParent:
         raise SandboxError(f"the sandbox's kernel parent {why} (bwrap or kernel output follows):\n{tail}")
 
     async def ready(self, timeout: float) -> None:
-        """Wait until the parent has imported what its kernels share."""
+        """Wait until the parent has imported what its kernels share (at once when it already has)."""
+        if self.started:
+            return
         try:
             reply = await asyncio.wait_for(asyncio.to_thread(self.process.stdout.readline), timeout)
         except asyncio.TimeoutError:
             self._fail(f"did not start within {timeout:g} s")
         if not reply:
             self._fail(f"exited with status {self.process.wait()} before it started")
+        self.started = True
 
     def ask(self, request: dict) -> dict:
         """The parent's reply; if it has none within ANSWER_SECONDS (a kernel stopped it: SIGSTOP), it is closed."""
@@ -248,6 +252,7 @@ class KernelParents:
         stopped first (the student graded before: their sandbox ends)."""
         parent = cls.parents.get(key)
         if parent is not None and parent.alive():
+            await parent.ready(timeout)  # (one started ahead may still be loading)
             return parent
         for other in [k for k, p in cls.parents.items() if k == key or not p.kernels or not p.alive()]:
             cls.parents.pop(other).close()
@@ -255,6 +260,13 @@ class KernelParents:
         await parent.ready(timeout)  # closes it and raises SandboxError if it never gets ready
         cls.parents[key] = parent
         return parent
+
+    @classmethod
+    def start_ahead(cls, key, start) -> None:
+        """Start the parent for ``key`` without waiting for it to load; ``get`` waits. From the thread that will
+        use it: a parent's sandbox dies with the thread that started it (bwrap's --die-with-parent)."""
+        if key not in cls.parents:
+            cls.parents[key] = start()
 
     @classmethod
     def student_done(cls) -> None:

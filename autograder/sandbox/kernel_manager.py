@@ -241,17 +241,21 @@ class SandboxedKernelManager(AsyncKernelManager):
             raise SandboxError(f"a sandboxed kernel needs its student folder as cwd, not {cwd!r}")
         return os.path.realpath(cwd)
 
-    async def _kernel_parent_for(self, kw: dict) -> KernelParent:
-        """The kernel parent of this kernel's sandbox, showing the kernel's folder: the running one, or a new one.
-        On a stage (``KernelParents.staged``, ``stage_students``), one parent serves every student whose sandbox is
-        alike."""
-        folder = self._student_folder(kw.get("cwd"))
+    def _staged(self) -> bool:
+        return KernelParents.staged and self.stage_students
+
+    def _forks(self) -> bool:
+        spec = self.kernel_spec
+        return self.kernel_parent and spec is not None and spec.argv[1:3] == ["-m", KERNEL_MODULE]
+
+    def _parent_recipe(self, env: dict, folder: str | None) -> tuple:
+        """(key, start): what tells this kernel's sandbox from others (the kernel parents' key), and what starts a
+        kernel parent in it for ``folder``, or on a stage (``_staged``) for any student's folder."""
         interpreter = self._interpreter()
-        env = kw.get("env") or dict(os.environ)
         parent_env = {
             k: v for k, v in policy.kernel_environment(env, interpreter).items() if k not in NOTEBOOK_VARIABLES
         }
-        staged = KernelParents.staged and self.stage_students
+        staged = self._staged()
         sandbox = (interpreter, tuple(sorted(parent_env.items())), self._run_as(), self._limits(), self.tmp_size)
         key = ("stage" if staged else folder, *sandbox)
 
@@ -267,7 +271,20 @@ class SandboxedKernelManager(AsyncKernelManager):
                     shutil.rmtree(rundir, ignore_errors=True)
                 raise
 
-        if staged:
+        return key, start
+
+    def start_staged_parent(self, env: dict) -> None:
+        """Start the stage's kernel parent ahead of the first kernel, whose environment ``env`` is, without waiting
+        for it to load (a grading worker does, while it loads). Nothing when kernels get no staged parent."""
+        if self._forks() and self._staged():
+            KernelParents.start_ahead(*self._parent_recipe(env, None))
+
+    async def _kernel_parent_for(self, kw: dict) -> KernelParent:
+        """The kernel parent of this kernel's sandbox, showing the kernel's folder: the running one, or a new one.
+        On a stage (``_staged``), one parent serves every student whose sandbox is alike."""
+        folder = self._student_folder(kw.get("cwd"))
+        key, start = self._parent_recipe(kw.get("env") or dict(os.environ), folder)
+        if self._staged():
             policy.check_student_folder(folder, self._course_root())
         for _ in range(2):  # a parent that a student's kernel stopped is closed when it is cleared: then a new one
             parent = await KernelParents.get(key, start, self.start_timeout)
@@ -279,7 +296,7 @@ class SandboxedKernelManager(AsyncKernelManager):
         """Talk to the kernel over ipc sockets in a private folder; fork it from its parent when it can be."""
         self._tool(self.bwrap)
         spec = self.kernel_spec
-        self._forked = self.kernel_parent and spec is not None and spec.argv[1:3] == ["-m", KERNEL_MODULE]
+        self._forked = self._forks()
         if self._forked:
             parent = await self._kernel_parent_for(kw)
             self._rundir = parent.rundir

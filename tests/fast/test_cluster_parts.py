@@ -21,10 +21,11 @@ from autograder.grading.payload import (
     version_differences,
     versions,
 )
-from autograder.grading.pool import GraderSettings, claim_sandbox_uid
+from autograder.grading.pool import GraderSettings
 from autograder.grading.problems import Problem
 from autograder.grading.repair import MAX_BYTES
 from autograder.grading.worker import WorkerResult
+from autograder.sandbox.uids import claim_sandbox_uid
 
 NB = "ex1_atomic_backward"
 RELEASE = REPO / "release" / ASSIGNMENT / f"{NB}.ipynb"

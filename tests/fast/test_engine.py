@@ -8,12 +8,13 @@ import pytest
 import torch
 
 from autograder.authoring import SOURCE_DIR, graded_cells, shared_cell, stale_setup_cells
+from autograder.authoring.notebooks import SETUP_PREFIX
 from autograder.authoring.submissions import grade_id
 from autograder.engine import wire
 from autograder.engine.backward_rules import SHAPE_ONLY_SHARE, STEP_BY_NAME, STEPS, local_gradient
 from autograder.engine.diagnose import changed_after_check
 from autograder.engine.judge import judge_gradient
-from autograder.engine.reference import SETUP_PREFIX, autograd_gradients, forward_values, run_setup
+from autograder.engine.reference import autograd_gradients, forward_values, run_setup
 from autograder.engine.tolerance import RTOL, close, step_scale
 
 EX1 = nbformat.read(SOURCE_DIR / "ex1_atomic_backward.ipynb", as_version=4)

@@ -4,6 +4,8 @@ the command-line layer, and the rules the package keeps (no SystemExit below cli
 import ast
 import json
 import shutil
+import subprocess
+import sys
 import zipfile
 
 import pytest
@@ -132,6 +134,18 @@ def test_only_the_command_line_decides_an_exit_code():
         if lines := _raises_system_exit(ast.parse(path.read_text())):
             offenders[str(path.relative_to(REPO))] = lines
     assert offenders == {}
+
+
+def test_loading_the_course_config_imports_no_torch():
+    """Every nbgrader command and grade's coordinator load nbgrader_config.py, and none of them judges: the
+    preprocessors it names import the grading engine (torch, a second) only when they judge."""
+    load = (
+        "import sys; from traitlets.config.loader import PyFileConfigLoader; "
+        f"PyFileConfigLoader('nbgrader_config.py', path={str(REPO)!r}).load_config(); "
+        "import autograder.preprocessors; print(sorted(m for m in ('torch', 'numpy') if m in sys.modules))"
+    )
+    loaded = subprocess.run([sys.executable, "-c", load], capture_output=True, text=True, check=True)
+    assert loaded.stdout.strip() == "[]"
 
 
 def test_class_grading_modules_stay_small():

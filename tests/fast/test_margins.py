@@ -6,9 +6,9 @@ import nbformat
 import pytest
 
 from autograder.authoring import SOURCE_DIR
-from autograder.authoring.notebooks import grade_id
+from autograder.authoring.notebooks import SETUP_PREFIX, grade_id
 from autograder.engine.exposures import EXPOSURES, margins
-from autograder.engine.reference import SETUP_PREFIX, autograd_gradients, forward_values, run_setup
+from autograder.engine.reference import autograd_gradients, forward_values, run_setup
 
 SETUP = tuple(
     c.source

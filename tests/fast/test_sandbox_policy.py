@@ -238,7 +238,7 @@ def test_the_environment_is_named_variables_only():
 
 
 def test_no_passed_variable_can_carry_a_credential():
-    from autograder.in_kernel import SEED_VARIABLE
+    from autograder.data import SEED_VARIABLE
 
     for name in policy.PASSED_VARIABLES:
         assert not any(word in name for word in ("TOKEN", "SECRET", "PASSWORD", "PASS", "KEY", "AUTH")), name
