@@ -5,7 +5,6 @@ import warnings
 from nbconvert.preprocessors import ClearMetadataPreprocessor, CSSHTMLHeaderPreprocessor
 from nbgrader.preprocessors import (
     AssignLatePenalties,
-    CheckCellMetadata,
     ClearHiddenTests,
     ClearOutput,
     DeduplicateIds,
@@ -18,6 +17,7 @@ from nbgrader.preprocessors import (
 from sqlalchemy.exc import SAWarning
 
 from autograder.preprocessors import (
+    CheckCellMetadataOnce,
     GradingExecute,
     JudgeAnswers,
     LatePenalty,
@@ -40,13 +40,13 @@ c.CourseDirectory.ignore = [".ipynb_checkpoints", "*.pyc", "__pycache__"]  # nam
 c.ClearHiddenTests.enforce_metadata = False
 
 # Autograde: the submission's locked cells restored (nbgrader's sanitizing, with one log line per notebook for the
-# hidden tests put back instead of a warning per cell), ...
+# hidden tests put back instead of a warning per cell; nbgrader's metadata check, its schema compiled once), ...
 c.Autograde.sanitize_preprocessors = [
     ClearOutput,
     DeduplicateIds,
     OverwriteKernelspec,
     RestoreLockedCells,
-    CheckCellMetadata,
+    CheckCellMetadataOnce,
 ]
 # ... then run with an unseen seed, then judge every graded cell outside the student's kernel.
 c.Autograde.autograde_preprocessors = [
@@ -57,7 +57,7 @@ c.Autograde.autograde_preprocessors = [
     LimitOutput,
     SaveAutoGrades,
     AssignLatePenalties,
-    CheckCellMetadata,
+    CheckCellMetadataOnce,
 ]
 # A warning printed to stderr in a graded cell would otherwise cost the cell its points.
 c.IgnorePattern.enabled = True

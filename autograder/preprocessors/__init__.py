@@ -1,10 +1,18 @@
 """nbgrader's seams used by the course, plugged in by ``nbgrader_config.py``: the preprocessors that run
 and judge a submission, and the late-penalty plugin."""
 
+from .check_cell_metadata import CheckCellMetadataOnce
 from .grading_execute import GradingExecute
 from .judge_answers import JudgeAnswers
 from .late_penalty import LatePenalty
 from .restore_locked_cells import RestoreLockedCells
 from .summarize_steps import SummarizeSteps
 
-__all__ = ["GradingExecute", "JudgeAnswers", "LatePenalty", "RestoreLockedCells", "SummarizeSteps"]
+__all__ = [
+    "CheckCellMetadataOnce",
+    "GradingExecute",
+    "JudgeAnswers",
+    "LatePenalty",
+    "RestoreLockedCells",
+    "SummarizeSteps",
+]
