@@ -188,8 +188,7 @@ class ClassGrading:
         return len(self.records[student].graded) * ((self.o.notebook_timeout or 3600) + 60) + 120
 
     def autograde(self, todo: list, pool: WorkerPool | None, cluster=None) -> None:
-        """Grade ``todo`` in the local ``pool``, or else on the cluster; merge each finished student into the
-        gradebook."""
+        """Grade ``todo`` in the local ``pool``, else on the cluster; merge each finished student's grades."""
         self.progress = tqdm(
             total=len(todo), desc="grading", unit="student", file=sys.stderr, disable=not (self.o.progress and todo)
         )
@@ -216,8 +215,7 @@ class ClassGrading:
         """Worker processes for at most ``students`` students (none started yet)."""
         n = max(1, min(int(self.o.workers or 1), students))
         threads = max(1, (os.cpu_count() or 1) // n) if n > 1 else 0
-        grader = self.o.grader()
-        workers = [Worker(i, self.root, self.assignment, grader, self.template, threads) for i in range(n)]
+        workers = [Worker(i, self.root, self.assignment, self.o.grader(), self.template, threads) for i in range(n)]
         return WorkerPool(workers, self.allowed, self.finish)
 
     def finish(self, student: str, result, allowed: float) -> None:
