@@ -252,9 +252,8 @@ class SandboxedKernelManager(AsyncKernelManager):
         """(key, start): what tells this kernel's sandbox from others (the kernel parents' key), and what starts a
         kernel parent in it for ``folder``, or on a stage (``_staged``) for any student's folder."""
         interpreter = self._interpreter()
-        parent_env = {
-            k: v for k, v in policy.kernel_environment(env, interpreter).items() if k not in NOTEBOOK_VARIABLES
-        }
+        kernel_env = policy.kernel_environment(env, interpreter, PACKAGE_DIR)
+        parent_env = {k: v for k, v in kernel_env.items() if k not in NOTEBOOK_VARIABLES}
         staged = self._staged()
         sandbox = (interpreter, tuple(sorted(parent_env.items())), self._run_as(), self._limits(), self.tmp_size)
         key = ("stage" if staged else folder, *sandbox)
@@ -354,7 +353,7 @@ class SandboxedKernelManager(AsyncKernelManager):
         try:
             cwd = self._student_folder(kw.get("cwd"))
             env = kw.get("env") or dict(os.environ)
-            kw.update(cwd=cwd, env=policy.kernel_environment(env, kernel_cmd[0]))
+            kw.update(cwd=cwd, env=policy.kernel_environment(env, kernel_cmd[0], PACKAGE_DIR))
             if self._lent is None:
                 self._lent = self._lend(cwd)
             if self._forked:

@@ -280,7 +280,7 @@ def command_line(kernel_cmd: list, k: KernelPaths, tools: Tools, limits: dict, t
     return argv + list(kernel_cmd)
 
 
-def kernel_environment(grader_env: dict, interpreter: str) -> dict:
+def kernel_environment(grader_env: dict, interpreter: str, package_dir: str) -> dict:
     """The kernel's environment: the PASSED_VARIABLES that are set, and the few the sandbox sets itself."""
     env = {name: grader_env[name] for name in PASSED_VARIABLES if name in grader_env}
     env.update(
@@ -288,5 +288,8 @@ def kernel_environment(grader_env: dict, interpreter: str) -> dict:
         TMPDIR=PRIVATE_HOME,
         MPLCONFIGDIR=MATPLOTLIB_CACHE,
         PATH=os.pathsep.join([os.path.dirname(interpreter), "/usr/bin", "/bin"]),
+        # the grader's own autograder package, the one granted (KernelPaths.package_dir), however it is installed:
+        # a copy of another revision that the grader runs from PYTHONPATH, too (benchmarks/revision.py)
+        PYTHONPATH=os.path.dirname(package_dir),
     )
     return env

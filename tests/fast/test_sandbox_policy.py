@@ -224,7 +224,7 @@ def test_the_environment_is_named_variables_only():
         "PGPASSWORD": "pg",
         "SSH_AUTH_SOCK": "/run/ssh.sock",
     }
-    assert policy.kernel_environment(grader, "/venv/bin/python") == {
+    assert policy.kernel_environment(grader, "/venv/bin/python", "/course/autograder") == {
         "LANG": "C.UTF-8",
         "NBGRADER_EXECUTION": "autograde",
         "BACKPROP_NINJA_SEED": "7",
@@ -234,6 +234,7 @@ def test_the_environment_is_named_variables_only():
         "TMPDIR": "/tmp",
         "MPLCONFIGDIR": "/tmp/matplotlib",
         "PATH": "/venv/bin:/usr/bin:/bin",
+        "PYTHONPATH": "/course",
     }
 
 
