@@ -128,6 +128,8 @@ class KernelParent:
 
     def leave(self) -> bool:
         """Clear away the student shown on the stage (see ``show``); False if the parent did not survive it."""
+        if not self.started:  # started ahead and still loading: it never showed anyone (and is not yet answering)
+            return self.alive()
         if not self._cleared():
             return False
         self._empty_ipc()
