@@ -97,6 +97,25 @@ def test_why_a_student_is_regraded(tmp_path):
     assert changes.regrade_reason(old, submission, changed, False) == changes.COURSE_CHANGED
 
 
+def test_the_students_whose_files_changed_are_known_before_the_gradebook_is_read(tmp_path):
+    """grade starts a worker for each of them while it plans (a re-run with nothing new starts none)."""
+    notebooks = [NB]
+    for student in ("ada", "ben", "cy", "dee"):
+        folder = tmp_path / "submitted" / student / ASSIGNMENT
+        folder.mkdir(parents=True)
+        (folder / f"{NB}.ipynb").write_text("{}")
+    key = lambda student: changes.submission_key(tmp_path, ASSIGNMENT, student, notebooks)
+    old = {
+        "ada": StudentRecord("k", key("ada"), "c", [NB], [], True),  # as graded
+        "ben": StudentRecord("k", key("ben"), "c", [NB], [], False),  # its grading did not finish
+        "cy": StudentRecord("k", key("cy"), "c", [NB], [], True),
+    }  # dee: new
+    (tmp_path / "submitted" / "cy" / ASSIGNMENT / f"{NB}.ipynb").write_text('{"cells": []}')  # handed in again
+    students = ["ada", "ben", "cy", "dee"]
+    assert changes.files_changed(old, tmp_path, ASSIGNMENT, students, notebooks) == ["ben", "cy", "dee"]
+    assert changes.files_changed({s: old[s] for s in ("ada",)}, tmp_path, ASSIGNMENT, ["ada"], notebooks) == []
+
+
 def test_library_errors_are_grading_errors_and_the_cli_turns_them_into_messages(tmp_path, capsys):
     with pytest.raises(GradingError, match="not a course root"):
         course_root(tmp_path)
