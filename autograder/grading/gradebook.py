@@ -11,9 +11,12 @@ one student at a time. Manual scores, comments and flags stay as the instructor 
 import contextlib
 import datetime
 import shutil
+import traceback
 import warnings
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+
+from ..errors import GradingError
 
 CELL_KINDS = ("grade_cells", "solution_cells", "task_cells")  # nbgrader's tables of a cell's kind, keyed by base_cell
 
@@ -27,7 +30,15 @@ def course_url(root: Path) -> str:
     from nbgrader.coursedir import CourseDirectory
     from traitlets.config.loader import PyFileConfigLoader
 
-    config = PyFileConfigLoader("nbgrader_config.py", path=str(root)).load_config()
+    try:
+        config = PyFileConfigLoader("nbgrader_config.py", path=str(root)).load_config()
+    except Exception as error:  # the course's own Python: anything can go wrong in it
+        frames = traceback.extract_tb(error.__traceback__)
+        lines = [f.lineno for f in frames if f.filename.endswith("nbgrader_config.py")]
+        where = f", line {lines[-1]}" if lines else ""
+        raise GradingError(
+            f"{root / 'nbgrader_config.py'}{where} fails: {type(error).__name__}: {error}. Nothing was graded."
+        ) from None
     return CourseDirectory(config=config, root=str(root)).db_url
 
 

@@ -9,6 +9,7 @@ import nbformat
 import pytest
 from conftest import ASSIGNMENT, REPO
 
+from autograder.errors import GradingError
 from autograder.grading import gradebook
 from autograder.grading.gradebook import GradedSubmission, make_template, read_submission, sqlite_url, write_submission
 from autograder.grading.payload import (
@@ -223,6 +224,15 @@ def test_the_gradebook_is_where_nbgrader_config_says(tmp_path):
     with open(tmp_path / "nbgrader_config.py", "a") as config:
         config.write(f"c.CourseDirectory.db_url = {shared!r}\n")
     assert gradebook.course_url(tmp_path) == shared and gradebook.exists(shared)
+
+
+def test_a_broken_nbgrader_config_is_named_with_its_line_and_error(tmp_path):
+    shutil.copy(REPO / "nbgrader_config.py", tmp_path)
+    with open(tmp_path / "nbgrader_config.py", "a") as config:
+        config.write("c.CourseDirectory.db_url = undefined_name\n")
+    lines = len((tmp_path / "nbgrader_config.py").read_text().splitlines())
+    with pytest.raises(GradingError, match=rf"nbgrader_config.py, line {lines} fails: NameError: .*undefined_name"):
+        gradebook.course_url(tmp_path)
 
 
 def test_graders_on_one_machine_claim_sandbox_uids_of_their_own(monkeypatch, tmp_path):
