@@ -9,7 +9,9 @@ staging        each student's repaired notebooks staged where the workers grade 
 changes        what changed since the last run (digests of submissions and course), and why
 state          what the last run left for the next (.grading/state.json)
 pool           the worker processes, fed one student at a time, killed and restarted when stuck
+fork_server    the process that loads what a worker needs once and forks the pool's workers
 worker         one worker process: nbgrader's own autograde and feedback; its JSON-line protocol
+stopping       Ctrl-C while grading, and the error that stops a run
 cluster        grade --scheduler: the same, a Dask task per student on a cluster (the coordinator's side)
 remote         what a Dask worker does: the course rebuilt privately, each student graded by a ``pool.Worker``
 payload        what travels to a Dask worker and back, and what each side refuses (not the course's, other versions)

@@ -28,7 +28,7 @@ from typing import Callable
 
 from ..errors import GradingError
 from .payload import CourseBundle, Refused, StudentJob, WorkerRefused, check_outputs
-from .pool import CtrlC, grading_stopped
+from .stopping import CtrlC, grading_stopped
 from .worker import WorkerResult
 
 WORKER_TIMEOUT = 120  # seconds to wait for the first worker (reaching the scheduler: Dask's own connect timeout)

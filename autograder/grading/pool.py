@@ -7,9 +7,11 @@ answered in time is killed and started afresh. As root, each worker's kernels ru
 own (the first unused uids from ``first_sandbox_uid``, claimed with a lock file, so graders of other
 runs or Dask workers on the machine take others): RLIMIT_NPROC counts per uid, so one student's fork
 bomb cannot starve the kernel of the student graded beside it. With W workers on C cores, each worker
-and its kernels get C/W torch/OpenMP threads.
+and its kernels get C/W torch/OpenMP threads. The pool's workers are forked by its ``fork_server``, which
+loaded nbgrader, torch and the engine once for all of them.
 
-``Worker`` is also what a Dask worker grades with (``remote``): one code path for every student.
+``Worker`` is also what a Dask worker grades with (``remote``), started there as a Python of its own: one
+code path for every student.
 """
 
 import json
@@ -26,7 +28,9 @@ from typing import Callable
 
 from ..errors import GradingError
 from ..sandbox.uids import claim_sandbox_uid, restore_owner
+from .fork_server import ForkedWorker, ForkServer
 from .staging import GRADING_DIR, STAGED
+from .stopping import CtrlC, grading_stopped
 from .worker import WorkerResult
 
 
@@ -44,47 +48,6 @@ class GraderSettings:
     warm_kernels: bool = True  # fork a student's kernels from a warm kernel parent in their sandbox
 
 
-class CtrlC:
-    """Ctrl-C while grading, raised as KeyboardInterrupt where the waiting loop calls ``check()``.
-
-    Python raises KeyboardInterrupt wherever the main thread happens to be: inside a garbage collector's
-    callback it is printed and dropped, and grading would go on. A second Ctrl-C is raised at once.
-    """
-
-    def __enter__(self):
-        self.pressed, self.previous = 0, None
-        if threading.current_thread() is threading.main_thread():
-            self.previous = signal.signal(signal.SIGINT, self._press)
-        return self
-
-    def _press(self, *_) -> None:
-        self.pressed += 1
-        if self.pressed > 1:
-            raise KeyboardInterrupt
-
-    def check(self) -> None:
-        if self.pressed:
-            raise KeyboardInterrupt
-
-    def __exit__(self, *_) -> None:
-        if self.previous is not None:
-            signal.signal(signal.SIGINT, self.previous)
-
-
-def grading_stopped(reason: str, logs: str) -> GradingError:
-    """The error that stops a run: why, what to do about a sandbox that cannot start, where to read more."""
-    return GradingError(
-        f"grading stopped: {reason}\n"
-        + (
-            "No student was graded outside the sandbox. Fix the sandbox (bubblewrap, user "
-            "namespaces) or pass --unsandboxed to grade notebooks you trust without it.\n"
-            if "sandbox" in reason
-            else ""
-        )
-        + f"{logs}; the students graded so far are in the gradebook, and a new run goes on from there."
-    )
-
-
 class Worker:
     """One ``grading.worker`` process with its own gradebook; restarted when it has to be killed."""
 
@@ -98,6 +61,7 @@ class Worker:
         self.proc = None
         self.uid_lock = None
         self.lines = queue.Queue()
+        self.server = None  # a ForkServer that forks this worker (the local pool's), else it starts as a Python
 
     def argv(self) -> list:
         o = self.settings
@@ -131,26 +95,41 @@ class Worker:
             args.append("--no-feedback")
         return args + list(o.extra_nbgrader_args)
 
-    def spawn(self) -> None:
-        """Start the process, which loads (nbgrader, torch) while the caller goes on; ``start`` waits for it."""
-        self.folder.mkdir(parents=True, exist_ok=True)
-        self.lines = queue.Queue()
+    def environment(self) -> dict:
         env = dict(os.environ)
         if self.threads:  # W workers on C cores: C/W threads each, not C each (OpenMP oversubscribed spins)
             for variable in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
                 env.setdefault(variable, str(self.threads))
+        return env
+
+    def spawn(self) -> None:
+        """Start the process, forked by the server or a Python that loads (nbgrader, torch) while the caller goes
+        on; ``start`` waits for it."""
+        self.folder.mkdir(parents=True, exist_ok=True)
+        self.lines = queue.Queue()
         with open(self.log, "ab") as log:
-            self.proc = subprocess.Popen(
-                self.argv(),
-                cwd=self.root,
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=log,
-                text=True,
-                bufsize=1,
-                start_new_session=True,
-                env=env,
-            )
+            if self.server:
+                (stdin, to_worker), (from_worker, stdout) = os.pipe(), os.pipe()
+                try:
+                    self.server.fork(self.argv()[3:], stdin, stdout, log.fileno())
+                except OSError:
+                    raise GradingError(f"the grading workers' fork server has ended; see {self.server.log}") from None
+                finally:
+                    os.close(stdin)
+                    os.close(stdout)
+                self.proc = ForkedWorker(to_worker, from_worker)
+            else:
+                self.proc = subprocess.Popen(
+                    self.argv(),
+                    cwd=self.root,
+                    stdin=subprocess.PIPE,
+                    stdout=subprocess.PIPE,
+                    stderr=log,
+                    text=True,
+                    bufsize=1,
+                    start_new_session=True,
+                    env=self.environment(),
+                )
         threading.Thread(target=self._read, args=(self.proc, self.lines), daemon=True).start()
 
     def start(self) -> None:
@@ -161,15 +140,20 @@ class Worker:
         ready = self._next(300)
         if not ready or not ready.get("ready"):
             self.kill()
-            raise GradingError(f"a grading worker did not start; see {self.log}")
+            ended = self.server and self.server.proc.poll() is not None
+            raise GradingError(f"a grading worker did not start; see {self.server.log if ended else self.log}")
 
     @staticmethod
     def _read(proc, lines) -> None:
         for line in proc.stdout:
             try:
-                lines.put(json.loads(line))
+                message = json.loads(line)
             except ValueError:
-                pass
+                continue
+            if isinstance(proc, ForkedWorker) and isinstance(message, dict) and list(message) == ["pid"]:
+                proc.started(message["pid"])  # what the fork server writes first
+            else:
+                lines.put(message)
         lines.put(None)
 
     def _next(self, timeout: float):
@@ -193,11 +177,14 @@ class Worker:
 
     def kill(self) -> None:
         if self.proc and self.proc.poll() is None:
-            try:
-                os.killpg(self.proc.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-            self.proc.wait()
+            if self.proc.pid is None:  # not forked yet: it will find its stdin closed, and end
+                self.proc.stdin.close()
+            else:
+                try:
+                    os.killpg(self.proc.pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+                self.proc.wait()
         self._release_uid()
 
     def stop(self) -> None:
@@ -223,16 +210,27 @@ class WorkerPool:
     def __init__(self, workers: list, allowed: Callable[[str], float], finish: Callable):
         self.workers, self.allowed, self.finish = workers, allowed, finish
         self.failure = []  # the first entry stops every worker
+        self.server = None  # the ForkServer of its workers (``spawn``)
 
     def spawn(self, count: int) -> None:
         """Start the first ``count`` workers now, to load while the caller prepares (``run`` starts the rest)."""
         for w in self.workers[:count]:
-            w.spawn()
+            self._fork_server(w).spawn()
+
+    def _fork_server(self, worker: Worker) -> Worker:
+        """``worker``, to be forked by the pool's fork server (started for the first one)."""
+        if self.server is None:
+            worker.folder.mkdir(parents=True, exist_ok=True)
+            self.server = ForkServer(worker.root, worker.environment(), worker.folder / "fork-server.log")
+        worker.server = self.server
+        return worker
 
     def close(self) -> None:
-        """Kill any worker spawned but never used."""
+        """Kill any worker spawned but never used, and end the fork server."""
         for w in self.workers:
             w.kill()
+        if self.server:
+            self.server.close()
 
     def run(self, students: list) -> None:
         """Grade them all; GradingError when grading had to stop (a worker failed, the sandbox cannot start).
@@ -244,9 +242,8 @@ class WorkerPool:
             jobs.put(student)
         for w in self.workers[len(students) :]:  # spawned for a class that turned out smaller
             w.kill()
-        threads = [
-            threading.Thread(target=self._serve, args=(w, jobs), daemon=True) for w in self.workers[: len(students)]
-        ]
+        used = [self._fork_server(w) for w in self.workers[: len(students)]]
+        threads = [threading.Thread(target=self._serve, args=(w, jobs), daemon=True) for w in used]
         try:
             with CtrlC() as ctrl_c:
                 for t in threads:

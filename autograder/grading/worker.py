@@ -20,6 +20,7 @@ import re
 import sys
 import threading
 import time
+import traceback
 from dataclasses import asdict, dataclass, field
 
 from .gradebook import GradedSubmission, read_submission
@@ -89,6 +90,18 @@ def start_kernel_parent(execute) -> None:
         print(f"the kernel parent could not be started ahead of the first student: {error}", file=sys.stderr)
 
 
+def load() -> None:
+    """Import what a worker grades with: nbgrader, the sandbox, and the engine with torch (a fork server does it
+    once for all the workers it forks, ``fork_server``)."""
+    import nbgrader.apps.api  # noqa: F401
+    import nbgrader.apps.baseapp  # noqa: F401
+
+    from ..engine import exercises  # noqa: F401 (JudgeAnswers' engine, torch with it: loaded before any student)
+    from ..preprocessors import grading_execute  # noqa: F401
+    from ..sandbox import forked_kernels, stage  # noqa: F401
+    from . import profile  # noqa: F401
+
+
 def main(argv=None) -> None:
     from ..sandbox.forked_kernels import KernelParents
     from ..sandbox.stage import own_mount_namespace
@@ -112,8 +125,8 @@ def main(argv=None) -> None:
 
     app = NbGrader()
     app.initialize(argv)
-    start_kernel_parent(GradingExecute(parent=app))  # as root, it loads beside the worker's own engine
-    from ..engine import exercises  # noqa: F401 (JudgeAnswers' engine, torch with it: loaded before any student)
+    start_kernel_parent(GradingExecute(parent=app))  # as root, it loads while the worker loads the engine
+    load()
 
     api = NbGraderAPI(coursedir=app.coursedir, parent=app)
     database = DatabaseClock()
@@ -152,13 +165,23 @@ def main(argv=None) -> None:
         results.write(answer.to_line())
 
 
-if __name__ == "__main__":
+def run(argv=None) -> None:
+    """A worker process from start to end; never returns. Once every answer is written, the last student's
+    sandbox ends, then the process: without Python's own teardown of torch and nbgrader, which would hold up the
+    pool (it waits for its workers) by a third of a second, and which a forked worker must not run at all."""
     from ..sandbox.forked_kernels import KernelParents
 
-    main()
-    # Every answer is written and flushed. The last student's sandbox ends here, then the process: Python's own
-    # teardown of torch and nbgrader would hold up the pool, which waits for its workers, by a third of a second.
+    status = 0
+    try:
+        main(argv)
+    except BaseException:  # noqa: BLE001 (its log says why; the pool sees the worker end)
+        traceback.print_exc()
+        status = 1
     KernelParents.close()
     logging.shutdown()
     sys.stderr.flush()
-    os._exit(0)
+    os._exit(status)
+
+
+if __name__ == "__main__":
+    run()

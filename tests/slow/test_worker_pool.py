@@ -1,0 +1,117 @@
+"""The local worker pool of ``backprop-ninja grade`` under faults, its workers forked by the pool's fork server.
+
+The class is four students of the demo class (Exercise 1), graded by two workers. The faults are really made,
+while a student's kernel runs: one worker killed by its pid (that student alone loses their grade, with a
+worker_killed problem; a new worker is forked for the rest), and the coordinator itself killed outright
+(nothing it started may be left running: fork server, workers, sandboxes, kernels).
+"""
+
+import csv
+import json
+import os
+import shutil
+import signal
+import subprocess
+from pathlib import Path
+
+import pytest
+from conftest import NEWCOMER_ENV, grade_argv, wait_until
+
+from autograder.authoring.demo import make_demo_course
+
+pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is not installed")
+
+STUDENTS = ["ada_perfect", "ben_sign", "cleo_keepdim", "finn_blank"]  # of the demo class
+FORK_SERVER = "autograder.grading.fork_server"
+KERNEL_PARENT = "autograder.sandbox.kernel_parent"
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory):
+    root = make_demo_course(tmp_path_factory.mktemp("demo") / "course")
+    for folder in (root / "submitted").iterdir():
+        if folder.name not in STUDENTS:
+            shutil.rmtree(folder)
+    return root
+
+
+def copy_of(demo: Path, tmp_path: Path) -> Path:
+    root = tmp_path / "course"
+    shutil.copytree(demo, root)
+    root.chmod(0o755)  # the sandboxed kernels run as other uids and must be able to enter the course
+    tmp_path.chmod(0o755)
+    return root
+
+
+def processes() -> dict:
+    """pid -> (parent pid, command line) of every process on the machine."""
+    found = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                stat = Path(f"/proc/{entry}/stat").read_text()
+                cmdline = Path(f"/proc/{entry}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+            except OSError:
+                continue
+            found[int(entry)] = (int(stat.rsplit(")", 1)[1].split()[1]), cmdline)
+    return found
+
+
+def descendants(pid: int, table: dict) -> set:
+    below, todo = set(), [pid]
+    while todo:
+        pid = todo.pop()
+        children = [p for p, (parent, _) in table.items() if parent == pid]
+        below.update(children)
+        todo += children
+    return below
+
+
+def worker_with_a_running_kernel(run: subprocess.Popen):
+    """(a worker the fork server forked, with a student's kernel running below it, the process table) or None."""
+    table = processes()
+    servers = [p for p in descendants(run.pid, table) if FORK_SERVER in table[p][1] and table[p][0] == run.pid]
+    for server in servers:
+        for worker in (p for p, (parent, _) in table.items() if parent == server):
+            below = descendants(worker, table)
+            if any(KERNEL_PARENT in table[p][1] and KERNEL_PARENT in table[table[p][0]][1] for p in below):
+                return worker, table
+    return None
+
+
+def start_grading(root: Path) -> subprocess.Popen:
+    argv = grade_argv(root, "--quiet", "--workers", "2")
+    return subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=NEWCOMER_ENV)
+
+
+def test_a_worker_killed_mid_student_costs_that_student_alone(demo, tmp_path):
+    root = copy_of(demo, tmp_path)
+    run = start_grading(root)
+    worker, _ = wait_until(lambda: worker_with_a_running_kernel(run), 600, "a worker with a kernel running")
+    os.kill(worker, signal.SIGKILL)
+    out, err = run.communicate(timeout=1800)
+    assert run.returncode == 0, err[-4000:]
+    killed = [p for p in json.loads((root / "problems.json").read_text()) if p["problem"] == "worker_killed"]
+    assert len(killed) == 1, killed
+    with open(root / "grades.csv", newline="") as f:
+        totals = {row["student"]: row["total"] for row in csv.DictReader(f)}
+    graded = {s: float(t) for s, t in totals.items() if t}
+    assert set(graded) == set(STUDENTS) - {killed[0]["student"]}, totals
+    expected = {"ada_perfect": 33, "ben_sign": 32, "cleo_keepdim": 32.5, "finn_blank": 0}
+    assert graded == {s: expected[s] for s in graded}
+
+
+def test_the_coordinator_killed_leaves_nothing_of_the_run_running(demo, tmp_path):
+    root = copy_of(demo, tmp_path)
+    run = start_grading(root)
+    _, table = wait_until(lambda: worker_with_a_running_kernel(run), 600, "a worker with a kernel running")
+    started = descendants(run.pid, table)
+    assert any(FORK_SERVER in table[p][1] for p in started) and any(KERNEL_PARENT in table[p][1] for p in started)
+    run.kill()
+    run.communicate(timeout=60)
+
+    def left() -> dict:
+        now = processes()
+        return {p: now[p][1] for p in started if p in now and now[p][1] == table[p][1]}
+
+    wait_until(lambda: not left(), 60, "every process the killed run started to end")
