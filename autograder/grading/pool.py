@@ -63,12 +63,10 @@ class Worker:
         self.lines = queue.Queue()
         self.server = None  # a ForkServer that forks this worker (the local pool's), else it starts as a Python
 
-    def argv(self) -> list:
+    def args(self) -> list:
+        """The worker's command-line arguments (``worker.main``'s)."""
         o = self.settings
         args = [
-            sys.executable,
-            "-m",
-            "autograder.grading.worker",
             self.assignment,
             f"--CourseDirectory.root={self.root}",
             f"--CourseDirectory.db_url=sqlite:///{self.db}",
@@ -111,7 +109,7 @@ class Worker:
             if self.server:
                 (stdin, to_worker), (from_worker, stdout) = os.pipe(), os.pipe()
                 try:
-                    self.server.fork(self.argv()[3:], stdin, stdout, log.fileno())
+                    self.server.fork(self.args(), stdin, stdout, log.fileno())
                 except OSError:
                     raise GradingError(f"the grading workers' fork server has ended; see {self.server.log}") from None
                 finally:
@@ -120,7 +118,7 @@ class Worker:
                 self.proc = ForkedWorker(to_worker, from_worker)
             else:
                 self.proc = subprocess.Popen(
-                    self.argv(),
+                    [sys.executable, "-m", "autograder.grading.worker", *self.args()],
                     cwd=self.root,
                     stdin=subprocess.PIPE,
                     stdout=subprocess.PIPE,
