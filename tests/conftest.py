@@ -201,6 +201,29 @@ def course():
         yield c
 
 
+DEMO_FOUR = ["ada_perfect", "ben_sign", "cleo_keepdim", "finn_blank"]  # four students of the demo class
+
+
+def demo_four(folder: Path) -> Path:
+    """The demo course with four of its students (DEMO_FOUR), graded by nobody yet."""
+    from autograder.authoring.demo import make_demo_course
+
+    root = make_demo_course(folder / "course")
+    for student in (root / "submitted").iterdir():
+        if student.name not in DEMO_FOUR:
+            shutil.rmtree(student)
+    return root
+
+
+def copy_of(course: Path, tmp_path: Path) -> Path:
+    """A copy of ``course`` in ``tmp_path``, that a sandboxed kernel (another uid) can enter."""
+    root = tmp_path / "course"
+    shutil.copytree(course, root)
+    root.chmod(0o755)
+    tmp_path.chmod(0o755)
+    return root
+
+
 def grade_argv(root: Path, *args) -> list:
     """``backprop-ninja grade`` on the course at ``root``, as a newcomer types it (no venv activated)."""
     return [sys.executable, "-m", "autograder.cli", "grade", "--course", str(root), *args]

@@ -21,10 +21,13 @@ import nbformat
 import pytest
 from conftest import (
     ASSIGNMENT,
+    DEMO_FOUR,
     NEWCOMER_ENV,
     REPO,
     WORKER_ENV,
     LoopbackCluster,
+    copy_of,
+    demo_four,
     formgrader,
     free_port,
     grade_argv,
@@ -32,12 +35,10 @@ from conftest import (
     wait_until,
 )
 
-from autograder.authoring.demo import make_demo_course
-
 pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is not installed")
 
 NB = "ex1_atomic_backward"
-STUDENTS = ["ada_perfect", "ben_sign", "cleo_keepdim", "finn_blank"]  # of the demo class
+STUDENTS = DEMO_FOUR
 
 
 @pytest.fixture(scope="module")
@@ -49,20 +50,7 @@ def cluster(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def demo(tmp_path_factory):
-    """The demo course with four of its students, graded by nobody yet."""
-    root = make_demo_course(tmp_path_factory.mktemp("demo") / "course")
-    for folder in (root / "submitted").iterdir():
-        if folder.name not in STUDENTS:
-            shutil.rmtree(folder)
-    return root
-
-
-def copy_of(demo: Path, tmp_path: Path) -> Path:
-    root = tmp_path / "course"
-    shutil.copytree(demo, root)
-    root.chmod(0o755)  # the sandboxed kernels run as other uids and must be able to enter the course
-    tmp_path.chmod(0o755)
-    return root
+    return demo_four(tmp_path_factory.mktemp("demo"))
 
 
 def grade(root: Path, *args, check=True, env=None):

@@ -15,32 +15,18 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import NEWCOMER_ENV, grade_argv, wait_until
-
-from autograder.authoring.demo import make_demo_course
+from conftest import DEMO_FOUR, NEWCOMER_ENV, copy_of, demo_four, grade_argv, wait_until
 
 pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is not installed")
 
-STUDENTS = ["ada_perfect", "ben_sign", "cleo_keepdim", "finn_blank"]  # of the demo class
+STUDENTS = DEMO_FOUR
 FORK_SERVER = "autograder.grading.fork_server"
 KERNEL_PARENT = "autograder.sandbox.kernel_parent"
 
 
 @pytest.fixture(scope="module")
 def demo(tmp_path_factory):
-    root = make_demo_course(tmp_path_factory.mktemp("demo") / "course")
-    for folder in (root / "submitted").iterdir():
-        if folder.name not in STUDENTS:
-            shutil.rmtree(folder)
-    return root
-
-
-def copy_of(demo: Path, tmp_path: Path) -> Path:
-    root = tmp_path / "course"
-    shutil.copytree(demo, root)
-    root.chmod(0o755)  # the sandboxed kernels run as other uids and must be able to enter the course
-    tmp_path.chmod(0o755)
-    return root
+    return demo_four(tmp_path_factory.mktemp("demo"))
 
 
 def processes() -> dict:
