@@ -31,6 +31,7 @@ student gets a worker_killed problem.
 """
 
 import datetime
+import importlib
 import json
 import os
 import shutil
@@ -193,6 +194,7 @@ class ClassGrading:
             total=len(todo), desc="grading", unit="student", file=sys.stderr, disable=not (self.o.progress and todo)
         )
         self.saved_at = time.monotonic()
+        self.report_ahead = len(pool.workers) - 1 if pool else -1  # students left when a local worker runs out
         try:
             if todo:
                 make_template(self.gradebook, self.assignment, self.template)
@@ -231,13 +233,8 @@ class ClassGrading:
                 record.problems += self.late_problems(student)
             else:
                 if result is None:
-                    problem = Problem(
-                        student,
-                        None,
-                        "worker_killed",
-                        f"the grading worker died or did not finish within {allowed:.0f} s (it was stopped); "
-                        "not graded",
-                    )
+                    killed = f"the grading worker died or did not finish within {allowed:.0f} s (it was stopped)"
+                    problem = Problem(student, None, "worker_killed", f"{killed}; not graded")
                 else:
                     last = (result.error.strip().splitlines() or ["?"])[-1][:300]
                     problem = Problem(student, None, "grader_error", f"nbgrader could not grade it: {last}")
@@ -252,6 +249,9 @@ class ClassGrading:
                 self.saved_at = time.monotonic()
             self.progress.set_postfix_str(student, refresh=False)
             self.progress.update()
+            if self.progress.total - self.progress.n == self.report_ahead:  # a worker has no student left, so a
+                # core is free: the class report's imports (matplotlib, 0.3 s) load there, not after the last student
+                threading.Thread(target=importlib.import_module, args=(f"{__package__}.report",), daemon=True).start()
 
     def late_problems(self, student: str) -> list:
         """A late_submission problem for every notebook that lost points to the late penalty."""
