@@ -1,7 +1,8 @@
 """One worker of ``backprop-ninja grade``: nbgrader's own autograde, one student at a time.
 
-Started by the worker pool (``pool``) with nbgrader command-line options
-(``--CourseDirectory.db_url=…`` and the like), in the course root. It loads the course's
+Forked by the pool's fork server (``fork_server``), or on a Dask worker started as a Python of its own
+(``remote``), with nbgrader command-line options (``--CourseDirectory.db_url=…`` and the like), in the
+course root. It loads the course's
 nbgrader_config.py exactly as ``nbgrader autograde`` does, so GradingExecute (in the sandbox) and
 JudgeAnswers run as configured, then reads student ids from stdin, one a line, and for each runs
 nbgrader's ``NbGraderAPI.autograde`` (and ``generate_feedback``) into its own gradebook.
@@ -82,14 +83,6 @@ def exit_with_parent() -> None:
     threading.Thread(target=watch, daemon=True).start()
 
 
-def start_kernel_parent(execute) -> None:
-    """``execute.start_kernel_parent()``; if it fails, the first kernel meets the error again and reports it."""
-    try:
-        execute.start_kernel_parent()
-    except Exception as error:  # noqa: BLE001
-        print(f"the kernel parent could not be started ahead of the first student: {error}", file=sys.stderr)
-
-
 def load() -> None:
     """Import what a worker grades with: nbgrader, the sandbox, and the engine with torch (a fork server does it
     once for all the workers it forks, ``fork_server``)."""
@@ -125,7 +118,10 @@ def main(argv=None) -> None:
 
     app = NbGrader()
     app.initialize(argv)
-    start_kernel_parent(GradingExecute(parent=app))  # as root, it loads while the worker loads the engine
+    try:  # as root, the kernel parent loads while the worker loads the engine
+        GradingExecute(parent=app).start_kernel_parent()
+    except Exception as error:  # noqa: BLE001 (the first kernel meets the error again, and reports it)
+        print(f"the kernel parent could not be started ahead of the first student: {error}", file=sys.stderr)
     load()
 
     api = NbGraderAPI(coursedir=app.coursedir, parent=app)
