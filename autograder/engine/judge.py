@@ -76,9 +76,10 @@ def first_to_fix(verdict: Verdict, earlier: dict) -> None:
             todo += [n for n in upstream.carried_from if n not in todo]
         elif name not in first:
             first.append(name)
-    line = carried_forward(list(verdict.carried_from))
+    wrong = list(verdict.wrong_from or verdict.carried_from)
+    line = carried_forward(wrong)
     if line in verdict.lines:
-        verdict.lines[verdict.lines.index(line)] = carried_forward(list(verdict.carried_from), first)
+        verdict.lines[verdict.lines.index(line)] = carried_forward(wrong, first)
 
 
 def judge_gradient(step: Step, report: Report, forward: dict, grads: dict, seed: int, tainted: set) -> Verdict:
@@ -99,7 +100,7 @@ def judge_gradient(step: Step, report: Report, forward: dict, grads: dict, seed:
             wrong_up.append(consumer)
         elif up.shape != ref_up[consumer].shape or not torch.equal(up.double(), ref_up[consumer].double()):
             differing_up.append(consumer)
-    verdict.carried_from = tuple(wrong_up + differing_up)
+    verdict.carried_from, verdict.wrong_from = tuple(wrong_up + differing_up), tuple(wrong_up)
     upstream_dtypes = {report.info("d" + c).get("dtype") for c in step.upstream}
     if info["dtype"] != "float32" and not (upstream_dtypes - {"float32", None}):
         verdict.lines.append(wrong_dtype(answer_name, info["dtype"], "gradients here are float32"))
@@ -135,7 +136,7 @@ def judge_gradient(step: Step, report: Report, forward: dict, grads: dict, seed:
             pass
         if carried is not None and close(answer, carried, step_scale(step, forward, student_up)):
             verdict.points = step.points
-            verdict.lines.append(carried_forward(list(verdict.carried_from)))
+            verdict.lines.append(carried_forward(list(verdict.wrong_from or verdict.carried_from)))
             return _and_by_its_rule(verdict, step, report, forward, seed)
 
     if only_size_one_dims_differ(answer.shape, reference.shape):  # right values in the wrong shape: a share

@@ -16,6 +16,7 @@ class Verdict:
     # (error carried forward, ``judge.carried_forward``), or ones within their own tolerance whose difference still
     # shows here; ``judge.first_to_fix`` follows them up to the step to fix
     carried_from: tuple = ()
+    wrong_from: tuple = ()  # of those, the ones beyond their own tolerance: what the carried-forward line calls wrong
 
     @property
     def passed(self) -> bool:

@@ -89,6 +89,12 @@ def test_error_carried_forward_names_the_upstream_gradient(graded):
     assert "fix dprobs first" in message and "✔" in message
 
 
+def test_a_carried_forward_step_calls_wrong_only_the_upstream_gradients_that_are(graded):
+    # dbndiff is judged with the student's dbndiff2 (wrong) and dbnraw (right, though not bit-exact)
+    message = graded["m_bndiff2_biased"].messages["test_dbndiff"]
+    assert "correct for your dbndiff2, which is wrong" in message and "dbnraw" not in message, message
+
+
 def test_steps_further_down_name_the_step_to_fix_not_their_neighbour(graded):
     # dcounts_sum is right for dcounts_sum_inv, which is right for the wrong dprobs: the step to fix is dprobs
     for cell in ("test_dcounts_sum", "test_dh", "test_dC"):
