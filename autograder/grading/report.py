@@ -1,19 +1,17 @@
 """The instructor's class report (class_report.html): where the class struggles, and who could not be graded.
 
 Reads the class through ``ClassData`` and renders ``templates/class_report.html.j2``: one
-self-contained page (plots are inline PNGs, no external CSS or JS). The template is autoescaped:
+self-contained page (plots are inline SVG, no external CSS or JS). The template is autoescaped:
 every string that comes from a student is hostile input, shown as text.
 """
 
-import base64
-import io
 import statistics
 from pathlib import Path
 
 import jinja2
-import matplotlib
-from matplotlib.figure import Figure
+from markupsafe import Markup
 
+from . import charts
 from .changes import FIRST_GRADING
 from .class_data import ASSIGNMENT, ClassData
 from .diagnoses import NOT_ATTEMPTED, label, most_frequent
@@ -34,58 +32,48 @@ def _fmt(x, digits=1):
     return "" if x is None else (f"{x:.0f}" if float(x).is_integer() else f"{x:.{digits}f}")
 
 
-def _png(fig) -> str:
-    """The figure as a data: URI, so that the page needs no other file."""
-    buffer = io.BytesIO()
-    fig.savefig(buffer, format="png", dpi=100, bbox_inches="tight")
-    return f"data:image/png;base64,{base64.b64encode(buffer.getvalue()).decode()}"
+def _students(n) -> str:
+    return f"{n} student{'s' if n != 1 else ''}"
 
 
-def _histogram(percents) -> str:
-    fig = Figure(figsize=(7, 2.8))
-    ax = fig.add_subplot()
-    ax.hist(percents, bins=range(0, 101, 5), color="#4c72b0", edgecolor="white")
-    ax.set(xlabel="total, % of max", ylabel="students", xlim=(0, 100))
-    ax.yaxis.get_major_locator().set_params(integer=True)
-    return _png(fig)
+def _histogram(percents) -> Markup:
+    """The totals in 20 bins of 5% from 0 to 100, the last one with 100 (a total outside 0-100 counts in the
+    bin at its end of the range)."""
+    counts = [0] * 20
+    for p in percents:
+        counts[min(max(int(p // 5), 0), 19)] += 1
+    titles = [f"{5 * i}–{5 * i + 5}%: {_students(n)}" for i, n in enumerate(counts)]
+    return charts.columns(
+        counts, titles, range(0, 101, 20), "total, % of max", "students", "score distribution", "#4c72b0"
+    )
 
 
-def _rate_chart(rates) -> str:
-    fig = Figure(figsize=(7, 0.8 + 0.28 * len(rates)))
-    ax = fig.add_subplot()
-    values = [100 * p / g if g else 0 for _, p, g, _ in rates]
-    colors = ["#c44e52" if v < 50 else "#dd8452" if v < 80 else "#55a868" for v in values]
-    ax.barh(range(len(rates)), values, color=colors)
-    with matplotlib.rc_context({"text.parse_math": False}):  # a '$' in a step name is text, not math
-        ax.set_yticks(range(len(rates)), [step for step, *_ in rates], fontsize=9)
-    ax.invert_yaxis()  # the first step of the notebook on top
-    for y, (v, (_, p, g, _)) in enumerate(zip(values, rates)):
-        ax.text(min(v, 100) + 1, y, f"{v:.0f}% ({p}/{g})" if g else "no grades", va="center", fontsize=8)
-    ax.set(xlim=(0, 115), xlabel="students with full points, %")
-    return _png(fig)
+def _rate_chart(rates, notebook) -> Markup:
+    """One bar per step, the first step of the notebook on top: the % of students with full points."""
+    bars = []
+    for step, p, g, _ in rates:
+        v = 100 * p / g if g else 0
+        note = f"{v:.0f}% ({p}/{g})" if g else "no grades"
+        color = "#c44e52" if v < 50 else "#dd8452" if v < 80 else "#55a868"
+        bars.append((step, v, color, note, f"{step}: {note}"))
+    return charts.rows(
+        bars, "students with full points, %", f"pass rate of every step of {notebook}", 115, range(0, 101, 20)
+    )
 
 
-def _diagnosis_chart(top) -> str | None:
+def _diagnosis_chart(top) -> Markup | None:
     """The class's ten most frequent (step, diagnosis) pairs, as bars of students."""
     pairs = sorted(
-        (
-            (len(students), f"{step.removeprefix('test_')}: {label(kind)}")
-            for (_, step), kinds in top.items()
-            for kind, students in kinds
-        ),
+        ((len(students), step, label(kind)) for (_, step), kinds in top.items() for kind, students in kinds),
         key=lambda pair: -pair[0],
     )[:10]
     if not pairs:
         return None
-    fig = Figure(figsize=(7, 0.8 + 0.3 * len(pairs)))
-    ax = fig.add_subplot()
-    ax.barh(range(len(pairs)), [n for n, _ in pairs], color="#c44e52")
-    with matplotlib.rc_context({"text.parse_math": False}):
-        ax.set_yticks(range(len(pairs)), [text for _, text in pairs], fontsize=9)
-    ax.invert_yaxis()
-    ax.set(xlabel="students")
-    ax.xaxis.get_major_locator().set_params(integer=True)
-    return _png(fig)
+    bars = [
+        (f"{step.removeprefix('test_')}: {text}", n, "#c44e52", "", f"{step}: {text}: {_students(n)}")
+        for n, step, text in pairs
+    ]
+    return charts.rows(bars, "students", "most frequent diagnoses")
 
 
 def _misconceptions(data, top) -> list:
@@ -168,7 +156,7 @@ def _notebook_sections(data) -> list:
         sections.append(
             {
                 "name": notebook,
-                "chart": _rate_chart(rates) if graded else None,
+                "chart": _rate_chart(rates, notebook) if graded else None,
                 "hardest": [(s, f"{100 * p / g:.0f}%", f"{p} / {g}", _fmt(m)) for s, p, g, m in ranked],
             }
         )

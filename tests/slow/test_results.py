@@ -172,8 +172,11 @@ def test_the_class_report_in_a_browser(graded, tmp_path):
     browser = Chromium(tmp_path / "chromium")
     try:
         browser.send("Page.navigate", url=report.as_uri())
-        browser.wait_for("document.readyState === 'complete' && document.images.length > 0")
-        browser.wait_for("Array.from(document.images).every(i => i.complete && i.naturalWidth > 0)")
+        browser.wait_for("document.readyState === 'complete' && document.querySelectorAll('svg').length > 0")
+        browser.wait_for(
+            "Array.from(document.querySelectorAll('svg')).every(s => s.getBoundingClientRect().width > 0"
+            " && s.getBoundingClientRect().height > 0)"
+        )
         sections = browser.js("Array.from(document.querySelectorAll('h2[id]')).map(h => h.id)")
         tops = browser.js("Array.from(document.querySelectorAll('h2[id]')).map(h => h.getBoundingClientRect().top)")
         text = browser.js("document.body.innerText")
