@@ -31,7 +31,6 @@ student gets a worker_killed problem.
 """
 
 import datetime
-import importlib
 import json
 import os
 import shutil
@@ -138,13 +137,14 @@ class ClassGrading:
             preflight.ensure_release(self.root, self.assignment, self.notebooks, self.gradebook)
             students, todo, unchanged = self.plan()
             self.autograde(todo, pool, cluster)
+            problems = sorted(
+                self.state.collect_problems + [p for s in students for p in self.records[s].problems],
+                key=lambda p: p.order,
+            )
+            outputs = self.write(students, problems)  # while the last worker ends its sandbox
         finally:
             if pool:
                 pool.close()
-        problems = sorted(
-            self.state.collect_problems + [p for s in students for p in self.records[s].problems], key=lambda p: p.order
-        )
-        outputs = self.write(students, problems)
         return Summary(students, todo, unchanged, problems, *outputs, time.monotonic() - started)
 
     def plan(self) -> tuple:
@@ -194,7 +194,6 @@ class ClassGrading:
             total=len(todo), desc="grading", unit="student", file=sys.stderr, disable=not (self.o.progress and todo)
         )
         self.saved_at = time.monotonic()
-        self.report_ahead = len(pool.workers) - 1 if pool else -1  # students left when a local worker runs out
         try:
             if todo:
                 make_template(self.gradebook, self.assignment, self.template)
@@ -249,9 +248,6 @@ class ClassGrading:
                 self.saved_at = time.monotonic()
             self.progress.set_postfix_str(student, refresh=False)
             self.progress.update()
-            if self.progress.total - self.progress.n == self.report_ahead:  # a worker has no student left, so a
-                # core is free: the class report's imports (matplotlib, 0.3 s) load there, not after the last student
-                threading.Thread(target=importlib.import_module, args=(f"{__package__}.report",), daemon=True).start()
 
     def late_problems(self, student: str) -> list:
         """A late_submission problem for every notebook that lost points to the late penalty."""

@@ -186,13 +186,18 @@ class Worker:
         self._release_uid()
 
     def stop(self) -> None:
-        if self.proc and self.proc.poll() is None:
+        """Ask the worker to end: it ends its last student's sandbox, then exits (``close`` waits for that)."""
+        if self.proc and self.proc.poll() is None and not self.proc.stdin.closed:
             self.proc.stdin.close()
+
+    def close(self) -> None:
+        """Wait for the worker if it was asked to stop (60 s at most), else kill it; its uid is free again."""
+        if self.proc and self.proc.poll() is None and self.proc.stdin.closed:
             try:
                 self.proc.wait(timeout=60)
             except subprocess.TimeoutExpired:
-                self.kill()
-        self._release_uid()
+                pass
+        self.kill()
 
     def _release_uid(self) -> None:
         if self.uid_lock:
@@ -224,9 +229,9 @@ class WorkerPool:
         return worker
 
     def close(self) -> None:
-        """Kill any worker spawned but never used, and end the fork server."""
+        """Wait for the workers that were stopped, kill the others, and end the fork server."""
         for w in self.workers:
-            w.kill()
+            w.close()
         if self.server:
             self.server.close()
 
