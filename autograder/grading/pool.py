@@ -148,8 +148,8 @@ class Worker:
                 message = json.loads(line)
             except ValueError:
                 continue
-            if isinstance(proc, ForkedWorker) and isinstance(message, dict) and list(message) == ["pid"]:
-                proc.started(message["pid"])  # what the fork server writes first
+            if isinstance(proc, ForkedWorker) and isinstance(message, dict) and "pid" in message:
+                proc.started(message["pid"], message.get("kernel_parent"))  # what the fork server writes first
             else:
                 lines.put(message)
         lines.put(None)
@@ -183,6 +183,8 @@ class Worker:
                 except ProcessLookupError:
                     pass
                 self.proc.wait()
+        if isinstance(self.proc, ForkedWorker):
+            self.proc.end_kernel_parent()
         self._release_uid()
 
     def stop(self) -> None:

@@ -95,33 +95,51 @@ def load() -> None:
     from . import profile  # noqa: F401
 
 
+def nbgrader_app(argv: list) -> tuple:
+    """(assignment, feedback, app): nbgrader's app, configured by the course's nbgrader_config.py and the worker's
+    arguments ``argv``, as ``nbgrader autograde`` would be."""
+    from nbgrader.apps.baseapp import NbGrader
+
+    assignment, *options = argv
+    app = NbGrader()
+    app.initialize([a for a in options if a != "--no-feedback"])
+    return assignment, "--no-feedback" not in options, app
+
+
+def start_kernel_parent(app):
+    """As root, start the kernel parent of the worker that nbgrader's ``app`` configures (``nbgrader_app``) without
+    waiting for it to load, and return it (None: kernels get none, or it could not start; the first kernel meets
+    that error again, and reports it). From the main thread: its sandbox dies with the thread that started it."""
+    from ..preprocessors.grading_execute import GradingExecute
+
+    try:
+        return GradingExecute(parent=app).start_kernel_parent()
+    except Exception as error:  # noqa: BLE001
+        print(f"the kernel parent could not be started ahead of the first student: {error}", file=sys.stderr)
+        return None
+
+
 def main(argv=None) -> None:
     from ..sandbox.forked_kernels import KernelParents
     from ..sandbox.stage import own_mount_namespace
 
-    # As root, one kernel parent serves all the worker's students, each shown on its stage in turn (before any
-    # thread starts: a process with threads cannot have a mount namespace of its own)
-    KernelParents.staged = own_mount_namespace()
+    # As root, one kernel parent serves all the worker's students, each shown on its stage in turn, in a mount
+    # namespace of the worker's own (before any thread starts: a process with threads cannot have one), or of its
+    # fork server's, which may have started the parent already
+    if not KernelParents.staged:
+        KernelParents.staged = own_mount_namespace()
     exit_with_parent()
     argv = list(sys.argv[1:] if argv is None else argv)
-    assignment = argv.pop(0)
-    feedback = "--no-feedback" not in argv
-    argv = [a for a in argv if a != "--no-feedback"]
     results = os.fdopen(os.dup(1), "w", buffering=1)
     os.dup2(2, 1)  # a stray print must not be taken for a result
 
     from nbgrader.apps.api import NbGraderAPI
-    from nbgrader.apps.baseapp import NbGrader
 
     from ..preprocessors.grading_execute import GradingExecute
     from .profile import PHASES, DatabaseClock
 
-    app = NbGrader()
-    app.initialize(argv)
-    try:  # as root, the kernel parent loads while the worker loads the engine
-        GradingExecute(parent=app).start_kernel_parent()
-    except Exception as error:  # noqa: BLE001 (the first kernel meets the error again, and reports it)
-        print(f"the kernel parent could not be started ahead of the first student: {error}", file=sys.stderr)
+    assignment, feedback, app = nbgrader_app(argv)
+    start_kernel_parent(app)  # (unless the server has: then it is this worker's already)
     load()
 
     api = NbGraderAPI(coursedir=app.coursedir, parent=app)

@@ -159,13 +159,15 @@ class GradingExecute(Execute):
         """What the grader tells a notebook's kernel, in its environment: the seed, and where names.txt is."""
         return {SEED_VARIABLE: str(seed), NAMES_VARIABLE: names_path(self.names_path)}
 
-    def start_kernel_parent(self) -> None:
+    def start_kernel_parent(self):
         """Start the sandbox's kernel parent now, before the first notebook, in the environment the kernels will
-        have (nbgrader's own variable included): a grading worker does, while it loads. Only a staged parent, one
-        for all of the worker's students, is started ahead (``SandboxedKernelManager.start_staged_parent``)."""
+        have (nbgrader's own variable included), and return it: a grading worker's fork server does, while it
+        loads. Only a staged parent, one for all of the worker's students, is started ahead
+        (``SandboxedKernelManager.start_staged_parent``); None when there is none."""
         if self.sandbox:
             env = {**os.environ, **self.kernel_variables(0), "NBGRADER_EXECUTION": "autograde"}
-            self.kernel_manager_class(config=self.config).start_staged_parent(env)
+            return self.kernel_manager_class(config=self.config).start_staged_parent(env)
+        return None
 
     def grading_seed(self, resources) -> int:
         nbgrader = resources.get("nbgrader", {})

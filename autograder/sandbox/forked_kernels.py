@@ -54,6 +54,41 @@ def namespace_pids(root: int) -> dict:
     return found
 
 
+class PidfdProcess:
+    """A process watched and killed through a pidfd: what a ``subprocess.Popen`` offers of a process this one did
+    not start (its own parent reaps it, and has its exit status: ``returncode`` is -1 once it has ended)."""
+
+    def __init__(self, pid: int | None = None):
+        self.pid = self.returncode = self._pidfd = None
+        if pid is not None:
+            self.started(pid)
+
+    def started(self, pid: int) -> None:
+        self.pid = pid
+        try:
+            self._pidfd = os.pidfd_open(pid)
+        except ProcessLookupError:  # ended, and reaped, already
+            self.returncode = -1
+
+    def wait(self, timeout: float | None = None) -> int:
+        if self.returncode is None:
+            if self._pidfd is None or not select.select([self._pidfd], [], [], timeout)[0]:
+                raise subprocess.TimeoutExpired(f"process {self.pid}", timeout)
+            os.close(self._pidfd)
+            self.returncode = -1
+        return self.returncode
+
+    def poll(self):
+        try:
+            return self.wait(0)
+        except subprocess.TimeoutExpired:
+            return None
+
+    def kill(self) -> None:
+        if self.poll() is None and self._pidfd is not None:
+            signal.pidfd_send_signal(self._pidfd, signal.SIGKILL)
+
+
 class KernelParent:
     """A kernel parent, running in the sandbox ``argv`` makes (``policy.command_line``): one student's, or with a
     ``stage``, a worker's for all its students, one at a time (``stage.py``)."""
@@ -264,11 +299,28 @@ class KernelParents:
         return parent
 
     @classmethod
-    def start_ahead(cls, key, start) -> None:
-        """Start the parent for ``key`` without waiting for it to load; ``get`` waits. From the thread that will
-        use it: a parent's sandbox dies with the thread that started it (bwrap's --die-with-parent)."""
+    def start_ahead(cls, key, start) -> KernelParent:
+        """Start the parent for ``key`` without waiting for it to load (``get`` waits), and return it. From the
+        thread that will use it: a parent's sandbox dies with the thread that started it (bwrap's
+        --die-with-parent)."""
         if key not in cls.parents:
             cls.parents[key] = start()
+        return cls.parents[key]
+
+    @classmethod
+    def adopt(cls, mine: KernelParent | None) -> None:
+        """In a worker its fork server forked: keep ``mine``, the parent the server started ahead for this worker
+        (now watched through a pidfd: the server is its parent), and drop the other workers' (their pipes closed
+        here; each is its own worker's)."""
+        for key, parent in list(cls.parents.items()):
+            if parent is mine:
+                stdin, stdout = parent.process.stdin, parent.process.stdout
+                parent.process = PidfdProcess(parent.process.pid)
+                parent.process.stdin, parent.process.stdout = stdin, stdout
+            else:
+                parent.process.stdin.close()
+                parent.process.stdout.close()
+                del cls.parents[key]
 
     @classmethod
     def student_done(cls) -> None:

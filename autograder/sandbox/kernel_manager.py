@@ -272,11 +272,13 @@ class SandboxedKernelManager(AsyncKernelManager):
 
         return key, start
 
-    def start_staged_parent(self, env: dict) -> None:
+    def start_staged_parent(self, env: dict) -> KernelParent | None:
         """Start the stage's kernel parent ahead of the first kernel, whose environment ``env`` is, without waiting
-        for it to load (a grading worker does, while it loads). Nothing when kernels get no staged parent."""
+        for it to load (a grading worker's fork server does, while it loads), and return it. None when kernels get
+        no staged parent."""
         if self._forks() and self._staged():
-            KernelParents.start_ahead(*self._parent_recipe(env, None))
+            return KernelParents.start_ahead(*self._parent_recipe(env, None))
+        return None
 
     async def _kernel_parent_for(self, kw: dict) -> KernelParent:
         """The kernel parent of this kernel's sandbox, showing the kernel's folder: the running one, or a new one.

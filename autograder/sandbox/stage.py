@@ -9,8 +9,9 @@ kills every process of the sandbox and empties its /tmp and /dev/shm (``kernel_p
 socket folder is emptied, and the folder is unmounted: what one student's kernels see is what a
 sandbox of their own would show them.
 
-The mounts live in a mount namespace of the worker's own (``own_mount_namespace``): the machine never sees them,
-and they end with the worker, however it ends.
+The mounts live in a mount namespace of the worker's own (``own_mount_namespace``), or of its fork server, shared
+by the workers it forks (``grading/fork_server.py``): the machine never sees them, and they end with the worker,
+or with the server, however it ends.
 """
 
 from __future__ import annotations

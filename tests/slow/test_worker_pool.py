@@ -1,8 +1,9 @@
 """The local worker pool of ``backprop-ninja grade`` under faults, its workers forked by the pool's fork server.
 
 The class is four students of the demo class (Exercise 1), graded by two workers. The faults are really made,
-while a student's kernel runs: one worker killed by its pid (that student alone loses their grade, with a
-worker_killed problem; a new worker is forked for the rest), and the coordinator itself killed outright
+while a student's kernel runs: one worker killed by its pid, its kernel parent stopped first (its sandbox ends
+at once, though the fork server may have started it; that student alone loses their grade, with a worker_killed
+problem; a new worker is forked for the rest), and the coordinator itself killed outright
 (nothing it started may be left running: fork server, workers, sandboxes, kernels).
 """
 
@@ -53,15 +54,33 @@ def descendants(pid: int, table: dict) -> set:
     return below
 
 
+def pipes(pid: int) -> set:
+    """The pipes process ``pid`` holds an end of."""
+    found = set()
+    for fd in os.listdir(f"/proc/{pid}/fd"):
+        try:
+            found.add(os.readlink(f"/proc/{pid}/fd/{fd}"))
+        except OSError:
+            continue
+    return {link for link in found if link.startswith("pipe:")}
+
+
 def worker_with_a_running_kernel(run: subprocess.Popen):
-    """(a worker the fork server forked, with a student's kernel running below it, the process table) or None."""
+    """(a worker the fork server forked, whose kernel parent runs a student's kernel, its kernel's pid, the process
+    table) or None. The server starts the first workers' kernel parents itself: a worker is told from a parent's
+    sandbox by its command line (a forked worker keeps the server's), and its parent by the pipe they share."""
     table = processes()
     servers = [p for p in descendants(run.pid, table) if FORK_SERVER in table[p][1] and table[p][0] == run.pid]
-    for server in servers:
-        for worker in (p for p, (parent, _) in table.items() if parent == server):
-            below = descendants(worker, table)
-            if any(KERNEL_PARENT in table[p][1] and KERNEL_PARENT in table[table[p][0]][1] for p in below):
-                return worker, table
+    forked = lambda up: KERNEL_PARENT in table.get(up, (0, ""))[1]  # a kernel: forked by a kernel parent
+    kernels = [p for p, (up, line) in table.items() if KERNEL_PARENT in line and forked(up)]
+    try:
+        for server in servers:
+            for worker in (p for p, (up, line) in table.items() if up == server and FORK_SERVER in line):
+                for kernel in kernels:
+                    if pipes(worker) & pipes(table[kernel][0]):  # the parent's stdin, written by its worker
+                        return worker, kernel, table
+    except OSError:  # a process ended meanwhile: look again
+        return None
     return None
 
 
@@ -73,8 +92,13 @@ def start_grading(root: Path) -> subprocess.Popen:
 def test_a_worker_killed_mid_student_costs_that_student_alone(demo, tmp_path):
     root = copy_of(demo, tmp_path)
     run = start_grading(root)
-    worker, _ = wait_until(lambda: worker_with_a_running_kernel(run), 600, "a worker with a kernel running")
+    found = wait_until(lambda: worker_with_a_running_kernel(run), 600, "a worker with a kernel running")
+    worker, kernel, table = found
+    os.kill(table[kernel][0], signal.SIGSTOP)  # its kernel parent, stopped (a kernel can): it reads nothing more
     os.kill(worker, signal.SIGKILL)
+    # the sandbox ends with its worker at once, though the fork server may have started it (then the pool ends it)
+    wait_until(lambda: not os.path.exists(f"/proc/{kernel}"), 3, "the killed worker's kernel to end")
+    assert run.poll() is None  # (not because grading ended)
     out, err = run.communicate(timeout=1800)
     assert run.returncode == 0, err[-4000:]
     killed = [p for p in json.loads((root / "problems.json").read_text()) if p["problem"] == "worker_killed"]
@@ -90,7 +114,7 @@ def test_a_worker_killed_mid_student_costs_that_student_alone(demo, tmp_path):
 def test_the_coordinator_killed_leaves_nothing_of_the_run_running(demo, tmp_path):
     root = copy_of(demo, tmp_path)
     run = start_grading(root)
-    _, table = wait_until(lambda: worker_with_a_running_kernel(run), 600, "a worker with a kernel running")
+    *_, table = wait_until(lambda: worker_with_a_running_kernel(run), 600, "a worker with a kernel running")
     started = descendants(run.pid, table)
     assert any(FORK_SERVER in table[p][1] for p in started) and any(KERNEL_PARENT in table[p][1] for p in started)
     run.kill()
