@@ -22,6 +22,7 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
@@ -128,7 +129,8 @@ class Worker:
                     start_new_session=True,
                     env=self.environment(),
                 )
-        threading.Thread(target=self._read, args=(self.proc, self.lines), daemon=True).start()
+        self.reader = threading.Thread(target=self._read, args=(self.proc, self.lines), daemon=True)
+        self.reader.start()
 
     def start(self) -> None:
         """Ready to grade, its gradebook a fresh template copy (a worker opens it at its first student)."""
@@ -175,7 +177,11 @@ class Worker:
 
     def kill(self) -> None:
         if self.proc and self.proc.poll() is None:
-            if self.proc.pid is None:  # not forked yet: it will find its stdin closed, and end
+            # Not forked yet: its pid comes once the server has loaded (its uid is not free before it has ended)
+            deadline = time.monotonic() + 60
+            while self.proc.pid is None and self.reader.is_alive() and time.monotonic() < deadline:
+                time.sleep(0.02)
+            if self.proc.pid is None:  # the server has ended (or hangs) without forking it: it ends on its own
                 self.proc.stdin.close()
             else:
                 try:

@@ -62,16 +62,23 @@ def _rate_chart(rates, notebook) -> Markup:
 
 
 def _diagnosis_chart(top) -> Markup | None:
-    """The class's ten most frequent (step, diagnosis) pairs, as bars of students."""
+    """The class's ten most frequent (step, diagnosis) pairs, as bars of students; a step is named with its
+    notebook's first word ("ex4 dC": Exercises 1 and 4 both have a dC)."""
     pairs = sorted(
-        ((len(students), step, label(kind)) for (_, step), kinds in top.items() for kind, students in kinds),
+        ((len(students), nb, step, label(kind)) for (nb, step), kinds in top.items() for kind, students in kinds),
         key=lambda pair: -pair[0],
     )[:10]
     if not pairs:
         return None
     bars = [
-        (f"{step.removeprefix('test_')}: {text}", n, "#c44e52", "", f"{step}: {text}: {_students(n)}")
-        for n, step, text in pairs
+        (
+            f"{nb.split('_')[0]} {step.removeprefix('test_')}: {text}",
+            n,
+            "#c44e52",
+            "",
+            f"{nb}, {step}: {text}: {_students(n)}",
+        )
+        for n, nb, step, text in pairs
     ]
     return charts.rows(bars, "students", "most frequent diagnoses")
 

@@ -24,6 +24,7 @@ import time
 import traceback
 from dataclasses import asdict, dataclass, field
 
+from ..data import EMBEDDED_NAMES
 from .gradebook import GradedSubmission, read_submission
 from .problems import Problem
 
@@ -119,6 +120,17 @@ def start_kernel_parent(app):
         return None
 
 
+def feedback_without_data(api, assignment: str, student: str) -> dict:
+    """nbgrader's generate_feedback, without the copy of the data set it would give every student (names.txt,
+    228 KB: nbgrader copies whatever else the autograded folder holds)."""
+    ignored = api.coursedir.ignore
+    api.coursedir.ignore = [*ignored, EMBEDDED_NAMES.name]
+    try:
+        return api.generate_feedback(assignment, student, force=True)
+    finally:
+        api.coursedir.ignore = ignored
+
+
 def main(argv=None) -> None:
     from ..sandbox.forked_kernels import KernelParents
     from ..sandbox.stage import own_mount_namespace
@@ -157,7 +169,7 @@ def main(argv=None) -> None:
         autograded = time.monotonic()
         error = result.get("error") or ""
         if result["success"] and feedback:
-            made = api.generate_feedback(assignment, student, force=True)
+            made = feedback_without_data(api, assignment, student)
             if not made["success"]:
                 error = "feedback: " + (made.get("error") or "")
         profile = {

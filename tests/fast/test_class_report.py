@@ -284,14 +284,14 @@ def test_misconceptions_feedback_links_and_history(tmp_path):
     diagnoses = page.charts[2]
     bars = check_chart(diagnoses)
     assert diagnoses["aria-label"] == "most frequent diagnoses"
-    assert bars[0]["title"] == "test_dcounts_sum_inv: summed or normalised over the wrong dimension: 3 students"
+    assert bars[0]["title"] == f"{EX1}, test_dcounts_sum_inv: summed or normalised over the wrong dimension: 3 students"
     assert sorted(bar["title"] for bar in bars[1:]) == [
-        "test_dC: repeated indices not accumulated: 1 student",
-        "test_dlogprobs: other reasons: 1 student",
-        "test_dprobs: wrong sign: 1 student",
+        f"{EX1}, test_dC: repeated indices not accumulated: 1 student",
+        f"{EX1}, test_dlogprobs: other reasons: 1 student",
+        f"{EX1}, test_dprobs: wrong sign: 1 student",
     ]
     assert proportional([float(bar["width"]) for bar in bars], [3, 1, 1, 1])
-    assert "dcounts_sum_inv: summed or normalised over the wrong dimension" in diagnoses["texts"]
+    assert "ex1 dcounts_sum_inv: summed or normalised over the wrong dimension" in diagnoses["texts"]
     assert {bar["fill"] for bar in bars} == {"#c44e52"}
     # each student's row links to their feedback
     assert '<td><a href="feedback/ben/backprop_ninja/ex1_atomic_backward.html">ben</a></td>' in text
@@ -332,10 +332,10 @@ def test_hostile_step_names_in_the_charts(tmp_path):
     # the label column holds the longest label (0.6 of the font size a character), left of the bars
     assert float(chart["bars"][0]["x"]) >= 0.6 * 12 * len(long_step)
     assert [b["title"] for b in check_chart(diagnoses)] == [
-        f"{HOSTILE_STEP}: other reasons: 2 students",
-        f"{long_step}: wrong sign: 1 student",
+        f"{EX1}, {HOSTILE_STEP}: other reasons: 2 students",
+        f"{EX1}, {long_step}: wrong sign: 1 student",
     ]
-    assert f"{HOSTILE_STEP.removeprefix('test_')}: other reasons" in diagnoses["texts"]
+    assert f"ex1 {HOSTILE_STEP.removeprefix('test_')}: other reasons" in diagnoses["texts"]
     assert report._diagnosis_chart({}) is None
     # the same input gives the same bytes
     assert report._rate_chart(rates, "<b>nb</b>") + report._diagnosis_chart(top) == text
@@ -351,3 +351,15 @@ def test_the_report_imports_no_matplotlib(tmp_path, gradebook_db):
     )
     subprocess.run([sys.executable, "-c", code, str(tmp_path)], check=True, cwd=REPO)
     assert (tmp_path / "class_report.html").is_file()
+
+
+def test_the_diagnosis_chart_tells_steps_of_different_notebooks_apart():
+    """Exercises 1 and 4 both have a dC step: each bar names its notebook."""
+    top = {(EX1, "test_dC"): [("wrong_sign", ["ada", "ben"])], ("ex4_manual_training", "test_dC"): [("other", ["cy"])]}
+    page = Page(f"<body>{report._diagnosis_chart(top)}</body>")
+    (chart,) = page.charts
+    assert [t for t in chart["texts"] if "dC" in t] == ["ex1 dC: wrong sign", "ex4 dC: other reasons"]
+    assert [b["title"] for b in chart["bars"]] == [
+        f"{EX1}, test_dC: wrong sign: 2 students",
+        "ex4_manual_training, test_dC: other reasons: 1 student",
+    ]

@@ -610,6 +610,7 @@ def test_feedback_for_every_graded_student(graded):
     for student, row in rows(course).items():
         html = course.root / "feedback" / student / ASSIGNMENT / f"{NB}.html"
         assert html.is_file() == (row[NB] != ""), student
+        assert not (html.parent / "names.txt").exists()  # the feedback, not another copy of the data set
     html = (course.root / "feedback" / "bad_uninterruptible" / ASSIGNMENT / f"{NB}.html").read_text()
     # the notebook-wide limit or, on a loaded machine, the cell timeout that comes first: either way the
     # feedback names the time problem
