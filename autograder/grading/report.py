@@ -9,7 +9,7 @@ import statistics
 from pathlib import Path
 
 import jinja2
-from markupsafe import Markup
+from markupsafe import Markup, escape
 
 from . import charts
 from .changes import FIRST_GRADING
@@ -30,6 +30,11 @@ TEMPLATES = jinja2.Environment(
 
 def _fmt(x, digits=1):
     return "" if x is None else (f"{x:.0f}" if float(x).is_integer() else f"{x:.{digits}f}")
+
+
+def _breakable(name: str) -> Markup:
+    """``name``, free to wrap after each underscore (a table of long notebook names fits the page)."""
+    return Markup("_<wbr>").join(escape(part) for part in name.split("_"))
 
 
 def _students(n) -> str:
@@ -212,7 +217,7 @@ def write_report(
         notes=data.notes,
         histogram=_histogram(percents) if percents else None,
         notebooks=_notebook_sections(data),
-        notebook_names=data.notebooks,
+        notebook_names=[_breakable(n) for n in data.notebooks],
         hardest=HARDEST,
         problems={k: [(p.student, p.notebook or "", p.detail) for p in v] for k, v in data.by_kind().items()},
         meanings=KINDS,

@@ -73,7 +73,7 @@ class Page(HTMLParser):
     A chart is an ``<svg>``: its attributes, its texts and its bars (each ``<rect>``'s attributes, its
     ``<title>`` under "title")."""
 
-    VOID = {"meta", "img", "br", "hr", "link", "input"}
+    VOID = {"meta", "img", "br", "hr", "link", "input", "wbr"}
 
     def __init__(self, text):
         super().__init__()
@@ -295,6 +295,7 @@ def test_misconceptions_feedback_links_and_history(tmp_path):
     assert {bar["fill"] for bar in bars} == {"#c44e52"}
     # each student's row links to their feedback
     assert '<td><a href="feedback/ben/backprop_ninja/ex1_atomic_backward.html">ben</a></td>' in text
+    assert "<th>ex1_<wbr>atomic_<wbr>backward</th>" in text  # a long notebook name wraps at its underscores
     # regrades: the totals that changed, the latest run first
     assert ["2026-12-02T09:00:00+00:00", "ben", "1", "2", "new submission"] in page.rows
     assert not [r for r in page.rows if r[:2] == ["2026-12-02T09:00:00+00:00", "ada"]]
