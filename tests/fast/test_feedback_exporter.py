@@ -1,0 +1,73 @@
+"""The feedback pages' exporter gives the page nbconvert's HTMLExporter gives, without its BeautifulSoup pass."""
+
+import base64
+import copy
+
+import nbformat
+from bs4 import BeautifulSoup
+from nbconvert.exporters import HTMLExporter
+from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
+from nbgrader.converters import GenerateFeedback
+from nbgrader.coursedir import CourseDirectory
+from traitlets.config import Config
+
+from autograder.preprocessors import FeedbackExporter
+from autograder.preprocessors.feedback_exporter import NO_ALT
+
+WIDGET = {"model_id": "0a1b", "version_major": 2, "version_minor": 0}
+PNG = base64.b64encode(bytes.fromhex("89504e470d0a1a0a")).decode()
+
+
+def tree(html: str):
+    """The page as (tag, attributes, children) and text, however its attributes were ordered or quoted."""
+
+    def walk(node):
+        if node.name is None:
+            return str(node)
+        attrs = {k: " ".join(v) if isinstance(v, list) else v for k, v in node.attrs.items()}
+        return node.name, sorted(attrs.items()), [walk(child) for child in node.children]
+
+    return walk(BeautifulSoup(html, "html.parser"))
+
+
+def feedback_notebook():
+    graded = new_code_cell(
+        "assert dC.shape == C.shape",
+        metadata={"nbgrader": {"grade": True, "grade_id": "test_dC", "locked": True, "points": 1, "score": 1}},
+    )
+    code = new_code_cell("plt.plot(losses)  # <img> in code is text", execution_count=3)
+    code.outputs = [
+        new_output("stream", name="stdout", text="loss 2.31 <not a tag>\n"),
+        new_output("display_data", data={"image/png": PNG, "text/plain": "<Figure>"}),
+        new_output(
+            "display_data", data={"text/html": f'<img src="data:image/png;base64,{PNG}" alt="mine"><IMG\nsrc=x>'}
+        ),
+        new_output("execute_result", data={"text/plain": "tensor(2.31)"}, execution_count=3),
+        # tqdm.auto's progress bar, as Exercise 4 shows it in Jupyter: a widget without its saved state
+        new_output("display_data", data={"application/vnd.jupyter.widget-view+json": WIDGET, "text/plain": "100%"}),
+    ]
+    return new_notebook(
+        cells=[new_markdown_cell("# Exercise 4\nThe *loss* falls: ![](plot.png)"), code, graded],
+        metadata={"language_info": {"name": "python", "pygments_lexer": "ipython3"}},
+    )
+
+
+def test_the_feedback_page_is_html_exporters_own(tmp_path):
+    config = Config()
+    config.GenerateFeedback.exporter_class = FeedbackExporter
+    converter = GenerateFeedback(coursedir=CourseDirectory(root=str(tmp_path)), config=config)
+    resources = {
+        "nbgrader": {"notebook": "ex4_manual_training", "score": 1, "max_score": 2, "late_penalty": 0},
+        "inlining": {"css": []},
+    }
+    notebook, pages = feedback_notebook(), []
+    for exporter_class in (converter.exporter_class, HTMLExporter):
+        exporter = exporter_class(parent=converter, config=converter.config)
+        html, _ = exporter.from_notebook_node(nbformat.from_dict(copy.deepcopy(notebook)), copy.deepcopy(resources))
+        pages.append(html)
+    ours, theirs = pages
+    assert converter.exporter_class is FeedbackExporter and "ex4_manual_training (Score: 1.0 / 2.0)" in ours
+    assert tree(ours) == tree(theirs)
+    # every image has an alt text: the markdown's (empty here), the student's own, else nbconvert's
+    alts = [img.get("alt") for img in BeautifulSoup(ours, "html.parser").find_all("img")]
+    assert alts == ["", NO_ALT, "mine", NO_ALT], alts
