@@ -11,7 +11,8 @@ The protocol: one JSON line on stdout when it is ready (``READY``), then one ``W
 JSON line per student, with the grades it wrote into its own gradebook. Everything else the worker or
 nbgrader prints goes to stderr. One process serves many students, so nbgrader, torch and the grader's
 reference setup are loaded once. It exits when its parent does (a killed coordinator or Dask worker
-leaves no grader behind; its kernel, under bubblewrap's --die-with-parent, goes with it).
+leaves no grader behind). A kernel parent it started, under bubblewrap's --die-with-parent, goes with it;
+one its fork server started for it is ended by the worker, or by the pool when it kills the worker.
 """
 
 import json
