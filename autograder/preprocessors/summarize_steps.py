@@ -10,8 +10,10 @@ A row for every graded cell worth points (a 0-point grade cell is not a step), i
 notebook's order, with the gradients in backward order (Exercise 4 grades its parameter gradients
 in the order ``backward_pass`` returns them). The first ✘ row is then the most upstream wrong step:
 the one to fix first, since a step computed correctly from a wrong upstream gradient keeps its
-points (error carried forward). Each row links to its cell; the course text is linked by its web
-address, so the page works wherever the student opens it.
+points (error carried forward). When several wrong steps give the same first reason (Exercise 4's
+``backward_pass`` raised, so none of its gradients could be judged), the headline names that reason too.
+Each row links to its cell; the course text is linked by its web address, so the page works wherever
+the student opens it.
 """
 
 import functools
@@ -129,6 +131,14 @@ def table_html(rows: list, late_penalty: float, commented: list, repository: str
             f"{right} of {len(rows)} steps right. <strong>Fix first: {_link(first)}</strong> "
             f"({first.score:g} of {first.points:g} point{'s' if first.points != 1 else ''}), marked below."
         )
+        # One reason for several wrong steps (backward_pass raised, the kernel died) is the mistake to fix
+        shared = [row for row in rows if not row.right and row.reasons[:1] == first.reasons[:1]]
+        if first.reasons and len(shared) > 1:
+            lost = sum(row.points - row.score for row in shared)
+            headline += (
+                f" {len(shared)} steps ({lost:g} points) fail for the same reason: "
+                f"<strong>{html.escape(first.reasons[0])}</strong>"
+            )
     lines = [
         '<div class="steps-summary">',
         f'<div class="steps-headline">{headline}</div>',

@@ -82,6 +82,30 @@ def test_steps_in_backward_order_with_the_most_upstream_wrong_one_first_to_fix()
     assert "#toc { display: none; }" in resources["inlining"]["css"][-1]  # nbgrader's "Test cell" list gives way
 
 
+def test_one_reason_for_several_wrong_steps_is_named_in_the_headline():
+    """Exercise 4's backward_pass raised: every gradient has the same reason, which names the mistake (dC) that the
+    first row (dW2) does not."""
+    raised = f"backward_pass raised NameError on the check batch: name 'dC' is not defined {HOSTILE}"
+    cells = [
+        graded_cell(f"test_d{p}", points, 0, verdict(f"d{p}", 0, points, raised))
+        for p, points in [("C", 2), ("W1", 1), ("b1", 1), ("W2", 1), ("b2", 1), ("bngain", 1), ("bnbias", 1)]
+    ]
+    cells.append(graded_cell("test_training", 4, 4, verdict("training run", 4, 4, "follows autograd's run")))
+    nb, _ = summarize(cells)
+    page = FeedbackPage(clean_html(nb.cells[0].source))
+    assert page.headline == (
+        f"1 of 8 steps right. Fix first: dW2 (0 of 1 point), marked below. 7 steps (8 points) fail for the same "
+        f"reason: {raised}"
+    )
+    assert [r.first for r in page.rows] == [True] + [False] * 7
+    assert "<script" not in nb.cells[0].source
+    # a reason of its own: the most upstream wrong step is the one to fix, as before
+    cells[3] = graded_cell("test_dW2", 1, 0, verdict("dW2", 0, 1, "dW2 is transposed"))
+    nb, _ = summarize(cells)
+    page = FeedbackPage(clean_html(nb.cells[0].source))
+    assert page.headline == "1 of 8 steps right. Fix first: dW2 (0 of 1 point), marked below."
+
+
 def test_notes_under_the_table_late_penalty_comments_and_absolute_course_links():
     answer = new_code_cell("dW2 = ...")
     answer.metadata.nbgrader = {"solution": True, "grade": False, "grade_id": "answer_dW2", "comment": "See me"}
