@@ -112,6 +112,13 @@ def main(argv=None) -> None:
         metavar="GB",
         help="address space of one sandboxed kernel (default: SandboxedKernelManager.memory_limit, 4)",
     )
+    grade.add_argument(
+        "--grader-time-limit",
+        type=float,
+        metavar="SECONDS",
+        help="limit of the grader's own work for one student, its notebooks' run left out (nbgrader's bookkeeping, "
+        "feedback): over it, the student gets grader_time_limit and the worker goes on (default: 120)",
+    )
     grade.add_argument("--out", help="folder for grades.csv, problems.json (default: the course root)")
     grade.add_argument("--no-feedback", action="store_true", help="skip nbgrader generate_feedback")
     grade.add_argument("--quiet", action="store_true", help="no progress bar")
@@ -205,6 +212,7 @@ def run(args) -> None:
                 progress=not args.quiet,
                 scheduler=args.scheduler,
                 warm_kernels=args.warm_kernels is not False,
+                grader_time_limit=args.grader_time_limit,
                 profile=args.profile and Path(args.profile).resolve(),
             )
         )

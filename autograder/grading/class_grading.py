@@ -70,6 +70,7 @@ class Options:
     progress: bool = True
     first_sandbox_uid: int = 61000  # as root, kernels run as the first free uids from here, one per worker
     warm_kernels: bool = True  # fork a student's kernels from a warm kernel parent in their sandbox
+    grader_time_limit: float | None = None  # None: worker.GRADER_SECONDS
     profile: Path | None = None  # a JSON line per student graded: where the worker's time went (grading.profile)
     extra_nbgrader_args: list = field(default_factory=list)
     scheduler: str | None = None  # a Dask scheduler's address: grade there (cluster.py), not in local workers
@@ -85,6 +86,7 @@ class Options:
             self.first_sandbox_uid,
             tuple(self.extra_nbgrader_args),
             self.warm_kernels,
+            self.grader_time_limit,
         )
 
 
@@ -233,11 +235,13 @@ class ClassGrading:
             else:
                 if result is None:
                     killed = f"the grading worker died or did not finish within {allowed:.0f} s (it was stopped)"
-                    problem = Problem(student, None, "worker_killed", f"{killed}; not graded")
+                    problems = [Problem(student, None, "worker_killed", f"{killed}; not graded")]
+                elif result.worker_ended:  # its watchdog stopped it, and said why
+                    problems = [Problem(student, p.notebook, p.kind, p.detail) for p in result.incidents]
                 else:
                     last = (result.error.strip().splitlines() or ["?"])[-1][:300]
-                    problem = Problem(student, None, "grader_error", f"nbgrader could not grade it: {last}")
-                record.problems.append(problem)
+                    problems = [Problem(student, None, "grader_error", f"nbgrader could not grade it: {last}")]
+                record.problems += problems
                 record.graded = []
                 forget_student(self.gradebook, self.root, self.assignment, student)
             # what timed out would time out again: it is retried only with --regrade-all

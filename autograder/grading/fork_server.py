@@ -126,7 +126,7 @@ def _kernel_parent_ahead(request: bytes):
     from . import worker
 
     try:
-        app = worker.nbgrader_app(json.loads(request))[2]
+        app = worker.nbgrader_app(json.loads(request))[-1]
     except (Exception, SystemExit):  # noqa: BLE001
         return None
     return worker.start_kernel_parent(app)

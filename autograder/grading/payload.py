@@ -4,8 +4,8 @@ CourseBundle    the course as a worker rebuilds it in a private folder: nbgrader
                 gradebook, the source folder, the grader settings and the coordinator's versions; sent once
                 per worker (``remote.CoursePlugin``)
 StudentJob      one student's staged (repaired) notebooks and timestamp.txt, as bytes: no shared filesystem
-StudentOutputs  what grading them gave: the ``WorkerResult`` and every file written under autograded/ and
-                feedback/, as bytes
+StudentOutputs  what grading them gave: the ``WorkerResult`` and nbgrader's files of the student (the graded
+                notebooks, their feedback pages, timestamp.txt), as bytes
 
 A worker refuses a job that is not this course's (``check_job``: a notebook over the size limit, not a valid
 notebook, not one of the course's names, nbgrader cells the release does not have), and a course from a

@@ -28,11 +28,11 @@ from pathlib import Path
 from typing import Callable
 
 from ..errors import GradingError
-from ..sandbox.uids import claim_sandbox_uid, restore_owner
+from ..sandbox.uids import claim_sandbox_uid
 from .fork_server import ForkedWorker, ForkServer
 from .staging import GRADING_DIR, STAGED
 from .stopping import CtrlC, grading_stopped
-from .worker import WorkerResult
+from .worker import TIME_LIMIT_OPTION, WorkerResult
 
 
 @dataclass(frozen=True)
@@ -47,6 +47,7 @@ class GraderSettings:
     first_sandbox_uid: int = 61000  # as root, kernels run as the first free uids from here, one per worker
     extra_nbgrader_args: tuple = ()
     warm_kernels: bool = True  # fork a student's kernels from a warm kernel parent in their sandbox
+    grader_time_limit: float | None = None  # None: worker.GRADER_SECONDS, the grader's own time per student
 
 
 class Worker:
@@ -92,6 +93,8 @@ class Worker:
             args += [f"--SandboxedKernelManager.sandbox_uid={uid}", f"--SandboxedKernelManager.sandbox_gid={uid}"]
         if not o.feedback:
             args.append("--no-feedback")
+        if o.grader_time_limit is not None:
+            args.append(f"{TIME_LIMIT_OPTION}={o.grader_time_limit:g}")
         return args + list(o.extra_nbgrader_args)
 
     def environment(self) -> dict:
@@ -286,8 +289,8 @@ class WorkerPool:
                     self.failure.append(f"the sandbox could not start a kernel for {student}: {result.sandbox_error}")
                     break
                 self.finish(student, result, allowed)
-                if result is None:  # killed: give the folder back from the sandbox's uid, start afresh
-                    restore_owner(worker.root / "autograded" / student)
+                if result is None or result.worker_ended:  # killed, or it stopped itself: start afresh
+                    worker.kill()
                     worker.start()
             worker.stop()
         except BaseException as error:  # noqa: BLE001 (reported by run(); the other workers stop)

@@ -14,6 +14,10 @@ KINDS = {
     # the grader could not grade the student at all
     "worker_killed": "a grading worker did not answer in time and was killed; the student is not graded",
     "grader_error": "nbgrader could not grade the submission; the student is not graded",
+    "grader_time_limit": (
+        "the grader's own work for the student (nbgrader's bookkeeping, feedback) ran over its time limit "
+        "(grade --grader-time-limit); the student is not graded, the worker went on with the next"
+    ),
     # while the notebook ran in the sandbox
     "kernel_died": "the kernel died (out of memory, os._exit, a crash); the cells after it scored 0",
     "notebook_time_limit": "the notebook was stopped at its wall-clock limit; cells after it scored 0",
@@ -21,6 +25,10 @@ KINDS = {
     "memory_limit": "a cell ran out of memory; the notebook went on",
     "process_limit": "a cell hit the sandbox's limit on processes",
     "output_limit": "a cell printed more than the output limit; the rest of its output was dropped",
+    "kernel_files_discarded": (
+        "the notebook wrote into its folder (files, links, pipes...); it worked in a copy inside the sandbox, so "
+        "what it wrote was thrown away unread; the grade is unaffected"
+    ),
     "no_answer_reported": (
         "the notebook ran to the end but no answer reached the grader: reports suppressed or the grading "
         "module replaced"

@@ -7,26 +7,36 @@ sandbox's tools, and rebuilds the course in a private folder of the worker (``Pr
 ``grade``, one Dask task per student, refuses a job that is not the course's (``payload.check_job``), writes
 the student's notebooks into the private course, grades them with ``pool.Worker`` (the worker process of a
 local run: nbgrader's autograde and feedback, every kernel in the sandbox, the same limits), and sends back
-its result and every file it wrote. A grader process is kept between students, so nbgrader and torch load
-once; there is one for each task the Dask worker runs at a time.
+its result and what nbgrader made for the student, by name (``returned_names``). A grader process is kept
+between students, so nbgrader and torch load once; there is one for each task the Dask worker runs at a time.
 """
 
 import itertools
 import os
 import shutil
+import stat
 import threading
 from pathlib import Path
 
 from distributed import WorkerPlugin, get_worker
 
 from ..errors import GradingError
-from ..sandbox.uids import restore_owner
-from .payload import CourseBundle, StudentJob, StudentOutputs, WorkerRefused, check_job, version_differences, versions
+from .payload import (
+    CourseBundle,
+    Refused,
+    StudentJob,
+    StudentOutputs,
+    WorkerRefused,
+    check_job,
+    version_differences,
+    versions,
+)
 from .pool import Worker
 from .preflight import SANDBOX_TOOLS
 from .staging import GRADING_DIR, STAGED
 
 PLUGIN = "backprop-ninja-course-"  # and the first 16 hex digits of the course's digest
+MAX_RETURNED_BYTES = 64 * 2**20  # a graded notebook (each cell's output is cut at 4 MB) or its feedback page
 
 
 def plugin_name(course_digest: str) -> str:
@@ -88,23 +98,12 @@ class PrivateCourse:
         worker, result = self._take(), None
         try:
             result = worker.grade(student, allowed)
-            files = {} if result is None else self._written(student)
+            files = {} if result is None else returned_files(self.root, self.bundle.assignment, student, job.notebooks)
         finally:
-            if result is None:  # killed mid-notebook: the sandbox's uid may still own the folder
-                restore_owner(self.root / "autograded" / student)
             for folder in (STAGED, "autograded", "feedback"):
                 shutil.rmtree(self.root / folder / student, ignore_errors=True)
-            self._give_back(worker, alive=result is not None)
+            self._give_back(worker, alive=result is not None and not result.worker_ended)
         return StudentOutputs(result, files)
-
-    def _written(self, student: str) -> dict:
-        found = {}
-        for kind in ("autograded", "feedback"):
-            folder = self.root / kind / student / self.bundle.assignment
-            for path in sorted(folder.rglob("*")):
-                if path.is_file():
-                    found[path.relative_to(self.root).as_posix()] = (path.stat().st_mode & 0o777, path.read_bytes())
-        return found
 
     def _take(self) -> Worker:
         with self.lock:
@@ -133,6 +132,45 @@ class PrivateCourse:
         for worker in idle:  # idle: nothing is lost, and a kill does not hold up the Dask worker
             worker.kill()
         shutil.rmtree(self.root, ignore_errors=True)
+
+
+def returned_names(assignment: str, student: str, notebooks) -> list:
+    """What a Dask worker sends back for a student, by name: what nbgrader made (each graded notebook and its
+    feedback page) and the timestamp.txt staged with them; nothing else of the folders is ever read."""
+    names = [f"autograded/{student}/{assignment}/timestamp.txt"]
+    for notebook in notebooks:
+        names += [
+            f"autograded/{student}/{assignment}/{notebook}.ipynb",
+            f"feedback/{student}/{assignment}/{notebook}.html",
+        ]
+    return names
+
+
+def read_regular(path: Path, limit: int) -> tuple | None:
+    """(permission bits, bytes) of ``path`` if it is a regular file, never following a link nor opening a pipe; None
+    when there is none. Refused beyond ``limit`` bytes."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:  # missing, a link (ELOOP), a socket (ENXIO)
+        return None
+    with os.fdopen(fd, "rb") as f:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            return None
+        data = f.read(limit + 1)
+    if len(data) > limit:
+        raise Refused(f"{path.name} is over {limit / 2**20:.0f} MB: not sent back")
+    return st.st_mode & 0o777, data
+
+
+def returned_files(root: Path, assignment: str, student: str, notebooks) -> dict:
+    """``returned_names`` that exist as regular files: {name: (permission bits, bytes)}."""
+    found = {}
+    for name in returned_names(assignment, student, notebooks):
+        file = read_regular(root / name, MAX_RETURNED_BYTES)
+        if file is not None:
+            found[name] = file
+    return found
 
 
 def grade(job: StudentJob, coordinator_versions: dict, allowed: float) -> StudentOutputs:

@@ -18,19 +18,21 @@ one its fork server started for it is ended by the worker, or by the pool when i
 import json
 import logging
 import os
-import re
+import stat
 import sys
 import threading
 import time
 import traceback
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 
-from ..data import EMBEDDED_NAMES
 from .gradebook import GradedSubmission, read_submission
 from .problems import Problem
 
 READY = {"ready": True}
-SANDBOX_ERROR = re.compile(r"autograder\.sandbox[\w.]*\.SandboxError: (.*)")
+GRADER_SECONDS = 120  # default of the grader's own time per student, kernels left out (grade --grader-time-limit)
+TIME_LIMIT_OPTION = "--grader-time-limit"
+TIMESTAMP_BYTES = 1000
 
 
 @dataclass
@@ -47,6 +49,8 @@ class WorkerResult:
     """Every ``Problem`` the grading kernel ran into (time, memory, a dead kernel...)."""
     sandbox_error: str = ""
     """The sandbox's own message when it could not start a kernel: then nobody can be graded."""
+    worker_ended: bool = False
+    """The worker stopped itself after this answer (its watchdog: ``grader_time_limit``): start another."""
     seconds: float = 0.0
     """How long grading the student took."""
     grades: GradedSubmission | None = None
@@ -65,12 +69,6 @@ class WorkerResult:
         known["incidents"] = [Problem.from_json(p) for p in data.get("incidents", [])]
         known["grades"] = GradedSubmission.from_json(data["grades"]) if data.get("grades") else None
         return cls(**known)
-
-
-def sandbox_error(log: str) -> str:
-    """The sandbox's own message when it could not start a kernel, else ''."""
-    found = SANDBOX_ERROR.findall(log)  # the traceback's last line, written by the grader's sandbox module
-    return found[-1].strip() if found else ""
 
 
 def exit_with_parent() -> None:
@@ -98,14 +96,16 @@ def load() -> None:
 
 
 def nbgrader_app(argv: list) -> tuple:
-    """(assignment, feedback, app): nbgrader's app, configured by the course's nbgrader_config.py and the worker's
-    arguments ``argv``, as ``nbgrader autograde`` would be."""
+    """(assignment, feedback, grader time limit, app): nbgrader's app, configured by the course's nbgrader_config.py
+    and the worker's arguments ``argv`` (nbgrader's, and ``--no-feedback``, ``--grader-time-limit=S``), as
+    ``nbgrader autograde`` would be."""
     from nbgrader.apps.baseapp import NbGrader
 
     assignment, *options = argv
+    limits = [float(a.split("=", 1)[1]) for a in options if a.startswith(f"{TIME_LIMIT_OPTION}=")]
     app = NbGrader()
-    app.initialize([a for a in options if a != "--no-feedback"])
-    return assignment, "--no-feedback" not in options, app
+    app.initialize([a for a in options if a != "--no-feedback" and not a.startswith(TIME_LIMIT_OPTION)])
+    return assignment, "--no-feedback" not in options, (limits or [GRADER_SECONDS])[-1], app
 
 
 def start_kernel_parent(app):
@@ -121,15 +121,68 @@ def start_kernel_parent(app):
         return None
 
 
-def feedback_without_data(api, assignment: str, student: str) -> dict:
-    """nbgrader's generate_feedback, without the copy of the data set it would give every student (names.txt,
-    228 KB: nbgrader copies whatever else the autograded folder holds)."""
-    ignored = api.coursedir.ignore
-    api.coursedir.ignore = [*ignored, EMBEDDED_NAMES.name]
+def read_regular(path: Path, limit: int) -> tuple | None:
+    """(permission bits, bytes) of ``path`` if it is a regular file, never following a link nor opening a pipe; None
+    when there is none, or it is over ``limit`` bytes."""
     try:
-        return api.generate_feedback(assignment, student, force=True)
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:  # missing, a link (ELOOP), a socket (ENXIO)
+        return None
+    with os.fdopen(fd, "rb") as f:
+        st = os.fstat(fd)
+        data = f.read(limit + 1) if stat.S_ISREG(st.st_mode) else None
+    return None if data is None or len(data) > limit else (st.st_mode & 0o777, data)
+
+
+def feedback_pages(api, assignment: str, student: str) -> dict:
+    """nbgrader's generate_feedback, making only the pages: none of the other files of the autograded folder is
+    copied (nbgrader would copy them all, names.txt among them), but timestamp.txt, which release_feedback reads."""
+    ignored = api.coursedir.ignore
+    api.coursedir.ignore = ["*"]  # (the folder itself matches: nbgrader walks nothing)
+    try:
+        made = api.generate_feedback(assignment, student, force=True)
     finally:
         api.coursedir.ignore = ignored
+    folder = Path(api.coursedir.format_path(api.coursedir.autograded_directory, student, assignment))
+    stamp = read_regular(folder / "timestamp.txt", TIMESTAMP_BYTES)
+    feedback = Path(api.coursedir.format_path(api.coursedir.feedback_directory, student, assignment))
+    if made["success"] and stamp is not None and feedback.is_dir():
+        (feedback / "timestamp.txt").write_bytes(stamp[1])
+    return made
+
+
+class Watchdog:
+    """Stops the worker when the grader's own work for one student (all but executing notebooks, which have their
+    own limits) runs over ``seconds``: ``expired(student)`` answers for the student, then the process ends."""
+
+    def __init__(self, seconds: float, expired):
+        self.seconds, self.expired = seconds, expired
+        self.student = None
+        threading.Thread(target=self._watch, daemon=True).start()
+
+    def start(self, student: str) -> None:
+        from ..preprocessors.grading_execute import GradingExecute
+
+        self.started, self.executed, self.student = time.monotonic(), GradingExecute.executing_seconds, student
+
+    def done(self) -> None:
+        self.student = None
+
+    def used(self) -> float:
+        """The grader's own seconds for the current student so far."""
+        from ..preprocessors.grading_execute import GradingExecute
+
+        now, since = time.monotonic(), GradingExecute.executing_since
+        executing = GradingExecute.executing_seconds - self.executed + (now - since if since else 0)
+        return now - self.started - executing
+
+    def _watch(self) -> None:
+        while True:
+            time.sleep(min(1.0, self.seconds / 4))
+            student = self.student
+            if student is not None and self.used() > self.seconds:
+                self.expired(student)
+                os._exit(1)
 
 
 def main(argv=None) -> None:
@@ -151,26 +204,41 @@ def main(argv=None) -> None:
     from ..preprocessors.grading_execute import GradingExecute
     from .profile import PHASES, DatabaseClock
 
-    assignment, feedback, app = nbgrader_app(argv)
+    assignment, feedback, limit, app = nbgrader_app(argv)
     start_kernel_parent(app)  # (unless the server has: then it is this worker's already)
     load()
 
     api = NbGraderAPI(coursedir=app.coursedir, parent=app)
     database = DatabaseClock()
     database.listen()
+    answering = threading.Lock()
+
+    def answer(result: WorkerResult) -> None:
+        with answering:
+            results.write(result.to_line())
+
+    def over_time(student: str) -> None:
+        detail = f"the grader's own work for this student took over {limit:g} s (kernels left out); not graded"
+        problem = Problem(student, None, "grader_time_limit", detail)
+        answer(WorkerResult(student, False, error=detail, incidents=[problem], worker_ended=True))
+        KernelParents.close()
+
+    watchdog = Watchdog(limit, over_time)
     results.write(json.dumps(READY) + "\n")
     for line in sys.stdin:
         student = line.strip()
         if not student:
             continue
         started = time.monotonic()
+        watchdog.start(student)
         GradingExecute.incidents.clear()
+        GradingExecute.sandbox_failure = ""
         result = api.autograde(assignment, student, force=True, create=True)
         KernelParents.student_done()  # nothing of the student stays in their kernel parent's sandbox
         autograded = time.monotonic()
         error = result.get("error") or ""
         if result["success"] and feedback:
-            made = feedback_without_data(api, assignment, student)
+            made = feedback_pages(api, assignment, student)
             if not made["success"]:
                 error = "feedback: " + (made.get("error") or "")
         profile = {
@@ -179,17 +247,20 @@ def main(argv=None) -> None:
             "feedback": time.monotonic() - autograded,
             "database": database.take(),
         }
-        answer = WorkerResult(
-            student=student,
-            success=bool(result["success"]),
-            error=error[-3000:],
-            incidents=list(GradingExecute.incidents),
-            sandbox_error=sandbox_error(error + "\n" + result.get("log", "")),
-            seconds=round(time.monotonic() - started, 2),
-            grades=read_submission(app.coursedir.db_url, assignment, student) if result["success"] else None,
-            profile=profile,
+        grades = read_submission(app.coursedir.db_url, assignment, student) if result["success"] else None
+        watchdog.done()
+        answer(
+            WorkerResult(
+                student=student,
+                success=bool(result["success"]),
+                error=error[-3000:],
+                incidents=list(GradingExecute.incidents),
+                sandbox_error=GradingExecute.sandbox_failure,
+                seconds=round(time.monotonic() - started, 2),
+                grades=grades,
+                profile=profile,
+            )
         )
-        results.write(answer.to_line())
 
 
 def run(argv=None) -> None:

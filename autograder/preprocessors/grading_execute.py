@@ -2,9 +2,12 @@
 
 import contextlib
 import hashlib
+import json
 import logging
 import os
 import secrets
+import shutil
+import tempfile
 import time
 
 from jupyter_client.manager import AsyncKernelManager
@@ -26,7 +29,7 @@ from ..grading.profile import (
     SETUP_CELLS,
     process_tree_cpu,
 )
-from ..sandbox import SandboxedKernelManager
+from ..sandbox import SandboxedKernelManager, SandboxError
 
 
 @contextlib.contextmanager
@@ -67,6 +70,30 @@ def record_incident(resources, kind: str, detail: str, log) -> None:
     resources["backprop_ninja"]["incidents"].append(problem)
     GradingExecute.incidents.append(problem)
     log.warning("GRADING PROBLEM %s/%s: %s: %s", problem.student, problem.notebook, kind, detail)
+
+
+def left_behind_detail(left: dict) -> str:
+    """The instructor's words for what a kernel left in its folder (the kernel parent's summary, whose names are the
+    kernel's own: shown quoted and cut short)."""
+    counts = left.get("counts") if isinstance(left.get("counts"), dict) else {}
+    counts = {str(kind): int(n) for kind, n in counts.items() if str(kind).isalpha()}
+    parts = [f"{n} {kind}{'s' if n != 1 else ''}" for kind, n in sorted(counts.items())]
+    changed = int(left.get("changed") or 0)
+    if changed:
+        parts.append(f"{changed} changed cop{'ies' if changed != 1 else 'y'} of its files")
+    what = ", ".join(parts) or "entries"
+    if left.get("capped"):
+        what = f"so many entries that only {sum(counts.values())} were looked at ({what})"
+    size = int(left.get("bytes") or 0)
+    size = f"{size / 2**20:.1f} MB" if size >= 2**20 else f"{size // 1024} KB"
+    examples = [json.dumps(str(e)[:200]) for e in (left.get("examples") or [])[:5]]
+    links = int(left.get("hard_links") or 0)
+    return (
+        f"the kernel left {what} ({size}) in its folder"
+        + (f", {links} of them hard links" if links else "")
+        + (f", e.g. {', '.join(examples)}" if examples else "")
+        + ": it worked in a copy inside its sandbox, so they were thrown away with it, and nothing of them was read"
+    )
 
 
 class _WithoutDebug(logging.LoggerAdapter):
@@ -118,13 +145,20 @@ class GradingExecute(Execute):
     ).tag(config=True)
 
     # What went wrong in each notebook this process executed (record_incident), for the class report: a Problem
-    # each; class grading's workers read and clear it.
+    # each; and the sandbox's message when it could not start a kernel (then nobody can be graded). Class grading's
+    # workers read and clear them.
     incidents = []
+    sandbox_failure = ""
+    # The seconds this process spent executing notebooks (kernels started, cells run), and since when it is in one:
+    # what a grading worker's watchdog leaves out of the grader's own time (``grading.worker``).
+    executing_seconds = 0.0
+    executing_since = None
 
     _run_secret = secrets.token_hex(16)
     _deadline = None
     _notebook = None  # the notebook being executed, as the profile names it
     _kernel_asked = 0.0
+    _left_behind = None  # what the notebook's kernel left in its folder (kernel_parent.left_behind), or None
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
@@ -147,11 +181,13 @@ class GradingExecute(Execute):
     start_new_kernel_client = run_sync(async_start_new_kernel_client)
 
     async def _async_cleanup_kernel(self):
-        process = getattr(getattr(self.km, "provisioner", None), "process", None)
+        km = self.km
+        process = getattr(getattr(km, "provisioner", None), "process", None)
         if process is not None:
             PHASES.add(self._notebook, KERNEL_CPU, process_tree_cpu(process.pid))
         with PHASES.phase(self._notebook, KERNEL_SHUTDOWN):
             await super()._async_cleanup_kernel()
+        self._left_behind = getattr(km, "left_behind", None)
 
     _cleanup_kernel = run_sync(_async_cleanup_kernel)
 
@@ -303,6 +339,8 @@ class GradingExecute(Execute):
                     found.append(("memory_limit", f"{where(i)} ran out of memory ({ename}); the notebook went on"))
                 elif ename == "BlockingIOError" or "Resource temporarily unavailable" in evalue:
                     found.append(("process_limit", f"{where(i)} hit the process limit ({ename}: {evalue[:80]})"))
+        if self._left_behind:
+            found.append(("kernel_files_discarded", left_behind_detail(self._left_behind)))
         for i in sorted(self._truncated):
             found.append(
                 (
@@ -313,6 +351,26 @@ class GradingExecute(Execute):
             )
         for kind, detail in found:
             record_incident(resources, kind, detail, self.log)
+
+    @contextlib.contextmanager
+    def _working_folder(self, resources):
+        """Unsandboxed, the kernel works in a temporary copy of the notebook's folder, removed afterwards (sandboxed,
+        the sandbox's scratch is that copy): nothing it writes is left in autograded/ for nbgrader to copy."""
+        metadata = resources.setdefault("metadata", {})
+        folder = metadata.get("path")
+        if self.sandbox or not folder:
+            yield
+            return
+        copy = tempfile.mkdtemp(prefix="backprop-ninja-unsandboxed-")
+        try:
+            for entry in os.scandir(folder):
+                if entry.is_file(follow_symlinks=False):
+                    shutil.copyfile(entry.path, os.path.join(copy, entry.name))
+            metadata["path"] = copy
+            yield
+        finally:
+            metadata["path"] = folder
+            shutil.rmtree(copy, ignore_errors=True)
 
     def preprocess(self, nb, resources, *args, **kwargs):
         seed = self.grading_seed(resources)
@@ -325,15 +383,21 @@ class GradingExecute(Execute):
             "notebook_time_limit_in": None,
             "incidents": [],
         }
-        self._output_bytes, self._truncated = {}, set()
+        self._output_bytes, self._truncated, self._left_behind = {}, set(), None
         # Killed, not asked to exit: nothing of the kernel is needed after the last cell, and its sandbox ends with
         # it (--die-with-parent); a graceful exit (ipykernel and torch tearing down) took 0.8 s a notebook.
         self.shutdown_kernel = "immediate"
         self._deadline = time.monotonic() + self.notebook_timeout if self.notebook_timeout else None
+        GradingExecute.executing_since = time.monotonic()
         try:
-            with environment(**variables):
+            with environment(**variables), self._working_folder(resources):
                 nb, resources = super().preprocess(nb, resources, *args, **kwargs)
+        except SandboxError as error:
+            GradingExecute.sandbox_failure = str(error)
+            raise
         finally:
             self._deadline = None
+            GradingExecute.executing_seconds += time.monotonic() - GradingExecute.executing_since
+            GradingExecute.executing_since = None
         self.record_incidents(nb, resources)
         return nb, resources

@@ -1,10 +1,12 @@
 """The bubblewrap sandbox every student's kernel runs in (grading principle 5: contained).
 
 Deny by default: the kernel sees only what an allow-list grants. The interpreter and its packages, the
-system libraries and the few /etc files a Python kernel needs are there read-only, the data file read-only,
-the student's own folder writable, with a private empty /tmp and its socket folder; nothing else of the
-grading machine exists inside. Its environment holds only the variables the allow-list names (no token,
-password or key). The list, with the reason for every entry, is in ``policy``.
+system libraries and the few /etc files a Python kernel needs are there read-only, the data file and the
+student's own folder read-only; the kernel works in a private copy of that folder in memory (the scratch),
+with a private empty /tmp and its socket folder; nothing else of the grading machine exists inside, and
+nothing the kernel writes leaves the sandbox but its messages to the grader (``policy.COMES_BACK``). Its
+environment holds only the variables the allow-list names (no token, password or key). The list, with the
+reason for every entry, is in ``policy``.
 
 Besides: no network (a network namespace with loopback only), its own pid/ipc/uts namespaces, no
 capabilities, no_new_privs, limits on memory, CPU time, processes and file size, and it dies with the
@@ -12,10 +14,11 @@ grader. When the grader runs as root, the kernel runs as an unprivileged uid (ro
 limit); otherwise it gets a user namespace. If ``bwrap``, ``prlimit`` (or, as root, ``setpriv``) is
 missing or the sandbox does not come up, starting the kernel raises :class:`SandboxError` and the notebook
 is not run unsandboxed (fail closed). Kernels, one notebook at a time, are forked from a kernel parent in
-the sandbox, and whatever a kernel leaves (processes, /tmp, /dev/shm, its socket folder) is cleared before
-the next. The sandbox shows one student's folder: a class-grading worker running as root keeps one sandbox
-for all its students and shows each student's folder in it in turn, after clearing the one before
-(``stage``); otherwise each student gets a sandbox of their own.
+the sandbox, and whatever a kernel leaves (processes, /tmp, /dev/shm, its scratch, its socket folder) is
+cleared before the next; what it left in its folder is named for the instructor, never copied. The sandbox
+shows one student's folder: a class-grading worker running as root keeps one sandbox for all its students
+and shows each student's folder in it in turn, after clearing the one before (``stage``); otherwise each
+student gets a sandbox of their own.
 
 How the course uses it: ``nbgrader_config.py`` runs ``GradingExecute``
 (``autograder/preprocessors/grading_execute.py``), whose ``sandbox = True`` (the default) starts every
@@ -24,15 +27,15 @@ kernel with :class:`SandboxedKernelManager`; ``backprop-ninja grade`` sets ``cou
 
   policy          the allow-list (files, environment) with its reasons, and the bwrap command line built
                   from it: data and pure functions, tested without kernels (tests/fast)
-  kernel_manager  SandboxedKernelManager: starts the kernel with that command line (sockets, lent folder)
+  kernel_manager  SandboxedKernelManager: has a kernel parent fork the kernel (sockets, what it left behind)
   kernel_parent   what runs inside the sandbox to fork the kernels: a Python that imported torch, ipykernel
                   and matplotlib once, and clears the sandbox after every kernel
   forked_kernels  the grader's side of it: starting a parent, a kernel provisioner that forks from it
   stage           the mounts that show a worker's parent one student's folder after another
-  uids            as root: the uid each grading worker's kernels run as, and a folder given back from it
+  uids            as root: the uid each grading worker's kernels run as
 """
 
-from .kernel_manager import SandboxedKernelManager, chown_tree
+from .kernel_manager import SandboxedKernelManager
 from .policy import SandboxError
 
-__all__ = ["SandboxError", "SandboxedKernelManager", "chown_tree"]
+__all__ = ["SandboxError", "SandboxedKernelManager"]

@@ -19,6 +19,7 @@ import select
 import shutil
 import signal
 import subprocess
+import threading
 import time
 
 from jupyter_client.provisioning import LocalProvisioner
@@ -27,8 +28,36 @@ from .policy import SandboxError
 from .stage import Stage
 
 PARENT_MODULE = "autograder.sandbox.kernel_parent"  # ``python -m PARENT_MODULE`` runs a kernel parent
+COLD = "--cold"  # its argument for a parent that imports nothing ahead and forks one kernel
 KERNEL_MODULE = "ipykernel_launcher"  # a kernel command a parent can fork: [python, -m, KERNEL_MODULE, ...]
+IPC_ENTRIES = 200  # a kernel makes six entries in the socket folder: more, and it is removed with its parent
 ANSWER_SECONDS = 10  # a parent answers in milliseconds (a fork, a waitpid, emptying /tmp)
+TAIL_BYTES = 64 * 1024  # what the grader keeps of a sandbox's stderr: the end, for the message when it fails
+
+
+class OutputTail:
+    """The end of what a process writes to a pipe, kept in memory (never on disk: a kernel may write gigabytes)."""
+
+    def __init__(self):
+        self.read_end, self.write_end = os.pipe()
+        self._tail = bytearray()
+        self._lock = threading.Lock()
+        threading.Thread(target=self._drain, daemon=True).start()
+
+    def _drain(self) -> None:
+        while chunk := os.read(self.read_end, 65536):
+            with self._lock:
+                self._tail += chunk
+                del self._tail[:-TAIL_BYTES]
+        os.close(self.read_end)
+
+    def started(self) -> None:
+        """The process has the write end: close this one, so that the drain ends with the process."""
+        os.close(self.write_end)
+
+    def text(self, chars: int = 3000) -> str:
+        with self._lock:
+            return bytes(self._tail[-chars:]).decode(errors="replace")
 
 
 def namespace_pids(root: int) -> dict:
@@ -91,23 +120,29 @@ class PidfdProcess:
 
 class KernelParent:
     """A kernel parent, running in the sandbox ``argv`` makes (``policy.command_line``): one student's, or with a
-    ``stage``, a worker's for all its students, one at a time (``stage.py``)."""
+    ``stage``, a worker's for all its students, one at a time (``stage.py``); ``single_use``, for one kernel."""
 
-    def __init__(self, key, argv: list, env: dict, cwd: str, rundir: str, stage: Stage | None = None):
-        self.key, self.rundir, self.stage = key, rundir, stage
+    def __init__(self, key, argv: list, env: dict, cwd: str, rundir: str, stage: Stage | None = None, single_use=False):
+        self.key, self.rundir, self.stage, self.single_use = key, rundir, stage, single_use
         self.kernels = set()  # the pids (inside) of its kernels that have not ended
         self.started = False  # it said it is ready (``ready``)
-        self.log_path = os.path.join(rundir, "kernel.log")  # the parent's output and its kernels'
-        with open(self.log_path, "ab") as log:
+        self.output = OutputTail()  # the parent's stderr and its kernels'
+        try:
             self.process = subprocess.Popen(
-                argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, cwd=cwd, env=env, text=True
+                argv,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=self.output.write_end,
+                cwd=cwd,
+                env=env,
+                text=True,
             )
+        finally:
+            self.output.started()
 
     def _fail(self, why: str):
-        with open(self.log_path, "rb") as log:
-            tail = log.read()[-3000:].decode(errors="replace")
         self.close()
-        raise SandboxError(f"the sandbox's kernel parent {why} (bwrap or kernel output follows):\n{tail}")
+        raise SandboxError(f"the sandbox's kernel parent {why} (bwrap or kernel output follows):\n{self.output.text()}")
 
     async def ready(self, timeout: float) -> None:
         """Wait until the parent has imported what its kernels share (at once when it already has)."""
@@ -172,19 +207,43 @@ class KernelParent:
         return True
 
     def _cleared(self) -> bool:
-        """Have the parent clear its sandbox; if it cannot answer, close it and say False."""
-        if "cleared" in self.ask({"clear": True}):
-            return True
+        """Have the parent clear its sandbox; if it cannot (it did not answer, or the sandbox holds too many files),
+        close it and say False."""
+        return self._clear()[0]
+
+    def _clear(self) -> tuple:
+        """(cleared, what the kernel before left in its folder: the parent's summary, or None)."""
+        reply = self.ask({"clear": True})
+        left = reply.get("left") if isinstance(reply.get("left"), dict) else None
+        if reply.get("cleared") is True:
+            return True, left
         self.close()
-        return False
+        return False, left
 
     def _empty_ipc(self) -> None:
-        """Remove what kernels left in the socket folder (it is theirs to write in); none may be running."""
-        for entry in os.scandir(os.path.join(self.rundir, "ipc")):
+        """Remove what kernels left in the socket folder (as root it is theirs only while one starts: a few sockets
+        each); none may be running. A folder with more than a kernel makes is removed with the parent."""
+        ipc = os.path.join(self.rundir, "ipc")
+        with os.scandir(ipc) as scan:
+            entries = [entry for _, entry in zip(range(IPC_ENTRIES + 1), scan)]
+        if len(entries) > IPC_ENTRIES:
+            self.close()
+            return
+        for entry in entries:
             if entry.is_dir(follow_symlinks=False):
                 shutil.rmtree(entry.path, ignore_errors=True)
             else:
                 os.unlink(entry.path)
+
+    def open_ipc(self) -> None:
+        """As root: let the next kernel bind its sockets in the socket folder (root's, so it can remove no others)."""
+        if os.geteuid() == 0:
+            os.chmod(os.path.join(self.rundir, "ipc"), 0o1777)
+
+    def close_ipc(self) -> None:
+        """As root: the kernel listens; from now on it cannot add, replace or remove anything in the socket folder."""
+        if os.geteuid() == 0:
+            os.chmod(os.path.join(self.rundir, "ipc"), 0o755)
 
     def inside(self, folder: str) -> str:
         """Where the sandbox sees ``folder``: on the stage if it has one (showing ``folder``), else ``folder``."""
@@ -194,11 +253,18 @@ class KernelParent:
             self._fail(f"was asked for a kernel in {folder}, but shows {self.stage.shown}")
         return self.stage.student
 
-    def kernel_ended(self, kernel: "ForkedKernel") -> None:
-        """Kill whatever the kernel left running in the sandbox, and empty its /tmp, /dev/shm and socket folder."""
+    def kernel_ended(self, kernel: "ForkedKernel") -> dict | None:
+        """Kill whatever the kernel left running in the sandbox, empty its /tmp, /dev/shm, scratch and socket folder;
+        return the parent's summary of what it left in its folder (None: nothing, or the parent is gone)."""
         self.kernels.discard(kernel.inner_pid)
-        if self.alive() and "cleared" in self.ask({"clear": True}) and not self.kernels:
+        if not self.alive():
+            return None
+        cleared, left = self._clear()
+        if cleared and self.single_use:
+            self.close()
+        elif cleared and not self.kernels:
             self._empty_ipc()
+        return left
 
     def close(self) -> None:
         """Stop the parent and its sandbox (every kernel in it)."""
@@ -269,11 +335,13 @@ class ForkedProvisioner(LocalProvisioner):
         self.pid, self.pgid, self.cwd = self.process.pid, None, kwargs["cwd"]
         return self.connection_info
 
-    def ended(self) -> None:
-        """The kernel has been shut down: its parent clears the sandbox for the next."""
-        if self.forked is not None:
-            self.kernel_parent.kernel_ended(self.forked)
-            self.forked = None
+    def ended(self) -> dict | None:
+        """The kernel has been shut down: its parent clears the sandbox for the next. What the kernel left in its
+        folder (the parent's summary), or None."""
+        if self.forked is None:
+            return None
+        forked, self.forked = self.forked, None
+        return self.kernel_parent.kernel_ended(forked)
 
 
 class KernelParents:

@@ -1,11 +1,10 @@
-"""SandboxedKernelManager: jupyter_client's kernel manager, with the kernel started by ``policy.command_line``.
+"""SandboxedKernelManager: jupyter_client's kernel manager, with the kernel forked in the sandbox of ``policy``.
 
-It adds what a command line cannot hold: the kernel's private socket folder and account files, lending
-the student's folder to the sandbox's uid while the kernel runs (as root), waiting until the kernel
-listens, and naming the cause when it never does. By default a kernel is forked from a kernel parent
-(``kernel_parent.py``, ``forked_kernels.py``): the sandbox, the socket folder and the account files are then
-the parent's, made once for all the student's notebooks, or in a root worker for all its students
-(``stage.py``).
+Every kernel is forked by a kernel parent in the sandbox (``kernel_parent.py``, ``forked_kernels.py``): one per
+student, or in a root worker one for all its students (``stage.py``), or with ``kernel_parent = False`` a parent of
+its own that imports nothing ahead. This adds what a command line cannot hold: the private socket folder and
+account files, waiting until the kernel listens (and naming the cause when it never does), and what the kernel
+left in its folder (``left_behind``), which the sandbox threw away.
 """
 
 from __future__ import annotations
@@ -13,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import os
 import shutil
-import stat
 import sys
 import tempfile
 import time
@@ -26,24 +24,12 @@ from traitlets import Bool, DottedObjectName, Float, Integer, Unicode, default
 
 from ..data import NAMES_VARIABLE
 from . import policy
-from .forked_kernels import KERNEL_MODULE, PARENT_MODULE, ForkedProvisioner, KernelParent, KernelParents
+from .forked_kernels import COLD, KERNEL_MODULE, PARENT_MODULE, ForkedProvisioner, KernelParent, KernelParents
 from .policy import NOTEBOOK_VARIABLES, SandboxError
 from .stage import Stage
 
 GiB = 2**30
 PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-
-def chown_tree(top: str, uid: int, gid: int) -> None:
-    """Give ``top`` and everything below it to uid:gid, never following symlinks."""
-    os.lchown(top, uid, gid)
-    for folder, dirs, files in os.walk(top):
-        for name in dirs + files:
-            path = os.path.join(folder, name)
-            os.lchown(path, uid, gid)
-            st = os.lstat(path)
-            if stat.S_ISREG(st.st_mode) and st.st_mode & 0o6000:
-                os.chmod(path, st.st_mode & 0o1777)  # no setuid/setgid files survive
 
 
 class PromptKernelClient(AsyncKernelClient):
@@ -138,13 +124,20 @@ class SandboxedKernelManager(AsyncKernelManager):
         config=True,
         help=("Size in bytes of the kernel's private /tmp and /dev/shm tmpfs (RAM, not covered by RLIMIT_AS)."),
     )
+    scratch_size = Integer(
+        512 * 2**20,
+        config=True,
+        help=(
+            "Size in bytes of the kernel's working folder: a tmpfs (RAM) holding a copy of the student's folder, "
+            "thrown away with the kernel; the most a notebook may write there."
+        ),
+    )
     sandbox_uid = Integer(
         65534,
         config=True,
         help=(
             "uid the kernel runs as when the grader is root ('nobody'; RLIMIT_NPROC counts "
-            "all its processes on the host). The student's folder is lent to it while the "
-            "kernel runs and given back afterwards. Ignored when the grader is not root."
+            "all its processes on the host). Ignored when the grader is not root."
         ),
     )
     sandbox_gid = Integer(65534, config=True, help="gid to go with sandbox_uid.")
@@ -156,7 +149,7 @@ class SandboxedKernelManager(AsyncKernelManager):
             "Fork each kernel from a kernel parent: a Python in the sandbox that has imported torch, ipykernel and "
             "matplotlib once, so that a kernel starts without paying for them (kernel_parent.py). One per student, "
             "or in a grading worker that runs as root, one for all its students (stage.py). False: every kernel "
-            "starts in a new sandbox of its own."
+            "starts in a new sandbox of its own, from a parent that imports nothing ahead."
         ),
     )
 
@@ -179,22 +172,8 @@ class SandboxedKernelManager(AsyncKernelManager):
     def _process_limit_default(self) -> int:
         return max(64, 32 + 4 * (os.cpu_count() or 1))
 
-    _rundir = None  # the kernel's sockets, log and account files (its kernel parent's, when forked)
-    _lent = None  # what gives the student folder back, once lent to sandbox_uid for this kernel
-    _forked = False  # the kernel was forked by its student's kernel parent
-
-    def _lend(self, folder: str):
-        """As root, give ``folder`` to sandbox_uid; returns what gives it back (None when not root)."""
-        if os.geteuid() != 0:
-            return None
-        st = os.stat(folder)
-        chown_tree(folder, self.sandbox_uid, self.sandbox_gid)
-
-        def give_back():
-            if os.path.isdir(folder):  # (unless it is gone meanwhile)
-                chown_tree(folder, st.st_uid, st.st_gid)
-
-        return give_back
+    _rundir = None  # the kernel's sockets and account files (its kernel parent's)
+    left_behind = None  # once the kernel has ended: what it left in its folder (kernel_parent.left_behind), or None
 
     @property
     def kernel_spec(self):
@@ -223,8 +202,7 @@ class SandboxedKernelManager(AsyncKernelManager):
             with open(os.path.join(rundir, name), "w") as f:
                 f.write(text)
             os.chmod(f.name, 0o644)
-        if os.geteuid() == 0:
-            os.chown(os.path.join(rundir, "ipc"), self.sandbox_uid, self.sandbox_gid)
+        os.chmod(os.path.join(rundir, "ipc"), 0o755)  # as root, root's: KernelParent.open_ipc lets a kernel in
         return rundir
 
     def _interpreter(self) -> str:
@@ -244,9 +222,12 @@ class SandboxedKernelManager(AsyncKernelManager):
     def _staged(self) -> bool:
         return KernelParents.staged and self.stage_students
 
-    def _forks(self) -> bool:
+    def _check_spec(self) -> None:
+        """Only an ipykernel kernel can be forked by a kernel parent, and so run in the sandbox."""
         spec = self.kernel_spec
-        return self.kernel_parent and spec is not None and spec.argv[1:3] == ["-m", KERNEL_MODULE]
+        if spec is None or spec.argv[1:3] != ["-m", KERNEL_MODULE]:
+            argv = " ".join(spec.argv[:3]) if spec else "none"
+            raise SandboxError(f"the sandbox runs ipykernel kernels (python -m {KERNEL_MODULE}), not {argv}")
 
     def _parent_recipe(self, env: dict, folder: str | None) -> tuple:
         """(key, start): what tells this kernel's sandbox from others (the kernel parents' key), and what starts a
@@ -254,17 +235,20 @@ class SandboxedKernelManager(AsyncKernelManager):
         interpreter = self._interpreter()
         kernel_env = policy.kernel_environment(env, interpreter, PACKAGE_DIR)
         parent_env = {k: v for k, v in kernel_env.items() if k not in NOTEBOOK_VARIABLES}
-        staged = self._staged()
-        sandbox = (interpreter, tuple(sorted(parent_env.items())), self._run_as(), self._limits(), self.tmp_size)
-        key = ("stage" if staged else folder, *sandbox)
+        staged, cold = self._staged() and self.kernel_parent, not self.kernel_parent
+        sizes = (self.tmp_size, self.scratch_size)
+        sandbox = (interpreter, tuple(sorted(parent_env.items())), self._run_as(), self._limits(), sizes)
+        key = ("stage" if staged else folder, uuid.uuid4().hex if cold else "", *sandbox)
 
         def start() -> KernelParent:
             rundir, stage = self._new_rundir(), None
             try:
                 if staged:
                     stage = Stage(os.path.join(rundir, "stage"), os.path.join(rundir, "lend"))
-                argv = self._command_line([interpreter, "-m", PARENT_MODULE], folder, env, rundir, stage)
-                return KernelParent(key, argv, parent_env, stage.folder if stage else folder, rundir, stage)
+                argv = [interpreter, "-m", PARENT_MODULE, *([COLD] if cold else [])]
+                argv = self._command_line(argv, folder, env, rundir, stage)
+                folder_shown = stage.folder if stage else folder
+                return KernelParent(key, argv, parent_env, folder_shown, rundir, stage, single_use=cold)
             except BaseException:
                 if stage is None or stage.close():
                     shutil.rmtree(rundir, ignore_errors=True)
@@ -276,7 +260,8 @@ class SandboxedKernelManager(AsyncKernelManager):
         """Start the stage's kernel parent ahead of the first kernel, whose environment ``env`` is, without waiting
         for it to load (a grading worker's fork server does, while it loads), and return it. None when kernels get
         no staged parent."""
-        if self._forks() and self._staged():
+        if self.kernel_parent and self._staged():
+            self._check_spec()
             return KernelParents.start_ahead(*self._parent_recipe(env, None))
         return None
 
@@ -285,7 +270,7 @@ class SandboxedKernelManager(AsyncKernelManager):
         On a stage (``_staged``), one parent serves every student whose sandbox is alike."""
         folder = self._student_folder(kw.get("cwd"))
         key, start = self._parent_recipe(kw.get("env") or dict(os.environ), folder)
-        if self._staged():
+        if self._staged() and self.kernel_parent:
             policy.check_student_folder(folder, self._course_root())
         for _ in range(2):  # a parent that a student's kernel stopped is closed when it is cleared: then a new one
             parent = await KernelParents.get(key, start, self.start_timeout)
@@ -294,20 +279,16 @@ class SandboxedKernelManager(AsyncKernelManager):
         raise SandboxError(f"no kernel parent could show {folder} (see the worker's log)")
 
     async def _async_pre_start_kernel(self, **kw):
-        """Talk to the kernel over ipc sockets in a private folder; fork it from its parent when it can be."""
+        """Talk to the kernel over ipc sockets in its parent's private folder; have the parent fork it."""
         self._tool(self.bwrap)
-        spec = self.kernel_spec
-        self._forked = self._forks()
-        if self._forked:
-            parent = await self._kernel_parent_for(kw)
-            self._rundir = parent.rundir
-            self.kernel_id = self.kernel_id or kw.pop("kernel_id", str(uuid.uuid4()))
-            self.provisioner = ForkedProvisioner(kernel_id=self.kernel_id, kernel_spec=spec, parent=self)
-            self.provisioner.kernel_parent = parent
-            name = f"kernel-{self.kernel_id}"
-        else:
-            self._rundir = self._rundir or self._new_rundir()
-            name = "kernel"
+        self._check_spec()
+        self.left_behind = None
+        parent = await self._kernel_parent_for(kw)
+        self._rundir = parent.rundir
+        self.kernel_id = self.kernel_id or kw.pop("kernel_id", str(uuid.uuid4()))
+        self.provisioner = ForkedProvisioner(kernel_id=self.kernel_id, kernel_spec=self.kernel_spec, parent=self)
+        self.provisioner.kernel_parent = parent
+        name = f"kernel-{self.kernel_id}"
         ipc = os.path.join(self._rundir, "ipc")
         self.transport = "ipc"
         self.ip = os.path.join(ipc, name)
@@ -349,25 +330,21 @@ class SandboxedKernelManager(AsyncKernelManager):
             setpriv=self._tool("setpriv") if os.geteuid() == 0 else "",
             choom=os.path.realpath(choom) if choom else "",
         )
-        return policy.command_line(kernel_cmd, paths, tools, dict(self._limits()), self.tmp_size, self._run_as())
+        limits = dict(self._limits())
+        return policy.command_line(kernel_cmd, paths, tools, limits, self.tmp_size, self._run_as(), self.scratch_size)
 
     async def _async_launch_kernel(self, kernel_cmd: list[str], **kw) -> None:
+        parent = self.provisioner.kernel_parent
         try:
             cwd = self._student_folder(kw.get("cwd"))
             env = kw.get("env") or dict(os.environ)
             kw.update(cwd=cwd, env=policy.kernel_environment(env, kernel_cmd[0], PACKAGE_DIR))
-            if self._lent is None:
-                self._lent = self._lend(cwd)
-            if self._forked:
-                log_path = self.provisioner.kernel_parent.log_path
+            parent.open_ipc()
+            try:
                 await super()._async_launch_kernel(kernel_cmd, **kw)
-            else:
-                argv = self._command_line(kernel_cmd, cwd, env, self._rundir)
-                log_path = os.path.join(self._rundir, "kernel.log")
-                with open(log_path, "ab") as log:
-                    kw.update(stdout=log, stderr=log)
-                    await super()._async_launch_kernel(argv, **kw)
-            await self._await_listening(log_path)
+                await self._await_listening(parent)
+            finally:
+                parent.close_ipc()
         except BaseException:
             if self.provisioner and self.provisioner.has_process:
                 await self.provisioner.kill()
@@ -375,7 +352,7 @@ class SandboxedKernelManager(AsyncKernelManager):
             await self._async_cleanup_resources()
             raise
 
-    async def _await_listening(self, log_path: str) -> None:
+    async def _await_listening(self, parent: KernelParent) -> None:
         """Wait until the kernel has bound its sockets; name the cause if it never does."""
         proc = self.provisioner.process
         sockets = [f"{self.ip}-{port}" for port in self.ports]
@@ -387,10 +364,9 @@ class SandboxedKernelManager(AsyncKernelManager):
             elif time.monotonic() > deadline:
                 failed = f"did not listen within {self.start_timeout:g} s"
             if failed:
-                with open(log_path, "rb") as log:
-                    tail = log.read()[-3000:].decode(errors="replace")
                 raise SandboxError(
-                    f"the sandboxed kernel {failed} before it started (bwrap or kernel output follows):\n{tail}"
+                    f"the sandboxed kernel {failed} before it started (bwrap or kernel output follows):\n"
+                    + parent.output.text()
                 )
             await asyncio.sleep(0.01)
 
@@ -399,18 +375,13 @@ class SandboxedKernelManager(AsyncKernelManager):
         await super()._async_wait(pollinterval=0.005)
 
     async def _async_cleanup_resources(self, restart: bool = False) -> None:
-        """Also give the student folder back and remove the socket directory (a kernel parent's stays for its next
-        kernel, once the parent has killed what this kernel left running)."""
+        """Also have the kernel parent clear the sandbox for its next kernel (``left_behind``: what this one left in
+        its folder), and forget the socket folder, which is the parent's."""
         await super()._async_cleanup_resources(restart=restart)
         if restart:
             return
-        if isinstance(self.provisioner, ForkedProvisioner):
-            self.provisioner.ended()
-        if self._lent is not None:
-            give_back, self._lent = self._lent, None
-            give_back()
-        if self._rundir is not None and not self._forked:
-            shutil.rmtree(self._rundir, ignore_errors=True)
+        if isinstance(self.provisioner, ForkedProvisioner):  # (called twice: shutdown, then nbclient's cleanup)
+            self.left_behind = self.provisioner.ended() or self.left_behind
         self._rundir = None
 
     cleanup_resources = _async_cleanup_resources

@@ -6,23 +6,26 @@ shows one student's folder after another (``stage.py``). It imports what every k
 imports first (torch, ipykernel, matplotlib: ``WARM_IMPORTS``), runs nothing else, and then forks one kernel
 per notebook: the kernel starts with those modules loaded instead of paying for them again.
 
-Each kernel starts as it would in a sandbox of its own. When a kernel ends, and again before the next is
-forked, the parent kills every other process of the sandbox (whatever the kernel left running) and empties
-/tmp and /dev/shm. The kernel gets its own environment (its notebook's seed), working directory and argv;
-it is forked from a parent that never ran a student's code, so nothing of an earlier notebook is in its
-memory. What the student's notebooks share is what they shared before: the student's own folder. Another
-student's kernels run in another parent, or on a stage in the same one once the grader has cleared the
-student before away (every process killed, /tmp and /dev/shm emptied, the folder unmounted). The parent is
-not dumpable, so that its kernels (the same uid) cannot ptrace it or write its memory to reach the kernels
-it forks later; each kernel is dumpable again, as any process.
+Each kernel starts as it would in a sandbox of its own. It works in the scratch (``policy.SCRATCH``): a fresh
+copy, in memory, of the student's folder, which the sandbox shows read-only. When a kernel ends the parent
+looks at what it left there (``left_behind``: a summary, never the files), and then, as before the next kernel,
+kills every other process of the sandbox and empties /tmp, /dev/shm and the scratch; more than MAX_ENTRIES
+files, and it says so instead, for the grader to end the sandbox. Nothing a kernel writes leaves the sandbox.
+The kernel gets its own environment (its notebook's seed) and argv; it is forked from a parent that never ran
+a student's code, so nothing of an earlier notebook is in its memory. Another student's kernels run in
+another parent, or on a stage in the same one once the grader has cleared the student before away. The
+parent is not dumpable, so that its kernels (the same uid) cannot ptrace it or write its memory to reach the
+kernels it forks later; each kernel is dumpable again, as any process. ``--cold``: a parent that imports
+nothing ahead, for one kernel (``SandboxedKernelManager.kernel_parent = False``).
 
 Protocol, one JSON object per line: requests on stdin, replies on the parent's stdout (a kernel's stdout and
 stderr go to stderr, the log):
 
   (at start)                                         -> {"ready": true}
-  {"start": {"argv": [...], "env": {...}, "cwd": D}} -> {"pid": P}, the kernel's pid inside the sandbox
+  {"start": {"argv": [...], "env": {...}, "cwd": D}} -> {"pid": P}, the kernel's pid inside the sandbox, working
+                                                        in a copy of D
   {"poll": P}                                        -> {"status": null (running) or the exit status}
-  {"clear": true}                                    -> {"cleared": true}, once a kernel has ended
+  {"clear": true}                                    -> {"cleared": true or false, "left": null or a summary}
   anything that fails                                -> {"error": "..."}
 """
 
@@ -33,14 +36,19 @@ import importlib
 import json
 import os
 import runpy
+import shutil
 import signal
+import stat
 import sys
 
-from .forked_kernels import KERNEL_MODULE
+from .forked_kernels import COLD, KERNEL_MODULE
+from .policy import SCRATCH
 
 # What the setup cells and the hidden tests import first, and matplotlib (Exercises 2 and 4 plot).
 WARM_IMPORTS = ("torch", "torch.nn.functional", "matplotlib.pyplot", "urllib.request", "autograder.in_kernel")
-PRIVATE_FOLDERS = ("/tmp", "/dev/shm")  # the sandbox's own tmpfs mounts, emptied after every kernel
+PRIVATE_FOLDERS = ("/tmp", "/dev/shm", SCRATCH)  # the sandbox's own tmpfs mounts, emptied after every kernel
+MAX_ENTRIES = 20000  # entries the parent walks or removes after a kernel; beyond, the sandbox is ended instead
+EXAMPLES, NAME_CHARS = 5, 120  # what the summary of a kernel's leftovers names
 # ipykernel sets this before it imports matplotlib; matplotlib reads it once, at import, so here it is set first
 INLINE_BACKEND = "module://matplotlib_inline.backend_inline"
 PR_SET_DUMPABLE = 4  # prctl(2)
@@ -58,14 +66,21 @@ def warm_up() -> None:
         importlib.import_module(name)
 
 
-def remove_inside(folder: str, device: int) -> None:
-    """Remove what ``folder`` holds on ``device``, never crossing into another mount: the student's folder and the
-    socket folder may be bound inside /tmp (when the course or the grader's temporary folder lies there)."""
+class TooMany(Exception):
+    """A folder holds more entries than the parent will walk: its sandbox is ended instead (its tmpfs with it)."""
+
+
+def remove_inside(folder: str, device: int, budget: list) -> None:
+    """Remove what ``folder`` holds on ``device``, never crossing into another mount (the socket folder may be bound
+    inside /tmp, when the grader's temporary folder lies there); ``budget[0]`` entries at most, then TooMany."""
     for entry in os.scandir(folder):
+        budget[0] -= 1
+        if budget[0] < 0:
+            raise TooMany(folder)
         try:
             if entry.is_dir(follow_symlinks=False):
                 if entry.stat(follow_symlinks=False).st_dev == device:
-                    remove_inside(entry.path, device)
+                    remove_inside(entry.path, device, budget)
                     os.rmdir(entry.path)
             else:
                 os.unlink(entry.path)
@@ -73,8 +88,9 @@ def remove_inside(folder: str, device: int) -> None:
             pass
 
 
-def clear_sandbox() -> None:
-    """Kill every process of the sandbox but this one and its init; empty the private folders."""
+def clear_sandbox() -> bool:
+    """Kill every process of the sandbox but this one and its init; empty the private folders. False when they hold
+    more than MAX_ENTRIES: then only ending the sandbox clears them."""
     try:
         os.kill(-1, signal.SIGKILL)  # in the sandbox's pid namespace: all it may signal but itself and pid 1
     except ProcessLookupError:
@@ -85,9 +101,83 @@ def clear_sandbox() -> None:
                 break
         except ChildProcessError:
             break
-    for folder in PRIVATE_FOLDERS:
-        if os.path.isdir(folder):
-            remove_inside(folder, os.lstat(folder).st_dev)
+    budget = [MAX_ENTRIES]
+    try:
+        for folder in PRIVATE_FOLDERS:
+            if os.path.isdir(folder):
+                remove_inside(folder, os.lstat(folder).st_dev, budget)
+    except TooMany:
+        return False
+    return True
+
+
+def fill_scratch(source: str) -> dict:
+    """Copy the student's folder (read-only here) into the empty scratch: its folders and regular files, nothing
+    else. Returns what was copied, {relative path: (size, mtime_ns), or None for a folder}, to tell afterwards what
+    the kernel added."""
+    copied = {}
+    for folder, dirs, files in os.walk(source):
+        relative = os.path.relpath(folder, source)
+        if relative != ".":
+            os.mkdir(os.path.join(SCRATCH, relative), 0o755)
+            copied[relative] = None
+        for name in files:
+            path = os.path.normpath(os.path.join(relative, name))
+            if stat.S_ISREG(os.lstat(os.path.join(source, path)).st_mode):
+                shutil.copyfile(os.path.join(source, path), os.path.join(SCRATCH, path))
+                st = os.stat(os.path.join(SCRATCH, path))
+                copied[path] = (st.st_size, st.st_mtime_ns)
+    return copied
+
+
+KINDS = (  # what the summary of a kernel's leftovers calls an entry, and the test of its mode, most telling first
+    ("link", stat.S_ISLNK),
+    ("pipe", stat.S_ISFIFO),
+    ("socket", stat.S_ISSOCK),
+    ("folder", stat.S_ISDIR),
+    ("file", stat.S_ISREG),
+)
+
+
+RANK = {kind: rank for rank, (kind, _) in enumerate(KINDS)}
+
+
+def left_behind(copied: dict) -> dict | None:
+    """What the kernel left in the scratch beyond the copies it was given (None: nothing): how many entries of each
+    kind it added, how many copies it changed, how many of its files have other hard links, the bytes they take,
+    and a few names, the most telling kinds first (a link with its target). Walks at most MAX_ENTRIES entries
+    (then ``capped``)."""
+    counts, found, changed, hard_links, used, seen = {}, [], 0, 0, 0, 0
+    folders = [""]
+    while folders and seen < MAX_ENTRIES:
+        relative = folders.pop()
+        with os.scandir(os.path.join(SCRATCH, relative)) as entries:
+            for entry in entries:
+                seen += 1
+                if seen > MAX_ENTRIES:
+                    break
+                path = os.path.join(relative, entry.name)
+                st = entry.stat(follow_symlinks=False)
+                kind = next((k for k, test in KINDS if test(st.st_mode)), "other")
+                if kind == "folder":
+                    folders.append(path)
+                if path in copied:
+                    if copied[path] is None and kind == "folder" or copied[path] == (st.st_size, st.st_mtime_ns):
+                        continue
+                    changed += 1
+                else:
+                    counts[kind] = counts.get(kind, 0) + 1
+                used += st.st_blocks * 512
+                hard_links += kind == "file" and st.st_nlink > 1
+                if len(found) < 100 * EXAMPLES:
+                    target = f" -> {os.readlink(entry.path)[:NAME_CHARS]}" if kind == "link" else ""
+                    found.append((RANK.get(kind, len(RANK)), path[:NAME_CHARS] + target))
+    if not counts and not changed:
+        return None
+    capped = seen > MAX_ENTRIES or bool(folders)
+    examples = [name for _, name in sorted(found)[:EXAMPLES]]
+    return {"counts": counts, "changed": changed, "hard_links": hard_links, "bytes": used, "examples": examples,
+            "capped": capped}  # fmt: skip
 
 
 def run_kernel(argv: list, env: dict, cwd: str, replies: int) -> None:
@@ -121,14 +211,29 @@ def run_kernel(argv: list, env: dict, cwd: str, replies: int) -> None:
         os._exit(status)
 
 
+_copied = None  # what ``fill_scratch`` copied for the kernel running (None: nothing to look at)
+
+
 def start(argv: list, env: dict, cwd: str, replies: int) -> dict:
+    """Fork a kernel that works in a fresh copy of ``cwd`` (the student's folder) in the scratch."""
+    global _copied
     if argv[1:3] != ["-m", KERNEL_MODULE]:
         raise ValueError(f"can only fork {KERNEL_MODULE}, not {argv[:3]}")
-    clear_sandbox()
+    if not clear_sandbox():
+        raise TooMany("the sandbox holds too many files to clear")
+    _copied = fill_scratch(cwd)
     pid = os.fork()
     if pid == 0:
-        run_kernel(argv, env, cwd, replies)
+        run_kernel(argv, env, SCRATCH, replies)
     return {"pid": pid}
+
+
+def clear() -> dict:
+    """After a kernel: what it left in its folder, then the sandbox cleared (``cleared`` false: end it instead)."""
+    global _copied
+    left = left_behind(_copied) if _copied is not None else None
+    _copied = None
+    return {"cleared": clear_sandbox(), "left": left}
 
 
 def poll(pid: int) -> dict:
@@ -143,7 +248,8 @@ def main() -> None:
     set_dumpable(False)
     replies = os.fdopen(os.dup(1), "w", buffering=1)
     os.dup2(2, 1)  # a stray print must not be taken for a reply
-    warm_up()
+    if COLD not in sys.argv[1:]:
+        warm_up()
     replies.write(json.dumps({"ready": True}) + "\n")
     for line in sys.stdin:
         try:
@@ -153,8 +259,7 @@ def main() -> None:
             elif "poll" in request:
                 reply = poll(int(request["poll"]))
             elif "clear" in request:
-                clear_sandbox()
-                reply = {"cleared": True}
+                reply = clear()
             else:
                 reply = {"error": f"unknown request {sorted(request)}"}
         except Exception as failed:  # noqa: BLE001 (the kernel manager says why)

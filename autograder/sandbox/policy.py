@@ -10,6 +10,10 @@ no localtime: the kernel's clock shows UTC unless $TZ says otherwise), /sys, /ho
 /srv, /opt, /var, /mnt, /media, and the course root apart from the student's own folder. (The folders
 on the way to a granted path, such as /var/tmp above a course, exist inside, empty and read-only.)
 
+Writable: the in-memory folders (/tmp, /dev/shm and the kernel's working folder, ``SCRATCH``, a copy of the
+student's folder), which end with the sandbox, and the socket folder. Nothing else a kernel writes can reach the
+grading machine; ``COMES_BACK`` lists all that does.
+
 Everything here is data and pure functions (no kernel, no process), so tests/fast check the exact
 command line for a given set of paths.
 """
@@ -37,7 +41,8 @@ class Grant:
     """Why it is on the list."""
     mount: str = "read-only"
     """``read-only`` or ``writable``: the host's file or folder bound there. ``tmpfs`` (private, empty, in
-    memory), ``proc`` (the sandbox's own processes) or ``dev`` (a minimal /dev): made new inside.
+    memory; ``scratch`` the same, the kernel's working folder), ``proc`` (the sandbox's own processes) or ``dev``
+    (a minimal /dev): made new inside.
     ``symlink``: a symlink to ``source``, as the host has it."""
     source: str = ""
     """The host path bound at ``path`` when it is another one (the generated /etc/passwd); a symlink's target."""
@@ -71,7 +76,26 @@ PRIVATE_MOUNTS = (
     Grant("/dev", "bwrap's minimal set: null, zero, full, random, urandom, tty, pts (no disk, no GPU)", "dev"),
     Grant("/tmp", "private and empty, in memory: HOME, TMPDIR and matplotlib's cache", "tmpfs"),
     Grant("/dev/shm", "private shared memory, for torch and multiprocessing", "tmpfs"),
+    Grant(
+        "/scratch",
+        "the kernel's working folder: a private copy of the student's folder, in memory and of a fixed size, made "
+        "before each kernel and thrown away after it; nothing a kernel writes reaches the grading machine",
+        "scratch",
+    ),
 )
+SCRATCH = "/scratch"  # (the last of PRIVATE_MOUNTS) where every kernel works: its cwd
+# Everything of a kernel's run that reaches the grading machine (grading principle 6: nothing flows back).
+COMES_BACK = {
+    "the executed notebook": "the outputs nbgrader receives as the kernel's messages and holds in memory, each "
+    "cell's cut at GradingExecute.max_output_bytes; nbgrader writes the notebook and its page itself, by name",
+    "its sockets": "in the socket folder, the one host folder a kernel may write: as root, the grader makes it "
+    "read-only to the kernel's uid as soon as the kernel listens",
+    "the end of its output": "the last 64 KiB of what the sandbox wrote to stderr, held in memory, for the message "
+    "when a kernel does not start",
+    "what it left in its folder": "a summary made inside the sandbox by the kernel parent (counts, bytes, the first "
+    "names), for the instructor's kernel_files_discarded problem; the files themselves are thrown away",
+}
+
 # Prefixes shared with the rest of the system: a Python installed there gets their bin/ and lib/, not all of them.
 SHARED_PREFIXES = ("/", "/usr", "/usr/local")
 
@@ -99,7 +123,7 @@ class KernelPaths:
     """The paths of one kernel that the allow-list names, all absolute."""
 
     student_folder: str
-    """The kernel's working directory, autograded/<student>/<assignment>: the only folder it may write to."""
+    """autograded/<student>/<assignment>, read-only: what the kernel's scratch (``SCRATCH``) is filled from."""
     course_root: str
     """Never visible: the student's folder must lie strictly inside it, and no granted path may contain it."""
     ipc_folder: str
@@ -115,8 +139,8 @@ class KernelPaths:
     group: str
     """The generated /etc/group."""
     stage: str = ""
-    """For a worker's kernel parent (``stage``): the folder bound writable instead of a student's, on which each
-    student's folder is shown in turn; ``student_folder`` is then its mount point inside it."""
+    """For a worker's kernel parent (``stage``): the folder bound instead of a student's, on which each
+    student's folder is shown in turn, read-only; ``student_folder`` is then its mount point inside it."""
 
 
 @dataclass(frozen=True)
@@ -175,11 +199,9 @@ def allow_list(k: KernelPaths, tools: Tools) -> list:
         Grant(k.ipc_folder, "the kernel's sockets to the grader; nothing else of the grader's runtime", "writable"),
     ]
     if k.stage:
-        grants.append(Grant(k.stage, "where the worker shows the student's folder of the kernel running", "writable"))
+        grants.append(Grant(k.stage, "where the worker shows the student's folder of the kernel running"))
     else:
-        grants.append(
-            Grant(k.student_folder, "the student's own staged notebooks: the kernel's working directory", "writable")
-        )
+        grants.append(Grant(k.student_folder, "the student's own staged notebooks, copied into the scratch"))
     return grants
 
 
@@ -210,13 +232,14 @@ def resolve(grants: list) -> list:
     return sorted({g.path: g for g in kept}.values(), key=lambda g: _depth(g.path))
 
 
-MOUNT_OPTIONS = {  # Grant.mount -> bwrap's options for it
-    "read-only": lambda g, tmp_size: ["--ro-bind", g.source or g.path, g.path],
-    "writable": lambda g, tmp_size: ["--bind", g.path, g.path],
-    "symlink": lambda g, tmp_size: ["--symlink", g.source, g.path],
-    "tmpfs": lambda g, tmp_size: ["--perms", "1777", "--size", str(tmp_size), "--tmpfs", g.path],
-    "proc": lambda g, tmp_size: ["--proc", g.path],
-    "dev": lambda g, tmp_size: ["--dev", g.path],
+MOUNT_OPTIONS = {  # Grant.mount -> bwrap's options for it, given the sizes of the in-memory folders
+    "read-only": lambda g, sizes: ["--ro-bind", g.source or g.path, g.path],
+    "writable": lambda g, sizes: ["--bind", g.path, g.path],
+    "symlink": lambda g, sizes: ["--symlink", g.source, g.path],
+    "tmpfs": lambda g, sizes: ["--perms", "1777", "--size", str(sizes["tmpfs"]), "--tmpfs", g.path],
+    "scratch": lambda g, sizes: ["--perms", "1777", "--size", str(sizes["scratch"]), "--tmpfs", g.path],
+    "proc": lambda g, sizes: ["--proc", g.path],
+    "dev": lambda g, sizes: ["--dev", g.path],
 }
 
 
@@ -229,9 +252,12 @@ def check_student_folder(student: str, course: str) -> None:
         )
 
 
-def command_line(kernel_cmd: list, k: KernelPaths, tools: Tools, limits: dict, tmp_size: int, run_as=None) -> list:
-    """The bubblewrap command that runs ``kernel_cmd`` with exactly the allow-list of ``k``.
+def command_line(
+    kernel_cmd: list, k: KernelPaths, tools: Tools, limits: dict, tmp_size: int, run_as=None, scratch_size=None
+) -> list:
+    """The bubblewrap command that runs ``kernel_cmd`` with exactly the allow-list of ``k``, in ``SCRATCH``.
 
+    ``tmp_size``: the size in bytes of /tmp and /dev/shm each; ``scratch_size``: of the scratch (default the same).
     ``limits``: prlimit's resource -> value (``as``, ``cpu``, ``nproc``, ``fsize``; 0: none). ``run_as``: the
     (uid, gid) the kernel becomes when the grader is root (root ignores RLIMIT_NPROC and could reach
     root-owned sockets); None when the grader is not root: the kernel gets a user namespace instead.
@@ -245,6 +271,7 @@ def command_line(kernel_cmd: list, k: KernelPaths, tools: Tools, limits: dict, t
     if run_as is not None and 0 in run_as:
         raise SandboxError("sandbox_uid and sandbox_gid must not be 0: root ignores the process limit")
     grants = resolve(allow_list(k, tools))
+    sizes = {"tmpfs": tmp_size, "scratch": tmp_size if scratch_size is None else scratch_size}
     for g in grants:
         if g.mount in ("read-only", "writable") and _inside(course, g.source or g.path):
             raise SandboxError(f"refusing to show {g.path!r} to the kernel: it holds the course root {course!r}")
@@ -259,11 +286,11 @@ def command_line(kernel_cmd: list, k: KernelPaths, tools: Tools, limits: dict, t
         for folder in reversed(missing):  # bwrap would make them 0700: the kernel's uid could not pass
             argv += ["--perms", "0755", "--dir", folder]
         made.update([*missing, g.path])
-        argv += MOUNT_OPTIONS[g.mount](g, tmp_size)
+        argv += MOUNT_OPTIONS[g.mount](g, sizes)
     argv += ["--remount-ro", "/"]  # the folders made above stay empty: nothing can be written there
     # ipykernel's parent poller would take the pid namespace's init for a new parent and exit
     # (jupyter_client sets JPY_PARENT_PID outside); --die-with-parent does its job.
-    argv += ["--chdir", student, "--setenv", "JPY_PARENT_PID", "1"]
+    argv += ["--chdir", SCRATCH, "--setenv", "JPY_PARENT_PID", "1"]
     if run_as is not None:  # keep just what setpriv needs to become run_as, and drop everything
         argv += ["--cap-drop", "ALL"]
         argv += [arg for cap in ("SETUID", "SETGID", "SETPCAP") for arg in ("--cap-add", f"CAP_{cap}")]

@@ -3,7 +3,7 @@
 A grading worker that runs as root keeps one kernel parent for all its students instead of one per student
 (``forked_kernels.KernelParents``), so that torch is imported once per worker. That parent's sandbox cannot
 bind a student's folder when it starts; it binds the stage instead, an empty folder made a shared mount, and
-the worker binds the current student's folder on ``stage/student``: the mount propagates into the sandbox
+the worker binds the current student's folder on ``stage/student``, read-only: the mount propagates into the sandbox
 (bubblewrap makes its mounts slaves of the worker's). Before the next student's folder is shown, the parent
 kills every process of the sandbox and empties its /tmp and /dev/shm (``kernel_parent.clear_sandbox``), its
 socket folder is emptied, and the folder is unmounted: what one student's kernels see is what a
@@ -20,7 +20,7 @@ import ctypes
 import os
 
 CLONE_NEWNS = 0x00020000
-MS_NOSUID, MS_NODEV, MS_REMOUNT, MS_BIND, MS_REC = 0x2, 0x4, 0x20, 0x1000, 0x4000
+MS_RDONLY, MS_NOSUID, MS_NODEV, MS_REMOUNT, MS_BIND, MS_REC = 0x1, 0x2, 0x4, 0x20, 0x1000, 0x4000
 MS_SLAVE, MS_SHARED = 1 << 19, 1 << 20
 MNT_DETACH = 2
 
@@ -66,7 +66,8 @@ class Stage:
         os.mkdir(self.student, 0o755)  # root's: the sandbox cannot write in it while no student is shown
 
     def show(self, student_folder: str) -> None:
-        """Bind ``student_folder`` on ``student``, nosuid and nodev as bubblewrap binds it (after ``hide``)."""
+        """Bind ``student_folder`` on ``student``, read-only, nosuid and nodev (after ``hide``): the kernels copy it
+        into their scratch."""
         if self.shown == student_folder:
             return
         self.hide()
@@ -74,7 +75,7 @@ class Stage:
         # keeps them.
         _mount(student_folder, self.lend, MS_BIND)
         try:
-            _mount(None, self.lend, MS_REMOUNT | MS_BIND | MS_NOSUID | MS_NODEV)
+            _mount(None, self.lend, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV)
             _mount(self.lend, self.student, MS_BIND)
             self.shown = student_folder
         finally:

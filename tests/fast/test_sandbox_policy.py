@@ -2,11 +2,9 @@
 
 import os
 import sys
-import traceback
 
 import pytest
 
-from autograder.grading.worker import sandbox_error
 from autograder.sandbox import SandboxError, policy
 from autograder.sandbox.kernel_manager import PACKAGE_DIR
 
@@ -61,7 +59,9 @@ def paths(m, **changes):
 
 def test_the_command_line_grants_exactly_the_allow_list(machine):
     m = str(machine)  # under /tmp: its folders are made inside the kernel's private /tmp
-    argv = policy.command_line(KERNEL, paths(machine), tools(machine), LIMITS, tmp_size=512, run_as=(61000, 61000))
+    argv = policy.command_line(
+        KERNEL, paths(machine), tools(machine), LIMITS, tmp_size=512, run_as=(61000, 61000), scratch_size=768
+    )
     folders = lambda *names: [arg for name in names for arg in ("--perms", "0755", "--dir", name)]
     read_only = lambda path: ["--ro-bind", path, path]
     up_to_m = [str(p) for p in reversed(machine.parents) if str(p).startswith("/tmp/")] + [m]
@@ -76,6 +76,12 @@ def test_the_command_line_grants_exactly_the_allow_list(machine):
             "512",
             "--tmpfs",
             "/tmp",
+            "--perms",
+            "1777",
+            "--size",
+            "768",
+            "--tmpfs",
+            "/scratch",  # the kernel's working folder: in memory, of its own size
             "--perms",
             "1777",
             "--size",
@@ -100,13 +106,32 @@ def test_the_command_line_grants_exactly_the_allow_list(machine):
         *folders(f"{m}/srv", f"{m}/srv/data"),
         *read_only(f"{m}/srv/data/names.txt"),  # names.txt alone: not srv/ with the LMS download
         *folders(f"{m}/course", f"{m}/course/autograded", f"{m}/course/autograded/alice"),  # empty: no bob
-        *("--bind", f"{m}/course/autograded/alice/ps1", f"{m}/course/autograded/alice/ps1"),
-        *("--remount-ro", "/", "--chdir", f"{m}/course/autograded/alice/ps1", "--setenv", "JPY_PARENT_PID", "1"),
+        *read_only(f"{m}/course/autograded/alice/ps1"),  # copied into the scratch, never written
+        *("--remount-ro", "/", "--chdir", "/scratch", "--setenv", "JPY_PARENT_PID", "1"),
         *("--cap-drop", "ALL", "--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID", "--cap-add", "CAP_SETPCAP"),
         *("--", f"{m}/usr/bin/setpriv", "--reuid=61000", "--regid=61000", "--clear-groups"),
         *("--inh-caps=-all", "--bounding-set=-all"),
         *("--", f"{m}/usr/bin/prlimit", "--core=0", f"--as={4 * 2**30}:{4 * 2**30}", "--cpu=600:605", "--nproc=64:64"),
         *("--", *KERNEL),
+    ]
+
+
+def test_only_memory_and_the_socket_folder_are_writable_and_all_that_comes_back_is_listed(machine):
+    """What a kernel writes stays in the sandbox: the one host folder it may write is the socket folder; the rest
+    it writes is in memory (/tmp, /dev/shm, its scratch) and ends with the sandbox. The rule as data: COMES_BACK."""
+    staged = paths(machine, stage=str(machine / "run/stage"), student_folder=str(machine / "run/stage/student"))
+    (machine / "run/stage/student").mkdir(parents=True)
+    for k in (paths(machine), staged):
+        argv = policy.command_line(KERNEL, k, TOOLS, LIMITS, tmp_size=512, run_as=(61000, 61000))
+        binds = [argv[i + 1 : i + 3] for i, arg in enumerate(argv) if arg == "--bind"]
+        assert binds == [[k.ipc_folder, k.ipc_folder]]
+        in_memory = [argv[i + 1] for i, arg in enumerate(argv) if arg == "--tmpfs"]
+        assert sorted(in_memory) == ["/dev/shm", "/scratch", "/tmp"] and argv[argv.index("--chdir") + 1] == "/scratch"
+    assert list(policy.COMES_BACK) == [
+        "the executed notebook",
+        "its sockets",
+        "the end of its output",
+        "what it left in its folder",
     ]
 
 
@@ -161,8 +186,8 @@ def test_a_worker_stage_is_bound_instead_of_a_student_folder_and_never_near_the_
     (machine / "run/stage/student").mkdir(parents=True)
     staged = paths(machine, stage=stage, student_folder=f"{stage}/student")
     argv = policy.command_line(KERNEL, staged, TOOLS, LIMITS, tmp_size=512, run_as=(61000, 61000))
-    assert ["--bind", stage, stage] == argv[argv.index(stage) - 1 : argv.index(stage) + 2]
-    assert "course" not in " ".join(argv) and argv[argv.index("--chdir") + 1] == f"{stage}/student"
+    assert ["--ro-bind", stage, stage] == argv[argv.index(stage) - 1 : argv.index(stage) + 2]
+    assert "course" not in " ".join(argv) and argv[argv.index("--chdir") + 1] == "/scratch"
     refusals = {
         "a stage in the course": paths(
             machine, stage=str(machine / "course/s"), student_folder=str(machine / "course/s/student")
@@ -253,10 +278,22 @@ def test_account_files_name_the_kernels_user_only():
     assert group == "student:x:61004:\n"
 
 
-def test_the_worker_recognises_the_sandbox_error_in_a_traceback():
-    try:
-        raise SandboxError("bwrap: Can't mount proc")
-    except SandboxError as error:
-        log = "".join(traceback.format_exception(error))
-    assert sandbox_error("nbgrader said:\n" + log) == "bwrap: Can't mount proc"
-    assert sandbox_error("ValueError: something else") == ""
+def test_a_sandbox_that_cannot_start_is_reported_as_such_not_read_back_from_text(tmp_path):
+    """The worker learns that the sandbox failed from GradingExecute itself, never from a traceback's words (a
+    kernel's output can hold any words)."""
+    from nbformat.v4 import new_code_cell, new_notebook
+    from traitlets.config import Config
+
+    from autograder.preprocessors import GradingExecute
+
+    c = Config()
+    c.SandboxedKernelManager.bwrap = "/nonexistent/bwrap"
+    c.SandboxedKernelManager.course_root = str(tmp_path)
+    folder = tmp_path / "autograded" / "ada" / "ps1"
+    folder.mkdir(parents=True)
+    GradingExecute.sandbox_failure = ""
+    with pytest.raises(SandboxError, match="'/nonexistent/bwrap' not found"):
+        GradingExecute(config=c).preprocess(
+            new_notebook(cells=[new_code_cell("1")]), {"metadata": {"path": str(folder)}}
+        )
+    assert "'/nonexistent/bwrap' not found" in GradingExecute.sandbox_failure

@@ -131,15 +131,17 @@ def test_runs_code_and_torch_unprivileged(kernel):
     )
     assert r[0] == 3.0
     assert r[2] == "0000000000000000"  # no capabilities
-    assert r[3].endswith("/autograded/alice/ps1")
+    assert r[3] == "/scratch"  # a copy of the student's folder, in memory
     assert r[4].strip() == "1000"  # under memory pressure the OOM killer takes a sandbox first
     if ROOT:
         assert r[1] == SANDBOX_UID
 
 
-def test_writes_only_to_own_folder(kernel, course):
+def test_writes_only_to_its_scratch_and_nothing_reaches_the_machine(kernel, course):
+    own = course / "autograded" / "alice" / "ps1"
     targets = {
         "own": "out.txt",
+        "own folder": str(own / "out.txt"),
         "tmp": "/tmp/scratch.txt",
         "course": str(course / "hack.txt"),
         "bob": str(course / "autograded" / "bob" / "ps1" / "answers.txt"),
@@ -155,8 +157,8 @@ def test_writes_only_to_own_folder(kernel, course):
         "        result[name] = type(e).__name__\n"
     )
     assert r["own"] == "ok" and r["tmp"] == "ok"
-    assert (course / "autograded" / "alice" / "ps1" / "out.txt").read_text() == "x"
-    for name in ("course", "bob", "root", "package"):
+    assert not (own / "out.txt").exists()  # it wrote its copy; the student's folder itself is read-only
+    for name in ("own folder", "course", "bob", "root", "package"):
         assert r[name] != "ok", name
     assert not (course / "hack.txt").exists() and not os.path.exists("/hack.txt")
     assert (course / "autograded" / "bob" / "ps1" / "answers.txt").read_text() == "bob's work"
@@ -209,7 +211,7 @@ def test_the_kernel_sees_only_its_allow_list(kernel, course, grader_tmp):
         "result['me'] = [os.getpid(), os.getuid()]"
     )
     granted_tops = {p.split("/")[1] for p in (sys.prefix, sys.base_prefix, PACKAGE_DIR, str(course), str(grader_tmp))}
-    tops = {"bin", "lib", "lib64", "usr", "etc", "proc", "dev", "tmp"} | granted_tops
+    tops = {"bin", "lib", "lib64", "usr", "etc", "proc", "dev", "tmp", "scratch"} | granted_tops
     assert set(r["/"]) <= tops, set(r["/"]) - tops
     assert not set(r["/"]) & ({"srv", "opt", "home", "run", "sys", "boot", "mnt", "media", "root"} - granted_tops)
     assert r["/etc"] == ["fonts", "group", "ld.so.cache", "passwd"]
@@ -261,9 +263,9 @@ def test_the_unprivileged_sandbox_works_too(course):
         uid, top, etc, own, root, gradebook, names, source, secret = json.loads(result.stdout)
         assert uid == 65534 and "--unshare-user" in argv and "--cap-drop" not in argv
         granted_tops = {p.split("/")[1] for p in (str(course), str(run))}
-        assert set(top) <= {"bin", "lib", "lib64", "usr", "etc", "proc", "dev", "tmp"} | granted_tops, top
+        assert set(top) <= {"bin", "lib", "lib64", "usr", "etc", "proc", "dev", "tmp", "scratch"} | granted_tops, top
         assert etc == ["fonts", "group", "ld.so.cache", "passwd"]
-        assert own == "wrote" and (folder / "own.txt").read_text() == "x"
+        assert own == "wrote" and not (folder / "own.txt").exists()  # in its scratch
         assert root != "wrote" and gradebook != "wrote" and (course / "gradebook.db").read_text() == "grades"
         assert names == EMBEDDED_NAMES.stat().st_size and not source and secret is None
     finally:
@@ -328,7 +330,7 @@ def test_dead_kernel_is_contained(kernel, course):
     # alice's kernel was running: bob's sees its own socket directory and no other
     assert c.nb.cells[0].outputs[0].text.count("nbgrader-sandbox-") == 1
     assert kernel.run("print('alice unaffected')") == "alice unaffected\n"
-    assert (bob / "left.txt").stat().st_uid == owner == bob.stat().st_uid  # folder given back
+    assert not (bob / "left.txt").exists() and bob.stat().st_uid == owner  # it wrote in its scratch, now gone
     if ROOT:  # the detached `sleep` died with the sandbox; alice's kernel has the same uid
         deadline = time.monotonic() + 5
         while sandboxed_sleeps():
