@@ -98,7 +98,8 @@ class PrivateCourse:
         worker, result = self._take(), None
         try:
             result = worker.grade(student, allowed)
-            files = {} if result is None else returned_files(self.root, self.bundle.assignment, student, job.notebooks)
+            copied = [name for name in self.bundle.source if not name.endswith(".ipynb")]  # by nbgrader, from source/
+            files = {} if result is None else returned_files(self.root, assignment, student, job.notebooks, copied)
         finally:
             for folder in (STAGED, "autograded", "feedback"):
                 shutil.rmtree(self.root / folder / student, ignore_errors=True)
@@ -134,10 +135,11 @@ class PrivateCourse:
         shutil.rmtree(self.root, ignore_errors=True)
 
 
-def returned_names(assignment: str, student: str, notebooks) -> list:
+def returned_names(assignment: str, student: str, notebooks, course_files=()) -> list:
     """What a Dask worker sends back for a student, by name: what nbgrader made (each graded notebook and its
-    feedback page) and the timestamp.txt staged with them; nothing else of the folders is ever read."""
-    names = [f"autograded/{student}/{assignment}/timestamp.txt"]
+    feedback page), the course's files it copied beside them (``course_files``, of source/) and the timestamp.txt
+    staged with them; nothing else of the folders is ever read."""
+    names = [f"autograded/{student}/{assignment}/{name}" for name in ("timestamp.txt", *course_files)]
     for notebook in notebooks:
         names += [
             f"autograded/{student}/{assignment}/{notebook}.ipynb",
@@ -163,10 +165,10 @@ def read_regular(path: Path, limit: int) -> tuple | None:
     return st.st_mode & 0o777, data
 
 
-def returned_files(root: Path, assignment: str, student: str, notebooks) -> dict:
+def returned_files(root: Path, assignment: str, student: str, notebooks, course_files=()) -> dict:
     """``returned_names`` that exist as regular files: {name: (permission bits, bytes)}."""
     found = {}
-    for name in returned_names(assignment, student, notebooks):
+    for name in returned_names(assignment, student, notebooks, course_files):
         file = read_regular(root / name, MAX_RETURNED_BYTES)
         if file is not None:
             found[name] = file

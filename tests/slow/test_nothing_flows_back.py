@@ -117,10 +117,10 @@ def secrets_of_the_host(root: Path) -> list:
     return found
 
 
-def assert_nothing_flowed_back(root: Path, students, feedback_extras=(), autograded_extras=("names.txt",)) -> None:
+def assert_nothing_flowed_back(root: Path, students, feedback_extras=()) -> None:
     """No link, pipe or socket under autograded/ or feedback/; each student's feedback holds their pages alone;
     none of it holds a host file's bytes; autograded/ holds nbgrader's notebooks and the course's names.txt (that
-    nbgrader copies from source/; a Dask worker sends back only the notebooks)."""
+    nbgrader copies from source/)."""
     notebooks = (NB,)
     for top in ("autograded", "feedback"):
         for folder, dirs, files in os.walk(root / top):
@@ -133,7 +133,7 @@ def assert_nothing_flowed_back(root: Path, students, feedback_extras=(), autogra
         assert {p.name for p in (root / "feedback" / student / ASSIGNMENT).iterdir()} == pages, student
         assert {p.name for p in (root / "autograded" / student / ASSIGNMENT).iterdir()} == {
             *(f"{n}.ipynb" for n in notebooks),
-            *autograded_extras,
+            "names.txt",
         }, student
         for page in (root / "feedback" / student / ASSIGNMENT).iterdir():
             data = page.read_bytes()
@@ -290,7 +290,7 @@ def cluster(tmp_path):
 def test_a_dask_worker_sends_back_only_nbgraders_files(cluster, tmp_path):
     root = course_with(tmp_path / "course", ALL_AT_ONCE, controls=CONTROLS[:1])
     run_grade(root, "--quiet", "--scheduler", cluster.address, timeout=900)
-    assert_nothing_flowed_back(root, ["ada_perfect", "h_all"], autograded_extras=())
+    assert_nothing_flowed_back(root, ["ada_perfect", "h_all"])
     rows, found = grades(root), problems(root)
     assert rows["h_all"]["total"] == rows["ada_perfect"]["total"] == FULL
     assert [kind for kind, _ in found["h_all"]] == ["kernel_files_discarded"]
