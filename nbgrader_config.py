@@ -16,6 +16,7 @@ from nbgrader.preprocessors import (
 )
 from sqlalchemy.exc import SAWarning
 
+from autograder.common.tools import use_own_tools
 from autograder.preprocessors import (
     CheckCellMetadataOnce,
     FeedbackExporter,
@@ -27,6 +28,7 @@ from autograder.preprocessors import (
 )
 
 c = get_config()  # noqa: F821 (provided by nbgrader)
+use_own_tools()  # nbgrader runs alembic by name when it makes a gradebook: the one beside this Python
 
 # nbgrader 0.9.6 with SQLAlchemy 2 prints three of these (400 characters each) whenever it adds a student's
 # submission to the gradebook; the submission is added all the same.

@@ -12,7 +12,3 @@ Where things live, by who uses them:
   cli             ``backprop-ninja``: the one place that turns errors into messages and exit codes
   data/           names.txt, the data set, shipped with the package
 """
-
-from ._path import use_own_tools
-
-use_own_tools()  # nbgrader runs alembic by name: every entry point must find the one beside this Python

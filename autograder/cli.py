@@ -7,13 +7,9 @@ import os
 import sys
 from pathlib import Path
 
-from ._path import MissingTool, require_tools
-from .errors import GradingError
-from .grading.problems import help_lines
-
-# At exit, Python collects every object of the modules a command loaded (1,600 for a grading run: 0.2 s after
-# its last line); frozen, they are left to the end of the process
-atexit.register(gc.freeze)
+from .common.errors import GradingError
+from .common.problems import help_lines
+from .common.tools import MissingTool, require_tools, start_up
 
 GRADE_HELP = """Grade every student of the course with nbgrader's autograde, each kernel in the sandbox.
 
@@ -174,6 +170,10 @@ def main(argv=None) -> None:
         "--tls", nargs=3, metavar=("CA", "CERT", "KEY"), help="for a tls:// scheduler: the CA, the worker's cert, key"
     )
     args = parser.parse_args(argv)
+    start_up()
+    # At exit, Python collects every object of the modules a command loaded (1,600 for a grading run: 0.2 s after
+    # its last line); frozen, they are left to the end of the process
+    atexit.register(gc.freeze)
     try:
         require_tools()
     except MissingTool as error:
@@ -218,7 +218,7 @@ def run(args) -> None:
         )
         print_summary(summary)
     elif args.command == "slurm-script":
-        from .grading.slurm import job_script
+        from .grading.cluster.slurm import job_script
 
         print(
             job_script(
@@ -233,8 +233,8 @@ def run(args) -> None:
             end="",
         )
     elif args.command == "export":
-        from .grading.lms_export import export_grades
         from .grading.preflight import course_root, find_assignment
+        from .grading.results.lms_export import export_grades
 
         root = course_root(Path(args.course))
         done = export_grades(

@@ -16,7 +16,7 @@ and the hours 1,000 students would take at that rate:
   grade-W-sandbox        ``backprop-ninja grade --workers W --cold-kernels`` (W = 1, 2), every kernel started in
                          a bubblewrap sandbox of its own, importing torch anew
   grade-W-sandbox-warm   ``--warm-kernels``, grade's default: kernels are forked from a kernel parent in the
-                         sandbox, which imported torch once (``autograder/sandbox/kernel_parent.py``); as root, one
+                         sandbox, which imported torch once (``autograder/sandbox/in_sandbox.py``); as root, one
                          parent per worker, each student's folder shown on its stage in turn (``sandbox/stage.py``)
   grade-2-sandbox-warm-student   the same with one parent per student (``SandboxedKernelManager.stage_students``
                          set False in the course's nbgrader_config.py for the run)
@@ -26,7 +26,7 @@ and the hours 1,000 students would take at that rate:
 measured on its own (``grade-2-sandbox-warm-feedback``). CPU is the CPU time of everything a configuration
 started, sandboxed kernels included (from a cgroup when the benchmark runs as root, else only the
 processes it reaped). After the table comes the profile of each ``grade`` configuration: seconds per
-notebook in each phase, as its workers measured them (``grade --profile``, ``autograder/grading/profile.py``).
+notebook in each phase, as its workers measured them (``grade --profile``, ``autograder/common/phases.py``).
 
 ``--before REV`` also grades with the autograder package of git revision REV, right after each
 ``grade`` configuration (``grade-2-sandbox@REV``; REV's own profile too if it has ``grade --profile``), and
@@ -210,7 +210,7 @@ def measure(root: Path, config: str, notebooks: list, meter: CpuMeter, package=N
 
 def print_profile(path: Path, config: str) -> None:
     """Mean seconds per notebook in each phase, per notebook and over all, from ``grade --profile``'s lines."""
-    from autograder.grading.profile import KERNEL_CPU, NOTEBOOK_PHASES
+    from autograder.common.phases import KERNEL_CPU, NOTEBOOK_PHASES
 
     students = [json.loads(line) for line in path.read_text().splitlines()]
     by_notebook = {}

@@ -13,7 +13,7 @@ import time
 import nbformat
 
 from autograder.authoring import SOURCE_DIR
-from autograder.authoring.notebooks import grade_id
+from autograder.common.naming import grade_id
 from autograder.data import EMBEDDED_NAMES, NAMES_VARIABLE
 from autograder.engine.exposures import EXPOSURES, margins
 from autograder.engine.reference import SETUP_PREFIX, autograd_gradients, forward_values, run_setup

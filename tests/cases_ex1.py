@@ -4,8 +4,8 @@ One table of cases, graded two ways: every case in process (tests/fast/test_ex1_
 representative ones through the real nbgrader pipeline (tests/slow/test_ex1_pipeline.py).
 """
 
-from autograder.authoring.notebooks import SETUP_PREFIX
 from autograder.authoring.submissions import grade_id, solutions, solved
+from autograder.common.naming import SETUP_PREFIX
 from autograder.engine.reference import run_setup
 
 NB = "ex1_atomic_backward"

@@ -4,8 +4,8 @@ One table of cases, graded two ways: every case in process (tests/fast/test_ex2_
 few representative ones through the real nbgrader pipeline (tests/slow/test_ex2_ex3_pipeline.py).
 """
 
-from autograder.authoring.notebooks import SETUP_PREFIX
 from autograder.authoring.submissions import grade_id, solved
+from autograder.common.naming import SETUP_PREFIX
 from autograder.engine.reference import run_setup
 
 NB2, NB3 = "ex2_cross_entropy_backward", "ex3_batchnorm_backward"

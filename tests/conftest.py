@@ -21,7 +21,10 @@ import nbformat
 import pytest
 from nbgrader.api import Gradebook
 
+from autograder.common.tools import start_up
 from autograder.data import EMBEDDED_NAMES, NAMES_VARIABLE
+
+start_up()  # the tests run nbgrader in process too, as the course's entry points do: alembic on PATH
 
 REPO = Path(__file__).resolve().parent.parent
 ARTIFACTS = REPO / "tests" / "artifacts"  # screenshots the browser tests keep

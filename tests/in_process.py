@@ -34,7 +34,7 @@ from IPython.core.interactiveshell import InteractiveShell
 from traitlets.config import Config
 
 from autograder.authoring import SOURCE_DIR
-from autograder.authoring.notebooks import grade_id
+from autograder.common.naming import grade_id
 from autograder.data import EMBEDDED_NAMES, NAMES_VARIABLE, SEED_VARIABLE
 from autograder.preprocessors.judge_answers import JudgeAnswers
 

@@ -9,6 +9,12 @@ import sys
 from . import graded_cells
 from .notebooks import COURSE_ROOT, authored_notebooks, sync
 
-for path in sync(authored_notebooks(), graded_cells.sync):
-    print(f"updated {path.relative_to(COURSE_ROOT)}")
-print("now run: nbgrader generate_assignment backprop_ninja --force", file=sys.stderr)
+
+def main() -> None:
+    for path in sync(authored_notebooks(), graded_cells.sync):
+        print(f"updated {path.relative_to(COURSE_ROOT)}")
+    print("now run: nbgrader generate_assignment backprop_ninja --force", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()

@@ -6,7 +6,7 @@ The repository's address is written in ONE place, ``[project.urls] Repository`` 
 (one row per notebook: the optional warm-ups in ``course/``, then ``release/backprop_ninja/``); the
 tests fail when a table is stale.
 After forking the course: change the address, run this command, commit the pages.
-The links from the notebooks and the feedback to the course text come from the same address (``course_links``).
+The links from the notebooks and the feedback to the course text come from the same address (``common.links``).
 """
 
 import os
@@ -14,33 +14,12 @@ import re
 import sys
 from pathlib import Path
 
-COURSE_ROOT = Path(__file__).resolve().parent.parent.parent
+from ..common.links import BRANCH, COURSE_DIR, COURSE_ROOT, colab_url, repository_url
+
 RELEASE_DIR = COURSE_ROOT / "release" / "backprop_ninja"
-COURSE_DIR = COURSE_ROOT / "course"  # the course text, and the optional warm-up notebooks
 PAGES = [COURSE_ROOT / "README.md", COURSE_ROOT / "course" / "README.md"]
-BRANCH = "main"  # Colab opens the notebook as committed on this branch
 START, END = "<!-- colab-badges -->", "<!-- /colab-badges -->"
 BADGE = "https://colab.research.google.com/assets/colab-badge.svg"
-
-
-def repository_url(pyproject: Path = COURSE_ROOT / "pyproject.toml") -> str:
-    """``[project.urls] Repository``, e.g. https://github.com/owner/name."""
-    text = pyproject.read_text()
-    try:
-        import tomllib
-
-        url = tomllib.loads(text)["project"]["urls"]["Repository"]
-    except ImportError:  # Python 3.10: a line of the form  Repository = "https://..."
-        url = re.search(r'^Repository\s*=\s*"([^"]+)"', text, re.M).group(1)
-    return url.rstrip("/").removesuffix(".git")
-
-
-def colab_url(repository: str, notebook: Path) -> str:
-    match = re.fullmatch(r"https://github\.com/([^/]+/[^/]+)", repository)
-    if not match:
-        raise ValueError(f"Colab opens notebooks from GitHub: {repository} is not https://github.com/<owner>/<name>")
-    path = notebook.relative_to(COURSE_ROOT).as_posix()
-    return f"https://colab.research.google.com/github/{match.group(1)}/blob/{BRANCH}/{path}"
 
 
 def notebooks() -> list:

@@ -11,7 +11,7 @@ rewrites it, and the tests fail when a notebook keeps a relative or stale link.
 
 import re
 
-from .badges import BRANCH, COURSE_DIR, colab_url, repository_url
+from ..common.links import course_url, repository_url
 
 # ](target) where target leads to course/<rest>: relative, or absolute on GitHub or Colab (any owner, any branch)
 COURSE_LINK = re.compile(
@@ -20,17 +20,6 @@ COURSE_LINK = re.compile(
     r"|https://colab\.research\.google\.com/github/[^/)\s]+/[^/)\s]+/blob/[^/)\s]+/)?"
     r"course/(?P<rest>[^)\s]+)\)"
 )
-
-
-def course_url(rest: str, repository: str | None = None) -> str:
-    """The address of ``course/<rest>`` (``rest`` may end in ``#anchor``): GitHub for a page, Colab for a notebook."""
-    repository = repository or repository_url()
-    path, _, anchor = rest.partition("#")
-    if path.endswith(".ipynb"):
-        url = colab_url(repository, COURSE_DIR / path)
-    else:
-        url = f"{repository}/blob/{BRANCH}/course/{path}"
-    return url + (f"#{anchor}" if anchor else "")
 
 
 def with_absolute_course_links(markdown: str, repository: str | None = None) -> str:

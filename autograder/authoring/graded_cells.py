@@ -11,8 +11,8 @@ markdown between the pairs is written in the notebook.
 
 import re
 
+from ..common.naming import grade_id
 from ..engine.backward_rules import STEPS, Step
-from .notebooks import grade_id
 
 NOTEBOOK = "ex1_atomic_backward"
 SOLUTION = re.compile(r"^### BEGIN SOLUTION$", re.M)

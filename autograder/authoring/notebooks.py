@@ -14,22 +14,18 @@ from pathlib import Path
 
 import nbformat
 
+from ..common.naming import LECTURE_CELL, grade_id
+
 HERE = Path(__file__).resolve().parent
 SHARED_CELLS = HERE / "shared_cells"
 COURSE_ROOT = HERE.parent.parent
 SOURCE_DIR = COURSE_ROOT / "source" / "backprop_ninja"
 COURSE_DIR = COURSE_ROOT / "course"
-LECTURE_CELL = "lecture"  # the id of the markdown cell that names the lecture and its chapters
-SETUP_PREFIX = "setup_"  # grade_id of every locked setup cell: the grader's reference runs them too
 
 
 def authored_notebooks() -> list:
     """The notebooks the authoring tool keeps: the nbgrader sources and the warm-up notebooks of course/."""
     return sorted(SOURCE_DIR.glob("*.ipynb")) + sorted(COURSE_DIR.glob("*.ipynb"))
-
-
-def grade_id(cell) -> str:
-    return cell.metadata.get("nbgrader", {}).get("grade_id", "")
 
 
 def shared_cell(cell_id: str) -> str | None:

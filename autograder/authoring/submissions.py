@@ -11,7 +11,7 @@ import textwrap
 
 import nbformat
 
-from .notebooks import grade_id
+from ..common.naming import grade_id
 
 SOLUTION_REGION = re.compile(r"### BEGIN SOLUTION\n(.*?)### END SOLUTION", re.S)
 STUB = re.compile(r"^([ \t]*)# YOUR CODE HERE\n\1raise NotImplementedError\(\)", re.M)  # indented in a def too

@@ -29,11 +29,3 @@ report         the instructor's class report (class_report.html, from templates/
 roster         an LMS's class list (Canvas or Moodle export), and who on it each student is
 lms_export     ``backprop-ninja export``: grades.csv as Canvas or Moodle imports it
 """
-
-import sys
-
-# jsonschema builds an IRI grammar when it is imported (rfc3987_syntax, with lark: 1.4 s of CPU in each
-# process that imports nbgrader, half of nbgrader's import), for its "iri" format check, which neither
-# nbformat nor nbgrader asks for. Without the module jsonschema skips that check. Only if nothing has
-# imported it yet: the grading processes (the command, its workers) import this package before nbgrader.
-sys.modules.setdefault("rfc3987_syntax", None)

@@ -42,16 +42,17 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from . import changes, preflight
-from .collect import collect
-from .gradebook import course_url, forget_student, late_penalties, make_template, write_submission
-from .grades_csv import grade_rows, step_columns, write_grades_csv
-from .history import Change, append_history
-from .pool import GraderSettings, Worker, WorkerPool
-from .problems import Problem, write_problems
-from .staging import GRADING_DIR, read_releases, stage_student
-from .state import GradingState, StudentRecord
+from ..common.problems import Problem, write_problems
+from . import preflight
+from .intake import changes
+from .intake.collect import collect
+from .intake.prepare import GRADING_DIR, read_releases, stage_student
+from .intake.state import GradingState, StudentRecord
+from .results.gradebook import course_url, forget_student, late_penalties, make_template, write_submission
+from .results.grades_csv import grade_rows, step_columns, write_grades_csv
+from .results.history import Change, append_history
 from .summary import Summary
+from .workers.pool import GraderSettings, Worker, WorkerPool
 
 
 @dataclass
@@ -112,7 +113,7 @@ class ClassGrading:
         self.started_at = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
         cluster = None
         if self.o.scheduler:  # reach the cluster before anything is graded (its workers check their own tools)
-            from .cluster import DaskCluster
+            from .cluster.coordinator import DaskCluster
 
             cluster = DaskCluster.connect(self.o.scheduler)
         if not (cluster and self.o.sandbox):
@@ -208,8 +209,8 @@ class ClassGrading:
 
     def dask_pool(self, cluster):
         """The Dask workers of ``cluster``, each sent the course (with the template made for this run)."""
-        from .cluster import DaskPool
-        from .payload import CourseBundle
+        from .cluster.coordinator import DaskPool
+        from .cluster.payload import CourseBundle
 
         bundle = CourseBundle.build(self.root, self.assignment, self.notebooks, self.o.grader(), self.template)
         return DaskPool(cluster, self.root, bundle, self.allowed, self.finish)
@@ -281,7 +282,7 @@ class ClassGrading:
         ]
         append_history(history_csv, changed)
         try:
-            from .report import write_report
+            from .report.class_report import write_report
 
             report = Path(
                 write_report(self.root, grades_csv, problems_json, history_csv, self.assignment, self.gradebook)

@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from ..errors import GradingError
+from ..common.errors import GradingError
 
 # What the sandbox runs: bubblewrap, and util-linux's prlimit (and setpriv, to leave root)
 SANDBOX_TOOLS = ("bwrap", "prlimit") + (("setpriv",) if os.geteuid() == 0 else ())
@@ -54,7 +54,7 @@ def ensure_release(root: Path, assignment: str, notebooks: list, gradebook: str)
     """Generate the release (and the gradebook's copy of the notebooks) when they are missing."""
     from nbgrader.api import Gradebook, MissingEntry
 
-    from .gradebook import exists
+    from .results.gradebook import exists
 
     known = set()
     if exists(gradebook):

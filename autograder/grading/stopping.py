@@ -3,7 +3,7 @@
 import signal
 import threading
 
-from ..errors import GradingError
+from ..common.errors import GradingError
 
 
 class CtrlC:

@@ -4,7 +4,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from .problems import rank
+from ..common.problems import rank
 
 
 @dataclass

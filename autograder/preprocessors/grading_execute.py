@@ -2,7 +2,6 @@
 
 import contextlib
 import hashlib
-import json
 import logging
 import os
 import secrets
@@ -17,10 +16,9 @@ from nbformat.v4 import new_output
 from nbgrader.preprocessors import Execute
 from traitlets import Bool, Integer, Unicode, default
 
-from ..authoring.notebooks import SETUP_PREFIX
-from ..data import NAMES_VARIABLE, SEED_VARIABLE, names_path
-from ..grading.problems import Problem
-from ..grading.profile import (
+from ..common.naming import SETUP_PREFIX
+from ..common.phases import (
+    EXECUTING,
     KERNEL_CPU,
     KERNEL_SHUTDOWN,
     KERNEL_START,
@@ -29,7 +27,9 @@ from ..grading.profile import (
     SETUP_CELLS,
     process_tree_cpu,
 )
-from ..sandbox import SandboxedKernelManager, SandboxError
+from ..data import NAMES_VARIABLE, SEED_VARIABLE, names_path
+from ..sandbox import SandboxedKernelManager
+from .incidents import Limits, notebook_incidents, record_incident
 
 
 @contextlib.contextmanager
@@ -44,56 +44,6 @@ def environment(**variables):
                 os.environ.pop(k, None)
             else:
                 os.environ[k] = v
-
-
-def cell_name(nb, index: int) -> str:
-    """'cell 12 (test_dprobs)': how problems name a cell."""
-    grade_id = nb.cells[index].metadata.get("nbgrader", {}).get("grade_id")
-    return f"cell {index + 1}" + (f" ({grade_id})" if grade_id else "")
-
-
-def timed_out_cells(nb) -> list:
-    """The indices of the cells interrupted at their timeout (nbclient leaves a CellTimeoutError in them)."""
-    return [
-        i
-        for i, cell in enumerate(nb.cells)
-        if any(
-            o.get("output_type") == "error" and o.get("ename") == "CellTimeoutError" for o in cell.get("outputs", [])
-        )
-    ]
-
-
-def record_incident(resources, kind: str, detail: str, log) -> None:
-    """Note a problem of the notebook being graded: in its resources, for class grading's worker, in the log."""
-    nbgrader = resources.get("nbgrader", {})
-    problem = Problem(nbgrader.get("student"), nbgrader.get("notebook"), kind, detail)
-    resources["backprop_ninja"]["incidents"].append(problem)
-    GradingExecute.incidents.append(problem)
-    log.warning("GRADING PROBLEM %s/%s: %s: %s", problem.student, problem.notebook, kind, detail)
-
-
-def left_behind_detail(left: dict) -> str:
-    """The instructor's words for what a kernel left in its folder (the kernel parent's summary, whose names are the
-    kernel's own: shown quoted and cut short)."""
-    counts = left.get("counts") if isinstance(left.get("counts"), dict) else {}
-    counts = {str(kind): int(n) for kind, n in counts.items() if str(kind).isalpha()}
-    parts = [f"{n} {kind}{'s' if n != 1 else ''}" for kind, n in sorted(counts.items())]
-    changed = int(left.get("changed") or 0)
-    if changed:
-        parts.append(f"{changed} changed cop{'ies' if changed != 1 else 'y'} of its files")
-    what = ", ".join(parts) or "entries"
-    if left.get("capped"):
-        what = f"so many entries that only {sum(counts.values())} were looked at ({what})"
-    size = int(left.get("bytes") or 0)
-    size = f"{size / 2**20:.1f} MB" if size >= 2**20 else f"{size // 1024} KB"
-    examples = [json.dumps(str(e)[:200]) for e in (left.get("examples") or [])[:5]]
-    links = int(left.get("hard_links") or 0)
-    return (
-        f"the kernel left {what} ({size}) in its folder"
-        + (f", {links} of them hard links" if links else "")
-        + (f", e.g. {', '.join(examples)}" if examples else "")
-        + ": it worked in a copy inside its sandbox, so they were thrown away with it, and nothing of them was read"
-    )
 
 
 class _WithoutDebug(logging.LoggerAdapter):
@@ -143,16 +93,6 @@ class GradingExecute(Execute):
         "encoded tensors (megabytes a notebook). Off, the executor logs from INFO up: nbgrader's captured logs (the "
         "Formgrader's autograde dialog, the workers of backprop-ninja grade) keep DEBUG whatever --log-level says.",
     ).tag(config=True)
-
-    # What went wrong in each notebook this process executed (record_incident), for the class report: a Problem
-    # each; and the sandbox's message when it could not start a kernel (then nobody can be graded). Class grading's
-    # workers read and clear them.
-    incidents = []
-    sandbox_failure = ""
-    # The seconds this process spent executing notebooks (kernels started, cells run), and since when it is in one:
-    # what a grading worker's watchdog leaves out of the grader's own time (``grading.worker``).
-    executing_seconds = 0.0
-    executing_since = None
 
     _run_secret = secrets.token_hex(16)
     _deadline = None
@@ -298,58 +238,9 @@ class GradingExecute(Execute):
 
     def record_incidents(self, nb, resources) -> None:
         """What went wrong while the notebook ran, named the way the class report names it."""
-        state, found = resources["backprop_ninja"], []
-        where = lambda i: cell_name(nb, i)
-        if state["kernel_died_in"] is not None:
-            status = state.get("exit_status")
-            found.append(
-                (
-                    "kernel_died",
-                    f"the kernel died in {where(state['kernel_died_in'])}"
-                    + (f" (exit status {status})" if status is not None else "")
-                    + "; the cells after it scored 0",
-                )
-            )
-        stopped_in = state["notebook_time_limit_in"]
-        if stopped_in is not None:  # one cell that could not be interrupted, usually
-            found.append(
-                (
-                    "notebook_time_limit",
-                    f"the notebook ran over its {self.notebook_timeout} s limit in {where(stopped_in)} and was "
-                    "stopped; the cells after it scored 0",
-                )
-            )
-        found += [  # the cell the notebook's limit stopped was cut short by that limit, not its own
-            (
-                "cell_timeout",
-                f"{where(i)} ran over the {self.timeout} s cell limit and was interrupted; the notebook went on",
-            )
-            for i in timed_out_cells(nb)
-            if i != stopped_in
-        ]
-        for i, cell in enumerate(nb.cells):
-            for out in cell.get("outputs", []):
-                if out.get("output_type") != "error":
-                    continue
-                ename, evalue = out.get("ename", ""), str(out.get("evalue", ""))
-                if ename in ("MemoryError", "OutOfMemoryError") or (
-                    ename == "RuntimeError"
-                    and any(w in evalue for w in ("can't allocate memory", "not enough memory", "DefaultCPUAllocator"))
-                ):
-                    found.append(("memory_limit", f"{where(i)} ran out of memory ({ename}); the notebook went on"))
-                elif ename == "BlockingIOError" or "Resource temporarily unavailable" in evalue:
-                    found.append(("process_limit", f"{where(i)} hit the process limit ({ename}: {evalue[:80]})"))
-        if self._left_behind:
-            found.append(("kernel_files_discarded", left_behind_detail(self._left_behind)))
-        for i in sorted(self._truncated):
-            found.append(
-                (
-                    "output_limit",
-                    f"{where(i)} printed more than {self.max_output_bytes / 2**20:g} MB; "
-                    "the rest of its output was dropped",
-                )
-            )
-        for kind, detail in found:
+        limits = Limits(self.notebook_timeout, self.timeout, self.max_output_bytes)
+        state = resources["backprop_ninja"]
+        for kind, detail in notebook_incidents(nb, state, limits, self._truncated, self._left_behind):
             record_incident(resources, kind, detail, self.log)
 
     @contextlib.contextmanager
@@ -388,16 +279,10 @@ class GradingExecute(Execute):
         # it (--die-with-parent); a graceful exit (ipykernel and torch tearing down) took 0.8 s a notebook.
         self.shutdown_kernel = "immediate"
         self._deadline = time.monotonic() + self.notebook_timeout if self.notebook_timeout else None
-        GradingExecute.executing_since = time.monotonic()
         try:
-            with environment(**variables), self._working_folder(resources):
+            with EXECUTING, environment(**variables), self._working_folder(resources):
                 nb, resources = super().preprocess(nb, resources, *args, **kwargs)
-        except SandboxError as error:
-            GradingExecute.sandbox_failure = str(error)
-            raise
         finally:
             self._deadline = None
-            GradingExecute.executing_seconds += time.monotonic() - GradingExecute.executing_since
-            GradingExecute.executing_since = None
         self.record_incidents(nb, resources)
         return nb, resources

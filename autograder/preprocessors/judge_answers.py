@@ -18,10 +18,11 @@ from nbformat.v4 import new_output
 from nbgrader import utils
 from nbgrader.preprocessors import NbGraderPreprocessor
 
-from ..authoring.notebooks import SETUP_PREFIX, grade_id
+from ..common.naming import SETUP_PREFIX, grade_id
+from ..common.phases import JUDGING, PHASES, REFERENCE
 from ..data import NAMES_VARIABLE
-from ..grading.profile import JUDGING, PHASES, REFERENCE
-from .grading_execute import environment, record_incident, timed_out_cells
+from .grading_execute import environment
+from .incidents import record_incident, timed_out_cells
 
 if TYPE_CHECKING:
     from ..engine.verdict import Verdict

@@ -26,8 +26,7 @@ from nbformat.v4 import new_raw_cell
 from nbgrader import utils
 from traitlets import Bool
 
-from ..authoring.badges import repository_url
-from ..authoring.course_links import course_url
+from ..common.links import course_url, repository_url
 
 VERDICT_HEAD = re.compile(r"^[✔✘] (?P<title>.+): (?P<points>\d+(?:\.\d+)?) of \d+(?:\.\d+)? points?$")
 WRONG_STEP_LINES = 3  # reason lines of a wrong step shown in the table; its cell has them all

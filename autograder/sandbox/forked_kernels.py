@@ -27,7 +27,7 @@ from jupyter_client.provisioning import LocalProvisioner
 from .policy import SandboxError
 from .stage import Stage
 
-PARENT_MODULE = "autograder.sandbox.kernel_parent"  # ``python -m PARENT_MODULE`` runs a kernel parent
+PARENT_MODULE = "autograder.sandbox.in_sandbox"  # ``python -m PARENT_MODULE`` runs a kernel parent
 COLD = "--cold"  # its argument for a parent that imports nothing ahead and forks one kernel
 KERNEL_MODULE = "ipykernel_launcher"  # a kernel command a parent can fork: [python, -m, KERNEL_MODULE, ...]
 IPC_ENTRIES = 200  # a kernel makes six entries in the socket folder: more, and it is removed with its parent
@@ -361,7 +361,7 @@ class KernelParents:
             return parent
         for other in [k for k, p in cls.parents.items() if k == key or not p.kernels or not p.alive()]:
             cls.parents.pop(other).close()
-        parent = start()
+        parent = cls._started(start)
         await parent.ready(timeout)  # closes it and raises SandboxError if it never gets ready
         cls.parents[key] = parent
         return parent
@@ -372,8 +372,18 @@ class KernelParents:
         thread that will use it: a parent's sandbox dies with the thread that started it (bwrap's
         --die-with-parent)."""
         if key not in cls.parents:
-            cls.parents[key] = start()
+            cls.parents[key] = cls._started(start)
         return cls.parents[key]
+
+    _closes_at_exit = False
+
+    @classmethod
+    def _started(cls, start) -> KernelParent:
+        """``start()``, the first time with the last student's sandbox set to end with the process, not after it."""
+        if not cls._closes_at_exit:
+            atexit.register(cls.close)
+            cls._closes_at_exit = True
+        return start()
 
     @classmethod
     def adopt(cls, mine: KernelParent | None) -> None:
@@ -403,6 +413,3 @@ class KernelParents:
         """Stop every parent (at the end of the process)."""
         while cls.parents:
             cls.parents.popitem()[1].close()
-
-
-atexit.register(KernelParents.close)  # the last student's sandbox ends with the process, not after it

@@ -13,8 +13,8 @@ import pytest
 from conftest import ASSIGNMENT, REPO
 from nbgrader.api import Gradebook
 
-from autograder.grading import report
-from autograder.grading.report import ClassData, summary_lines, write_report
+from autograder.grading.report import class_report as report
+from autograder.grading.report.class_report import ClassData, summary_lines, write_report
 
 EX1, EX2 = "ex1_atomic_backward", "ex2_cross_entropy"
 HOSTILE = "<script>alert(1)</script>"
@@ -347,7 +347,7 @@ def test_the_report_imports_no_matplotlib(tmp_path, gradebook_db):
     or numpy (0.3 s at the end of every grade)."""
     make_class(tmp_path, gradebook_db)
     code = (
-        "import sys; import autograder.grading.report as r; r.write_report(sys.argv[1]); "
+        "import sys; import autograder.grading.report.class_report as r; r.write_report(sys.argv[1]); "
         "assert not {'matplotlib', 'numpy'} & set(sys.modules), sorted({'matplotlib', 'numpy'} & set(sys.modules))"
     )
     subprocess.run([sys.executable, "-c", code, str(tmp_path)], check=True, cwd=REPO)

@@ -9,10 +9,9 @@ import nbformat
 import pytest
 from conftest import ASSIGNMENT, REPO
 
-from autograder.errors import GradingError
-from autograder.grading import gradebook
-from autograder.grading.gradebook import GradedSubmission, make_template, read_submission, sqlite_url, write_submission
-from autograder.grading.payload import (
+from autograder.common.errors import GradingError
+from autograder.common.problems import Problem
+from autograder.grading.cluster.payload import (
     CourseBundle,
     Refused,
     StudentJob,
@@ -22,10 +21,17 @@ from autograder.grading.payload import (
     version_differences,
     versions,
 )
-from autograder.grading.pool import GraderSettings
-from autograder.grading.problems import Problem
-from autograder.grading.repair import MAX_BYTES
-from autograder.grading.worker import WorkerResult
+from autograder.grading.intake.repair import MAX_BYTES
+from autograder.grading.results import gradebook
+from autograder.grading.results.gradebook import (
+    GradedSubmission,
+    make_template,
+    read_submission,
+    sqlite_url,
+    write_submission,
+)
+from autograder.grading.workers.pool import GraderSettings
+from autograder.grading.workers.worker import WorkerResult
 from autograder.sandbox.uids import claim_sandbox_uid
 
 NB = "ex1_atomic_backward"

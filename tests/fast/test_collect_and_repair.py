@@ -92,14 +92,14 @@ NOTEBOOKS = ["ex1_atomic_backward", "ex2_cross_entropy_backward", "ex3_batchnorm
     ],
 )
 def test_lms_file_names_are_matched_to_notebooks(name, notebook):
-    from autograder.grading.collect import match_notebook
+    from autograder.grading.intake.collect import match_notebook
 
     assert match_notebook(name, NOTEBOOKS) == notebook
 
 
 @pytest.mark.filterwarnings("ignore::nbformat.validator.DuplicateCellId")  # the duplicated cell is the case
 def test_repairs_give_back_the_release_structure():
-    from autograder.grading.repair import repair
+    from autograder.grading.intake.repair import repair
 
     release = nbformat.read(REPO / "release" / ASSIGNMENT / f"{NB}.ipynb", as_version=4)
     source = nbformat.read(REPO / "source" / ASSIGNMENT / f"{NB}.ipynb", as_version=4)
@@ -126,7 +126,7 @@ def test_repairs_give_back_the_release_structure():
 
 
 def test_a_notebook_without_its_test_cells_gets_them_back_and_is_graded():
-    from autograder.grading.repair import repair
+    from autograder.grading.intake.repair import repair
 
     release = nbformat.read(REPO / "release" / ASSIGNMENT / f"{NB}.ipynb", as_version=4)
     source = nbformat.read(REPO / "source" / ASSIGNMENT / f"{NB}.ipynb", as_version=4)
@@ -142,7 +142,7 @@ def test_a_notebook_without_its_test_cells_gets_them_back_and_is_graded():
 
 
 def test_another_notebook_saved_under_this_name_is_not_graded():
-    from autograder.grading.repair import repair
+    from autograder.grading.intake.repair import repair
 
     release = {n: nbformat.read(REPO / "release" / ASSIGNMENT / f"{n}.ipynb", as_version=4) for n in NOTEBOOKS}
     source = {n: nbformat.read(REPO / "source" / ASSIGNMENT / f"{n}.ipynb", as_version=4) for n in NOTEBOOKS}

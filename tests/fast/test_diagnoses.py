@@ -8,13 +8,13 @@ import pytest
 import torch
 
 from autograder.authoring import SOURCE_DIR
-from autograder.authoring.notebooks import SETUP_PREFIX
 from autograder.authoring.submissions import grade_id
+from autograder.common.naming import SETUP_PREFIX
 from autograder.engine import wire
 from autograder.engine.backward_rules import STEP_BY_NAME, local_gradient
 from autograder.engine.exercises import CHECKS
 from autograder.engine.reference import autograd_gradients, forward_values, run_setup
-from autograder.grading.diagnoses import DIAGNOSES, classify, most_frequent, read_diagnoses, verdict_reason
+from autograder.grading.report.misconceptions import DIAGNOSES, classify, most_frequent, read_diagnoses, verdict_reason
 
 NB = "ex1_atomic_backward"
 SEED = 12345

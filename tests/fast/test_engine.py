@@ -8,8 +8,8 @@ import pytest
 import torch
 
 from autograder.authoring import SOURCE_DIR, graded_cells, shared_cell, stale_setup_cells
-from autograder.authoring.notebooks import SETUP_PREFIX
 from autograder.authoring.submissions import grade_id
+from autograder.common.naming import SETUP_PREFIX
 from autograder.engine import wire
 from autograder.engine.backward_rules import SHAPE_ONLY_SHARE, STEP_BY_NAME, STEPS, local_gradient
 from autograder.engine.diagnose import changed_after_check

@@ -9,8 +9,8 @@ from cases_ex4 import ALTERNATIVES, CHEATS, GRADIENTS, MISTAKES, NB, submissions
 from conftest import REPO
 from in_process import autograde, source_notebook
 
-from autograder.authoring.notebooks import SETUP_PREFIX
 from autograder.authoring.submissions import grade_id
+from autograder.common.naming import SETUP_PREFIX
 from autograder.engine import training
 from autograder.engine.reference import run_setup
 from autograder.engine.training_checks import POINTS, REACH_LOSS

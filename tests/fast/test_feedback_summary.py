@@ -10,7 +10,7 @@ from nbconvert.filters.strings import clean_html
 from nbformat.v4 import new_code_cell, new_notebook, new_output
 
 from autograder.authoring import SOURCE_DIR, grade_id
-from autograder.authoring.badges import repository_url
+from autograder.common.links import repository_url
 from autograder.preprocessors import SummarizeSteps
 
 REPOSITORY = repository_url()

@@ -12,11 +12,22 @@ from autograder.data import EMBEDDED_NAMES, NAMES_SHA256, names_path
 
 
 def test_nbgraders_tools_are_found_without_an_activated_venv():
-    """nbgrader runs alembic by name: importing autograder finds the one installed beside this Python."""
-    probe = "import shutil, autograder; print(shutil.which('alembic'))"
-    result = subprocess.run([sys.executable, "-c", probe], env=NEWCOMER_ENV, capture_output=True, text=True)
+    """nbgrader runs alembic by name: the course's nbgrader_config.py, which every nbgrader command loads, finds the
+    one installed beside this Python (importing the package alone changes nothing: no code runs on import)."""
+    probe = (
+        "import os\n"
+        "before = os.environ['PATH']\n"
+        "import shutil, autograder.grading, autograder.sandbox, autograder.preprocessors\n"
+        "unchanged = before == os.environ['PATH']\n"
+        "from traitlets.config import Config\n"
+        "config = Config()\n"
+        "exec(open('nbgrader_config.py').read(), {'get_config': lambda: config})\n"
+        "print(unchanged, shutil.which('alembic'))"
+    )
+    result = subprocess.run([sys.executable, "-c", probe], env=NEWCOMER_ENV, capture_output=True, text=True, cwd=REPO)
     assert result.returncode == 0, result.stderr
-    assert result.stdout.strip() == os.path.join(os.path.dirname(sys.executable), "alembic"), result.stdout
+    alembic = os.path.join(os.path.dirname(sys.executable), "alembic")
+    assert result.stdout.split() == ["True", alembic], result.stdout
 
 
 def test_the_data_set_ships_with_the_course():

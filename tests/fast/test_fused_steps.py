@@ -5,8 +5,8 @@ import nbformat
 import pytest
 
 from autograder.authoring import SOURCE_DIR
-from autograder.authoring.notebooks import SETUP_PREFIX
 from autograder.authoring.submissions import grade_id
+from autograder.common.naming import SETUP_PREFIX
 from autograder.engine.backward_rules import FUSED_STEPS, local_gradient
 from autograder.engine.diagnose import diagnose
 from autograder.engine.reference import autograd_gradients, forward_values, run_setup

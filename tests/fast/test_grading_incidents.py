@@ -23,9 +23,7 @@ def incidents(nb, **state):
     }
     execute = GradingExecute(timeout=15, notebook_timeout=90)
     execute._truncated = set()
-    GradingExecute.incidents.clear()
-    execute.record_incidents(nb, resources)
-    assert GradingExecute.incidents == resources["backprop_ninja"]["incidents"]  # what class grading's worker reads
+    execute.record_incidents(nb, resources)  # into the resources, where class grading's worker reads them
     return [(p.kind, p.detail) for p in resources["backprop_ninja"]["incidents"]]
 
 

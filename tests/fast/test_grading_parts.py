@@ -12,14 +12,14 @@ import pytest
 from conftest import ASSIGNMENT, REPO
 
 from autograder.cli import main
-from autograder.errors import GradingError
-from autograder.grading import changes
-from autograder.grading.collect import collect
-from autograder.grading.gradebook import sqlite_url
+from autograder.common.errors import GradingError
+from autograder.common.problems import KINDS, Problem, read_problems, write_problems
+from autograder.grading.intake import changes
+from autograder.grading.intake.collect import collect
+from autograder.grading.intake.state import GradingState, StudentRecord
 from autograder.grading.preflight import course_root, find_assignment, notebook_names
-from autograder.grading.problems import KINDS, Problem, read_problems, write_problems
-from autograder.grading.state import GradingState, StudentRecord
-from autograder.grading.worker import WorkerResult
+from autograder.grading.results.gradebook import sqlite_url
+from autograder.grading.workers.worker import WorkerResult
 
 NB = "ex1_atomic_backward"
 

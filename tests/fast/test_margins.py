@@ -6,7 +6,7 @@ import nbformat
 import pytest
 
 from autograder.authoring import SOURCE_DIR
-from autograder.authoring.notebooks import SETUP_PREFIX, grade_id
+from autograder.common.naming import SETUP_PREFIX, grade_id
 from autograder.engine.exposures import EXPOSURES, margins
 from autograder.engine.reference import autograd_gradients, forward_values, run_setup
 

@@ -276,24 +276,3 @@ def test_account_files_name_the_kernels_user_only():
     passwd, group = policy.account_files(61003, 61004)
     assert passwd == "student:x:61003:61004:student:/tmp:/usr/sbin/nologin\n"
     assert group == "student:x:61004:\n"
-
-
-def test_a_sandbox_that_cannot_start_is_reported_as_such_not_read_back_from_text(tmp_path):
-    """The worker learns that the sandbox failed from GradingExecute itself, never from a traceback's words (a
-    kernel's output can hold any words)."""
-    from nbformat.v4 import new_code_cell, new_notebook
-    from traitlets.config import Config
-
-    from autograder.preprocessors import GradingExecute
-
-    c = Config()
-    c.SandboxedKernelManager.bwrap = "/nonexistent/bwrap"
-    c.SandboxedKernelManager.course_root = str(tmp_path)
-    folder = tmp_path / "autograded" / "ada" / "ps1"
-    folder.mkdir(parents=True)
-    GradingExecute.sandbox_failure = ""
-    with pytest.raises(SandboxError, match="'/nonexistent/bwrap' not found"):
-        GradingExecute(config=c).preprocess(
-            new_notebook(cells=[new_code_cell("1")]), {"metadata": {"path": str(folder)}}
-        )
-    assert "'/nonexistent/bwrap' not found" in GradingExecute.sandbox_failure

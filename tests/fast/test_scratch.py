@@ -7,8 +7,8 @@ import socket
 
 import pytest
 
-from autograder.preprocessors.grading_execute import left_behind_detail
-from autograder.sandbox import kernel_parent
+from autograder.preprocessors.incidents import left_behind_detail
+from autograder.sandbox import in_sandbox as kernel_parent
 
 
 @pytest.fixture

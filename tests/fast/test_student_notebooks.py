@@ -19,8 +19,8 @@ import yaml
 from conftest import ASSIGNMENT, NAMES, REPO
 
 from autograder.authoring import SOURCE_DIR, badges, shared_cell
-from autograder.authoring.notebooks import SETUP_PREFIX
 from autograder.authoring.submissions import grade_id, solved
+from autograder.common.naming import SETUP_PREFIX
 from autograder.engine.backward_rules import STEPS
 from autograder.engine.reference import autograd_gradients, run_setup, strip_hidden
 

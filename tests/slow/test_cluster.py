@@ -74,7 +74,7 @@ def outcome(root: Path) -> tuple:
 
 def submissions(url: str) -> dict:
     """student -> how many submissions of the assignment the gradebook has for them."""
-    from autograder.grading.gradebook import opened
+    from autograder.grading.results.gradebook import opened
 
     with opened(url) as gb:
         found = [s.student.id for s in gb.find_assignment(ASSIGNMENT).submissions]
@@ -205,10 +205,10 @@ def test_a_worker_of_another_version_is_refused_before_grading(cluster, demo, tm
 
 
 def test_a_worker_refuses_a_job_that_is_not_the_courses(cluster, demo, tmp_path):
-    from autograder.grading import remote
-    from autograder.grading.gradebook import make_template, sqlite_url
-    from autograder.grading.payload import CourseBundle, Refused, StudentJob
-    from autograder.grading.pool import GraderSettings
+    from autograder.grading.cluster import remote
+    from autograder.grading.cluster.payload import CourseBundle, Refused, StudentJob
+    from autograder.grading.results.gradebook import make_template, sqlite_url
+    from autograder.grading.workers.pool import GraderSettings
 
     root = copy_of(demo, tmp_path)
     make_template(sqlite_url(root / "gradebook.db"), ASSIGNMENT, tmp_path / "template.db")
@@ -362,7 +362,7 @@ def test_a_postgresql_gradebook_is_graded_into_while_the_formgrader_uses_it(post
     assert (rows, problems) == (expected, [p for p in reference[1] if p["student"] in students])
     assert files == [(path, mode) for path, mode in reference[2] if of_them(path)]
     assert submissions(url) == dict.fromkeys(students, 1) and not (root / "gradebook.db").exists()
-    from autograder.grading.gradebook import opened
+    from autograder.grading.results.gradebook import opened
 
     with opened(url) as gb:
         notebook = gb.find_submission_notebook(NB, ASSIGNMENT, student)

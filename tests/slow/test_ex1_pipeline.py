@@ -19,9 +19,8 @@ import pytest
 from cases_ex1 import CHEATS, MISTAKES, NB, RULE_MISTAKES, submissions
 from conftest import ARTIFACTS, ASSIGNMENT, Chromium, formgrader
 
-from autograder.authoring.badges import repository_url
-from autograder.authoring.course_links import course_url
 from autograder.authoring.submissions import grade_id
+from autograder.common.links import course_url, repository_url
 from autograder.engine.backward_rules import SHAPE_ONLY_SHARE, STEP_BY_NAME, STEPS
 
 ALL_STEPS = [s.name for s in STEPS]

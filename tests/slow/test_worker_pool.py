@@ -21,8 +21,8 @@ from conftest import DEMO_FOUR, NEWCOMER_ENV, copy_of, demo_four, grade_argv, wa
 pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is not installed")
 
 STUDENTS = DEMO_FOUR
-FORK_SERVER = "autograder.grading.fork_server"
-KERNEL_PARENT = "autograder.sandbox.kernel_parent"
+FORK_SERVER = "autograder.grading.workers.fork_server"
+KERNEL_PARENT = "autograder.sandbox.in_sandbox"
 
 
 @pytest.fixture(scope="module")

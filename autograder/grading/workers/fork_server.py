@@ -2,7 +2,7 @@
 
 A worker started as a Python of its own imports nbgrader, torch and the grading engine before it grades anyone:
 1.3 CPU s, paid by every worker (in a class of 6 on two workers, a tenth of the run). The fork server
-(``python -m autograder.grading.fork_server FD``) imports them once (``worker.load``), then forks a worker for
+(``python -m autograder.grading.workers.fork_server FD``) imports them once (``worker.load``), then forks a worker for
 each request on its socket FD (SOCK_SEQPACKET, shared with the pool): the request holds the worker's arguments,
 and its stdin, stdout and log as file descriptors. The server writes the worker's pid on that stdout first, so
 the pool can kill a worker that has not said it is ready yet. Each worker is a session of its own (the pool
@@ -26,8 +26,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from ..sandbox.forked_kernels import KernelParents, PidfdProcess
-from ..sandbox.stage import own_mount_namespace
+from ...common.tools import start_up
+from ...sandbox.forked_kernels import KernelParents, PidfdProcess
+from ...sandbox.stage import own_mount_namespace
 
 MAX_REQUEST = 1 << 16
 
@@ -153,6 +154,7 @@ def _fork(request: bytes, fds: list, sock: socket.socket, kernel_parent=None) ->
 
 
 def serve(fd: int) -> None:
+    start_up()
     sock = socket.socket(fileno=fd)
     # As root, the server has a mount namespace of its own, which the workers it forks share (before any thread
     # starts): a kernel parent started here sees the stage its worker mounts students on

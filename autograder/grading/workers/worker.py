@@ -18,21 +18,20 @@ one its fork server started for it is ended by the worker, or by the pool when i
 import json
 import logging
 import os
-import stat
 import sys
 import threading
 import time
 import traceback
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
 
-from .gradebook import GradedSubmission, read_submission
-from .problems import Problem
+from ...common.problems import Problem
+from ...common.tools import start_up
+from ..results.gradebook import GradedSubmission, read_submission
+from .watchdog import Watchdog
 
 READY = {"ready": True}
 GRADER_SECONDS = 120  # default of the grader's own time per student, kernels left out (grade --grader-time-limit)
 TIME_LIMIT_OPTION = "--grader-time-limit"
-TIMESTAMP_BYTES = 1000
 
 
 @dataclass
@@ -89,10 +88,10 @@ def load() -> None:
     import nbgrader.apps.api  # noqa: F401
     import nbgrader.apps.baseapp  # noqa: F401
 
-    from ..engine import exercises  # noqa: F401 (JudgeAnswers' engine, torch with it: loaded before any student)
-    from ..preprocessors import grading_execute  # noqa: F401
-    from ..sandbox import forked_kernels, stage  # noqa: F401
-    from . import profile  # noqa: F401
+    from ...common import phases  # noqa: F401
+    from ...engine import exercises  # noqa: F401 (JudgeAnswers' engine, torch with it: loaded before any student)
+    from ...preprocessors import grading_execute  # noqa: F401
+    from ...sandbox import forked_kernels, stage  # noqa: F401
 
 
 def nbgrader_app(argv: list) -> tuple:
@@ -112,7 +111,7 @@ def start_kernel_parent(app):
     """As root, start the kernel parent of the worker that nbgrader's ``app`` configures (``nbgrader_app``) without
     waiting for it to load, and return it (None: kernels get none, or it could not start; the first kernel meets
     that error again, and reports it). From the main thread: its sandbox dies with the thread that started it."""
-    from ..preprocessors.grading_execute import GradingExecute
+    from ...preprocessors.grading_execute import GradingExecute
 
     try:
         return GradingExecute(parent=app).start_kernel_parent()
@@ -121,73 +120,9 @@ def start_kernel_parent(app):
         return None
 
 
-def read_regular(path: Path, limit: int) -> tuple | None:
-    """(permission bits, bytes) of ``path`` if it is a regular file, never following a link nor opening a pipe; None
-    when there is none, or it is over ``limit`` bytes."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-    except OSError:  # missing, a link (ELOOP), a socket (ENXIO)
-        return None
-    with os.fdopen(fd, "rb") as f:
-        st = os.fstat(fd)
-        data = f.read(limit + 1) if stat.S_ISREG(st.st_mode) else None
-    return None if data is None or len(data) > limit else (st.st_mode & 0o777, data)
-
-
-def feedback_pages(api, assignment: str, student: str) -> dict:
-    """nbgrader's generate_feedback, making only the pages: none of the other files of the autograded folder is
-    copied (nbgrader would copy them all, names.txt among them), but timestamp.txt, which release_feedback reads."""
-    ignored = api.coursedir.ignore
-    api.coursedir.ignore = ["*"]  # (the folder itself matches: nbgrader walks nothing)
-    try:
-        made = api.generate_feedback(assignment, student, force=True)
-    finally:
-        api.coursedir.ignore = ignored
-    folder = Path(api.coursedir.format_path(api.coursedir.autograded_directory, student, assignment))
-    stamp = read_regular(folder / "timestamp.txt", TIMESTAMP_BYTES)
-    feedback = Path(api.coursedir.format_path(api.coursedir.feedback_directory, student, assignment))
-    if made["success"] and stamp is not None and feedback.is_dir():
-        (feedback / "timestamp.txt").write_bytes(stamp[1])
-    return made
-
-
-class Watchdog:
-    """Stops the worker when the grader's own work for one student (all but executing notebooks, which have their
-    own limits) runs over ``seconds``: ``expired(student)`` answers for the student, then the process ends."""
-
-    def __init__(self, seconds: float, expired):
-        self.seconds, self.expired = seconds, expired
-        self.student = None
-        threading.Thread(target=self._watch, daemon=True).start()
-
-    def start(self, student: str) -> None:
-        from ..preprocessors.grading_execute import GradingExecute
-
-        self.started, self.executed, self.student = time.monotonic(), GradingExecute.executing_seconds, student
-
-    def done(self) -> None:
-        self.student = None
-
-    def used(self) -> float:
-        """The grader's own seconds for the current student so far."""
-        from ..preprocessors.grading_execute import GradingExecute
-
-        now, since = time.monotonic(), GradingExecute.executing_since
-        executing = GradingExecute.executing_seconds - self.executed + (now - since if since else 0)
-        return now - self.started - executing
-
-    def _watch(self) -> None:
-        while True:
-            time.sleep(min(1.0, self.seconds / 4))
-            student = self.student
-            if student is not None and self.used() > self.seconds:
-                self.expired(student)
-                os._exit(1)
-
-
 def main(argv=None) -> None:
-    from ..sandbox.forked_kernels import KernelParents
-    from ..sandbox.stage import own_mount_namespace
+    from ...sandbox.forked_kernels import KernelParents
+    from ...sandbox.stage import own_mount_namespace
 
     # As root, one kernel parent serves all the worker's students, each shown on its stage in turn, in a mount
     # namespace of the worker's own (before any thread starts: a process with threads cannot have one), or of its
@@ -201,8 +136,9 @@ def main(argv=None) -> None:
 
     from nbgrader.apps.api import NbGraderAPI
 
-    from ..preprocessors.grading_execute import GradingExecute
-    from .profile import PHASES, DatabaseClock
+    from ...common.phases import PHASES
+    from .autograde import autograde, feedback_pages
+    from .database_clock import DatabaseClock
 
     assignment, feedback, limit, app = nbgrader_app(argv)
     start_kernel_parent(app)  # (unless the server has: then it is this worker's already)
@@ -231,9 +167,7 @@ def main(argv=None) -> None:
             continue
         started = time.monotonic()
         watchdog.start(student)
-        GradingExecute.incidents.clear()
-        GradingExecute.sandbox_failure = ""
-        result = api.autograde(assignment, student, force=True, create=True)
+        result, graded = autograde(api, assignment, student)
         KernelParents.student_done()  # nothing of the student stays in their kernel parent's sandbox
         autograded = time.monotonic()
         error = result.get("error") or ""
@@ -254,8 +188,8 @@ def main(argv=None) -> None:
                 student=student,
                 success=bool(result["success"]),
                 error=error[-3000:],
-                incidents=list(GradingExecute.incidents),
-                sandbox_error=GradingExecute.sandbox_failure,
+                incidents=graded.incidents,
+                sandbox_error=graded.sandbox_failure,
                 seconds=round(time.monotonic() - started, 2),
                 grades=grades,
                 profile=profile,
@@ -267,8 +201,9 @@ def run(argv=None) -> None:
     """A worker process from start to end; never returns. Once every answer is written, the last student's
     sandbox ends, then the process: without Python's own teardown of torch and nbgrader, which would hold up the
     pool (it waits for its workers) by a third of a second, and which a forked worker must not run at all."""
-    from ..sandbox.forked_kernels import KernelParents
+    from ...sandbox.forked_kernels import KernelParents
 
+    start_up()
     status = 0
     try:
         main(argv)

@@ -19,11 +19,11 @@ import json
 from pathlib import Path
 from urllib.parse import quote
 
-from .diagnoses import read_diagnoses
-from .gradebook import exists, sqlite_url
-from .grades_csv import number
-from .history import read_history
-from .problems import rank, read_problems
+from ...common.problems import rank, read_problems
+from ..results.gradebook import exists, sqlite_url
+from ..results.grades_csv import number
+from ..results.history import read_history
+from .misconceptions import read_diagnoses
 
 ASSIGNMENT = "backprop_ninja"
 

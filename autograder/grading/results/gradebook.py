@@ -16,7 +16,7 @@ import warnings
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from ..errors import GradingError
+from ...common.errors import GradingError
 
 CELL_KINDS = ("grade_cells", "solution_cells", "task_cells")  # nbgrader's tables of a cell's kind, keyed by base_cell
 

@@ -25,10 +25,10 @@ from pathlib import Path, PurePosixPath
 
 import nbformat
 
-from .pool import GraderSettings
-from .repair import MAX_BYTES
-from .staging import STAGED
-from .worker import WorkerResult
+from ..intake.prepare import STAGED
+from ..intake.repair import MAX_BYTES
+from ..workers.pool import GraderSettings
+from ..workers.worker import WorkerResult
 
 PACKAGE = Path(__file__).resolve().parent.parent  # the autograder package: its code is part of the version
 MAX_TIMESTAMP_BYTES = 1000

@@ -1,6 +1,6 @@
 """A kernel parent: a warm Python in a student's sandbox that forks the kernel of each of their notebooks.
 
-``SandboxedKernelManager`` runs it as ``python -m autograder.sandbox.kernel_parent`` inside bubblewrap, with the
+``SandboxedKernelManager`` runs it as ``python -m autograder.sandbox.in_sandbox`` inside bubblewrap, with the
 sandbox of one student's folder (``policy.command_line``, the limits included), or of a worker's stage, which
 shows one student's folder after another (``stage.py``). It imports what every kernel
 imports first (torch, ipykernel, matplotlib: ``WARM_IMPORTS``), runs nothing else, and then forks one kernel

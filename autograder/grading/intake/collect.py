@@ -30,8 +30,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from ..errors import GradingError
-from .problems import Problem
+from ...common.errors import GradingError
+from ...common.problems import Problem
 
 MAX_ENTRY_BYTES = 200 * 2**20  # a zip entry bigger than this is reported, not read
 UNKNOWN_STUDENT = "(unknown)"

@@ -11,7 +11,7 @@ dask-jobqueue writes it; the settings that matter for grading are chosen here, o
 
 import sys
 
-from ..errors import GradingError
+from ...common.errors import GradingError
 
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
 

@@ -27,11 +27,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from ..errors import GradingError
-from ..sandbox.uids import claim_sandbox_uid
+from ...common.errors import GradingError
+from ...sandbox.uids import claim_sandbox_uid
+from ..intake.prepare import GRADING_DIR, STAGED
+from ..stopping import CtrlC, grading_stopped
 from .fork_server import ForkedWorker, ForkServer
-from .staging import GRADING_DIR, STAGED
-from .stopping import CtrlC, grading_stopped
 from .worker import TIME_LIMIT_OPTION, WorkerResult
 
 
@@ -122,7 +122,7 @@ class Worker:
                 self.proc = ForkedWorker(to_worker, from_worker)
             else:
                 self.proc = subprocess.Popen(
-                    [sys.executable, "-m", "autograder.grading.worker", *self.args()],
+                    [sys.executable, "-m", "autograder.grading.workers.worker", *self.args()],
                     cwd=self.root,
                     stdin=subprocess.PIPE,
                     stdout=subprocess.PIPE,

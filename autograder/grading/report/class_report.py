@@ -11,18 +11,18 @@ from pathlib import Path
 import jinja2
 from markupsafe import Markup, escape
 
+from ...common.problems import KINDS
+from ..intake.changes import FIRST_GRADING
 from . import charts
-from .changes import FIRST_GRADING
 from .class_data import ASSIGNMENT, ClassData
-from .diagnoses import NOT_ATTEMPTED, label, most_frequent
-from .problems import KINDS
+from .misconceptions import NOT_ATTEMPTED, label, most_frequent
 
 HARDEST = 5
 TOP_DIAGNOSES = 3  # per step
 NAMES_SHOWN = 12  # students named per diagnosis, then "and N more"
 HISTORY_SHOWN = 100  # changed totals listed, the latest first
 TEMPLATES = jinja2.Environment(
-    loader=jinja2.PackageLoader("autograder.grading", "templates"),
+    loader=jinja2.PackageLoader("autograder.grading.report", "templates"),
     autoescape=True,
     undefined=jinja2.StrictUndefined,  # a misspelt name in the template fails loudly
 )

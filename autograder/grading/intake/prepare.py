@@ -9,7 +9,7 @@ from pathlib import Path
 
 import nbformat
 
-from .problems import Problem
+from ...common.problems import Problem
 from .repair import repair
 
 GRADING_DIR = ".grading"  # the grader's own working folder in the course root

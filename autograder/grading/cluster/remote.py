@@ -14,13 +14,16 @@ between students, so nbgrader and torch load once; there is one for each task th
 import itertools
 import os
 import shutil
-import stat
 import threading
 from pathlib import Path
 
 from distributed import WorkerPlugin, get_worker
 
-from ..errors import GradingError
+from ...common.errors import GradingError
+from ..intake.prepare import GRADING_DIR, STAGED
+from ..preflight import SANDBOX_TOOLS
+from ..workers.autograde import read_regular
+from ..workers.pool import Worker
 from .payload import (
     CourseBundle,
     Refused,
@@ -31,9 +34,6 @@ from .payload import (
     version_differences,
     versions,
 )
-from .pool import Worker
-from .preflight import SANDBOX_TOOLS
-from .staging import GRADING_DIR, STAGED
 
 PLUGIN = "backprop-ninja-course-"  # and the first 16 hex digits of the course's digest
 MAX_RETURNED_BYTES = 64 * 2**20  # a graded notebook (each cell's output is cut at 4 MB) or its feedback page
@@ -148,28 +148,14 @@ def returned_names(assignment: str, student: str, notebooks, course_files=()) ->
     return names
 
 
-def read_regular(path: Path, limit: int) -> tuple | None:
-    """(permission bits, bytes) of ``path`` if it is a regular file, never following a link nor opening a pipe; None
-    when there is none. Refused beyond ``limit`` bytes."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-    except OSError:  # missing, a link (ELOOP), a socket (ENXIO)
-        return None
-    with os.fdopen(fd, "rb") as f:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            return None
-        data = f.read(limit + 1)
-    if len(data) > limit:
-        raise Refused(f"{path.name} is over {limit / 2**20:.0f} MB: not sent back")
-    return st.st_mode & 0o777, data
-
-
 def returned_files(root: Path, assignment: str, student: str, notebooks, course_files=()) -> dict:
     """``returned_names`` that exist as regular files: {name: (permission bits, bytes)}."""
     found = {}
     for name in returned_names(assignment, student, notebooks, course_files):
-        file = read_regular(root / name, MAX_RETURNED_BYTES)
+        try:
+            file = read_regular(root / name, MAX_RETURNED_BYTES)
+        except ValueError as error:
+            raise Refused(f"{error}: not sent back") from None
         if file is not None:
             found[name] = file
     return found

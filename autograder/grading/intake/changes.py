@@ -10,7 +10,7 @@ import hashlib
 import json
 from pathlib import Path
 
-from .gradebook import exists
+from ..results.gradebook import exists
 
 NEW_SUBMISSION = "new submission"
 FIRST_GRADING = "first grading"

@@ -26,10 +26,10 @@ from itertools import islice
 from pathlib import Path
 from typing import Callable
 
-from ..errors import GradingError
+from ...common.errors import GradingError
+from ..stopping import CtrlC, grading_stopped
+from ..workers.worker import WorkerResult
 from .payload import CourseBundle, Refused, StudentJob, WorkerRefused, check_outputs
-from .stopping import CtrlC, grading_stopped
-from .worker import WorkerResult
 
 WORKER_TIMEOUT = 120  # seconds to wait for the first worker (reaching the scheduler: Dask's own connect timeout)
 DASK_LOGS = "The Dask workers' own logs say more"

@@ -37,7 +37,7 @@ import nbformat
 from nbformat.corpus.words import generate_corpus_id as random_cell_id
 from nbformat.v4 import new_notebook
 
-from .problems import Problem
+from ...common.problems import Problem
 
 MAX_BYTES = 100 * 2**20  # a notebook with a few plots is a few MB; outputs are dropped anyway
 

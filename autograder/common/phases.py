@@ -11,8 +11,9 @@ The phases, in the order a notebook meets them:
 
 Besides the time line, ``kernel CPU``: the CPU seconds of the kernel's processes when it is shut down (a
 forked kernel's own, not what its parent spent importing before it). GradingExecute and JudgeAnswers record all
-these in ``PHASES`` as they run; the worker adds, per student, the whole of nbgrader's autograde and feedback and
-the time spent in the gradebook's SQL, and sends it all with the student's result (``WorkerResult.profile``).
+these in ``PHASES`` as they run; a grading worker adds, per student, the whole of nbgrader's autograde and feedback
+and the time spent in the gradebook's SQL (``grading.workers.database_clock``), and sends it all with the
+student's result (``WorkerResult.profile``).
 """
 
 import contextlib
@@ -85,41 +86,22 @@ class PhaseClock:
 PHASES = PhaseClock()  # this process's: one worker grades one notebook at a time
 
 
-class DatabaseClock:
-    """Seconds spent in the gradebook's SQL (statements, and commits with their flush), from SQLAlchemy's events."""
+class Stopwatch:
+    """Seconds spent inside ``with`` blocks of it, the one running included."""
 
     def __init__(self):
-        self.seconds = 0.0
-        self._committing = None
-        self._statement = None
+        self._done, self._since = 0.0, None
 
-    def listen(self) -> None:
-        from sqlalchemy import event
-        from sqlalchemy.engine import Engine
-        from sqlalchemy.orm import Session
+    def __enter__(self):
+        self._since = time.monotonic()
 
-        event.listen(Engine, "before_cursor_execute", self._before_statement)
-        event.listen(Engine, "after_cursor_execute", self._after_statement)
-        event.listen(Session, "before_commit", self._before_commit)
-        event.listen(Session, "after_commit", self._after_commit)
-        event.listen(Session, "after_rollback", self._after_commit)
+    def __exit__(self, *exc):
+        self._done += time.monotonic() - self._since
+        self._since = None
 
-    def _before_statement(self, *args):
-        self._statement = time.perf_counter()
+    def seconds(self) -> float:
+        since = self._since
+        return self._done + (time.monotonic() - since if since is not None else 0.0)
 
-    def _after_statement(self, *args):
-        if self._statement is not None and self._committing is None:  # a commit's statements count with it
-            self.seconds += time.perf_counter() - self._statement
-        self._statement = None
 
-    def _before_commit(self, session):
-        self._committing = time.perf_counter()
-
-    def _after_commit(self, session):
-        if self._committing is not None:
-            self.seconds += time.perf_counter() - self._committing
-        self._committing = None
-
-    def take(self) -> float:
-        taken, self.seconds = self.seconds, 0.0
-        return taken
+EXECUTING = Stopwatch()  # executing notebooks (GradingExecute): what a worker's watchdog leaves out

@@ -20,7 +20,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import GradingError
+from ...common.errors import GradingError
 
 CANVAS_COLUMNS = ["Student", "ID", "SIS User ID", "SIS Login ID", "Section"]
 MOODLE_ID_COLUMNS = ["Email address", "ID number", "Username"]

@@ -6,7 +6,7 @@ import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from .problems import Problem
+from ...common.problems import Problem
 
 
 @dataclass

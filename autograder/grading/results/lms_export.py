@@ -19,7 +19,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import GradingError
+from ...common.errors import GradingError
 from .roster import CANVAS_COLUMNS, Roster, match, name_key, read_roster
 
 FORMATS = ("canvas", "moodle", "csv")

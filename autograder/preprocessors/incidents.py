@@ -1,0 +1,125 @@
+"""What went wrong while a notebook ran in the sandbox, sorted into the problem kinds of ``common.problems``.
+
+GradingExecute records each in the notebook's resources (``record_incident``): class grading's worker reads them from
+there for problems.json, and nbgrader's log shows them (``GRADING PROBLEM <student>/<notebook>: <kind>: ...``).
+"""
+
+import json
+from dataclasses import dataclass
+
+from ..common.problems import Problem
+
+
+@dataclass(frozen=True)
+class Limits:
+    """The limits a notebook ran under, as its incidents quote them."""
+
+    notebook_seconds: int
+    cell_seconds: int
+    output_bytes: int
+
+
+def cell_name(nb, index: int) -> str:
+    """'cell 12 (test_dprobs)': how problems name a cell."""
+    grade_id = nb.cells[index].metadata.get("nbgrader", {}).get("grade_id")
+    return f"cell {index + 1}" + (f" ({grade_id})" if grade_id else "")
+
+
+def timed_out_cells(nb) -> list:
+    """The indices of the cells interrupted at their timeout (nbclient leaves a CellTimeoutError in them)."""
+    return [
+        i
+        for i, cell in enumerate(nb.cells)
+        if any(
+            o.get("output_type") == "error" and o.get("ename") == "CellTimeoutError" for o in cell.get("outputs", [])
+        )
+    ]
+
+
+def record_incident(resources, kind: str, detail: str, log) -> None:
+    """Note a problem of the notebook being graded: in its resources, for class grading's worker, and in the log."""
+    nbgrader = resources.get("nbgrader", {})
+    problem = Problem(nbgrader.get("student"), nbgrader.get("notebook"), kind, detail)
+    resources["backprop_ninja"]["incidents"].append(problem)
+    log.warning("GRADING PROBLEM %s/%s: %s: %s", problem.student, problem.notebook, kind, detail)
+
+
+def left_behind_detail(left: dict) -> str:
+    """The instructor's words for what a kernel left in its folder (the kernel parent's summary, whose names are the
+    kernel's own: shown quoted and cut short)."""
+    counts = left.get("counts") if isinstance(left.get("counts"), dict) else {}
+    counts = {str(kind): int(n) for kind, n in counts.items() if str(kind).isalpha()}
+    parts = [f"{n} {kind}{'s' if n != 1 else ''}" for kind, n in sorted(counts.items())]
+    changed = int(left.get("changed") or 0)
+    if changed:
+        parts.append(f"{changed} changed cop{'ies' if changed != 1 else 'y'} of its files")
+    what = ", ".join(parts) or "entries"
+    if left.get("capped"):
+        what = f"so many entries that only {sum(counts.values())} were looked at ({what})"
+    size = int(left.get("bytes") or 0)
+    size = f"{size / 2**20:.1f} MB" if size >= 2**20 else f"{size // 1024} KB"
+    examples = [json.dumps(str(e)[:200]) for e in (left.get("examples") or [])[:5]]
+    links = int(left.get("hard_links") or 0)
+    return (
+        f"the kernel left {what} ({size}) in its folder"
+        + (f", {links} of them hard links" if links else "")
+        + (f", e.g. {', '.join(examples)}" if examples else "")
+        + ": it worked in a copy inside its sandbox, so they were thrown away with it, and nothing of them was read"
+    )
+
+
+def notebook_incidents(nb, state: dict, limits: Limits, truncated, left_behind) -> list:
+    """(kind, detail) of every incident of the executed notebook ``nb``: ``state`` is GradingExecute's record of
+    the run (where the kernel died or the time ran out), ``truncated`` the cells whose output was cut,
+    ``left_behind`` the kernel parent's summary of what the kernel left in its folder."""
+    found = []
+    where = lambda i: cell_name(nb, i)
+    if state["kernel_died_in"] is not None:
+        status = state.get("exit_status")
+        found.append(
+            (
+                "kernel_died",
+                f"the kernel died in {where(state['kernel_died_in'])}"
+                + (f" (exit status {status})" if status is not None else "")
+                + "; the cells after it scored 0",
+            )
+        )
+    stopped_in = state["notebook_time_limit_in"]
+    if stopped_in is not None:  # one cell that could not be interrupted, usually
+        found.append(
+            (
+                "notebook_time_limit",
+                f"the notebook ran over its {limits.notebook_seconds} s limit in {where(stopped_in)} and was "
+                "stopped; the cells after it scored 0",
+            )
+        )
+    found += [  # the cell the notebook's limit stopped was cut short by that limit, not its own
+        (
+            "cell_timeout",
+            f"{where(i)} ran over the {limits.cell_seconds} s cell limit and was interrupted; the notebook went on",
+        )
+        for i in timed_out_cells(nb)
+        if i != stopped_in
+    ]
+    for i, cell in enumerate(nb.cells):
+        for out in cell.get("outputs", []):
+            if out.get("output_type") != "error":
+                continue
+            ename, evalue = out.get("ename", ""), str(out.get("evalue", ""))
+            if ename in ("MemoryError", "OutOfMemoryError") or (
+                ename == "RuntimeError"
+                and any(w in evalue for w in ("can't allocate memory", "not enough memory", "DefaultCPUAllocator"))
+            ):
+                found.append(("memory_limit", f"{where(i)} ran out of memory ({ename}); the notebook went on"))
+            elif ename == "BlockingIOError" or "Resource temporarily unavailable" in evalue:
+                found.append(("process_limit", f"{where(i)} hit the process limit ({ename}: {evalue[:80]})"))
+    if left_behind:
+        found.append(("kernel_files_discarded", left_behind_detail(left_behind)))
+    for i in sorted(truncated):
+        found.append(
+            (
+                "output_limit",
+                f"{where(i)} printed more than {limits.output_bytes / 2**20:g} MB; the rest of its output was dropped",
+            )
+        )
+    return found
