@@ -158,6 +158,7 @@ def main(argv=None) -> None:
         problem = Problem(student, None, "grader_time_limit", detail)
         answer(WorkerResult(student, False, error=detail, incidents=[problem], worker_ended=True))
         KernelParents.close()
+        os._exit(1)  # (nbgrader may be stuck anywhere: no teardown)
 
     watchdog = Watchdog(limit, over_time)
     results.write(json.dumps(READY) + "\n")
