@@ -162,7 +162,7 @@ def graded_steps(default):
     """The length of the training run: the student's own, or at autograde a short fixed one on one thread."""
     if not grading():
         return default
-    from .engine.training import GRADED_STEPS
+    from .engine.training.network import GRADED_STEPS
 
     torch.set_num_threads(1)
     return GRADED_STEPS
@@ -224,7 +224,7 @@ def _backward_on_check_batch(namespace: dict) -> dict:
     position in the returned list, the intermediate gradients of BACKWARD_CHAIN found among
     its local variables, and how the call went ("backward_pass").
     """
-    from .engine.training import PARAMETER_NAMES
+    from .engine.training.network import PARAMETER_NAMES
 
     function = namespace.get("backward_pass")
     if not callable(function):
@@ -273,7 +273,7 @@ def _replay_training_step(namespace: dict) -> dict:
     The payload holds the losses ("replay_losses"), how it ended ("replay") and the parameters it reached
     ("replay_<name>"). The notebook's parameters, backward_pass and forward are put back as they were.
     """
-    from .engine.training import GRADED_STEPS, PARAMETER_NAMES, manual_backward, minibatches
+    from .engine.training.network import GRADED_STEPS, PARAMETER_NAMES, manual_backward, minibatches
 
     step = namespace.get("training_step")
     if not callable(step):
@@ -304,7 +304,7 @@ def _replay_training_step(namespace: dict) -> dict:
 def report_training(namespace: dict) -> None:
     """Exercise 4: the loss of every step of the notebook's training run and the parameters it reached, the
     same for training_step driven by the right gradients, and the gradients on the check batch."""
-    from .engine.training import PARAMETER_NAMES
+    from .engine.training.network import PARAMETER_NAMES
 
     if not grading():
         print("This cell is graded by the autograder.")

@@ -9,7 +9,7 @@ last line checks it), so the comparison is between equal computations.
     python benchmarks/bench_manual_backward.py [--steps 200] [--rounds 15] [--threads 1]
 
 Variants (each: sample the batch, forward, backward, update with lr 0.1):
-  manual    the course's solution (autograder/engine/training.py: manual_backward): fused cross-entropy and
+  manual    the course's solution (autograder/engine/training/network.py: manual_backward): fused cross-entropy and
             BatchNorm, dC with index_add_, forward under torch.no_grad()
   autograd  the same forward with autograd recording it, then loss.backward()
   lecture   the lecture's manual backward, with its Python double loop over Xb for dC
@@ -33,7 +33,7 @@ sys.path.insert(0, str(REPO))
 from autograder.authoring.submissions import grade_id  # noqa: E402
 from autograder.data import NAMES_VARIABLE, names_path  # noqa: E402
 from autograder.engine.reference import SETUP_PREFIX, run_setup  # noqa: E402
-from autograder.engine.training import forward, manual_backward  # noqa: E402
+from autograder.engine.training.network import forward, manual_backward  # noqa: E402
 
 NOTEBOOK = REPO / "source" / "backprop_ninja" / "ex4_manual_training.ipynb"
 SEED = 2147483647

@@ -5,7 +5,7 @@ representative ones through the real nbgrader pipeline (tests/slow/test_ex4_pipe
 """
 
 from autograder.authoring.submissions import solved
-from autograder.engine import training
+from autograder.engine.training import network as training
 
 NB = "ex4_manual_training"
 GRADIENTS = [f"test_d{name}" for name in training.PARAMETER_NAMES]

@@ -10,8 +10,7 @@ judge            the verdict on one graded gradient (error carried forward); dia
 probes           rule probes: a step's code re-run on random upstream gradients, against the step's rule
 exposures        which of the grader's inputs exposes which known mistake, and the margins
 value_checks     answers that are not gradients: loss_fast, hpreact_fast, rows of dlogits summing to zero
-training         Exercise 4's network for the grader: forward pass, the course's backward pass, training
-training_checks  Exercise 4's verdicts: backward_pass's gradients, the training run, the calibration
+training/        Exercise 4: the grader's network, and the verdicts on backward_pass, the training run, the calibration
 honesty          answers taken from autograd earn nothing
 exercises        which check grades which cell of which notebook
 """

@@ -8,7 +8,7 @@ of variables computed with autograd, and returns a ``Verdict``.
 from .backward_rules import FUSED_STEP_BY_NAME, STEP_BY_NAME, STEPS, Step
 from .judge import judge_gradient
 from .reference import autograd_gradients, forward_values
-from .training_checks import CHECKS as TRAINING_CHECKS
+from .training import CHECKS as TRAINING_CHECKS
 from .value_checks import FAST_FORWARD_BY_NAME, Value, judge_rows_sum_to_zero, judge_value
 from .verdict import Check
 
@@ -56,5 +56,5 @@ CHECKS = {
     },
 }
 
-# Exercise 4: backward_pass's gradients, the training run and the calibration (see training_checks).
+# Exercise 4: backward_pass's gradients, the training run and the calibration (see training).
 CHECKS["ex4_manual_training"] = TRAINING_CHECKS

@@ -85,7 +85,7 @@ class JudgeAnswers(NbGraderPreprocessor):
     """Judge each graded cell of a known notebook from what its kernel reported."""
 
     def preprocess(self, nb, resources):
-        from ..engine.training import one_thread
+        from ..engine.training.network import one_thread
 
         notebook = resources["nbgrader"]["notebook"]
         with (

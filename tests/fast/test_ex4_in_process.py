@@ -11,9 +11,9 @@ from in_process import autograde, source_notebook
 
 from autograder.authoring.submissions import grade_id
 from autograder.common.naming import SETUP_PREFIX
-from autograder.engine import training
 from autograder.engine.reference import run_setup
-from autograder.engine.training_checks import POINTS, REACH_LOSS
+from autograder.engine.training import network as training
+from autograder.engine.training.reference_runs import POINTS, REACH_LOSS
 
 
 @pytest.fixture(scope="module")

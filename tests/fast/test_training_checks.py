@@ -7,7 +7,7 @@ and the autograd run) is also checked against the notebook's own setup here.
 
 import torch
 
-from autograder.engine import training
+from autograder.engine.training import network as training
 
 
 def test_calibration_from_counts_is_the_direct_one():

@@ -12,7 +12,7 @@ import pytest
 from cases_ex4 import CHEATS, GRADIENTS, MISTAKES, NB, submissions
 from conftest import ASSIGNMENT
 
-from autograder.engine.training_checks import POINTS, REACH_LOSS
+from autograder.engine.training.reference_runs import POINTS, REACH_LOSS
 
 CORRECT = ["solution", "alt_atomic", "alt_db1_zero", "alt_extra_loop"]
 WRONG = ["m_db2_divided_by_n", "m_db2_keepdim", "c_grad_in_backward"]

@@ -1,0 +1,135 @@
+"""**Gradients.** Each of the 7 parameter gradients that the student's ``backward_pass`` returns
+for the check batch (setup cell ``setup_check``, at the initial parameters of the grading
+seed) is judged by the engine (``judge.judge_gradient``: autograd, the tolerance, shapes, the
+diagnostics). The intermediate gradients (``dlogits`` ... ``demb``) are not graded in this
+notebook, so a parameter gradient earns its points only when it is right, never for being
+right for a wrong intermediate; the error carried forward becomes the diagnosis instead: the
+feedback names the first wrong intermediate on the parameter's path (read from the function's
+local variables when it returned) and what is wrong with it.
+"""
+
+from ..backward_rules import STEP_BY_NAME, local_gradient
+from ..diagnose import diagnose
+from ..judge import judge_gradient
+from ..tolerance import close, magnitude, step_scale
+from ..verdict import Check, Verdict
+from ..wire import Report
+from .network import PARAMETER_NAMES
+from .reference_runs import CHAIN, PATHS, RETURNED, check_batch_reference
+
+
+def call_problem(report: Report, position: int) -> str | None:
+    """Why backward_pass gave no d<parameter> at this position, if it did not."""
+    status = report.info("backward_pass")
+    if status.get("kind") == "missing":
+        return "not answered yet: backward_pass is not defined (did its cell run without an error?)"
+    if status.get("kind") == "raised":
+        if status.get("type") == "NotImplementedError":
+            return "not answered yet: backward_pass still raises NotImplementedError"
+        return (
+            f"backward_pass raised {status.get('type')} on the check batch: {status.get('message', '')}".rstrip(": ")
+            + ". Run Step 1 (your gradients beside autograd's) to see where"
+        )
+    length = status.get("length")
+    if length is None:
+        return f"backward_pass returned a {status.get('type')}; it must return the list {RETURNED}"
+    if length <= position:
+        return (
+            f"backward_pass returned {length} gradient{'s' if length != 1 else ''}; "
+            f"d{PARAMETER_NAMES[position]} is number {position + 1} of {RETURNED}"
+        )
+    return None
+
+
+def _first_wrong_intermediate(name: str, report: Report, forward: dict, grads: dict):
+    """(intermediate, what is wrong with it) for the first wrong gradient on the way back from the loss to
+    ``name``, or (None, the intermediates the student's backward_pass did not name as expected)."""
+    unknown = []
+    for inter in PATHS[name]:
+        got = report.tensor("d" + inter)
+        if got is None or not got.is_floating_point():
+            unknown.append("d" + inter)
+            continue
+        step = CHAIN[inter]
+        upstream = {c: grads[c] for c in step.upstream}
+        if close(got.double(), grads[inter].double(), step_scale(step, forward, upstream)):
+            continue
+        if tuple(got.shape) != tuple(grads[inter].shape):
+            return inter, f"it has shape {tuple(got.shape)}, but {inter} has shape {tuple(grads[inter].shape)}"
+        return inter, diagnose(got.double(), grads[inter].double(), step, forward, upstream)
+    return None, unknown
+
+
+def _right_for_own_upstream(step, answer, report: Report, forward: dict, grads: dict) -> bool:
+    upstream = {}
+    for c in step.upstream:
+        up = report.tensor("d" + c)
+        if up is None or not up.is_floating_point() or up.shape != grads[c].shape:
+            return False
+        upstream[c] = up.double()
+    try:
+        carried = local_gradient(
+            step, {k: v.double() if v.is_floating_point() else v for k, v in forward.items()}, upstream
+        )
+    except RuntimeError:
+        return False
+    return close(answer.double(), carried, step_scale(step, forward, upstream))
+
+
+def judge_parameter_gradient(name: str, report: Report, namespace: dict, seed: int, tainted: set) -> Verdict:
+    """d<name> as backward_pass returned it for the check batch, against autograd."""
+    step = STEP_BY_NAME[name]
+    position = PARAMETER_NAMES.index(name)
+    if "backward_pass" in tainted:
+        return Verdict(
+            "d" + name,
+            0,
+            step.points,
+            [
+                "backward_pass uses autograd (.grad, backward or torch.autograd), so none of its gradients count: "
+                "compute every gradient by hand"
+            ],
+        )
+    problem = call_problem(report, position)
+    if problem:
+        return Verdict("d" + name, 0, step.points, [problem])
+    forward, grads = check_batch_reference(namespace)
+    # Judged against autograd alone: the upstream gradients are the reference's, so no credit is carried forward.
+    given = report.with_values(**{"d" + c: grads[c] for c in step.upstream})
+    verdict = judge_gradient(step, given, forward, grads, seed, set())
+    if verdict.passed:
+        return verdict
+    answer = report.tensor("d" + name)
+    if answer is not None and answer.is_floating_point():
+        for other in PARAMETER_NAMES:
+            if (
+                other != name
+                and answer.shape == grads[other].shape
+                and close(answer.double(), grads[other].double(), magnitude(grads[other]))
+            ):
+                verdict.lines.append(
+                    f"it is d{other}: backward_pass must return the gradients in the order of parameters, {RETURNED}"
+                )
+                return verdict
+        inter, why = _first_wrong_intermediate(name, report, forward, grads)
+        if inter is None:
+            if why:
+                verdict.lines.append(
+                    f"(if you name your intermediate gradients {', '.join(why)}, this feedback "
+                    "can tell which of them is the first wrong one)"
+                )
+            return verdict
+        where = f"the first wrong gradient on the way back from the loss is your d{inter}: {why}"
+        upstream = " and ".join("d" + c for c in step.upstream)
+        if _right_for_own_upstream(step, answer, report, forward, grads):
+            verdict.lines = [f"d{name} is right for your {upstream}, but {where}"]
+        else:
+            verdict.lines.append(where[0].upper() + where[1:])
+    return verdict
+
+
+def gradient_check(name: str) -> Check:
+    def judge(report, namespace, seed, tainted):
+        return judge_parameter_gradient(name, report, namespace, seed, tainted)
+
+    return Check("d" + name, STEP_BY_NAME[name].points, judge)
