@@ -27,10 +27,13 @@ kernel with :class:`SandboxedKernelManager`; ``backprop-ninja grade`` sets ``cou
 
   policy          the allow-list (files, environment) with its reasons, and the bwrap command line built
                   from it: data and pure functions, tested without kernels (tests/fast)
+  limits          the sandbox's limits (memory, CPU, processes, file size, in-memory folders), configurable
   kernel_manager  SandboxedKernelManager: has a kernel parent fork the kernel (sockets, what it left behind)
-  kernel_parent   what runs inside the sandbox to fork the kernels: a Python that imported torch, ipykernel
-                  and matplotlib once, and clears the sandbox after every kernel
-  forked_kernels  the grader's side of it: starting a parent, a kernel provisioner that forks from it
+  prompt_client   the kernel client, ready as soon as a forked kernel answers
+  in_sandbox      what runs inside the sandbox: the kernel parent, which imported torch, ipykernel and
+                  matplotlib once, forks each kernel into a fresh scratch, and clears the sandbox after it
+  kernel_parent   the grader's side of a kernel parent: start it, ask it, end it; a forked kernel's handle
+  forked_kernels  which parent serves which kernel, and the provisioner through which jupyter_client forks
   stage           the mounts that show a worker's parent one student's folder after another
   uids            as root: the uid each grading worker's kernels run as
 """

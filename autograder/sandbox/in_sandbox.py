@@ -41,11 +41,12 @@ import signal
 import stat
 import sys
 
-from .forked_kernels import COLD, KERNEL_MODULE
 from .policy import SCRATCH
 
 # What the setup cells and the hidden tests import first, and matplotlib (Exercises 2 and 4 plot).
 WARM_IMPORTS = ("torch", "torch.nn.functional", "matplotlib.pyplot", "urllib.request", "autograder.in_kernel")
+KERNEL_MODULE = "ipykernel_launcher"  # a kernel command a parent can fork: [python, -m, KERNEL_MODULE, ...]
+COLD = "--cold"  # the parent's argument that makes it import nothing ahead and fork one kernel
 PRIVATE_FOLDERS = ("/tmp", "/dev/shm", SCRATCH)  # the sandbox's own tmpfs mounts, emptied after every kernel
 MAX_ENTRIES = 20000  # entries the parent walks or removes after a kernel; beyond, the sandbox is ended instead
 EXAMPLES, NAME_CHARS = 5, 120  # what the summary of a kernel's leftovers names

@@ -16,62 +16,24 @@ import sys
 import tempfile
 import time
 import uuid
-from queue import Empty
 
-from jupyter_client.asynchronous import AsyncKernelClient
 from jupyter_client.manager import AsyncKernelManager
-from traitlets import Bool, DottedObjectName, Float, Integer, Unicode, default
+from traitlets import Bool, DottedObjectName, Float, Unicode, default
 
 from ..data import NAMES_VARIABLE
 from . import policy
-from .forked_kernels import COLD, KERNEL_MODULE, PARENT_MODULE, ForkedProvisioner, KernelParent, KernelParents
+from .forked_kernels import ForkedProvisioner, KernelParents
+from .in_sandbox import COLD, KERNEL_MODULE
+from .kernel_parent import PARENT_MODULE, KernelParent
+from .limits import SandboxLimits
 from .policy import NOTEBOOK_VARIABLES, SandboxError
+from .prompt_client import PromptKernelClient
 from .stage import Stage
 
-GiB = 2**30
 PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-class PromptKernelClient(AsyncKernelClient):
-    """jupyter_client's client, ready as soon as the kernel's IOPub has reported idle after a kernel_info request,
-    instead of after 0.2 s in which IOPub said nothing (0.2 of the 0.28 s a forked kernel took to start)."""
-
-    async def _async_wait_for_ready(self, timeout: float | None = None) -> None:
-        deadline = time.monotonic() + (float("inf") if timeout is None else timeout)
-        while True:
-            request = self.kernel_info()
-            try:
-                reply = await self.shell_channel.get_msg(timeout=1)
-            except Empty:
-                reply = None
-            if reply and reply["parent_header"].get("msg_id") == request and await self._idle_after(request):
-                self._handle_kernel_info_reply(reply)
-                return
-            if not await self._async_is_alive():
-                raise RuntimeError("Kernel died before replying to kernel_info")
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"Kernel didn't respond in {timeout:g} seconds")
-
-    wait_for_ready = _async_wait_for_ready  # (AsyncKernelClient binds the name to KernelClient's own)
-
-    async def _idle_after(self, request: str, seconds: float = 1.0) -> bool:
-        """Whether IOPub delivers the idle status of ``request`` (if it was not connected yet, it is lost)."""
-        end = time.monotonic() + seconds
-        while (left := end - time.monotonic()) > 0:
-            try:
-                msg = await self.iopub_channel.get_msg(timeout=left)
-            except Empty:
-                return False
-            if (
-                msg["msg_type"] == "status"
-                and msg["parent_header"].get("msg_id") == request
-                and msg["content"].get("execution_state") == "idle"
-            ):
-                return True
-        return False
-
-
-class SandboxedKernelManager(AsyncKernelManager):
+class SandboxedKernelManager(SandboxLimits, AsyncKernelManager):
     """An AsyncKernelManager whose kernel runs in bubblewrap, seeing only the allow-list of ``policy``."""
 
     bwrap = Unicode("bwrap", config=True, help="The bubblewrap executable.")
@@ -84,63 +46,6 @@ class SandboxedKernelManager(AsyncKernelManager):
             "else the grading process's working directory, where nbgrader runs."
         ),
     )
-    memory_limit = Integer(
-        4 * GiB,
-        config=True,
-        help=(
-            "RLIMIT_AS in bytes for each kernel process (0: none). Stops one notebook "
-            "allocating the machine's memory: the allocation fails with MemoryError (torch: "
-            "RuntimeError) instead of the OOM killer taking the grader. `import torch` needs "
-            "about 0.8 GiB of address space."
-        ),
-    )
-    cpu_time_limit = Integer(
-        600,
-        config=True,
-        help=(
-            "RLIMIT_CPU in seconds for each kernel process, over the whole notebook (0: none). "
-            "Kills a notebook that spins (also one that ignores interrupts) so the others "
-            "still get graded; raise it if a notebook legitimately trains for long."
-        ),
-    )
-    process_limit = Integer(
-        config=True,
-        help=(
-            "RLIMIT_NPROC: processes plus threads of the kernel's user (0: none); default "
-            "max(64, 32 + 4 * cores), as torch/OpenMP/BLAS start threads per core. Stops fork "
-            "bombs. Root is exempt, so as root the kernel runs as sandbox_uid."
-        ),
-    )
-    file_size_limit = Integer(
-        1 * GiB,
-        config=True,
-        help=(
-            "RLIMIT_FSIZE in bytes (0: none): the largest file the kernel may write, so a "
-            "notebook cannot fill the grading disk with one file."
-        ),
-    )
-    tmp_size = Integer(
-        512 * 2**20,
-        config=True,
-        help=("Size in bytes of the kernel's private /tmp and /dev/shm tmpfs (RAM, not covered by RLIMIT_AS)."),
-    )
-    scratch_size = Integer(
-        512 * 2**20,
-        config=True,
-        help=(
-            "Size in bytes of the kernel's working folder: a tmpfs (RAM) holding a copy of the student's folder, "
-            "thrown away with the kernel; the most a notebook may write there."
-        ),
-    )
-    sandbox_uid = Integer(
-        65534,
-        config=True,
-        help=(
-            "uid the kernel runs as when the grader is root ('nobody'; RLIMIT_NPROC counts "
-            "all its processes on the host). Ignored when the grader is not root."
-        ),
-    )
-    sandbox_gid = Integer(65534, config=True, help="gid to go with sandbox_uid.")
     start_timeout = Float(60, config=True, help="Seconds the kernel may take to listen.")
     kernel_parent = Bool(
         True,
@@ -162,15 +67,11 @@ class SandboxedKernelManager(AsyncKernelManager):
         ),
     )
 
-    client_class = DottedObjectName("autograder.sandbox.kernel_manager.PromptKernelClient")
+    client_class = DottedObjectName("autograder.sandbox.prompt_client.PromptKernelClient")
 
     @default("client_factory")
     def _client_factory_default(self):
         return PromptKernelClient
-
-    @default("process_limit")
-    def _process_limit_default(self) -> int:
-        return max(64, 32 + 4 * (os.cpu_count() or 1))
 
     _rundir = None  # the kernel's sockets and account files (its kernel parent's)
     left_behind = None  # once the kernel has ended: what it left in its folder (kernel_parent.left_behind), or None
@@ -297,14 +198,6 @@ class SandboxedKernelManager(AsyncKernelManager):
         if os.geteuid() == 0:
             os.chown(self.connection_file, self.sandbox_uid, self.sandbox_gid)
         return cmd, kw
-
-    def _limits(self) -> tuple:
-        return (
-            ("as", self.memory_limit),
-            ("cpu", self.cpu_time_limit),
-            ("nproc", self.process_limit),
-            ("fsize", self.file_size_limit),
-        )
 
     def _course_root(self) -> str:
         return os.path.realpath(self.course_root or self.config.get("CourseDirectory", {}).get("root") or os.getcwd())
