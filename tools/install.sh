@@ -1,21 +1,19 @@
 #!/usr/bin/env bash
-# Install what the course needs into ./.venv, with nothing activated: the autograder package with the
-# pinned packages of pyproject.toml, and Debian's bubblewrap for the grading sandbox.
+# Install what the course needs into ./.venv, with nothing activated: every package of requirements.lock (exact
+# versions, checked against their hashes; tools/lock.sh refreshes it from pyproject.toml), the autograder package
+# itself, and Debian's bubblewrap for the grading sandbox.
 #   tools/install.sh          what the demo and grading need
-#   tools/install.sh --test   also what the whole test suite needs: Debian's Chromium and ChromeDriver (the
-#                             JupyterLab browser test), Debian's PostgreSQL server (the shared gradebook's
-#                             test starts one of its own), and the [cluster] and [postgres] extras (Dask, the
-#                             database driver)
+#   tools/install.sh --test   also what the whole test suite needs of Debian: Chromium and ChromeDriver (the
+#                             JupyterLab browser test), the PostgreSQL server (the shared gradebook's test starts
+#                             one of its own)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PYTHON=${PYTHON:-python3}
 
 # Debian packages, each only when its program is missing: package:program (PostgreSQL's are not on PATH)
 wanted=("bubblewrap:bwrap")
-extras="test"
 if [ "${1:-}" = "--test" ]; then
   wanted+=("chromium:chromium" "chromium-driver:chromedriver" "postgresql:/usr/lib/postgresql/*/bin/initdb")
-  extras="test,cluster,postgres"
 fi
 missing=()
 for entry in "${wanted[@]}"; do
@@ -40,11 +38,12 @@ if [ ! -x .venv/bin/python ]; then
   "$PYTHON" -m venv .venv ||
     { echo "could not make .venv: on Debian, apt-get install python3-venv"; rm -rf .venv; exit 1; }
 fi
-# pip only when pyproject.toml changed since the last install of these extras (the package is installed editable)
-stamp=".venv/.installed-pyproject-$extras"
-if ! cmp -s pyproject.toml "$stamp"; then
+# pip only when the lock changed since the last install (the package itself is installed editable)
+stamp=".venv/.installed-requirements.lock"
+if ! cmp -s requirements.lock "$stamp"; then
   echo "installing the course's Python packages into .venv (a minute or two; log: .venv/pip.log)"
-  { .venv/bin/python -m pip install --upgrade pip && .venv/bin/python -m pip install -e ".[$extras]"; } \
+  { .venv/bin/python -m pip install --require-hashes -r requirements.lock &&
+    .venv/bin/python -m pip install --no-deps --no-build-isolation -e .; } \
     > .venv/pip.log 2>&1 || { tail -40 .venv/pip.log; echo "pip failed: see .venv/pip.log"; exit 1; }
-  cp pyproject.toml "$stamp"
+  cp requirements.lock "$stamp"
 fi
