@@ -296,6 +296,65 @@ SPLIT_SECOND_PARTS = {
 }
 
 
+# Issue 24: right answers in the lecture's one-cell layout (every answer in the first answer cell, as students paste
+# them from the lecture), with lines after them that rebind, delete or change in place what earlier answers read.
+# Every probe judges its statements on what they read when they ran: each keeps every point, every probe conclusive.
+# student -> (answer cells changed, lines added at the end of the one cell)
+LECTURE_DC_LOOP = (
+    "dC = torch.zeros_like(C)\nfor k in range(Xb.shape[0]):\n    for {j} in range(Xb.shape[1]):\n"
+    "        ix = Xb[k, {j}]\n        dC[ix] += demb[k, {j}]"
+)
+HELPERS = "def tanh_backward(h, dh):\n    return (1.0 - h**2) * dh\n\n\ndef bessel():\n    return 1.0 / (n - 1)\n\n\n"
+LATER_LINES = {
+    "later_loop_n": ({"answer_dC": LECTURE_DC_LOOP.format(j="n")}, ""),  # n is 2 when the test cells run
+    "later_loop_i": ({"answer_dC": LECTURE_DC_LOOP.format(j="i")}, ""),
+    "later_loop_h": ({"answer_dC": LECTURE_DC_LOOP.format(j="h")}, ""),  # h, which dW2 and dhpreact read, is 2
+    "later_loop_x": ({"answer_dC": LECTURE_DC_LOOP.format(j="x")}, ""),
+    "later_del": ({}, "del n, h, bnraw, bnvar"),  # bnvar also gives the shape of dbnvar's pin
+    "later_in_place": ({}, "bnraw.mul_(2)\nh.add_(1)\nbndiff.mul_(3)"),
+    "later_in_place_after_its_step": (
+        {
+            "answer_dbngain": "dbngain = (bnraw * dhpreact).sum(0, keepdim=True)\nbnraw.mul_(1)",
+            "answer_dhpreact": "dhpreact = (1.0 - h**2) * dh\nhpreact.add_(0)",
+        },
+        "",
+    ),
+    "later_helper_redefined": (
+        {
+            "answer_dlogprobs": HELPERS + "dlogprobs = torch.zeros_like(logprobs)\ndlogprobs[range(n), Yb] = -1.0 / n",
+            "answer_dhpreact": "dhpreact = tanh_backward(h, dh)",
+            "answer_dbndiff2": "dbndiff2 = bessel() * torch.ones_like(bndiff2) * dbnvar",  # bessel reads n
+            "answer_dC": LECTURE_DC_LOOP.format(j="n"),
+        },
+        "def tanh_backward(h, dh):\n    return dh\n\n\ndef bessel():\n    return 1.0",
+    ),
+    "later_assigned_twice": (
+        {
+            "answer_dbndiff2": "dbndiff2 = 1.0 / n * torch.ones_like(bndiff2) * dbnvar\n"
+            "dbndiff2 = 1.0 / (n - 1) * torch.ones_like(bndiff2) * dbnvar",
+            "answer_dC": LECTURE_DC_LOOP.format(j="n"),
+        },
+        "",
+    ),
+}
+
+# Right, but its statement read an object the kernel's snapshot cannot copy: judged by its value, and the feedback says
+# so (the object is made before dbnvar, so the probe's code does not make it again).
+UNCOPIED = {
+    "answer_dlogprobs": "class Sizes:\n    pass\n\n\nsizes = Sizes()\nsizes.n = n\n"
+    "dlogprobs = torch.zeros_like(logprobs)\ndlogprobs[range(n), Yb] = -1.0 / n",
+    "answer_dbndiff2": "dbndiff2 = 1.0 / (sizes.n - 1) * torch.ones_like(bndiff2) * dbnvar",
+}
+
+
+def one_cell(release, source, changes: dict, after: str = ""):
+    """The submission with every answer (``changes`` in place) in the first answer cell, then ``after``."""
+    answers = [grade_id(c) for c in release.cells if grade_id(c).startswith("answer_")]
+    code = {**solutions(source), **changes}
+    everything = "\n".join([*(code[a] for a in answers), after]).rstrip("\n")
+    return solved(release, source, {a: "pass" for a in answers[1:]} | {answers[0]: everything})
+
+
 def submissions(release, source) -> dict:
     """student -> notebook, for every case above and the special students of Exercise 1."""
     class_ = {"solution": solved(release, source), "blank": release}
@@ -303,9 +362,10 @@ def submissions(release, source) -> dict:
         class_[student] = solved(release, source, changes)
     for student, changes in ALTERNATIVES.items():
         class_[student] = solved(release, source, changes)
-    answers = [grade_id(c) for c in release.cells if grade_id(c).startswith("answer_")]
-    everything = "\n".join(solutions(source)[a] for a in answers)
-    class_["alt_one_cell"] = solved(release, source, {a: "pass" for a in answers[1:]} | {answers[0]: everything})
+    class_["alt_one_cell"] = one_cell(release, source, {})
+    for student, (changes, after) in LATER_LINES.items():
+        class_[student] = one_cell(release, source, changes, after)
+    class_["honest_uncopied"] = solved(release, source, UNCOPIED)
     class_["alt_split_cells"] = solved(release, source, SPLIT_SECOND_PARTS, list(SPLIT_FIRST_PARTS.items()))
     for student, (changes, extra, _, _) in CHEATS.items():
         class_[student] = solved(release, source, changes, extra)
