@@ -66,6 +66,7 @@ def start_grading(namespace: dict, self_checks=("cmp", "self_check")) -> None:
     Every ``.grad`` becomes a decoy (the right gradient plus seeded noise, which the grader
     recognises), and ``backward`` / ``torch.autograd.grad`` refuse to run. The visible
     self-checks compare with ``.grad``, so they are switched off rather than left to mislead.
+    From the next cell on, statements take snapshots of what they read, for the rule probes.
     """
     if not grading():
         return
@@ -175,28 +176,31 @@ class _SnapshotCalls(ast.NodeTransformer):
 
     def visit(self, node):
         try:
-            cell = _history_index(node)
-            if cell is not None:
-                node.body = [new for k, s in enumerate(node.body) for new in _with_snapshot(cell, k, s)]
+            cell, statements = _in_history(node)
+            if statements:
+                node.body = [new for k, s in enumerate(node.body) for new in _with_snapshot(cell, k, s, statements[k])]
         except Exception:  # the cell runs as the student wrote it, without snapshots
             pass
         return node
 
 
-def _history_index(module) -> int | None:
-    """The index in the input history of the cell ``module`` was parsed from (None: not the newest cell there,
-    as for a magic's inner code or a cell run without history)."""
+def _in_history(module) -> tuple:
+    """(index, statements) of the newest cell of the input history, as the probes parse it, if ``module`` was parsed
+    from it; else (None, ()): a magic's inner code, a cell run without history."""
     shell = get_ipython()
     history = shell.history_manager.input_hist_parsed if shell is not None else []
     if not isinstance(module, ast.Module) or len(history) < 2:
-        return None
+        return None, ()
+    statements = parsed(history[-1])
     layout = lambda body: [(type(s), s.lineno, s.col_offset, s.end_lineno, s.end_col_offset) for s in body]
-    return len(history) - 1 if layout(parsed(history[-1])) == layout(module.body) else None
+    return (len(history) - 1, statements) if layout(statements) == layout(module.body) else (None, ())
 
 
-def _with_snapshot(cell: int, index: int, statement: ast.stmt) -> list:
-    names = evaluated_names(statement)
-    if not (names and writes(statement)):
+def _with_snapshot(cell: int, index: int, statement: ast.stmt, as_parsed: ast.stmt) -> list:
+    """``statement``, after the call that takes its snapshot if it needs one (judged on the probes' own parse of it,
+    whose analysis they reuse)."""
+    names = evaluated_names(as_parsed)
+    if not (names and writes(as_parsed)):
         return [statement]  # it cannot be in a probe's code, or it reads nothing
     call = ast.Call(
         ast.Name(SNAPSHOT_HOOK, ast.Load()),

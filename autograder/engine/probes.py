@@ -64,10 +64,10 @@ class AnswerCode:
     """The statements a probe re-runs, in order, and what they read from the kernel's namespace."""
 
     statements: tuple  # ast statements
-    reads: frozenset  # names read before the statements write them (taken from the namespace)
+    reads: frozenset  # names read before the statements write them (their values: from the snapshots)
     pins_read: frozenset  # pinned inputs the statements read
     further_up: tuple  # gradients read that were not computed from the pins (the probe is then inconclusive)
-    origins: tuple = ()  # (cell, statement) of each statement: its place in the history, the key of its snapshot
+    origins: tuple  # (cell, statement) of each statement: its place in the history, the key of its snapshot
 
 
 @lru_cache(maxsize=1024)  # a graded cell probes the whole history: each cell is parsed once per kernel

@@ -14,6 +14,7 @@ nothing per iteration.
 import ast
 import types
 from dataclasses import dataclass
+from functools import lru_cache
 
 import torch
 
@@ -48,6 +49,7 @@ class Helper:
     function: types.FunctionType
 
 
+@lru_cache(maxsize=4096)  # the statements of the probes' cached parse: each is looked at once
 def evaluated_names(node: ast.stmt) -> frozenset:
     """The names a top-level statement reads when it runs (a ``def`` only its decorators and defaults)."""
     if isinstance(node, (ast.Import, ast.ImportFrom)):
