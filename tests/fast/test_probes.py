@@ -2,10 +2,15 @@
 reads (the snapshot of each statement, taken when it ran), and the copy it runs in."""
 
 import ast
+import contextlib
+import io
+import multiprocessing
 import time
 
 import pytest
 import torch
+from IPython.core.interactiveshell import InteractiveShell
+from traitlets.config import Config
 
 from autograder import in_kernel
 from autograder.engine import snapshots
@@ -160,3 +165,44 @@ def test_a_probe_that_runs_too_long_is_stopped(monkeypatch):
         with in_kernel._apart_from_the_kernel():
             time.sleep(5)
     assert time.monotonic() - start < 2
+
+
+TRICKY_CELLS = [
+    "from __future__ import annotations\nx: int = 1\nx",
+    "def f(a):\n    return a * n\n\n\nn = 3\nz = f(2)\nz",
+    "import torch\nt = torch.ones(2)\nt.add_(1)",
+    "%time y = x + 1",
+    "%%time\nw = y + 1",
+    "for n in range(2):\n    pass\nq = 1 / (n - 1)",
+    "u = [k for k in range(3)]\nprint(u)\n1 / 0",
+]
+
+
+def _run_in_a_shell(cells, snapshots: bool) -> tuple:
+    """In a forked child: the cells in a fresh IPython shell (with the snapshot hook or not); what each showed."""
+    shell = InteractiveShell.instance(config=Config(HistoryManager={"hist_file": ":memory:"}))
+    if snapshots:
+        in_kernel._take_snapshots(shell.user_ns)
+    shown = []
+    for source in cells:
+        out, err = io.StringIO(), io.StringIO()
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            result = shell.run_cell(source, store_history=True)
+        timed = "time" in source  # %time prints how long it took
+        shown.append((None if timed else out.getvalue(), err.getvalue(), repr(result.result)))
+    taken = {key: sorted(seen) for key, seen in in_kernel._snapshots.items()}
+    return shown, taken, in_kernel._snapshots.get((2, 2), {}).get("n")
+
+
+def test_the_snapshot_hook_changes_nothing_a_cell_does():
+    """The cells show the same with the hook as without (values, prints, tracebacks; nothing on stderr); it takes
+    snapshots of the statements that write a name, not of a magic's inner code."""
+    with multiprocessing.get_context("fork").Pool(1) as pool:
+        plain, _, _ = pool.apply(_run_in_a_shell, (TRICKY_CELLS, False))
+    with multiprocessing.get_context("fork").Pool(1) as pool:
+        hooked, taken, n_for_f = pool.apply(_run_in_a_shell, (TRICKY_CELLS, True))
+    assert hooked == plain and all(err == "" for _, err, _ in hooked)
+    assert "ZeroDivisionError" in hooked[-1][0]  # the same traceback
+    assert taken[(2, 2)] == ["f", "n"] and n_for_f == 3  # f's global n, as it was when f was called
+    assert (6, 1) in taken and taken[(6, 1)] == ["n"]  # q = 1 / (n - 1), after the loop
+    assert not any(cell in (4, 5) for cell, _ in taken)  # the magics' cells: their inner code is not the cell's
