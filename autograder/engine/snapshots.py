@@ -6,9 +6,9 @@ must be what it was when they ran, not what later lines left in the namespace: t
 that writes a name, the kernel takes a *snapshot* of the names it reads (``take``): tensors cloned, containers
 copied, generators' states copied, everything immutable kept as it is, and for a function of the notebook the
 globals its code reads as well (a helper sees them when it is called). A value that cannot be copied faithfully
-(an object of unknown kind, a tensor above MAX_BYTES, a container above MAX_ITEMS) is kept as ``Uncopied``: a probe
-that needs it cannot judge, and says so. A top-level ``for`` loop is one statement: one snapshot before it runs,
-nothing per iteration.
+(an object of unknown kind, a class of the notebook, a helper with a closure, a tensor above MAX_BYTES, a container
+above MAX_ITEMS) is kept as ``Uncopied``: a probe that needs it cannot judge, and says so. A top-level ``for`` loop
+is one statement: one snapshot before it runs, nothing per iteration.
 """
 
 import ast
@@ -47,6 +47,8 @@ class Helper:
     """A function defined in the notebook: given back reading the probe's namespace instead of the kernel's."""
 
     function: types.FunctionType
+    defaults: tuple  # copies of its default values, as they were
+    kwdefaults: dict
 
 
 @lru_cache(maxsize=4096)  # the statements of the probes' cached parse: each is looked at once
@@ -75,12 +77,31 @@ def take(namespace: dict, names) -> dict:
             seen[name] = UNBOUND
             continue
         value = namespace[name]
-        if type(value) is types.FunctionType and value.__globals__ is namespace:
-            seen[name] = Helper(value)
+        seen[name] = _notebooks_own(value, namespace) or copy(value)
+        if isinstance(seen[name], Helper):
             pending += [n for n in _global_names(value.__code__) if n in namespace]  # what it reads when called
-        else:
-            seen[name] = copy(value)
     return seen
+
+
+def _notebooks_own(value, namespace: dict):
+    """A Helper for a function defined in the notebook; an Uncopied for anything else of the notebook's own that
+    reads its namespace when used (a class, a function with a closure or behind a decorator); None otherwise."""
+    kind = type(value)
+    if issubclass(kind, type) and value.__module__ == namespace.get("__name__"):
+        return Uncopied("a class defined in the notebook")
+    if kind is not types.FunctionType:
+        return None
+    inner = value
+    while type(getattr(inner, "__wrapped__", None)) is types.FunctionType:
+        inner = inner.__wrapped__
+    if inner.__globals__ is not namespace:
+        return None
+    if inner is not value or value.__closure__:
+        return Uncopied("a function of the notebook behind a decorator or with a closure")
+    defaults, kwdefaults = copy(value.__defaults__ or ()), copy(value.__kwdefaults__ or {})
+    if isinstance(defaults, Uncopied) or isinstance(kwdefaults, Uncopied):
+        return Uncopied("a function of the notebook with defaults that cannot be copied")
+    return Helper(value, defaults, kwdefaults)
 
 
 def _global_names(code: types.CodeType) -> set:
@@ -141,7 +162,7 @@ def given_back(value, namespace: dict):
     reading ``namespace``."""
     if isinstance(value, Helper):
         f = value.function
-        given = types.FunctionType(f.__code__, namespace, f.__name__, f.__defaults__, f.__closure__)
-        given.__kwdefaults__ = f.__kwdefaults__
+        given = types.FunctionType(f.__code__, namespace, f.__name__, copy(value.defaults) or None)
+        given.__kwdefaults__ = copy(value.kwdefaults) or None
         return given
     return copy(value)

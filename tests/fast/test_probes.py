@@ -206,3 +206,25 @@ def test_the_snapshot_hook_changes_nothing_a_cell_does():
     assert taken[(2, 2)] == ["f", "n"] and n_for_f == 3  # f's global n, as it was when f was called
     assert (6, 1) in taken and taken[(6, 1)] == ["n"]  # q = 1 / (n - 1), after the loop
     assert not any(cell in (4, 5) for cell, _ in taken)  # the magics' cells: their inner code is not the cell's
+
+
+def test_what_of_the_notebook_reads_its_namespace_later_is_not_taken_as_it_is():
+    """A class (its attributes can change), a helper behind a decorator or with a closure (the function it calls
+    reads the kernel's globals): a probe that needs one cannot judge. A helper's defaults are copied."""
+    namespace = {"__name__": "__main__"}
+    cell = [
+        "import functools",
+        "class Sizes:\n    n = 32",
+        "def twice(f):\n    def g():\n        return 2 * f()\n    return g",
+        "def bessel():\n    return 1.0 / (n - 1)",
+        "half = twice(bessel)",
+        "wrapped = functools.wraps(bessel)(lambda: 1)",
+        "def scaled(t, by=[1.0]):\n    return t * by[0]",
+    ]
+    exec("\n".join(cell), namespace)
+    seen = snapshots.take(namespace, ["Sizes", "half", "wrapped", "scaled", "bessel"])
+    assert all(isinstance(seen[name], snapshots.Uncopied) for name in ("Sizes", "half", "wrapped"))
+    namespace["scaled"].__defaults__[0][0] = 5.0  # changed after the snapshot
+    apart = probe_namespace(namespace, {})
+    put_back(apart, seen)
+    assert apart["scaled"](2.0) == 2.0 and isinstance(seen["bessel"], snapshots.Helper)
