@@ -149,11 +149,9 @@ def _copy_container(value, depth: int):
         parts = list(items.values())
     else:
         parts = [copy(v, depth + 1) for v in value]
-    bad = next((p for p in parts if isinstance(p, (Uncopied, Helper))), None)
+    bad = next((p for p in parts if isinstance(p, Uncopied)), None)
     if bad is not None:
-        return Uncopied(
-            f"a {type(value).__name__} holding " + (bad.what if isinstance(bad, Uncopied) else "a function")
-        )
+        return Uncopied(f"a {type(value).__name__} holding {bad.what}")
     return items if isinstance(value, dict) else type(value)(parts)
 
 
