@@ -4,13 +4,16 @@ The hidden regions of the locked cells call these functions. They never grade:
 they pick the unseen seed, take autograd out of the student's reach, and report the
 student's tensors to the grader (see ``wire``), which judges them in its own process.
 A graded cell may also re-run the student's code for its answer with random inputs (a rule
-probe, see ``engine.probes``) and report what that gives. Exercise 4 also shortens the training
+probe, see ``engine.probes``) and report what that gives; for it, each top-level statement's inputs are
+kept as they were when it ran (``engine.snapshots``). Exercise 4 also shortens the training
 run and calls the student's ``backward_pass`` once on the check batch.
 Outside autograde (Colab, JupyterLab, ``nbgrader validate``) they change nothing.
 """
 
 import ast
+import builtins
 import contextlib
+import functools
 import os
 import random
 import signal
@@ -26,7 +29,18 @@ from IPython.utils.capture import capture_output
 from .data import SEED_VARIABLE
 from .engine import wire
 from .engine.honesty import decoy
-from .engine.probes import TIME_LIMIT, NoAnswerCode, answer_code, pinned_inputs, probe_namespace
+from .engine.probes import (
+    TIME_LIMIT,
+    NoAnswerCode,
+    answer_code,
+    parsed,
+    pinned_inputs,
+    probe_namespace,
+    put_back,
+    replay,
+    writes,
+)
+from .engine.snapshots import evaluated_names, take
 
 
 def grading() -> bool:
@@ -52,6 +66,7 @@ def start_grading(namespace: dict, self_checks=("cmp", "self_check")) -> None:
     Every ``.grad`` becomes a decoy (the right gradient plus seeded noise, which the grader
     recognises), and ``backward`` / ``torch.autograd.grad`` refuse to run. The visible
     self-checks compare with ``.grad``, so they are switched off rather than left to mislead.
+    From the next cell on, statements take snapshots of what they read, for the rule probes.
     """
     if not grading():
         return
@@ -69,6 +84,7 @@ def start_grading(namespace: dict, self_checks=("cmp", "self_check")) -> None:
     for name in self_checks:
         if name in namespace:
             namespace[name] = skipped
+    _take_snapshots(namespace)
 
 
 def report(namespace: dict, *names: str, probe: tuple = ()) -> None:
@@ -102,18 +118,21 @@ def _probe(namespace: dict, answer: str, names: tuple) -> dict:
     cells = list(shell.history_manager.input_hist_parsed[:-1]) if shell is not None else []  # [:-1]: this cell
     found = {"answer": answer, "pins": {}, "status": "could_not_run"}
     try:
-        pins = pinned_inputs(namespace, int(os.environ[SEED_VARIABLE]), answer, names)
+        shapes = {name: v.shape for name, v in namespace.items() if isinstance(v, torch.Tensor)} | _forward_shapes
+        pins = pinned_inputs(namespace, int(os.environ[SEED_VARIABLE]), answer, names, shapes)
         found["pins"] = {name: {"zero": not pin.any(), "shape": list(pin.shape)} for name, pin in pins.items()}
         code = answer_code(cells, answer, names)
+        plan = replay(code, _snapshots, pins)
     except NoAnswerCode as error:
         found["reason"] = str(error)
         return found
     found.update(pins_read=sorted(code.pins_read), further_up=list(code.further_up))
-    found["reads"] = sorted(n for n in code.reads if isinstance(namespace.get(n), torch.Tensor))
-    apart = probe_namespace(namespace, code, pins)
+    found["reads"] = sorted(n for n in code.reads if any(isinstance(p.get(n), torch.Tensor) for p in plan))
+    apart = probe_namespace(namespace, pins)
     try:
         with _apart_from_the_kernel():
-            for statement in code.statements:
+            for statement, values in zip(code.statements, plan):
+                put_back(apart, values)
                 module = ast.Module(body=[statement], type_ignores=[])
                 exec(compile(module, "<your code, run again by the grader>", "exec"), apart)
     except (Exception, SystemExit) as error:  # the student's code, on other inputs: say what went wrong
@@ -122,6 +141,75 @@ def _probe(namespace: dict, answer: str, names: tuple) -> dict:
     found["status"] = "ran"
     found["result"] = wire.encode(apart.get(answer), answer in apart)
     return found
+
+
+# Snapshots (see engine.snapshots): what each top-level statement read when it ran, for the probes.
+
+SNAPSHOT_HOOK = "__backprop_ninja_snapshot__"  # a builtin while grading: the call put before each statement
+_snapshots = {}  # (history index of the cell, index of the statement) -> its snapshot
+_forward_shapes = {}  # name -> shape of each tensor when grading started: the pins' shapes, whatever came later
+
+
+def _take_snapshots(namespace: dict) -> None:
+    """From the next cell on, every top-level statement that writes a name takes a snapshot of what it reads."""
+    for name, value in namespace.items():
+        if isinstance(value, torch.Tensor):
+            _forward_shapes.setdefault(name, value.shape)
+    shell = get_ipython()
+    if shell is None:
+        return
+    builtins.__dict__[SNAPSHOT_HOOK] = functools.partial(_snapshot, namespace)
+    if not any(isinstance(t, _SnapshotCalls) for t in shell.ast_transformers):
+        shell.ast_transformers.append(_SnapshotCalls())
+
+
+def _snapshot(namespace: dict, cell: int, index: int, names: tuple) -> None:
+    try:
+        _snapshots[(cell, index)] = take(namespace, names)
+    except Exception:  # no snapshot: a probe that needs it says so
+        pass
+
+
+class _SnapshotCalls(ast.NodeTransformer):
+    """IPython's AST hook: before each top-level statement of a cell that writes a name and reads some,
+    ``__backprop_ninja_snapshot__(cell, index, names)``, guarded so that it can never stop the student's code."""
+
+    def visit(self, node):
+        try:
+            cell, statements = _in_history(node)
+            if statements:
+                node.body = [new for k, s in enumerate(node.body) for new in _with_snapshot(cell, k, s, statements[k])]
+        except Exception:  # the cell runs as the student wrote it, without snapshots
+            pass
+        return node
+
+
+def _in_history(module) -> tuple:
+    """(index, statements) of the newest cell of the input history, as the probes parse it, if ``module`` was parsed
+    from it; else (None, ()): a magic's inner code, a cell run without history."""
+    shell = get_ipython()
+    history = shell.history_manager.input_hist_parsed if shell is not None else []
+    if not isinstance(module, ast.Module) or len(history) < 2:
+        return None, ()
+    statements = parsed(history[-1])
+    layout = lambda body: [(type(s), s.lineno, s.col_offset, s.end_lineno, s.end_col_offset) for s in body]
+    return (len(history) - 1, statements) if layout(statements) == layout(module.body) else (None, ())
+
+
+def _with_snapshot(cell: int, index: int, statement: ast.stmt, as_parsed: ast.stmt) -> list:
+    """``statement``, after the call that takes its snapshot if it needs one (judged on the probes' own parse of it,
+    whose analysis they reuse)."""
+    names = evaluated_names(as_parsed)
+    if not (names and writes(as_parsed)):
+        return [statement]  # it cannot be in a probe's code, or it reads nothing
+    call = ast.Call(
+        ast.Name(SNAPSHOT_HOOK, ast.Load()),
+        [ast.Constant(cell), ast.Constant(index), ast.Constant(tuple(sorted(names)))],
+        [],
+    )
+    handler = ast.ExceptHandler(ast.Name("Exception", ast.Load()), None, [ast.Pass()])
+    guard = ast.Try([ast.Expr(call)], [handler], [], [])
+    return [ast.fix_missing_locations(ast.copy_location(guard, statement)), statement]
 
 
 @contextlib.contextmanager

@@ -296,6 +296,59 @@ SPLIT_SECOND_PARTS = {
 }
 
 
+# Issue 24: right answers in the lecture's one-cell layout (every answer in the first answer cell, as students paste
+# them from the lecture), with lines after them that rebind, delete or change in place what earlier answers read.
+# Every probe judges its statements on what they read when they ran: each keeps every point, every probe conclusive.
+# student -> (answer cells changed, lines added at the end of the one cell)
+LECTURE_DC_LOOP = (
+    "dC = torch.zeros_like(C)\nfor {k} in range(Xb.shape[0]):\n    for {j} in range(Xb.shape[1]):\n"
+    "        ix = Xb[{k}, {j}]\n        dC[ix] += demb[{k}, {j}]"
+)
+HELPERS = "def tanh_backward(h, dh):\n    return (1.0 - h**2) * dh\n\n\ndef bessel():\n    return 1.0 / (n - 1)\n\n\n"
+LATER_LINES = {
+    "later_loop_n": ({"answer_dC": LECTURE_DC_LOOP.format(k="k", j="n")}, ""),  # n is 2 when the test cells run
+    "later_loops_h_i": ({"answer_dC": LECTURE_DC_LOOP.format(k="h", j="i")}, ""),  # h, read by dW2 and dhpreact: 31
+    # deleted after the last answer (bnvar also gives the shape of dbnvar's pin)
+    "later_loop_x_del": ({"answer_dC": LECTURE_DC_LOOP.format(k="k", j="x")}, "del n, h, bnraw, bnvar"),
+    # changed in place right after their steps, then by other amounts after the last answer
+    "later_in_place": (
+        {
+            "answer_dbngain": "dbngain = (bnraw * dhpreact).sum(0, keepdim=True)\nbnraw.mul_(1)",
+            "answer_dhpreact": "dhpreact = (1.0 - h**2) * dh\nhpreact.add_(0)",
+        },
+        "bnraw.mul_(2)\nh.add_(1)\nbndiff.mul_(3)",
+    ),
+    # helpers redefined after the last answer (bessel reads n, which the dC loop rebinds); dbndiff2 assigned twice,
+    # the second time correctly
+    "later_helpers_assigned_twice": (
+        {
+            "answer_dlogprobs": HELPERS + "dlogprobs = torch.zeros_like(logprobs)\ndlogprobs[range(n), Yb] = -1.0 / n",
+            "answer_dhpreact": "dhpreact = tanh_backward(h, dh)",
+            "answer_dbndiff2": "dbndiff2 = 1.0 / n * torch.ones_like(bndiff2) * dbnvar\n"
+            "dbndiff2 = bessel() * torch.ones_like(bndiff2) * dbnvar",
+            "answer_dC": LECTURE_DC_LOOP.format(k="k", j="n"),
+        },
+        "def tanh_backward(h, dh):\n    return dh\n\n\ndef bessel():\n    return 1.0",
+    ),
+}
+
+# Right, but its statement read an object the kernel's snapshot cannot copy: judged by its value, and the feedback says
+# so (the object is made before dbnvar, so the probe's code does not make it again).
+UNCOPIED = {
+    "answer_dbnvar": "class Sizes:\n    pass\n\n\nsizes = Sizes()\nsizes.n = n\n"
+    "dbnvar = -0.5 * (bnvar + 1e-5) ** -1.5 * dbnvar_inv",
+    "answer_dbndiff2": "dbndiff2 = 1.0 / (sizes.n - 1) * torch.ones_like(bndiff2) * dbnvar",
+}
+
+
+def one_cell(release, source, changes: dict, after: str = ""):
+    """The submission with every answer (``changes`` in place) in the first answer cell, then ``after``."""
+    answers = [grade_id(c) for c in release.cells if grade_id(c).startswith("answer_")]
+    code = {**solutions(source), **changes}
+    everything = "\n".join([*(code[a] for a in answers), after]).rstrip("\n")
+    return solved(release, source, {a: "pass" for a in answers[1:]} | {answers[0]: everything})
+
+
 def submissions(release, source) -> dict:
     """student -> notebook, for every case above and the special students of Exercise 1."""
     class_ = {"solution": solved(release, source), "blank": release}
@@ -303,9 +356,10 @@ def submissions(release, source) -> dict:
         class_[student] = solved(release, source, changes)
     for student, changes in ALTERNATIVES.items():
         class_[student] = solved(release, source, changes)
-    answers = [grade_id(c) for c in release.cells if grade_id(c).startswith("answer_")]
-    everything = "\n".join(solutions(source)[a] for a in answers)
-    class_["alt_one_cell"] = solved(release, source, {a: "pass" for a in answers[1:]} | {answers[0]: everything})
+    class_["alt_one_cell"] = one_cell(release, source, {})
+    for student, (changes, after) in LATER_LINES.items():
+        class_[student] = one_cell(release, source, changes, after)
+    class_["honest_uncopied"] = solved(release, source, UNCOPIED)
     class_["alt_split_cells"] = solved(release, source, SPLIT_SECOND_PARTS, list(SPLIT_FIRST_PARTS.items()))
     for student, (changes, extra, _, _) in CHEATS.items():
         class_[student] = solved(release, source, changes, extra)

@@ -303,6 +303,17 @@ ALTERNATIVES["alt_d"] = {
     },
 }
 
+# Issue 24: lines after an answer that rebind what it read (bnbias zeroed, the lecture's loop variable n): each probe
+# runs on what its statements read when they ran, so both answers keep their points.
+ALTERNATIVES["alt_later_lines"] = {
+    NB3: {
+        "answer_hpreact_fast": "hpreact_fast = bngain * (hprebn - hprebn.mean(0, keepdim=True)) / torch.sqrt("
+        "hprebn.var(0, keepdim=True, unbiased=True) + 1e-5) + bnbias\nbnbias = torch.zeros_like(bnbias)",
+        "answer_dhprebn": "dhprebn = bngain * bnvar_inv / n * (n * dhpreact - dhpreact.sum(0) - n / (n - 1) * bnraw * "
+        "(dhpreact * bnraw).sum(0))\nfor n in range(3):\n    pass",
+    }
+}
+
 
 def submissions(notebook: str, release, source) -> dict:
     """student -> notebook, every case above one student of its own (cheats and alternatives may change both)."""

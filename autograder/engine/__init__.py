@@ -8,6 +8,7 @@ explain          why an answer differs from its reference (dtype, NaN, a constan
 reference        the grader's own run of a notebook's setup: forward values, autograd's gradients
 judge            the verdict on one graded gradient (error carried forward); diagnose: its messages
 probes           rule probes: a step's code re-run on random upstream gradients, against the step's rule
+snapshots        what a statement read when it ran (taken in the kernel): what a probe re-runs it on
 exposures        which of the grader's inputs exposes which known mistake, and the margins
 value_checks     answers that are not gradients: loss_fast, hpreact_fast, rows of dlogits summing to zero
 training/        Exercise 4: the grader's network, and the verdicts on backward_pass, the training run, the calibration

@@ -20,10 +20,16 @@ pins stand in for them. A gradient read by the slice is followed back only when 
 it from the pins; one from further up the graph (a fused BatchNorm formula from ``dhpreact`` for
 ``dhprebn``) makes the probe inconclusive.
 
-**When the probe cannot judge** (the code reads gradients from further up or no pinned input at all,
-it raised, it ran over its time, its result is no tensor, every pinned input is exactly zero), the
-step is judged by its value alone, and the feedback says so. A probe never takes points from an
-answer whose value is wrong anyway (the value check's message stands) and never gives any.
+**What the re-run code reads** is what it read when it ran: the kernel takes a snapshot of the names each
+top-level statement reads right before it runs (``snapshots``; ``replay`` says what to put back before each
+statement), so a later line that rebinds, deletes or changes a name (the lecture's ``for n in range(...)`` loop for
+``dC``) changes no verdict.
+
+**When the probe cannot judge** (the code reads gradients from further up or no pinned input at all, a statement
+has no snapshot or read something a snapshot cannot copy, it raised, it ran over its time, its result is no tensor,
+every pinned input is exactly zero), the step is judged by its value alone, and the feedback says so. A probe
+never takes points from an answer whose value is wrong anyway (the value check's message stands) and never gives
+any.
 
 **Exact zeros carry forward**: a pinned gradient whose student value is exactly zero stays zero in
 the probe (both sides), so ``dlogits`` without the max's path is right for a ``dlogit_maxes`` of
@@ -33,7 +39,6 @@ substitutes one for the other is right too.
 """
 
 import ast
-import types
 import zlib
 from dataclasses import dataclass
 from functools import lru_cache
@@ -43,6 +48,7 @@ import torch
 from .backward_rules import FUSED_STEPS, STEP_BY_NAME, STEPS, Step, local_gradient
 from .diagnose import diagnose
 from .honesty import assigned_names
+from .snapshots import UNBOUND, Uncopied, evaluated_names, given_back
 from .tolerance import close, step_scale
 
 TIME_LIMIT = 5.0  # seconds a probe may run in the kernel; the answer code of one step takes milliseconds
@@ -50,7 +56,7 @@ GRADIENTS = frozenset("d" + step.name for step in STEPS + FUSED_STEPS)  # the na
 
 
 class NoAnswerCode(Exception):
-    """The history holds no code that assigns the answer (why, in words)."""
+    """The probe cannot re-run the answer's code (why, in words): none assigns it, or what it read is unknown."""
 
 
 @dataclass(frozen=True)
@@ -58,13 +64,14 @@ class AnswerCode:
     """The statements a probe re-runs, in order, and what they read from the kernel's namespace."""
 
     statements: tuple  # ast statements
-    reads: frozenset  # names read before the statements write them (taken from the namespace)
+    reads: frozenset  # names read before the statements write them (their values: from the snapshots)
     pins_read: frozenset  # pinned inputs the statements read
     further_up: tuple  # gradients read that were not computed from the pins (the probe is then inconclusive)
+    origins: tuple  # (cell, statement) of each statement: its place in the history, the key of its snapshot
 
 
 @lru_cache(maxsize=1024)  # a graded cell probes the whole history: each cell is parsed once per kernel
-def _parsed(source: str) -> tuple:
+def parsed(source: str) -> tuple:
     try:
         return tuple(ast.parse(source).body)
     except (SyntaxError, ValueError):
@@ -72,7 +79,7 @@ def _parsed(source: str) -> tuple:
 
 
 @lru_cache(maxsize=4096)
-def _writes(node: ast.stmt) -> frozenset:
+def writes(node: ast.stmt) -> frozenset:
     if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
         return frozenset({node.name})
     if isinstance(node, (ast.Import, ast.ImportFrom)):
@@ -91,7 +98,7 @@ def _rebinds(node: ast.stmt) -> frozenset:
             names |= {e.id for e in elements if isinstance(e, ast.Name)}
         return frozenset(names)
     if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Import, ast.ImportFrom)):
-        return _writes(node)
+        return writes(node)
     return frozenset()
 
 
@@ -111,7 +118,8 @@ def answer_code(cells, answer: str, pins) -> AnswerCode:
     value (the chunked forward pass that computes it is not the student's answer: it stays as it ran).
     """
     pins = set(pins)
-    statements = [(i, s) for i, source in enumerate(cells) for s in _parsed(source)]
+    statements = [(i, s) for i, source in enumerate(cells) for s in parsed(source)]
+    origins = [(i, k) for i, source in enumerate(cells) for k in range(len(parsed(source)))]
     fresh = [k for k, (_, s) in enumerate(statements) if answer in _rebinds(s)]
     if not fresh:
         raise NoAnswerCode(f"no statement `{answer} = ...` ran before this cell")
@@ -123,20 +131,20 @@ def answer_code(cells, answer: str, pins) -> AnswerCode:
         elif bound:
             cell = statements[bound[0]][0]
             start = min(start, next((k for k, (i, _) in enumerate(statements) if i > cell), start))
-    window = [s for _, s in statements[start:] if not (_writes(s) & pins)]  # the pins stand in for these
+    window = [(s, origins[k]) for k, (_, s) in enumerate(statements) if k >= start and not (writes(s) & pins)]
 
     derived = set(pins)  # names computed from the pins, statement by statement
-    for s in window:
+    for s, _ in window:
         if _reads(s) & derived:
-            derived |= _writes(s)
+            derived |= writes(s)
         else:
             derived -= _rebinds(s)
 
     needed, kept, pins_read, further_up = {answer}, [], set(), set()
-    for s in reversed(window):
-        if not _writes(s) & needed:
+    for s, origin in reversed(window):
+        if not writes(s) & needed:
             continue
-        kept.append(s)
+        kept.append((s, origin))
         needed -= _rebinds(s)
         for name in _reads(s):
             if name in pins:
@@ -145,7 +153,14 @@ def answer_code(cells, answer: str, pins) -> AnswerCode:
                 further_up.add(name)
             else:
                 needed.add(name)
-    return AnswerCode(tuple(reversed(kept)), frozenset(needed), frozenset(pins_read), tuple(sorted(further_up)))
+    kept.reverse()
+    return AnswerCode(
+        tuple(s for s, _ in kept),
+        frozenset(needed),
+        frozenset(pins_read),
+        tuple(sorted(further_up)),
+        tuple(origin for _, origin in kept),
+    )
 
 
 def pin_value(seed: int, answer: str, name: str, shape) -> torch.Tensor:
@@ -158,43 +173,61 @@ def pin_value(seed: int, answer: str, name: str, shape) -> torch.Tensor:
     return value if name in GRADIENTS else 5 * value
 
 
-def pinned_inputs(namespace: dict, seed: int, answer: str, names) -> dict:
-    """name -> the tensor that stands for it in the kernel: random, of the shape of the tensor (d<x>: of x), or
-    exact zeros where the student's own value is exact zeros; in the student's own shape when only size-1
+def pinned_inputs(namespace: dict, seed: int, answer: str, names, shapes: dict) -> dict:
+    """name -> the tensor that stands for it in the kernel: random, of the shape ``shapes`` gives the tensor (d<x>:
+    x's), or exact zeros where the student's own value is exact zeros; in the student's own shape when only size-1
     dimensions differ (a dropped keepdim works as it did for them)."""
     pins = {}
     for name in names:
-        like = namespace.get(name[1:] if name in GRADIENTS else name)
+        shape = shapes.get(name[1:] if name in GRADIENTS else name)
         own = namespace.get(name)
-        if not isinstance(like, torch.Tensor):
+        if shape is None:
             raise NoAnswerCode(f"{name} has no tensor to take its shape from")
         zero = isinstance(own, torch.Tensor) and own.is_floating_point() and own.numel() > 0 and not own.any()
-        pins[name] = torch.zeros(like.shape) if zero else pin_value(seed, answer, name, like.shape)
-        if name in GRADIENTS and isinstance(own, torch.Tensor) and own.numel() == like.numel():
+        pins[name] = torch.zeros(shape) if zero else pin_value(seed, answer, name, shape)
+        if name in GRADIENTS and isinstance(own, torch.Tensor) and own.numel() == pins[name].numel():
             pins[name] = pins[name].reshape(own.shape)
     return pins
 
 
-def probe_namespace(namespace: dict, code: AnswerCode, pins: dict) -> dict:
-    """A throwaway copy of the kernel's namespace in which the code can change what it reads without changing
-    the kernel: its tensors (also in a list, tuple or dict) and generators copied, the notebook's own functions
-    reading the copy; the pins in place."""
+def replay(code: AnswerCode, snapshots: dict, pins) -> list:
+    """For each statement of ``code``, what to put back in the probe's namespace right before it runs: what it read
+    when it ran (``snapshots``: origin -> snapshot), except the pins and what the statements before it wrote."""
+    own, plan = set(pins), []
+    for statement, origin in zip(code.statements, code.origins):
+        seen = snapshots.get(origin)
+        if seen is None and evaluated_names(statement):
+            raise NoAnswerCode(f"it did not see what `{_quoted(statement)}` read when it ran")
+        wanted = {name: value for name, value in (seen or {}).items() if name not in own}
+        uncopied = sorted((name, value.what) for name, value in wanted.items() if isinstance(value, Uncopied))
+        if uncopied:
+            name, what = uncopied[0]
+            raise NoAnswerCode(f"`{_quoted(statement)}` read {name}, {what}, which it cannot copy as it was then")
+        plan.append(wanted)
+        own |= writes(statement)
+    return plan
+
+
+def _quoted(statement: ast.stmt) -> str:
+    text = ast.unparse(statement).splitlines()[0]
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def probe_namespace(namespace: dict, pins: dict) -> dict:
+    """A throwaway copy of the kernel's namespace, with the pins in place (``put_back`` fills in the rest)."""
     apart = dict(namespace)
-    for name in code.reads & namespace.keys():
-        value = namespace[name]
-        if isinstance(value, torch.Tensor):
-            value = value.detach().clone()
-        elif isinstance(value, (list, tuple)):
-            value = type(value)(v.detach().clone() if isinstance(v, torch.Tensor) else v for v in value)
-        elif isinstance(value, dict):
-            value = {k: v.detach().clone() if isinstance(v, torch.Tensor) else v for k, v in value.items()}
-        elif isinstance(value, torch.Generator):
-            value = torch.Generator().set_state(value.get_state())
-        elif isinstance(value, types.FunctionType) and value.__module__ == "__main__":
-            value = types.FunctionType(value.__code__, apart, value.__name__, value.__defaults__, value.__closure__)
-        apart[name] = value
     apart.update(pins)
     return apart
+
+
+def put_back(apart: dict, values: dict) -> None:
+    """A statement's snapshot back in the probe's namespace: copies (the code may change them), the notebook's own
+    functions reading ``apart``, names that were unbound unbound again."""
+    for name, value in values.items():
+        if value is UNBOUND:
+            apart.pop(name, None)
+        else:
+            apart[name] = given_back(value, apart)
 
 
 # ------------------------------------------------------------------------------------------- the grader's side

@@ -7,6 +7,7 @@ from cases_ex1 import (
     ALTERNATIVES,
     CHEATS,
     KEEPDIM,
+    LATER_LINES,
     MISTAKES,
     NB,
     RULE_MISTAKES,
@@ -162,3 +163,32 @@ def test_neutralised_cells_earn_nothing(graded):
 def test_a_dead_kernel_keeps_the_points_earned_before_it(graded):
     assert lost_steps(graded, "k_dies_midway") == sorted(ALL_STEPS[ALL_STEPS.index("h") :])
     assert "kernel died" in graded["k_dies_midway"].messages["test_dW2"]
+
+
+def stderr_cells(graded, student) -> list:
+    """Cells that wrote to stderr (nbgrader gives a graded cell that does 0 points)."""
+    cells = graded[student].notebook.cells
+    return [i for i, c in enumerate(cells) for o in c.get("outputs", []) if o.get("name") == "stderr"]
+
+
+def probe_notes(message: str) -> list:
+    """The lines of a message that say a probe could not judge (they are in parentheses)."""
+    return [line for line in message.splitlines() if line.strip().startswith("(")]
+
+
+@pytest.mark.parametrize("student", ["solution", "alt_one_cell", *LATER_LINES])
+def test_a_later_line_changes_no_verdict_of_an_earlier_answer(graded, student):
+    """Issue 24: each probe re-runs its statements on what they read when they ran, not on the namespace the test
+    cell finds (the lecture's dC loop over n leaves n = 2); every answer keeps its points, every probe concludes."""
+    assert lost_steps(graded, student) == [], graded[student].messages
+    for cell, message in graded[student].messages.items():
+        assert message.startswith("✔") and probe_notes(message) == [], (cell, message)
+    assert stderr_cells(graded, student) == []
+
+
+def test_what_a_snapshot_cannot_copy_leaves_the_answer_to_its_value_and_says_so(graded):
+    assert lost_steps(graded, "honest_uncopied") == []
+    message = graded["honest_uncopied"].messages["test_dbndiff2"]
+    assert "read sizes, a Sizes, which it cannot copy" in message and "judged by its value alone" in message, message
+    others = {c: m for c, m in graded["honest_uncopied"].messages.items() if c != "test_dbndiff2"}
+    assert not any(probe_notes(m) for m in others.values()), others

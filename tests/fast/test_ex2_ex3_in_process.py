@@ -60,6 +60,13 @@ def test_other_correct_formulas_get_full_marks(graded, student, notebook):
     assert graded[notebook][student].lost() == [], graded[notebook][student].messages
 
 
+def test_probes_judge_what_the_answers_read_when_they_ran(graded):
+    for cell in ("test_hpreact_fast", "test_dhprebn"):
+        message = graded[NB3]["alt_later_lines"].messages[cell]
+        notes = [line for line in message.splitlines() if line.strip().startswith("(")]  # a probe that could not judge
+        assert message.startswith("✔") and notes == [], message
+
+
 def test_dhprebn_from_the_students_own_dbngain_and_dbnbias_is_checked_by_its_rule(graded):
     """Those two were computed from the pinned dhpreact in the student's cells: the probe re-runs them too."""
     assert "rule" not in graded[NB3]["alt_d"].messages["test_dhprebn"]

@@ -1,13 +1,20 @@
-"""Rule probes, the pure parts (engine/probes.py): which code a probe re-runs, and the copy it runs in."""
+"""Rule probes, the pure parts (engine/probes.py, engine/snapshots.py): which code a probe re-runs, what it
+reads (the snapshot of each statement, taken when it ran), and the copy it runs in."""
 
 import ast
+import contextlib
+import io
+import multiprocessing
 import time
 
 import pytest
 import torch
+from IPython.core.interactiveshell import InteractiveShell
+from traitlets.config import Config
 
 from autograder import in_kernel
-from autograder.engine.probes import AnswerCode, NoAnswerCode, answer_code, pinned_inputs, probe_namespace
+from autograder.engine import snapshots
+from autograder.engine.probes import NoAnswerCode, answer_code, pinned_inputs, probe_namespace, put_back, replay
 
 SETUP = "logits = h @ W2 + b2\nlogit_maxes = logits.max(1, keepdim=True).values\nnorm_logits = logits - logit_maxes"
 
@@ -64,7 +71,8 @@ def test_no_assignment_of_the_answer_is_said():
 def test_pins_take_the_shape_the_student_used_and_keep_exact_zeros():
     namespace = {"logit_maxes": torch.ones(4, 1), "dlogit_maxes": torch.zeros(4, 1), "bnmeani": torch.ones(1, 3)}
     namespace["dbnmeani"] = torch.ones(3)  # the lecture's (3,) for a (1, 3) tensor
-    pins = pinned_inputs(namespace, 7, "dX", ("dlogit_maxes", "dbnmeani"))
+    shapes = {name: t.shape for name, t in namespace.items()}
+    pins = pinned_inputs(namespace, 7, "dX", ("dlogit_maxes", "dbnmeani"), shapes)
     assert not pins["dlogit_maxes"].any() and pins["dlogit_maxes"].shape == (4, 1)
     assert pins["dbnmeani"].shape == (3,) and pins["dbnmeani"].any()
 
@@ -72,12 +80,82 @@ def test_pins_take_the_shape_the_student_used_and_keep_exact_zeros():
 def test_the_probe_changes_nothing_in_the_kernel():
     W2, generator = torch.ones(2, 2), torch.Generator().manual_seed(1)
     namespace = {"W2": W2, "parameters": [W2], "g": generator}
-    code = AnswerCode((), frozenset({"W2", "parameters", "g"}), frozenset(), ())
-    apart = probe_namespace(namespace, code, {"dW2": torch.zeros(2, 2)})
+    seen = snapshots.take(namespace, ["W2", "parameters", "g"])
+    apart = probe_namespace(namespace, {"dW2": torch.zeros(2, 2)})
+    put_back(apart, seen)
     exec("W2 += 1\nparameters[0] += 1\ntorch.randn(3, generator=g)", {**apart, "torch": torch})
     assert torch.equal(W2, torch.ones(2, 2)) and torch.equal(
         torch.randn(1, generator=generator), torch.randn(1, generator=torch.Generator().manual_seed(1))
     )
+
+
+def run(cells, answer, pins, taken) -> torch.Tensor:
+    """The probe of ``answer`` on the snapshots ``taken`` ((cell, statement) -> namespace when it ran)."""
+    code = answer_code(cells, answer, pins)
+    plan = replay(code, {k: snapshots.take(ns, ns) for k, ns in taken.items()}, pins)
+    apart = probe_namespace({}, pins)
+    for statement, values in zip(code.statements, plan):
+        put_back(apart, values)
+        exec(compile(ast.Module([statement], []), "<probe>", "exec"), apart)
+    return apart[answer]
+
+
+def test_each_statement_reads_what_it_read_when_it_ran():
+    """The lecture's layout: ``n`` is 32 when dbndiff2 is computed, and 2 once the dC loop has run."""
+    cells = [
+        "",
+        "dbnvar = a * b\ndbndiff2 = 1.0 / (n - 1) * torch.ones_like(bndiff2) * dbnvar\nfor n in range(3):\n    pass",
+    ]
+    bndiff2 = torch.ones(4, 3)
+    taken = {(1, 1): {"n": 32, "torch": torch, "bndiff2": bndiff2, "dbnvar": torch.zeros(1, 3)}}
+    pins = {"dbnvar": torch.full((1, 3), 31.0)}
+    bndiff2.mul_(5)  # changed in place after the statement ran: the snapshot holds its values as they were
+    assert torch.equal(run(cells, "dbndiff2", pins, taken), torch.ones(4, 3))
+
+
+def test_a_helper_reads_the_globals_it_saw_when_it_was_called():
+    def scale(t):
+        return t / (n - 1)  # noqa: F821  (n is the namespace's, below)
+
+    namespace = {"n": 5}
+    scale = type(scale)(scale.__code__, namespace)
+    namespace["scale"] = scale
+    seen = snapshots.take(namespace, ["scale"])
+    namespace["n"] = 2  # the loop variable, later
+    assert isinstance(seen["scale"], snapshots.Helper) and seen["n"] == 5
+    apart = probe_namespace(namespace, {})
+    put_back(apart, seen)
+    assert apart["scale"](torch.tensor(8.0)) == 2.0
+
+
+def test_pins_and_what_the_code_wrote_itself_are_not_put_back():
+    cells = ["dh = dlogits @ W2.T", "t = dh * 2\ndhpreact = t + dh"]
+    taken = {(1, 0): {"dh": torch.zeros(2)}, (1, 1): {"dh": torch.zeros(2), "t": torch.zeros(2)}}
+    assert torch.equal(run(cells, "dhpreact", {"dh": torch.ones(2)}, taken), torch.full((2,), 3.0))
+
+
+def test_what_no_snapshot_holds_makes_the_probe_say_so():
+    cells = ["", "dh = dlogits @ W2.T"]
+    with pytest.raises(NoAnswerCode, match="did not see what `dh = dlogits @ W2.T` read when it ran"):
+        replay(answer_code(cells, "dh", ("dlogits",)), {}, ("dlogits",))
+
+    class Weights:
+        pass
+
+    taken = {(1, 0): snapshots.take({"W2": Weights(), "dlogits": torch.ones(1)}, ["W2", "dlogits"])}
+    with pytest.raises(NoAnswerCode, match="read W2, a Weights, which it cannot copy"):
+        replay(answer_code(cells, "dh", ("dlogits",)), taken, ("dlogits",))
+
+
+def test_snapshots_copy_what_can_change_and_keep_what_cannot():
+    t = torch.ones(3, requires_grad=True)
+    seen = snapshots.take({"t": t, "xs": [t, 1], "m": torch, "f": torch.tanh, "s": t.sum}, ["t", "xs", "m", "f", "s"])
+    assert seen["t"] is not t and not seen["t"].requires_grad and seen["xs"][0] is not t
+    assert seen["m"] is torch and seen["f"] is torch.tanh
+    assert isinstance(seen["s"], snapshots.Uncopied)  # a method bound to the kernel's tensor
+    assert snapshots.take({}, ["range"])["range"] is snapshots.UNBOUND
+    big = torch.zeros(snapshots.MAX_BYTES // 4 + 1)
+    assert isinstance(snapshots.copy(big), snapshots.Uncopied)
 
 
 def test_a_probe_that_runs_too_long_is_stopped(monkeypatch):
@@ -87,3 +165,66 @@ def test_a_probe_that_runs_too_long_is_stopped(monkeypatch):
         with in_kernel._apart_from_the_kernel():
             time.sleep(5)
     assert time.monotonic() - start < 2
+
+
+TRICKY_CELLS = [
+    "from __future__ import annotations\nx: int = 1\nx",
+    "def f(a):\n    return a * n\n\n\nn = 3\nz = f(2)\nz",
+    "import torch\nt = torch.ones(2)\nt.add_(1)",
+    "%time y = x + 1",
+    "%%time\nw = y + 1",
+    "for n in range(2):\n    pass\nq = 1 / (n - 1)",
+    "u = [k for k in range(3)]\nprint(u)\n1 / 0",
+]
+
+
+def _run_in_a_shell(cells, snapshots: bool) -> tuple:
+    """In a forked child: the cells in a fresh IPython shell (with the snapshot hook or not); what each showed."""
+    shell = InteractiveShell.instance(config=Config(HistoryManager={"hist_file": ":memory:"}))
+    if snapshots:
+        in_kernel._take_snapshots(shell.user_ns)
+    shown = []
+    for source in cells:
+        out, err = io.StringIO(), io.StringIO()
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            result = shell.run_cell(source, store_history=True)
+        timed = "time" in source  # %time prints how long it took
+        shown.append((None if timed else out.getvalue(), err.getvalue(), repr(result.result)))
+    taken = {key: sorted(seen) for key, seen in in_kernel._snapshots.items()}
+    return shown, taken, in_kernel._snapshots.get((2, 2), {}).get("n")
+
+
+def test_the_snapshot_hook_changes_nothing_a_cell_does():
+    """The cells show the same with the hook as without (values, prints, tracebacks; nothing on stderr); it takes
+    snapshots of the statements that write a name, not of a magic's inner code."""
+    with multiprocessing.get_context("fork").Pool(1) as pool:
+        plain, _, _ = pool.apply(_run_in_a_shell, (TRICKY_CELLS, False))
+    with multiprocessing.get_context("fork").Pool(1) as pool:
+        hooked, taken, n_for_f = pool.apply(_run_in_a_shell, (TRICKY_CELLS, True))
+    assert hooked == plain and all(err == "" for _, err, _ in hooked)
+    assert "ZeroDivisionError" in hooked[-1][0]  # the same traceback
+    assert taken[(2, 2)] == ["f", "n"] and n_for_f == 3  # f's global n, as it was when f was called
+    assert (6, 1) in taken and taken[(6, 1)] == ["n"]  # q = 1 / (n - 1), after the loop
+    assert not any(cell in (4, 5) for cell, _ in taken)  # the magics' cells: their inner code is not the cell's
+
+
+def test_what_of_the_notebook_reads_its_namespace_later_is_not_taken_as_it_is():
+    """A class (its attributes can change), a helper behind a decorator or with a closure (the function it calls
+    reads the kernel's globals): a probe that needs one cannot judge. A helper's defaults are copied."""
+    namespace = {"__name__": "__main__"}
+    cell = [
+        "import functools",
+        "class Sizes:\n    n = 32",
+        "def twice(f):\n    def g():\n        return 2 * f()\n    return g",
+        "def bessel():\n    return 1.0 / (n - 1)",
+        "half = twice(bessel)",
+        "wrapped = functools.wraps(bessel)(lambda: 1)",
+        "def scaled(t, by=[1.0]):\n    return t * by[0]",
+    ]
+    exec("\n".join(cell), namespace)
+    seen = snapshots.take(namespace, ["Sizes", "half", "wrapped", "scaled", "bessel"])
+    assert all(isinstance(seen[name], snapshots.Uncopied) for name in ("Sizes", "half", "wrapped"))
+    namespace["scaled"].__defaults__[0][0] = 5.0  # changed after the snapshot
+    apart = probe_namespace(namespace, {})
+    put_back(apart, seen)
+    assert apart["scaled"](2.0) == 2.0 and isinstance(seen["bessel"], snapshots.Helper)

@@ -3,9 +3,9 @@
 A few representative students of tests/cases_ex1.py (every case is graded in process by the fast tier) in one
 ``nbgrader autograde`` run, in the sandbox: the solution, a blank notebook, a mistake with its error carried
 forward, each of issue 12's mistakes that only the rule probes or the chosen inputs catch, alternative formulas
-(fused, exact zeros), right values in a keepdim shape, an aliased gradient, a cheat, a dead kernel and a locked
-cell edited. Then the autograde log, the feedback pages (one ``generate_feedback`` run, one page opened in headless
-Chromium) and the Formgrader.
+(fused, exact zeros), the lecture's one-cell layout with its dC loop over n, right values in a keepdim shape, an
+aliased gradient, a cheat, a dead kernel and a locked cell edited. Then the autograde log, the feedback pages (one
+``generate_feedback`` run, one page opened in headless Chromium) and the Formgrader.
 """
 
 import base64
@@ -25,7 +25,7 @@ from autograder.engine.backward_rules import SHAPE_ONLY_SHARE, STEP_BY_NAME, STE
 
 ALL_STEPS = [s.name for s in STEPS]
 STUDENTS = ["solution", "blank", "m_probs_sign", *RULE_MISTAKES, "alt_b", "alt_c", "m_bnmeani_lecture"]
-STUDENTS += ["m_alias_dhprebn", "c_copy_grad", "k_dies_midway"]
+STUDENTS += ["m_alias_dhprebn", "c_copy_grad", "k_dies_midway", "later_loop_n"]
 
 
 @pytest.fixture(scope="module")
@@ -87,6 +87,15 @@ def test_error_carried_forward_names_the_upstream_gradient(graded):
 @pytest.mark.parametrize("student", ["alt_b", "alt_c"])
 def test_other_correct_formulas_get_full_marks(graded, student):
     assert lost_steps(graded, student) == [], graded.messages(student, NB)
+
+
+def test_the_lectures_one_cell_layout_with_its_dc_loop_over_n_gets_full_marks(graded):
+    """Issue 24: every answer in one cell, then ``for n in range(Xb.shape[1])``, which leaves n = 2 for the test
+    cells; each probe, in the sandboxed kernel, re-runs its statements on what they read when they ran."""
+    assert lost_steps(graded, "later_loop_n") == [], graded.messages("later_loop_n", NB)
+    for cell, message in graded.messages("later_loop_n", NB).items():
+        notes = [line for line in message.splitlines() if line.strip().startswith("(")]  # a probe that could not judge
+        assert message.startswith("✔") and notes == [], (cell, message)
 
 
 def test_exact_zeros_are_right_where_the_gradient_is_zero(graded):
