@@ -14,6 +14,7 @@ between students, so nbgrader and torch load once; there is one for each task th
 import itertools
 import os
 import shutil
+import socket
 import stat
 import threading
 from pathlib import Path
@@ -186,4 +187,14 @@ def grade(job: StudentJob, coordinator_versions: dict, allowed: float) -> Studen
             + ("; ".join(differences) if differences else "see its log")
         )
     check_job(plugin.bundle, job)
-    return plugin.course.grade(job, allowed)
+    outputs = plugin.course.grade(job, allowed)
+    outputs.host = host_name(worker.address)
+    return outputs
+
+
+def host_name(address: str) -> str:
+    """This machine as the class's summary names it: ``node7 (10.0.0.7)`` for a worker at tls://10.0.0.7:port."""
+    from distributed.comm import get_address_host
+
+    name, ip = socket.gethostname(), get_address_host(address)
+    return name if name == ip else f"{name} ({ip})"
