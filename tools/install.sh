@@ -4,8 +4,9 @@
 #   tools/install.sh          what the demo and grading need
 #   tools/install.sh --test   also what the whole test suite needs: Debian's Chromium and ChromeDriver (the
 #                             JupyterLab browser test), Debian's PostgreSQL server (the shared gradebook's
-#                             test starts one of its own), and the [cluster] and [postgres] extras (Dask, the
-#                             database driver)
+#                             test starts one of its own), iproute2 and libfaketime (the namespace cluster's
+#                             hosts, one with its clock off), and the [cluster] and [postgres] extras (Dask,
+#                             the database driver)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PYTHON=${PYTHON:-python3}
@@ -14,7 +15,8 @@ PYTHON=${PYTHON:-python3}
 wanted=("bubblewrap:bwrap")
 extras="test"
 if [ "${1:-}" = "--test" ]; then
-  wanted+=("chromium:chromium" "chromium-driver:chromedriver" "postgresql:/usr/lib/postgresql/*/bin/initdb")
+  wanted+=("chromium:chromium" "chromium-driver:chromedriver" "postgresql:/usr/lib/postgresql/*/bin/initdb"
+    "iproute2:ip" "faketime:faketime")
   extras="test,cluster,postgres"
 fi
 missing=()
