@@ -4,6 +4,7 @@ worker refuses, the version check, the gradebook template, merging a student's g
 import datetime
 import json
 import shutil
+import time
 
 import nbformat
 import pytest
@@ -317,3 +318,30 @@ def test_a_timestamp_travels_as_the_instant_this_machine_reads():
     assert submission_time(b"Dec 16 10:00 UTC") == f"{year}-12-16 10:00:00.000000 UTC".encode()
     for unreadable in (b"next tuesday", b"\xff\xfe", b""):
         assert submission_time(unreadable) == unreadable  # the worker's nbgrader fails on it, as a local run would
+
+
+def test_a_run_whose_scheduler_has_no_worker_left_stops_with_one_line(monkeypatch):
+    from autograder.grading import cluster
+
+    class Scheduler:  # a client whose scheduler has these workers
+        workers = {}
+
+        def nthreads(self):
+            return self.workers
+
+    monkeypatch.setattr(cluster, "WORKER_TIMEOUT", 0.2)
+    monkeypatch.setattr(cluster.WorkersWatch, "EVERY", 0)
+    scheduler = Scheduler()
+    watch = cluster.WorkersWatch(scheduler)
+    watch.check(3)  # alone from now
+    scheduler.workers = {"tls://10.0.0.11:4000": 1}
+    watch.check(3)  # a worker came back: the count starts again
+    time.sleep(0.25)
+    watch.check(3)
+    scheduler.workers = {}
+    watch.check(3)
+    time.sleep(0.25)
+    with pytest.raises(GradingError) as stopped:
+        watch.check(3)
+    assert str(stopped.value).startswith("grading stopped: no Dask worker has been at the scheduler for 0.2 s, 3 ")
+    assert "\n" not in str(stopped.value) and str(stopped.value).endswith("the next run grades only the rest.")
