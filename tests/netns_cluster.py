@@ -7,8 +7,8 @@ Every host has:
   a mount namespace where this machine's filesystem is read-only, and /tmp, /var/tmp, /dev/shm, /run and /srv
       are empty tmpfs of its own (HOME is /srv/<host>/home): nothing writable is shared between hosts;
   a hostname of its own (a UTS namespace), and its own copy of the course's checkout at a path of its own,
-      /srv/<host>/backprop-ninja, which its Pythons import the autograder package from (the venv's programs are
-      shared, read-only);
+      /srv/<host>/backprop-ninja, which its Pythons import the autograder package from (this machine's venv is
+      shared, read-only, at /srv/<host>/venv);
   a cgroup (cpu and cpuacct) that every process started on it joins: its CPU time, and a CPU quota for a slow host.
 
 The "coordinator" host runs the Dask scheduler (TLS, with a CA made by the README's openssl commands) and
@@ -35,13 +35,13 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 ASSIGNMENT = "backprop_ninja"
-PYTHON = sys.executable  # the venv's Python, shared read-only by every host
+VENV = sys.prefix  # the venv, which every host sees read-only at a path of its own (it may be under /tmp)
 SUBNET = "10.28.0"
 SCHEDULER_PORT = 8786
 FAKETIME = "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1"  # Debian's libfaketime (tools/install.sh --test)
 CGROUPS = Path("/sys/fs/cgroup")
 TC = shutil.which("tc", path="/usr/sbin:/sbin:/usr/bin:/bin") or "tc"  # in sbin, off a newcomer's PATH
-PRIVATE = ("/tmp", "/var/tmp", "/dev/shm", "/run", "/srv")  # each host's own tmpfs (its HOME is in /srv)
+PRIVATE = ("/tmp", "/var/tmp", "/dev/shm", "/run")  # each host's own tmpfs, and /srv (its HOME, checkout, venv)
 # The scheduler gives up a worker that missed its heartbeats for 10 s (Dask's default is 5 minutes) and a connection
 # it cannot make in 5 s (30 s), so that a cut-off worker's student moves on soon. A worker keeps an unanswered
 # connection for 120 s (30 s): cut off for a minute, it is still there, with its finished student, when its link
@@ -127,6 +127,7 @@ class Host:
         self.netns = f"{cluster.prefix}-{name}"
         self.home = f"/srv/{name}"
         self.checkout = f"{self.home}/backprop-ninja"  # a path of its own on every host
+        self.interpreter = f"{self.home}/venv/bin/python"
         self.processes = {}
         self.groups = [CGROUPS / kind / f"{cluster.prefix}-{name}" for kind in ("cpu", "cpuacct")]
         for group in self.groups:
@@ -136,10 +137,13 @@ class Host:
                 "set -e",
                 f"hostname {name}",
                 "mount -o remount,bind,ro /",  # this machine's filesystem: read-only here
+                "mount -t tmpfs -o mode=0755 tmpfs /srv",
+                f"mkdir -p {self.home}/home {self.home}/venv",
+                f"mount --bind {VENV} {self.home}/venv",  # before /tmp is covered: a CI clone's venv is in /tmp
+                f"mount -o remount,bind,ro {self.home}/venv",
                 *(f"mount -t tmpfs -o mode=0755 tmpfs {path}" for path in PRIVATE),
                 "chmod 1777 /tmp /var/tmp /dev/shm",
-                f"mkdir -p {self.home}/home",
-                f"exec {PYTHON} -c '{HOLD_UIDS}' {FIRST_UID} {FIRST_UID + UIDS_PER_HOST * index}",
+                f"exec {self.interpreter} -c '{HOLD_UIDS}' {FIRST_UID} {FIRST_UID + UIDS_PER_HOST * index}",
             ]
         )
         self.init = subprocess.Popen(
@@ -188,7 +192,7 @@ class Host:
 
     def python(self, code: str, env: dict | None = None, timeout: float = 300):
         """Run Python ``code`` on this host; the JSON it prints last, read back."""
-        result = self.run([PYTHON, "-c", code], env=env, timeout=timeout)
+        result = self.run([self.interpreter, "-c", code], env=env, timeout=timeout)
         if result.returncode != 0:
             raise RuntimeError(f"on {self.name}: {result.stderr[-3000:]}")
         return json.loads(result.stdout.strip().splitlines()[-1])
@@ -308,13 +312,21 @@ class NetnsCluster:
 
     def start_scheduler(self) -> None:
         host = self.coordinator
-        argv = [PYTHON, "-m", "distributed.cli.dask_scheduler", "--host", host.address, "--port", SCHEDULER_PORT]
+        argv = [
+            host.interpreter,
+            "-m",
+            "distributed.cli.dask_scheduler",
+            "--host",
+            host.address,
+            "--port",
+            SCHEDULER_PORT,
+        ]
         argv += ["--no-dashboard", "--protocol", "tls", *self.tls_options(host, "scheduler")]
         host.popen(argv, "scheduler", env=SCHEDULER_SETTINGS, log="scheduler.log")
 
     def start_worker(self, name: str) -> None:
         host = self.hosts[name]
-        argv = [PYTHON, "-m", "distributed.cli.dask_worker", self.address, "--host", host.address]
+        argv = [host.interpreter, "-m", "distributed.cli.dask_worker", self.address, "--host", host.address]
         argv += ["--nthreads", "1", "--no-dashboard", "--name", name, "--local-directory", f"{host.home}/dask"]
         argv += self.tls_options(host, "worker")
         host.popen(argv, "worker", env=WORKER_SETTINGS, log=f"{name}.log")
@@ -351,7 +363,7 @@ class NetnsCluster:
     def grade(self, course: str, *args, env: dict | None = None, tls: bool = True) -> subprocess.Popen:
         """``backprop-ninja grade`` of the course at ``course`` on the coordinator host (with the README's TLS
         settings, unless not ``tls``)."""
-        argv = [PYTHON, "-m", "autograder.cli", "grade", "--course", course, "--quiet", *args]
+        argv = [self.coordinator.interpreter, "-m", "autograder.cli", "grade", "--course", course, "--quiet", *args]
         env = {**(self.client_env() if tls else {}), **(env or {})}
         return self.coordinator.popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 

@@ -21,7 +21,6 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -341,9 +340,9 @@ def test_the_hosts_are_separate_and_share_no_writable_folder(cluster):
     """Each host has namespaces of its own, sees this machine's filesystem read-only, has its own /tmp and its
     checkout at a path of its own."""
     probe = (
-        "import json, os, socket, autograder\n"
+        "import json, os, socket, sys, autograder\n"
         "open('/tmp/only-here', 'w').close()\n"
-        f"shared = ['/work', '/root', '/etc', '/usr', {str(REPO)!r}, {sys.prefix!r}]\n"
+        f"shared = ['/work', '/root', '/etc', '/usr', {str(REPO)!r}, sys.prefix]\n"
         "print(json.dumps([socket.gethostname(), autograder.__file__, [os.access(p, os.W_OK) for p in shared],"
         " sorted(os.listdir('/tmp')), sorted(os.listdir('/srv'))]))"
     )
@@ -352,7 +351,7 @@ def test_the_hosts_are_separate_and_share_no_writable_folder(cluster):
         host = cluster.hosts[name]
         hostname, package, writable, tmp, srv = host.python(probe)
         assert hostname == name and srv == [name] and "only-here" in tmp
-        assert writable == [False] * 6, writable  # not even this machine's checkout of the course, or its venv
+        assert writable == [False] * 6, writable  # not this machine's checkout of the course, nor the venv
         assert package == f"/srv/{name}/backprop-ninja/autograder/__init__.py"
         seen.add(package)
         namespaces.add(tuple(os.readlink(f"/proc/{host.pid}/ns/{kind}") for kind in ("net", "mnt", "uts")))
