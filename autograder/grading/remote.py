@@ -139,8 +139,9 @@ class PrivateCourse:
 def returned_names(assignment: str, student: str, notebooks, course_files=()) -> list:
     """What a Dask worker sends back for a student, by name: what nbgrader made (each graded notebook and its
     feedback page), the course's files it copied beside them (``course_files``, of source/) and the timestamp.txt
-    staged with them; nothing else of the folders is ever read."""
+    staged with them, which the feedback folder gets too; nothing else of the folders is ever read."""
     names = [f"autograded/{student}/{assignment}/{name}" for name in ("timestamp.txt", *course_files)]
+    names.append(f"feedback/{student}/{assignment}/timestamp.txt")  # as a local run's feedback has it
     for notebook in notebooks:
         names += [
             f"autograded/{student}/{assignment}/{notebook}.ipynb",
