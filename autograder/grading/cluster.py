@@ -86,7 +86,8 @@ class HostTimes:
     host: str
     """The Dask worker's hostname and address, e.g. ``node7 (10.0.0.7)``."""
     seconds: tuple
-    """Seconds each of its students took, measured on the host (nbgrader's autograde and feedback)."""
+    """Seconds each of its students took there: their grading (autograde and feedback), or the whole task for one
+    stopped at a limit."""
     slow: float = 0.0
     """Its median over the other hosts' median, when that is ``SLOW_FACTOR`` or more; else 0."""
 
@@ -175,7 +176,7 @@ class DaskPool:
     def __init__(self, cluster: DaskCluster, root: Path, bundle: CourseBundle, allowed: Callable, finish: Callable):
         self.client, self.root, self.bundle, self.allowed, self.finish = cluster.client, root, bundle, allowed, finish
         self.merged = set()  # the students merged in this run: never twice
-        self.graded_on = defaultdict(list)  # host -> seconds of each student it graded
+        self.graded_on = defaultdict(list)  # host -> seconds of each student's task there
 
     def host_times(self) -> list:
         """Which host graded how many students, how fast, and which was slow (``HostTimes``)."""
@@ -253,7 +254,8 @@ class DaskPool:
             )
         except Exception as error:  # noqa: BLE001 (the student gets a grader_error that names it)
             return self.finish(student, WorkerResult(student, False, error=f"{type(error).__name__}: {error}"), allowed)
-        result = outputs.result
+        result = outputs.result  # the host's time: its grading's own seconds, else (stopped at a limit) the task's
+        self.graded_on[outputs.host or "?"].append(result.seconds if result and result.seconds else outputs.seconds)
         if result is not None and result.student != student:  # a confused worker: nothing of it is merged
             raise grading_stopped(f"a Dask worker sent {result.student[:80]!r}'s result for {student}", DASK_LOGS)
         if result is not None and result.sandbox_error:
@@ -271,6 +273,4 @@ class DaskPool:
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_bytes(data)
             path.chmod(mode & 0o777)
-        if result is not None:
-            self.graded_on[outputs.host or "?"].append(result.seconds)
         self.finish(student, result, allowed)

@@ -154,6 +154,8 @@ class StudentOutputs:
     permission bits, its bytes): nbgrader makes autograded notebooks read-only, and so are the copies."""
     host: str = ""
     """The host that graded them: its hostname and address (``remote.grade``)."""
+    seconds: float = 0.0
+    """How long the student's task took there, whatever its result (a student stopped at a limit included)."""
 
 
 def check_job(bundle: CourseBundle, job: StudentJob) -> None:

@@ -17,6 +17,7 @@ import shutil
 import socket
 import stat
 import threading
+import time
 from pathlib import Path
 
 from distributed import WorkerPlugin, get_worker
@@ -188,8 +189,9 @@ def grade(job: StudentJob, coordinator_versions: dict, allowed: float) -> Studen
             + ("; ".join(differences) if differences else "see its log")
         )
     check_job(plugin.bundle, job)
+    started = time.monotonic()
     outputs = plugin.course.grade(job, allowed)
-    outputs.host = host_name(worker.address)
+    outputs.host, outputs.seconds = host_name(worker.address), round(time.monotonic() - started, 2)
     return outputs
 
 
