@@ -353,9 +353,22 @@ class NetnsCluster:
         """name -> address of every worker the scheduler has."""
         return self.ask("{w['name']: a for a, w in c.scheduler_info(n_workers=-1)['workers'].items()}")
 
+    def registered(self) -> dict:
+        """name -> address of the workers the scheduler has, from its log (no client to start)."""
+        found = {}
+        for line in (self.folder / "scheduler.log").read_text().splitlines():
+            if " worker addr: " in line and " name: " in line:
+                address, name = line.split(" worker addr: ")[1].split(" name: ")
+                name = name.split()[0]
+                if "Register worker" in line:
+                    found[name] = address
+                elif "Remove worker" in line and found.get(name) == address:
+                    del found[name]
+        return found
+
     def wait_for_workers(self, names: list, timeout: float = 180) -> None:
         end = time.time() + timeout
-        while not set(names) <= set(self.workers()):
+        while not set(names) <= set(self.registered()):
             if time.time() > end:
                 raise RuntimeError(f"workers {names} did not join the scheduler within {timeout:g} s")
             time.sleep(1)
