@@ -76,8 +76,15 @@ def main(argv=None) -> None:
     grade.add_argument(
         "--scheduler",
         metavar="ADDRESS",
-        help="grade on a Dask cluster: the scheduler's address (tcp://HOST:8786, or tls://... with Dask's TLS "
-        "settings); one task per student, every kernel in the sandbox of its worker (needs the [cluster] extra)",
+        help="grade on a Dask cluster: the scheduler's address, tls://HOST:8786 with Dask's TLS settings and the "
+        "course's CA (tcp:// only on this machine, unless --insecure-cluster); one task per student, every kernel in "
+        "the sandbox of its worker (needs the [cluster] extra)",
+    )
+    grade.add_argument(
+        "--insecure-cluster",
+        action="store_true",
+        help="allow a tcp:// scheduler on another machine: whoever reaches it can run code on every worker, so only "
+        "on a network that nothing but the course's machines reach",
     )
     grade.add_argument(
         "--unsandboxed",
@@ -211,6 +218,7 @@ def run(args) -> None:
                 feedback=not args.no_feedback,
                 progress=not args.quiet,
                 scheduler=args.scheduler,
+                insecure_cluster=args.insecure_cluster,
                 warm_kernels=args.warm_kernels is not False,
                 grader_time_limit=args.grader_time_limit,
                 profile=args.profile and Path(args.profile).resolve(),

@@ -2,6 +2,7 @@
 
     python benchmarks/bench_cluster.py                                   # 4 and 12 students, 2 workers
     python benchmarks/bench_cluster.py --small 4 --large 20 --repeat 2   # medians of 2 runs each
+    python benchmarks/bench_cluster.py --netns --small 6 --large 50      # separate hosts (as root), over TLS
 
 Builds two classes of Exercise 1 (--small and --large students; bench_class_grading's mix of perfect,
 one-step-missing and blank notebooks), starts a Dask scheduler and --workers workers on 127.0.0.1 (each one
@@ -17,20 +18,29 @@ bubblewrap's PID namespace is not counted to the process that started it), and -
 for each path the seconds per student of each class, the fixed cost of a run and the marginal cost of one
 more student (the slope between the two class sizes), the Dask path's overhead per student, and the sizing
 rule: students graded per worker-core per hour, 3600 / (marginal CPU seconds per student).
+
+``--netns`` grades the two classes on the test suite's cluster of separate hosts instead (``tests/netns_cluster.py``:
+a coordinator host with the scheduler and ``grade``, --workers worker hosts of one task each, network and mount
+namespaces on a private bridge, TLS), and prints for each class the wall-clock and CPU seconds per student (the
+worker hosts', the coordinator's ``grade`` and the scheduler's), the bytes per student that crossed the coordinator
+host's link each way, and the scheduler's peak memory; then the cost of one student in the course's gradebook
+(``write_submission``), and what 1,000 students on 64 worker cores would take, and what limits it.
 """
 
 import argparse
 import os
+import resource
 import shutil
 import statistics
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(REPO), str(REPO / "tests")]
 
-from bench_class_grading import CpuMeter, build_course, reset, run  # noqa: E402
+from bench_class_grading import ASSIGNMENT, CpuMeter, build_course, reset, run  # noqa: E402
 from conftest import LoopbackCluster  # noqa: E402
 
 
@@ -56,6 +66,128 @@ def grade(root: Path, meter: CpuMeter, cluster_pids: list, *args) -> tuple:
     return wall, cpu() - before
 
 
+def netns_grade(cluster, root, inside: str) -> dict:
+    """One ``grade`` of the course at ``inside`` on the coordinator host, from scratch, with what it cost where."""
+    import psutil
+
+    reset(root)
+    hosts, scheduler = cluster.hosts, psutil.Process(cluster.coordinator.processes["scheduler"].pid)
+    before = {n: h.cpu_seconds() for n, h in hosts.items()}
+    link, sched, reaped = (
+        cluster.coordinator.net_bytes(),
+        scheduler.cpu_times(),
+        resource.getrusage(resource.RUSAGE_CHILDREN),
+    )
+    peak, start = scheduler.memory_info().rss, time.monotonic()
+    run = cluster.grade(inside, "--scheduler", cluster.address)
+    while run.poll() is None:
+        peak = max(peak, scheduler.memory_info().rss)
+        time.sleep(0.5)
+    wall = time.monotonic() - start
+    out, err = run.communicate()
+    if run.returncode != 0:
+        sys.exit(f"grade failed:\n{out[-2000:]}\n{err[-4000:]}")
+    done, after = resource.getrusage(resource.RUSAGE_CHILDREN), scheduler.cpu_times()
+    received, sent = (now - then for now, then in zip(cluster.coordinator.net_bytes(), link))
+    return {
+        "wall": wall,
+        "workers": sum(h.cpu_seconds() - before[n] for n, h in hosts.items() if n != "coordinator"),
+        "grade": done.ru_utime + done.ru_stime - reaped.ru_utime - reaped.ru_stime,
+        "scheduler": after.user + after.system - sched.user - sched.system,
+        "sent": sent,
+        "received": received,
+        "scheduler_mb": peak / 2**20,
+    }
+
+
+def scheduler_idle(cluster, seconds: float = 20) -> float:
+    """CPU seconds a second the scheduler spends with its workers and no task (their heartbeats)."""
+    import psutil
+
+    scheduler = psutil.Process(cluster.coordinator.processes["scheduler"].pid)
+    before = sum(scheduler.cpu_times()[:2])
+    time.sleep(seconds)
+    return (sum(scheduler.cpu_times()[:2]) - before) / seconds
+
+
+def gradebook_writes(root: Path, students: list) -> float:
+    """Seconds one student's grades take to be merged into the course's gradebook (``write_submission``): every
+    student of a graded class written again into a copy of its gradebook before grading."""
+    from autograder.grading.results.gradebook import read_submission, sqlite_url, write_submission
+
+    folder = Path(tempfile.mkdtemp(prefix="bench-gradebook-"))
+    shutil.copy(root / "gradebook.db", folder / "graded.db")
+    shutil.copy(root / "gradebook.pristine.db", folder / "empty.db")
+    graded = {s: read_submission(sqlite_url(folder / "graded.db"), ASSIGNMENT, s) for s in students}
+    start = time.monotonic()
+    for student, grades in graded.items():
+        write_submission(sqlite_url(folder / "empty.db"), ASSIGNMENT, student, grades)
+    seconds = (time.monotonic() - start) / len(students)
+    shutil.rmtree(folder)
+    return seconds
+
+
+def netns_main(args) -> None:
+    """The two classes graded on separate namespace hosts: the per-student figures, and the projection."""
+    from netns_cluster import NetnsCluster, unavailable
+
+    if unavailable():
+        sys.exit(unavailable())
+    folder = Path(tempfile.mkdtemp(prefix="bench-netns-", dir="/var/tmp"))
+    folder.chmod(0o755)
+    cluster = NetnsCluster(folder, workers=args.workers)
+    measured, courses = {}, {}
+    print(
+        f"{args.small} and {args.large} students x {', '.join(args.notebooks)} on {args.workers} worker hosts of one "
+        f"task each and a coordinator host (scheduler and grade), over TLS; {os.cpu_count()} cores in all",
+        flush=True,
+    )
+    try:
+        idle = scheduler_idle(cluster)
+        for n in (args.small, args.large):
+            build_course(folder / f"class-{n}", n, args.notebooks)  # here: nbgrader's SQLite needs a plain path
+            inside = f"{cluster.coordinator.home}/courses/class-{n}"
+            courses[n] = root = cluster.coordinator.path(inside)
+            shutil.copytree(folder / f"class-{n}", root)
+            runs = [netns_grade(cluster, root, inside) for _ in range(args.repeat)]
+            measured[n] = m = {k: statistics.median(r[k] for r in runs) for k in runs[0]}
+            print(
+                f"  {n:3d} students: {m['wall'] / n:5.2f} s/student wall; CPU s/student: workers "
+                f"{m['workers'] / n:5.2f}, grade {m['grade'] / n:5.3f}, scheduler {m['scheduler'] / n:5.3f}; "
+                "per student to the workers "
+                f"{m['sent'] / n / 1e3:6.1f} kB, back {m['received'] / n / 1e3:6.1f} kB; scheduler at most "
+                f"{m['scheduler_mb']:4.0f} MB; load {os.getloadavg()[0]:.1f}",
+                flush=True,
+            )
+        students = sorted(p.name for p in (courses[args.large] / "submitted").iterdir())
+        write = gradebook_writes(courses[args.large], students)
+    finally:
+        cluster.close()
+        shutil.rmtree(folder, ignore_errors=True)
+    small, large = measured[args.small], measured[args.large]
+    slope = {k: (large[k] - small[k]) / (args.large - args.small) for k in large}
+    fixed = small["wall"] - slope["wall"] * args.small
+    tasks = slope["scheduler"] - idle * slope["wall"]  # the scheduler's own work per student, its heartbeats aside
+    print(
+        f"marginal per student: {slope['workers']:.2f} worker CPU s, {slope['grade']:.3f} s of grade's CPU (its "
+        f"gradebook write alone {write:.3f} s), {tasks * 1e3:.0f} ms of the scheduler's (beside {idle * 1e3:.0f} ms a "
+        f"second of heartbeats), {slope['sent'] / 1e3:.0f} kB out and {slope['received'] / 1e3:.0f} kB back; a run's "
+        f"fixed cost {fixed:.0f} s wall; the scheduler grows {slope['scheduler_mb'] * 1e3:.0f} kB a student"
+    )
+    limits = {
+        "grading, on the 64 worker cores": 1000 * slope["workers"] / 64,
+        "the coordinator's merge, one student at a time": 1000 * slope["grade"],
+        "the scheduler's tasks, on its one core": 1000 * tasks,
+    }
+    bound = max(limits, key=limits.get)
+    print(
+        "1,000 students on 64 worker cores: "
+        + ", ".join(f"{what} {seconds / 60:.1f} min" for what, seconds in limits.items())
+        + f" (gradebook writes {1000 * write / 60:.1f} min of the merge); so about "
+        + f"{(fixed + limits[bound]) / 60:.0f} min with the run's fixed cost, limited by {bound}"
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--small", type=int, default=4, help="students in the small class")
@@ -63,6 +195,7 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=2, help="local workers, and Dask workers (default 2)")
     parser.add_argument("--notebooks", nargs="+", default=["ex1_atomic_backward"])
     parser.add_argument("--repeat", type=int, default=1, help="rounds of every measurement (medians)")
+    parser.add_argument("--netns", action="store_true", help="on separate namespace hosts over TLS (as root)")
     parser.add_argument(
         "--unsandboxed",
         action="store_true",
@@ -70,6 +203,8 @@ def main() -> None:
         "bubblewrap's PID namespace is not counted to the process that started it)",
     )
     args = parser.parse_args()
+    if args.netns:
+        return netns_main(args)
     folder = Path(tempfile.mkdtemp(prefix="bench-cluster-", dir="/var/tmp"))
     folder.chmod(0o755)
     classes = {n: folder / f"class-{n}" for n in (args.small, args.large)}

@@ -5,7 +5,8 @@
 #   tools/install.sh          what the demo and grading need
 #   tools/install.sh --test   also what the whole test suite needs of Debian: Chromium and ChromeDriver (the
 #                             JupyterLab browser test), the PostgreSQL server (the shared gradebook's test starts
-#                             one of its own)
+#                             one of its own), iproute2 and libfaketime (the namespace cluster's hosts, one with
+#                             its clock off)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PYTHON=${PYTHON:-python3}
@@ -13,7 +14,8 @@ PYTHON=${PYTHON:-python3}
 # Debian packages, each only when its program is missing: package:program (PostgreSQL's are not on PATH)
 wanted=("bubblewrap:bwrap")
 if [ "${1:-}" = "--test" ]; then
-  wanted+=("chromium:chromium" "chromium-driver:chromedriver" "postgresql:/usr/lib/postgresql/*/bin/initdb")
+  wanted+=("chromium:chromium" "chromium-driver:chromedriver" "postgresql:/usr/lib/postgresql/*/bin/initdb"
+    "iproute2:ip" "faketime:faketime")
 fi
 missing=()
 for entry in "${wanted[@]}"; do

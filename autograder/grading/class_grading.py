@@ -74,7 +74,8 @@ class Options:
     grader_time_limit: float | None = None  # None: worker.GRADER_SECONDS
     profile: Path | None = None  # a JSON line per student graded: where the worker's time went (grading.profile)
     extra_nbgrader_args: list = field(default_factory=list)
-    scheduler: str | None = None  # a Dask scheduler's address: grade there (cluster.py), not in local workers
+    scheduler: str | None = None  # a Dask scheduler's address: grade there (cluster/coordinator.py), not in local workers
+    insecure_cluster: bool = False  # allow a scheduler on another machine without TLS (coordinator.check_address)
 
     def grader(self) -> GraderSettings:
         """What every worker needs to know of these options, here or on a Dask worker."""
@@ -115,7 +116,7 @@ class ClassGrading:
         if self.o.scheduler:  # reach the cluster before anything is graded (its workers check their own tools)
             from .cluster.coordinator import DaskCluster
 
-            cluster = DaskCluster.connect(self.o.scheduler)
+            cluster = DaskCluster.connect(self.o.scheduler, insecure_cluster=self.o.insecure_cluster)
         if not (cluster and self.o.sandbox):
             preflight.check_sandbox(self.o.sandbox)
         try:
@@ -139,7 +140,7 @@ class ClassGrading:
             self.gradebook = course_url(self.root)
             preflight.ensure_release(self.root, self.assignment, self.notebooks, self.gradebook)
             students, todo, unchanged = self.plan()
-            self.autograde(todo, pool, cluster)
+            hosts = self.autograde(todo, pool, cluster)
             problems = sorted(
                 self.state.collect_problems + [p for s in students for p in self.records[s].problems],
                 key=lambda p: p.order,
@@ -148,7 +149,7 @@ class ClassGrading:
         finally:
             if pool:
                 pool.close()
-        return Summary(students, todo, unchanged, problems, *outputs, time.monotonic() - started)
+        return Summary(students, todo, unchanged, problems, *outputs, time.monotonic() - started, hosts)
 
     def plan(self) -> tuple:
         """Stage every student whose files (or the exercises) changed; (students, todo, unchanged)."""
@@ -191,7 +192,7 @@ class ClassGrading:
         """Seconds a worker has for ``student`` before it is killed: every notebook's limit, and a margin."""
         return len(self.records[student].graded) * ((self.o.notebook_timeout or 3600) + 60) + 120
 
-    def autograde(self, todo: list, pool: WorkerPool | None, cluster=None) -> None:
+    def autograde(self, todo: list, pool: WorkerPool | None, cluster=None) -> list:
         """Grade ``todo`` in the local ``pool``, else on the cluster; merge each finished student's grades."""
         self.progress = tqdm(
             total=len(todo), desc="grading", unit="student", file=sys.stderr, disable=not (self.o.progress and todo)
@@ -206,6 +207,7 @@ class ClassGrading:
             self.state.save()
         shutil.rmtree(self.grading / "workers", ignore_errors=True)
         self.template.unlink(missing_ok=True)
+        return self.dask.host_times() if cluster and todo else []  # which host graded how many, how fast
 
     def dask_pool(self, cluster):
         """The Dask workers of ``cluster``, each sent the course (with the template made for this run)."""
@@ -213,7 +215,8 @@ class ClassGrading:
         from .cluster.payload import CourseBundle
 
         bundle = CourseBundle.build(self.root, self.assignment, self.notebooks, self.o.grader(), self.template)
-        return DaskPool(cluster, self.root, bundle, self.allowed, self.finish)
+        self.dask = DaskPool(cluster, self.root, bundle, self.allowed, self.finish)
+        return self.dask
 
     def local_pool(self, students: int) -> WorkerPool:
         """Worker processes for at most ``students`` students (none started yet)."""

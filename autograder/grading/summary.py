@@ -1,7 +1,8 @@
 """What one ``grade`` run did, as the command prints it at the end."""
 
+import statistics
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..common.problems import rank
@@ -26,6 +27,8 @@ class Summary:
     report: Path | None
     """The class report, when it could be written."""
     seconds: float
+    hosts: list = field(default_factory=list)
+    """On a Dask cluster: the ``cluster.HostTimes`` of every host that graded a student in this run."""
 
 
 def print_summary(summary: Summary, file=sys.stdout, shown: int = 30) -> None:
@@ -37,6 +40,8 @@ def print_summary(summary: Summary, file=sys.stdout, shown: int = 30) -> None:
         + f", in {s.seconds:.0f} s",
         file=file,
     )
+    for line in host_lines(s.hosts):
+        print(line, file=file)
     if s.problems:
         counts = {}
         for p in sorted(s.problems, key=lambda p: rank(p.kind)):
@@ -51,3 +56,15 @@ def print_summary(summary: Summary, file=sys.stdout, shown: int = 30) -> None:
     print(f"grades:   {s.grades_csv}\nproblems: {s.problems_json}\nhistory:  {s.history_csv}", file=file)
     if s.report:
         print(f"report:   {s.report}", file=file)
+
+
+def host_lines(hosts: list) -> list:
+    """What each host of the cluster graded, one line each; a slow host says so, and by how much."""
+    if not hosts:
+        return []
+    lines = [f"graded on {len(hosts)} host{'s' if len(hosts) != 1 else ''}:"]
+    for h in hosts:
+        n, median = len(h.seconds), statistics.median(h.seconds)
+        slow = f"  SLOW: {h.slow:g} times the other hosts' median" if h.slow else ""
+        lines.append(f"  {h.host:32s} {n:4d} student{'s' if n != 1 else ' '}, median {median:6.1f} s{slow}")
+    return lines

@@ -4,6 +4,7 @@ worker refuses, the version check, the gradebook template, merging a student's g
 import datetime
 import json
 import shutil
+import time
 
 import nbformat
 import pytest
@@ -249,3 +250,104 @@ def test_graders_on_one_machine_claim_sandbox_uids_of_their_own(monkeypatch, tmp
     lock.close()
     assert claim_sandbox_uid(61000)[0] == first  # given back when its worker stops
     other.close()
+
+
+@pytest.mark.parametrize(
+    "address, allowed",
+    [
+        ("tcp://127.0.0.1:8786", True),
+        ("tcp://localhost:8786", True),
+        ("tcp://[::1]:8786", True),
+        ("127.0.0.1:8786", True),
+        ("inproc://10.0.0.5/1/2", True),
+        ("tls://10.0.0.5:8786", True),
+        ("tls://login-node:8786", True),
+        ("tcp://10.0.0.5:8786", False),
+        ("10.0.0.5:8786", False),  # Dask's default protocol is tcp
+        ("ws://10.0.0.5:8786", False),
+        ("tcp://[2001:db8::5]:8786", False),
+        ("tcp://login-node.invalid:8786", False),  # a name that does not resolve is not known to be this machine
+    ],
+)
+def test_a_scheduler_on_another_machine_is_reached_only_over_tls(address, allowed):
+    from autograder.grading.cluster.coordinator import check_address
+
+    if allowed:
+        check_address(address)
+        return
+    with pytest.raises(GradingError) as refused:
+        check_address(address)
+    message = str(refused.value)
+    assert "\n" not in message and message.startswith(f"refusing {address}: ")
+    assert "tls://" in message and "course's CA" in message and "--insecure-cluster" in message
+    assert message.endswith("Nothing was graded.")
+    check_address(address, insecure_cluster=True)
+
+
+def test_grade_help_names_the_override(capsys):
+    from autograder.cli import main
+
+    with pytest.raises(SystemExit):
+        main(["grade", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "--insecure-cluster allow a tcp:// scheduler on another machine" in text
+    assert "tls://HOST:8786 with Dask's TLS settings and the course's CA" in text
+
+
+def test_the_summary_names_the_slow_host():
+    from autograder.grading.cluster.coordinator import host_times
+    from autograder.grading.summary import host_lines
+
+    hosts = host_times({"w1 (10.0.0.11)": [5.0, 6.0, 5.5], "w2 (10.0.0.12)": [23.0], "w3 (10.0.0.13)": [6.5, 5.0]})
+    assert [(h.host, h.slow) for h in hosts] == [("w1 (10.0.0.11)", 0), ("w2 (10.0.0.12)", 4.2), ("w3 (10.0.0.13)", 0)]
+    lines = host_lines(hosts)
+    assert lines[0] == "graded on 3 hosts:"
+    slow = "w2 (10.0.0.12) 1 student , median 23.0 s SLOW: 4.2 times the other hosts' median"
+    assert lines[2].split() == slow.split()
+    assert "SLOW" not in lines[1] + lines[3]
+    assert host_lines([]) == [] and [h.slow for h in host_times({"w1": [30.0]})] == [0]
+
+
+def test_a_timestamp_travels_as_the_instant_this_machine_reads():
+    from nbgrader.utils import parse_utc
+
+    from autograder.grading.cluster.payload import submission_time
+
+    cases = {
+        b"2026-12-16 10:00:00 Europe/Berlin": b"2026-12-16 09:00:00.000000 UTC",
+        b"2026-12-16T10:00:00.5+01:00\n": b"2026-12-16 09:00:00.500000 UTC",
+        b"2026-12-16 10:00:00": b"2026-12-16 10:00:00.000000 UTC",  # nbgrader takes a time without a zone as UTC
+    }
+    for data, sent in cases.items():
+        assert submission_time(data) == sent and parse_utc(sent.decode()) == parse_utc(data.decode().strip())
+    year = datetime.datetime.now(datetime.timezone.utc).year  # dateutil takes a missing year from the clock: this one
+    assert submission_time(b"Dec 16 10:00 UTC") == f"{year}-12-16 10:00:00.000000 UTC".encode()
+    for unreadable in (b"next tuesday", b"\xff\xfe", b""):
+        assert submission_time(unreadable) == unreadable  # the worker's nbgrader fails on it, as a local run would
+
+
+def test_a_run_whose_scheduler_has_no_worker_left_stops_with_one_line(monkeypatch):
+    from autograder.grading.cluster import coordinator as cluster
+
+    class Scheduler:  # a client whose scheduler has these workers
+        workers = {}
+
+        def nthreads(self):
+            return self.workers
+
+    monkeypatch.setattr(cluster, "WORKER_TIMEOUT", 0.2)
+    monkeypatch.setattr(cluster.WorkersWatch, "EVERY", 0)
+    scheduler = Scheduler()
+    watch = cluster.WorkersWatch(scheduler)
+    watch.check(3)  # alone from now
+    scheduler.workers = {"tls://10.0.0.11:4000": 1}
+    watch.check(3)  # a worker came back: the count starts again
+    time.sleep(0.25)
+    watch.check(3)
+    scheduler.workers = {}
+    watch.check(3)
+    time.sleep(0.25)
+    with pytest.raises(GradingError) as stopped:
+        watch.check(3)
+    assert str(stopped.value).startswith("grading stopped: no Dask worker has been at the scheduler for 0.2 s, 3 ")
+    assert "\n" not in str(stopped.value) and str(stopped.value).endswith("the next run grades only the rest.")

@@ -8,23 +8,32 @@ is refused, and the run stops), submits one task per student (``remote.grade``),
 the class's notebooks are never all in memory, writes what each task sends back into the course root
 exactly where a local run writes it, and takes the course off the workers at the end.
 
-Faults: a Dask worker that dies while grading a student makes the scheduler run that task on another
-worker (``distributed.scheduler.allowed-failures`` times; then the student gets worker_killed); each task's
-result is merged once, so the student is graded once. A student over their time limit is stopped on the
-worker, as in a local run. Ctrl-C cancels what is queued; state.json has every student merged so far.
+Faults: a Dask worker that dies, or is cut off for longer than the scheduler's ``worker-ttl``, while grading a
+student makes the scheduler run that task on another worker (``distributed.scheduler.allowed-failures`` times;
+then the student gets worker_killed). One task per student, and one result per task: a student is merged once
+per run, from one complete run (a result that comes for a student already merged, or that names another student,
+is dropped). A student over their time limit is stopped on the worker, as in a local run. Ctrl-C cancels what is
+queued; state.json has every student merged so far. Each result says which host graded it and how long it took
+there; ``host_times`` names a host whose students took ``SLOW_FACTOR`` times the others'.
 
-Security: whoever can reach the scheduler can run code on the workers. Start it where only the course's
-machines reach it (``dask scheduler --host``); across a network, use TLS (``tls://`` addresses and Dask's
-``distributed.comm.tls`` settings, which the client here reads too).
+Security: whoever can reach the scheduler can run code on the workers. ``connect`` refuses a scheduler that is
+not on this machine unless the address is ``tls://`` (Dask's ``distributed.comm.tls`` settings: the course's CA
+and this machine's certificate), or the instructor said ``--insecure-cluster``.
 """
 
 import contextlib
+import ipaddress
 import shutil
+import socket
+import statistics
 import time
 import uuid
+from collections import defaultdict
+from dataclasses import dataclass
 from itertools import islice
 from pathlib import Path
 from typing import Callable
+from urllib.parse import urlsplit
 
 from ...common.errors import GradingError
 from ..stopping import CtrlC, grading_stopped
@@ -33,6 +42,64 @@ from .payload import CourseBundle, Refused, StudentJob, WorkerRefused, check_out
 
 WORKER_TIMEOUT = 120  # seconds to wait for the first worker (reaching the scheduler: Dask's own connect timeout)
 DASK_LOGS = "The Dask workers' own logs say more"
+ENCRYPTED = ("tls", "wss")  # Dask's protocols that encrypt and authenticate both ends
+SLOW_FACTOR = 2.0  # a host whose median seconds per student are this many times the other hosts' is slow
+
+
+def on_this_machine(address: str) -> bool:
+    """Whether a Dask address is loopback or in-process (``localhost`` and names that resolve to loopback only)."""
+    scheme, _, rest = address.rpartition("://")
+    if scheme == "inproc":
+        return True
+    host = urlsplit(f"//{rest}").hostname or ""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        pass
+    try:
+        found = {info[4][0] for info in socket.getaddrinfo(host, None)}
+    except (OSError, UnicodeError):
+        return False
+    return bool(found) and all(ipaddress.ip_address(a.split("%")[0]).is_loopback for a in found)
+
+
+def check_address(address: str, insecure_cluster: bool = False) -> None:
+    """Refuse a scheduler on another machine that is reached without TLS, unless ``insecure_cluster``."""
+    scheme = address.partition("://")[0] if "://" in address else "tcp"  # Dask's default protocol
+    if scheme in ENCRYPTED or insecure_cluster or on_this_machine(address):
+        return
+    rest = address.partition("://")[2] or address
+    raise GradingError(
+        f"refusing {address}: whoever reaches a scheduler without TLS can run code on every worker. Use "
+        f"tls://{rest} with the course's CA (Dask's distributed.comm.tls settings: ca-file, client.cert, "
+        "client.key; see the README), or pass --insecure-cluster on a network only the course's machines reach. "
+        "Nothing was graded."
+    )
+
+
+@dataclass(frozen=True)
+class HostTimes:
+    """The students one host of the cluster graded in a run, and how long each took there."""
+
+    host: str
+    """The Dask worker's hostname and address, e.g. ``node7 (10.0.0.7)``."""
+    seconds: tuple
+    """Seconds each of its students took there: their grading (autograde and feedback), or the whole task for one
+    stopped at a limit."""
+    slow: float = 0.0
+    """Its median over the other hosts' median, when that is ``SLOW_FACTOR`` or more; else 0."""
+
+
+def host_times(graded: dict) -> list:
+    """``HostTimes`` of every host, by name, from host -> [seconds of each student]."""
+    found = []
+    for host, seconds in sorted(graded.items()):
+        others = [t for h, times in graded.items() if h != host for t in times]
+        factor = statistics.median(seconds) / statistics.median(others) if others and statistics.median(others) else 0
+        found.append(HostTimes(host, tuple(seconds), round(factor, 1) if factor >= SLOW_FACTOR else 0.0))
+    return found
 
 
 class DaskCluster:
@@ -42,7 +109,8 @@ class DaskCluster:
         self.client = client
 
     @classmethod
-    def connect(cls, address: str, worker_timeout: float = WORKER_TIMEOUT):
+    def connect(cls, address: str, worker_timeout: float = WORKER_TIMEOUT, insecure_cluster: bool = False):
+        check_address(address, insecure_cluster)
         try:
             from distributed import Client
         except ImportError:
@@ -59,7 +127,7 @@ class DaskCluster:
             )
         try:
             client = Client(address, set_as_default=False)
-        except (OSError, TimeoutError, ValueError) as error:
+        except (OSError, TimeoutError, ValueError, RuntimeError) as error:  # RuntimeError: Dask's require-encryption
             reason = " ".join(str(error).split()) or type(error).__name__
             raise GradingError(f"cannot reach the Dask scheduler at {address}: {reason}. Nothing was graded.") from None
         try:
@@ -76,11 +144,43 @@ class DaskCluster:
         self.client.close()
 
 
+class WorkersWatch:
+    """Stops a run whose scheduler has had no worker for ``WORKER_TIMEOUT`` seconds (the workers' network was
+    cut, or they all ended): Dask would wait for one for ever."""
+
+    EVERY = 5.0  # seconds between two looks at the scheduler's workers
+
+    def __init__(self, client):
+        self.client, self.looked, self.alone_since = client, time.monotonic(), None
+
+    def check(self, left: int) -> None:
+        now = time.monotonic()
+        if now - self.looked < self.EVERY:
+            return
+        self.looked = now
+        if self.client.nthreads():
+            self.alone_since = None
+            return
+        self.alone_since = self.alone_since or now
+        if now - self.alone_since >= WORKER_TIMEOUT:
+            raise GradingError(
+                f"grading stopped: no Dask worker has been at the scheduler for {WORKER_TIMEOUT:g} s, {left} "
+                "students not graded; the students graded so far are in the gradebook, and the next run grades "
+                "only the rest."
+            )
+
+
 class DaskPool:
     """Grade students on the cluster; ``finish(student, result, allowed)`` is called once per student."""
 
     def __init__(self, cluster: DaskCluster, root: Path, bundle: CourseBundle, allowed: Callable, finish: Callable):
         self.client, self.root, self.bundle, self.allowed, self.finish = cluster.client, root, bundle, allowed, finish
+        self.merged = set()  # the students merged in this run: never twice
+        self.graded_on = defaultdict(list)  # host -> seconds of each student's task there
+
+    def host_times(self) -> list:
+        """Which host graded how many students, how fast, and which was slow (``HostTimes``)."""
+        return host_times(self.graded_on)
 
     def run(self, students: list) -> None:
         from . import remote
@@ -116,6 +216,7 @@ class DaskPool:
 
         for student in islice(waiting, max(4, 2 * sum(self.client.nthreads().values()))):
             submit(student)
+        watch = WorkersWatch(self.client)
         try:
             with CtrlC() as ctrl_c:
                 while not done.is_empty():
@@ -123,6 +224,7 @@ class DaskPool:
                     ctrl_c.check()
                     if not finished:
                         time.sleep(0.2)
+                        watch.check(len(students) - len(self.merged))
                     for future in finished:
                         self._collect(running.pop(future), future)
                         student = next(waiting, None)
@@ -136,6 +238,9 @@ class DaskPool:
         """Write one student's outputs into the course root and pass the result on (or stop grading)."""
         from distributed import KilledWorker
 
+        if student in self.merged:  # a task that ran again (its worker was lost) counts once
+            return
+        self.merged.add(student)
         allowed = self.allowed(student)
         try:
             outputs = future.result()
@@ -149,7 +254,10 @@ class DaskPool:
             )
         except Exception as error:  # noqa: BLE001 (the student gets a grader_error that names it)
             return self.finish(student, WorkerResult(student, False, error=f"{type(error).__name__}: {error}"), allowed)
-        result = outputs.result
+        result = outputs.result  # the host's time: its grading's own seconds, else (stopped at a limit) the task's
+        self.graded_on[outputs.host or "?"].append(result.seconds if result and result.seconds else outputs.seconds)
+        if result is not None and result.student != student:  # a confused worker: nothing of it is merged
+            raise grading_stopped(f"a Dask worker sent {result.student[:80]!r}'s result for {student}", DASK_LOGS)
         if result is not None and result.sandbox_error:
             raise grading_stopped(
                 f"the sandbox could not start a kernel for {student}: {result.sandbox_error}", DASK_LOGS

@@ -3,9 +3,11 @@
 CourseBundle    the course as a worker rebuilds it in a private folder: nbgrader_config.py, the template
                 gradebook, the source folder, the grader settings and the coordinator's versions; sent once
                 per worker (``remote.CoursePlugin``)
-StudentJob      one student's staged (repaired) notebooks and timestamp.txt, as bytes: no shared filesystem
-StudentOutputs  what grading them gave: the ``WorkerResult`` and nbgrader's files of the student (the graded
-                notebooks, their feedback pages, timestamp.txt), as bytes
+StudentJob      one student's staged (repaired) notebooks and timestamp.txt, as bytes: no shared filesystem;
+                the timestamp is read here, on the coordinator, and sent as UTC (``submission_time``), so that a
+                worker's clock, time zones or locale never move a late penalty
+StudentOutputs  what grading them gave: the ``WorkerResult``, nbgrader's files of the student (the graded
+                notebooks, their feedback pages, timestamp.txt), as bytes, and the host that graded them
 
 A worker refuses a job that is not this course's (``check_job``: a notebook over the size limit, not a valid
 notebook, not one of the course's names, nbgrader cells the release does not have), and a course from a
@@ -125,7 +127,20 @@ class StudentJob:
         folder = root / STAGED / student / assignment
         notebooks = {p.stem: p.read_bytes() for p in sorted(folder.glob("*.ipynb"))}
         stamp = folder / "timestamp.txt"
-        return cls(student, course, notebooks, stamp.read_bytes() if stamp.is_file() else None)
+        return cls(student, course, notebooks, submission_time(stamp.read_bytes()) if stamp.is_file() else None)
+
+
+def submission_time(data: bytes) -> bytes:
+    """timestamp.txt as nbgrader on this machine reads it, written as UTC (``2026-12-16 09:00:00.000000 UTC``):
+    a worker reads the same instant whatever its clock (dateutil fills a missing date or year from today), time
+    zone database or locale. What nbgrader cannot read is sent as it is, to fail there as it would here."""
+    from nbgrader.utils import parse_utc
+
+    try:
+        when = parse_utc(data.decode("utf-8").strip())
+    except (ValueError, OverflowError, UnicodeDecodeError):
+        return data
+    return f"{when:%Y-%m-%d %H:%M:%S.%f} UTC".encode() if when else data
 
 
 @dataclass
@@ -137,6 +152,10 @@ class StudentOutputs:
     files: dict = field(default_factory=dict)
     """Path under the course root (``autograded/<student>/<assignment>/...``, ``feedback/...``) -> (its
     permission bits, its bytes): nbgrader makes autograded notebooks read-only, and so are the copies."""
+    host: str = ""
+    """The host that graded them: its hostname and address (``remote.grade``)."""
+    seconds: float = 0.0
+    """How long the student's task took there, whatever its result (a student stopped at a limit included)."""
 
 
 def check_job(bundle: CourseBundle, job: StudentJob) -> None:

@@ -14,7 +14,10 @@ between students, so nbgrader and torch load once; there is one for each task th
 import itertools
 import os
 import shutil
+import socket
+import stat
 import threading
+import time
 from pathlib import Path
 
 from distributed import WorkerPlugin, get_worker
@@ -138,8 +141,9 @@ class PrivateCourse:
 def returned_names(assignment: str, student: str, notebooks, course_files=()) -> list:
     """What a Dask worker sends back for a student, by name: what nbgrader made (each graded notebook and its
     feedback page), the course's files it copied beside them (``course_files``, of source/) and the timestamp.txt
-    staged with them; nothing else of the folders is ever read."""
+    staged with them, which the feedback folder gets too; nothing else of the folders is ever read."""
     names = [f"autograded/{student}/{assignment}/{name}" for name in ("timestamp.txt", *course_files)]
+    names.append(f"feedback/{student}/{assignment}/timestamp.txt")  # as a local run's feedback has it
     for notebook in notebooks:
         names += [
             f"autograded/{student}/{assignment}/{notebook}.ipynb",
@@ -172,4 +176,15 @@ def grade(job: StudentJob, coordinator_versions: dict, allowed: float) -> Studen
             + ("; ".join(differences) if differences else "see its log")
         )
     check_job(plugin.bundle, job)
-    return plugin.course.grade(job, allowed)
+    started = time.monotonic()
+    outputs = plugin.course.grade(job, allowed)
+    outputs.host, outputs.seconds = host_name(worker.address), round(time.monotonic() - started, 2)
+    return outputs
+
+
+def host_name(address: str) -> str:
+    """This machine as the class's summary names it: ``node7 (10.0.0.7)`` for a worker at tls://10.0.0.7:port."""
+    from distributed.comm import get_address_host
+
+    name, ip = socket.gethostname(), get_address_host(address)
+    return name if name == ip else f"{name} ({ip})"
