@@ -1,0 +1,64 @@
+"""The kinds of diagnosis: every reason the grader gives a student carries a key of ``DIAGNOSES``.
+
+A ``Reason`` is the sentence the student reads, with its kind beside it. The engine and the
+preprocessors make them; JudgeAnswers writes each graded cell's kind into its output's metadata;
+the class report counts kinds, never reads the sentences back (which may change, or be translated).
+"""
+
+# kind -> how the class report names it; the order is the report's (a shape problem before a wrong value)
+DIAGNOSES = {
+    "not_answered": "not answered",
+    "did_not_run": "the cell did not run to the end (the kernel died, or a time limit stopped it)",
+    "no_answer": "no answer reached the grader (reports suppressed or the grading module replaced)",
+    "autograd": "taken from autograd",
+    "not_a_float32_tensor": "not a float32 tensor",
+    "keepdim": "keepdim dropped or a size-1 dimension added",
+    "not_summed_over_broadcast": "not summed over a broadcast dimension",
+    "wrong_dimension": "summed or normalised over the wrong dimension",
+    "transposed": "transposed, or dimensions in the wrong order",
+    "wrong_shape": "wrong shape",
+    "bessel": "n for n-1 (Bessel's correction)",
+    "batch_size": "a division by the batch size missing or extra",
+    "wrong_sign": "wrong sign",
+    "constant_factor": "off by a constant factor",
+    "missing_path": "a path of the gradient missing",
+    "missing_factor": "a factor of the local derivative missing",
+    "path_twice": "a path added twice",
+    "passed_through": "upstream gradient passed through unchanged",
+    "not_accumulated": "repeated indices not accumulated",
+    "changed_in_place": "changed in place after its check",
+    "not_finite": "NaN or infinite values",
+    "all_zeros": "all zeros",
+    "target_term": "the target's term misplaced",
+    "wrong_values": "wrong values (re-derive the local derivative)",
+    "unreadable": "the answer could not be read",
+    "other": "other reasons",
+}
+OTHER = "other"
+NOTE = "note"  # a line that explains a verdict without being its reason ("judged from your own dX")
+NOT_ATTEMPTED = {"not_answered", "did_not_run", "no_answer"}  # no answer to learn a misconception from
+
+
+class Reason(str):
+    """A sentence for the student that knows its diagnosis kind: ``Reason("wrong_sign", "dprobs has ...")``.
+    It is a ``str``, so verdicts print and compare it as before; a plain ``str`` has the kind ``other``."""
+
+    kind: str
+
+    def __new__(cls, kind: str, text: str):
+        if kind not in DIAGNOSES and kind != NOTE:
+            raise ValueError(f"no diagnosis kind {kind!r} in common.diagnoses.DIAGNOSES")
+        reason = super().__new__(cls, text)
+        reason.kind = kind
+        return reason
+
+    def __getnewargs__(self):  # copies and pickles keep the kind
+        return self.kind, str(self)
+
+
+def kind_of(line: str) -> str:
+    return getattr(line, "kind", OTHER)
+
+
+def label(kind: str) -> str:
+    return DIAGNOSES.get(kind, DIAGNOSES[OTHER])
