@@ -38,10 +38,10 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-sys.path[:0] = [str(REPO), str(REPO / "tests")]
+sys.path[:0] = [str(REPO), str(REPO / "tests"), str(REPO / "tests" / "slow")]
 
 from bench_class_grading import ASSIGNMENT, CpuMeter, build_course, reset, run  # noqa: E402
-from conftest import LoopbackCluster  # noqa: E402
+from servers import LoopbackCluster  # noqa: E402
 
 
 def process_cpu(pids: list) -> float:

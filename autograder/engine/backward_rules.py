@@ -11,12 +11,9 @@ twice (``counts``, ``logits``, ``bndiff``, ``hprebn``) has two terms: the ``+=``
 """
 
 from dataclasses import dataclass, field
-from typing import Callable
 
 import torch
 import torch.nn.functional as F
-
-Term = Callable[[dict, dict], torch.Tensor]
 
 # Right values in a shape that differs only by a dimension of size 1 (a keepdim dropped or added: the lecture's
 # own line gives dbnmeani (64,) for a (1, 64) tensor) earn this share of the step's points; wrong values earn
@@ -192,14 +189,6 @@ def local_gradient(step: Step, forward: dict, upstream: dict, drop: str = None) 
     for t in terms[1:]:
         total = total + t
     return total
-
-
-def reference_backward(forward: dict) -> dict:
-    """All 26 gradients by the table alone, in backward order (used to test the table itself)."""
-    grads = {}
-    for step in STEPS:
-        grads[step.name] = local_gradient(step, forward, grads)
-    return grads
 
 
 # ---------------------------------------------------------------------------------------------

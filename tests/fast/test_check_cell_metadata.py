@@ -5,8 +5,8 @@ import copy
 
 import nbformat
 import pytest
-from conftest import ASSIGNMENT, REPO
 from nbgrader.preprocessors import CheckCellMetadata
+from support.course import ASSIGNMENT, REPO
 
 from autograder.preprocessors import CheckCellMetadataOnce
 

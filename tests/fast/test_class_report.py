@@ -10,8 +10,8 @@ import sys
 from html.parser import HTMLParser
 
 import pytest
-from conftest import ASSIGNMENT, REPO
 from nbgrader.api import Gradebook
+from support.course import ASSIGNMENT, REPO
 
 from autograder.grading.report import class_report as report
 from autograder.grading.report.class_report import ClassData, summary_lines, write_report

@@ -8,7 +8,7 @@ import time
 
 import nbformat
 import pytest
-from conftest import ASSIGNMENT, REPO
+from support.course import ASSIGNMENT, REPO
 
 from autograder.common.errors import GradingError
 from autograder.common.problems import Problem

@@ -6,13 +6,13 @@ the good students' grades are exactly those that stock ``nbgrader autograde`` gi
 every bad one ends with its named outcome, and nothing left the sandbox. Only Exercise 1.
 """
 
-import copy
 import os
 import shutil
 
 import nbformat
 import pytest
-from conftest import ASSIGNMENT, REPO, run_grade
+from support.course import ASSIGNMENT, REPO, run_grade
+from support.edits import duplicated, fake_grade_cell, stripped, without
 
 from autograder.authoring.submissions import grade_id, solved
 
@@ -22,49 +22,6 @@ NB = "ex1_atomic_backward"
 
 
 NOTEBOOK_TIMEOUT, CELL_TIMEOUT = 90, 15  # generous: this 2-core machine is shared with other test runs
-
-
-def without(nb, gid):
-    nb = copy.deepcopy(nb)
-    nb.cells = [c for c in nb.cells if grade_id(c) != gid]
-    return nb
-
-
-def duplicated(nb, gid):
-    nb = copy.deepcopy(nb)
-    i = next(i for i, c in enumerate(nb.cells) if grade_id(c) == gid)
-    nb.cells.insert(i + 2, copy.deepcopy(nb.cells[i]))
-    return nb
-
-
-def stripped(nb):
-    nb = copy.deepcopy(nb)
-    for cell in nb.cells:
-        cell.metadata.pop("nbgrader", None)
-        cell.metadata.pop("editable", None)
-        cell.metadata.pop("deletable", None)
-    return nb
-
-
-def fake_grade_cell(nb):
-    """A cell that claims to be a graded test worth 100 points, and prints that it passed."""
-    nb = copy.deepcopy(nb)
-    nb.cells.append(
-        nbformat.v4.new_code_cell(
-            "print(100.0)\n100.0",
-            metadata={
-                "nbgrader": {
-                    "grade": True,
-                    "grade_id": "test_bonus",
-                    "locked": True,
-                    "points": 100,
-                    "solution": False,
-                    "schema_version": 3,
-                }
-            },
-        )
-    )
-    return nb
 
 
 def grade(course, *args, check=True, env=None):

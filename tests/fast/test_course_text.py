@@ -6,7 +6,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from conftest import REPO
+from support.course import REPO
 
 from autograder.authoring import authored_notebooks, badges, course_links, lecture, stale_cells
 

@@ -3,7 +3,7 @@ the real JudgeAnswers judges their reports. tests/slow/test_ex1_pipeline.py runs
 
 import nbformat
 import pytest
-from cases_ex1 import (
+from support.cases_ex1 import (
     ALTERNATIVES,
     CHEATS,
     KEEPDIM,
@@ -14,8 +14,8 @@ from cases_ex1 import (
     WRONG_VALUES_WRONG_SHAPE,
     submissions,
 )
-from conftest import REPO
-from in_process import autograde, source_notebook
+from support.course import REPO
+from support.in_process import autograde, source_notebook
 
 from autograder.engine.backward_rules import SHAPE_ONLY_SHARE, STEP_BY_NAME, STEPS
 

@@ -4,9 +4,9 @@ through nbgrader."""
 
 import nbformat
 import pytest
-from cases_ex2_ex3 import ALTERNATIVES, CHEATS, MISTAKES, NB2, NB3, POINTS, RULE_MISTAKES, submissions
-from conftest import REPO
-from in_process import autograde, source_notebook
+from support.cases_ex2_ex3 import ALTERNATIVES, CHEATS, MISTAKES, NB2, NB3, POINTS, RULE_MISTAKES, submissions
+from support.course import REPO
+from support.in_process import autograde, source_notebook
 
 
 @pytest.fixture(scope="module")

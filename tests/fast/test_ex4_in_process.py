@@ -5,9 +5,9 @@ runs a few of them through nbgrader."""
 import nbformat
 import pytest
 import torch
-from cases_ex4 import ALTERNATIVES, CHEATS, GRADIENTS, MISTAKES, NB, submissions
-from conftest import REPO
-from in_process import autograde, source_notebook
+from support.cases_ex4 import ALTERNATIVES, CHEATS, GRADIENTS, MISTAKES, NB, submissions
+from support.course import REPO
+from support.in_process import autograde, source_notebook
 
 from autograder.authoring.submissions import grade_id
 from autograder.common.naming import SETUP_PREFIX

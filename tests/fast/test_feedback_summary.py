@@ -5,9 +5,9 @@ The real pipeline (autograde, generate_feedback, the page in a browser) is teste
 
 import nbformat
 import pytest
-from conftest import FeedbackPage
 from nbconvert.filters.strings import clean_html
 from nbformat.v4 import new_code_cell, new_notebook, new_output
+from support.course import FeedbackPage
 
 from autograder.authoring import SOURCE_DIR, grade_id
 from autograder.common.links import repository_url

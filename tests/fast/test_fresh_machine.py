@@ -6,7 +6,7 @@ import subprocess
 import sys
 
 import pytest
-from conftest import NEWCOMER_ENV, REPO
+from support.course import NEWCOMER_ENV, REPO
 
 from autograder.data import EMBEDDED_NAMES, NAMES_SHA256, names_path
 

@@ -9,7 +9,7 @@ import sys
 import zipfile
 
 import pytest
-from conftest import ASSIGNMENT, REPO
+from support.course import ASSIGNMENT, REPO
 
 from autograder.cli import main
 from autograder.common.errors import GradingError

@@ -3,7 +3,7 @@
 import csv
 
 import pytest
-from conftest import REPO
+from support.course import REPO
 
 from autograder.cli import main
 

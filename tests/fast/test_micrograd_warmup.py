@@ -12,7 +12,7 @@ import matplotlib
 import matplotlib.pyplot as plt
 import nbformat
 import pytest
-from warmup import CHECKS, SOLUTIONS, WARMUP, filled
+from support.warmup import CHECKS, SOLUTIONS, WARMUP, filled
 
 from autograder.authoring.submissions import STUB
 

@@ -16,7 +16,8 @@ import nbformat
 import pytest
 import torch
 import yaml
-from conftest import ASSIGNMENT, NAMES, REPO
+from support.course import ASSIGNMENT, NAMES, REPO
+from support.edits import SECRETS
 
 from autograder.authoring import SOURCE_DIR, badges, shared_cell
 from autograder.authoring.submissions import grade_id, solved
@@ -30,18 +31,6 @@ EX3 = "ex3_batchnorm_backward"
 
 
 RELEASE = REPO / "release" / ASSIGNMENT
-
-
-SECRETS = [
-    "HIDDEN TESTS",
-    "report(",
-    "start_grading",
-    "grading_seed",
-    "from autograder",
-    "autograder.in_kernel",
-    "BEGIN SOLUTION",
-    "x-backprop-ninja",
-]
 
 
 def release(name):

@@ -4,7 +4,7 @@ import shutil
 import subprocess
 import sys
 
-from conftest import REPO
+from support.course import REPO
 
 RUFF = shutil.which("ruff", path=str(REPO / ".venv" / "bin")) or [sys.executable, "-m", "ruff"]
 

@@ -9,7 +9,7 @@ import re
 import matplotlib
 import pytest
 import torch
-from conftest import REPO
+from support.course import REPO
 
 matplotlib.use("Agg")
 

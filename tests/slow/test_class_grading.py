@@ -22,7 +22,8 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from conftest import ASSIGNMENT, NEWCOMER_ENV, REPO, Course, run_grade, temporary_course
+from support.course import ASSIGNMENT, NEWCOMER_ENV, REPO, Course, run_grade, temporary_course
+from support.edits import duplicated, fake_grade_cell, stripped, without
 
 from autograder.authoring.submissions import grade_id, solved
 from autograder.data import EMBEDDED_NAMES
@@ -72,49 +73,6 @@ class Listener:
 
 def cells_after(release, source, after, code, changes=None):
     return solved(release, source, changes, extra_cells=[(after, code)])
-
-
-def without(nb, *gids):
-    nb = copy.deepcopy(nb)
-    nb.cells = [c for c in nb.cells if grade_id(c) not in gids]
-    return nb
-
-
-def duplicated(nb, gid):
-    nb = copy.deepcopy(nb)
-    i = next(i for i, c in enumerate(nb.cells) if grade_id(c) == gid)
-    nb.cells.insert(i + 2, copy.deepcopy(nb.cells[i]))
-    return nb
-
-
-def stripped(nb):
-    nb = copy.deepcopy(nb)
-    for cell in nb.cells:
-        cell.metadata.pop("nbgrader", None)
-        cell.metadata.pop("editable", None)
-        cell.metadata.pop("deletable", None)
-    return nb
-
-
-def fake_grade_cell(nb):
-    """A cell that claims to be a graded test worth 100 points, and prints that it passed."""
-    nb = copy.deepcopy(nb)
-    nb.cells.append(
-        nbformat.v4.new_code_cell(
-            "print(100.0)\n100.0",
-            metadata={
-                "nbgrader": {
-                    "grade": True,
-                    "grade_id": "test_bonus",
-                    "locked": True,
-                    "points": 100,
-                    "solution": False,
-                    "schema_version": 3,
-                }
-            },
-        )
-    )
-    return nb
 
 
 def as_colab(nb) -> bytes:

@@ -19,16 +19,14 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from conftest import (
+from servers import WORKER_ENV, LoopbackCluster, formgrader
+from support.course import (
     ASSIGNMENT,
     DEMO_FOUR,
     NEWCOMER_ENV,
     REPO,
-    WORKER_ENV,
-    LoopbackCluster,
     copy_of,
     demo_four,
-    formgrader,
     free_port,
     grade_argv,
     run_grade,

@@ -16,8 +16,10 @@ import shutil
 import time
 
 import pytest
-from cases_ex1 import CHEATS, MISTAKES, NB, RULE_MISTAKES, submissions
-from conftest import ARTIFACTS, ASSIGNMENT, Chromium, formgrader
+from browser import Chromium
+from servers import formgrader
+from support.cases_ex1 import CHEATS, MISTAKES, NB, RULE_MISTAKES, submissions
+from support.course import ARTIFACTS, ASSIGNMENT
 
 from autograder.authoring.submissions import grade_id
 from autograder.common.links import course_url, repository_url

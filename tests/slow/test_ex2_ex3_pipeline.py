@@ -6,8 +6,8 @@ one with issue 12's mistakes (a copied loss_fast, BatchNorm without its epsilon)
 """
 
 import pytest
-from cases_ex2_ex3 import CHEATS, MISTAKES, NB2, NB3, POINTS, submissions
-from conftest import ASSIGNMENT
+from support.cases_ex2_ex3 import CHEATS, MISTAKES, NB2, NB3, POINTS, submissions
+from support.course import ASSIGNMENT
 
 from autograder.authoring.submissions import solved
 

@@ -9,8 +9,8 @@ db1), a cheat, and a leftover training loop.
 import time
 
 import pytest
-from cases_ex4 import CHEATS, GRADIENTS, MISTAKES, NB, submissions
-from conftest import ASSIGNMENT
+from support.cases_ex4 import CHEATS, GRADIENTS, MISTAKES, NB, submissions
+from support.course import ASSIGNMENT
 
 from autograder.engine.training.reference_runs import POINTS, REACH_LOSS
 

@@ -18,7 +18,7 @@ import shutil
 
 import nbformat
 import pytest
-from conftest import ASSIGNMENT, run_grade, temporary_course
+from support.course import ASSIGNMENT, run_grade, temporary_course
 
 from autograder.authoring.submissions import solved
 

@@ -26,8 +26,8 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import ASSIGNMENT, REPO, FeedbackPage, demo_four, run_grade, wait_until
 from netns_cluster import SUBNET, NetnsCluster, documented_tls, has_netem, unavailable
+from support.course import ASSIGNMENT, REPO, FeedbackPage, demo_four, run_grade, wait_until
 
 from autograder.grading.results.gradebook import opened
 

@@ -23,7 +23,8 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from conftest import ASSIGNMENT, LoopbackCluster, formgrader, grade_argv, run_grade
+from servers import LoopbackCluster, formgrader
+from support.course import ASSIGNMENT, grade_argv, run_grade
 
 from autograder.authoring.demo import make_demo_course
 from autograder.authoring.submissions import solutions, solved

@@ -2,7 +2,7 @@
 
 import filecmp
 
-from conftest import ASSIGNMENT, REPO
+from support.course import ASSIGNMENT, REPO
 
 
 def test_committed_release_is_what_generate_assignment_makes(course):

@@ -15,7 +15,8 @@ import sys
 
 import matplotlib.image
 import pytest
-from conftest import ARTIFACTS, ASSIGNMENT, NEWCOMER_ENV, Chromium, temporary_course
+from browser import Chromium
+from support.course import ARTIFACTS, ASSIGNMENT, NEWCOMER_ENV, temporary_course
 
 from autograder.authoring.submissions import solved
 

@@ -24,8 +24,10 @@ import time
 import nbformat
 import pytest
 import requests
-from conftest import ARTIFACTS, ASSIGNMENT, NAMES, REPO, Chromium, free_port
+from browser import Chromium
 from nbclient import NotebookClient
+from support.course import ARTIFACTS, ASSIGNMENT, NAMES, REPO, free_port
+from support.edits import SECRETS
 
 from autograder.authoring import SOURCE_DIR
 from autograder.authoring.submissions import grade_id, solved
@@ -36,17 +38,6 @@ EX1 = "ex1_atomic_backward"
 EX3 = "ex3_batchnorm_backward"
 EX4 = "ex4_manual_training"
 RELEASE = REPO / "release" / ASSIGNMENT
-SECRETS = [
-    "HIDDEN TESTS",
-    "report(",
-    "start_grading",
-    "grading_seed",
-    "from autograder",
-    "autograder.in_kernel",
-    "BEGIN SOLUTION",
-    "x-backprop-ninja",
-]
-
 # A student's answers to the optional exercises at the end of a notebook: {notebook: {cell id: code}}.
 OPTIONAL_ANSWERS = {
     EX1: {

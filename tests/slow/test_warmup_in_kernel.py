@@ -3,7 +3,7 @@ ticks; blank, it runs to the end without a traceback and every check says what i
 
 import pytest
 from nbclient import NotebookClient
-from warmup import CHECKS, SOLUTIONS, filled
+from support.warmup import CHECKS, SOLUTIONS, filled
 
 
 def executed(answers, folder):

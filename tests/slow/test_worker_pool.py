@@ -16,7 +16,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import DEMO_FOUR, NEWCOMER_ENV, copy_of, demo_four, grade_argv, wait_until
+from support.course import DEMO_FOUR, NEWCOMER_ENV, copy_of, demo_four, grade_argv, wait_until
 
 pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is not installed")
 

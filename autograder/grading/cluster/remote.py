@@ -15,7 +15,6 @@ import itertools
 import os
 import shutil
 import socket
-import stat
 import threading
 import time
 from pathlib import Path

@@ -33,7 +33,9 @@ import sys
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
+from servers import ends_with_parent
+
+REPO = Path(__file__).resolve().parents[2]
 ASSIGNMENT = "backprop_ninja"
 VENV = sys.prefix  # the venv, which every host sees read-only at a path of its own (it may be under /tmp)
 SUBNET = "10.28.0"
@@ -101,13 +103,6 @@ def sh(*argv, check=True) -> subprocess.CompletedProcess:
     return result
 
 
-def end_with_parent(sig: int = signal.SIGTERM) -> None:
-    """In a child: ``sig`` when the process that started it dies (pytest killed), so no host outlives it."""
-    import ctypes
-
-    ctypes.CDLL(None, use_errno=True).prctl(1, sig)  # PR_SET_PDEATHSIG
-
-
 def documented_tls(folder: Path) -> Path:
     """A CA and the scheduler's, the workers' and grade's certificates, made in ``folder``/tls by the README's own
     openssl commands, as an instructor copies them."""
@@ -161,7 +156,7 @@ class Host:
 
     def _join(self, sig: int = signal.SIGTERM) -> None:
         """In a child about to become one of this host's processes: into its cgroups, and ending with pytest."""
-        end_with_parent(sig)
+        ends_with_parent(sig)  # no host outlives the test
         for group in self.groups:
             (group / "cgroup.procs").write_text(str(os.getpid()))
 

@@ -4,9 +4,9 @@ import copy
 import textwrap
 
 import nbformat
-from conftest import REPO
 
 from autograder.authoring.submissions import STUB
+from support.course import REPO
 
 WARMUP = REPO / "course" / "micrograd_warmup.ipynb"
 
