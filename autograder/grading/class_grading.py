@@ -72,9 +72,9 @@ class Options:
     first_sandbox_uid: int = 61000  # as root, kernels run as the first free uids from here, one per worker
     warm_kernels: bool = True  # fork a student's kernels from a warm kernel parent in their sandbox
     grader_time_limit: float | None = None  # None: worker.GRADER_SECONDS
-    profile: Path | None = None  # a JSON line per student graded: where the worker's time went (grading.profile)
+    profile: Path | None = None  # a JSON line per student graded: where the worker's time went (common.phases)
     extra_nbgrader_args: list = field(default_factory=list)
-    scheduler: str | None = None  # a Dask scheduler's address: grade there (cluster/coordinator.py), not in local workers
+    scheduler: str | None = None  # a Dask scheduler's address: grade there (cluster.coordinator), not locally
     insecure_cluster: bool = False  # allow a scheduler on another machine without TLS (coordinator.check_address)
 
     def grader(self) -> GraderSettings:
