@@ -5,8 +5,8 @@ system libraries and the few /etc files a Python kernel needs are there read-onl
 student's own folder read-only; the kernel works in a private copy of that folder in memory (the scratch),
 with a private empty /tmp and its socket folder; nothing else of the grading machine exists inside, and
 nothing the kernel writes leaves the sandbox but its messages to the grader (``policy.COMES_BACK``). Its
-environment holds only the variables the allow-list names (no token, password or key). The list, with the
-reason for every entry, is in ``policy``.
+environment holds only the variables the allow-list names (no token, password or key). The lists, with the
+reason for every entry, are in ``policy`` and ``environment``.
 
 Besides: no network (a network namespace with loopback only), its own pid/ipc/uts namespaces, no
 capabilities, no_new_privs, limits on memory, CPU time, processes and file size, and it dies with the
@@ -25,8 +25,9 @@ How the course uses it: ``nbgrader_config.py`` runs ``GradingExecute``
 kernel with :class:`SandboxedKernelManager`; ``backprop-ninja grade`` sets ``course_root`` and, as root, one
 ``sandbox_uid`` per worker. Its limits are configurable as ``c.SandboxedKernelManager.<trait>``.
 
-  policy          the allow-list (files, environment) with its reasons, and the bwrap command line built
-                  from it: data and pure functions, tested without kernels (tests/fast)
+  policy          the allow-list of files with its reasons, and the bwrap command line built from it: data
+                  and pure functions, tested without kernels (tests/fast)
+  environment     the allow-list of environment variables, and the kernel's environment made from it
   limits          the sandbox's limits (memory, CPU, processes, file size, in-memory folders), configurable
   kernel_manager  SandboxedKernelManager: has a kernel parent fork the kernel (sockets, what it left behind)
   prompt_client   the kernel client, ready as soon as a forked kernel answers

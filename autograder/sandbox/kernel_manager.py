@@ -22,11 +22,12 @@ from traitlets import Bool, DottedObjectName, Float, Unicode, default
 
 from ..data import NAMES_VARIABLE
 from . import policy
+from .environment import NOTEBOOK_VARIABLES, kernel_environment
 from .forked_kernels import ForkedProvisioner, KernelParents
 from .in_sandbox import COLD, KERNEL_MODULE
 from .kernel_parent import PARENT_MODULE, KernelParent
 from .limits import SandboxLimits
-from .policy import NOTEBOOK_VARIABLES, SandboxError
+from .policy import SandboxError
 from .prompt_client import PromptKernelClient
 from .stage import Stage
 
@@ -134,7 +135,7 @@ class SandboxedKernelManager(SandboxLimits, AsyncKernelManager):
         """(key, start): what tells this kernel's sandbox from others (the kernel parents' key), and what starts a
         kernel parent in it for ``folder``, or on a stage (``_staged``) for any student's folder."""
         interpreter = self._interpreter()
-        kernel_env = policy.kernel_environment(env, interpreter, PACKAGE_DIR)
+        kernel_env = kernel_environment(env, interpreter, PACKAGE_DIR)
         parent_env = {k: v for k, v in kernel_env.items() if k not in NOTEBOOK_VARIABLES}
         staged, cold = self._staged() and self.kernel_parent, not self.kernel_parent
         sizes = (self.tmp_size, self.scratch_size)
@@ -231,7 +232,7 @@ class SandboxedKernelManager(SandboxLimits, AsyncKernelManager):
         try:
             cwd = self._student_folder(kw.get("cwd"))
             env = kw.get("env") or dict(os.environ)
-            kw.update(cwd=cwd, env=policy.kernel_environment(env, kernel_cmd[0], PACKAGE_DIR))
+            kw.update(cwd=cwd, env=kernel_environment(env, kernel_cmd[0], PACKAGE_DIR))
             parent.open_ipc()
             try:
                 await super()._async_launch_kernel(kernel_cmd, **kw)

@@ -3,7 +3,7 @@
 Deny by default. The kernel's filesystem starts empty: every path in it is on the allow-list below
 (``SYSTEM_FILES``, ``PRIVATE_MOUNTS`` and what ``allow_list`` adds for one kernel), each with the reason
 it is there; a path of the grading machine that is not on the list does not exist inside. The
-environment is an allow-list too: ``PASSED_VARIABLES`` and what ``kernel_environment`` sets.
+environment is an allow-list too (``environment.py``).
 
 Deliberately absent: the rest of /etc (no hosts, resolv.conf or certificates: there is no network;
 no localtime: the kernel's clock shows UTC unless $TZ says otherwise), /sys, /home, /root, /run,
@@ -25,6 +25,7 @@ import sys
 from dataclasses import dataclass
 
 from ..data import NAMES_VARIABLE
+from .environment import PRIVATE_HOME
 
 
 class SandboxError(RuntimeError):
@@ -98,24 +99,6 @@ COMES_BACK = {
 
 # Prefixes shared with the rest of the system: a Python installed there gets their bin/ and lib/, not all of them.
 SHARED_PREFIXES = ("/", "/usr", "/usr/local")
-
-# Variables passed from the grader's environment when they are set; every other one is dropped (tokens,
-# passwords and keys included, whatever their prefix: a kernel could print them into its feedback).
-PASSED_VARIABLES = {
-    "LANG": "the locale: how text is encoded",
-    "LC_ALL": "the locale, when one setting overrides all",
-    "LC_CTYPE": "the locale's character set",
-    "TZ": "the time zone",
-    "OMP_NUM_THREADS": "the kernel's threads: class grading gives each of W workers its share of the cores",
-    "MKL_NUM_THREADS": "the same, for MKL",
-    "OPENBLAS_NUM_THREADS": "the same, for OpenBLAS",
-    "NBGRADER_EXECUTION": "'autograde' while nbgrader grades: only then do the hidden tests report answers",
-    "BACKPROP_NINJA_SEED": "the seed of this student and notebook, which the student never saw",
-    NAMES_VARIABLE: "where names.txt is (granted read-only)",
-}
-NOTEBOOK_VARIABLES = {"BACKPROP_NINJA_SEED"}  # differ between the notebooks of one sandbox (its kernel parent's)
-PRIVATE_HOME = "/tmp"  # HOME and TMPDIR: IPython's profile and every cache land in the private /tmp
-MATPLOTLIB_CACHE = "/tmp/matplotlib"  # matplotlib warns on stderr when it has no writable config folder
 
 
 @dataclass(frozen=True)
@@ -305,18 +288,3 @@ def command_line(
     if tools.choom:  # the OOM killer should pick a sandboxed process first
         argv += [tools.choom, "-n", "1000", "--"]
     return argv + list(kernel_cmd)
-
-
-def kernel_environment(grader_env: dict, interpreter: str, package_dir: str) -> dict:
-    """The kernel's environment: the PASSED_VARIABLES that are set, and the few the sandbox sets itself."""
-    env = {name: grader_env[name] for name in PASSED_VARIABLES if name in grader_env}
-    env.update(
-        HOME=PRIVATE_HOME,
-        TMPDIR=PRIVATE_HOME,
-        MPLCONFIGDIR=MATPLOTLIB_CACHE,
-        PATH=os.pathsep.join([os.path.dirname(interpreter), "/usr/bin", "/bin"]),
-        # the grader's own autograder package, the one granted (KernelPaths.package_dir), however it is installed:
-        # a copy of another revision that the grader runs from PYTHONPATH, too (benchmarks/revision.py)
-        PYTHONPATH=os.path.dirname(package_dir),
-    )
-    return env

@@ -5,7 +5,7 @@ import sys
 
 import pytest
 
-from autograder.sandbox import SandboxError, policy
+from autograder.sandbox import SandboxError, environment, policy
 from autograder.sandbox.kernel_manager import PACKAGE_DIR
 
 TOOLS = policy.Tools(bwrap="/usr/bin/bwrap", prlimit="/usr/bin/prlimit", setpriv="/usr/bin/setpriv")
@@ -207,7 +207,7 @@ def test_every_entry_says_why():
         TOOLS,
     )
     assert all(len(g.why) > 15 for g in grants) and len({g.path for g in grants}) > 15
-    assert all(len(why) > 10 for why in policy.PASSED_VARIABLES.values())
+    assert all(len(why) > 10 for why in environment.PASSED_VARIABLES.values())
 
 
 def test_the_host_list_leaves_out_the_places_where_courses_and_downloads_lie():
@@ -249,7 +249,7 @@ def test_the_environment_is_named_variables_only():
         "PGPASSWORD": "pg",
         "SSH_AUTH_SOCK": "/run/ssh.sock",
     }
-    assert policy.kernel_environment(grader, "/venv/bin/python", "/course/autograder") == {
+    assert environment.kernel_environment(grader, "/venv/bin/python", "/course/autograder") == {
         "LANG": "C.UTF-8",
         "NBGRADER_EXECUTION": "autograde",
         "BACKPROP_NINJA_SEED": "7",
@@ -266,10 +266,10 @@ def test_the_environment_is_named_variables_only():
 def test_no_passed_variable_can_carry_a_credential():
     from autograder.data import SEED_VARIABLE
 
-    for name in policy.PASSED_VARIABLES:
+    for name in environment.PASSED_VARIABLES:
         assert not any(word in name for word in ("TOKEN", "SECRET", "PASSWORD", "PASS", "KEY", "AUTH")), name
         assert not name.startswith(("JPY_", "JUPYTER")), name
-    assert SEED_VARIABLE in policy.PASSED_VARIABLES
+    assert SEED_VARIABLE in environment.PASSED_VARIABLES
 
 
 def test_account_files_name_the_kernels_user_only():

@@ -18,7 +18,7 @@ from traitlets.config import Config
 
 from autograder.data import EMBEDDED_NAMES
 from autograder.preprocessors import GradingExecute
-from autograder.sandbox import SandboxedKernelManager, SandboxError, policy
+from autograder.sandbox import SandboxedKernelManager, SandboxError, environment, policy
 from autograder.sandbox.kernel_manager import PACKAGE_DIR
 
 pytestmark = pytest.mark.skipif(
@@ -256,7 +256,9 @@ def test_the_unprivileged_sandbox_works_too(course):
             f"    os.path.exists('{course}/source'), os.environ.get('SECRET_TOKEN')]))"
         )
         argv = policy.command_line(["/usr/bin/python3", "-c", probe], paths, tools, {"as": MEMORY_LIMIT}, 2**20)
-        env = policy.kernel_environment({**os.environ, "SECRET_TOKEN": "do-not-leak"}, "/usr/bin/python3", PACKAGE_DIR)
+        env = environment.kernel_environment(
+            {**os.environ, "SECRET_TOKEN": "do-not-leak"}, "/usr/bin/python3", PACKAGE_DIR
+        )
         nobody = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--"]
         result = subprocess.run(nobody + argv, capture_output=True, text=True, env=env, timeout=60)
         assert result.returncode == 0, result.stderr
