@@ -1,13 +1,8 @@
 """What runs inside the student's kernel, and only while nbgrader autogrades.
 
-The hidden regions of the locked cells call these functions. They never grade:
-they pick the unseen seed, take autograd out of the student's reach, and report the
-student's tensors to the grader (see ``wire``), which judges them in its own process.
-A graded cell may also re-run the student's code for its answer with random inputs (a rule
-probe, see ``engine.probes``) and report what that gives; for it, each top-level statement's inputs are
-kept as they were when it ran (``engine.snapshots``). Exercise 4 also shortens the training
-run and calls the student's ``backward_pass`` once on the check batch.
-Outside autograde (Colab, JupyterLab, ``nbgrader validate``) they change nothing.
+The hidden regions of the locked cells call these functions. They never grade: they pick the unseen seed, take
+autograd out of reach and report the student's tensors (``engine.wire``), with the rule probes' re-runs and
+Exercise 4's training replay; the grader judges them in its own process. Outside autograde they change nothing.
 """
 
 import ast

@@ -19,12 +19,12 @@ for each path the seconds per student of each class, the fixed cost of a run and
 more student (the slope between the two class sizes), the Dask path's overhead per student, and the sizing
 rule: students graded per worker-core per hour, 3600 / (marginal CPU seconds per student).
 
-``--netns`` grades the two classes on the test suite's cluster of separate hosts instead (``tests/netns_cluster.py``:
-a coordinator host with the scheduler and ``grade``, --workers worker hosts of one task each, network and mount
-namespaces on a private bridge, TLS), and prints for each class the wall-clock and CPU seconds per student (the
-worker hosts', the coordinator's ``grade`` and the scheduler's), the bytes per student that crossed the coordinator
-host's link each way, and the scheduler's peak memory; then the cost of one student in the course's gradebook
-(``write_submission``), and what 1,000 students on 64 worker cores would take, and what limits it.
+``--netns`` grades the two classes on the test suite's cluster of separate hosts instead
+(``tests/slow/netns_cluster.py``: a coordinator host with the scheduler and ``grade``, --workers worker hosts of one
+task each, network and mount namespaces on a private bridge, TLS), and prints for each class the wall-clock and CPU
+seconds per student (the worker hosts', the coordinator's ``grade`` and the scheduler's), the bytes per student that
+crossed the coordinator host's link each way, and the scheduler's peak memory; then the cost of one student in the
+course's gradebook (``write_submission``), and what 1,000 students on 64 worker cores would take, and what limits it.
 """
 
 import argparse

@@ -1,12 +1,7 @@
-"""For course maintainers: the "Open in Colab" badges of the release notebooks.
+"""The "Open in Colab" badge tables of the READMEs, built from the one repository address.
 
-The repository's address is written in ONE place, ``[project.urls] Repository`` in
-``pyproject.toml``. ``python -m autograder.authoring.badges`` rewrites the badge table between the
-``<!-- colab-badges -->`` and ``<!-- /colab-badges -->`` markers of every page in ``PAGES``
-(one row per notebook: the optional warm-ups in ``course/``, then ``release/backprop_ninja/``); the
-tests fail when a table is stale.
-After forking the course: change the address, run this command, commit the pages.
-The links from the notebooks and the feedback to the course text come from the same address (``common.links``).
+``python -m autograder.authoring.badges`` rewrites the table between the ``<!-- colab-badges -->`` markers of every
+page in ``PAGES``; the tests fail when one is stale. After forking the course: docs/maintaining.md.
 """
 
 import os

@@ -1,12 +1,7 @@
-"""For course maintainers: links from the notebooks to the course text that work on Colab too.
+"""Links from the notebooks into course/, made absolute so that they work on Colab, where a notebook has no folder.
 
-A notebook opened in Colab has no folder around it, so a relative link such as
-``../../course/derivations.md`` leads nowhere. Every link from a notebook into ``course/`` is
-therefore absolute, built from the one repository address (``[project.urls] Repository`` in
-``pyproject.toml``, as the Colab badges are): a page opens on GitHub, a notebook in Colab.
-Authors write the link in any form that ends in ``course/<file>[#anchor]`` (``course/why.md``,
-``../../course/why.md``, or an absolute address of another fork); ``python -m autograder.authoring``
-rewrites it, and the tests fail when a notebook keeps a relative or stale link.
+Authors write any link that ends in ``course/<file>[#anchor]``; ``python -m autograder.authoring`` rewrites it from
+the one repository address, and the tests fail when a notebook keeps a relative or stale link.
 """
 
 import re

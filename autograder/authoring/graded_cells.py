@@ -1,12 +1,7 @@
-"""For course maintainers: Exercise 1's graded cells, generated from the rules table.
+"""Exercise 1's graded cells, generated from the rules table: ``answer_d<name>`` and ``test_d<name>`` for each step.
 
-Exercise 1 has one answer cell and one graded test cell per step of ``engine/backward_rules.py``,
-in the table's order: ``answer_d<name>`` (its comment lines say what to compute; the solution
-inside it is written in the notebook), then ``test_d<name>`` right after it (the visible check
-line, the points of the Step, the hidden region that reports ``d<name>`` and the upstream
-gradients it was computed from, with the rule probe of ``d<name>`` on those upstream gradients).
-Everything here comes from the table, so the cells cannot drift from what the grader reads; the
-markdown between the pairs is written in the notebook.
+Their comment lines, check line, points and hidden region come from ``engine.backward_rules``, so they cannot drift
+from what the grader reads; the solutions and the markdown between the pairs are written in the notebook.
 """
 
 import re

@@ -1,9 +1,7 @@
-"""For course maintainers: the lecture each notebook goes with, and links to its chapters.
+"""The lecture each notebook goes with, and links to its chapters (the video's own), for every ``lecture`` cell.
 
-The chapters are the video's own, as its description lists them. Every notebook has a markdown
-cell with the id ``lecture``: it names the lecture, links the chapters of the notebook's part
-(``PARTS``) and the course guide. ``python -m autograder.authoring`` writes that cell from here,
-and the tests fail when a notebook's copy, or a timestamp anywhere in the course text, disagrees.
+``python -m autograder.authoring`` writes those cells from here; the tests fail when a notebook's copy, or a
+timestamp anywhere in the course text, disagrees.
 """
 
 from .course_links import course_url

@@ -1,13 +1,8 @@
-"""For course maintainers: keep what the notebooks repeat equal to one definition.
+"""Keep what the notebooks repeat equal to one definition: the shared setup cells, lecture cells and course links.
 
-Every notebook must run alone (on Colab as uploaded), so each repeats the setup: imports,
-data, dataset, parameters, batch, forward pass, self-check helpers. Each such cell is
-defined once, in ``autograder/authoring/shared_cells/<grade_id>.py``, and appears in the notebooks as
-the locked cell with that grade_id. Each notebook also has a ``lecture`` cell (written from
-``lecture.py``), and its links into ``course/`` are absolute (``course_links.py``).
-``python -m autograder.authoring`` rewrites all of these in the source notebooks and in the warm-up
-notebooks of ``course/``, and writes them in the one stable format the repository keeps (outputs
-cleared); the tests fail when a copy has drifted.
+Every notebook must run alone (on Colab, as uploaded), so each repeats the setup; each such cell is defined once, in
+``shared_cells/<grade_id>.py``. ``python -m autograder.authoring`` rewrites the copies, in the one stable format the
+repository keeps (outputs cleared); the tests fail when a copy has drifted.
 """
 
 from pathlib import Path

@@ -1,0 +1,10 @@
+"""What several layers share, at the bottom of the package: everything may import it, it imports nothing above it.
+
+problems   the Problem type and the one table of problem kinds (problems.json, --help, the report)
+diagnoses  the table of diagnosis kinds, and Reason: a sentence that knows its kind
+phases     the phases of a notebook's grading time (grade --profile)
+naming     the notebooks' naming conventions (setup cells, the lecture cell, grade_ids)
+links      the course's addresses on the web, from the one repository address
+errors     GradingError, the one exception library code raises when a command cannot go on
+tools      what every grading process sets up first (``start_up``)
+"""

@@ -1,19 +1,8 @@
 """Where a grading worker's time goes: wall-clock seconds per phase of each notebook (``grade --profile``).
 
-The phases, in the order a notebook meets them:
-
-  kernel start     starting the notebook's kernel until it answers (for a student's first: their kernel parent too)
-  setup cells      the locked ``setup_*`` cells in the kernel (imports, data set, parameters, forward pass)
-  other cells      every other cell in the kernel: the student's answers, the graded cells, the checks
-  kernel shutdown  stopping the kernel and its sandbox
-  reference        the grader's own run of the setup cells (``JudgeAnswers``, cached per seed)
-  judging          judging the reported answers (``JudgeAnswers``)
-
-Besides the time line, ``kernel CPU``: the CPU seconds of the kernel's processes when it is shut down (a
-forked kernel's own, not what its parent spent importing before it). GradingExecute and JudgeAnswers record all
-these in ``PHASES`` as they run; a grading worker adds, per student, the whole of nbgrader's autograde and feedback
-and the time spent in the gradebook's SQL (``grading.workers.database_clock``), and sends it all with the
-student's result (``WorkerResult.profile``).
+The phases, in the order a notebook meets them: kernel start, setup cells, other cells, kernel shutdown (in the
+kernel), then reference and judging (``JudgeAnswers``, in the grader); beside them the kernel's CPU. The worker adds
+nbgrader's autograde, feedback and gradebook SQL per student, and sends it all with the student's result.
 """
 
 import contextlib

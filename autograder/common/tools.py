@@ -1,9 +1,7 @@
-"""What every process of the grader sets up first: the tools nbgrader runs by name, and a quicker import.
+"""What every process of the grader sets up first (``start_up``): the tools nbgrader runs by name, a quicker import.
 
-nbgrader runs the ``alembic`` executable from PATH whenever it creates a gradebook. Installed in a
-venv that is not activated (``.venv/bin/backprop-ninja``, ``.venv/bin/python -m nbgrader``), the
-venv's bin folder is not on PATH, so ``use_own_tools`` puts it first, for this process and its children.
-The command, the workers and ``nbgrader_config.py`` call ``start_up`` (nothing runs on import).
+nbgrader runs ``alembic`` from PATH when it creates a gradebook, and a venv that is not activated is not on PATH:
+``use_own_tools`` puts this Python's bin folder first. Nothing runs on import.
 """
 
 import os

@@ -1,13 +1,8 @@
 """The backward pass of the atomic graph, one local rule per step, beside its forward line.
 
-This table is the grader's single source of truth about the network's gradients:
-the reference backward pass, the error-carried-forward checks (a step judged from the
-student's own upstream gradients) and the diagnostics (a missing branch) all read it.
-
-Each step differentiates the loss with respect to one forward tensor. Its gradient is a
-sum of *terms*, one per place where the tensor is used in the forward pass; a term reads
-forward values ``f`` and the gradients ``d`` of the tensors that consume it. A tensor used
-twice (``counts``, ``logits``, ``bndiff``, ``hprebn``) has two terms: the ``+=`` of the lecture.
+The grader's single source of truth about the network's gradients: the reference backward pass, the
+error-carried-forward checks, the diagnostics and Exercise 1's generated cells all read it. A step's gradient is a
+sum of *terms*, one per consumer of its tensor (a tensor used twice has two: the lecture's ``+=``).
 """
 
 from dataclasses import dataclass, field

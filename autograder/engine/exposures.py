@@ -1,14 +1,7 @@
-"""Which of the grader's inputs exposes which known mistake, and by how much.
+"""Which of the grader's inputs exposes which known mistake, and by how much (``margins``).
 
-Each mistake below gives autograd's values, or nearly, on an ordinary batch: its wrong term is (about) zero
-there. The grader's batch and parameters are still fresh draws for every student, but drawn so that these terms
-matter (``setup_batch``: neuron 0's batch variance is BatchNorm's epsilon), and the rule probes feed random upstream
-gradients, or another input to a forward value (``probes``). ``margins`` measures, as ``tolerance`` does, how far
-each mistake lands above the tolerance and the correct formula nearest to it below; tests/fast/test_margins.py
-asserts the margins, benchmarks/bench_margins.py prints them over many seeds.
-
-Near-ties in the max expose nothing more: the argmax of probs or counts equals the argmax of logits even for
-logits one float32 step apart, and the probe sends random upstream gradients through every max path anyway.
+Some mistakes give autograd's values, or nearly, on an ordinary batch; the grader's inputs are drawn so that they
+show. tests/fast/test_margins.py asserts the margins, benchmarks/bench_margins.py prints them (docs/design/engine.md).
 """
 
 from dataclasses import dataclass

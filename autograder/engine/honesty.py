@@ -1,15 +1,7 @@
-"""Answers taken from autograd earn nothing: how the grader tells.
+"""Answers taken from autograd earn nothing: how the grader tells, outside the student's kernel.
 
-Two independent signs, both read by the grader outside the student's kernel:
-
-* **Static**: the student's own code is parsed, and every variable whose value flows from
-  ``.grad``, ``backward``, ``torch.autograd`` / ``torch.func``, from the grader's own code (the
-  ``autograder`` package, which the grading kernel imports: its rules table computes every
-  gradient), or from code the grader cannot read (``eval``, ``exec``, ``importlib``, ``sys.modules``,
-  ``getattr`` with a computed name) is marked.
-* **Dynamic**: while grading, every ``.grad`` in the kernel holds a *decoy*, the right
-  gradient plus seeded noise far above the tolerance. An answer equal to the decoy was read
-  from ``.grad``, however the code hid it.
+Two independent signs: the student's code parsed for values that flow from autograd, the grader's own package or
+code it cannot read (static), and a decoy in every ``.grad`` while grading (dynamic). See docs/design/engine.md.
 """
 
 import ast

@@ -1,13 +1,8 @@
 """The verdict on one graded step: points and a message, decided outside the student's kernel.
 
-For a gradient step, in this order: answered at all; not taken from autograd; float32;
-exactly zero where the true gradient is (``Step.zero``); exactly the right shape; finite;
-equal to autograd's gradient within tolerance. Failing that, *error carried forward*: if some
-upstream gradient of the student's differs from autograd's (a wrong one, or one whose small error, within its
-own tolerance, grows in this step), the step is judged from the student's own upstream values with the step's
-local rule, and earns its points when it is right for them. Otherwise the
-diagnostics say what is wrong. Values that pass are also judged by their rule (``probes``): the
-student's code re-run on random upstream gradients must follow the step's local rule.
+Answered, not from autograd, float32, zero where it must be, the right shape, finite, within tolerance; failing
+that, judged from the student's own upstream gradients (error carried forward), else diagnosed. The order and its
+reasons: docs/design/engine.md.
 """
 
 import torch

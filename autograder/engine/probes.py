@@ -1,41 +1,8 @@
 """Rule probes: a step judged by its rule as well as by one batch's numbers.
 
-Some mistakes give the right numbers on every batch, because the term they get wrong is (nearly)
-zero on a real network: the path through the max of the logits, b1 (cancelled by BatchNorm), a
-copied chunked value. A probe catches them. At autograde the hidden test of a step re-runs the
-student's code for the answer, in a throwaway namespace inside the student's kernel, with the
-step's inputs *pinned* to random tensors of the same shapes (its upstream gradients; for a forward
-value, its input), and reports what comes out; the grader applies the step's own rule to the same
-random inputs (``pin_value`` draws them on both sides from the grading seed).
-
-**Which code is re-run** (``answer_code``): what the kernel actually ran, read from IPython's input
-history, so any layout works (one answer cell per gradient, the `=` and `+=` parts in cells of
-their own, everything in one cell, extra cells of the student's); the grader needs no notebook
-layout and trusts nothing the kernel says about it (a tampered history can only make the probe
-inconclusive: to pass, the code re-run must still follow the rule). It is the backward slice of the
-answer: from the latest fresh assignment ``d<name> = ...`` (or, when earlier, the latest fresh
-assignment of a pinned gradient; for a pinned forward value, the cell after the one that computed
-it), the statements the answer depends on. Statements that write a pinned input are left out: the
-pins stand in for them. A gradient read by the slice is followed back only when the student computed
-it from the pins; one from further up the graph (a fused BatchNorm formula from ``dhpreact`` for
-``dhprebn``) makes the probe inconclusive.
-
-**What the re-run code reads** is what it read when it ran: the kernel takes a snapshot of the names each
-top-level statement reads right before it runs (``snapshots``; ``replay`` says what to put back before each
-statement), so a later line that rebinds, deletes or changes a name (the lecture's ``for n in range(...)`` loop for
-``dC``) changes no verdict.
-
-**When the probe cannot judge** (the code reads gradients from further up or no pinned input at all, a statement
-has no snapshot or read something a snapshot cannot copy, it raised, it ran over its time, its result is no tensor,
-every pinned input is exactly zero), the step is judged by its value alone, and the feedback says so. A probe
-never takes points from an answer whose value is wrong anyway (the value check's message stands) and never gives
-any.
-
-**Exact zeros carry forward**: a pinned gradient whose student value is exactly zero stays zero in
-the probe (both sides), so ``dlogits`` without the max's path is right for a ``dlogit_maxes`` of
-exact zeros. And the rule is also checked with *consistent* pins: a pinned gradient that the table
-derives from the other pins (``dbnmeani`` from ``dbndiff``) is given that value, so code that
-substitutes one for the other is right too.
+The kernel's side re-runs the student's code for an answer with the step's inputs pinned to random tensors; the
+grader's side applies the step's rule to the same inputs. Why, which code is re-run and when a probe cannot judge:
+docs/design/probes.md.
 """
 
 import ast

@@ -1,14 +1,8 @@
 """What a statement read when it ran: taken in the student's kernel at autograde, for the rule probes.
 
-A probe re-runs a step's statements with its inputs pinned (``probes``). Everything else those statements read
-must be what it was when they ran, not what later lines left in the namespace: the lecture's ``dC`` loop
-``for n in range(...)`` rebinds ``n``, which ``dbndiff2``'s formula reads. So right before each top-level statement
-that writes a name, the kernel takes a *snapshot* of the names it reads (``take``): tensors cloned, containers
-copied, generators' states copied, everything immutable kept as it is, and for a function of the notebook the
-globals its code reads as well (a helper sees them when it is called). A value that cannot be copied faithfully
-(an object of unknown kind, a class of the notebook, a helper with a closure, a tensor above MAX_BYTES, a container
-above MAX_ITEMS) is kept as ``Uncopied``: a probe that needs it cannot judge, and says so. A top-level ``for`` loop
-is one statement: one snapshot before it runs, nothing per iteration.
+Right before each top-level statement that writes a name, the names it reads are copied (``take``), so that a probe
+re-runs it on those values, not on what later lines left (docs/design/probes.md). What cannot be copied faithfully
+is ``Uncopied``, and a probe that needs it says it cannot judge.
 """
 
 import ast

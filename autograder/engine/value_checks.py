@@ -1,14 +1,7 @@
 """Answers that are not gradients: a block of the forward pass in one expression, and a property of a gradient.
 
-Exercises 2 and 3 first ask for a block of the forward pass written the short way
-(``loss_fast``, ``hpreact_fast``): it must equal the chunked value of the setup. Exercise 2
-also checks that every row of the student's ``dlogits`` sums to zero. These are judged in
-the order of ``judge.judge_gradient`` (not from autograd, answered, float32, exactly the right
-shape, finite, equal within ``tolerance``); a wrong answer is explained by its known wrong
-formulas first, then by a constant factor, then by the size of the difference. A right value
-must also follow its input (``judge_copy``): the student's expression, re-run with another input
-(a probe, see ``probes``), must give the block's value for it, so a copy of the chunked value
-(``loss_fast = loss.clone()``) earns nothing.
+``loss_fast`` and ``hpreact_fast`` must equal the chunked value and follow their input (a copy earns nothing); every
+row of ``dlogits`` must sum to zero. Judged in the order of ``judge.judge_gradient`` (docs/design/engine.md).
 """
 
 from dataclasses import dataclass, field

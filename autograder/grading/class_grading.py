@@ -1,33 +1,8 @@
 """``backprop-ninja grade``: grade a whole class with one command, sandboxed and in parallel.
 
-  1. collect   an LMS download (``collect``) into submitted/<student>/<assignment>/, if given
-  2. check     every submitted notebook against the release (``staging``, ``repair``): what is not
-               a notebook or is missing is reported; duplicated, deleted or stripped nbgrader cells
-               are repaired for that student alone, in a staged copy (submitted/ keeps what the
-               students handed in)
-  3. autograde the students whose files or course changed since the last run (``changes``), each
-               with nbgrader's real autograde and generate_feedback, in N worker processes
-               (``pool``, ``worker``), or one Dask task per student on a cluster (``cluster``,
-               ``remote``: the same worker process, on the cluster's machines). Each kernel runs in
-               the sandbox (GradingExecute.sandbox) with a wall-clock limit per notebook
-               (GradingExecute.notebook_timeout); kernels are forked from a kernel parent that imported
-               torch once, one per worker as root, showing each student's folder in turn, else one per
-               student (``sandbox/kernel_parent``, ``sandbox/stage``). ``--profile``
-               writes where each worker's time went (``profile``)
-  4. merge     every finished student's grades into the course's gradebook (``gradebook``: gradebook.db,
-               or the PostgreSQL server nbgrader_config.py names)
-  5. report    grades.csv (``grades_csv``), problems.json (``problems``: every student without a
-               full grade says why), grade_history.csv (``history``: what this run changed, and
-               why) and the class report (``report``)
-
-A student's problems are kept with their last grading in .grading/state.json (``state``), so a
-re-run that regrades nobody reports the same problems; it is saved as students finish, so a run that
-was interrupted (Ctrl-C, killed) goes on where it stopped.
-
-Limits: a cell that runs over Execute.timeout is interrupted and the notebook goes on; at
-GradingExecute.notebook_timeout the notebook stops (points earned so far stay); a worker that
-has not answered within (notebooks x (limit + 60 s) + 120 s) is killed and restarted, and that
-student gets a worker_killed problem.
+The run, step by step: preflight, collect, check and repair, choose who changed, autograde in the pool or on a
+cluster, merge into the gradebook, write grades.csv, problems.json, grade_history.csv and the report. Each step,
+its limits and its reasons: docs/design/class-grading.md.
 """
 
 import datetime

@@ -1,5 +1,14 @@
-"""nbgrader's seams used by the course, plugged in by ``nbgrader_config.py``: the preprocessors that run
-and judge a submission, the late-penalty plugin, and the feedback pages' exporter."""
+"""nbgrader's seams used by the course, plugged in by ``nbgrader_config.py`` (docs/design/nbgrader-seams.md).
+
+grading_execute       GradingExecute: nbgrader's Execute in the sandbox, with the unseen seed and the notebook's limits
+incidents             what went wrong while a notebook ran, sorted into the problem kinds
+judge_answers         JudgeAnswers: every graded cell's output replaced by the grader's verdict
+restore_locked_cells  RestoreLockedCells: nbgrader's OverwriteCells, with one log line per notebook
+check_cell_metadata   CheckCellMetadataOnce: nbgrader's cell metadata check, its schema compiled once
+late_penalty          LatePenalty: the course's late-submission policy (nbgrader's LateSubmissionPlugin)
+summarize_steps       SummarizeSteps: the feedback opens with a table of the graded steps
+feedback_exporter     FeedbackExporter: the feedback pages, without HTMLExporter's BeautifulSoup pass
+"""
 
 from .check_cell_metadata import CheckCellMetadataOnce
 from .feedback_exporter import FeedbackExporter

@@ -1,8 +1,7 @@
 """nbgrader's CheckCellMetadata, with the metadata schema checked and compiled once per process.
 
-nbgrader validates every cell's nbgrader metadata with ``jsonschema.validate``, which checks the schema itself
-against its meta-schema again for every cell: 45 ms a notebook, and autograde checks each notebook twice
-(before and after it runs). The verdicts are nbgrader's own: the same schema, the same checks, the same errors.
+nbgrader checks the schema itself again for every cell; the verdicts here are nbgrader's own (same schema, checks
+and errors).
 """
 
 import traceback

@@ -1,13 +1,8 @@
 """Replace the output of every graded cell with the grader's verdict on the reported answer.
 
-Runs in the grader's process right after execution. What the student's kernel printed in a
-graded cell counts for nothing: only the tensors it reported (``wire``) are read, judged
-against the grader's own reference, and the cell's outputs become the verdict's text and
-its points (nbgrader reads partial credit from the cell's ``execute_result``).
-
-The engine, and torch with it, is imported when a notebook is judged, not with this module: every nbgrader
-command and ``backprop-ninja grade``'s coordinator load nbgrader_config.py, which imports this class, and
-none of them judges (torch would cost each of them a second).
+Runs in the grader's process after execution: only the tensors the kernel reported are read, judged against the
+grader's own reference. The engine, and torch, are imported only when a notebook is judged
+(docs/design/nbgrader-seams.md).
 """
 
 import ast

@@ -1,10 +1,7 @@
 """The course's late-submission policy, plugged into nbgrader's own seam (``LateSubmissionPlugin``).
 
-nbgrader knows when a submission is late: the assignment's due date is in the gradebook
-(``nbgrader db assignment add backprop_ninja --duedate="2026-12-15 23:59 Europe/Berlin"``) and the
-submission's time is its ``timestamp.txt``. Its ``AssignLatePenalties`` preprocessor asks this
-plugin, per notebook, how many points to take off; the feedback and nbgrader's export show it, and
-``backprop-ninja grade`` writes it to grades.csv (``late_penalty``) and problems.json.
+The due date is in the gradebook, a submission's time is its timestamp.txt; nbgrader's ``AssignLatePenalties`` asks
+this plugin how many points to take off each notebook (docs/instructors.md, "Late submissions").
 """
 
 import math

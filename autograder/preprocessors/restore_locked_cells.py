@@ -1,13 +1,7 @@
-"""nbgrader's OverwriteCells, with one line per notebook for the hidden tests it puts back.
+"""nbgrader's OverwriteCells, with one log line per notebook for the hidden tests it puts back.
 
-At autograde OverwriteCells gives every locked cell its source from the gradebook. The gradebook
-keeps the cells as they are in ``source/``, hidden tests included, with a checksum computed before
-``generate_assignment`` removed them (nbgrader issue #1961). So every locked cell with a hidden
-part differs from the release, and stock OverwriteCells warns "Attribute 'checksum' for cell ...
-has changed!" for each one, for every student: 28 warnings for Exercise 1 alone, which read like
-tampering and bury what does matter. Here a cell that is exactly its release form (the source
-without its hidden tests) is restored quietly and counted; a locked cell that the submission did
-change is still restored, with a warning that says so.
+Stock OverwriteCells warns for every locked cell with a hidden part, for every student (nbgrader issue #1961); here
+such a cell is restored quietly and counted, and a locked cell the submission did change still gets a warning.
 """
 
 from nbformat import NotebookNode

@@ -1,19 +1,7 @@
 """Open the feedback with the answer: one table of the graded steps, the first one to fix marked.
 
-Runs in ``GenerateFeedback`` after ``GetGrades`` (each graded cell's score, the instructor's
-changes included) and ``CSSHTMLHeaderPreprocessor`` (the page's styles, which it extends). It reads
-the verdict that ``JudgeAnswers`` wrote in every graded cell: a first line ``✔ <step>: p of m points``
-(``✘`` when p < m), then one reason a line. The table becomes the notebook's first cell and takes
-the place of nbgrader's list of "Test cell" links at the top of the page.
-
-A row for every graded cell worth points (a 0-point grade cell is not a step), in the
-notebook's order, with the gradients in backward order (Exercise 4 grades its parameter gradients
-in the order ``backward_pass`` returns them). The first ✘ row is then the most upstream wrong step:
-the one to fix first, since a step computed correctly from a wrong upstream gradient keeps its
-points (error carried forward). When several wrong steps give the same first reason (Exercise 4's
-``backward_pass`` raised, so none of its gradients could be judged), the headline names that reason too.
-Each row links to its cell; the course text is linked by its web address, so the page works wherever
-the student opens it.
+Runs in ``GenerateFeedback`` after ``GetGrades``; reads the verdict ``JudgeAnswers`` wrote in every graded cell. In
+backward order, the first ✘ row is the most upstream wrong step (docs/design/nbgrader-seams.md).
 """
 
 import functools

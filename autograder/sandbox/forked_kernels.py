@@ -1,12 +1,8 @@
-"""Kernels forked from kernel parents (``kernel_parent``): which parent serves a kernel, and how it is launched.
+"""Kernels forked from kernel parents: which parent serves a kernel, and how jupyter_client launches it.
 
-``SandboxedKernelManager`` asks ``KernelParents.get`` for the parent of the student whose notebook comes: the
-one already running if it serves this very sandbox (the same folder, environment and limits), else a new one
-(and the parents that no running kernel needs any more are stopped). Its kernels are launched through
-jupyter_client's own seam, a kernel provisioner (``ForkedProvisioner``), whose process handle (``ForkedKernel``)
-is what a Popen is to jupyter_client's LocalProvisioner: poll, wait, signals. The host's pid of a forked kernel
-is found through /proc's NSpid, so its signals (SIGKILL at shutdown) and CPU time are the kernel's own, as for
-a kernel of its own sandbox.
+``KernelParents`` keeps one parent per sandbox; ``ForkedProvisioner`` is jupyter_client's own seam, and
+``ForkedKernel`` its process handle, with the kernel's host pid found through /proc's NSpid
+(docs/design/sandbox.md).
 """
 
 from __future__ import annotations

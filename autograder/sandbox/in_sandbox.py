@@ -1,32 +1,8 @@
 """A kernel parent: a warm Python in a student's sandbox that forks the kernel of each of their notebooks.
 
-``SandboxedKernelManager`` runs it as ``python -m autograder.sandbox.in_sandbox`` inside bubblewrap, with the
-sandbox of one student's folder (``policy.command_line``, the limits included), or of a worker's stage, which
-shows one student's folder after another (``stage.py``). It imports what every kernel
-imports first (torch, ipykernel, matplotlib: ``WARM_IMPORTS``), runs nothing else, and then forks one kernel
-per notebook: the kernel starts with those modules loaded instead of paying for them again.
-
-Each kernel starts as it would in a sandbox of its own. It works in the scratch (``policy.SCRATCH``): a fresh
-copy, in memory, of the student's folder, which the sandbox shows read-only. When a kernel ends the parent
-looks at what it left there (``left_behind``: a summary, never the files), and then, as before the next kernel,
-kills every other process of the sandbox and empties /tmp, /dev/shm and the scratch; more than MAX_ENTRIES
-files, and it says so instead, for the grader to end the sandbox. Nothing a kernel writes leaves the sandbox.
-The kernel gets its own environment (its notebook's seed) and argv; it is forked from a parent that never ran
-a student's code, so nothing of an earlier notebook is in its memory. Another student's kernels run in
-another parent, or on a stage in the same one once the grader has cleared the student before away. The
-parent is not dumpable, so that its kernels (the same uid) cannot ptrace it or write its memory to reach the
-kernels it forks later; each kernel is dumpable again, as any process. ``--cold``: a parent that imports
-nothing ahead, for one kernel (``SandboxedKernelManager.kernel_parent = False``).
-
-Protocol, one JSON object per line: requests on stdin, replies on the parent's stdout (a kernel's stdout and
-stderr go to stderr, the log):
-
-  (at start)                                         -> {"ready": true}
-  {"start": {"argv": [...], "env": {...}, "cwd": D}} -> {"pid": P}, the kernel's pid inside the sandbox, working
-                                                        in a copy of D
-  {"poll": P}                                        -> {"status": null (running) or the exit status}
-  {"clear": true}                                    -> {"cleared": true or false, "left": null or a summary}
-  anything that fails                                -> {"error": "..."}
+Run as ``python -m autograder.sandbox.in_sandbox`` inside bubblewrap: it imports torch, ipykernel and matplotlib
+once, forks each kernel into a fresh scratch, and clears the sandbox after it; one JSON line per request on stdin,
+one reply on stdout. The protocol and its guarantees: docs/design/sandbox.md, "Kernel parents".
 """
 
 from __future__ import annotations

@@ -1,10 +1,7 @@
 """SandboxedKernelManager: jupyter_client's kernel manager, with the kernel forked in the sandbox of ``policy``.
 
-Every kernel is forked by a kernel parent in the sandbox (``kernel_parent.py``, ``forked_kernels.py``): one per
-student, or in a root worker one for all its students (``stage.py``), or with ``kernel_parent = False`` a parent of
-its own that imports nothing ahead. This adds what a command line cannot hold: the private socket folder and
-account files, waiting until the kernel listens (and naming the cause when it never does), and what the kernel
-left in its folder (``left_behind``), which the sandbox threw away.
+It adds what a command line cannot hold: the private socket folder and account files, waiting until the kernel
+listens (naming the cause when it never does), and what the kernel left in its folder (docs/design/sandbox.md).
 """
 
 from __future__ import annotations

@@ -1,21 +1,8 @@
-"""What a sandboxed kernel may see and use, and the bubblewrap command line that grants exactly that.
+"""What a sandboxed kernel may see, and the bubblewrap command line that grants exactly that.
 
-Deny by default. The kernel's filesystem starts empty: every path in it is on the allow-list below
-(``SYSTEM_FILES``, ``PRIVATE_MOUNTS`` and what ``allow_list`` adds for one kernel), each with the reason
-it is there; a path of the grading machine that is not on the list does not exist inside. The
-environment is an allow-list too (``environment.py``).
-
-Deliberately absent: the rest of /etc (no hosts, resolv.conf or certificates: there is no network;
-no localtime: the kernel's clock shows UTC unless $TZ says otherwise), /sys, /home, /root, /run,
-/srv, /opt, /var, /mnt, /media, and the course root apart from the student's own folder. (The folders
-on the way to a granted path, such as /var/tmp above a course, exist inside, empty and read-only.)
-
-Writable: the in-memory folders (/tmp, /dev/shm and the kernel's working folder, ``SCRATCH``, a copy of the
-student's folder), which end with the sandbox, and the socket folder. Nothing else a kernel writes can reach the
-grading machine; ``COMES_BACK`` lists all that does.
-
-Everything here is data and pure functions (no kernel, no process), so tests/fast check the exact
-command line for a given set of paths.
+Deny by default: every path inside is on the allow-list, with its reason (the environment's list is
+``environment``); ``COMES_BACK`` lists all of a kernel's run that reaches the host. Data and pure functions only,
+so tests/fast check the exact command line (docs/security.md).
 """
 
 from __future__ import annotations

@@ -1,17 +1,8 @@
-"""The stage of a worker's kernel parent: where each student's folder is shown in turn, inside one sandbox.
+"""The stage of a root worker's kernel parent: where each student's folder is shown in turn, inside one sandbox.
 
-A grading worker that runs as root keeps one kernel parent for all its students instead of one per student
-(``forked_kernels.KernelParents``), so that torch is imported once per worker. That parent's sandbox cannot
-bind a student's folder when it starts; it binds the stage instead, an empty folder made a shared mount, and
-the worker binds the current student's folder on ``stage/student``, read-only: the mount propagates into the sandbox
-(bubblewrap makes its mounts slaves of the worker's). Before the next student's folder is shown, the parent
-kills every process of the sandbox and empties its /tmp and /dev/shm (``kernel_parent.clear_sandbox``), its
-socket folder is emptied, and the folder is unmounted: what one student's kernels see is what a
-sandbox of their own would show them.
-
-The mounts live in a mount namespace of the worker's own (``own_mount_namespace``), or of its fork server, shared
-by the workers it forks (``grading/fork_server.py``): the machine never sees them, and they end with the worker,
-or with the server, however it ends.
+The worker binds the current student's folder on the stage, and the mount propagates into the sandbox; the sandbox
+is cleared between students. The mounts live in a mount namespace of the worker's or its fork server's own
+(docs/design/sandbox.md).
 """
 
 from __future__ import annotations

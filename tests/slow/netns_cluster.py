@@ -11,7 +11,7 @@ Every host has:
       shared, read-only, at /srv/<host>/venv);
   a cgroup (cpu and cpuacct) that every process started on it joins: its CPU time, and a CPU quota for a slow host.
 
-The "coordinator" host runs the Dask scheduler (TLS, with a CA made by the README's openssl commands) and
+The "coordinator" host runs the Dask scheduler (TLS, with a CA made by docs/cluster.md's openssl commands) and
 ``backprop-ninja grade``; "w1", "w2"... run ``dask worker`` with a nanny, one task at a time. The faults are real:
 ``link(host, up=False)`` takes the host's cable out of the switch (``ip link set ... down``), ``cpu_quota`` throttles
 a host's cgroup, ``delay`` adds ``tc netem`` latency (where the kernel has netem), and a worker host started with
@@ -104,9 +104,9 @@ def sh(*argv, check=True) -> subprocess.CompletedProcess:
 
 
 def documented_tls(folder: Path) -> Path:
-    """A CA and the scheduler's, the workers' and grade's certificates, made in ``folder``/tls by the README's own
+    """A CA and the scheduler's, the workers' and grade's certificates, made in ``folder``/tls by docs/cluster.md's own
     openssl commands, as an instructor copies them."""
-    lines = (REPO / "README.md").read_text().splitlines()
+    lines = (REPO / "docs" / "cluster.md").read_text().splitlines()
     start = next(i for i, line in enumerate(lines) if line.startswith("mkdir tls && cd tls"))
     end = next(i for i in range(start, len(lines)) if lines[i].startswith("done; cd .."))
     folder.mkdir(parents=True, exist_ok=True)
@@ -296,7 +296,7 @@ class NetnsCluster:
         return ["--tls-ca-file", f"{tls}/ca.pem", "--tls-cert", f"{tls}/{who}.pem", "--tls-key", f"{tls}/{who}.key"]
 
     def client_env(self) -> dict:
-        """What ``grade`` on the coordinator host is given: the README's Dask TLS settings."""
+        """What ``grade`` on the coordinator host is given: docs/cluster.md's Dask TLS settings."""
         tls = f"{self.coordinator.home}/tls"
         return {
             "DASK_DISTRIBUTED__COMM__TLS__CA_FILE": f"{tls}/ca.pem",
@@ -369,7 +369,7 @@ class NetnsCluster:
             time.sleep(1)
 
     def grade(self, course: str, *args, env: dict | None = None, tls: bool = True) -> subprocess.Popen:
-        """``backprop-ninja grade`` of the course at ``course`` on the coordinator host (with the README's TLS
+        """``backprop-ninja grade`` of the course at ``course`` on the coordinator host (with docs/cluster.md's TLS
         settings, unless not ``tls``)."""
         argv = [self.coordinator.interpreter, "-m", "autograder.cli", "grade", "--course", course, "--quiet", *args]
         env = {**(self.client_env() if tls else {}), **(env or {})}

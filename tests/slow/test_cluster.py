@@ -246,8 +246,8 @@ def extra_graded_cell(data: bytes):
 
 
 def documented_slurm_command() -> list:
-    """The README's ``backprop-ninja slurm-script`` command line, as an instructor copies it."""
-    lines = [ln.strip() for ln in (REPO / "README.md").read_text().splitlines()]
+    """docs/cluster.md's ``backprop-ninja slurm-script`` command line, as an instructor copies it."""
+    lines = [ln.strip() for ln in (REPO / "docs" / "cluster.md").read_text().splitlines()]
     line = next(ln for ln in lines if ln.startswith(".venv/bin/backprop-ninja slurm-script "))
     return line.split(">")[0].split()[1:]
 
@@ -320,7 +320,7 @@ def postgres():
 
 
 def test_a_postgresql_gradebook_is_graded_into_while_the_formgrader_uses_it(postgres, demo, reference, tmp_path):
-    """The course's gradebook on the server (nbgrader_config.py's db_url, as the README says): a TA corrects a
+    """The course's gradebook on the server (nbgrader_config.py's db_url, as docs/postgres.md says): a TA corrects a
     score, comments and flags in the Formgrader while ``grade`` is still grading the class into the same gradebook."""
     root = copy_of(demo, tmp_path)
     shutil.rmtree(root / "submitted" / "finn_blank")  # three students: two at a time, then one more

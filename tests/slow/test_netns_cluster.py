@@ -2,7 +2,7 @@
 bridge, made by ``netns_cluster`` for this module and removed at its end. The coordinator host runs the scheduler and
 ``grade``; worker hosts w1 and w2 run a Dask worker each (one task at a time), each with its own checkout of the course
 at a path of its own, its own /tmp, nothing writable shared; w2's wall clock is six hours ahead (libfaketime) all the
-time. Everything goes over TLS, with a CA made by the README's openssl commands.
+time. Everything goes over TLS, with a CA made by docs/cluster.md's openssl commands.
 
 The class is the demo's four students with a due date three hours from now: ada hands in an hour early, ben 26 hours
 late, cleo with no timestamp, finn blank. Each one's late penalty changes if anything read a clock instead of the

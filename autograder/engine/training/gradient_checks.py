@@ -1,11 +1,5 @@
-"""**Gradients.** Each of the 7 parameter gradients that the student's ``backward_pass`` returns
-for the check batch (setup cell ``setup_check``, at the initial parameters of the grading
-seed) is judged by the engine (``judge.judge_gradient``: autograd, the tolerance, shapes, the
-diagnostics). The intermediate gradients (``dlogits`` ... ``demb``) are not graded in this
-notebook, so a parameter gradient earns its points only when it is right, never for being
-right for a wrong intermediate; the error carried forward becomes the diagnosis instead: the
-feedback names the first wrong intermediate on the parameter's path (read from the function's
-local variables when it returned) and what is wrong with it.
+"""**Gradients.** The 7 parameter gradients the student's ``backward_pass`` returns for the check batch, each judged by
+the engine; a wrong one is diagnosed by the first wrong intermediate on its path (docs/design/engine.md).
 """
 
 from ..backward_rules import STEP_BY_NAME, local_gradient

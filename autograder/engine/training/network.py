@@ -1,16 +1,7 @@
-"""Exercise 4's network in the grader's hands: its forward pass, the reference backward pass, and runs.
+"""Exercise 4's network in the grader's hands: its forward pass, the course's backward pass, and training runs.
 
-The notebook trains with the student's gradients; the grader replays the same run with
-autograd's, in its own process, from the same seed: the initial parameters come from the
-notebook's locked setup (``initial_parameters``), the minibatches from a generator seeded
-with ``SEED + 1`` (the notebook's ``restart_training``). ``forward`` is the notebook's forward
-pass line for line, so the two runs compute the same losses as long as the student's
-gradients equal autograd's.
-
-``manual_backward`` is the course's own solution (the fused cross-entropy and BatchNorm
-formulas of the lecture), used by the benchmark and the tests, and by the grader's replay of the
-student's ``training_step`` (``in_kernel.report_training``) as the right gradients; it is never
-the reference a student's gradient is compared with.
+The grader replays the notebook's run from the same seed with autograd's gradients; ``manual_backward`` is the
+course's own solution, never the reference a student's gradient is compared with (docs/design/engine.md).
 """
 
 import contextlib

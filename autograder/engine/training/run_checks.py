@@ -1,13 +1,5 @@
-"""**Training.** The training run judges what the student wrote for it, ``training_step``, not the
-gradients (they have their own cells). The kernel runs the notebook's loop for ``GRADED_STEPS``
-steps, then runs ``training_step`` for the same steps again from the initial parameters with the
-course's gradients in place of the student's ``backward_pass`` (``in_kernel.report_training``),
-and reports both runs. The grader replays the run with autograd's gradients
-(``training.autograd_run``). The replay *follows* when every loss is within ``LOSS_TOLERANCE`` of
-autograd's; it *reaches* the goal when its trained parameters give a validation loss below
-``REACH_LOSS`` (BatchNorm calibrated on the training set, as the notebook's ``split_loss`` does).
-The notebook's own run only tells the student which of their gradients made it differ.
-Training whose ``training_step`` or ``backward_pass`` uses autograd earns nothing.
+"""**Training.** The run of the student's ``training_step``, with the course's gradients in place of theirs, must
+follow autograd's run and reach the goal loss; training that uses autograd earns nothing (docs/design/engine.md).
 """
 
 import torch

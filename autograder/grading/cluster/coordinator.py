@@ -1,24 +1,8 @@
-"""``backprop-ninja grade --scheduler tcp://HOST:PORT``: the class graded on a Dask cluster, a task per student.
+"""``backprop-ninja grade --scheduler``: the class graded on a Dask cluster, a task per student (coordinator side).
 
-``DaskCluster.connect`` reaches the scheduler and waits for a worker before anything is graded: an address
-where no scheduler answers stops the run with one line. ``DaskPool`` is the local ``WorkerPool``'s
-counterpart (``run(students)``, ``finish`` called once per student): it registers the course on every
-worker (``remote.CoursePlugin``: a worker with other versions than this machine's, or without the sandbox,
-is refused, and the run stops), submits one task per student (``remote.grade``), a window at a time so that
-the class's notebooks are never all in memory, writes what each task sends back into the course root
-exactly where a local run writes it, and takes the course off the workers at the end.
-
-Faults: a Dask worker that dies, or is cut off for longer than the scheduler's ``worker-ttl``, while grading a
-student makes the scheduler run that task on another worker (``distributed.scheduler.allowed-failures`` times;
-then the student gets worker_killed). One task per student, and one result per task: a student is merged once
-per run, from one complete run (a result that comes for a student already merged, or that names another student,
-is dropped). A student over their time limit is stopped on the worker, as in a local run. Ctrl-C cancels what is
-queued; state.json has every student merged so far. Each result says which host graded it and how long it took
-there; ``host_times`` names a host whose students took ``SLOW_FACTOR`` times the others'.
-
-Security: whoever can reach the scheduler can run code on the workers. ``connect`` refuses a scheduler that is
-not on this machine unless the address is ``tls://`` (Dask's ``distributed.comm.tls`` settings: the course's CA
-and this machine's certificate), or the instructor said ``--insecure-cluster``.
+``DaskCluster.connect`` reaches the scheduler (tls:// unless it is on this machine, or --insecure-cluster);
+``DaskPool`` is the local pool's counterpart, and merges each student once, from one complete run. Faults and
+what happens: docs/cluster.md; the design: docs/design/cluster.md.
 """
 
 import contextlib

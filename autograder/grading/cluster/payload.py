@@ -1,18 +1,8 @@
 """What travels between ``grade --scheduler`` and a Dask worker, and what each side refuses.
 
-CourseBundle    the course as a worker rebuilds it in a private folder: nbgrader_config.py, the template
-                gradebook, the source folder, the grader settings and the coordinator's versions; sent once
-                per worker (``remote.CoursePlugin``)
-StudentJob      one student's staged (repaired) notebooks and timestamp.txt, as bytes: no shared filesystem;
-                the timestamp is read here, on the coordinator, and sent as UTC (``submission_time``), so that a
-                worker's clock, time zones or locale never move a late penalty
-StudentOutputs  what grading them gave: the ``WorkerResult``, nbgrader's files of the student (the graded
-                notebooks, their feedback pages, timestamp.txt), as bytes, and the host that graded them
-
-A worker refuses a job that is not this course's (``check_job``: a notebook over the size limit, not a valid
-notebook, not one of the course's names, nbgrader cells the release does not have), and a course from a
-coordinator whose versions differ from its own (``version_differences``). The coordinator refuses outputs
-that would land outside the student's own folders (``check_outputs``).
+``CourseBundle`` (the course, once per worker), ``StudentJob`` (one student's notebooks, the timestamp as UTC) and
+``StudentOutputs`` (what grading gave, by name); ``check_job``, ``version_differences`` and ``check_outputs``
+refuse what is not the course's (docs/design/cluster.md).
 """
 
 import dataclasses

@@ -1,14 +1,8 @@
 """What a Dask worker does for ``backprop-ninja grade --scheduler``.
 
-``CoursePlugin``, which the coordinator registers on every worker (and Dask gives to every worker that joins
-or is restarted later), refuses a worker that runs other versions than the coordinator or lacks the
-sandbox's tools, and rebuilds the course in a private folder of the worker (``PrivateCourse``).
-
-``grade``, one Dask task per student, refuses a job that is not the course's (``payload.check_job``), writes
-the student's notebooks into the private course, grades them with ``pool.Worker`` (the worker process of a
-local run: nbgrader's autograde and feedback, every kernel in the sandbox, the same limits), and sends back
-its result and what nbgrader made for the student, by name (``returned_names``). A grader process is kept
-between students, so nbgrader and torch load once; there is one for each task the Dask worker runs at a time.
+``CoursePlugin`` refuses a worker of other versions or without the sandbox and rebuilds the course privately;
+``grade``, one task per student, grades with ``pool.Worker``, the local run's worker process, and returns
+nbgrader's files by name (docs/design/cluster.md).
 """
 
 import itertools

@@ -1,12 +1,7 @@
 """The Slurm batch job that runs one Dask worker for ``grade --scheduler`` (``backprop-ninja slurm-script``).
 
-dask-jobqueue writes it; the settings that matter for grading are chosen here, once:
-  one Dask worker per job, with one task slot per core: each slot runs one grading process (nbgrader and
-  the student's sandboxed kernel), as ``grade --workers`` does on one machine
-  one torch/BLAS thread per slot (OMP_NUM_THREADS and its kin): the job's cores are its slots
-  a unique worker name per job ($SLURM_JOB_ID), and the worker ends 60 s after it loses the scheduler
-  the course's own Python (its venv), which must be where the nodes see it (a shared filesystem)
-  TLS, when the scheduler uses it: the worker's certificate, key and the CA
+dask-jobqueue writes it; the settings that matter for grading (a slot and one torch thread per core, a unique name,
+the course's own Python, TLS) are chosen here, once (docs/design/cluster.md).
 """
 
 import sys

@@ -1,9 +1,7 @@
 """What changed since the last ``grade`` run, as digests: who must be regraded, and why.
 
-A student is regraded when their submitted files change (``submission_key``: a sha256 of every
-notebook and of timestamp.txt) or when the exercises or the grading configuration change
-(``course_key``: the source notebooks, nbgrader_config.py and the due date in the gradebook);
-``student_key`` joins the two.
+``submission_key`` covers a student's notebooks and timestamp.txt, ``course_key`` the source notebooks,
+nbgrader_config.py and the due date; ``student_key`` joins the two.
 """
 
 import hashlib

@@ -1,25 +1,8 @@
 """Lay out an LMS download as nbgrader wants it: submitted/<student>/<assignment>/<notebook>.ipynb.
 
-The download is a .zip file or a folder. Its top level holds either or both of:
-
-  a folder per student   ``<student>/**/*.ipynb`` at any depth. The folder's name is the student
-                         (Moodle's ``Ada Lovelace_1234_assignsubmission_file_`` gives
-                         ``Ada_Lovelace_1234``); nbgrader's own ``<student>/<assignment>/*.ipynb``
-                         and a whole ``submitted/`` folder work too (``timestamp.txt`` is kept).
-  flat files             ``<student>_<anything>_<notebook name>.ipynb`` as Canvas names them
-                         (``lovelaceada_LATE_1234_5678_ex1_atomic_backward-1.ipynb``): the student
-                         is everything before the first underscore.
-
-A file name is matched to one of the assignment's notebooks (the names in source/) after
-normalising what students and LMSs add: Colab's ``Copy of``, numbered duplicates
-(``ex1_atomic_backward (1).ipynb``, Canvas's ``-1``), case, spaces and dashes. A name that
-contains no notebook name is matched by its exercise prefix alone (``ex1.ipynb``,
-``Exercise 1.ipynb``) when exactly one notebook has that prefix. When a student has several
-files for one notebook, the newest is taken. Everything else is reported, never dropped
-silently: ``unmatched_file`` (a name that matches no notebook, or a file that is not an .ipynb)
-and ``duplicate_file`` (which copy was taken). A student whose files all fail to match still
-gets a (then empty) folder, so the class list shows them with missing notebooks. The files are
-copied unchanged; whether they are notebooks at all is decided when they are graded.
+A zip or a folder, with a folder per student (Moodle, nbgrader) or Canvas's flat files; names are matched to the
+assignment's notebooks after removing what Colab and LMSs add. Nothing is dropped in silence: what cannot be
+placed is a problem (docs/instructors.md, "Collecting submissions").
 """
 
 import datetime

@@ -1,32 +1,8 @@
 """Check one submitted notebook against the release, and repair what stock nbgrader gets wrong.
 
-Class grading (``class_grading``) runs this on every submission before nbgrader sees it and
-grades the repaired copy; ``submitted/`` keeps what the student handed in. Each finding is a
-``Problem`` (``problems.py``, where every kind's meaning is listed) of one of these kinds:
-
-  not_a_notebook     empty, not JSON, or JSON that is not a notebook: not graded
-  too_large          bigger than MAX_BYTES: not graded
-  duplicated_cell    a grade_id appears twice (a copied cell). Stock nbgrader stops the whole
-                     batch; here the first copy keeps its place, later copies of locked cells
-                     are dropped and later copies of answer cells run as ordinary cells
-  deleted_cell       a locked or graded cell is missing. Stock nbgrader leaves its grade empty
-                     (exported as 0); here it is put back from the release after the cell that
-                     precedes it, and nbgrader restores its hidden part from the gradebook
-  metadata_stripped  cells lost their nbgrader metadata (stock nbgrader: a silent 0). Repaired:
-                     each release cell is matched, in order, to the first unclaimed cell with the
-                     same visible source (locked cells) or the same first line (answer cells),
-                     and gets its metadata back
-  unknown_cell       cells whose grade_id is not in the release (another notebook's, or made up)
-                     run as ordinary cells
-  wrong_notebook     fewer than half of the release's cells with a grade_id (locked cells and
-                     answer cells) are there, even after matching, or more cells of other
-                     notebooks than of this one: another notebook saved under this name. Not
-                     graded. (A notebook whose test cells were all deleted but whose answer cells
-                     are there is this notebook: its test cells are put back, as deleted_cell.)
-
-Whatever is repaired, the staged notebook is rebuilt from cell types, sources and nbgrader
-metadata only, with the release's notebook metadata: no outputs, no Colab metadata, fresh
-cell ids. Nothing the student wrote in an unlocked cell is dropped.
+Each finding is a ``Problem`` (not_a_notebook, too_large, duplicated_cell, deleted_cell, metadata_stripped,
+unknown_cell, wrong_notebook); what is repaired is rebuilt from the release in a staged copy, and submitted/ keeps
+what the student handed in. What each kind does, and why: docs/design/class-grading.md, "Repairing".
 """
 
 import copy

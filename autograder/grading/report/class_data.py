@@ -1,17 +1,7 @@
 """The class as grading left it, read once for the class report.
 
-Inputs, as ``backprop-ninja grade`` leaves them in the course root:
-  grades.csv     one row per student: ``student, total, max_total, late_penalty``, one column per notebook
-                 (``ex1_atomic_backward``) and one per graded step (``ex1_atomic_backward:test_dlogprobs``);
-                 an empty cell means no grade
-  problems.json  a list of ``{"student", "notebook" (or null), "problem" (a kind), "detail"}``
-  gradebook      (optional: gradebook.db, or the URL given) the max points of every step; else the highest score
-                 seen in its column
-  source/backprop_ninja/<notebook>.ipynb  (optional) the order of the steps; else the column order
-  autograded/<student>/backprop_ninja/<notebook>.ipynb  (optional) the grader's verdicts (``diagnoses``)
-  feedback/<student>/backprop_ninja/<notebook>.html     (optional) linked from the report
-  grade_history.csv  (optional) what every ``grade`` run changed (``history``)
-Missing or broken inputs are noted (``ClassData.notes``), never raised.
+grades.csv, problems.json, and where present the gradebook, source/, autograded/, feedback/ and grade_history.csv;
+a missing or broken input is a note (``ClassData.notes``), never an error (docs/design/class-grading.md).
 """
 
 import csv

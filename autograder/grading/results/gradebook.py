@@ -1,11 +1,7 @@
 """The course's gradebook and the graders' private ones: the URL, a template to grade into, merging one student.
 
-The gradebook is wherever nbgrader_config.py's ``CourseDirectory.db_url`` says: gradebook.db (SQLite, the
-default) or a server that several people use at once (PostgreSQL: a teaching assistant's Formgrader and a
-``grade`` run side by side). Graders never write to it. Each grades into a private SQLite gradebook made
-from a ``template`` (the assignment as the course's gradebook has it, and no student), and sends back each
-student's automatic grades (``GradedSubmission``); the coordinator writes them into the course's gradebook,
-one student at a time. Manual scores, comments and flags stay as the instructor left them.
+Graders never write to the course's gradebook (SQLite or PostgreSQL): each grades into a private copy of the
+``template``, and the coordinator merges each student's automatic grades, leaving manual ones as they are.
 """
 
 import contextlib

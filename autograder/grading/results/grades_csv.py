@@ -1,9 +1,7 @@
 """grades.csv: one row per student, read from the course's gradebook.
 
-Columns: ``student``, ``total`` (after any late penalty), ``max_total``, ``late_penalty`` (points
-taken off; empty when none), one column per notebook (its score before the penalty) and one per
-graded step (``<notebook>:<grade_id>``). An empty cell means that notebook or step has no grade:
-problems.json says why.
+Columns: student, total (after any late penalty), max_total, late_penalty, one per notebook and one per graded step
+(``<notebook>:<grade_id>``); an empty cell means no grade, and problems.json says why.
 """
 
 import csv

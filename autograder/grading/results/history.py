@@ -1,9 +1,6 @@
-"""What each ``grade`` run changed (grade_history.csv, beside grades.csv): one row per student it graded.
+"""grade_history.csv, beside grades.csv: one row per student each ``grade`` run graded; rows are only ever added.
 
-Columns: ``time`` (when the run started, UTC), ``student``, ``old_total`` (before the run; empty
-when there was none), ``new_total`` (after it; empty when the student has no grade any more) and
-``reason`` (``changes``: a new submission, a regrade after a change of the exercises, the
-configuration or the due date, ``--regrade-all``...). Rows are only ever added.
+Columns: time (the run's start, UTC), student, old_total, new_total (empty when there is none) and reason.
 """
 
 import csv

@@ -1,17 +1,7 @@
-"""``backprop-ninja export``: the totals of grades.csv in a file an LMS imports.
+"""``backprop-ninja export``: the totals of grades.csv in a file an LMS imports (Canvas, Moodle, or plain CSV).
 
-  canvas  Canvas's gradebook import: the roster's ``Student, ID, SIS User ID, SIS Login ID, Section``,
-          then the assignment's column headed ``Name (id)`` (the roster's column for this
-          assignment, else a new column that Canvas makes into an assignment), with a second row
-          ``Points Possible``; one row per person on the roster
-  moodle  Moodle's grade import: one identifier column (``Email address``, else ``ID number``) and
-          one grade column, one row per matched student
-  csv     student, name on the roster (if one is given), total, max_total, late_penalty
-
-A total is grades.csv's (after any late penalty). Nobody is dropped: a person on the roster with
-no submission keeps an empty grade (Canvas leaves it as it was), a student with no grade likewise,
-and every one of them and every student not on the roster is listed, on stderr and in
-``<out>.unmatched.csv``.
+Nobody is dropped: whoever is on the roster without a grade, or graded without being on it, is listed on stderr and
+in ``<out>.unmatched.csv`` (docs/instructors.md, "Grades into the LMS").
 """
 
 import csv

@@ -1,18 +1,7 @@
-"""An LMS's class list (a roster), and which student of the course is which person on it.
+"""An LMS's class list (a Canvas or Moodle export), and which student of the course is which person on it.
 
-Two rosters are read, each as its LMS exports it:
-  Canvas  a gradebook export: ``Student`` ("Last, First"), ``ID``, ``SIS User ID``, ``SIS Login ID``,
-          ``Section``, then one column per assignment headed ``Name (id)``; a second row
-          ``Points Possible`` (and other rows without an ``ID``) is not a student
-  Moodle  a grade export or participants list: ``First name``, ``Last name`` (or ``Surname``),
-          ``ID number``, ``Email address``, ``Username`` (whichever are there)
-
-A student of the course (a folder of submitted/, named by ``collect`` after the LMS download) is
-matched to a roster entry when their id equals one of the entry's identifiers (any column above
-but the name), else by name: Canvas names flat files ``lovelaceada_…`` after "Lovelace, Ada" and
-Moodle names folders ``Ada Lovelace_1234_…`` (``Ada_Lovelace_1234`` here), so both sides are
-compared as lower-case letters and digits, the trailing participant number dropped. A name two
-entries share matches neither: both are listed, never guessed.
+A student is matched by an identifier on the roster, else by name compared as lower-case letters and digits; a name
+two entries share matches neither and is listed, never guessed (docs/instructors.md).
 """
 
 import csv

@@ -1,9 +1,7 @@
 """nbgrader's autograde and feedback for one student, as a grading worker runs them.
 
-``StudentAutograde`` is nbgrader's own Autograde converter, run as ``NbGraderAPI.autograde`` runs it, that keeps
-what each notebook's run returns in its resources: the incidents (``preprocessors.incidents``) and, when the
-sandbox could not start a kernel, the sandbox's message. ``feedback_pages`` is nbgrader's generate_feedback
-making the pages alone.
+``StudentAutograde`` is nbgrader's Autograde converter that keeps each notebook's incidents (and the sandbox's
+message, when it could not start a kernel); ``feedback_pages`` makes the feedback pages alone.
 """
 
 import os

@@ -1,21 +1,8 @@
 """A pool's workers, forked from one process that loaded what a worker needs once.
 
-A worker started as a Python of its own imports nbgrader, torch and the grading engine before it grades anyone:
-1.3 CPU s, paid by every worker (in a class of 6 on two workers, a tenth of the run). The fork server
-(``python -m autograder.grading.workers.fork_server FD``) imports them once (``worker.load``), then forks a worker for
-each request on its socket FD (SOCK_SEQPACKET, shared with the pool): the request holds the worker's arguments,
-and its stdin, stdout and log as file descriptors. The server writes the worker's pid on that stdout first, so
-the pool can kill a worker that has not said it is ready yet. Each worker is a session of its own (the pool
-kills its process group), with the default SIGCHLD (the server lets the kernel reap the workers). The server
-ends when the pool closes the socket or ends; its workers end with it (``worker.exit_with_parent``).
-
-As root, the kernel parents of the first workers (the requests waiting when the server has loaded nbgrader's
-configuration) are started by the server, so that they load while the server imports torch: a worker's first
-kernel no longer waits for its parent (the first notebook's kernel start: 0.33 s -> 0.07 s). The server has a
-mount namespace of its own, which the workers it forks share, so that a worker mounts its students on the stage
-of the parent started for it (``sandbox/stage.py``); the worker adopts that parent (``KernelParents.adopt``).
-Its sandbox dies with the server's main thread, not with the worker: the worker ends it when it ends, and the
-pool kills it with a worker it kills (``ForkedWorker.end_kernel_parent``).
+The server imports nbgrader, torch and the engine, then forks a worker for each request on its socket; as root it
+also starts the first workers' kernel parents while it loads. The protocol and its reasons:
+docs/design/class-grading.md, "The fork server"; what it saves: docs/performance.md.
 """
 
 import json

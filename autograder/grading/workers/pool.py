@@ -1,17 +1,8 @@
 """The worker pool of ``backprop-ninja grade``: N ``worker`` processes grading students from one queue.
 
-Each worker grades into its own gradebook, a copy of the run's template (``gradebook.make_template``),
-and is fed student ids one at a time; its answer for each (a ``WorkerResult``, or None when it died
-or ran out of time) goes to the pool's ``finish`` callback as it arrives. A worker that has not
-answered in time is killed and started afresh. As root, each worker's kernels run as a uid of their
-own (the first unused uids from ``first_sandbox_uid``, claimed with a lock file, so graders of other
-runs or Dask workers on the machine take others): RLIMIT_NPROC counts per uid, so one student's fork
-bomb cannot starve the kernel of the student graded beside it. With W workers on C cores, each worker
-and its kernels get C/W torch/OpenMP threads. The pool's workers are forked by its ``fork_server``, which
-loaded nbgrader, torch and the engine once for all of them.
-
-``Worker`` is also what a Dask worker grades with (``remote``), started there as a Python of its own: one
-code path for every student.
+Each worker grades into a private gradebook, gets its share of the cores, and as root its own kernel uid; one that
+does not answer in time is killed and started afresh. ``Worker`` is also what a Dask worker grades with
+(docs/design/class-grading.md).
 """
 
 import json

@@ -1,18 +1,8 @@
 """One worker of ``backprop-ninja grade``: nbgrader's own autograde, one student at a time.
 
-Forked by the pool's fork server (``fork_server``), or on a Dask worker started as a Python of its own
-(``remote``), with nbgrader command-line options (``--CourseDirectory.db_url=…`` and the like), in the
-course root. It loads the course's
-nbgrader_config.py exactly as ``nbgrader autograde`` does, so GradingExecute (in the sandbox) and
-JudgeAnswers run as configured, then reads student ids from stdin, one a line, and for each runs
-nbgrader's ``NbGraderAPI.autograde`` (and ``generate_feedback``) into its own gradebook.
-
-The protocol: one JSON line on stdout when it is ready (``READY``), then one ``WorkerResult`` as a
-JSON line per student, with the grades it wrote into its own gradebook. Everything else the worker or
-nbgrader prints goes to stderr. One process serves many students, so nbgrader, torch and the grader's
-reference setup are loaded once. It exits when its parent does (a killed coordinator or Dask worker
-leaves no grader behind). A kernel parent it started, under bubblewrap's --die-with-parent, goes with it;
-one its fork server started for it is ended by the worker, or by the pool when it kills the worker.
+It loads the course's nbgrader_config.py as ``nbgrader autograde`` does, reads student ids on stdin and answers
+each with a ``WorkerResult`` as a JSON line on stdout (after ``READY``); everything else goes to stderr. It exits
+with its parent (docs/design/class-grading.md, "A worker").
 """
 
 import json
