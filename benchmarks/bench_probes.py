@@ -4,7 +4,7 @@
 
 In the kernel: each notebook's solution runs as autograde runs it (its cells, hidden tests included, one after the
 other in an IPython shell of a fresh Python, with this tree's code or with --before REV's), and the seconds spent in
-the rule probes (``in_kernel._probe``) and in the snapshots (the AST hook and ``in_kernel._snapshot``, which take
+the rule probes (``in_kernel.probe_runner``) and in the snapshots (``in_kernel.snapshot_hook``'s AST hook, which take
 each statement's inputs as it runs) are added up, with the tensor bytes the snapshots hold at the end.
 
 Through nbgrader: each notebook in a course of its own, a class of --students copies of its solution graded with
@@ -59,10 +59,19 @@ def in_kernel(path: str) -> dict:
 
         return run
 
-    in_kernel._probe = timed("probes", in_kernel._probe)
-    if hasattr(in_kernel, "_snapshot"):  # this tree's code; REV's may have none
-        in_kernel._snapshot = timed("snapshots", in_kernel._snapshot)
-        in_kernel._SnapshotCalls.visit = timed("snapshots", in_kernel._SnapshotCalls.visit)
+    if hasattr(in_kernel, "reports"):  # this tree's package
+        from autograder.in_kernel import reports, snapshot_hook
+
+        reports.run_probe = timed("probes", reports.run_probe)
+        snapshot_hook._snapshot = timed("snapshots", snapshot_hook._snapshot)
+        snapshot_hook._SnapshotCalls.visit = timed("snapshots", snapshot_hook._SnapshotCalls.visit)
+        snapshots = snapshot_hook.snapshots
+    else:  # an older revision's module, with or without snapshots
+        in_kernel._probe = timed("probes", in_kernel._probe)
+        if hasattr(in_kernel, "_snapshot"):
+            in_kernel._snapshot = timed("snapshots", in_kernel._snapshot)
+            in_kernel._SnapshotCalls.visit = timed("snapshots", in_kernel._SnapshotCalls.visit)
+        snapshots = getattr(in_kernel, "_snapshots", {})
     config = Config()
     config.HistoryManager.hist_file = ":memory:"
     shell = InteractiveShell.instance(config=config)
@@ -72,7 +81,6 @@ def in_kernel(path: str) -> dict:
         for source in cells:
             shell.run_cell(source, store_history=True)
     total = time.process_time() - start
-    snapshots = getattr(in_kernel, "_snapshots", {})
     values = [v for seen in snapshots.values() for v in seen.values()]
     values += [x for v in values if isinstance(v, (list, tuple)) for x in v]
     values += [x for v in values if isinstance(v, dict) for x in v.values()]

@@ -12,9 +12,9 @@ import torch
 from IPython.core.interactiveshell import InteractiveShell
 from traitlets.config import Config
 
-from autograder import in_kernel
 from autograder.engine import snapshots
 from autograder.engine.probes import NoAnswerCode, answer_code, pinned_inputs, probe_namespace, put_back, replay
+from autograder.in_kernel import probe_runner, snapshot_hook
 
 SETUP = "logits = h @ W2 + b2\nlogit_maxes = logits.max(1, keepdim=True).values\nnorm_logits = logits - logit_maxes"
 
@@ -159,10 +159,10 @@ def test_snapshots_copy_what_can_change_and_keep_what_cannot():
 
 
 def test_a_probe_that_runs_too_long_is_stopped(monkeypatch):
-    monkeypatch.setattr(in_kernel, "TIME_LIMIT", 0.2)
+    monkeypatch.setattr(probe_runner, "TIME_LIMIT", 0.2)
     start = time.monotonic()
-    with pytest.raises(in_kernel.ProbeTimeLimit):
-        with in_kernel._apart_from_the_kernel():
+    with pytest.raises(probe_runner.ProbeTimeLimit):
+        with probe_runner.apart_from_the_kernel():
             time.sleep(5)
     assert time.monotonic() - start < 2
 
@@ -182,7 +182,7 @@ def _run_in_a_shell(cells, snapshots: bool) -> tuple:
     """In a forked child: the cells in a fresh IPython shell (with the snapshot hook or not); what each showed."""
     shell = InteractiveShell.instance(config=Config(HistoryManager={"hist_file": ":memory:"}))
     if snapshots:
-        in_kernel._take_snapshots(shell.user_ns)
+        snapshot_hook.take_snapshots(shell.user_ns)
     shown = []
     for source in cells:
         out, err = io.StringIO(), io.StringIO()
@@ -190,8 +190,8 @@ def _run_in_a_shell(cells, snapshots: bool) -> tuple:
             result = shell.run_cell(source, store_history=True)
         timed = "time" in source  # %time prints how long it took
         shown.append((None if timed else out.getvalue(), err.getvalue(), repr(result.result)))
-    taken = {key: sorted(seen) for key, seen in in_kernel._snapshots.items()}
-    return shown, taken, in_kernel._snapshots.get((2, 2), {}).get("n")
+    taken = {key: sorted(seen) for key, seen in snapshot_hook.snapshots.items()}
+    return shown, taken, snapshot_hook.snapshots.get((2, 2), {}).get("n")
 
 
 def test_the_snapshot_hook_changes_nothing_a_cell_does():

@@ -1,0 +1,78 @@
+"""A rule probe (see ``engine.probes``): the student's code for one answer, run again on random inputs, apart from
+the kernel (no output, no graph, the random generators put back, a time limit)."""
+
+import ast
+import contextlib
+import os
+import random
+import signal
+import threading
+import warnings
+
+import torch
+from IPython import get_ipython
+from IPython.utils.capture import capture_output
+
+from ..data import SEED_VARIABLE
+from ..engine import wire
+from ..engine.probes import TIME_LIMIT, NoAnswerCode, answer_code, pinned_inputs, probe_namespace, put_back, replay
+from .snapshot_hook import forward_shapes, snapshots
+
+
+class ProbeTimeLimit(Exception):
+    pass
+
+
+def run_probe(namespace: dict, answer: str, names: tuple) -> dict:
+    """What the student's code for ``answer`` computes with ``names`` pinned to random tensors of their shapes."""
+    shell = get_ipython()
+    cells = list(shell.history_manager.input_hist_parsed[:-1]) if shell is not None else []  # [:-1]: this cell
+    found = {"answer": answer, "pins": {}, "status": "could_not_run"}
+    try:
+        shapes = {name: v.shape for name, v in namespace.items() if isinstance(v, torch.Tensor)} | forward_shapes
+        pins = pinned_inputs(namespace, int(os.environ[SEED_VARIABLE]), answer, names, shapes)
+        found["pins"] = {name: {"zero": not pin.any(), "shape": list(pin.shape)} for name, pin in pins.items()}
+        code = answer_code(cells, answer, names)
+        plan = replay(code, snapshots, pins)
+    except NoAnswerCode as error:
+        found["reason"] = str(error)
+        return found
+    found.update(pins_read=sorted(code.pins_read), further_up=list(code.further_up))
+    found["reads"] = sorted(n for n in code.reads if any(isinstance(p.get(n), torch.Tensor) for p in plan))
+    apart = probe_namespace(namespace, pins)
+    try:
+        with apart_from_the_kernel():
+            for statement, values in zip(code.statements, plan):
+                put_back(apart, values)
+                module = ast.Module(body=[statement], type_ignores=[])
+                exec(compile(module, "<your code, run again by the grader>", "exec"), apart)
+    except (Exception, SystemExit) as error:  # the student's code, on other inputs: say what went wrong
+        found["reason"] = f"{type(error).__name__}: {error}"[:300]
+        return found
+    found["status"] = "ran"
+    found["result"] = wire.encode(apart.get(answer), answer in apart)
+    return found
+
+
+@contextlib.contextmanager
+def apart_from_the_kernel():
+    """No output, no warning, no autograd graph, the random generators as they were, and at most TIME_LIMIT s."""
+    states = torch.get_rng_state(), random.getstate()
+    timed = threading.current_thread() is threading.main_thread()
+    if timed:
+
+        def stop(signum, frame):
+            raise ProbeTimeLimit(f"it ran over {TIME_LIMIT:g} s")
+
+        before = signal.signal(signal.SIGALRM, stop)
+        remaining, _ = signal.setitimer(signal.ITIMER_REAL, TIME_LIMIT)
+    try:
+        with capture_output(), warnings.catch_warnings(), torch.no_grad():
+            warnings.simplefilter("ignore")
+            yield
+    finally:
+        if timed:
+            signal.setitimer(signal.ITIMER_REAL, remaining)  # 0 when no timer ran: it stays off
+            signal.signal(signal.SIGALRM, before)
+        torch.set_rng_state(states[0])
+        random.setstate(states[1])

@@ -1,0 +1,78 @@
+"""Snapshots (see ``engine.snapshots``): IPython's AST hook makes each top-level statement that writes a name take a
+snapshot of what it reads, right before it runs, for the rule probes."""
+
+import ast
+import builtins
+import functools
+
+import torch
+from IPython import get_ipython
+
+from ..engine.probes import parsed, writes
+from ..engine.snapshots import evaluated_names, take
+
+SNAPSHOT_HOOK = "__backprop_ninja_snapshot__"  # a builtin while grading: the call put before each statement
+snapshots = {}  # (history index of the cell, index of the statement) -> its snapshot
+forward_shapes = {}  # name -> shape of each tensor when grading started: the pins' shapes, whatever came later
+
+
+def take_snapshots(namespace: dict) -> None:
+    """From the next cell on, every top-level statement that writes a name takes a snapshot of what it reads."""
+    for name, value in namespace.items():
+        if isinstance(value, torch.Tensor):
+            forward_shapes.setdefault(name, value.shape)
+    shell = get_ipython()
+    if shell is None:
+        return
+    builtins.__dict__[SNAPSHOT_HOOK] = functools.partial(_snapshot, namespace)
+    if not any(isinstance(t, _SnapshotCalls) for t in shell.ast_transformers):
+        shell.ast_transformers.append(_SnapshotCalls())
+
+
+def _snapshot(namespace: dict, cell: int, index: int, names: tuple) -> None:
+    try:
+        snapshots[(cell, index)] = take(namespace, names)
+    except Exception:  # no snapshot: a probe that needs it says so
+        pass
+
+
+class _SnapshotCalls(ast.NodeTransformer):
+    """IPython's AST hook: before each top-level statement of a cell that writes a name and reads some,
+    ``__backprop_ninja_snapshot__(cell, index, names)``, guarded so that it can never stop the student's code."""
+
+    def visit(self, node):
+        try:
+            cell, statements = _in_history(node)
+            if statements:
+                node.body = [new for k, s in enumerate(node.body) for new in _with_snapshot(cell, k, s, statements[k])]
+        except Exception:  # the cell runs as the student wrote it, without snapshots
+            pass
+        return node
+
+
+def _in_history(module) -> tuple:
+    """(index, statements) of the newest cell of the input history, as the probes parse it, if ``module`` was parsed
+    from it; else (None, ()): a magic's inner code, a cell run without history."""
+    shell = get_ipython()
+    history = shell.history_manager.input_hist_parsed if shell is not None else []
+    if not isinstance(module, ast.Module) or len(history) < 2:
+        return None, ()
+    statements = parsed(history[-1])
+    layout = lambda body: [(type(s), s.lineno, s.col_offset, s.end_lineno, s.end_col_offset) for s in body]
+    return (len(history) - 1, statements) if layout(statements) == layout(module.body) else (None, ())
+
+
+def _with_snapshot(cell: int, index: int, statement: ast.stmt, as_parsed: ast.stmt) -> list:
+    """``statement``, after the call that takes its snapshot if it needs one (judged on the probes' own parse of it,
+    whose analysis they reuse)."""
+    names = evaluated_names(as_parsed)
+    if not (names and writes(as_parsed)):
+        return [statement]  # it cannot be in a probe's code, or it reads nothing
+    call = ast.Call(
+        ast.Name(SNAPSHOT_HOOK, ast.Load()),
+        [ast.Constant(cell), ast.Constant(index), ast.Constant(tuple(sorted(names)))],
+        [],
+    )
+    handler = ast.ExceptHandler(ast.Name("Exception", ast.Load()), None, [ast.Pass()])
+    guard = ast.Try([ast.Expr(call)], [handler], [], [])
+    return [ast.fix_missing_locations(ast.copy_location(guard, statement)), statement]

@@ -1,0 +1,53 @@
+"""Whether this kernel is being autograded, and what changes when it is: the seed, and autograd taken away."""
+
+import os
+
+import torch
+
+from ..data import SEED_VARIABLE
+from ..engine.honesty import decoy
+from .snapshot_hook import take_snapshots
+
+
+def grading() -> bool:
+    return os.environ.get("NBGRADER_EXECUTION") == "autograde" and SEED_VARIABLE in os.environ
+
+
+def grading_seed(default: int) -> int:
+    """The seed of this run: the notebook's own, or at autograde one the student never saw."""
+    return int(os.environ[SEED_VARIABLE]) if grading() else default
+
+
+class AutogradIsOff(RuntimeError):
+    pass
+
+
+def _refuse(*args, **kwargs):
+    raise AutogradIsOff("autograd is switched off while grading: every gradient must be written by hand.")
+
+
+def start_grading(namespace: dict, self_checks=("cmp", "self_check")) -> None:
+    """After the setup's own ``loss.backward()``: hide autograd's answers from the student.
+
+    Every ``.grad`` becomes a decoy (the right gradient plus seeded noise, which the grader
+    recognises), and ``backward`` / ``torch.autograd.grad`` refuse to run. The visible
+    self-checks compare with ``.grad``, so they are switched off rather than left to mislead.
+    From the next cell on, statements take snapshots of what they read, for the rule probes.
+    """
+    if not grading():
+        return
+    seed = int(os.environ[SEED_VARIABLE])
+    for name, value in list(namespace.items()):
+        if isinstance(value, torch.Tensor) and value.grad is not None:
+            value.grad = decoy(value.grad, seed, name)
+    torch.Tensor.backward = _refuse
+    torch.autograd.backward = _refuse
+    torch.autograd.grad = _refuse
+
+    def skipped(*args, **kwargs):
+        print("(self-checks are skipped while grading: see the graded cells)")
+
+    for name in self_checks:
+        if name in namespace:
+            namespace[name] = skipped
+    take_snapshots(namespace)
