@@ -23,7 +23,7 @@ problems       the Problem type and the one table of problem kinds (problems.jso
 grades_csv     grades.csv from gradebook.db
 history        grade_history.csv: what each run changed per student, and why
 summary        what a run did, as the command prints it
-diagnoses      the grader's verdicts in the autograded notebooks, sorted into a few kinds of mistake
+misconceptions the diagnosis kind of every lost step, read from the autograded notebooks
 class_data     the class's files (grades, problems, diagnoses, history), read once for the report
 report         the instructor's class report (class_report.html, from templates/)
 roster         an LMS's class list (Canvas or Moodle export), and who on it each student is
