@@ -17,26 +17,42 @@ DIAGNOSES = {
     "wrong_dimension": "summed or normalised over the wrong dimension",
     "transposed": "transposed, or dimensions in the wrong order",
     "wrong_shape": "wrong shape",
+    "wrong_return": "backward_pass does not return the list of gradients, in order",
     "bessel": "n for n-1 (Bessel's correction)",
     "batch_size": "a division by the batch size missing or extra",
     "wrong_sign": "wrong sign",
     "constant_factor": "off by a constant factor",
     "missing_path": "a path of the gradient missing",
     "missing_factor": "a factor of the local derivative missing",
+    "missing_term": "a term of the forward pass missing (the mean, bnbias)",
+    "epsilon": "BatchNorm's epsilon missing",
+    "variance_for_std": "the variance and the standard deviation confused",
     "path_twice": "a path added twice",
     "passed_through": "upstream gradient passed through unchanged",
+    "max_path": "the max's path sent to the wrong logit",
     "not_accumulated": "repeated indices not accumulated",
     "changed_in_place": "changed in place after its check",
     "not_finite": "NaN or infinite values",
     "all_zeros": "all zeros",
     "target_term": "the target's term misplaced",
+    "not_raw_logits": "cross-entropy not given the raw logits",
+    "rows_not_zero": "rows that do not sum to zero",
+    "wrong_batch": "not computed from this batch",
+    "not_following_input": "right on this batch only (a copy of the chunked forward pass?)",
+    "raised_error": "the code raised an error",
+    "not_updated_in_place": "parameters not updated in place",
+    "wrong_update": "a wrong parameter update",
+    "goal_not_reached": "the validation loss goal not reached",
+    "wrong_statistics": "not the statistics of hprebn over the training set",
     "wrong_values": "wrong values (re-derive the local derivative)",
+    "differs_from_chunked": "not equal to the chunked forward pass",
     "unreadable": "the answer could not be read",
     "other": "other reasons",
 }
 OTHER = "other"
 NOTE = "note"  # a line that explains a verdict without being its reason ("judged from your own dX")
 NOT_ATTEMPTED = {"not_answered", "did_not_run", "no_answer"}  # no answer to learn a misconception from
+METADATA = "backprop_ninja"  # a graded cell's execute_result: metadata[METADATA]["diagnosis"] is its verdict's kind
 
 
 class Reason(str):

@@ -10,6 +10,8 @@ from dataclasses import dataclass, field
 import torch
 import torch.nn.functional as F
 
+from ..common.diagnoses import Reason
+
 # Right values in a shape that differs only by a dimension of size 1 (a keepdim dropped or added: the lecture's
 # own line gives dbnmeani (64,) for a (1, 64) tensor) earn this share of the step's points; wrong values earn
 # nothing. Half: the calculus is right, the bookkeeping that the course asks for is not. Every step is worth
@@ -23,8 +25,8 @@ class Step:
     forward: str  # its forward line, as in the notebook
     terms: dict  # consumer name -> term(f, d): this consumer's contribution to d<name>
     points: int
-    # message -> variant(f, d), or a tuple of them: a wrong formula students typically write, and what diagnose
-    # says about it
+    # message (a Reason) -> variant(f, d), or a tuple of them: a wrong formula students typically write, and what
+    # diagnose says about it
     mistakes: dict = field(default_factory=dict)
     # why the true gradient is exactly zero, when it is: an answer of exact zeros is then right
     zero: str = ""
@@ -100,10 +102,11 @@ STEPS = [
         {"norm_logits": lambda f, d: d["norm_logits"].clone(), "logit_maxes": _dlogits_from_max},
         2,
         mistakes={
-            "dlogits sends the path through logit_maxes to the smallest logit of each row: logit_maxes is the "
-            "largest one, so that path goes to where the max is": lambda f, d: (
-                d["norm_logits"] + _dlogits_from_max({**f, "logits": -f["logits"]}, d)
-            ),
+            Reason(
+                "max_path",
+                "dlogits sends the path through logit_maxes to the smallest logit of each row: logit_maxes is the "
+                "largest one, so that path goes to where the max is",
+            ): lambda f, d: d["norm_logits"] + _dlogits_from_max({**f, "logits": -f["logits"]}, d),
         },
     ),
     Step("h", "logits = h @ W2 + b2", {"logits": lambda f, d: d["logits"] @ f["W2"].T}, 1),
@@ -130,7 +133,7 @@ STEPS = [
         {"bnvar_inv": lambda f, d: -0.5 * (f["bnvar"] + 1e-5) ** -1.5 * d["bnvar_inv"]},
         1,
         mistakes={
-            f"dbnvar is missing BatchNorm's epsilon: {_EPSILON}": lambda f, d: (
+            Reason("epsilon", f"dbnvar is missing BatchNorm's epsilon: {_EPSILON}"): lambda f, d: (
                 -0.5 * f["bnvar"] ** -1.5 * d["bnvar_inv"]
             )
         },
@@ -244,28 +247,36 @@ FUSED_STEPS = [
         {"loss": _dlogits_fused},
         4,
         mistakes={
-            "dlogits takes the softmax over the wrong dimension: an example's probabilities are spread over its own "
-            "27 characters (its row), not over the batch (a column)": lambda f, d: _dlogits_fused(
-                f, d, probs=F.softmax(f["logits"], 0)
-            ),
-            "dlogits has the target's term in every entry of every row: the loss of an example reads only the "
-            "probability of its own target, so that term belongs to one entry per row": lambda f, d: _dlogits_fused(
-                f, d, target=torch.ones_like(f["logits"])
-            ),
-            "dlogits has the target's term at every example's target in every row: each row gets it at its own "
-            "target only (index rows and columns together)": lambda f, d: _dlogits_fused(
-                f, d, target=_every_target_in_every_row(f)
-            ),
-            "dlogits has no term for the target: differentiate the -log of the target's probability again and "
-            "look at what the target's own logit gets": lambda f, d: _dlogits_fused(
-                f, d, target=torch.zeros_like(f["logits"])
-            ),
-            "dlogits uses log-probabilities where the derivative gives probabilities: what is the derivative of "
-            "log(sum of exponentials) with respect to one logit?": lambda f, d: _dlogits_fused(
-                f, d, probs=F.log_softmax(f["logits"], 1)
-            ),
-            "dlogits uses exponentials that are not normalised: probabilities are exponentials divided by their "
-            "row's sum": lambda f, d: _dlogits_fused(f, d, probs=f["logits"].exp()),
+            Reason(
+                "wrong_dimension",
+                "dlogits takes the softmax over the wrong dimension: an example's probabilities are spread over its "
+                "own 27 characters (its row), not over the batch (a column)",
+            ): lambda f, d: _dlogits_fused(f, d, probs=F.softmax(f["logits"], 0)),
+            Reason(
+                "target_term",
+                "dlogits has the target's term in every entry of every row: the loss of an example reads only the "
+                "probability of its own target, so that term belongs to one entry per row",
+            ): lambda f, d: _dlogits_fused(f, d, target=torch.ones_like(f["logits"])),
+            Reason(
+                "target_term",
+                "dlogits has the target's term at every example's target in every row: each row gets it at its own "
+                "target only (index rows and columns together)",
+            ): lambda f, d: _dlogits_fused(f, d, target=_every_target_in_every_row(f)),
+            Reason(
+                "target_term",
+                "dlogits has no term for the target: differentiate the -log of the target's probability again and "
+                "look at what the target's own logit gets",
+            ): lambda f, d: _dlogits_fused(f, d, target=torch.zeros_like(f["logits"])),
+            Reason(
+                "target_term",
+                "dlogits uses log-probabilities where the derivative gives probabilities: what is the derivative of "
+                "log(sum of exponentials) with respect to one logit?",
+            ): lambda f, d: _dlogits_fused(f, d, probs=F.log_softmax(f["logits"], 1)),
+            Reason(
+                "target_term",
+                "dlogits uses exponentials that are not normalised: probabilities are exponentials divided by their "
+                "row's sum",
+            ): lambda f, d: _dlogits_fused(f, d, probs=f["logits"].exp()),
         },
     ),
     Step(
@@ -274,31 +285,47 @@ FUSED_STEPS = [
         {"hpreact": _dhprebn_fused},
         4,
         mistakes={
-            f"dhprebn is missing the factor n/(n-1) on the path through the variance (or divides by n where n-1 "
-            f"belongs): {_BESSEL}": lambda f, d: _dhprebn_fused(f, d, bessel=1.0),
-            f"dhprebn has the factor between the variance path and the mean path upside down: {_BESSEL}": lambda f, d: (
-                _dhprebn_fused(f, d, bessel=(_n(f) - 1) / _n(f))
-            ),
-            "dhprebn is the gradient of BatchNorm with the biased variance (divided by n), as in the BatchNorm paper; "
-            "this notebook's variance divides by n-1 (Bessel's correction), like bnvar": _dhprebn_biased,
-            "dhprebn is missing the path through the mean: every input moves its neuron's batch mean, and the mean "
-            "is subtracted from every example": lambda f, d: _dhprebn_fused(f, d, mean_term=0.0),
-            "dhprebn is missing the path through the variance: every input moves its neuron's batch variance, "
-            "which scales every example": lambda f, d: _dhprebn_fused(f, d, variance_term=0.0),
-            "dhprebn has only the direct path through the normalised value: the mean and the variance are computed "
-            "from every example of the batch, so each adds a path of its own": lambda f, d: _dhprebn_fused(
-                f, d, mean_term=0.0, variance_term=0.0
-            ),
-            "dhprebn is missing bngain: the normalised value is multiplied by bngain before it becomes "
-            "hpreact": lambda f, d: _dhprebn_fused(f, d, gain=False),
-            f"dhprebn is missing BatchNorm's epsilon: {_EPSILON}": (
+            Reason(
+                "bessel",
+                f"dhprebn is missing the factor n/(n-1) on the path through the variance (or divides by n where n-1 "
+                f"belongs): {_BESSEL}",
+            ): lambda f, d: _dhprebn_fused(f, d, bessel=1.0),
+            Reason(
+                "bessel", f"dhprebn has the factor between the variance path and the mean path upside down: {_BESSEL}"
+            ): lambda f, d: _dhprebn_fused(f, d, bessel=(_n(f) - 1) / _n(f)),
+            Reason(
+                "bessel",
+                "dhprebn is the gradient of BatchNorm with the biased variance (divided by n), as in the BatchNorm "
+                "paper; this notebook's variance divides by n-1 (Bessel's correction), like bnvar",
+            ): _dhprebn_biased,
+            Reason(
+                "missing_path",
+                "dhprebn is missing the path through the mean: every input moves its neuron's batch mean, and the mean "
+                "is subtracted from every example",
+            ): lambda f, d: _dhprebn_fused(f, d, mean_term=0.0),
+            Reason(
+                "missing_path",
+                "dhprebn is missing the path through the variance: every input moves its neuron's batch variance, "
+                "which scales every example",
+            ): lambda f, d: _dhprebn_fused(f, d, variance_term=0.0),
+            Reason(
+                "missing_path",
+                "dhprebn has only the direct path through the normalised value: the mean and the variance are computed "
+                "from every example of the batch, so each adds a path of its own",
+            ): lambda f, d: _dhprebn_fused(f, d, mean_term=0.0, variance_term=0.0),
+            Reason(
+                "missing_factor",
+                "dhprebn is missing bngain: the normalised value is multiplied by bngain before it becomes hpreact",
+            ): lambda f, d: _dhprebn_fused(f, d, gain=False),
+            Reason("epsilon", f"dhprebn is missing BatchNorm's epsilon: {_EPSILON}"): (
                 lambda f, d: _dhprebn_fused(f, d, bnvar_inv=f["bnvar"] ** -0.5),
                 lambda f, d: _dhprebn_fused(f, d, bnvar_inv=f["bnvar"] ** -0.5, bnraw=f["bndiff"] * f["bnvar"] ** -0.5),
             ),
-            "dhprebn sums over the wrong dimension: a neuron's mean and variance are taken over the batch "
-            "(dimension 0), so the sums in its gradient run over the batch too": lambda f, d: _dhprebn_fused(
-                f, d, dim=1
-            ),
+            Reason(
+                "wrong_dimension",
+                "dhprebn sums over the wrong dimension: a neuron's mean and variance are taken over the batch "
+                "(dimension 0), so the sums in its gradient run over the batch too",
+            ): lambda f, d: _dhprebn_fused(f, d, dim=1),
         },
     ),
 ]

@@ -2,6 +2,7 @@
 
 import torch
 
+from ..common.diagnoses import Reason, kind_of
 from .backward_rules import Step, local_gradient
 from .explain import constant_factor, difference, factor_message
 from .tolerance import close, magnitude
@@ -17,36 +18,44 @@ def shape_problem(got: tuple, want: tuple, name: str) -> str:
     got, want = tuple(got), tuple(want)
     base = f"d{name} has shape {got}, but {name} has shape {want}"
     if len(got) == len(want) == 2 and got == want[::-1]:
-        return base + ": it looks transposed. Let the shapes decide the order of a matrix product."
+        return Reason(
+            "transposed", base + ": it looks transposed. Let the shapes decide the order of a matrix product."
+        )
     squeezed = tuple(s for s in want if s != 1)
     if len(got) < len(want) and got == squeezed:
         dims = [i for i, s in enumerate(want) if s == 1]
-        return (
-            base + f": dimension {dims[0]} of size 1 was dropped. Keep it (keepdim=True) so the shapes match exactly."
+        return Reason(
+            "keepdim",
+            base + f": dimension {dims[0]} of size 1 was dropped. Keep it (keepdim=True) so the shapes match exactly.",
         )
     if len(got) > len(want) and tuple(s for s in got if s != 1) == squeezed:
         extra = next(i for i, s in enumerate(got) if s == 1 and (i >= len(want) or want[i] != 1))
         why = f"{name} is a vector, so sum without keepdim" if len(want) == 1 else "keep only the dimensions it has"
-        return base + f": dimension {extra} of size 1 is one too many ({why})."
+        return Reason("keepdim", base + f": dimension {extra} of size 1 is one too many ({why}).")
     if len(got) == len(want) + 1 and got[1:] == want:
-        return (
+        return Reason(
+            "not_summed_over_broadcast",
             base + f": the forward pass broadcast {name} over the batch (dimension 0), "
-            "so its gradient must be summed over it."
+            "so its gradient must be summed over it.",
         )
     if len(got) == len(want):
         summed = [i for i, (g, w) in enumerate(zip(got, want)) if w == 1 and g != 1]
         if summed and all(g == w or w == 1 for g, w in zip(got, want)):
-            return base + (
-                f": the forward pass broadcast {name} along dimension {summed[0]}, so its gradient "
-                f"must be summed along that dimension."
+            return Reason(
+                "not_summed_over_broadcast",
+                base + f": the forward pass broadcast {name} along dimension {summed[0]}, so its gradient "
+                "must be summed along that dimension.",
             )
         ones_got = [i for i, g in enumerate(got) if g == 1]
         ones_want = [i for i, w in enumerate(want) if w == 1]
         if ones_got and ones_want and ones_got != ones_want:
-            return base + f": it looks summed over dimension {ones_got[0]} instead of dimension {ones_want[0]}."
+            return Reason(
+                "wrong_dimension",
+                base + f": it looks summed over dimension {ones_got[0]} instead of dimension {ones_want[0]}.",
+            )
         if sorted(got) == sorted(want):
-            return base + ": the dimensions are in the wrong order."
-    return base + ". A gradient always has the shape of its tensor."
+            return Reason("transposed", base + ": the dimensions are in the wrong order.")
+    return Reason("wrong_shape", base + ". A gradient always has the shape of its tensor.")
 
 
 def diagnose(answer: torch.Tensor, expected: torch.Tensor, step: Step, forward: dict, upstream: dict) -> str:
@@ -55,7 +64,7 @@ def diagnose(answer: torch.Tensor, expected: torch.Tensor, step: Step, forward: 
     scale = magnitude(expected)
     a, e = answer.double(), expected.double()
     if magnitude(a) == 0:
-        return f"d{name} is all zeros"
+        return Reason("all_zeros", f"d{name} is all zeros")
     for message, variants in step.mistakes.items():  # the step's known wrong formulas, each with its message
         for variant in variants if isinstance(variants, tuple) else (variants,):
             try:
@@ -66,7 +75,8 @@ def diagnose(answer: torch.Tensor, expected: torch.Tensor, step: Step, forward: 
                 return message
     c = constant_factor(a, e, scale)
     if c is not None:
-        return f"d{name} {factor_message(c, n)}"
+        message = factor_message(c, n)
+        return Reason(kind_of(message), f"d{name} {message}")
     if len(step.terms) > 1:
         for dropped in step.terms:
             try:
@@ -75,9 +85,10 @@ def diagnose(answer: torch.Tensor, expected: torch.Tensor, step: Step, forward: 
                 continue
             if partial.shape == a.shape and close(a, partial, scale):
                 used = " and ".join(step.terms)
-                return (
+                return Reason(
+                    "missing_path",
                     f"d{name} has only part of the gradient: {name} is used in two places of the forward "
-                    f"pass ({used}), and the path through {dropped} is missing. Add its contribution with +="
+                    f"pass ({used}), and the path through {dropped} is missing. Add its contribution with +=",
                 )
         for twice, term in step.terms.items():
             try:
@@ -85,33 +96,37 @@ def diagnose(answer: torch.Tensor, expected: torch.Tensor, step: Step, forward: 
             except (RuntimeError, KeyError):
                 continue
             if doubled.shape == a.shape and close(a, doubled, scale):
-                return (
+                return Reason(
+                    "path_twice",
                     f"the path through {twice} is added twice: did a cell run twice? Keep `d{name} = ...` and its "
-                    f"`d{name} += ...` in one cell, and run that cell again"
+                    f"`d{name} += ...` in one cell, and run that cell again",
                 )
     for consumer in step.upstream:
         up = upstream.get(consumer)
         if up is not None and up.shape == a.shape and close(a, up.double(), scale):
-            return (
+            return Reason(
+                "passed_through",
                 f"d{name} is just d{consumer}, passed through unchanged: multiply by the local derivative "
-                f"of `{step.forward}`"
+                f"of `{step.forward}`",
             )
     if name == "C":
         rows = forward["Xb"].reshape(-1)
         counts = torch.bincount(rows, minlength=a.shape[0])
         wrong = (a - e).abs().max(1).values > 1e-4 * scale
         if wrong.any() and (counts[wrong] > 1).all() and not wrong[counts > 1].logical_not().any():
-            return (
+            return Reason(
+                "not_accumulated",
                 "dC is right for characters that appear once in the batch, and wrong for those that appear "
                 "several times: `dC[Xb] += demb` does not add up repeated indices. Accumulate every "
-                "occurrence (a loop, index_add_, or a one-hot matrix product)"
+                "occurrence (a loop, index_add_, or a one-hot matrix product)",
             )
     if a.dim() == 2 and a.shape[0] == a.shape[1] and close(a.T, e, scale):
-        return f"d{name} is transposed: let the shapes decide the order of a matrix product"
+        return Reason("transposed", f"d{name} is transposed: let the shapes decide the order of a matrix product")
     off = difference(a, e, scale)
-    return (
+    return Reason(
+        "wrong_values",
         f"d{name} has {off.wrong} of {off.total} entries wrong (largest error {off.largest_error:.3g}, "
-        f"largest value {off.scale:.3g}). Re-derive the local derivative of `{step.forward}`"
+        f"largest value {off.scale:.3g}). Re-derive the local derivative of `{step.forward}`",
     )
 
 
@@ -127,13 +142,19 @@ def changed_after_check(checked: dict, report, answer: str) -> list:
             continue
         if report.raw(answer) == now:
             lines.append(
-                f"{name} changed after its check: it now holds the values of {answer}, so the two names are one "
-                f"tensor (`{answer} = {name}` without .clone()?) and `{answer} += ...` changed {name} too. {name} "
-                f"keeps the points of its own cell; write `{answer} = {name}.clone()`"
+                Reason(
+                    "changed_in_place",
+                    f"{name} changed after its check: it now holds the values of {answer}, so the two names are one "
+                    f"tensor (`{answer} = {name}` without .clone()?) and `{answer} += ...` changed {name} too. {name} "
+                    f"keeps the points of its own cell; write `{answer} = {name}.clone()`",
+                )
             )
         else:
             lines.append(
-                f"{name} changed after its check: was it modified in place? ({name} keeps the points of its own "
-                "cell, but every later step that reads it reads the changed values)"
+                Reason(
+                    "changed_in_place",
+                    f"{name} changed after its check: was it modified in place? ({name} keeps the points of its own "
+                    "cell, but every later step that reads it reads the changed values)",
+                )
             )
     return lines

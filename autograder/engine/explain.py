@@ -9,17 +9,25 @@ from dataclasses import dataclass
 
 import torch
 
+from ..common.diagnoses import Reason
 from .tolerance import RTOL, close
 
 
 def wrong_dtype(name: str, dtype: str, why: str) -> str:
     """``why`` says what the dtype should be, e.g. "gradients here are float32"."""
-    return f"{name} has dtype {dtype}, but {why}: did a tensor get created with another dtype (or come from numpy)?"
+    return Reason(
+        "not_a_float32_tensor",
+        f"{name} has dtype {dtype}, but {why}: did a tensor get created with another dtype (or come from numpy)?",
+    )
 
 
 def not_finite(name: str, answer: torch.Tensor) -> str | None:
     bad = (~torch.isfinite(answer)).sum().item()
-    return f"{name} has {bad} NaN or infinite entries: look for a division by zero or log(0)" if bad else None
+    return (
+        Reason("not_finite", f"{name} has {bad} NaN or infinite entries: look for a division by zero or log(0)")
+        if bad
+        else None
+    )
 
 
 def constant_factor(answer: torch.Tensor, expected: torch.Tensor, scale: float) -> float | None:
@@ -43,36 +51,51 @@ def constant_factor(answer: torch.Tensor, expected: torch.Tensor, scale: float) 
 def factor_message(c: float, n: int) -> str:
     """What a constant factor c usually means (n: the batch size); follows the answer's name."""
     named = [
-        (-1.0, "has the right size but the wrong sign: check the sign of each factor in the local derivative"),
-        (2.0, "is twice the right value: check the power rule, or whether a contribution was added twice"),
-        (0.5, "is half the right value: check the power rule"),
-        (float(n), f"is n = {n} times too large: is a division by the batch size missing?"),
-        (1.0 / n, f"is n = {n} times too small: is there an extra division by the batch size?"),
-        (-float(n), f"is -n = -{n} times the right value: check the sign and the division by n"),
+        (
+            -1.0,
+            "wrong_sign",
+            "has the right size but the wrong sign: check the sign of each factor in the local derivative",
+        ),
+        (
+            2.0,
+            "constant_factor",
+            "is twice the right value: check the power rule, or whether a contribution was added twice",
+        ),
+        (0.5, "constant_factor", "is half the right value: check the power rule"),
+        (float(n), "batch_size", f"is n = {n} times too large: is a division by the batch size missing?"),
+        (1.0 / n, "batch_size", f"is n = {n} times too small: is there an extra division by the batch size?"),
+        (-float(n), "batch_size", f"is -n = -{n} times the right value: check the sign and the division by n"),
         (
             n / (n - 1),
+            "bessel",
             f"is n/(n-1) = {n}/{n - 1} times too large: n or n-1? "
             "Check what the forward pass divides by (Bessel's correction)",
         ),
         (
             (n - 1) / n,
+            "bessel",
             f"is (n-1)/n = {n - 1}/{n} times too small: n or n-1? "
             "Check what the forward pass divides by (Bessel's correction)",
         ),
         (
             (n / (n - 1)) ** 0.5,
+            "bessel",
             f"is sqrt(n/(n-1)) times too large: "
             f"was a variance divided by n = {n} instead of n-1 (Bessel's correction)?",
         ),
         (
             ((n - 1) / n) ** 0.5,
+            "bessel",
             f"is sqrt((n-1)/n) times too small: was a variance divided by n-1 = {n - 1} instead of n?",
         ),
     ]
-    for factor, message in named:
+    for factor, kind, message in named:
         if abs(c - factor) <= 1e-3 * abs(factor):
-            return message
-    return f"is off by a constant factor: {c:.4g} times the right value. Look for a missing or extra constant"
+            return Reason(kind, message)
+    return Reason(
+        "constant_factor",
+        f"is off by a constant factor: {c:.4g} times the right value. Look for a missing or extra constant",
+    )
 
 
 @dataclass(frozen=True)

@@ -7,6 +7,7 @@ reasons: docs/design/engine.md.
 
 import torch
 
+from ..common.diagnoses import NOTE, Reason
 from .backward_rules import SHAPE_ONLY_SHARE, Step, local_gradient
 from .diagnose import diagnose, only_size_one_dims_differ, shape_problem
 from .explain import not_finite, wrong_dtype
@@ -21,11 +22,13 @@ def not_a_tensor(name: str, info: dict) -> str | None:
     """Why the reported ``info`` of ``name`` is no tensor to judge (not answered, None, another type), if it is not."""
     kind = info.get("kind", "missing")
     if kind == "missing":
-        return f"not answered yet: {name} is not defined (did its cell run without an error?)"
+        return Reason("not_answered", f"not answered yet: {name} is not defined (did its cell run without an error?)")
     if kind == "none":
-        return f"not answered yet: {name} is still None"
+        return Reason("not_answered", f"not answered yet: {name} is still None")
     if kind != "tensor":
-        return f"{name} should be a torch tensor, but it is a {info.get('type', 'something else')}"
+        return Reason(
+            "not_a_float32_tensor", f"{name} should be a torch tensor, but it is a {info.get('type', 'something else')}"
+        )
     return None
 
 
@@ -34,15 +37,16 @@ def read_answer(verdict: Verdict, name: str, report: Report, tainted: set, what:
     added to the verdict, when it was computed with autograd, is not a tensor, or cannot be read."""
     info = report.info(name)
     if name in tainted:
-        problem = (
+        problem = Reason(
+            "autograd",
             f"{name} is computed with autograd (.grad, backward or torch.autograd) or the grader's own code, "
-            f"so it earns nothing: write {what} by hand"
+            f"so it earns nothing: write {what} by hand",
         )
     else:
         problem = not_a_tensor(name, info)
     answer = report.tensor(name) if problem is None else None
     if problem is None and answer is None:
-        problem = f"{name} could not be read by the grader"
+        problem = Reason("unreadable", f"{name} could not be read by the grader")
     if problem:
         verdict.lines.append(problem)
     return answer, info
@@ -54,9 +58,10 @@ def carried_forward(wrong: list, first: list | None = None) -> str:
     names = lambda steps: " and ".join("d" + s for s in steps)
     is_are = "is" if len(wrong) == 1 else "are"
     because = f" because of {names(first)} above" if first and set(first) != set(wrong) else ""
-    return (
+    return Reason(
+        NOTE,
         f"correct for your {names(wrong)}, which {is_are} wrong{because}: this step keeps its points; "
-        f"fix {names(first or wrong)} first"
+        f"fix {names(first or wrong)} first",
     )
 
 
@@ -107,16 +112,22 @@ def judge_gradient(step: Step, report: Report, forward: dict, grads: dict, seed:
         verdict.points = step.points
         rule = local_gradient(step, forward, student_up)
         verdict.lines.append(
-            f"exactly zero, which is right: {step.zero}. The backward rule gives values up to "
-            f"{magnitude(rule):.2g} here, rounding noise around that zero"
+            Reason(
+                NOTE,
+                f"exactly zero, which is right: {step.zero}. The backward rule gives values up to "
+                f"{magnitude(rule):.2g} here, rounding noise around that zero",
+            )
         )
         return verdict
     if close(answer, reference.double(), scale):
         verdict.points = step.points
         exact = torch.equal(answer.float(), reference)
         verdict.lines.append(
-            f"correct: max difference {max_difference(answer, reference):.2g}"
-            f"{', bit-exact' if exact else ' (not bit-exact, which is fine)'}"
+            Reason(
+                NOTE,
+                f"correct: max difference {max_difference(answer, reference):.2g}"
+                f"{', bit-exact' if exact else ' (not bit-exact, which is fine)'}",
+            )
         )
         return _and_by_its_rule(verdict, step, report, forward, seed)
 
@@ -140,8 +151,11 @@ def judge_gradient(step: Step, report: Report, forward: dict, grads: dict, seed:
             verdict.points = step.points * SHAPE_ONLY_SHARE
             verdict.lines.append(shape_problem(answer.shape, reference.shape, name))
             verdict.lines.append(
-                f"the values are right, so this step earns {verdict.points:g} of its {step.points:g}; "
-                "the exact shape earns the rest"
+                Reason(
+                    NOTE,
+                    f"the values are right, so this step earns {verdict.points:g} of its {step.points:g}; "
+                    "the exact shape earns the rest",
+                )
             )
             return _and_by_its_rule(verdict, step, report, forward, seed)
     if tuple(answer.shape) != tuple(reference.shape):
@@ -150,14 +164,17 @@ def judge_gradient(step: Step, report: Report, forward: dict, grads: dict, seed:
         verdict.lines.append(not_finite(answer_name, answer))
     elif close(answer, decoy(reference, seed, name).double(), scale):
         verdict.lines.append(
-            f"{answer_name} is the value of {name}.grad, autograd's answer, so it earns nothing: "
-            "write this gradient by hand"
+            Reason(
+                "autograd",
+                f"{answer_name} is the value of {name}.grad, autograd's answer, so it earns nothing: "
+                "write this gradient by hand",
+            )
         )
     else:
         expected = carried if carried is not None and carried.shape == answer.shape else reference.double()
         verdict.lines.append(diagnose(answer, expected, step, forward, student_up))
     if wrong_up:
-        verdict.lines.append(f"(judged from your own {fix}, which {is_are} wrong too)")
+        verdict.lines.append(Reason(NOTE, f"(judged from your own {fix}, which {is_are} wrong too)"))
     return verdict
 
 

@@ -12,6 +12,7 @@ from functools import lru_cache
 
 import torch
 
+from ..common.diagnoses import NOTE, Reason, kind_of
 from .backward_rules import FUSED_STEPS, STEP_BY_NAME, STEPS, Step, local_gradient
 from .diagnose import diagnose
 from .honesty import assigned_names
@@ -205,7 +206,7 @@ class Outcome:
     """What a probe says about a step whose value is right."""
 
     verdict: str  # "right", "wrong" or "inconclusive" (then the value alone judges)
-    line: str = ""  # what the student reads (nothing when the rule is right)
+    line: str = ""  # what the student reads (nothing when the rule is right): a Reason, NOTE when inconclusive
 
 
 ABSENT = Outcome("inconclusive")  # no probe for this cell (a notebook graded with an older hidden test)
@@ -217,12 +218,17 @@ def read_probe(report, answer: str, pins: set) -> tuple:
     if probe is None:
         return None, ABSENT
     if probe.get("answer") != answer or set(probe.get("pins") or {}) != set(pins):
-        return None, Outcome("inconclusive", f"(the re-run of your code for {answer} did not report as expected)")
+        return None, Outcome(
+            "inconclusive", Reason(NOTE, f"(the re-run of your code for {answer} did not report as expected)")
+        )
     if probe.get("status") != "ran":
         return None, Outcome(
             "inconclusive",
-            f"(the grader could not re-run your code for {answer} with other inputs: {probe.get('reason', '')}; "
-            "it is judged by its value alone)",
+            Reason(
+                NOTE,
+                f"(the grader could not re-run your code for {answer} with other inputs: {probe.get('reason', '')}; "
+                "it is judged by its value alone)",
+            ),
         )
     return probe, None
 
@@ -275,8 +281,11 @@ def judge_rule(step: Step, report, forward: dict, seed: int) -> Outcome:
     if probe.get("further_up"):
         return Outcome(
             "inconclusive",
-            f"(your {answer} is computed from {' and '.join(probe['further_up'])}, further up the graph, not from "
-            f"{upstream} alone, so its rule cannot be checked on its own: it is judged by its value)",
+            Reason(
+                NOTE,
+                f"(your {answer} is computed from {' and '.join(probe['further_up'])}, further up the graph, not "
+                f"from {upstream} alone, so its rule cannot be checked on its own: it is judged by its value)",
+            ),
         )
     zero = {u for u in step.upstream if (probe["pins"].get("d" + u) or {}).get("zero")}
     if zero == set(step.upstream):
@@ -284,12 +293,17 @@ def judge_rule(step: Step, report, forward: dict, seed: int) -> Outcome:
     if not probe.get("pins_read"):
         return Outcome(
             "inconclusive",
-            f"(your {answer} does not read {upstream}, so its rule cannot be checked on its own: "
-            "it is judged by its value)",
+            Reason(
+                NOTE,
+                f"(your {answer} does not read {upstream}, so its rule cannot be checked on its own: "
+                "it is judged by its value)",
+            ),
         )
     result = report.probe_result()
     if result is None:
-        return Outcome("inconclusive", f"(re-run with other inputs, your code left no tensor in {answer})")
+        return Outcome(
+            "inconclusive", Reason(NOTE, f"(re-run with other inputs, your code left no tensor in {answer})")
+        )
     values = pinned(probe, seed, answer, {"d" + u: tuple(forward[u].shape) for u in step.upstream})
     pins = {u: values["d" + u] for u in step.upstream}
     expected = local_gradient(step, forward, pins).double()
@@ -306,6 +320,9 @@ def judge_rule(step: Step, report, forward: dict, seed: int) -> Outcome:
     why = diagnose(result, expected, step, forward, pins)
     return Outcome(
         "wrong",
-        f"{answer} has the right values on this batch, but not its backward rule: the grader ran your code for "
-        f"{answer} again with other values of {upstream} (random ones, of the same shapes), and then {why}",
+        Reason(
+            kind_of(why),
+            f"{answer} has the right values on this batch, but not its backward rule: the grader ran your code for "
+            f"{answer} again with other values of {upstream} (random ones, of the same shapes), and then {why}",
+        ),
     )

@@ -10,6 +10,7 @@ from typing import Callable
 import torch
 import torch.nn.functional as F
 
+from ..common.diagnoses import NOTE, Reason, kind_of
 from .explain import constant_factor, difference, factor_message, not_finite, wrong_dtype
 from .honesty import decoy
 from .judge import read_answer
@@ -30,7 +31,7 @@ class Value:
     compute: Variant  # the block of the forward pass in one go: what the answer is for any input
     input: str  # the tensor the block starts from: the rule probe re-runs the student's code with another one
     chunked: tuple  # the chunked forward pass's tensors computed from the input: reading them copies the chunk
-    mistakes: dict = field(default_factory=dict)  # message -> variant(f)
+    mistakes: dict = field(default_factory=dict)  # message (a Reason) -> variant(f)
 
 
 def _n(f):
@@ -56,10 +57,16 @@ FAST_FORWARDS = [
         "logits",
         ("logit_maxes", "norm_logits", "counts", "counts_sum", "counts_sum_inv", "probs", "logprobs", "loss"),
         mistakes={
-            "loss_fast was computed from probabilities: F.cross_entropy takes the raw logits and does the "
-            "softmax itself": lambda f: F.cross_entropy(f["probs"], f["Yb"]),
-            "loss_fast reads the logits as if they were log-probabilities (that is what F.nll_loss expects): "
-            "F.cross_entropy takes the raw logits": lambda f: F.nll_loss(f["logits"], f["Yb"]),
+            Reason(
+                "not_raw_logits",
+                "loss_fast was computed from probabilities: F.cross_entropy takes the raw logits and does the "
+                "softmax itself",
+            ): lambda f: F.cross_entropy(f["probs"], f["Yb"]),
+            Reason(
+                "not_raw_logits",
+                "loss_fast reads the logits as if they were log-probabilities (that is what F.nll_loss expects): "
+                "F.cross_entropy takes the raw logits",
+            ): lambda f: F.nll_loss(f["logits"], f["Yb"]),
         },
     ),
     Value(
@@ -71,23 +78,35 @@ FAST_FORWARDS = [
         "hprebn",
         ("bnmeani", "bndiff", "bndiff2", "bnvar", "bnvar_inv", "bnraw", "hpreact"),
         mistakes={
-            "hpreact_fast uses the biased variance (divided by n): this notebook's BatchNorm divides by n-1 "
-            "(Bessel's correction), like bnvar": lambda f: _batchnorm(f, correction=0),
-            "hpreact_fast normalises each example over its neurons (dimension 1): BatchNorm normalises each neuron "
-            "over the batch (dimension 0)": lambda f: _batchnorm(f, mean_dim=1),
-            "hpreact_fast divides by the variance: normalising divides by the standard deviation, the square root "
-            "of (variance + 1e-5)": lambda f: _batchnorm(f, root=False),
-            "hpreact_fast does not subtract the batch mean before dividing": lambda f: _batchnorm(f, centre=False),
-            "hpreact_fast is missing BatchNorm's epsilon: normalising divides by the square root of (variance + "
-            "1e-5), and the 1e-5 matters where a neuron's batch variance is small, as neuron 0's is here": lambda f: (
-                _batchnorm(f, epsilon=0.0)
+            Reason(
+                "bessel",
+                "hpreact_fast uses the biased variance (divided by n): this notebook's BatchNorm divides by n-1 "
+                "(Bessel's correction), like bnvar",
+            ): lambda f: _batchnorm(f, correction=0),
+            Reason(
+                "wrong_dimension",
+                "hpreact_fast normalises each example over its neurons (dimension 1): BatchNorm normalises each neuron "
+                "over the batch (dimension 0)",
+            ): lambda f: _batchnorm(f, mean_dim=1),
+            Reason(
+                "variance_for_std",
+                "hpreact_fast divides by the variance: normalising divides by the standard deviation, the square root "
+                "of (variance + 1e-5)",
+            ): lambda f: _batchnorm(f, root=False),
+            Reason("missing_term", "hpreact_fast does not subtract the batch mean before dividing"): lambda f: (
+                _batchnorm(f, centre=False)
             ),
-            "hpreact_fast is missing bngain: the normalised value is scaled by bngain": lambda f: _batchnorm(
-                f, gain=False
-            ),
-            "hpreact_fast is missing bnbias: the normalised value is shifted by bnbias": lambda f: _batchnorm(
-                f, bias=False
-            ),
+            Reason(
+                "epsilon",
+                "hpreact_fast is missing BatchNorm's epsilon: normalising divides by the square root of (variance + "
+                "1e-5), and the 1e-5 matters where a neuron's batch variance is small, as neuron 0's is here",
+            ): lambda f: _batchnorm(f, epsilon=0.0),
+            Reason(
+                "missing_factor", "hpreact_fast is missing bngain: the normalised value is scaled by bngain"
+            ): lambda f: _batchnorm(f, gain=False),
+            Reason(
+                "missing_term", "hpreact_fast is missing bnbias: the normalised value is shifted by bnbias"
+            ): lambda f: _batchnorm(f, bias=False),
         },
     ),
 ]
@@ -110,10 +129,10 @@ def _shape_problem(name: str, got: tuple, want: tuple, of: str) -> str:
     got, want = tuple(got), tuple(want)
     message = f"{name} has shape {got}, but {of} has shape {want}"
     if want == ():
-        return message + ": a loss is a single number, a tensor of shape () (no .view or [None])"
+        return Reason("wrong_shape", message + ": a loss is a single number, a tensor of shape () (no .view or [None])")
     if len(got) == len(want) == 2 and got == want[::-1]:
-        return message + ": it looks transposed"
-    return message + ": they must be equal"
+        return Reason("transposed", message + ": it looks transposed")
+    return Reason("wrong_shape", message + ": they must be equal")
 
 
 def judge_value(value: Value, report: Report, forward: dict, seed: int, tainted: set) -> Verdict:
@@ -134,7 +153,7 @@ def judge_value(value: Value, report: Report, forward: dict, seed: int, tainted:
     if close(answer, reference, scale):
         verdict.points = value.points
         verdict.lines.append(
-            f"correct: equal to {value.reference}, max difference {max_difference(answer, reference):.2g}"
+            Reason(NOTE, f"correct: equal to {value.reference}, max difference {max_difference(answer, reference):.2g}")
         )
         outcome = judge_copy(value, report, forward, seed)
         if outcome.verdict == "wrong":
@@ -149,13 +168,17 @@ def judge_value(value: Value, report: Report, forward: dict, seed: int, tainted:
             return verdict
     c = constant_factor(answer, reference, scale)
     if c is not None:
-        verdict.lines.append(f"{value.name} {factor_message(c, _n(forward))}")
+        message = factor_message(c, _n(forward))
+        verdict.lines.append(Reason(kind_of(message), f"{value.name} {message}"))
         return verdict
     off = difference(answer, reference, scale)
     verdict.lines.append(
-        f"{value.name} is not equal to {value.reference}: {off.wrong} of {off.total} entries differ "
-        f"(largest difference {off.largest_error:.3g}, largest value "
-        f"{off.scale:.3g}). Compare `{value.forward}` with the chunked forward pass, piece by piece"
+        Reason(
+            "differs_from_chunked",
+            f"{value.name} is not equal to {value.reference}: {off.wrong} of {off.total} entries differ "
+            f"(largest difference {off.largest_error:.3g}, largest value "
+            f"{off.scale:.3g}). Compare `{value.forward}` with the chunked forward pass, piece by piece",
+        )
     )
     return verdict
 
@@ -175,16 +198,22 @@ def judge_copy(value: Value, report: Report, forward: dict, seed: int) -> Outcom
     if copied:
         return Outcome(
             "wrong",
-            f"{value.name} does not follow {value.input}: it reads {', '.join(copied)}, which the chunked forward "
-            f"pass computed from the notebook's own {value.input}, so with other {value.input} (random ones, as the "
-            f"grader drew them) it still gives the chunked value. A copy of the chunked forward pass earns nothing: "
-            f"compute it from {value.input}, as `{value.forward}` does",
+            Reason(
+                "not_following_input",
+                f"{value.name} does not follow {value.input}: it reads {', '.join(copied)}, which the chunked "
+                f"forward pass computed from the notebook's own {value.input}, so with other {value.input} (random "
+                "ones, as the grader drew them) it still gives the chunked value. A copy of the chunked forward pass "
+                f"earns nothing: compute it from {value.input}, as `{value.forward}` does",
+            ),
         )
     if not probe.get("pins_read") or result is None:
         return Outcome(
             "inconclusive",
-            f"({value.name} does not follow {value.input} in a way the grader could re-run, so it is judged by its "
-            "value alone)",
+            Reason(
+                NOTE,
+                f"({value.name} does not follow {value.input} in a way the grader could re-run, so it is judged by "
+                "its value alone)",
+            ),
         )
     why = next(
         (
@@ -192,12 +221,18 @@ def judge_copy(value: Value, report: Report, forward: dict, seed: int) -> Outcom
             for m, wrong in value.mistakes.items()
             if close(result.double(), wrong(other).double(), magnitude(expected))
         ),
-        f"max difference {max_difference(result, expected):.3g} for values up to {magnitude(expected):.3g}",
+        Reason(
+            "not_following_input",
+            f"max difference {max_difference(result, expected):.3g} for values up to {magnitude(expected):.3g}",
+        ),
     )
     return Outcome(
         "wrong",
-        f"{value.name} is right on this batch, but with other {value.input} (random ones, as the grader drew them) "
-        f"it is not what `{value.forward}` gives: {why}",
+        Reason(
+            kind_of(why),
+            f"{value.name} is right on this batch, but with other {value.input} (random ones, as the grader drew "
+            f"them) it is not what `{value.forward}` gives: {why}",
+        ),
     )
 
 
@@ -225,21 +260,29 @@ def judge_rows_sum_to_zero(
         return verdict
     size = magnitude(answer)
     if size == 0:
-        verdict.lines.append(f"{answer_name} is all zeros: its rows sum to zero, but it is not a gradient yet")
+        verdict.lines.append(
+            Reason("all_zeros", f"{answer_name} is all zeros: its rows sum to zero, but it is not a gradient yet")
+        )
         return verdict
     reference = grads[name].double()
     if close(answer, decoy(grads[name], seed, name).double(), magnitude(reference)):
         verdict.lines.append(
-            f"{answer_name} is the value of {name}.grad, autograd's answer, so it earns nothing: "
-            "write this gradient by hand"
+            Reason(
+                "autograd",
+                f"{answer_name} is the value of {name}.grad, autograd's answer, so it earns nothing: "
+                "write this gradient by hand",
+            )
         )
         return verdict
     sums = answer.sum(1)
     if not close(sums, torch.zeros_like(sums), size):
         verdict.lines.append(
-            f"the rows of {answer_name} sum to values between {sums.min().item():.3g} and "
-            f"{sums.max().item():.3g}, not to zero: in each row the push up on the target must "
-            f"balance the pulls down on all the characters, and the probabilities of a row add up to 1"
+            Reason(
+                "rows_not_zero",
+                f"the rows of {answer_name} sum to values between {sums.min().item():.3g} and "
+                f"{sums.max().item():.3g}, not to zero: in each row the push up on the target must "
+                "balance the pulls down on all the characters, and the probabilities of a row add up to 1",
+            )
         )
         return verdict
     rows = torch.arange(answer.shape[0])
@@ -250,13 +293,16 @@ def judge_rows_sum_to_zero(
     against = (others * target[:, None] > 0).any(1)  # another character pulled the same way as the target
     if against.any():
         verdict.lines.append(
-            f"the rows sum to zero, but in {int(against.sum())} of {answer.shape[0]} rows the target "
-            f"character (Yb) is not pulled the opposite way to the other characters: is "
-            f"{answer_name} computed from this batch's logits and Yb?"
+            Reason(
+                "wrong_batch",
+                f"the rows sum to zero, but in {int(against.sum())} of {answer.shape[0]} rows the target "
+                f"character (Yb) is not pulled the opposite way to the other characters: is "
+                f"{answer_name} computed from this batch's logits and Yb?",
+            )
         )
         return verdict
     verdict.points = points
     verdict.lines.append(
-        f"correct: the largest row sum is {sums.abs().max().item():.2g}, against entries up to {size:.2g}"
+        Reason(NOTE, f"correct: the largest row sum is {sums.abs().max().item():.2g}, against entries up to {size:.2g}")
     )
     return verdict

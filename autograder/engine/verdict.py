@@ -3,6 +3,8 @@
 from dataclasses import dataclass, field
 from typing import Callable
 
+from ..common.diagnoses import NOTE, OTHER, kind_of
+
 
 @dataclass
 class Verdict:
@@ -11,7 +13,8 @@ class Verdict:
     title: str  # what was graded, e.g. "dcounts"
     points: float  # earned
     max_points: float
-    lines: list = field(default_factory=list)  # what the student reads under the title, one sentence a line
+    # what the student reads under the title, one sentence a line: each a ``common.diagnoses.Reason``
+    lines: list = field(default_factory=list)
     # the student's upstream gradients that differ from autograd's, which this answer was judged with: wrong ones
     # (error carried forward, ``judge.carried_forward``), or ones within their own tolerance whose difference still
     # shows here; ``judge.first_to_fix`` follows them up to the step to fix
@@ -21,6 +24,13 @@ class Verdict:
     @property
     def passed(self) -> bool:
         return self.points == self.max_points
+
+    @property
+    def diagnosis(self) -> str | None:
+        """The kind of the first line that is a reason (not a NOTE); None when the verdict earned every point."""
+        if self.passed:
+            return None
+        return next((kind for kind in map(kind_of, self.lines) if kind != NOTE), OTHER)
 
     def text(self) -> str:
         mark = "✔" if self.passed else "✘"
@@ -44,5 +54,5 @@ class Check:
         return self.judge(report, namespace, seed, tainted)
 
     def nothing(self, why: str) -> Verdict:
-        """No points, for a reason found before any answer could be judged (the cell did not run...)."""
+        """No points, for a reason (a ``Reason``) found before any answer could be judged (the cell did not run...)."""
         return Verdict(self.title, 0, self.points, [why])

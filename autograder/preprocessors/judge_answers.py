@@ -13,6 +13,7 @@ from nbformat.v4 import new_output
 from nbgrader import utils
 from nbgrader.preprocessors import NbGraderPreprocessor
 
+from ..common.diagnoses import METADATA, Reason
 from ..common.naming import SETUP_PREFIX, grade_id
 from ..common.phases import JUDGING, PHASES, REFERENCE
 from ..data import NAMES_VARIABLE
@@ -54,25 +55,53 @@ def why_no_answer(cell, index: int, state: dict, timed_out: set) -> tuple:
     (no dead kernel, no time limit), so that nothing but the submission kept the answer from the grader."""
     died_in, stopped_in = state.get("kernel_died_in"), state.get("notebook_time_limit_in")
     if died_in is not None and index >= died_in:
-        return "the kernel died before this cell reported its answer (see the cell where it stopped)", False
+        return Reason(
+            "did_not_run", "the kernel died before this cell reported its answer (see the cell where it stopped)"
+        ), False
     if stopped_in is not None and index >= stopped_in:
-        return "the notebook ran over its time limit before this cell finished (see the cell where it stopped)", False
+        return (
+            Reason(
+                "did_not_run",
+                "the notebook ran over its time limit before this cell finished (see the cell where it stopped)",
+            ),
+            False,
+        )
     if index in timed_out:
-        return "this cell ran over its time limit and was interrupted before it reported the answer", False
+        return (
+            Reason(
+                "did_not_run", "this cell ran over its time limit and was interrupted before it reported the answer"
+            ),
+            False,
+        )
     errors = [o.get("ename", "") for o in cell.get("outputs", []) if o.get("output_type") == "error"]
     if errors:
-        return f"no answer reached the grader: this cell stopped with {errors[-1]} before it reported it", True
+        return (
+            Reason(
+                "no_answer", f"no answer reached the grader: this cell stopped with {errors[-1]} before it reported it"
+            ),
+            True,
+        )
     return (
-        "no answer reached the grader: this cell ran to the end but reported nothing (the submission suppressed "
-        "the report or replaced the grader's module in its kernel)",
+        Reason(
+            "no_answer",
+            "no answer reached the grader: this cell ran to the end but reported nothing (the submission suppressed "
+            "the report or replaced the grader's module in its kernel)",
+        ),
         True,
     )
 
 
 def verdict_outputs(verdict: "Verdict") -> list:
+    """The verdict's text, and its points (what nbgrader reads) with its diagnosis kind (what the class report reads:
+    ``grading.report.misconceptions``; a student cannot forge it, every graded cell's outputs are replaced)."""
     return [
         new_output("stream", name="stdout", text=verdict.text()),
-        new_output("execute_result", data={"text/plain": repr(float(verdict.points))}, execution_count=None),
+        new_output(
+            "execute_result",
+            data={"text/plain": repr(float(verdict.points))},
+            metadata={METADATA: {"diagnosis": verdict.diagnosis}},
+            execution_count=None,
+        ),
     ]
 
 
@@ -129,14 +158,18 @@ class JudgeAnswers(NbGraderPreprocessor):
                     verdict = check(report, namespace, seed, set(taint.tainted))
                 except Exception as error:  # a malformed (forged) report must cost this cell only
                     self.log.warning("cell %s: unreadable report (%.200r)", grade_id(cell), error)
-                    verdict = check.nothing("the grader could not read the answer this cell reported")
+                    verdict = check.nothing(
+                        Reason("unreadable", "the grader could not read the answer this cell reported")
+                    )
                 answer = grade_id(cell).removeprefix("test_")
                 verdict.lines += changed_after_check(checked, report, answer)
                 if answer in report:
                     checked.setdefault(answer, report.raw(answer))
             else:
                 if reports:
-                    verdict = check.nothing("this cell reported more than one answer: the submission tampered with it")
+                    verdict = check.nothing(
+                        Reason("unreadable", "this cell reported more than one answer: the submission tampered with it")
+                    )
                 else:
                     why, ran = why_no_answer(cell, index, resources["backprop_ninja"], timed_out)
                     verdict = check.nothing(why)

@@ -221,15 +221,24 @@ def test_empty_or_missing_class(tmp_path, files):
 
 
 def autograded(root, student, verdicts):
-    """An autograded ex1 notebook whose graded cells hold these verdict texts (grade_id -> text)."""
+    """An autograded ex1 notebook whose graded cells hold these verdicts (grade_id -> (diagnosis kind, text)), as
+    JudgeAnswers writes them."""
     cells = [
         {
             "cell_type": "code",
             "metadata": {"nbgrader": {"grade": True, "grade_id": gid, "points": MAX[gid]}},
             "source": "",
-            "outputs": [{"output_type": "stream", "name": "stdout", "text": text}],
+            "outputs": [
+                {"output_type": "stream", "name": "stdout", "text": text},
+                {
+                    "output_type": "execute_result",
+                    "data": {"text/plain": "0.0"},
+                    "metadata": {"backprop_ninja": {"diagnosis": kind}},
+                    "execution_count": None,
+                },
+            ],
         }
-        for gid, text in verdicts.items()
+        for gid, (kind, text) in verdicts.items()
     ]
     folder = root / "autograded" / student / ASSIGNMENT
     folder.mkdir(parents=True)
@@ -241,19 +250,24 @@ def autograded(root, student, verdicts):
 def test_misconceptions_feedback_links_and_history(tmp_path):
     make_class(tmp_path)
     axis = "✘ dcounts_sum_inv: 1 of 2 points\n  dcounts_sum_inv has shape (1, 27), but counts_sum_inv has shape (32, 1): it looks summed over dimension 0 instead of dimension 1.\n"  # noqa: E501
+    axis = ("wrong_dimension", axis)
     autograded(tmp_path, "ada", {"test_dcounts_sum_inv": axis})
     autograded(
         tmp_path,
         "ben",
         {
             "test_dcounts_sum_inv": axis,
-            "test_dprobs": "✘ dprobs: 0 of 1 point\n  dprobs has the right size but the wrong sign: check it\n",
-            "test_dC": "✘ dC: 0 of 2 points\n  dC is right for characters that appear once in the batch, and wrong"
-            " for those that appear several times: `dC[Xb] += demb` does not add up repeated indices.\n",
+            "test_dprobs": ("wrong_sign", "✘ dprobs: 0 of 1 point\n  dprobs has the right size but the wrong sign\n"),
+            "test_dC": (
+                "not_accumulated",
+                "✘ dC: 0 of 2 points\n  dC is right for characters that appear once in the batch, and wrong"
+                " for those that appear several times: `dC[Xb] += demb` does not add up repeated indices.\n",
+            ),
         },
     )
-    autograded(tmp_path, HOSTILE, {"test_dcounts_sum_inv": axis, "test_dlogprobs": "✘ dlogprobs: 0 of 1 point\n"})
-    autograded(tmp_path, "dora", {"test_dprobs": "✘ dprobs: 0 of 1 point\n  not answered yet: dprobs is still None\n"})
+    hostile = {"test_dcounts_sum_inv": axis, "test_dlogprobs": ("<script>alert(1)</script>", "✘ dlogprobs: 0 of 1\n")}
+    autograded(tmp_path, HOSTILE, hostile)  # a kind that is no kind of the table is "other"
+    autograded(tmp_path, "dora", {"test_dprobs": ("not_answered", "✘ dprobs: 0 of 1 point\n  not answered yet\n")})
     for student in ["ada", "ben"]:
         folder = tmp_path / "feedback" / student / ASSIGNMENT
         folder.mkdir(parents=True)

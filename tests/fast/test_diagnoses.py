@@ -1,20 +1,28 @@
-"""The report's diagnosis kinds against the engine's real messages: each typical mistake, judged in process
-by the grader's own checks, is sorted into the kind that names it."""
+"""Diagnosis kinds, from where a sentence is made to the class report: each typical mistake, judged in process by
+the grader's own checks, gets the kind that names it (``Verdict.diagnosis``); JudgeAnswers writes the kind into the
+graded cell's metadata, and the report reads it from there, never from the words."""
 
+import copy
 import json
+import pickle
 
 import nbformat
 import pytest
 import torch
+from nbformat.v4 import new_code_cell, new_output
 
 from autograder.authoring import SOURCE_DIR
 from autograder.authoring.submissions import grade_id
+from autograder.common.diagnoses import DIAGNOSES, METADATA, NOTE, OTHER, Reason, kind_of
 from autograder.common.naming import SETUP_PREFIX
+from autograder.data import EMBEDDED_NAMES
 from autograder.engine import wire
 from autograder.engine.backward_rules import STEP_BY_NAME, local_gradient
 from autograder.engine.exercises import CHECKS
 from autograder.engine.reference import autograd_gradients, forward_values, run_setup
-from autograder.grading.report.misconceptions import DIAGNOSES, classify, most_frequent, read_diagnoses, verdict_reason
+from autograder.engine.verdict import Verdict
+from autograder.grading.report.misconceptions import most_frequent, read_diagnoses
+from autograder.preprocessors.judge_answers import JudgeAnswers, why_no_answer
 
 NB = "ex1_atomic_backward"
 SEED = 12345
@@ -50,78 +58,117 @@ MISTAKES = {
     "h": (lambda f, g: torch.zeros_like(g["h"]), "all_zeros"),
     "emb": (lambda f, g: torch.randn_like(g["emb"]), "wrong_values"),
     "W1": (lambda f, g: g["W1"].double(), "not_a_float32_tensor"),
+    "bnvar": (lambda f, g: -0.5 * f["bnvar"] ** -1.5 * g["bnvar_inv"], "epsilon"),
     "b1": (None, "not_answered"),
 }
+
+
+def reported(grads: dict, **answers) -> dict:
+    """Every gradient as autograd has it, except ``answers`` (name -> tensor, or None for not answered)."""
+    values = {f"d{name}": wire.encode(value) for name, value in grads.items()}
+    values.update(
+        {n: wire.encode(v) if v is not None else wire.encode(None, present=False) for n, v in answers.items()}
+    )
+    return values
 
 
 @pytest.mark.parametrize("step", MISTAKES)
 def test_a_typical_mistake_gets_the_kind_that_names_it(reference, step):
     namespace, forward, grads = reference
     make, kind = MISTAKES[step]
-    reported = {f"d{name}": wire.encode(value) for name, value in grads.items()}
-    reported[f"d{step}"] = wire.encode(make(forward, grads)) if make else wire.encode(None, present=False)
-    verdict = CHECKS[NB][f"test_d{step}"](wire.Report(reported), namespace, SEED, set())
-    reason = verdict_reason(verdict.text())
-    assert reason is not None and classify(reason) == kind, verdict.text()
+    report = wire.Report(reported(grads, **{f"d{step}": make(forward, grads) if make else None}))
+    verdict = CHECKS[NB][f"test_d{step}"](report, namespace, SEED, set())
+    assert verdict.diagnosis == kind, verdict.text()
 
 
-NO_ANSWER_CASES = [  # JudgeAnswers' reasons for a graded cell that reported nothing, and their diagnosis
-    ({"kernel_died_in": 2}, "did_not_run"),
-    ({"notebook_time_limit_in": 3}, "did_not_run"),
-    ({}, "did_not_run"),  # interrupted at its own timeout
-]
-
-
-def test_autograd_and_the_graders_own_notes_have_kinds(reference):
-    from nbformat.v4 import new_code_cell
-
-    from autograder.preprocessors.judge_answers import why_no_answer
-
-    cell = new_code_cell("report(globals(), 'dprobs')")
-    assert classify(why_no_answer(cell, 3, {}, set())[0]) == "no_answer"
+def test_autograd_and_the_graders_own_reasons_have_kinds(reference):
     namespace, _, grads = reference
-    reported = {f"d{name}": wire.encode(value) for name, value in grads.items()}
-    verdict = CHECKS[NB]["test_dprobs"](wire.Report(reported), namespace, SEED, {"dprobs"})
-    assert classify(verdict_reason(verdict.text())) == "autograd"
-    for line, kind in [
-        *((why_no_answer(cell, 3, state, {3})[0], kind) for state, kind in NO_ANSWER_CASES),
-        ("the grader could not read the answer this cell reported", "unreadable"),
-        ("dlogits takes the softmax over the wrong dimension: an example's probabilities ...", "wrong_dimension"),
-        ("dhprebn is missing the factor n/(n-1) on the path through the variance", "bessel"),
-        ("dlogits has no term for the target: differentiate ...", "target_term"),
-        ("something the table has no words for", "other"),
-    ]:
-        assert classify(line) == kind, line
-    assert verdict_reason("✔ dprobs: 1 of 1 point\n  correct: max difference 0\n") is None
+    verdict = CHECKS[NB]["test_dprobs"](wire.Report(reported(grads)), namespace, SEED, {"dprobs"})
+    assert verdict.diagnosis == "autograd"
+    cell = new_code_cell("report(globals(), 'dprobs')")
+    assert kind_of(why_no_answer(cell, 3, {}, set())[0]) == "no_answer"
+    for state in [{"kernel_died_in": 2}, {"notebook_time_limit_in": 3}, {}]:  # {}: interrupted at its own timeout
+        assert kind_of(why_no_answer(cell, 3, state, {3})[0]) == "did_not_run"
 
 
-def test_the_diagnoses_of_a_class_are_read_from_its_autograded_notebooks(tmp_path):
-    def notebook(verdicts):
-        cells = [
-            {
-                "cell_type": "code",
-                "metadata": {"nbgrader": {"grade": True, "grade_id": gid, "points": 1}},
-                "source": "",
-                "outputs": [{"output_type": "stream", "name": "stdout", "text": text}],
-            }
-            for gid, text in verdicts.items()
+def test_a_verdicts_diagnosis_is_its_first_reason():
+    sign = Reason("wrong_sign", "dprobs has the right size but the wrong sign")
+    note = Reason(NOTE, "(judged from your own dlogprobs, which is wrong too)")
+    assert Verdict("dprobs", 0, 1, [note, sign, Reason("all_zeros", "...")]).diagnosis == "wrong_sign"
+    assert Verdict("dprobs", 1, 1, [sign]).diagnosis is None  # every point earned: no diagnosis
+    assert Verdict("dprobs", 0, 1, ["a sentence nobody tagged"]).diagnosis == OTHER
+    assert Verdict("dprobs", 0, 1, [note]).diagnosis == OTHER
+    assert Verdict("dprobs", 0.5, 1, []).diagnosis == OTHER
+
+
+def test_a_reason_is_a_string_that_keeps_its_kind():
+    reason = Reason("keepdim", "dbnbias has shape (64,)")
+    assert (
+        reason == "dbnbias has shape (64,)" and isinstance(reason, str) and f"  {reason}" == "  dbnbias has shape (64,)"
+    )
+    for again in (copy.copy(reason), copy.deepcopy(reason), pickle.loads(pickle.dumps(reason))):
+        assert again == reason and again.kind == "keepdim"
+    assert kind_of("an untagged sentence") == OTHER
+    with pytest.raises(ValueError):
+        Reason("keep_dim", "a kind the table does not have")
+    assert all(kind == kind.lower() and " " not in kind and DIAGNOSES[kind] for kind in DIAGNOSES)
+
+
+def test_the_kind_goes_from_judge_answers_to_the_report(reference, tmp_path):
+    """A real notebook judged by JudgeAnswers: each graded cell's execute_result names its verdict's kind (what a
+    student put there is replaced), and read_diagnoses reads the kinds back from the autograded notebook."""
+    _, forward, grads = reference
+    answers = {"dprobs": -grads["probs"], "dbnbias": grads["bnbias"].view(-1), "dcounts": None}
+    payload = reported(grads, **answers)
+    nb = nbformat.read(SOURCE_DIR / f"{NB}.ipynb", as_version=4)
+    graded = [c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade") and grade_id(c) in CHECKS[NB]]
+    for cell in graded:
+        cell.outputs = [
+            new_output("display_data", data={wire.MIME: payload}),
+            new_output("execute_result", data={"text/plain": "1.0"}, metadata={METADATA: {"diagnosis": "keepdim"}}),
         ]
-        return json.dumps({"cells": cells, "metadata": {}, "nbformat": 4, "nbformat_minor": 5})
+    resources = {
+        "nbgrader": {"notebook": NB, "student": "ada"},
+        "backprop_ninja": {"seed": SEED, "names_path": str(EMBEDDED_NAMES), "incidents": []},
+    }
+    nb, _ = JudgeAnswers().preprocess(nb, resources)
+    kinds = {grade_id(c): c.outputs[-1]["metadata"][METADATA]["diagnosis"] for c in graded}
+    wrong = {"test_dprobs": "wrong_sign", "test_dbnbias": "keepdim", "test_dcounts": "not_answered"}
+    assert kinds == {gid: wrong.get(gid) for gid in kinds}
 
-    keepdim = "✘ dbnbias: 0 of 1 point\n  dbnbias has shape (64,), but bnbias has shape (1, 64): dimension 0 of size 1 was dropped. Keep it (keepdim=True) so the shapes match exactly.\n"  # noqa: E501
-    sign = "✘ dprobs: 0 of 1 point\n  dprobs has the right size but the wrong sign: check the sign\n"
-    right = "✔ dprobs: 1 of 1 point\n  correct: max difference 0\n"
-    for student, verdicts in {
-        "ada": {"test_dprobs": right, "test_dbnbias": keepdim},
-        "ben": {"test_dprobs": sign, "test_dbnbias": keepdim},
-        "cy": {"test_dprobs": right, "test_dbnbias": keepdim},
+    folder = tmp_path / "autograded" / "ada" / "backprop_ninja"
+    folder.mkdir(parents=True)
+    nbformat.write(nb, folder / f"{NB}.ipynb")
+    found = read_diagnoses(tmp_path, "backprop_ninja", ["ada", "nobody"], [NB])
+    assert {d.step: d.kind for d in found} == wrong
+    sign = next(d for d in found if d.step == "test_dprobs")
+    assert sign.reason.startswith("dprobs has the right size but the wrong sign"), sign.reason
+
+
+def test_most_frequent_counts_students_per_kind(tmp_path):
+    def cell(gid, kind):
+        result = {"output_type": "execute_result", "data": {"text/plain": "0.0"}, "execution_count": None}
+        return {
+            "cell_type": "code",
+            "metadata": {"nbgrader": {"grade": True, "grade_id": gid, "points": 1}},
+            "source": "",
+            "outputs": [
+                {"output_type": "stream", "name": "stdout", "text": f"✘ {gid}\n  words\n"},
+                {**result, "metadata": {METADATA: {"diagnosis": kind}}},
+            ],
+        }
+
+    for student, kinds in {
+        "ada": {"test_dprobs": None, "test_dbnbias": "keepdim"},
+        "ben": {"test_dprobs": "wrong_sign", "test_dbnbias": "keepdim"},
+        "cy": {"test_dprobs": None, "test_dbnbias": "keepdim"},
     }.items():
         folder = tmp_path / "autograded" / student / "backprop_ninja"
         folder.mkdir(parents=True)
-        (folder / f"{NB}.ipynb").write_text(notebook(verdicts))
+        cells = [cell(gid, kind) for gid, kind in kinds.items()]
+        (folder / f"{NB}.ipynb").write_text(json.dumps({"cells": cells, "metadata": {}, "nbformat": 4}))
     found = read_diagnoses(tmp_path, "backprop_ninja", ["ada", "ben", "cy", "nobody"], [NB])
     assert most_frequent(found) == {
         (NB, "test_dbnbias"): [("keepdim", ["ada", "ben", "cy"])],
         (NB, "test_dprobs"): [("wrong_sign", ["ben"])],
     }
-    assert set(DIAGNOSES) >= {d.kind for d in found}

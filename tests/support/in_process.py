@@ -34,6 +34,7 @@ from IPython.core.interactiveshell import InteractiveShell
 from traitlets.config import Config
 
 from autograder.authoring import SOURCE_DIR
+from autograder.common.diagnoses import DIAGNOSES, METADATA, OTHER
 from autograder.common.naming import grade_id
 from autograder.data import EMBEDDED_NAMES, NAMES_VARIABLE, SEED_VARIABLE
 from autograder.preprocessors.judge_answers import JudgeAnswers
@@ -50,6 +51,7 @@ class Graded:
     points: dict  # grade_id -> points of every graded cell
     messages: dict  # grade_id -> the grader's text in that cell
     max_points: dict  # grade_id -> the cell's maximum
+    diagnoses: dict  # grade_id -> the diagnosis kind JudgeAnswers wrote in that cell (None: every point earned)
     notebook: object  # the judged notebook
     problems: list  # the Problems JudgeAnswers found (no_answer_reported)
 
@@ -97,7 +99,8 @@ def autograde(name: str, submissions: dict, seed: int = DEFAULT_SEED) -> dict:
 
 
 def _read_grades(nb, problems: list) -> Graded:
-    points, messages, most = {}, {}, {}
+    """What JudgeAnswers wrote; every verdict that loses points names its diagnosis, a kind of the table."""
+    points, messages, most, kinds = {}, {}, {}, {}
     for cell in nb.cells:
         meta = cell.metadata.get("nbgrader", {})
         if not meta.get("grade"):
@@ -107,7 +110,12 @@ def _read_grades(nb, problems: list) -> Graded:
         results = [o for o in cell.get("outputs", []) if o.get("output_type") == "execute_result"]
         points[gid] = float(results[-1]["data"]["text/plain"]) if results else 0.0
         messages[gid] = "".join(o.get("text", "") for o in cell.get("outputs", []) if o.get("output_type") == "stream")
-    return Graded(points, messages, most, nb, problems)
+        kinds[gid] = results[-1]["metadata"][METADATA]["diagnosis"]
+        if points[gid] == most[gid]:
+            assert kinds[gid] is None, messages[gid]
+        else:
+            assert kinds[gid] in DIAGNOSES and kinds[gid] != OTHER, (kinds[gid], messages[gid])
+    return Graded(points, messages, most, kinds, nb, problems)
 
 
 # ------------------------------------------------------------------------------------------ execution

@@ -3,6 +3,7 @@ training set, for the student's own trained parameters (so a training mistake do
 the calibration).
 """
 
+from ...common.diagnoses import NOTE, Reason
 from ..explain import difference
 from ..judge import not_a_tensor
 from ..tolerance import close, magnitude, max_difference
@@ -21,7 +22,7 @@ def judge_calibration(report: Report, namespace: dict, seed: int, tainted: set) 
     parameters = [report.tensor(name) for name in ("C", "W1", "b1")]
     initial = namespace["initial_parameters"]
     if any(p is None or p.shape != p0.shape or not p.is_floating_point() for p, p0 in zip(parameters, initial)):
-        verdict.lines.append("the parameters C, W1, b1 could not be read")
+        verdict.lines.append(Reason("unreadable", "the parameters C, W1, b1 could not be read"))
         return verdict
     Xtr = namespace["Xtr"]
     expected = _statistics(parameters, Xtr)
@@ -42,11 +43,14 @@ def judge_calibration(report: Report, namespace: dict, seed: int, tainted: set) 
         problem = not_a_tensor(name, info)
         answer = report.tensor(name) if problem is None else None
         if name in tainted:
-            problem = f"{name} is computed with autograd, so it earns nothing"
+            problem = Reason("autograd", f"{name} is computed with autograd, so it earns nothing")
         elif problem and info.get("kind", "missing") in ("missing", "none"):
-            problem = f"not calibrated yet: {name} is not defined (did the calibration cell run without an error?)"
+            problem = Reason(
+                "not_answered",
+                f"not calibrated yet: {name} is not defined (did the calibration cell run without an error?)",
+            )
         elif problem is None and (answer is None or not answer.is_floating_point()):
-            problem = f"{name} must be a tensor of floats"
+            problem = Reason("not_a_float32_tensor", f"{name} must be a tensor of floats")
         if problem:
             verdict.lines.append(problem)
             continue
@@ -54,30 +58,43 @@ def judge_calibration(report: Report, namespace: dict, seed: int, tainted: set) 
         if tuple(answer.shape) != want:
             hint = ": keep dimension 0 (keepdim=True)" if tuple(answer.shape) == want[1:] else ""
             verdict.lines.append(
-                f"{name} has shape {tuple(answer.shape)}, but it must be {want}, one value per "
-                f"neuron, like bngain{hint}"
+                Reason(
+                    "keepdim" if hint else "wrong_shape",
+                    f"{name} has shape {tuple(answer.shape)}, but it must be {want}, one value per "
+                    f"neuron, like bngain{hint}",
+                )
             )
             continue
         answer = answer.double()
         if close(answer, expected[name], scale[name]):
             verdict.points += 1
             verdict.lines.append(
-                f"{name} is the {what[name]} of hprebn over the training set "
-                f"(max difference {max_difference(answer, expected[name]):.2g})"
+                Reason(
+                    NOTE,
+                    f"{name} is the {what[name]} of hprebn over the training set "
+                    f"(max difference {max_difference(answer, expected[name]):.2g})",
+                )
             )
             continue
         for description, statistics in others:
             if close(answer, statistics()[name], scale[name]):
-                verdict.lines.append(f"{name} is the {what[name]} of hprebn over {description}")
+                verdict.lines.append(
+                    Reason("wrong_statistics", f"{name} is the {what[name]} of hprebn over {description}")
+                )
                 break
         else:
             if name == "bnvar" and close(answer, expected[name].sqrt(), scale[name] ** 0.5):
-                verdict.lines.append("bnvar is the standard deviation: it must be the variance")
+                verdict.lines.append(
+                    Reason("variance_for_std", "bnvar is the standard deviation: it must be the variance")
+                )
             else:
                 off = difference(answer, expected[name], magnitude(expected[name]))
                 verdict.lines.append(
-                    f"{name} is not the {what[name]} of hprebn over the training set: largest difference "
-                    f"{off.largest_error:.3g} (values up to {off.scale:.3g}). "
-                    f"hprebn is C[Xtr] viewed as ({len(Xtr)}, 3 * n_embd), times W1, plus b1"
+                    Reason(
+                        "wrong_statistics",
+                        f"{name} is not the {what[name]} of hprebn over the training set: largest difference "
+                        f"{off.largest_error:.3g} (values up to {off.scale:.3g}). "
+                        f"hprebn is C[Xtr] viewed as ({len(Xtr)}, 3 * n_embd), times W1, plus b1",
+                    )
                 )
     return verdict

@@ -2,6 +2,7 @@
 the engine; a wrong one is diagnosed by the first wrong intermediate on its path (docs/design/engine.md).
 """
 
+from ...common.diagnoses import NOTE, Reason, kind_of
 from ..backward_rules import STEP_BY_NAME, local_gradient
 from ..diagnose import diagnose
 from ..judge import judge_gradient
@@ -16,21 +17,27 @@ def call_problem(report: Report, position: int) -> str | None:
     """Why backward_pass gave no d<parameter> at this position, if it did not."""
     status = report.info("backward_pass")
     if status.get("kind") == "missing":
-        return "not answered yet: backward_pass is not defined (did its cell run without an error?)"
+        return Reason(
+            "not_answered", "not answered yet: backward_pass is not defined (did its cell run without an error?)"
+        )
     if status.get("kind") == "raised":
         if status.get("type") == "NotImplementedError":
-            return "not answered yet: backward_pass still raises NotImplementedError"
-        return (
+            return Reason("not_answered", "not answered yet: backward_pass still raises NotImplementedError")
+        return Reason(
+            "raised_error",
             f"backward_pass raised {status.get('type')} on the check batch: {status.get('message', '')}".rstrip(": ")
-            + ". Run Step 1 (your gradients beside autograd's) to see where"
+            + ". Run Step 1 (your gradients beside autograd's) to see where",
         )
     length = status.get("length")
     if length is None:
-        return f"backward_pass returned a {status.get('type')}; it must return the list {RETURNED}"
+        return Reason(
+            "wrong_return", f"backward_pass returned a {status.get('type')}; it must return the list {RETURNED}"
+        )
     if length <= position:
-        return (
+        return Reason(
+            "wrong_return",
             f"backward_pass returned {length} gradient{'s' if length != 1 else ''}; "
-            f"d{PARAMETER_NAMES[position]} is number {position + 1} of {RETURNED}"
+            f"d{PARAMETER_NAMES[position]} is number {position + 1} of {RETURNED}",
         )
     return None
 
@@ -49,7 +56,9 @@ def _first_wrong_intermediate(name: str, report: Report, forward: dict, grads: d
         if close(got.double(), grads[inter].double(), step_scale(step, forward, upstream)):
             continue
         if tuple(got.shape) != tuple(grads[inter].shape):
-            return inter, f"it has shape {tuple(got.shape)}, but {inter} has shape {tuple(grads[inter].shape)}"
+            return inter, Reason(
+                "wrong_shape", f"it has shape {tuple(got.shape)}, but {inter} has shape {tuple(grads[inter].shape)}"
+            )
         return inter, diagnose(got.double(), grads[inter].double(), step, forward, upstream)
     return None, unknown
 
@@ -80,8 +89,11 @@ def judge_parameter_gradient(name: str, report: Report, namespace: dict, seed: i
             0,
             step.points,
             [
-                "backward_pass uses autograd (.grad, backward or torch.autograd), so none of its gradients count: "
-                "compute every gradient by hand"
+                Reason(
+                    "autograd",
+                    "backward_pass uses autograd (.grad, backward or torch.autograd), so none of its gradients "
+                    "count: compute every gradient by hand",
+                )
             ],
         )
     problem = call_problem(report, position)
@@ -102,23 +114,30 @@ def judge_parameter_gradient(name: str, report: Report, namespace: dict, seed: i
                 and close(answer.double(), grads[other].double(), magnitude(grads[other]))
             ):
                 verdict.lines.append(
-                    f"it is d{other}: backward_pass must return the gradients in the order of parameters, {RETURNED}"
+                    Reason(
+                        "wrong_return",
+                        f"it is d{other}: backward_pass must return the gradients in the order of parameters, "
+                        f"{RETURNED}",
+                    )
                 )
                 return verdict
         inter, why = _first_wrong_intermediate(name, report, forward, grads)
         if inter is None:
             if why:
                 verdict.lines.append(
-                    f"(if you name your intermediate gradients {', '.join(why)}, this feedback "
-                    "can tell which of them is the first wrong one)"
+                    Reason(
+                        NOTE,
+                        f"(if you name your intermediate gradients {', '.join(why)}, this feedback "
+                        "can tell which of them is the first wrong one)",
+                    )
                 )
             return verdict
         where = f"the first wrong gradient on the way back from the loss is your d{inter}: {why}"
         upstream = " and ".join("d" + c for c in step.upstream)
         if _right_for_own_upstream(step, answer, report, forward, grads):
-            verdict.lines = [f"d{name} is right for your {upstream}, but {where}"]
+            verdict.lines = [Reason(kind_of(why), f"d{name} is right for your {upstream}, but {where}")]
         else:
-            verdict.lines.append(where[0].upper() + where[1:])
+            verdict.lines.append(Reason(kind_of(why), where[0].upper() + where[1:]))
     return verdict
 
 

@@ -4,6 +4,7 @@ follow autograd's run and reach the goal loss; training that uses autograd earns
 
 import torch
 
+from ...common.diagnoses import NOTE, Reason, kind_of
 from ..backward_rules import STEP_BY_NAME
 from ..tolerance import close, step_scale
 from ..verdict import Verdict
@@ -25,10 +26,11 @@ from .reference_runs import (
 def _autograd_in_training(tainted: set) -> str | None:
     for function in ("backward_pass", "training_step"):  # training_step is tainted by a tainted backward_pass too
         if function in tainted:
-            return (
+            return Reason(
+                "autograd",
                 f"{function} uses autograd (.grad, backward or torch.autograd): the training run must be driven "
                 "by the gradients of your backward_pass alone, so it earns nothing. Remove every .backward() and "
-                ".grad from it"
+                ".grad from it",
             )
     return None
 
@@ -72,19 +74,27 @@ def _first_departure(losses, expected):
 def _why_it_departs(losses, trained, namespace, first: int) -> str:
     """Why training_step, given the right gradients, leaves autograd's run at step ``first``."""
     if trained is not None and all(torch.equal(t, p0) for t, p0 in zip(trained, namespace["initial_parameters"])):
-        return (
+        return Reason(
+            "not_updated_in_place",
             "the parameters never changed: training_step must update them in place (p += -lr * grad, or "
-            "p.data += ...); p = p - lr * grad only gives the name p a new tensor"
+            "p.data += ...); p = p - lr * grad only gives the name p a new tensor",
         )
     if first == 0:
-        return "the very first loss differs: training_step must return the loss of forward(Xb, Yb) before the update"
+        return Reason(
+            "wrong_update",
+            "the very first loss differs: training_step must return the loss of forward(Xb, Yb) before the update",
+        )
     if len(losses) >= 20 and losses[-10:].mean() > losses[:10].mean():
-        return "the loss goes up: each parameter must move against its gradient, p += -lr * grad"
+        return Reason("wrong_sign", "the loss goes up: each parameter must move against its gradient, p += -lr * grad")
     if first == GRADED_STEPS // 2 + 1:
-        return "the run departs when the learning rate drops to 0.01: training_step must use the lr it is given"
-    return (
+        return Reason(
+            "wrong_update",
+            "the run departs when the learning rate drops to 0.01: training_step must use the lr it is given",
+        )
+    return Reason(
+        "wrong_update",
         "check that training_step updates every parameter once per step, by -lr times its own gradient "
-        f"(the gradients come in the order of parameters, {RETURNED})"
+        f"(the gradients come in the order of parameters, {RETURNED})",
     )
 
 
@@ -118,12 +128,18 @@ def _own_run(report: Report, namespace: dict, expected) -> str | None:
 
 def _training_step_failed(status: dict, steps: int) -> str:
     if status.get("kind") == "missing":
-        return "not answered yet: training_step is not defined (did its cell run without an error?)"
+        return Reason(
+            "not_answered", "not answered yet: training_step is not defined (did its cell run without an error?)"
+        )
     if status.get("type") == "NotImplementedError":
-        return f"training stopped after 0 of {GRADED_STEPS} steps: training_step still raises NotImplementedError"
-    return (
+        return Reason(
+            "not_answered",
+            f"training stopped after 0 of {GRADED_STEPS} steps: training_step still raises NotImplementedError",
+        )
+    return Reason(
+        "raised_error",
         f"training stopped after {steps} of {GRADED_STEPS} steps, with the right gradients: training_step raised "
-        f"{status.get('type')}: {status.get('message', '')}"
+        f"{status.get('type')}: {status.get('message', '')}",
     )
 
 
@@ -148,26 +164,37 @@ def judge_training(report: Report, namespace: dict, seed: int, tainted: set) -> 
     if first is None:
         verdict.points += FOLLOW_POINTS
         verdict.lines.append(
-            f"with the right gradients, your training_step follows autograd's run: the loss of every one of the "
-            f"{GRADED_STEPS} steps within {largest:.1g} of autograd's (tolerance {LOSS_TOLERANCE:g})"
+            Reason(
+                NOTE,
+                f"with the right gradients, your training_step follows autograd's run: the loss of every one of the "
+                f"{GRADED_STEPS} steps within {largest:.1g} of autograd's (tolerance {LOSS_TOLERANCE:g})",
+            )
         )
     else:
+        why = _why_it_departs(replay, trained, namespace, first)
         verdict.lines.append(
-            f"with the right gradients, your training_step leaves autograd's run at step {first + 1}: loss "
-            f"{replay[first].item():.4f}, autograd's {expected[first].item():.4f} (tolerance {LOSS_TOLERANCE:g}); "
-            + _why_it_departs(replay, trained, namespace, first)
+            Reason(
+                kind_of(why),
+                f"with the right gradients, your training_step leaves autograd's run at step {first + 1}: loss "
+                f"{replay[first].item():.4f}, autograd's {expected[first].item():.4f} (tolerance {LOSS_TOLERANCE:g}); "
+                + why,
+            )
         )
     if trained is None:
-        verdict.lines.append("the trained parameters could not be read")
+        verdict.lines.append(Reason("unreadable", "the trained parameters could not be read"))
     else:
         reached = validation_loss(trained, namespace)
         goal = f"(goal: below {REACH_LOSS:g}; autograd's run: {run['val_loss']:.4f})"
         if reached < REACH_LOSS:
             verdict.points += POINTS["training"] - FOLLOW_POINTS
-            verdict.lines.append(f"reaches a validation loss of {reached:.4f} after {GRADED_STEPS} steps {goal}")
+            verdict.lines.append(
+                Reason(NOTE, f"reaches a validation loss of {reached:.4f} after {GRADED_STEPS} steps {goal}")
+            )
         else:
-            verdict.lines.append(f"the validation loss after {GRADED_STEPS} steps is {reached:.4f} {goal}")
+            verdict.lines.append(
+                Reason("goal_not_reached", f"the validation loss after {GRADED_STEPS} steps is {reached:.4f} {goal}")
+            )
     own = _own_run(report, namespace, expected)
-    if own:
-        verdict.lines.append(f"{own}; that costs the cells of the gradients, not the training run")
+    if own:  # what the student's own gradients did: it explains, it costs this cell nothing
+        verdict.lines.append(Reason(NOTE, f"{own}; that costs the cells of the gradients, not the training run"))
     return verdict

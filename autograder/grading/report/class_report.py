@@ -11,11 +11,12 @@ from pathlib import Path
 import jinja2
 from markupsafe import Markup, escape
 
+from ...common.diagnoses import NOT_ATTEMPTED, label
 from ...common.problems import KINDS
 from ..intake.changes import FIRST_GRADING
 from . import charts
 from .class_data import ASSIGNMENT, ClassData
-from .misconceptions import NOT_ATTEMPTED, label, most_frequent
+from .misconceptions import most_frequent
 
 HARDEST = 5
 TOP_DIAGNOSES = 3  # per step
