@@ -1,15 +1,17 @@
 """The grading engine: pure functions from tensors to verdicts. It never imports nbgrader.
 
 backward_rules   the local backward rule of every step (the single table the grader reads)
+fused_rules      the fused steps of Exercises 2 and 3 (dlogits, dhprebn), as rules of the same kind
 tolerance        when two gradients count as equal, and why
 wire             how answers travel from the kernel to the grader (the trust boundary), and a cell's Report
 verdict          what every graded cell runs and returns: a Check, a Verdict
 explain          why an answer differs from its reference (dtype, NaN, a constant factor, wrong entries)
 reference        the grader's own run of a notebook's setup: forward values, autograd's gradients
 judge            the verdict on one graded gradient (error carried forward); diagnose: its messages
-probes           rule probes: a step's code re-run on random upstream gradients, against the step's rule
-snapshots        what a statement read when it ran (taken in the kernel): what a probe re-runs it on
+probes/          rule probes: a step's code re-run on random upstream gradients (rerun, on the snapshots of what
+                 each statement read when it ran), against the step's rule (judge_rule)
 exposures        which of the grader's inputs exposes which known mistake, and the margins
+fast_forwards    loss_fast and hpreact_fast: what each block must equal, and its known wrong variants
 value_checks     answers that are not gradients: loss_fast, hpreact_fast, rows of dlogits summing to zero
 training/        Exercise 4: the grader's network, and the verdicts on backward_pass, the training run, the calibration
 honesty          answers taken from autograd earn nothing

@@ -37,12 +37,12 @@ class Step:
         return [c for c in self.terms if c != "loss"]
 
 
-def _n(f):
+def batch_size(f) -> int:
     return f["hprebn"].shape[0]
 
 
 def _dlogprobs_from_loss(f, d):
-    n = _n(f)
+    n = batch_size(f)
     grad = torch.zeros_like(f["logprobs"])
     grad[range(n), f["Yb"]] = -1.0 / n
     return grad
@@ -58,7 +58,7 @@ def _dC_from_emb(f, d):
     return grad.index_add_(0, f["Xb"].reshape(-1), d["emb"].reshape(-1, f["C"].shape[1]))
 
 
-_EPSILON = (
+EPSILON_WORDS = (
     "the forward pass adds 1e-5 to the variance before the square root, and the derivative keeps it (it "
     "matters where a neuron's batch variance is small, as neuron 0's is here)"
 )
@@ -133,7 +133,7 @@ STEPS = [
         {"bnvar_inv": lambda f, d: -0.5 * (f["bnvar"] + 1e-5) ** -1.5 * d["bnvar_inv"]},
         1,
         mistakes={
-            Reason("epsilon", f"dbnvar is missing BatchNorm's epsilon: {_EPSILON}"): lambda f, d: (
+            Reason("epsilon", f"dbnvar is missing BatchNorm's epsilon: {EPSILON_WORDS}"): lambda f, d: (
                 -0.5 * f["bnvar"] ** -1.5 * d["bnvar_inv"]
             )
         },
@@ -141,7 +141,7 @@ STEPS = [
     Step(
         "bndiff2",
         "bnvar = 1/(n-1) * bndiff2.sum(0, keepdim=True)",
-        {"bnvar": lambda f, d: torch.ones_like(f["bndiff2"]) / (_n(f) - 1) * d["bnvar"]},
+        {"bnvar": lambda f, d: torch.ones_like(f["bndiff2"]) / (batch_size(f) - 1) * d["bnvar"]},
         1,
     ),
     Step(
@@ -156,7 +156,7 @@ STEPS = [
         "bndiff = hprebn - bnmeani; bnmeani = 1/n * hprebn.sum(0, keepdim=True)",
         {
             "bndiff": lambda f, d: d["bndiff"].clone(),
-            "bnmeani": lambda f, d: torch.ones_like(f["hprebn"]) / _n(f) * d["bnmeani"],
+            "bnmeani": lambda f, d: torch.ones_like(f["hprebn"]) / batch_size(f) * d["bnmeani"],
         },
         2,
     ),
@@ -187,147 +187,3 @@ def local_gradient(step: Step, forward: dict, upstream: dict, drop: str = None) 
     for t in terms[1:]:
         total = total + t
     return total
-
-
-# ---------------------------------------------------------------------------------------------
-# Fused steps (Exercises 2 and 3): a whole block of the forward pass differentiated at once.
-# They are Steps like the atomic ones, so the judge, the tolerance and the diagnostics treat them
-# the same way; their `mistakes` name the wrong formulas students typically write.
-
-
-def _one_hot(f):
-    return F.one_hot(f["Yb"], num_classes=f["logits"].shape[1]).to(f["logits"].dtype)
-
-
-def _dlogits_fused(f, d, probs=None, target=None):
-    """(softmax - one-hot) / n, or the same with a wrong softmax or a wrong target term (the variants)."""
-    probs = F.softmax(f["logits"], 1) if probs is None else probs
-    target = _one_hot(f) if target is None else target
-    return (probs - target) / _n(f)
-
-
-def _every_target_in_every_row(f):
-    """What `dlogits[:, Yb] -= 1` subtracts: 1 in each row at every column that is some example's target."""
-    mask = torch.zeros_like(f["logits"])
-    mask[:, f["Yb"]] = 1.0
-    return mask
-
-
-def _dhprebn_fused(f, d, bessel=None, mean_term=1.0, variance_term=1.0, gain=True, dim=0, bnvar_inv=None, bnraw=None):
-    """The BatchNorm backward pass in one expression; the keywords make its known wrong variants."""
-    n = _n(f)
-    bessel = n / (n - 1) if bessel is None else bessel
-    s = f["bnvar_inv"] if bnvar_inv is None else bnvar_inv
-    xhat = f["bnraw"] if bnraw is None else bnraw
-    dy = d["hpreact"]
-    scale = (f["bngain"] if gain else 1.0) * s / n
-    return scale * (
-        n * dy
-        - mean_term * dy.sum(dim, keepdim=True)
-        - variance_term * bessel * xhat * (dy * xhat).sum(dim, keepdim=True)
-    )
-
-
-def _dhprebn_biased(f, d):
-    """The whole formula redone with the biased variance (divided by n), as the BatchNorm paper has it."""
-    bndiff = f["hprebn"] - f["hprebn"].mean(0, keepdim=True)
-    s = ((bndiff**2).mean(0, keepdim=True) + 1e-5) ** -0.5
-    return _dhprebn_fused(f, d, bessel=1.0, bnvar_inv=s, bnraw=bndiff * s)
-
-
-_BESSEL = (
-    "the forward pass divides the variance by n-1 (Bessel's correction) but the mean by n, and the two "
-    "paths of your derivation must keep that difference"
-)
-
-FUSED_STEPS = [
-    Step(
-        "logits",
-        "loss = F.cross_entropy(logits, Yb)",
-        {"loss": _dlogits_fused},
-        4,
-        mistakes={
-            Reason(
-                "wrong_dimension",
-                "dlogits takes the softmax over the wrong dimension: an example's probabilities are spread over its "
-                "own 27 characters (its row), not over the batch (a column)",
-            ): lambda f, d: _dlogits_fused(f, d, probs=F.softmax(f["logits"], 0)),
-            Reason(
-                "target_term",
-                "dlogits has the target's term in every entry of every row: the loss of an example reads only the "
-                "probability of its own target, so that term belongs to one entry per row",
-            ): lambda f, d: _dlogits_fused(f, d, target=torch.ones_like(f["logits"])),
-            Reason(
-                "target_term",
-                "dlogits has the target's term at every example's target in every row: each row gets it at its own "
-                "target only (index rows and columns together)",
-            ): lambda f, d: _dlogits_fused(f, d, target=_every_target_in_every_row(f)),
-            Reason(
-                "target_term",
-                "dlogits has no term for the target: differentiate the -log of the target's probability again and "
-                "look at what the target's own logit gets",
-            ): lambda f, d: _dlogits_fused(f, d, target=torch.zeros_like(f["logits"])),
-            Reason(
-                "target_term",
-                "dlogits uses log-probabilities where the derivative gives probabilities: what is the derivative of "
-                "log(sum of exponentials) with respect to one logit?",
-            ): lambda f, d: _dlogits_fused(f, d, probs=F.log_softmax(f["logits"], 1)),
-            Reason(
-                "target_term",
-                "dlogits uses exponentials that are not normalised: probabilities are exponentials divided by their "
-                "row's sum",
-            ): lambda f, d: _dlogits_fused(f, d, probs=f["logits"].exp()),
-        },
-    ),
-    Step(
-        "hprebn",
-        "hpreact = bngain * (hprebn - mean) / sqrt(var + 1e-5) + bnbias  (mean, var over the batch)",
-        {"hpreact": _dhprebn_fused},
-        4,
-        mistakes={
-            Reason(
-                "bessel",
-                f"dhprebn is missing the factor n/(n-1) on the path through the variance (or divides by n where n-1 "
-                f"belongs): {_BESSEL}",
-            ): lambda f, d: _dhprebn_fused(f, d, bessel=1.0),
-            Reason(
-                "bessel", f"dhprebn has the factor between the variance path and the mean path upside down: {_BESSEL}"
-            ): lambda f, d: _dhprebn_fused(f, d, bessel=(_n(f) - 1) / _n(f)),
-            Reason(
-                "bessel",
-                "dhprebn is the gradient of BatchNorm with the biased variance (divided by n), as in the BatchNorm "
-                "paper; this notebook's variance divides by n-1 (Bessel's correction), like bnvar",
-            ): _dhprebn_biased,
-            Reason(
-                "missing_path",
-                "dhprebn is missing the path through the mean: every input moves its neuron's batch mean, and the mean "
-                "is subtracted from every example",
-            ): lambda f, d: _dhprebn_fused(f, d, mean_term=0.0),
-            Reason(
-                "missing_path",
-                "dhprebn is missing the path through the variance: every input moves its neuron's batch variance, "
-                "which scales every example",
-            ): lambda f, d: _dhprebn_fused(f, d, variance_term=0.0),
-            Reason(
-                "missing_path",
-                "dhprebn has only the direct path through the normalised value: the mean and the variance are computed "
-                "from every example of the batch, so each adds a path of its own",
-            ): lambda f, d: _dhprebn_fused(f, d, mean_term=0.0, variance_term=0.0),
-            Reason(
-                "missing_factor",
-                "dhprebn is missing bngain: the normalised value is multiplied by bngain before it becomes hpreact",
-            ): lambda f, d: _dhprebn_fused(f, d, gain=False),
-            Reason("epsilon", f"dhprebn is missing BatchNorm's epsilon: {_EPSILON}"): (
-                lambda f, d: _dhprebn_fused(f, d, bnvar_inv=f["bnvar"] ** -0.5),
-                lambda f, d: _dhprebn_fused(f, d, bnvar_inv=f["bnvar"] ** -0.5, bnraw=f["bndiff"] * f["bnvar"] ** -0.5),
-            ),
-            Reason(
-                "wrong_dimension",
-                "dhprebn sums over the wrong dimension: a neuron's mean and variance are taken over the batch "
-                "(dimension 0), so the sums in its gradient run over the batch too",
-            ): lambda f, d: _dhprebn_fused(f, d, dim=1),
-        },
-    ),
-]
-
-FUSED_STEP_BY_NAME = {step.name: step for step in FUSED_STEPS}

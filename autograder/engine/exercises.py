@@ -5,11 +5,13 @@ namespace (forward values and autograd's gradients for this run's seed), the see
 of variables computed with autograd, and returns a ``Verdict``.
 """
 
-from .backward_rules import FUSED_STEP_BY_NAME, STEP_BY_NAME, STEPS, Step
+from .backward_rules import STEP_BY_NAME, STEPS, Step
+from .fast_forwards import FAST_FORWARD_BY_NAME, Value
+from .fused_rules import FUSED_STEP_BY_NAME
 from .judge import judge_gradient
 from .reference import autograd_gradients, forward_values
 from .training import CHECKS as TRAINING_CHECKS
-from .value_checks import FAST_FORWARD_BY_NAME, Value, judge_rows_sum_to_zero, judge_value
+from .value_checks import judge_rows_sum_to_zero, judge_value
 from .verdict import Check
 
 

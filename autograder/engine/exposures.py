@@ -10,10 +10,12 @@ from typing import Callable
 import torch
 import torch.nn.functional as F
 
-from .backward_rules import FUSED_STEP_BY_NAME, STEP_BY_NAME, Step, local_gradient
-from .probes import consistent_pins, pin_value
+from .backward_rules import STEP_BY_NAME, Step, batch_size, local_gradient
+from .fast_forwards import FAST_FORWARD_BY_NAME
+from .fused_rules import FUSED_STEP_BY_NAME
+from .probes.judge_rule import consistent_pins
+from .probes.rerun import pin_value
 from .tolerance import RTOL, magnitude, max_difference, step_scale
-from .value_checks import FAST_FORWARD_BY_NAME
 
 EPSILON_NEURON = "neuron 0's batch variance is the epsilon"
 REPEATED_CHARACTERS = "repeated characters (96 from 27: always)"
@@ -31,13 +33,9 @@ class Exposure:
     wrong: Callable  # (f, d) -> the mistake
 
 
-def _n(f):
-    return f["hprebn"].shape[0]
-
-
 def _atomic_batchnorm(f, d):
     """dhprebn from dhpreact through every atomic step: Exercise 3's answer done the long way."""
-    n = _n(f)
+    n = batch_size(f)
     dbnraw = f["bngain"] * d["hpreact"]
     dbndiff = f["bnvar_inv"] * dbnraw
     dbnvar = -0.5 * (f["bnvar"] + 1e-5) ** -1.5 * (f["bndiff"] * dbnraw).sum(0, keepdim=True)
@@ -46,7 +44,7 @@ def _atomic_batchnorm(f, d):
 
 
 def _fused_without_epsilon(f, d):
-    n, s = _n(f), f["bnvar"] ** -0.5
+    n, s = batch_size(f), f["bnvar"] ** -0.5
     dy, xhat = d["hpreact"], f["bnraw"]
     return f["bngain"] * s / n * (n * dy - dy.sum(0) - n / (n - 1) * xhat * (dy * xhat).sum(0))
 
@@ -129,7 +127,7 @@ EXPOSURES = [
         "a mean instead of a sum",
         RANDOM_UPSTREAM,
         STEP_BY_NAME["b1"],
-        lambda f, d: torch.ones(_n(f)) @ d["hprebn"],
+        lambda f, d: torch.ones(batch_size(f)) @ d["hprebn"],
         lambda f, d: d["hprebn"].mean(0),
     ),
     Exposure(

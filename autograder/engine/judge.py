@@ -12,7 +12,7 @@ from .backward_rules import SHAPE_ONLY_SHARE, Step, local_gradient
 from .diagnose import diagnose, only_size_one_dims_differ, shape_problem
 from .explain import not_finite, wrong_dtype
 from .honesty import decoy
-from .probes import judge_rule
+from .probes.judge_rule import judge_rule
 from .tolerance import close, magnitude, max_difference, step_scale
 from .verdict import Verdict
 from .wire import Report

@@ -4,114 +4,18 @@
 row of ``dlogits`` must sum to zero. Judged in the order of ``judge.judge_gradient`` (docs/design/engine.md).
 """
 
-from dataclasses import dataclass, field
-from typing import Callable
-
 import torch
-import torch.nn.functional as F
 
 from ..common.diagnoses import NOTE, Reason, kind_of
+from .backward_rules import batch_size
 from .explain import constant_factor, difference, factor_message, not_finite, wrong_dtype
+from .fast_forwards import Value
 from .honesty import decoy
 from .judge import read_answer
-from .probes import Outcome, pinned, read_probe
+from .probes.judge_rule import Outcome, pinned, read_probe
 from .tolerance import RTOL, close, magnitude, max_difference
 from .verdict import Verdict
 from .wire import Report
-
-Variant = Callable[[dict], torch.Tensor]  # f (the forward values) -> a known wrong value
-
-
-@dataclass(frozen=True)
-class Value:
-    name: str  # the student's variable, e.g. "loss_fast"
-    reference: str  # the setup's tensor it must equal, e.g. "loss"
-    forward: str  # what the student writes, as a message can quote it
-    points: int
-    compute: Variant  # the block of the forward pass in one go: what the answer is for any input
-    input: str  # the tensor the block starts from: the rule probe re-runs the student's code with another one
-    chunked: tuple  # the chunked forward pass's tensors computed from the input: reading them copies the chunk
-    mistakes: dict = field(default_factory=dict)  # message (a Reason) -> variant(f)
-
-
-def _n(f):
-    return f["hprebn"].shape[0]
-
-
-def _batchnorm(f, mean_dim=0, correction=1, root=True, gain=True, bias=True, centre=True, epsilon=1e-5):
-    """The BatchNorm forward in one expression; the keywords make its known wrong variants."""
-    x = f["hprebn"]
-    centred = x - x.mean(mean_dim, keepdim=True) if centre else x
-    var = x.var(mean_dim, keepdim=True, correction=correction) + epsilon
-    out = centred / (var.sqrt() if root else var)
-    return (f["bngain"] if gain else 1.0) * out + (f["bnbias"] if bias else 0.0)
-
-
-FAST_FORWARDS = [
-    Value(
-        "loss_fast",
-        "loss",
-        "loss_fast = F.cross_entropy(logits, Yb)",
-        1,
-        lambda f: F.cross_entropy(f["logits"], f["Yb"]),
-        "logits",
-        ("logit_maxes", "norm_logits", "counts", "counts_sum", "counts_sum_inv", "probs", "logprobs", "loss"),
-        mistakes={
-            Reason(
-                "not_raw_logits",
-                "loss_fast was computed from probabilities: F.cross_entropy takes the raw logits and does the "
-                "softmax itself",
-            ): lambda f: F.cross_entropy(f["probs"], f["Yb"]),
-            Reason(
-                "not_raw_logits",
-                "loss_fast reads the logits as if they were log-probabilities (that is what F.nll_loss expects): "
-                "F.cross_entropy takes the raw logits",
-            ): lambda f: F.nll_loss(f["logits"], f["Yb"]),
-        },
-    ),
-    Value(
-        "hpreact_fast",
-        "hpreact",
-        "hpreact_fast = bngain * (hprebn - mean) / sqrt(var + 1e-5) + bnbias",
-        2,
-        _batchnorm,
-        "hprebn",
-        ("bnmeani", "bndiff", "bndiff2", "bnvar", "bnvar_inv", "bnraw", "hpreact"),
-        mistakes={
-            Reason(
-                "bessel",
-                "hpreact_fast uses the biased variance (divided by n): this notebook's BatchNorm divides by n-1 "
-                "(Bessel's correction), like bnvar",
-            ): lambda f: _batchnorm(f, correction=0),
-            Reason(
-                "wrong_dimension",
-                "hpreact_fast normalises each example over its neurons (dimension 1): BatchNorm normalises each neuron "
-                "over the batch (dimension 0)",
-            ): lambda f: _batchnorm(f, mean_dim=1),
-            Reason(
-                "variance_for_std",
-                "hpreact_fast divides by the variance: normalising divides by the standard deviation, the square root "
-                "of (variance + 1e-5)",
-            ): lambda f: _batchnorm(f, root=False),
-            Reason("missing_term", "hpreact_fast does not subtract the batch mean before dividing"): lambda f: (
-                _batchnorm(f, centre=False)
-            ),
-            Reason(
-                "epsilon",
-                "hpreact_fast is missing BatchNorm's epsilon: normalising divides by the square root of (variance + "
-                "1e-5), and the 1e-5 matters where a neuron's batch variance is small, as neuron 0's is here",
-            ): lambda f: _batchnorm(f, epsilon=0.0),
-            Reason(
-                "missing_factor", "hpreact_fast is missing bngain: the normalised value is scaled by bngain"
-            ): lambda f: _batchnorm(f, gain=False),
-            Reason(
-                "missing_term", "hpreact_fast is missing bnbias: the normalised value is shifted by bnbias"
-            ): lambda f: _batchnorm(f, bias=False),
-        },
-    ),
-]
-
-FAST_FORWARD_BY_NAME = {value.name: value for value in FAST_FORWARDS}
 
 
 def _answer(verdict: Verdict, name: str, report: Report, tainted: set):
@@ -168,7 +72,7 @@ def judge_value(value: Value, report: Report, forward: dict, seed: int, tainted:
             return verdict
     c = constant_factor(answer, reference, scale)
     if c is not None:
-        message = factor_message(c, _n(forward))
+        message = factor_message(c, batch_size(forward))
         verdict.lines.append(Reason(kind_of(message), f"{value.name} {message}"))
         return verdict
     off = difference(answer, reference, scale)

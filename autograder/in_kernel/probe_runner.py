@@ -15,7 +15,15 @@ from IPython.utils.capture import capture_output
 
 from ..data import SEED_VARIABLE
 from ..engine import wire
-from ..engine.probes import TIME_LIMIT, NoAnswerCode, answer_code, pinned_inputs, probe_namespace, put_back, replay
+from ..engine.probes.rerun import (
+    TIME_LIMIT,
+    NoAnswerCode,
+    answer_code,
+    pinned_inputs,
+    probe_namespace,
+    put_back,
+    replay,
+)
 from .snapshot_hook import forward_shapes, snapshots
 
 

@@ -1,5 +1,5 @@
-"""Snapshots (see ``engine.snapshots``): IPython's AST hook makes each top-level statement that writes a name take a
-snapshot of what it reads, right before it runs, for the rule probes."""
+"""Snapshots (see ``engine.probes.snapshots``): IPython's AST hook makes each top-level statement that writes a
+name take a snapshot of what it reads, right before it runs, for the rule probes."""
 
 import ast
 import builtins
@@ -8,8 +8,8 @@ import functools
 import torch
 from IPython import get_ipython
 
-from ..engine.probes import parsed, writes
-from ..engine.snapshots import evaluated_names, take
+from ..engine.probes.rerun import parsed, writes
+from ..engine.probes.snapshots import evaluated_names, take
 
 SNAPSHOT_HOOK = "__backprop_ninja_snapshot__"  # a builtin while grading: the call put before each statement
 snapshots = {}  # (history index of the cell, index of the statement) -> its snapshot

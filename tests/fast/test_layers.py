@@ -61,3 +61,13 @@ def test_the_engine_never_imports_nbgrader_or_jupyter():
         names = {a.name for n in ast.walk(ast.parse(path.read_text())) if isinstance(n, ast.Import) for a in n.names}
         names |= {n.module or "" for n in ast.walk(ast.parse(path.read_text())) if isinstance(n, ast.ImportFrom)}
         assert not [m for m in names if m.split(".")[0] in ("nbgrader", "nbclient", "jupyter_client", "nbformat")], path
+
+
+def test_every_module_and_folder_stays_small():
+    """One job a module: none over 300 lines; a folder of more than 15 modules wants rooms of its own."""
+    sizes = {str(p.relative_to(PACKAGE)): len(p.read_text().splitlines()) for p in PACKAGE.rglob("*.py")}
+    assert {name: n for name, n in sizes.items() if n > 300} == {}
+    folders = {}
+    for p in PACKAGE.rglob("*.py"):
+        folders.setdefault(str(p.parent.relative_to(PACKAGE.parent)), []).append(p.name)
+    assert {folder: len(names) for folder, names in folders.items() if len(names) > 15} == {}

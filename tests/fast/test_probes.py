@@ -1,4 +1,4 @@
-"""Rule probes, the pure parts (engine/probes.py, engine/snapshots.py): which code a probe re-runs, what it
+"""Rule probes, the pure parts (engine/probes/): which code a probe re-runs, what it
 reads (the snapshot of each statement, taken when it ran), and the copy it runs in."""
 
 import ast
@@ -12,8 +12,8 @@ import torch
 from IPython.core.interactiveshell import InteractiveShell
 from traitlets.config import Config
 
-from autograder.engine import snapshots
-from autograder.engine.probes import NoAnswerCode, answer_code, pinned_inputs, probe_namespace, put_back, replay
+from autograder.engine.probes import snapshots
+from autograder.engine.probes.rerun import NoAnswerCode, answer_code, pinned_inputs, probe_namespace, put_back, replay
 from autograder.in_kernel import probe_runner, snapshot_hook
 
 SETUP = "logits = h @ W2 + b2\nlogit_maxes = logits.max(1, keepdim=True).values\nnorm_logits = logits - logit_maxes"

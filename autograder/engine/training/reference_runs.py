@@ -1,7 +1,8 @@
 """Exercise 4's tolerances and points, and the grader's own runs that its checks compare with: autograd on the check
 batch, autograd's training run, the validation loss."""
 
-from ..backward_rules import FUSED_STEP_BY_NAME, STEP_BY_NAME
+from ..backward_rules import STEP_BY_NAME
+from ..fused_rules import FUSED_STEP_BY_NAME
 from . import network
 from .network import GRADED_STEPS, PARAMETER_NAMES
 

@@ -1,9 +1,5 @@
-"""Rule probes: a step judged by its rule as well as by one batch's numbers.
-
-The kernel's side re-runs the student's code for an answer with the step's inputs pinned to random tensors; the
-grader's side applies the step's rule to the same inputs. Why, which code is re-run and when a probe cannot judge:
-docs/design/probes.md.
-"""
+"""The kernel's side of a rule probe: which statements of the student's cells make an answer, the random inputs they
+are re-run on, and the namespace they run in."""
 
 import ast
 import zlib
@@ -12,12 +8,10 @@ from functools import lru_cache
 
 import torch
 
-from ..common.diagnoses import NOTE, Reason, kind_of
-from .backward_rules import FUSED_STEPS, STEP_BY_NAME, STEPS, Step, local_gradient
-from .diagnose import diagnose
-from .honesty import assigned_names
+from ..backward_rules import STEPS
+from ..fused_rules import FUSED_STEPS
+from ..honesty import assigned_names
 from .snapshots import UNBOUND, Uncopied, evaluated_names, given_back
-from .tolerance import close, step_scale
 
 TIME_LIMIT = 5.0  # seconds a probe may run in the kernel; the answer code of one step takes milliseconds
 GRADIENTS = frozenset("d" + step.name for step in STEPS + FUSED_STEPS)  # the names of gradients in every notebook
@@ -196,133 +190,3 @@ def put_back(apart: dict, values: dict) -> None:
             apart.pop(name, None)
         else:
             apart[name] = given_back(value, apart)
-
-
-# ------------------------------------------------------------------------------------------- the grader's side
-
-
-@dataclass(frozen=True)
-class Outcome:
-    """What a probe says about a step whose value is right."""
-
-    verdict: str  # "right", "wrong" or "inconclusive" (then the value alone judges)
-    line: str = ""  # what the student reads (nothing when the rule is right): a Reason, NOTE when inconclusive
-
-
-ABSENT = Outcome("inconclusive")  # no probe for this cell (a notebook graded with an older hidden test)
-
-
-def read_probe(report, answer: str, pins: set) -> tuple:
-    """(the probe's report, None) when it ran for ``answer`` with exactly ``pins``, else (None, an Outcome)."""
-    probe = report.probe
-    if probe is None:
-        return None, ABSENT
-    if probe.get("answer") != answer or set(probe.get("pins") or {}) != set(pins):
-        return None, Outcome(
-            "inconclusive", Reason(NOTE, f"(the re-run of your code for {answer} did not report as expected)")
-        )
-    if probe.get("status") != "ran":
-        return None, Outcome(
-            "inconclusive",
-            Reason(
-                NOTE,
-                f"(the grader could not re-run your code for {answer} with other inputs: {probe.get('reason', '')}; "
-                "it is judged by its value alone)",
-            ),
-        )
-    return probe, None
-
-
-def pinned(probe: dict, seed: int, answer: str, shapes: dict) -> dict:
-    """name -> the tensor that stood for it (exact zeros where the student's own value was exact zeros)."""
-    values = {}
-    for name, shape in shapes.items():
-        zero = bool((probe["pins"].get(name) or {}).get("zero"))
-        values[name] = torch.zeros(shape) if zero else pin_value(seed, answer, name, shape)
-    return values
-
-
-def _derived(name: str, pins: dict, forward: dict, leave_out: str):
-    """d<name> computed by the table from the other pins (None if it cannot be, or reaches the loss itself)."""
-    if name in pins and name != leave_out:
-        return pins[name]
-    step = STEP_BY_NAME.get(name)
-    if step is None or not step.upstream:
-        return None
-    upstream = {u: _derived(u, pins, forward, leave_out) for u in step.upstream}
-    if any(v is None for v in upstream.values()):
-        return None
-    return local_gradient(step, forward, upstream)
-
-
-def consistent_pins(pins: dict, forward: dict, zero: set) -> dict:
-    """The pins with each one that the table derives from the others replaced by that value: what a student
-    who wrote ``-dbndiff.sum(0)`` for ``dbnmeani`` computes."""
-    consistent = dict(pins)
-    for name in pins:
-        if name in zero:
-            continue
-        try:
-            value = _derived(name, pins, forward, leave_out=name)
-        except RuntimeError:
-            value = None
-        if value is not None:
-            consistent[name] = value
-    return consistent
-
-
-def judge_rule(step: Step, report, forward: dict, seed: int) -> Outcome:
-    """The probe of d<step.name>: its code, re-run on random upstream gradients, against the step's rule."""
-    answer = "d" + step.name
-    probe, outcome = read_probe(report, answer, {"d" + u for u in step.upstream})
-    if outcome:
-        return outcome
-    upstream = " and ".join("d" + u for u in step.upstream)
-    if probe.get("further_up"):
-        return Outcome(
-            "inconclusive",
-            Reason(
-                NOTE,
-                f"(your {answer} is computed from {' and '.join(probe['further_up'])}, further up the graph, not "
-                f"from {upstream} alone, so its rule cannot be checked on its own: it is judged by its value)",
-            ),
-        )
-    zero = {u for u in step.upstream if (probe["pins"].get("d" + u) or {}).get("zero")}
-    if zero == set(step.upstream):
-        return Outcome("inconclusive")  # nothing random went in: the value check has seen everything
-    if not probe.get("pins_read"):
-        return Outcome(
-            "inconclusive",
-            Reason(
-                NOTE,
-                f"(your {answer} does not read {upstream}, so its rule cannot be checked on its own: "
-                "it is judged by its value)",
-            ),
-        )
-    result = report.probe_result()
-    if result is None:
-        return Outcome(
-            "inconclusive", Reason(NOTE, f"(re-run with other inputs, your code left no tensor in {answer})")
-        )
-    values = pinned(probe, seed, answer, {"d" + u: tuple(forward[u].shape) for u in step.upstream})
-    pins = {u: values["d" + u] for u in step.upstream}
-    expected = local_gradient(step, forward, pins).double()
-    if result.numel() != expected.numel():
-        return Outcome("inconclusive")  # a shape problem: the value check's message says it
-    result = result.double().reshape(expected.shape)
-    scale = step_scale(step, forward, pins)
-    if close(result, expected, scale):
-        return Outcome("right")
-    consistent = consistent_pins(pins, forward, zero)
-    changed = any(consistent[u] is not pins[u] for u in pins)
-    if changed and close(result, local_gradient(step, forward, consistent).double(), scale):
-        return Outcome("right")
-    why = diagnose(result, expected, step, forward, pins)
-    return Outcome(
-        "wrong",
-        Reason(
-            kind_of(why),
-            f"{answer} has the right values on this batch, but not its backward rule: the grader ran your code for "
-            f"{answer} again with other values of {upstream} (random ones, of the same shapes), and then {why}",
-        ),
-    )
