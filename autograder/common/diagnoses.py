@@ -52,7 +52,9 @@ DIAGNOSES = {
 OTHER = "other"
 NOTE = "note"  # a line that explains a verdict without being its reason ("judged from your own dX")
 NOT_ATTEMPTED = {"not_answered", "did_not_run", "no_answer"}  # no answer to learn a misconception from
-METADATA = "backprop_ninja"  # a graded cell's execute_result: metadata[METADATA]["diagnosis"] is its verdict's kind
+METADATA = (
+    "backprop_ninja"  # a graded cell's execute_result: metadata[METADATA] holds its verdict's kind, title, points
+)
 
 
 class Reason(str):

@@ -99,7 +99,7 @@ def verdict_outputs(verdict: "Verdict") -> list:
         new_output(
             "execute_result",
             data={"text/plain": repr(float(verdict.points))},
-            metadata={METADATA: {"diagnosis": verdict.diagnosis}},
+            metadata={METADATA: {"diagnosis": verdict.diagnosis, "title": verdict.title, "points": verdict.points}},
             execution_count=None,
         ),
     ]

@@ -6,7 +6,6 @@ backward order, the first ✘ row is the most upstream wrong step (docs/design/n
 
 import functools
 import html
-import re
 from dataclasses import dataclass
 
 from nbconvert.preprocessors import Preprocessor
@@ -14,9 +13,9 @@ from nbformat.v4 import new_raw_cell
 from nbgrader import utils
 from traitlets import Bool
 
+from ..common.diagnoses import METADATA
 from ..common.links import course_url, repository_url
 
-VERDICT_HEAD = re.compile(r"^[✔✘] (?P<title>.+): (?P<points>\d+(?:\.\d+)?) of \d+(?:\.\d+)? points?$")
 WRONG_STEP_LINES = 3  # reason lines of a wrong step shown in the table; its cell has them all
 AUTOMATIC_COMMENT = "No response."  # nbgrader's own comment on an answer cell left as released: not the instructor's
 
@@ -61,17 +60,21 @@ class Row:
 def read_row(cell) -> Row:
     """The table's row of a graded cell whose scores GetGrades has filled in."""
     meta = cell.metadata.nbgrader
-    text = "".join(o.get("text", "") for o in cell.get("outputs", []) if o.get("output_type") == "stream")
+    outputs = cell.get("outputs", [])
+    text = "".join(o.get("text", "") for o in outputs if o.get("output_type") == "stream")
     lines = [line.strip() for line in text.splitlines() if line.strip()]
-    head = VERDICT_HEAD.match(lines[0]) if lines else None
+    verdict = next(
+        (o.get("metadata", {}).get(METADATA) for o in outputs if o.get("output_type") == "execute_result"), None
+    )
+    judged = isinstance(verdict, dict) and "title" in verdict  # else no verdict: the cell's text is the kernel's
     score = float(meta.get("score") or 0)
     return Row(
         grade_id=meta["grade_id"],
-        title=head["title"] if head else meta["grade_id"].removeprefix("test_"),
+        title=str(verdict["title"]) if judged else meta["grade_id"].removeprefix("test_"),
         score=score,
         points=float(meta["points"]),
-        reasons=lines[1:] if head else [],  # without the grader's verdict, the cell's text is the kernel's
-        score_changed=bool(head) and float(head["points"]) != score,
+        reasons=lines[1:] if judged else [],  # the lines under the verdict's head
+        score_changed=judged and float(verdict["points"]) != score,
     )
 
 

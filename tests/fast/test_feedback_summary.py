@@ -11,24 +11,28 @@ from support.course import FeedbackPage
 
 from autograder.authoring import SOURCE_DIR, grade_id
 from autograder.common.links import repository_url
+from autograder.engine.verdict import Verdict
 from autograder.preprocessors import SummarizeSteps
+from autograder.preprocessors.judge_answers import verdict_outputs
 
 REPOSITORY = repository_url()
 HOSTILE = "<script>alert(1)</script>"
 
 
-def graded_cell(gid: str, points: float, score: float, verdict: str = "", **nbgrader):
-    """A graded cell as GenerateFeedback's preprocessors meet it: the grader's verdict, GetGrades' scores."""
-    cell = new_code_cell("check()", outputs=[new_output("stream", name="stdout", text=verdict)] if verdict else [])
+def graded_cell(gid: str, points: float, score: float, verdict: "Verdict | str" = "", **nbgrader):
+    """A graded cell as GenerateFeedback's preprocessors meet it: the grader's verdict (as JudgeAnswers writes it; a
+    str: text the kernel printed, no verdict), GetGrades' scores."""
+    if isinstance(verdict, Verdict):
+        outputs = verdict_outputs(verdict)
+    else:
+        outputs = [new_output("stream", name="stdout", text=verdict)] if verdict else []
+    cell = new_code_cell("check()", outputs=outputs)
     cell.metadata.nbgrader = {"grade": True, "grade_id": gid, "points": points, "score": score, **nbgrader}
     return cell
 
 
-def verdict(title: str, got: float, most: float, *reasons: str) -> str:
-    mark = "✔" if got == most else "✘"
-    return "\n".join(
-        [f"{mark} {title}: {got:g} of {most:g} point{'s' if most != 1 else ''}"] + [f"  {r}" for r in reasons]
-    )
+def verdict(title: str, got: float, most: float, *reasons: str) -> Verdict:
+    return Verdict(title, got, most, list(reasons))
 
 
 def summarize(cells, late_penalty=0.0):
