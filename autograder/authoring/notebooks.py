@@ -25,8 +25,10 @@ def authored_notebooks() -> list:
 
 def shared_cell(cell_id: str) -> str | None:
     """The one definition of the cell with this grade_id, if it is a shared cell."""
+    from .from_engine import expanded
+
     path = SHARED_CELLS / f"{cell_id}.py"
-    return path.read_text().rstrip("\n") if cell_id and path.exists() else None
+    return expanded(path.read_text().rstrip("\n")) if cell_id and path.exists() else None
 
 
 def stale_setup_cells(nb) -> list:

@@ -1,11 +1,105 @@
 # Self-checks: your gradients against autograd's, on this notebook's own batch.
 # They only inform you; the autograder grades on a batch and parameters you have not seen.
+import contextlib
+import io
 import re
 import sys
+import warnings
 
 from IPython.display import display
 
-TOLERANCE = 1e-4  # relative to the largest entry of autograd's gradient (rounding noise is far below)
+# @from-engine: the grader's rule probes and tolerance
+
+
+class Step:
+    """One step of the graph, as the grader's table has it: d<name> from the gradients of the tensors it feeds."""
+
+    def __init__(self, name, forward, upstream, zero):
+        self.name, self.forward, self.upstream, self.zero = name, forward, list(upstream), zero
+
+
+STEP_BY_NAME = {name: Step(name, *row) for name, row in GRAPH.items()}
+TOLERANCE = RTOL  # relative to the size of the gradient (rounding noise is far below): the grader's
+
+
+def local_gradient(step, forward, upstream):
+    """The step's backward rule for these upstream gradients: autograd through its forward line alone."""
+    total = None
+    for statement in ast.parse(step.forward.replace("; ", "\n")).body:
+        consumer = statement.targets[0].id
+        if consumer not in upstream:
+            continue
+        x = forward[step.name].detach().clone().requires_grad_(True)
+        local = {**forward, "torch": torch, step.name: x}
+        with torch.enable_grad():
+            exec(compile(ast.Module([statement], []), "<the backward rule>", "exec"), local)
+            out = local[consumer]
+            (grad,) = torch.autograd.grad(out, x, upstream[consumer].reshape(out.shape).to(out.dtype), allow_unused=True)
+        grad = torch.zeros_like(x) if grad is None else grad
+        total = grad if total is None else total + grad
+    return total.detach()
+
+
+def _step_scale(name):
+    """The grader's size of step `name` (engine/tolerance.py): the largest term its rule adds up, on the absolute
+    values of the forward pass and of autograd's upstream gradients; None when the step has no upstream here."""
+    step, space = STEP_BY_NAME.get(name), globals()
+    try:
+        forward = {k: (v.detach().abs() if v.is_floating_point() else v) if isinstance(v, torch.Tensor) else v
+                   for k, v in space.items() if isinstance(v, (torch.Tensor, int, float))}
+        up = {u: space[u].grad.abs() for u in step.upstream}
+        return max(magnitude(local_gradient(step, forward, {u: up[u]})) for u in up) if up else None
+    except Exception:  # not this notebook's graph: the size of autograd's gradient decides
+        return None
+
+
+def _upstream_of(name):
+    """Every gradient that d<name> is computed from, directly or further up the graph."""
+    found, todo = set(), list(getattr(STEP_BY_NAME.get(name), "upstream", []))
+    while todo:
+        up = todo.pop()
+        if up not in found:
+            found.add(up)
+            todo += getattr(STEP_BY_NAME.get(up), "upstream", [])
+    return found
+
+
+def _rule_problem(name):
+    """The grader's rule probe of d<name>, whose values are right here: your code for it, run again with its upstream
+    gradients replaced by random tensors (the grader's draw), against the step's rule for them. What is wrong, or
+    None when the rule is right or the probe cannot tell (then the values alone count, as in grading)."""
+    step, history = STEP_BY_NAME.get(name), globals().get("In")
+    if step is None or not step.upstream or not history:
+        return None
+    answer, names, space = "d" + name, tuple("d" + u for u in step.upstream), globals()
+    try:
+        shapes = {k: v.shape for k, v in space.items() if isinstance(v, torch.Tensor)}
+        pins = pinned_inputs(space, SEED, answer, names, shapes)
+        code = answer_code([str(cell) for cell in history[:-1]], answer, names)  # [:-1]: the cell of this check
+        zero = {u for u in step.upstream if not pins["d" + u].any()}
+        if code.further_up or not code.pins_read or zero == set(step.upstream):
+            return None
+        apart = {**space, **{k: v.clone() for k, v in pins.items()}}  # your code may change them in place
+        apart.update({k: v.clone() for k, v in space.items() if k in code.reads and isinstance(v, torch.Tensor)})
+        with torch.no_grad(), contextlib.redirect_stdout(io.StringIO()), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            for statement in code.statements:
+                exec(compile(ast.Module([statement], []), "<your code, run again>", "exec"), apart)
+        forward = {k: v.detach() if isinstance(v, torch.Tensor) else v for k, v in space.items()
+                   if isinstance(v, (torch.Tensor, int, float))}
+        pinned = {u: pins["d" + u].reshape(forward[u].shape) for u in step.upstream}
+        expected, result = local_gradient(step, forward, pinned).double(), apart.get(answer)
+        if not isinstance(result, torch.Tensor) or result.numel() != expected.numel():
+            return None
+        result = result.detach().double().reshape(expected.shape)
+        consistent = consistent_pins(pinned, forward, zero)
+        if close(result, expected, 0.0) or close(result, local_gradient(step, forward, consistent).double(), 0.0):
+            return None
+    except Exception:  # the probe cannot tell: the values decide
+        return None
+    return (f"the values are right on this batch, but not the backward rule: your code for {answer}, run again with "
+            f"random {' and '.join(names)} (of the same shapes, as the autograder does), does not give what the "
+            f"rule gives for them. The autograder gives no point for this")
 
 
 def _shape_hint(got, want, name):
@@ -85,10 +179,13 @@ def _value_hint(got, want, name, n):
             f"lines of the forward pass, add both contributions (+=); if an earlier gradient is off, fix it first")
 
 
-def _difference(got, want):
-    """The largest difference, and whether it is within the tolerance (relative to the size of want)."""
+def _difference(got, want, name=None):
+    """The largest difference, and whether it is within the tolerance: the grader's, relative to the step's size
+    (``_step_scale``), else to the size of want."""
     difference = (got.double() - want.double()).abs().max().item() if got.numel() else 0.0
-    return difference, difference <= TOLERANCE * max(want.abs().max().item() if want.numel() else 0.0, 1e-3)
+    size = want.abs().max().item() if want.numel() else 0.0
+    scale = _step_scale(name) if name else None
+    return difference, difference <= TOLERANCE * (max(scale, size) if scale is not None else max(size, 1e-3))
 
 
 def _compare(name, dt, want):
@@ -108,7 +205,7 @@ def _compare(name, dt, want):
         row["hint"] = _shape_hint(tuple(dt.shape), tuple(want.shape), name)
         squeezed = lambda shape: [s for s in shape if s != 1]
         if (len(dt.shape) != len(want.shape) and squeezed(dt.shape) == squeezed(want.shape)
-                and _difference(dt.detach().reshape(want.shape), want)[1]):
+                and _difference(dt.detach().reshape(want.shape), want, name)[1]):
             row["hint"] = "the values are right (that earns part of the step), but " + row["hint"]
     else:
         got = dt.detach()
@@ -116,7 +213,9 @@ def _compare(name, dt, want):
         if not torch.isfinite(got).all():
             row["hint"] = "contains NaN or inf: a division by zero, or the log of 0?"
             return row
-        difference, approximate = _difference(got, want)
+        difference, approximate = _difference(got, want, name)
+        zero = getattr(STEP_BY_NAME.get(name), "zero", False) and got.is_floating_point() and not got.any()
+        approximate = approximate or zero  # exact zeros are right where the true gradient is zero (b1, logit_maxes)
         row.update({"exact": "yes" if torch.equal(got, want) else "no", "max difference": f"{difference:.1e}",
                     "approximate": "✔ yes" if approximate else "✘ no"})
         if got.dtype != want.dtype:
@@ -214,8 +313,13 @@ def check_answer(name, want=None):
         want = getattr(globals().get(name), "grad", None)
     dt = globals().get("d" + name)
     row = _compare(name, dt, want)
+    if row["status"] == "ok":
+        wrong_rule = _rule_problem(name)
+        if wrong_rule:
+            row.update(status="wrong", hint=wrong_rule)
     _answer_checks.pop(name, None)
-    earlier = [k for k, passed in _answer_checks.items() if not passed]
+    upstream = _upstream_of(name)  # "above" in the graph, whenever its check ran
+    earlier = [k for k, passed in _answer_checks.items() if not passed and k in upstream]
     _answer_checks[name] = row["status"] == "ok"
     _at_check[name] = (dt, dt.detach().clone()) if isinstance(dt, torch.Tensor) else (None, None)
     _told.discard(name)

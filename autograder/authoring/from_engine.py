@@ -1,0 +1,65 @@
+"""For course maintainers: the grader's own code, written into the notebooks' self-check helper cell.
+
+A release notebook runs alone (Colab has nothing of this repository), yet its visible checks must judge as the
+grader does, so that a ✔ under a graded cell means the point. The self-check helpers' definition
+(``shared_cells/self_check_helpers.py``) holds the line ``MARKER``; ``shared_cell`` puts in its place the source of
+the engine functions that find and re-run a step's code on random upstream gradients (``engine.probes``), the
+tolerance (``engine.tolerance``) and, as data, each step's forward line and upstream tensors
+(``engine.backward_rules``). A change in the engine makes the notebooks stale, and the drift test says so.
+"""
+
+import inspect
+
+from ..engine import backward_rules, honesty, probes, tolerance
+from ..engine.training import reference_runs
+
+MARKER = "# @from-engine: the grader's rule probes and tolerance"
+
+FUNCTIONS = [
+    honesty.assigned_names,
+    probes.NoAnswerCode,
+    probes.AnswerCode,
+    probes.parsed,
+    probes.writes,
+    probes._rebinds,
+    probes._reads,
+    probes.answer_code,
+    probes.pin_value,
+    probes.pinned_inputs,
+    probes._derived,
+    probes.consistent_pins,
+    tolerance.max_difference,
+    tolerance.magnitude,
+    tolerance.close,
+]
+
+
+def _graph() -> str:
+    """Each step of the table as (its forward line, the tensors that consume it, exact zeros right), by name."""
+    rows = [f"    {s.name!r}: ({s.forward!r}, {tuple(s.upstream)!r}, {bool(s.zero)!r})," for s in backward_rules.STEPS]
+    head = "# name -> (forward line, the tensors it feeds, whether exact zeros are right): engine/backward_rules.py\n"
+    return head + "GRAPH = {\n" + "\n".join(rows) + "\n}"
+
+
+def block() -> str:
+    """What stands for ``MARKER`` in the helper cell."""
+    head = [
+        "# ---- Written here by `python -m autograder.authoring` out of the engine (autograder/engine): the",
+        "# ---- grader's own code, so that these checks judge a step as the autograder does. Edit the engine.",
+        "import ast",
+        "import zlib",
+        "from dataclasses import dataclass",
+        "from functools import lru_cache",
+        "",
+        f"RTOL = {tolerance.RTOL!r}",
+        f"LOSS_TOLERANCE = {reference_runs.LOSS_TOLERANCE!r}  # Exercise 4: the loss of each step of a replayed run",
+        f"GRADIENTS = frozenset({sorted(probes.GRADIENTS)!r})",
+        _graph(),
+    ]
+    sources = [inspect.getsource(f).rstrip("\n") for f in FUNCTIONS]
+    return "\n".join(head) + "\n\n\n" + "\n\n\n".join(sources) + "\n# ---- end of the generated lines"
+
+
+def expanded(source: str) -> str:
+    """A shared cell's definition with the generated block in place of ``MARKER``."""
+    return source.replace(MARKER, block()) if MARKER in source else source

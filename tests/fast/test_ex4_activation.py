@@ -1,0 +1,65 @@
+"""Further exercises 5 and 6 work as written: in a copy of Exercise 4, one added cell `activation = torch.relu` makes
+the network train, be evaluated and sample with ReLU (the locked cells need no edit)."""
+
+import contextlib
+import io
+import re
+
+import nbformat
+import torch
+import torch.nn.functional as F
+from conftest import REPO
+
+from autograder.authoring import SOURCE_DIR
+from autograder.authoring.submissions import grade_id
+from autograder.common.naming import SETUP_PREFIX
+from autograder.engine.reference import strip_hidden
+
+EX4 = nbformat.read(SOURCE_DIR / "ex4_manual_training.ipynb", as_version=4)
+CELLS = {grade_id(c): c.source for c in EX4.cells if grade_id(c)}
+
+
+def setup():
+    """The setup cells run in one namespace, as in the notebook (forward reads `activation` from it)."""
+    namespace = {}
+    with contextlib.redirect_stdout(io.StringIO()):
+        for cell in EX4.cells:
+            if grade_id(cell).startswith(SETUP_PREFIX):
+                exec(strip_hidden(cell.source), namespace)
+    return namespace
+
+
+def test_no_locked_cell_hard_codes_tanh():
+    for cell in EX4.cells:
+        code = re.sub(r"#.*", "", strip_hidden(cell.source)) if cell.cell_type == "code" else ""
+        code = code.replace("activation = torch.tanh", "")  # the one place that names it
+        assert "tanh" not in code or grade_id(cell) in ("answer_backward_pass", "self_check_helpers"), grade_id(cell)
+    assert "activation = torch.tanh" in CELLS["setup_model"]
+
+
+def test_one_added_cell_swaps_the_activation_everywhere():
+    namespace = setup()
+    exec("activation = torch.relu", namespace)  # the student's added cell
+    _, cache = namespace["forward"](*namespace["check_batch"][:2])
+    assert torch.equal(cache["h"], torch.relu(cache["hpreact"]))
+    with torch.no_grad():
+        hprebn = (
+            namespace["C"][namespace["Xtr"]].view(namespace["Xtr"].shape[0], -1) @ namespace["W1"] + namespace["b1"]
+        )
+    namespace.update(bnmean=hprebn.mean(0, keepdim=True), bnvar=hprebn.var(0, keepdim=True))
+    with contextlib.redirect_stdout(io.StringIO()) as out:
+        exec(CELLS["evaluate"], namespace)
+        exec(CELLS["sample"], namespace)
+    X, Y = namespace["Xdev"], namespace["Ydev"]
+    with torch.no_grad():
+        n = namespace
+        pre = n["C"][X].view(X.shape[0], -1) @ n["W1"] + n["b1"]
+        act = torch.relu(n["bngain"] * (pre - n["bnmean"]) * (n["bnvar"] + 1e-5) ** -0.5 + n["bnbias"])
+        want = F.cross_entropy(act @ n["W2"] + n["b2"], Y).item()
+    assert abs(namespace["split_loss"](X, Y) - want) < 1e-4
+    assert f"val   {want:.4f}" in out.getvalue()
+
+
+def test_further_exercises_say_how():
+    text = (REPO / "course" / "further_exercises.md").read_text()
+    assert "activation = torch.relu" in text and "activation = F.gelu" in text and "locked" in text

@@ -1,0 +1,67 @@
+"""What students read says what they need, in their terms: no machine's timings or rounding statistics (those are
+in docs/performance.md), examples that exist in their notebook, counts that are right, and the questions the
+notebooks raise answered."""
+
+import re
+
+import nbformat
+import pytest
+from conftest import REPO
+
+from autograder.authoring import SOURCE_DIR
+from autograder.engine.backward_rules import STEPS
+
+NOTEBOOKS = sorted(SOURCE_DIR.glob("*.ipynb"))
+COURSE = sorted((REPO / "course").glob("*.md"))
+GUIDE = (REPO / "course" / "README.md").read_text()
+
+
+def markdown(path):
+    return "\n".join(c.source for c in nbformat.read(path, as_version=4).cells if c.cell_type == "markdown")
+
+
+# a machine, a load, a measured duration, a rounding statistic
+MAINTAINERS = re.compile(
+    r"2-core|test machine|machine was busy|lightly loaded|(?<![\w=.])\d+(\.\d+)? (ms|s)\b|"
+    r"measured on ten batches|\d+ times below the tolerance|4\.7e-10|how-long-things-take"
+)
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS + COURSE, ids=lambda p: p.name)
+def test_no_maintainers_words_in_students_text(path):
+    text = markdown(path) if path.suffix == ".ipynb" else path.read_text()
+    found = [m.group(0) for m in MAINTAINERS.finditer(text)]
+    assert not found, f"{path.name}: {found} (timings and statistics belong in docs/performance.md)"
+
+
+def test_the_timings_went_to_docs():
+    text = (REPO / "docs" / "performance.md").read_text()
+    assert "0.46 ms a step" in text and "4.7e-10" in text and "1.09" in text
+
+
+def test_exercise_3_counts_the_batchnorm_steps_of_exercise_1_and_shows_its_own_check():
+    names = [s.name for s in STEPS]
+    steps = len(names[names.index("bngain") : names.index("hprebn") + 1])
+    words = {9: "nine", 11: "eleven"}
+    text = markdown(SOURCE_DIR / "ex3_batchnorm_backward.ipynb")
+    assert f"in {words[steps]} small steps, from `dbngain` to `dhprebn`" in text
+    examples = set(re.findall(r'check_answer\("(\w+)"\)', text))
+    assert examples and examples <= {"hprebn", "bngain", "bnbias"}, examples
+
+
+def test_not_implemented_error_and_the_checklist_are_explained():
+    ex1 = markdown(SOURCE_DIR / "ex1_atomic_backward.ipynb")
+    for text in (ex1, GUIDE):
+        assert "raise NotImplementedError()" in text and "Run All" in text and "on its own" in text
+
+
+def test_the_questions_the_notebooks_raise_are_answered():
+    section = GUIDE.split("## Questions the notebooks raise")[1].split("\n## ")[0]
+    assert "Why is `db1` about zero?" in section and "BatchNorm" in section
+    assert "identical to autograd's, or only close?" in section and "@" not in section
+    assert "`F.cross_entropy`" in section and "log_softmax" in section
+
+
+def test_exercise_1_asks_for_index_add_for_dc():
+    text = markdown(SOURCE_DIR / "ex1_atomic_backward.ipynb")
+    assert "Write `dC` with `index_add_`" in text and "the same points" in text
