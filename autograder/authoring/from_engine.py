@@ -10,24 +10,25 @@ tolerance (``engine.tolerance``) and, as data, each step's forward line and upst
 
 import inspect
 
-from ..engine import backward_rules, honesty, probes, tolerance
+from ..engine import backward_rules, honesty, tolerance
+from ..engine.probes import judge_rule, rerun
 from ..engine.training import reference_runs
 
 MARKER = "# @from-engine: the grader's rule probes and tolerance"
 
 FUNCTIONS = [
     honesty.assigned_names,
-    probes.NoAnswerCode,
-    probes.AnswerCode,
-    probes.parsed,
-    probes.writes,
-    probes._rebinds,
-    probes._reads,
-    probes.answer_code,
-    probes.pin_value,
-    probes.pinned_inputs,
-    probes._derived,
-    probes.consistent_pins,
+    rerun.NoAnswerCode,
+    rerun.AnswerCode,
+    rerun.parsed,
+    rerun.writes,
+    rerun._rebinds,
+    rerun._reads,
+    rerun.answer_code,
+    rerun.pin_value,
+    rerun.pinned_inputs,
+    judge_rule._derived,
+    judge_rule.consistent_pins,
     tolerance.max_difference,
     tolerance.magnitude,
     tolerance.close,
@@ -53,7 +54,7 @@ def block() -> str:
         "",
         f"RTOL = {tolerance.RTOL!r}",
         f"LOSS_TOLERANCE = {reference_runs.LOSS_TOLERANCE!r}  # Exercise 4: the loss of each step of a replayed run",
-        f"GRADIENTS = frozenset({sorted(probes.GRADIENTS)!r})",
+        f"GRADIENTS = frozenset({sorted(rerun.GRADIENTS)!r})",
         _graph(),
     ]
     sources = [inspect.getsource(f).rstrip("\n") for f in FUNCTIONS]

@@ -8,7 +8,7 @@ import re
 import nbformat
 import torch
 import torch.nn.functional as F
-from conftest import REPO
+from support.course import REPO
 
 from autograder.authoring import SOURCE_DIR
 from autograder.authoring.submissions import grade_id

@@ -11,7 +11,7 @@ import io
 
 import nbformat
 import pytest
-from conftest import ASSIGNMENT, REPO
+from support.course import ASSIGNMENT, REPO
 
 from autograder.authoring import SOURCE_DIR, shared_cell
 from autograder.authoring.submissions import grade_id, solved

@@ -8,9 +8,9 @@ from importlib import metadata
 
 import nbformat
 import yaml
-from conftest import REPO
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
+from support.course import REPO
 
 from autograder.authoring import badges
 

@@ -6,7 +6,7 @@ import re
 
 import nbformat
 import pytest
-from conftest import REPO
+from support.course import REPO
 
 from autograder.authoring import SOURCE_DIR
 from autograder.engine.backward_rules import STEPS

@@ -14,8 +14,9 @@ from test_student_notebooks import EX1, HELPERS, release, run_cells, source
 from autograder.authoring import from_engine, shared_cell
 from autograder.authoring.submissions import grade_id, solved
 from autograder.common.naming import SETUP_PREFIX
-from autograder.engine import probes, tolerance
+from autograder.engine import tolerance
 from autograder.engine.backward_rules import STEPS
+from autograder.engine.probes import judge_rule, rerun
 from autograder.engine.reference import run_setup, strip_hidden
 from autograder.engine.training.reference_runs import LOSS_TOLERANCE
 
@@ -24,7 +25,7 @@ def test_the_helper_cell_holds_the_engines_code_not_a_copy():
     cell = shared_cell("self_check_helpers")
     assert from_engine.MARKER not in cell and from_engine.block() in cell
     defined = {n.name: ast.unparse(n) for n in ast.parse(strip_hidden(cell)).body if hasattr(n, "name")}
-    for function in (probes.answer_code, probes.pin_value, probes.consistent_pins, tolerance.close):
+    for function in (rerun.answer_code, rerun.pin_value, judge_rule.consistent_pins, tolerance.close):
         engine = next(n for n in ast.parse(__import__("inspect").getsource(function)).body)
         assert defined[function.__name__] == ast.unparse(engine), function.__name__
     namespace = {"torch": __import__("torch")}  # the notebook's setup imports it
