@@ -38,15 +38,15 @@ FUNCTIONS = [
 def _graph() -> str:
     """Each step of the table as (its forward line, the tensors that consume it, exact zeros right), by name."""
     rows = [f"    {s.name!r}: ({s.forward!r}, {tuple(s.upstream)!r}, {bool(s.zero)!r})," for s in backward_rules.STEPS]
-    head = "# name -> (forward line, the tensors it feeds, whether exact zeros are right): engine/backward_rules.py\n"
+    head = "# name -> (forward line, the tensors it feeds, whether exact zeros are right)\n"
     return head + "GRAPH = {\n" + "\n".join(rows) + "\n}"
 
 
 def block() -> str:
     """What stands for ``MARKER`` in the helper cell."""
     head = [
-        "# ---- Written here by `python -m autograder.authoring` out of the engine (autograder/engine): the",
-        "# ---- grader's own code, so that these checks judge a step as the autograder does. Edit the engine.",
+        "# ---- The autograder's own code for judging a step by its rule, copied in here so that these checks",
+        "# ---- judge each step as the autograder does. You do not need to read it.",
         "import ast",
         "import zlib",
         "from dataclasses import dataclass",

@@ -5,7 +5,7 @@ preprocessors make them; JudgeAnswers writes each graded cell's kind into its ou
 the class report counts kinds, never reads the sentences back (which may change, or be translated).
 """
 
-# kind -> how the class report names it; the order is the report's (a shape problem before a wrong value)
+# kind -> how the class report names it (the report sorts them by how many students each has)
 DIAGNOSES = {
     "not_answered": "not answered",
     "did_not_run": "the cell did not run to the end (the kernel died, or a time limit stopped it)",

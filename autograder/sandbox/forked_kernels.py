@@ -118,8 +118,8 @@ class KernelParents:
     @classmethod
     def adopt(cls, mine: KernelParent | None) -> None:
         """In a worker its fork server forked: keep ``mine``, the parent the server started ahead for this worker
-        (now watched through a pidfd: the server is its parent), and drop the other workers' (their pipes closed
-        here; each is its own worker's)."""
+        (now watched through a pidfd: the server is its parent), and drop the other workers' (all their pipes closed
+        here, their stderr's too: each is its own worker's)."""
         for key, parent in list(cls.parents.items()):
             if parent is mine:
                 stdin, stdout = parent.process.stdin, parent.process.stdout
@@ -128,6 +128,7 @@ class KernelParents:
             else:
                 parent.process.stdin.close()
                 parent.process.stdout.close()
+                parent.output.forget()
                 del cls.parents[key]
 
     @classmethod

@@ -69,6 +69,13 @@ class OutputTail:
         """The process has the write end: close this one, so that the drain ends with the process."""
         os.close(self.write_end)
 
+    def forget(self) -> None:
+        """In a forked process that does not drain this pipe (its drain thread stayed in the parent process)."""
+        try:
+            os.close(self.read_end)
+        except OSError:  # the drain had reached the end and closed it already
+            pass
+
     def text(self, chars: int = 3000) -> str:
         with self._lock:
             return bytes(self._tail[-chars:]).decode(errors="replace")

@@ -326,14 +326,17 @@ class NetnsCluster:
         argv += self.tls_options(host, "worker")
         host.popen(argv, "worker", env=WORKER_SETTINGS, log=f"{name}.log")
 
-    def ensure_workers(self, names: list) -> None:
+    def ensure_workers(self, names: list, timeout: float = 180) -> None:
         """Start again the workers that have ended (a Dask worker the scheduler gave up ends with its nanny, as
-        a batch job would), and wait until the scheduler has them all."""
-        for name in names:
-            process = self.hosts[name].processes.get("worker")
-            if process is None or process.poll() is not None:
-                self.start_worker(name)
-        self.wait_for_workers(names)
+        a batch job would, a few seconds later: so it is looked at until the scheduler has them all)."""
+        end = time.time() + timeout
+        while missing := set(names) - set(self.registered()):
+            assert time.time() < end, f"workers {sorted(missing)} did not join the scheduler within {timeout:g} s"
+            for name in missing:
+                process = self.hosts[name].processes.get("worker")
+                if process is None or process.poll() is not None:
+                    self.start_worker(name)
+            time.sleep(1)
 
     def ask(self, expression: str):
         """``expression`` of a Dask client ``c`` on the coordinator host, as JSON."""

@@ -68,20 +68,39 @@ def pipes(pid: int) -> set:
 def worker_with_a_running_kernel(run: subprocess.Popen):
     """(a worker the fork server forked, whose kernel parent runs a student's kernel, its kernel's pid, the process
     table) or None. The server starts the first workers' kernel parents itself: a worker is told from a parent's
-    sandbox by its command line (a forked worker keeps the server's), and its parent by the pipe they share."""
+    sandbox by its command line (a forked worker keeps the server's), and its parent by its stdin, the worker's pipe."""
     table = processes()
     servers = [p for p in descendants(run.pid, table) if FORK_SERVER in table[p][1] and table[p][0] == run.pid]
-    forked = lambda up: KERNEL_PARENT in table.get(up, (0, ""))[1]  # a kernel: forked by a kernel parent
-    kernels = [p for p, (up, line) in table.items() if KERNEL_PARENT in line and forked(up)]
+
+    def python(pid):  # the kernel parent's Python, or a kernel it forked (bwrap's command line names it too)
+        line = table.get(pid, (0, ""))[1]
+        return KERNEL_PARENT in line and not os.path.basename(line.split()[0]).startswith("bwrap")
+
+    kernels = [p for p, (up, _) in table.items() if python(p) and python(up)]  # forked by a kernel parent
     try:
         for server in servers:
             for worker in (p for p, (up, line) in table.items() if up == server and FORK_SERVER in line):
                 for kernel in kernels:
-                    if pipes(worker) & pipes(table[kernel][0]):  # the parent's stdin, written by its worker
+                    if os.readlink(f"/proc/{table[kernel][0]}/fd/0") in pipes(
+                        worker
+                    ):  # the parent's stdin: its worker's
                         return worker, kernel, table
     except OSError:  # a process ended meanwhile: look again
         return None
     return None
+
+
+def alive(kernel: int, table: dict) -> list:
+    """The kernel and the processes above it up to the worker's, with their state now (for a failure's message)."""
+    found, pid = [], kernel
+    for _ in range(4):
+        try:
+            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            state = "gone"
+        found.append((pid, table.get(pid, (0, ""))[1][:40], state))
+        pid = table.get(pid, (0, ""))[0]
+    return found
 
 
 def start_grading(root: Path) -> subprocess.Popen:
@@ -97,8 +116,11 @@ def test_a_worker_killed_mid_student_costs_that_student_alone(demo, tmp_path):
     os.kill(table[kernel][0], signal.SIGSTOP)  # its kernel parent, stopped (a kernel can): it reads nothing more
     os.kill(worker, signal.SIGKILL)
     # the sandbox ends with its worker at once, though the fork server may have started it (then the pool ends it)
-    wait_until(lambda: not os.path.exists(f"/proc/{kernel}"), 3, "the killed worker's kernel to end")
-    assert run.poll() is None  # (not because grading ended)
+    try:
+        wait_until(lambda: not os.path.exists(f"/proc/{kernel}"), 30, "the killed worker's kernel to end")
+    except AssertionError as error:
+        raise AssertionError(f"{error}: the kernel and the processes above it now: {alive(kernel, table)}") from None
+    assert run.poll() is None, run.communicate()[1][-4000:]  # (not because grading ended)
     out, err = run.communicate(timeout=1800)
     assert run.returncode == 0, err[-4000:]
     killed = [p for p in json.loads((root / "problems.json").read_text()) if p["problem"] == "worker_killed"]

@@ -41,7 +41,7 @@ def local_gradient(step, forward, upstream):
 
 
 def _step_scale(name):
-    """The grader's size of step `name` (engine/tolerance.py): the largest term its rule adds up, on the absolute
+    """The grader's size of step `name`: the largest term its rule adds up, on the absolute
     values of the forward pass and of autograd's upstream gradients; None when the step has no upstream here."""
     step, space = STEP_BY_NAME.get(name), globals()
     try:

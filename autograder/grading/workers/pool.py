@@ -279,9 +279,11 @@ class WorkerPool:
                 if result is not None and result.sandbox_error:
                     self.failure.append(f"the sandbox could not start a kernel for {student}: {result.sandbox_error}")
                     break
+                ended = result is None or result.worker_ended  # killed, or it stopped itself: start afresh
+                if ended:
+                    worker.kill()  # first: its sandbox ends now, not after the merge
                 self.finish(student, result, allowed)
-                if result is None or result.worker_ended:  # killed, or it stopped itself: start afresh
-                    worker.kill()
+                if ended:
                     worker.start()
             worker.stop()
         except BaseException as error:  # noqa: BLE001 (reported by run(); the other workers stop)
