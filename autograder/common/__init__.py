@@ -2,6 +2,8 @@
 
 problems   the Problem type and the one table of problem kinds (problems.json, --help, the report)
 diagnoses  the table of diagnosis kinds, and Reason: a sentence that knows its kind
+editions   the course's editions (English, Russian, Simplified Chinese) and where their catalogs are
+words      Words: a sentence kept as a key (say, say_n) until it is rendered in an edition's language
 phases     the phases of a notebook's grading time (grade --profile)
 naming     the notebooks' naming conventions (setup cells, the lecture cell, grade_ids)
 links      the course's addresses on the web, from the one repository address

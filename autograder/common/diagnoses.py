@@ -5,6 +5,9 @@ preprocessors make them; JudgeAnswers writes each graded cell's kind into its ou
 the class report counts kinds, never reads the sentences back (which may change, or be translated).
 """
 
+from .editions import ENGLISH
+from .words import Words, render
+
 # kind -> how the class report names it (the report sorts them by how many students each has)
 DIAGNOSES = {
     "not_answered": "not answered",
@@ -58,20 +61,25 @@ METADATA = (
 
 
 class Reason(str):
-    """A sentence for the student that knows its diagnosis kind: ``Reason("wrong_sign", "dprobs has ...")``.
-    It is a ``str``, so verdicts print and compare it as before; a plain ``str`` has the kind ``other``."""
+    """A sentence for the student that knows its diagnosis kind: ``Reason("wrong_sign", say("d{name} has ...", ...))``.
+    It is a ``str`` (the English sentence), so verdicts print and compare it as before; ``render`` gives it in an
+    edition's language (``common.words``). A plain ``str`` has the kind ``other``."""
 
     kind: str
+    words: Words | str
 
-    def __new__(cls, kind: str, text: str):
+    def __new__(cls, kind: str, text: Words | str):
         if kind not in DIAGNOSES and kind != NOTE:
             raise ValueError(f"no diagnosis kind {kind!r} in common.diagnoses.DIAGNOSES")
-        reason = super().__new__(cls, text)
-        reason.kind = kind
+        reason = super().__new__(cls, str(text))
+        reason.kind, reason.words = kind, text
         return reason
 
-    def __getnewargs__(self):  # copies and pickles keep the kind
-        return self.kind, str(self)
+    def __getnewargs__(self):  # copies and pickles keep the kind and the words
+        return self.kind, self.words
+
+    def render(self, code: str = ENGLISH) -> str:
+        return render(self.words, code)
 
 
 def kind_of(line: str) -> str:

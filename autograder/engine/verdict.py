@@ -4,6 +4,8 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from ..common.diagnoses import NOTE, OTHER, kind_of
+from ..common.editions import ENGLISH
+from ..common.words import render
 
 
 @dataclass
@@ -32,10 +34,11 @@ class Verdict:
             return None
         return next((kind for kind in map(kind_of, self.lines) if kind != NOTE), OTHER)
 
-    def text(self) -> str:
+    def text(self, code: str = ENGLISH) -> str:
+        """What the student reads in the graded cell, in the language of edition ``code``."""
         mark = "✔" if self.passed else "✘"
         head = f"{mark} {self.title}: {self.points:g} of {self.max_points:g} point{'s' if self.max_points != 1 else ''}"
-        return "\n".join([head] + [f"  {line}" for line in self.lines]) + "\n"
+        return "\n".join([head] + [f"  {render(line, code)}" for line in self.lines]) + "\n"
 
 
 @dataclass(frozen=True)
