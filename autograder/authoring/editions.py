@@ -13,14 +13,13 @@ from pathlib import Path
 import nbformat
 
 from ..common.edition_text import catalog_lookup, translated_cell_source
-from ..common.editions import TRANSLATED
+from ..common.editions import METADATA, TRANSLATED
 from ..common.links import EDITIONS_DIR, colab_url, edition_anchor, edition_path
 from ..common.translate import translate_markdown
 from .badges import BADGE, END, START
 from .catalogs import RELEASE_DIR, UNTRANSLATED_PAGES, course_pages
 from .notebooks import COURSE_DIR, COURSE_ROOT, stable_text
 
-METADATA = "backprop_ninja"  # the notebook's metadata[METADATA]["edition"]: a hint only (Colab drops it)
 RELATIVE_LINK = re.compile(r"\]\((?P<target>(?!https?://|mailto:)[^)\s#]*)(?:#(?P<anchor>[^)\s]+))?\)")
 
 

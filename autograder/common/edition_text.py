@@ -6,7 +6,8 @@ with it, so a student's feedback shows every cell in the language they handed in
 
 import re
 
-from .translate import translate_code, translate_markdown
+from .editions import EDITIONS, ENGLISH, METADATA
+from .translate import code_pieces, translate_code, translate_markdown
 
 NOTEBOOKS_DOMAIN = "notebooks"
 ABSOLUTE_LINK = re.compile(
@@ -56,3 +57,27 @@ def translated_cell_source(cell_type: str, source: str, code: str) -> str:
     if cell_type == "code":
         return translate_code(source, translated)
     return source
+
+
+CYRILLIC = re.compile(r"[\u0400-\u04ff]")
+HAN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff]")
+LATIN = re.compile(r"[A-Za-z]")
+
+
+def edition_of(nb) -> str:
+    """The edition a notebook was handed in as, read from the words a student read in it: its markdown cells and its
+    code cells' comments and strings (Colab drops a notebook's custom metadata; the text stays). The share of
+    Cyrillic or of Chinese characters among the letters decides; a notebook that shows neither is English, unless
+    it says otherwise in its metadata (a notebook with hardly any text)."""
+    text = "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
+    text += "\n".join(p.text for c in nb.cells if c.cell_type == "code" for p in code_pieces(c.source))
+    cyrillic, han, latin = len(CYRILLIC.findall(text)), len(HAN.findall(text)), len(LATIN.findall(text))
+    if cyrillic >= 100 and cyrillic > 0.3 * (cyrillic + latin):
+        return "ru"
+    if han >= 50 and han > 0.15 * (han + latin):
+        return "zh"
+    if cyrillic + han < 20:
+        hint = nb.metadata.get(METADATA, {})
+        code = hint.get("edition") if isinstance(hint, dict) else None
+        return code if code in EDITIONS else ENGLISH
+    return ENGLISH

@@ -5,6 +5,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 LOCALE_DIR = Path(__file__).resolve().parent.parent / "locale"  # <code>/<domain>.po: the translations
+EDITION_VARIABLE = "BACKPROP_NINJA_EDITION"  # set by the grader in the kernel: the language of its few words
+METADATA = "backprop_ninja"  # a notebook's metadata[METADATA]["edition"]: the autograded notebook's edition
 
 
 @dataclass(frozen=True)

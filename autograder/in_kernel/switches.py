@@ -4,6 +4,8 @@ import os
 
 import torch
 
+from ..common.editions import EDITION_VARIABLE, ENGLISH
+from ..common.words import say
 from ..data import SEED_VARIABLE
 from ..engine.honesty import decoy
 from .snapshot_hook import take_snapshots
@@ -44,8 +46,10 @@ def start_grading(namespace: dict, self_checks=("cmp", "self_check")) -> None:
     torch.autograd.backward = _refuse
     torch.autograd.grad = _refuse
 
+    words = say("(self-checks are skipped while grading: see the graded cells)")
+
     def skipped(*args, **kwargs):
-        print("(self-checks are skipped while grading: see the graded cells)")
+        print(words.render(os.environ.get(EDITION_VARIABLE, ENGLISH)))
 
     for name in self_checks:
         if name in namespace:

@@ -16,6 +16,7 @@ from nbformat.v4 import new_output
 from nbgrader.preprocessors import Execute
 from traitlets import Bool, Integer, Unicode, default
 
+from ..common.editions import EDITION_VARIABLE, ENGLISH, METADATA
 from ..common.naming import SETUP_PREFIX
 from ..common.phases import (
     EXECUTING,
@@ -131,9 +132,10 @@ class GradingExecute(Execute):
 
     _cleanup_kernel = run_sync(_async_cleanup_kernel)
 
-    def kernel_variables(self, seed: int) -> dict:
-        """What the grader tells a notebook's kernel, in its environment: the seed, and where names.txt is."""
-        return {SEED_VARIABLE: str(seed), NAMES_VARIABLE: names_path(self.names_path)}
+    def kernel_variables(self, seed: int, edition: str = ENGLISH) -> dict:
+        """What the grader tells a notebook's kernel, in its environment: the seed, where names.txt is, and the
+        language of the notebook's edition."""
+        return {SEED_VARIABLE: str(seed), NAMES_VARIABLE: names_path(self.names_path), EDITION_VARIABLE: edition}
 
     def start_kernel_parent(self):
         """Start the sandbox's kernel parent now, before the first notebook, in the environment the kernels will
@@ -266,9 +268,11 @@ class GradingExecute(Execute):
     def preprocess(self, nb, resources, *args, **kwargs):
         seed = self.grading_seed(resources)
         self._notebook = resources.get("nbgrader", {}).get("notebook")
-        variables = self.kernel_variables(seed)
+        edition = nb.metadata.get(METADATA, {}).get("edition", ENGLISH)  # RestoreLockedCells read it
+        variables = self.kernel_variables(seed, edition)
         resources["backprop_ninja"] = {
             "seed": seed,
+            "edition": edition,
             "names_path": variables[NAMES_VARIABLE],
             "kernel_died_in": None,
             "notebook_time_limit_in": None,

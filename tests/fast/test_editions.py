@@ -109,3 +109,35 @@ def test_the_glossary_page_is_the_editions_term_lists():
 
     assert not glossary.stale(), "run: python -m autograder.authoring"
     assert "| backpropagation | обратное распространение ошибки | 反向传播 |" in glossary.page()
+
+
+RUSSIAN = (
+    "Вы напишете вручную градиент функции потерь по каждому промежуточному тензору двухслойной сети. "
+    "Autograd в PyTorch вычисляет те же градиенты, так что после каждой группы вы можете проверить себя."
+)
+CHINESE = "你将亲手写出损失函数对两层网络中每一个中间张量的梯度。PyTorch 的 autograd 会计算同样的梯度，方便你在每组之后自查。"
+
+
+def _translated(nb, text: str):
+    """The notebook with every piece of words replaced by ``text``."""
+    nb = nbformat.from_dict(nb)
+    for cell in nb.cells:
+        translate = translate_markdown if cell.cell_type == "markdown" else translate_code
+        cell.source = translate(cell.source, lambda _: text)
+    return nb
+
+
+@pytest.mark.parametrize("text, edition", [(RUSSIAN, "ru"), (CHINESE, "zh")])
+def test_a_submissions_edition_is_read_from_its_words(text, edition):
+    from autograder.common.edition_text import edition_of
+
+    english = nbformat.read(RELEASE / "ex2_cross_entropy_backward.ipynb", as_version=4)
+    assert edition_of(english) == "en"
+    translated = _translated(english, text)
+    assert edition_of(translated) == edition
+    translated.metadata.clear()  # a Colab round trip drops the notebook's own metadata: the words stay
+    assert edition_of(translated) == edition
+    # an English notebook with a student's note in another language stays English
+    noted = nbformat.from_dict(english)
+    noted.cells.append(nbformat.v4.new_markdown_cell(text))
+    assert edition_of(noted) == "en"

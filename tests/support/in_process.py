@@ -35,6 +35,8 @@ from traitlets.config import Config
 
 from autograder.authoring import SOURCE_DIR
 from autograder.common.diagnoses import DIAGNOSES, METADATA, OTHER
+from autograder.common.edition_text import edition_of, translated_cell_source
+from autograder.common.editions import METADATA as EDITION_METADATA
 from autograder.common.naming import grade_id
 from autograder.data import EMBEDDED_NAMES, NAMES_VARIABLE, SEED_VARIABLE
 from autograder.preprocessors.judge_answers import JudgeAnswers
@@ -66,13 +68,17 @@ def source_notebook(name: str):
 
 def as_autograde_runs_it(submission, source):
     """The submission as nbgrader's autograde executes it: every locked cell back as the gradebook has it
-    (the source's, hidden tests included), outputs cleared."""
+    (the source's, hidden tests included) in the language of the submission's edition, as RestoreLockedCells
+    restores it, outputs cleared."""
     nb = nbformat.from_dict(json.loads(json.dumps(submission)))  # a deep copy
+    edition = edition_of(nb)
+    nb.metadata[EDITION_METADATA] = {"edition": edition}
     locked = {grade_id(c): c for c in source.cells if c.metadata.get("nbgrader", {}).get("locked")}
     for cell in nb.cells:
         original = locked.get(grade_id(cell))
         if original is not None:
-            cell.cell_type, cell.source = original.cell_type, original.source
+            cell.cell_type = original.cell_type
+            cell.source = translated_cell_source(original.cell_type, original.source, edition)
             cell.metadata["nbgrader"] = dict(original.metadata["nbgrader"])
         if cell.cell_type == "code":
             cell.outputs, cell.execution_count = [], None
@@ -91,7 +97,13 @@ def autograde(name: str, submissions: dict, seed: int = DEFAULT_SEED) -> dict:
             nb.cells[index].outputs = [nbformat.from_dict(o) for o in cell_outputs]
         resources = {
             "nbgrader": {"notebook": name, "student": student},
-            "backprop_ninja": {"seed": seed, "names_path": str(EMBEDDED_NAMES), "incidents": [], **state},
+            "backprop_ninja": {
+                "seed": seed,
+                "names_path": str(EMBEDDED_NAMES),
+                "incidents": [],
+                "edition": nb.metadata[EDITION_METADATA]["edition"],
+                **state,
+            },
         }
         nb, _ = JudgeAnswers().preprocess(nb, resources)
         graded[student] = _read_grades(nb, resources["backprop_ninja"]["incidents"])
