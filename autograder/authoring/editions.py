@@ -73,6 +73,7 @@ def badge_table(code: str, repository: str) -> str:
 
 def edition_page(page: Path, code: str, repository: str) -> str:
     text = _relative_links(translate_markdown(page.read_text(), catalog_lookup(code, "course")), page, code)
+    text = text.replace("release/backprop_ninja/", f"editions/{code}/backprop_ninja/")  # paths named in the text
     if START in text and END in text:
         block = f"{START}\n{badge_table(code, repository)}\n{END}"
         text = re.sub(re.escape(START) + r".*?" + re.escape(END), lambda _: block, text, count=1, flags=re.S)

@@ -145,8 +145,9 @@ def code_pieces(source: str) -> tuple:
     for j in ast.walk(tree):
         if isinstance(j, ast.FormattedValue):
             in_expressions |= {id(n) for n in ast.walk(j.value)}
+    keys = _keys(tree)
     for node in ast.walk(tree):
-        if not isinstance(node, (ast.Constant, ast.JoinedStr)) or node.lineno in skipped:
+        if not isinstance(node, (ast.Constant, ast.JoinedStr)) or node.lineno in skipped or id(node) in keys:
             continue
         if isinstance(node, ast.Constant) and not isinstance(node.value, str):
             continue
@@ -175,6 +176,20 @@ def code_pieces(source: str) -> tuple:
         pieces.append(Piece(text, start, end, render, "fstring" if prefix == "f" else "string"))
     pieces += _comment_pieces(source, skipped, offsets)
     return tuple(sorted(pieces, key=lambda p: p.start))
+
+
+def _keys(tree) -> set:
+    """The strings code looks things up by, never words (a translated copy would no longer find its twin): dict keys,
+    subscripts, the operands of a comparison."""
+    keys = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Dict):
+            keys |= {id(k) for k in node.keys if k is not None}
+        elif isinstance(node, ast.Subscript):
+            keys.add(id(node.slice))
+        elif isinstance(node, ast.Compare):
+            keys |= {id(n) for n in [node.left, *node.comparators]}
+    return keys
 
 
 def _comment_pieces(source: str, skipped: set, offsets: list) -> list:
