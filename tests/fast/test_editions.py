@@ -144,3 +144,22 @@ def test_a_submissions_edition_is_read_from_its_words(text, edition):
     noted = nbformat.from_dict(english)
     noted.cells.append(nbformat.v4.new_markdown_cell(text))
     assert edition_of(noted) == "en"
+
+
+@pytest.mark.parametrize("code", ["ru", "zh"])
+def test_every_notebook_of_an_edition_is_read_as_that_edition(code):
+    from autograder.common.edition_text import edition_of
+
+    for path in sorted((REPO / "editions" / code).rglob("*.ipynb")):
+        nb = nbformat.read(path, as_version=4)
+        nb.metadata.clear()  # as Colab hands it back
+        assert edition_of(nb) == code, path
+
+
+@pytest.mark.parametrize("code", ["ru", "zh"])
+def test_every_message_is_translated_and_keeps_what_it_must(code):
+    from autograder.authoring.catalog_checks import problems
+
+    for domain in catalogs.DOMAINS:
+        found = problems(code, domain)
+        assert not found, f"{code}/{domain}.po: {len(found)} problems, e.g. {found[:3]}"
