@@ -6,6 +6,8 @@ from pathlib import Path
 NAMES_VARIABLE = "BACKPROP_NINJA_NAMES"  # overrides the embedded copy, for the grader, the demo and the tests
 SEED_VARIABLE = "BACKPROP_NINJA_SEED"  # the grading seed, set by the grader in the kernel: with names.txt it
 # decides every tensor a notebook builds
+EDITION_VARIABLE = "BACKPROP_NINJA_EDITION"  # the edition being graded, set by the grader in the kernel: the
+# language of the lines the kernel prints while grading
 NAMES_SHA256 = "0a30b5557f192f32ab962680889aac5f6fda0f4cecf40a6d0b5694f58ea8cc4d"
 EMBEDDED_NAMES = Path(__file__).resolve().parent / "names.txt"
 

@@ -2,7 +2,7 @@
 
 import os
 
-from ..data import NAMES_VARIABLE
+from ..data import EDITION_VARIABLE, NAMES_VARIABLE
 
 # Variables passed from the grader's environment when they are set; every other one is dropped (tokens,
 # passwords and keys included, whatever their prefix: a kernel could print them into its feedback).
@@ -17,8 +17,10 @@ PASSED_VARIABLES = {
     "NBGRADER_EXECUTION": "'autograde' while nbgrader grades: only then do the hidden tests report answers",
     "BACKPROP_NINJA_SEED": "the seed of this student and notebook, which the student never saw",
     NAMES_VARIABLE: "where names.txt is (granted read-only)",
+    EDITION_VARIABLE: "the edition of the notebook: the language of what the kernel prints while grading",
 }
-NOTEBOOK_VARIABLES = {"BACKPROP_NINJA_SEED"}  # differ between the notebooks of one sandbox (its kernel parent's)
+# differ between the notebooks of one sandbox (its kernel parent's)
+NOTEBOOK_VARIABLES = {"BACKPROP_NINJA_SEED", EDITION_VARIABLE}
 PRIVATE_HOME = "/tmp"  # HOME and TMPDIR: IPython's profile and every cache land in the private /tmp
 MATPLOTLIB_CACHE = "/tmp/matplotlib"  # matplotlib warns on stderr when it has no writable config folder
 
