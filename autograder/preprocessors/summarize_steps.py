@@ -32,13 +32,27 @@ STYLE = """
 .steps-row > div.step-name, .steps-row > div.step-points { white-space: nowrap; }
 .steps-row > div.step-points { text-align: right; }
 .step-right > div.step-mark { color: #2e7d32; }
-.step-right > div.step-reason { color: #777; }
+.step-right > div.step-reason { color: #666; }
 .step-wrong > div.step-mark, .step-wrong > div.step-reason { color: #b71c1c; }
 .step-first { background: #fdecea; }
+.step-first a { color: #23527c; }
 .step-first-label { margin-left: 0.6em; padding: 0 0.45em; border-radius: 3px; background: #b71c1c; color: #fff;
   font-size: 12px; font-weight: bold; }
 .steps-notes { margin-top: 0.6em; color: #555; }
+.steps-unseen { position: absolute; width: 1px; height: 1px; overflow: hidden; clip: rect(0 0 0 0);
+  white-space: nowrap; }
 """
+# The table's ARIA roles, by class: the sanitizer keeps no role attribute in a raw cell (nor <th>), so
+# FeedbackExporter gives the page's <div>s of these classes their roles after it.
+ROLES = {
+    "steps-table": "table",
+    "steps-row": "row",
+    "steps-col": "columnheader",
+    "step-mark": "cell",
+    "step-name": "rowheader",
+    "step-points": "cell",
+    "step-reason": "cell",
+}
 
 
 @dataclass
@@ -109,8 +123,9 @@ def _points(row: Row) -> str:
 def table_html(rows: list, late_penalty: float, commented: list, repository: str) -> str:
     """The summary: a headline, one row per step, then notes.
 
-    Only tags that nbconvert's sanitizer keeps in a raw cell, and no <table>: the parser's implied <tbody>
-    would be escaped into the text; the rows are <div>s laid out as a table by STYLE.
+    Only tags and attributes that nbconvert's sanitizer keeps in a raw cell, and no <table>: the parser's implied
+    <tbody> would be escaped into the text, and <th> is not kept; the rows are <div>s laid out as a table by STYLE,
+    their roles (ROLES) added to the page by FeedbackExporter.
     """
     first = next((row for row in rows if not row.right), None)
     right = sum(row.right for row in rows)
@@ -133,8 +148,9 @@ def table_html(rows: list, late_penalty: float, commented: list, repository: str
         '<div class="steps-summary">',
         f'<div class="steps-headline">{headline}</div>',
         '<div class="steps-table">',
-        '<div class="steps-row steps-head"><div></div><div>step</div><div>points</div><div>what the grader found</div>'
-        "</div>",
+        '<div class="steps-row steps-head"><div class="steps-col"><span class="steps-unseen">result</span></div>'
+        '<div class="steps-col">step</div><div class="steps-col">points</div>'
+        '<div class="steps-col">what the grader found</div></div>',
     ]
     for row in rows:
         reasons = row.reasons[:1] if row.right else row.reasons[:WRONG_STEP_LINES]
