@@ -35,8 +35,11 @@ pre { background-color: #fff; white-space: pre-wrap; overflow-wrap: anywhere; } 
 
 
 def page_language(nb) -> str:
-    """The BCP 47 tag of the language of the edition the student handed in (English when it is not known)."""
-    return edition(nb.metadata.get(METADATA, {}).get("edition")).html_lang
+    """The BCP 47 tag of the language of the edition the student handed in (English when it is not known: the
+    metadata came with the student's notebook, and may be anything)."""
+    ours = nb.metadata.get(METADATA)
+    code = ours.get("edition") if isinstance(ours, dict) else None
+    return edition(code if isinstance(code, str) else None).html_lang
 
 
 def with_roles(page: str) -> str:

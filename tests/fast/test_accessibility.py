@@ -144,7 +144,8 @@ def notebook(**metadata):
 @pytest.mark.parametrize(
     "metadata, lang",
     [({}, "en"), ({METADATA: {"edition": "ru"}}, "ru"), ({METADATA: {"edition": "zh"}}, "zh-Hans")]
-    + [({METADATA: {"edition": "xx"}}, "en"), ({METADATA: {}}, "en")],
+    + [({METADATA: {"edition": "xx"}}, "en"), ({METADATA: {}}, "en"), ({METADATA: "ru"}, "en")]
+    + [({METADATA: {"edition": ["ru"]}}, "en")],
 )
 def test_the_page_is_in_the_language_of_the_students_edition(metadata, lang):
     assert feedback_page(notebook(**metadata)).html["lang"] == lang
