@@ -34,13 +34,27 @@ STYLE = """
 .steps-row > div.step-name, .steps-row > div.step-points { white-space: nowrap; }
 .steps-row > div.step-points { text-align: right; }
 .step-right > div.step-mark { color: #2e7d32; }
-.step-right > div.step-reason { color: #777; }
+.step-right > div.step-reason { color: #666; }
 .step-wrong > div.step-mark, .step-wrong > div.step-reason { color: #b71c1c; }
 .step-first { background: #fdecea; }
+.step-first a { color: #23527c; }
 .step-first-label { margin-left: 0.6em; padding: 0 0.45em; border-radius: 3px; background: #b71c1c; color: #fff;
   font-size: 12px; font-weight: bold; }
 .steps-notes { margin-top: 0.6em; color: #555; }
+.steps-unseen { position: absolute; width: 1px; height: 1px; overflow: hidden; clip: rect(0 0 0 0);
+  white-space: nowrap; }
 """
+# The table's ARIA roles, by class: the sanitizer keeps no role attribute in a raw cell (nor <th>), so
+# FeedbackExporter gives the page's <div>s of these classes their roles after it.
+ROLES = {
+    "steps-table": "table",
+    "steps-row": "row",
+    "steps-col": "columnheader",
+    "step-mark": "cell",
+    "step-name": "rowheader",
+    "step-points": "cell",
+    "step-reason": "cell",
+}
 
 
 @dataclass
@@ -148,8 +162,9 @@ def table_html(rows: list, late_penalty: float, commented: list, repository: str
     """The summary: a headline, one row per step, then notes, in the language of edition ``code`` (the reasons are
     the graded cells' own lines, which JudgeAnswers wrote in that language).
 
-    Only tags that nbconvert's sanitizer keeps in a raw cell, and no <table>: the parser's implied <tbody>
-    would be escaped into the text; the rows are <div>s laid out as a table by STYLE.
+    Only tags and attributes that nbconvert's sanitizer keeps in a raw cell, and no <table>: the parser's implied
+    <tbody> would be escaped into the text, and <th> is not kept; the rows are <div>s laid out as a table by STYLE,
+    their roles (ROLES) added to the page by FeedbackExporter.
     """
     first = next((row for row in rows if not row.right), None)
     headline = headline_html(rows, first, code)
@@ -158,8 +173,10 @@ def table_html(rows: list, late_penalty: float, commented: list, repository: str
         '<div class="steps-summary">',
         f'<div class="steps-headline">{headline}</div>',
         '<div class="steps-table">',
-        f'<div class="steps-row steps-head"><div></div><div>{heads[0]}</div><div>{heads[1]}</div><div>{heads[2]}</div>'
-        "</div>",
+        '<div class="steps-row steps-head">'
+        f'<div class="steps-col"><span class="steps-unseen">{say("result").render(code)}</span></div>'
+        f'<div class="steps-col">{heads[0]}</div><div class="steps-col">{heads[1]}</div>'
+        f'<div class="steps-col">{heads[2]}</div></div>',
     ]
     more, instructor = say("… (more in the cell)").render(code), say("(score set by your instructor)").render(code)
     for row in rows:
