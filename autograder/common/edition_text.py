@@ -6,7 +6,7 @@ with it, so a student's feedback shows every cell in the language they handed in
 
 import re
 
-from .editions import EDITIONS, ENGLISH, METADATA
+from .editions import ENGLISH, notebook_edition
 from .translate import code_pieces, translate_code, translate_markdown
 
 NOTEBOOKS_DOMAIN = "notebooks"
@@ -76,8 +76,4 @@ def edition_of(nb) -> str:
         return "ru"
     if han >= 50 and han > 0.15 * (han + latin):
         return "zh"
-    if cyrillic + han < 20:
-        hint = nb.metadata.get(METADATA, {})
-        code = hint.get("edition") if isinstance(hint, dict) else None
-        return code if code in EDITIONS else ENGLISH
-    return ENGLISH
+    return notebook_edition(nb.metadata) if cyrillic + han < 20 else ENGLISH

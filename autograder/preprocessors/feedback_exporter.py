@@ -14,8 +14,7 @@ from nbconvert.exporters import HTMLExporter, TemplateExporter
 from nbconvert.filters.highlight import Highlight2HTML
 from nbconvert.filters.widgetsdatatypefilter import WidgetsDataTypeFilter
 
-from ..common.diagnoses import METADATA
-from ..common.editions import edition
+from ..common.editions import edition, notebook_edition
 from .summarize_steps import ROLES
 
 NO_ALT = "No description has been provided for this image"  # HTMLExporter's own words
@@ -37,9 +36,7 @@ pre { background-color: #fff; white-space: pre-wrap; overflow-wrap: anywhere; } 
 def page_language(nb) -> str:
     """The BCP 47 tag of the language of the edition the student handed in (English when it is not known: the
     metadata came with the student's notebook, and may be anything)."""
-    ours = nb.metadata.get(METADATA)
-    code = ours.get("edition") if isinstance(ours, dict) else None
-    return edition(code if isinstance(code, str) else None).html_lang
+    return edition(notebook_edition(nb.metadata)).html_lang
 
 
 def with_roles(page: str) -> str:

@@ -16,7 +16,7 @@ from nbformat.v4 import new_output
 from nbgrader.preprocessors import Execute
 from traitlets import Bool, Integer, Unicode, default
 
-from ..common.editions import EDITION_VARIABLE, ENGLISH, METADATA
+from ..common.editions import EDITION_VARIABLE, ENGLISH, notebook_edition
 from ..common.naming import SETUP_PREFIX
 from ..common.phases import (
     EXECUTING,
@@ -260,7 +260,7 @@ class GradingExecute(Execute):
         seed = self.grading_seed(resources)
         self._notebook = resources.get("nbgrader", {}).get("notebook")
         # the edition the student handed in, as RestoreLockedCells read it: the language of the lines added here
-        self._edition = nb.metadata.get(METADATA, {}).get("edition", ENGLISH)
+        self._edition = notebook_edition(nb.metadata)
         variables = self.kernel_variables(seed)
         resources["backprop_ninja"] = {
             **resources.get("backprop_ninja", {}),

@@ -14,7 +14,7 @@ from nbgrader import utils
 from traitlets import Bool
 
 from ..common.diagnoses import METADATA
-from ..common.editions import ENGLISH
+from ..common.editions import ENGLISH, notebook_edition
 from ..common.links import course_url, repository_url
 from ..common.words import say, say_n
 
@@ -234,7 +234,7 @@ class SummarizeSteps(Preprocessor):
             if c.metadata.get("nbgrader", {}).get("comment") not in (None, "", AUTOMATIC_COMMENT)
         ]
         late_penalty = float(resources["nbgrader"].get("late_penalty") or 0)
-        code = nb.metadata.get("backprop_ninja", {}).get("edition", ENGLISH)  # the edition the student handed in
+        code = notebook_edition(nb.metadata)  # the edition the student handed in
         summary = table_html(rows, late_penalty, commented, repository_url(), code)
         nb.cells.insert(0, new_raw_cell(summary, metadata={"raw_mimetype": "text/html"}))
         resources.setdefault("inlining", {}).setdefault("css", []).append(STYLE)
