@@ -13,13 +13,13 @@ changed one keeps its old translation marked fuzzy (which counts as missing unti
 ``python -m autograder.authoring.catalogs`` prints how much of each catalog is translated.
 """
 
+import ast
 import datetime
 import sys
 from pathlib import Path
 
 import nbformat
 from babel.messages.catalog import Catalog
-from babel.messages.extract import extract_from_dir
 from babel.messages.pofile import read_po, write_po
 
 from ..common.editions import EDITIONS, LOCALE_DIR, TRANSLATED
@@ -57,18 +57,30 @@ def course_pages() -> list:
     return sorted(p for p in COURSE_DIR.glob("*.md") if p.name not in UNTRANSLATED_PAGES)
 
 
+def grader_templates() -> list:
+    """Every ``say("...")`` and ``say_n("...", "...", n)`` of the package, read from its syntax trees (a call inside an
+    f-string's braces included, which a tokenizer-based extractor misses), in file and line order."""
+    found = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        if "shared_cells" in path.parts:
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)):
+                continue
+            arity = {"say": 1, "say_n": 2}.get(node.func.id)
+            texts = [a.value for a in node.args[: arity or 0] if isinstance(a, ast.Constant)]
+            if arity and len(texts) == arity and all(isinstance(t, str) for t in texts):
+                where = f"autograder/{path.relative_to(PACKAGE).as_posix()}:{node.lineno}"
+                found.append((texts[0] if arity == 1 else tuple(texts), where, node.lineno))
+    found.sort(key=lambda f: (f[1].split(":")[0], f[2]))
+    return [(message, where, "words") for message, where, _ in found]
+
+
 def extracted(domain: str) -> list:
     """(msgid or (singular, plural), location, kind) of a domain, in the order a translator meets them; the kind
     (``common.translate.Piece.kind``, or "words" for the grader's) says what a translation must keep."""
     if domain == "grader":
-        found = []
-        for filename, lineno, message, _, _ in extract_from_dir(
-            PACKAGE,
-            keywords={"say": None, "say_n": (1, 2)},
-            directory_filter=lambda d: "shared_cells" not in d and "__pycache__" not in d,
-        ):
-            found.append((message, f"autograder/{filename}:{lineno}", "words"))
-        return found
+        return grader_templates()
     if domain == "notebooks":
         return [piece for path in translated_notebooks() for piece in notebook_pieces(path)]
     return [

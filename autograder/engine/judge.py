@@ -34,8 +34,8 @@ def not_a_tensor(name: str, info: dict) -> Reason | None:
             return Reason(
                 "not_a_float32_tensor",
                 say_n(
-                    "{name} should be a torch tensor, but it is a tensor of {count} element",
-                    "{name} should be a torch tensor, but it is a tensor of {count} elements",
+                    "{name} is a tensor of {count} element, far too large to be this answer",
+                    "{name} is a tensor of {count} elements, far too large to be this answer",
                     info["elements"],
                     name=name,
                 ),
