@@ -15,7 +15,7 @@ from traitlets import Bool
 
 from ..common.diagnoses import METADATA
 from ..common.editions import ENGLISH, notebook_edition
-from ..common.links import course_url, repository_url
+from ..common.links import edition_course_url, repository_url
 from ..common.words import say, say_n
 
 WRONG_STEP_LINES = 3  # reason lines of a wrong step shown in the table; its cell has them all
@@ -205,8 +205,8 @@ def table_html(rows: list, late_penalty: float, commented: list, repository: str
         say(
             'Stuck on a step? Climb the ladder of <a href="{guide}">When you are stuck</a>; the <a href="{cheatsheet}">'
             "cheat sheet</a> has every backward rule.",
-            guide=course_url("README.md#when-you-are-stuck", repository),
-            cheatsheet=course_url("cheatsheet.md", repository),
+            guide=edition_course_url("README.md#when-you-are-stuck", code, repository),
+            cheatsheet=edition_course_url("cheatsheet.md", code, repository),
         )
     )
     notes = [note.render(code) for note in notes]
