@@ -99,7 +99,10 @@ def verdict_outputs(verdict: "Verdict") -> list:
         new_output(
             "execute_result",
             data={"text/plain": repr(float(verdict.points))},
-            metadata={METADATA: {"diagnosis": verdict.diagnosis, "title": verdict.title, "points": verdict.points}},
+            metadata={
+                METADATA: {"diagnosis": verdict.diagnosis, "title": verdict.title, "points": verdict.points}
+                | ({"facts": verdict.facts} if verdict.facts else {})
+            },
             execution_count=None,
         ),
     ]
