@@ -1,6 +1,7 @@
 # The bug hunt's tools: your colleague's pass for your id, points to check a backward pass at, the table of your
 # checks, and the lines under the graded cells. The autograder grades on a batch and parameters you have not seen.
 import base64
+import contextlib
 import hashlib
 import itertools
 import json
@@ -71,6 +72,17 @@ def loss_at(point, name, value):
     return _loss_at(_in_float64(point), name, value)
 
 
+@contextlib.contextmanager
+def _one_thread():
+    """Tensors this small are fastest on one thread (more threads wait for each other): the checks run so."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(threads)
+
+
 def _gradients_of(backward, point):
     """(the gradients backward(point) returns, None), or (None, what went wrong)."""
     if not callable(backward):
@@ -118,25 +130,33 @@ def check_gradients(backward, point, directions=2):
         print(f"✘ {problem}", file=sys.stderr)
         return
     double, generator, rows = _in_float64(point), torch.Generator().manual_seed(0), []
-    for name in GRADIENTS:
-        row = {"gradient": name, "status": "todo", "yours": "", "numbers": "", "relative error": "not returned"}
-        got = grads.get(name)
-        if isinstance(got, torch.Tensor) and tuple(got.shape) != tuple(point[name[1:]].shape):
-            row.update(status="wrong", **{"relative error": f"shape {tuple(got.shape)}, not {tuple(point[name[1:]].shape)}"})
-        elif isinstance(got, torch.Tensor):
-            try:
-                yours, numbers, error = _along(grads, double, name, generator, directions)
-            except Exception as error:  # your numerical_gradient: one line instead of a traceback
-                print(f"✘ numerical_gradient raised {type(error).__name__}: {error}", file=sys.stderr)
+    with _one_thread():
+        for name in GRADIENTS:
+            rows.append(_row(grads, double, point, name, generator, directions))
+            if rows[-1] is None:  # numerical_gradient raised: said once
                 return
-            row.update(yours=f"{yours:.6g}", numbers=f"{numbers:.6g}", status="ok" if error <= TOLERANCE else "wrong",
-                       **{"relative error": f"{error:.1e}"})
-        rows.append(row)
     wrong = [r["gradient"] for r in rows if r["status"] != "ok"]
     summary = (f"Not as the numbers say: {', '.join(wrong)}. The first wrong one on a path has a bug of its own; the "
                f"ones computed from it may be wrong only because of it." if wrong else
                "Every gradient agrees with the numbers at this point.")
     display(CheckTable(rows, columns=["gradient", "yours", "numbers", "relative error"], summary=summary))
+
+
+def _row(grads, double, point, name, generator, directions):
+    """One row of check_gradients; None when numerical_gradient raised (said on stderr)."""
+    row = {"gradient": name, "status": "todo", "yours": "", "numbers": "", "relative error": "not returned"}
+    got, want = grads.get(name), tuple(point[name[1:]].shape)
+    if isinstance(got, torch.Tensor) and tuple(got.shape) != want:
+        row.update(status="wrong", **{"relative error": f"shape {tuple(got.shape)}, not {want}"})
+    elif isinstance(got, torch.Tensor):
+        try:
+            yours, numbers, error = _along(grads, double, name, generator, directions)
+        except Exception as error:  # your numerical_gradient: one line instead of a traceback
+            print(f"✘ numerical_gradient raised {type(error).__name__}: {error}", file=sys.stderr)
+            return None
+        row.update(yours=f"{yours:.6g}", numbers=f"{numbers:.6g}", status="ok" if error <= TOLERANCE else "wrong",
+                   **{"relative error": f"{error:.1e}"})
+    return row
 
 
 def check_entries(backward, point, name):
@@ -150,7 +170,12 @@ def check_entries(backward, point, name):
         return
     double = _in_float64(point)
     x = double[name[1:]]
-    numbers = numerical_gradient(lambda value: _loss_at(double, name[1:], value), x.clone(), h=STEP.get(name[1:], 1e-6))
+    try:
+        with _one_thread():
+            numbers = numerical_gradient(lambda v: _loss_at(double, name[1:], v), x.clone(), h=STEP.get(name[1:], 1e-6))
+    except Exception as error:  # your numerical_gradient: one line instead of a traceback
+        print(f"✘ numerical_gradient raised {type(error).__name__}: {error}", file=sys.stderr)
+        return
     yours = grads[name].detach().double().reshape(x.shape)
     error = (yours - numbers).abs()
     scale = max(yours.abs().max().item(), numbers.abs().max().item(), 1e-30)

@@ -232,10 +232,10 @@ def judge_found(report: Report, namespace: dict, seed: int, tainted: set) -> Ver
             Reason(
                 "not_a_bug",
                 say_n(
-                    "{names} had no bug of its own: its line is right, and a gradient that is only wrong because one "
-                    "it is computed from is wrong is not a bug",
-                    "{names} had no bugs of their own: their lines are right, and a gradient that is only wrong "
-                    "because one it is computed from is wrong is not a bug",
+                    "{names} had no bug of its own: its line is right, and at most it inherits the error of a gradient "
+                    "it is computed from",
+                    "{names} had no bugs of their own: their lines are right, and at most they inherit the error of a "
+                    "gradient they are computed from",
                     len(wrong),
                     names=", ".join(wrong),
                 ),
