@@ -35,7 +35,7 @@ PARTS = {
     "ex4_manual_training": [(6602, ""), (6864, "")],
     "ex6_bug_hunt": [
         (781, "the backward pass your colleague wrote, step by step, in the order of the function you fix"),
-        (0, "its first minutes: why a backward pass you did not check can be wrong and still train"),
+        (0, "why to know what a backward pass computes: a wrong one can still train"),
     ],
 }
 

@@ -53,8 +53,9 @@ def _run(backward_code: str, t: dict) -> dict:
 
 @pytest.mark.parametrize("seed", [11, 12345, 987654321])
 def test_each_bug_lands_far_outside_the_tolerance_and_its_fix_inside(seed):
-    """On grading batches (fresh seeds), each bug left alone is at least 50 times the tolerance off, the course's pass
-    at most 1/100 of it; and what the bug's diagnosis expects (checks.STILL) is what the colleague's line gives."""
+    """On grading batches (fresh seeds), each bug left alone is at least 5 times the tolerance off, the course's pass
+    at most 1/10 of it (measured margins: docs/design/bug-hunt.md); and what the bug's diagnosis expects (checks.STILL)
+    is what the colleague's line gives."""
     namespace = run_setup(SETUP, seed)
     f, g = forward_values(namespace), autograd_gradients(namespace)
     t = {**{k: f[k] for k in TENSORS}, "n": namespace["n"], "Xb": f["Xb"], "Yb": f["Yb"]}
@@ -64,7 +65,7 @@ def test_each_bug_lands_far_outside_the_tolerance_and_its_fix_inside(seed):
         scale = max(step_scale(step, f, {u: g[u] for u in step.upstream}), g[step.name].abs().max().item())
         units = lambda got: max_difference(got, g[step.name]) / (RTOL * scale)
         wrong = _run(with_bug(key), t)[bug.gradient]
-        assert units(right[bug.gradient]) < 0.01 and units(wrong) > 50, (key, units(wrong))
+        assert units(right[bug.gradient]) < 0.1 and units(wrong) > 5, (key, units(wrong))
         first, *_ = step_of(bug).mistakes.values()
         expected = first(f, {u: right["d" + u] for u in step.upstream})
         assert max_difference(expected, wrong) <= RTOL * scale, key

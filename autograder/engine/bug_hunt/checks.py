@@ -131,6 +131,9 @@ def _call_problem(report: Report, name: str):
                 "backward_pass returned a {kind}: it must return a dict of the gradients", kind=str(status.get("type"))
             ),
         )
+    if report.info(name).get("kind", "missing") == "missing":
+        why = say("backward_pass returns no {name}: its dict must hold every gradient, {name} among them", name=name)
+        return Reason("wrong_return", why)
     return not_a_tensor(name, report.info(name))
 
 
