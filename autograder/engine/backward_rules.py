@@ -11,6 +11,7 @@ import torch
 import torch.nn.functional as F
 
 from ..common.diagnoses import Reason
+from ..common.words import say
 
 # Right values in a shape that differs only by a dimension of size 1 (a keepdim dropped or added: the lecture's
 # own line gives dbnmeani (64,) for a (1, 64) tensor) earn this share of the step's points; wrong values earn
@@ -58,7 +59,7 @@ def _dC_from_emb(f, d):
     return grad.index_add_(0, f["Xb"].reshape(-1), d["emb"].reshape(-1, f["C"].shape[1]))
 
 
-EPSILON_WORDS = (
+EPSILON_WORDS = say(
     "the forward pass adds 1e-5 to the variance before the square root, and the derivative keeps it (it "
     "matters where a neuron's batch variance is small, as neuron 0's is here)"
 )
@@ -133,7 +134,7 @@ STEPS = [
         {"bnvar_inv": lambda f, d: -0.5 * (f["bnvar"] + 1e-5) ** -1.5 * d["bnvar_inv"]},
         1,
         mistakes={
-            Reason("epsilon", f"dbnvar is missing BatchNorm's epsilon: {EPSILON_WORDS}"): lambda f, d: (
+            Reason("epsilon", say("dbnvar is missing BatchNorm's epsilon: {why}", why=EPSILON_WORDS)): lambda f, d: (
                 -0.5 * f["bnvar"] ** -1.5 * d["bnvar_inv"]
             )
         },
@@ -175,6 +176,24 @@ STEPS = [
 ]
 
 STEP_BY_NAME = {step.name: step for step in STEPS}
+
+
+@dataclass(frozen=True)
+class WrittenWith:
+    """A step asked for again, computed with a given function: an answer of its own (``dC_index_add``), judged as
+    the step is, whose code must also call ``function`` (its in-place twin ``function_`` and ``torch.function``
+    count too). Exercise 1's graded cells for it follow the step's own (``authoring.graded_cells``)."""
+
+    step: str  # the step's name
+    function: str
+    points: int
+
+    @property
+    def answer(self) -> str:
+        return f"d{self.step}_{self.function}"
+
+
+WRITTEN_WITH = [WrittenWith("C", "index_add", 1)]
 
 
 def local_gradient(step: Step, forward: dict, upstream: dict, drop: str = None) -> torch.Tensor:

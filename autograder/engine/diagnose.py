@@ -3,6 +3,7 @@
 import torch
 
 from ..common.diagnoses import Reason, kind_of
+from ..common.words import say
 from .backward_rules import Step, local_gradient
 from .explain import constant_factor, difference, factor_message
 from .tolerance import close, magnitude
@@ -14,57 +15,113 @@ def only_size_one_dims_differ(got: tuple, want: tuple) -> bool:
     return len(got) != len(want) and tuple(s for s in got if s != 1) == tuple(s for s in want if s != 1)
 
 
-def shape_problem(got: tuple, want: tuple, name: str) -> str:
-    got, want = tuple(got), tuple(want)
-    base = f"d{name} has shape {got}, but {name} has shape {want}"
+def shape_problem(got: tuple, want: tuple, name: str, answer: str = "") -> str:
+    """Why d<name> (or ``answer``, the variable that holds it), of shape ``got``, is not of ``want``, name's shape."""
+    got, want, answer = tuple(got), tuple(want), answer or f"d{name}"
+    words = {"answer": answer, "got": got, "name": name, "want": want}
     if len(got) == len(want) == 2 and got == want[::-1]:
         return Reason(
-            "transposed", base + ": it looks transposed. Let the shapes decide the order of a matrix product."
+            "transposed",
+            say(
+                "{answer} has shape {got}, but {name} has shape {want}: it looks transposed. Let the shapes decide "
+                "the order of a matrix product.",
+                **words,
+            ),
         )
     squeezed = tuple(s for s in want if s != 1)
     if len(got) < len(want) and got == squeezed:
         dims = [i for i, s in enumerate(want) if s == 1]
         return Reason(
             "keepdim",
-            base + f": dimension {dims[0]} of size 1 was dropped. Keep it (keepdim=True) so the shapes match exactly.",
+            say(
+                "{answer} has shape {got}, but {name} has shape {want}: dimension {dim} of size 1 was dropped. Keep "
+                "it (keepdim=True) so the shapes match exactly.",
+                dim=dims[0],
+                **words,
+            ),
         )
     if len(got) > len(want) and tuple(s for s in got if s != 1) == squeezed:
         extra = next(i for i, s in enumerate(got) if s == 1 and (i >= len(want) or want[i] != 1))
-        why = f"{name} is a vector, so sum without keepdim" if len(want) == 1 else "keep only the dimensions it has"
-        return Reason("keepdim", base + f": dimension {extra} of size 1 is one too many ({why}).")
+        if len(want) == 1:
+            return Reason(
+                "keepdim",
+                say(
+                    "{answer} has shape {got}, but {name} has shape {want}: dimension {dim} of size 1 is one too "
+                    "many ({name} is a vector, so sum without keepdim).",
+                    dim=extra,
+                    **words,
+                ),
+            )
+        return Reason(
+            "keepdim",
+            say(
+                "{answer} has shape {got}, but {name} has shape {want}: dimension {dim} of size 1 is one too many "
+                "(keep only the dimensions it has).",
+                dim=extra,
+                **words,
+            ),
+        )
     if len(got) == len(want) + 1 and got[1:] == want:
         return Reason(
             "not_summed_over_broadcast",
-            base + f": the forward pass broadcast {name} over the batch (dimension 0), "
-            "so its gradient must be summed over it.",
+            say(
+                "{answer} has shape {got}, but {name} has shape {want}: the forward pass broadcast {name} over the "
+                "batch (dimension 0), so its gradient must be summed over it.",
+                **words,
+            ),
         )
     if len(got) == len(want):
         summed = [i for i, (g, w) in enumerate(zip(got, want)) if w == 1 and g != 1]
         if summed and all(g == w or w == 1 for g, w in zip(got, want)):
             return Reason(
                 "not_summed_over_broadcast",
-                base + f": the forward pass broadcast {name} along dimension {summed[0]}, so its gradient "
-                "must be summed along that dimension.",
+                say(
+                    "{answer} has shape {got}, but {name} has shape {want}: the forward pass broadcast {name} along "
+                    "dimension {dim}, so its gradient must be summed along that dimension.",
+                    dim=summed[0],
+                    **words,
+                ),
             )
         ones_got = [i for i, g in enumerate(got) if g == 1]
         ones_want = [i for i, w in enumerate(want) if w == 1]
         if ones_got and ones_want and ones_got != ones_want:
             return Reason(
                 "wrong_dimension",
-                base + f": it looks summed over dimension {ones_got[0]} instead of dimension {ones_want[0]}.",
+                say(
+                    "{answer} has shape {got}, but {name} has shape {want}: it looks summed over dimension {dim} "
+                    "instead of dimension {right}.",
+                    dim=ones_got[0],
+                    right=ones_want[0],
+                    **words,
+                ),
             )
         if sorted(got) == sorted(want):
-            return Reason("transposed", base + ": the dimensions are in the wrong order.")
-    return Reason("wrong_shape", base + ". A gradient always has the shape of its tensor.")
+            return Reason(
+                "transposed",
+                say(
+                    "{answer} has shape {got}, but {name} has shape {want}: the dimensions are in the wrong order.",
+                    **words,
+                ),
+            )
+    return Reason(
+        "wrong_shape",
+        say(
+            "{answer} has shape {got}, but {name} has shape {want}. A gradient always has the shape of its tensor.",
+            **words,
+        ),
+    )
 
 
-def diagnose(answer: torch.Tensor, expected: torch.Tensor, step: Step, forward: dict, upstream: dict) -> str:
-    """Why ``answer`` is not ``expected`` (both of the right shape), in a sentence a student can act on."""
-    name, n = step.name, forward["hprebn"].shape[0]
+def diagnose(
+    answer: torch.Tensor, expected: torch.Tensor, step: Step, forward: dict, upstream: dict, called: str = ""
+) -> str:
+    """Why ``answer`` is not ``expected`` (both of the right shape), in a sentence a student can act on; ``called``:
+    the variable that holds the answer, when it is not d<step> (``dC_index_add``)."""
+    name, n, called = step.name, forward["hprebn"].shape[0], called or f"d{step.name}"
     scale = magnitude(expected)
     a, e = answer.double(), expected.double()
     if magnitude(a) == 0:
-        return Reason("all_zeros", f"d{name} is all zeros")
+        return Reason("all_zeros", say("{answer} is all zeros", answer=called))
     for message, variants in step.mistakes.items():  # the step's known wrong formulas, each with its message
         for variant in variants if isinstance(variants, tuple) else (variants,):
             try:
@@ -76,7 +133,7 @@ def diagnose(answer: torch.Tensor, expected: torch.Tensor, step: Step, forward: 
     c = constant_factor(a, e, scale)
     if c is not None:
         message = factor_message(c, n)
-        return Reason(kind_of(message), f"d{name} {message}")
+        return Reason(kind_of(message), say("{answer} {what}", answer=called, what=message))
     if len(step.terms) > 1:
         for dropped in step.terms:
             try:
@@ -84,11 +141,16 @@ def diagnose(answer: torch.Tensor, expected: torch.Tensor, step: Step, forward: 
             except (RuntimeError, KeyError):
                 continue
             if partial.shape == a.shape and close(a, partial, scale):
-                used = " and ".join(step.terms)
                 return Reason(
                     "missing_path",
-                    f"d{name} has only part of the gradient: {name} is used in two places of the forward "
-                    f"pass ({used}), and the path through {dropped} is missing. Add its contribution with +=",
+                    say(
+                        "{answer} has only part of the gradient: {name} is used in two places of the forward pass "
+                        "({used}), and the path through {dropped} is missing. Add its contribution with +=",
+                        answer=called,
+                        name=name,
+                        used=" and ".join(step.terms),
+                        dropped=dropped,
+                    ),
                 )
         for twice, term in step.terms.items():
             try:
@@ -98,16 +160,25 @@ def diagnose(answer: torch.Tensor, expected: torch.Tensor, step: Step, forward: 
             if doubled.shape == a.shape and close(a, doubled, scale):
                 return Reason(
                     "path_twice",
-                    f"the path through {twice} is added twice: did a cell run twice? Keep `d{name} = ...` and its "
-                    f"`d{name} += ...` in one cell, and run that cell again",
+                    say(
+                        "the path through {twice} is added twice: did a cell run twice? Keep `{answer} = ...` and "
+                        "its `{answer} += ...` in one cell, and run that cell again",
+                        twice=twice,
+                        answer=called,
+                    ),
                 )
     for consumer in step.upstream:
         up = upstream.get(consumer)
         if up is not None and up.shape == a.shape and close(a, up.double(), scale):
             return Reason(
                 "passed_through",
-                f"d{name} is just d{consumer}, passed through unchanged: multiply by the local derivative "
-                f"of `{step.forward}`",
+                say(
+                    "{answer} is just d{consumer}, passed through unchanged: multiply by the local derivative of "
+                    "`{forward}`",
+                    answer=called,
+                    consumer=consumer,
+                    forward=step.forward,
+                ),
             )
     if name == "C":
         rows = forward["Xb"].reshape(-1)
@@ -116,17 +187,31 @@ def diagnose(answer: torch.Tensor, expected: torch.Tensor, step: Step, forward: 
         if wrong.any() and (counts[wrong] > 1).all() and not wrong[counts > 1].logical_not().any():
             return Reason(
                 "not_accumulated",
-                "dC is right for characters that appear once in the batch, and wrong for those that appear "
-                "several times: `dC[Xb] += demb` does not add up repeated indices. Accumulate every "
-                "occurrence (a loop, index_add_, or a one-hot matrix product)",
+                say(
+                    "{answer} is right for characters that appear once in the batch, and wrong for those that "
+                    "appear several times: `dC[Xb] += demb` does not add up repeated indices. Accumulate every "
+                    "occurrence (a loop, index_add_, or a one-hot matrix product)",
+                    answer=called,
+                ),
             )
     if a.dim() == 2 and a.shape[0] == a.shape[1] and close(a.T, e, scale):
-        return Reason("transposed", f"d{name} is transposed: let the shapes decide the order of a matrix product")
+        return Reason(
+            "transposed",
+            say("{answer} is transposed: let the shapes decide the order of a matrix product", answer=called),
+        )
     off = difference(a, e, scale)
     return Reason(
         "wrong_values",
-        f"d{name} has {off.wrong} of {off.total} entries wrong (largest error {off.largest_error:.3g}, "
-        f"largest value {off.scale:.3g}). Re-derive the local derivative of `{step.forward}`",
+        say(
+            "{answer} has {wrong} of {total} entries wrong (largest error {error:.3g}, largest value {scale:.3g}). "
+            "Re-derive the local derivative of `{forward}`",
+            answer=called,
+            wrong=off.wrong,
+            total=off.total,
+            error=off.largest_error,
+            scale=off.scale,
+            forward=step.forward,
+        ),
     )
 
 
