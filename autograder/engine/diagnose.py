@@ -2,10 +2,10 @@
 
 import torch
 
-from ..common.diagnoses import Reason, kind_of
+from ..common.diagnoses import Reason
 from ..common.words import say
 from .backward_rules import Step, local_gradient
-from .explain import constant_factor, difference, factor_message
+from .explain import and_list, constant_factor, difference, factor_message
 from .tolerance import close, magnitude
 
 
@@ -15,17 +15,17 @@ def only_size_one_dims_differ(got: tuple, want: tuple) -> bool:
     return len(got) != len(want) and tuple(s for s in got if s != 1) == tuple(s for s in want if s != 1)
 
 
-def shape_problem(got: tuple, want: tuple, name: str, answer: str = "") -> str:
-    """Why d<name> (or ``answer``, the variable that holds it), of shape ``got``, is not of ``want``, name's shape."""
-    got, want, answer = tuple(got), tuple(want), answer or f"d{name}"
-    words = {"answer": answer, "got": got, "name": name, "want": want}
+def shape_problem(got: tuple, want: tuple, name: str) -> Reason:
+    got, want = tuple(got), tuple(want)
     if len(got) == len(want) == 2 and got == want[::-1]:
         return Reason(
             "transposed",
             say(
-                "{answer} has shape {got}, but {name} has shape {want}: it looks transposed. Let the shapes decide "
-                "the order of a matrix product.",
-                **words,
+                "d{name} has shape {got}, but {name} has shape {want}: it looks transposed. Let the shapes decide the "
+                "order of a matrix product.",
+                name=name,
+                got=got,
+                want=want,
             ),
         )
     squeezed = tuple(s for s in want if s != 1)
@@ -34,40 +34,44 @@ def shape_problem(got: tuple, want: tuple, name: str, answer: str = "") -> str:
         return Reason(
             "keepdim",
             say(
-                "{answer} has shape {got}, but {name} has shape {want}: dimension {dim} of size 1 was dropped. Keep "
-                "it (keepdim=True) so the shapes match exactly.",
+                "d{name} has shape {got}, but {name} has shape {want}: dimension {dim} of size 1 was dropped. Keep it "
+                "(keepdim=True) so the shapes match exactly.",
+                name=name,
+                got=got,
+                want=want,
                 dim=dims[0],
-                **words,
             ),
         )
     if len(got) > len(want) and tuple(s for s in got if s != 1) == squeezed:
         extra = next(i for i, s in enumerate(got) if s == 1 and (i >= len(want) or want[i] != 1))
         if len(want) == 1:
-            return Reason(
-                "keepdim",
-                say(
-                    "{answer} has shape {got}, but {name} has shape {want}: dimension {dim} of size 1 is one too "
-                    "many ({name} is a vector, so sum without keepdim).",
-                    dim=extra,
-                    **words,
-                ),
-            )
-        return Reason(
-            "keepdim",
-            say(
-                "{answer} has shape {got}, but {name} has shape {want}: dimension {dim} of size 1 is one too many "
-                "(keep only the dimensions it has).",
+            words = say(
+                "d{name} has shape {got}, but {name} has shape {want}: dimension {dim} of size 1 is one too many "
+                "({name} is a vector, so sum without keepdim).",
+                name=name,
+                got=got,
+                want=want,
                 dim=extra,
-                **words,
-            ),
-        )
+            )
+        else:
+            words = say(
+                "d{name} has shape {got}, but {name} has shape {want}: dimension {dim} of size 1 is one too many "
+                "(keep only the dimensions it has).",
+                name=name,
+                got=got,
+                want=want,
+                dim=extra,
+            )
+        return Reason("keepdim", words)
     if len(got) == len(want) + 1 and got[1:] == want:
         return Reason(
             "not_summed_over_broadcast",
             say(
-                "{answer} has shape {got}, but {name} has shape {want}: the forward pass broadcast {name} over the "
+                "d{name} has shape {got}, but {name} has shape {want}: the forward pass broadcast {name} over the "
                 "batch (dimension 0), so its gradient must be summed over it.",
-                **words,
+                name=name,
+                got=got,
+                want=want,
             ),
         )
     if len(got) == len(want):
@@ -76,10 +80,12 @@ def shape_problem(got: tuple, want: tuple, name: str, answer: str = "") -> str:
             return Reason(
                 "not_summed_over_broadcast",
                 say(
-                    "{answer} has shape {got}, but {name} has shape {want}: the forward pass broadcast {name} along "
+                    "d{name} has shape {got}, but {name} has shape {want}: the forward pass broadcast {name} along "
                     "dimension {dim}, so its gradient must be summed along that dimension.",
+                    name=name,
+                    got=got,
+                    want=want,
                     dim=summed[0],
-                    **words,
                 ),
             )
         ones_got = [i for i, g in enumerate(got) if g == 1]
@@ -88,40 +94,48 @@ def shape_problem(got: tuple, want: tuple, name: str, answer: str = "") -> str:
             return Reason(
                 "wrong_dimension",
                 say(
-                    "{answer} has shape {got}, but {name} has shape {want}: it looks summed over dimension {dim} "
+                    "d{name} has shape {got}, but {name} has shape {want}: it looks summed over dimension {summed} "
                     "instead of dimension {right}.",
-                    dim=ones_got[0],
+                    name=name,
+                    got=got,
+                    want=want,
+                    summed=ones_got[0],
                     right=ones_want[0],
-                    **words,
                 ),
             )
         if sorted(got) == sorted(want):
             return Reason(
                 "transposed",
                 say(
-                    "{answer} has shape {got}, but {name} has shape {want}: the dimensions are in the wrong order.",
-                    **words,
+                    "d{name} has shape {got}, but {name} has shape {want}: the dimensions are in the wrong order.",
+                    name=name,
+                    got=got,
+                    want=want,
                 ),
             )
     return Reason(
         "wrong_shape",
         say(
-            "{answer} has shape {got}, but {name} has shape {want}. A gradient always has the shape of its tensor.",
-            **words,
+            "d{name} has shape {got}, but {name} has shape {want}. A gradient always has the shape of its tensor.",
+            name=name,
+            got=got,
+            want=want,
         ),
     )
 
 
 def diagnose(
     answer: torch.Tensor, expected: torch.Tensor, step: Step, forward: dict, upstream: dict, called: str = ""
-) -> str:
-    """Why ``answer`` is not ``expected`` (both of the right shape), in a sentence a student can act on; ``called``:
-    the variable that holds the answer, when it is not d<step> (``dC_index_add``)."""
-    name, n, called = step.name, forward["hprebn"].shape[0], called or f"d{step.name}"
+) -> Reason:
+    """Why ``answer`` is not ``expected`` (both of the right shape), in a sentence a student can act on. ``called``:
+    the variable that holds the answer, when it is not d<step> (``dC_index_add``); the sentences that name only the
+    answer say it (their d{name} with its name after the d), the others name the step."""
+    name, n = step.name, forward["hprebn"].shape[0]
+    own = (called or "d" + name)[1:]  # d{own} is the answer's variable
     scale = magnitude(expected)
     a, e = answer.double(), expected.double()
     if magnitude(a) == 0:
-        return Reason("all_zeros", say("{answer} is all zeros", answer=called))
+        return Reason("all_zeros", say("d{name} is all zeros", name=own))
     for message, variants in step.mistakes.items():  # the step's known wrong formulas, each with its message
         for variant in variants if isinstance(variants, tuple) else (variants,):
             try:
@@ -132,8 +146,7 @@ def diagnose(
                 return message
     c = constant_factor(a, e, scale)
     if c is not None:
-        message = factor_message(c, n)
-        return Reason(kind_of(message), say("{answer} {what}", answer=called, what=message))
+        return factor_message(c, n, "d" + own)
     if len(step.terms) > 1:
         for dropped in step.terms:
             try:
@@ -144,11 +157,10 @@ def diagnose(
                 return Reason(
                     "missing_path",
                     say(
-                        "{answer} has only part of the gradient: {name} is used in two places of the forward pass "
+                        "d{name} has only part of the gradient: {name} is used in two places of the forward pass "
                         "({used}), and the path through {dropped} is missing. Add its contribution with +=",
-                        answer=called,
                         name=name,
-                        used=" and ".join(step.terms),
+                        used=and_list(step.terms),
                         dropped=dropped,
                     ),
                 )
@@ -161,10 +173,10 @@ def diagnose(
                 return Reason(
                     "path_twice",
                     say(
-                        "the path through {twice} is added twice: did a cell run twice? Keep `{answer} = ...` and "
-                        "its `{answer} += ...` in one cell, and run that cell again",
+                        "the path through {twice} is added twice: did a cell run twice? Keep `d{name} = ...` and its "
+                        "`d{name} += ...` in one cell, and run that cell again",
                         twice=twice,
-                        answer=called,
+                        name=own,
                     ),
                 )
     for consumer in step.upstream:
@@ -173,9 +185,9 @@ def diagnose(
             return Reason(
                 "passed_through",
                 say(
-                    "{answer} is just d{consumer}, passed through unchanged: multiply by the local derivative of "
+                    "d{name} is just d{consumer}, passed through unchanged: multiply by the local derivative of "
                     "`{forward}`",
-                    answer=called,
+                    name=own,
                     consumer=consumer,
                     forward=step.forward,
                 ),
@@ -188,24 +200,22 @@ def diagnose(
             return Reason(
                 "not_accumulated",
                 say(
-                    "{answer} is right for characters that appear once in the batch, and wrong for those that "
-                    "appear several times: `dC[Xb] += demb` does not add up repeated indices. Accumulate every "
-                    "occurrence (a loop, index_add_, or a one-hot matrix product)",
-                    answer=called,
+                    "dC is right for characters that appear once in the batch, and wrong for those that appear "
+                    "several times: `dC[Xb] += demb` does not add up repeated indices. Accumulate every "
+                    "occurrence (a loop, index_add_, or a one-hot matrix product)"
                 ),
             )
     if a.dim() == 2 and a.shape[0] == a.shape[1] and close(a.T, e, scale):
         return Reason(
-            "transposed",
-            say("{answer} is transposed: let the shapes decide the order of a matrix product", answer=called),
+            "transposed", say("d{name} is transposed: let the shapes decide the order of a matrix product", name=own)
         )
     off = difference(a, e, scale)
     return Reason(
         "wrong_values",
         say(
-            "{answer} has {wrong} of {total} entries wrong (largest error {error:.3g}, largest value {scale:.3g}). "
+            "d{name} has {wrong} of {total} entries wrong (largest error {error:.3g}, largest value {scale:.3g}). "
             "Re-derive the local derivative of `{forward}`",
-            answer=called,
+            name=own,
             wrong=off.wrong,
             total=off.total,
             error=off.largest_error,
@@ -229,17 +239,24 @@ def changed_after_check(checked: dict, report, answer: str) -> list:
             lines.append(
                 Reason(
                     "changed_in_place",
-                    f"{name} changed after its check: it now holds the values of {answer}, so the two names are one "
-                    f"tensor (`{answer} = {name}` without .clone()?) and `{answer} += ...` changed {name} too. {name} "
-                    f"keeps the points of its own cell; write `{answer} = {name}.clone()`",
+                    say(
+                        "{name} changed after its check: it now holds the values of {answer}, so the two names are "
+                        "one tensor (`{answer} = {name}` without .clone()?) and `{answer} += ...` changed {name} too. "
+                        "{name} keeps the points of its own cell; write `{answer} = {name}.clone()`",
+                        name=name,
+                        answer=answer,
+                    ),
                 )
             )
         else:
             lines.append(
                 Reason(
                     "changed_in_place",
-                    f"{name} changed after its check: was it modified in place? ({name} keeps the points of its own "
-                    "cell, but every later step that reads it reads the changed values)",
+                    say(
+                        "{name} changed after its check: was it modified in place? ({name} keeps the points of its "
+                        "own cell, but every later step that reads it reads the changed values)",
+                        name=name,
+                    ),
                 )
             )
     return lines

@@ -11,7 +11,7 @@ from .fused_rules import FUSED_STEP_BY_NAME
 from .judge import judge_gradient, judge_written_with
 from .reference import autograd_gradients, forward_values
 from .training import CHECKS as TRAINING_CHECKS
-from .value_checks import judge_rows_sum_to_zero, judge_value
+from .value_checks import judge_rows_sum_to_zero, judge_value, rows_title
 from .verdict import Check
 
 
@@ -51,7 +51,7 @@ def rows_sum_to_zero_check(name: str, points: int) -> Check:
             name, points, report, forward_values(namespace), autograd_gradients(namespace), seed, tainted
         )
 
-    return Check(f"every row of d{name} sums to zero", points, judge)
+    return Check(rows_title(name), points, judge)
 
 
 CHECKS = {

@@ -129,33 +129,45 @@ FUSED_STEPS = [
         mistakes={
             Reason(
                 "wrong_dimension",
-                "dlogits takes the softmax over the wrong dimension: an example's probabilities are spread over its "
-                "own 27 characters (its row), not over the batch (a column)",
+                say(
+                    "dlogits takes the softmax over the wrong dimension: an example's probabilities are spread over "
+                    "its own 27 characters (its row), not over the batch (a column)"
+                ),
             ): lambda f, d: _dlogits_fused(f, d, probs=F.softmax(f["logits"], 0)),
             Reason(
                 "target_term",
-                "dlogits has the target's term in every entry of every row: the loss of an example reads only the "
-                "probability of its own target, so that term belongs to one entry per row",
+                say(
+                    "dlogits has the target's term in every entry of every row: the loss of an example reads only the "
+                    "probability of its own target, so that term belongs to one entry per row"
+                ),
             ): lambda f, d: _dlogits_fused(f, d, target=torch.ones_like(f["logits"])),
             Reason(
                 "target_term",
-                "dlogits has the target's term at every example's target in every row: each row gets it at its own "
-                "target only (index rows and columns together)",
+                say(
+                    "dlogits has the target's term at every example's target in every row: each row gets it at its own "
+                    "target only (index rows and columns together)"
+                ),
             ): lambda f, d: _dlogits_fused(f, d, target=_every_target_in_every_row(f)),
             Reason(
                 "target_term",
-                "dlogits has no term for the target: differentiate the -log of the target's probability again and "
-                "look at what the target's own logit gets",
+                say(
+                    "dlogits has no term for the target: differentiate the -log of the target's probability again and "
+                    "look at what the target's own logit gets"
+                ),
             ): lambda f, d: _dlogits_fused(f, d, target=torch.zeros_like(f["logits"])),
             Reason(
                 "target_term",
-                "dlogits uses log-probabilities where the derivative gives probabilities: what is the derivative of "
-                "log(sum of exponentials) with respect to one logit?",
+                say(
+                    "dlogits uses log-probabilities where the derivative gives probabilities: what is the derivative "
+                    "of log(sum of exponentials) with respect to one logit?"
+                ),
             ): lambda f, d: _dlogits_fused(f, d, probs=F.log_softmax(f["logits"], 1)),
             Reason(
                 "target_term",
-                "dlogits uses exponentials that are not normalised: probabilities are exponentials divided by their "
-                "row's sum",
+                say(
+                    "dlogits uses exponentials that are not normalised: probabilities are exponentials divided by "
+                    "their row's sum"
+                ),
             ): lambda f, d: _dlogits_fused(f, d, probs=f["logits"].exp()),
         },
     ),
