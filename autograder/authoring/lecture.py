@@ -33,6 +33,10 @@ PARTS = {
     "ex2_cross_entropy_backward": [(5191, "")],
     "ex3_batchnorm_backward": [(5797, ""), (3917, "its first minutes, on why the variance divides by n - 1")],
     "ex4_manual_training": [(6602, ""), (6864, "")],
+    "ex6_bug_hunt": [
+        (781, "the backward pass your colleague wrote, step by step, in the order of the function you fix"),
+        (0, "why to know what a backward pass computes: a wrong one can still train"),
+    ],
 }
 
 

@@ -6,6 +6,7 @@ of variables computed with autograd, and returns a ``Verdict``.
 """
 
 from .backward_rules import STEP_BY_NAME, STEPS, WRITTEN_WITH, Step, WrittenWith
+from .bug_hunt import CHECKS as BUG_HUNT_CHECKS
 from .fast_forwards import FAST_FORWARD_BY_NAME, Value
 from .fused_rules import FUSED_STEP_BY_NAME
 from .judge import judge_gradient, judge_written_with
@@ -76,3 +77,6 @@ CHECKS = {
 
 # Exercise 4: backward_pass's gradients, the training run and the calibration (see training).
 CHECKS["ex4_manual_training"] = TRAINING_CHECKS
+
+# Exercise 6: the gradient checker, the bugs named, the fix of each planted bug (see bug_hunt).
+CHECKS["ex6_bug_hunt"] = BUG_HUNT_CHECKS
