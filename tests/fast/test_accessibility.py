@@ -1,6 +1,6 @@
 """What makes the feedback pages and the class report readable by everyone, checked without a browser: the page's
 language, the roles of the table of steps, and the contrast of every colour the project sets (WCAG 2.1: text 4.5:1,
-the charts' bars 3:1). axe-core checks the real pages in Chromium: tests/slow/test_accessibility.py."""
+the charts' bars 3:1). axe-core checks the real pages in Chromium: tests/slow/test_accessibility_in_chromium.py."""
 
 import re
 
