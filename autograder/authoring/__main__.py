@@ -1,7 +1,7 @@
 """``python -m autograder.authoring``: rewrite the generated cells of the source and warm-up notebooks.
 
 The shared setup cells (``shared_cells/``), the lecture cells and course links in every notebook, and
-Exercise 1's graded cells (``graded_cells``).
+Exercises 1 and 5's graded cells (``graded_cells``).
 """
 
 import sys

@@ -1,15 +1,19 @@
-"""Exercise 1's graded cells, generated from the rules table: ``answer_d<name>`` and ``test_d<name>`` for each step.
+"""The graded cells of Exercises 1 and 5, generated from their tables: ``answer_d<name>`` and ``test_d<name>`` for
+each step.
 
-Their comment lines, check line, points and hidden region come from ``engine.backward_rules``, so they cannot drift
-from what the grader reads; the solutions and the markdown between the pairs are written in the notebook.
+Their comment lines, check line, points and hidden region come from ``engine.backward_rules`` (Exercise 1) and
+``engine.operators`` (Exercise 5), so they cannot drift from what the grader reads; the solutions and the markdown
+between the pairs are written in the notebook.
 """
 
 import re
 
 from ..common.naming import grade_id
+from ..engine import operators
 from ..engine.backward_rules import STEPS, Step
 
 NOTEBOOK = "ex1_atomic_backward"
+TABLES = {NOTEBOOK: STEPS, operators.NOTEBOOK: operators.OPERATOR_STEPS}  # notebook -> the steps it grades, in order
 SOLUTION = re.compile(r"^### BEGIN SOLUTION$", re.M)
 
 
@@ -24,9 +28,15 @@ def test_id(step: Step) -> str:
 def answer_header(step: Step) -> str:
     """The comment lines above the solution region of the step's answer cell."""
     lines = [f"# d{step.name}: the gradient of loss with respect to {step.name}", f"# forward: {step.forward}"]
-    if len(step.terms) > 1:
+    if len(step.terms) == 2:
         paths = " and ".join(step.terms)
         lines.append(f"# {step.name} is used twice (by {paths}): `d{step.name} = ...` for one path, `+=` for the other")
+    elif len(step.terms) > 2:
+        paths = ", ".join(list(step.terms)[:-1]) + " and " + list(step.terms)[-1]
+        lines.append(
+            f"# {step.name} is used {len(step.terms)} times (by {paths}): `d{step.name} = ...` for one path, "
+            "`+=` for each of the others"
+        )
     return "\n".join(lines)
 
 
@@ -71,11 +81,11 @@ def with_header(step: Step, source: str) -> str:
     return answer_header(step) + "\n" + source[match.start() :]
 
 
-def layout_problems(nb) -> list:
+def layout_problems(nb, steps=STEPS) -> list:
     """What is out of place: each step's answer cell, its test cell right after it, in the table's order."""
     ids = [grade_id(c) for c in nb.cells]
     problems, last = [], -1
-    for step in STEPS:
+    for step in steps:
         if ids.count(answer_id(step)) != 1 or ids.count(test_id(step)) != 1:
             problems.append(f"{step.name}: needs exactly one {answer_id(step)} and one {test_id(step)}")
             continue
@@ -85,20 +95,20 @@ def layout_problems(nb) -> list:
         if at < last:
             problems.append(f"{step.name}: out of the rules table's order")
         last = at
-    stray = [i for i in ids if re.fullmatch(r"(answer|test)_d\w+", i) and i not in _known_ids()]
+    stray = [i for i in ids if re.fullmatch(r"(answer|test)_d\w+", i) and i not in _known_ids(steps)]
     problems += [f"{i}: no step of the rules table has this grade_id" for i in stray]
     return problems
 
 
-def _known_ids() -> set:
-    return {f(step) for step in STEPS for f in (answer_id, test_id)}
+def _known_ids(steps) -> set:
+    return {f(step) for step in steps for f in (answer_id, test_id)}
 
 
-def stale_cells(nb) -> list:
-    """grade_ids of Exercise 1's graded cells whose source or metadata differ from what the table generates."""
+def stale_cells(nb, steps=STEPS) -> list:
+    """grade_ids of the notebook's graded cells whose source or metadata differ from what its table generates."""
     by_id = {grade_id(c): c for c in nb.cells if grade_id(c)}
     stale = []
-    for step in STEPS:
+    for step in steps:
         answer, test = by_id.get(answer_id(step)), by_id.get(test_id(step))
         if answer is not None and (
             answer.metadata.get("nbgrader") != answer_metadata(step)
@@ -114,14 +124,15 @@ def stale_cells(nb) -> list:
 
 
 def sync(nb, name: str) -> None:
-    """Rewrite Exercise 1's graded cells from the rules table (the solutions inside them are kept)."""
-    if name != NOTEBOOK:
+    """Rewrite the graded cells of a notebook with a table (Exercises 1 and 5) from it; the solutions are kept."""
+    steps = TABLES.get(name)
+    if steps is None:
         return
-    problems = layout_problems(nb)
+    problems = layout_problems(nb, steps)
     if problems:
-        raise ValueError(f"{NOTEBOOK}: fix the graded cells by hand first: " + "; ".join(problems))
+        raise ValueError(f"{name}: fix the graded cells by hand first: " + "; ".join(problems))
     by_id = {grade_id(c): c for c in nb.cells if grade_id(c)}
-    for step in STEPS:
+    for step in steps:
         answer, test = by_id[answer_id(step)], by_id[test_id(step)]
         answer.source = with_header(step, answer.source)
         answer.metadata["nbgrader"] = answer_metadata(step)

@@ -84,10 +84,11 @@ def diagnose(answer: torch.Tensor, expected: torch.Tensor, step: Step, forward: 
             except (RuntimeError, KeyError):
                 continue
             if partial.shape == a.shape and close(a, partial, scale):
-                used = " and ".join(step.terms)
+                used = (" and " if len(step.terms) == 2 else ", ").join(step.terms)
+                places = "two" if len(step.terms) == 2 else len(step.terms)
                 return Reason(
                     "missing_path",
-                    f"d{name} has only part of the gradient: {name} is used in two places of the forward "
+                    f"d{name} has only part of the gradient: {name} is used in {places} places of the forward "
                     f"pass ({used}), and the path through {dropped} is missing. Add its contribution with +=",
                 )
         for twice, term in step.terms.items():

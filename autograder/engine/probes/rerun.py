@@ -11,10 +11,11 @@ import torch
 from ..backward_rules import STEPS
 from ..fused_rules import FUSED_STEPS
 from ..honesty import assigned_names
+from ..operators import OPERATOR_STEPS
 from .snapshots import UNBOUND, Uncopied, evaluated_names, given_back
 
 TIME_LIMIT = 5.0  # seconds a probe may run in the kernel; the answer code of one step takes milliseconds
-GRADIENTS = frozenset("d" + step.name for step in STEPS + FUSED_STEPS)  # the names of gradients in every notebook
+GRADIENTS = frozenset("d" + step.name for step in STEPS + FUSED_STEPS + OPERATOR_STEPS)  # in every notebook
 
 
 class NoAnswerCode(Exception):
