@@ -15,7 +15,7 @@ KINK = "neuron 0 of the activation's input is exactly 0"
 EXPOSURES = [
     Exposure(
         "drelu_in",
-        "the gradient passed at the kink (>= 0)",
+        "the gradient let through at the kink",
         KINK,
         RELU,
         lambda f, d: torch.where(f["relu_in"] > 0, d["relu_out"], 0.0),
@@ -23,7 +23,7 @@ EXPOSURES = [
     ),
     Exposure(
         "dleaky_in",
-        "slope 1 at the kink (>= 0)",
+        "slope 1 at the kink",
         KINK,
         LEAKY_RELU,
         lambda f, d: d["leaky_out"] * (f["leaky_in"] > 0) + LEAKY_SLOPE * d["leaky_out"] * (f["leaky_in"] <= 0),
