@@ -34,8 +34,8 @@ PARTS = {
     "ex3_batchnorm_backward": [(5797, ""), (3917, "its first minutes, on why the variance divides by n - 1")],
     "ex4_manual_training": [(6602, ""), (6864, "")],
     "ex5_new_operators": [
-        (5797, "BatchNorm's backward pass: Part 3's LayerNorm is the same derivation over the other axis"),
-        (5191, "the softmax's backward pass, which Part 4's attention head needs"),
+        (5797, "Part 3's LayerNorm is the same derivation, over the other axis"),
+        (5191, "the softmax, whose backward pass Part 4's attention head needs"),
     ],
 }
 
