@@ -2,6 +2,8 @@
 outside the tolerance, the inputs that expose a mistake do, the graded cells are generated from the table, and the
 table's constants are the notebook's."""
 
+import re
+
 import nbformat
 import pytest
 
@@ -82,3 +84,14 @@ def test_the_graded_cells_are_generated_from_the_table():
     assert (
         'report(globals(), "demb", "dx", "dq", "dk", "dv", probe=("dx", "dq", "dk", "dv"))' in tests["test_demb"].source
     )
+
+
+def test_the_checklist_and_the_grading_table_list_every_operator():
+    """The text a new operator needs besides its table entry: its row in "How it is graded", its name in the
+    checklist."""
+    checklist = next(c.source for c in EX5.cells if grade_id(c) == "check_all")
+    assert re.findall(r'"(\w+)"', checklist) == [s.name for s in OPERATOR_STEPS]
+    intro = EX5.cells[0].source
+    table = [line for line in intro.splitlines() if line.startswith("| `d")]
+    assert sorted(re.findall(r"`d(\w+)`", "\n".join(table))) == sorted(s.name for s in OPERATOR_STEPS)
+    assert f"{sum(s.points for s in OPERATOR_STEPS)} points in all" in intro
