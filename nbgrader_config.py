@@ -62,6 +62,8 @@ c.Autograde.autograde_preprocessors = [
     AssignLatePenalties,
     CheckCellMetadataOnce,
 ]
+# The notebook's metadata goes, but for the edition RestoreLockedCells read from its words (feedback in its language)
+c.ClearMetadataPreprocessor.preserve_nb_metadata_mask = {("language_info", "name"), ("backprop_ninja",)}
 # A warning printed to stderr in a graded cell would otherwise cost the cell its points.
 c.IgnorePattern.enabled = True
 c.IgnorePattern.pattern = r"Warning|warn\("

@@ -19,3 +19,13 @@ def course():
     assert NAMES.is_file(), f"the tests need {NAMES}"
     with temporary_course() as c:
         yield c
+
+
+@pytest.fixture(scope="session")
+def editions_class():
+    """A class of Exercise 1 in the three editions, graded (tests/slow/editions_class.py): shared by the slow tests
+    of the editions and of accessibility."""
+    from editions_class import editions_class as graded
+
+    with graded() as c:
+        yield c

@@ -6,7 +6,9 @@
 #   tools/install.sh --test   also what the whole test suite needs of Debian: Chromium and ChromeDriver (the
 #                             JupyterLab browser test), the PostgreSQL server (the shared gradebook's test starts
 #                             one of its own), iproute2 and libfaketime (the namespace cluster's hosts, one with
-#                             its clock off)
+#                             its clock off), Noto CJK fonts (Chinese pages in the browser; DejaVu has Cyrillic)
+#                             and npm; then axe-core from the npm registry, as tools/axe/package-lock.json pins it,
+#                             into .venv/axe (the accessibility test)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PYTHON=${PYTHON:-python3}
@@ -15,7 +17,8 @@ PYTHON=${PYTHON:-python3}
 wanted=("bubblewrap:bwrap")
 if [ "${1:-}" = "--test" ]; then
   wanted+=("chromium:chromium" "chromium-driver:chromedriver" "postgresql:/usr/lib/postgresql/*/bin/initdb"
-    "iproute2:ip" "faketime:faketime")
+    "iproute2:ip" "faketime:faketime" "fonts-noto-cjk:/usr/share/fonts/opentype/noto/NotoSansCJK-Regular.ttc"
+    "npm:npm")
 fi
 missing=()
 for entry in "${wanted[@]}"; do
@@ -48,4 +51,14 @@ if ! cmp -s requirements.lock "$stamp"; then
     .venv/bin/python -m pip install --no-deps --no-build-isolation -e .; } \
     > .venv/pip.log 2>&1 || { tail -40 .venv/pip.log; echo "pip failed: see .venv/pip.log"; exit 1; }
   cp requirements.lock "$stamp"
+fi
+
+# axe-core only when its lock changed since the last install (npm ci checks it against the lock's integrity hash)
+if [ "${1:-}" = "--test" ] && ! cmp -s tools/axe/package-lock.json .venv/axe/.installed-package-lock.json; then
+  echo "installing axe-core into .venv/axe (log: .venv/axe/npm.log)"
+  mkdir -p .venv/axe
+  cp tools/axe/package.json tools/axe/package-lock.json .venv/axe/
+  (cd .venv/axe && npm ci --ignore-scripts --no-audit --no-fund > npm.log 2>&1) ||
+    { tail -20 .venv/axe/npm.log; echo "npm failed: see .venv/axe/npm.log"; exit 1; }
+  cp tools/axe/package-lock.json .venv/axe/.installed-package-lock.json
 fi

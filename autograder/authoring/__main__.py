@@ -1,19 +1,33 @@
-"""``python -m autograder.authoring``: rewrite the generated cells of the source and warm-up notebooks.
+"""``python -m autograder.authoring``: rewrite everything generated from the English sources, in order.
 
-The shared setup cells (``shared_cells/``), the lecture cells and course links in every notebook, and
-Exercises 1 and 5's graded cells (``graded_cells``).
+1. the generated cells of the source and warm-up notebooks: the shared setup cells, the lecture cells, the course
+   links, Exercises 1 and 5's graded cells (``graded_cells``);
+2. release/, with ``nbgrader generate_assignment``;
+3. course/glossary.md, from the editions' term lists (``glossary``);
+4. the catalogs' templates, merged into every edition's catalog (``catalogs``);
+5. the editions, from release/, course/ and the catalogs (``editions``).
 """
 
+import subprocess
 import sys
 
-from . import graded_cells
+from ..common.links import repository_url
+from . import catalogs, editions, glossary, graded_cells
 from .notebooks import COURSE_ROOT, authored_notebooks, sync
 
 
 def main() -> None:
     for path in sync(authored_notebooks(), graded_cells.sync):
         print(f"updated {path.relative_to(COURSE_ROOT)}")
-    print("now run: nbgrader generate_assignment backprop_ninja --force", file=sys.stderr)
+    release = [sys.executable, "-m", "nbgrader", "generate_assignment", "backprop_ninja", "--force"]
+    done = subprocess.run(release, cwd=COURSE_ROOT, capture_output=True, text=True)
+    if done.returncode != 0:
+        sys.exit(f"nbgrader generate_assignment failed:\n{done.stdout}{done.stderr}")
+    if glossary.write():
+        print(f"updated {glossary.PAGE.relative_to(COURSE_ROOT)}")
+    changed = catalogs.stale_catalogs(write=True) + editions.stale_files(repository_url(), write=True)
+    for path in changed:
+        print(f"updated {path.relative_to(COURSE_ROOT)}")
 
 
 if __name__ == "__main__":

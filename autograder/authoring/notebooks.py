@@ -52,13 +52,17 @@ def stale_cells(path: Path) -> list:
     return [c.get("id") for c in nb.cells if generated_source(c, Path(path).stem) != c.source]
 
 
-def write_notebook(nb, path: Path) -> None:
+def stable_text(nb) -> str:
     """Outputs cleared, execution counts removed, one stable JSON layout."""
     for cell in nb.cells:
         if cell.cell_type == "code":
             cell.outputs, cell.execution_count = [], None
     nbformat.validate(nb)
-    Path(path).write_text(nbformat.writes(nb, version=4).rstrip("\n") + "\n")
+    return nbformat.writes(nb, version=4).rstrip("\n") + "\n"
+
+
+def write_notebook(nb, path: Path) -> None:
+    Path(path).write_text(stable_text(nb))
 
 
 def sync(paths, *rewrites) -> list:

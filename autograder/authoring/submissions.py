@@ -14,7 +14,8 @@ import nbformat
 from ..common.naming import grade_id
 
 SOLUTION_REGION = re.compile(r"### BEGIN SOLUTION\n(.*?)### END SOLUTION", re.S)
-STUB = re.compile(r"^([ \t]*)# YOUR CODE HERE\n\1raise NotImplementedError\(\)", re.M)  # indented in a def too
+# nbgrader's stub, indented in a def too; its comment is "YOUR CODE HERE" in the words of the notebook's edition
+STUB = re.compile(r"^([ \t]*)# [^\n]*\n\1raise NotImplementedError\(\)", re.M)
 
 
 def solutions(source_nb) -> dict:

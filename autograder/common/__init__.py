@@ -4,6 +4,8 @@ problems   the Problem type and the one table of problem kinds (problems.json, -
 diagnoses  the table of diagnosis kinds, and Reason: a sentence that knows its kind
 editions   the course's editions (English, Russian, Simplified Chinese) and where their catalogs are
 words      Words: a sentence kept as a key (say, say_n) until it is rendered in an edition's language
+translate  what a translator translates (markdown blocks, code comments and strings) and how a translation is put back
+edition_text a notebook cell in an edition's language, its links pointed at the edition's files
 phases     the phases of a notebook's grading time (grade --profile)
 naming     the notebooks' naming conventions (setup cells, the lecture cell, grade_ids)
 links      the course's addresses on the web, from the one repository address

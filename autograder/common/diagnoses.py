@@ -69,14 +69,17 @@ METADATA = (
 class Reason(str):
     """A sentence for the student that knows its diagnosis kind: ``Reason("wrong_sign", say("d{name} has ...", ...))``.
     It is a ``str`` (the English sentence), so verdicts print and compare it as before; ``render`` gives it in an
-    edition's language (``common.words``). A plain ``str`` has the kind ``other``."""
+    edition's language (``common.words``). Its words must be ``Words``: a plain ``str`` could not be translated. A
+    plain ``str`` line of a verdict has the kind ``other``."""
 
     kind: str
-    words: Words | str
+    words: Words
 
-    def __new__(cls, kind: str, text: Words | str):
+    def __new__(cls, kind: str, text: Words):
         if kind not in DIAGNOSES and kind != NOTE:
             raise ValueError(f"no diagnosis kind {kind!r} in common.diagnoses.DIAGNOSES")
+        if not isinstance(text, Words):
+            raise TypeError(f"a Reason's words are say(...) or say_n(...), not {type(text).__name__}: {text!r:.80}")
         reason = super().__new__(cls, str(text))
         reason.kind, reason.words = kind, text
         return reason

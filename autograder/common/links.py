@@ -4,6 +4,7 @@
 feedback pages' links all come from it (``authoring.badges``, ``authoring.course_links``).
 """
 
+import functools
 import re
 from pathlib import Path
 
@@ -41,3 +42,71 @@ def course_url(rest: str, repository: str | None = None) -> str:
     else:
         url = f"{repository}/blob/{BRANCH}/course/{path}"
     return url + (f"#{anchor}" if anchor else "")
+
+
+# ---- Editions: a translated edition mirrors the student's files under editions/<code>/ (docs/design/editions.md)
+EDITIONS_DIR = COURSE_ROOT / "editions"
+MIRRORED = {"course/": "course/", "release/backprop_ninja/": "backprop_ninja/"}  # English path -> in an edition
+
+
+def edition_path(path: str, code: str) -> str | None:
+    """Where the repository file ``path`` (``course/why.md``) is in edition ``code``, if an edition has it: the
+    course's pages and notebooks, and the release notebooks (not images, scripts or names.txt)."""
+    if code == "en":
+        return path
+    for english, mirrored in MIRRORED.items():
+        if path.startswith(english) and path.endswith((".md", ".ipynb")):
+            return f"editions/{code}/{mirrored}{path[len(english) :]}"
+    return None
+
+
+def heading_slugs(markdown: str) -> list:
+    """The anchors GitHub gives a page's headings, in order: lower case, punctuation dropped (letters of every
+    script kept), spaces as hyphens, a repeated one numbered."""
+    slugs, seen, fence = [], {}, False
+    for line in markdown.splitlines():
+        if line.lstrip().startswith(("```", "~~~")):
+            fence = not fence
+        if fence or not re.match(r"#{1,6} ", line):
+            continue
+        slug = re.sub(r"[^\w\- ]", "", line.lstrip("#").strip().lower()).replace(" ", "-")
+        count = seen.get(slug, 0)
+        seen[slug] = count + 1
+        slugs.append(slug if count == 0 else f"{slug}-{count}")
+    return slugs
+
+
+def edition_anchor(page: str, anchor: str, code: str) -> str:
+    """``anchor`` of the English course page ``page`` (``README.md``) as edition ``code`` writes it: the heading
+    in the same place of the translated page (a translation keeps the headings, in order)."""
+    if code == "en" or not anchor:
+        return anchor
+    ours, theirs = _page_slugs(page, "en"), _page_slugs(page, code)
+    return theirs[ours.index(anchor)] if anchor in ours and len(ours) == len(theirs) else anchor
+
+
+@functools.cache
+def _page_slugs(page: str, code: str) -> list:
+    from .edition_text import catalog_lookup
+    from .translate import translate_markdown
+
+    path = COURSE_DIR / page
+    if not path.exists():
+        return []
+    text = path.read_text()
+    return heading_slugs(text if code == "en" else translate_markdown(text, catalog_lookup(code, "course")))
+
+
+def edition_course_url(rest: str, code: str, repository: str | None = None) -> str:
+    """``course_url`` in edition ``code``: its own page, at its own heading."""
+    if code == "en":
+        return course_url(rest, repository)
+    repository = repository or repository_url()
+    path, _, anchor = rest.partition("#")
+    target = edition_path(f"course/{path}", code)
+    if target is None:
+        return course_url(rest, repository)
+    if path.endswith(".ipynb"):
+        return colab_url(repository, COURSE_ROOT / target)
+    anchor = edition_anchor(path, anchor, code)
+    return f"{repository}/blob/{BRANCH}/{target}" + (f"#{anchor}" if anchor else "")

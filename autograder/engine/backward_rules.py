@@ -11,6 +11,7 @@ import torch
 import torch.nn.functional as F
 
 from ..common.diagnoses import Reason
+from ..common.words import Words, say
 
 # Right values in a shape that differs only by a dimension of size 1 (a keepdim dropped or added: the lecture's
 # own line gives dbnmeani (64,) for a (1, 64) tensor) earn this share of the step's points; wrong values earn
@@ -28,8 +29,8 @@ class Step:
     # message (a Reason) -> variant(f, d), or a tuple of them: a wrong formula students typically write, and what
     # diagnose says about it
     mistakes: dict = field(default_factory=dict)
-    # why the true gradient is exactly zero, when it is: an answer of exact zeros is then right
-    zero: str = ""
+    # why the true gradient is exactly zero, when it is (words: ``say(...)``): an answer of exact zeros is then right
+    zero: Words | None = None
 
     @property
     def upstream(self) -> list:
@@ -58,7 +59,7 @@ def _dC_from_emb(f, d):
     return grad.index_add_(0, f["Xb"].reshape(-1), d["emb"].reshape(-1, f["C"].shape[1]))
 
 
-EPSILON_WORDS = (
+EPSILON_WORDS = say(
     "the forward pass adds 1e-5 to the variance before the square root, and the derivative keeps it (it "
     "matters where a neuron's batch variance is small, as neuron 0's is here)"
 )
@@ -93,8 +94,10 @@ STEPS = [
         "norm_logits = logits - logit_maxes",
         {"norm_logits": lambda f, d: -d["norm_logits"].sum(1, keepdim=True)},
         1,
-        zero="subtracting a row's max leaves its softmax, and so the loss, unchanged (the rows of dnorm_logits "
-        "sum to zero)",
+        zero=say(
+            "subtracting a row's max leaves its softmax, and so the loss, unchanged (the rows of dnorm_logits "
+            "sum to zero)"
+        ),
     ),
     Step(
         "logits",
@@ -104,8 +107,10 @@ STEPS = [
         mistakes={
             Reason(
                 "max_path",
-                "dlogits sends the path through logit_maxes to the smallest logit of each row: logit_maxes is the "
-                "largest one, so that path goes to where the max is",
+                say(
+                    "dlogits sends the path through logit_maxes to the smallest logit of each row: logit_maxes is the "
+                    "largest one, so that path goes to where the max is"
+                ),
             ): lambda f, d: d["norm_logits"] + _dlogits_from_max({**f, "logits": -f["logits"]}, d),
         },
     ),
@@ -133,7 +138,7 @@ STEPS = [
         {"bnvar_inv": lambda f, d: -0.5 * (f["bnvar"] + 1e-5) ** -1.5 * d["bnvar_inv"]},
         1,
         mistakes={
-            Reason("epsilon", f"dbnvar is missing BatchNorm's epsilon: {EPSILON_WORDS}"): lambda f, d: (
+            Reason("epsilon", say("dbnvar is missing BatchNorm's epsilon: {why}", why=EPSILON_WORDS)): lambda f, d: (
                 -0.5 * f["bnvar"] ** -1.5 * d["bnvar_inv"]
             )
         },
@@ -167,8 +172,10 @@ STEPS = [
         "hprebn = embcat @ W1 + b1",
         {"hprebn": lambda f, d: d["hprebn"].sum(0)},
         1,
-        zero="BatchNorm subtracts the batch mean of hprebn, so b1, which moves every example of a neuron by "
-        "the same amount, cancels out of the loss",
+        zero=say(
+            "BatchNorm subtracts the batch mean of hprebn, so b1, which moves every example of a neuron by "
+            "the same amount, cancels out of the loss"
+        ),
     ),
     Step("emb", "embcat = emb.view(emb.shape[0], -1)", {"embcat": lambda f, d: d["embcat"].view(f["emb"].shape)}, 1),
     Step("C", "emb = C[Xb]", {"emb": _dC_from_emb}, 2),

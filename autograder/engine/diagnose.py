@@ -2,9 +2,10 @@
 
 import torch
 
-from ..common.diagnoses import Reason, kind_of
+from ..common.diagnoses import Reason
+from ..common.words import say
 from .backward_rules import Step, local_gradient
-from .explain import constant_factor, difference, factor_message
+from .explain import and_list, constant_factor, difference, factor_message
 from .tolerance import close, magnitude
 
 
@@ -14,57 +15,122 @@ def only_size_one_dims_differ(got: tuple, want: tuple) -> bool:
     return len(got) != len(want) and tuple(s for s in got if s != 1) == tuple(s for s in want if s != 1)
 
 
-def shape_problem(got: tuple, want: tuple, name: str) -> str:
+def shape_problem(got: tuple, want: tuple, name: str) -> Reason:
     got, want = tuple(got), tuple(want)
-    base = f"d{name} has shape {got}, but {name} has shape {want}"
     if len(got) == len(want) == 2 and got == want[::-1]:
         return Reason(
-            "transposed", base + ": it looks transposed. Let the shapes decide the order of a matrix product."
+            "transposed",
+            say(
+                "d{name} has shape {got}, but {name} has shape {want}: it looks transposed. Let the shapes decide the "
+                "order of a matrix product.",
+                name=name,
+                got=got,
+                want=want,
+            ),
         )
     squeezed = tuple(s for s in want if s != 1)
     if len(got) < len(want) and got == squeezed:
         dims = [i for i, s in enumerate(want) if s == 1]
         return Reason(
             "keepdim",
-            base + f": dimension {dims[0]} of size 1 was dropped. Keep it (keepdim=True) so the shapes match exactly.",
+            say(
+                "d{name} has shape {got}, but {name} has shape {want}: dimension {dim} of size 1 was dropped. Keep it "
+                "(keepdim=True) so the shapes match exactly.",
+                name=name,
+                got=got,
+                want=want,
+                dim=dims[0],
+            ),
         )
     if len(got) > len(want) and tuple(s for s in got if s != 1) == squeezed:
         extra = next(i for i, s in enumerate(got) if s == 1 and (i >= len(want) or want[i] != 1))
-        why = f"{name} is a vector, so sum without keepdim" if len(want) == 1 else "keep only the dimensions it has"
-        return Reason("keepdim", base + f": dimension {extra} of size 1 is one too many ({why}).")
+        if len(want) == 1:
+            words = say(
+                "d{name} has shape {got}, but {name} has shape {want}: dimension {dim} of size 1 is one too many "
+                "({name} is a vector, so sum without keepdim).",
+                name=name,
+                got=got,
+                want=want,
+                dim=extra,
+            )
+        else:
+            words = say(
+                "d{name} has shape {got}, but {name} has shape {want}: dimension {dim} of size 1 is one too many "
+                "(keep only the dimensions it has).",
+                name=name,
+                got=got,
+                want=want,
+                dim=extra,
+            )
+        return Reason("keepdim", words)
     if len(got) == len(want) + 1 and got[1:] == want:
         return Reason(
             "not_summed_over_broadcast",
-            base + f": the forward pass broadcast {name} over the batch (dimension 0), "
-            "so its gradient must be summed over it.",
+            say(
+                "d{name} has shape {got}, but {name} has shape {want}: the forward pass broadcast {name} over the "
+                "batch (dimension 0), so its gradient must be summed over it.",
+                name=name,
+                got=got,
+                want=want,
+            ),
         )
     if len(got) == len(want):
         summed = [i for i, (g, w) in enumerate(zip(got, want)) if w == 1 and g != 1]
         if summed and all(g == w or w == 1 for g, w in zip(got, want)):
             return Reason(
                 "not_summed_over_broadcast",
-                base + f": the forward pass broadcast {name} along dimension {summed[0]}, so its gradient "
-                "must be summed along that dimension.",
+                say(
+                    "d{name} has shape {got}, but {name} has shape {want}: the forward pass broadcast {name} along "
+                    "dimension {dim}, so its gradient must be summed along that dimension.",
+                    name=name,
+                    got=got,
+                    want=want,
+                    dim=summed[0],
+                ),
             )
         ones_got = [i for i, g in enumerate(got) if g == 1]
         ones_want = [i for i, w in enumerate(want) if w == 1]
         if ones_got and ones_want and ones_got != ones_want:
             return Reason(
                 "wrong_dimension",
-                base + f": it looks summed over dimension {ones_got[0]} instead of dimension {ones_want[0]}.",
+                say(
+                    "d{name} has shape {got}, but {name} has shape {want}: it looks summed over dimension {summed} "
+                    "instead of dimension {right}.",
+                    name=name,
+                    got=got,
+                    want=want,
+                    summed=ones_got[0],
+                    right=ones_want[0],
+                ),
             )
         if sorted(got) == sorted(want):
-            return Reason("transposed", base + ": the dimensions are in the wrong order.")
-    return Reason("wrong_shape", base + ". A gradient always has the shape of its tensor.")
+            return Reason(
+                "transposed",
+                say(
+                    "d{name} has shape {got}, but {name} has shape {want}: the dimensions are in the wrong order.",
+                    name=name,
+                    got=got,
+                    want=want,
+                ),
+            )
+    return Reason(
+        "wrong_shape",
+        say(
+            "d{name} has shape {got}, but {name} has shape {want}. A gradient always has the shape of its tensor.",
+            name=name,
+            got=got,
+            want=want,
+        ),
+    )
 
 
-def diagnose(answer: torch.Tensor, expected: torch.Tensor, step: Step, forward: dict, upstream: dict) -> str:
+def diagnose(answer: torch.Tensor, expected: torch.Tensor, step: Step, forward: dict, upstream: dict) -> Reason:
     """Why ``answer`` is not ``expected`` (both of the right shape), in a sentence a student can act on."""
     name, n = step.name, forward["hprebn"].shape[0]
     scale = magnitude(expected)
     a, e = answer.double(), expected.double()
     if magnitude(a) == 0:
-        return Reason("all_zeros", f"d{name} is all zeros")
+        return Reason("all_zeros", say("d{name} is all zeros", name=name))
     for message, variants in step.mistakes.items():  # the step's known wrong formulas, each with its message
         for variant in variants if isinstance(variants, tuple) else (variants,):
             try:
@@ -75,8 +141,7 @@ def diagnose(answer: torch.Tensor, expected: torch.Tensor, step: Step, forward: 
                 return message
     c = constant_factor(a, e, scale)
     if c is not None:
-        message = factor_message(c, n)
-        return Reason(kind_of(message), f"d{name} {message}")
+        return factor_message(c, n, "d" + name)
     if len(step.terms) > 1:
         for dropped in step.terms:
             try:
@@ -84,12 +149,27 @@ def diagnose(answer: torch.Tensor, expected: torch.Tensor, step: Step, forward: 
             except (RuntimeError, KeyError):
                 continue
             if partial.shape == a.shape and close(a, partial, scale):
-                used = (" and " if len(step.terms) == 2 else ", ").join(step.terms)
-                places = "two" if len(step.terms) == 2 else len(step.terms)
+                if len(step.terms) == 2:
+                    return Reason(
+                        "missing_path",
+                        say(
+                            "d{name} has only part of the gradient: {name} is used in two places of the forward pass "
+                            "({used}), and the path through {dropped} is missing. Add its contribution with +=",
+                            name=name,
+                            used=and_list(step.terms),
+                            dropped=dropped,
+                        ),
+                    )
                 return Reason(
                     "missing_path",
-                    f"d{name} has only part of the gradient: {name} is used in {places} places of the forward "
-                    f"pass ({used}), and the path through {dropped} is missing. Add its contribution with +=",
+                    say(
+                        "d{name} has only part of the gradient: {name} is used in {count} places of the forward pass "
+                        "({used}), and the path through {dropped} is missing. Add its contribution with +=",
+                        name=name,
+                        count=len(step.terms),
+                        used=and_list(step.terms),
+                        dropped=dropped,
+                    ),
                 )
         for twice, term in step.terms.items():
             try:
@@ -99,16 +179,25 @@ def diagnose(answer: torch.Tensor, expected: torch.Tensor, step: Step, forward: 
             if doubled.shape == a.shape and close(a, doubled, scale):
                 return Reason(
                     "path_twice",
-                    f"the path through {twice} is added twice: did a cell run twice? Keep `d{name} = ...` and its "
-                    f"`d{name} += ...` in one cell, and run that cell again",
+                    say(
+                        "the path through {twice} is added twice: did a cell run twice? Keep `d{name} = ...` and its "
+                        "`d{name} += ...` in one cell, and run that cell again",
+                        twice=twice,
+                        name=name,
+                    ),
                 )
     for consumer in step.upstream:
         up = upstream.get(consumer)
         if up is not None and up.shape == a.shape and close(a, up.double(), scale):
             return Reason(
                 "passed_through",
-                f"d{name} is just d{consumer}, passed through unchanged: multiply by the local derivative "
-                f"of `{step.forward}`",
+                say(
+                    "d{name} is just d{consumer}, passed through unchanged: multiply by the local derivative of "
+                    "`{forward}`",
+                    name=name,
+                    consumer=consumer,
+                    forward=step.forward,
+                ),
             )
     if name == "C":
         rows = forward["Xb"].reshape(-1)
@@ -117,17 +206,29 @@ def diagnose(answer: torch.Tensor, expected: torch.Tensor, step: Step, forward: 
         if wrong.any() and (counts[wrong] > 1).all() and not wrong[counts > 1].logical_not().any():
             return Reason(
                 "not_accumulated",
-                "dC is right for characters that appear once in the batch, and wrong for those that appear "
-                "several times: `dC[Xb] += demb` does not add up repeated indices. Accumulate every "
-                "occurrence (a loop, index_add_, or a one-hot matrix product)",
+                say(
+                    "dC is right for characters that appear once in the batch, and wrong for those that appear "
+                    "several times: `dC[Xb] += demb` does not add up repeated indices. Accumulate every "
+                    "occurrence (a loop, index_add_, or a one-hot matrix product)"
+                ),
             )
     if a.dim() == 2 and a.shape[0] == a.shape[1] and close(a.T, e, scale):
-        return Reason("transposed", f"d{name} is transposed: let the shapes decide the order of a matrix product")
+        return Reason(
+            "transposed", say("d{name} is transposed: let the shapes decide the order of a matrix product", name=name)
+        )
     off = difference(a, e, scale)
     return Reason(
         "wrong_values",
-        f"d{name} has {off.wrong} of {off.total} entries wrong (largest error {off.largest_error:.3g}, "
-        f"largest value {off.scale:.3g}). Re-derive the local derivative of `{step.forward}`",
+        say(
+            "d{name} has {wrong} of {total} entries wrong (largest error {error:.3g}, largest value {scale:.3g}). "
+            "Re-derive the local derivative of `{forward}`",
+            name=name,
+            wrong=off.wrong,
+            total=off.total,
+            error=off.largest_error,
+            scale=off.scale,
+            forward=step.forward,
+        ),
     )
 
 
@@ -145,17 +246,24 @@ def changed_after_check(checked: dict, report, answer: str) -> list:
             lines.append(
                 Reason(
                     "changed_in_place",
-                    f"{name} changed after its check: it now holds the values of {answer}, so the two names are one "
-                    f"tensor (`{answer} = {name}` without .clone()?) and `{answer} += ...` changed {name} too. {name} "
-                    f"keeps the points of its own cell; write `{answer} = {name}.clone()`",
+                    say(
+                        "{name} changed after its check: it now holds the values of {answer}, so the two names are "
+                        "one tensor (`{answer} = {name}` without .clone()?) and `{answer} += ...` changed {name} too. "
+                        "{name} keeps the points of its own cell; write `{answer} = {name}.clone()`",
+                        name=name,
+                        answer=answer,
+                    ),
                 )
             )
         else:
             lines.append(
                 Reason(
                     "changed_in_place",
-                    f"{name} changed after its check: was it modified in place? ({name} keeps the points of its own "
-                    "cell, but every later step that reads it reads the changed values)",
+                    say(
+                        "{name} changed after its check: was it modified in place? ({name} keeps the points of its "
+                        "own cell, but every later step that reads it reads the changed values)",
+                        name=name,
+                    ),
                 )
             )
     return lines

@@ -12,7 +12,7 @@ from .judge import judge_gradient
 from .operators import GIVEN, NOTEBOOK, OPERATOR_STEPS
 from .reference import autograd_gradients, forward_values
 from .training import CHECKS as TRAINING_CHECKS
-from .value_checks import judge_rows_sum_to_zero, judge_value
+from .value_checks import judge_rows_sum_to_zero, judge_value, rows_title
 from .verdict import Check
 
 
@@ -41,7 +41,7 @@ def rows_sum_to_zero_check(name: str, points: int) -> Check:
             name, points, report, forward_values(namespace), autograd_gradients(namespace), seed, tainted
         )
 
-    return Check(f"every row of d{name} sums to zero", points, judge)
+    return Check(rows_title(name), points, judge)
 
 
 CHECKS = {

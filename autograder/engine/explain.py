@@ -10,24 +10,47 @@ from dataclasses import dataclass
 import torch
 
 from ..common.diagnoses import Reason
+from ..common.words import Words, say
 from .tolerance import RTOL, close
 
 
-def wrong_dtype(name: str, dtype: str, why: str) -> str:
-    """``why`` says what the dtype should be, e.g. "gradients here are float32"."""
+def wrong_dtype(name: str, dtype: str, why: Words) -> Reason:
+    """``why`` says what the dtype should be, e.g. ``say("gradients here are float32")``."""
     return Reason(
         "not_a_float32_tensor",
-        f"{name} has dtype {dtype}, but {why}: did a tensor get created with another dtype (or come from numpy)?",
+        say(
+            "{name} has dtype {dtype}, but {why}: did a tensor get created with another dtype (or come from numpy)?",
+            name=name,
+            dtype=dtype,
+            why=why,
+        ),
     )
 
 
-def not_finite(name: str, answer: torch.Tensor) -> str | None:
+def not_finite(name: str, answer: torch.Tensor) -> Reason | None:
     bad = (~torch.isfinite(answer)).sum().item()
-    return (
-        Reason("not_finite", f"{name} has {bad} NaN or infinite entries: look for a division by zero or log(0)")
-        if bad
-        else None
+    if not bad:
+        return None
+    return Reason(
+        "not_finite",
+        say("{name} has {bad} NaN or infinite entries: look for a division by zero or log(0)", name=name, bad=bad),
     )
+
+
+def and_list(names) -> "Words | str":
+    """Names joined as a sentence lists them: "dA and dB and dC" in English, each language its own way."""
+    names = list(names)
+    if len(names) <= 1:
+        return "".join(names)
+    return say("{first} and {rest}", first=names[0], rest=and_list(names[1:]))
+
+
+def comma_list(names) -> "Words | str":
+    """Names listed with commas: "dA, dB, dC" in English."""
+    names = list(names)
+    if len(names) <= 1:
+        return "".join(names)
+    return say("{first}, {rest}", first=names[0], rest=comma_list(names[1:]))
 
 
 def constant_factor(answer: torch.Tensor, expected: torch.Tensor, scale: float) -> float | None:
@@ -48,53 +71,93 @@ def constant_factor(answer: torch.Tensor, expected: torch.Tensor, scale: float) 
     return c
 
 
-def factor_message(c: float, n: int) -> str:
-    """What a constant factor c usually means (n: the batch size); follows the answer's name."""
+def factor_message(c: float, n: int, name: str) -> Reason:
+    """What a constant factor c of the answer ``name`` usually means (n: the batch size)."""
     named = [
         (
             -1.0,
             "wrong_sign",
-            "has the right size but the wrong sign: check the sign of each factor in the local derivative",
+            say(
+                "{name} has the right size but the wrong sign: check the sign of each factor in the local derivative",
+                name=name,
+            ),
         ),
         (
             2.0,
             "constant_factor",
-            "is twice the right value: check the power rule, or whether a contribution was added twice",
+            say(
+                "{name} is twice the right value: check the power rule, or whether a contribution was added twice",
+                name=name,
+            ),
         ),
-        (0.5, "constant_factor", "is half the right value: check the power rule"),
-        (float(n), "batch_size", f"is n = {n} times too large: is a division by the batch size missing?"),
-        (1.0 / n, "batch_size", f"is n = {n} times too small: is there an extra division by the batch size?"),
-        (-float(n), "batch_size", f"is -n = -{n} times the right value: check the sign and the division by n"),
+        (0.5, "constant_factor", say("{name} is half the right value: check the power rule", name=name)),
+        (
+            float(n),
+            "batch_size",
+            say("{name} is n = {n} times too large: is a division by the batch size missing?", name=name, n=n),
+        ),
+        (
+            1.0 / n,
+            "batch_size",
+            say("{name} is n = {n} times too small: is there an extra division by the batch size?", name=name, n=n),
+        ),
+        (
+            -float(n),
+            "batch_size",
+            say("{name} is -n = -{n} times the right value: check the sign and the division by n", name=name, n=n),
+        ),
         (
             n / (n - 1),
             "bessel",
-            f"is n/(n-1) = {n}/{n - 1} times too large: n or n-1? "
-            "Check what the forward pass divides by (Bessel's correction)",
+            say(
+                "{name} is n/(n-1) = {n}/{n_1} times too large: n or n-1? "
+                "Check what the forward pass divides by (Bessel's correction)",
+                name=name,
+                n=n,
+                n_1=n - 1,
+            ),
         ),
         (
             (n - 1) / n,
             "bessel",
-            f"is (n-1)/n = {n - 1}/{n} times too small: n or n-1? "
-            "Check what the forward pass divides by (Bessel's correction)",
+            say(
+                "{name} is (n-1)/n = {n_1}/{n} times too small: n or n-1? "
+                "Check what the forward pass divides by (Bessel's correction)",
+                name=name,
+                n=n,
+                n_1=n - 1,
+            ),
         ),
         (
             (n / (n - 1)) ** 0.5,
             "bessel",
-            f"is sqrt(n/(n-1)) times too large: "
-            f"was a variance divided by n = {n} instead of n-1 (Bessel's correction)?",
+            say(
+                "{name} is sqrt(n/(n-1)) times too large: "
+                "was a variance divided by n = {n} instead of n-1 (Bessel's correction)?",
+                name=name,
+                n=n,
+            ),
         ),
         (
             ((n - 1) / n) ** 0.5,
             "bessel",
-            f"is sqrt((n-1)/n) times too small: was a variance divided by n-1 = {n - 1} instead of n?",
+            say(
+                "{name} is sqrt((n-1)/n) times too small: was a variance divided by n-1 = {n_1} instead of n?",
+                name=name,
+                n_1=n - 1,
+            ),
         ),
     ]
-    for factor, kind, message in named:
+    for factor, kind, words in named:
         if abs(c - factor) <= 1e-3 * abs(factor):
-            return Reason(kind, message)
+            return Reason(kind, words)
     return Reason(
         "constant_factor",
-        f"is off by a constant factor: {c:.4g} times the right value. Look for a missing or extra constant",
+        say(
+            "{name} is off by a constant factor: {c:.4g} times the right value. Look for a missing or extra constant",
+            name=name,
+            c=c,
+        ),
     )
 
 

@@ -8,6 +8,7 @@ import torch
 import torch.nn.functional as F
 
 from ..common.diagnoses import Reason
+from ..common.words import say
 
 Variant = Callable[[dict], torch.Tensor]  # f (the forward values) -> a known wrong value
 
@@ -45,13 +46,17 @@ FAST_FORWARDS = [
         mistakes={
             Reason(
                 "not_raw_logits",
-                "loss_fast was computed from probabilities: F.cross_entropy takes the raw logits and does the "
-                "softmax itself",
+                say(
+                    "loss_fast was computed from probabilities: F.cross_entropy takes the raw logits and does the "
+                    "softmax itself"
+                ),
             ): lambda f: F.cross_entropy(f["probs"], f["Yb"]),
             Reason(
                 "not_raw_logits",
-                "loss_fast reads the logits as if they were log-probabilities (that is what F.nll_loss expects): "
-                "F.cross_entropy takes the raw logits",
+                say(
+                    "loss_fast reads the logits as if they were log-probabilities (that is what F.nll_loss expects): "
+                    "F.cross_entropy takes the raw logits"
+                ),
             ): lambda f: F.nll_loss(f["logits"], f["Yb"]),
         },
     ),
@@ -66,32 +71,40 @@ FAST_FORWARDS = [
         mistakes={
             Reason(
                 "bessel",
-                "hpreact_fast uses the biased variance (divided by n): this notebook's BatchNorm divides by n-1 "
-                "(Bessel's correction), like bnvar",
+                say(
+                    "hpreact_fast uses the biased variance (divided by n): this notebook's BatchNorm divides by n-1 "
+                    "(Bessel's correction), like bnvar"
+                ),
             ): lambda f: _batchnorm(f, correction=0),
             Reason(
                 "wrong_dimension",
-                "hpreact_fast normalises each example over its neurons (dimension 1): BatchNorm normalises each neuron "
-                "over the batch (dimension 0)",
+                say(
+                    "hpreact_fast normalises each example over its neurons (dimension 1): BatchNorm normalises each "
+                    "neuron over the batch (dimension 0)"
+                ),
             ): lambda f: _batchnorm(f, mean_dim=1),
             Reason(
                 "variance_for_std",
-                "hpreact_fast divides by the variance: normalising divides by the standard deviation, the square root "
-                "of (variance + 1e-5)",
+                say(
+                    "hpreact_fast divides by the variance: normalising divides by the standard deviation, the square "
+                    "root of (variance + 1e-5)"
+                ),
             ): lambda f: _batchnorm(f, root=False),
-            Reason("missing_term", "hpreact_fast does not subtract the batch mean before dividing"): lambda f: (
+            Reason("missing_term", say("hpreact_fast does not subtract the batch mean before dividing")): lambda f: (
                 _batchnorm(f, centre=False)
             ),
             Reason(
                 "epsilon",
-                "hpreact_fast is missing BatchNorm's epsilon: normalising divides by the square root of (variance + "
-                "1e-5), and the 1e-5 matters where a neuron's batch variance is small, as neuron 0's is here",
+                say(
+                    "hpreact_fast is missing BatchNorm's epsilon: normalising divides by the square root of (variance "
+                    "+ 1e-5), and the 1e-5 matters where a neuron's batch variance is small, as neuron 0's is here"
+                ),
             ): lambda f: _batchnorm(f, epsilon=0.0),
             Reason(
-                "missing_factor", "hpreact_fast is missing bngain: the normalised value is scaled by bngain"
+                "missing_factor", say("hpreact_fast is missing bngain: the normalised value is scaled by bngain")
             ): lambda f: _batchnorm(f, gain=False),
             Reason(
-                "missing_term", "hpreact_fast is missing bnbias: the normalised value is shifted by bnbias"
+                "missing_term", say("hpreact_fast is missing bnbias: the normalised value is shifted by bnbias")
             ): lambda f: _batchnorm(f, bias=False),
         },
     ),

@@ -6,6 +6,7 @@ import torch
 import torch.nn.functional as F
 
 from ..common.diagnoses import Reason
+from ..common.words import say
 from .backward_rules import EPSILON_WORDS, Step, batch_size
 
 
@@ -49,7 +50,7 @@ def _dhprebn_biased(f, d):
     return _dhprebn_fused(f, d, bessel=1.0, bnvar_inv=s, bnraw=bndiff * s)
 
 
-_BESSEL = (
+_BESSEL = say(
     "the forward pass divides the variance by n-1 (Bessel's correction) but the mean by n, and the two "
     "paths of your derivation must keep that difference"
 )
@@ -63,33 +64,45 @@ FUSED_STEPS = [
         mistakes={
             Reason(
                 "wrong_dimension",
-                "dlogits takes the softmax over the wrong dimension: an example's probabilities are spread over its "
-                "own 27 characters (its row), not over the batch (a column)",
+                say(
+                    "dlogits takes the softmax over the wrong dimension: an example's probabilities are spread over "
+                    "its own 27 characters (its row), not over the batch (a column)"
+                ),
             ): lambda f, d: _dlogits_fused(f, d, probs=F.softmax(f["logits"], 0)),
             Reason(
                 "target_term",
-                "dlogits has the target's term in every entry of every row: the loss of an example reads only the "
-                "probability of its own target, so that term belongs to one entry per row",
+                say(
+                    "dlogits has the target's term in every entry of every row: the loss of an example reads only the "
+                    "probability of its own target, so that term belongs to one entry per row"
+                ),
             ): lambda f, d: _dlogits_fused(f, d, target=torch.ones_like(f["logits"])),
             Reason(
                 "target_term",
-                "dlogits has the target's term at every example's target in every row: each row gets it at its own "
-                "target only (index rows and columns together)",
+                say(
+                    "dlogits has the target's term at every example's target in every row: each row gets it at its own "
+                    "target only (index rows and columns together)"
+                ),
             ): lambda f, d: _dlogits_fused(f, d, target=_every_target_in_every_row(f)),
             Reason(
                 "target_term",
-                "dlogits has no term for the target: differentiate the -log of the target's probability again and "
-                "look at what the target's own logit gets",
+                say(
+                    "dlogits has no term for the target: differentiate the -log of the target's probability again and "
+                    "look at what the target's own logit gets"
+                ),
             ): lambda f, d: _dlogits_fused(f, d, target=torch.zeros_like(f["logits"])),
             Reason(
                 "target_term",
-                "dlogits uses log-probabilities where the derivative gives probabilities: what is the derivative of "
-                "log(sum of exponentials) with respect to one logit?",
+                say(
+                    "dlogits uses log-probabilities where the derivative gives probabilities: what is the derivative "
+                    "of log(sum of exponentials) with respect to one logit?"
+                ),
             ): lambda f, d: _dlogits_fused(f, d, probs=F.log_softmax(f["logits"], 1)),
             Reason(
                 "target_term",
-                "dlogits uses exponentials that are not normalised: probabilities are exponentials divided by their "
-                "row's sum",
+                say(
+                    "dlogits uses exponentials that are not normalised: probabilities are exponentials divided by "
+                    "their row's sum"
+                ),
             ): lambda f, d: _dlogits_fused(f, d, probs=f["logits"].exp()),
         },
     ),
@@ -101,44 +114,62 @@ FUSED_STEPS = [
         mistakes={
             Reason(
                 "bessel",
-                f"dhprebn is missing the factor n/(n-1) on the path through the variance (or divides by n where n-1 "
-                f"belongs): {_BESSEL}",
+                say(
+                    "dhprebn is missing the factor n/(n-1) on the path through the variance (or divides by n where "
+                    "n-1 belongs): {why}",
+                    why=_BESSEL,
+                ),
             ): lambda f, d: _dhprebn_fused(f, d, bessel=1.0),
             Reason(
-                "bessel", f"dhprebn has the factor between the variance path and the mean path upside down: {_BESSEL}"
+                "bessel",
+                say(
+                    "dhprebn has the factor between the variance path and the mean path upside down: {why}", why=_BESSEL
+                ),
             ): lambda f, d: _dhprebn_fused(f, d, bessel=(batch_size(f) - 1) / batch_size(f)),
             Reason(
                 "bessel",
-                "dhprebn is the gradient of BatchNorm with the biased variance (divided by n), as in the BatchNorm "
-                "paper; this notebook's variance divides by n-1 (Bessel's correction), like bnvar",
+                say(
+                    "dhprebn is the gradient of BatchNorm with the biased variance (divided by n), as in the BatchNorm "
+                    "paper; this notebook's variance divides by n-1 (Bessel's correction), like bnvar"
+                ),
             ): _dhprebn_biased,
             Reason(
                 "missing_path",
-                "dhprebn is missing the path through the mean: every input moves its neuron's batch mean, and the mean "
-                "is subtracted from every example",
+                say(
+                    "dhprebn is missing the path through the mean: every input moves its neuron's batch mean, and the "
+                    "mean is subtracted from every example"
+                ),
             ): lambda f, d: _dhprebn_fused(f, d, mean_term=0.0),
             Reason(
                 "missing_path",
-                "dhprebn is missing the path through the variance: every input moves its neuron's batch variance, "
-                "which scales every example",
+                say(
+                    "dhprebn is missing the path through the variance: every input moves its neuron's batch variance, "
+                    "which scales every example"
+                ),
             ): lambda f, d: _dhprebn_fused(f, d, variance_term=0.0),
             Reason(
                 "missing_path",
-                "dhprebn has only the direct path through the normalised value: the mean and the variance are computed "
-                "from every example of the batch, so each adds a path of its own",
+                say(
+                    "dhprebn has only the direct path through the normalised value: the mean and the variance are "
+                    "computed from every example of the batch, so each adds a path of its own"
+                ),
             ): lambda f, d: _dhprebn_fused(f, d, mean_term=0.0, variance_term=0.0),
             Reason(
                 "missing_factor",
-                "dhprebn is missing bngain: the normalised value is multiplied by bngain before it becomes hpreact",
+                say(
+                    "dhprebn is missing bngain: the normalised value is multiplied by bngain before it becomes hpreact"
+                ),
             ): lambda f, d: _dhprebn_fused(f, d, gain=False),
-            Reason("epsilon", f"dhprebn is missing BatchNorm's epsilon: {EPSILON_WORDS}"): (
+            Reason("epsilon", say("dhprebn is missing BatchNorm's epsilon: {why}", why=EPSILON_WORDS)): (
                 lambda f, d: _dhprebn_fused(f, d, bnvar_inv=f["bnvar"] ** -0.5),
                 lambda f, d: _dhprebn_fused(f, d, bnvar_inv=f["bnvar"] ** -0.5, bnraw=f["bndiff"] * f["bnvar"] ** -0.5),
             ),
             Reason(
                 "wrong_dimension",
-                "dhprebn sums over the wrong dimension: a neuron's mean and variance are taken over the batch "
-                "(dimension 0), so the sums in its gradient run over the batch too",
+                say(
+                    "dhprebn sums over the wrong dimension: a neuron's mean and variance are taken over the batch "
+                    "(dimension 0), so the sums in its gradient run over the batch too"
+                ),
             ): lambda f, d: _dhprebn_fused(f, d, dim=1),
         },
     ),

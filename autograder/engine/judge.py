@@ -8,9 +8,10 @@ reasons: docs/design/engine.md.
 import torch
 
 from ..common.diagnoses import NOTE, Reason
+from ..common.words import say, say_n
 from .backward_rules import SHAPE_ONLY_SHARE, Step, local_gradient
 from .diagnose import diagnose, only_size_one_dims_differ, shape_problem
-from .explain import not_finite, wrong_dtype
+from .explain import and_list, not_finite, wrong_dtype
 from .honesty import decoy
 from .probes.judge_rule import judge_rule
 from .tolerance import close, magnitude, max_difference, step_scale
@@ -18,51 +19,95 @@ from .verdict import Verdict
 from .wire import Report
 
 
-def not_a_tensor(name: str, info: dict) -> str | None:
+def not_a_tensor(name: str, info: dict) -> Reason | None:
     """Why the reported ``info`` of ``name`` is no tensor to judge (not answered, None, another type), if it is not."""
     kind = info.get("kind", "missing")
     if kind == "missing":
-        return Reason("not_answered", f"not answered yet: {name} is not defined (did its cell run without an error?)")
-    if kind == "none":
-        return Reason("not_answered", f"not answered yet: {name} is still None")
-    if kind != "tensor":
         return Reason(
-            "not_a_float32_tensor", f"{name} should be a torch tensor, but it is a {info.get('type', 'something else')}"
+            "not_answered",
+            say("not answered yet: {name} is not defined (did its cell run without an error?)", name=name),
+        )
+    if kind == "none":
+        return Reason("not_answered", say("not answered yet: {name} is still None", name=name))
+    if kind != "tensor":
+        if isinstance(info.get("elements"), int):  # a tensor too large to send
+            return Reason(
+                "not_a_float32_tensor",
+                say_n(
+                    "{name} is a tensor of {count} element, far too large to be this answer",
+                    "{name} is a tensor of {count} elements, far too large to be this answer",
+                    info["elements"],
+                    name=name,
+                ),
+            )
+        if not isinstance(info.get("type"), str):
+            return Reason(
+                "not_a_float32_tensor", say("{name} should be a torch tensor, but it is something else", name=name)
+            )
+        return Reason(
+            "not_a_float32_tensor",
+            say("{name} should be a torch tensor, but it is a {type}", name=name, type=info["type"]),
         )
     return None
 
 
-def read_answer(verdict: Verdict, name: str, report: Report, tainted: set, what: str = "it"):
+def read_answer(verdict: Verdict, name: str, report: Report, tainted: set, gradient: bool = False):
     """The tensor the kernel reported as `name`, and its wire info; the tensor is None, with the reason
-    added to the verdict, when it was computed with autograd, is not a tensor, or cannot be read."""
+    added to the verdict, when it was computed with autograd, is not a tensor, or cannot be read. ``gradient``:
+    the answer is a gradient (the autograd reason says "write this gradient by hand")."""
     info = report.info(name)
-    if name in tainted:
+    if name in tainted and gradient:
         problem = Reason(
             "autograd",
-            f"{name} is computed with autograd (.grad, backward or torch.autograd) or the grader's own code, "
-            f"so it earns nothing: write {what} by hand",
+            say(
+                "{name} is computed with autograd (.grad, backward or torch.autograd) or the grader's own code, "
+                "so it earns nothing: write this gradient by hand",
+                name=name,
+            ),
+        )
+    elif name in tainted:
+        problem = Reason(
+            "autograd",
+            say(
+                "{name} is computed with autograd (.grad, backward or torch.autograd) or the grader's own code, "
+                "so it earns nothing: write it by hand",
+                name=name,
+            ),
         )
     else:
         problem = not_a_tensor(name, info)
     answer = report.tensor(name) if problem is None else None
     if problem is None and answer is None:
-        problem = Reason("unreadable", f"{name} could not be read by the grader")
+        problem = Reason("unreadable", say("{name} could not be read by the grader", name=name))
     if problem:
         verdict.lines.append(problem)
     return answer, info
 
 
-def carried_forward(wrong: list, first: list | None = None) -> str:
+def carried_forward(wrong: list, first: list | None = None) -> Reason:
     """The line of an answer right for the student's own ``wrong`` upstream gradients; ``first``: the wrong steps
     further up that make them wrong, when the notebook's other verdicts show it (``first_to_fix``)."""
-    names = lambda steps: " and ".join("d" + s for s in steps)
-    is_are = "is" if len(wrong) == 1 else "are"
-    because = f" because of {names(first)} above" if first and set(first) != set(wrong) else ""
-    return Reason(
-        NOTE,
-        f"correct for your {names(wrong)}, which {is_are} wrong{because}: this step keeps its points; "
-        f"fix {names(first or wrong)} first",
-    )
+    names = lambda steps: and_list("d" + s for s in steps)
+    if first and set(first) != set(wrong):
+        words = say_n(
+            "correct for your {wrong}, which is wrong because of {first} above: this step keeps its points; "
+            "fix {fix} first",
+            "correct for your {wrong}, which are wrong because of {first} above: this step keeps its points; "
+            "fix {fix} first",
+            len(wrong),
+            wrong=names(wrong),
+            first=names(first),
+            fix=names(first),
+        )
+    else:
+        words = say_n(
+            "correct for your {wrong}, which is wrong: this step keeps its points; fix {fix} first",
+            "correct for your {wrong}, which are wrong: this step keeps its points; fix {fix} first",
+            len(wrong),
+            wrong=names(wrong),
+            fix=names(first or wrong),
+        )
+    return Reason(NOTE, words)
 
 
 def first_to_fix(verdict: Verdict, earlier: dict) -> None:
@@ -85,7 +130,7 @@ def first_to_fix(verdict: Verdict, earlier: dict) -> None:
 def judge_gradient(step: Step, report: Report, forward: dict, grads: dict, seed: int, tainted: set) -> Verdict:
     name, answer_name = step.name, "d" + step.name
     verdict = Verdict(answer_name, 0, step.points)
-    answer, info = read_answer(verdict, answer_name, report, tainted, "this gradient")
+    answer, info = read_answer(verdict, answer_name, report, tainted, gradient=True)
     if answer is None:
         return verdict
 
@@ -103,7 +148,7 @@ def judge_gradient(step: Step, report: Report, forward: dict, grads: dict, seed:
     verdict.carried_from, verdict.wrong_from = tuple(wrong_up + differing_up), tuple(wrong_up)
     upstream_dtypes = {report.info("d" + c).get("dtype") for c in step.upstream}
     if info["dtype"] != "float32" and not (upstream_dtypes - {"float32", None}):
-        verdict.lines.append(wrong_dtype(answer_name, info["dtype"], "gradients here are float32"))
+        verdict.lines.append(wrong_dtype(answer_name, info["dtype"], say("gradients here are float32")))
         return verdict
     answer = answer.double()
 
@@ -114,26 +159,26 @@ def judge_gradient(step: Step, report: Report, forward: dict, grads: dict, seed:
         verdict.lines.append(
             Reason(
                 NOTE,
-                f"exactly zero, which is right: {step.zero}. The backward rule gives values up to "
-                f"{magnitude(rule):.2g} here, rounding noise around that zero",
+                say(
+                    "exactly zero, which is right: {why}. The backward rule gives values up to {noise:.2g} here, "
+                    "rounding noise around that zero",
+                    why=step.zero,
+                    noise=magnitude(rule),
+                ),
             )
         )
         return verdict
     if close(answer, reference.double(), scale):
         verdict.points = step.points
-        exact = torch.equal(answer.float(), reference)
-        verdict.lines.append(
-            Reason(
-                NOTE,
-                f"correct: max difference {max_difference(answer, reference):.2g}"
-                f"{', bit-exact' if exact else ' (not bit-exact, which is fine)'}",
-            )
-        )
+        off = max_difference(answer, reference)
+        if torch.equal(answer.float(), reference):
+            words = say("correct: max difference {difference:.2g}, bit-exact", difference=off)
+        else:
+            words = say("correct: max difference {difference:.2g} (not bit-exact, which is fine)", difference=off)
+        verdict.lines.append(Reason(NOTE, words))
         return _and_by_its_rule(verdict, step, report, forward, seed)
 
     # Error carried forward: right for the student's own upstream gradients, which differ from autograd's?
-    fix = " and ".join("d" + c for c in wrong_up)
-    is_are = "is" if len(wrong_up) == 1 else "are"
     carried = None
     if verdict.carried_from:
         try:
@@ -153,8 +198,12 @@ def judge_gradient(step: Step, report: Report, forward: dict, grads: dict, seed:
             verdict.lines.append(
                 Reason(
                     NOTE,
-                    f"the values are right, so this step earns {verdict.points:g} of its {step.points:g}; "
-                    "the exact shape earns the rest",
+                    say(
+                        "the values are right, so this step earns {earned:g} of its {points:g}; the exact shape "
+                        "earns the rest",
+                        earned=verdict.points,
+                        points=step.points,
+                    ),
                 )
             )
             return _and_by_its_rule(verdict, step, report, forward, seed)
@@ -163,19 +212,35 @@ def judge_gradient(step: Step, report: Report, forward: dict, grads: dict, seed:
     elif not torch.isfinite(answer).all():
         verdict.lines.append(not_finite(answer_name, answer))
     elif close(answer, decoy(reference, seed, name).double(), scale):
-        verdict.lines.append(
-            Reason(
-                "autograd",
-                f"{answer_name} is the value of {name}.grad, autograd's answer, so it earns nothing: "
-                "write this gradient by hand",
-            )
-        )
+        verdict.lines.append(autograd_answer(name))
     else:
         expected = carried if carried is not None and carried.shape == answer.shape else reference.double()
         verdict.lines.append(diagnose(answer, expected, step, forward, student_up))
     if wrong_up:
-        verdict.lines.append(Reason(NOTE, f"(judged from your own {fix}, which {is_are} wrong too)"))
+        fix = and_list("d" + c for c in wrong_up)
+        verdict.lines.append(
+            Reason(
+                NOTE,
+                say_n(
+                    "(judged from your own {fix}, which is wrong too)",
+                    "(judged from your own {fix}, which are wrong too)",
+                    len(wrong_up),
+                    fix=fix,
+                ),
+            )
+        )
     return verdict
+
+
+def autograd_answer(name: str) -> Reason:
+    """The line of an answer equal to the decoy that ``.grad`` holds while grading (``honesty.decoy``)."""
+    return Reason(
+        "autograd",
+        say(
+            "d{name} is the value of {name}.grad, autograd's answer, so it earns nothing: write this gradient by hand",
+            name=name,
+        ),
+    )
 
 
 def _and_by_its_rule(verdict: Verdict, step: Step, report: Report, forward: dict, seed: int) -> Verdict:

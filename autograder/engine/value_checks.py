@@ -7,11 +7,12 @@ row of ``dlogits`` must sum to zero. Judged in the order of ``judge.judge_gradie
 import torch
 
 from ..common.diagnoses import NOTE, Reason, kind_of
+from ..common.words import Words, say
 from .backward_rules import batch_size
-from .explain import constant_factor, difference, factor_message, not_finite, wrong_dtype
+from .explain import comma_list, constant_factor, difference, factor_message, not_finite, wrong_dtype
 from .fast_forwards import Value
 from .honesty import decoy
-from .judge import read_answer
+from .judge import autograd_answer, read_answer
 from .probes.judge_rule import Outcome, pinned, read_probe
 from .tolerance import RTOL, close, magnitude, max_difference
 from .verdict import Verdict
@@ -24,19 +25,46 @@ def _answer(verdict: Verdict, name: str, report: Report, tainted: set):
     if answer is None:
         return None
     if info["dtype"] != "float32":
-        verdict.lines.append(wrong_dtype(name, info["dtype"], "the network computes in float32"))
+        verdict.lines.append(wrong_dtype(name, info["dtype"], say("the network computes in float32")))
         return None
     return answer.double()
 
 
-def _shape_problem(name: str, got: tuple, want: tuple, of: str) -> str:
+def _shape_problem(name: str, got: tuple, want: tuple, of: str) -> Reason:
     got, want = tuple(got), tuple(want)
-    message = f"{name} has shape {got}, but {of} has shape {want}"
     if want == ():
-        return Reason("wrong_shape", message + ": a loss is a single number, a tensor of shape () (no .view or [None])")
+        return Reason(
+            "wrong_shape",
+            say(
+                "{name} has shape {got}, but {of} has shape {want}: a loss is a single number, a tensor of shape () "
+                "(no .view or [None])",
+                name=name,
+                got=got,
+                of=of,
+                want=want,
+            ),
+        )
     if len(got) == len(want) == 2 and got == want[::-1]:
-        return Reason("transposed", message + ": it looks transposed")
-    return Reason("wrong_shape", message + ": they must be equal")
+        return Reason(
+            "transposed",
+            say(
+                "{name} has shape {got}, but {of} has shape {want}: it looks transposed",
+                name=name,
+                got=got,
+                of=of,
+                want=want,
+            ),
+        )
+    return Reason(
+        "wrong_shape",
+        say(
+            "{name} has shape {got}, but {of} has shape {want}: they must be equal",
+            name=name,
+            got=got,
+            of=of,
+            want=want,
+        ),
+    )
 
 
 def judge_value(value: Value, report: Report, forward: dict, seed: int, tainted: set) -> Verdict:
@@ -57,7 +85,14 @@ def judge_value(value: Value, report: Report, forward: dict, seed: int, tainted:
     if close(answer, reference, scale):
         verdict.points = value.points
         verdict.lines.append(
-            Reason(NOTE, f"correct: equal to {value.reference}, max difference {max_difference(answer, reference):.2g}")
+            Reason(
+                NOTE,
+                say(
+                    "correct: equal to {reference}, max difference {difference:.2g}",
+                    reference=value.reference,
+                    difference=max_difference(answer, reference),
+                ),
+            )
         )
         outcome = judge_copy(value, report, forward, seed)
         if outcome.verdict == "wrong":
@@ -72,16 +107,24 @@ def judge_value(value: Value, report: Report, forward: dict, seed: int, tainted:
             return verdict
     c = constant_factor(answer, reference, scale)
     if c is not None:
-        message = factor_message(c, batch_size(forward))
-        verdict.lines.append(Reason(kind_of(message), f"{value.name} {message}"))
+        verdict.lines.append(factor_message(c, batch_size(forward), value.name))
         return verdict
     off = difference(answer, reference, scale)
     verdict.lines.append(
         Reason(
             "differs_from_chunked",
-            f"{value.name} is not equal to {value.reference}: {off.wrong} of {off.total} entries differ "
-            f"(largest difference {off.largest_error:.3g}, largest value "
-            f"{off.scale:.3g}). Compare `{value.forward}` with the chunked forward pass, piece by piece",
+            say(
+                "{name} is not equal to {reference}: {wrong} of {total} entries differ (largest difference "
+                "{error:.3g}, largest value {scale:.3g}). Compare `{forward}` with the chunked forward pass, piece by "
+                "piece",
+                name=value.name,
+                reference=value.reference,
+                wrong=off.wrong,
+                total=off.total,
+                error=off.largest_error,
+                scale=off.scale,
+                forward=value.forward,
+            ),
         )
     )
     return verdict
@@ -104,10 +147,16 @@ def judge_copy(value: Value, report: Report, forward: dict, seed: int) -> Outcom
             "wrong",
             Reason(
                 "not_following_input",
-                f"{value.name} does not follow {value.input}: it reads {', '.join(copied)}, which the chunked "
-                f"forward pass computed from the notebook's own {value.input}, so with other {value.input} (random "
-                "ones, as the grader drew them) it still gives the chunked value. A copy of the chunked forward pass "
-                f"earns nothing: compute it from {value.input}, as `{value.forward}` does",
+                say(
+                    "{name} does not follow {input}: it reads {copied}, which the chunked forward pass computed from "
+                    "the notebook's own {input}, so with other {input} (random ones, as the grader drew them) it "
+                    "still gives the chunked value. A copy of the chunked forward pass earns nothing: compute it "
+                    "from {input}, as `{forward}` does",
+                    name=value.name,
+                    input=value.input,
+                    copied=comma_list(copied),
+                    forward=value.forward,
+                ),
             ),
         )
     if not probe.get("pins_read") or result is None:
@@ -115,8 +164,12 @@ def judge_copy(value: Value, report: Report, forward: dict, seed: int) -> Outcom
             "inconclusive",
             Reason(
                 NOTE,
-                f"({value.name} does not follow {value.input} in a way the grader could re-run, so it is judged by "
-                "its value alone)",
+                say(
+                    "({name} does not follow {input} in a way the grader could re-run, so it is judged by its value "
+                    "alone)",
+                    name=value.name,
+                    input=value.input,
+                ),
             ),
         )
     why = next(
@@ -127,17 +180,32 @@ def judge_copy(value: Value, report: Report, forward: dict, seed: int) -> Outcom
         ),
         Reason(
             "not_following_input",
-            f"max difference {max_difference(result, expected):.3g} for values up to {magnitude(expected):.3g}",
+            say(
+                "max difference {difference:.3g} for values up to {scale:.3g}",
+                difference=max_difference(result, expected),
+                scale=magnitude(expected),
+            ),
         ),
     )
     return Outcome(
         "wrong",
         Reason(
             kind_of(why),
-            f"{value.name} is right on this batch, but with other {value.input} (random ones, as the grader drew "
-            f"them) it is not what `{value.forward}` gives: {why}",
+            say(
+                "{name} is right on this batch, but with other {input} (random ones, as the grader drew them) it is "
+                "not what `{forward}` gives: {why}",
+                name=value.name,
+                input=value.input,
+                forward=value.forward,
+                why=why,
+            ),
         ),
     )
+
+
+def rows_title(name: str) -> Words:
+    """The title of the check that every row of d<name> sums to zero."""
+    return say("every row of d{name} sums to zero", name=name)
 
 
 def judge_rows_sum_to_zero(
@@ -150,7 +218,7 @@ def judge_rows_sum_to_zero(
     The sign itself is left to the ``d<name>`` check: a sign error keeps this point, as does a missing ``/ n``.
     """
     answer_name = "d" + name
-    verdict = Verdict(f"every row of {answer_name} sums to zero", 0, points)
+    verdict = Verdict(rows_title(name), 0, points)
     answer = _answer(verdict, answer_name, report, tainted)
     if answer is None:
         return verdict
@@ -165,27 +233,29 @@ def judge_rows_sum_to_zero(
     size = magnitude(answer)
     if size == 0:
         verdict.lines.append(
-            Reason("all_zeros", f"{answer_name} is all zeros: its rows sum to zero, but it is not a gradient yet")
+            Reason(
+                "all_zeros",
+                say("{name} is all zeros: its rows sum to zero, but it is not a gradient yet", name=answer_name),
+            )
         )
         return verdict
     reference = grads[name].double()
     if close(answer, decoy(grads[name], seed, name).double(), magnitude(reference)):
-        verdict.lines.append(
-            Reason(
-                "autograd",
-                f"{answer_name} is the value of {name}.grad, autograd's answer, so it earns nothing: "
-                "write this gradient by hand",
-            )
-        )
+        verdict.lines.append(autograd_answer(name))
         return verdict
     sums = answer.sum(1)
     if not close(sums, torch.zeros_like(sums), size):
         verdict.lines.append(
             Reason(
                 "rows_not_zero",
-                f"the rows of {answer_name} sum to values between {sums.min().item():.3g} and "
-                f"{sums.max().item():.3g}, not to zero: in each row the push up on the target must "
-                "balance the pulls down on all the characters, and the probabilities of a row add up to 1",
+                say(
+                    "the rows of {name} sum to values between {low:.3g} and {high:.3g}, not to zero: in each row the "
+                    "push up on the target must balance the pulls down on all the characters, and the probabilities "
+                    "of a row add up to 1",
+                    name=answer_name,
+                    low=sums.min().item(),
+                    high=sums.max().item(),
+                ),
             )
         )
         return verdict
@@ -199,14 +269,25 @@ def judge_rows_sum_to_zero(
         verdict.lines.append(
             Reason(
                 "wrong_batch",
-                f"the rows sum to zero, but in {int(against.sum())} of {answer.shape[0]} rows the target "
-                f"character (Yb) is not pulled the opposite way to the other characters: is "
-                f"{answer_name} computed from this batch's logits and Yb?",
+                say(
+                    "the rows sum to zero, but in {wrong} of {rows} rows the target character (Yb) is not pulled "
+                    "the opposite way to the other characters: is {name} computed from this batch's logits and Yb?",
+                    wrong=int(against.sum()),
+                    rows=answer.shape[0],
+                    name=answer_name,
+                ),
             )
         )
         return verdict
     verdict.points = points
     verdict.lines.append(
-        Reason(NOTE, f"correct: the largest row sum is {sums.abs().max().item():.2g}, against entries up to {size:.2g}")
+        Reason(
+            NOTE,
+            say(
+                "correct: the largest row sum is {largest:.2g}, against entries up to {size:.2g}",
+                largest=sums.abs().max().item(),
+                size=size,
+            ),
+        )
     )
     return verdict

@@ -5,14 +5,14 @@ from typing import Callable
 
 from ..common.diagnoses import NOTE, OTHER, kind_of
 from ..common.editions import ENGLISH
-from ..common.words import render
+from ..common.words import render, say_n
 
 
 @dataclass
 class Verdict:
     """The grader's word on one graded cell."""
 
-    title: str  # what was graded, e.g. "dcounts"
+    title: str  # what was graded: a tensor's name, "dcounts", or words, ``say("training run")``
     points: float  # earned
     max_points: float
     # what the student reads under the title, one sentence a line: each a ``common.diagnoses.Reason``
@@ -37,7 +37,15 @@ class Verdict:
     def text(self, code: str = ENGLISH) -> str:
         """What the student reads in the graded cell, in the language of edition ``code``."""
         mark = "✔" if self.passed else "✘"
-        head = f"{mark} {self.title}: {self.points:g} of {self.max_points:g} point{'s' if self.max_points != 1 else ''}"
+        most = int(self.max_points) if float(self.max_points).is_integer() else self.max_points  # a plural's count
+        score = say_n(
+            "{title}: {points:g} of {count:g} point",
+            "{title}: {points:g} of {count:g} points",
+            most,
+            title=self.title,
+            points=self.points,
+        )
+        head = f"{mark} {render(score, code)}"
         return "\n".join([head] + [f"  {render(line, code)}" for line in self.lines]) + "\n"
 
 

@@ -46,7 +46,7 @@ def encode(value, present: bool = True) -> dict:
         "device": str(t.device),
     }
     if t.numel() > MAX_ELEMENTS:
-        return {"kind": "other", "type": f"tensor of {t.numel()} elements"}
+        return {"kind": "other", "type": "tensor", "elements": t.numel()}  # too large to send
     if dtype not in _DTYPES:  # bfloat16, complex, ...: sent as float64, the original dtype kept in "dtype"
         t = t.to(torch.float64) if not t.is_complex() else t.abs().to(torch.float64)
     array = np.ascontiguousarray(t.cpu().numpy())

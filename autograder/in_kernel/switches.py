@@ -4,6 +4,8 @@ import os
 
 import torch
 
+from ..common.editions import EDITION_VARIABLE
+from ..common.words import say
 from ..data import SEED_VARIABLE
 from ..engine.honesty import decoy
 from .snapshot_hook import take_snapshots
@@ -22,8 +24,19 @@ class AutogradIsOff(RuntimeError):
     pass
 
 
+def edition() -> str | None:
+    """The edition being graded (its language is that of what the kernel prints), None outside grading."""
+    return os.environ.get(EDITION_VARIABLE)
+
+
 def _refuse(*args, **kwargs):
-    raise AutogradIsOff("autograd is switched off while grading: every gradient must be written by hand.")
+    words = say("autograd is switched off while grading: every gradient must be written by hand.")
+    raise AutogradIsOff(words.render(edition()))
+
+
+def _skipped(*args, **kwargs):
+    """What a visible self-check does while grading: say that it is skipped."""
+    print(say("(self-checks are skipped while grading: see the graded cells)").render(edition()))
 
 
 def start_grading(namespace: dict, self_checks=("cmp", "self_check")) -> None:
@@ -44,10 +57,7 @@ def start_grading(namespace: dict, self_checks=("cmp", "self_check")) -> None:
     torch.autograd.backward = _refuse
     torch.autograd.grad = _refuse
 
-    def skipped(*args, **kwargs):
-        print("(self-checks are skipped while grading: see the graded cells)")
-
     for name in self_checks:
         if name in namespace:
-            namespace[name] = skipped
+            namespace[name] = _skipped
     take_snapshots(namespace)

@@ -1,8 +1,11 @@
-"""The students' feedback pages: nbconvert's HTMLExporter without its last pass through BeautifulSoup.
+"""The students' feedback pages: nbconvert's HTMLExporter without its last pass through BeautifulSoup, made readable
+by everyone.
 
 That pass only added alt texts to images, done here with the same words, and tabindexes to JupyterLab cells, which
 nbgrader's classic feedback template has none of (docs/design/nbgrader-seams.md; what it saves:
-docs/performance.md).
+docs/performance.md). What nbgrader's template and nbconvert's sanitizer leave out for WCAG 2.1 AA is added here: the
+page's language, the ARIA roles of the table of steps, and styles over nbgrader's and Bootstrap's where their colours
+are too faint (docs/design/accessibility.md).
 """
 
 import re
@@ -11,8 +14,39 @@ from nbconvert.exporters import HTMLExporter, TemplateExporter
 from nbconvert.filters.highlight import Highlight2HTML
 from nbconvert.filters.widgetsdatatypefilter import WidgetsDataTypeFilter
 
+from ..common.editions import edition, notebook_edition
+from .summarize_steps import ROLES
+
 NO_ALT = "No description has been provided for this image"  # HTMLExporter's own words
 IMAGE_WITHOUT_ALT = re.compile(r"<img(?![^>]*\salt=)(?=[\s/>])", re.IGNORECASE)
+HTML_TAG = re.compile(r"<html\b[^>]*>", re.IGNORECASE)  # the template's first: nbgrader's has no lang
+CLASSED_DIV = re.compile(r'<div class="([^"]*)">')  # as the sanitizer writes the table's <div>s
+
+# The page's last styles, over Bootstrap 3's and nbgrader's (every pair of colours at least 4.5:1,
+# tests/fast/test_accessibility.py).
+PAGE_STYLE = """
+a { text-decoration: underline; }  /* links in text are told apart by more than their colour */
+a:focus-visible { outline: 3px solid #1d4f91; outline-offset: 2px; }
+div.nbgrader_cell .panel-heading a { color: #fff; }  /* nbgrader's #bbb on the panel's blue: 2.4:1 */
+pre { background-color: #fff; white-space: pre-wrap; overflow-wrap: anywhere; }  /* Pygments' colours need white;
+   long lines wrap: no region scrolls sideways, out of the keyboard's reach, and the page reflows when zoomed */
+"""
+
+
+def page_language(nb) -> str:
+    """The BCP 47 tag of the language of the edition the student handed in (English when it is not known: the
+    metadata came with the student's notebook, and may be anything)."""
+    return edition(notebook_edition(nb.metadata)).html_lang
+
+
+def with_roles(page: str) -> str:
+    """The page with the ARIA role of every <div> whose class has one in ROLES."""
+
+    def add(match):
+        role = next((ROLES[name] for name in match[1].split() if name in ROLES), None)
+        return match[0] if role is None else f'<div class="{match[1]}" role="{role}">'
+
+    return CLASSED_DIV.sub(add, page)
 
 
 class FeedbackExporter(HTMLExporter):
@@ -29,4 +63,6 @@ class FeedbackExporter(HTMLExporter):
         types = WidgetsDataTypeFilter(notebook_metadata=self._nb_metadata, parent=self, resources=resources)
         self.register_filter("filter_data_type", types)
         html, resources = TemplateExporter.from_notebook_node(self, nb, resources, **kw)
-        return IMAGE_WITHOUT_ALT.sub(f'<img alt="{NO_ALT}"', html), resources
+        html = HTML_TAG.sub(f'<html lang="{page_language(nb)}">', html, count=1)
+        html = html.replace("</head>", f'<style type="text/css">{PAGE_STYLE}</style>\n</head>', 1)
+        return with_roles(IMAGE_WITHOUT_ALT.sub(f'<img alt="{NO_ALT}"', html)), resources

@@ -16,6 +16,7 @@ from nbformat.v4 import new_output
 from nbgrader.preprocessors import Execute
 from traitlets import Bool, Integer, Unicode, default
 
+from ..common.editions import EDITION_VARIABLE, ENGLISH, notebook_edition
 from ..common.naming import SETUP_PREFIX
 from ..common.phases import (
     EXECUTING,
@@ -27,6 +28,7 @@ from ..common.phases import (
     SETUP_CELLS,
     process_tree_cpu,
 )
+from ..common.words import say
 from ..data import NAMES_VARIABLE, SEED_VARIABLE, names_path
 from ..sandbox import SandboxedKernelManager
 from .incidents import Limits, notebook_incidents, record_incident
@@ -99,6 +101,7 @@ class GradingExecute(Execute):
     _notebook = None  # the notebook being executed, as the profile names it
     _kernel_asked = 0.0
     _left_behind = None  # what the notebook's kernel left in its folder (kernel_parent.left_behind), or None
+    _edition = ENGLISH  # the language of the lines this step adds to the notebook (the student's edition)
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
@@ -132,8 +135,13 @@ class GradingExecute(Execute):
     _cleanup_kernel = run_sync(_async_cleanup_kernel)
 
     def kernel_variables(self, seed: int) -> dict:
-        """What the grader tells a notebook's kernel, in its environment: the seed, and where names.txt is."""
-        return {SEED_VARIABLE: str(seed), NAMES_VARIABLE: names_path(self.names_path)}
+        """What the grader tells a notebook's kernel, in its environment: the seed, where names.txt is, and the
+        edition (the language of what the kernel prints while grading)."""
+        return {
+            SEED_VARIABLE: str(seed),
+            NAMES_VARIABLE: names_path(self.names_path),
+            EDITION_VARIABLE: str(self._edition or ENGLISH),
+        }
 
     def start_kernel_parent(self):
         """Start the sandbox's kernel parent now, before the first notebook, in the environment the kernels will
@@ -178,29 +186,19 @@ class GradingExecute(Execute):
             state["kernel_died_in"] = index
             process = getattr(getattr(self.km, "provisioner", None), "process", None)
             state["exit_status"] = process.poll() if process is not None else None
-            cell.outputs.append(
-                new_output(
-                    "stream",
-                    name="stdout",
-                    text=(
-                        "The kernel died while running this cell (out of memory, os._exit, a crash, or a limit of the "
-                        "grading sandbox); the cells below did not run.\n"
-                    ),
-                )
+            words = say(
+                "The kernel died while running this cell (out of memory, os._exit, a crash, or a limit of the "
+                "grading sandbox); the cells below did not run."
             )
+            cell.outputs.append(new_output("stream", name="stdout", text=words.render(self._edition) + "\n"))
             return cell, resources
         if self._deadline is not None and time.monotonic() >= self._deadline:
             state["notebook_time_limit_in"] = index
-            cell.outputs.append(
-                new_output(
-                    "stream",
-                    name="stdout",
-                    text=(
-                        f"The notebook ran over its time limit ({self.notebook_timeout} s) in this cell; the cells "
-                        "below did not run.\n"
-                    ),
-                )
+            words = say(
+                "The notebook ran over its time limit ({seconds} s) in this cell; the cells below did not run.",
+                seconds=self.notebook_timeout,
             )
+            cell.outputs.append(new_output("stream", name="stdout", text=words.render(self._edition) + "\n"))
         return cell, resources
 
     def _get_timeout(self, cell):
@@ -223,16 +221,11 @@ class GradingExecute(Execute):
             if used > self.max_output_bytes:
                 if cell_index not in self._truncated:
                     self._truncated.add(cell_index)
-                    outs.append(
-                        new_output(
-                            "stream",
-                            name="stdout",
-                            text=(
-                                f"\n[output truncated by the grader: this cell printed more than "
-                                f"{self.max_output_bytes / 2**20:g} MB]\n"
-                            ),
-                        )
+                    words = say(
+                        "[output truncated by the grader: this cell printed more than {megabytes:g} MB]",
+                        megabytes=self.max_output_bytes / 2**20,
                     )
+                    outs.append(new_output("stream", name="stdout", text=f"\n{words.render(self._edition)}\n"))
                 return None
         return super().output(outs, msg, display_id, cell_index)
 
@@ -266,9 +259,13 @@ class GradingExecute(Execute):
     def preprocess(self, nb, resources, *args, **kwargs):
         seed = self.grading_seed(resources)
         self._notebook = resources.get("nbgrader", {}).get("notebook")
+        # the edition the student handed in, as RestoreLockedCells read it: the language of the lines added here
+        self._edition = notebook_edition(nb.metadata)
         variables = self.kernel_variables(seed)
         resources["backprop_ninja"] = {
+            **resources.get("backprop_ninja", {}),
             "seed": seed,
+            "edition": self._edition,
             "names_path": variables[NAMES_VARIABLE],
             "kernel_died_in": None,
             "notebook_time_limit_in": None,

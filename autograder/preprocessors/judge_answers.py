@@ -14,8 +14,10 @@ from nbgrader import utils
 from nbgrader.preprocessors import NbGraderPreprocessor
 
 from ..common.diagnoses import METADATA, Reason
+from ..common.editions import ENGLISH
 from ..common.naming import SETUP_PREFIX, grade_id
 from ..common.phases import JUDGING, PHASES, REFERENCE
+from ..common.words import render, say
 from ..data import NAMES_VARIABLE
 from .grading_execute import environment
 from .incidents import record_incident, timed_out_cells
@@ -56,20 +58,21 @@ def why_no_answer(cell, index: int, state: dict, timed_out: set) -> tuple:
     died_in, stopped_in = state.get("kernel_died_in"), state.get("notebook_time_limit_in")
     if died_in is not None and index >= died_in:
         return Reason(
-            "did_not_run", "the kernel died before this cell reported its answer (see the cell where it stopped)"
+            "did_not_run", say("the kernel died before this cell reported its answer (see the cell where it stopped)")
         ), False
     if stopped_in is not None and index >= stopped_in:
         return (
             Reason(
                 "did_not_run",
-                "the notebook ran over its time limit before this cell finished (see the cell where it stopped)",
+                say("the notebook ran over its time limit before this cell finished (see the cell where it stopped)"),
             ),
             False,
         )
     if index in timed_out:
         return (
             Reason(
-                "did_not_run", "this cell ran over its time limit and was interrupted before it reported the answer"
+                "did_not_run",
+                say("this cell ran over its time limit and was interrupted before it reported the answer"),
             ),
             False,
         )
@@ -77,29 +80,37 @@ def why_no_answer(cell, index: int, state: dict, timed_out: set) -> tuple:
     if errors:
         return (
             Reason(
-                "no_answer", f"no answer reached the grader: this cell stopped with {errors[-1]} before it reported it"
+                "no_answer",
+                say(
+                    "no answer reached the grader: this cell stopped with {error} before it reported it",
+                    error=str(errors[-1]),
+                ),
             ),
             True,
         )
     return (
         Reason(
             "no_answer",
-            "no answer reached the grader: this cell ran to the end but reported nothing (the submission suppressed "
-            "the report or replaced the grader's module in its kernel)",
+            say(
+                "no answer reached the grader: this cell ran to the end but reported nothing (the submission "
+                "suppressed the report or replaced the grader's module in its kernel)"
+            ),
         ),
         True,
     )
 
 
-def verdict_outputs(verdict: "Verdict") -> list:
-    """The verdict's text, and its points (what nbgrader reads) with its diagnosis kind (what the class report reads:
-    ``grading.report.misconceptions``; a student cannot forge it, every graded cell's outputs are replaced)."""
+def verdict_outputs(verdict: "Verdict", edition: str = ENGLISH) -> list:
+    """The verdict's text in the language of ``edition``, and its points (what nbgrader reads) with its diagnosis kind
+    (what the class report reads, in English whatever the edition: ``grading.report.misconceptions``; a student cannot
+    forge it, every graded cell's outputs are replaced) and its title as the student reads it (``SummarizeSteps``)."""
+    title = render(verdict.title, edition)
     return [
-        new_output("stream", name="stdout", text=verdict.text()),
+        new_output("stream", name="stdout", text=verdict.text(edition)),
         new_output(
             "execute_result",
             data={"text/plain": repr(float(verdict.points))},
-            metadata={METADATA: {"diagnosis": verdict.diagnosis, "title": verdict.title, "points": verdict.points}},
+            metadata={METADATA: {"diagnosis": verdict.diagnosis, "title": title, "points": verdict.points}},
             execution_count=None,
         ),
     ]
@@ -131,6 +142,7 @@ class JudgeAnswers(NbGraderPreprocessor):
             self.log.warning("No checks for notebook %s: outputs left as they are", resources["nbgrader"]["notebook"])
             return nb, resources
         seed = resources["backprop_ninja"]["seed"]
+        edition = resources["backprop_ninja"].get("edition", ENGLISH)  # the language the student reads
         setup = tuple(c.source for c in nb.cells if grade_id(c).startswith(SETUP_PREFIX))
         with (
             environment(**{NAMES_VARIABLE: resources["backprop_ninja"]["names_path"]}),
@@ -159,7 +171,7 @@ class JudgeAnswers(NbGraderPreprocessor):
                 except Exception as error:  # a malformed (forged) report must cost this cell only
                     self.log.warning("cell %s: unreadable report (%.200r)", grade_id(cell), error)
                     verdict = check.nothing(
-                        Reason("unreadable", "the grader could not read the answer this cell reported")
+                        Reason("unreadable", say("the grader could not read the answer this cell reported"))
                     )
                 answer = grade_id(cell).removeprefix("test_")
                 verdict.lines += changed_after_check(checked, report, answer)
@@ -168,7 +180,10 @@ class JudgeAnswers(NbGraderPreprocessor):
             else:
                 if reports:
                     verdict = check.nothing(
-                        Reason("unreadable", "this cell reported more than one answer: the submission tampered with it")
+                        Reason(
+                            "unreadable",
+                            say("this cell reported more than one answer: the submission tampered with it"),
+                        )
                     )
                 else:
                     why, ran = why_no_answer(cell, index, resources["backprop_ninja"], timed_out)
@@ -177,7 +192,7 @@ class JudgeAnswers(NbGraderPreprocessor):
                         unanswered.append(grade_id(cell))
             first_to_fix(verdict, verdicts)
             verdicts[verdict.title] = verdict
-            cell.outputs = verdict_outputs(verdict)
+            cell.outputs = verdict_outputs(verdict, edition)
         if unanswered:  # nothing crashed or timed out, yet no answer came: say so, it is no accident
             record_incident(
                 resources,

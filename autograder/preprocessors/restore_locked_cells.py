@@ -1,19 +1,28 @@
-"""nbgrader's OverwriteCells, with one log line per notebook for the hidden tests it puts back.
+"""nbgrader's OverwriteCells, with one log line per notebook for the hidden tests it puts back, and each restored
+cell in the language of the submission's edition.
 
 Stock OverwriteCells warns for every locked cell with a hidden part, for every student (nbgrader issue #1961); here
 such a cell is restored quietly and counted, and a locked cell the submission did change still gets a warning.
+A translated edition's locked cells differ from the gradebook's English ones by their words only: each is restored
+from the gradebook, then translated back with the function that wrote the edition (docs/design/editions.md).
 """
 
 from nbformat import NotebookNode
+from nbgrader import utils
 from nbgrader.preprocessors import ClearHiddenTests, OverwriteCells
+
+from ..common.edition_text import edition_of, translated_cell_source
+from ..common.editions import ENGLISH, METADATA
 
 
 class RestoreLockedCells(OverwriteCells):
-    """OverwriteCells that tells the expected restores (hidden tests) from changed locked cells."""
+    """OverwriteCells that tells the expected restores (hidden tests, an edition's words) from changed locked cells."""
 
     def preprocess(self, nb, resources):
         self._release_form = ClearHiddenTests(enforce_metadata=False, parent=self)
         self._hidden_tests_restored = 0
+        self._edition = edition_of(nb)
+        nb.metadata[METADATA] = {"edition": self._edition}  # what the later steps read: the kernel, the verdicts
         nb, resources = super().preprocess(nb, resources)
         if self._hidden_tests_restored:
             self.log.info(
@@ -25,14 +34,17 @@ class RestoreLockedCells(OverwriteCells):
 
     def preprocess_cell(self, cell, resources, cell_index):
         self._submitted = cell.source
-        return super().preprocess_cell(cell, resources, cell_index)
+        cell, resources = super().preprocess_cell(cell, resources, cell_index)
+        if self._edition != ENGLISH and utils.is_locked(cell):
+            cell.source = translated_cell_source(cell.cell_type, cell.source, self._edition)
+        return cell, resources
 
     def report_change(self, name, attr, old, new):
         if attr != "checksum":
             return super().report_change(name, attr, old, new)
         original = self.gradebook.find_source_cell(name, self.notebook_id, self.assignment_id)
         released, _ = self._release_form.preprocess_cell(NotebookNode(source=original.source, metadata={}), {}, 0)
-        if released.source == self._submitted:
-            self._hidden_tests_restored += 1
+        if translated_cell_source(original.cell_type, released.source, self._edition) == self._submitted:
+            self._hidden_tests_restored += released.source != original.source
         else:
             self.log.warning("locked cell %s was changed in the submission: graded with the course's version", name)

@@ -14,7 +14,9 @@ from nbgrader import utils
 from traitlets import Bool
 
 from ..common.diagnoses import METADATA
-from ..common.links import course_url, repository_url
+from ..common.editions import ENGLISH, notebook_edition
+from ..common.links import edition_course_url, repository_url
+from ..common.words import say, say_n
 
 WRONG_STEP_LINES = 3  # reason lines of a wrong step shown in the table; its cell has them all
 AUTOMATIC_COMMENT = "No response."  # nbgrader's own comment on an answer cell left as released: not the instructor's
@@ -32,13 +34,27 @@ STYLE = """
 .steps-row > div.step-name, .steps-row > div.step-points { white-space: nowrap; }
 .steps-row > div.step-points { text-align: right; }
 .step-right > div.step-mark { color: #2e7d32; }
-.step-right > div.step-reason { color: #777; }
+.step-right > div.step-reason { color: #666; }
 .step-wrong > div.step-mark, .step-wrong > div.step-reason { color: #b71c1c; }
 .step-first { background: #fdecea; }
+.step-first a { color: #23527c; }
 .step-first-label { margin-left: 0.6em; padding: 0 0.45em; border-radius: 3px; background: #b71c1c; color: #fff;
   font-size: 12px; font-weight: bold; }
 .steps-notes { margin-top: 0.6em; color: #555; }
+.steps-unseen { position: absolute; width: 1px; height: 1px; overflow: hidden; clip: rect(0 0 0 0);
+  white-space: nowrap; }
 """
+# The table's ARIA roles, by class: the sanitizer keeps no role attribute in a raw cell (nor <th>), so
+# FeedbackExporter gives the page's <div>s of these classes their roles after it.
+ROLES = {
+    "steps-table": "table",
+    "steps-row": "row",
+    "steps-col": "columnheader",
+    "step-mark": "cell",
+    "step-name": "rowheader",
+    "step-points": "cell",
+    "step-reason": "cell",
+}
 
 
 @dataclass
@@ -107,43 +123,70 @@ def _points(row: Row) -> str:
     return f"{row.score:g} / {row.points:g}"
 
 
-def table_html(rows: list, late_penalty: float, commented: list, repository: str) -> str:
-    """The summary: a headline, one row per step, then notes.
+def _whole(number: float):
+    """A number as a plural's count: an int when it is whole (the catalogs' plural rules count whole numbers)."""
+    return int(number) if float(number).is_integer() else number
 
-    Only tags that nbconvert's sanitizer keeps in a raw cell, and no <table>: the parser's implied <tbody>
-    would be escaped into the text; the rows are <div>s laid out as a table by STYLE.
+
+def headline_html(rows: list, first: "Row | None", code: str) -> str:
+    """The sentences above the table: how many steps are right, the first one to fix, and the reason several share."""
+    if first is None:
+        return say_n("All {count} steps are right.", "All {count} steps are right.", len(rows)).render(code)
+    right = sum(row.right for row in rows)
+    sentences = [
+        say_n("{right} of {count} steps right.", "{right} of {count} steps right.", len(rows), right=right),
+        say_n(
+            "<strong>Fix first: {step}</strong> ({score:g} of {count:g} point), marked below.",
+            "<strong>Fix first: {step}</strong> ({score:g} of {count:g} points), marked below.",
+            _whole(first.points),
+            step=_link(first),
+            score=first.score,
+        ),
+    ]
+    # One reason for several wrong steps (backward_pass raised, the kernel died) is the mistake to fix
+    shared = [row for row in rows if not row.right and row.reasons[:1] == first.reasons[:1]]
+    if first.reasons and len(shared) > 1:
+        lost = sum(row.points - row.score for row in shared)
+        sentences.append(
+            say_n(
+                "{count} steps ({lost:g} points) fail for the same reason: <strong>{reason}</strong>",
+                "{count} steps ({lost:g} points) fail for the same reason: <strong>{reason}</strong>",
+                len(shared),
+                lost=lost,
+                reason=html.escape(first.reasons[0]),
+            )
+        )
+    return " ".join(sentence.render(code) for sentence in sentences)
+
+
+def table_html(rows: list, late_penalty: float, commented: list, repository: str, code: str = ENGLISH) -> str:
+    """The summary: a headline, one row per step, then notes, in the language of edition ``code`` (the reasons are
+    the graded cells' own lines, which JudgeAnswers wrote in that language).
+
+    Only tags and attributes that nbconvert's sanitizer keeps in a raw cell, and no <table>: the parser's implied
+    <tbody> would be escaped into the text, and <th> is not kept; the rows are <div>s laid out as a table by STYLE,
+    their roles (ROLES) added to the page by FeedbackExporter.
     """
     first = next((row for row in rows if not row.right), None)
-    right = sum(row.right for row in rows)
-    if first is None:
-        headline = f"All {len(rows)} steps are right."
-    else:
-        headline = (
-            f"{right} of {len(rows)} steps right. <strong>Fix first: {_link(first)}</strong> "
-            f"({first.score:g} of {first.points:g} point{'s' if first.points != 1 else ''}), marked below."
-        )
-        # One reason for several wrong steps (backward_pass raised, the kernel died) is the mistake to fix
-        shared = [row for row in rows if not row.right and row.reasons[:1] == first.reasons[:1]]
-        if first.reasons and len(shared) > 1:
-            lost = sum(row.points - row.score for row in shared)
-            headline += (
-                f" {len(shared)} steps ({lost:g} points) fail for the same reason: "
-                f"<strong>{html.escape(first.reasons[0])}</strong>"
-            )
+    headline = headline_html(rows, first, code)
+    heads = [say("step").render(code), say("points").render(code), say("what the grader found").render(code)]
     lines = [
         '<div class="steps-summary">',
         f'<div class="steps-headline">{headline}</div>',
         '<div class="steps-table">',
-        '<div class="steps-row steps-head"><div></div><div>step</div><div>points</div><div>what the grader found</div>'
-        "</div>",
+        '<div class="steps-row steps-head">'
+        f'<div class="steps-col"><span class="steps-unseen">{say("result").render(code)}</span></div>'
+        f'<div class="steps-col">{heads[0]}</div><div class="steps-col">{heads[1]}</div>'
+        f'<div class="steps-col">{heads[2]}</div></div>',
     ]
+    more, instructor = say("… (more in the cell)").render(code), say("(score set by your instructor)").render(code)
     for row in rows:
         reasons = row.reasons[:1] if row.right else row.reasons[:WRONG_STEP_LINES]
         if not row.right and len(row.reasons) > WRONG_STEP_LINES:
-            reasons = reasons + ["… (more in the cell)"]
+            reasons = reasons + [more]
         if row.score_changed:
-            reasons = reasons + ["(score set by your instructor)"]
-        label = '<span class="step-first-label">fix first</span>' if row is first else ""
+            reasons = reasons + [instructor]
+        label = f'<span class="step-first-label">{say("fix first").render(code)}</span>' if row is first else ""
         classes = ("step-right" if row.right else "step-wrong") + (" step-first" if row is first else "")
         lines.append(
             f'<div class="steps-row {classes}"><div class="step-mark">{"✔" if row.right else "✘"}</div>'
@@ -153,15 +196,21 @@ def table_html(rows: list, late_penalty: float, commented: list, repository: str
     lines.append("</div>")
     notes = []
     if late_penalty:
-        notes.append(f"Late submission: {late_penalty:g} points off (the score above is after it).")
+        notes.append(
+            say("Late submission: {penalty:g} points off (the score above is after it).", penalty=late_penalty)
+        )
     if commented:
         links = ", ".join(f'<a href="#comment-{html.escape(g)}">{html.escape(g)}</a>' for g in commented)
-        notes.append(f"Your instructor commented on {links}.")
-    guide = course_url("README.md#when-you-are-stuck", repository)
+        notes.append(say("Your instructor commented on {links}.", links=links))
     notes.append(
-        f'Stuck on a step? Climb the ladder of <a href="{guide}">When you are stuck</a>; the '
-        f'<a href="{course_url("cheatsheet.md", repository)}">cheat sheet</a> has every backward rule.'
+        say(
+            'Stuck on a step? Climb the ladder of <a href="{guide}">When you are stuck</a>; the <a href="{cheatsheet}">'
+            "cheat sheet</a> has every backward rule.",
+            guide=edition_course_url("README.md#when-you-are-stuck", code, repository),
+            cheatsheet=edition_course_url("cheatsheet.md", code, repository),
+        )
     )
+    notes = [note.render(code) for note in notes]
     lines += [f'<div class="steps-notes">{note}</div>' for note in notes]
     lines.append("</div>")
     return "\n".join(lines)
@@ -187,7 +236,8 @@ class SummarizeSteps(Preprocessor):
             if c.metadata.get("nbgrader", {}).get("comment") not in (None, "", AUTOMATIC_COMMENT)
         ]
         late_penalty = float(resources["nbgrader"].get("late_penalty") or 0)
-        summary = table_html(rows, late_penalty, commented, repository_url())
+        code = notebook_edition(nb.metadata)  # the edition the student handed in
+        summary = table_html(rows, late_penalty, commented, repository_url(), code)
         nb.cells.insert(0, new_raw_cell(summary, metadata={"raw_mimetype": "text/html"}))
         resources.setdefault("inlining", {}).setdefault("css", []).append(STYLE)
         return nb, resources

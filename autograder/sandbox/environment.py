@@ -2,6 +2,7 @@
 
 import os
 
+from ..common.editions import EDITION_VARIABLE
 from ..data import NAMES_VARIABLE
 
 # Variables passed from the grader's environment when they are set; every other one is dropped (tokens,
@@ -16,9 +17,11 @@ PASSED_VARIABLES = {
     "OPENBLAS_NUM_THREADS": "the same, for OpenBLAS",
     "NBGRADER_EXECUTION": "'autograde' while nbgrader grades: only then do the hidden tests report answers",
     "BACKPROP_NINJA_SEED": "the seed of this student and notebook, which the student never saw",
+    EDITION_VARIABLE: "the language of the notebook's edition: the words the kernel prints while grading",
     NAMES_VARIABLE: "where names.txt is (granted read-only)",
 }
-NOTEBOOK_VARIABLES = {"BACKPROP_NINJA_SEED"}  # differ between the notebooks of one sandbox (its kernel parent's)
+# differ between the notebooks of one sandbox (its kernel parent's)
+NOTEBOOK_VARIABLES = {"BACKPROP_NINJA_SEED", EDITION_VARIABLE}
 PRIVATE_HOME = "/tmp"  # HOME and TMPDIR: IPython's profile and every cache land in the private /tmp
 MATPLOTLIB_CACHE = "/tmp/matplotlib"  # matplotlib warns on stderr when it has no writable config folder
 

@@ -70,8 +70,8 @@ def make_class(root, gradebook_db=None):
 class Page(HTMLParser):
     """Checks that every tag is closed in order; collects section ids, charts and table rows.
 
-    A chart is an ``<svg>``: its attributes, its texts and its bars (each ``<rect>``'s attributes, its
-    ``<title>`` under "title")."""
+    A chart is an ``<svg>``: its attributes, its title and description, its texts and its bars (each ``<rect>``'s
+    attributes, its ``<title>`` under "title")."""
 
     VOID = {"meta", "img", "br", "hr", "link", "input", "wbr"}
 
@@ -106,13 +106,18 @@ class Page(HTMLParser):
             self.rows[-1].append(data)
         if self.stack[-2:] == ["rect", "title"]:
             self.charts[-1]["bars"][-1]["title"] = data
+        elif self.stack[-2:] in (["svg", "title"], ["svg", "desc"]):
+            self.charts[-1][self.stack[-1]] = data
         elif self.stack[-1:] == ["text"] and "svg" in self.stack:
             self.charts[-1]["texts"].append(data)
 
 
 def check_chart(chart):
-    """An accessible chart that fits the page (60rem wide: 960px) in the page's font; returns its bars."""
+    """An accessible chart that fits the page (60rem wide: 960px) in the page's font; returns its bars.
+
+    Accessible: an image with a name (its title too) and a description that lists every bar's numbers."""
     assert chart["role"] == "img" and chart["aria-label"] and chart["font-family"] == "inherit"
+    assert chart["title"] == chart["aria-label"] and chart["desc"] == "; ".join(bar["title"] for bar in chart["bars"])
     _, _, width, height = map(float, chart["viewbox"].split())
     assert 0 < float(chart["width"]) == min(width, 960) and height > 0
     assert all(bar["title"] for bar in chart["bars"])
@@ -156,6 +161,8 @@ def test_report_of_a_small_class(tmp_path, gradebook_db, gradebook):
     assert sum(counts) == 3 and proportional([float(bar["height"]) for bar in bars], counts)
     assert float(bars[0]["x"]) < float(bars[1]["x"])
     assert ["0", "20", "40", "60", "80", "100", "total, % of max", "students"] == histogram["texts"][-8:]
+    # every chart's numbers as text too, in a table under it: all 20 bins of the histogram, every step's rate
+    assert ["total, % of max", "students"] in page.rows and ["30–35%", "2"] in page.rows and ["0–5%", "0"] in page.rows
     assert re.search(f"<h3>{EX2}</h3>\\s*<p class='note'>No graded student in this notebook.</p>", text)
     # hostile strings are shown as text, never as markup
     assert page.scripts == 0 and HOSTILE not in text and EVIL_DETAIL not in text
@@ -173,10 +180,11 @@ def test_report_of_a_small_class(tmp_path, gradebook_db, gradebook):
     ]
     assert [float(bar["y"]) for bar in bars] == sorted(float(bar["y"]) for bar in bars)
     assert proportional([float(bar["width"]) for bar in bars], list(expected.values()))
-    colours = {"#c44e52": range(0, 50), "#dd8452": range(50, 80), "#55a868": range(80, 101)}
+    colours = {report.RED: range(0, 50), report.ORANGE: range(50, 80), report.GREEN: range(80, 101)}
     assert all(int(v) in colours[bar["fill"]] for bar, v in zip(bars, expected.values()))
-    assert [bar["fill"] for bar in bars][:2] + [bars[-1]["fill"]] == ["#dd8452", "#dd8452", "#c44e52"]  # 67%, 33%
+    assert [bar["fill"] for bar in bars][:2] + [bars[-1]["fill"]] == [report.ORANGE, report.ORANGE, report.RED]
     assert "students with full points, %" in rates["texts"] and "67% (2/3)" in rates["texts"]
+    assert ["test_dprobs", "2 / 3", "67%"] in page.rows
     assert ["setup_settings"] not in [r[:1] for r in page.rows]  # 0-point cells are not steps
     assert ClassData(tmp_path).steps[EX1] == CELL_ORDER  # the notebook's order, not the columns'
     # problems grouped by kind, with student and detail; per-student problem counts
@@ -340,7 +348,7 @@ def test_hostile_step_names_in_the_charts(tmp_path):
         f"{long_step}: no grades",
         "test_ok: 100% (3/3)",
     ]
-    assert [b["fill"] for b in chart["bars"]] == ["#dd8452", "#c44e52", "#55a868"]
+    assert [b["fill"] for b in chart["bars"]] == [report.ORANGE, report.RED, report.GREEN]
     assert chart["bars"][1]["width"] == "0"  # no grades: no bar, and the text says so
     labels = [t for t in chart["texts"] if t.startswith("test_")]
     assert labels == [HOSTILE_STEP, long_step, "test_ok"] and "no grades" in chart["texts"]

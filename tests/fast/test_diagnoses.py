@@ -15,6 +15,7 @@ from autograder.authoring import SOURCE_DIR
 from autograder.authoring.submissions import grade_id
 from autograder.common.diagnoses import DIAGNOSES, METADATA, NOTE, OTHER, Reason, kind_of
 from autograder.common.naming import SETUP_PREFIX
+from autograder.common.words import say
 from autograder.data import EMBEDDED_NAMES
 from autograder.engine import wire
 from autograder.engine.backward_rules import STEP_BY_NAME, local_gradient
@@ -92,9 +93,9 @@ def test_autograd_and_the_graders_own_reasons_have_kinds(reference):
 
 
 def test_a_verdicts_diagnosis_is_its_first_reason():
-    sign = Reason("wrong_sign", "dprobs has the right size but the wrong sign")
-    note = Reason(NOTE, "(judged from your own dlogprobs, which is wrong too)")
-    assert Verdict("dprobs", 0, 1, [note, sign, Reason("all_zeros", "...")]).diagnosis == "wrong_sign"
+    sign = Reason("wrong_sign", say("dprobs has the right size but the wrong sign"))
+    note = Reason(NOTE, say("(judged from your own dlogprobs, which is wrong too)"))
+    assert Verdict("dprobs", 0, 1, [note, sign, Reason("all_zeros", say("..."))]).diagnosis == "wrong_sign"
     assert Verdict("dprobs", 1, 1, [sign]).diagnosis is None  # every point earned: no diagnosis
     assert Verdict("dprobs", 0, 1, ["a sentence nobody tagged"]).diagnosis == OTHER
     assert Verdict("dprobs", 0, 1, [note]).diagnosis == OTHER
@@ -102,7 +103,7 @@ def test_a_verdicts_diagnosis_is_its_first_reason():
 
 
 def test_a_reason_is_a_string_that_keeps_its_kind():
-    reason = Reason("keepdim", "dbnbias has shape (64,)")
+    reason = Reason("keepdim", say("dbnbias has shape {got}", got=(64,)))
     assert (
         reason == "dbnbias has shape (64,)" and isinstance(reason, str) and f"  {reason}" == "  dbnbias has shape (64,)"
     )
@@ -110,7 +111,7 @@ def test_a_reason_is_a_string_that_keeps_its_kind():
         assert again == reason and again.kind == "keepdim"
     assert kind_of("an untagged sentence") == OTHER
     with pytest.raises(ValueError):
-        Reason("keep_dim", "a kind the table does not have")
+        Reason("keep_dim", say("a kind the table does not have"))
     assert all(kind == kind.lower() and " " not in kind and DIAGNOSES[kind] for kind in DIAGNOSES)
 
 

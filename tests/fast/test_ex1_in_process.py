@@ -15,7 +15,8 @@ from support.cases_ex1 import (
     submissions,
 )
 from support.course import REPO
-from support.in_process import autograde, source_notebook
+from support.in_process import autograde, judge, source_notebook
+from support.words import PSEUDO, pseudo_translated, rendered, untranslated
 
 from autograder.engine.backward_rules import SHAPE_ONLY_SHARE, STEP_BY_NAME, STEPS
 
@@ -192,3 +193,15 @@ def test_what_a_snapshot_cannot_copy_leaves_the_answer_to_its_value_and_says_so(
     assert "read sizes, a Sizes, which it cannot copy" in message and "judged by its value alone" in message, message
     others = {c: m for c, m in graded["honest_uncopied"].messages.items() if c != "test_dbndiff2"}
     assert not any(probe_notes(m) for m in others.values()), others
+
+
+def test_every_word_a_student_reads_goes_through_the_catalog(graded, monkeypatch):
+    """Every student's feedback in a pseudo-translated edition: each line of each verdict and of the table of steps
+    comes from a template of the catalog (it is marked), and every reason holds words. JudgeAnswers itself writes it
+    so, in the edition it is given."""
+    pseudo_translated(monkeypatch)
+    assert untranslated(NB, graded) == []
+    for student in ("blank", "m_probs_sign", "m_bnbias_keepdim"):
+        again = judge(NB, student, graded[student].executed, PSEUDO)
+        assert again.messages == rendered(graded[student], PSEUDO)[0]
+        assert (again.points, again.diagnoses) == (graded[student].points, graded[student].diagnoses)

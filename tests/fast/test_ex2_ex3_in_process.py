@@ -6,7 +6,8 @@ import nbformat
 import pytest
 from support.cases_ex2_ex3 import ALTERNATIVES, CHEATS, MISTAKES, NB2, NB3, POINTS, RULE_MISTAKES, submissions
 from support.course import REPO
-from support.in_process import autograde, source_notebook
+from support.in_process import autograde, judge, source_notebook
+from support.words import PSEUDO, pseudo_translated, rendered, untranslated
 
 
 @pytest.fixture(scope="module")
@@ -87,3 +88,17 @@ def test_pasted_values_earn_nothing(graded):
     assert graded[NB2]["c_pasted_values"].lost() == ["test_dlogits", "test_dlogits_rows"]
     assert "this batch" in graded[NB2]["c_pasted_values"].messages["test_dlogits_rows"]
     assert graded[NB3]["c_pasted_values"].lost() == ["test_dbnbias"]
+
+
+@pytest.mark.parametrize("notebook", [NB2, NB3])
+def test_every_word_a_student_reads_goes_through_the_catalog(graded, notebook, monkeypatch):
+    """Every student's feedback in a pseudo-translated edition: each line of each verdict and of the table of steps
+    comes from a template of the catalog (it is marked), and every reason holds words. JudgeAnswers itself writes it
+    so, in the edition it is given."""
+    pseudo_translated(monkeypatch)
+    assert untranslated(notebook, graded[notebook]) == []
+    for student in ("blank", "c_copy_grad", "loss_from_probs" if notebook == NB2 else "dhprebn_no_bessel"):
+        got = graded[notebook][student]
+        again = judge(notebook, student, got.executed, PSEUDO)
+        assert again.messages == rendered(got, PSEUDO)[0]
+        assert (again.points, again.diagnoses) == (got.points, got.diagnoses)

@@ -7,7 +7,8 @@ import pytest
 import torch
 from support.cases_ex4 import ALTERNATIVES, CHEATS, GRADIENTS, MISTAKES, NB, submissions
 from support.course import REPO
-from support.in_process import autograde, source_notebook
+from support.in_process import autograde, judge, source_notebook
+from support.words import PSEUDO, pseudo_translated, rendered, untranslated
 
 from autograder.authoring.submissions import grade_id
 from autograder.common.naming import SETUP_PREFIX
@@ -82,3 +83,15 @@ def test_grader_forward_is_the_notebooks():
     scale = max(p.grad.abs().max().item() for p in ns["parameters"])  # db1 is rounding noise around 0
     for name, p, g in zip(training.PARAMETER_NAMES, ns["parameters"], grads):
         assert (g - p.grad).abs().max() <= 1e-6 * scale, name
+
+
+def test_every_word_a_student_reads_goes_through_the_catalog(graded, monkeypatch):
+    """Every student's feedback in a pseudo-translated edition: each line of each verdict and of the table of steps
+    comes from a template of the catalog (it is marked), and every reason holds words. JudgeAnswers itself writes it
+    so, in the edition it is given."""
+    pseudo_translated(monkeypatch)
+    assert untranslated(NB, graded) == []
+    for student in ("blank", "solution", "m_update_sign"):
+        again = judge(NB, student, graded[student].executed, PSEUDO)
+        assert again.messages == rendered(graded[student], PSEUDO)[0]
+        assert (again.points, again.diagnoses) == (graded[student].points, graded[student].diagnoses)

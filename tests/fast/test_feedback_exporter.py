@@ -1,4 +1,5 @@
-"""The feedback pages' exporter gives the page nbconvert's HTMLExporter gives, without its BeautifulSoup pass."""
+"""The feedback pages' exporter gives the page nbconvert's HTMLExporter gives, without its BeautifulSoup pass, and with
+what makes it accessible (its language and last styles; tests/fast/test_accessibility.py checks them)."""
 
 import base64
 import copy
@@ -12,7 +13,7 @@ from nbgrader.coursedir import CourseDirectory
 from traitlets.config import Config
 
 from autograder.preprocessors import FeedbackExporter
-from autograder.preprocessors.feedback_exporter import NO_ALT
+from autograder.preprocessors.feedback_exporter import NO_ALT, PAGE_STYLE
 
 WIDGET = {"model_id": "0a1b", "version_major": 2, "version_minor": 0}
 PNG = base64.b64encode(bytes.fromhex("89504e470d0a1a0a")).decode()
@@ -67,7 +68,13 @@ def test_the_feedback_page_is_html_exporters_own(tmp_path):
         pages.append(html)
     ours, theirs = pages
     assert converter.exporter_class is FeedbackExporter and "ex4_manual_training (Score: 1.0 / 2.0)" in ours
-    assert tree(ours) == tree(theirs)
+    # ours, less the page's language and its last styles, is HTMLExporter's page
+    soup = BeautifulSoup(ours, "html.parser")
+    assert soup.html.attrs.pop("lang") == "en" and "lang" not in BeautifulSoup(theirs, "html.parser").html.attrs
+    last_style = soup.head.find_all("style")[-1]
+    assert last_style.string == PAGE_STYLE and last_style.find_next_sibling() is None
+    last_style.decompose()
+    assert tree(str(soup)) == tree(theirs)
     # every image has an alt text: the markdown's (empty here), the student's own, else nbconvert's
     alts = [img.get("alt") for img in BeautifulSoup(ours, "html.parser").find_all("img")]
     assert alts == ["", NO_ALT, "mine", NO_ALT], alts

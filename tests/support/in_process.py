@@ -35,8 +35,13 @@ from traitlets.config import Config
 
 from autograder.authoring import SOURCE_DIR
 from autograder.common.diagnoses import DIAGNOSES, METADATA, OTHER
+from autograder.common.edition_text import edition_of, translated_cell_source
+from autograder.common.editions import ENGLISH
+from autograder.common.editions import METADATA as EDITION_METADATA
 from autograder.common.naming import grade_id
 from autograder.data import EMBEDDED_NAMES, NAMES_VARIABLE, SEED_VARIABLE
+from autograder.engine.exercises import CHECKS
+from autograder.preprocessors import judge_answers
 from autograder.preprocessors.judge_answers import JudgeAnswers
 
 DEFAULT_SEED = 1234567  # not the notebooks' own seed: like autograde, grade on a batch the student never saw
@@ -54,6 +59,8 @@ class Graded:
     diagnoses: dict  # grade_id -> the diagnosis kind JudgeAnswers wrote in that cell (None: every point earned)
     notebook: object  # the judged notebook
     problems: list  # the Problems JudgeAnswers found (no_answer_reported)
+    executed: tuple = ()  # (the notebook as it ran, before judging; the kernel's state; the seed): for ``judge``
+    verdicts: dict = None  # grade_id -> the Verdict JudgeAnswers wrote in that cell (its text renders it)
 
     def lost(self) -> list:
         """grade_ids of the graded cells that did not get all their points (0-point cells excluded)."""
@@ -66,13 +73,17 @@ def source_notebook(name: str):
 
 def as_autograde_runs_it(submission, source):
     """The submission as nbgrader's autograde executes it: every locked cell back as the gradebook has it
-    (the source's, hidden tests included), outputs cleared."""
+    (the source's, hidden tests included) in the language of the submission's edition, as RestoreLockedCells
+    restores it, outputs cleared."""
     nb = nbformat.from_dict(json.loads(json.dumps(submission)))  # a deep copy
+    edition = edition_of(nb)
+    nb.metadata[EDITION_METADATA] = {"edition": edition}
     locked = {grade_id(c): c for c in source.cells if c.metadata.get("nbgrader", {}).get("locked")}
     for cell in nb.cells:
         original = locked.get(grade_id(cell))
         if original is not None:
-            cell.cell_type, cell.source = original.cell_type, original.source
+            cell.cell_type = original.cell_type
+            cell.source = translated_cell_source(original.cell_type, original.source, edition)
             cell.metadata["nbgrader"] = dict(original.metadata["nbgrader"])
         if cell.cell_type == "code":
             cell.outputs, cell.execution_count = [], None
@@ -89,13 +100,49 @@ def autograde(name: str, submissions: dict, seed: int = DEFAULT_SEED) -> dict:
         outputs, state = executed[student]
         for index, cell_outputs in outputs.items():
             nb.cells[index].outputs = [nbformat.from_dict(o) for o in cell_outputs]
-        resources = {
-            "nbgrader": {"notebook": name, "student": student},
-            "backprop_ninja": {"seed": seed, "names_path": str(EMBEDDED_NAMES), "incidents": [], **state},
-        }
-        nb, _ = JudgeAnswers().preprocess(nb, resources)
-        graded[student] = _read_grades(nb, resources["backprop_ninja"]["incidents"])
+        graded[student] = judge(name, student, (nb, state, seed), nb.metadata[EDITION_METADATA]["edition"])
     return graded
+
+
+def judge(name: str, student: str, executed: tuple, edition: str = ENGLISH) -> Graded:
+    """JudgeAnswers on a notebook as it ran (``Graded.executed``), its feedback in the language of ``edition``."""
+    nb, state, seed = executed
+    judged = nbformat.from_dict(json.loads(json.dumps(nb)))  # a deep copy: judging replaces the graded outputs
+    resources = {
+        "nbgrader": {"notebook": name, "student": student},
+        "backprop_ninja": {
+            "seed": seed,
+            "names_path": str(EMBEDDED_NAMES),
+            "incidents": [],
+            "edition": edition,
+            **state,
+        },
+    }
+    verdicts = []
+    with _recording(verdicts):
+        judged, _ = JudgeAnswers().preprocess(judged, resources)
+    graded = _read_grades(judged, resources["backprop_ninja"]["incidents"])
+    checked = [grade_id(c) for c in judged.cells if c.metadata.get("nbgrader", {}).get("grade")]
+    checked = [gid for gid in checked if gid in CHECKS[name]]  # JudgeAnswers writes a verdict in each, in order
+    assert len(checked) == len(verdicts), (checked, verdicts)
+    graded.executed, graded.verdicts = executed, dict(zip(checked, verdicts))
+    return graded
+
+
+@contextlib.contextmanager
+def _recording(verdicts: list):
+    """JudgeAnswers as it is, the Verdicts it writes into the cells appended to ``verdicts``."""
+    write = judge_answers.verdict_outputs
+
+    def recorded(verdict, edition=ENGLISH):
+        verdicts.append(verdict)
+        return write(verdict, edition)
+
+    judge_answers.verdict_outputs = recorded
+    try:
+        yield
+    finally:
+        judge_answers.verdict_outputs = write
 
 
 def _read_grades(nb, problems: list) -> Graded:

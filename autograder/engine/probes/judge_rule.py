@@ -6,8 +6,10 @@ from dataclasses import dataclass
 import torch
 
 from ...common.diagnoses import NOTE, Reason, kind_of
+from ...common.words import say
 from ..backward_rules import STEP_BY_NAME, Step, local_gradient
 from ..diagnose import diagnose
+from ..explain import and_list
 from ..tolerance import close, step_scale
 from .rerun import pin_value
 
@@ -17,7 +19,7 @@ class Outcome:
     """What a probe says about a step whose value is right."""
 
     verdict: str  # "right", "wrong" or "inconclusive" (then the value alone judges)
-    line: str = ""  # what the student reads (nothing when the rule is right): a Reason, NOTE when inconclusive
+    line: Reason | None = None  # what the student reads (nothing when the rule is right); NOTE when inconclusive
 
 
 ABSENT = Outcome("inconclusive")  # no probe for this cell (a notebook graded with an older hidden test)
@@ -30,15 +32,20 @@ def read_probe(report, answer: str, pins: set) -> tuple:
         return None, ABSENT
     if probe.get("answer") != answer or set(probe.get("pins") or {}) != set(pins):
         return None, Outcome(
-            "inconclusive", Reason(NOTE, f"(the re-run of your code for {answer} did not report as expected)")
+            "inconclusive",
+            Reason(NOTE, say("(the re-run of your code for {answer} did not report as expected)", answer=answer)),
         )
     if probe.get("status") != "ran":
         return None, Outcome(
             "inconclusive",
             Reason(
                 NOTE,
-                f"(the grader could not re-run your code for {answer} with other inputs: {probe.get('reason', '')}; "
-                "it is judged by its value alone)",
+                say(
+                    "(the grader could not re-run your code for {answer} with other inputs: {reason}; it is judged "
+                    "by its value alone)",
+                    answer=answer,
+                    reason=str(probe.get("reason", "")),
+                ),
             ),
         )
     return probe, None
@@ -88,14 +95,19 @@ def judge_rule(step: Step, report, forward: dict, seed: int) -> Outcome:
     probe, outcome = read_probe(report, answer, {"d" + u for u in step.upstream})
     if outcome:
         return outcome
-    upstream = " and ".join("d" + u for u in step.upstream)
+    upstream = and_list("d" + u for u in step.upstream)
     if probe.get("further_up"):
         return Outcome(
             "inconclusive",
             Reason(
                 NOTE,
-                f"(your {answer} is computed from {' and '.join(probe['further_up'])}, further up the graph, not "
-                f"from {upstream} alone, so its rule cannot be checked on its own: it is judged by its value)",
+                say(
+                    "(your {answer} is computed from {further_up}, further up the graph, not from {upstream} alone, "
+                    "so its rule cannot be checked on its own: it is judged by its value)",
+                    answer=answer,
+                    further_up=and_list(map(str, probe["further_up"])),
+                    upstream=upstream,
+                ),
             ),
         )
     zero = {u for u in step.upstream if (probe["pins"].get("d" + u) or {}).get("zero")}
@@ -106,14 +118,19 @@ def judge_rule(step: Step, report, forward: dict, seed: int) -> Outcome:
             "inconclusive",
             Reason(
                 NOTE,
-                f"(your {answer} does not read {upstream}, so its rule cannot be checked on its own: "
-                "it is judged by its value)",
+                say(
+                    "(your {answer} does not read {upstream}, so its rule cannot be checked on its own: it is judged "
+                    "by its value)",
+                    answer=answer,
+                    upstream=upstream,
+                ),
             ),
         )
     result = report.probe_result()
     if result is None:
         return Outcome(
-            "inconclusive", Reason(NOTE, f"(re-run with other inputs, your code left no tensor in {answer})")
+            "inconclusive",
+            Reason(NOTE, say("(re-run with other inputs, your code left no tensor in {answer})", answer=answer)),
         )
     values = pinned(probe, seed, answer, {"d" + u: tuple(forward[u].shape) for u in step.upstream})
     pins = {u: values["d" + u] for u in step.upstream}
@@ -133,7 +150,12 @@ def judge_rule(step: Step, report, forward: dict, seed: int) -> Outcome:
         "wrong",
         Reason(
             kind_of(why),
-            f"{answer} has the right values on this batch, but not its backward rule: the grader ran your code for "
-            f"{answer} again with other values of {upstream} (random ones, of the same shapes), and then {why}",
+            say(
+                "{answer} has the right values on this batch, but not its backward rule: the grader ran your code "
+                "for {answer} again with other values of {upstream} (random ones, of the same shapes), and then {why}",
+                answer=answer,
+                upstream=upstream,
+                why=why,
+            ),
         ),
     )

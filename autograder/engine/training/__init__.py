@@ -8,14 +8,16 @@ calibration_checks  BatchNorm's statistics over the training set
 """
 
 from ..verdict import Check
+from .calibration_checks import TITLE as CALIBRATION
 from .calibration_checks import judge_calibration
 from .gradient_checks import gradient_check
 from .network import PARAMETER_NAMES
 from .reference_runs import POINTS
+from .run_checks import TITLE as TRAINING
 from .run_checks import judge_training
 
 CHECKS = {
     **{f"test_d{name}": gradient_check(name) for name in PARAMETER_NAMES},
-    "test_training": Check("training run", POINTS["training"], judge_training),
-    "test_calibration": Check("BatchNorm calibration", POINTS["calibration"], judge_calibration),
+    "test_training": Check(TRAINING, POINTS["training"], judge_training),
+    "test_calibration": Check(CALIBRATION, POINTS["calibration"], judge_calibration),
 }

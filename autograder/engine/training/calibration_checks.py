@@ -4,6 +4,7 @@ the calibration).
 """
 
 from ...common.diagnoses import NOTE, Reason
+from ...common.words import say
 from ..explain import difference
 from ..judge import not_a_tensor
 from ..tolerance import close, magnitude, max_difference
@@ -17,84 +18,143 @@ def _statistics(parameters, X) -> dict:
     return dict(zip(("bnmean", "bnvar"), network.calibrate(parameters, X)))
 
 
+TITLE = say("BatchNorm calibration")  # what the feedback calls this check
+
+# What the student reads of each statistic: right, the statistic of other data (each saying what to do instead),
+# or wrong; one sentence each, the statistic named in it.
+WORDS = {
+    "bnmean": {
+        "right": lambda difference: say(
+            "bnmean is the mean of hprebn over the training set (max difference {difference:.2g})",
+            difference=difference,
+        ),
+        "initial": lambda: say(
+            "bnmean is the mean of hprebn over the initial parameters, before training: calibrate after training"
+        ),
+        "validation": lambda: say(
+            "bnmean is the mean of hprebn over the validation set: calibrate on the training set, Xtr"
+        ),
+        "minibatch": lambda: say(
+            "bnmean is the mean of hprebn over one minibatch: calibrate on the whole training set, Xtr"
+        ),
+        "wrong": lambda error, scale, examples: say(
+            "bnmean is not the mean of hprebn over the training set: largest difference {error:.3g} (values up to "
+            "{scale:.3g}). hprebn is C[Xtr] viewed as ({examples}, 3 * n_embd), times W1, plus b1",
+            error=error,
+            scale=scale,
+            examples=examples,
+        ),
+    },
+    "bnvar": {
+        "right": lambda difference: say(
+            "bnvar is the variance of hprebn over the training set (max difference {difference:.2g})",
+            difference=difference,
+        ),
+        "initial": lambda: say(
+            "bnvar is the variance of hprebn over the initial parameters, before training: calibrate after training"
+        ),
+        "validation": lambda: say(
+            "bnvar is the variance of hprebn over the validation set: calibrate on the training set, Xtr"
+        ),
+        "minibatch": lambda: say(
+            "bnvar is the variance of hprebn over one minibatch: calibrate on the whole training set, Xtr"
+        ),
+        "wrong": lambda error, scale, examples: say(
+            "bnvar is not the variance of hprebn over the training set: largest difference {error:.3g} (values up "
+            "to {scale:.3g}). hprebn is C[Xtr] viewed as ({examples}, 3 * n_embd), times W1, plus b1",
+            error=error,
+            scale=scale,
+            examples=examples,
+        ),
+    },
+}
+
+
+def _problem(name: str, info: dict, answer, tainted: set) -> Reason | None:
+    """Why the reported ``name`` is no statistic to judge, if it is not."""
+    problem = not_a_tensor(name, info)
+    if name in tainted:
+        return Reason("autograd", say("{name} is computed with autograd, so it earns nothing", name=name))
+    if problem and info.get("kind", "missing") in ("missing", "none"):
+        return Reason(
+            "not_answered",
+            say(
+                "not calibrated yet: {name} is not defined (did the calibration cell run without an error?)",
+                name=name,
+            ),
+        )
+    if problem is None and (answer is None or not answer.is_floating_point()):
+        return Reason("not_a_float32_tensor", say("{name} must be a tensor of floats", name=name))
+    return problem
+
+
+def _shape_problem(name: str, got: tuple, want: tuple) -> Reason:
+    if got == want[1:]:
+        return Reason(
+            "keepdim",
+            say(
+                "{name} has shape {got}, but it must be {want}, one value per neuron, like bngain: keep dimension 0 "
+                "(keepdim=True)",
+                name=name,
+                got=got,
+                want=want,
+            ),
+        )
+    return Reason(
+        "wrong_shape",
+        say(
+            "{name} has shape {got}, but it must be {want}, one value per neuron, like bngain",
+            name=name,
+            got=got,
+            want=want,
+        ),
+    )
+
+
 def judge_calibration(report: Report, namespace: dict, seed: int, tainted: set) -> Verdict:
-    verdict = Verdict("BatchNorm calibration", 0, POINTS["calibration"])
+    verdict = Verdict(TITLE, 0, POINTS["calibration"])
     parameters = [report.tensor(name) for name in ("C", "W1", "b1")]
     initial = namespace["initial_parameters"]
     if any(p is None or p.shape != p0.shape or not p.is_floating_point() for p, p0 in zip(parameters, initial)):
-        verdict.lines.append(Reason("unreadable", "the parameters C, W1, b1 could not be read"))
+        verdict.lines.append(Reason("unreadable", say("the parameters C, W1, b1 could not be read")))
         return verdict
     Xtr = namespace["Xtr"]
     expected = _statistics(parameters, Xtr)
     # What the student's float32 sums add up: hprebn's values (its root mean square) and their squares.
     second_moment = (expected["bnvar"] + expected["bnmean"] ** 2).max().item()
     scale = {"bnmean": second_moment**0.5, "bnvar": second_moment}
-    what = {"bnmean": "mean", "bnvar": "variance"}
-    others = [
-        ("the initial parameters, before training: calibrate after training", lambda: _statistics(initial, Xtr)),
-        ("the validation set: calibrate on the training set, Xtr", lambda: _statistics(parameters, namespace["Xdev"])),
-        (
-            "one minibatch: calibrate on the whole training set, Xtr",
-            lambda: _statistics(parameters, Xtr[reference_run(namespace)["last_batch"]]),
-        ),
-    ]
+    others = {
+        "initial": lambda: _statistics(initial, Xtr),
+        "validation": lambda: _statistics(parameters, namespace["Xdev"]),
+        "minibatch": lambda: _statistics(parameters, Xtr[reference_run(namespace)["last_batch"]]),
+    }
     for name in ("bnmean", "bnvar"):
         info = report.info(name)
-        problem = not_a_tensor(name, info)
-        answer = report.tensor(name) if problem is None else None
-        if name in tainted:
-            problem = Reason("autograd", f"{name} is computed with autograd, so it earns nothing")
-        elif problem and info.get("kind", "missing") in ("missing", "none"):
-            problem = Reason(
-                "not_answered",
-                f"not calibrated yet: {name} is not defined (did the calibration cell run without an error?)",
-            )
-        elif problem is None and (answer is None or not answer.is_floating_point()):
-            problem = Reason("not_a_float32_tensor", f"{name} must be a tensor of floats")
+        answer = report.tensor(name) if not_a_tensor(name, info) is None else None
+        problem = _problem(name, info, answer, tainted)
         if problem:
             verdict.lines.append(problem)
             continue
         want = tuple(expected[name].shape)
         if tuple(answer.shape) != want:
-            hint = ": keep dimension 0 (keepdim=True)" if tuple(answer.shape) == want[1:] else ""
-            verdict.lines.append(
-                Reason(
-                    "keepdim" if hint else "wrong_shape",
-                    f"{name} has shape {tuple(answer.shape)}, but it must be {want}, one value per "
-                    f"neuron, like bngain{hint}",
-                )
-            )
+            verdict.lines.append(_shape_problem(name, tuple(answer.shape), want))
             continue
         answer = answer.double()
         if close(answer, expected[name], scale[name]):
             verdict.points += 1
-            verdict.lines.append(
-                Reason(
-                    NOTE,
-                    f"{name} is the {what[name]} of hprebn over the training set "
-                    f"(max difference {max_difference(answer, expected[name]):.2g})",
-                )
-            )
+            verdict.lines.append(Reason(NOTE, WORDS[name]["right"](max_difference(answer, expected[name]))))
             continue
-        for description, statistics in others:
+        for other, statistics in others.items():
             if close(answer, statistics()[name], scale[name]):
-                verdict.lines.append(
-                    Reason("wrong_statistics", f"{name} is the {what[name]} of hprebn over {description}")
-                )
+                verdict.lines.append(Reason("wrong_statistics", WORDS[name][other]()))
                 break
         else:
             if name == "bnvar" and close(answer, expected[name].sqrt(), scale[name] ** 0.5):
                 verdict.lines.append(
-                    Reason("variance_for_std", "bnvar is the standard deviation: it must be the variance")
+                    Reason("variance_for_std", say("bnvar is the standard deviation: it must be the variance"))
                 )
             else:
                 off = difference(answer, expected[name], magnitude(expected[name]))
-                verdict.lines.append(
-                    Reason(
-                        "wrong_statistics",
-                        f"{name} is not the {what[name]} of hprebn over the training set: largest difference "
-                        f"{off.largest_error:.3g} (values up to {off.scale:.3g}). "
-                        f"hprebn is C[Xtr] viewed as ({len(Xtr)}, 3 * n_embd), times W1, plus b1",
-                    )
-                )
+                words = WORDS[name]["wrong"](off.largest_error, off.scale, len(Xtr))
+                verdict.lines.append(Reason("wrong_statistics", words))
     return verdict

@@ -3,8 +3,10 @@ the engine; a wrong one is diagnosed by the first wrong intermediate on its path
 """
 
 from ...common.diagnoses import NOTE, Reason, kind_of
+from ...common.words import say, say_n
 from ..backward_rules import STEP_BY_NAME, local_gradient
 from ..diagnose import diagnose
+from ..explain import and_list, comma_list
 from ..judge import judge_gradient
 from ..tolerance import close, magnitude, step_scale
 from ..verdict import Check, Verdict
@@ -13,31 +15,56 @@ from .network import PARAMETER_NAMES
 from .reference_runs import CHAIN, PATHS, RETURNED, check_batch_reference
 
 
-def call_problem(report: Report, position: int) -> str | None:
+def call_problem(report: Report, position: int) -> Reason | None:
     """Why backward_pass gave no d<parameter> at this position, if it did not."""
     status = report.info("backward_pass")
     if status.get("kind") == "missing":
         return Reason(
-            "not_answered", "not answered yet: backward_pass is not defined (did its cell run without an error?)"
+            "not_answered", say("not answered yet: backward_pass is not defined (did its cell run without an error?)")
         )
     if status.get("kind") == "raised":
         if status.get("type") == "NotImplementedError":
-            return Reason("not_answered", "not answered yet: backward_pass still raises NotImplementedError")
+            return Reason("not_answered", say("not answered yet: backward_pass still raises NotImplementedError"))
+        error, message = str(status.get("type")), str(status.get("message", "")).rstrip(": ")
+        if message:  # the student's error message, as their code raised it
+            return Reason(
+                "raised_error",
+                say(
+                    "backward_pass raised {error} on the check batch: {message}. Run Step 1 (your gradients beside "
+                    "autograd's) to see where",
+                    error=error,
+                    message=message,
+                ),
+            )
         return Reason(
             "raised_error",
-            f"backward_pass raised {status.get('type')} on the check batch: {status.get('message', '')}".rstrip(": ")
-            + ". Run Step 1 (your gradients beside autograd's) to see where",
+            say(
+                "backward_pass raised {error} on the check batch. Run Step 1 (your gradients beside autograd's) to "
+                "see where",
+                error=error,
+            ),
         )
     length = status.get("length")
     if length is None:
         return Reason(
-            "wrong_return", f"backward_pass returned a {status.get('type')}; it must return the list {RETURNED}"
+            "wrong_return",
+            say(
+                "backward_pass returned a {type}; it must return the list {returned}",
+                type=status.get("type"),
+                returned=RETURNED,
+            ),
         )
     if length <= position:
         return Reason(
             "wrong_return",
-            f"backward_pass returned {length} gradient{'s' if length != 1 else ''}; "
-            f"d{PARAMETER_NAMES[position]} is number {position + 1} of {RETURNED}",
+            say_n(
+                "backward_pass returned {count} gradient; d{name} is number {number} of {returned}",
+                "backward_pass returned {count} gradients; d{name} is number {number} of {returned}",
+                length,
+                name=PARAMETER_NAMES[position],
+                number=position + 1,
+                returned=RETURNED,
+            ),
         )
     return None
 
@@ -57,7 +84,13 @@ def _first_wrong_intermediate(name: str, report: Report, forward: dict, grads: d
             continue
         if tuple(got.shape) != tuple(grads[inter].shape):
             return inter, Reason(
-                "wrong_shape", f"it has shape {tuple(got.shape)}, but {inter} has shape {tuple(grads[inter].shape)}"
+                "wrong_shape",
+                say(
+                    "it has shape {got}, but {name} has shape {want}",
+                    got=tuple(got.shape),
+                    name=inter,
+                    want=tuple(grads[inter].shape),
+                ),
             )
         return inter, diagnose(got.double(), grads[inter].double(), step, forward, upstream)
     return None, unknown
@@ -91,8 +124,10 @@ def judge_parameter_gradient(name: str, report: Report, namespace: dict, seed: i
             [
                 Reason(
                     "autograd",
-                    "backward_pass uses autograd (.grad, backward or torch.autograd), so none of its gradients "
-                    "count: compute every gradient by hand",
+                    say(
+                        "backward_pass uses autograd (.grad, backward or torch.autograd), so none of its gradients "
+                        "count: compute every gradient by hand"
+                    ),
                 )
             ],
         )
@@ -116,8 +151,12 @@ def judge_parameter_gradient(name: str, report: Report, namespace: dict, seed: i
                 verdict.lines.append(
                     Reason(
                         "wrong_return",
-                        f"it is d{other}: backward_pass must return the gradients in the order of parameters, "
-                        f"{RETURNED}",
+                        say(
+                            "it is d{other}: backward_pass must return the gradients in the order of parameters, "
+                            "{returned}",
+                            other=other,
+                            returned=RETURNED,
+                        ),
                     )
                 )
                 return verdict
@@ -127,17 +166,29 @@ def judge_parameter_gradient(name: str, report: Report, namespace: dict, seed: i
                 verdict.lines.append(
                     Reason(
                         NOTE,
-                        f"(if you name your intermediate gradients {', '.join(why)}, this feedback "
-                        "can tell which of them is the first wrong one)",
+                        say(
+                            "(if you name your intermediate gradients {names}, this feedback can tell which of them "
+                            "is the first wrong one)",
+                            names=comma_list(why),
+                        ),
                     )
                 )
             return verdict
-        where = f"the first wrong gradient on the way back from the loss is your d{inter}: {why}"
-        upstream = " and ".join("d" + c for c in step.upstream)
         if _right_for_own_upstream(step, answer, report, forward, grads):
-            verdict.lines = [Reason(kind_of(why), f"d{name} is right for your {upstream}, but {where}")]
+            words = say(
+                "d{name} is right for your {upstream}, but the first wrong gradient on the way back from the loss is "
+                "your d{inter}: {why}",
+                name=name,
+                upstream=and_list("d" + c for c in step.upstream),
+                inter=inter,
+                why=why,
+            )
+            verdict.lines = [Reason(kind_of(why), words)]
         else:
-            verdict.lines.append(Reason(kind_of(why), where[0].upper() + where[1:]))
+            words = say(
+                "The first wrong gradient on the way back from the loss is your d{inter}: {why}", inter=inter, why=why
+            )
+            verdict.lines.append(Reason(kind_of(why), words))
     return verdict
 
 

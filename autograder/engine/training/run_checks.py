@@ -5,7 +5,9 @@ follow autograd's run and reach the goal loss; training that uses autograd earns
 import torch
 
 from ...common.diagnoses import NOTE, Reason, kind_of
+from ...common.words import Words, say, say_n
 from ..backward_rules import STEP_BY_NAME
+from ..explain import comma_list
 from ..tolerance import close, step_scale
 from ..verdict import Verdict
 from ..wire import Report
@@ -23,14 +25,17 @@ from .reference_runs import (
 )
 
 
-def _autograd_in_training(tainted: set) -> str | None:
+def _autograd_in_training(tainted: set) -> Reason | None:
     for function in ("backward_pass", "training_step"):  # training_step is tainted by a tainted backward_pass too
         if function in tainted:
             return Reason(
                 "autograd",
-                f"{function} uses autograd (.grad, backward or torch.autograd): the training run must be driven "
-                "by the gradients of your backward_pass alone, so it earns nothing. Remove every .backward() and "
-                ".grad from it",
+                say(
+                    "{function} uses autograd (.grad, backward or torch.autograd): the training run must be driven "
+                    "by the gradients of your backward_pass alone, so it earns nothing. Remove every .backward() and "
+                    ".grad from it",
+                    function=function,
+                ),
             )
     return None
 
@@ -71,83 +76,109 @@ def _first_departure(losses, expected):
     return (departed[0].item() if len(departed) else None), differences.max().item()
 
 
-def _why_it_departs(losses, trained, namespace, first: int) -> str:
+def _why_it_departs(losses, trained, namespace, first: int) -> Reason:
     """Why training_step, given the right gradients, leaves autograd's run at step ``first``."""
     if trained is not None and all(torch.equal(t, p0) for t, p0 in zip(trained, namespace["initial_parameters"])):
         return Reason(
             "not_updated_in_place",
-            "the parameters never changed: training_step must update them in place (p += -lr * grad, or "
-            "p.data += ...); p = p - lr * grad only gives the name p a new tensor",
+            say(
+                "the parameters never changed: training_step must update them in place (p += -lr * grad, or "
+                "p.data += ...); p = p - lr * grad only gives the name p a new tensor"
+            ),
         )
     if first == 0:
         return Reason(
             "wrong_update",
-            "the very first loss differs: training_step must return the loss of forward(Xb, Yb) before the update",
+            say("the very first loss differs: training_step must return the loss of forward(Xb, Yb) before the update"),
         )
     if len(losses) >= 20 and losses[-10:].mean() > losses[:10].mean():
-        return Reason("wrong_sign", "the loss goes up: each parameter must move against its gradient, p += -lr * grad")
+        return Reason(
+            "wrong_sign", say("the loss goes up: each parameter must move against its gradient, p += -lr * grad")
+        )
     if first == GRADED_STEPS // 2 + 1:
         return Reason(
             "wrong_update",
-            "the run departs when the learning rate drops to 0.01: training_step must use the lr it is given",
+            say("the run departs when the learning rate drops to 0.01: training_step must use the lr it is given"),
         )
     return Reason(
         "wrong_update",
-        "check that training_step updates every parameter once per step, by -lr times its own gradient "
-        f"(the gradients come in the order of parameters, {RETURNED})",
+        say(
+            "check that training_step updates every parameter once per step, by -lr times its own gradient "
+            "(the gradients come in the order of parameters, {returned})",
+            returned=RETURNED,
+        ),
     )
 
 
-def _own_run(report: Report, namespace: dict, expected) -> str | None:
+def _own_run(report: Report, namespace: dict, expected) -> Words | None:
     """What the notebook's own run, driven by the student's backward_pass, did when it did not follow autograd's:
-    which gradients made it differ."""
+    which gradients made it differ, and that this costs the training run nothing."""
     losses = _losses(report, "losses")
     wrong = _wrong_gradients(report, namespace)
     status = report.info("backward_pass")
     if status.get("kind") in ("raised", "missing"):
         because = call_problem(report, 0)
     elif wrong:
-        many = len(wrong) > 1
-        because = (
-            f"your {', '.join(wrong)} {'are' if many else 'is'} wrong (see {'their cells' if many else 'its cell'})"
+        because = say_n(
+            "your {names} is wrong (see its cell)",
+            "your {names} are wrong (see their cells)",
+            len(wrong),
+            names=comma_list(wrong),
         )
     else:
         because = None
     if losses is None:
-        what = "your own training run did not run (lossi is missing)"
+        what = say("your own training run did not run (lossi is missing)")
     elif len(losses) < GRADED_STEPS:
-        what = f"your own training run stopped after {len(losses)} of {GRADED_STEPS} steps"
-        because = because or "training_step or backward_pass raised an error (see the training cell)"
+        what = say("your own training run stopped after {done} of {steps} steps", done=len(losses), steps=GRADED_STEPS)
+        because = because or say("training_step or backward_pass raised an error (see the training cell)")
     else:
         first, _ = _first_departure(losses, expected)
         if first is None:
             return None
-        what = f"your own training run, with your backward_pass, leaves autograd's at step {first + 1}"
-    return f"{what}: {because}" if because else what
+        what = say("your own training run, with your backward_pass, leaves autograd's at step {step}", step=first + 1)
+    if because:
+        return say(
+            "{what}: {because}; that costs the cells of the gradients, not the training run", what=what, because=because
+        )
+    return say("{what}; that costs the cells of the gradients, not the training run", what=what)
 
 
-def _training_step_failed(status: dict, steps: int) -> str:
+def _training_step_failed(status: dict, steps: int) -> Reason:
     if status.get("kind") == "missing":
         return Reason(
-            "not_answered", "not answered yet: training_step is not defined (did its cell run without an error?)"
+            "not_answered",
+            say("not answered yet: training_step is not defined (did its cell run without an error?)"),
         )
     if status.get("type") == "NotImplementedError":
         return Reason(
             "not_answered",
-            f"training stopped after 0 of {GRADED_STEPS} steps: training_step still raises NotImplementedError",
+            say(
+                "training stopped after 0 of {steps} steps: training_step still raises NotImplementedError",
+                steps=GRADED_STEPS,
+            ),
         )
     return Reason(
         "raised_error",
-        f"training stopped after {steps} of {GRADED_STEPS} steps, with the right gradients: training_step raised "
-        f"{status.get('type')}: {status.get('message', '')}",
+        say(
+            "training stopped after {done} of {steps} steps, with the right gradients: training_step raised "
+            "{error}: {message}",
+            done=steps,
+            steps=GRADED_STEPS,
+            error=str(status.get("type")),
+            message=str(status.get("message", "")),
+        ),
     )
+
+
+TITLE = say("training run")  # what the feedback calls this check
 
 
 def judge_training(report: Report, namespace: dict, seed: int, tainted: set) -> Verdict:
     """training_step, judged on a replay of the graded run in which the right gradients stand in for the
     student's backward_pass (``in_kernel.report_training``): a wrong gradient costs its own cell, not this one.
     The notebook's own run, with the student's gradients, only says which gradient made it differ."""
-    verdict = Verdict("training run", 0, POINTS["training"])
+    verdict = Verdict(TITLE, 0, POINTS["training"])
     cheat = _autograd_in_training(tainted)
     if cheat:
         verdict.lines.append(cheat)
@@ -166,8 +197,13 @@ def judge_training(report: Report, namespace: dict, seed: int, tainted: set) -> 
         verdict.lines.append(
             Reason(
                 NOTE,
-                f"with the right gradients, your training_step follows autograd's run: the loss of every one of the "
-                f"{GRADED_STEPS} steps within {largest:.1g} of autograd's (tolerance {LOSS_TOLERANCE:g})",
+                say(
+                    "with the right gradients, your training_step follows autograd's run: the loss of every one of "
+                    "the {steps} steps within {largest:.1g} of autograd's (tolerance {tolerance:g})",
+                    steps=GRADED_STEPS,
+                    largest=largest,
+                    tolerance=LOSS_TOLERANCE,
+                ),
             )
         )
     else:
@@ -175,26 +211,43 @@ def judge_training(report: Report, namespace: dict, seed: int, tainted: set) -> 
         verdict.lines.append(
             Reason(
                 kind_of(why),
-                f"with the right gradients, your training_step leaves autograd's run at step {first + 1}: loss "
-                f"{replay[first].item():.4f}, autograd's {expected[first].item():.4f} (tolerance {LOSS_TOLERANCE:g}); "
-                + why,
+                say(
+                    "with the right gradients, your training_step leaves autograd's run at step {step}: loss "
+                    "{loss:.4f}, autograd's {expected:.4f} (tolerance {tolerance:g}); {why}",
+                    step=first + 1,
+                    loss=replay[first].item(),
+                    expected=expected[first].item(),
+                    tolerance=LOSS_TOLERANCE,
+                    why=why,
+                ),
             )
         )
     if trained is None:
-        verdict.lines.append(Reason("unreadable", "the trained parameters could not be read"))
+        verdict.lines.append(Reason("unreadable", say("the trained parameters could not be read")))
     else:
         reached = validation_loss(trained, namespace)
-        goal = f"(goal: below {REACH_LOSS:g}; autograd's run: {run['val_loss']:.4f})"
         if reached < REACH_LOSS:
             verdict.points += POINTS["training"] - FOLLOW_POINTS
-            verdict.lines.append(
-                Reason(NOTE, f"reaches a validation loss of {reached:.4f} after {GRADED_STEPS} steps {goal}")
+            words = say(
+                "reaches a validation loss of {reached:.4f} after {steps} steps (goal: below {goal:g}; autograd's "
+                "run: {autograd:.4f})",
+                reached=reached,
+                steps=GRADED_STEPS,
+                goal=REACH_LOSS,
+                autograd=run["val_loss"],
             )
+            verdict.lines.append(Reason(NOTE, words))
         else:
-            verdict.lines.append(
-                Reason("goal_not_reached", f"the validation loss after {GRADED_STEPS} steps is {reached:.4f} {goal}")
+            words = say(
+                "the validation loss after {steps} steps is {reached:.4f} (goal: below {goal:g}; autograd's run: "
+                "{autograd:.4f})",
+                steps=GRADED_STEPS,
+                reached=reached,
+                goal=REACH_LOSS,
+                autograd=run["val_loss"],
             )
+            verdict.lines.append(Reason("goal_not_reached", words))
     own = _own_run(report, namespace, expected)
     if own:  # what the student's own gradients did: it explains, it costs this cell nothing
-        verdict.lines.append(Reason(NOTE, f"{own}; that costs the cells of the gradients, not the training run"))
+        verdict.lines.append(Reason(NOTE, own))
     return verdict

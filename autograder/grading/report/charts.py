@@ -2,7 +2,8 @@
 
 SVG keeps the page one self-contained file and spares ``grade`` matplotlib at its end. The caller decides what to
 draw; this module only draws, escapes every string (step names come from students' notebooks) and returns
-``Markup``. Same input, same bytes.
+``Markup``. Same input, same bytes. Each chart is an image with a name and a description that lists its numbers
+(every bar's tooltip), and ``numbers`` gives them as a table for whoever can neither see nor hover over a bar.
 """
 
 from itertools import count
@@ -15,7 +16,7 @@ PAGE = 960  # px: the page is at most 60rem wide; a wider chart is drawn at this
 ROW = 22  # px per horizontal bar
 NOTE = 11  # px: the text after a bar
 LONGEST = 80  # characters of a label drawn; the tooltip has it all
-GRID, AXIS, INK = "#ddd", "#888", "#222"
+GRID, AXIS, INK = "#ddd", "#888", "#222"  # the bars' colours are the caller's: at least 3:1 on white
 
 
 def _n(x) -> str:
@@ -42,12 +43,21 @@ def _bar(x, y, width, height, color, title) -> str:
     )
 
 
-def _svg(width, height, name, parts) -> Markup:
+def _svg(width, height, name, description, parts) -> Markup:
+    """The chart: an image named ``name`` (its title, shown on hover too), described by ``description``."""
     return Markup(
         f'<svg xmlns="http://www.w3.org/2000/svg" role="img" aria-label="{escape(name)}" '
         f'viewBox="0 0 {_n(width)} {_n(height)}" width="{_n(min(width, PAGE))}" '
-        f'font-family="inherit" font-size="{FONT}" fill="{INK}">' + "".join(parts) + "</svg>"
+        f'font-family="inherit" font-size="{FONT}" fill="{INK}">'
+        f"<title>{escape(name)}</title><desc>{escape(description)}</desc>" + "".join(parts) + "</svg>"
     )
+
+
+def numbers(headers, rows) -> Markup:
+    """A chart's numbers as a table, folded under it."""
+    head = "".join(f'<th scope="col">{escape(h)}</th>' for h in headers)
+    body = "".join("<tr>" + "".join(f"<td>{escape(cell)}</td>" for cell in row) + "</tr>" for row in rows)
+    return Markup(f"<details><summary>the numbers</summary><table><tr>{head}</tr>{body}</table></details>")
 
 
 def columns(values, titles, xticks, xlabel, ylabel, name, color) -> Markup:
@@ -70,7 +80,8 @@ def columns(values, titles, xticks, xlabel, ylabel, name, color) -> Markup:
     parts += [_text(x(t), top + height + 12, str(t)) for t in xticks]
     parts += [_text(left + width / 2, top + height + 32, xlabel)]
     parts += [_text(14, top + height / 2, ylabel, extra=f' transform="rotate(-90 14 {_n(top + height / 2)})"')]
-    return _svg(left + width + 20, top + height + 44, name, parts)
+    description = "; ".join(title for v, title in zip(values, titles) if v)
+    return _svg(left + width + 20, top + height + 44, name, description, parts)
 
 
 def rows(bars, xlabel, name, xmax=None, xticks=None) -> Markup:
@@ -95,4 +106,5 @@ def rows(bars, xlabel, name, xmax=None, xticks=None) -> Markup:
     parts += [f'<line x1="{_n(left)}" x2="{_n(left)}" y1="{top}" y2="{bottom}" stroke="{AXIS}"/>']
     parts += [_text(left + plot / 2, bottom + 32, xlabel)]
     right = max(x(value) + 8 + 0.6 * NOTE * len(note) for _, value, _, note, _ in bars)  # the notes fit
-    return _svg(max(left + plot + 10, right), bottom + 44, name, parts)
+    description = "; ".join(title for *_, title in bars)
+    return _svg(max(left + plot + 10, right), bottom + 44, name, description, parts)

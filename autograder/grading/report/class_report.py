@@ -22,6 +22,8 @@ HARDEST = 5
 TOP_DIAGNOSES = 3  # per step
 NAMES_SHOWN = 12  # students named per diagnosis, then "and N more"
 HISTORY_SHOWN = 100  # changed totals listed, the latest first
+# The bars' colours, each at least 3:1 on the white page; the text beside every bar says what its colour does
+BLUE, RED, ORANGE, GREEN = "#4c72b0", "#c44e52", "#c0620c", "#3a8a4f"
 TEMPLATES = jinja2.Environment(
     loader=jinja2.PackageLoader("autograder.grading.report", "templates"),
     autoescape=True,
@@ -48,10 +50,10 @@ def _histogram(percents) -> Markup:
     counts = [0] * 20
     for p in percents:
         counts[min(max(int(p // 5), 0), 19)] += 1
-    titles = [f"{5 * i}–{5 * i + 5}%: {_students(n)}" for i, n in enumerate(counts)]
-    return charts.columns(
-        counts, titles, range(0, 101, 20), "total, % of max", "students", "score distribution", "#4c72b0"
-    )
+    bins = [f"{5 * i}–{5 * i + 5}%" for i in range(20)]
+    titles = [f"{b}: {_students(n)}" for b, n in zip(bins, counts)]
+    chart = charts.columns(counts, titles, range(0, 101, 20), "total, % of max", "students", "score distribution", BLUE)
+    return chart + charts.numbers(["total, % of max", "students"], zip(bins, map(str, counts)))
 
 
 def _rate_chart(rates, notebook) -> Markup:
@@ -60,11 +62,13 @@ def _rate_chart(rates, notebook) -> Markup:
     for step, p, g, _ in rates:
         v = 100 * p / g if g else 0
         note = f"{v:.0f}% ({p}/{g})" if g else "no grades"
-        color = "#c44e52" if v < 50 else "#dd8452" if v < 80 else "#55a868"
+        color = RED if v < 50 else ORANGE if v < 80 else GREEN
         bars.append((step, v, color, note, f"{step}: {note}"))
-    return charts.rows(
+    chart = charts.rows(
         bars, "students with full points, %", f"pass rate of every step of {notebook}", 115, range(0, 101, 20)
     )
+    table = [(step, f"{p} / {g}", f"{100 * p / g:.0f}%" if g else "no grades") for step, p, g, _ in rates]
+    return chart + charts.numbers(["step", "passed / graded", "pass rate"], table)
 
 
 def _diagnosis_chart(top) -> Markup | None:
@@ -80,13 +84,15 @@ def _diagnosis_chart(top) -> Markup | None:
         (
             f"{nb.split('_')[0]} {step.removeprefix('test_')}: {text}",
             n,
-            "#c44e52",
+            RED,
             "",
             f"{nb}, {step}: {text}: {_students(n)}",
         )
         for n, nb, step, text in pairs
     ]
-    return charts.rows(bars, "students", "most frequent diagnoses")
+    table = [(nb, step, text, str(n)) for n, nb, step, text in pairs]
+    chart = charts.rows(bars, "students", "most frequent diagnoses")
+    return chart + charts.numbers(["notebook", "step", "diagnosis", "students"], table)
 
 
 def _misconceptions(data, top) -> list:

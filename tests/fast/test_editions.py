@@ -1,0 +1,164 @@
+"""The editions are generated from the English and the catalogs, and cannot drift from them.
+
+* The catalogs' templates hold every piece of words of the course, and every edition's catalog is merged with them.
+* editions/ is exactly what the English release, course/ and the catalogs make.
+* A translation changes words only: with every message pseudo-translated, each edition notebook has the English
+  one's cells, grade ids, points and code, every piece of words is translated, and links lead to the edition's own
+  files and headings.
+"""
+
+import ast
+import re
+
+import nbformat
+import pytest
+from support.course import REPO
+from support.pseudo_locale import MARK, pseudo_locale
+
+from autograder.authoring import catalogs, editions
+from autograder.common.edition_text import translated_cell_source
+from autograder.common.links import repository_url
+from autograder.common.translate import code_pieces, markdown_pieces, translate_code, translate_markdown
+
+RELEASE = REPO / "release" / "backprop_ninja"
+
+
+def test_the_catalogs_hold_every_piece_of_words_of_the_english():
+    assert catalogs.stale_catalogs() == [], "run: python -m autograder.authoring"
+
+
+def test_the_editions_are_what_the_english_and_the_catalogs_make():
+    stale = [str(p.relative_to(REPO)) for p in editions.stale_files(repository_url())]
+    assert stale == [], "run: python -m autograder.authoring"
+
+
+def _code_without_words(source: str) -> str:
+    """The code's syntax tree with every string replaced: what a translation must leave alone."""
+
+    class Strip(ast.NodeTransformer):
+        def visit_Constant(self, node):
+            return ast.Constant("") if isinstance(node.value, str) else node
+
+        def visit_JoinedStr(self, node):
+            return ast.Constant("")
+
+    return ast.dump(Strip().visit(ast.parse(source)))
+
+
+@pytest.mark.parametrize("notebook", sorted(p.name for p in RELEASE.glob("*.ipynb")))
+def test_a_translated_notebook_changes_words_only(tmp_path, notebook):
+    english = nbformat.read(RELEASE / notebook, as_version=4)
+    with pseudo_locale(tmp_path, "ru"):
+        edition = editions.edition_notebook(RELEASE / notebook, "ru")
+    assert [c.cell_type for c in edition.cells] == [c.cell_type for c in english.cells]
+    assert [c.metadata.get("nbgrader") for c in edition.cells] == [c.metadata.get("nbgrader") for c in english.cells]
+    assert edition.metadata["backprop_ninja"] == {"edition": "ru"}
+    for ours, theirs in zip(english.cells, edition.cells):
+        pieces = code_pieces(ours.source) if ours.cell_type == "code" else markdown_pieces(ours.source)
+        assert theirs.source.count(MARK) >= len(pieces), f"{notebook}: words of a cell escaped the catalog"
+        if ours.cell_type == "code":
+            assert _code_without_words(ours.source) == _code_without_words(theirs.source)
+        links = re.findall(r"https://[^)\s]+/blob/\w+/((?:course|release)/[^)#\s]+)", theirs.source)
+        assert not links, f"{notebook} links to the English {links}"
+
+
+def test_links_lead_to_the_editions_files_and_headings(tmp_path):
+    with pseudo_locale(tmp_path, "ru"):
+        ex1 = editions.edition_notebook(RELEASE / "ex1_atomic_backward.ipynb", "ru")
+        page = editions.edition_page(REPO / "course" / "further_exercises.md", "ru", repository_url())
+    text = "\n".join(c.source for c in ex1.cells)
+    assert "/blob/main/editions/ru/course/derivations.md#the-matrix-product-entry-by-entry-ж" in text
+    assert "/blob/main/editions/ru/course/micrograd_warmup.ipynb" in text
+    assert "](#1-vectorise-dc-and-time-it-ж)" in page  # a heading of the page itself
+    assert "](../backprop_ninja/ex1_atomic_backward.ipynb)" in page  # the edition's notebook
+    assert "](README.md)" in page
+
+
+def test_pieces_go_back_where_they_were_and_stay_valid_python():
+    source = (
+        "# A comment\n# that wraps.\nx = 1  # inline words\n"
+        'def f(v):\n    """Return the words."""\n'
+        '    print(f"value {v:.3g} is \'big\'", "names.txt")\n'
+        '    print("first half of a sentence "\n          "and the second half")\n'
+        "### BEGIN HIDDEN TESTS\n# hidden words\nprint('hidden words')\n### END HIDDEN TESTS\n"
+    )
+    assert translate_code(source, lambda t: None) == source
+    tricky = translate_code(source, lambda t: 'он сказал "да" \\ ' + t)
+    ast.parse(tricky)
+    assert "# hidden words\nprint('hidden words')" in tricky  # hidden tests are not words for a student
+    assert "{v:.3g}" in tricky and "names.txt" in tricky
+    assert [p.text for p in code_pieces(source)] == [
+        "A comment\nthat wraps.",
+        "inline words",
+        "Return the words.",
+        "value {v:.3g} is 'big'",
+        "first half of a sentence and the second half",
+    ]
+    markdown = "# Title\n\nA paragraph\nthat wraps.\n\n```python\nx = 1  # a comment\n```\n\n<!-- marker -->\n"
+    assert [p.text for p in markdown_pieces(markdown)] == ["# Title", "A paragraph\nthat wraps.", "a comment"]
+    assert translate_markdown(markdown, str.upper).startswith("# TITLE\n\nA PARAGRAPH\nTHAT WRAPS.\n\n```python\n")
+
+
+def test_english_is_the_english(tmp_path):
+    cell = nbformat.read(RELEASE / "ex1_atomic_backward.ipynb", as_version=4).cells[0]
+    assert translated_cell_source("markdown", cell.source, "en") == cell.source
+
+
+def test_the_glossary_page_is_the_editions_term_lists():
+    from autograder.authoring import glossary
+
+    assert not glossary.stale(), "run: python -m autograder.authoring"
+    assert "| backpropagation | обратное распространение ошибки | 反向传播 |" in glossary.page()
+
+
+RUSSIAN = (
+    "Вы напишете вручную градиент функции потерь по каждому промежуточному тензору двухслойной сети. "
+    "Autograd в PyTorch вычисляет те же градиенты, так что после каждой группы вы можете проверить себя."
+)
+CHINESE = (
+    "你将亲手写出损失函数对两层网络中每一个中间张量的梯度。PyTorch 的 autograd 会计算同样的梯度，方便你在每组之后自查。"
+)
+
+
+def _translated(nb, text: str):
+    """The notebook with every piece of words replaced by ``text``."""
+    nb = nbformat.from_dict(nb)
+    for cell in nb.cells:
+        translate = translate_markdown if cell.cell_type == "markdown" else translate_code
+        cell.source = translate(cell.source, lambda _: text)
+    return nb
+
+
+@pytest.mark.parametrize("text, edition", [(RUSSIAN, "ru"), (CHINESE, "zh")])
+def test_a_submissions_edition_is_read_from_its_words(text, edition):
+    from autograder.common.edition_text import edition_of
+
+    english = nbformat.read(RELEASE / "ex2_cross_entropy_backward.ipynb", as_version=4)
+    assert edition_of(english) == "en"
+    translated = _translated(english, text)
+    assert edition_of(translated) == edition
+    translated.metadata.clear()  # a Colab round trip drops the notebook's own metadata: the words stay
+    assert edition_of(translated) == edition
+    # an English notebook with a student's note in another language stays English
+    noted = nbformat.from_dict(english)
+    noted.cells.append(nbformat.v4.new_markdown_cell(text))
+    assert edition_of(noted) == "en"
+
+
+@pytest.mark.parametrize("code", ["ru", "zh"])
+def test_every_notebook_of_an_edition_is_read_as_that_edition(code):
+    from autograder.common.edition_text import edition_of
+
+    for path in sorted((REPO / "editions" / code).rglob("*.ipynb")):
+        nb = nbformat.read(path, as_version=4)
+        nb.metadata.clear()  # as Colab hands it back
+        assert edition_of(nb) == code, path
+
+
+@pytest.mark.parametrize("code", ["ru", "zh"])
+def test_every_message_is_translated_and_keeps_what_it_must(code):
+    from autograder.authoring.catalog_checks import problems
+
+    for domain in catalogs.DOMAINS:
+        found = problems(code, domain)
+        assert not found, f"{code}/{domain}.po: {len(found)} problems, e.g. {found[:3]}"

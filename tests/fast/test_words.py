@@ -1,0 +1,124 @@
+"""The grader's words are keys a translator can work with: every template is a literal whole sentence with flat named
+placeholders, a reason refuses a plain string, and what the kernel and the feedback's table add is rendered in the
+edition. Every verdict of the case tables goes through the catalog: tests/fast/test_ex*_in_process.py."""
+
+import ast
+import inspect
+import string
+from pathlib import Path
+
+import pytest
+from support.words import PSEUDO, pseudo_translated, unmarked
+
+from autograder.authoring import from_engine
+from autograder.common.diagnoses import NOTE, Reason
+from autograder.common.editions import EDITION_VARIABLE
+from autograder.common.words import placeholders, say
+from autograder.engine.verdict import Verdict
+from autograder.in_kernel import switches
+from autograder.preprocessors import GradingExecute
+from autograder.preprocessors.summarize_steps import Row, table_html
+
+PACKAGE = Path(__file__).resolve().parents[2] / "autograder"
+
+
+def calls(name: str):
+    """(path, line, call) of every call of ``name`` in the package."""
+    for path in sorted(PACKAGE.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == name:
+                yield path.relative_to(PACKAGE), node.lineno, node
+
+
+def flat_fields(template: str) -> list:
+    """What is wrong with a template's placeholders: each must be a plain name, its format spec plain too."""
+    wrong = []
+    for _, field, spec, conversion in string.Formatter().parse(template):
+        if field is None:
+            continue
+        if not field.isidentifier():
+            wrong.append(f"{{{field}}} is no plain name (no attribute, no index, no position)")
+        if spec and "{" in spec or conversion:
+            wrong.append(f"{{{field}}} has a nested field or a conversion")
+    return wrong
+
+
+def test_every_template_is_a_literal_with_flat_named_placeholders_and_its_parameters():
+    found, wrong = 0, []
+    for function, forms in (("say", 1), ("say_n", 2)):
+        for path, line, call in calls(function):
+            where = f"{path}:{line}"
+            templates = call.args[:forms]
+            if len(templates) < forms or not all(
+                isinstance(t, ast.Constant) and isinstance(t.value, str) for t in templates
+            ):
+                wrong.append(f"{where}: the template is not a string literal (extraction reads literals only)")
+                continue
+            found += 1
+            texts = [t.value for t in templates]
+            for text in texts:
+                wrong += [f"{where}: {problem}" for problem in flat_fields(text)]
+            keywords = {k.arg for k in call.keywords}
+            if None in keywords:
+                wrong.append(f"{where}: parameters given as **mapping: name each one")
+                continue
+            used = [placeholders(text) - ({"count"} if function == "say_n" else set()) for text in texts]
+            if any(u != keywords for u in used):
+                wrong.append(f"{where}: placeholders {sorted(set().union(*used))} but parameters {sorted(keywords)}")
+            if function == "say_n" and ("count" in keywords or len(call.args) != 3):
+                wrong.append(f"{where}: say_n(singular, plural, count, **parameters), {{count}} being the number")
+    assert found > 150, found  # the grader's words are here at all
+    assert wrong == [], "\n".join(wrong)
+
+
+def test_the_code_copied_into_the_notebooks_has_no_words_to_import():
+    """The notebooks cannot import the package: the engine's functions written into them stay plain Python."""
+    for function in from_engine.FUNCTIONS:
+        assert "say(" not in inspect.getsource(function) and "say_n(" not in inspect.getsource(function), function
+    for cell in (PACKAGE / "authoring" / "shared_cells").glob("*.py"):
+        assert "common.words" not in cell.read_text(), cell
+
+
+def test_a_reason_holds_words_never_a_plain_string():
+    with pytest.raises(TypeError):
+        Reason("wrong_sign", "dprobs has the right size but the wrong sign")
+    reason = Reason("wrong_sign", say("{name} has the right size but the wrong sign", name="dprobs"))
+    assert reason == "dprobs has the right size but the wrong sign" and reason.kind == "wrong_sign"
+
+
+def test_a_verdict_and_its_title_render_in_the_edition(monkeypatch):
+    pseudo_translated(monkeypatch)
+    verdict = Verdict(say("training run"), 3, 4, [Reason(NOTE, say("with the right gradients, ..."))])
+    assert verdict.text(PSEUDO) == "✘ ⟦⟦training run⟧: 3 of 4 points⟧\n  ⟦with the right gradients, ...⟧\n"
+    assert Verdict("db1", 1, 1).text(PSEUDO) == "✔ ⟦db1: 1 of 1 point⟧\n"
+
+
+def test_what_the_kernel_prints_while_grading_is_in_its_edition(monkeypatch, capsys):
+    pseudo_translated(monkeypatch)
+    monkeypatch.setenv(EDITION_VARIABLE, PSEUDO)
+    switches._skipped()
+    assert capsys.readouterr().out == "⟦(self-checks are skipped while grading: see the graded cells)⟧\n"
+    with pytest.raises(switches.AutogradIsOff, match="^⟦autograd is switched off"):
+        switches._refuse()
+    execute = GradingExecute()
+    execute._edition = PSEUDO
+    assert execute.kernel_variables(1)[EDITION_VARIABLE] == PSEUDO  # what the grader tells the kernel
+    execute._output_bytes, execute._truncated, execute.max_output_bytes = {}, set(), 10
+    outputs = []
+    execute.output(outputs, {"msg_type": "stream", "content": {"name": "stdout", "text": "x" * 100}}, None, 0)
+    assert outputs[0]["text"].startswith("\n⟦[output truncated by the grader"), outputs
+
+
+def test_the_table_of_steps_speaks_the_edition_headline_labels_and_notes_included(monkeypatch):
+    pseudo_translated(monkeypatch)
+    rows = [
+        Row("test_dprobs", "dprobs", 0, 1, ["⟦dprobs has the wrong sign⟧"], False),
+        Row("test_dcounts", "dcounts", 0, 2, ["⟦dprobs has the wrong sign⟧", "⟦2⟧", "⟦3⟧", "⟦4⟧"], False),
+        Row("test_training", "⟦training run⟧", 4, 4, ["⟦follows⟧"], True),
+    ]
+    page = table_html(rows, 2.5, ["test_dprobs"], "https://example.org/course", PSEUDO)
+    for expected in ("⟦fix first⟧", "⟦… (more in the cell)⟧", "⟦(score set by your instructor)⟧", "fail for the"):
+        assert expected in page
+    text = [piece for piece in page.replace(">", ">\n").replace("<", "\n<").splitlines() if not piece.startswith("<")]
+    assert unmarked(" ".join(text), {"dprobs", "dcounts"}) == []
+    assert table_html(rows[2:], 0, [], "https://example.org/course", PSEUDO).count("⟦All 1 steps are right.⟧") == 1
