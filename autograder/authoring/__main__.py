@@ -22,7 +22,7 @@ def main() -> None:
     release = [sys.executable, "-m", "nbgrader", "generate_assignment", "backprop_ninja", "--force"]
     done = subprocess.run(release, cwd=COURSE_ROOT, capture_output=True, text=True)
     if done.returncode != 0:
-        sys.exit(f"nbgrader generate_assignment failed:\n{done.stdout}{done.stderr}")
+        raise RuntimeError(f"nbgrader generate_assignment failed:\n{done.stdout}{done.stderr}")
     if glossary.write():
         print(f"updated {glossary.PAGE.relative_to(COURSE_ROOT)}")
     changed = catalogs.stale_catalogs(write=True) + editions.stale_files(repository_url(), write=True)

@@ -15,7 +15,6 @@ changed one keeps its old translation marked fuzzy (which counts as missing unti
 
 import ast
 import datetime
-import sys
 from pathlib import Path
 
 import nbformat
@@ -170,7 +169,6 @@ def main() -> None:
         for domain in DOMAINS:
             done, total = coverage(code, domain)
             print(f"{code} {domain:10} {done:5d} of {total:5d} translated ({100 * done / max(total, 1):.1f} %)")
-    sys.exit(0)
 
 
 if __name__ == "__main__":
