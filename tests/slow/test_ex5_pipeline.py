@@ -8,13 +8,17 @@ import html
 import re
 import shutil
 
+import nbformat
 import pytest
 from support.cases_ex5 import ALTERNATIVES, CHEATS, MISTAKES, NB5, POINTS, submissions
-from support.course import ASSIGNMENT, run_grade, temporary_course
+from support.course import ASSIGNMENT, REPO, run_grade, temporary_course
 
 from autograder.authoring.submissions import solved
 from autograder.common.diagnoses import label
 from autograder.engine.operators import OPERATOR_STEPS
+from autograder.engine.operators.elementwise import GELU
+
+MISTAKE_REASONS = list(GELU.mistakes)
 
 # one student with a typical mistake in each of four parts (the fast tier grades each mistake alone)
 TYPICAL = ["gelu_without_x_phi", "softmax_other_axis", "skip_gradient_lost", "relu_kink"]
@@ -102,7 +106,15 @@ def test_feedback_opens_with_every_step_in_backward_order_and_the_first_to_fix(g
 
 # ---------------------------------------------------------------------------------- backprop-ninja grade
 
-CLASS = {"adaperfect": {}, "benmistakes": "typical", "cleoblank": None}
+# student -> (edition, what it hands in: the solution, the typical mistakes, or the blank release)
+CLASS = {
+    "adaperfect": ("en", "solution"),
+    "benmistakes": ("en", "typical"),
+    "cleoblank": ("en", "blank"),
+    "ivanmistakes": ("ru", "typical"),
+    "meiperfect": ("zh", "solution"),
+}
+SCRIPT = {"ru": re.compile(r"[\u0400-\u04ff]"), "zh": re.compile(r"[\u4e00-\u9fff]")}
 
 
 @pytest.fixture(scope="module")
@@ -110,12 +122,17 @@ def class_graded():
     if shutil.which("bwrap") is None:
         pytest.skip("bubblewrap is not installed")
     with temporary_course("ex5-class-", only=NB5) as course:
-        release, source = course.notebook("release", NB5), course.notebook("source", NB5)
-        for student, changes in CLASS.items():
-            nb = release if changes is None else typical(release, source) if changes else solved(release, source)
+        source = course.notebook("source", NB5)
+        for student, (code, kind) in CLASS.items():
+            release = course.notebook("release", NB5) if code == "en" else edition_release(code)
+            nb = {"solution": solved(release, source), "typical": typical(release, source), "blank": release}[kind]
             course.submit(student, NB5, nb)
         run_grade(course.root, "--workers", "2", "--notebook-timeout", "300", "--quiet")
         yield course
+
+
+def edition_release(code: str):
+    return nbformat.read(REPO / "editions" / code / ASSIGNMENT / f"{NB5}.ipynb", as_version=4)
 
 
 def test_the_class_pipeline_grades_exercise_5(class_graded):
@@ -126,12 +143,26 @@ def test_the_class_pipeline_grades_exercise_5(class_graded):
     assert float(grades["benmistakes"][NB5]) == 26 - mistakes
 
 
+def test_every_edition_is_graded_alike_and_answered_in_kind(class_graded):
+    """The Russian and the Chinese notebooks earn what the English ones do, step by step, and their feedback names
+    Exercise 5's mistakes in the student's language."""
+    assert class_graded.scores("ivanmistakes", NB5) == class_graded.scores("benmistakes", NB5)
+    assert class_graded.scores("meiperfect", NB5) == class_graded.scores("adaperfect", NB5)
+    for student, code in (("ivanmistakes", "ru"), ("meiperfect", "zh")):
+        for gid, text in class_graded.messages(student, NB5).items():
+            lines = [line for line in text.splitlines() if line.strip()]
+            assert lines and all(SCRIPT[code].search(line) for line in lines), (student, gid, text)
+    gelu = next(reason for reason in MISTAKE_REASONS if reason.kind == "product_rule")
+    assert gelu.render("ru") in class_graded.messages("ivanmistakes", NB5)["test_dhln"]
+
+
 def test_the_class_report_names_exercise_5s_misconceptions(class_graded):
     text = html.unescape(re.sub(r"<[^>]+>", " ", (class_graded.root / "class_report.html").read_text()))
-    text = re.sub(r"\s+", " ", text)
+    text = re.sub(r"\s+", " ", text).replace(" ,", ",")  # the names are links: "name</a>, name"
     for mistake in TYPICAL:
         ((cell, (kind, _)),) = MISTAKES[mistake][1].items()
-        assert f"{cell} 1 student: {label(kind)} benmistakes" in text, (cell, kind)
+        # one kind across the editions: the English and the Russian student with the same mistake
+        assert f"{cell} 2 students: {label(kind)} benmistakes, ivanmistakes" in text, (cell, kind)
 
 
 def test_the_class_feedback_has_exercise_5s_step_table(class_graded):
