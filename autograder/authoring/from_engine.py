@@ -9,9 +9,16 @@ tolerance (``engine.tolerance``) and, as data, each step's forward line and upst
 default). A change in the engine makes the notebooks stale, and the drift test says so.
 """
 
+import ast
+import base64
 import inspect
+import json
+import textwrap
+import zlib
+from pathlib import Path
 
 from ..engine import backward_rules, honesty, operators, tolerance
+from ..engine.bug_hunt import catalogue, checker
 from ..engine.probes import judge_rule, rerun
 from ..engine.training import reference_runs
 
@@ -68,6 +75,61 @@ def block() -> str:
     return "\n".join(head) + "\n\n\n" + "\n\n\n".join(sources) + "\n# ---- end of the generated lines"
 
 
+BUG_HUNT_MARKER = "# @from-engine: the bug hunt"
+BUG_HUNT_FUNCTIONS = [
+    catalogue.normalised_id,
+    catalogue.bug_keys,
+    catalogue.with_bugs,
+    checker.Case,
+    checker.cases,
+    checker.expected_gradient,
+    checker.relative_error,
+    checker.one_sided,
+    checker.run_case,
+]
+
+
+def forward_lines() -> list:
+    """The statements of the shared forward pass, from the embedding to the loss (before autograd's part)."""
+    source = (Path(__file__).resolve().parent / "shared_cells" / "setup_forward.py").read_text()
+    lines = []
+    for node in ast.parse(source).body:
+        if not isinstance(node, ast.Assign):
+            break
+        lines.append(ast.get_source_segment(source, node))
+    return lines
+
+
+def bug_hunt_block() -> str:
+    """What stands for ``BUG_HUNT_MARKER`` in Exercise 6's helper cell: the colleague's pass and its bugs (packed, so
+    that the cell does not show them), the functions that choose a student's bugs, and the checker's cases."""
+    bugs = catalogue.BUGS.values()
+    data = {
+        "salt": catalogue.SALT,
+        "showing": catalogue.SHOWING,
+        "hiding": catalogue.HIDING,
+        "gradient": {bug.key: bug.gradient for bug in bugs},
+        "lines": {bug.key: [bug.right, bug.wrong] for bug in bugs},
+        "pass": catalogue.PASS,
+    }
+    packed = base64.b64encode(zlib.compress(json.dumps(data, sort_keys=True).encode(), 9)).decode()
+    head = [
+        "# ---- The autograder's own code for the bug hunt, copied in here: your colleague's pass for your id (packed",
+        "# ---- below: unpacking it is the long way round), and the cases your numerical_gradient is checked on.",
+        f"PARAMETERS = {catalogue.PARAMETERS!r}",
+        f"TENSORS = {catalogue.TENSORS!r}",
+        f"GRADIENTS = {catalogue.GRADIENTS!r}",
+        f"FORWARD_LINES = {forward_lines()!r}",
+        f"METHOD_STEP, ACCURACY = {checker.METHOD_STEP!r}, {checker.ACCURACY!r}",
+        "_HUNT = json.loads(zlib.decompress(base64.b64decode(",
+        *(f'    "{part}"' for part in textwrap.wrap(packed, 110)),
+        ")))",
+    ]
+    sources = [inspect.getsource(f).rstrip("\n") for f in BUG_HUNT_FUNCTIONS]
+    return "\n".join(head) + "\n\n\n" + "\n\n\n".join(sources) + "\n# ---- end of the generated lines"
+
+
 def expanded(source: str) -> str:
-    """A shared cell's definition with the generated block in place of ``MARKER``."""
-    return source.replace(MARKER, block()) if MARKER in source else source
+    """A shared cell's definition with the generated blocks in place of ``MARKER`` and ``BUG_HUNT_MARKER``."""
+    source = source.replace(MARKER, block()) if MARKER in source else source
+    return source.replace(BUG_HUNT_MARKER, bug_hunt_block()) if BUG_HUNT_MARKER in source else source

@@ -37,6 +37,10 @@ PARTS = {
         (5797, "Part 3's LayerNorm is the same derivation, over the other axis"),
         (5191, "the softmax, whose backward pass Part 4's attention head needs"),
     ],
+    "ex6_bug_hunt": [
+        (781, "the backward pass your colleague wrote, step by step, in the order of the function you fix"),
+        (0, "why to know what a backward pass computes: a wrong one can still train"),
+    ],
 }
 
 

@@ -56,6 +56,14 @@ DIAGNOSES = {
     "wrong_values": "wrong values (re-derive the local derivative)",
     "differs_from_chunked": "not equal to the chunked forward pass",
     "unreadable": "the answer could not be read",
+    # Exercise 6, the bug hunt: a planted bug still in its fix, the bugs named, the gradient checker
+    "clipped_loss": "the loss clipped instead of the gradient",
+    "zero_bias": "a formula right only at zero bias and unit gain",
+    "aliased": "one tensor under two names, changed in place (.clone() missing)",
+    "bugs_missed": "a planted bug not named",
+    "not_a_bug": "a gradient without a bug named as buggy",
+    "one_sided_difference": "a one-sided difference instead of the central one",
+    "inaccurate_difference": "a numerical gradient off by more than its step allows",
     "other": "other reasons",
 }
 OTHER = "other"

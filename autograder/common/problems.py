@@ -47,6 +47,10 @@ KINDS = {
     "unknown_cell": "cells claim grade_ids the release does not have; run as ordinary cells",
     # after grading
     "late_submission": "handed in after the due date; the late penalty of nbgrader_config.py was taken off",
+    "shared_bug_hunt_id": (
+        "several students entered the same BUG_HUNT_ID in the bug hunt, so they had the same bugs: a copied notebook, "
+        "or an id that is not their own; their grades stand, the instructor decides"
+    ),
     "other": "a problem this version of the grader has no name for (read from an older problems.json)",
 }
 

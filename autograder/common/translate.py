@@ -147,7 +147,9 @@ def code_pieces(source: str) -> tuple:
             in_expressions |= {id(n) for n in ast.walk(j.value)}
     keys = _keys(tree)
     for node in ast.walk(tree):
-        if not isinstance(node, (ast.Constant, ast.JoinedStr)) or node.lineno in skipped or id(node) in keys:
+        if not isinstance(node, (ast.Constant, ast.JoinedStr)) or node.lineno in skipped:
+            continue
+        if isinstance(node, ast.Constant) and node.value in keys:
             continue
         if isinstance(node, ast.Constant) and not isinstance(node.value, str):
             continue
@@ -159,8 +161,7 @@ def code_pieces(source: str) -> tuple:
         prefix, quote = _quote_of(segment)
         if isinstance(node, ast.JoinedStr):
             text = _fstring_template(node, text_of)
-            literal_text = "".join(v.value for v in node.values if isinstance(v, ast.Constant))
-            if text is None or not holds_words(literal_text):
+            if text is None or not holds_words(text):  # its words around the {placeholders}
                 continue
             prefix = "f"
         else:
@@ -179,17 +180,17 @@ def code_pieces(source: str) -> tuple:
 
 
 def _keys(tree) -> set:
-    """The strings code looks things up by, never words (a translated copy would no longer find its twin): dict keys,
-    subscripts, the operands of a comparison."""
-    keys = set()
+    """The strings code looks things up by, never words wherever they stand in the cell (a translated copy would no
+    longer find its twin): dict keys, subscripts, the operands of a comparison."""
+    keys = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Dict):
-            keys |= {id(k) for k in node.keys if k is not None}
+            keys += [k for k in node.keys if k is not None]
         elif isinstance(node, ast.Subscript):
-            keys.add(id(node.slice))
+            keys.append(node.slice)
         elif isinstance(node, ast.Compare):
-            keys |= {id(n) for n in [node.left, *node.comparators]}
-    return keys
+            keys += [node.left, *node.comparators]
+    return {k.value for k in keys if isinstance(k, ast.Constant) and isinstance(k.value, str)}
 
 
 def _comment_pieces(source: str, skipped: set, offsets: list) -> list:

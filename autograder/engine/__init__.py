@@ -17,5 +17,6 @@ training/        Exercise 4: the grader's network, and the verdicts on backward_
 operators/       Exercise 5: the table of operators the lecture never did (dropout, GELU, LayerNorm, attention, the skip
                  connection, ReLU, LeakyReLU), and the inputs that expose their mistakes
 honesty          answers taken from autograd earn nothing
+bug_hunt/        Exercise 6: the colleague's pass and its planted bugs, the fixes, the bugs named, the gradient checker
 exercises        which check grades which cell of which notebook
 """

@@ -6,6 +6,7 @@ of variables computed with autograd, and returns a ``Verdict``.
 """
 
 from .backward_rules import STEP_BY_NAME, STEPS, Step
+from .bug_hunt import CHECKS as BUG_HUNT_CHECKS
 from .fast_forwards import FAST_FORWARD_BY_NAME, Value
 from .fused_rules import FUSED_STEP_BY_NAME
 from .judge import judge_gradient
@@ -67,6 +68,9 @@ CHECKS[NOTEBOOK] = {
     f"test_d{step.name}": gradient_check(step, given=tuple(u for u in step.upstream if u in GIVEN))
     for step in OPERATOR_STEPS
 }
+
+# Exercise 6: the gradient checker, the bugs named, the fix of each planted bug (see bug_hunt).
+CHECKS["ex6_bug_hunt"] = BUG_HUNT_CHECKS
 
 # the gradient steps of each notebook in backward order, where it is not Exercise 1's (the feedback's table of steps)
 BACKWARD_ORDER = {NOTEBOOK: OPERATOR_STEPS}

@@ -14,6 +14,7 @@ import torch
 MIME = "application/x-backprop-ninja+json"
 PROBE = "(probe)"  # the key of a rule probe's report in a cell's payload (never a variable's name)
 MAX_ELEMENTS = 1_000_000  # far above any gradient here; stops a hostile payload from eating memory
+MAX_TEXT, MAX_TEXTS = 200, 100  # a reported text's characters, a list's texts: far above an id or gradient names
 
 _DTYPES = {
     "float16": np.float16,
@@ -53,6 +54,20 @@ def encode(value, present: bool = True) -> dict:
     info["data_dtype"] = str(array.dtype)
     info["data"] = base64.b64encode(array.tobytes()).decode("ascii")
     return info
+
+
+def encode_text(value, present: bool = True) -> dict:
+    """One reported text, or list of texts (Exercise 6's id and the gradients it names), cut to the limits."""
+    if not present:
+        return {"kind": "missing"}
+    if value is None:
+        return {"kind": "none"}
+    if isinstance(value, str):
+        return {"kind": "text", "text": value[:MAX_TEXT]}
+    if isinstance(value, (list, tuple, set, frozenset)) and all(isinstance(v, str) for v in value):
+        texts = sorted(value) if isinstance(value, (set, frozenset)) else list(value)
+        return {"kind": "texts", "texts": [v[:MAX_TEXT] for v in texts[:MAX_TEXTS]]}
+    return {"kind": "other", "type": type(value).__name__}
 
 
 def decode(info) -> torch.Tensor | None:
@@ -106,6 +121,20 @@ class Report:
     def floats(self, name: str) -> torch.Tensor | None:
         t = self.tensor(name)
         return t if t is not None and t.is_floating_point() else None
+
+    def text(self, name: str) -> str | None:
+        """A reported text (``encode_text``), or None when it is none."""
+        info = self.info(name)
+        text = info.get("text")
+        return text[:MAX_TEXT] if info.get("kind") == "text" and isinstance(text, str) else None
+
+    def texts(self, name: str) -> list | None:
+        """A reported list of texts, or None when it is none."""
+        info = self.info(name)
+        texts = info.get("texts")
+        if info.get("kind") != "texts" or not isinstance(texts, list) or not all(isinstance(t, str) for t in texts):
+            return None
+        return [t[:MAX_TEXT] for t in texts[:MAX_TEXTS]]
 
     def with_values(self, **tensors) -> "Report":
         """This report with some names replaced by the grader's own tensors (a value the notebook hands out)."""

@@ -10,6 +10,7 @@ workers/       pool (N workers, one queue), fork_server (forks them; imports onc
                per student) with autograde (its converter), watchdog and database_clock
 cluster/       coordinator (grade --scheduler), remote (what a Dask worker does), payload (what travels and what
                is refused), slurm (the worker's batch job)
-results/       gradebook (the merge), grades_csv, history (grade_history.csv), roster, lms_export
+results/       gradebook (the merge), grades_csv, history (grade_history.csv), roster, lms_export, bug_hunt_ids
+               (Exercise 6's ids that several students entered)
 report/        class_data (the class's files, read once), misconceptions, charts, class_report
 """

@@ -1,8 +1,8 @@
 """``backprop-ninja grade``: grade a whole class with one command, sandboxed and in parallel.
 
 The run, step by step: preflight, collect, check and repair, choose who changed, autograde in the pool or on a
-cluster, merge into the gradebook, write grades.csv, problems.json, grade_history.csv and the report. Each step,
-its limits and its reasons: docs/design/class-grading.md.
+cluster, merge into the gradebook, name the bug hunt's shared ids, write grades.csv, problems.json,
+grade_history.csv and the report. Each step, its limits and its reasons: docs/design/class-grading.md.
 """
 
 import datetime
@@ -23,6 +23,7 @@ from .intake import changes
 from .intake.collect import collect
 from .intake.prepare import GRADING_DIR, read_releases, stage_student
 from .intake.state import GradingState, StudentRecord
+from .results.bug_hunt_ids import shared_ids
 from .results.gradebook import course_url, forget_student, late_penalties, make_template, write_submission
 from .results.grades_csv import grade_rows, step_columns, write_grades_csv
 from .results.history import Change, append_history
@@ -117,7 +118,9 @@ class ClassGrading:
             students, todo, unchanged = self.plan()
             hosts = self.autograde(todo, pool, cluster)
             problems = sorted(
-                self.state.collect_problems + [p for s in students for p in self.records[s].problems],
+                self.state.collect_problems
+                + [p for s in students for p in self.records[s].problems]
+                + shared_ids(self.root, self.assignment, students),
                 key=lambda p: p.order,
             )
             outputs = self.write(students, problems)  # while the last worker ends its sandbox

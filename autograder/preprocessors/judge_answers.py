@@ -110,7 +110,10 @@ def verdict_outputs(verdict: "Verdict", edition: str = ENGLISH) -> list:
         new_output(
             "execute_result",
             data={"text/plain": repr(float(verdict.points))},
-            metadata={METADATA: {"diagnosis": verdict.diagnosis, "title": title, "points": verdict.points}},
+            metadata={
+                METADATA: {"diagnosis": verdict.diagnosis, "title": title, "points": verdict.points}
+                | ({"facts": verdict.facts} if verdict.facts else {})
+            },
             execution_count=None,
         ),
     ]

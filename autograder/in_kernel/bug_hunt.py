@@ -1,0 +1,91 @@
+"""Exercise 6 in the kernel: the grading point kept before the student's code runs, the student's backward_pass called
+on it, the gradients they name as buggy, and their numerical_gradient run on the grader's functions."""
+
+import torch
+
+from ..engine import wire
+from ..engine.backward_rules import STEP_BY_NAME
+from ..engine.bug_hunt.catalogue import FUNCTION, ID, NAMED, TENSORS, planted
+from ..engine.bug_hunt.checker import FUNCTION as CHECKER
+from ..engine.bug_hunt.checker import cases, run_case
+from .probe_runner import apart_from_the_kernel
+from .reports import send
+from .switches import grading, grading_seed
+
+_point = {}  # the forward pass's tensors as the setup made them for the grading seed (keep_grading_point)
+_calls = {}  # id(backward_pass) -> (it, how the call went, the gradients it returned at the grading point)
+
+
+def keep_grading_point(namespace: dict) -> None:
+    """At autograde, right after the setup: a copy of the tensors backward_pass is graded on, which later cells of the
+    student's (trying another initialisation, say) cannot change."""
+    if not grading():
+        return
+    _point.clear()
+    _point.update({name: namespace[name].detach().clone() for name in TENSORS})
+    _point.update(n=namespace["n"], Xb=namespace["Xb"].clone(), Yb=namespace["Yb"].clone())
+
+
+def _raised(error: BaseException) -> dict:
+    return {"kind": "raised", "type": type(error).__name__, "message": str(error)[:300]}
+
+
+def _call(namespace: dict) -> tuple:
+    """(the call's status, the gradients) of the student's backward_pass at the grading point, once per definition."""
+    function = namespace.get(FUNCTION)
+    if not callable(function):
+        return {"kind": "missing"}, {}
+    if id(function) not in _calls:
+        point = {k: v.clone() if isinstance(v, torch.Tensor) else v for k, v in _point.items()}
+        try:
+            with apart_from_the_kernel():
+                result = function(point)
+            ok = isinstance(result, dict)
+            status = {"kind": "returned"} if ok else {"kind": "other", "type": type(result).__name__}
+            _calls[id(function)] = function, status, result if ok else {}
+        except (Exception, SystemExit) as error:  # the student's code: the grader says which error it was
+            _calls[id(function)] = function, _raised(error), {}
+    return _calls[id(function)][1:]
+
+
+def _with_id(namespace: dict) -> dict:
+    return {ID: wire.encode_text(namespace.get(ID), ID in namespace)}
+
+
+def report_fix(namespace: dict, slot: int) -> None:
+    """The gradient of the student's ``slot``-th bug, and those it is computed from, from their backward_pass."""
+    if not grading():
+        print("This cell is graded by the autograder.")
+        return
+    payload, bugs = _with_id(namespace), planted(namespace.get(ID))
+    if len(bugs) >= slot:
+        status, gradients = _call(namespace)
+        step = STEP_BY_NAME[bugs[slot - 1].gradient[1:]]
+        payload[FUNCTION] = status
+        for name in ["d" + step.name] + ["d" + up for up in step.upstream]:
+            payload[name] = wire.encode(gradients.get(name), name in gradients)
+    send(payload)
+
+
+def report_found(namespace: dict) -> None:
+    """The gradients the student names as buggy."""
+    if not grading():
+        print("This cell is graded by the autograder.")
+        return
+    send({**_with_id(namespace), NAMED: wire.encode_text(namespace.get(NAMED), NAMED in namespace)})
+
+
+def report_checker(namespace: dict) -> None:
+    """What the student's numerical_gradient gives for each of the grader's functions (apart, with a time limit)."""
+    if not grading():
+        print("This cell is graded by the autograder.")
+        return
+    function = namespace.get(CHECKER)
+    payload = {CHECKER: {"kind": "function" if callable(function) else "missing"}}
+    for case in cases(grading_seed(0)) if callable(function) else ():
+        try:
+            with apart_from_the_kernel():
+                payload[case.name] = wire.encode(run_case(function, case))
+        except (Exception, SystemExit) as error:  # the student's code: the grader says which error it was
+            payload[case.name] = _raised(error)
+    send(payload)

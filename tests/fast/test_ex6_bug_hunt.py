@@ -1,0 +1,145 @@
+"""Exercise 6 without a kernel: whose bugs are whose, how far each bug lands from the tolerance, where the colleague's
+point hides a bug, and the notebook's own tools and visible checks (run outside Jupyter, as the student's cells call
+them). The graded cases: tests/fast/test_ex6_in_process.py."""
+
+import collections
+import contextlib
+import io
+import itertools
+
+import nbformat
+import pytest
+import torch
+from support.cases_ex6 import ONE_SIDED, id_with, pass_with, with_bug
+
+from autograder.authoring import SOURCE_DIR, shared_cell
+from autograder.authoring.submissions import grade_id
+from autograder.common.naming import SETUP_PREFIX
+from autograder.engine.backward_rules import STEP_BY_NAME
+from autograder.engine.bug_hunt.catalogue import (
+    BUGS,
+    HIDING,
+    PASS,
+    PER_STUDENT,
+    SHOWING,
+    TENSORS,
+    colleague_code,
+    planted,
+)
+from autograder.engine.bug_hunt.checks import step_of
+from autograder.engine.reference import autograd_gradients, forward_values, run_setup, strip_hidden
+from autograder.engine.tolerance import RTOL, max_difference, step_scale
+
+NB = "ex6_bug_hunt"
+SOURCE = nbformat.read(SOURCE_DIR / f"{NB}.ipynb", as_version=4)
+SETUP = tuple(c.source for c in SOURCE.cells if grade_id(c).startswith(SETUP_PREFIX))
+IDS = [f"someone-{i}" for i in range(400)]
+
+
+def test_every_id_gets_three_bugs_two_that_show_and_one_that_hides():
+    sets = collections.Counter(tuple(bug.key for bug in planted(text)) for text in IDS)
+    assert len(sets) == len(list(itertools.combinations(SHOWING, 2))) * len(HIDING) == 12
+    for keys in sets:
+        assert len(keys) == PER_STUDENT and sum(k in SHOWING for k in keys) == 2 and sum(k in HIDING for k in keys) == 1
+    assert min(sets.values()) > 400 / 12 / 3  # no set is rare
+    assert planted("  Ada   LOVELACE ") == planted("ada lovelace") and planted("") == planted(None) == ()
+
+
+def _run(backward_code: str, t: dict) -> dict:
+    space = {"torch": torch, "F": torch.nn.functional, "TENSORS": tuple(k for k in t if k not in ("n", "Xb", "Yb"))}
+    exec(backward_code, space)
+    return space["backward_pass"](t)
+
+
+@pytest.mark.parametrize("seed", [11, 12345, 987654321])
+def test_each_bug_lands_far_outside_the_tolerance_and_its_fix_inside(seed):
+    """On grading batches (fresh seeds), each bug left alone is at least 5 times the tolerance off, the course's pass
+    at most 1/10 of it (measured margins: docs/design/bug-hunt.md); and what the bug's diagnosis expects (checks.STILL)
+    is what the colleague's line gives."""
+    namespace = run_setup(SETUP, seed)
+    f, g = forward_values(namespace), autograd_gradients(namespace)
+    t = {**{k: f[k] for k in TENSORS}, "n": namespace["n"], "Xb": f["Xb"], "Yb": f["Yb"]}
+    right = _run(PASS, t)
+    for key, bug in BUGS.items():
+        step = STEP_BY_NAME[bug.gradient[1:]]
+        scale = max(step_scale(step, f, {u: g[u] for u in step.upstream}), g[step.name].abs().max().item())
+        units = lambda got: max_difference(got, g[step.name]) / (RTOL * scale)
+        wrong = _run(with_bug(key), t)[bug.gradient]
+        assert units(right[bug.gradient]) < 0.1 and units(wrong) > 5, (key, units(wrong))
+        first, *_ = step_of(bug).mistakes.values()
+        expected = first(f, {u: right["d" + u] for u in step.upstream})
+        assert max_difference(expected, wrong) <= RTOL * scale, key
+
+
+@pytest.fixture(scope="module")
+def notebook():
+    """The notebook's setup, self-check helpers, bug hunt tools and the course's numerical_gradient, outside Jupyter."""
+    namespace = dict(run_setup(SETUP, 2147483647))
+    for cell_id in ["self_check_helpers", "bug_hunt_helpers"]:
+        exec(strip_hidden(shared_cell(cell_id)), namespace)
+    exec(next(c.source for c in SOURCE.cells if grade_id(c) == "answer_numerical_gradient"), namespace)
+    return namespace
+
+
+def said(namespace, code: str, **names) -> str:
+    """What running ``code`` in the notebook prints (stdout and stderr), with ``names`` set first."""
+    namespace.update(names)
+    with contextlib.redirect_stdout(io.StringIO()) as out, contextlib.redirect_stderr(io.StringIO()) as err:
+        exec(code, namespace)
+    return out.getvalue() + err.getvalue()
+
+
+def test_the_notebook_chooses_the_graders_bugs_and_prints_the_graders_pass(notebook):
+    for text in IDS[:100]:
+        assert notebook["_planted"](text) == [bug.gradient for bug in planted(text)]
+    assert said(notebook, "show_colleague_pass()", BUG_HUNT_ID="ada.lovelace").strip() == colleague_code("ada.lovelace")
+    assert "No BUG_HUNT_ID yet" in said(notebook, "show_colleague_pass()", BUG_HUNT_ID="")
+
+
+def _wrong_rows(namespace, code: str, point: str) -> list:
+    exec(code, namespace)
+    table = said(namespace, f"check_gradients(backward_pass, {point})")
+    return [row.split("|")[1].strip() for row in table.splitlines() if row.startswith("✘")]
+
+
+@pytest.mark.parametrize("key", BUGS)
+def test_the_colleagues_point_hides_exactly_the_hiding_bugs(notebook, key):
+    """With the student's checker, at colleague_point a showing bug is the first wrong gradient and a hiding one shows
+    nothing; at the notebook's own point (test_point()) every bug is the first wrong gradient."""
+    assert _wrong_rows(notebook, PASS, "colleague_point") == _wrong_rows(notebook, PASS, "test_point()") == []
+    at_colleague = _wrong_rows(notebook, with_bug(key), "colleague_point")
+    assert at_colleague[:1] == ([] if key in HIDING else [BUGS[key].gradient])
+    assert _wrong_rows(notebook, with_bug(key), "test_point()")[:1] == [BUGS[key].gradient]
+
+
+def test_check_entries_says_where_a_gradient_differs(notebook):
+    exec(with_bug("epsilon"), notebook)
+    assert "1 of 64 entries differ" in said(notebook, 'check_entries(backward_pass, test_point(), "dbnvar")')
+    exec(with_bug("not_accumulated"), notebook)
+    found = said(notebook, 'check_entries(backward_pass, test_point(), "dC")')
+    counts = torch.bincount(notebook["Xb"].view(-1), minlength=27)
+    assert f"rows {sorted(i for i in range(27) if counts[i] > 1)[:16]}" in found, found
+
+
+def test_the_visible_checks_say_what_the_grader_says(notebook):
+    text = "ada.lovelace"
+    keys = [bug.key for bug in planted(text)]
+    exec(PASS, notebook)
+    assert all(said(notebook, f"check_fix({k})", BUG_HUNT_ID=text).startswith("✔") for k in (1, 2, 3))
+    exec(with_bug(keys[1]), notebook)
+    assert said(notebook, "check_fix(2)").startswith("✘ bug 2 of 3: not fixed yet")
+    exec(with_bug("clipped_loss"), notebook)  # a bug further up: the fixes below it are right for what it gives them
+    assert "right for the gradients it is computed from" in said(
+        notebook, "check_fix(2)", BUG_HUNT_ID=id_with("clipped_loss")
+    )
+    notebook["BUG_HUNT_ID"] = text
+    exec(pass_with({BUGS["aliased"].right: "dhprebn = dbndiff.view_as(dbndiff)"}), notebook)
+    assert said(notebook, "check_fix(3)").startswith("✔")  # not one of this id's bugs: no line says it
+    assert said(notebook, "check_found()", buggy=[b.gradient for b in planted(text)]).startswith("✔ buggy names 3")
+    assert "planted 3 bugs" in said(notebook, "check_found()", buggy=["dC"])
+    assert "not gradients of backward_pass" in said(notebook, "check_found()", buggy=["dloss", "dC", "dW1"])
+    assert said(notebook, "check_numerical_gradient()").startswith("✔")
+    exec(
+        "def numerical_gradient(f, x, h=1e-6):\n" + "\n".join("    " + line for line in ONE_SIDED.split("\n")), notebook
+    )
+    assert "looks one-sided" in said(notebook, "check_numerical_gradient()")

@@ -1,0 +1,286 @@
+"""Exercise 6's known students: bugs left in, wrong fixes, wrong names, wrong checkers, alternatives, cheats, copiers.
+
+One table of cases, graded two ways: every case in process (tests/fast/test_ex6_in_process.py), and a few
+representative ones through the real nbgrader pipeline and ``backprop-ninja grade`` (tests/slow/test_ex6_pipeline.py).
+Each student's bugs follow from their id, so every case picks an id whose set holds the bugs it needs (``id_with``).
+"""
+
+import itertools
+
+from autograder.authoring.submissions import solved
+from autograder.engine.bug_hunt.catalogue import BUGS, PASS, planted
+
+NB = "ex6_bug_hunt"
+POINTS = {"test_checker": 3, "test_found": 3, "test_bug_1": 2, "test_bug_2": 2, "test_bug_3": 2}
+FIXES = ["test_bug_1", "test_bug_2", "test_bug_3"]
+
+
+def id_with(*keys, avoid=()) -> str:
+    """The first id ``student-<i>`` whose bugs include every one of ``keys`` and none of ``avoid``."""
+    for i in itertools.count():
+        found = {bug.key for bug in planted(f"student-{i}")}
+        if set(keys) <= found and not found & set(avoid):
+            return f"student-{i}"
+
+
+def slot(text: str, key: str) -> str:
+    """The graded cell that judges the bug ``key`` of the id ``text``."""
+    return f"test_bug_{[bug.key for bug in planted(text)].index(key) + 1}"
+
+
+def pass_with(lines: dict) -> str:
+    """The course's backward_pass with each line ``right`` of ``lines`` replaced by ``lines[right]`` (same indent)."""
+    out = []
+    for line in PASS.split("\n"):
+        new = lines.get(line.strip())
+        indent = line[: len(line) - len(line.lstrip())]
+        out += [line] if new is None else [indent + part for part in new.split("\n")]
+    return "\n".join(out)
+
+
+def with_bug(key: str, *more: str) -> str:
+    """The course's backward_pass with these bugs of the catalogue left in."""
+    return pass_with({BUGS[k].right: BUGS[k].wrong for k in (key, *more)})
+
+
+def named(text: str) -> str:
+    return f"buggy = {[bug.gradient for bug in planted(text)]!r}"
+
+
+def answers(text: str, **changes) -> dict:
+    """The answer cells of a student with the id ``text``: the course's answers, but ``changes`` (grade_id -> code)."""
+    return {"answer_id": f"BUG_HUNT_ID = {text!r}", "answer_found": named(text), **changes}
+
+
+ONE_SIDED = """grad = torch.zeros_like(x)
+for i in range(x.numel()):
+    step = torch.zeros_like(x).view(-1)
+    step[i] = h
+    grad.view(-1)[i] = (f(x + step.view(x.shape)) - f(x)) / h
+return grad"""
+CENTRAL_FLAT = """xs, grad = x.reshape(-1), []
+for i in range(xs.numel()):
+    e = torch.zeros_like(xs)
+    e[i] = h
+    grad.append((f((xs + e).reshape(x.shape)) - f((xs - e).reshape(x.shape))) / (2 * h))
+return torch.stack(grad)"""
+
+
+WHOLE = "whole:"  # a change of the whole cell, def line included: whole:<grade_id> -> its source
+
+
+def checker(body: str, default: str = "1e-6") -> dict:
+    """The cell of numerical_gradient with this body, and this default step in its def line."""
+    source = f"def numerical_gradient(f, x, h={default}):\n" + "\n".join("    " + line for line in body.split("\n"))
+    return {WHOLE + "answer_numerical_gradient": source}
+
+
+def build(release, source, changes: dict, extra_cells=()):
+    """The release solved with the course's answers but ``changes``: grade_id -> the code in place of its stub, or
+    ``WHOLE + grade_id`` -> the cell's whole source."""
+    whole = {k.removeprefix(WHOLE): v for k, v in changes.items() if k.startswith(WHOLE)}
+    nb = solved(release, source, {k: v for k, v in changes.items() if not k.startswith(WHOLE)}, extra_cells)
+    for cell in nb.cells:
+        if cell.metadata.get("nbgrader", {}).get("grade_id") in whole:
+            cell.source = whole[cell.metadata["nbgrader"]["grade_id"]]
+    return nb
+
+
+# case -> (answer cells changed, {graded cell that must lose points: (diagnosis kind, words its message contains)})
+MISTAKES = {}
+for key in BUGS:  # each bug left in its fix costs its own cell, with its own words
+    text = id_with(key)
+    MISTAKES[f"still_{key}"] = (
+        answers(text, answer_backward_pass=with_bug(key)),
+        {slot(text, key): (key, "still")},
+    )
+_TEXT = id_with("not_accumulated", "zero_bias", "bessel")
+MISTAKES.update(
+    {
+        "dC_flat_still_overwrites": (
+            answers(
+                _TEXT,
+                answer_backward_pass=pass_with(
+                    {BUGS["not_accumulated"].right: "dC[Xb.view(-1)] += demb.view(-1, C.shape[1])"}
+                ),
+            ),
+            {slot(_TEXT, "not_accumulated"): ("not_accumulated", "repeated indices")},
+        ),
+        "dbngain_divided_back": (
+            answers(
+                _TEXT,
+                answer_backward_pass=pass_with(
+                    {BUGS["zero_bias"].right: "dbngain = ((hpreact - bnbias) * dhpreact).sum(0, keepdim=True)"}
+                ),
+            ),
+            {slot(_TEXT, "zero_bias"): ("wrong_values", "entries wrong")},
+        ),
+        "dbndiff2_n_plus_1": (
+            answers(
+                _TEXT,
+                answer_backward_pass=pass_with(
+                    {BUGS["bessel"].right: "dbndiff2 = (1.0 / (n + 1)) * torch.ones_like(bndiff2) * dbnvar"}
+                ),
+            ),
+            {slot(_TEXT, "bessel"): ("constant_factor", "constant factor")},
+        ),
+    }
+)
+_ALIAS = id_with("aliased", "epsilon")
+MISTAKES["dhprebn_a_view_of_dbndiff"] = (
+    answers(_ALIAS, answer_backward_pass=pass_with({BUGS["aliased"].right: "dhprebn = dbndiff.view_as(dbndiff)"})),
+    {slot(_ALIAS, "aliased"): ("aliased", "two names")},
+)
+MISTAKES["dbnvar_square_root"] = (
+    answers(
+        _ALIAS,
+        answer_backward_pass=pass_with(
+            {BUGS["epsilon"].right: "dbnvar = (-0.5 * (bnvar + 1e-5) ** -0.5) * dbnvar_inv"}
+        ),
+    ),
+    {slot(_ALIAS, "epsilon"): ("wrong_values", "entries wrong")},
+)
+_PLANTED = [bug.gradient for bug in planted(_TEXT)]
+MISTAKES.update(
+    {
+        # the names: a gradient downstream of a bug instead of the bug's own, one missing, everything, not a list
+        "found_downstream": (
+            answers(_TEXT, answer_found=f"buggy = {_PLANTED[:2] + ['dbndiff']!r}"),
+            {"test_found": ("bugs_missed", "dbndiff had no bug of its own")},
+        ),
+        "found_two_of_three": (
+            answers(_TEXT, answer_found=f"buggy = {_PLANTED[:2]!r}"),
+            {"test_found": ("bugs_missed", "did not name")},
+        ),
+        "found_every_gradient": (
+            answers(_TEXT, answer_found="buggy = [name for name in GRADIENTS]"),
+            {"test_found": ("not_a_bug", "had no bugs of their own")},
+        ),
+        "found_a_string": (
+            answers(_TEXT, answer_found="buggy = 'dC'"),
+            {"test_found": ("wrong_return", "must be a list")},
+        ),
+        # the checker: one-sided, a forward difference with a huge step, central with a huge step, twice, flat
+        "checker_one_sided": (
+            answers(_TEXT, **checker(ONE_SIDED)),
+            {"test_checker": ("one_sided_difference", "one-sided")},
+        ),
+        "checker_forward_huge_h": (
+            answers(_TEXT, **checker(ONE_SIDED, default="0.1")),
+            {"test_checker": ("one_sided_difference", "one-sided")},
+        ),
+        "checker_central_huge_h": (
+            answers(_TEXT, **checker(CENTRAL_FLAT + ".reshape(x.shape)", default="1e-2")),
+            {"test_checker": ("inaccurate_difference", "default h too large")},
+        ),
+        "checker_over_h": (
+            answers(_TEXT, **checker(CENTRAL_FLAT.replace("(2 * h)", "h") + ".reshape(x.shape)")),
+            {"test_checker": ("constant_factor", "twice")},
+        ),
+        "checker_flat": (
+            answers(_TEXT, **checker(CENTRAL_FLAT)),
+            {"test_checker": ("wrong_shape", "shape")},
+        ),
+    }
+)
+
+_ALT_1, _ALT_2 = id_with("clipped_loss", "aliased", "zero_bias"), id_with("bessel", "not_accumulated", "epsilon")
+# two correct alternatives of every line a bug can be on, in two sets
+ALTERNATIVE_LINES = [
+    {
+        BUGS["clipped_loss"].right: "dlogprobs = -F.one_hot(Yb, logprobs.shape[1]).float() / n",
+        BUGS["zero_bias"].right: "dbngain = torch.einsum('ij,ij->j', bndiff * bnvar_inv, dhpreact)[None]",
+        BUGS["aliased"].right: "dhprebn = torch.clone(dbndiff)",
+        BUGS["epsilon"].right: "dbnvar = -0.5 * bnvar_inv**3 * dbnvar_inv",
+        BUGS["bessel"].right: "dbndiff2 = dbnvar.expand_as(bndiff2) / (n - 1)",
+        BUGS["not_accumulated"].right: "for k in range(Xb.shape[0]):\n    for j in range(Xb.shape[1]):\n"
+        "        dC[Xb[k, j]] += demb[k, j]",
+    },
+    {
+        BUGS[
+            "clipped_loss"
+        ].right: "dlogprobs[range(n), Yb] = (-1.0 / n * torch.ones(n)).clamp(-1, 1)  # clipped, harmlessly",
+        BUGS["zero_bias"].right: "dbngain = ((hpreact - bnbias) / bngain * dhpreact).sum(0, keepdim=True)",
+        BUGS["aliased"].right: "dhprebn = dbndiff",  # then rebound below, not changed in place
+        "dhprebn += 1.0 / n * (torch.ones_like(hprebn) * dbnmeani)": "dhprebn = dhprebn + 1.0 / n * dbnmeani",
+        BUGS["epsilon"].right: "dbnvar = -0.5 * (bnvar + 1e-5).pow(-1.5) * dbnvar_inv",
+        BUGS["bessel"].right: "dbndiff2 = torch.full_like(bndiff2, 1.0 / (n - 1)) * dbnvar",
+        BUGS["not_accumulated"].right: "dC = F.one_hot(Xb.view(-1), C.shape[0]).float().T @ demb.view(-1, C.shape[1])",
+    },
+]
+ALTERNATIVES = {
+    "alt_lines_a1": answers(_ALT_1, answer_backward_pass=pass_with(ALTERNATIVE_LINES[0])),
+    "alt_lines_a2": answers(_ALT_2, answer_backward_pass=pass_with(ALTERNATIVE_LINES[0])),
+    "alt_lines_b1": answers(
+        _ALT_1,
+        answer_backward_pass=pass_with(ALTERNATIVE_LINES[1]),
+        answer_found=f"buggy = {tuple(b.gradient[1:] for b in planted(_ALT_1))!r}",  # without the d, as a tuple
+        **checker(CENTRAL_FLAT + ".reshape(x.shape)", default="1e-5"),
+    ),
+    "alt_lines_b2": answers(
+        _ALT_2,
+        answer_backward_pass=pass_with(ALTERNATIVE_LINES[1]),
+        answer_found=f"buggy = {set(' ' + b.gradient for b in planted(_ALT_2))!r}",  # a set, with spaces
+        **checker(  # a vectorised central difference that ignores h's default
+            "basis = torch.eye(x.numel(), dtype=x.dtype) * h\n"
+            "return torch.stack([(f(x + e.view(x.shape)) - f(x - e.view(x.shape))) / (2 * h) for e in basis])"
+            ".view(x.shape)",
+            default="1e-7",
+        ),
+    ),
+}
+SOLVED_IDS = ["ada.lovelace", "  Grace HOPPER ", "s1234567", "b.riemann@example.edu"]  # the first is the source's
+
+# case -> (answer cells changed, {graded cell that must earn nothing: diagnosis kind})
+_CHEAT = id_with("zero_bias")
+AUTOGRAD_PASS = """def backward_pass(t):
+    values = {k: t[k].detach().clone().requires_grad_(True) for k in PARAMETERS}
+    space = {"torch": torch, "F": F, "n": t["n"], "Xb": t["Xb"], "Yb": t["Yb"], **values}
+    for line in FORWARD_LINES:
+        exec(line, space)
+    grads = torch.autograd.grad(space["loss"], list(values.values()), allow_unused=True)
+    return {"d" + k: g for k, g in zip(values, grads)}"""
+CHEATS = {
+    "c_autograd_pass": (answers(_CHEAT, answer_backward_pass=AUTOGRAD_PASS), {c: "autograd" for c in FIXES}),
+    "c_autograd_checker": (
+        answers(
+            _CHEAT, answer_numerical_gradient="def numerical_gradient(f, x, h=1e-6):\n    return torch.func.grad(f)(x)"
+        ),
+        {"test_checker": "autograd"},
+    ),
+    "c_grad_in_pass": (
+        answers(_CHEAT, answer_backward_pass=pass_with({BUGS["zero_bias"].right: "dbngain = t['bngain'].grad"})),
+        {c: "autograd" for c in FIXES},
+    ),
+}
+
+
+def copier() -> tuple:
+    """(the classmate's id, the copier's own id): two ids with no bug in common."""
+    mine = id_with("clipped_loss", "aliased", "zero_bias")
+    theirs = id_with("bessel", "not_accumulated", "epsilon")
+    return theirs, mine
+
+
+def submissions(release, source) -> dict:
+    """student -> notebook: every case above, the solution for several ids, a blank one, one without an id, a copier
+    and a student who changes the parameters after the setup."""
+    class_ = {"solution": build(release, source, {}), "blank": release}
+    for i, text in enumerate(SOLVED_IDS[1:]):
+        class_[f"solution_{i + 1}"] = build(release, source, answers(text))
+    for case, (changes, _) in MISTAKES.items():
+        class_[case] = build(release, source, changes)
+    for student, changes in ALTERNATIVES.items():
+        class_[student] = build(release, source, changes)
+    for student, (changes, _) in CHEATS.items():
+        class_[student] = build(release, source, changes)
+    theirs, mine = copier()
+    class_["copier"] = build(release, source, {**answers(theirs), "answer_id": f"BUG_HUNT_ID = {mine!r}"})
+    class_["no_id"] = build(release, source, {"answer_id": "# YOUR CODE HERE\nraise NotImplementedError()"})
+    class_["tries_the_usual_init"] = solved(
+        release,
+        source,
+        answers(id_with("zero_bias")),
+        extra_cells=[("answer_id", "with torch.no_grad():\n    bngain.fill_(1.0)\n    bnbias.zero_()")],
+    )
+    return class_
