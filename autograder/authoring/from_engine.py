@@ -36,6 +36,7 @@ FUNCTIONS = [
     rerun._rebinds,
     rerun._reads,
     rerun.answer_code,
+    rerun.calls_function,
     rerun.pin_value,
     rerun.pinned_inputs,
     judge_rule._derived,

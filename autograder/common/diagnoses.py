@@ -54,6 +54,8 @@ DIAGNOSES = {
     "skip_connection": "the skip connection's gradient lost or split",
     "activation_mask": "an activation's slope wrong where its input is negative or at the kink",
     "wrong_values": "wrong values (re-derive the local derivative)",
+    "other_forward_pass": "computed from the tensors of another forward pass (n-1 where n belongs)",
+    "not_asked_function": "not computed with the function its cell asks for (dC with index_add_)",
     "differs_from_chunked": "not equal to the chunked forward pass",
     "unreadable": "the answer could not be read",
     # Exercise 6, the bug hunt: a planted bug still in its fix, the bugs named, the gradient checker

@@ -184,6 +184,24 @@ STEPS = [
 STEP_BY_NAME = {step.name: step for step in STEPS}
 
 
+@dataclass(frozen=True)
+class WrittenWith:
+    """A step asked for again, computed with a given function: an answer of its own (``dC_index_add``), judged as
+    the step is, whose code must also call ``function`` (its in-place twin ``function_`` and ``torch.function``
+    count too). Exercise 1's graded cells for it follow the step's own (``authoring.graded_cells``)."""
+
+    step: str  # the step's name
+    function: str
+    points: int
+
+    @property
+    def answer(self) -> str:
+        return f"d{self.step}_{self.function}"
+
+
+WRITTEN_WITH = [WrittenWith("C", "index_add", 1)]
+
+
 def local_gradient(step: Step, forward: dict, upstream: dict, drop: str = None) -> torch.Tensor:
     """d<step.name> from the forward values and the given upstream gradients.
 

@@ -124,13 +124,18 @@ def shape_problem(got: tuple, want: tuple, name: str) -> Reason:
     )
 
 
-def diagnose(answer: torch.Tensor, expected: torch.Tensor, step: Step, forward: dict, upstream: dict) -> Reason:
-    """Why ``answer`` is not ``expected`` (both of the right shape), in a sentence a student can act on."""
+def diagnose(
+    answer: torch.Tensor, expected: torch.Tensor, step: Step, forward: dict, upstream: dict, called: str = ""
+) -> Reason:
+    """Why ``answer`` is not ``expected`` (both of the right shape), in a sentence a student can act on. ``called``:
+    the variable that holds the answer, when it is not d<step> (``dC_index_add``); the sentences that name only the
+    answer say it (their d{name} with its name after the d), the others name the step."""
     name, n = step.name, forward["hprebn"].shape[0]
+    own = (called or "d" + name)[1:]  # d{own} is the answer's variable
     scale = magnitude(expected)
     a, e = answer.double(), expected.double()
     if magnitude(a) == 0:
-        return Reason("all_zeros", say("d{name} is all zeros", name=name))
+        return Reason("all_zeros", say("d{name} is all zeros", name=own))
     for message, variants in step.mistakes.items():  # the step's known wrong formulas, each with its message
         for variant in variants if isinstance(variants, tuple) else (variants,):
             try:
@@ -141,7 +146,7 @@ def diagnose(answer: torch.Tensor, expected: torch.Tensor, step: Step, forward: 
                 return message
     c = constant_factor(a, e, scale)
     if c is not None:
-        return factor_message(c, n, "d" + name)
+        return factor_message(c, n, "d" + own)
     if len(step.terms) > 1:
         for dropped in step.terms:
             try:
@@ -183,7 +188,7 @@ def diagnose(answer: torch.Tensor, expected: torch.Tensor, step: Step, forward: 
                         "the path through {twice} is added twice: did a cell run twice? Keep `d{name} = ...` and its "
                         "`d{name} += ...` in one cell, and run that cell again",
                         twice=twice,
-                        name=name,
+                        name=own,
                     ),
                 )
     for consumer in step.upstream:
@@ -194,7 +199,7 @@ def diagnose(answer: torch.Tensor, expected: torch.Tensor, step: Step, forward: 
                 say(
                     "d{name} is just d{consumer}, passed through unchanged: multiply by the local derivative of "
                     "`{forward}`",
-                    name=name,
+                    name=own,
                     consumer=consumer,
                     forward=step.forward,
                 ),
@@ -214,7 +219,7 @@ def diagnose(answer: torch.Tensor, expected: torch.Tensor, step: Step, forward: 
             )
     if a.dim() == 2 and a.shape[0] == a.shape[1] and close(a.T, e, scale):
         return Reason(
-            "transposed", say("d{name} is transposed: let the shapes decide the order of a matrix product", name=name)
+            "transposed", say("d{name} is transposed: let the shapes decide the order of a matrix product", name=own)
         )
     off = difference(a, e, scale)
     return Reason(
@@ -222,7 +227,7 @@ def diagnose(answer: torch.Tensor, expected: torch.Tensor, step: Step, forward: 
         say(
             "d{name} has {wrong} of {total} entries wrong (largest error {error:.3g}, largest value {scale:.3g}). "
             "Re-derive the local derivative of `{forward}`",
-            name=name,
+            name=own,
             wrong=off.wrong,
             total=off.total,
             error=off.largest_error,

@@ -5,11 +5,11 @@ namespace (forward values and autograd's gradients for this run's seed), the see
 of variables computed with autograd, and returns a ``Verdict``.
 """
 
-from .backward_rules import STEP_BY_NAME, STEPS, Step
+from .backward_rules import STEP_BY_NAME, STEPS, WRITTEN_WITH, Step, WrittenWith
 from .bug_hunt import CHECKS as BUG_HUNT_CHECKS
 from .fast_forwards import FAST_FORWARD_BY_NAME, Value
 from .fused_rules import FUSED_STEP_BY_NAME
-from .judge import judge_gradient
+from .judge import judge_gradient, judge_written_with
 from .operators import GIVEN, NOTEBOOK, OPERATOR_STEPS
 from .reference import autograd_gradients, forward_values
 from .training import CHECKS as TRAINING_CHECKS
@@ -29,6 +29,17 @@ def gradient_check(step: Step, given: tuple = ()) -> Check:
     return Check("d" + step.name, step.points, judge)
 
 
+def written_with_check(written: WrittenWith) -> Check:
+    """A step asked for again with a given function (``dC_index_add``): judged as the step is, its code read too."""
+    step = STEP_BY_NAME[written.step]
+
+    def judge(report, namespace, seed, tainted, code):
+        forward, grads = forward_values(namespace), autograd_gradients(namespace)
+        return judge_written_with(step, written, report, forward, grads, seed, tainted, code)
+
+    return Check(written.answer, written.points, judge, reads_code=True)
+
+
 def value_check(value: Value) -> Check:
     def judge(report, namespace, seed, tainted):
         return judge_value(value, report, forward_values(namespace), seed, tainted)
@@ -46,7 +57,10 @@ def rows_sum_to_zero_check(name: str, points: int) -> Check:
 
 
 CHECKS = {
-    "ex1_atomic_backward": {f"test_d{step.name}": gradient_check(step) for step in STEPS},
+    "ex1_atomic_backward": {
+        **{f"test_d{step.name}": gradient_check(step) for step in STEPS},
+        **{f"test_{written.answer}": written_with_check(written) for written in WRITTEN_WITH},
+    },
     "ex2_cross_entropy_backward": {
         "test_loss_fast": value_check(FAST_FORWARD_BY_NAME["loss_fast"]),
         "test_dlogits": gradient_check(FUSED_STEP_BY_NAME["logits"]),
@@ -57,6 +71,8 @@ CHECKS = {
         "test_dbngain": gradient_check(STEP_BY_NAME["bngain"], given=("hpreact",)),
         "test_dbnbias": gradient_check(STEP_BY_NAME["bnbias"], given=("hpreact",)),
         "test_dhprebn": gradient_check(FUSED_STEP_BY_NAME["hprebn"], given=("hpreact",)),
+        # Part 4: the forward pass of setup_biased, whose variance divides by n; dhpreact_biased is given there
+        "test_dhprebn_biased": gradient_check(FUSED_STEP_BY_NAME["hprebn_biased"], given=("hpreact_biased",)),
     },
 }
 

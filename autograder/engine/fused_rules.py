@@ -1,6 +1,7 @@
 """The fused steps of Exercises 2 and 3: a whole block of the forward pass differentiated at once (cross-entropy's
-dlogits, BatchNorm's dhprebn). They are ``Step``s like the atomic ones, so the judge, the tolerance and the diagnoses
-treat them the same way; their ``mistakes`` name the wrong formulas students typically write."""
+dlogits, BatchNorm's dhprebn; and dhprebn_biased, for Exercise 3's second forward pass, whose variance divides by n).
+They are ``Step``s like the atomic ones, so the judge, the tolerance and the diagnoses treat them the same way; their
+``mistakes`` name the wrong formulas students typically write."""
 
 import torch
 import torch.nn.functional as F
@@ -28,13 +29,16 @@ def _every_target_in_every_row(f):
     return mask
 
 
-def _dhprebn_fused(f, d, bessel=None, mean_term=1.0, variance_term=1.0, gain=True, dim=0, bnvar_inv=None, bnraw=None):
-    """The BatchNorm backward pass in one expression; the keywords make its known wrong variants."""
+def _dhprebn_fused(
+    f, d, bessel=None, mean_term=1.0, variance_term=1.0, gain=True, dim=0, bnvar_inv=None, bnraw=None, of=""
+):
+    """The BatchNorm backward pass in one expression; the keywords make its known wrong variants. ``of``: the suffix
+    of the forward pass's tensors (``_biased``: the one whose variance divides by n, where ``bessel`` is 1)."""
     n = batch_size(f)
     bessel = n / (n - 1) if bessel is None else bessel
-    s = f["bnvar_inv"] if bnvar_inv is None else bnvar_inv
-    xhat = f["bnraw"] if bnraw is None else bnraw
-    dy = d["hpreact"]
+    s = f["bnvar_inv" + of] if bnvar_inv is None else bnvar_inv
+    xhat = f["bnraw" + of] if bnraw is None else bnraw
+    dy = d["hpreact" + of]
     scale = (f["bngain"] if gain else 1.0) * s / n
     return scale * (
         n * dy
@@ -50,10 +54,71 @@ def _dhprebn_biased(f, d):
     return _dhprebn_fused(f, d, bessel=1.0, bnvar_inv=s, bnraw=bndiff * s)
 
 
+def _unbiased(f, d, bessel=None):
+    """Exercise 3's first dhprebn, from the forward pass whose variance divides by n-1, for the biased one's answer."""
+    return _dhprebn_fused(f, {"hpreact": f["dhpreact"]}, bessel=bessel)
+
+
 _BESSEL = say(
-    "the forward pass divides the variance by n-1 (Bessel's correction) but the mean by n, and the two "
-    "paths of your derivation must keep that difference"
+    "the forward pass divides the variance by n-1 (Bessel's correction) but the mean by n, and the two paths of your "
+    "derivation must keep that difference"
 )
+_BIASED = "_biased"
+
+
+def _batchnorm_mistakes(answer: str, of: str = "", bessel=None) -> dict:
+    """The mistakes both BatchNorm steps share: a path, bngain or the epsilon missing, sums over the wrong dimension.
+    ``of`` and ``bessel``: the forward pass's suffix and its factor between the paths (n/(n-1), or 1)."""
+    fused = lambda **wrong: lambda f, d: _dhprebn_fused(f, d, bessel=bessel, of=of, **wrong)
+    raw_inv = lambda f: f["bnvar" + of] ** -0.5
+    return {
+        Reason(
+            "missing_path",
+            say(
+                "{answer} is missing the path through the mean: every input moves its neuron's batch mean, and the "
+                "mean is subtracted from every example",
+                answer=answer,
+            ),
+        ): fused(mean_term=0.0),
+        Reason(
+            "missing_path",
+            say(
+                "{answer} is missing the path through the variance: every input moves its neuron's batch variance, "
+                "which scales every example",
+                answer=answer,
+            ),
+        ): fused(variance_term=0.0),
+        Reason(
+            "missing_path",
+            say(
+                "{answer} has only the direct path through the normalised value: the mean and the variance are "
+                "computed from every example of the batch, so each adds a path of its own",
+                answer=answer,
+            ),
+        ): fused(mean_term=0.0, variance_term=0.0),
+        Reason(
+            "missing_factor",
+            say(
+                "{answer} is missing bngain: the normalised value is multiplied by bngain before it becomes hpreact",
+                answer=answer,
+            ),
+        ): fused(gain=False),
+        Reason("epsilon", say("{answer} is missing BatchNorm's epsilon: {why}", answer=answer, why=EPSILON_WORDS)): (
+            lambda f, d: _dhprebn_fused(f, d, bessel=bessel, of=of, bnvar_inv=raw_inv(f)),
+            lambda f, d: _dhprebn_fused(
+                f, d, bessel=bessel, of=of, bnvar_inv=raw_inv(f), bnraw=f["bndiff" + of] * raw_inv(f)
+            ),
+        ),
+        Reason(
+            "wrong_dimension",
+            say(
+                "{answer} sums over the wrong dimension: a neuron's mean and variance are taken over the batch "
+                "(dimension 0), so the sums in its gradient run over the batch too",
+                answer=answer,
+            ),
+        ): fused(dim=1),
+    }
+
 
 FUSED_STEPS = [
     Step(
@@ -133,44 +198,38 @@ FUSED_STEPS = [
                     "paper; this notebook's variance divides by n-1 (Bessel's correction), like bnvar"
                 ),
             ): _dhprebn_biased,
+            **_batchnorm_mistakes("dhprebn"),
+        },
+    ),
+    Step(  # Exercise 3, Part 4: the same layer when the variance divides by n (setup_biased computes it)
+        "hprebn" + _BIASED,
+        "hpreact_biased = bngain * (hprebn_biased - mean) / sqrt(var + 1e-5) + bnbias  (mean, var over the batch, "
+        "both divided by n)",
+        {"hpreact" + _BIASED: lambda f, d: _dhprebn_fused(f, d, bessel=1.0, of=_BIASED)},
+        2,
+        mistakes={
             Reason(
-                "missing_path",
+                "bessel",
                 say(
-                    "dhprebn is missing the path through the mean: every input moves its neuron's batch mean, and the "
-                    "mean is subtracted from every example"
+                    "dhprebn_biased uses n-1 where this forward pass divides by n: the factor n/(n-1) on the path "
+                    "through the variance comes from Bessel's correction, and this variance divides by n, like the mean"
                 ),
-            ): lambda f, d: _dhprebn_fused(f, d, mean_term=0.0),
+            ): lambda f, d: _dhprebn_fused(f, d, of=_BIASED),
             Reason(
-                "missing_path",
+                "bessel",
                 say(
-                    "dhprebn is missing the path through the variance: every input moves its neuron's batch variance, "
-                    "which scales every example"
+                    "dhprebn_biased has a factor (n-1)/n on the path through the variance: this forward pass divides "
+                    "the variance by n, like the mean, so the two paths need no factor between them"
                 ),
-            ): lambda f, d: _dhprebn_fused(f, d, variance_term=0.0),
+            ): lambda f, d: _dhprebn_fused(f, d, bessel=(batch_size(f) - 1) / batch_size(f), of=_BIASED),
             Reason(
-                "missing_path",
+                "other_forward_pass",
                 say(
-                    "dhprebn has only the direct path through the normalised value: the mean and the variance are "
-                    "computed from every example of the batch, so each adds a path of its own"
+                    "dhprebn_biased is computed from the tensors of the first forward pass, whose variance divides by "
+                    "n-1: use this one's, bnraw_biased, bnvar_inv_biased and dhpreact_biased"
                 ),
-            ): lambda f, d: _dhprebn_fused(f, d, mean_term=0.0, variance_term=0.0),
-            Reason(
-                "missing_factor",
-                say(
-                    "dhprebn is missing bngain: the normalised value is multiplied by bngain before it becomes hpreact"
-                ),
-            ): lambda f, d: _dhprebn_fused(f, d, gain=False),
-            Reason("epsilon", say("dhprebn is missing BatchNorm's epsilon: {why}", why=EPSILON_WORDS)): (
-                lambda f, d: _dhprebn_fused(f, d, bnvar_inv=f["bnvar"] ** -0.5),
-                lambda f, d: _dhprebn_fused(f, d, bnvar_inv=f["bnvar"] ** -0.5, bnraw=f["bndiff"] * f["bnvar"] ** -0.5),
-            ),
-            Reason(
-                "wrong_dimension",
-                say(
-                    "dhprebn sums over the wrong dimension: a neuron's mean and variance are taken over the batch "
-                    "(dimension 0), so the sums in its gradient run over the batch too"
-                ),
-            ): lambda f, d: _dhprebn_fused(f, d, dim=1),
+            ): (_unbiased, lambda f, d: _unbiased(f, d, bessel=1.0)),
+            **_batchnorm_mistakes("dhprebn_biased", of=_BIASED, bessel=1.0),
         },
     ),
 ]

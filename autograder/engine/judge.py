@@ -5,15 +5,18 @@ that, judged from the student's own upstream gradients (error carried forward), 
 reasons: docs/design/engine.md.
 """
 
+from dataclasses import replace
+
 import torch
 
 from ..common.diagnoses import NOTE, Reason
 from ..common.words import say, say_n
-from .backward_rules import SHAPE_ONLY_SHARE, Step, local_gradient
+from .backward_rules import SHAPE_ONLY_SHARE, Step, WrittenWith, local_gradient
 from .diagnose import diagnose, only_size_one_dims_differ, shape_problem
 from .explain import and_list, not_finite, wrong_dtype
 from .honesty import decoy
 from .probes.judge_rule import judge_rule
+from .probes.written_with import not_written_with
 from .tolerance import close, magnitude, max_difference, step_scale
 from .verdict import Verdict
 from .wire import Report
@@ -127,8 +130,11 @@ def first_to_fix(verdict: Verdict, earlier: dict) -> None:
         verdict.lines[verdict.lines.index(line)] = carried_forward(wrong, first)
 
 
-def judge_gradient(step: Step, report: Report, forward: dict, grads: dict, seed: int, tainted: set) -> Verdict:
-    name, answer_name = step.name, "d" + step.name
+def judge_gradient(
+    step: Step, report: Report, forward: dict, grads: dict, seed: int, tainted: set, answer: str = ""
+) -> Verdict:
+    """``answer``: the variable that holds the answer, when it is not d<step> (``dC_index_add``)."""
+    name, answer_name = step.name, answer or "d" + step.name
     verdict = Verdict(answer_name, 0, step.points)
     answer, info = read_answer(verdict, answer_name, report, tainted, gradient=True)
     if answer is None:
@@ -176,7 +182,7 @@ def judge_gradient(step: Step, report: Report, forward: dict, grads: dict, seed:
         else:
             words = say("correct: max difference {difference:.2g} (not bit-exact, which is fine)", difference=off)
         verdict.lines.append(Reason(NOTE, words))
-        return _and_by_its_rule(verdict, step, report, forward, seed)
+        return _and_by_its_rule(verdict, step, report, forward, seed, answer_name)
 
     # Error carried forward: right for the student's own upstream gradients, which differ from autograd's?
     carried = None
@@ -188,7 +194,7 @@ def judge_gradient(step: Step, report: Report, forward: dict, grads: dict, seed:
         if carried is not None and close(answer, carried, step_scale(step, forward, student_up)):
             verdict.points = step.points
             verdict.lines.append(carried_forward(list(verdict.wrong_from or verdict.carried_from)))
-            return _and_by_its_rule(verdict, step, report, forward, seed)
+            return _and_by_its_rule(verdict, step, report, forward, seed, answer_name)
 
     if only_size_one_dims_differ(answer.shape, reference.shape):  # right values in the wrong shape: a share
         right_for = [reference.double()] + ([carried] if carried is not None else [])
@@ -206,7 +212,7 @@ def judge_gradient(step: Step, report: Report, forward: dict, grads: dict, seed:
                     ),
                 )
             )
-            return _and_by_its_rule(verdict, step, report, forward, seed)
+            return _and_by_its_rule(verdict, step, report, forward, seed, answer_name)
     if tuple(answer.shape) != tuple(reference.shape):
         verdict.lines.append(shape_problem(answer.shape, reference.shape, name))
     elif not torch.isfinite(answer).all():
@@ -215,7 +221,7 @@ def judge_gradient(step: Step, report: Report, forward: dict, grads: dict, seed:
         verdict.lines.append(autograd_answer(name))
     else:
         expected = carried if carried is not None and carried.shape == answer.shape else reference.double()
-        verdict.lines.append(diagnose(answer, expected, step, forward, student_up))
+        verdict.lines.append(diagnose(answer, expected, step, forward, student_up, answer_name))
     if wrong_up:
         fix = and_list("d" + c for c in wrong_up)
         verdict.lines.append(
@@ -243,11 +249,28 @@ def autograd_answer(name: str) -> Reason:
     )
 
 
-def _and_by_its_rule(verdict: Verdict, step: Step, report: Report, forward: dict, seed: int) -> Verdict:
+def _and_by_its_rule(verdict: Verdict, step: Step, report: Report, forward: dict, seed: int, answer: str) -> Verdict:
     """A verdict whose values passed, with the rule probe's word (``probes.judge_rule``): a wrong rule earns nothing."""
-    outcome = judge_rule(step, report, forward, seed)
+    outcome = judge_rule(step, report, forward, seed, answer)
     if outcome.verdict == "wrong":
         verdict.points, verdict.lines = 0, [outcome.line]
     elif outcome.line:
         verdict.lines.append(outcome.line)
+    return verdict
+
+
+def judge_written_with(
+    step: Step, written: WrittenWith, report: Report, forward: dict, grads: dict, seed: int, tainted: set, code: tuple
+) -> Verdict:
+    """d<step> asked for again, computed with a given function (``written``): judged as the step is, for the
+    points of its own cell; and its code (in ``code``, the cells that ran before its graded cell) must call it."""
+    verdict = judge_gradient(
+        replace(step, points=written.points), report, forward, grads, seed, tainted, written.answer
+    )
+    if report.kind(written.answer) != "tensor" or written.answer in tainted:
+        return verdict  # nothing to read the code of, or nothing it could earn
+    why = not_written_with(code, written.answer, ["d" + u for u in step.upstream], written.function, f"d{step.name}")
+    if why is not None:
+        verdict.lines = [why] if verdict.points else [*verdict.lines, why]  # right values: this is what is wrong
+        verdict.points = 0
     return verdict

@@ -58,13 +58,18 @@ class Check:
 
     ``judge(report, namespace, seed, tainted)`` reads the cell's ``wire.Report``, the grader's setup
     namespace for this seed, the seed, and the names computed with autograd, and returns a Verdict.
+    A check that ``reads_code`` is also given ``code``: the sources of the notebook's code cells before the graded
+    cell, in order (what the kernel ran, as the grader holds it, never as the kernel reports it).
     """
 
     title: str
     points: float
     judge: Callable
+    reads_code: bool = False
 
-    def __call__(self, report, namespace: dict, seed: int, tainted: set) -> Verdict:
+    def __call__(self, report, namespace: dict, seed: int, tainted: set, code: tuple = ()) -> Verdict:
+        if self.reads_code:
+            return self.judge(report, namespace, seed, tainted, code)
         return self.judge(report, namespace, seed, tainted)
 
     def nothing(self, why: str) -> Verdict:

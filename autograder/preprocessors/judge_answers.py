@@ -158,9 +158,12 @@ class JudgeAnswers(NbGraderPreprocessor):
         )
         checked = {}  # each graded answer's report at its own graded cell
         verdicts = {}  # the verdicts so far, by what they graded
+        history = []  # the code cells before this one, in the order the kernel ran them
         for index, cell in enumerate(nb.cells):
             if cell.cell_type != "code":
                 continue
+            before = tuple(history)
+            history.append(cell.source)
             if not utils.is_locked(cell):
                 taint.add_cell(cell.source)  # the student's own code, in the order it ran
             check = checks.get(grade_id(cell)) if utils.is_grade(cell) else None
@@ -170,7 +173,7 @@ class JudgeAnswers(NbGraderPreprocessor):
             if len(reports) == 1 and isinstance(reports[0], dict):
                 report = wire.Report(reports[0])
                 try:
-                    verdict = check(report, namespace, seed, set(taint.tainted))
+                    verdict = check(report, namespace, seed, set(taint.tainted), before)
                 except Exception as error:  # a malformed (forged) report must cost this cell only
                     self.log.warning("cell %s: unreadable report (%.200r)", grade_id(cell), error)
                     verdict = check.nothing(

@@ -11,7 +11,7 @@ from autograder.authoring import SOURCE_DIR, graded_cells, shared_cell, stale_se
 from autograder.authoring.submissions import grade_id
 from autograder.common.naming import SETUP_PREFIX
 from autograder.engine import wire
-from autograder.engine.backward_rules import SHAPE_ONLY_SHARE, STEP_BY_NAME, STEPS, local_gradient
+from autograder.engine.backward_rules import SHAPE_ONLY_SHARE, STEP_BY_NAME, STEPS, WRITTEN_WITH, local_gradient
 from autograder.engine.diagnose import changed_after_check
 from autograder.engine.judge import judge_gradient
 from autograder.engine.reference import autograd_gradients, forward_values, run_setup
@@ -69,8 +69,10 @@ def test_every_notebook_copy_of_the_setup_matches_its_definition():
 def test_exercise_1_graded_cells_are_generated_from_the_rules_table():
     assert graded_cells.layout_problems(EX1) == []
     assert graded_cells.stale_cells(EX1) == [], "run python -m autograder.authoring"
-    answers = [grade_id(c).removeprefix("answer_d") for c in EX1.cells if grade_id(c).startswith("answer_d")]
-    assert answers == [step.name for step in STEPS]  # one answer cell per gradient, in the table's order
+    answers = [grade_id(c).removeprefix("answer_") for c in EX1.cells if grade_id(c).startswith("answer_d")]
+    # one answer cell per gradient, in the table's order; dC again, with index_add_, after dC's
+    assert [a for a in answers if a not in {w.answer for w in WRITTEN_WITH}] == ["d" + step.name for step in STEPS]
+    assert answers == [pair.answer for pair in graded_cells.pairs()] and answers[-2:] == ["dC", "dC_index_add"]
 
 
 def test_the_drift_check_sees_a_hand_edited_graded_cell():

@@ -6,7 +6,9 @@ import pytest
 from support.cases_ex1 import (
     ALTERNATIVES,
     CHEATS,
+    INDEX_ADD_MISTAKES,
     KEEPDIM,
+    KINDS,
     LATER_LINES,
     MISTAKES,
     NB,
@@ -50,6 +52,22 @@ def test_a_mistake_costs_exactly_its_own_step(graded, student):
     assert lost_steps(graded, student) == [step], graded[student].messages
     message = graded[student].messages[f"test_d{step}"]
     assert words in message, message
+
+
+@pytest.mark.parametrize("student", INDEX_ADD_MISTAKES)
+def test_dC_asked_for_with_index_add_loses_only_its_own_cell_with_its_kind(graded, student):
+    """A loop or a one-hot product is right for dC, and dC keeps its points; dC_index_add asks for index_add_."""
+    assert lost_steps(graded, student) == ["C_index_add"], graded[student].messages
+    assert graded[student].diagnoses["test_dC_index_add"] == KINDS[student]
+    assert graded[student].points["test_dC"] == STEP_BY_NAME["C"].points
+
+
+def test_dC_index_add_is_judged_by_its_rule_and_names_what_it_is(graded):
+    for student in ("solution", "alt_a", "alt_b"):
+        message = graded[student].messages["test_dC_index_add"]
+        assert message.startswith("✔ dC_index_add: 1 of 1 point\n") and probe_notes(message) == [], message
+    message = graded["m_index_add_one_hot"].messages["test_dC_index_add"]
+    assert message.startswith("✘ dC_index_add: 0 of 1 point\n") and "correct" not in message, message
 
 
 @pytest.mark.parametrize("student", RULE_MISTAKES)
@@ -162,7 +180,7 @@ def test_neutralised_cells_earn_nothing(graded):
 
 
 def test_a_dead_kernel_keeps_the_points_earned_before_it(graded):
-    assert lost_steps(graded, "k_dies_midway") == sorted(ALL_STEPS[ALL_STEPS.index("h") :])
+    assert lost_steps(graded, "k_dies_midway") == sorted([*ALL_STEPS[ALL_STEPS.index("h") :], "C_index_add"])
     assert "kernel died" in graded["k_dies_midway"].messages["test_dW2"]
 
 

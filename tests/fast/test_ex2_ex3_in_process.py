@@ -4,7 +4,17 @@ through nbgrader."""
 
 import nbformat
 import pytest
-from support.cases_ex2_ex3 import ALTERNATIVES, CHEATS, MISTAKES, NB2, NB3, POINTS, RULE_MISTAKES, submissions
+from support.cases_ex2_ex3 import (
+    ALTERNATIVES,
+    CHEATS,
+    KINDS,
+    MISTAKES,
+    NB2,
+    NB3,
+    POINTS,
+    RULE_MISTAKES,
+    submissions,
+)
 from support.course import REPO
 from support.in_process import autograde, judge, source_notebook
 from support.words import PSEUDO, pseudo_translated, rendered, untranslated
@@ -46,6 +56,23 @@ def test_a_mistake_costs_exactly_its_own_cells_with_its_message(graded, mistake)
     assert student.lost() == sorted(expected), student.messages
     for cell, words in expected.items():
         assert words in student.messages[cell], student.messages[cell]
+
+
+@pytest.mark.parametrize("mistake", KINDS)
+def test_a_mistake_in_the_biased_dhprebn_is_diagnosed_with_its_kind(graded, mistake):
+    """Exercise 3, Part 4: each known mistake loses dhprebn_biased alone, and the class report counts it by its kind."""
+    student = graded[NB3][mistake]
+    assert student.lost() == ["test_dhprebn_biased"], student.messages
+    assert student.diagnoses["test_dhprebn_biased"] == KINDS[mistake], student.messages["test_dhprebn_biased"]
+
+
+def test_the_biased_dhprebn_is_judged_by_its_rule_too(graded):
+    """The fused formula, the one from hprebn_biased alone and the atomic chain all read dhpreact_biased: each probe
+    concludes (no note in parentheses) and finds the rule right."""
+    for student in ("solution", "alt_a", "alt_b", "alt_c"):
+        message = graded[NB3][student].messages["test_dhprebn_biased"]
+        notes = [line for line in message.splitlines() if line.strip().startswith("(")]
+        assert message.startswith("✔ dhprebn_biased: 2 of 2 points") and notes == [], message
 
 
 @pytest.mark.parametrize("mistake", ["loss_copied", "hpreact_copied"])

@@ -75,8 +75,8 @@ def test_the_tables_constants_are_the_notebooks(world):
 
 
 def test_the_graded_cells_are_generated_from_the_table():
-    assert graded_cells.layout_problems(EX5, OPERATOR_STEPS) == []
-    assert graded_cells.stale_cells(EX5, OPERATOR_STEPS) == [], "run python -m autograder.authoring"
+    assert graded_cells.layout_problems(EX5, NOTEBOOK) == []
+    assert graded_cells.stale_cells(EX5, NOTEBOOK) == [], "run python -m autograder.authoring"
     tests = {grade_id(c): c for c in EX5.cells if grade_id(c).startswith("test_")}
     assert {gid: c.metadata.nbgrader["points"] for gid, c in tests.items()} == {
         f"test_d{s.name}": s.points for s in OPERATOR_STEPS

@@ -66,7 +66,6 @@ def run_optional_check(namespace, answer, check):
 NEW_OPTIONAL = [
     (EX1, "optional-relu", "optional-check-relu"),
     (EX1, "optional-gelu", "optional-check-gelu"),
-    (EX3, "optional-biased-variance", "optional-check-biased-variance"),
 ]
 
 
@@ -166,16 +165,8 @@ def test_names_txt_is_downloaded_and_verified_when_missing(tmp_path, monkeypatch
             "dhpreact, float64, -5 to 5",
             "entries differ: re-derive the local",
         ),
-        (
-            EX3,
-            "def dhprebn_biased(dhpreact, bngain, bnraw, bnvar_inv):\n    return bngain * bnvar_inv / n * "
-            "(n * dhpreact - dhpreact.sum(0) - n / (n - 1) * bnraw * (dhpreact * bnraw).sum(0))",  # the n - 1 formula
-            "check_biased_variance(dhprebn_biased)",
-            "dhprebn, variance / n",
-            "the term through the variance is wrong",
-        ),
     ],
-    ids=["relu-without-dh", "relu-1-at-0", "gelu-without-x-pdf", "biased-with-n-1-factor"],
+    ids=["relu-without-dh", "relu-1-at-0", "gelu-without-x-pdf"],
 )
 def test_optional_check_shows_a_wrong_answer_with_a_hint(name, answer, check, gradient, hint):
     text = run_optional_check(optional_namespace(name), answer, check)

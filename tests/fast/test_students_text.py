@@ -63,5 +63,44 @@ def test_the_questions_the_notebooks_raise_are_answered():
 
 
 def test_exercise_1_asks_for_index_add_for_dc():
+    """dC in any way that adds up every occurrence, then dC_index_add, graded, with index_add_ (and said so)."""
     text = markdown(SOURCE_DIR / "ex1_atomic_backward.ipynb")
-    assert "Write `dC` with `index_add_`" in text and "the same points" in text
+    assert "Write `dC` in any way that adds up every occurrence" in text
+    assert "Write `dC_index_add`, the same gradient as `dC`, with `index_add_`" in text
+    assert "your `dC` above keeps its points however you wrote it" in text
+    assert "and one for `dC` written with `index_add_`: 34 points in all" in text
+
+
+FURTHER = (REPO / "course" / "further_exercises.md").read_text()
+
+
+def exercise(number: int) -> str:
+    return FURTHER.split(f"\n## {number}. ")[1].split("\n## ")[0]
+
+
+def test_exercise_3_grades_the_biased_variance_and_the_further_exercise_says_so():
+    ex3 = nbformat.read(SOURCE_DIR / "ex3_batchnorm_backward.ipynb", as_version=4)
+    text = markdown(SOURCE_DIR / "ex3_batchnorm_backward.ipynb")
+    points = sum(
+        c.metadata["nbgrader"].get("points", 0) for c in ex3.cells if c.metadata.get("nbgrader", {}).get("grade")
+    )
+    assert f"**How it is graded**: {points} points" in text and points == 10
+    assert "## Part 4 · `dhprebn` when the variance divides by `n`" in text and "not graded" not in text
+    assert (
+        "graded: Part 4 of" in FURTHER and "This one is graded" in exercise(4) and "optional section" not in exercise(4)
+    )
+    assert "Exercise 1 asks for it\nas `dC_index_add`" in exercise(1)
+
+
+def test_the_central_difference_check_and_its_further_exercise_say_the_same():
+    """The optional check accepts a relative error below 1e-5 (or a difference below 1e-8 where the gradient is tiny)
+    against autograd in float64; further exercise 3 and the notebook's text say just that."""
+    ex1 = nbformat.read(SOURCE_DIR / "ex1_atomic_backward.ipynb", as_version=4)
+    helpers = next(c.source for c in ex1.cells if c.id == "optional-helpers")
+    words = next(c.source for c in ex1.cells if c.id == "optional-md-gradcheck")
+    assert '"ok" if error < 1e-5 or abs(numeric - exact) < 1e-8 else "wrong"' in helpers
+    assert "relative error below 1e-5, or a difference below 1e-8 where the gradient is tiny" in helpers
+    assert "with autograd in float64: a right central difference agrees to better than 1e-5" in words
+    fx3 = " ".join(exercise(3).split())
+    assert "Compare with autograd's gradient in `float64`" in fx3 and "agrees to better than 1e-5" in fx3
+    assert "also accepts a difference below 1e-8" in fx3 and "1e-7 or better" not in fx3

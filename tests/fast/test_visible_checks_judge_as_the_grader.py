@@ -9,7 +9,7 @@ gradient above in the graph, never one that merely failed earlier in time.
 import ast
 
 import pytest
-from test_student_notebooks import EX1, HELPERS, release, run_cells, source
+from test_student_notebooks import EX1, EX3, HELPERS, release, run_cells, source
 
 from autograder.authoring import from_engine, shared_cell
 from autograder.authoring.submissions import grade_id, solved
@@ -105,3 +105,67 @@ def test_above_means_upstream_in_the_graph_not_earlier_in_time(ex1_up_to):
     run_cells(namespace, "dcounts_sum = counts_sum", cells["test_dcounts_sum"])  # an upstream one wrong
     again = run_cells(namespace, "dcounts = counts_sum_inv * dprobs", cells["test_dcounts"])
     assert "But dcounts_sum above is not right yet" in again, again
+
+
+@pytest.mark.parametrize(
+    "answer, tick",
+    [
+        ("dC_index_add = torch.zeros_like(C).index_add(0, Xb.view(-1), demb.view(-1, n_embd))", True),
+        ("dC_index_add = torch.zeros_like(C)\ndC_index_add.index_add_(0, Xb.flatten(), demb.flatten(0, 1))", True),
+        (
+            "dC_index_add = torch.zeros_like(C)\nfor i, ix in enumerate(Xb.view(-1).tolist()):\n"
+            "    dC_index_add[ix] += demb.view(-1, n_embd)[i]",
+            False,
+        ),
+        ("dC_index_add = F.one_hot(Xb.view(-1), vocab_size).float().T @ demb.view(-1, n_embd)", False),
+    ],
+    ids=["index_add", "index_add_", "loop", "one_hot"],
+)
+def test_dC_index_add_is_a_tick_only_when_its_code_calls_index_add(ex1_up_to, answer, tick):
+    """The grader reads the answer's code, and so does the check under its cell, with the same function."""
+    run, cells = ex1_up_to
+
+    namespace = run("C")
+    assert run_cells(namespace, cells["answer_dC"], cells["test_dC"]).startswith("✔ dC")
+    out = run_cells(namespace, answer, cells["test_dC_index_add"])
+    if tick:
+        assert out.startswith("✔ dC_index_add: shape (27, 10) ok"), out
+    else:
+        assert out.startswith(
+            "✘ dC_index_add: the values are right, but your code for dC_index_add does not call "
+            "index_add_ (or index_add): this cell asks for dC computed with it"
+        ), out
+
+
+@pytest.fixture(scope="module")
+def ex3_namespace():
+    """Exercise 3's setup with its own seed, outside Jupyter; the solved notebook's cells by grade_id."""
+    nb = source(EX3)
+    namespace = dict(run_setup(tuple(c.source for c in nb.cells if grade_id(c).startswith(SETUP_PREFIX)), 2147483647))
+    return namespace, {grade_id(c): c.source for c in solved(release(EX3), nb).cells}
+
+
+@pytest.mark.parametrize(
+    "answer, shown",
+    [
+        (None, "✔ dhprebn_biased: shape (32, 64) ok"),
+        (  # the atomic chain
+            "dbnraw = bngain * dhpreact_biased\ndbnvar = -0.5 * (bnvar_biased + 1e-5) ** -1.5 * "
+            "(bndiff_biased * dbnraw).sum(0, keepdim=True)\ndbndiff = bnvar_inv_biased * dbnraw + 2 * bndiff_biased "
+            "/ n * dbnvar\ndhprebn_biased = dbndiff - dbndiff.sum(0, keepdim=True) / n",
+            "✔ dhprebn_biased: shape (32, 64) ok",
+        ),
+        (  # Bessel's factor kept from the first answer
+            "dhprebn_biased = bngain * bnvar_inv_biased / n * (n * dhpreact_biased - dhpreact_biased.sum(0) "
+            "- n / (n - 1) * bnraw_biased * (dhpreact_biased * bnraw_biased).sum(0))",
+            "✘ dhprebn_biased: values differ from autograd's",
+        ),
+    ],
+    ids=["fused", "atomic", "bessel-kept"],
+)
+def test_the_check_under_dhprebn_biased_compares_with_the_biased_forward_pass(ex3_namespace, answer, shown):
+    setup, cells = ex3_namespace
+    namespace = {**setup}
+    exec(strip_hidden(HELPERS), namespace)  # the helpers read this copy
+    out = run_cells(namespace, answer or cells["answer_dhprebn_biased"], cells["test_dhprebn_biased"])
+    assert out.startswith(shown), out

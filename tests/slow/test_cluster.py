@@ -132,7 +132,7 @@ def test_the_cluster_grades_as_a_local_run_does_even_when_a_worker_is_killed_mid
     assert run.returncode == 0, err[-4000:]
     assert outcome(root) == reference, out
     assert submissions(f"sqlite:///{root / 'gradebook.db'}") == dict.fromkeys(STUDENTS, 1)
-    assert [float(reference[0][s]["total"]) for s in STUDENTS] == [33, 32, 32.5, 0]
+    assert [float(reference[0][s]["total"]) for s in STUDENTS] == [34, 33, 33.5, 0]
     wait_until(lambda: len(cluster.client.nthreads()) == 2, 180, "the nanny to restart the killed worker")
     assert victim not in cluster.client.nthreads()
 

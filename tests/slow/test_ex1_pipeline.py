@@ -23,11 +23,12 @@ from support.course import ARTIFACTS, ASSIGNMENT
 
 from autograder.authoring.submissions import grade_id
 from autograder.common.links import course_url, repository_url
-from autograder.engine.backward_rules import SHAPE_ONLY_SHARE, STEP_BY_NAME, STEPS
+from autograder.engine.backward_rules import SHAPE_ONLY_SHARE, STEP_BY_NAME, STEPS, WRITTEN_WITH
 
 ALL_STEPS = [s.name for s in STEPS]
-STUDENTS = ["solution", "blank", "m_probs_sign", *RULE_MISTAKES, "alt_b", "alt_c", "m_bnmeani_lecture"]
-STUDENTS += ["m_alias_dhprebn", "c_copy_grad", "k_dies_midway", "later_loop_n"]
+GRADED = [*ALL_STEPS, "C_index_add"]  # each graded cell, test_d<...>: the 26 steps, then dC with index_add_
+STUDENTS = ["solution", "blank", "m_probs_sign", *RULE_MISTAKES, "alt_a", "alt_b", "alt_c", "m_bnmeani_lecture"]
+STUDENTS += ["m_alias_dhprebn", "c_copy_grad", "k_dies_midway", "later_loop_n", "m_index_add_one_hot"]
 
 
 @pytest.fixture(scope="module")
@@ -56,8 +57,9 @@ def lost_steps(course, student):
 
 def test_points_table(graded):
     maximum = graded.max_scores(NB)
-    assert {g: p for g, p in maximum.items() if g.startswith("test_")} == {f"test_d{s.name}": s.points for s in STEPS}
-    assert sum(maximum.values()) == 33
+    steps = {f"test_d{s.name}": s.points for s in STEPS} | {f"test_{w.answer}": w.points for w in WRITTEN_WITH}
+    assert {g: p for g, p in maximum.items() if g.startswith("test_")} == steps
+    assert sum(maximum.values()) == 34
 
 
 def test_solution_gets_full_marks(graded):
@@ -68,11 +70,11 @@ def test_solution_gets_full_marks(graded):
 def test_blank_release_gets_zero_without_crashing(graded):
     assert sum(graded.scores("blank", NB).values()) == 0
     messages = graded.messages("blank", NB)
-    for step in ALL_STEPS:
+    for step in GRADED:
         assert "not answered yet" in messages[f"test_d{step}"], messages[f"test_d{step}"]
 
 
-@pytest.mark.parametrize("student", ["m_probs_sign", *RULE_MISTAKES])
+@pytest.mark.parametrize("student", ["m_probs_sign", *RULE_MISTAKES, "m_index_add_one_hot"])
 def test_a_mistake_costs_exactly_its_own_step_with_a_message_that_names_it(graded, student):
     _, step, words = MISTAKES[student]
     assert lost_steps(graded, student) == [step]
@@ -86,7 +88,7 @@ def test_error_carried_forward_names_the_upstream_gradient(graded):
     assert "✔" in messages["test_dcounts_sum_inv"]
 
 
-@pytest.mark.parametrize("student", ["alt_b", "alt_c"])
+@pytest.mark.parametrize("student", ["alt_a", "alt_b", "alt_c"])
 def test_other_correct_formulas_get_full_marks(graded, student):
     assert lost_steps(graded, student) == [], graded.messages(student, NB)
 
@@ -124,7 +126,7 @@ def test_answers_from_autograd_earn_nothing(graded):
 
 
 def test_a_dead_kernel_keeps_the_points_earned_before_it(graded):
-    assert lost_steps(graded, "k_dies_midway") == sorted(ALL_STEPS[ALL_STEPS.index("h") :])
+    assert lost_steps(graded, "k_dies_midway") == sorted(GRADED[GRADED.index("h") :])
     assert "kernel died" in graded.messages("k_dies_midway", NB)["test_dW2"]
 
 
@@ -132,11 +134,12 @@ def test_hidden_tests_are_not_in_the_release(graded):
     text = (graded.root / "release" / ASSIGNMENT / f"{NB}.ipynb").read_text()
     for secret in ["HIDDEN TESTS", "report(", "start_grading", "grading_seed", "BEGIN SOLUTION", "index_add_(0, Xb"]:
         assert secret not in text
+    assert "index_add(0, Xb" not in text  # dC_index_add's solution
 
 
 def test_feedback_shows_scores_and_messages_but_no_hidden_tests(feedback):
     html = feedback.feedback("m_dlogits_no_max_path", NB).text
-    assert "the path through logit_maxes is missing" in html and "Score: 31.0 / 33.0" in html.replace("  ", " ")
+    assert "the path through logit_maxes is missing" in html and "Score: 32.0 / 34.0" in html.replace("  ", " ")
     pages = sorted((feedback.root / "feedback").glob(f"*/{ASSIGNMENT}/{NB}.html"))
     assert len(pages) == len(list((feedback.root / "submitted").iterdir()))
     for page in pages:  # every student's: hidden code, the reported answers (their MIME type, encoded tensors)
@@ -156,15 +159,15 @@ def test_feedback_shows_scores_and_messages_but_no_hidden_tests(feedback):
 @pytest.mark.parametrize("student", ["solution", "blank", "m_probs_sign", "k_dies_midway", "c_copy_grad"])
 def test_feedback_opens_with_every_step_and_its_reason(feedback, student):
     page = feedback.feedback(student, NB)
-    steps = [f"test_d{s}" for s in ALL_STEPS]  # backward order, no setup cell
-    assert [r.step for r in page.rows] == [f"d{s}" for s in ALL_STEPS]
+    steps = [f"test_d{s}" for s in GRADED]  # backward order, then dC_index_add; no setup cell
+    assert [r.step for r in page.rows] == [f"d{s}" for s in GRADED]
     assert page.table() == feedback.summary_rows(student, NB, steps)
     wrong = [r for r in page.rows if r.mark == "✘"]
     assert page.first_to_fix() == [r.anchor for r in wrong[:1]]  # the most upstream wrong step, and only it
     if wrong:
-        assert page.headline.startswith(f"{26 - len(wrong)} of 26 steps right. Fix first: {wrong[0].step} (0 of ")
+        assert page.headline.startswith(f"{27 - len(wrong)} of 27 steps right. Fix first: {wrong[0].step} (0 of ")
     else:
-        assert page.headline == "All 26 steps are right."
+        assert page.headline == "All 27 steps are right."
     first = {"blank": "dlogprobs", "m_probs_sign": "dprobs", "k_dies_midway": "dh", "c_copy_grad": "dh"}
     assert [r.step for r in wrong[:1]] == ([first[student]] if student in first else [])
 
@@ -180,7 +183,7 @@ def test_feedback_marks_the_mistake_as_the_step_to_fix_first(feedback, student):
 
 def test_feedback_links_go_to_cells_on_the_page_and_to_the_course_online(feedback):
     page = feedback.feedback("m_probs_sign", NB)
-    assert all(f"test_d{s}" in page.anchors for s in ALL_STEPS)
+    assert all(f"test_d{s}" in page.anchors for s in GRADED)
     inside = [link for link in page.links if link.startswith("#")]
     assert inside and all(link[1:] in page.anchors for link in inside), set(inside) - {f"#{a}" for a in page.anchors}
     outside = [link for link in page.links if not link.startswith("#")]
@@ -222,9 +225,9 @@ def test_feedback_first_screen_in_a_browser(feedback, tmp_path):
     finally:
         browser.close()
     screen = json.loads(screen)
-    assert screen["tableBottom"] <= screen["height"], screen  # all 26 steps on the first screen
+    assert screen["tableBottom"] <= screen["height"], screen  # all 27 rows on the first screen
     assert screen["toc"] == "none"  # nbgrader's list of "Test cell" links gives way to the table
-    assert len(screen["rows"]) == 26 and screen["rows"][1].startswith("✘")
+    assert len(screen["rows"]) == 27 and screen["rows"][1].startswith("✘")
     assert "dprobs" in screen["rows"][1] and "fix first" in screen["rows"][1] and "wrong sign" in screen["rows"][1]
     assert screen["first"] == "#test_dprobs"
     assert landed == {anchor: True for anchor in landed}
@@ -241,7 +244,7 @@ def test_autograde_log_is_short_and_names_what_matters(graded):
     assert max(len(line) for line in log.splitlines()) < 400 and not ENCODED.search(log)
     assert "checksum" not in log  # nbgrader's warning for every hidden test it puts back: one line a notebook instead
     assert (
-        log.count(f"{NB}: the hidden tests of 28 locked cells put back (the release leaves them out)") == students - 1
+        log.count(f"{NB}: the hidden tests of 29 locked cells put back (the release leaves them out)") == students - 1
     )
     assert "locked cell test_dprobs was changed in the submission: graded with the course's version" in log
     assert lost_steps(graded, "c_edits_locked_cell") == []
@@ -268,11 +271,11 @@ def test_formgrader_grades_like_the_command_line_with_a_short_log(feedback):
         assert feedback.scores(student, NB) == before[student]
     assert made["success"], made.get("error")
     page = feedback.feedback("m_probs_sign", NB)
-    assert [r.step for r in page.rows if r.first] == ["dprobs"] and len(page.rows) == 26
+    assert [r.step for r in page.rows if r.first] == ["dprobs"] and len(page.rows) == 27
 
 
 def test_export_gives_every_student_a_total(graded):
     graded.nbgrader("export", "--to", str(graded.root / "grades.csv"))
     with open(graded.root / "grades.csv") as f:
         rows = {r["student_id"]: float(r["raw_score"]) for r in csv.DictReader(f) if r["assignment"] == ASSIGNMENT}
-    assert rows["solution"] == 33 and rows["blank"] == 0 and rows["m_probs_sign"] == 32
+    assert rows["solution"] == 34 and rows["blank"] == 0 and rows["m_probs_sign"] == 33

@@ -2,7 +2,9 @@
 
 A few representative students of tests/cases_ex2_ex3.py (every case is graded in process by the fast tier): the
 solution, a blank notebook, two students with one mistake in each graded cell (so that the class stays small),
-one with issue 12's mistakes (a copied loss_fast, BatchNorm without its epsilon), alternative formulas and a cheat.
+one with issue 12's mistakes (a copied loss_fast, BatchNorm without its epsilon), alternative formulas and a cheat;
+Exercise 3's Part 4 (dhprebn_biased) among them: a mistake for each of the three packed students, the fused formula,
+its version with means and the atomic chain.
 """
 
 import pytest
@@ -13,9 +15,16 @@ from autograder.authoring.submissions import solved
 
 # student -> the mistakes it carries, each in its own graded cell
 PACKED = {
-    "m_a": ["loss_sum", "dlogits_no_n", "bn_biased_forward", "dbngain_wrong_axis", "dhprebn_no_bessel"],
-    "m_b": ["dlogits_softmax_dim0", "dbnbias_keepdim", "dhprebn_no_mean_term"],
-    "m_rules": ["loss_copied", "hpreact_no_epsilon", "dhprebn_no_epsilon"],
+    "m_a": [
+        "loss_sum",
+        "dlogits_no_n",
+        "bn_biased_forward",
+        "dbngain_wrong_axis",
+        "dhprebn_no_bessel",
+        "dhprebn_biased_keeps_bessel",
+    ],
+    "m_b": ["dlogits_softmax_dim0", "dbnbias_keepdim", "dhprebn_no_mean_term", "dhprebn_biased_first_tensors"],
+    "m_rules": ["loss_copied", "hpreact_no_epsilon", "dhprebn_no_epsilon", "dhprebn_biased_no_epsilon"],
 }
 ALTERNATIVES = ["alt_a", "alt_c", "alt_d"]
 
@@ -107,6 +116,7 @@ def test_hidden_tests_and_solutions_are_not_in_the_release(graded, notebook):
         "dlogits[range(n), Yb] -= 1",
         "n / (n - 1) * bnraw",
         "hprebn.var(0, keepdim=True, unbiased=True)",
+        "dhprebn_biased = bngain",
     ]:
         assert secret not in text, secret
 
@@ -135,7 +145,7 @@ def test_feedback_opens_with_every_graded_cell_and_the_first_to_fix(feedback, no
         titles
         == {
             NB2: ["loss_fast", "dlogits", "every row of dlogits sums to zero"],
-            NB3: ["hpreact_fast", "dbngain", "dbnbias", "dhprebn"],
+            NB3: ["hpreact_fast", "dbngain", "dbnbias", "dhprebn", "dhprebn_biased"],
         }[notebook]
     )
     assert "../../course/" not in feedback.feedback("solution", notebook).text  # the derivation links work anywhere

@@ -33,7 +33,7 @@ pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewra
 
 NB = "ex1_atomic_backward"
 CONTROLS = ("ada_perfect", "ben_sign")
-FULL = "33"  # Exercise 1's points, as grades.csv writes them
+FULL = "34"  # Exercise 1's points, as grades.csv writes them
 LINKS = """import os
 for name, target in [("solutions.txt", "../../../source/backprop_ninja/ex1_atomic_backward.ipynb"),
                      ("gradebook.txt", "../../../gradebook.db"), ("shadow.txt", "/etc/shadow"),
@@ -46,7 +46,7 @@ for target in ("/etc/shadow", os.environ.get("BACKPROP_NINJA_NAMES", "")):
     except OSError:
         pass
 open("ex2_cross_entropy_backward.ipynb", "w").write('{"cells": [], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}')
-open("ex1_atomic_backward.html", "w").write("<h1>33 / 33</h1>")
+open("ex1_atomic_backward.html", "w").write("<h1>34 / 34</h1>")
 open("timestamp.txt", "w").write("2000-01-01 00:00:00")
 """
 GIGABYTES = """for name in ("one.bin", "two.bin", "three.bin"):
@@ -343,5 +343,5 @@ def test_the_graders_own_work_has_a_time_limit_of_its_own(tmp_path):
     run = run_grade(root, "--quiet", "--workers", "1", "--grader-time-limit", "20", timeout=600)
     rows, found = grades(root), problems(root)
     assert [kind for kind, _ in found["h_stall"]] == ["grader_time_limit"] and not rows["h_stall"]["total"]
-    assert rows["ada_perfect"]["total"] == FULL and rows["ben_sign"]["total"] == "32"
+    assert rows["ada_perfect"]["total"] == FULL and rows["ben_sign"]["total"] == "33"
     assert "grader_time_limit" in run.stdout

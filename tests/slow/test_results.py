@@ -38,7 +38,7 @@ CLASS = {  # student -> (answer cells changed, or None for the blank release; ti
 }
 ROSTER = [  # the course's Canvas gradebook export: everyone but knuthdonald, and Dijkstra, who handed in nothing
     ["Student", "ID", "SIS User ID", "SIS Login ID", "Section", "Backprop Ninja (777)"],
-    ["    Points Possible", "", "", "", "", "33"],
+    ["    Points Possible", "", "", "", "", "34"],
     ["Lovelace, Ada", "1", "s1", "alovelace", "A", ""],
     ["Hopper, Grace", "2", "s2", "ghopper", "A", ""],
     ["Turing, Alan", "3", "s3", "aturing", "A", ""],
@@ -96,19 +96,19 @@ def graded():
 def test_a_late_submission_loses_the_configured_penalty(graded):
     course, before, *_ = graded
     grades = {r["student"]: r for r in rows(course.root / "grades.csv")}
-    assert grades["lovelaceada"]["total"] == "33" and grades["lovelaceada"]["late_penalty"] == ""
+    assert grades["lovelaceada"]["total"] == "34" and grades["lovelaceada"]["late_penalty"] == ""
     late = grades["hoppergrace"]
-    assert (late[NB], late["late_penalty"], late["total"]) == ("33", "3.3", "29.7")  # 10% of 33 for one day
+    assert (late[NB], late["late_penalty"], late["total"]) == ("34", "3.4", "30.6")  # 10% of 34 for one day
     problems = [p for p in json.loads((course.root / "problems.json").read_text()) if p["student"] == "hoppergrace"]
     assert [(p["notebook"], p["problem"]) for p in problems] == [(NB, "late_submission")]
-    assert "3.3 points taken off" in problems[0]["detail"] and "3.0 hours after the due date" in problems[0]["detail"]
+    assert "3.4 points taken off" in problems[0]["detail"] and "3.0 hours after the due date" in problems[0]["detail"]
     feedback = (course.root / "feedback" / "hoppergrace" / ASSIGNMENT / f"{NB}.html").read_text()
-    assert "Late submission penalty (Score: -3.3)" in feedback  # nbgrader's own feedback shows it
+    assert "Late submission penalty (Score: -3.4)" in feedback  # nbgrader's own feedback shows it
     # nbgrader's own export keeps working beside ours, and agrees
     course.nbgrader("export", "--to", str(course.root / "nbgrader_grades.csv"))
     exported = {r["student_id"]: r for r in rows(course.root / "nbgrader_grades.csv")}
-    assert float(exported["hoppergrace"]["late_submission_penalty"]) == pytest.approx(3.3)
-    assert float(exported["hoppergrace"]["score"]) == pytest.approx(29.7)
+    assert float(exported["hoppergrace"]["late_submission_penalty"]) == pytest.approx(3.4)
+    assert float(exported["hoppergrace"]["score"]) == pytest.approx(30.6)
 
 
 def test_each_run_keeps_what_it_changed_and_why(graded):
@@ -118,14 +118,14 @@ def test_each_run_keeps_what_it_changed_and_why(graded):
     assert len(runs) == 2
     first = {r["student"]: r for r in history if r["time"] == runs[0]}
     assert set(first) == set(CLASS) and {r["reason"] for r in first.values()} == {"first grading"}
-    assert first["hoppergrace"]["new_total"] == "29.7" and first["hoppergrace"]["old_total"] == ""
+    assert first["hoppergrace"]["new_total"] == "30.6" and first["hoppergrace"]["old_total"] == ""
     again = [r for r in history if r["time"] == runs[1]]
     assert again == [
         {
             "time": runs[1],
             "student": "babbagecharles",
             "old_total": before["babbagecharles"]["total"],
-            "new_total": "33",
+            "new_total": "34",
             "reason": "new submission",
         }
     ]
@@ -143,7 +143,7 @@ def test_canvas_import_file_matches_grades_csv(graded, tmp_path):
     with open(out, newline="") as f:
         written = list(csv.reader(f))
     assert written[0] == ROSTER[0]  # Canvas's import header, the roster's column for the assignment
-    assert written[1][0].strip() == "Points Possible" and written[1][-1] == "33"
+    assert written[1][0].strip() == "Points Possible" and written[1][-1] == "34"
     grades = {r["student"]: r["total"] for r in rows(course.root / "grades.csv")}
     by_login = {row[3]: row[-1] for row in written[2:]}
     assert by_login == {
@@ -192,7 +192,7 @@ def test_the_class_report_in_a_browser(graded, tmp_path):
     assert all(name in keepdim for name in ["curiemarie", "noetheremmy", "turingalan"])
     assert "1 student: wrong sign" not in text  # babbagecharles fixed it: the report shows the class as it is now
     assert "1 student: transposed" in text and "hoppergrace" in text and "late_submission" in text
-    assert "blankbob (26 steps)" in text and not [r for r in rows if "not answered" in r]  # no misconception
+    assert "blankbob (27 steps)" in text and not [r for r in rows if "not answered" in r]  # no misconception
     assert {link.split("/feedback/")[1].split("/")[0] for link in links} == set(CLASS)
     for link in links:
         assert (course.root / link.split(course.root.as_uri() + "/", 1)[1]).is_file(), link

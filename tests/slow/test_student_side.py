@@ -42,7 +42,7 @@ RELEASE = REPO / "release" / ASSIGNMENT
 OPTIONAL_ANSWERS = {
     EX1: {
         "optional-dC-versions": """
-def dC_loop(demb):
+def dC_by_loop(demb):
     dC = torch.zeros_like(C)
     for k in range(Xb.shape[0]):
         for j in range(Xb.shape[1]):
@@ -50,11 +50,11 @@ def dC_loop(demb):
     return dC
 
 
-def dC_index_add(demb):
+def dC_by_index_add(demb):
     return torch.zeros_like(C).index_add_(0, Xb.view(-1), demb.view(-1, C.shape[1]))
 
 
-def dC_one_hot(demb):
+def dC_by_one_hot(demb):
     return F.one_hot(Xb.view(-1), C.shape[0]).float().T @ demb.view(-1, C.shape[1])
 """,
         "optional-zero-init": """
@@ -80,12 +80,6 @@ def dhpreact_gelu(hpreact, dh):
     cdf = 0.5 * (1 + torch.erf(hpreact / 2**0.5))
     pdf = torch.exp(-hpreact**2 / 2) / (2 * torch.pi) ** 0.5
     return (cdf + hpreact * pdf) * dh
-""",
-    },
-    EX3: {
-        "optional-biased-variance": """
-def dhprebn_biased(dhpreact, bngain, bnraw, bnvar_inv):
-    return bngain * bnvar_inv / n * (n * dhpreact - dhpreact.sum(0) - bnraw * (dhpreact * bnraw).sum(0))
 """,
     },
 }
@@ -182,13 +176,13 @@ def test_running_each_answer_cell_twice_leaves_every_check_unchanged(executed, t
         grade_id(c): outputs_text(c) for c in notebook.cells if grade_id(c).startswith(("test_", "check_"))
     }
     once, twice = checks(executed[EX1]), checks(nb)
-    assert len(once) == 26 + 5 and twice == once
+    assert len(once) == 27 + 5 and twice == once
 
 
 def test_ex1_optional_exercises_check_a_students_answers(executed):
     text = {c.id: outputs_text(c) for c in executed[EX1].cells}
     assert text["optional-check-dC"].startswith("3 of 3 versions match C.grad. Fastest:"), text["optional-check-dC"]
-    assert re.search(r"dC_loop +\| ✔ \(27, 10\) .*\| \d+\.\d{3} +\| 1x", text["optional-check-dC"])
+    assert re.search(r"dC_by_loop +\| ✔ \(27, 10\) .*\| \d+\.\d{3} +\| 1x", text["optional-check-dC"])
     assert text["optional-check-zero-init"].startswith("Found one: this wrong dW2 passes with zero parameters")
     assert "twice the right values" in text["optional-check-zero-init"]
     assert text["optional-check-gradcheck"].startswith("5 of 5 entries of dbnvar: your central difference agrees")
@@ -199,12 +193,11 @@ def test_ex1_optional_exercises_check_a_students_answers(executed):
     assert re.search(r"✔ \| dhpreact, float64, -5 to 5 +\| ✔ \(1001,\) +\| ✔ yes +\| \d\.\de-1[4-7]", gelu), gelu
 
 
-def test_ex3_optional_exercise_checks_a_students_answer(executed):
-    cells = {c.id: c for c in executed[EX3].cells}
-    text = outputs_text(cells["optional-check-biased-variance"])
-    assert text.startswith("Your dhprebn matches autograd with the biased variance."), text
-    assert re.search(r"✔ \| dhprebn, variance / n +\| ✔ \(32, 64\) +\| ✔ yes", text), text
-    assert "text/html" in cells["optional-check-biased-variance"].outputs[0].data
+def test_solved_ex3_ticks_every_graded_cell_the_biased_variance_too(executed):
+    cells = {grade_id(c): c for c in executed[EX3].cells if grade_id(c)}
+    for gid in ("test_dbngain", "test_dbnbias", "test_dhprebn", "test_dhprebn_biased"):
+        assert {o.get("name") for o in cells[gid].outputs} == {"stdout"}, gid  # nothing on stderr: no ✘
+        assert outputs_text(cells[gid]).startswith(f"✔ {gid.removeprefix('test_')}: shape"), outputs_text(cells[gid])
 
 
 # What Colab writes when a student downloads a notebook (File -> Download .ipynb), as measured on

@@ -114,6 +114,45 @@ MISTAKES = {
     "m_probs_nan": ({"answer_dprobs": "dprobs = dlogprobs / (probs - probs)"}, "probs", "NaN"),
 }
 
+# dC asked for again with index_add_ (dC_index_add): each mistake loses that cell alone (dC keeps its points), with
+# its kind. student -> (changes, "C_index_add", words), as MISTAKES; and the kinds.
+ONE_HOT_DC = "F.one_hot(Xb.view(-1), vocab_size).float().T @ demb.view(-1, n_embd)"
+INDEX_ADD_MISTAKES = {
+    "m_index_add_loop": (
+        {
+            "answer_dC_index_add": "dC_index_add = torch.zeros_like(C)\nfor k in range(Xb.shape[0]):\n"
+            "    for j in range(Xb.shape[1]):\n        dC_index_add[Xb[k, j]] += demb[k, j]"
+        },
+        "C_index_add",
+        "dC_index_add does not call index_add_ (or index_add)",
+    ),
+    "m_index_add_one_hot": (
+        {"answer_dC_index_add": f"dC_index_add = {ONE_HOT_DC}"},
+        "C_index_add",
+        "dC_index_add does not call index_add_ (or index_add)",
+    ),
+    "m_index_add_copy": (  # index_copy_ keeps one occurrence of a repeated index
+        {
+            "answer_dC_index_add": "dC_index_add = torch.zeros_like(C).index_copy_(0, Xb.view(-1), "
+            "demb.view(-1, n_embd))"
+        },
+        "C_index_add",
+        "does not add up repeated indices",
+    ),
+    "m_index_add_into_dC": (  # adds into dC itself: twice dC, and dC changed after its check
+        {"answer_dC_index_add": "dC_index_add = dC.index_add_(0, Xb.view(-1), demb.view(-1, n_embd))"},
+        "C_index_add",
+        "twice the right value",
+    ),
+}
+MISTAKES.update(INDEX_ADD_MISTAKES)
+KINDS = {
+    "m_index_add_loop": "not_asked_function",
+    "m_index_add_one_hot": "not_asked_function",
+    "m_index_add_copy": "not_accumulated",
+    "m_index_add_into_dC": "constant_factor",
+}
+
 # student -> the step whose right values come in a shape off by a size-1 dimension: a share of its points
 KEEPDIM = {
     "m_logit_maxes_keepdim": "logit_maxes",
@@ -140,6 +179,9 @@ ALTERNATIVES = {
             "dC = torch.zeros_like(C)\nfor k in range(Xb.shape[0]):\n    for j in range(Xb.shape[1]):\n"
             "        dC[Xb[k, j]] += demb[k, j]"
         ),
+        # the loop for dC, then index_add_ on a tensor of zeros
+        "answer_dC_index_add": "dC_index_add = torch.zeros_like(C)\n"
+        "dC_index_add.index_add_(0, Xb.view(-1), demb.view(-1, n_embd))",
     },
     "alt_b": {
         "answer_dcounts_sum_inv": "dcounts_sum_inv = (dprobs * counts).sum(-1, keepdim=True)",
@@ -151,7 +193,9 @@ ALTERNATIVES = {
         "answer_dhprebn": FUSED_BATCHNORM,
         "answer_dW1": "dW1 = (dhprebn.T @ embcat).T",
         "answer_demb": "demb = dembcat.reshape(n, block_size, n_embd)",
-        "answer_dC": "dC = F.one_hot(Xb.view(-1), vocab_size).float().T @ demb.view(-1, n_embd)",
+        "answer_dC": f"dC = {ONE_HOT_DC}",
+        "answer_dC_index_add": "dC_index_add = torch.index_add(torch.zeros_like(C), 0, Xb.flatten(), "
+        "demb.flatten(0, 1))",
     },
     "alt_c": {
         "answer_dlogit_maxes": "dlogit_maxes = torch.zeros_like(logit_maxes)",  # the exact answer: the max cancels
@@ -258,6 +302,8 @@ ALTERNATIVES.update(
             "answer_dbndiff": "dbndiff = bnvar_inv * dbnraw + 2 * bndiff * dbndiff2",
             "answer_dhprebn": "dhprebn = dbndiff - dbndiff.sum(0, keepdim=True) / n",  # dbnmeani written out
             "answer_dC": "dC = torch.zeros_like(C).index_add(0, Xb.flatten(), demb.flatten(0, 1))",
+            # dC above was computed with index_add: its copy is too (the code that computed it calls index_add)
+            "answer_dC_index_add": "dC_index_add = dC.clone()",
         },
         "alt_e": {
             "answer_dlogits": "dlogits = dnorm_logits + (logits == logit_maxes).float() * dlogit_maxes",

@@ -11,7 +11,7 @@ from autograder.engine.reference import run_setup
 NB2, NB3 = "ex2_cross_entropy_backward", "ex3_batchnorm_backward"
 POINTS = {
     NB2: {"test_loss_fast": 1, "test_dlogits": 4, "test_dlogits_rows": 1},
-    NB3: {"test_hpreact_fast": 2, "test_dbngain": 1, "test_dbnbias": 1, "test_dhprebn": 4},
+    NB3: {"test_hpreact_fast": 2, "test_dbngain": 1, "test_dbnbias": 1, "test_dhprebn": 4, "test_dhprebn_biased": 2},
 }
 
 # mistake -> (notebook, answer cells changed, {graded cell that must lose its points: words its message must contain})
@@ -170,6 +170,68 @@ MISTAKES = {
     ),
 }
 
+# Exercise 3, Part 4: dhprebn for the forward pass whose variance divides by n (setup_biased). mistake -> the kind of
+# its diagnosis, beside the words of MISTAKES.
+BIASED = "(dhpreact_biased * bnraw_biased).sum(0)"
+MISTAKES.update(
+    {
+        "dhprebn_biased_keeps_bessel": (
+            NB3,
+            {
+                "answer_dhprebn_biased": "dhprebn_biased = bngain * bnvar_inv_biased / n * (n * dhpreact_biased "
+                f"- dhpreact_biased.sum(0) - n / (n - 1) * bnraw_biased * {BIASED})"
+            },
+            {"test_dhprebn_biased": "n-1 where this forward pass divides by n"},
+        ),
+        "dhprebn_biased_upside_down": (
+            NB3,
+            {
+                "answer_dhprebn_biased": "dhprebn_biased = bngain * bnvar_inv_biased / n * (n * dhpreact_biased "
+                f"- dhpreact_biased.sum(0) - (n - 1) / n * bnraw_biased * {BIASED})"
+            },
+            {"test_dhprebn_biased": "a factor (n-1)/n on the path through the variance"},
+        ),
+        "dhprebn_biased_copied": (
+            NB3,
+            {"answer_dhprebn_biased": "dhprebn_biased = dhprebn.clone()"},
+            {"test_dhprebn_biased": "computed from the tensors of the first forward pass"},
+        ),
+        "dhprebn_biased_first_tensors": (  # the right constant, with the first forward pass's tensors
+            NB3,
+            {
+                "answer_dhprebn_biased": "dhprebn_biased = bngain * bnvar_inv / n * (n * dhpreact - dhpreact.sum(0) "
+                "- bnraw * (dhpreact * bnraw).sum(0))"
+            },
+            {"test_dhprebn_biased": "computed from the tensors of the first forward pass"},
+        ),
+        "dhprebn_biased_no_mean_term": (
+            NB3,
+            {
+                "answer_dhprebn_biased": "dhprebn_biased = bngain * bnvar_inv_biased / n * (n * dhpreact_biased "
+                f"- bnraw_biased * {BIASED})"
+            },
+            {"test_dhprebn_biased": "dhprebn_biased is missing the path through the mean"},
+        ),
+        "dhprebn_biased_no_epsilon": (
+            NB3,
+            {
+                "answer_dhprebn_biased": "s = bnvar_biased**-0.5\n"
+                "dhprebn_biased = bngain * s / n * (n * dhpreact_biased - dhpreact_biased.sum(0) "
+                f"- bnraw_biased * {BIASED})"
+            },
+            {"test_dhprebn_biased": "dhprebn_biased is missing BatchNorm's epsilon"},
+        ),
+    }
+)
+KINDS = {
+    "dhprebn_biased_keeps_bessel": "bessel",
+    "dhprebn_biased_upside_down": "bessel",
+    "dhprebn_biased_copied": "other_forward_pass",
+    "dhprebn_biased_first_tensors": "other_forward_pass",
+    "dhprebn_biased_no_mean_term": "missing_path",
+    "dhprebn_biased_no_epsilon": "epsilon",
+}
+
 # student -> {notebook: answer cells changed}; every graded cell must keep its points
 ALTERNATIVES = {
     "alt_a": {
@@ -185,6 +247,8 @@ ALTERNATIVES = {
             # written with means instead of sums
             "answer_dhprebn": "dhprebn = bngain * bnvar_inv * (dhpreact - dhpreact.mean(0, keepdim=True) "
             "- bnraw * (dhpreact * bnraw).sum(0, keepdim=True) / (n - 1))",
+            "answer_dhprebn_biased": "dhprebn_biased = bngain * bnvar_inv_biased * (dhpreact_biased "
+            "- dhpreact_biased.mean(0) - bnraw_biased * (dhpreact_biased * bnraw_biased).mean(0))",
         },
     },
     "alt_b": {
@@ -209,6 +273,12 @@ ALTERNATIVES = {
                 "dhprebn = bngain * s / n * (n * dhpreact - dhpreact.sum(0, keepdim=True) "
                 "- n / (n - 1) * xhat * (dhpreact * xhat).sum(0, keepdim=True))"
             ),
+            # from hprebn_biased alone, its variance by torch.var
+            "answer_dhprebn_biased": (
+                "s = torch.rsqrt(hprebn_biased.var(0, keepdim=True, unbiased=False) + 1e-5)\n"
+                "xhat = (hprebn_biased - hprebn_biased.mean(0, keepdim=True)) * s\n"
+                "dy = dhpreact_biased\ndhprebn_biased = bngain * s * (dy - dy.mean(0) - xhat * (dy * xhat).mean(0))"
+            ),
         },
     },
     "alt_c": {
@@ -220,7 +290,16 @@ ALTERNATIVES = {
                 "dbnvar = -0.5 * (bnvar + 1e-5) ** -1.5 * dbnvar_inv\n"
                 "dbndiff += 2 * bndiff * torch.ones_like(bndiff2) / (n - 1) * dbnvar\n"
                 "dhprebn = dbndiff.clone()\ndhprebn += -dbndiff.sum(0, keepdim=True) / n"
-            )
+            ),
+            "answer_dhprebn_biased": (  # the same chain through the biased forward pass: 1/n in dbndiff2
+                "dbnraw = bngain * dhpreact_biased\ndbndiff = bnvar_inv_biased * dbnraw\n"
+                "dbnvar_inv = (bndiff_biased * dbnraw).sum(0, keepdim=True)\n"
+                "dbnvar = -0.5 * (bnvar_biased + 1e-5) ** -1.5 * dbnvar_inv\n"
+                "dbndiff2 = torch.ones_like(bndiff2_biased) / n * dbnvar\n"
+                "dbndiff += 2 * bndiff_biased * dbndiff2\n"
+                "dbnmeani = -dbndiff.sum(0, keepdim=True)\n"
+                "dhprebn_biased = dbndiff + torch.ones_like(hprebn_biased) / n * dbnmeani"
+            ),
         },
     },
 }
@@ -230,11 +309,15 @@ CHEATS = {
     "c_copy_grad": (
         {
             NB2: {"answer_dlogits": "dlogits = logits.grad.clone()"},
-            NB3: {"answer_dbngain": "dbngain = bngain.grad", "answer_dhprebn": "dhprebn = hprebn.grad * 1.0"},
+            NB3: {
+                "answer_dbngain": "dbngain = bngain.grad",
+                "answer_dhprebn": "dhprebn = hprebn.grad * 1.0",
+                "answer_dhprebn_biased": "dhprebn_biased = hprebn_biased.grad.clone()",
+            },
         },
         {
             NB2: {"test_dlogits": "autograd", "test_dlogits_rows": "autograd"},
-            NB3: {"test_dbngain": "autograd", "test_dhprebn": "autograd"},
+            NB3: {"test_dbngain": "autograd", "test_dhprebn": "autograd", "test_dhprebn_biased": "autograd"},
         },
     ),
     "c_hidden_grad": (
@@ -311,6 +394,9 @@ ALTERNATIVES["alt_later_lines"] = {
         "hprebn.var(0, keepdim=True, unbiased=True) + 1e-5) + bnbias\nbnbias = torch.zeros_like(bnbias)",
         "answer_dhprebn": "dhprebn = bngain * bnvar_inv / n * (n * dhpreact - dhpreact.sum(0) - n / (n - 1) * bnraw * "
         "(dhpreact * bnraw).sum(0))\nfor n in range(3):\n    pass",
+        # n is 2 from here on: Part 4's answer, written after it, must do without n
+        "answer_dhprebn_biased": "dhprebn_biased = bngain * bnvar_inv_biased * (dhpreact_biased "
+        "- dhpreact_biased.mean(0) - bnraw_biased * (dhpreact_biased * bnraw_biased).mean(0))",
     }
 }
 

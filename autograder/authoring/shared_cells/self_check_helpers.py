@@ -65,14 +65,15 @@ def _upstream_of(name):
     return found
 
 
-def _rule_problem(name):
-    """The grader's rule probe of d<name>, whose values are right here: your code for it, run again with its upstream
-    gradients replaced by random tensors (the grader's draw), against the step's rule for them. What is wrong, or
-    None when the rule is right or the probe cannot tell (then the values alone count, as in grading)."""
+def _rule_problem(name, answer=None):
+    """The grader's rule probe of d<name> (or `answer`, the variable that holds it), whose values are right here: your
+    code for it, run again with its upstream gradients replaced by random tensors (the grader's draw), against the
+    step's rule for them. What is wrong, or None when the rule is right or the probe cannot tell (then the values
+    alone count, as in grading)."""
     step, history = STEP_BY_NAME.get(name), globals().get("In")
     if step is None or not step.upstream or not history:
         return None
-    answer, names, space = "d" + name, tuple("d" + u for u in step.upstream), globals()
+    answer, names, space = answer or "d" + name, tuple("d" + u for u in step.upstream), globals()
     try:
         shapes = {k: v.shape for k, v in space.items() if isinstance(v, torch.Tensor)}
         pins = pinned_inputs(space, SEED, answer, names, shapes)
@@ -101,6 +102,22 @@ def _rule_problem(name):
     return (f"the values are right on this batch, but not the backward rule: your code for {answer}, run again with "
             f"random {' and '.join(names)} (of the same shapes, as the autograder does), does not give what the "
             f"rule gives for them. The autograder gives no point for this")
+
+
+def _calls_problem(name, answer, function):
+    """Why your code for `answer` (d<name> computed another way) does not call `function` or its in-place twin, read
+    from the cells that ran as the autograder reads them; None when it does, or when this check cannot read them."""
+    step, history = STEP_BY_NAME.get(name), globals().get("In")
+    if step is None or not history:
+        return None
+    try:
+        code = answer_code([str(cell) for cell in history[:-1]], answer, tuple("d" + u for u in step.upstream))
+    except NoAnswerCode as why:
+        return f"the check found no code that computed {answer} ({why}): write `{answer} = ...` in its answer cell"
+    if calls_function(code, function):
+        return None
+    return (f"the values are right, but your code for {answer} does not call {function}_ (or {function}): this cell "
+            f"asks for d{name} computed with it. The autograder gives no point for this")
 
 
 def _shape_hint(got, want, name):
@@ -306,34 +323,37 @@ def _changed_since_check(name):
     return f"d{name} changed after its check: was it modified in place?"
 
 
-def check_answer(name, want=None):
-    """The line under a graded cell: d<name> against autograd's gradient (want, or <name>.grad).
+def check_answer(name, want=None, answer=None, calls=None):
+    """The line under a graded cell: d<name> (or `answer`, the variable that holds it) against autograd's gradient
+    (want, or <name>.grad); with `calls`, the code for it must also call that function, as the autograder reads it.
 
     Printed to stderr when something is wrong, so that nbgrader validate reports it."""
     if want is None:
         want = getattr(globals().get(name), "grad", None)
-    dt = globals().get("d" + name)
+    answer = answer or "d" + name
+    key = answer[1:]  # what this check is remembered as: name, or e.g. C_index_add
+    dt = globals().get(answer)
     row = _compare(name, dt, want)
     if row["status"] == "ok":
-        wrong_rule = _rule_problem(name)
+        wrong_rule = _rule_problem(name, answer) or (calls and _calls_problem(name, answer, calls))
         if wrong_rule:
             row.update(status="wrong", hint=wrong_rule)
-    _answer_checks.pop(name, None)
+    _answer_checks.pop(key, None)
     upstream = _upstream_of(name)  # "above" in the graph, whenever its check ran
     earlier = [k for k, passed in _answer_checks.items() if not passed and k in upstream]
-    _answer_checks[name] = row["status"] == "ok"
-    _at_check[name] = (dt, dt.detach().clone()) if isinstance(dt, torch.Tensor) else (None, None)
-    _told.discard(name)
+    _answer_checks[key] = row["status"] == "ok"
+    _at_check[key] = (dt, dt.detach().clone()) if isinstance(dt, torch.Tensor) else (None, None)
+    _told.discard(key)
     if row["status"] == "ok":
-        print(f"✔ d{name}: shape {row['shape'][2:]} ok, values match autograd's (max difference {row['max difference']})")
+        print(f"✔ {answer}: shape {row['shape'][2:]} ok, values match autograd's (max difference {row['max difference']})")
     elif row["approximate"] == "✘ no":
         problem = f"values differ from autograd's (max difference {row['max difference']}): {row['hint']}"
         if earlier:
             problem += f". But d{earlier[0]} above is not right yet: fix it first, this one may follow from it"
-        print(f"✘ d{name}: {problem}", file=sys.stderr)
+        print(f"✘ {answer}: {problem}", file=sys.stderr)
     else:
-        print(f"✘ d{name}: {row['hint']}", file=sys.stderr)
-    for other in [k for k in _at_check if k != name and k not in _told]:  # what this cell did to earlier answers
+        print(f"✘ {answer}: {row['hint']}", file=sys.stderr)
+    for other in [k for k in _at_check if k != key and k not in _told]:  # what this cell did to earlier answers
         changed = _changed_since_check(other)
         if changed:
             print(f"✘ {changed}", file=sys.stderr)

@@ -89,9 +89,10 @@ def consistent_pins(pins: dict, forward: dict, zero: set) -> dict:
     return consistent
 
 
-def judge_rule(step: Step, report, forward: dict, seed: int) -> Outcome:
-    """The probe of d<step.name>: its code, re-run on random upstream gradients, against the step's rule."""
-    answer = "d" + step.name
+def judge_rule(step: Step, report, forward: dict, seed: int, answer: str = "") -> Outcome:
+    """The probe of d<step.name> (or of ``answer``, the variable that holds it): its code, re-run on random upstream
+    gradients, against the step's rule."""
+    answer = answer or "d" + step.name
     probe, outcome = read_probe(report, answer, {"d" + u for u in step.upstream})
     if outcome:
         return outcome
@@ -145,7 +146,7 @@ def judge_rule(step: Step, report, forward: dict, seed: int) -> Outcome:
     changed = any(consistent[u] is not pins[u] for u in pins)
     if changed and close(result, local_gradient(step, forward, consistent).double(), scale):
         return Outcome("right")
-    why = diagnose(result, expected, step, forward, pins)
+    why = diagnose(result, expected, step, forward, pins, answer)
     return Outcome(
         "wrong",
         Reason(

@@ -15,7 +15,10 @@ from ..operators import OPERATOR_STEPS
 from .snapshots import UNBOUND, Uncopied, evaluated_names, given_back
 
 TIME_LIMIT = 5.0  # seconds a probe may run in the kernel; the answer code of one step takes milliseconds
-GRADIENTS = frozenset("d" + step.name for step in STEPS + FUSED_STEPS + OPERATOR_STEPS)  # in every notebook
+# the names of gradients in every notebook (a fused step's upstream gradient too: Exercise 3's dhpreact_biased)
+GRADIENTS = frozenset(
+    "d" + name for step in STEPS + FUSED_STEPS + OPERATOR_STEPS for name in [step.name, *step.upstream]
+)
 
 
 class NoAnswerCode(Exception):
@@ -124,6 +127,17 @@ def answer_code(cells, answer: str, pins) -> AnswerCode:
         tuple(sorted(further_up)),
         tuple(origin for _, origin in kept),
     )
+
+
+def calls_function(code: AnswerCode, function: str) -> bool:
+    """Whether the statements of ``code`` call ``function`` or its in-place twin: ``x.index_add_(...)``,
+    ``x.index_add(...)``, ``torch.index_add(...)``, ``index_add(...)``."""
+    for node in (sub for statement in code.statements for sub in ast.walk(statement)):
+        if isinstance(node, ast.Call):
+            called = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
+            if called in (function, function + "_"):
+                return True
+    return False
 
 
 def pin_value(seed: int, answer: str, name: str, shape) -> torch.Tensor:
