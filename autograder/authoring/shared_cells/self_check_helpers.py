@@ -100,7 +100,7 @@ def _rule_problem(name, answer=None):
     except Exception:  # the probe cannot tell: the values decide
         return None
     return (f"the values are right on this batch, but not the backward rule: your code for {answer}, run again with "
-            f"random {' and '.join(names)} (of the same shapes, as the autograder does), does not give what the "
+            f"random {', '.join(names)} (of the same shapes, as the autograder does), does not give what the "
             f"rule gives for them. The autograder gives no point for this")
 
 
@@ -234,8 +234,8 @@ def _compare(name, dt, want):
         difference, approximate = _difference(got, want, name)
         zero = getattr(STEP_BY_NAME.get(name), "zero", False) and got.is_floating_point() and not got.any()
         approximate = approximate or zero  # exact zeros are right where the true gradient is zero (b1, logit_maxes)
-        row.update({"exact": "yes" if torch.equal(got, want) else "no", "max difference": f"{difference:.1e}",
-                    "approximate": "✔ yes" if approximate else "✘ no"})
+        row.update({"exact": "✔ yes" if torch.equal(got, want) else "– no", "max difference": f"{difference:.1e}",
+                    "approximate": "✔ yes" if approximate else "✘ no", "close": approximate})
         if got.dtype != want.dtype:
             row["hint"] = f"dtype is {got.dtype}, must be {want.dtype} like {name}"
         elif approximate:
@@ -249,6 +249,9 @@ class CheckTable:
     """Rows of a self-check: an HTML table in Jupyter and Colab, plain text elsewhere."""
 
     COLUMNS = ["gradient", "shape", "exact", "approximate", "max difference", "hint"]
+    # the titles a student reads over the columns, in the words of the notebook (its rows keep their keys)
+    TITLES = "step | gradient | shape | exact | approximate | max difference | hint".split(" | ")
+    HEADINGS = dict(zip(["step", *COLUMNS], TITLES)) if len(TITLES) == len(COLUMNS) + 1 else {}
     MARKS = {"ok": "✔", "wrong": "✘", "todo": "·"}
     COLOURS = {"ok": "#e6f4ea", "wrong": "#fce8e6", "todo": "#f1f3f4"}
 
@@ -270,7 +273,7 @@ class CheckTable:
 
     def __repr__(self):
         lines = [self._cells(i, r) for i, r in enumerate(self.rows, 1)]
-        head = ["step" if self.checklist else ""] + self.columns
+        head = [self.HEADINGS.get(c, c) for c in ["step" if self.checklist else ""] + self.columns]
         widths = [max(len(str(x)) for x in column) for column in zip(head, *lines)]
         fmt = lambda cells: " | ".join(str(x).ljust(w) for x, w in zip(cells, widths)).rstrip()
         return "\n".join([self.summary(), fmt(head)] + [fmt(cells) for cells in lines])
@@ -278,7 +281,8 @@ class CheckTable:
     def _repr_html_(self):
         import html
 
-        head = "".join(f"<th style='text-align:left'>{c}</th>" for c in ["step" if self.checklist else ""] + self.columns)
+        titles = [self.HEADINGS.get(c, c) for c in ["step" if self.checklist else ""] + self.columns]
+        head = "".join(f"<th style='text-align:left'>{html.escape(c)}</th>" for c in titles)
         body = "".join(
             f"<tr style='background:{self.COLOURS[r['status']]}'>"
             + "".join(f"<td style='text-align:left'>{html.escape(str(x))}</td>" for x in self._cells(i, r)) + "</tr>"
@@ -300,6 +304,10 @@ def self_check(*names, checklist=False):
         changed = _changed_since_check(name)
         if changed and row["status"] == "wrong":
             row["hint"] = changed
+        if row["status"] == "ok":  # the rule too, as the line under its graded cell and the autograder judge it
+            wrong_rule = _rule_problem(name)
+            if wrong_rule:
+                row.update(status="wrong", hint=wrong_rule)
         rows.append(row)
     display(CheckTable(rows, checklist))
 
@@ -346,7 +354,7 @@ def check_answer(name, want=None, answer=None, calls=None):
     _told.discard(key)
     if row["status"] == "ok":
         print(f"✔ {answer}: shape {row['shape'][2:]} ok, values match autograd's (max difference {row['max difference']})")
-    elif row["approximate"] == "✘ no":
+    elif row.get("close") is False:
         problem = f"values differ from autograd's (max difference {row['max difference']}): {row['hint']}"
         if earlier:
             problem += f". But d{earlier[0]} above is not right yet: fix it first, this one may follow from it"
