@@ -392,6 +392,32 @@ def check_value(name, want, scale=None):
     print(f"✘ {name}: {problem}", file=sys.stderr)
 
 
+CHINESE_FONTS = ("Noto Sans CJK SC", "Source Han Sans SC", "WenQuanYi Zen Hei", "Microsoft YaHei", "PingFang SC", "SimHei")
+
+
+def plot_fonts():
+    """matplotlib's fonts for labels in any edition's words: DejaVu Sans, then a Chinese font where this machine has
+    one (call it before the plot's labels are made)."""
+    import matplotlib.pyplot as plt
+    from matplotlib import font_manager
+
+    installed = {font.name for font in font_manager.fontManager.ttflist}
+    plt.rcParams["font.family"] = ["DejaVu Sans", *[name for name in CHINESE_FONTS if name in installed][:1]]
+
+
+def show_plot():
+    """plt.show(), and a word when this machine has no font for some characters of the labels (boxes instead)."""
+    import matplotlib.pyplot as plt
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        plt.show()
+    if any("missing from font" in str(w.message) for w in caught):
+        print("This machine has no font for some characters of the labels, so they show as boxes. On Colab, run "
+              "!apt-get -qq install -y fonts-noto-cjk && rm -rf ~/.cache/matplotlib in a cell, then restart the "
+              "session (Runtime menu) and run the notebook again.")
+
+
 GRADING = os.environ.get("NBGRADER_EXECUTION") == "autograde"  # the autograder skips the optional checks
 
 
