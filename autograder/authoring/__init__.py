@@ -2,7 +2,7 @@
 
 notebooks      the generated cells (shared setup, lecture, course links) kept equal to one definition; stable format
 shared_cells/  the setup cells every notebook repeats, each defined once as <grade_id>.py
-graded_cells   Exercise 1's answer and graded test cells, one pair per step, generated from the rules table
+graded_cells   Exercises 1 and 5's answer and graded test cells, one pair per step, generated from their tables
 lecture        the lecture's chapters, and the ``lecture`` cell of every notebook
 course_links   the notebooks' links into course/, absolute (they work on Colab), from the one repository address
 badges         the Colab badge tables of the READMEs, from the one repository address

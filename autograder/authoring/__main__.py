@@ -1,7 +1,7 @@
 """``python -m autograder.authoring``: rewrite everything generated from the English sources, in order.
 
 1. the generated cells of the source and warm-up notebooks: the shared setup cells, the lecture cells, the course
-   links, Exercise 1's graded cells (``graded_cells``);
+   links, Exercises 1 and 5's graded cells (``graded_cells``);
 2. release/, with ``nbgrader generate_assignment``;
 3. course/glossary.md, from the editions' term lists (``glossary``);
 4. the catalogs' templates, merged into every edition's catalog (``catalogs``);

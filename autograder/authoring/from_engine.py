@@ -4,8 +4,9 @@ A release notebook runs alone (Colab has nothing of this repository), yet its vi
 grader does, so that a ✔ under a graded cell means the point. The self-check helpers' definition
 (``shared_cells/self_check_helpers.py``) holds the line ``MARKER``; ``shared_cell`` puts in its place the source of
 the engine functions that find and re-run a step's code on random upstream gradients (``engine.probes``), the
-tolerance (``engine.tolerance``) and, as data, each step's forward line and upstream tensors
-(``engine.backward_rules``). A change in the engine makes the notebooks stale, and the drift test says so.
+tolerance (``engine.tolerance``) and, as data, each step's forward line and upstream tensors, one graph per table
+(``engine.backward_rules``, ``engine.operators``; a notebook names its table in ``STEP_TABLE``, Exercise 1's by
+default). A change in the engine makes the notebooks stale, and the drift test says so.
 """
 
 import ast
@@ -16,10 +17,13 @@ import textwrap
 import zlib
 from pathlib import Path
 
-from ..engine import backward_rules, honesty, tolerance
+from ..engine import backward_rules, honesty, operators, tolerance
 from ..engine.bug_hunt import catalogue, checker
 from ..engine.probes import judge_rule, rerun
 from ..engine.training import reference_runs
+
+# table -> its steps: what a notebook's STEP_TABLE names ("atomic" when it names none)
+TABLES = {"atomic": backward_rules.STEPS, "operators": operators.OPERATOR_STEPS}
 
 MARKER = "# @from-engine: the grader's rule probes and tolerance"
 
@@ -44,10 +48,13 @@ FUNCTIONS = [
 
 
 def _graph() -> str:
-    """Each step of the table as (its forward line, the tensors that consume it, exact zeros right), by name."""
-    rows = [f"    {s.name!r}: ({s.forward!r}, {tuple(s.upstream)!r}, {bool(s.zero)!r})," for s in backward_rules.STEPS]
-    head = "# name -> (forward line, the tensors it feeds, whether exact zeros are right)\n"
-    return head + "GRAPH = {\n" + "\n".join(rows) + "\n}"
+    """Each step of each table as (its forward line, the tensors that consume it, exact zeros right), by name."""
+    tables = []
+    for table, steps in TABLES.items():
+        rows = [f"        {s.name!r}: ({s.forward!r}, {tuple(s.upstream)!r}, {bool(s.zero)!r})," for s in steps]
+        tables.append(f"    {table!r}: {{\n" + "\n".join(rows) + "\n    },")
+    head = "# table -> name -> (forward line, the tensors it feeds, whether exact zeros are right)\n"
+    return head + "GRAPHS = {\n" + "\n".join(tables) + "\n}"
 
 
 def block() -> str:

@@ -33,6 +33,10 @@ PARTS = {
     "ex2_cross_entropy_backward": [(5191, "")],
     "ex3_batchnorm_backward": [(5797, ""), (3917, "its first minutes, on why the variance divides by n - 1")],
     "ex4_manual_training": [(6602, ""), (6864, "")],
+    "ex5_new_operators": [
+        (5797, "Part 3's LayerNorm is the same derivation, over the other axis"),
+        (5191, "the softmax, whose backward pass Part 4's attention head needs"),
+    ],
     "ex6_bug_hunt": [
         (781, "the backward pass your colleague wrote, step by step, in the order of the function you fix"),
         (0, "why to know what a backward pass computes: a wrong one can still train"),
@@ -71,6 +75,10 @@ def lecture_cell(notebook: str) -> str:
         lines.append(
             f"What you build here is the scalar engine of the series' first lecture, [{MICROGRAD_TITLE}]"
             f"({MICROGRAD_VIDEO}). "
+        )
+    elif notebook == "ex5_new_operators":
+        lines.append(
+            "The lecture does none of this notebook's operators: these chapters hold the moves you reuse here. "
         )
     else:
         lines.append("Try each step yourself first, then play that part of the video to compare. ")

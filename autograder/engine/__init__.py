@@ -14,6 +14,8 @@ exposures        which of the grader's inputs exposes which known mistake, and t
 fast_forwards    loss_fast and hpreact_fast: what each block must equal, and its known wrong variants
 value_checks     answers that are not gradients: loss_fast, hpreact_fast, rows of dlogits summing to zero
 training/        Exercise 4: the grader's network, and the verdicts on backward_pass, the training run, the calibration
+operators/       Exercise 5: the table of operators the lecture never did (dropout, GELU, LayerNorm, attention, the skip
+                 connection, ReLU, LeakyReLU), and the inputs that expose their mistakes
 honesty          answers taken from autograd earn nothing
 bug_hunt/        Exercise 6: the colleague's pass and its planted bugs, the fixes, the bugs named, the gradient checker
 exercises        which check grades which cell of which notebook

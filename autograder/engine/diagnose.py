@@ -154,12 +154,24 @@ def diagnose(
             except (RuntimeError, KeyError):
                 continue
             if partial.shape == a.shape and close(a, partial, scale):
+                if len(step.terms) == 2:
+                    return Reason(
+                        "missing_path",
+                        say(
+                            "d{name} has only part of the gradient: {name} is used in two places of the forward pass "
+                            "({used}), and the path through {dropped} is missing. Add its contribution with +=",
+                            name=name,
+                            used=and_list(step.terms),
+                            dropped=dropped,
+                        ),
+                    )
                 return Reason(
                     "missing_path",
                     say(
-                        "d{name} has only part of the gradient: {name} is used in two places of the forward pass "
+                        "d{name} has only part of the gradient: {name} is used in {count} places of the forward pass "
                         "({used}), and the path through {dropped} is missing. Add its contribution with +=",
                         name=name,
+                        count=len(step.terms),
                         used=and_list(step.terms),
                         dropped=dropped,
                     ),

@@ -10,6 +10,7 @@ from .bug_hunt import CHECKS as BUG_HUNT_CHECKS
 from .fast_forwards import FAST_FORWARD_BY_NAME, Value
 from .fused_rules import FUSED_STEP_BY_NAME
 from .judge import judge_gradient, judge_written_with
+from .operators import GIVEN, NOTEBOOK, OPERATOR_STEPS
 from .reference import autograd_gradients, forward_values
 from .training import CHECKS as TRAINING_CHECKS
 from .value_checks import judge_rows_sum_to_zero, judge_value, rows_title
@@ -78,5 +79,20 @@ CHECKS = {
 # Exercise 4: backward_pass's gradients, the training run and the calibration (see training).
 CHECKS["ex4_manual_training"] = TRAINING_CHECKS
 
+# Exercise 5: every operator of its table, in backward order; dhdrop, drelu_out, dleaky_out are given (setup_upstream)
+CHECKS[NOTEBOOK] = {
+    f"test_d{step.name}": gradient_check(step, given=tuple(u for u in step.upstream if u in GIVEN))
+    for step in OPERATOR_STEPS
+}
+
 # Exercise 6: the gradient checker, the bugs named, the fix of each planted bug (see bug_hunt).
 CHECKS["ex6_bug_hunt"] = BUG_HUNT_CHECKS
+
+# the gradient steps of each notebook in backward order, where it is not Exercise 1's (the feedback's table of steps)
+BACKWARD_ORDER = {NOTEBOOK: OPERATOR_STEPS}
+
+
+def steps_in_backward_order(notebook: str) -> list:
+    """The steps whose graded cells a notebook's feedback lists in backward order: its own table's, or Exercise 1's
+    (which Exercises 2 to 4 grade a few of)."""
+    return BACKWARD_ORDER.get(notebook, STEPS)

@@ -95,17 +95,18 @@ def read_row(cell) -> Row:
 
 
 @functools.cache
-def backward_order() -> dict:
-    """The test cell of each gradient step -> its place in the backward pass (the engine's table of steps,
-    imported here: loading nbgrader_config.py, which imports this module, must not import torch)."""
-    from ..engine.backward_rules import STEPS
+def backward_order(notebook: str = "") -> dict:
+    """The test cell of each gradient step of ``notebook`` -> its place in the backward pass (the engine's table of
+    the notebook's steps, imported here: loading nbgrader_config.py, which imports this module, must not import
+    torch)."""
+    from ..engine.exercises import steps_in_backward_order
 
-    return {f"test_d{step.name}": i for i, step in enumerate(STEPS)}
+    return {f"test_d{step.name}": i for i, step in enumerate(steps_in_backward_order(notebook))}
 
 
-def in_backward_order(rows: list) -> list:
+def in_backward_order(rows: list, notebook: str = "") -> list:
     """The gradients sorted into backward order, in the places the notebook gives them; other rows stay."""
-    order = backward_order()
+    order = backward_order(notebook)
     places = [i for i, row in enumerate(rows) if row.grade_id in order]
     gradients = sorted((rows[i] for i in places), key=lambda row: order[row.grade_id])
     ordered = list(rows)
@@ -224,7 +225,8 @@ class SummarizeSteps(Preprocessor):
 
     def preprocess(self, nb, resources):
         rows = in_backward_order(
-            [read_row(c) for c in nb.cells if utils.is_grade(c) and float(c.metadata.nbgrader.get("points") or 0) > 0]
+            [read_row(c) for c in nb.cells if utils.is_grade(c) and float(c.metadata.nbgrader.get("points") or 0) > 0],
+            resources.get("nbgrader", {}).get("notebook", ""),
         )
         if not rows:
             return nb, resources

@@ -35,9 +35,10 @@ def verdict(title: str, got: float, most: float, *reasons: str) -> Verdict:
     return Verdict(title, got, most, list(reasons))
 
 
-def summarize(cells, late_penalty=0.0):
+def summarize(cells, late_penalty=0.0, notebook=None):
     nb = new_notebook(cells=cells)
-    nb, resources = SummarizeSteps().preprocess(nb, {"nbgrader": {"late_penalty": late_penalty}})
+    resources = {"nbgrader": {"late_penalty": late_penalty, **({"notebook": notebook} if notebook else {})}}
+    nb, resources = SummarizeSteps().preprocess(nb, resources)
     return nb, resources
 
 
@@ -84,6 +85,30 @@ def test_steps_in_backward_order_with_the_most_upstream_wrong_one_first_to_fix()
     assert page.rows[2].reasons == ["keepdim dropped", "(score set by your instructor)"]
     assert "<script" not in summary.source and "&lt;script&gt;" in summary.source
     assert "#toc { display: none; }" in resources["inlining"]["css"][-1]  # nbgrader's "Test cell" list gives way
+
+
+def test_exercise_5_is_ordered_by_its_own_table():
+    """Its demb is not Exercise 1's (the embedding there comes last but one): its table puts the skip connection after
+    the attention head, and Part 6's own networks last; the most upstream wrong step is the one to fix."""
+    cells = [
+        graded_cell("test_drelu_in", 1, 1, verdict("drelu_in", 1, 1, "correct")),
+        graded_cell("test_demb", 3, 0, verdict("demb", 0, 3, "demb is missing the skip connection's gradient")),
+        graded_cell(
+            "test_dscores", 3, 0, verdict("dscores", 0, 3, "dscores takes the softmax's sum over the other axis")
+        ),
+        graded_cell("test_dhln", 2, 2, verdict("dhln", 2, 2, "correct")),
+    ]
+    nb, _ = summarize(cells, notebook="ex5_new_operators")
+    page = FeedbackPage(clean_html(nb.cells[0].source))
+    assert [r.step for r in page.rows] == ["dhln", "dscores", "demb", "drelu_in"]
+    assert page.first_to_fix() == ["test_dscores"]
+    nb, _ = summarize(cells)  # read with Exercise 1's table, only demb has a place: nothing moves
+    assert [r.step for r in FeedbackPage(clean_html(nb.cells[0].source)).rows] == [
+        "drelu_in",
+        "demb",
+        "dscores",
+        "dhln",
+    ]
 
 
 def test_one_reason_for_several_wrong_steps_is_named_in_the_headline():

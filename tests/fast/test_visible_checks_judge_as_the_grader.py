@@ -16,6 +16,7 @@ from autograder.authoring.submissions import grade_id, solved
 from autograder.common.naming import SETUP_PREFIX
 from autograder.engine import tolerance
 from autograder.engine.backward_rules import STEPS
+from autograder.engine.operators import OPERATOR_STEPS
 from autograder.engine.probes import judge_rule, rerun
 from autograder.engine.reference import run_setup, strip_hidden
 from autograder.engine.training.reference_runs import LOSS_TOLERANCE
@@ -31,7 +32,8 @@ def test_the_helper_cell_holds_the_engines_code_not_a_copy():
     namespace = {"torch": __import__("torch")}  # the notebook's setup imports it
     exec(strip_hidden(cell).split("class Step:")[0], namespace)
     assert namespace["RTOL"] == tolerance.RTOL and namespace["LOSS_TOLERANCE"] == LOSS_TOLERANCE
-    assert list(namespace["GRAPH"]) == [s.name for s in STEPS]
+    assert list(namespace["GRAPHS"]["atomic"]) == [s.name for s in STEPS]
+    assert list(namespace["GRAPHS"]["operators"]) == [s.name for s in OPERATOR_STEPS]  # Exercise 5's (STEP_TABLE)
 
 
 @pytest.fixture(scope="module")

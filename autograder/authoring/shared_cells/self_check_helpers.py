@@ -18,6 +18,7 @@ class Step:
         self.name, self.forward, self.upstream, self.zero = name, forward, list(upstream), zero
 
 
+GRAPH = GRAPHS[globals().get("STEP_TABLE", "atomic")]  # this notebook's table of steps
 STEP_BY_NAME = {name: Step(name, *row) for name, row in GRAPH.items()}
 TOLERANCE = RTOL  # relative to the size of the gradient (rounding noise is far below): the grader's
 
@@ -30,7 +31,7 @@ def local_gradient(step, forward, upstream):
         if consumer not in upstream:
             continue
         x = forward[step.name].detach().clone().requires_grad_(True)
-        local = {**forward, "torch": torch, step.name: x}
+        local = {**forward, "torch": torch, "F": torch.nn.functional, step.name: x}
         with torch.enable_grad():
             exec(compile(ast.Module([statement], []), "<the backward rule>", "exec"), local)
             out = local[consumer]

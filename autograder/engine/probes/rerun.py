@@ -11,11 +11,14 @@ import torch
 from ..backward_rules import STEPS
 from ..fused_rules import FUSED_STEPS
 from ..honesty import assigned_names
+from ..operators import OPERATOR_STEPS
 from .snapshots import UNBOUND, Uncopied, evaluated_names, given_back
 
 TIME_LIMIT = 5.0  # seconds a probe may run in the kernel; the answer code of one step takes milliseconds
 # the names of gradients in every notebook (a fused step's upstream gradient too: Exercise 3's dhpreact_biased)
-GRADIENTS = frozenset("d" + name for step in STEPS + FUSED_STEPS for name in [step.name, *step.upstream])
+GRADIENTS = frozenset(
+    "d" + name for step in STEPS + FUSED_STEPS + OPERATOR_STEPS for name in [step.name, *step.upstream]
+)
 
 
 class NoAnswerCode(Exception):

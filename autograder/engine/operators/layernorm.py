@@ -1,0 +1,95 @@
+"""Exercise 5's LayerNorm: each example normalised over its own features (dimension 1), with a gain and a bias, and the
+first layer back to the residual stream. Steps like Exercise 3's, over the other axis; their mistakes name the
+habits that Exercise 3 leaves (the batch's axis, Bessel's n/(n-1))."""
+
+from ...common.diagnoses import Reason
+from ...common.words import say
+from ..backward_rules import Step
+
+
+def _dhpreln(f, d, dim=1, bessel=1.0, mean_term=1.0, variance_term=1.0, gain=True):
+    """LayerNorm's backward pass in one expression, from lnvar_inv and lnraw; the keywords make its known variants.
+
+    ``dim``: the axis the sums run over (and whose size divides), 1 for LayerNorm, 0 for BatchNorm's habit."""
+    s, xhat = f["lnvar_inv"], f["lnraw"]
+    dy = d["hln"] * (f["lngain"] if gain else 1.0)
+    count = xhat.shape[dim]
+    return (s / count) * (
+        count * dy
+        - mean_term * dy.sum(dim, keepdim=True)
+        - variance_term * bessel * xhat * (dy * xhat).sum(dim, keepdim=True)
+    )
+
+
+def _features(f):
+    return f["lnraw"].shape[1]
+
+
+LAYERNORM_FORWARD = (
+    "hln = lngain * (hpreln - hpreln.mean(1, keepdim=True)) "
+    "* (hpreln.var(1, keepdim=True, unbiased=False) + 1e-5)**-0.5 + lnbias"
+)
+
+LAYERNORM_GAIN = Step(
+    "lngain", "hln = lngain * lnraw + lnbias", {"hln": lambda f, d: (f["lnraw"] * d["hln"]).sum(0, keepdim=True)}, 1
+)
+LAYERNORM_BIAS = Step("lnbias", "hln = lngain * lnraw + lnbias", {"hln": lambda f, d: d["hln"].sum(0, keepdim=True)}, 1)
+
+LAYERNORM = Step(
+    "hpreln",
+    LAYERNORM_FORWARD,
+    {"hln": _dhpreln},
+    4,
+    mistakes={
+        Reason(
+            "wrong_dimension",
+            say(
+                "dhpreln is BatchNorm's backward pass, over the batch (dimension 0): LayerNorm normalises each example "
+                "over its own features (dimension 1), so the sums, and what they are divided by, run over the features"
+            ),
+        ): (
+            lambda f, d: _dhpreln(f, d, dim=0),
+            lambda f, d: _dhpreln(f, d, dim=0, bessel=f["lnraw"].shape[0] / (f["lnraw"].shape[0] - 1)),
+        ),
+        Reason(
+            "bessel",
+            say(
+                "dhpreln has Exercise 3's factor n/(n-1) on the path through the variance: LayerNorm's variance here "
+                "divides by the number of features (unbiased=False, as nn.LayerNorm does), like its mean, so that "
+                "factor is 1"
+            ),
+        ): lambda f, d: _dhpreln(f, d, bessel=_features(f) / (_features(f) - 1)),
+        Reason(
+            "missing_path",
+            say(
+                "dhpreln is missing the path through the mean: every feature of an example moves that example's "
+                "mean, which is subtracted from all of its features"
+            ),
+        ): lambda f, d: _dhpreln(f, d, mean_term=0.0),
+        Reason(
+            "missing_path",
+            say(
+                "dhpreln is missing the path through the variance: every feature of an example moves that example's "
+                "variance, which scales all of its features"
+            ),
+        ): lambda f, d: _dhpreln(f, d, variance_term=0.0),
+        Reason(
+            "missing_path",
+            say(
+                "dhpreln has only the direct path through the normalised value: an example's mean and variance are "
+                "computed from all of its features, so each adds a path of its own"
+            ),
+        ): lambda f, d: _dhpreln(f, d, mean_term=0.0, variance_term=0.0),
+        Reason(
+            "missing_factor",
+            say("dhpreln is missing lngain: the normalised value is multiplied by lngain before it becomes hln"),
+        ): lambda f, d: _dhpreln(f, d, gain=False),
+    },
+)
+
+FIRST_LAYER = Step(
+    "x",
+    "hpreln = x.view(n, -1) @ W1 + b1",
+    {"hpreln": lambda f, d: (d["hpreln"] @ f["W1"].T).view(f["x"].shape)},
+    1,
+)

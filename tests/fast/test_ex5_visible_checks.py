@@ -1,0 +1,73 @@
+"""Exercise 5's visible checks judge as the grader: a ✔ under a graded cell means the point.
+
+The notebook's own batch, the self-check helpers (with the engine's rule probe and tolerance, and Exercise 5's table
+of steps, STEP_TABLE), the course's answers and every case of tests/support/cases_ex5.py, run cell by cell outside
+Jupyter as test_visible_checks_judge_as_the_grader.py runs Exercise 1.
+"""
+
+import pytest
+from support.cases_ex5 import ALTERNATIVES, MISTAKES, NB5
+from test_student_notebooks import HELPERS, release, run_cells, source
+
+from autograder.authoring.submissions import grade_id, solved
+from autograder.common.naming import SETUP_PREFIX
+from autograder.engine.operators import OPERATOR_STEPS
+from autograder.engine.reference import run_setup, strip_hidden
+
+NAMES = [s.name for s in OPERATOR_STEPS]
+
+
+@pytest.fixture(scope="module")
+def notebook():
+    """run(changes, stop=None): the notebook's answer and graded cells with ``changes``, from Part 1 up to (not
+    including) step ``stop``; returns what each graded cell printed, by step, and the namespace."""
+    setup = tuple(c.source for c in source(NB5).cells if grade_id(c).startswith(SETUP_PREFIX))
+    base = dict(run_setup(setup, 2147483647))  # the notebook's own SEED
+
+    def run(changes=None, stop=None):
+        cells = {grade_id(c): c.source for c in solved(release(NB5), source(NB5), changes).cells}
+        namespace = {**base}
+        exec(strip_hidden(HELPERS), namespace)
+        printed = {}
+        for name in NAMES[: NAMES.index(stop) if stop else None]:
+            printed[name] = run_cells(namespace, cells[f"answer_d{name}"], cells[f"test_d{name}"])
+        return printed, namespace, cells
+
+    return run
+
+
+def test_the_course_answers_are_ticked_and_the_checklist_is_complete(notebook):
+    printed, namespace, cells = notebook()
+    for name, out in printed.items():
+        assert out.startswith(f"✔ d{name}: shape") and out.count("\n") == 1, out
+    assert "All 15 gradients match autograd." in run_cells(namespace, cells["check_all"])
+
+
+@pytest.mark.parametrize("mistake", MISTAKES)
+def test_every_known_mistake_is_a_cross_under_its_cell(notebook, mistake):
+    changes, expected = MISTAKES[mistake]
+    printed, _, _ = notebook(changes)
+    for cell in expected:
+        name = cell.removeprefix("test_d")
+        assert printed[name].startswith(f"✘ d{name}"), printed[name]
+
+
+def test_a_rule_right_only_on_this_batch_is_named_under_its_cell(notebook):
+    printed, _, _ = notebook(MISTAKES["dropout_for_small_gradients_only"][0])
+    assert printed["hgelu"].startswith("✘ dhgelu: the values are right on this batch, but not the backward rule")
+
+
+@pytest.mark.parametrize("student", ALTERNATIVES)
+def test_other_correct_formulas_are_ticked(notebook, student):
+    printed, _, _ = notebook(ALTERNATIVES[student])
+    assert [name for name, out in printed.items() if not out.startswith("✔")] == [], printed
+
+
+def test_above_follows_the_graph(notebook):
+    """A wrong dropout step is named under GELU's (its upstream); a wrong ReLU step, in its own network, is not
+    named under LeakyReLU's."""
+    printed, namespace, cells = notebook(MISTAKES["dropout_not_rescaled"][0], stop="lngain")
+    assert "But dhgelu above is not right yet" in printed["hln"], printed["hln"]
+    out = run_cells(namespace, "drelu_in = drelu_out.clone()", cells["test_drelu_in"])
+    out += run_cells(namespace, "dleaky_in = dleaky_out.clone()", cells["test_dleaky_in"])
+    assert out.count("✘") == 2 and "above" not in out, out

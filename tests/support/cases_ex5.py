@@ -1,0 +1,230 @@
+"""Exercise 5's known students: for every step a mistake that loses exactly that step (with the kind that names it),
+two correct alternatives that keep every point, answers taken from autograd, pasted values, a blank notebook.
+
+One table, graded two ways: every case in process (tests/fast/test_ex5_in_process.py), and a few representative ones
+through the real nbgrader pipeline (tests/slow/test_ex5_pipeline.py).
+"""
+
+from autograder.authoring.submissions import grade_id, solved
+from autograder.common.naming import SETUP_PREFIX
+from autograder.engine.operators import NOTEBOOK, OPERATOR_STEPS
+from autograder.engine.reference import run_setup
+
+NB5 = NOTEBOOK
+POINTS = {f"test_d{step.name}": step.points for step in OPERATOR_STEPS}
+
+# mistake -> (answer cells changed, {graded cell that must lose its points: (the diagnosis kind, words of its message)})
+MISTAKES = {
+    # Part 1: dropout
+    "dropout_not_rescaled": (
+        {"answer_dhgelu": "dhgelu = dhdrop * drop_mask"},
+        {"test_dhgelu": ("dropout_mask", "masked but not rescaled")},
+    ),
+    "dropout_not_masked": (
+        {"answer_dhgelu": "dhgelu = dhdrop / (1 - drop_p)"},
+        {"test_dhgelu": ("dropout_mask", "is not masked")},
+    ),
+    # right on the batch (its dhdrop is small), not for every dhdrop: the rule probe's random one shows it
+    "dropout_for_small_gradients_only": (
+        {"answer_dhgelu": "dhgelu = torch.where(dhdrop.abs() < 1, dhdrop * drop_mask / (1 - drop_p), 0.0)"},
+        {"test_dhgelu": ("wrong_values", "has the right values on this batch, but not its backward rule")},
+    ),
+    # Part 2: GELU
+    "gelu_without_x_phi": (
+        {"answer_dhln": "dhln = dhgelu * 0.5 * (1 + torch.erf(hln / 2**0.5))"},
+        {"test_dhln": ("product_rule", "missing the x·φ(x) term")},
+    ),
+    "gelu_density_unnormalised": (
+        {"answer_dhln": "dhln = dhgelu * (0.5 * (1 + torch.erf(hln / 2**0.5)) + hln * torch.exp(-hln**2 / 2))"},
+        {"test_dhln": ("missing_factor", "1/√(2π)")},
+    ),
+    "gelu_tanh_approximation": (
+        {
+            "answer_dhln": "u = (2 / torch.pi) ** 0.5 * (hln + 0.044715 * hln**3)\nt = torch.tanh(u)\n"
+            "dhln = dhgelu * (0.5 * (1 + t) + 0.5 * hln * (1 - t**2) * (2 / torch.pi) ** 0.5 "
+            "* (1 + 3 * 0.044715 * hln**2))"
+        },
+        {"test_dhln": ("approximation", "tanh approximation")},
+    ),
+    # Part 3: LayerNorm
+    "lngain_wrong_axis": (
+        {"answer_dlngain": "dlngain = (lnraw * dhln).sum(1, keepdim=True)"},
+        {"test_dlngain": ("wrong_dimension", "summed over dimension 1 instead of dimension 0")},
+    ),
+    "lnbias_keepdim": ({"answer_dlnbias": "dlnbias = dhln.sum(0)"}, {"test_dlnbias": ("keepdim", "keepdim=True")}),
+    "layernorm_over_the_batch": (
+        {
+            "answer_dhpreln": "dhpreln = lngain * lnvar_inv / n * (n * dhln - dhln.sum(0) "
+            "- n / (n - 1) * lnraw * (dhln * lnraw).sum(0))"
+        },
+        {"test_dhpreln": ("wrong_dimension", "BatchNorm's backward pass")},
+    ),
+    "layernorm_bessel": (
+        {
+            "answer_dhpreln": "D = n_hidden\ndy = lngain * dhln\n"
+            "dhpreln = lnvar_inv / D * (D * dy - dy.sum(1, keepdim=True) "
+            "- D / (D - 1) * lnraw * (dy * lnraw).sum(1, keepdim=True))"
+        },
+        {"test_dhpreln": ("bessel", "n/(n-1)")},
+    ),
+    "layernorm_no_mean_path": (
+        {
+            "answer_dhpreln": "dy = lngain * dhln\n"
+            "dhpreln = lnvar_inv * (dy - lnraw * (dy * lnraw).mean(1, keepdim=True))"
+        },
+        {"test_dhpreln": ("missing_path", "path through the mean")},
+    ),
+    "layernorm_no_gain": (
+        {
+            "answer_dhpreln": "dhpreln = lnvar_inv * (dhln - dhln.mean(1, keepdim=True) "
+            "- lnraw * (dhln * lnraw).mean(1, keepdim=True))"
+        },
+        {"test_dhpreln": ("missing_factor", "missing lngain")},
+    ),
+    "dx_averaged": (
+        {"answer_dx": "dx = (dhpreln @ W1.T).view(x.shape) / n"},
+        {"test_dx": ("batch_size", "32 times too small")},
+    ),
+    # Part 4: the attention head
+    "datt_out_split": (
+        {"answer_datt_out": "datt_out = 0.5 * dx"},
+        {"test_datt_out": ("skip_connection", "half of dx")},
+    ),
+    "datt_transposed": (
+        {"answer_datt": "datt = v @ datt_out.transpose(1, 2)"},
+        {"test_datt": ("transposed", "transposed in its last two dimensions")},
+    ),
+    "dv_not_transposed": (
+        {"answer_dv": "dv = att @ datt_out"},
+        {"test_dv": ("transposed", "dv multiplies by att without transposing it")},
+    ),
+    "softmax_other_axis": (
+        {"answer_dscores": "dscores = att * (datt - (datt * att).sum(1, keepdim=True))"},
+        {"test_dscores": ("wrong_dimension", "sum over the other axis")},
+    ),
+    "softmax_no_normalisation": (
+        {"answer_dscores": "dscores = att * datt"},
+        {"test_dscores": ("missing_path", "softmax's normalisation")},
+    ),
+    "dq_no_scale": ({"answer_dq": "dq = dscores @ k"}, {"test_dq": ("attention_scale", "missing the scores' 1/√")}),
+    "dk_by_head_size": (
+        {"answer_dk": "dk = dscores.transpose(1, 2) @ q / head_size"},
+        {"test_dk": ("attention_scale", "divides by head_size where")},
+    ),
+    "dk_not_transposed": (
+        {"answer_dk": "dk = dscores @ q / head_size**0.5"},
+        {"test_dk": ("transposed", "without transposing")},
+    ),
+    # Part 5: the skip connection
+    "skip_gradient_lost": (
+        {"answer_demb": "demb = dq @ Wq.T\ndemb += dk @ Wk.T\ndemb += dv @ Wv.T"},
+        {"test_demb": ("skip_connection", "missing the skip connection's gradient")},
+    ),
+    "demb_without_values": (
+        {"answer_demb": "demb = dx.clone()\ndemb += dq @ Wq.T\ndemb += dk @ Wk.T"},
+        {"test_demb": ("missing_path", "the path through v is missing")},
+    ),
+    # Part 6: ReLU and LeakyReLU
+    "relu_passed_below_zero": (
+        {"answer_drelu_in": "drelu_in = drelu_out.clone()"},
+        {"test_drelu_in": ("activation_mask", "where relu_in < 0 too")},
+    ),
+    "relu_kink": (
+        {"answer_drelu_in": "drelu_in = (relu_in >= 0) * drelu_out"},
+        {"test_drelu_in": ("activation_mask", "exactly 0")},
+    ),
+    "leaky_as_relu": (
+        {"answer_dleaky_in": "dleaky_in = (leaky_in > 0) * dleaky_out"},
+        {"test_dleaky_in": ("activation_mask", "ReLU's gradient")},
+    ),
+    "leaky_kink": (
+        {"answer_dleaky_in": "dleaky_in = torch.where(leaky_in >= 0, dleaky_out, 0.1 * dleaky_out)"},
+        {"test_dleaky_in": ("activation_mask", "exactly 0")},
+    ),
+}
+
+# student -> answer cells changed; every graded cell must keep its points
+ALTERNATIVES = {
+    "alt_a": {
+        "answer_dhgelu": "dhgelu = dhdrop * (hdrop != 0) / (1 - drop_p)",  # the mask read off dropout's output
+        "answer_dhln": "dhln = dhgelu * (torch.special.ndtr(hln) + hln * torch.exp(-0.5 * hln**2) "
+        "/ (2 * torch.pi) ** 0.5)",
+        "answer_dlngain": "dlngain = torch.einsum('ij,ij->j', lnraw, dhln)[None]",
+        "answer_dlnbias": "dlnbias = dhln.sum(0).view(1, -1)",
+        "answer_dhpreln": (  # from hpreln alone, with torch's biased variance
+            "xc = hpreln - hpreln.mean(1, keepdim=True)\n"
+            "s = (hpreln.var(1, keepdim=True, unbiased=False) + 1e-5) ** -0.5\nxhat = xc * s\ng = lngain * dhln\n"
+            "dhpreln = s * (g - g.mean(1, keepdim=True) - xhat * (g * xhat).mean(1, keepdim=True))"
+        ),
+        "answer_dx": "dx = torch.einsum('nh,ih->ni', dhpreln, W1).view(n, 3, n_embd)",
+        "answer_datt_out": "datt_out = dx * 1.0",
+        "answer_datt": "datt = torch.einsum('bid,bjd->bij', datt_out, v)",
+        "answer_dv": "dv = torch.einsum('bij,bid->bjd', att, datt_out)",
+        "answer_dscores": (  # through the softmax's Jacobian: J[b, i, j, k] = d att[b, i, j] / d scores[b, i, k]
+            "J = torch.diag_embed(att) - att.unsqueeze(3) * att.unsqueeze(2)\n"
+            "dscores = torch.einsum('bij,bijk->bik', datt, J)"
+        ),
+        "answer_dq": "dq = torch.einsum('bij,bjd->bid', dscores, k) * head_size**-0.5",
+        "answer_dk": "dk = torch.einsum('bij,bid->bjd', dscores, q) / head_size**0.5",
+        "answer_demb": "demb = dx + dq @ Wq.T + dk @ Wk.T + dv @ Wv.T",
+        "answer_drelu_in": "drelu_in = torch.where(relu_in > 0, drelu_out, torch.zeros_like(drelu_out))",
+        "answer_dleaky_in": "dleaky_in = dleaky_out * ((leaky_in > 0).float() + 0.1 * (leaky_in <= 0).float())",
+    },
+    "alt_b": {
+        "answer_dhgelu": "dhgelu = torch.where(drop_mask.bool(), dhdrop / (1 - drop_p), torch.zeros_like(dhdrop))",
+        "answer_dhln": (  # 0.5 * (1 + erf(x/√2)), differentiated through erf
+            "z = hln / 2**0.5\nPhi = 0.5 * (1 + torch.erf(z))\n"
+            "dPhi = 0.5 * 2 / torch.pi**0.5 * torch.exp(-(z**2)) / 2**0.5\ndhln = dhgelu * (Phi + hln * dPhi)"
+        ),
+        "answer_dlngain": "dlngain = ((hln - lnbias) / lngain * dhln).sum(0, keepdim=True)",
+        "answer_dlnbias": "dlnbias = torch.ones(1, n) @ dhln",
+        "answer_dhpreln": (  # the atomic chain of Exercise 1's BatchNorm, along dimension 1
+            "dlnraw = lngain * dhln\nlndiff = hpreln - lnmean\n"
+            "dlnvar_inv = (lndiff * dlnraw).sum(1, keepdim=True)\n"
+            "dlnvar = -0.5 * (lnvar + 1e-5) ** -1.5 * dlnvar_inv\n"
+            "dlndiff = lnvar_inv * dlnraw + 2 * lndiff / n_hidden * dlnvar\n"
+            "dhpreln = dlndiff.clone()\ndhpreln += -dlndiff.sum(1, keepdim=True) / n_hidden"
+        ),
+        "answer_dx": "dx = (dhpreln @ W1.T).view(-1, block_size, n_embd)",
+        "answer_datt_out": "datt_out = dx + 0",
+        "answer_datt": "datt = datt_out @ v.permute(0, 2, 1)",
+        "answer_dv": "dv = att.permute(0, 2, 1) @ datt_out",
+        "answer_dscores": "dscores = att * datt - att * (att * datt).sum(-1, keepdim=True)",
+        "answer_dq": "dq = dscores @ k * head_size**-0.5",
+        "answer_dk": "dk = (q.transpose(1, 2) @ dscores).transpose(1, 2) / head_size**0.5",
+        "answer_demb": "demb = dv @ Wv.T\ndemb += dx\ndemb += dk @ Wk.T + dq @ Wq.T",
+        "answer_drelu_in": "drelu_in = drelu_out * (relu_out > 0)",
+        "answer_dleaky_in": "dleaky_in = dleaky_out.clone()\ndleaky_in[leaky_in <= 0] *= 0.1",
+    },
+}
+
+# student -> (answer cells changed, {graded cell that must earn nothing: words})
+CHEATS = {
+    "c_copy_grad": (
+        {
+            "answer_dhln": "dhln = hln.grad.clone()",
+            "answer_dscores": "dscores = scores.grad * 1.0",
+            "answer_demb": "demb = emb.grad",
+        },
+        {"test_dhln": "autograd", "test_dscores": "autograd", "test_demb": "autograd"},
+    ),
+    "c_hidden_grad": (
+        {"answer_dhpreln": "import operator\ndhpreln = operator.attrgetter('g' + 'rad')(hpreln)"},
+        {"test_dhpreln": "hpreln.grad"},
+    ),
+}
+
+
+def submissions(release, source) -> dict:
+    """student -> notebook: the solution, a blank one, every case above, and values pasted from the notebook's run."""
+    class_ = {"solution": solved(release, source), "blank": release}
+    for mistake, (changes, _) in MISTAKES.items():
+        class_[mistake] = solved(release, source, changes)
+    for student, changes in ALTERNATIVES.items():
+        class_[student] = solved(release, source, changes)
+    for student, (changes, _) in CHEATS.items():
+        class_[student] = solved(release, source, changes)
+    visible = run_setup(tuple(c.source for c in source.cells if grade_id(c).startswith(SETUP_PREFIX)), 2147483647)
+    pasted = {"answer_dlnbias": f"dlnbias = torch.tensor({visible['lnbias'].grad.tolist()})"}
+    class_["c_pasted_values"] = solved(release, source, pasted)
+    return class_
