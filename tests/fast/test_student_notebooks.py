@@ -203,7 +203,8 @@ def test_self_check_helpers_are_self_contained_and_silenced_at_autograde():
         for a in node.names
     }
     imported |= {node.module.split(".")[0] for node in ast.walk(ast.parse(visible)) if isinstance(node, ast.ImportFrom)}
-    assert imported - sys.stdlib_module_names <= {"IPython", "matplotlib"}, imported  # runs on Colab: nothing of this repository
+    # runs on Colab: nothing of this repository
+    assert imported - sys.stdlib_module_names <= {"IPython", "matplotlib"}, imported
     engine = {f.__name__ for f in from_engine.FUNCTIONS} | {"local_gradient"}  # the grader's code, not checks
     engine |= {"plot_fonts", "show_plot"}  # plotting, not checks: they run while grading too
     public = [
