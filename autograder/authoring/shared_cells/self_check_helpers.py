@@ -255,8 +255,11 @@ class CheckTable:
     MARKS = {"ok": "✔", "wrong": "✘", "todo": "·"}
     COLOURS = {"ok": "#e6f4ea", "wrong": "#fce8e6", "todo": "#f1f3f4"}
 
-    def __init__(self, rows, checklist=False, columns=None, summary=None):
+    def __init__(self, rows, checklist=False, columns=None, summary=None, titles=None):
         self.rows, self.checklist, self.columns, self._summary = rows, checklist, columns or self.COLUMNS, summary
+        self.headings = self.HEADINGS  # another table's titles, when there are as many as its columns
+        if titles and len(titles) == len(self.columns):
+            self.headings = dict(zip(self.columns, titles))
 
     def summary(self):
         if self._summary:
@@ -273,7 +276,7 @@ class CheckTable:
 
     def __repr__(self):
         lines = [self._cells(i, r) for i, r in enumerate(self.rows, 1)]
-        head = [self.HEADINGS.get(c, c) for c in ["step" if self.checklist else ""] + self.columns]
+        head = [self.headings.get(c, c) for c in ["step" if self.checklist else ""] + self.columns]
         widths = [max(len(str(x)) for x in column) for column in zip(head, *lines)]
         fmt = lambda cells: " | ".join(str(x).ljust(w) for x, w in zip(cells, widths)).rstrip()
         return "\n".join([self.summary(), fmt(head)] + [fmt(cells) for cells in lines])
@@ -281,7 +284,7 @@ class CheckTable:
     def _repr_html_(self):
         import html
 
-        titles = [self.HEADINGS.get(c, c) for c in ["step" if self.checklist else ""] + self.columns]
+        titles = [self.headings.get(c, c) for c in ["step" if self.checklist else ""] + self.columns]
         head = "".join(f"<th style='text-align:left'>{html.escape(c)}</th>" for c in titles)
         body = "".join(
             f"<tr style='background:{self.COLOURS[r['status']]}'>"
