@@ -12,7 +12,7 @@ from pathlib import Path
 
 import nbformat
 
-from ..common.edition_text import catalog_lookup, translated_cell_source
+from ..common.edition_text import catalog_lookup, translated_cell_source, without_cjk_breaks
 from ..common.editions import METADATA, TRANSLATED
 from ..common.links import EDITIONS_DIR, colab_url, edition_anchor, edition_path
 from ..common.translate import translate_markdown
@@ -72,7 +72,8 @@ def badge_table(code: str, repository: str) -> str:
 
 
 def edition_page(page: Path, code: str, repository: str) -> str:
-    text = _relative_links(translate_markdown(page.read_text(), catalog_lookup(code, "course")), page, code)
+    text = without_cjk_breaks(translate_markdown(page.read_text(), catalog_lookup(code, "course")))
+    text = _relative_links(text, page, code)
     text = text.replace("release/backprop_ninja/", f"editions/{code}/backprop_ninja/")  # paths named in the text
     if START in text and END in text:
         block = f"{START}\n{badge_table(code, repository)}\n{END}"

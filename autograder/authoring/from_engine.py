@@ -12,8 +12,10 @@ default). A change in the engine makes the notebooks stale, and the drift test s
 import ast
 import base64
 import inspect
+import io
 import json
 import textwrap
+import tokenize
 import zlib
 from pathlib import Path
 
@@ -101,6 +103,18 @@ def forward_lines() -> list:
     return lines
 
 
+def _tokens(source: str):
+    return tokenize.generate_tokens(io.StringIO(source).readline)
+
+
+def pass_words() -> list:
+    """The colleague's words in the pass, as a student reads them: its docstring, then each comment, in order. The
+    helper cell's ``PASS_WORDS`` holds the same in the notebook's language, put in their place when it is shown."""
+    docstring = ast.get_docstring(ast.parse(catalogue.PASS).body[0], clean=False)
+    comments = [token.string.removeprefix("# ") for token in _tokens(catalogue.PASS) if token.type == tokenize.COMMENT]
+    return [docstring, *comments]
+
+
 def bug_hunt_block() -> str:
     """What stands for ``BUG_HUNT_MARKER`` in Exercise 6's helper cell: the colleague's pass and its bugs (packed, so
     that the cell does not show them), the functions that choose a student's bugs, and the checker's cases."""
@@ -112,6 +126,7 @@ def bug_hunt_block() -> str:
         "gradient": {bug.key: bug.gradient for bug in bugs},
         "lines": {bug.key: [bug.right, bug.wrong] for bug in bugs},
         "pass": catalogue.PASS,
+        "words": pass_words(),
     }
     packed = base64.b64encode(zlib.compress(json.dumps(data, sort_keys=True).encode(), 9)).decode()
     head = [

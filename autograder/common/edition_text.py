@@ -46,6 +46,17 @@ def with_edition_links(text: str, code: str) -> str:
     return ABSOLUTE_LINK.sub(repoint, text)
 
 
+CJK = "\u3000-\u303f\u3400-\u4dbf\u4e00-\u9fff\uff00-\uffef"  # Chinese characters and punctuation
+CJK_BREAK = re.compile(rf"(?<=[{CJK}])\n[ \t]*(?=[{CJK}])")
+
+
+def without_cjk_breaks(markdown: str) -> str:
+    """Markdown with its lines joined where one ends and the next begins in Chinese: a rendered line break is a space,
+    and Chinese puts none between its characters. (A line that starts a block, a list item or a heading, never
+    starts with a Chinese character.)"""
+    return CJK_BREAK.sub("", markdown)
+
+
 def translated_cell_source(cell_type: str, source: str, code: str) -> str:
     """A notebook cell's source in edition ``code``: markdown blocks, comments and words in strings from the
     notebooks' catalog, links to the edition's own files; code unchanged; English as it is."""
@@ -53,7 +64,7 @@ def translated_cell_source(cell_type: str, source: str, code: str) -> str:
         return source
     translated = catalog_lookup(code, NOTEBOOKS_DOMAIN)
     if cell_type == "markdown":
-        return with_edition_links(translate_markdown(source, translated), code)
+        return with_edition_links(without_cjk_breaks(translate_markdown(source, translated)), code)
     if cell_type == "code":
         return translate_code(source, translated)
     return source

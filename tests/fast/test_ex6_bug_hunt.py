@@ -11,6 +11,7 @@ import nbformat
 import pytest
 import torch
 from support.cases_ex6 import ONE_SIDED, id_with, pass_with, with_bug
+from support.course import REPO
 
 from autograder.authoring import SOURCE_DIR, shared_cell
 from autograder.authoring.submissions import grade_id
@@ -94,6 +95,18 @@ def test_the_notebook_chooses_the_graders_bugs_and_prints_the_graders_pass(noteb
         assert notebook["_planted"](text) == [bug.gradient for bug in planted(text)]
     assert said(notebook, "show_colleague_pass()", BUG_HUNT_ID="ada.lovelace").strip() == colleague_code("ada.lovelace")
     assert "No BUG_HUNT_ID yet" in said(notebook, "show_colleague_pass()", BUG_HUNT_ID="")
+
+
+def test_the_chinese_notebook_prints_the_same_pass_in_its_words(notebook):
+    """The colleague's docstring and comments in the edition's words, every line of code as the grader's."""
+    chinese = nbformat.read(REPO / "editions" / "zh" / "backprop_ninja" / f"{NB}.ipynb", as_version=4)
+    namespace = dict(notebook)
+    exec(strip_hidden(next(c.source for c in chinese.cells if grade_id(c) == "bug_hunt_helpers")), namespace)
+    shown = said(namespace, "show_colleague_pass()", BUG_HUNT_ID="ada.lovelace").strip().split("\n")
+    english = colleague_code("ada.lovelace").split("\n")
+    words = [i for i, (a, b) in enumerate(zip(shown, english, strict=True)) if a != b]
+    assert [english[i].strip()[:3] for i in words] == ['"""', "# c", "# s", "# B", "# f"]  # the docstring, 4 comments
+    assert "交叉熵损失" in shown[words[1]] and "批归一化层" in shown[words[3]]
 
 
 def _wrong_rows(namespace, code: str, point: str) -> list:

@@ -13,6 +13,14 @@ from typing import Callable
 _FORWARD = [(line.split("=")[0].strip(), compile(line, "<the forward pass>", "exec")) for line in FORWARD_LINES]
 STEP = {"bnvar": 1e-8}  # neuron 0's batch variance is 1e-5: a step must be far smaller than the value it nudges
 backward_pass = None  # your colleague's, once you have pasted it in Part 2
+# your colleague's docstring and comments in their pass, in the words of this notebook
+PASS_WORDS = [
+    "Every gradient of the loss, from t, the forward pass's tensors by name; returned by name too (dprobs, ...).",
+    "cross-entropy loss",
+    "second layer and tanh",
+    "BatchNorm layer",
+    "first layer and the embedding",
+]
 
 
 def _planted(text):
@@ -29,7 +37,15 @@ def show_colleague_pass():
               "asked for), run that cell, then this one.", file=sys.stderr)
         return
     keys = bug_keys(text, _HUNT["salt"], _HUNT["showing"], _HUNT["hiding"], _HUNT["gradient"], GRADIENTS)
-    print(with_bugs(_HUNT["pass"], keys, _HUNT["lines"]))
+    code = with_bugs(_HUNT["pass"], keys, _HUNT["lines"])
+    for english, words in zip(_as_written(_HUNT["words"]), _as_written(PASS_WORDS)):
+        code = code.replace(english, words, 1)
+    print(code)
+
+
+def _as_written(words):
+    """A pass's words as they stand in its code: the docstring, then the comments."""
+    return [f'"""{words[0]}"""'] + [f"# {comment}" for comment in words[1:]]
 
 
 def test_point(**parameters):

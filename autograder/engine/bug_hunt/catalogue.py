@@ -24,14 +24,12 @@ FUNCTION = "backward_pass"  # what the student's cell defines
 ID = "BUG_HUNT_ID"  # the variable the student sets, reported by every graded cell of the notebook
 NAMED = "buggy"  # the list of the gradients the student names
 PASS = '''def backward_pass(t):
-    """Every gradient of the loss, from t, a dict of the forward pass's tensors (t["probs"], t["W1"], ...).
-
-    Returns a dict: "dprobs" -> the gradient of the loss with respect to probs, and so on for every tensor."""
+    """Every gradient of the loss, from t, the forward pass's tensors by name; returned by name too (dprobs, ...)."""
     n, Xb, Yb = t["n"], t["Xb"], t["Yb"]
     (C, W1, b1, W2, b2, bngain, bnbias, emb, embcat, hprebn, bnmeani, bndiff, bndiff2, bnvar, bnvar_inv, bnraw,
      hpreact, h, logits, logit_maxes, norm_logits, counts, counts_sum, counts_sum_inv, probs, logprobs) = (
         t[name] for name in TENSORS)
-    # cross-entropy
+    # cross-entropy loss
     dlogprobs = torch.zeros_like(logprobs)
     dlogprobs[range(n), Yb] = -1.0 / n
     dprobs = (1.0 / probs) * dlogprobs
@@ -48,7 +46,7 @@ PASS = '''def backward_pass(t):
     dW2 = h.T @ dlogits
     db2 = dlogits.sum(0)
     dhpreact = (1.0 - h**2) * dh
-    # BatchNorm
+    # BatchNorm layer
     dbngain = (bnraw * dhpreact).sum(0, keepdim=True)
     dbnbias = dhpreact.sum(0, keepdim=True)
     dbnraw = bngain * dhpreact
