@@ -31,6 +31,8 @@ MARKER = "# @from-engine: the grader's rule probes and tolerance"
 
 FUNCTIONS = [
     honesty.assigned_names,
+    honesty._prose,
+    honesty._uses_autograd,
     rerun.NoAnswerCode,
     rerun.AnswerCode,
     rerun.parsed,
@@ -72,6 +74,9 @@ def block() -> str:
         f"RTOL = {tolerance.RTOL!r}",
         f"LOSS_TOLERANCE = {reference_runs.LOSS_TOLERANCE!r}  # Exercise 4: the loss of each step of a replayed run",
         f"GRADIENTS = frozenset({sorted(rerun.GRADIENTS)!r})",
+        f"FORBIDDEN_ATTRIBUTES = {sorted(honesty.FORBIDDEN_ATTRIBUTES)!r}  # what reads autograd",
+        f"FORBIDDEN_NAMES = {sorted(honesty.FORBIDDEN_NAMES)!r}",
+        f"FORBIDDEN_WORDS = {honesty.FORBIDDEN_WORDS!r}",
         _graph(),
     ]
     sources = [inspect.getsource(f).rstrip("\n") for f in FUNCTIONS]

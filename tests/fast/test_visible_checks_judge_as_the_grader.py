@@ -9,7 +9,7 @@ gradient above in the graph, never one that merely failed earlier in time.
 import ast
 
 import pytest
-from test_student_notebooks import EX1, EX3, HELPERS, release, run_cells, source
+from test_student_notebooks import EX1, EX3, HELPERS, hint, release, run_cells, source
 
 from autograder.authoring import from_engine, shared_cell
 from autograder.authoring.submissions import grade_id, solved
@@ -90,6 +90,27 @@ def test_a_wrong_rule_whose_values_pass_is_named_for_dlogit_maxes_path(ex1_up_to
 
     out = run_cells(run("logits"), "dlogits = dnorm_logits.clone()", cells["test_dlogits"])
     assert out.startswith("✘ dlogits: the values are right on this batch, but not the backward rule"), out
+
+
+@pytest.mark.parametrize(
+    "step, answer",
+    [
+        ("logprobs", "dlogprobs = logprobs.grad.clone()"),  # the first step: no rule probe to catch it
+        ("W2", "dW2 = torch.zeros_like(W2)\ndW2 += W2.grad"),
+        ("b1", "db1 = getattr(b1, 'grad').clone()"),
+    ],
+)
+def test_an_answer_read_from_autograd_is_a_cross_as_at_grading(ex1_up_to, step, answer):
+    """.grad holds autograd's values here; while grading it holds none, and the grader's reading of the code takes
+    the point. The check under the cell reads the answer's own code (from its last assignment on) with the grader's
+    function and says so; what only the grader sees (a name read from .grad in an earlier cell) it leaves to it."""
+    run, cells = ex1_up_to
+
+    out = run_cells(run(step), answer, cells[f"test_d{step}"])
+    assert out.startswith(f"✘ d{step}: ") and f"your code for d{step} reads autograd" in out, out
+    namespace = run(step)
+    run_cells(namespace, answer)
+    assert hint(run_cells(namespace, f"self_check({step!r})"), f"d{step}").startswith(f"your code for d{step} reads")
 
 
 def test_above_means_upstream_in_the_graph_not_earlier_in_time(ex1_up_to):

@@ -65,6 +65,20 @@ def _upstream_of(name):
     return found
 
 
+def _autograd_problem(answer):
+    """Why `answer` earns nothing whatever its values: the code that computes it reads autograd (.grad, backward),
+    which the autograder turns off, as it reads it. None when it does not, or when its code cannot be found."""
+    history = globals().get("In")
+    try:
+        code = answer_code([str(cell) for cell in history[:-1]], answer, ())  # [:-1]: the cell of this check
+    except Exception:
+        return None
+    if not any(_uses_autograd(statement, set()) for statement in code.statements):
+        return None
+    return (f"your code for {answer} reads autograd (.grad or backward): while grading, .grad holds no gradients, so "
+            f"this answer earns nothing. Compute it from the forward pass's tensors and the gradients before it")
+
+
 def _rule_problem(name, answer=None):
     """The grader's rule probe of d<name> (or `answer`, the variable that holds it), whose values are right here: your
     code for it, run again with its upstream gradients replaced by random tensors (the grader's draw), against the
@@ -308,7 +322,7 @@ def self_check(*names, checklist=False):
         if changed and row["status"] == "wrong":
             row["hint"] = changed
         if row["status"] == "ok":  # the rule too, as the line under its graded cell and the autograder judge it
-            wrong_rule = _rule_problem(name)
+            wrong_rule = _autograd_problem("d" + name) or _rule_problem(name)
             if wrong_rule:
                 row.update(status="wrong", hint=wrong_rule)
         rows.append(row)
@@ -346,7 +360,8 @@ def check_answer(name, want=None, answer=None, calls=None):
     dt = globals().get(answer)
     row = _compare(name, dt, want)
     if row["status"] == "ok":
-        wrong_rule = _rule_problem(name, answer) or (calls and _calls_problem(name, answer, calls))
+        wrong_rule = (_autograd_problem(answer) or _rule_problem(name, answer)
+                      or (calls and _calls_problem(name, answer, calls)))
         if wrong_rule:
             row.update(status="wrong", hint=wrong_rule)
     _answer_checks.pop(key, None)
