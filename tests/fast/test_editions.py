@@ -17,6 +17,7 @@ from support.pseudo_locale import MARK, pseudo_locale
 
 from autograder.authoring import catalogs, editions
 from autograder.common.edition_text import translated_cell_source
+from autograder.common.editions import TRANSLATED
 from autograder.common.links import repository_url
 from autograder.common.translate import code_pieces, markdown_pieces, translate_code, translate_markdown
 
@@ -109,6 +110,8 @@ def test_the_glossary_page_is_the_editions_term_lists():
 
     assert not glossary.stale(), "run: python -m autograder.authoring"
     assert "| backpropagation | обратное распространение ошибки | 反向传播 |" in glossary.page()
+    for english, words in glossary.terms().items():  # every term in every edition: no empty cell on the page
+        assert set(words) == set(TRANSLATED) and all(word for word, _ in words.values()), (english, words)
 
 
 RUSSIAN = (
