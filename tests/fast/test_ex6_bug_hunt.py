@@ -10,7 +10,7 @@ import itertools
 import nbformat
 import pytest
 import torch
-from support.cases_ex6 import ONE_SIDED, id_with, pass_with, with_bug
+from support.cases_ex6 import CENTRAL_FLAT, ONE_SIDED, id_with, pass_with, with_bug
 from support.course import REPO
 
 from autograder.authoring import SOURCE_DIR, shared_cell
@@ -156,3 +156,6 @@ def test_the_visible_checks_say_what_the_grader_says(notebook):
         "def numerical_gradient(f, x, h=1e-6):\n" + "\n".join("    " + line for line in ONE_SIDED.split("\n")), notebook
     )
     assert "looks one-sided" in said(notebook, "check_numerical_gradient()")
+    over_h = CENTRAL_FLAT.replace("(2 * h)", "h") + ".reshape(x.shape)"  # as the grader's case checker_over_h
+    exec("def numerical_gradient(f, x, h=1e-6):\n" + "\n".join("    " + line for line in over_h.split("\n")), notebook)
+    assert said(notebook, "check_numerical_gradient()").startswith("✘ numerical_gradient gives twice the gradient")

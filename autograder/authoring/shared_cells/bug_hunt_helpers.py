@@ -238,6 +238,9 @@ def check_numerical_gradient():
             if case.h is not None and any(relative_error(result, d) <= ACCURACY for d in one_sided(case, case.h)):
                 print(f"✘ numerical_gradient looks one-sided, (f(x + h) - f(x)) / h: off by {error:.1e}, about h. "
                       "Use both sides: (f(x + h) - f(x - h)) / (2 * h)", file=sys.stderr)
+            elif relative_error(result, 2 * expected_gradient(case)) <= ACCURACY:
+                print("✘ numerical_gradient gives twice the gradient: x + h and x - h are 2 * h apart, so divide by "
+                      "2 * h", file=sys.stderr)
             elif case.h is not None:
                 print(f"✘ with h = {case.h:g} on a quadratic, where central differences are exact, numerical_gradient "
                       f"is off by {error:.1e}: nudge each entry on its own, both ways, and divide by 2 * h",
