@@ -8,6 +8,7 @@ from support.cases_ex6 import ALTERNATIVES, CHEATS, MISTAKES, NB, POINTS, SOLVED
 from support.course import ASSIGNMENT, REPO
 from support.in_process import autograde, source_notebook
 
+from autograder.common.diagnoses import METADATA
 from autograder.engine.bug_hunt.catalogue import planted
 from autograder.grading.results.bug_hunt_ids import shared_ids
 
@@ -119,3 +120,18 @@ def test_two_students_with_one_id_are_named_by_the_class_pipeline(graded, tmp_pa
         ("twin", "shared_bug_hunt_id"),
     ]
     assert "'ada.lovelace'" in problems[0].detail and "twin" in problems[0].detail
+
+
+def test_an_id_of_any_length_is_named_in_a_line(tmp_path):
+    """An id is whatever a student typed: the problem's line quotes its start, and still names the twin."""
+    typed = "x" * 100_000
+    for student in ["long", "long_twin"]:
+        cell = nbformat.v4.new_code_cell("", metadata={"nbgrader": {"grade": True, "grade_id": "test_found"}})
+        facts = {METADATA: {"facts": {"bug_hunt_id": typed}}}
+        cell.outputs = [nbformat.v4.new_output("display_data", {"text/plain": ""}, metadata=facts)]
+        folder = tmp_path / "autograded" / student / ASSIGNMENT
+        folder.mkdir(parents=True)
+        nbformat.write(nbformat.v4.new_notebook(cells=[cell]), folder / f"{NB}.ipynb")
+    problems = shared_ids(tmp_path, ASSIGNMENT, ["long", "long_twin"])
+    assert [p.student for p in problems] == ["long", "long_twin"]
+    assert all(len(p.detail) < 200 and "'xxx" in p.detail for p in problems), problems

@@ -43,6 +43,7 @@ def shared_ids(root: Path, assignment: str, students: list) -> list:
     for found, group in sorted(by_id.items()):
         for student in group if len(group) > 1 else ():
             others = ", ".join(s for s in group if s != student)
-            detail = f"BUG_HUNT_ID {found!r} was entered by {others} too: the same bugs for both"
+            shown = found if len(found) <= 60 else found[:57] + "..."  # an id is whatever a student typed
+            detail = f"BUG_HUNT_ID {shown!r} was entered by {others} too: the same bugs for both"
             problems.append(Problem(student, NOTEBOOK, "shared_bug_hunt_id", detail))
     return problems
