@@ -108,15 +108,12 @@ def forward_lines() -> list:
     return lines
 
 
-def _tokens(source: str):
-    return tokenize.generate_tokens(io.StringIO(source).readline)
-
-
 def pass_words() -> list:
     """The colleague's words in the pass, as a student reads them: its docstring, then each comment, in order. The
     helper cell's ``PASS_WORDS`` holds the same in the notebook's language, put in their place when it is shown."""
     docstring = ast.get_docstring(ast.parse(catalogue.PASS).body[0], clean=False)
-    comments = [token.string.removeprefix("# ") for token in _tokens(catalogue.PASS) if token.type == tokenize.COMMENT]
+    tokens = tokenize.generate_tokens(io.StringIO(catalogue.PASS).readline)
+    comments = [token.string.removeprefix("# ") for token in tokens if token.type == tokenize.COMMENT]
     return [docstring, *comments]
 
 
