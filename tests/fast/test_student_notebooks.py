@@ -397,3 +397,20 @@ def test_conda_environment_installs_what_pip_installs():
     assert "pip install --no-deps -e ." in (REPO / "environment.yml").read_text()
     python = next(d for d in environment["dependencies"] if isinstance(d, str) and d.startswith("python="))
     assert tuple(map(int, python.removeprefix("python=").split("."))) >= (3, 10)
+
+
+@pytest.mark.parametrize(
+    "edition, titles", [("en", "central difference"), ("zh", "中心差分"), ("ru", "центральная разность")]
+)
+def test_the_optional_tables_are_titled_in_the_notebooks_words(answered_up_to, edition, titles):
+    """Exercise 1's optional checks, run as a student runs them: their tables' own columns are titled in the edition's
+    words, and a right central difference is ✔ in every row."""
+    namespace, _ = answered_up_to("logprobs")
+    folder = REPO / ("release" if edition == "en" else f"editions/{edition}") / "backprop_ninja"
+    notebook = nbformat.read(folder / f"{EX1}.ipynb", as_version=4)
+    run_cells(namespace, next(c.source for c in notebook.cells if grade_id(c) == "optional_helpers"))
+    estimate = "lambda step, index: (loss_at(step, index, 1e-6) - loss_at(step, index, -1e-6)) / 2e-6"
+    table = run_cells(namespace, f"check_central_difference('W2', {estimate})")
+    head = next(line for line in table.splitlines() if "|" in line)
+    assert titles in head and "autograd (float64)" in head.replace("（", " (").replace("）", ")"), table
+    assert [line.split("|")[0].strip() for line in table.splitlines()[2:]] == ["✔"] * 5, table

@@ -156,7 +156,7 @@ def check_gradients(backward, point, directions=2):
     summary = (f"Not as the numbers say: {', '.join(wrong)}. The first wrong one on a path has a bug of its own; the "
                f"ones computed from it may be wrong only because of it." if wrong else
                "Every gradient agrees with the numbers at this point.")
-    display(CheckTable(rows, columns=CHECK_COLUMNS, summary=summary, titles=CHECK_TITLES))
+    display(CheckTable(rows, columns=CHECK_COLUMNS, summary=summary, titles=dict(zip(CHECK_COLUMNS, CHECK_TITLES))))
 
 
 CHECK_COLUMNS = ["gradient", "yours", "numbers", "relative error"]

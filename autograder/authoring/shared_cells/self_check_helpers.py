@@ -271,9 +271,7 @@ class CheckTable:
 
     def __init__(self, rows, checklist=False, columns=None, summary=None, titles=None):
         self.rows, self.checklist, self.columns, self._summary = rows, checklist, columns or self.COLUMNS, summary
-        self.headings = self.HEADINGS  # another table's titles, when there are as many as its columns
-        if titles and len(titles) == len(self.columns):
-            self.headings = dict(zip(self.columns, titles))
+        self.headings = {**self.HEADINGS, **(titles or {})}  # titles: column -> title, for another table's columns
 
     def summary(self):
         if self._summary:
