@@ -25,6 +25,10 @@ KINDS = {
     "memory_limit": "a cell ran out of memory; the notebook went on",
     "process_limit": "a cell hit the sandbox's limit on processes",
     "output_limit": "a cell printed more than the output limit; the rest of its output was dropped",
+    "message_limit": (
+        "a cell sent the grader one message over the limit for a message (SandboxedKernelManager.max_message_bytes); "
+        "it was read and dropped as it arrived, and the notebook went on"
+    ),
     "kernel_files_discarded": (
         "the notebook wrote into its folder (files, links, pipes...); it worked in a copy inside the sandbox, so "
         "what it wrote was thrown away unread; the grade is unaffected"

@@ -101,6 +101,7 @@ class GradingExecute(Execute):
     _notebook = None  # the notebook being executed, as the profile names it
     _kernel_asked = 0.0
     _left_behind = None  # what the notebook's kernel left in its folder (kernel_parent.left_behind), or None
+    _oversized, _message_bytes = None, 0  # {cell index: [bytes of each message the relay dropped]}, and its limit
     _edition = ENGLISH  # the language of the lines this step adds to the notebook (the student's edition)
 
     def __init__(self, *args, **kwargs):
@@ -179,6 +180,8 @@ class GradingExecute(Execute):
         ):
             return cell, resources
         setup = cell.metadata.get("nbgrader", {}).get("grade_id", "").startswith(SETUP_PREFIX)
+        relay = getattr(self.km, "relay", None)  # sandboxed: every message from the kernel passed through it
+        dropped = len(relay.dropped) if relay else 0
         try:
             with PHASES.phase(self._notebook, SETUP_CELLS if setup else OTHER_CELLS):
                 cell, resources = super().preprocess_cell(cell, resources, index)
@@ -192,6 +195,9 @@ class GradingExecute(Execute):
             )
             cell.outputs.append(new_output("stream", name="stdout", text=words.render(self._edition) + "\n"))
             return cell, resources
+        finally:
+            if relay and len(relay.dropped) > dropped:
+                self._oversized_in(cell, index, [size for _, size in relay.dropped[dropped:]])
         if self._deadline is not None and time.monotonic() >= self._deadline:
             state["notebook_time_limit_in"] = index
             words = say(
@@ -229,11 +235,20 @@ class GradingExecute(Execute):
                 return None
         return super().output(outs, msg, display_id, cell_index)
 
+    def _oversized_in(self, cell, index: int, sizes: list) -> None:
+        """The relay dropped messages of ``sizes`` bytes while ``cell`` ran: say so under it, for the problem."""
+        self._oversized.setdefault(index, []).extend(sizes)
+        self._message_bytes = megabytes = self.km.max_message_bytes
+        words = say("[output not kept by the grader: this cell sent a message of more than {megabytes:g} MB]",
+                    megabytes=megabytes / 2**20)  # fmt: skip
+        cell.outputs.append(new_output("stream", name="stdout", text=f"\n{words.render(self._edition)}\n"))
+
     def record_incidents(self, nb, resources) -> None:
         """What went wrong while the notebook ran, named the way the class report names it."""
-        limits = Limits(self.notebook_timeout, self.timeout, self.max_output_bytes)
+        limits = Limits(self.notebook_timeout, self.timeout, self.max_output_bytes, self._message_bytes)
         state = resources["backprop_ninja"]
-        for kind, detail in notebook_incidents(nb, state, limits, self._truncated, self._left_behind):
+        found = notebook_incidents(nb, state, limits, self._truncated, self._left_behind, self._oversized)
+        for kind, detail in found:
             record_incident(resources, kind, detail, self.log)
 
     @contextlib.contextmanager
@@ -271,7 +286,7 @@ class GradingExecute(Execute):
             "notebook_time_limit_in": None,
             "incidents": [],
         }
-        self._output_bytes, self._truncated, self._left_behind = {}, set(), None
+        self._output_bytes, self._truncated, self._left_behind, self._oversized = {}, set(), None, {}
         # Killed, not asked to exit: nothing of the kernel is needed after the last cell, and its sandbox ends with
         # it (--die-with-parent); a graceful exit (ipykernel and torch tearing down) took 0.8 s a notebook.
         self.shutdown_kernel = "immediate"

@@ -17,6 +17,7 @@ class Limits:
     notebook_seconds: int
     cell_seconds: int
     output_bytes: int
+    message_bytes: int = 0
 
 
 def cell_name(nb, index: int) -> str:
@@ -68,10 +69,11 @@ def left_behind_detail(left: dict) -> str:
     )
 
 
-def notebook_incidents(nb, state: dict, limits: Limits, truncated, left_behind) -> list:
+def notebook_incidents(nb, state: dict, limits: Limits, truncated, left_behind, oversized=None) -> list:
     """(kind, detail) of every incident of the executed notebook ``nb``: ``state`` is GradingExecute's record of
     the run (where the kernel died or the time ran out), ``truncated`` the cells whose output was cut,
-    ``left_behind`` the kernel parent's summary of what the kernel left in its folder."""
+    ``left_behind`` the kernel parent's summary of what the kernel left in its folder, ``oversized`` the sizes of
+    the messages over the limit that the relay dropped, by cell."""
     found = []
     where = lambda i: cell_name(nb, i)
     if state["kernel_died_in"] is not None:
@@ -120,6 +122,15 @@ def notebook_incidents(nb, state: dict, limits: Limits, truncated, left_behind) 
             (
                 "output_limit",
                 f"{where(i)} printed more than {limits.output_bytes / 2**20:g} MB; the rest of its output was dropped",
+            )
+        )
+    for i, sizes in sorted((oversized or {}).items()):
+        found.append(
+            (
+                "message_limit",
+                f"{where(i)} sent {len(sizes)} message{'s' if len(sizes) != 1 else ''} of "
+                f"{' and '.join(f'{size / 2**20:.0f} MB' for size in sizes[:3])}{', ...' if len(sizes) > 3 else ''}, "
+                f"over the {limits.message_bytes / 2**20:g} MB limit for one message: not kept; the notebook went on",
             )
         )
     return found

@@ -11,6 +11,7 @@ promises and their tests: docs/security.md; how it is built: docs/design/sandbox
   prompt_client   the kernel client, ready as soon as a forked kernel answers
   in_sandbox      the kernel parent, inside the sandbox: forks each kernel into a fresh scratch, clears after it
   kernel_parent   the grader's side of a kernel parent: start it, ask it, end it; a forked kernel's handle
+  relay           the grader's end of a kernel's sockets: follows no link, keeps at most max_message_bytes a message
   forked_kernels  which parent serves which kernel, and the provisioner through which jupyter_client forks
   stage           the mounts that show a root worker's parent one student's folder after another
   uids            as root: the uid each grading worker's kernels run as

@@ -17,13 +17,13 @@ import signal
 import stat
 import sys
 
-from .policy import SCRATCH
+from .policy import SCRATCH, SOCKETS
 
 # What the setup cells and the hidden tests import first, and matplotlib (Exercises 2 and 4 plot).
 WARM_IMPORTS = ("torch", "torch.nn.functional", "matplotlib.pyplot", "urllib.request", "autograder.in_kernel")
 KERNEL_MODULE = "ipykernel_launcher"  # a kernel command a parent can fork: [python, -m, KERNEL_MODULE, ...]
 COLD = "--cold"  # the parent's argument that makes it import nothing ahead and fork one kernel
-PRIVATE_FOLDERS = ("/tmp", "/dev/shm", SCRATCH)  # the sandbox's own tmpfs mounts, emptied after every kernel
+PRIVATE_FOLDERS = ("/tmp", "/dev/shm", SOCKETS, SCRATCH)  # the sandbox's own tmpfs mounts, emptied after every kernel
 MAX_ENTRIES = 20000  # entries the parent walks or removes after a kernel; beyond, the sandbox is ended instead
 EXAMPLES, NAME_CHARS = 5, 120  # what the summary of a kernel's leftovers names
 # ipykernel sets this before it imports matplotlib; matplotlib reads it once, at import, so here it is set first
@@ -48,8 +48,8 @@ class TooMany(Exception):
 
 
 def remove_inside(folder: str, device: int, budget: list) -> None:
-    """Remove what ``folder`` holds on ``device``, never crossing into another mount (the socket folder may be bound
-    inside /tmp, when the grader's temporary folder lies there); ``budget[0]`` entries at most, then TooMany."""
+    """Remove what ``folder`` holds on ``device``, never crossing into another mount (the connection folder is bound
+    inside /tmp when the grader's temporary folder lies there); ``budget[0]`` entries at most, then TooMany."""
     for entry in os.scandir(folder):
         budget[0] -= 1
         if budget[0] < 0:

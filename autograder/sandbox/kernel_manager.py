@@ -1,7 +1,8 @@
 """SandboxedKernelManager: jupyter_client's kernel manager, with the kernel forked in the sandbox of ``policy``.
 
-It adds what a command line cannot hold: the private socket folder and account files, waiting until the kernel
-listens (naming the cause when it never does), and what the kernel left in its folder (docs/design/sandbox.md).
+It adds what a command line cannot hold: the connection file and account files, waiting until the kernel listens
+(naming the cause when it never does), the relay that every message from the kernel passes through, and what the
+kernel left in its folder (docs/design/sandbox.md).
 """
 
 from __future__ import annotations
@@ -10,22 +11,22 @@ import asyncio
 import os
 import shutil
 import sys
-import tempfile
 import time
 import uuid
 
 from jupyter_client.manager import AsyncKernelManager
-from traitlets import Bool, DottedObjectName, Float, Unicode, default
+from traitlets import Bool, DottedObjectName, Float, Unicode, default, validate
 
 from ..data import NAMES_VARIABLE
 from . import policy
 from .environment import NOTEBOOK_VARIABLES, kernel_environment
 from .forked_kernels import ForkedProvisioner, KernelParents
 from .in_sandbox import COLD, KERNEL_MODULE
-from .kernel_parent import PARENT_MODULE, KernelParent
+from .kernel_parent import PARENT_MODULE, KernelParent, private_folder
 from .limits import SandboxLimits
 from .policy import SandboxError
 from .prompt_client import PromptKernelClient
+from .relay import Relay, all_bound, kernel_folder
 from .stage import Stage
 
 PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -71,8 +72,18 @@ class SandboxedKernelManager(SandboxLimits, AsyncKernelManager):
     def _client_factory_default(self):
         return PromptKernelClient
 
-    _rundir = None  # the kernel's sockets and account files (its kernel parent's)
+    _rundir = None  # the kernel's connection file, its relay's sockets and its account files (its kernel parent's)
+    relay = None  # while the kernel runs: the Relay every connection to it goes through
     left_behind = None  # once the kernel has ended: what it left in its folder (kernel_parent.left_behind), or None
+
+    @validate("transport_encryption")
+    def _plain_messages(self, proposal):
+        if proposal["value"] != "disabled":
+            raise SandboxError(
+                "the sandbox's relay reads the size of each message to bound it: "
+                "SandboxedKernelManager.transport_encryption must stay disabled (the sockets never leave this machine)"
+            )
+        return proposal["value"]
 
     @property
     def kernel_spec(self):
@@ -91,18 +102,6 @@ class SandboxedKernelManager(SandboxLimits, AsyncKernelManager):
     def _run_as(self):
         """(uid, gid) of the kernel when the grader is root; None otherwise (a user namespace instead)."""
         return (self.sandbox_uid, self.sandbox_gid) if os.geteuid() == 0 else None
-
-    def _new_rundir(self) -> str:
-        """A private folder: ipc/ for the sockets, and the kernel's /etc/passwd and /etc/group."""
-        rundir = tempfile.mkdtemp(prefix="nbgrader-sandbox-")
-        os.mkdir(os.path.join(rundir, "ipc"), 0o700)
-        uid, gid = self._run_as() or (os.getuid(), os.getgid())
-        for name, text in zip(("passwd", "group"), policy.account_files(uid, gid)):
-            with open(os.path.join(rundir, name), "w") as f:
-                f.write(text)
-            os.chmod(f.name, 0o644)
-        os.chmod(os.path.join(rundir, "ipc"), 0o755)  # as root, root's: KernelParent.open_ipc lets a kernel in
-        return rundir
 
     def _interpreter(self) -> str:
         """The kernel spec's Python, as jupyter_client resolves it."""
@@ -140,7 +139,7 @@ class SandboxedKernelManager(SandboxLimits, AsyncKernelManager):
         key = ("stage" if staged else folder, uuid.uuid4().hex if cold else "", *sandbox)
 
         def start() -> KernelParent:
-            rundir, stage = self._new_rundir(), None
+            rundir, stage = private_folder(*(self._run_as() or (os.getuid(), os.getgid()))), None
             try:
                 if staged:
                     stage = Stage(os.path.join(rundir, "stage"), os.path.join(rundir, "lend"))
@@ -178,7 +177,8 @@ class SandboxedKernelManager(SandboxLimits, AsyncKernelManager):
         raise SandboxError(f"no kernel parent could show {folder} (see the worker's log)")
 
     async def _async_pre_start_kernel(self, **kw):
-        """Talk to the kernel over ipc sockets in its parent's private folder; have the parent fork it."""
+        """The kernel binds ipc sockets in the sandbox's own socket folder, as its connection file (in the parent's
+        private folder) says; the parent forks it."""
         self._tool(self.bwrap)
         self._check_spec()
         self.left_behind = None
@@ -188,10 +188,9 @@ class SandboxedKernelManager(SandboxLimits, AsyncKernelManager):
         self.provisioner = ForkedProvisioner(kernel_id=self.kernel_id, kernel_spec=self.kernel_spec, parent=self)
         self.provisioner.kernel_parent = parent
         name = f"kernel-{self.kernel_id}"
-        ipc = os.path.join(self._rundir, "ipc")
         self.transport = "ipc"
-        self.ip = os.path.join(ipc, name)
-        self.connection_file = os.path.join(ipc, f"{name}.json")
+        self.ip = f"{policy.SOCKETS}/{name}"  # as the kernel sees it; the grader's clients get the relay's (_relay)
+        self.connection_file = os.path.join(self._rundir, "connection", f"{name}.json")
         cmd, kw = await super()._async_pre_start_kernel(**kw)
         if os.geteuid() == 0:
             os.chown(self.connection_file, self.sandbox_uid, self.sandbox_gid)
@@ -207,7 +206,7 @@ class SandboxedKernelManager(SandboxLimits, AsyncKernelManager):
             student_folder=stage.student if stage else student_folder,
             stage=stage.folder if stage else "",
             course_root=self._course_root(),
-            ipc_folder=os.path.join(rundir, "ipc"),
+            connection_folder=os.path.join(rundir, "connection"),
             python_prefixes=policy.python_prefixes(kernel_cmd[0]),
             package_dir=PACKAGE_DIR,
             names_file=os.path.abspath(names) if names else "",
@@ -230,12 +229,8 @@ class SandboxedKernelManager(SandboxLimits, AsyncKernelManager):
             cwd = self._student_folder(kw.get("cwd"))
             env = kw.get("env") or dict(os.environ)
             kw.update(cwd=cwd, env=kernel_environment(env, kernel_cmd[0], PACKAGE_DIR))
-            parent.open_ipc()
-            try:
-                await super()._async_launch_kernel(kernel_cmd, **kw)
-                await self._await_listening(parent)
-            finally:
-                parent.close_ipc()
+            await super()._async_launch_kernel(kernel_cmd, **kw)
+            self._relay(await self._await_listening(parent))
         except BaseException:
             if self.provisioner and self.provisioner.has_process:
                 await self.provisioner.kill()
@@ -243,32 +238,56 @@ class SandboxedKernelManager(SandboxLimits, AsyncKernelManager):
             await self._async_cleanup_resources()
             raise
 
-    async def _await_listening(self, parent: KernelParent) -> None:
-        """Wait until the kernel has bound its sockets; name the cause if it never does."""
-        proc = self.provisioner.process
-        sockets = [f"{self.ip}-{port}" for port in self.ports]
-        deadline = time.monotonic() + self.start_timeout
-        while not all(os.path.exists(s) for s in sockets):
-            failed = None
-            if proc.poll() is not None:
-                failed = f"exited with status {proc.returncode}"
-            elif time.monotonic() > deadline:
-                failed = f"did not listen within {self.start_timeout:g} s"
-            if failed:
-                raise SandboxError(
-                    f"the sandboxed kernel {failed} before it started (bwrap or kernel output follows):\n"
-                    + parent.output.text()
-                )
-            await asyncio.sleep(0.01)
+    async def _await_listening(self, parent: KernelParent) -> int:
+        """Wait until the kernel has bound its sockets; name the cause if it never does. Returns the kernel's socket
+        folder as its sandbox shows it, opened while the kernel is known to run (``relay.kernel_folder``)."""
+        proc, names = self.provisioner.process, self._socket_names()
+        deadline, folder = time.monotonic() + self.start_timeout, None
+        try:
+            while folder is None or not all_bound(folder, names):
+                folder = kernel_folder(proc.pid) if folder is None else folder
+                failed = None
+                if proc.poll() is not None:
+                    failed = f"exited with status {proc.returncode}"
+                elif time.monotonic() > deadline:
+                    failed = f"did not listen within {self.start_timeout:g} s"
+                if failed:
+                    raise SandboxError(
+                        f"the sandboxed kernel {failed} before it started (bwrap or kernel output follows):\n"
+                        + parent.output.text()
+                    )
+                await asyncio.sleep(0.01)
+            if proc.poll() is not None:  # so the pid was the kernel's when its folder was opened
+                raise SandboxError(f"the sandboxed kernel exited with status {proc.returncode} as it started")
+        except BaseException:
+            if folder is not None:
+                os.close(folder)
+            raise
+        return folder
+
+    def _socket_names(self) -> list:
+        return [f"{os.path.basename(self.ip)}-{port}" for port in self.ports]
+
+    def _relay(self, folder: int) -> None:
+        """From now on the grader's clients connect to the relay (in the parent's private folder), not the kernel."""
+        names = self._socket_names()
+        self.relay = Relay(folder, os.path.join(self._rundir, "relay"), names, self.max_message_bytes)
+        self.ip = os.path.join(self.relay.folder, os.path.basename(self.ip))
+
+    def cleanup_ipc_files(self) -> None:
+        """Nothing to remove: the relay removes its sockets, and the kernel's are in its sandbox."""
 
     async def _async_wait(self, pollinterval: float = 0.1) -> None:
         """jupyter_client's wait for a killed kernel to end, polling every 5 ms instead of 0.1 s: it ends in a few."""
         await super()._async_wait(pollinterval=0.005)
 
     async def _async_cleanup_resources(self, restart: bool = False) -> None:
-        """Also have the kernel parent clear the sandbox for its next kernel (``left_behind``: what this one left in
-        its folder), and forget the socket folder, which is the parent's."""
+        """Also close the relay, have the kernel parent clear the sandbox for its next kernel (``left_behind``: what
+        this one left in its folder), and forget the parent's folder."""
         await super()._async_cleanup_resources(restart=restart)
+        if self.relay is not None:
+            self.relay.close()
+            self.relay = None
         if restart:
             return
         if isinstance(self.provisioner, ForkedProvisioner):  # (called twice: shutdown, then nbclient's cleanup)

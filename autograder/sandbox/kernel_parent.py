@@ -14,14 +14,14 @@ import select
 import shutil
 import signal
 import subprocess
+import tempfile
 import threading
 import time
 
-from .policy import SandboxError
+from .policy import SandboxError, account_files
 from .stage import Stage
 
 PARENT_MODULE = "autograder.sandbox.in_sandbox"  # ``python -m PARENT_MODULE`` runs a kernel parent
-IPC_ENTRIES = 200  # a kernel makes six entries in the socket folder: more, and it is removed with its parent
 ANSWER_SECONDS = 10  # a parent answers in milliseconds (a fork, a waitpid, emptying /tmp)
 TAIL_BYTES = 64 * 1024  # what the grader keeps of a sandbox's stderr: the end, for the message when it fails
 
@@ -47,6 +47,20 @@ def namespace_pids(root: int) -> dict:
         if up == root and pid != root:
             found[inner[pid]] = pid
     return found
+
+
+def private_folder(uid: int, gid: int) -> str:
+    """A kernel parent's private folder: connection/ for its kernels' connection files (shown read-only to them),
+    relay/ for the sockets the grader connects to (never shown), and /etc/passwd and /etc/group for ``uid``."""
+    rundir = tempfile.mkdtemp(prefix="nbgrader-sandbox-")
+    os.mkdir(os.path.join(rundir, "relay"), 0o700)
+    os.mkdir(os.path.join(rundir, "connection"))
+    os.chmod(os.path.join(rundir, "connection"), 0o755)  # as root, the kernel's uid reads its own file in it
+    for name, text in zip(("passwd", "group"), account_files(uid, gid)):
+        with open(os.path.join(rundir, name), "w") as f:
+            f.write(text)
+        os.chmod(f.name, 0o644)
+    return rundir
 
 
 class OutputTail:
@@ -149,7 +163,7 @@ class KernelParent:
         """Make ``folder`` the one the next kernel works in; False if the parent did not survive clearing the
         sandbox (it is closed: start another; a kernel may have killed it, and its sandbox may not have ended
         yet). On a stage, the student before is cleared away first: every process of theirs, /tmp, /dev/shm,
-        the socket folder, and their folder itself."""
+        their sockets, and their folder itself."""
         if self.stage is None or self.stage.shown == folder:
             return self._cleared()
         if self.kernels:
@@ -165,7 +179,6 @@ class KernelParent:
             return self.alive()
         if not self._cleared():
             return False
-        self._empty_ipc()
         self.stage.hide()
         return True
 
@@ -182,31 +195,6 @@ class KernelParent:
             return True, left
         self.close()
         return False, left
-
-    def _empty_ipc(self) -> None:
-        """Remove what kernels left in the socket folder (as root it is theirs only while one starts: a few sockets
-        each); none may be running. A folder with more than a kernel makes is removed with the parent."""
-        ipc = os.path.join(self.rundir, "ipc")
-        with os.scandir(ipc) as scan:
-            entries = [entry for _, entry in zip(range(IPC_ENTRIES + 1), scan)]
-        if len(entries) > IPC_ENTRIES:
-            self.close()
-            return
-        for entry in entries:
-            if entry.is_dir(follow_symlinks=False):
-                shutil.rmtree(entry.path, ignore_errors=True)
-            else:
-                os.unlink(entry.path)
-
-    def open_ipc(self) -> None:
-        """As root: let the next kernel bind its sockets in the socket folder (root's, so it can remove no others)."""
-        if os.geteuid() == 0:
-            os.chmod(os.path.join(self.rundir, "ipc"), 0o1777)
-
-    def close_ipc(self) -> None:
-        """As root: the kernel listens; from now on it cannot add, replace or remove anything in the socket folder."""
-        if os.geteuid() == 0:
-            os.chmod(os.path.join(self.rundir, "ipc"), 0o755)
 
     def inside(self, folder: str) -> str:
         """Where the sandbox sees ``folder``: on the stage if it has one (showing ``folder``), else ``folder``."""
@@ -225,8 +213,6 @@ class KernelParent:
         cleared, left = self._clear()
         if cleared and self.single_use:
             self.close()
-        elif cleared and not self.kernels:
-            self._empty_ipc()
         return left
 
     def close(self) -> None:

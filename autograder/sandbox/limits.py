@@ -59,6 +59,16 @@ class SandboxLimits(Configurable):
             "thrown away with the kernel; the most a notebook may write there."
         ),
     )
+    max_message_bytes = Integer(
+        64 * 2**20,
+        config=True,
+        help=(
+            "The most the grader holds of any one message from a kernel, in bytes. The kernel's sockets reach the "
+            "grader through a relay (relay.py) that reads each message as it arrives: a larger one is read and "
+            "dropped, and its cell gets the problem message_limit; the notebook goes on. Each cell's output is "
+            "further cut at GradingExecute.max_output_bytes."
+        ),
+    )
     sandbox_uid = Integer(
         65534,
         config=True,

@@ -28,9 +28,9 @@ class Grant:
     why: str
     """Why it is on the list."""
     mount: str = "read-only"
-    """``read-only`` or ``writable``: the host's file or folder bound there. ``tmpfs`` (private, empty, in
-    memory; ``scratch`` the same, the kernel's working folder), ``proc`` (the sandbox's own processes) or ``dev``
-    (a minimal /dev): made new inside.
+    """``read-only``: the host's file or folder bound there (no host path is ever writable). ``tmpfs`` (private,
+    empty, in memory; ``scratch`` the same, the kernel's working folder; ``sockets`` the same, small), ``proc`` (the
+    sandbox's own processes) or ``dev`` (a minimal /dev): made new inside.
     ``symlink``: a symlink to ``source``, as the host has it."""
     source: str = ""
     """The host path bound at ``path`` when it is another one (the generated /etc/passwd); a symlink's target."""
@@ -65,19 +65,27 @@ PRIVATE_MOUNTS = (
     Grant("/tmp", "private and empty, in memory: HOME, TMPDIR and matplotlib's cache", "tmpfs"),
     Grant("/dev/shm", "private shared memory, for torch and multiprocessing", "tmpfs"),
     Grant(
+        "/sockets",
+        "the kernel binds its sockets here, private and in memory; the grader reaches them only through its relay "
+        "(relay.py), which follows no link and keeps at most max_message_bytes of any one message",
+        "sockets",
+    ),
+    Grant(
         "/scratch",
         "the kernel's working folder: a private copy of the student's folder, in memory and of a fixed size, made "
         "before each kernel and thrown away after it; nothing a kernel writes reaches the grading machine",
         "scratch",
     ),
 )
+SOCKETS = "/sockets"  # where every kernel binds its sockets (its connection file says so)
+SOCKETS_SIZE = 2**20  # sockets take no room: the folder's size only bounds what else a kernel puts there
 SCRATCH = "/scratch"  # (the last of PRIVATE_MOUNTS) where every kernel works: its cwd
 # Everything of a kernel's run that reaches the grading machine (grading principle 6: nothing flows back).
 COMES_BACK = {
     "the executed notebook": "the outputs nbgrader receives as the kernel's messages and holds in memory, each "
     "cell's cut at GradingExecute.max_output_bytes; nbgrader writes the notebook and its page itself, by name",
-    "its sockets": "in the socket folder, the one host folder a kernel may write: as root, the grader makes it "
-    "read-only to the kernel's uid as soon as the kernel listens",
+    "its messages": "through the grader's relay (relay.py), whole messages only, each of at most "
+    "SandboxedKernelManager.max_message_bytes; a larger one is read and dropped as it arrives, and named",
     "the end of its output": "the last 64 KiB of what the sandbox wrote to stderr, held in memory, for the message "
     "when a kernel does not start",
     "what it left in its folder": "a summary made inside the sandbox by the kernel parent (counts, bytes, the first "
@@ -96,8 +104,8 @@ class KernelPaths:
     """autograded/<student>/<assignment>, read-only: what the kernel's scratch (``SCRATCH``) is filled from."""
     course_root: str
     """Never visible: the student's folder must lie strictly inside it, and no granted path may contain it."""
-    ipc_folder: str
-    """The kernel's ipc sockets (and connection file)."""
+    connection_folder: str
+    """The kernels' connection files (socket names and key), written by the grader, read-only inside."""
     python_prefixes: tuple
     """The installation running the kernel: the venv, the Python it was made from, their resolved paths."""
     package_dir: str
@@ -166,7 +174,7 @@ def allow_list(k: KernelPaths, tools: Tools) -> list:
             "/etc/passwd", "generated: names the kernel's own user only, not the machine's accounts", source=k.passwd
         ),
         Grant("/etc/group", "generated: the kernel's own group only", source=k.group),
-        Grant(k.ipc_folder, "the kernel's sockets to the grader; nothing else of the grader's runtime", "writable"),
+        Grant(k.connection_folder, "the kernel's connection file: where to bind its sockets, and the key"),
     ]
     if k.stage:
         grants.append(Grant(k.stage, "where the worker shows the student's folder of the kernel running"))
@@ -189,7 +197,7 @@ def resolve(grants: list) -> list:
     kept, todo = [], list(grants)
     while todo:
         g = todo.pop(0)
-        if g.mount in ("read-only", "writable") and not g.source:
+        if g.mount == "read-only" and not g.source:
             if os.path.islink(g.path):
                 kept.append(Grant(g.path, g.why, "symlink", source=os.readlink(g.path)))
                 todo.append(Grant(os.path.realpath(g.path), f"{g.why} (where {g.path} points)", g.mount))
@@ -204,10 +212,10 @@ def resolve(grants: list) -> list:
 
 MOUNT_OPTIONS = {  # Grant.mount -> bwrap's options for it, given the sizes of the in-memory folders
     "read-only": lambda g, sizes: ["--ro-bind", g.source or g.path, g.path],
-    "writable": lambda g, sizes: ["--bind", g.path, g.path],
     "symlink": lambda g, sizes: ["--symlink", g.source, g.path],
     "tmpfs": lambda g, sizes: ["--perms", "1777", "--size", str(sizes["tmpfs"]), "--tmpfs", g.path],
     "scratch": lambda g, sizes: ["--perms", "1777", "--size", str(sizes["scratch"]), "--tmpfs", g.path],
+    "sockets": lambda g, sizes: ["--perms", "1777", "--size", str(SOCKETS_SIZE), "--tmpfs", g.path],
     "proc": lambda g, sizes: ["--proc", g.path],
     "dev": lambda g, sizes: ["--dev", g.path],
 }
@@ -243,7 +251,7 @@ def command_line(
     grants = resolve(allow_list(k, tools))
     sizes = {"tmpfs": tmp_size, "scratch": tmp_size if scratch_size is None else scratch_size}
     for g in grants:
-        if g.mount in ("read-only", "writable") and _inside(course, g.source or g.path):
+        if g.mount == "read-only" and _inside(course, g.source or g.path):
             raise SandboxError(f"refusing to show {g.path!r} to the kernel: it holds the course root {course!r}")
     argv = [tools.bwrap, "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-net"]
     argv += ["--die-with-parent", "--new-session", "--hostname", "sandbox"]

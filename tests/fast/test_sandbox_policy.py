@@ -19,7 +19,7 @@ def machine(tmp_path, monkeypatch):
     """A small machine in tmp_path: system folders (one a symlink, one missing), a venv made from a base
     Python, the package, names.txt in /srv, a course with two students, the grader's run folder."""
     m = tmp_path
-    for folder in ("usr/bin", "usr/lib", "etc/fonts", "venv/bin", "base", "pkg", "srv/data", "run/ipc"):
+    for folder in ("usr/bin", "usr/lib", "etc/fonts", "venv/bin", "base", "pkg", "srv/data", "run/connection"):
         (m / folder).mkdir(parents=True)
     (m / "lib").symlink_to("usr/lib")
     (m / "etc/ld.so.cache").write_text("")
@@ -47,7 +47,7 @@ def paths(m, **changes):
     given = dict(
         student_folder=str(m / "course/autograded/alice/ps1"),
         course_root=str(m / "course"),
-        ipc_folder=str(m / "run/ipc"),
+        connection_folder=str(m / "run/connection"),
         python_prefixes=(str(m / "venv"), str(m / "base")),
         package_dir=str(m / "pkg"),
         names_file=str(m / "srv/data/names.txt"),
@@ -79,6 +79,12 @@ def test_the_command_line_grants_exactly_the_allow_list(machine):
             "--perms",
             "1777",
             "--size",
+            str(2**20),
+            "--tmpfs",
+            "/sockets",  # where the kernel binds its sockets: the relay reaches them from outside
+            "--perms",
+            "1777",
+            "--size",
             "768",
             "--tmpfs",
             "/scratch",  # the kernel's working folder: in memory, of its own size
@@ -102,7 +108,7 @@ def test_the_command_line_grants_exactly_the_allow_list(machine):
         *folders(f"{m}/etc"),
         *read_only(f"{m}/etc/ld.so.cache"),
         *folders(f"{m}/run"),
-        *("--bind", f"{m}/run/ipc", f"{m}/run/ipc"),
+        *read_only(f"{m}/run/connection"),
         *folders(f"{m}/srv", f"{m}/srv/data"),
         *read_only(f"{m}/srv/data/names.txt"),  # names.txt alone: not srv/ with the LMS download
         *folders(f"{m}/course", f"{m}/course/autograded", f"{m}/course/autograded/alice"),  # empty: no bob
@@ -116,20 +122,20 @@ def test_the_command_line_grants_exactly_the_allow_list(machine):
     ]
 
 
-def test_only_memory_and_the_socket_folder_are_writable_and_all_that_comes_back_is_listed(machine):
-    """What a kernel writes stays in the sandbox: the one host folder it may write is the socket folder; the rest
-    it writes is in memory (/tmp, /dev/shm, its scratch) and ends with the sandbox. The rule as data: COMES_BACK."""
+def test_only_memory_is_writable_and_all_that_comes_back_is_listed(machine):
+    """What a kernel writes stays in the sandbox: no host folder is writable; what it writes is in memory (/tmp,
+    /dev/shm, its sockets, its scratch) and ends with the sandbox. The rule as data: COMES_BACK."""
     staged = paths(machine, stage=str(machine / "run/stage"), student_folder=str(machine / "run/stage/student"))
     (machine / "run/stage/student").mkdir(parents=True)
     for k in (paths(machine), staged):
         argv = policy.command_line(KERNEL, k, TOOLS, LIMITS, tmp_size=512, run_as=(61000, 61000))
-        binds = [argv[i + 1 : i + 3] for i, arg in enumerate(argv) if arg == "--bind"]
-        assert binds == [[k.ipc_folder, k.ipc_folder]]
+        assert not {"--bind", "--bind-try", "--dev-bind"} & set(argv)
         in_memory = [argv[i + 1] for i, arg in enumerate(argv) if arg == "--tmpfs"]
-        assert sorted(in_memory) == ["/dev/shm", "/scratch", "/tmp"] and argv[argv.index("--chdir") + 1] == "/scratch"
+        assert sorted(in_memory) == ["/dev/shm", "/scratch", "/sockets", "/tmp"]
+        assert argv[argv.index("--chdir") + 1] == "/scratch"
     assert list(policy.COMES_BACK) == [
         "the executed notebook",
-        "its sockets",
+        "its messages",
         "the end of its output",
         "what it left in its folder",
     ]
@@ -203,7 +209,9 @@ def test_a_worker_stage_is_bound_instead_of_a_student_folder_and_never_near_the_
 
 def test_every_entry_says_why():
     grants = policy.allow_list(
-        policy.KernelPaths("/c/a/s/n", "/c", "/r/ipc", (sys.prefix, "/usr"), PACKAGE_DIR, "/d/names.txt", "/p", "/g"),
+        policy.KernelPaths(
+            "/c/a/s/n", "/c", "/r/connection", (sys.prefix, "/usr"), PACKAGE_DIR, "/d/names.txt", "/p", "/g"
+        ),
         TOOLS,
     )
     assert all(len(g.why) > 15 for g in grants) and len({g.path for g in grants}) > 15
@@ -215,14 +223,14 @@ def test_the_host_list_leaves_out_the_places_where_courses_and_downloads_lie():
     k = policy.KernelPaths(
         student_folder="/var/tmp/course/autograded/alice/backprop_ninja",
         course_root="/var/tmp/course",
-        ipc_folder="/tmp/nbgrader-sandbox-x/ipc",
+        connection_folder="/tmp/nbgrader-sandbox-x/connection",
         python_prefixes=policy.python_prefixes(sys.executable),
         package_dir=PACKAGE_DIR,
         names_file="",
         passwd="/tmp/nbgrader-sandbox-x/passwd",
         group="/tmp/nbgrader-sandbox-x/group",
     )
-    bound = [g for g in policy.resolve(policy.allow_list(k, TOOLS)) if g.mount in ("read-only", "writable")]
+    bound = [g for g in policy.resolve(policy.allow_list(k, TOOLS)) if g.mount == "read-only"]
     for g in bound:
         for place in ("/srv", "/opt", "/home", "/run", "/mnt", "/media", "/sys", "/var/tmp/course"):
             assert not (place + "/").startswith(g.path.rstrip("/") + "/"), (g.path, place)  # not it, nor above it

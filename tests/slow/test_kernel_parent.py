@@ -49,7 +49,8 @@ LOOK = """import json, os, sys
 from ipykernel.connect import get_connection_file
 print("SEEN " + json.dumps({
     "parent_started": open(f"/proc/{os.getppid()}/stat").read().rsplit(")", 1)[1].split()[19],
-    "ipc": sorted(os.listdir(os.path.dirname(get_connection_file()))),
+    "sockets": sorted(os.listdir("/sockets")),
+    "connection": sorted(os.listdir(os.path.dirname(get_connection_file()))),
     "torch_imported": "torch" in sys.modules,
     "tmp": sorted(os.listdir("/tmp")),
     "shm": sorted(os.listdir("/dev/shm")),
@@ -63,13 +64,14 @@ print("SEEN " + json.dumps({
     "seed": os.environ.get("BACKPROP_NINJA_SEED"),
 }))
 """
-LEAVE = """import json, os, subprocess
+LEAVE = """import errno, json, os, subprocess
 from ipykernel.connect import get_connection_file
-try:  # as root, the socket folder is closed to the kernel once it listens
+try:  # the grader's folder of connection files is read-only to every kernel
     open(os.path.join(os.path.dirname(get_connection_file()), "leftover-{student}"), "w").write("x")
-    print("socket folder: written")
+    print("connection folder: written")
 except OSError as error:
-    print("socket folder:", type(error).__name__)
+    print("connection folder:", errno.errorcode[error.errno])
+open("/sockets/leftover-{student}", "w").write("x")
 open("/tmp/leftover-{student}", "w").write("x")
 open("/dev/shm/leftover-{student}", "w").write("x")
 open("leftover-{student}-{notebook}", "w").write("x")
@@ -120,7 +122,9 @@ def test_a_forked_kernel_starts_with_nothing_of_the_kernel_before_it(graded):
     ):
         now = seen(graded, *after)
         assert now["variable"] is None and now["module_attribute"] is None and now["global"] is None, (before, after)
-        assert not [name for name in now["tmp"] + now["shm"] + now["ipc"] if name.startswith("leftover")], now
+        assert not [
+            name for name in now["tmp"] + now["shm"] + now["sockets"] + now["connection"] if name.startswith("leftover")
+        ], now
         assert not [command for command in now["processes"] if "sleep" in command], now["processes"]
         assert now["seed"] != seen(graded, *before)["seed"]  # each notebook its own seed
         # its folder is a fresh copy of the student's: nothing an earlier kernel wrote there, theirs or another's
@@ -149,9 +153,7 @@ def test_forked_kernels_grade_like_cold_ones(graded):
             assert scores == maximum, (student, notebook, scores)
             nb = nbformat.read(folder / f"{notebook}.ipynb", as_version=4)
             assert not [o for o in nb.cells[-1].outputs if o.output_type == "error"], nb.cells[-1].outputs
-            assert last_output(graded, student, notebook).startswith(
-                "socket folder: PermissionError" if os.geteuid() == 0 else "socket folder: written"
-            )
+            assert last_output(graded, student, notebook).startswith("connection folder: EROFS")
             assert not (folder / f"leftover-{student}-{notebook}").exists()
         assert {(p.stat().st_uid, p.stat().st_gid) for p in [folder, *folder.iterdir()]} == {(os.getuid(), os.getgid())}
 

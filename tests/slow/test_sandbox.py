@@ -211,7 +211,7 @@ def test_the_kernel_sees_only_its_allow_list(kernel, course, grader_tmp):
         "result['me'] = [os.getpid(), os.getuid()]"
     )
     granted_tops = {p.split("/")[1] for p in (sys.prefix, sys.base_prefix, PACKAGE_DIR, str(course), str(grader_tmp))}
-    tops = {"bin", "lib", "lib64", "usr", "etc", "proc", "dev", "tmp", "scratch"} | granted_tops
+    tops = {"bin", "lib", "lib64", "usr", "etc", "proc", "dev", "tmp", "scratch", "sockets"} | granted_tops
     assert set(r["/"]) <= tops, set(r["/"]) - tops
     assert not set(r["/"]) & ({"srv", "opt", "home", "run", "sys", "boot", "mnt", "media", "root"} - granted_tops)
     assert r["/etc"] == ["fonts", "group", "ld.so.cache", "passwd"]
@@ -233,16 +233,16 @@ def test_the_unprivileged_sandbox_works_too(course):
     folder.mkdir(parents=True)
     run = Path(tempfile.mkdtemp(prefix="sandbox-run-"))
     try:
-        (run / "ipc").mkdir()
+        (run / "connection").mkdir()
         package = shutil.copytree(PACKAGE_DIR, run / "autograder", ignore=shutil.ignore_patterns("__pycache__"))
         names = shutil.copy(EMBEDDED_NAMES, run / "names.txt")
         for path, text in zip((run / "passwd", run / "group"), policy.account_files(65534, 65534)):
             path.write_text(text)
-        for path in (folder, run, run / "ipc"):
+        for path in (folder, run, run / "connection"):
             os.chown(path, 65534, 65534)
         run.chmod(0o755)
         paths = policy.KernelPaths(
-            str(folder), str(course), str(run / "ipc"), ("/usr",), str(package), str(names),
+            str(folder), str(course), str(run / "connection"), ("/usr",), str(package), str(names),
             str(run / "passwd"), str(run / "group"),
         )  # fmt: skip
         tools = policy.Tools(bwrap=shutil.which("bwrap"), prlimit=shutil.which("prlimit"))
@@ -265,7 +265,9 @@ def test_the_unprivileged_sandbox_works_too(course):
         uid, top, etc, own, root, gradebook, names, source, secret = json.loads(result.stdout)
         assert uid == 65534 and "--unshare-user" in argv and "--cap-drop" not in argv
         granted_tops = {p.split("/")[1] for p in (str(course), str(run))}
-        assert set(top) <= {"bin", "lib", "lib64", "usr", "etc", "proc", "dev", "tmp", "scratch"} | granted_tops, top
+        assert (
+            set(top) <= {"bin", "lib", "lib64", "usr", "etc", "proc", "dev", "tmp", "scratch", "sockets"} | granted_tops
+        ), top
         assert etc == ["fonts", "group", "ld.so.cache", "passwd"]
         assert own == "wrote" and not (folder / "own.txt").exists()  # in its scratch
         assert root != "wrote" and gradebook != "wrote" and (course / "gradebook.db").read_text() == "grades"
@@ -351,6 +353,69 @@ def test_timeout_interrupts_through_the_courses_execute(course):
     assert "CellTimeoutError" in errors and "KeyboardInterrupt" in errors  # interrupted
     assert nb.cells[1].outputs[0].text == "after\n"  # and the kernel carried on
     assert [p.kind for p in resources["backprop_ninja"]["incidents"]] == ["cell_timeout"]
+
+
+ONE_LARGE_MESSAGE = """
+kernel = get_ipython().kernel
+kernel.session.send(  # one message, as a student could send it: a frame of 8 MB beside a stream's text
+    kernel.iopub_socket, "stream", {"name": "stdout", "text": "hidden"}, parent=kernel.get_parent(),
+    ident=kernel._topic("stream"), buffers=[bytearray(8 * 2**20)],
+)
+print("x" * 3 * 2**20, flush=True)  # and a print of 3 MB
+print("small")
+"""
+
+
+def test_a_message_over_the_limit_is_dropped_and_named_and_the_notebook_goes_on(course):
+    """The relay keeps at most max_message_bytes of one message: the two large ones are dropped as they arrive,
+    the cell's small print and the next cell's output arrive, and the cell is named in a message_limit problem."""
+    cells = [new_code_cell(ONE_LARGE_MESSAGE), new_code_cell("print('after')")]
+    pre = GradingExecute(config=config(course, max_message_bytes=2 * 2**20), timeout=60)
+    nb, resources = pre.preprocess(
+        new_notebook(cells=cells), {"metadata": {"path": str(course / "autograded" / "bob" / "ps1")}}
+    )
+    texts = [o.text for o in nb.cells[0].outputs if o.output_type == "stream"]
+    assert "small\n" in texts and not [t for t in texts if "hidden" in t or "xxx" in t], texts
+    assert "this cell sent a message of more than 2 MB" in texts[-1], texts
+    assert nb.cells[1].outputs[0].text == "after\n"
+    (problem,) = resources["backprop_ninja"]["incidents"]
+    assert problem.kind == "message_limit" and "cell 1 sent 2 messages of 8 MB and 3 MB" in problem.detail, problem
+
+
+def test_a_kernel_cannot_touch_the_sockets_the_grader_connects_to(course, tmp_path):
+    """A kernel swaps each of its sockets for a link to a socket of the host and tries to plant a file beside its
+    connection file: the host's socket is never connected to, a new connection to the relay is refused, and the
+    connections already made go on working."""
+    host = socket.socket(socket.AF_UNIX)
+    host.bind(str(tmp_path / "host.sock"))
+    host.listen()
+    host.settimeout(1)
+    c = client(course, "bob")
+    with c.setup_kernel():
+        k = Kernel(c)
+        r = k.json(
+            "import errno, glob, os\n"
+            "from ipykernel import get_connection_file\n"
+            "mine = sorted(glob.glob('/sockets/*'))\n"
+            "for path in mine:\n"
+            f"    os.unlink(path); os.symlink({str(tmp_path / 'host.sock')!r}, path)\n"
+            "try:\n"
+            "    open(os.path.join(os.path.dirname(get_connection_file()), 'planted'), 'w'); planted = 'wrote'\n"
+            "except OSError as e:\n    planted = errno.errorcode[e.errno]\n"
+            "result = [len(mine), planted]"
+        )
+        assert r == [5, "EROFS"], r  # its five sockets; the connection folder is read-only
+        relay = c.km.relay
+        for name in relay.names:  # a new connection: the relay finds a link where the socket was, and closes it
+            with socket.socket(socket.AF_UNIX) as new:
+                new.connect(relay.path(name))
+                new.settimeout(10)
+                assert new.recv(64) == b"", name
+        with pytest.raises(TimeoutError):
+            host.accept()
+        assert k.run("print('still here')") == "still here\n"  # the connections made before the swap
+        assert not any(p.name == "planted" for p in Path(c.km.connection_file).parent.iterdir())
+    host.close()
 
 
 def test_fails_closed(course):

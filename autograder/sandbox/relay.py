@@ -1,0 +1,225 @@
+"""The grader's end of a sandboxed kernel's sockets: jupyter_client connects to the relay, never to the kernel.
+
+The relay listens in a folder of the grader's that no sandbox shows. For each connection jupyter_client makes, it
+opens one to the kernel's own socket, in the kernel's private socket folder as the sandbox sees it, and copies the
+bytes both ways. So:
+
+- whatever a kernel does in its socket folder, the grader connects only to the relay: the relay opens the kernel's
+  socket through a folder it holds open, follows no link, and takes nothing but a socket;
+- the grader holds at most ``max_message_bytes`` of any one message from the kernel: the relay reads ZMTP 3's frames
+  as they come, keeps a message only while it is within the bound, and reads the rest of a larger one into nothing.
+  What it dropped is in ``dropped``, for the notebook's problems.
+
+Threads and blocking sockets: a kernel runs a few cells a second, and a frame is read straight into its own buffer.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import stat
+import threading
+
+from .policy import SOCKETS
+
+GREETING = 64  # ZMTP 3's greeting: signature (10 bytes), version (2), mechanism (20), as-server (1), filler (31)
+MORE, LONG, COMMAND = 1, 2, 4  # a frame's flags; the other bits are reserved (zero)
+COMMAND_BYTES = 2**16  # the handshake's READY and the heartbeats are a few bytes: a larger command is refused
+CHUNK = 2**20  # what the relay reads at once of a stream, or of a message it drops
+
+
+def kernel_folder(pid: int) -> int | None:
+    """The socket folder of the kernel ``pid`` as its sandbox shows it, opened O_PATH; None while it is not there."""
+    try:
+        return os.open(f"/proc/{pid}/root{SOCKETS}", os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
+    except OSError:
+        return None
+
+
+def all_bound(folder: int, names) -> bool:
+    """Whether the kernel has bound every socket of ``names`` in ``folder`` (``kernel_folder``)."""
+    try:
+        return all(stat.S_ISSOCK(os.stat(name, dir_fd=folder, follow_symlinks=False).st_mode) for name in names)
+    except OSError:
+        return False
+
+
+class NotZmtp(Exception):
+    """The kernel spoke something other than ZMTP 3 with the NULL mechanism: its connection is closed."""
+
+
+def _exactly(sock: socket.socket, size: int) -> bytearray:
+    """``size`` bytes from ``sock``, read into one buffer; EOFError if it closes first."""
+    data = bytearray(size)
+    view, got = memoryview(data), 0
+    while got < size:
+        n = sock.recv_into(view[got:], min(size - got, CHUNK))
+        if not n:
+            raise EOFError
+        got += n
+    return data
+
+
+def _discard(sock: socket.socket, size: int, scratch: bytearray) -> None:
+    """Read ``size`` bytes from ``sock`` and keep none of them."""
+    view = memoryview(scratch)
+    while size:
+        n = sock.recv_into(view, min(size, len(scratch)))
+        if not n:
+            raise EOFError
+        size -= n
+
+
+class Relay:
+    """The relay of one kernel: a listening socket in ``folder`` for each name in ``names`` (the kernel's socket of
+    that name), until ``close``."""
+
+    def __init__(self, kernel_folder: int, folder: str, names, max_message_bytes: int):
+        self.kernel_folder = kernel_folder  # an O_PATH descriptor of the kernel's socket folder, closed with the relay
+        self.folder, self.names, self.bound = folder, list(names), max_message_bytes
+        self.dropped = []  # (socket name, bytes): each message from the kernel that was over the bound, not kept
+        self._sockets, self._closed = set(), False
+        self._lock = threading.Lock()
+        try:
+            for name in self.names:
+                listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+                self._keep(listener)
+                listener.bind(self.path(name))
+                listener.listen(16)
+                threading.Thread(target=self._accept, args=(listener, name), daemon=True).start()
+        except BaseException:
+            self.close()
+            raise
+
+    def path(self, name: str) -> str:
+        return os.path.join(self.folder, name)
+
+    def _keep(self, sock: socket.socket) -> None:
+        with self._lock:
+            if self._closed:
+                sock.close()
+                raise OSError("the relay is closed")
+            self._sockets.add(sock)
+
+    def _forget(self, *socks) -> None:
+        with self._lock:
+            for sock in socks:
+                if sock is not None:
+                    self._sockets.discard(sock)
+                    sock.close()
+
+    def _accept(self, listener: socket.socket, name: str) -> None:
+        while True:
+            try:
+                grader, _ = listener.accept()
+            except OSError:  # closed
+                return
+            try:
+                self._keep(grader)
+            except OSError:
+                return
+            threading.Thread(target=self._serve, args=(grader, name), daemon=True).start()
+
+    def _kernel_socket(self, name: str) -> socket.socket:
+        """A connection to the kernel's socket ``name``: opened without following a link, and only if a socket."""
+        found = os.open(name, os.O_PATH | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=self.kernel_folder)
+        try:
+            if not stat.S_ISSOCK(os.fstat(found).st_mode):
+                raise OSError(f"{name} in the kernel's socket folder is not a socket")
+            kernel = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            try:
+                kernel.settimeout(10)
+                kernel.connect(f"/proc/self/fd/{found}")  # the socket opened above, whatever the name means now
+                kernel.settimeout(None)
+            except OSError:
+                kernel.close()
+                raise
+            return kernel
+        finally:
+            os.close(found)
+
+    def _serve(self, grader: socket.socket, name: str) -> None:
+        kernel = None
+        try:
+            kernel = self._kernel_socket(name)
+            self._keep(kernel)
+            threading.Thread(target=self._to_kernel, args=(grader, kernel), daemon=True).start()
+            self._to_grader(kernel, grader, name)
+        except (OSError, EOFError, NotZmtp):
+            pass
+        finally:
+            self._forget(grader, kernel)
+
+    @staticmethod
+    def _to_kernel(grader: socket.socket, kernel: socket.socket) -> None:
+        """The grader's bytes, as they come (the grader is trusted)."""
+        try:
+            while data := grader.recv(CHUNK):
+                kernel.sendall(data)
+        except OSError:
+            pass
+        for sock in (kernel, grader):
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+    def _to_grader(self, kernel: socket.socket, grader: socket.socket, name: str) -> None:
+        """The kernel's greeting as it comes (each side's waits for the other's first bytes), then whole messages
+        within the bound; the frames of a larger one are read and dropped."""
+        greeting = b""
+        while len(greeting) < GREETING:
+            chunk = kernel.recv(GREETING - len(greeting))
+            if not chunk:
+                return
+            greeting += chunk
+            if greeting[:1] != b"\xff" or len(greeting) > 10 and greeting[10] < 3:
+                raise NotZmtp("not a ZMTP 3 greeting")
+            if len(greeting) >= 16 and greeting[12:16] != b"NULL":
+                raise NotZmtp("a security mechanism the relay cannot read through")
+            grader.sendall(chunk)
+        frames, held, over, scratch = [], 0, 0, bytearray(CHUNK)
+        while True:
+            flags = _exactly(kernel, 1)[0]
+            if flags & ~(MORE | LONG | COMMAND):
+                raise NotZmtp(f"reserved frame flags {flags:#x}")
+            length = _exactly(kernel, 8 if flags & LONG else 1)
+            size, head = int.from_bytes(length, "big"), bytes([flags]) + length
+            if flags & COMMAND:
+                if size > COMMAND_BYTES or frames or over:
+                    raise NotZmtp("a command that is too large, or inside a message")
+                grader.sendall(head + _exactly(kernel, size))
+                continue
+            if over or held + size > self.bound:
+                over += held + size
+                frames, held = [], 0
+                _discard(kernel, size, scratch)
+            else:
+                frames += [head, _exactly(kernel, size)]
+                held += size
+            if not flags & MORE:  # the message's last frame
+                if over:
+                    self.dropped.append((name, over))
+                for frame in frames:
+                    grader.sendall(frame)
+                frames, held, over = [], 0, 0
+
+    def close(self) -> None:
+        """Stop listening, end every connection, remove the listening sockets."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            socks, self._sockets = self._sockets, set()
+        os.close(self.kernel_folder)
+        for sock in socks:
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+            sock.close()
+        for name in self.names:
+            try:
+                os.unlink(self.path(name))
+            except FileNotFoundError:
+                pass
