@@ -7,4 +7,5 @@ in_process      autograde a notebook in this process, with the grader's own prep
 words           a pseudo-translation of the grader's words, and what of a page escaped it
 cases_ex1, cases_ex2_ex3, cases_ex4    each exercise's table of mistakes, alternatives and cheats
 warmup          the micrograd warm-up's solutions and checks
+users           ordinary users of the machine (made by the test as root), with an install of the course they can reach
 """
