@@ -10,7 +10,8 @@ workers/       pool (N workers, one queue), fork_server (forks them; imports onc
                per student) with autograde (its converter), watchdog and database_clock
 cluster/       coordinator (grade --scheduler), remote (what a Dask worker does), payload (what travels and what
                is refused), slurm (the worker's batch job)
-results/       gradebook (the merge), grades_csv, history (grade_history.csv), roster, lms_export, bug_hunt_ids
-               (Exercise 6's ids that several students entered)
+results/       gradebook (its URL, the graders' template, a student's grades), merge (into the course's gradebook,
+               in batches beside the grading), grades_csv, history (grade_history.csv), roster, lms_export,
+               bug_hunt_ids (Exercise 6's ids that several students entered)
 report/        class_data (the class's files, read once), misconceptions, charts, class_report
 """

@@ -24,9 +24,10 @@ from .intake.collect import collect
 from .intake.prepare import GRADING_DIR, read_releases, stage_student
 from .intake.state import GradingState, StudentRecord
 from .results.bug_hunt_ids import shared_ids
-from .results.gradebook import course_url, forget_student, late_penalties, make_template, write_submission
+from .results.gradebook import course_url, forget_student, make_template
 from .results.grades_csv import grade_rows, step_columns, write_grades_csv
 from .results.history import Change, append_history
+from .results.merge import Lateness, Merger
 from .summary import Summary
 from .workers.pool import GraderSettings, Worker, WorkerPool
 
@@ -171,7 +172,8 @@ class ClassGrading:
         return len(self.records[student].graded) * ((self.o.notebook_timeout or 3600) + 60) + 120
 
     def autograde(self, todo: list, pool: WorkerPool | None, cluster=None) -> list:
-        """Grade ``todo`` in the local ``pool``, else on the cluster; merge each finished student's grades."""
+        """Grade ``todo`` in the local ``pool``, else on the cluster; each finished student is merged into the
+        gradebook beside the grading (``Merger``), and all of them before this returns."""
         self.progress = tqdm(
             total=len(todo), desc="grading", unit="student", file=sys.stderr, disable=not (self.o.progress and todo)
         )
@@ -179,7 +181,11 @@ class ClassGrading:
         try:
             if todo:
                 make_template(self.gradebook, self.assignment, self.template)
-                (pool or self.dask_pool(cluster)).run(todo)
+                self.merger = Merger(self.gradebook, self.root, self.assignment, self.merged)
+                try:
+                    (pool or self.dask_pool(cluster)).run(todo)
+                finally:
+                    self.merger.close()
         finally:
             self.progress.close()
             self.state.save()
@@ -204,16 +210,15 @@ class ClassGrading:
         return WorkerPool(workers, self.allowed, self.finish)
 
     def finish(self, student: str, result, allowed: float) -> None:
-        """Merge one student's result (None: the worker was killed) into the gradebook and the state."""
+        """One student's result (None: the worker was killed), handed to the merge; ``merged`` records it."""
         record = self.records[student]
         with self.lock:
             if self.o.profile and result is not None:
                 with open(self.o.profile, "a") as f:
                     f.write(json.dumps({"student": student, **result.profile}) + "\n")
-            if result is not None and result.success and result.grades:
-                write_submission(self.gradebook, self.assignment, student, result.grades)
+            grades = result.grades if result is not None and result.success else None
+            if grades:
                 record.problems += [Problem(student, p.notebook, p.kind, p.detail) for p in result.incidents]
-                record.problems += self.late_problems(student)
             else:
                 if result is None:
                     killed = f"the grading worker died or did not finish within {allowed:.0f} s (it was stopped)"
@@ -225,9 +230,16 @@ class ClassGrading:
                     problems = [Problem(student, None, "grader_error", f"nbgrader could not grade it: {last}")]
                 record.problems += problems
                 record.graded = []
-                forget_student(self.gradebook, self.root, self.assignment, student)
             # what timed out would time out again: it is retried only with --regrade-all
             record.complete = result is None or result.success
+            self.merger.add(student, grades or None)  # None: their old grades and files go
+
+    def merged(self, student: str, late: Lateness | None) -> None:
+        """``student`` is in the gradebook (late: how late), or out of it (None): into the state, saved now and then."""
+        record = self.records[student]
+        with self.lock:
+            if late is not None:
+                record.problems += self.late_problems(student, late)
             self.state.students[student] = record
             if time.monotonic() - self.saved_at >= STATE_SAVE_SECONDS:
                 self.state.save()
@@ -235,13 +247,17 @@ class ClassGrading:
             self.progress.set_postfix_str(student, refresh=False)
             self.progress.update()
 
-    def late_problems(self, student: str) -> list:
+    @staticmethod
+    def late_problems(student: str, late: Lateness) -> list:
         """A late_submission problem for every notebook that lost points to the late penalty."""
-        seconds, due, penalties = late_penalties(self.gradebook, self.assignment, student)
-        late = f"{seconds / 3600:.1f} hours after the due date ({due:%Y-%m-%d %H:%M} UTC)" if penalties else ""
+        when = (
+            f"{late.seconds / 3600:.1f} hours after the due date ({late.due:%Y-%m-%d %H:%M} UTC)"
+            if late.penalties
+            else ""
+        )
         return [
-            Problem(student, notebook, "late_submission", f"handed in {late}: {points:g} points taken off")
-            for notebook, points in sorted(penalties.items())
+            Problem(student, notebook, "late_submission", f"handed in {when}: {points:g} points taken off")
+            for notebook, points in sorted(late.penalties.items())
         ]
 
     def write(self, students: list, problems: list) -> tuple:

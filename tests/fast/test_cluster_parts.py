@@ -1,5 +1,6 @@
 """The pieces of grading on a Dask cluster and of a shared gradebook that need no kernel and no cluster: what a
-worker refuses, the version check, the gradebook template, merging a student's grades, the gradebook's URL."""
+worker refuses, the version check, what travels, the gradebook's URL. (The template and the merge:
+test_gradebook_merge.py.)"""
 
 import datetime
 import json
@@ -24,13 +25,7 @@ from autograder.grading.cluster.payload import (
 )
 from autograder.grading.intake.repair import MAX_BYTES
 from autograder.grading.results import gradebook
-from autograder.grading.results.gradebook import (
-    GradedSubmission,
-    make_template,
-    read_submission,
-    sqlite_url,
-    write_submission,
-)
+from autograder.grading.results.gradebook import GradedSubmission
 from autograder.grading.workers.pool import GraderSettings
 from autograder.grading.workers.worker import WorkerResult
 from autograder.sandbox.uids import claim_sandbox_uid
@@ -138,83 +133,6 @@ def test_versions_name_every_difference():
         f"python missing on the worker, {ours['python']} on the coordinator",
         f"torch 2.12.0 on the worker, {ours['torch']} on the coordinator",
     ]
-
-
-@pytest.fixture
-def course_gradebook(tmp_path):
-    """A gradebook with the assignment (due date, two graded cells, an answer cell) and two students: ada,
-    whom a teaching assistant graded by hand, and ben, who has an extension."""
-    url = sqlite_url(tmp_path / "gradebook.db")
-    due = datetime.datetime(2026, 12, 15, 22, 59)
-    with gradebook.opened(url) as gb:
-        gb.add_assignment(ASSIGNMENT, duedate=due)
-        gb.add_notebook(NB, ASSIGNMENT)
-        for cell in ("test_dprobs", "test_dh"):
-            gb.add_grade_cell(cell, NB, ASSIGNMENT, max_score=1, cell_type="code")
-            gb.add_source_cell(cell, NB, ASSIGNMENT, cell_type="code", source="check()", locked=True, checksum="x")
-        gb.add_solution_cell("answer_dprobs", NB, ASSIGNMENT)
-        gb.add_source_cell("answer_dprobs", NB, ASSIGNMENT, cell_type="code", source="dprobs = ...", checksum="y")
-        for student in ("ada", "ben"):
-            gb.add_student(student)
-        gb.add_submission(ASSIGNMENT, "ada")
-        gb.add_submission(ASSIGNMENT, "ben", extension=datetime.timedelta(days=2))
-        gb.find_grade("test_dprobs", NB, ASSIGNMENT, "ada").manual_score = 0.5
-        gb.find_comment("answer_dprobs", NB, ASSIGNMENT, "ada").manual_comment = "see me"
-        gb.find_submission_notebook(NB, ASSIGNMENT, "ada").flagged = True
-        gb.db.commit()
-    return url, due
-
-
-def test_the_template_holds_the_assignment_and_no_student_but_the_extensions(course_gradebook, tmp_path):
-    url, due = course_gradebook
-    make_template(url, ASSIGNMENT, tmp_path / "template.db")
-    with gradebook.opened(sqlite_url(tmp_path / "template.db")) as gb:
-        assignment = gb.find_assignment(ASSIGNMENT)
-        assert assignment.duedate == due and [nb.name for nb in assignment.notebooks] == [NB]
-        assert sorted(c.name for c in assignment.notebooks[0].grade_cells) == ["test_dh", "test_dprobs"]
-        assert [c.name for c in assignment.notebooks[0].solution_cells] == ["answer_dprobs"]
-        assert len(assignment.notebooks[0].source_cells) == 3
-        assert [s.student.id for s in assignment.submissions] == ["ben"]
-        assert assignment.submissions[0].extension == datetime.timedelta(days=2)
-
-
-def test_merging_a_student_keeps_what_people_wrote_and_adds_no_rows(course_gradebook, tmp_path):
-    url, _ = course_gradebook
-    worker = sqlite_url(tmp_path / "worker.db")
-    make_template(url, ASSIGNMENT, tmp_path / "worker.db")
-    with gradebook.opened(worker) as gb:  # what autograde writes for ada and cy
-        for student in ("ada", "cy"):
-            gb.add_student(student)
-            gb.add_submission(ASSIGNMENT, student, timestamp=datetime.datetime(2026, 12, 16, 10, 0))
-            gb.find_grade("test_dprobs", NB, ASSIGNMENT, student).auto_score = 1.0
-            gb.find_grade("test_dh", NB, ASSIGNMENT, student).auto_score = 0.0
-            gb.find_comment("answer_dprobs", NB, ASSIGNMENT, student).auto_comment = "No response."
-            gb.find_submission_notebook(NB, ASSIGNMENT, student).late_submission_penalty = 0.1
-        gb.db.commit()
-    for _ in range(2):  # merged twice (a retried task): still one submission, one row per cell
-        for student in ("ada", "cy"):
-            graded = read_submission(worker, ASSIGNMENT, student)
-            write_submission(
-                url, ASSIGNMENT, student, GradedSubmission.from_json(json.loads(json.dumps(graded.to_json())))
-            )
-    assert read_submission(url, ASSIGNMENT, "nobody") is None
-    with gradebook.opened(url) as gb:
-        ada = gb.find_submission_notebook(NB, ASSIGNMENT, "ada")
-        grades = {g.name: (g.auto_score, g.manual_score) for g in ada.grades}
-        assert grades == {"test_dprobs": (1.0, 0.5), "test_dh": (0.0, None)}
-        comment = gb.find_comment("answer_dprobs", NB, ASSIGNMENT, "ada")
-        assert (comment.auto_comment, comment.manual_comment) == ("No response.", "see me")
-        assert ada.flagged and ada.late_submission_penalty == 0.1
-        assert gb.find_submission(ASSIGNMENT, "ada").timestamp == datetime.datetime(2026, 12, 16, 10, 0)
-        assert gb.find_submission_notebook(NB, ASSIGNMENT, "cy").score == 1.0
-        assert sorted(s.student.id for s in gb.find_assignment(ASSIGNMENT).submissions) == ["ada", "ben", "cy"]
-        assert gb.db.query(gradebook_row("grade")).count() == 3 * 2  # three students, two graded cells each
-
-
-def gradebook_row(table: str):
-    from nbgrader.api import Base
-
-    return Base.metadata.tables[table]
 
 
 def test_the_worker_protocol_carries_the_grades():

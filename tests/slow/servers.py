@@ -1,8 +1,10 @@
-"""Servers the slow tests start: the Formgrader (nbgrader's web app, through its REST API) and a Dask cluster on
-loopback."""
+"""Servers the slow tests start: the Formgrader (nbgrader's web app, through its REST API), a Dask cluster on
+loopback, and a PostgreSQL server."""
 
 import contextlib
+import os
 import secrets
+import shutil
 import signal
 import subprocess
 import sys
@@ -135,3 +137,43 @@ class LoopbackCluster:
             self.client.close()
         for name in [n for n in self.processes if n != "scheduler"] + ["scheduler"]:
             self.stop(name)
+
+
+class Postgres:
+    """A PostgreSQL server of the tests' own (Debian's initdb and pg_ctl): a Unix socket in a private folder, no
+    TCP port; as root, run as the unprivileged ``postgres`` user. Stopped and removed at the end."""
+
+    @staticmethod
+    def unavailable() -> str | None:
+        """Why no server can start here, or None."""
+        if not sorted(Path("/usr/lib/postgresql").glob("*/bin/initdb")):
+            return "PostgreSQL is not installed (tools/install.sh --test installs it)"
+        return None
+
+    def __init__(self):
+        import pwd
+        import tempfile
+
+        self.bin = sorted(Path("/usr/lib/postgresql").glob("*/bin/initdb"))[-1].parent
+        self.folder = Path(tempfile.mkdtemp(prefix="backprop-ninja-postgres-"))
+        self.owner = {}
+        if os.geteuid() == 0:
+            user = pwd.getpwnam("postgres")
+            os.chown(self.folder, user.pw_uid, user.pw_gid)
+            self.owner = {"user": user.pw_uid, "group": user.pw_gid}
+        self.run("initdb", "-D", self.folder / "data", "-U", "grader", "--auth=trust", "-E", "UTF8", "--no-locale")
+        options = f"-c listen_addresses='' -c unix_socket_directories={self.folder}"
+        self.run("pg_ctl", "-D", self.folder / "data", "-o", options, "-l", self.folder / "server.log", "-w", "start")
+
+    def run(self, program: str, *args) -> None:
+        env = {"PATH": "/usr/bin:/bin", "LANG": "C"}
+        subprocess.run([self.bin / program, *map(str, args)], check=True, capture_output=True, env=env, **self.owner)
+
+    def database(self, name: str) -> str:
+        """A new, empty database; its URL as nbgrader_config.py names it."""
+        self.run("createdb", "-h", self.folder, "-U", "grader", name)
+        return f"postgresql+psycopg://grader@/{name}?host={self.folder}"
+
+    def stop(self) -> None:
+        self.run("pg_ctl", "-D", self.folder / "data", "-m", "fast", "-w", "stop")
+        shutil.rmtree(self.folder, ignore_errors=True)

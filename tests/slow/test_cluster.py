@@ -9,6 +9,8 @@ worker started from another version of the course, a scheduler address where nob
 """
 
 import csv
+import dataclasses
+import datetime
 import json
 import os
 import shutil
@@ -19,7 +21,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from servers import WORKER_ENV, LoopbackCluster, formgrader
+from servers import WORKER_ENV, LoopbackCluster, Postgres, formgrader
 from support.course import (
     ASSIGNMENT,
     DEMO_FOUR,
@@ -88,11 +90,17 @@ def complete(root: Path) -> set:
 
 
 @pytest.fixture(scope="module")
-def reference(demo, tmp_path_factory):
-    """The class graded by local workers, as without a cluster."""
+def local_run(demo, tmp_path_factory):
+    """The class graded by local workers, as without a cluster: its course root."""
     root = copy_of(demo, tmp_path_factory.mktemp("local"))
     grade(root, "--workers", "2")
-    return outcome(root)
+    return root
+
+
+@pytest.fixture(scope="module")
+def reference(local_run):
+    """What the local run left: the outcome every other run must match."""
+    return outcome(local_run)
 
 
 def grading_pids(worker_pid: int) -> list:
@@ -276,44 +284,10 @@ def test_the_slurm_job_for_the_documented_settings(capsys):
     assert flags["--tls-key"] == "tls/worker.key"
 
 
-class Postgres:
-    """A PostgreSQL server of the tests' own (Debian's initdb and pg_ctl): a Unix socket in a private folder, no
-    TCP port; as root, run as the unprivileged ``postgres`` user. Stopped and removed at the end."""
-
-    def __init__(self):
-        import pwd
-        import tempfile
-
-        found = sorted(Path("/usr/lib/postgresql").glob("*/bin/initdb"))
-        if not found:
-            pytest.skip("PostgreSQL is not installed (tools/install.sh --test installs it)")
-        self.bin = found[-1].parent
-        self.folder = Path(tempfile.mkdtemp(prefix="backprop-ninja-postgres-"))
-        self.owner = {}
-        if os.geteuid() == 0:
-            user = pwd.getpwnam("postgres")
-            os.chown(self.folder, user.pw_uid, user.pw_gid)
-            self.owner = {"user": user.pw_uid, "group": user.pw_gid}
-        self.run("initdb", "-D", self.folder / "data", "-U", "grader", "--auth=trust", "-E", "UTF8", "--no-locale")
-        options = f"-c listen_addresses='' -c unix_socket_directories={self.folder}"
-        self.run("pg_ctl", "-D", self.folder / "data", "-o", options, "-l", self.folder / "server.log", "-w", "start")
-
-    def run(self, program: str, *args) -> None:
-        env = {"PATH": "/usr/bin:/bin", "LANG": "C"}
-        subprocess.run([self.bin / program, *map(str, args)], check=True, capture_output=True, env=env, **self.owner)
-
-    def database(self, name: str) -> str:
-        """A new, empty database; its URL as nbgrader_config.py names it."""
-        self.run("createdb", "-h", self.folder, "-U", "grader", name)
-        return f"postgresql+psycopg://grader@/{name}?host={self.folder}"
-
-    def stop(self) -> None:
-        self.run("pg_ctl", "-D", self.folder / "data", "-m", "fast", "-w", "stop")
-        shutil.rmtree(self.folder, ignore_errors=True)
-
-
 @pytest.fixture(scope="module")
 def postgres():
+    if Postgres.unavailable():
+        pytest.skip(Postgres.unavailable())
     server = Postgres()
     yield server
     server.stop()
@@ -366,4 +340,60 @@ def test_a_postgresql_gradebook_is_graded_into_while_the_formgrader_uses_it(post
         notebook = gb.find_submission_notebook(NB, ASSIGNMENT, student)
         assert notebook.flagged and gb.find_comment(comment["name"], NB, ASSIGNMENT, student).manual_comment == (
             "TA: see the chain rule"
+        )
+
+
+@pytest.mark.parametrize("database", ["sqlite", "postgresql"])
+def test_the_batched_merge_writes_the_rows_nbgraders_api_wrote_one_student_at_a_time(
+    database, demo, local_run, request, tmp_path
+):
+    """The class's grades as its workers sent them (read back from the local run's gradebook), merged into the
+    course's gradebook as it was before grading, by the merger and by nbgrader's API one student at a time
+    (``support/gradebooks.py``, the coordinator's way before it): the same rows, ids aside, and the same lateness.
+    Then a teaching assistant corrects a score, comments and flags, one student gets an extension, and the class
+    is merged again with other grades (each student another's) handed in a day late: still the same."""
+    from support.gradebooks import copy_gradebook, graded_at, merge_one_by_one, rows
+
+    from autograder.grading.results.gradebook import opened, sqlite_url
+    from autograder.grading.results.merge import Merger
+
+    sent = graded_at(sqlite_url(local_run / "gradebook.db"), ASSIGNMENT)
+    assert sorted(sent) == sorted(STUDENTS) and any(
+        score for _, (score, _) in sent["ada_perfect"].notebooks[NB].scores.items()
+    )
+    urls = {}
+    for way in ("batched", "one_by_one"):
+        if database == "sqlite":
+            shutil.copy(demo / "gradebook.db", tmp_path / f"{way}.db")
+            urls[way] = sqlite_url(tmp_path / f"{way}.db")
+        else:
+            urls[way] = request.getfixturevalue("postgres").database(f"merge_{way}")
+            copy_gradebook(sqlite_url(demo / "gradebook.db"), urls[way])
+    late = datetime.datetime(2026, 12, 1, 12, 0)
+    again = {
+        s: dataclasses.replace(sent[o], timestamp=late.isoformat())
+        for s, o in zip(STUDENTS, STUDENTS[1:] + STUDENTS[:1])
+    }
+    for number, grades in enumerate((sent, again)):
+        expected = {s: merge_one_by_one(urls["one_by_one"], ASSIGNMENT, s, g) for s, g in grades.items()}
+        reported = {}
+        merger = Merger(urls["batched"], tmp_path, ASSIGNMENT, reported.__setitem__)
+        for student, submission in grades.items():
+            merger.add(student, submission)
+        merger.close()
+        assert reported == expected
+        assert rows(urls["batched"]) == rows(urls["one_by_one"])
+        for url in urls.values() if number == 0 else ():  # the TA, and the extension
+            with opened(url) as gb:
+                gb.find_assignment(ASSIGNMENT).duedate = late - datetime.timedelta(days=1)
+                gb.find_grade("test_dprobs", NB, ASSIGNMENT, "ben_sign").manual_score = 0.25
+                gb.find_comment("answer_dprobs", NB, ASSIGNMENT, "ben_sign").manual_comment = "TA: the chain rule"
+                gb.find_submission_notebook(NB, ASSIGNMENT, "cleo_keepdim").flagged = True
+                gb.find_submission(ASSIGNMENT, "finn_blank").extension = datetime.timedelta(days=2)
+                gb.db.commit()
+    assert {s: late.seconds for s, late in expected.items()} == {**dict.fromkeys(STUDENTS, 86400), "finn_blank": 0}
+    with opened(urls["batched"]) as gb:
+        ben = gb.find_grade("test_dprobs", NB, ASSIGNMENT, "ben_sign")
+        assert (
+            ben.manual_score == 0.25 and ben.auto_score == sent["cleo_keepdim"].notebooks[NB].scores["test_dprobs"][0]
         )

@@ -1,11 +1,11 @@
-"""The course's gradebook and the graders' private ones: the URL, a template to grade into, merging one student.
+"""The course's gradebook and the graders' private ones: the URL, a template to grade into, a student's grades.
 
 Graders never write to the course's gradebook (SQLite or PostgreSQL): each grades into a private copy of the
-``template``, and the coordinator merges each student's automatic grades, leaving manual ones as they are.
+``template`` and sends back each student's automatic grades (``GradedSubmission``), which the coordinator merges
+(``merge.py``), leaving manual ones as they are.
 """
 
 import contextlib
-import datetime
 import shutil
 import traceback
 import warnings
@@ -153,28 +153,6 @@ def read_submission(url: str, assignment: str, student: str) -> GradedSubmission
         return GradedSubmission(stamp.isoformat() if stamp else None, notebooks)
 
 
-def write_submission(url: str, assignment: str, student: str, graded: GradedSubmission) -> None:
-    """Write one student's automatic grades into gradebook ``url``; what people wrote there stays."""
-    from nbgrader.api import MissingEntry
-
-    with opened(url) as gb:
-        try:
-            gb.find_student(student)
-        except MissingEntry:
-            gb.add_student(student)
-        stamp = datetime.datetime.fromisoformat(graded.timestamp) if graded.timestamp else None
-        gb.update_or_create_submission(assignment, student, timestamp=stamp)
-        for name, notebook in graded.notebooks.items():
-            nb = gb.find_submission_notebook(name, assignment, student)
-            nb.late_submission_penalty = notebook.late_penalty
-            grades, comments = {g.name: g for g in nb.grades}, {c.name: c for c in nb.comments}
-            for cell, (score, manual) in notebook.scores.items():
-                grades[cell].auto_score, grades[cell].needs_manual_grade = score, manual
-            for cell, text in notebook.comments.items():
-                comments[cell].auto_comment = text
-        gb.db.commit()
-
-
 def forget_student(url: str, root: Path, assignment: str, student: str) -> None:
     """No gradable notebook any more: drop the old grades, autograded notebooks and feedback."""
     from nbgrader.api import MissingEntry
@@ -186,16 +164,3 @@ def forget_student(url: str, root: Path, assignment: str, student: str) -> None:
             pass
     for kind in ("autograded", "feedback"):
         shutil.rmtree(root / kind / student / assignment, ignore_errors=True)
-
-
-def late_penalties(url: str, assignment: str, student: str) -> tuple:
-    """(seconds late, the due date, {notebook: points taken off}) of one student's submission in gradebook ``url``."""
-    from nbgrader.api import MissingEntry
-
-    with opened(url) as gb:
-        try:
-            submission = gb.find_submission(assignment, student)
-        except MissingEntry:
-            return 0, None, {}
-        penalties = {nb.name: nb.late_submission_penalty for nb in submission.notebooks if nb.late_submission_penalty}
-        return submission.total_seconds_late, submission.duedate, penalties
