@@ -24,7 +24,7 @@ from .intake.collect import collect
 from .intake.prepare import GRADING_DIR, read_releases, stage_student
 from .intake.state import GradingState, StudentRecord
 from .results.bug_hunt_ids import shared_ids
-from .results.gradebook import course_url, forget_student, make_template
+from .results.gradebook import course_url, make_template
 from .results.grades_csv import grade_rows, step_columns, write_grades_csv
 from .results.history import Change, append_history
 from .results.merge import Lateness, Merger
@@ -84,6 +84,7 @@ class ClassGrading:
         self.template = self.grading / "template.db"  # the gradebook every worker grades into, made per run
         self.records = {}  # student -> StudentRecord of this run
         self.reasons = {}  # student graded (or ungradable) in this run -> (total before it, why)
+        self.ungradable = set()  # students of this run with no gradable notebook
         self.lock = threading.Lock()
 
     def run(self) -> Summary:
@@ -128,12 +129,14 @@ class ClassGrading:
         finally:
             if pool:
                 pool.close()
-        return Summary(students, todo, unchanged, problems, *outputs, time.monotonic() - started, hosts)
+        graded = [s for s in todo if s not in self.ungradable]
+        return Summary(students, graded, unchanged, problems, *outputs, time.monotonic() - started, hosts)
 
     def plan(self) -> tuple:
-        """Stage every student whose files (or the exercises) changed; (students, todo, unchanged)."""
+        """Who is graded: every student whose files (or the exercises) changed; (students, todo, unchanged). Each is
+        staged as the pool hands them out (``stage``), beside the grading of the others."""
         students = self.submitted()
-        releases = read_releases(self.root, self.assignment, self.notebooks)
+        self.releases = read_releases(self.root, self.assignment, self.notebooks)
         course = changes.course_key(self.root, self.assignment, self.notebooks, self.gradebook)
         todo, unchanged = [], []
         for student in students:
@@ -143,20 +146,26 @@ class ClassGrading:
                 unchanged.append(student)
                 self.records[student] = old
                 continue
-            graded, problems = stage_student(self.root, self.assignment, student, self.notebooks, releases)
             submission = changes.submission_key(self.root, self.assignment, student, self.notebooks)
-            record = StudentRecord(key, submission, course, graded, problems, complete=not graded)
-            self.records[student] = record
+            self.records[student] = StudentRecord(key, submission, course, [], [], complete=False)
             why = changes.regrade_reason(old, submission, course, self.o.regrade_all)
             self.reasons[student] = (old.total if old else None, why)
-            if graded:
-                todo.append(student)
-            else:  # nothing gradable any more: no stale grade may stay behind
-                forget_student(self.gradebook, self.root, self.assignment, student)
-                self.state.students[student] = record
+            todo.append(student)
         for student in set(self.state.students) - set(students):  # its folder was removed
             self.state.students.pop(student)
         return students, todo, unchanged
+
+    def stage(self, student: str) -> bool:
+        """Check, repair and stage the student's notebooks, right before the pool hands them out. False when none is
+        gradable: then the student is not graded, and the merge drops their old grades (none may stay behind)."""
+        graded, problems = stage_student(self.root, self.assignment, student, self.notebooks, self.releases)
+        with self.lock:
+            record = self.records[student]
+            record.graded, record.problems, record.complete = graded, problems, not graded
+            if not graded:
+                self.ungradable.add(student)
+                self.merger.add(student, None)
+        return bool(graded)
 
     def submitted(self) -> list:
         """Every student with a folder in submitted/, sorted."""
@@ -183,7 +192,7 @@ class ClassGrading:
                 make_template(self.gradebook, self.assignment, self.template)
                 self.merger = Merger(self.gradebook, self.root, self.assignment, self.merged)
                 try:
-                    (pool or self.dask_pool(cluster)).run(todo)
+                    (pool or self.dask_pool(cluster)).run(todo, self.stage)
                 finally:
                     self.merger.close()
         finally:
@@ -239,26 +248,13 @@ class ClassGrading:
         record = self.records[student]
         with self.lock:
             if late is not None:
-                record.problems += self.late_problems(student, late)
+                record.problems += late.problems(student)
             self.state.students[student] = record
             if time.monotonic() - self.saved_at >= STATE_SAVE_SECONDS:
                 self.state.save()
                 self.saved_at = time.monotonic()
             self.progress.set_postfix_str(student, refresh=False)
             self.progress.update()
-
-    @staticmethod
-    def late_problems(student: str, late: Lateness) -> list:
-        """A late_submission problem for every notebook that lost points to the late penalty."""
-        when = (
-            f"{late.seconds / 3600:.1f} hours after the due date ({late.due:%Y-%m-%d %H:%M} UTC)"
-            if late.penalties
-            else ""
-        )
-        return [
-            Problem(student, notebook, "late_submission", f"handed in {when}: {points:g} points taken off")
-            for notebook, points in sorted(late.penalties.items())
-        ]
 
     def write(self, students: list, problems: list) -> tuple:
         """grades.csv, problems.json, grade_history.csv and the class report; (their paths, report or None)."""

@@ -166,7 +166,8 @@ class DaskPool:
         """Which host graded how many students, how fast, and which was slow (``HostTimes``)."""
         return host_times(self.graded_on)
 
-    def run(self, students: list) -> None:
+    def run(self, students: list, prepare: Callable[[str], bool]) -> None:
+        """Grade them all, each submitted right after ``prepare(student)`` (False: not graded)."""
         from . import remote
 
         name = remote.plugin_name(self.bundle.digest)
@@ -180,16 +181,16 @@ class DaskPool:
                 "installed the same way). Nothing was graded."
             ) from None
         try:
-            self._grade(students)
+            self._grade(students, prepare)
         finally:
             self.client.unregister_worker_plugin(name)
 
-    def _grade(self, students: list) -> None:
+    def _grade(self, students: list, prepare: Callable[[str], bool]) -> None:
         from distributed import as_completed
 
         from . import remote
 
-        waiting, running, done = iter(students), {}, as_completed(loop=self.client.loop)
+        waiting, running, done = (s for s in students if prepare(s)), {}, as_completed(loop=self.client.loop)
 
         def submit(student: str) -> None:
             job = StudentJob.staged(self.root, self.bundle.assignment, student, self.bundle.digest)

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from ...common.errors import GradingError
+from ...common.problems import Problem
 from .gradebook import CELL_KINDS, forget_student
 
 BATCH = 100  # students in one transaction at most
@@ -30,6 +31,16 @@ class Lateness:
     """The assignment's due date with the student's extension, UTC."""
     penalties: dict
     """notebook -> points taken off for lateness, for each notebook that lost any."""
+
+    def problems(self, student: str) -> list:
+        """A late_submission ``Problem`` for every notebook that lost points to the late penalty."""
+        if not self.penalties:
+            return []
+        when = f"{self.seconds / 3600:.1f} hours after the due date ({self.due:%Y-%m-%d %H:%M} UTC)"
+        return [
+            Problem(student, notebook, "late_submission", f"handed in {when}: {points:g} points taken off")
+            for notebook, points in sorted(self.penalties.items())
+        ]
 
 
 def write_submissions(db, assignment: str, graded: dict) -> dict:

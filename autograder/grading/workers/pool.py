@@ -210,7 +210,7 @@ class Worker:
 class WorkerPool:
     """Grade students with ``workers``; ``finish(student, result, allowed)`` is called once per student.
 
-    ``run(students)`` is the interface class grading uses; ``cluster.DaskPool`` has the same."""
+    ``run(students, prepare)`` is the interface class grading uses; ``cluster.DaskPool`` has the same."""
 
     def __init__(self, workers: list, allowed: Callable[[str], float], finish: Callable):
         self.workers, self.allowed, self.finish = workers, allowed, finish
@@ -237,8 +237,9 @@ class WorkerPool:
         if self.server:
             self.server.close()
 
-    def run(self, students: list) -> None:
-        """Grade them all; GradingError when grading had to stop (a worker failed, the sandbox cannot start).
+    def run(self, students: list, prepare: Callable[[str], bool]) -> None:
+        """Grade them all, each after ``prepare(student)`` (False: not graded); GradingError when grading had to stop
+        (a worker failed, the sandbox cannot start).
 
         On Ctrl-C every worker is killed and the KeyboardInterrupt goes on up.
         """
@@ -248,7 +249,7 @@ class WorkerPool:
         for w in self.workers[len(students) :]:  # spawned for a class that turned out smaller
             w.kill()
         used = [self._fork_server(w) for w in self.workers[: len(students)]]
-        threads = [threading.Thread(target=self._serve, args=(w, jobs), daemon=True) for w in used]
+        threads = [threading.Thread(target=self._serve, args=(w, jobs, prepare), daemon=True) for w in used]
         try:
             with CtrlC() as ctrl_c:
                 for t in threads:
@@ -265,7 +266,7 @@ class WorkerPool:
         if self.failure:
             raise grading_stopped(self.failure[0], f"The workers' logs are in {self.workers[0].folder}")
 
-    def _serve(self, worker: Worker, jobs: queue.Queue) -> None:
+    def _serve(self, worker: Worker, jobs: queue.Queue, prepare: Callable[[str], bool]) -> None:
         """One worker's loop: take the next student until none is left (or grading has failed)."""
         try:
             worker.start()
@@ -274,6 +275,8 @@ class WorkerPool:
                     student = jobs.get_nowait()
                 except queue.Empty:
                     break
+                if not prepare(student):
+                    continue
                 allowed = self.allowed(student)
                 result = worker.grade(student, allowed)
                 if result is not None and result.sandbox_error:
