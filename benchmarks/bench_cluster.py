@@ -23,8 +23,11 @@ rule: students graded per worker-core per hour, 3600 / (marginal CPU seconds per
 (``tests/slow/netns_cluster.py``: a coordinator host with the scheduler and ``grade``, --workers worker hosts of one
 task each, network and mount namespaces on a private bridge, TLS), and prints for each class the wall-clock and CPU
 seconds per student (the worker hosts', the coordinator's ``grade`` and the scheduler's), the bytes per student that
-crossed the coordinator host's link each way, and the scheduler's peak memory; then the cost of one student in the
-course's gradebook (``write_submission``), and what 1,000 students on 64 worker cores would take, and what limits it.
+crossed the coordinator host's link each way, and the scheduler's peak memory; then what merging a student into the
+course's gradebook costs (``merge_costs``: SQLite, and PostgreSQL when it is installed; one student at a time through
+nbgrader's API as before the merger, and by the merger), and what 1,000 students on 64 worker cores would take, and
+what limits it. The projection is made from these figures alone: the slope per student between the two classes, the
+run's fixed cost, and the merge's cost in batches.
 """
 
 import argparse
@@ -34,6 +37,7 @@ import shutil
 import statistics
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -41,7 +45,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(REPO), str(REPO / "tests"), str(REPO / "tests" / "slow")]
 
 from bench_class_grading import ASSIGNMENT, CpuMeter, build_course, reset, run  # noqa: E402
-from servers import LoopbackCluster  # noqa: E402
+from servers import LoopbackCluster, Postgres  # noqa: E402
 
 
 def process_cpu(pids: list) -> float:
@@ -110,21 +114,83 @@ def scheduler_idle(cluster, seconds: float = 20) -> float:
     return (sum(scheduler.cpu_times()[:2]) - before) / seconds
 
 
-def gradebook_writes(root: Path, students: list) -> float:
-    """Seconds one student's grades take to be merged into the course's gradebook (``write_submission``): every
-    student of a graded class written again into a copy of its gradebook before grading."""
-    from autograder.grading.results.gradebook import read_submission, sqlite_url, write_submission
+def staging_cost(root: Path) -> tuple:
+    """(wall, CPU) seconds it takes to check, repair and stage a student's notebooks on the coordinator
+    (``stage_student``: what ``grade`` does for every student before it hands out the first): the class at ``root``
+    staged again, in a copy."""
+    from autograder.grading.intake.prepare import read_releases, stage_student
 
-    folder = Path(tempfile.mkdtemp(prefix="bench-gradebook-"))
-    shutil.copy(root / "gradebook.db", folder / "graded.db")
-    shutil.copy(root / "gradebook.pristine.db", folder / "empty.db")
-    graded = {s: read_submission(sqlite_url(folder / "graded.db"), ASSIGNMENT, s) for s in students}
-    start = time.monotonic()
-    for student, grades in graded.items():
-        write_submission(sqlite_url(folder / "empty.db"), ASSIGNMENT, student, grades)
-    seconds = (time.monotonic() - start) / len(students)
-    shutil.rmtree(folder)
-    return seconds
+    folder = Path(tempfile.mkdtemp(prefix="bench-stage-"))
+    try:
+        for part in ("submitted", "release"):
+            shutil.copytree(root / part, folder / part)
+        notebooks = sorted(p.stem for p in (folder / "release" / ASSIGNMENT).glob("*.ipynb"))
+        releases = read_releases(folder, ASSIGNMENT, notebooks)
+        students = sorted(p.name for p in (folder / "submitted").iterdir())
+        wall, cpu = time.monotonic(), time.process_time()
+        for student in students:
+            stage_student(folder, ASSIGNMENT, student, notebooks, releases)
+        return (time.monotonic() - wall) / len(students), (time.process_time() - cpu) / len(students)
+    finally:
+        shutil.rmtree(folder)
+
+
+def merge_costs(root: Path, postgres=None) -> dict:
+    """(database, way) -> (wall, CPU) seconds a student costs the merge: the class at ``root``'s grades, as its workers
+    sent them, merged again into its gradebook as it was before grading, in SQLite (and PostgreSQL, on ``postgres``,
+    a ``servers.Postgres``). Three ways: one student at a time through nbgrader's API (the merge before the merger),
+    and by the merger, one student a transaction (students arriving slower than it writes) or all at once (in
+    batches of up to ``BATCH``: its capacity). The CPU is this process's (the database server's is left out)."""
+    from support.gradebooks import copy_gradebook, graded_at, merge_one_by_one
+
+    from autograder.grading.results.gradebook import sqlite_url
+    from autograder.grading.results.merge import Merger
+
+    folder = Path(tempfile.mkdtemp(prefix="bench-merge-"))
+    shutil.copy(root / "gradebook.db", folder / "graded.db")  # SQLite resolves a path's links: a host's file, copied
+    shutil.copy(root / "gradebook.pristine.db", folder / "pristine.db")
+    graded = graded_at(sqlite_url(folder / "graded.db"), ASSIGNMENT)
+
+    def fresh(database: str, name: str) -> str:
+        """The gradebook as it was before grading, in a new file or database ``name``."""
+        if database == "SQLite":
+            return sqlite_url(shutil.copy(folder / "pristine.db", folder / f"{name}.db"))
+        url = postgres.database(name)
+        copy_gradebook(sqlite_url(folder / "pristine.db"), url)
+        return url
+
+    def one_by_one(url: str) -> None:
+        for student, grades in graded.items():
+            merge_one_by_one(url, ASSIGNMENT, student, grades)
+
+    def merger(url: str, wait: bool) -> None:
+        arrived = threading.Semaphore(0)
+        merging = Merger(url, folder, ASSIGNMENT, lambda *_: arrived.release())
+        for student, grades in graded.items():
+            merging.add(student, grades)
+            if wait:
+                arrived.acquire()
+        merging.close()
+
+    ways = {
+        "one at a time, nbgrader's API (before)": one_by_one,
+        "the merger, a student a transaction": lambda url: merger(url, True),
+        f"the merger, {len(graded)} at once": lambda url: merger(url, False),
+    }
+    costs = {}
+    try:
+        for database in ["SQLite"] + (["PostgreSQL"] if postgres else []):
+            for number, (way, merge) in enumerate(ways.items()):
+                url = fresh(database, f"merge{number}")
+                wall, cpu = time.monotonic(), time.process_time()
+                merge(url)
+                costs[database, way] = (
+                    (time.monotonic() - wall) / len(graded),
+                    (time.process_time() - cpu) / len(graded),
+                )
+    finally:
+        shutil.rmtree(folder)
+    return costs
 
 
 def netns_main(args) -> None:
@@ -159,32 +225,49 @@ def netns_main(args) -> None:
                 f"{m['scheduler_mb']:4.0f} MB; load {os.getloadavg()[0]:.1f}",
                 flush=True,
             )
-        students = sorted(p.name for p in (courses[args.large] / "submitted").iterdir())
-        write = gradebook_writes(courses[args.large], students)
+        staging = staging_cost(courses[args.large])
+        postgres = None if Postgres.unavailable() else Postgres()
+        try:
+            merge = merge_costs(courses[args.large], postgres)
+        finally:
+            if postgres:
+                postgres.stop()
     finally:
         cluster.close()
         shutil.rmtree(folder, ignore_errors=True)
+    print(
+        f"staging, per student ({args.large} students staged again): {staging[0] * 1e3:.1f} ms (CPU "
+        f"{staging[1] * 1e3:.1f} ms)"
+    )
+    print(f"the merge, per student ({args.large} students' grades merged again; load {os.getloadavg()[0]:.1f}):")
+    for (database, way), (wall, cpu) in merge.items():
+        print(f"  {database:10s} {way:40s} {wall * 1e3:7.1f} ms (CPU {cpu * 1e3:6.1f} ms)")
     small, large = measured[args.small], measured[args.large]
     slope = {k: (large[k] - small[k]) / (args.large - args.small) for k in large}
     fixed = small["wall"] - slope["wall"] * args.small
     tasks = slope["scheduler"] - idle * slope["wall"]  # the scheduler's own work per student, its heartbeats aside
+    batched = max(wall for (_, way), (wall, _) in merge.items() if " at once" in way)
+    before = max(wall for (_, way), (wall, _) in merge.items() if "(before)" in way)
     print(
-        f"marginal per student: {slope['workers']:.2f} worker CPU s, {slope['grade']:.3f} s of grade's CPU (its "
-        f"gradebook write alone {write:.3f} s), {tasks * 1e3:.0f} ms of the scheduler's (beside {idle * 1e3:.0f} ms a "
-        f"second of heartbeats), {slope['sent'] / 1e3:.0f} kB out and {slope['received'] / 1e3:.0f} kB back; a run's "
+        f"marginal per student: {slope['workers']:.2f} worker CPU s, {slope['grade']:.3f} s of grade's CPU on the "
+        f"coordinator (its merge thread included), {tasks * 1e3:.0f} ms of the scheduler's (beside {idle * 1e3:.0f} ms "
+        f"a second of heartbeats), {slope['sent'] / 1e3:.0f} kB out and {slope['received'] / 1e3:.0f} kB back; a run's "
         f"fixed cost {fixed:.0f} s wall; the scheduler grows {slope['scheduler_mb'] * 1e3:.0f} kB a student"
     )
-    limits = {
+    serial = 1000 * staging[0]  # every student is staged before the first is handed out
+    limits = {  # then each goes on beside the others: the slowest sets the pace
         "grading, on the 64 worker cores": 1000 * slope["workers"] / 64,
-        "the coordinator's merge, one student at a time": 1000 * slope["grade"],
+        "the coordinator's other CPU, on its one core": 1000 * max(0.0, slope["grade"] - staging[1]),
+        "the merge, in batches": 1000 * batched,
         "the scheduler's tasks, on its one core": 1000 * tasks,
     }
     bound = max(limits, key=limits.get)
     print(
-        "1,000 students on 64 worker cores: "
-        + ", ".join(f"{what} {seconds / 60:.1f} min" for what, seconds in limits.items())
-        + f" (gradebook writes {1000 * write / 60:.1f} min of the merge); so about "
-        + f"{(fixed + limits[bound]) / 60:.0f} min with the run's fixed cost, limited by {bound}"
+        f"1,000 students on 64 worker cores: staging them on the coordinator {serial / 60:.2f} min, then beside one "
+        "another: "
+        + ", ".join(f"{what} {seconds / 60:.2f} min" for what, seconds in limits.items())
+        + f" (the merge one student at a time, as before: {1000 * before / 60:.1f} min); so about "
+        + f"{(fixed + serial + limits[bound]) / 60:.1f} min with the run's fixed cost, limited by {bound}"
     )
 
 
