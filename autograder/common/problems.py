@@ -18,6 +18,10 @@ KINDS = {
         "the grader's own work for the student (nbgrader's bookkeeping, feedback) ran over its time limit "
         "(grade --grader-time-limit); the student is not graded, the worker went on with the next"
     ),
+    "feedback_failed": (
+        "the student was graded, but nbgrader could not make their feedback pages (its error is in the detail); "
+        "the grades stand: run grade again after fixing the cause"
+    ),
     # while the notebook ran in the sandbox
     "kernel_died": "the kernel died (out of memory, os._exit, a crash); the cells after it scored 0",
     "notebook_time_limit": "the notebook was stopped at its wall-clock limit; cells after it scored 0",

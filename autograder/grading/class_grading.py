@@ -8,6 +8,7 @@ grade_history.csv and the report. Each step, its limits and its reasons: docs/de
 import datetime
 import json
 import os
+import re
 import shutil
 import sys
 import threading
@@ -68,7 +69,16 @@ class Options:
         )
 
 
+EXCEPTION_LINE = re.compile(r"^\s*[\w.]*(Error|Exception|Exit|Interrupt): ")  # a traceback's last line
 STATE_SAVE_SECONDS = 1.0  # state.json is saved as students finish, at most this often (and at the end)
+
+
+def error_cause(error: str) -> str:
+    """The line of nbgrader's error output that names the cause: the last exception other than nbgrader's own
+    summary ("NbGraderException: Please see the above traceback"), else its last line."""
+    lines = error.strip().splitlines() or ["?"]
+    causes = [line.strip() for line in lines if EXCEPTION_LINE.match(line) and "NbGraderException" not in line]
+    return (causes or lines)[-1][:300]
 
 
 class ClassGrading:
@@ -87,6 +97,8 @@ class ClassGrading:
 
     def run(self) -> Summary:
         started = time.monotonic()
+        preflight.check_temporary_folder()
+        preflight.check_writable(self.root, self.o.profile)
         self.started_at = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
         cluster = None
         if self.o.scheduler:  # reach the cluster before anything is graded (its workers check their own tools)
@@ -214,6 +226,8 @@ class ClassGrading:
                 write_submission(self.gradebook, self.assignment, student, result.grades)
                 record.problems += [Problem(student, p.notebook, p.kind, p.detail) for p in result.incidents]
                 record.problems += self.late_problems(student)
+                if result.error:  # graded, but its feedback could not be made
+                    record.problems.append(Problem(student, None, "feedback_failed", error_cause(result.error)))
             else:
                 if result is None:
                     killed = f"the grading worker died or did not finish within {allowed:.0f} s (it was stopped)"
@@ -221,8 +235,8 @@ class ClassGrading:
                 elif result.worker_ended:  # its watchdog stopped it, and said why
                     problems = [Problem(student, p.notebook, p.kind, p.detail) for p in result.incidents]
                 else:
-                    last = (result.error.strip().splitlines() or ["?"])[-1][:300]
-                    problems = [Problem(student, None, "grader_error", f"nbgrader could not grade it: {last}")]
+                    cause = error_cause(result.error)
+                    problems = [Problem(student, None, "grader_error", f"nbgrader could not grade it: {cause}")]
                 record.problems += problems
                 record.graded = []
                 forget_student(self.gradebook, self.root, self.assignment, student)

@@ -161,11 +161,10 @@ def main(argv=None) -> None:
         result, graded = autograde(api, assignment, student)
         KernelParents.student_done()  # nothing of the student stays in their kernel parent's sandbox
         autograded = time.monotonic()
-        error = result.get("error") or ""
+        failed = lambda r: "" if r["success"] else (r.get("error") or "") + (r.get("log") or "")  # (the cause: its log)
+        error = failed(result)
         if result["success"] and feedback:
-            made = feedback_pages(api, assignment, student)
-            if not made["success"]:
-                error = "feedback: " + (made.get("error") or "")
+            error = failed(feedback_pages(api, assignment, student))
         profile = {
             "notebooks": PHASES.take(),
             "autograde": autograded - started,
