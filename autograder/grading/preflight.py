@@ -32,9 +32,9 @@ WRITTEN_FILES = ("gradebook.db", "grades.csv", "problems.json", "grade_history.c
 WRITTEN_FOLDERS = (".grading", "autograded", "feedback", "submitted")
 
 
-def _user(uid: int) -> str:
+def _name(uid: int) -> str:
     try:
-        return f"{pwd.getpwuid(uid).pw_name} (uid {uid})"
+        return pwd.getpwuid(uid).pw_name
     except KeyError:
         return f"uid {uid}"
 
@@ -42,17 +42,12 @@ def _user(uid: int) -> str:
 def check_writable(root: Path, profile: Path | None = None) -> None:
     """GradingError, in one line that names the path and what to do, if grade could not write all it writes (the
     course's files, and the ``--profile`` file)."""
-    if profile is not None:
-        try:
-            open(profile, "a").close()
-        except OSError as error:
-            raise GradingError(f"cannot write the profile {profile} ({error.strerror}): name another file") from None
-    me = _user(os.geteuid())
+    me = _name(os.geteuid())
     if not os.access(root, os.W_OK | os.X_OK):
         if root.stat().st_uid != os.geteuid():
             raise GradingError(
-                f"the course folder {root} belongs to {_user(root.stat().st_uid)} and you ({me}) cannot write in "
-                f"it: grade as that user, or have them let you write (a group you share, with chmod -R g+w {root}). "
+                f"the course folder {root} belongs to {_name(root.stat().st_uid)}, and you ({me}) cannot write in "
+                f"it: grade as its owner, or have them let you write (a group you share, and chmod -R g+w {root}). "
                 "Nothing was graded."
             )
         raise GradingError(f"the course folder {root} is read-only: chmod u+w {root}, then grade. Nothing was graded.")
@@ -64,9 +59,14 @@ def check_writable(root: Path, profile: Path | None = None) -> None:
     if blocked:
         shown = ", ".join(str(p) for p in blocked[:3]) + (f" and {len(blocked) - 3} more" if len(blocked) > 3 else "")
         raise GradingError(
-            f"grade writes {shown}, which you ({me}) cannot write: make them writable (chmod -R u+w, or chown them to "
-            f"{me}), then grade. Nothing was graded."
+            f"grade writes {shown}, which you ({me}) cannot write: make them yours to write (chmod -R u+w, or chown "
+            f"-R {me}), then grade. Nothing was graded."
         )
+    if profile is not None:
+        try:
+            open(profile, "a").close()
+        except OSError as error:
+            raise GradingError(f"cannot write the profile {profile} ({error.strerror}): name another file") from None
 
 
 def check_temporary_folder() -> None:

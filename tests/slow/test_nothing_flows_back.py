@@ -433,7 +433,8 @@ def owned_by_root(root: Path) -> None:
 
 BAD_PLACES = {  # what is wrong -> (how the test makes it, what the one line must say)
     "read-only course files": (read_only, "is read-only: chmod u+w"),
-    "a course folder owned by another user": (owned_by_root, "belongs to root (uid 0) and you"),
+    "a read-only gradebook": (lambda root: (root / "gradebook.db").chmod(0o444), "gradebook.db, which you"),
+    "a course folder owned by another user": (owned_by_root, "belongs to root, and you (bn-grader) cannot write in it"),
     "a TMPDIR the user cannot write": (None, "TMPDIR is"),
 }
 
@@ -450,7 +451,7 @@ def test_an_ordinary_user_who_cannot_write_where_grade_writes_is_told_in_one_lin
     if by_user.user is None and wrong == "a course folder owned by another user":
         pytest.skip("the suite is not root: it cannot give a course to another user")
     make, says = BAD_PLACES[wrong]
-    root = by_user.course({}, controls=CONTROLS[:1], name=f"bad-{wrong.split()[1]}")
+    root = by_user.course({}, controls=CONTROLS[:1], name="bad-" + "-".join(wrong.split()))
     env = None
     if make is None:
         unwritable = by_user.folder / "no-tmp"
@@ -468,15 +469,14 @@ def test_an_ordinary_user_who_cannot_write_where_grade_writes_is_told_in_one_lin
 
 
 def test_an_ordinary_user_whose_home_is_read_only_grades_all_the_same(by_user):
-    """grade needs nothing of its user's home: a home without write access changes no grade and gets nothing."""
+    """grade needs nothing of its user's home: with a home it cannot write in, the class is graded in full."""
     if by_user.user is None:
         pytest.skip("the suite is not root: it will not take write access from its own home")
     root = by_user.course({}, controls=CONTROLS, name="read-only-home")
-    home = by_user.user.home
+    home = by_user.folder / "read-only-home-of-the-user"
+    home.mkdir()
+    os.chown(home, by_user.user.uid, by_user.user.gid)
     home.chmod(0o500)
-    try:
-        by_user.grade(root, "--quiet", "--workers", "1")
-    finally:
-        home.chmod(0o700)
+    run = by_user.grade(root, "--quiet", "--workers", "1", env={**by_user.user.env, "HOME": str(home)})
     assert grades(root)["ada_perfect"]["total"] == FULL and grades(root)["ben_sign"]["total"] == "33"
-    assert not list(home.iterdir())
+    assert "no problems" in run.stdout
