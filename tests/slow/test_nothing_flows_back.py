@@ -5,16 +5,18 @@ student, with cold kernels, on a Dask cluster, and from the Formgrader's buttons
 
 Each hostile student hands in Exercise 1 with every answer right and a few more lines in its first answer cell: links
 to host files (the source notebook, the gradebook, /etc/shadow, a classmate's notebook, the course itself), a hard
-link, planted notebooks, pages and timestamp.txt, gigabytes, a pipe and a socket, 100,000 files, and lines that
-imitate the grader's own messages. Honest students are graded beside them. Afterwards no file of the host is in any
-feedback, nothing but regular files are in autograded/ and feedback/, the hostile students keep their points and
-are named for what they tried, and the honest ones are graded as they are alone.
+link, planted notebooks, pages and timestamp.txt, gigabytes, a pipe and a socket, 100,000 files, lines that
+imitate the grader's own messages, and its own sockets swapped for links to a socket of the host's. Honest students
+are graded beside them. Afterwards no file of the host is in any feedback, nothing but regular files are in
+autograded/ and feedback/, nothing connected to the host's socket, the hostile students keep their points and are
+named for what they tried, and the honest ones are graded as they are alone.
 """
 
 import csv
 import json
 import os
 import shutil
+import socket
 import stat
 import subprocess
 import sys
@@ -75,7 +77,19 @@ print(lines)
 sys.stderr.write(lines)
 os.write(2, lines.encode())
 """
-HOSTILE = {"h_links": LINKS, "h_gigabytes": GIGABYTES, "h_pipes": PIPES, "h_flood": FLOOD, "h_imitate": IMITATE}
+SOCKETS = """import glob, os
+for path in glob.glob("/sockets/*"):  # its own sockets, each swapped for a link to a socket of the host's
+    os.unlink(path)
+    os.symlink("TRAP", path)
+"""
+HOSTILE = {
+    "h_links": LINKS,
+    "h_gigabytes": GIGABYTES,
+    "h_pipes": PIPES,
+    "h_flood": FLOOD,
+    "h_imitate": IMITATE,
+    "h_sockets": SOCKETS,
+}
 ALL_AT_ONCE = {"h_all": LINKS + PIPES + GIGABYTES.replace("1024", "64") + FLOOD.replace("100000", "30000")}
 
 
@@ -159,6 +173,7 @@ class Grader:
         self.name, self.folder, self.user = name, folder, user
 
     def course(self, hostile: dict, controls=CONTROLS, name="course") -> Path:
+        hostile = {student: code.replace("TRAP", str(self.folder / "trap.sock")) for student, code in hostile.items()}
         root = course_with(self.folder / name, hostile, controls)
         if self.user is not None:
             self.user.owns(root)
@@ -212,11 +227,22 @@ def grader(request) -> Grader:
 
 
 def graded_class(grader: Grader):
-    """The class with every hostile student, graded by ``backprop-ninja grade`` as ``grader`` runs it."""
+    """The class with every hostile student, graded by ``backprop-ninja grade`` as ``grader`` runs it; and whether
+    anything connected to the host's socket that h_sockets swapped its own for (``trap``)."""
     root = grader.course(HOSTILE)
-    started = time.monotonic()
-    run = grader.grade(root, "--quiet", "--workers", "2")
-    seconds = time.monotonic() - started
+    with socket.socket(socket.AF_UNIX) as trap:
+        trap.bind(str(grader.folder / "trap.sock"))
+        os.chmod(grader.folder / "trap.sock", 0o777)  # (any grader could connect to it)
+        trap.listen()
+        started = time.monotonic()
+        run = grader.grade(root, "--quiet", "--workers", "2")
+        seconds = time.monotonic() - started
+        trap.setblocking(False)
+        try:
+            trap.accept()
+            run.trap_connected = True
+        except BlockingIOError:
+            run.trap_connected = False
     print(f"the hostile class of {len(HOSTILE) + len(CONTROLS)}, graded by {grader.name}, took {seconds:.0f} s")
     for student in [*CONTROLS, *HOSTILE]:
         kinds = ",".join(kind for kind, _ in problems(root).get(student, [])) or "-"
@@ -265,6 +291,7 @@ def test_the_hostile_students_keep_their_points_and_are_named_for_what_they_trie
     written = float(detail("h_gigabytes").split("(")[1].split(" MB)")[0])
     assert 500 < written <= 512  # all that the scratch holds beside its copies: the rest of the writes failed
     assert "h_imitate" not in found  # it wrote nothing into its folder; its words are nobody's problem
+    assert "h_sockets" not in found and not run.trap_connected  # the relay's connections outlived the swap
     assert "no problems" not in run.stdout
 
 
