@@ -6,7 +6,8 @@ An install they can reach: the tests' own venv usually lies under a folder only 
 in a private temporary folder, as CI makes it). So the users get a copy of it in an open folder, made of hard links
 where the file system allows (a second or two), with the few files that name the old place rewritten: the venv's
 ``pyvenv.cfg``, its scripts' ``#!`` lines, the editable install's map to the ``autograder`` package (a copy of which
-goes beside it), and, when the Python the venv was made from is private too (pyenv under /root), a copy of that.
+goes beside it), and, when the Python the venv was made from is private too (pyenv under /root), the system's Python
+of its version (or else a copy of it).
 """
 
 from __future__ import annotations
@@ -76,17 +77,22 @@ def ordinary_user(name: str, install: Path, home: Path | None = None) -> User:
         me = pwd.getpwuid(os.getuid())
         return User(me.pw_name, me.pw_uid, me.pw_gid, Path(home or me.pw_dir), sys.executable)
     made = False
-    try:
-        entry = pwd.getpwnam(name)
-    except KeyError:
-        subprocess.run(
-            ["useradd", "--system", "--user-group", "--no-create-home", "--shell", "/usr/sbin/nologin", name],
-            check=True,
-            capture_output=True,
-        )
-        entry, made = pwd.getpwnam(name), True
     home = Path(home or tempfile.mkdtemp(prefix=f"{name}-home-", dir="/var/tmp"))
     home.mkdir(parents=True, exist_ok=True)
+    try:
+        entry = pwd.getpwnam(name)
+    except KeyError:  # its home in the user database too: what JupyterHub's spawner starts the user's server in
+        account = [
+            "--system",
+            "--user-group",
+            "--no-create-home",
+            "--home-dir",
+            str(home),
+            "--shell",
+            "/usr/sbin/nologin",
+        ]
+        subprocess.run(["useradd", *account, name], check=True, capture_output=True)
+        entry, made = pwd.getpwnam(name), True
     user = User(name, entry.pw_uid, entry.pw_gid, home, str(install / "venv" / "bin" / "python"), made)
     user.owns(home)
     home.chmod(0o700)
@@ -121,6 +127,19 @@ def _rewrite(path: Path, old: str, new: str) -> None:
         path.chmod(mode & 0o7777)
 
 
+def _reachable_python(probe: list) -> Path | None:
+    """The Python the venv was made from, if ``probe`` can run it, else the system's Python of the same version (the
+    venv's packages are built for it), if any. Some kernels let a user start a Python in a private folder all the
+    same, as one that cannot find its own library (and takes the system's): each is asked where it is."""
+    version = f"{sys.version_info[0]}.{sys.version_info[1]}"
+    candidates = [(os.path.realpath(sys.executable), sys.base_prefix), (f"/usr/bin/python{version}", "/usr")]
+    for python, prefix in candidates:
+        where = f"import sys; sys.exit(sys.base_prefix != {prefix!r} or sys.version_info[:2] != {sys.version_info[:2]})"
+        if os.path.exists(python) and _runs([*probe, python, "-c", where]):
+            return Path(python)
+    return None
+
+
 def reachable_install(folder: Path, probe_uid: int = 65534) -> Path:
     """In ``folder`` (made open to all): ``venv/``, the tests' venv relocated there, and ``repo/autograder``, the
     package it runs. ``probe_uid`` is who must be able to run the Python it was made from (else it is copied)."""
@@ -130,12 +149,15 @@ def reachable_install(folder: Path, probe_uid: int = 65534) -> Path:
     if venv.exists():
         return folder
     shutil.copytree(REPO / "autograder", repo / "autograder", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(
+        REPO / "pyproject.toml", repo
+    )  # the repository's address, which the feedback pages' links are built from
     base = Path(sys.base_prefix)
     probe = ["setpriv", f"--reuid={probe_uid}", f"--regid={probe_uid}", "--clear-groups", "--"]
-    base_python = Path(os.path.realpath(sys.executable))
-    if not _runs([*probe, str(base_python), "-c", "pass"]):  # a private Python (pyenv in /root): copy it too
+    base_python = _reachable_python(probe)
+    if base_python is None:  # a private Python (pyenv in /root), and no system one of its version: copy it too
         _copy_tree(str(base), folder / "python")
-        base_python = folder / "python" / base_python.relative_to(base)
+        base_python = folder / "python" / Path(os.path.realpath(sys.executable)).relative_to(base)
     _copy_tree(sys.prefix, venv)
     for name in ("python", "python3", f"python{sys.version_info[0]}.{sys.version_info[1]}"):
         link = venv / "bin" / name
