@@ -149,6 +149,7 @@ def source():
 def in_browser(hub_class: Class, browser, screenshot: Path) -> dict:
     """ada's side in Chromium: log in, Fetch in the Assignment List, type her answers, save, Submit."""
     c, seen = hub_class, {}
+    browser.send("Emulation.setFocusEmulationEnabled", enabled=True)  # headless: the page has the keyboard
     with timed(c.times, "ada: log in, her JupyterLab starts"):
         browser.send("Page.navigate", url=f"{c.hub.url}/hub/login")
         browser.wait_for("!!document.querySelector('#username_input')")
@@ -169,16 +170,19 @@ def in_browser(hub_class: Class, browser, screenshot: Path) -> dict:
         cells = release("en").cells
         for gid, code in ADA_TYPES.items():
             index = next(i for i, cell in enumerate(cells) if grade_id(cell) == gid)
-            browser.js(
-                f"(() => {{ const nb = jupyterapp.shell.currentWidget.content; nb.activeCellIndex = {index};"
-                "nb.mode = 'edit'; nb.activeCell.editor.focus(); })()"
-            )
-            browser.wait_for("jupyterapp.shell.currentWidget.content.activeCell.editor.hasFocus()")
-            browser.key("a", "KeyA", 65, modifiers=CTRL)
-            browser.send("Input.insertText", text=code)
-            typed = browser.js("jupyterapp.shell.currentWidget.content.activeCell.model.sharedModel.getSource()")
+            for _ in range(3):  # (a notebook still settling may take the first keys elsewhere: type again)
+                browser.js(
+                    f"(() => {{ const nb = jupyterapp.shell.currentWidget.content; nb.activeCellIndex = {index};"
+                    "nb.mode = 'edit'; nb.activeCell.editor.focus(); })()"
+                )
+                time.sleep(0.3)
+                browser.key("a", "KeyA", 65, modifiers=CTRL)
+                browser.send("Input.insertText", text=code)
+                typed = browser.js("jupyterapp.shell.currentWidget.content.activeCell.model.sharedModel.getSource()")
+                browser.key("Escape", "Escape", 27)
+                if typed == code:
+                    break
             assert typed == code, (gid, typed)
-            browser.key("Escape", "Escape", 27)
         browser.key("s", "KeyS", 83, modifiers=CTRL)
         browser.wait_for("!jupyterapp.shell.currentWidget.context.model.dirty")
     with timed(c.times, "ada: Submit in the Assignment List"):
@@ -366,14 +370,14 @@ def test_the_round_trip_grades_what_each_student_submitted_as_a_zip_would(round_
     hub = rows(hub_class.root / "grades.csv")
     assert set(hub) == set(STUDENTS)
     steps = [k for k in hub[ADA] if ":" in k]
-    assert len(steps) == 26
+    assert len(steps) == 27  # the 26 gradients, and dC again with index_add_
     for name in STUDENTS:
         for column in [*steps, "total", "late_penalty"]:
             assert hub[name][column] == round_trip["zip_grades"][name][column], (name, column)
     assert float(hub[BEN]["total"]) == float(hub[BEN]["max_total"])  # his second, fixed submission
     assert float(hub[CLEO]["late_penalty"]) == pytest.approx(0.2 * float(hub[CLEO]["max_total"]))
-    assert [hub[ADA][f"{NB}:test_d{g.split('_d', 1)[1]}"] for g in ADA_TYPES] == ["1.0"] * 3
-    assert float(hub[ADA]["total"]) == 3.0
+    typed = {f"{NB}:test_d{g.split('_d', 1)[1]}" for g in ADA_TYPES}  # her three steps earn their points, no more
+    assert {k: hub[ADA][k] for k in steps} == {k: hub[BEN][k] if k in typed else "0" for k in steps}
 
 
 def test_the_grader_refuses_a_submission_made_in_another_students_name(round_trip, hub_class):
