@@ -48,6 +48,10 @@ KINDS = {
     "missing_notebook": "no file for this notebook was handed in",
     "unmatched_file": "a file in the download matches none of the notebooks (or no student); not collected",
     "duplicate_file": "several files for one notebook; the newest was taken",
+    "not_their_submission": (
+        "a submission in nbgrader's exchange names one student but was made by another user (nbgrader submit "
+        "--student, or a folder written into inbound); not collected (grade --from-exchange)"
+    ),
     # nbgrader cells that were repaired before grading (the student is graded)
     "metadata_stripped": "cells had lost their nbgrader metadata; matched to the release and repaired",
     "duplicated_cell": "a graded or locked cell was copied; the first copy is graded",

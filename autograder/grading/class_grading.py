@@ -22,6 +22,7 @@ from ..common.problems import Problem, write_problems
 from . import preflight
 from .intake import changes
 from .intake.collect import collect
+from .intake.exchange import from_exchange, secret_beside_feedback
 from .intake.prepare import GRADING_DIR, read_releases, stage_student
 from .intake.state import GradingState, StudentRecord
 from .results.bug_hunt_ids import shared_ids
@@ -37,6 +38,7 @@ class Options:
     course: Path = Path(".")
     assignment: str | None = None
     download: Path | None = None  # an LMS zip or folder, collected into submitted/ first
+    exchange: bool = False  # collect from nbgrader's exchange into submitted/ first (intake.exchange)
     workers: int = os.cpu_count() or 1
     sandbox: bool = True
     regrade_all: bool = False
@@ -119,6 +121,11 @@ class ClassGrading:
         if self.o.download:
             _, self.state.collect_problems = collect(self.o.download, self.root, self.assignment, self.notebooks)
             print(f"collected {self.o.download} into {self.root / 'submitted'}", file=sys.stderr)
+        if self.o.exchange:
+            self.state.collect_problems = from_exchange(self.root, self.assignment)
+            print(
+                f"collected {self.assignment} from nbgrader's exchange into {self.root / 'submitted'}", file=sys.stderr
+            )
         pool, submitted = None, self.submitted()
         if not cluster:  # the workers that surely get a student start now: their imports overlap the planning
             pool = self.local_pool(len(submitted))
@@ -224,6 +231,7 @@ class ClassGrading:
                     f.write(json.dumps({"student": student, **result.profile}) + "\n")
             if result is not None and result.success and result.grades:
                 write_submission(self.gradebook, self.assignment, student, result.grades)
+                secret_beside_feedback(self.root, self.assignment, student)  # for nbgrader release_feedback
                 record.problems += [Problem(student, p.notebook, p.kind, p.detail) for p in result.incidents]
                 record.problems += self.late_problems(student)
                 if result.error:  # graded, but its feedback could not be made

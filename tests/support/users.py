@@ -79,17 +79,22 @@ def ordinary_user(name: str, install: Path, home: Path | None = None) -> User:
         me = pwd.getpwuid(os.getuid())
         return User(me.pw_name, me.pw_uid, me.pw_gid, Path(home or me.pw_dir), sys.executable)
     made = False
-    try:
-        entry = pwd.getpwnam(name)
-    except KeyError:
-        subprocess.run(
-            ["useradd", "--system", "--user-group", "--no-create-home", "--shell", "/usr/sbin/nologin", name],
-            check=True,
-            capture_output=True,
-        )
-        entry, made = pwd.getpwnam(name), True
     home = Path(home or tempfile.mkdtemp(prefix=f"{name}-home-", dir="/var/tmp"))
     home.mkdir(parents=True, exist_ok=True)
+    try:
+        entry = pwd.getpwnam(name)
+    except KeyError:  # its home in the user database too: what JupyterHub's spawner starts the user's server in
+        account = [
+            "--system",
+            "--user-group",
+            "--no-create-home",
+            "--home-dir",
+            str(home),
+            "--shell",
+            "/usr/sbin/nologin",
+        ]
+        subprocess.run(["useradd", *account, name], check=True, capture_output=True)
+        entry, made = pwd.getpwnam(name), True
     user = User(name, entry.pw_uid, entry.pw_gid, home, str(install / "venv" / "bin" / "python"), made)
     user.owns(home)
     home.chmod(0o700)
