@@ -120,12 +120,11 @@ class ClassGrading:
         self.state = GradingState(self.grading / "state.json")
         if self.o.download:
             _, self.state.collect_problems = collect(self.o.download, self.root, self.assignment, self.notebooks)
-            print(f"collected {self.o.download} into {self.root / 'submitted'}", file=sys.stderr)
-        if self.o.exchange:
+        elif self.o.exchange:
             self.state.collect_problems = from_exchange(self.root, self.assignment)
-            print(
-                f"collected {self.assignment} from nbgrader's exchange into {self.root / 'submitted'}", file=sys.stderr
-            )
+        if self.o.download or self.o.exchange:
+            where = self.o.download or f"{self.assignment} in nbgrader's exchange"
+            print(f"collected {where} into {self.root / 'submitted'}", file=sys.stderr)
         pool, submitted = None, self.submitted()
         if not cluster:  # the workers that surely get a student start now: their imports overlap the planning
             pool = self.local_pool(len(submitted))
