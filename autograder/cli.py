@@ -21,6 +21,8 @@ The instructor's workflow, in the course root:
 LMS downloads (--from, a .zip or a folder): a folder per student (Moodle, or nbgrader's own
 submitted/<student>/<assignment>/ layout), or flat files <student>_<anything>_<notebook>.ipynb
 (Canvas). Colab's "Copy of ..." and numbered duplicates "... (1).ipynb" are recognised.
+nbgrader's exchange (--from-exchange, on a JupyterHub): <Exchange.root>/<course_id>/inbound/,
+each student's newest submission that they made themselves; then nbgrader release_feedback.
 
 Writes grades.csv (student, total, max_total, late_penalty, one column per notebook and per
 graded step), problems.json (why a student has no or only a partial grade, as one of the kinds
@@ -60,12 +62,21 @@ def main(argv=None) -> None:
     )
     grade.add_argument("--course", default=".", help="the course root, with nbgrader_config.py (default: .)")
     grade.add_argument("--assignment", help="default: the one folder in source/")
-    grade.add_argument(
+    sources = grade.add_mutually_exclusive_group()
+    sources.add_argument(
         "--from",
         dest="download",
         metavar="DOWNLOAD",
-        help="an LMS download (.zip or folder) to collect into submitted/ first; without it, "
+        help="an LMS download (.zip or folder) to collect into submitted/ first; without it (and --from-exchange), "
         "submitted/<student>/<assignment>/*.ipynb is graded as it is",
+    )
+    sources.add_argument(
+        "--from-exchange",
+        dest="exchange",
+        action="store_true",
+        help="collect from nbgrader's exchange into submitted/ first, as `nbgrader collect --update` does: the "
+        "newest submission each student made themselves, read from <Exchange.root>/<course_id>/inbound/ as "
+        "nbgrader_config.py sets them (a JupyterHub: docs/jupyterhub.md)",
     )
     grade.add_argument(
         "--workers",
@@ -208,6 +219,7 @@ def run(args) -> None:
                 course=Path(args.course),
                 assignment=args.assignment,
                 download=args.download and Path(args.download),
+                exchange=args.exchange,
                 workers=args.workers,
                 sandbox=not args.unsandboxed,
                 regrade_all=args.regrade_all,

@@ -20,6 +20,9 @@ and the hours 1,000 students would take at that rate:
                          parent per worker, each student's folder shown on its stage in turn (``sandbox/stage.py``)
   grade-2-sandbox-warm-student   the same with one parent per student (``SandboxedKernelManager.stage_students``
                          set False in the course's nbgrader_config.py for the run)
+  grade-2-sandbox-warm-user   the default ``grade`` run by an ordinary user (as root, one the benchmark makes,
+                         ``tests/support/users.py``, owning the course and a copy of the install): the kernels get
+                         a user namespace instead of a uid of their own, and one parent per student
   grade-W-plain          ``--unsandboxed``, cold kernels
 
 ``grade`` runs here with ``--no-feedback`` (stock autograde writes none); the feedback's cost is
@@ -51,8 +54,10 @@ import nbformat
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "tests"))
 
 from revision import package_at  # noqa: E402
+from support.users import ordinary_user, reachable_install, remove_user  # noqa: E402
 
 from autograder.authoring.submissions import grade_id, solved  # noqa: E402
 
@@ -68,6 +73,7 @@ CONFIGS = [
     "grade-2-sandbox-warm",
     "grade-2-sandbox-warm-student",
     "grade-2-sandbox-warm-feedback",
+    "grade-2-sandbox-warm-user",
 ]
 DEFAULT_CONFIGS = ["floor", "stock", "grade-2-sandbox", "grade-2-sandbox-warm"]
 
@@ -197,6 +203,9 @@ def measure(root: Path, config: str, notebooks: list, meter: CpuMeter, package=N
     argv += [kernels] if knows(kernels) else []
     argv += ["--profile", str(profile)] if profile and knows("--profile") else []
     env = {**os.environ, "PYTHONPATH": str(package)} if package else None
+    if "user" in rest:
+        user = ORDINARY.get("user") or ordinary(root)
+        argv, env = user.argv(user.python, *argv[1:]), {**user.env, **({"PYTHONPATH": str(package)} if package else {})}
     if "student" not in rest:
         return run(root, argv, env=env, meter=meter)
     config_file = root / "nbgrader_config.py"
@@ -206,6 +215,20 @@ def measure(root: Path, config: str, notebooks: list, meter: CpuMeter, package=N
         return run(root, argv, env=env, meter=meter)
     finally:
         config_file.write_text(kept)
+
+
+ORDINARY = {}  # "user": the ordinary user of the -user configurations, made once
+
+
+def ordinary(root: Path):
+    """The ordinary user who grades in the -user configurations, given the course (as root: made for the run)."""
+    root.parent.chmod(0o755)  # (a temporary folder: its owner's alone)
+    install = reachable_install(root.parent / "install")
+    user = ORDINARY["user"] = ordinary_user("bn-bench", install, root.parent / "home")
+    if os.geteuid() == 0:
+        user.owns(root)
+        os.chown(root.parent, user.uid, user.gid)  # where its profile is written (the folder alone: not the install)
+    return user
 
 
 def print_profile(path: Path, config: str) -> None:
@@ -314,6 +337,8 @@ def main() -> None:
                 indent=1,
             )
         )
+    if "user" in ORDINARY:
+        remove_user(ORDINARY["user"])
     if not args.dir:
         shutil.rmtree(root.parent, ignore_errors=True)
     if before:

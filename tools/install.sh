@@ -7,8 +7,9 @@
 #                             JupyterLab browser test), the PostgreSQL server (the shared gradebook's test starts
 #                             one of its own), iproute2 and libfaketime (the namespace cluster's hosts, one with
 #                             its clock off), Noto CJK fonts (Chinese pages in the browser; DejaVu has Cyrillic)
-#                             and npm; then axe-core from the npm registry, as tools/axe/package-lock.json pins it,
-#                             into .venv/axe (the accessibility test)
+#                             and npm; then from the npm registry, as their package-lock.json pins them, axe-core
+#                             (tools/axe, the accessibility test) into .venv/axe and configurable-http-proxy (tools/chp,
+#                             JupyterHub's proxy, the hub's test) into .venv/chp
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PYTHON=${PYTHON:-python3}
@@ -53,12 +54,18 @@ if ! cmp -s requirements.lock "$stamp"; then
   cp requirements.lock "$stamp"
 fi
 
-# axe-core only when its lock changed since the last install (npm ci checks it against the lock's integrity hash)
-if [ "${1:-}" = "--test" ] && ! cmp -s tools/axe/package-lock.json .venv/axe/.installed-package-lock.json; then
-  echo "installing axe-core into .venv/axe (log: .venv/axe/npm.log)"
-  mkdir -p .venv/axe
-  cp tools/axe/package.json tools/axe/package-lock.json .venv/axe/
-  (cd .venv/axe && npm ci --ignore-scripts --no-audit --no-fund > npm.log 2>&1) ||
-    { tail -20 .venv/axe/npm.log; echo "npm failed: see .venv/axe/npm.log"; exit 1; }
-  cp tools/axe/package-lock.json .venv/axe/.installed-package-lock.json
+# The npm packages of the tests, each only when its lock changed since the last install (npm ci checks every package
+# against the lock's integrity hash): tools/axe (axe-core, the accessibility test) into .venv/axe, tools/chp
+# (configurable-http-proxy, JupyterHub's proxy: the hub's test) into .venv/chp
+if [ "${1:-}" = "--test" ]; then
+  for name in axe chp; do
+    if ! cmp -s "tools/$name/package-lock.json" ".venv/$name/.installed-package-lock.json"; then
+      echo "installing tools/$name into .venv/$name (log: .venv/$name/npm.log)"
+      mkdir -p ".venv/$name"
+      cp "tools/$name/package.json" "tools/$name/package-lock.json" ".venv/$name/"
+      (cd ".venv/$name" && npm ci --ignore-scripts --no-audit --no-fund > npm.log 2>&1) ||
+        { tail -20 ".venv/$name/npm.log"; echo "npm failed: see .venv/$name/npm.log"; exit 1; }
+      cp "tools/$name/package-lock.json" ".venv/$name/.installed-package-lock.json"
+    fi
+  done
 fi

@@ -10,4 +10,4 @@ trap 'rm -rf "$tools"' EXIT
 "${PYTHON:-/usr/bin/python3}" -m venv "$tools"
 "$tools/bin/pip" install -q "pip-tools==7.6.2"
 "$tools/bin/pip-compile" -q --generate-hashes --allow-unsafe --strip-extras --no-emit-index-url \
-  --no-emit-find-links --extra test,cluster,postgres --output-file requirements.lock pyproject.toml
+  --no-emit-find-links --extra test,cluster,postgres,hub --output-file requirements.lock pyproject.toml

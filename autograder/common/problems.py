@@ -18,6 +18,10 @@ KINDS = {
         "the grader's own work for the student (nbgrader's bookkeeping, feedback) ran over its time limit "
         "(grade --grader-time-limit); the student is not graded, the worker went on with the next"
     ),
+    "feedback_failed": (
+        "the student was graded, but nbgrader could not make their feedback pages (its error is in the detail); "
+        "the grades stand: run grade again after fixing the cause"
+    ),
     # while the notebook ran in the sandbox
     "kernel_died": "the kernel died (out of memory, os._exit, a crash); the cells after it scored 0",
     "notebook_time_limit": "the notebook was stopped at its wall-clock limit; cells after it scored 0",
@@ -44,6 +48,10 @@ KINDS = {
     "missing_notebook": "no file for this notebook was handed in",
     "unmatched_file": "a file in the download matches none of the notebooks (or no student); not collected",
     "duplicate_file": "several files for one notebook; the newest was taken",
+    "not_their_submission": (
+        "a submission in nbgrader's exchange names one student but was made by another user (nbgrader submit "
+        "--student, or a folder written into inbound); not collected (grade --from-exchange)"
+    ),
     # nbgrader cells that were repaired before grading (the student is graded)
     "metadata_stripped": "cells had lost their nbgrader metadata; matched to the release and repaired",
     "duplicated_cell": "a graded or locked cell was copied; the first copy is graded",

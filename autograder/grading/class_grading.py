@@ -21,6 +21,7 @@ from ..common.problems import Problem, write_problems
 from . import preflight
 from .intake import changes
 from .intake.collect import collect
+from .intake.exchange import from_exchange, secret_beside_feedback
 from .intake.prepare import GRADING_DIR, read_releases, stage_student
 from .intake.state import GradingState, StudentRecord
 from .results.bug_hunt_ids import shared_ids
@@ -30,6 +31,7 @@ from .results.history import Change, append_history
 from .results.merge import Lateness, Merger
 from .summary import Summary
 from .workers.pool import GraderSettings, Worker, WorkerPool
+from .workers.worker import error_cause
 
 
 @dataclass
@@ -37,6 +39,7 @@ class Options:
     course: Path = Path(".")
     assignment: str | None = None
     download: Path | None = None  # an LMS zip or folder, collected into submitted/ first
+    exchange: bool = False  # collect from nbgrader's exchange into submitted/ first (intake.exchange)
     workers: int = os.cpu_count() or 1
     sandbox: bool = True
     regrade_all: bool = False
@@ -89,6 +92,8 @@ class ClassGrading:
 
     def run(self) -> Summary:
         started = time.monotonic()
+        preflight.check_temporary_folder()
+        preflight.check_writable(self.root, self.o.profile)
         self.started_at = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
         cluster = None
         if self.o.scheduler:  # reach the cluster before anything is graded (its workers check their own tools)
@@ -108,7 +113,11 @@ class ClassGrading:
         self.state = GradingState(self.grading / "state.json")
         if self.o.download:
             _, self.state.collect_problems = collect(self.o.download, self.root, self.assignment, self.notebooks)
-            print(f"collected {self.o.download} into {self.root / 'submitted'}", file=sys.stderr)
+        elif self.o.exchange:
+            self.state.collect_problems = from_exchange(self.root, self.assignment)
+        if self.o.download or self.o.exchange:
+            where = self.o.download or f"{self.assignment} in nbgrader's exchange"
+            print(f"collected {where} into {self.root / 'submitted'}", file=sys.stderr)
         pool, submitted = None, self.submitted()
         if not cluster:  # the workers that surely get a student start now: their imports overlap the planning
             pool = self.local_pool(len(submitted))
@@ -190,11 +199,8 @@ class ClassGrading:
         try:
             if todo:
                 make_template(self.gradebook, self.assignment, self.template)
-                self.merger = Merger(self.gradebook, self.root, self.assignment, self.merged)
-                try:
+                with Merger(self.gradebook, self.root, self.assignment, self.merged) as self.merger:
                     (pool or self.dask_pool(cluster)).run(todo, self.stage)
-                finally:
-                    self.merger.close()
         finally:
             self.progress.close()
             self.state.save()
@@ -227,7 +233,10 @@ class ClassGrading:
                     f.write(json.dumps({"student": student, **result.profile}) + "\n")
             grades = result.grades if result is not None and result.success else None
             if grades:
+                secret_beside_feedback(self.root, self.assignment, student)  # for nbgrader release_feedback
                 record.problems += [Problem(student, p.notebook, p.kind, p.detail) for p in result.incidents]
+                if result.error:  # graded, but its feedback could not be made
+                    record.problems.append(Problem(student, None, "feedback_failed", error_cause(result.error)))
             else:
                 if result is None:
                     killed = f"the grading worker died or did not finish within {allowed:.0f} s (it was stopped)"
@@ -235,8 +244,8 @@ class ClassGrading:
                 elif result.worker_ended:  # its watchdog stopped it, and said why
                     problems = [Problem(student, p.notebook, p.kind, p.detail) for p in result.incidents]
                 else:
-                    last = (result.error.strip().splitlines() or ["?"])[-1][:300]
-                    problems = [Problem(student, None, "grader_error", f"nbgrader could not grade it: {last}")]
+                    cause = error_cause(result.error)
+                    problems = [Problem(student, None, "grader_error", f"nbgrader could not grade it: {cause}")]
                 record.problems += problems
                 record.graded = []
             # what timed out would time out again: it is retried only with --regrade-all

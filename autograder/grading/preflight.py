@@ -2,6 +2,7 @@
 and the gradebook's copy of it, and the sandbox's tools on this machine."""
 
 import os
+import pwd
 import shutil
 import subprocess
 import sys
@@ -23,6 +24,60 @@ def course_root(folder: Path) -> Path:
     if not (root / "nbgrader_config.py").is_file():
         raise GradingError(f"{root} is not a course root: it has no nbgrader_config.py")
     return root
+
+
+# What grade writes in the course root (the gradebook may also be a server's: docs/postgres.md), and the folders it
+# writes in: checked before anything is written, so that a run it cannot finish is not begun.
+WRITTEN_FILES = ("gradebook.db", "grades.csv", "problems.json", "grade_history.csv", "class_report.html")
+WRITTEN_FOLDERS = (".grading", "autograded", "feedback", "submitted")
+
+
+def _name(uid: int) -> str:
+    try:
+        return pwd.getpwuid(uid).pw_name
+    except KeyError:
+        return f"uid {uid}"
+
+
+def check_writable(root: Path, profile: Path | None = None) -> None:
+    """GradingError, in one line that names the path and what to do, if grade could not write all it writes (the
+    course's files, and the ``--profile`` file)."""
+    me = _name(os.geteuid())
+    if not os.access(root, os.W_OK | os.X_OK):
+        if root.stat().st_uid != os.geteuid():
+            raise GradingError(
+                f"the course folder {root} belongs to {_name(root.stat().st_uid)}, and you ({me}) cannot write in "
+                f"it: grade as its owner, or have them let you write (a group you share, and chmod -R g+w {root}). "
+                "Nothing was graded."
+            )
+        raise GradingError(f"the course folder {root} is read-only: chmod u+w {root}, then grade. Nothing was graded.")
+    blocked = [root / name for name in WRITTEN_FILES if (root / name).is_file() and not os.access(root / name, os.W_OK)]
+    for name in WRITTEN_FOLDERS:
+        for folder, dirs, _ in os.walk(root / name):  # (folders only: nbgrader's and the LMS download's, no links)
+            blocked += [Path(folder)] if not os.access(folder, os.W_OK | os.X_OK) else []
+            dirs[:] = [d for d in dirs if not os.path.islink(os.path.join(folder, d))]
+    if blocked:
+        shown = ", ".join(str(p) for p in blocked[:3]) + (f" and {len(blocked) - 3} more" if len(blocked) > 3 else "")
+        raise GradingError(
+            f"grade writes {shown}, which you ({me}) cannot write: make them yours to write (chmod -R u+w, or chown "
+            f"-R {me}), then grade. Nothing was graded."
+        )
+    if profile is not None:
+        try:
+            open(profile, "a").close()
+        except OSError as error:
+            raise GradingError(f"cannot write the profile {profile} ({error.strerror}): name another file") from None
+
+
+def check_temporary_folder() -> None:
+    """$TMPDIR, when set, must be a folder this user can write in: the sandbox's private folders are made there
+    (Python would quietly take another, and other programs would fail)."""
+    folder = os.environ.get("TMPDIR")
+    if folder and not (os.path.isdir(folder) and os.access(folder, os.W_OK | os.X_OK)):
+        raise GradingError(
+            f"TMPDIR is {folder}, which is not a folder you can write in: set TMPDIR to one you can (or unset it, for "
+            "/tmp). Nothing was graded."
+        )
 
 
 def find_assignment(root: Path) -> str:

@@ -38,20 +38,25 @@ class FormgraderApi:
 
 
 @contextlib.contextmanager
-def formgrader(root):
-    """A Jupyter server on the course root, with nbgrader's Formgrader as the instructor's JupyterLab has it."""
+def formgrader(root, user=None):
+    """A Jupyter server on the course root, with nbgrader's Formgrader as the instructor's JupyterLab has it; run by
+    ``user`` (``support.users.User``) when given, else by the suite."""
     import requests
 
     token, port = secrets.token_hex(16), free_port()
     log_path = root / "formgrader-server.log"  # in the temporary course: removed with it
     log = open(log_path, "w")
-    server = subprocess.Popen(
-        [sys.executable, "-m", "jupyter_server", f"--port={port}", "--ServerApp.ip=127.0.0.1", "--allow-root"]
+    python, env = (user.python, user.env) if user else (sys.executable, NEWCOMER_ENV)
+    argv = (
+        [python, "-m", "jupyter_server", f"--port={port}", "--ServerApp.ip=127.0.0.1", "--allow-root"]
         + [f"--ServerApp.token={token}", f"--ServerApp.root_dir={root}", "--ServerApp.open_browser=False"]
         # jupyter_lsp's start-up scan for language servers logs into the log that nbgrader captures, at DEBUG
-        + ["--ServerApp.jpserver_extensions", "jupyter_lsp=False"],
+        + ["--ServerApp.jpserver_extensions", "jupyter_lsp=False"]
+    )
+    server = subprocess.Popen(
+        user.argv(*argv) if user else argv,
         cwd=root,
-        env={**NEWCOMER_ENV, "JUPYTER_RUNTIME_DIR": str(root / "jupyter-runtime")},
+        env={**env, "JUPYTER_RUNTIME_DIR": str(root / "jupyter-runtime")},
         stdout=log,
         stderr=subprocess.STDOUT,
     )

@@ -1,19 +1,22 @@
 """Nothing a student's kernel writes reaches the grading machine (grading principle 6), on every path a class is
-graded by: ``backprop-ninja grade`` as root (one kernel parent per worker), per student, with cold kernels, not as
-root, on a Dask cluster, and from the Formgrader's buttons.
+graded by: ``backprop-ninja grade`` as root (one kernel parent per worker) and as an ordinary user (a user made by
+the test, grading a course it owns with an install it can reach; where the suite is not root, the suite itself), per
+student, with cold kernels, on a Dask cluster, and from the Formgrader's buttons.
 
 Each hostile student hands in Exercise 1 with every answer right and a few more lines in its first answer cell: links
 to host files (the source notebook, the gradebook, /etc/shadow, a classmate's notebook, the course itself), a hard
-link, planted notebooks, pages and timestamp.txt, gigabytes, a pipe and a socket, 100,000 files, and lines that
-imitate the grader's own messages. Honest students are graded beside them. Afterwards no file of the host is in any
-feedback, nothing but regular files are in autograded/ and feedback/, the hostile students keep their points and
-are named for what they tried, and the honest ones are graded as they are alone.
+link, planted notebooks, pages and timestamp.txt, gigabytes, a pipe and a socket, 100,000 files, lines that
+imitate the grader's own messages, and its own sockets swapped for links to a socket of the host's. Honest students
+are graded beside them. Afterwards no file of the host is in any feedback, nothing but regular files are in
+autograded/ and feedback/, nothing connected to the host's socket, the hostile students keep their points and are
+named for what they tried, and the honest ones are graded as they are alone.
 """
 
 import csv
 import json
 import os
 import shutil
+import socket
 import stat
 import subprocess
 import sys
@@ -24,7 +27,8 @@ from pathlib import Path
 import nbformat
 import pytest
 from servers import LoopbackCluster, formgrader
-from support.course import ASSIGNMENT, grade_argv, run_grade
+from support.course import ASSIGNMENT, NEWCOMER_ENV, run_grade
+from support.users import ROOT, can_make_users, ordinary_user, reachable_install, remove_user
 
 from autograder.authoring.demo import make_demo_course
 from autograder.authoring.submissions import solutions, solved
@@ -73,7 +77,19 @@ print(lines)
 sys.stderr.write(lines)
 os.write(2, lines.encode())
 """
-HOSTILE = {"h_links": LINKS, "h_gigabytes": GIGABYTES, "h_pipes": PIPES, "h_flood": FLOOD, "h_imitate": IMITATE}
+SOCKETS = """import glob, os
+for path in glob.glob("/sockets/*"):  # its own sockets, each swapped for a link to a socket of the host's
+    os.unlink(path)
+    os.symlink("TRAP", path)
+"""
+HOSTILE = {
+    "h_links": LINKS,
+    "h_gigabytes": GIGABYTES,
+    "h_pipes": PIPES,
+    "h_flood": FLOOD,
+    "h_imitate": IMITATE,
+    "h_sockets": SOCKETS,
+}
 ALL_AT_ONCE = {"h_all": LINKS + PIPES + GIGABYTES.replace("1024", "64") + FLOOD.replace("100000", "30000")}
 
 
@@ -150,20 +166,105 @@ def alone(tmp_path_factory):
     return grades(root)
 
 
+class Grader:
+    """Who runs ``backprop-ninja grade``: root (the suite), or an ordinary user with a course of their own."""
+
+    def __init__(self, name: str, folder: Path, user=None):
+        self.name, self.folder, self.user = name, folder, user
+
+    def course(self, hostile: dict, controls=CONTROLS, name="course") -> Path:
+        hostile = {student: code.replace("TRAP", str(self.folder / "trap.sock")) for student, code in hostile.items()}
+        root = course_with(self.folder / name, hostile, controls)
+        if self.user is not None:
+            self.user.owns(root)
+        return root
+
+    def grade(self, root: Path, *args, timeout=900, check=True, env=None) -> subprocess.CompletedProcess:
+        if self.user is None:
+            return run_grade(root, *args, timeout=timeout, check=check, env=env)
+        argv = self.user.argv(self.user.python, "-m", "autograder.cli", "grade", "--course", root, *args)
+        env = env or self.user.env  # (and from their home: a Python puts its working folder first on its path)
+        result = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=timeout, cwd=self.user.home)
+        if check and result.returncode != 0:
+            raise AssertionError(f"grade failed:\n{result.stdout[-3000:]}\n{result.stderr[-6000:]}")
+        return result
+
+
+def open_folder(prefix: str) -> Path:
+    """A folder every user may enter (pytest's own are root's alone)."""
+    folder = Path(tempfile.mkdtemp(prefix=prefix, dir="/var/tmp"))
+    folder.chmod(0o755)
+    return folder
+
+
 @pytest.fixture(scope="module")
-def graded(tmp_path_factory):
-    """The class with every hostile student, graded by ``backprop-ninja grade`` as a newcomer runs it."""
-    root = course_with(tmp_path_factory.mktemp("hostile") / "course", HOSTILE)
-    started = time.monotonic()
-    run = run_grade(root, "--quiet", "--workers", "2", timeout=900)
-    seconds = time.monotonic() - started
-    print(f"the hostile class of {len(HOSTILE) + len(CONTROLS)} took {seconds:.0f} s")
-    for student in HOSTILE:
-        print(
-            student,
-            f"autograded {size(root / 'autograded' / student)} B, feedback {size(root / 'feedback' / student)} B",
-        )
+def by_root(tmp_path_factory):
+    if not ROOT:
+        pytest.skip("the suite is not root: its own runs are those of an ordinary user")
+    return Grader("root", tmp_path_factory.mktemp("by-root"))
+
+
+@pytest.fixture(scope="module")
+def by_user():
+    """An ordinary user: as root, one the test makes (it must be able to: else the set-up fails, it does not skip),
+    owning an install of the course and its courses; otherwise the suite's own user."""
+    if not ROOT:
+        yield Grader("an ordinary user", open_folder("nothing-flows-back-"))
+        return
+    assert can_make_users(), "as root, the test makes an ordinary user: useradd and setpriv are needed"
+    folder = open_folder("nothing-flows-back-user-")
+    user = ordinary_user("bn-grader", reachable_install(folder / "install"), home=folder / "home")
+    try:
+        yield Grader("an ordinary user", folder, user)
+    finally:
+        remove_user(user)
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+@pytest.fixture(scope="module", params=["root", "an ordinary user"])
+def grader(request) -> Grader:
+    return request.getfixturevalue("by_root" if request.param == "root" else "by_user")
+
+
+def graded_class(grader: Grader):
+    """The class with every hostile student, graded by ``backprop-ninja grade`` as ``grader`` runs it; and whether
+    anything connected to the host's socket that h_sockets swapped its own for (``trap``)."""
+    root = grader.course(HOSTILE)
+    with socket.socket(socket.AF_UNIX) as trap:
+        trap.bind(str(grader.folder / "trap.sock"))
+        os.chmod(grader.folder / "trap.sock", 0o777)  # (any grader could connect to it)
+        trap.listen()
+        started = time.monotonic()
+        run = grader.grade(root, "--quiet", "--workers", "2")
+        seconds = time.monotonic() - started
+        trap.setblocking(False)
+        try:
+            trap.accept()
+            run.trap_connected = True
+        except BlockingIOError:
+            run.trap_connected = False
+    print(f"the hostile class of {len(HOSTILE) + len(CONTROLS)}, graded by {grader.name}, took {seconds:.0f} s")
+    for student in [*CONTROLS, *HOSTILE]:
+        kinds = ",".join(kind for kind, _ in problems(root).get(student, [])) or "-"
+        autograded, feedback = size(root / "autograded" / student), size(root / "feedback" / student)
+        print(f"{grader.name:16s} {student:12s} {grades(root)[student]['total']:>5s} {kinds:24s}",
+              f"autograded {autograded:>7d} B, feedback {feedback:>7d} B")  # fmt: skip
     return root, run
+
+
+@pytest.fixture(scope="module")
+def graded_by_root(by_root):
+    return graded_class(by_root)
+
+
+@pytest.fixture(scope="module")
+def graded_by_user(by_user):
+    return graded_class(by_user)
+
+
+@pytest.fixture(scope="module", params=["root", "an ordinary user"])
+def graded(request):
+    return request.getfixturevalue("graded_by_root" if request.param == "root" else "graded_by_user")
 
 
 def test_no_host_file_and_no_link_pipe_or_socket_reaches_a_feedback(graded):
@@ -190,6 +291,7 @@ def test_the_hostile_students_keep_their_points_and_are_named_for_what_they_trie
     written = float(detail("h_gigabytes").split("(")[1].split(" MB)")[0])
     assert 500 < written <= 512  # all that the scratch holds beside its copies: the rest of the writes failed
     assert "h_imitate" not in found  # it wrote nothing into its folder; its words are nobody's problem
+    assert "h_sockets" not in found and not run.trap_connected  # the relay's connections outlived the swap
     assert "no problems" not in run.stdout
 
 
@@ -220,44 +322,13 @@ def test_every_kernel_path_throws_away_what_the_kernel_wrote(path, tmp_path):
     assert [kind for kind, _ in found["h_all"]] == ["kernel_files_discarded"] and "ada_perfect" not in found
 
 
-@pytest.fixture
-def open_folder():
-    """A folder every user may enter (pytest's own are root's alone), removed afterwards."""
-    folder = Path(tempfile.mkdtemp(prefix="nothing-flows-back-", dir="/var/tmp"))
-    folder.chmod(0o755)
-    yield folder
-    shutil.rmtree(folder, ignore_errors=True)
-
-
-NOBODY = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--"]
-
-
-def nobody_can_run_this_python() -> bool:
-    check = [sys.executable, "-c", "import subprocess, sys; subprocess.run([sys.executable, '-c', 'import torch'])"]
-    return os.geteuid() == 0 and subprocess.run(NOBODY + check, capture_output=True).returncode == 0
-
-
-@pytest.mark.skipif(
-    not nobody_can_run_this_python(),
-    reason="needs root to hand a course to 'nobody', and a Python with the course's packages that 'nobody' may run "
-    "(this one lies in a private folder)",
-)
-def test_a_grader_that_is_not_root_throws_it_away_too(open_folder):
-    """``grade`` as an ordinary user ('nobody', owning a copy of the course): the sandbox in a user namespace."""
-    root = course_with(open_folder / "course", ALL_AT_ONCE, controls=CONTROLS[:1])
-    home = open_folder / "home"
-    home.mkdir()
-    for folder, dirs, files in os.walk(open_folder):
-        for name in [folder, *(os.path.join(folder, n) for n in dirs + files)]:
-            os.lchown(name, 65534, 65534)
-    env = {"HOME": str(home), "PATH": "/usr/local/bin:/usr/bin:/bin"}
-    argv = [*NOBODY, *grade_argv(root, "--quiet", "--workers", "1")]
-    result = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=900)
-    assert result.returncode == 0, result.stderr[-4000:]
-    assert_nothing_flowed_back(root, ["ada_perfect", "h_all"])
-    rows, found = grades(root), problems(root)
-    assert rows["h_all"]["total"] == rows["ada_perfect"]["total"] == FULL
-    assert [kind for kind, _ in found["h_all"]] == ["kernel_files_discarded"]
+def test_an_ordinary_user_grades_the_hostile_class_as_root_does_step_by_step(graded_by_root, graded_by_user):
+    """The same class, graded by root and by an ordinary user: every student's row of grades.csv (total and each
+    step) and their problems' kinds are the same (the details name each run's own folders)."""
+    (by_root, _), (by_user, _) = graded_by_root, graded_by_user
+    assert grades(by_user) == grades(by_root)
+    kinds = lambda root: {s: [kind for kind, _ in found] for s, found in problems(root).items()}
+    assert kinds(by_user) == kinds(by_root)
 
 
 def test_unsandboxed_grading_is_refused_and_when_asked_for_leaves_autograded_clean(tmp_path):
@@ -299,15 +370,19 @@ def test_a_dask_worker_sends_back_only_nbgraders_files(cluster, tmp_path):
         assert not {"solutions.txt", "pipe.txt", "many"} & set(names), folder
 
 
-def test_the_formgraders_autograde_button_throws_it_away_too(tmp_path):
-    root = course_with(tmp_path / "course", {"h_links": LINKS, "h_pipes": PIPES}, controls=())
+def test_the_formgraders_autograde_button_throws_it_away_too(grader):
+    """The Formgrader's Autograde and Generate Feedback buttons, its server run by root or by an ordinary user."""
+    root = grader.course({"h_links": LINKS, "h_pipes": PIPES}, controls=(), name="formgrader-course")
+    user = grader.user
+    add = [user.python if user else sys.executable, "-m", "nbgrader", "db", "assignment", "add", ASSIGNMENT]
     subprocess.run(  # the assignment in the gradebook, as the instructor's first grade run leaves it
-        [sys.executable, "-m", "nbgrader", "db", "assignment", "add", ASSIGNMENT],
+        user.argv(*add) if user else add,
         cwd=root,
+        env=user.env if user else NEWCOMER_ENV,
         check=True,
         capture_output=True,
     )
-    with formgrader(root) as api:
+    with formgrader(root, user) as api:
         for student in ("h_links", "h_pipes"):
             assert api.post(f"submission/{ASSIGNMENT}/{student}/autograde")["success"]
             assert api.post(f"assignment/{ASSIGNMENT}/{student}/generate_feedback")["success"]
@@ -345,3 +420,90 @@ def test_the_graders_own_work_has_a_time_limit_of_its_own(tmp_path):
     assert [kind for kind, _ in found["h_stall"]] == ["grader_time_limit"] and not rows["h_stall"]["total"]
     assert rows["ada_perfect"]["total"] == FULL and rows["ben_sign"]["total"] == "33"
     assert "grader_time_limit" in run.stdout
+
+
+BROKEN_FEEDBACK = """
+from nbgrader.preprocessors import NbGraderPreprocessor
+
+
+class BreakFeedback(NbGraderPreprocessor):
+    def preprocess(self, nb, resources):
+        raise RuntimeError("the feedback page cannot be made here")
+
+
+c.GenerateFeedback.preprocessors.append(BreakFeedback)
+"""
+
+
+def test_a_feedback_page_that_cannot_be_made_is_named_and_the_grade_stands(tmp_path):
+    """nbgrader's generate_feedback failing for a student (a course file missing, a broken template) keeps the
+    grade and names feedback_failed with nbgrader's error, instead of 'no problems'."""
+    root = course_with(tmp_path / "course", {}, controls=CONTROLS[:1])
+    with open(root / "nbgrader_config.py", "a") as f:
+        f.write(BROKEN_FEEDBACK)
+    run = run_grade(root, "--quiet", "--workers", "1")
+    assert grades(root)["ada_perfect"]["total"] == FULL and "no problems" not in run.stdout
+    ((kind, detail),) = problems(root)["ada_perfect"]
+    assert kind == "feedback_failed" and detail == "RuntimeError: the feedback page cannot be made here", detail
+
+
+def read_only(root: Path) -> None:
+    for path in [root, *root.rglob("*")]:
+        if not path.is_symlink():
+            path.chmod(path.stat().st_mode & ~0o222)
+
+
+def owned_by_root(root: Path) -> None:
+    for path in [root, *root.rglob("*")]:
+        os.lchown(path, 0, 0)
+
+
+BAD_PLACES = {  # what is wrong -> (how the test makes it, what the one line must say)
+    "read-only course files": (read_only, "is read-only: chmod u+w"),
+    "a read-only gradebook": (lambda root: (root / "gradebook.db").chmod(0o444), "gradebook.db, which you"),
+    "a course folder owned by another user": (owned_by_root, "belongs to root, and you (bn-grader) cannot write in it"),
+    "a TMPDIR the user cannot write": (None, "TMPDIR is"),
+}
+
+
+def tree(root: Path) -> dict:
+    return {str(p): (p.lstat().st_mode, p.lstat().st_size, p.lstat().st_mtime_ns) for p in [root, *root.rglob("*")]}
+
+
+@pytest.mark.parametrize("wrong", BAD_PLACES)
+def test_an_ordinary_user_who_cannot_write_where_grade_writes_is_told_in_one_line_and_nothing_is_written(
+    by_user, wrong
+):
+    """Each refusal is one line naming the path and what to do; the course is as it was, to the byte."""
+    if by_user.user is None and wrong == "a course folder owned by another user":
+        pytest.skip("the suite is not root: it cannot give a course to another user")
+    make, says = BAD_PLACES[wrong]
+    root = by_user.course({}, controls=CONTROLS[:1], name="bad-" + "-".join(wrong.split()))
+    env = None
+    if make is None:
+        unwritable = by_user.folder / "no-tmp"
+        unwritable.mkdir(mode=0o555, exist_ok=True)
+        env = {**(by_user.user.env if by_user.user else NEWCOMER_ENV), "TMPDIR": str(unwritable)}
+    else:
+        make(root)
+    before = tree(root)
+    run = by_user.grade(root, "--quiet", "--workers", "1", check=False, env=env)
+    lines = run.stderr.strip().splitlines()
+    print(wrong, "->", lines[-1:])
+    assert run.returncode != 0 and len(lines) == 1 and says in lines[0] and "Nothing was graded" in lines[0], run.stderr
+    assert str(root) in lines[0] or "TMPDIR is" in lines[0] and str(by_user.folder / "no-tmp") in lines[0]
+    assert tree(root) == before
+
+
+def test_an_ordinary_user_whose_home_is_read_only_grades_all_the_same(by_user):
+    """grade needs nothing of its user's home: with a home it cannot write in, the class is graded in full."""
+    if by_user.user is None:
+        pytest.skip("the suite is not root: it will not take write access from its own home")
+    root = by_user.course({}, controls=CONTROLS, name="read-only-home")
+    home = by_user.folder / "read-only-home-of-the-user"
+    home.mkdir()
+    os.chown(home, by_user.user.uid, by_user.user.gid)
+    home.chmod(0o500)
+    run = by_user.grade(root, "--quiet", "--workers", "1", env={**by_user.user.env, "HOME": str(home)})
+    assert grades(root)["ada_perfect"]["total"] == FULL and grades(root)["ben_sign"]["total"] == "33"
+    assert "no problems" in run.stdout

@@ -5,8 +5,9 @@ the course they can reach; where they do not, the suite itself is the one ordina
 An install they can reach: the tests' own venv usually lies under a folder only its owner may enter (a fresh clone
 in a private temporary folder, as CI makes it). So the users get a copy of it in an open folder, made of hard links
 where the file system allows (a second or two), with the few files that name the old place rewritten: the venv's
-``pyvenv.cfg``, its scripts' ``#!`` lines, the editable install's map to the ``autograder`` package (a copy of which
-goes beside it), and, when the Python the venv was made from is private too (pyenv under /root), a copy of that.
+``pyvenv.cfg``, its scripts' ``#!`` lines, the editable install's map to the ``autograder`` package (a copy of the
+checkout's package and what it reads goes beside it), and, when the Python the venv was made from is private too
+(pyenv under /root), the system's Python of the same version in its place (the packages are built for the version).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
+CHECKOUT = ("autograder", "pyproject.toml", "course", "editions")  # what the package reads of its checkout
 ROOT = os.geteuid() == 0
 
 
@@ -51,9 +53,10 @@ class User:
         return ["setpriv", f"--reuid={self.uid}", f"--regid={self.gid}", *groups, "--", *map(str, command)]
 
     def run(self, *command, cwd=None, env=None, timeout=900, check=False) -> subprocess.CompletedProcess:
-        result = subprocess.run(
-            self.argv(*command), cwd=cwd, env=env or self.env, capture_output=True, text=True, timeout=timeout
-        )
+        result = subprocess.run(  # from their home by default: a Python puts its working folder first on its path
+            self.argv(*command), cwd=cwd or self.home, env=env or self.env, capture_output=True, text=True,
+            timeout=timeout,
+        )  # fmt: skip
         if check and result.returncode != 0:
             raise AssertionError(f"{self.name}: {command} failed:\n{result.stdout[-3000:]}\n{result.stderr[-4000:]}")
         return result
@@ -76,17 +79,22 @@ def ordinary_user(name: str, install: Path, home: Path | None = None) -> User:
         me = pwd.getpwuid(os.getuid())
         return User(me.pw_name, me.pw_uid, me.pw_gid, Path(home or me.pw_dir), sys.executable)
     made = False
-    try:
-        entry = pwd.getpwnam(name)
-    except KeyError:
-        subprocess.run(
-            ["useradd", "--system", "--user-group", "--no-create-home", "--shell", "/usr/sbin/nologin", name],
-            check=True,
-            capture_output=True,
-        )
-        entry, made = pwd.getpwnam(name), True
     home = Path(home or tempfile.mkdtemp(prefix=f"{name}-home-", dir="/var/tmp"))
     home.mkdir(parents=True, exist_ok=True)
+    try:
+        entry = pwd.getpwnam(name)
+    except KeyError:  # its home in the user database too: what JupyterHub's spawner starts the user's server in
+        account = [
+            "--system",
+            "--user-group",
+            "--no-create-home",
+            "--home-dir",
+            str(home),
+            "--shell",
+            "/usr/sbin/nologin",
+        ]
+        subprocess.run(["useradd", *account, name], check=True, capture_output=True)
+        entry, made = pwd.getpwnam(name), True
     user = User(name, entry.pw_uid, entry.pw_gid, home, str(install / "venv" / "bin" / "python"), made)
     user.owns(home)
     home.chmod(0o700)
@@ -122,22 +130,29 @@ def _rewrite(path: Path, old: str, new: str) -> None:
 
 
 def reachable_install(folder: Path, probe_uid: int = 65534) -> Path:
-    """In ``folder`` (made open to all): ``venv/``, the tests' venv relocated there, and ``repo/autograder``, the
-    package it runs. ``probe_uid`` is who must be able to run the Python it was made from (else it is copied)."""
+    """In ``folder`` (made open to all): ``venv/``, the tests' venv relocated there, and ``repo/``, the part of the
+    checkout it runs (``CHECKOUT``). ``probe_uid`` is who must be able to run the Python it was made from (else
+    the system's is used)."""
     folder.mkdir(parents=True, exist_ok=True)
     folder.chmod(0o755)
     venv, repo = folder / "venv", folder / "repo"
     if venv.exists():
         return folder
-    shutil.copytree(REPO / "autograder", repo / "autograder", ignore=shutil.ignore_patterns("__pycache__"))
-    base = Path(sys.base_prefix)
+    for part in CHECKOUT:
+        if (REPO / part).is_dir():
+            shutil.copytree(REPO / part, repo / part, ignore=shutil.ignore_patterns("__pycache__"))
+        else:
+            shutil.copy(REPO / part, repo / part)
     probe = ["setpriv", f"--reuid={probe_uid}", f"--regid={probe_uid}", "--clear-groups", "--"]
+    version = f"python{sys.version_info[0]}.{sys.version_info[1]}"
     base_python = Path(os.path.realpath(sys.executable))
-    if not _runs([*probe, str(base_python), "-c", "pass"]):  # a private Python (pyenv in /root): copy it too
-        _copy_tree(str(base), folder / "python")
-        base_python = folder / "python" / base_python.relative_to(base)
+    check = "import sys; sys.exit(sys.base_prefix != sys.argv[1])"  # (its own library, not another Python's)
+    if not _runs([*probe, str(base_python), "-c", check, sys.base_prefix]):  # a private Python (pyenv in /root):
+        public = shutil.which(version, path="/usr/local/bin:/usr/bin")  # the system's of the same version instead
+        assert public, f"no {version} that other users can run, for the copy of the venv"
+        base_python = Path(os.path.realpath(public))
     _copy_tree(sys.prefix, venv)
-    for name in ("python", "python3", f"python{sys.version_info[0]}.{sys.version_info[1]}"):
+    for name in ("python", "python3", version):
         link = venv / "bin" / name
         if link.is_symlink():
             link.unlink()

@@ -182,7 +182,8 @@ class Merger:
 
     ``add`` a student's ``GradedSubmission`` (or None: drop their old grades and files) and go on; a thread writes
     whatever has arrived meanwhile in one transaction, then calls ``merged(student, Lateness or None)`` for each
-    student of it. ``close`` waits for the last; it, and ``add`` after a failure, raise what stopped the merge.
+    student of it. ``close`` (or the end of a ``with``) waits for the last; it, and ``add`` after a failure, raise
+    what stopped the merge.
     """
 
     def __init__(self, url: str, root, assignment: str, merged: Callable):
@@ -190,6 +191,12 @@ class Merger:
         self.jobs, self.failed = queue.Queue(), None
         self.thread = threading.Thread(target=self._run, name="gradebook merge", daemon=True)
         self.thread.start()
+
+    def __enter__(self) -> "Merger":
+        return self
+
+    def __exit__(self, *_) -> None:
+        self.close()
 
     def add(self, student: str, graded) -> None:
         if self.failed:

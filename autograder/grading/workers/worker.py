@@ -8,6 +8,7 @@ with its parent (docs/design/class-grading.md, "A worker").
 import json
 import logging
 import os
+import re
 import sys
 import threading
 import time
@@ -20,6 +21,7 @@ from ..results.gradebook import GradedSubmission, read_submission
 from .watchdog import Watchdog
 
 READY = {"ready": True}
+EXCEPTION_LINE = re.compile(r"^\s*[\w.]*(Error|Exception|Exit|Interrupt): ")  # a traceback's last line
 GRADER_SECONDS = 120  # default of the grader's own time per student, kernels left out (grade --grader-time-limit)
 TIME_LIMIT_OPTION = "--grader-time-limit"
 
@@ -58,6 +60,14 @@ class WorkerResult:
         known["incidents"] = [Problem.from_json(p) for p in data.get("incidents", [])]
         known["grades"] = GradedSubmission.from_json(data["grades"]) if data.get("grades") else None
         return cls(**known)
+
+
+def error_cause(error: str) -> str:
+    """The line of nbgrader's error output (``WorkerResult.error``) that names the cause: the last exception other
+    than nbgrader's own summary ("NbGraderException: Please see the above traceback"), else its last line."""
+    lines = error.strip().splitlines() or ["?"]
+    causes = [line.strip() for line in lines if EXCEPTION_LINE.match(line) and "NbGraderException" not in line]
+    return (causes or lines)[-1][:300]
 
 
 def exit_with_parent() -> None:
@@ -161,11 +171,10 @@ def main(argv=None) -> None:
         result, graded = autograde(api, assignment, student)
         KernelParents.student_done()  # nothing of the student stays in their kernel parent's sandbox
         autograded = time.monotonic()
-        error = result.get("error") or ""
+        failed = lambda r: "" if r["success"] else (r.get("error") or "") + (r.get("log") or "")  # (the cause: its log)
+        error = failed(result)
         if result["success"] and feedback:
-            made = feedback_pages(api, assignment, student)
-            if not made["success"]:
-                error = "feedback: " + (made.get("error") or "")
+            error = failed(feedback_pages(api, assignment, student))
         profile = {
             "notebooks": PHASES.take(),
             "autograde": autograded - started,
