@@ -27,7 +27,8 @@ crossed the coordinator host's link each way, and the scheduler's peak memory; t
 course's gradebook costs (``merge_costs``: SQLite, and PostgreSQL when it is installed; one student at a time through
 nbgrader's API as before the merger, and by the merger), and what 1,000 students on 64 worker cores would take, and
 what limits it. The projection is made from these figures alone: the slope per student between the two classes, the
-run's fixed cost, and the merge's cost in batches.
+run's fixed cost, and the merge's cost in batches. (The staging of a student's notebooks on the coordinator,
+``staging_cost``, is printed beside them: it is part of grade's CPU.)
 """
 
 import argparse
@@ -116,8 +117,8 @@ def scheduler_idle(cluster, seconds: float = 20) -> float:
 
 def staging_cost(root: Path) -> tuple:
     """(wall, CPU) seconds it takes to check, repair and stage a student's notebooks on the coordinator
-    (``stage_student``: what ``grade`` does for every student before it hands out the first): the class at ``root``
-    staged again, in a copy."""
+    (``stage_student``, as ``grade`` does right before it hands a student out): the class at ``root`` staged again,
+    in a copy."""
     from autograder.grading.intake.prepare import read_releases, stage_student
 
     folder = Path(tempfile.mkdtemp(prefix="bench-stage-"))
@@ -250,24 +251,23 @@ def netns_main(args) -> None:
     before = max(wall for (_, way), (wall, _) in merge.items() if "(before)" in way)
     print(
         f"marginal per student: {slope['workers']:.2f} worker CPU s, {slope['grade']:.3f} s of grade's CPU on the "
-        f"coordinator (its merge thread included), {tasks * 1e3:.0f} ms of the scheduler's (beside {idle * 1e3:.0f} ms "
+        f"coordinator (staging and the merge's thread included), {tasks * 1e3:.0f} ms of the scheduler's (beside "
+        f"{idle * 1e3:.0f} ms "
         f"a second of heartbeats), {slope['sent'] / 1e3:.0f} kB out and {slope['received'] / 1e3:.0f} kB back; a run's "
         f"fixed cost {fixed:.0f} s wall; the scheduler grows {slope['scheduler_mb'] * 1e3:.0f} kB a student"
     )
-    serial = 1000 * staging[0]  # every student is staged before the first is handed out
-    limits = {  # then each goes on beside the others: the slowest sets the pace
+    limits = {  # each goes on beside the others: the slowest sets the pace
         "grading, on the 64 worker cores": 1000 * slope["workers"] / 64,
-        "the coordinator's other CPU, on its one core": 1000 * max(0.0, slope["grade"] - staging[1]),
+        "the coordinator's CPU, on its one core": 1000 * slope["grade"],
         "the merge, in batches": 1000 * batched,
         "the scheduler's tasks, on its one core": 1000 * tasks,
     }
     bound = max(limits, key=limits.get)
     print(
-        f"1,000 students on 64 worker cores: staging them on the coordinator {serial / 60:.2f} min, then beside one "
-        "another: "
+        "1,000 students on 64 worker cores, beside one another: "
         + ", ".join(f"{what} {seconds / 60:.2f} min" for what, seconds in limits.items())
         + f" (the merge one student at a time, as before: {1000 * before / 60:.1f} min); so about "
-        + f"{(fixed + serial + limits[bound]) / 60:.1f} min with the run's fixed cost, limited by {bound}"
+        + f"{(fixed + limits[bound]) / 60:.1f} min with the run's fixed cost, limited by {bound}"
     )
 
 
