@@ -7,12 +7,13 @@ see which text a student reads went through the catalog and which did not (an En
 """
 
 import copy
+import functools
 import re
 from html.parser import HTMLParser
 
 from nbgrader import utils
 
-from autograder.common import words
+from autograder.common import links, words
 from autograder.common.diagnoses import Reason
 from autograder.common.naming import grade_id
 from autograder.common.words import Words
@@ -44,6 +45,8 @@ def pseudo_translated(monkeypatch) -> Pseudo:
     """Every edition's catalog replaced by the pseudo-translation (English's too: the test grades in PSEUDO)."""
     pseudo = Pseudo()
     monkeypatch.setattr(words, "translations", lambda code, domain=words.GRADER_DOMAIN: pseudo)
+    # what is cached of the catalogs, cached afresh while they are pseudo (the editions' anchors: from the headings)
+    monkeypatch.setattr(links, "_page_slugs", functools.cache(links._page_slugs.__wrapped__))
     return pseudo
 
 
