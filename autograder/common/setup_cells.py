@@ -5,6 +5,8 @@ runs them ahead of its kernels, ``in_kernel.setup_ahead``; the grader's referenc
 import ast
 import re
 
+from .naming import SETUP_PREFIX
+
 SEED_DEFINED = re.compile(r"^SEED\s*=", re.M)
 
 
@@ -37,3 +39,19 @@ def seed_free_cells(sources) -> range:
         return range(0)
     return range(0) if bound & read else free
 
+
+def setup_to_run_ahead(cells) -> dict | None:
+    """What a kernel parent needs to run a notebook's seed-free setup cells ahead (``in_kernel.setup_ahead``): the
+    sources of its first code cells while they are locked setup cells, as nbgrader restored them from the gradebook (the
+    course's code, which the grader's reference runs too), up to the last that needs no seed (``cells``), and the
+    indices of those (``ahead``); None when there are none."""
+    sources = []
+    for cell in cells:
+        if cell.cell_type != "code" or not cell.source.strip():  # (nbclient runs neither)
+            continue
+        nbgrader = cell.metadata.get("nbgrader", {})
+        if not (nbgrader.get("locked") and nbgrader.get("grade_id", "").startswith(SETUP_PREFIX)):
+            break
+        sources.append(cell.source)
+    free = seed_free_cells(sources)
+    return {"cells": sources[: free.stop], "ahead": list(free)} if free else None

@@ -152,8 +152,10 @@ class KernelParent:
     def alive(self) -> bool:
         return self.process.poll() is None
 
-    def fork(self, kernel_cmd: list, env: dict, cwd: str) -> "ForkedKernel":
-        reply = self.ask({"start": {"argv": kernel_cmd, "env": env, "cwd": cwd}})
+    def fork(self, kernel_cmd: list, env: dict, cwd: str, setup: dict | None = None) -> "ForkedKernel":
+        """A kernel; with ``setup`` (``SandboxedKernelManager.setup_ahead``), one that takes the setup cells the parent
+        ran ahead."""
+        reply = self.ask({"start": {"argv": kernel_cmd, "env": env, "cwd": cwd, **({"setup": setup} if setup else {})}})
         if "pid" not in reply:
             self._fail(f"could not fork a kernel: {reply.get('error')}")
         self.kernels.add(reply["pid"])
