@@ -41,17 +41,20 @@ def seed_free_cells(sources) -> range:
 
 
 def setup_to_run_ahead(cells) -> dict | None:
-    """What a kernel parent needs to run a notebook's seed-free setup cells ahead (``in_kernel.setup_ahead``): the
-    sources of its first code cells while they are locked setup cells, as nbgrader restored them from the gradebook (the
-    course's code, which the grader's reference runs too), up to the last that needs no seed (``cells``), and the
-    indices of those (``ahead``); None when there are none."""
-    sources = []
+    """What a kernel parent needs to do a notebook's same-for-everyone work ahead (``in_kernel.setup_ahead``), from its
+    cells as nbgrader restored them from the gradebook (locked cells are the course's code, which the grader's
+    reference runs too): its first code cells while they are locked setup cells, up to the last that needs no seed
+    (``cells``), the indices of those (``ahead``), and the source of every locked code cell (``locked``, whose input
+    transformations the parent computes); None when it has no locked code cell."""
+    sources, locked, leading = [], [], True
     for cell in cells:
         if cell.cell_type != "code" or not cell.source.strip():  # (nbclient runs neither)
             continue
         nbgrader = cell.metadata.get("nbgrader", {})
-        if not (nbgrader.get("locked") and nbgrader.get("grade_id", "").startswith(SETUP_PREFIX)):
-            break
-        sources.append(cell.source)
+        if nbgrader.get("locked"):
+            locked.append(cell.source)
+        leading = leading and nbgrader.get("locked") and nbgrader.get("grade_id", "").startswith(SETUP_PREFIX)
+        if leading:
+            sources.append(cell.source)
     free = seed_free_cells(sources)
-    return {"cells": sources[: free.stop], "ahead": list(free)} if free else None
+    return {"cells": sources[: free.stop], "ahead": list(free), "locked": locked} if locked else None

@@ -108,22 +108,77 @@ def run_ahead(sources) -> RunAhead | None:
     return RunAhead(tuple(sources), tuple(cells), namespace)
 
 
-_armed = None  # in a kernel: (the notebook's first code cells, {index: the CellAhead to take}, the RunAhead)
+_transformed = {}  # in the parent: a locked cell's source -> IPython's input transformation of it
+_armed = None  # in a kernel forked with something run ahead: its Armed
 _made = {}  # id of a function run ahead -> the same function made in the kernel's namespace
 
 
-def arm(cells, ahead, run: RunAhead) -> list:
-    """In a kernel forked after ``run``, before IPython starts: ``cells`` are the notebook's first code cells, and
-    ``cells[i]`` for each i in ``ahead`` is ``run``'s next cell. Returns the kernel's extra arguments (this module,
-    loaded as an IPython extension)."""
+def transformed(sources) -> dict:
+    """In the parent: IPython's input transformation of each of ``sources`` (the notebook's locked cells), which
+    tokenizes the whole cell (31 ms for the self-check helpers' cell, and each cell is transformed twice: by ipykernel,
+    then by IPython); each source once for all kernels."""
+    from IPython.core.inputtransformer2 import TransformerManager
+
+    if len(_transformed) > 4096:  # (more than the course's notebooks in three editions have)
+        _transformed.clear()
+    for source in sources:
+        if source not in _transformed:
+            _transformed[source] = TransformerManager().transform_cell(source)
+    return {source: _transformed[source] for source in sources}
+
+
+@dataclass(frozen=True)
+class Armed:
+    """What a kernel takes from its parent: ``cells[i]`` (the notebook's first code cells) for each i in ``ahead`` was
+    ``run``'s next cell; ``transforms`` are its locked cells' input transformations."""
+
+    cells: tuple
+    ahead: dict  # index -> CellAhead
+    run: RunAhead | None
+    transforms: dict
+
+
+def arm(cells, ahead, run: RunAhead | None, transforms: dict) -> list:
+    """In a kernel forked after ``run`` (None: nothing run ahead) and ``transformed``, before IPython starts. Returns
+    the kernel's extra arguments: this module, loaded as an IPython extension."""
     global _armed
-    _armed = tuple(cells), dict(zip(ahead, run.cells)), run
+    _armed = Armed(tuple(cells), dict(zip(ahead, run.cells)) if run else {}, run, transforms)
     return [f"--IPKernelApp.extensions={__name__}"]
 
 
 def load_ipython_extension(shell) -> None:
-    if _armed is not None:
+    from IPython.core.inputtransformer2 import TransformerManager
+
+    if _armed is None:
+        return
+    if _armed.ahead:
         shell.ast_transformers = [TakeAhead(shell), *shell.ast_transformers]
+    manager = shell.input_transformer_manager
+    if _armed.transforms and KnownTransforms.lists(manager) == KnownTransforms.lists(TransformerManager()):
+        manager.transform_cell = KnownTransforms(manager, _armed.transforms)
+
+
+class KnownTransforms:
+    """The kernel's input transformation (``TransformerManager.transform_cell``, a function of the cell's text and the
+    transformations' lists): of a locked cell, as the parent computed it; of the cell transformed last, as it was
+    then; of any other, computed. Only while the lists are IPython's own (a student's cell may change them)."""
+
+    def __init__(self, manager, known: dict):
+        self.manager, self.known, self.transform = manager, known, manager.transform_cell
+        self.own, self.last = self.lists(manager), (None, None)
+
+    @staticmethod
+    def lists(manager) -> tuple:
+        return tuple(manager.cleanup_transforms), tuple(manager.line_transforms), tuple(manager.token_transformers)
+
+    def __call__(self, cell):
+        if not isinstance(cell, str) or self.lists(self.manager) != self.own:
+            return self.transform(cell)
+        if cell in self.known:
+            return self.known[cell]
+        if cell != self.last[0]:
+            self.last = cell, self.transform(cell)
+        return self.last[1]
 
 
 class TakeAhead(ast.NodeTransformer):
@@ -134,7 +189,7 @@ class TakeAhead(ast.NodeTransformer):
         self.shell, self.count = shell, shell.execution_count
 
     def visit(self, node):
-        cells, ahead, _ = _armed
+        cells, ahead = _armed.cells, _armed.ahead
         stored, self.count = self.shell.execution_count != self.count, self.shell.execution_count
         ran = self.shell.history_manager.input_hist_raw[1:]  # every cell run with history, this one last
         index = len(ran) - 1
@@ -156,7 +211,7 @@ def take(index: int) -> None:
     """In the kernel, in place of cell ``index``: what it bound, printed and left in the random generators."""
     from IPython import get_ipython
 
-    cell, namespace = _armed[1][index], get_ipython().user_ns
+    cell, namespace = _armed.ahead[index], get_ipython().user_ns
     for name, value in cell.bound:
         namespace[name] = _made_here(value, namespace)
     for name in cell.unbound:
@@ -172,7 +227,7 @@ def take(index: int) -> None:
 def _made_here(value, namespace: dict):
     """A function run ahead, made again with ``namespace`` as its globals, as its ``def`` would have made it there;
     any other value as it is."""
-    if not isinstance(value, types.FunctionType) or value.__globals__ is not _armed[2].namespace:
+    if not isinstance(value, types.FunctionType) or value.__globals__ is not _armed.run.namespace:
         return value
     if id(value) not in _made:
         made = types.FunctionType(value.__code__, namespace, value.__name__, value.__defaults__, value.__closure__)

@@ -194,9 +194,9 @@ def run_ahead(setup: dict, env: dict):
     return _ahead[key]
 
 
-def run_kernel(argv: list, env: dict, cwd: str, replies: int, setup=None, ahead=None) -> None:
-    """In the forked child: become the kernel ``argv`` would have started, taking the setup cells ``ahead`` ran
-    (``setup_ahead``); never returns."""
+def run_kernel(argv: list, env: dict, cwd: str, replies: int, armed: tuple = ()) -> None:
+    """In the forked child: become the kernel ``argv`` would have started, armed with what its parent did ahead
+    (``armed``: ``setup_ahead.arm``'s arguments); never returns."""
     status = 1
     try:
         os.close(replies)  # the kernel must not be able to answer for its parent
@@ -211,12 +211,9 @@ def run_kernel(argv: list, env: dict, cwd: str, replies: int, setup=None, ahead=
         os.environ.update(env, **sandbox_set)
         if "numpy.random" in sys.modules:  # numpy seeds its global generator once, at import
             sys.modules["numpy.random"].seed()
-        extra = []
-        if ahead:
+        if armed:  # (the parent imported it; a cold one imports nothing ahead)
             from ..in_kernel.setup_ahead import arm
-
-            extra = arm(setup["cells"], setup["ahead"], ahead)
-        sys.argv = [KERNEL_MODULE, *argv[3:], *extra]
+        sys.argv = [KERNEL_MODULE, *argv[3:], *(arm(*armed) if armed else [])]
         runpy.run_module(KERNEL_MODULE, run_name="__main__", alter_sys=True)
         status = 0
     except SystemExit as stop:
@@ -236,17 +233,22 @@ _copied = None  # what ``fill_scratch`` copied for the kernel running (None: not
 
 def start(argv: list, env: dict, cwd: str, replies: int, setup=None) -> dict:
     """Fork a kernel that works in a fresh copy of ``cwd`` (the student's folder) in the scratch; with ``setup``, one
-    that takes the seed-free setup cells run ahead here (``run_ahead``)."""
+    that takes the seed-free setup cells run ahead here (``run_ahead``) and the locked cells' input transformations."""
     global _copied
     if argv[1:3] != ["-m", KERNEL_MODULE]:
         raise ValueError(f"can only fork {KERNEL_MODULE}, not {argv[:3]}")
     if not clear_sandbox():
         raise TooMany("the sandbox holds too many files to clear")
-    ahead = run_ahead(setup, env) if setup and setup["ahead"] and COLD not in sys.argv[1:] else None
+    armed = ()
+    if setup and COLD not in sys.argv[1:]:
+        from ..in_kernel.setup_ahead import transformed
+
+        ahead = run_ahead(setup, env) if setup["ahead"] else None
+        armed = setup["cells"], setup["ahead"], ahead, transformed(setup["locked"])
     _copied = fill_scratch(cwd)
     pid = os.fork()
     if pid == 0:
-        run_kernel(argv, env, SCRATCH, replies, setup, ahead)
+        run_kernel(argv, env, SCRATCH, replies, armed)
     return {"pid": pid}
 
 

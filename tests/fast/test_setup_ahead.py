@@ -20,6 +20,7 @@ import types
 import nbformat
 import pytest
 import torch
+from IPython.core.inputtransformer2 import TransformerManager
 from IPython.core.interactiveshell import InteractiveShell
 from support.in_process import as_autograde_runs_it, source_notebook
 from traitlets.config import Config
@@ -85,7 +86,7 @@ def run(sources: list, ahead=None) -> dict:
             cells, indices = ahead
             ran_ahead = setup_ahead.run_ahead([cells[i] for i in indices])
             assert ran_ahead is not None
-            setup_ahead.arm(cells, indices, ran_ahead)
+            setup_ahead.arm(cells, indices, ran_ahead, setup_ahead.transformed(sources))
         config = Config()
         config.HistoryManager.hist_file = ":memory:"
         InteractiveShell.clear_instance()
@@ -111,6 +112,7 @@ def run(sources: list, ahead=None) -> dict:
             "torch": hashlib.sha256(torch.get_rng_state().numpy().tobytes()).hexdigest(),
             "taken": sorted(k for k, v in ns.items() if ran_ahead and v is ran_ahead.namespace.get(k) and k[0] != "_"),
             "transformers": [type(t).__name__ for t in shell.ast_transformers],
+            "transform_cell": type(shell.input_transformer_manager.transform_cell).__name__,
         }
         with os.fdopen(write, "wb") as f:
             f.write(pickle.dumps(found))
@@ -141,6 +143,7 @@ def test_a_kernel_that_takes_the_cells_ahead_ends_up_as_one_that_ran_them(name, 
     plain, ahead = run(sources), run(sources, (setup["cells"], setup["ahead"]))
     assert {"Xtr", "Ytr", "Xdev", "words", "stoi"} <= set(ahead.pop("taken"))  # the very objects run ahead
     assert not plain.pop("taken")
+    assert ahead.pop("transform_cell") == "KnownTransforms" and plain.pop("transform_cell") == "method"
     assert ahead == plain
     assert "27" in plain["printed"][3][0] and "(182625, 3)" in plain["printed"][3][0]  # the dataset cell printed
     assert plain["values"]["build_dataset"][3]  # bound to the kernel's namespace, in both
@@ -162,7 +165,7 @@ def test_a_kernel_whose_cells_differ_computes_them_itself_from_the_first_differe
     sources = change([c.source for c in cells[: len(setup["cells"]) + 3]] + [AFTER])
     plain, ahead = run(sources), run(sources, (setup["cells"], setup["ahead"]))
     assert "Xtr" not in ahead.pop("taken")  # the dataset the kernel computed itself
-    plain.pop("taken")
+    plain.pop("taken"), plain.pop("transform_cell"), ahead.pop("transform_cell")
     assert ahead == plain
 
 
@@ -190,3 +193,17 @@ def test_only_cells_that_need_no_seed_and_read_nothing_of_the_settings_are_run_a
 def test_a_cell_that_cannot_be_taken_as_it_ran_is_not_run_ahead(source):
     assert setup_ahead.run_ahead(["x = 1\n", source]) is None
     assert setup_ahead.run_ahead(["x = 1\nprint(x)\n"]) is not None
+
+
+def test_the_input_transformations_a_kernel_takes_are_ipythons_own():
+    """IPython's input transformation of a cell (it tokenizes the cell, twice a run) is taken from the parent's for the
+    locked cells and kept for the cell transformed last; the same as IPython's, for any cell, and computed again once a
+    student's cell changes the transformations."""
+    cells = [c.source for c in autograde_cells(NOTEBOOKS[0])]
+    own, manager = TransformerManager(), TransformerManager()
+    manager.transform_cell = known = setup_ahead.KnownTransforms(manager, setup_ahead.transformed(cells[:12]))
+    for cell in [*cells, "%time x = 1", "x?", "y = !ls", "  indented = 1", cells[-1], "%%time\nx = 1"]:
+        assert manager.transform_cell(cell) == own.transform_cell(cell)
+    assert known.last[0] == "%%time\nx = 1"
+    manager.cleanup_transforms.append(lambda lines: [line.replace("SEED", "seed") for line in lines])
+    assert "seed = " in manager.transform_cell(cells[0]) and "SEED = " in own.transform_cell(cells[0])
