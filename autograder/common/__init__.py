@@ -8,6 +8,7 @@ translate  what a translator translates (markdown blocks, code comments and stri
 edition_text a notebook cell in an edition's language, its links pointed at the edition's files
 phases     the phases of a notebook's grading time (grade --profile)
 naming     the notebooks' naming conventions (setup cells, the lecture cell, grade_ids)
+setup_cells which setup cells need no seed: done once, by the kernel parent and by the grader's reference
 links      the course's addresses on the web, from the one repository address
 errors     GradingError, the one exception library code raises when a command cannot go on
 tools      what every grading process sets up first (``start_up``)

@@ -21,24 +21,37 @@ NOTEBOOK_PHASES = (KERNEL_START, SETUP_CELLS, OTHER_CELLS, KERNEL_SHUTDOWN, REFE
 KERNEL_CPU = "kernel CPU"
 
 
+def descendants(pid: int) -> list:
+    """The processes that ``pid`` started and that have not ended, their children, and so on, from /proc's lists of
+    each thread's children (rather than every process of the machine)."""
+    found, todo = [], [pid]
+    while todo:
+        parent = todo.pop()
+        try:
+            threads = os.listdir(f"/proc/{parent}/task")
+        except OSError:  # ended meanwhile
+            continue
+        for thread in threads:
+            try:
+                with open(f"/proc/{parent}/task/{thread}/children") as f:
+                    children = [int(child) for child in f.read().split()]
+            except OSError:
+                continue
+            found += children
+            todo += children
+    return found
+
+
 def process_tree_cpu(pid: int) -> float:
     """CPU seconds of process ``pid`` and all its descendants (those reaped included), from /proc."""
-    stats = {}
-    for entry in os.listdir("/proc"):
+    total = 0
+    for process in [pid, *descendants(pid)]:
         try:
-            with open(f"/proc/{entry}/stat") as f:
+            with open(f"/proc/{process}/stat") as f:
                 fields = f.read().rsplit(")", 1)[1].split()
-            stats[int(entry)] = int(fields[1]), sum(int(x) for x in fields[11:15])  # ppid; utime stime cutime cstime
-        except (OSError, ValueError, IndexError):  # not a process, or gone meanwhile
+            total += sum(int(x) for x in fields[11:15])  # utime stime cutime cstime
+        except (OSError, ValueError, IndexError):  # gone meanwhile
             pass
-    children = {}
-    for process, (parent, _) in stats.items():
-        children.setdefault(parent, []).append(process)
-    total, todo = 0, [pid]
-    while todo:
-        process = todo.pop()
-        total += stats.get(process, (0, 0))[1]
-        todo += children.get(process, [])
     return total / os.sysconf("SC_CLK_TCK")
 
 

@@ -7,10 +7,14 @@ grading run. The student's kernel ran the very same cells with the same seed.
 
 import contextlib
 import io
+import os
 import re
 from functools import lru_cache
 
 import torch
+
+from ..common.setup_cells import SEED_DEFINED, seed_free_cells
+from ..data import NAMES_VARIABLE
 
 HIDDEN_REGION = re.compile(r"^[ \t]*### BEGIN HIDDEN TESTS.*?^[ \t]*### END HIDDEN TESTS[ \t]*\n?", re.S | re.M)
 
@@ -26,20 +30,25 @@ def _exec(namespace: dict, sources, first_index: int) -> None:
 
 
 @lru_cache(maxsize=4)
-def _seed_free_prefix(sources: tuple) -> dict:
-    """The cells before the first use of the seed (data loading, dataset): the same for every seed."""
+def _seed_free(sources: tuple, first_index: int, names: str | None) -> dict:
+    """What the cells that need no seed (``seed_free_cells``: names.txt, the dataset) bind: the same for every seed and
+    every notebook whose cells they are, so computed once per process for names.txt at ``names``."""
     namespace = {"__name__": "__backprop_ninja_setup__"}
-    _exec(namespace, sources, 0)
+    _exec(namespace, sources, first_index)
     return namespace
 
 
 @lru_cache(maxsize=8)
 def run_setup(sources: tuple, seed: int) -> dict:
     """Run the setup cells in order, with ``SEED`` forced to ``seed`` once a cell defines it."""
-    defines = next((i for i, s in enumerate(sources) if re.search(r"^SEED\s*=", s, re.M)), None)
-    uses = next((i for i, s in enumerate(sources) if "SEED" in s and i != defines), len(sources))
-    namespace = dict(_seed_free_prefix(sources[:uses]))  # later cells make new tensors, never change these
-    namespace["SEED"] = seed
+    defines = next((i for i, s in enumerate(sources) if SEED_DEFINED.search(s)), None)
+    free = seed_free_cells(sources)
+    uses = free.stop if free else next((i for i, s in enumerate(sources) if "SEED" in s and i != defines), len(sources))
+    namespace = {"__name__": "__backprop_ninja_setup__"}
+    _exec(namespace, sources[: free.start or uses], 0)  # the settings (before the cells that need no seed, if any)
+    if free:  # (they read nothing the settings bind)
+        namespace.update(_seed_free(sources[free.start : free.stop], free.start, os.environ.get(NAMES_VARIABLE)))
+    namespace["SEED"] = seed  # later cells make new tensors, never change what the seed-free ones bound
     _exec(namespace, sources[uses:], uses)
     return namespace
 

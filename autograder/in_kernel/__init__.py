@@ -12,6 +12,8 @@ judges them in its own process. Outside autograde (Colab, JupyterLab, ``nbgrader
                  run on the grader's functions
   training       Exercise 4: the graded run's length, extra training stopped, backward_pass and training_step
                  called on the grader's inputs
+  setup_ahead    the seed-free setup cells, run once in the kernel parent, and taken by each kernel instead of run
+                 again (an IPython extension of the kernels it forks)
 """
 
 from .reports import report

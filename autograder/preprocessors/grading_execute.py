@@ -28,6 +28,7 @@ from ..common.phases import (
     SETUP_CELLS,
     process_tree_cpu,
 )
+from ..common.setup_cells import setup_to_run_ahead
 from ..common.words import say
 from ..data import NAMES_VARIABLE, SEED_VARIABLE, names_path
 from ..sandbox import SandboxedKernelManager
@@ -103,6 +104,7 @@ class GradingExecute(Execute):
     _left_behind = None  # what the notebook's kernel left in its folder (kernel_parent.left_behind), or None
     _oversized, _message_bytes = None, 0  # {cell index: [bytes of each message the relay dropped]}, and its limit
     _edition = ENGLISH  # the language of the lines this step adds to the notebook (the student's edition)
+    _setup_ahead = None  # the setup cells the sandbox's kernel parent may run ahead of the kernel (setup_to_run_ahead)
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
@@ -115,7 +117,9 @@ class GradingExecute(Execute):
 
     def create_kernel_manager(self):
         self._kernel_asked = time.perf_counter()
-        return super().create_kernel_manager()
+        km = super().create_kernel_manager()
+        km.setup_ahead = self._setup_ahead  # (SandboxedKernelManager's)
+        return km
 
     async def async_start_new_kernel_client(self):
         kc = await super().async_start_new_kernel_client()
@@ -156,14 +160,8 @@ class GradingExecute(Execute):
 
     def grading_seed(self, resources) -> int:
         nbgrader = resources.get("nbgrader", {})
-        key = "/".join(
-            [
-                self.seed_secret or self._run_secret,
-                str(nbgrader.get("student", "")),
-                str(nbgrader.get("assignment", "")),
-                str(nbgrader.get("notebook", "")),
-            ]
-        )
+        names = [str(nbgrader.get(k, "")) for k in ("student", "assignment", "notebook")]
+        key = "/".join([self.seed_secret or self._run_secret, *names])
         return int.from_bytes(hashlib.sha256(key.encode()).digest()[:4], "big") % 2**31
 
     def preprocess_cell(self, cell, resources, index):
@@ -276,6 +274,7 @@ class GradingExecute(Execute):
         self._notebook = resources.get("nbgrader", {}).get("notebook")
         # the edition the student handed in, as RestoreLockedCells read it: the language of the lines added here
         self._edition = notebook_edition(nb.metadata)
+        self._setup_ahead = setup_to_run_ahead(nb.cells) if self.sandbox else None
         variables = self.kernel_variables(seed)
         resources["backprop_ninja"] = {
             **resources.get("backprop_ninja", {}),

@@ -61,7 +61,8 @@ class ForkedProvisioner(LocalProvisioner):
 
     async def launch_kernel(self, cmd: list, **kwargs) -> dict:
         cwd = self.kernel_parent.inside(kwargs["cwd"])
-        self.process = self.forked = self.kernel_parent.fork(cmd, env=kwargs["env"], cwd=cwd)
+        setup = getattr(self.parent, "setup_ahead", None)
+        self.process = self.forked = self.kernel_parent.fork(cmd, env=kwargs["env"], cwd=cwd, setup=setup)
         self.pid, self.pgid, self.cwd = self.process.pid, None, kwargs["cwd"]
         return self.connection_info
 

@@ -72,6 +72,7 @@ class SandboxedKernelManager(SandboxLimits, AsyncKernelManager):
     def _client_factory_default(self):
         return PromptKernelClient
 
+    setup_ahead = None  # the notebook's first cells and which its kernel parent may run ahead (GradingExecute's)
     _rundir = None  # the kernel's connection file, its relay's sockets and its account files (its kernel parent's)
     relay = None  # while the kernel runs: the Relay every connection to it goes through
     left_behind = None  # once the kernel has ended: what it left in its folder (kernel_parent.left_behind), or None

@@ -18,6 +18,7 @@ import tempfile
 import threading
 import time
 
+from ..common.phases import descendants
 from .policy import SandboxError, account_files
 from .stage import Stage
 
@@ -28,24 +29,14 @@ TAIL_BYTES = 64 * 1024  # what the grader keeps of a sandbox's stderr: the end, 
 
 def namespace_pids(root: int) -> dict:
     """{pid inside its pid namespace: host pid} of ``root``'s descendants, from /proc."""
-    parents, inner = {}, {}
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
+    found = {}
+    for pid in descendants(root):
         try:
-            with open(f"/proc/{entry}/status") as f:
-                fields = dict(line.split(":", 1) for line in f if ":" in line)
+            with open(f"/proc/{pid}/status") as f:
+                nspid = next((line.split(":", 1)[1] for line in f if line.startswith("NSpid:")), str(pid))
         except OSError:  # gone meanwhile
             continue
-        parents[int(entry)] = int(fields.get("PPid", "0"))
-        inner[int(entry)] = int(fields.get("NSpid", entry).split()[-1])
-    found = {}
-    for pid in parents:
-        up = pid
-        while up in parents and up != root:
-            up = parents[up]
-        if up == root and pid != root:
-            found[inner[pid]] = pid
+        found[int(nspid.split()[-1])] = pid
     return found
 
 
@@ -152,8 +143,10 @@ class KernelParent:
     def alive(self) -> bool:
         return self.process.poll() is None
 
-    def fork(self, kernel_cmd: list, env: dict, cwd: str) -> "ForkedKernel":
-        reply = self.ask({"start": {"argv": kernel_cmd, "env": env, "cwd": cwd}})
+    def fork(self, kernel_cmd: list, env: dict, cwd: str, setup: dict | None = None) -> "ForkedKernel":
+        """A kernel; with ``setup`` (``SandboxedKernelManager.setup_ahead``), one that takes the setup cells the parent
+        ran ahead."""
+        reply = self.ask({"start": {"argv": kernel_cmd, "env": env, "cwd": cwd, **({"setup": setup} if setup else {})}})
         if "pid" not in reply:
             self._fail(f"could not fork a kernel: {reply.get('error')}")
         self.kernels.add(reply["pid"])

@@ -3,7 +3,9 @@ the command-line layer, and the rules the package keeps (no SystemExit below cli
 
 import ast
 import json
+import os
 import shutil
+import signal
 import subprocess
 import sys
 import zipfile
@@ -164,3 +166,28 @@ def test_loading_the_course_config_imports_no_torch():
     )
     loaded = subprocess.run([sys.executable, "-c", load], capture_output=True, text=True, check=True)
     assert loaded.stdout.strip() == "[]"
+
+
+def test_the_profile_counts_the_cpu_of_a_kernel_and_of_every_process_it_started():
+    """``process_tree_cpu`` (the profile's kernel CPU) and the kernel's host pid (``namespace_pids``) read only the
+    process's descendants: a grandchild that spins for 0.3 s is counted, and found."""
+    from autograder.common.phases import descendants, process_tree_cpu
+    from autograder.sandbox.kernel_parent import namespace_pids
+
+    spin = "import time\nend = time.process_time() + 0.3\nwhile time.process_time() < end: pass\nprint(1, flush=True)\n"
+    spin += "time.sleep(30)"
+    child = subprocess.Popen(
+        [sys.executable, "-c", f"import subprocess, sys\nsubprocess.run([sys.executable, '-c', {spin!r}])"],
+        stdout=subprocess.PIPE,
+    )
+    grandchild = None
+    try:
+        assert child.stdout.readline() == b"1\n"  # the grandchild has spun
+        (grandchild,) = descendants(child.pid)
+        assert namespace_pids(child.pid) == {grandchild: grandchild}  # (no pid namespace of its own here)
+        assert process_tree_cpu(child.pid) >= process_tree_cpu(grandchild) >= 0.3
+    finally:
+        if grandchild:
+            os.kill(grandchild, signal.SIGKILL)
+        child.kill()
+        child.wait()

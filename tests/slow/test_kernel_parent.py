@@ -20,7 +20,7 @@ import nbformat
 import pytest
 from support.course import ASSIGNMENT, run_grade, temporary_course
 
-from autograder.authoring.submissions import solved
+from autograder.authoring.submissions import grade_id, solved
 
 pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is not installed")
 
@@ -28,6 +28,18 @@ FIRST, SECOND = "ex2_cross_entropy_backward", "ex3_batchnorm_backward"  # in nbg
 STUDENTS = ("ada", "bob")  # graded one after the other by the same worker
 HOSTILE = "cyd"  # graded after them
 STOPPER = "dee"
+TAMPERER, AFTER_TAMPERER = "eve", "fay"  # the parent runs their setup cells ahead, the course's ones
+TAMPERED = """import json, os
+json.tampered = os.environ.get("BACKPROP_NINJA_SEED")  # in the parent, it would be there for every kernel after
+open("/tmp/tampered", "w").write("x")
+"""
+AHEAD = """import json as _json, os as _os, sys as _sys
+print("AHEAD " + _json.dumps({
+    "taken": build_dataset.__code__.co_filename.startswith("<setup cell"),
+    "tampered": getattr(_sys.modules["json"], "tampered", None),
+    "tmp": sorted(_os.listdir("/tmp")),
+}))
+"""
 STOP_PARENT = """import os, signal
 try:
     open(f"/proc/{os.getppid()}/environ", "rb").read()
@@ -104,6 +116,15 @@ def graded():
             nb = solved(course.notebook("release", notebook), course.notebook("source", notebook))
             nb.cells.append(nbformat.v4.new_code_cell(STOP_PARENT if notebook == FIRST else "print('after the stop')"))
             course.submit(STOPPER, notebook, nb)
+            for student in (TAMPERER, AFTER_TAMPERER):
+                nb = solved(course.notebook("release", notebook), course.notebook("source", notebook))
+                at = next(i for i, c in enumerate(nb.cells) if grade_id(c) == "setup_dataset")
+                if student == TAMPERER:  # its locked setup cells changed: nbgrader restores the course's
+                    for cell in nb.cells[: at + 1]:
+                        if grade_id(cell).startswith("setup_") and grade_id(cell) != "setup_settings":
+                            cell.source = TAMPERED + cell.source
+                nb.cells.insert(at + 1, nbformat.v4.new_code_cell(AHEAD))  # a cell of theirs after those run ahead
+                course.submit(student, notebook, nb)
         run_grade(course.root, "--workers", "1", timeout=1800)
         yield course
 
@@ -191,3 +212,20 @@ def test_no_kernel_is_left_running(graded):
         except OSError:
             pass
     assert not sleeps
+
+
+def ahead(course, student: str, notebook: str) -> dict:
+    nb = nbformat.read(course.root / "autograded" / student / ASSIGNMENT / f"{notebook}.ipynb", as_version=4)
+    text = "".join(o.get("text", "") for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", []))
+    return json.loads(text.split("AHEAD ", 1)[1].splitlines()[0])
+
+
+def test_the_parent_runs_the_courses_setup_cells_ahead_never_a_students(graded):
+    """The seed-free setup cells (imports, names.txt, the dataset) run once in the kernel parent, and each kernel takes
+    them (``in_kernel/setup_ahead.py``). The parent runs them as nbgrader restored them: a submission that changed them
+    leaves nothing in the parent, nor in its own kernel or the next student's, which is graded in full."""
+    for student in (TAMPERER, AFTER_TAMPERER):
+        for notebook in (FIRST, SECOND):
+            found = ahead(graded, student, notebook)
+            assert found["taken"] and found["tampered"] is None and "tampered" not in found["tmp"], found
+            assert graded.scores(student, notebook) == graded.max_scores(notebook)

@@ -5,6 +5,7 @@ each with a ``WorkerResult`` as a JSON line on stdout (after ``READY``); everyth
 with its parent (docs/design/class-grading.md, "A worker").
 """
 
+import gc
 import json
 import logging
 import os
@@ -93,6 +94,29 @@ def load() -> None:
     from ...preprocessors import grading_execute  # noqa: F401
     from ...sandbox import forked_kernels, stage  # noqa: F401
 
+    # What was loaded lives as long as the worker: out of the cycle collector's sight (each full pass over it took
+    # 0.3 s), and, in a fork server, not copied into each worker by that collector's writes
+    gc.freeze()
+
+
+def scratch_gradebook(db_url: str) -> None:
+    """The worker's gradebook is its own copy, read back after each student and made anew whenever the worker starts:
+    SQLite need not wait for the disk at every one of nbgrader's commits (about 30 a notebook, 4 to 12 ms each here)."""
+    import sqlite3
+
+    from sqlalchemy import event
+    from sqlalchemy.engine import Engine
+
+    path = os.path.realpath(db_url.removeprefix("sqlite:///")) if db_url.startswith("sqlite:///") else None
+
+    def connected(connection, record) -> None:
+        if path and isinstance(connection, sqlite3.Connection):
+            files = [os.path.realpath(row[2]) for row in connection.execute("PRAGMA database_list") if row[2]]
+            if path in files:
+                connection.execute("PRAGMA synchronous = OFF")
+
+    event.listen(Engine, "connect", connected)
+
 
 def nbgrader_app(argv: list) -> tuple:
     """(assignment, feedback, grader time limit, app): nbgrader's app, configured by the course's nbgrader_config.py
@@ -144,6 +168,7 @@ def main(argv=None) -> None:
     start_kernel_parent(app)  # (unless the server has: then it is this worker's already)
     load()
 
+    scratch_gradebook(app.coursedir.db_url)
     api = NbGraderAPI(coursedir=app.coursedir, parent=app)
     database = DatabaseClock()
     database.listen()
