@@ -214,6 +214,11 @@ def hostile_class(course: Course, listener: Listener) -> dict:
         "bad_prints_100_mb": (
             w(cells_after(release, source, after, "print('x' * 100_000_000)")),
             [],
+            {(NB, "message_limit")},  # one message over max_message_bytes (64 MiB): dropped as it arrives
+        ),
+        "bad_prints_in_many_messages": (  # each message small, the cell's output over its 4 MiB: cut where it passes
+            w(cells_after(release, source, after, "for _ in range(100):\n    print('x' * 1_000_000, flush=True)")),
+            [],
             {(NB, "output_limit")},
         ),
         "bad_reads_secrets": (
