@@ -73,7 +73,8 @@ class Class:
         self.python, venv_bin = install / "venv" / "bin" / "python", install / "venv" / "bin"
         for name in (TEACHER, *STUDENTS, DAN):
             self.users[name] = ordinary_user(name, install)
-        subprocess.run(["groupadd", "--system", GROUP], check=True, capture_output=True)
+        if subprocess.run(["getent", "group", GROUP], capture_output=True).returncode != 0:  # (else a killed run's)
+            subprocess.run(["groupadd", "--system", GROUP], check=True, capture_output=True)
         gid = grp.getgrnam(GROUP).gr_gid
         for name in (TEACHER, *STUDENTS):
             subprocess.run(["usermod", "-a", "-G", GROUP, name], check=True, capture_output=True)

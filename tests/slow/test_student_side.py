@@ -182,7 +182,9 @@ def test_running_each_answer_cell_twice_leaves_every_check_unchanged(executed, t
 def test_ex1_optional_exercises_check_a_students_answers(executed):
     text = {c.id: outputs_text(c) for c in executed[EX1].cells}
     assert text["optional-check-dC"].startswith("3 of 3 versions match C.grad. Fastest:"), text["optional-check-dC"]
-    assert re.search(r"dC_by_loop +\| ✔ \(27, 10\) .*\| \d+\.\d{3} +\| 1x", text["optional-check-dC"])
+    for version in ("dC_by_loop", "dC_by_one_hot", "dC_by_index_add"):  # which is slowest depends on the load
+        assert re.search(rf"{version} +\| ✔ \(27, 10\) .*\| \d+\.\d{{3}} +\| \d+x", text["optional-check-dC"])
+    assert len(re.findall(r"\| 1x +\|", text["optional-check-dC"])) >= 1  # the slowest, against which the others count
     assert text["optional-check-zero-init"].startswith("Found one: this wrong dW2 passes with zero parameters")
     assert "twice the right values" in text["optional-check-zero-init"]
     assert text["optional-check-gradcheck"].startswith("5 of 5 entries of dbnvar: your central difference agrees")

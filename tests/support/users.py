@@ -73,16 +73,16 @@ def can_make_users() -> bool:
 
 
 def ordinary_user(name: str, install: Path, home: Path | None = None) -> User:
-    """As root: the system user ``name`` (made if missing, with a group of its own), whose home is ``home`` (made,
+    """As root: the system user ``name`` (made, with a group of its own; or taken over from a run that was killed), whose home is ``home`` (made,
     theirs), and who runs the course from ``install`` (``reachable_install``). Not as root: the suite's own user."""
     if not ROOT:
         me = pwd.getpwuid(os.getuid())
         return User(me.pw_name, me.pw_uid, me.pw_gid, Path(home or me.pw_dir), sys.executable)
-    made = False
     home = Path(home or tempfile.mkdtemp(prefix=f"{name}-home-", dir="/var/tmp"))
     home.mkdir(parents=True, exist_ok=True)
-    try:
-        entry = pwd.getpwnam(name)
+    try:  # a run that was killed left its user: this run takes it over, with this home, and removes it after
+        pwd.getpwnam(name)
+        subprocess.run(["usermod", "--home", str(home), name], check=True, capture_output=True)
     except KeyError:  # its home in the user database too: what JupyterHub's spawner starts the user's server in
         account = [
             "--system",
@@ -94,8 +94,8 @@ def ordinary_user(name: str, install: Path, home: Path | None = None) -> User:
             "/usr/sbin/nologin",
         ]
         subprocess.run(["useradd", *account, name], check=True, capture_output=True)
-        entry, made = pwd.getpwnam(name), True
-    user = User(name, entry.pw_uid, entry.pw_gid, home, str(install / "venv" / "bin" / "python"), made)
+    entry = pwd.getpwnam(name)
+    user = User(name, entry.pw_uid, entry.pw_gid, home, str(install / "venv" / "bin" / "python"), made=True)
     user.owns(home)
     home.chmod(0o700)
     return user
