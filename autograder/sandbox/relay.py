@@ -19,6 +19,7 @@ import os
 import socket
 import stat
 import threading
+import time
 
 from .policy import SOCKETS
 
@@ -112,8 +113,11 @@ class Relay:
         while True:
             try:
                 grader, _ = listener.accept()
-            except OSError:  # closed
-                return
+            except OSError:
+                if self._closed:
+                    return
+                time.sleep(0.01)  # (a connection gone before it was taken, no descriptor free): the next one counts
+                continue
             try:
                 self._keep(grader)
             except OSError:
