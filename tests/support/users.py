@@ -73,8 +73,9 @@ def can_make_users() -> bool:
 
 
 def ordinary_user(name: str, install: Path, home: Path | None = None) -> User:
-    """As root: the system user ``name`` (made, with a group of its own; or taken over from a run that was killed), whose home is ``home`` (made,
-    theirs), and who runs the course from ``install`` (``reachable_install``). Not as root: the suite's own user."""
+    """As root: the system user ``name`` (made, with a group of its own; or taken over from a run that was killed),
+    whose home is ``home`` (made, theirs), and who runs the course from ``install`` (``reachable_install``). Not as
+    root: the suite's own user."""
     if not ROOT:
         me = pwd.getpwuid(os.getuid())
         return User(me.pw_name, me.pw_uid, me.pw_gid, Path(home or me.pw_dir), sys.executable)
