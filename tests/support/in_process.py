@@ -16,6 +16,7 @@ a time. A child that dies (``os._exit``) is a dead kernel for its students, as G
 """
 
 import contextlib
+import gc
 import io
 import json
 import multiprocessing
@@ -178,6 +179,7 @@ def _execute(runs: dict, seed: int) -> dict:
         _wait(children, folder, slots)
         return _collect(runs, folder)
     finally:
+        gc.unfreeze()  # (frozen by _fork)
         shutil.rmtree(folder, ignore_errors=True)
 
 
@@ -239,6 +241,7 @@ def _fork(children: dict, students: list, work, folder: Path, slots) -> None:
     """Start ``work`` in a child holding a slot (waiting for one, and reaping, while all are taken)."""
     while not slots.acquire(timeout=0.01):
         _reap(children, folder, slots)
+    gc.freeze()  # the child's garbage collector leaves its parent's objects alone: no page copied to mark them
     pid = os.fork()
     if pid == 0:
         _child(work, folder)
