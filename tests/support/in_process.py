@@ -21,6 +21,7 @@ import io
 import json
 import multiprocessing
 import os
+import select
 import shutil
 import signal
 import tempfile
@@ -214,7 +215,18 @@ def _wait(children: dict, folder: Path, slots) -> None:
     """Wait for the children (pid -> its students) to end."""
     while children:
         _reap(children, folder, slots)
-        time.sleep(0.002)
+        if children:
+            _until_one_ends(children)
+
+
+def _until_one_ends(children: dict) -> None:
+    """Sleep until a child ends or the first deadline passes (a process waiting on its children takes no CPU)."""
+    fds = [os.pidfd_open(pid) for pid in children]  # readable once the child has ended
+    try:
+        select.select(fds, [], [], max(0.0, min(deadline for _, deadline in children.values()) - time.monotonic()))
+    finally:
+        for fd in fds:
+            os.close(fd)
 
 
 def _reap(children: dict, folder: Path, slots) -> None:
