@@ -27,6 +27,18 @@ def course():
 
 
 @pytest.fixture(scope="session")
+def new_gradebook(tmp_path_factory):
+    """A new gradebook.db as nbgrader makes one (its tables, alembic's stamp, the course), made once: a new gradebook
+    costs nbgrader an alembic run (a subprocess, 2-3 s). Copy it, then write into the copy."""
+    from nbgrader.api import Gradebook
+
+    path = tmp_path_factory.mktemp("new_gradebook") / "gradebook.db"
+    with Gradebook(f"sqlite:///{path}"):
+        pass
+    return path
+
+
+@pytest.fixture(scope="session")
 def editions_class():
     """A class of Exercise 1 in the three editions, graded (tests/slow/editions_class.py): shared by the slow tests
     of the editions and of accessibility."""

@@ -26,11 +26,12 @@ DUE = datetime.datetime(2026, 12, 15, 22, 59)
 
 
 @pytest.fixture(scope="module")
-def made_once(tmp_path_factory):
+def made_once(new_gradebook, tmp_path_factory):
     """A gradebook with the assignment (due date, two graded cells, an answer cell, a task) and two students: ada,
-    whom a teaching assistant graded by hand, and ben, who has an extension. Made once (a new gradebook.db costs an
-    alembic run); each test has a copy of its own."""
+    whom a teaching assistant graded by hand, and ben, who has an extension. Made once; each test has a copy of its
+    own."""
     path = tmp_path_factory.mktemp("course") / "gradebook.db"
+    shutil.copy(new_gradebook, path)
     with gradebook.opened(sqlite_url(path)) as gb:
         gb.add_assignment(ASSIGNMENT, duedate=DUE)
         gb.add_notebook(NB, ASSIGNMENT)
