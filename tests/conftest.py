@@ -3,12 +3,17 @@
 import os
 
 import pytest
-from support.course import NAMES, temporary_course
 
 from autograder.common.tools import start_up
-from autograder.data import NAMES_VARIABLE
 
-start_up()  # the tests run nbgrader in process too, as the course's entry points do: alembic on PATH
+# The tests run nbgrader in process too, as the course's entry points do: alembic on PATH, and the IRI grammar skipped
+# before anything imports nbformat (support.course does: 1.4 s of CPU in every test process otherwise).
+start_up()
+
+from support.course import NAMES, temporary_course  # noqa: E402
+
+from autograder.data import NAMES_VARIABLE  # noqa: E402
+
 os.environ[NAMES_VARIABLE] = str(NAMES)  # notebooks run from temporary folders read it too: never download
 if os.geteuid() == 0:  # root's tools (useradd, ip) are in sbin, on a root shell's PATH but not on CI's `env -i` one
     os.environ["PATH"] = ":".join(dict.fromkeys([*os.environ["PATH"].split(":"), "/usr/sbin", "/sbin"]))
@@ -21,6 +26,18 @@ def course():
     assert NAMES.is_file(), f"the tests need {NAMES}"
     with temporary_course() as c:
         yield c
+
+
+@pytest.fixture(scope="session")
+def new_gradebook(tmp_path_factory):
+    """A new gradebook.db as nbgrader makes one (its tables, alembic's stamp, the course), made once: a new gradebook
+    costs nbgrader an alembic run (a subprocess, 2-3 s). Copy it, then write into the copy."""
+    from nbgrader.api import Gradebook
+
+    path = tmp_path_factory.mktemp("new_gradebook") / "gradebook.db"
+    with Gradebook(f"sqlite:///{path}"):
+        pass
+    return path
 
 
 @pytest.fixture(scope="session")

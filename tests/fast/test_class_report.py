@@ -36,9 +36,10 @@ PROBLEMS = [
 
 
 @pytest.fixture(scope="module")
-def gradebook_db(tmp_path_factory):
-    """A real gradebook with ex1's grade cells; made once (a new gradebook.db costs an alembic run)."""
+def gradebook_db(new_gradebook, tmp_path_factory):
+    """A real gradebook with ex1's grade cells; made once."""
     path = tmp_path_factory.mktemp("gradebook") / "gradebook.db"
+    shutil.copy(new_gradebook, path)
     with Gradebook(f"sqlite:///{path}") as gb:
         gb.add_assignment(ASSIGNMENT)
         gb.add_notebook(EX1, ASSIGNMENT)

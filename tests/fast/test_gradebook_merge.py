@@ -25,12 +25,14 @@ NB = "ex1_atomic_backward"
 DUE = datetime.datetime(2026, 12, 15, 22, 59)
 
 
-@pytest.fixture
-def course_gradebook(tmp_path):
+@pytest.fixture(scope="module")
+def made_once(new_gradebook, tmp_path_factory):
     """A gradebook with the assignment (due date, two graded cells, an answer cell, a task) and two students: ada,
-    whom a teaching assistant graded by hand, and ben, who has an extension."""
-    url = sqlite_url(tmp_path / "gradebook.db")
-    with gradebook.opened(url) as gb:
+    whom a teaching assistant graded by hand, and ben, who has an extension. Made once; each test has a copy of its
+    own."""
+    path = tmp_path_factory.mktemp("course") / "gradebook.db"
+    shutil.copy(new_gradebook, path)
+    with gradebook.opened(sqlite_url(path)) as gb:
         gb.add_assignment(ASSIGNMENT, duedate=DUE)
         gb.add_notebook(NB, ASSIGNMENT)
         for cell in ("test_dprobs", "test_dh"):
@@ -48,7 +50,14 @@ def course_gradebook(tmp_path):
         gb.find_comment("answer_dprobs", NB, ASSIGNMENT, "ada").manual_comment = "see me"
         gb.find_submission_notebook(NB, ASSIGNMENT, "ada").flagged = True
         gb.db.commit()
-    return url
+    return path
+
+
+@pytest.fixture
+def course_gradebook(made_once, tmp_path):
+    """A copy of the course's gradebook (``made_once``) for this test, at tmp_path / "gradebook.db"."""
+    shutil.copy(made_once, tmp_path / "gradebook.db")
+    return sqlite_url(tmp_path / "gradebook.db")
 
 
 def graded(hours_late: float | None, dprobs: float, comment: str, penalty: float | None) -> GradedSubmission:

@@ -78,6 +78,9 @@ def run(sources: list, ahead=None) -> dict:
         return found
     try:
         os.close(read)
+        # One thread, as in support/in_process.py: OpenMP's thread pool does not survive a fork, and this process may
+        # have used it before (under pytest-xdist the modules a worker ran before this one differ from run to run).
+        torch.set_num_threads(1)
         variables = {SEED_VARIABLE: "1234567", NAMES_VARIABLE: str(EMBEDDED_NAMES)}
         os.environ.update(NBGRADER_EXECUTION="autograde", **variables)
         random.seed(7)  # (the kernel parent's, inherited by its kernels)

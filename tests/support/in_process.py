@@ -16,10 +16,12 @@ a time. A child that dies (``os._exit``) is a dead kernel for its students, as G
 """
 
 import contextlib
+import gc
 import io
 import json
 import multiprocessing
 import os
+import select
 import shutil
 import signal
 import tempfile
@@ -178,6 +180,7 @@ def _execute(runs: dict, seed: int) -> dict:
         _wait(children, folder, slots)
         return _collect(runs, folder)
     finally:
+        gc.unfreeze()  # (frozen by _fork)
         shutil.rmtree(folder, ignore_errors=True)
 
 
@@ -212,7 +215,18 @@ def _wait(children: dict, folder: Path, slots) -> None:
     """Wait for the children (pid -> its students) to end."""
     while children:
         _reap(children, folder, slots)
-        time.sleep(0.002)
+        if children:
+            _until_one_ends(children)
+
+
+def _until_one_ends(children: dict) -> None:
+    """Sleep until a child ends or the first deadline passes (a process waiting on its children takes no CPU)."""
+    fds = [os.pidfd_open(pid) for pid in children]  # readable once the child has ended
+    try:
+        select.select(fds, [], [], max(0.0, min(deadline for _, deadline in children.values()) - time.monotonic()))
+    finally:
+        for fd in fds:
+            os.close(fd)
 
 
 def _reap(children: dict, folder: Path, slots) -> None:
@@ -239,6 +253,7 @@ def _fork(children: dict, students: list, work, folder: Path, slots) -> None:
     """Start ``work`` in a child holding a slot (waiting for one, and reaping, while all are taken)."""
     while not slots.acquire(timeout=0.01):
         _reap(children, folder, slots)
+    gc.freeze()  # the child's garbage collector leaves its parent's objects alone: no page copied to mark them
     pid = os.fork()
     if pid == 0:
         _child(work, folder)
