@@ -57,7 +57,7 @@ sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "tests"))
 
 from revision import package_at  # noqa: E402
-from support.users import ordinary_user, reachable_install, remove_user  # noqa: E402
+from support.users import ordinary_user, reachable_install, remove_user, root_tools_on_path  # noqa: E402
 
 from autograder.authoring.submissions import grade_id, solved  # noqa: E402
 
@@ -223,6 +223,7 @@ ORDINARY = {}  # "user": the ordinary user of the -user configurations, made onc
 def ordinary(root: Path):
     """The ordinary user who grades in the -user configurations, given the course (as root: made for the run)."""
     root.parent.chmod(0o755)  # (a temporary folder: its owner's alone)
+    root_tools_on_path()
     install = reachable_install(root.parent / "install")
     user = ORDINARY["user"] = ordinary_user("bn-bench", install, root.parent / "home")
     if os.geteuid() == 0:

@@ -197,7 +197,9 @@ def merge_costs(root: Path, postgres=None) -> dict:
 def netns_main(args) -> None:
     """The two classes graded on separate namespace hosts: the per-student figures, and the projection."""
     from netns_cluster import NetnsCluster, unavailable
+    from support.users import root_tools_on_path
 
+    root_tools_on_path()  # (ip)
     if unavailable():
         sys.exit(unavailable())
     folder = Path(tempfile.mkdtemp(prefix="bench-netns-", dir="/var/tmp"))

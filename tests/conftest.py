@@ -11,12 +11,12 @@ from autograder.common.tools import start_up
 start_up()
 
 from support.course import NAMES, temporary_course  # noqa: E402
+from support.users import root_tools_on_path  # noqa: E402
 
 from autograder.data import NAMES_VARIABLE  # noqa: E402
 
 os.environ[NAMES_VARIABLE] = str(NAMES)  # notebooks run from temporary folders read it too: never download
-if os.geteuid() == 0:  # root's tools (useradd, ip) are in sbin, on a root shell's PATH but not on CI's `env -i` one
-    os.environ["PATH"] = ":".join(dict.fromkeys([*os.environ["PATH"].split(":"), "/usr/sbin", "/sbin"]))
+root_tools_on_path()
 
 
 @pytest.fixture(scope="module")

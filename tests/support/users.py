@@ -26,6 +26,13 @@ CHECKOUT = ("autograder", "pyproject.toml", "course", "editions")  # what the pa
 ROOT = os.geteuid() == 0
 
 
+def root_tools_on_path() -> None:
+    """As root, put sbin on PATH: the tools that make users and network namespaces (useradd, ip) are there, on a
+    root shell's PATH but not on the one CI gives a newcomer (``env -i PATH=/usr/bin:/bin``)."""
+    if ROOT:
+        os.environ["PATH"] = ":".join(dict.fromkeys([*os.environ["PATH"].split(":"), "/usr/sbin", "/sbin"]))
+
+
 @dataclass
 class User:
     """One user of the machine, and how the tests run a command as them."""
