@@ -27,6 +27,7 @@ GREETING = 64  # ZMTP 3's greeting: signature (10 bytes), version (2), mechanism
 MORE, LONG, COMMAND = 1, 2, 4  # a frame's flags; the other bits are reserved (zero)
 COMMAND_BYTES = 2**16  # the handshake's READY and the heartbeats are a few bytes: a larger command is refused
 CHUNK = 2**20  # what the relay reads at once of a stream, or of a message it drops
+FRAME_COST = 128  # what holding a frame costs beside its bytes (its two Python objects): a flood of empty frames counts
 
 
 def kernel_folder(pid: int) -> int | None:
@@ -194,13 +195,13 @@ class Relay:
                     raise NotZmtp("a command that is too large, or inside a message")
                 grader.sendall(head + _exactly(kernel, size))
                 continue
-            if over or held + size > self.bound:
-                over += held + size
+            if over or held + size + FRAME_COST > self.bound:
+                over += held + size + FRAME_COST
                 frames, held = [], 0
                 _discard(kernel, size, scratch)
             else:
                 frames += [head, _exactly(kernel, size)]
-                held += size
+                held += size + FRAME_COST
             if not flags & MORE:  # the message's last frame
                 if over:
                     self.dropped.append((name, over))

@@ -382,6 +382,30 @@ def test_a_message_over_the_limit_is_dropped_and_named_and_the_notebook_goes_on(
     assert problem.kind == "message_limit" and "cell 1 sent 2 messages of 8 MB and 3 MB" in problem.detail, problem
 
 
+MANY_EMPTY_FRAMES = """
+kernel = get_ipython().kernel
+kernel.session.send(  # one message of 100,000 empty frames: nearly nothing on the wire, much to hold
+    kernel.iopub_socket, "stream", {"name": "stdout", "text": "hidden"}, parent=kernel.get_parent(),
+    ident=kernel._topic("stream"), buffers=[b""] * 100_000,
+)
+print("small")
+"""
+
+
+def test_a_message_of_many_empty_frames_counts_what_holding_them_costs(course):
+    """Each frame the relay holds costs it more than its bytes: a message of 100,000 empty frames is over a 2 MB
+    bound, dropped and named, as a large one is."""
+    pre = GradingExecute(config=config(course, max_message_bytes=2 * 2**20), timeout=60)
+    nb, resources = pre.preprocess(
+        new_notebook(cells=[new_code_cell(MANY_EMPTY_FRAMES)]),
+        {"metadata": {"path": str(course / "autograded" / "bob" / "ps1")}},
+    )
+    texts = [o.text for o in nb.cells[0].outputs if o.output_type == "stream"]
+    assert "small\n" in texts and not [t for t in texts if "hidden" in t], texts
+    (problem,) = resources["backprop_ninja"]["incidents"]
+    assert problem.kind == "message_limit" and "cell 1 sent 1 message of" in problem.detail, problem
+
+
 def test_a_kernel_cannot_touch_the_sockets_the_grader_connects_to(course, tmp_path):
     """A kernel swaps each of its sockets for a link to a socket of the host and tries to plant a file beside its
     connection file: the host's socket is never connected to, a new connection to the relay is refused, and the
