@@ -1,0 +1,49 @@
+"""OwnedCollect (``grade --from-exchange``'s collect) on a folder of the exchange, as the user running the tests: it
+takes the assignment's notebooks by name, as regular files of their student's, and nothing else of the folder.
+tests/slow/test_jupyterhub.py runs it through a real hub, with users of their own."""
+
+import datetime
+import os
+import pwd
+
+import nbformat
+from nbgrader.auth import Authenticator
+from nbgrader.coursedir import CourseDirectory
+from traitlets.config import Config
+
+from autograder.grading.intake.exchange import OwnedCollect
+
+ASSIGNMENT, NB = "ps1", "answers.ipynb"
+
+
+def test_only_the_assignments_notebooks_are_collected_as_regular_files(tmp_path):
+    me = pwd.getpwuid(os.getuid()).pw_name
+    course, exchange = tmp_path / "course", tmp_path / "exchange"
+    release = course / "release" / ASSIGNMENT
+    release.mkdir(parents=True)
+    nbformat.write(nbformat.v4.new_notebook(), release / NB)
+    nbformat.write(nbformat.v4.new_notebook(), release / "other.ipynb")
+    inbound = exchange / "course101" / "inbound"
+    submission = inbound / f"{me}+{ASSIGNMENT}+2026-12-01 10:00:00.000000 UTC"
+    submission.mkdir(parents=True)
+    nbformat.write(nbformat.v4.new_notebook(), submission / NB)
+    (submission / "other.ipynb").symlink_to("/etc/passwd")  # a link: not collected
+    (submission / "extra.ipynb").write_text("{}")  # not a notebook of the assignment
+    for i in range(2000):  # a flood of names: never listed
+        (submission / f"junk{i}.txt").write_text("x")
+
+    config = Config()
+    config.CourseDirectory.root = str(course)
+    config.CourseDirectory.course_id = "course101"
+    config.CourseDirectory.assignment_id = ASSIGNMENT
+    config.Exchange.root = str(exchange)
+    coursedir = CourseDirectory(config=config)
+    collect = OwnedCollect(coursedir=coursedir, authenticator=Authenticator(config=config), config=config)
+    collect.start()
+
+    assert collect.collected == [me] and collect.refused == []
+    got = course / "submitted" / me / ASSIGNMENT
+    assert sorted(p.name for p in got.iterdir()) == [NB, "timestamp.txt"]
+    assert not (got / NB).is_symlink() and nbformat.read(got / NB, as_version=4).cells == []
+    arrived = datetime.datetime.fromtimestamp(submission.stat().st_ctime, datetime.timezone.utc)
+    assert (got / "timestamp.txt").read_text() == f"{arrived:%Y-%m-%d %H:%M:%S.%f} UTC"  # not the earlier one it names
