@@ -51,7 +51,7 @@ os.kill(os.getppid(), signal.SIGSTOP)
 BOMB = """import os, signal, subprocess
 try:
     for _ in range(5000):
-        subprocess.Popen(["sleep", "300"])
+        subprocess.Popen(["sleep", "307"])
 except OSError as error:
     print("stopped:", type(error).__name__)
 os.kill(-1, signal.SIGKILL)
@@ -90,7 +90,7 @@ open("leftover-{student}-{notebook}", "w").write("x")
 os.environ["LEFTOVER"] = "{student}-{notebook}"
 json.leftover = "{student}-{notebook}"
 leftover = "{student}-{notebook}"
-subprocess.Popen(["sleep", "300"])
+subprocess.Popen(["sleep", "307"])
 """
 
 
@@ -197,10 +197,12 @@ def test_a_kernel_can_neither_read_nor_stop_the_parent_of_the_next(graded):
 
 
 def test_no_kernel_is_left_running(graded):
+    # 307 s: no other test's children sleep that long, so modules graded beside this one (./test.sh's xdist workers)
+    # are not counted
     sleeps = []
     for pid in filter(str.isdigit, os.listdir("/proc")):
         try:
-            if open(f"/proc/{pid}/cmdline", "rb").read() == b"sleep\x00300\x00":
+            if open(f"/proc/{pid}/cmdline", "rb").read() == b"sleep\x00307\x00":
                 status = open(f"/proc/{pid}/status").read()
                 sleeps.append(
                     {
