@@ -194,13 +194,23 @@ def _run_in_a_shell(cells, snapshots: bool) -> tuple:
     return shown, taken, snapshot_hook.snapshots.get((2, 2), {}).get("n")
 
 
+def in_a_fork(function, *args):
+    """function(*args) in a forked process. Its pool is closed, not terminated: by then the test process may catch
+    SIGTERM (an earlier test's library left a handler; seen on an xdist worker of the whole suite), and a forked
+    worker that inherits the handler outlives terminate(), which then waits for it forever."""
+    pool = multiprocessing.get_context("fork").Pool(1)
+    try:
+        return pool.apply(function, args)
+    finally:
+        pool.close()
+        pool.join()
+
+
 def test_the_snapshot_hook_changes_nothing_a_cell_does():
     """The cells show the same with the hook as without (values, prints, tracebacks; nothing on stderr); it takes
     snapshots of the statements that write a name, not of a magic's inner code."""
-    with multiprocessing.get_context("fork").Pool(1) as pool:
-        plain, _, _ = pool.apply(_run_in_a_shell, (TRICKY_CELLS, False))
-    with multiprocessing.get_context("fork").Pool(1) as pool:
-        hooked, taken, n_for_f = pool.apply(_run_in_a_shell, (TRICKY_CELLS, True))
+    plain, _, _ = in_a_fork(_run_in_a_shell, TRICKY_CELLS, False)
+    hooked, taken, n_for_f = in_a_fork(_run_in_a_shell, TRICKY_CELLS, True)
     assert hooked == plain and all(err == "" for _, err, _ in hooked)
     assert "ZeroDivisionError" in hooked[-1][0]  # the same traceback
     assert taken[(2, 2)] == ["f", "n"] and n_for_f == 3  # f's global n, as it was when f was called
