@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Set up, then run the tests.
 #   ./test.sh          both tiers: tests/fast and tests/slow (real nbgrader, kernels, sandbox, browser, a Dask cluster
-#                      and a PostgreSQL server on loopback), spread over pytest-xdist workers, one more than the cores
-#                      (most slow tests wait on kernels, servers and browsers: two workers kept 1.06 cores busy); then
-#                      the modules marked "alone" (they time hosts against each other) by themselves
+#                      and a PostgreSQL server on loopback) on pytest-xdist workers, one per core (on two cores, three
+#                      were no faster and loaded the machine to 5-6); then the modules marked "alone" (they time hosts
+#                      against each other) by themselves
 #   ./test.sh --fast   the fast tier only: no kernels; run it after every change, on one worker per core up to 4
 # A module runs on one worker (--dist loadfile: its fixtures run once). -n 0 runs in one process (for --pdb).
 # Other arguments go to pytest.
@@ -17,7 +17,7 @@ if [ "${1:-}" = "--fast" ]; then
 fi
 tools/install.sh --test
 status=0
-.venv/bin/python -m pytest tests/fast tests/slow -n "$((cores + 1))" --dist loadfile -m "not alone" "$@" || status=$?
+.venv/bin/python -m pytest tests/fast tests/slow -n "$cores" --dist loadfile -m "not alone" "$@" || status=$?
 alone=0
 .venv/bin/python -m pytest tests/slow -m alone "$@" || alone=$?
 # 5: pytest found no test to run, which is right for one of the two when arguments chose some tests
