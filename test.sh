@@ -17,7 +17,8 @@ if [ "${1:-}" = "--fast" ]; then
 fi
 tools/install.sh --test
 status=0
-.venv/bin/python -m pytest tests/fast tests/slow -n "$cores" --dist loadfile -m "not alone" "$@" || status=$?
+# tests/slow first: its long modules are handed out first, and the fast tier's short ones fill the workers' ends
+.venv/bin/python -m pytest tests/slow tests/fast -n "$cores" --dist loadfile -m "not alone" "$@" || status=$?
 alone=0
 .venv/bin/python -m pytest tests/slow -m alone "$@" || alone=$?
 # 5: pytest found no test to run, which is right for one of the two when arguments chose some tests
