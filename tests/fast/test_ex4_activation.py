@@ -46,7 +46,8 @@ def test_one_added_cell_swaps_the_activation_everywhere():
         hprebn = (
             namespace["C"][namespace["Xtr"]].view(namespace["Xtr"].shape[0], -1) @ namespace["W1"] + namespace["b1"]
         )
-    namespace.update(bnmean=hprebn.mean(0, keepdim=True), bnvar=hprebn.var(0, keepdim=True))
+    # GRADING: the helpers cell's switch (the evaluation is skipped while grading), as in a student's notebook
+    namespace.update(bnmean=hprebn.mean(0, keepdim=True), bnvar=hprebn.var(0, keepdim=True), GRADING=False)
     with contextlib.redirect_stdout(io.StringIO()) as out:
         exec(CELLS["evaluate"], namespace)
         exec(CELLS["sample"], namespace)

@@ -197,6 +197,8 @@ def _root(runs: dict, seed: int, folder: Path, slots) -> None:
             "MPLBACKEND": "Agg",
         }
     )
+    import matplotlib.pyplot  # noqa: F401  (once for the whole tree, as the kernel parent imports it for its kernels)
+
     _run_group(_shell(), runs, list(runs), 0, folder, slots)
 
 
