@@ -67,9 +67,15 @@ c.ClearMetadataPreprocessor.preserve_nb_metadata_mask = {("language_info", "name
 # A warning printed to stderr in a graded cell would otherwise cost the cell its points.
 c.IgnorePattern.enabled = True
 c.IgnorePattern.pattern = r"Warning|warn\("
+# nbconvert checks the notebook against nbformat's schema once, after all of a pass's preprocessors, not after each
+# (13 checks a notebook otherwise)
+c.Exporter.optimistic_validation = True
 # One slow cell must not drop the whole submission.
 c.Execute.timeout = 120
 c.Execute.raise_on_iopub_timeout = False
+# IPython compiles every cell a second time only to see whether it awaits at the top level (37 ms a notebook here):
+# no cell of the course does (one that did would raise a SyntaxError)
+c.GradingExecute.extra_arguments = ["--InteractiveShell.autoawait=False"]
 
 # Late submissions. The due date is nbgrader's own, in the gradebook:
 #   nbgrader db assignment add backprop_ninja --duedate="2026-12-15 23:59:00 Europe/Berlin"

@@ -31,9 +31,9 @@ started, sandboxed kernels included (from a cgroup when the benchmark runs as ro
 processes it reaped). After the table comes the profile of each ``grade`` configuration: seconds per
 notebook in each phase, as its workers measured them (``grade --profile``, ``autograder/common/phases.py``).
 
-``--before REV`` also grades with the autograder package of git revision REV, right after each
-``grade`` configuration (``grade-2-sandbox@REV``; REV's own profile too if it has ``grade --profile``), and
-prints the two side by side:
+``--before REV`` also grades the same class of REV's own course (its source notebooks and nbgrader_config.py)
+with REV's autograder package, right after each ``grade`` configuration (``grade-2-sandbox@REV``; REV's own
+profile too if it has ``grade --profile``), and prints the two side by side:
 
     python benchmarks/bench_class_grading.py --configs floor grade-2-sandbox --before main --repeat 3
 """
@@ -78,11 +78,13 @@ CONFIGS = [
 DEFAULT_CONFIGS = ["floor", "stock", "grade-2-sandbox", "grade-2-sandbox-warm"]
 
 
-def build_course(root: Path, students: int, only=None) -> list:
+def build_course(root: Path, students: int, only=None, tree: Path = REPO) -> list:
+    """The demo class in a course at ``root``, from the notebooks and nbgrader_config.py of ``tree`` (this repository,
+    or another revision's files)."""
     root.mkdir(parents=True)
     root.chmod(0o755)
-    shutil.copy(REPO / "nbgrader_config.py", root)
-    shutil.copytree(REPO / "source", root / "source")
+    shutil.copy(tree / "nbgrader_config.py", root)
+    shutil.copytree(tree / "source", root / "source")
     for path in (root / "source" / ASSIGNMENT).glob("*.ipynb"):
         if only and path.stem not in only:
             path.unlink()
@@ -276,9 +278,11 @@ def main() -> None:
     parser.add_argument("--before", help="also grade with the autograder package of this git revision (e.g. main)")
     parser.add_argument("--repeat", type=int, default=1, help="run all configurations this many times; medians")
     args = parser.parse_args()
-    before = package_at(args.before) if args.before else None
+    before = package_at(args.before, "source", "nbgrader_config.py") if args.before else None
     root = Path(args.dir or tempfile.mkdtemp(prefix="bench-class-", dir="/var/tmp")) / "course"
     notebooks = build_course(root, args.students, args.notebooks)
+    if before:  # REV's own notebooks and course configuration, graded by its package
+        build_course(root.parent / "course-before", args.students, args.notebooks, tree=before)
     cores = os.cpu_count() or 1
     print(
         f"{args.students} students x {len(notebooks)} notebooks ({', '.join(notebooks)}), "
@@ -295,7 +299,8 @@ def main() -> None:
     for config, package in runs * args.repeat:  # a busy machine slows every configuration of a round alike
         meter = CpuMeter(children_only=config == "floor")  # the floor's kernels are this process's own children
         complete = complete and (meter.group is not None or config == "floor")
-        took = measure(root, config.split("@")[0], notebooks, meter, package, profiles.get(config))
+        course = root.parent / "course-before" if package else root
+        took = measure(course, config.split("@")[0], notebooks, meter, package, profiles.get(config))
         per = 1 if config == "floor" else args.students
         seconds.setdefault(config, []).append(took / per)
         cpu.setdefault(config, []).append(meter.seconds() / per)

@@ -271,6 +271,7 @@ def _record(folder: Path, entry: dict) -> None:
 def _shell() -> InteractiveShell:
     config = Config()
     config.HistoryManager.hist_file = ":memory:"  # In and _ih are kept as in a kernel; nothing goes to ~/.ipython
+    config.InteractiveShell.autoawait = False  # as GradingExecute starts its kernels
     shell = InteractiveShell.instance(config=config)
     shell.display_pub = _Outputs(shell=shell)
     return shell
