@@ -10,7 +10,6 @@ from __future__ import annotations
 import ctypes
 import gc
 import importlib
-import inspect
 import json
 import os
 import runpy
@@ -45,8 +44,12 @@ def warm_up() -> None:
     # ipykernel.debugger: every kernel imports it as it starts (debugpy, 110 modules: 26 ms of a 60 ms start)
     for name in (*WARM_IMPORTS, "ipykernel.kernelapp", "ipykernel.ipkernel", "ipykernel.debugger"):
         importlib.import_module(name)
-    # A traceback's first module lookup maps every loaded module's file (16 ms): here, not in each kernel that raises
-    inspect.getmodule(compile("", "<warm-up>", "exec"))
+    from IPython.core.ultratb import AutoFormattedTB
+
+    try:  # a process's first traceback imports and maps what IPython's formatter needs (0.2 s): here, not in a kernel
+        raise ValueError("warm-up")
+    except ValueError:
+        AutoFormattedTB(mode="Context").structured_traceback(*sys.exc_info())
     # What was loaded lives as long as the kernels: out of the cycle collector's sight, whose every full pass over
     # it cost a kernel 0.13 s (0.3 s of Exercise 3's 0.7 s of CPU), and copied the pages it touched from the parent
     gc.freeze()
@@ -116,16 +119,10 @@ def fill_scratch(source: str) -> dict:
     return copied
 
 
-KINDS = (  # what the summary of a kernel's leftovers calls an entry, and the test of its mode, most telling first
-    ("link", stat.S_ISLNK),
-    ("pipe", stat.S_ISFIFO),
-    ("socket", stat.S_ISSOCK),
-    ("folder", stat.S_ISDIR),
-    ("file", stat.S_ISREG),
-)
-
-
-RANK = {kind: rank for rank, (kind, _) in enumerate(KINDS)}
+# what the summary of a kernel's leftovers calls an entry, and the test of its mode, most telling first
+KINDS = {"link": stat.S_ISLNK, "pipe": stat.S_ISFIFO, "socket": stat.S_ISSOCK, "folder": stat.S_ISDIR,
+         "file": stat.S_ISREG}  # fmt: skip
+RANK = {kind: rank for rank, kind in enumerate(KINDS)}
 
 
 def left_behind(copied: dict) -> dict | None:
@@ -144,7 +141,7 @@ def left_behind(copied: dict) -> dict | None:
                     break
                 path = os.path.join(relative, entry.name)
                 st = entry.stat(follow_symlinks=False)
-                kind = next((k for k, test in KINDS if test(st.st_mode)), "other")
+                kind = next((k for k, test in KINDS.items() if test(st.st_mode)), "other")
                 if kind == "folder":
                     folders.append(path)
                 if path in copied:
