@@ -275,7 +275,7 @@ def main() -> None:
     parser.add_argument("--notebooks", nargs="+", help="grade only these notebooks (default: all in source/)")
     parser.add_argument("--dir", help="course folder to use (default: a temporary one, removed afterwards)")
     parser.add_argument("--json", help="also write the results to this file")
-    parser.add_argument("--before", help="also grade with the autograder package of this git revision (e.g. main)")
+    parser.add_argument("--before", help="also grade this git revision's notebooks, config and package (e.g. main)")
     parser.add_argument("--repeat", type=int, default=1, help="run all configurations this many times; medians")
     args = parser.parse_args()
     before = package_at(args.before, "source", "nbgrader_config.py") if args.before else None
