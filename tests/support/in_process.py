@@ -24,6 +24,7 @@ import os
 import select
 import shutil
 import signal
+import sys
 import tempfile
 import time
 from dataclasses import dataclass
@@ -198,6 +199,12 @@ def _root(runs: dict, seed: int, folder: Path, slots) -> None:
         }
     )
     import matplotlib.pyplot  # noqa: F401  (once for the whole tree, as the kernel parent imports it for its kernels)
+    from IPython.core.ultratb import AutoFormattedTB
+
+    try:  # and one traceback, as the kernel parent formats one: a shell's first would load IPython's formatting
+        raise ValueError("warm-up")
+    except ValueError:
+        AutoFormattedTB(mode="Context").structured_traceback(*sys.exc_info())
 
     _run_group(_shell(), runs, list(runs), 0, folder, slots)
 
