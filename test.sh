@@ -17,7 +17,7 @@ if [ "${1:-}" = "--fast" ]; then
 fi
 tools/install.sh --test
 status=0
-# tests/slow first: its long modules are handed out first, and the fast tier's short ones fill the workers' ends
+# xdist hands the modules out by their number of tests, most first; the two workers' ends meet (docs/performance.md)
 .venv/bin/python -m pytest tests/slow tests/fast -n "$cores" --dist loadfile -m "not alone" "$@" || status=$?
 alone=0
 .venv/bin/python -m pytest tests/slow -m alone "$@" || alone=$?
