@@ -39,17 +39,21 @@ def set_dumpable(dumpable: bool) -> None:
         raise OSError(ctypes.get_errno(), "prctl(PR_SET_DUMPABLE) failed")
 
 
-def warm_up() -> None:
-    os.environ.setdefault("MPLBACKEND", INLINE_BACKEND)
-    # ipykernel.debugger: every kernel imports it as it starts (debugpy, 110 modules: 26 ms of a 60 ms start)
-    for name in (*WARM_IMPORTS, "ipykernel.kernelapp", "ipykernel.ipkernel", "ipykernel.debugger"):
-        importlib.import_module(name)
+def format_a_traceback() -> None:
     from IPython.core.ultratb import AutoFormattedTB
 
     try:  # a process's first traceback imports and maps what IPython's formatter needs (0.2 s): here, not in a kernel
         raise ValueError("warm-up")
     except ValueError:
         AutoFormattedTB(mode="Context").structured_traceback(*sys.exc_info())
+
+
+def warm_up() -> None:
+    os.environ.setdefault("MPLBACKEND", INLINE_BACKEND)
+    # ipykernel.debugger: every kernel imports it as it starts (debugpy, 110 modules: 26 ms of a 60 ms start)
+    for name in (*WARM_IMPORTS, "ipykernel.kernelapp", "ipykernel.ipkernel", "ipykernel.debugger"):
+        importlib.import_module(name)
+    format_a_traceback()
     # What was loaded lives as long as the kernels: out of the cycle collector's sight, whose every full pass over
     # it cost a kernel 0.13 s (0.3 s of Exercise 3's 0.7 s of CPU), and copied the pages it touched from the parent
     gc.freeze()
@@ -101,9 +105,8 @@ def clear_sandbox() -> bool:
 
 
 def fill_scratch(source: str) -> dict:
-    """Copy the student's folder (read-only here) into the empty scratch: its folders and regular files, nothing
-    else. Returns what was copied, {relative path: (size, mtime_ns), or None for a folder}, to tell afterwards what
-    the kernel added."""
+    """Copy the student's folder (read-only here) into the empty scratch: its folders and regular files, nothing else.
+    Returns what was copied, {relative path: (size, mtime_ns), or None for a folder}: what the kernel added shows."""
     copied = {}
     for folder, dirs, files in os.walk(source):
         relative = os.path.relpath(folder, source)

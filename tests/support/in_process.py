@@ -24,7 +24,6 @@ import os
 import select
 import shutil
 import signal
-import sys
 import tempfile
 import time
 from dataclasses import dataclass
@@ -46,6 +45,7 @@ from autograder.data import EMBEDDED_NAMES, NAMES_VARIABLE, SEED_VARIABLE
 from autograder.engine.exercises import CHECKS
 from autograder.preprocessors import judge_answers
 from autograder.preprocessors.judge_answers import JudgeAnswers
+from autograder.sandbox.in_sandbox import format_a_traceback
 
 DEFAULT_SEED = 1234567  # not the notebooks' own seed: like autograde, grade on a batch the student never saw
 TIME_LIMIT = 600  # seconds for a whole class of one notebook; a runaway cell is a bug in a test
@@ -199,12 +199,8 @@ def _root(runs: dict, seed: int, folder: Path, slots) -> None:
         }
     )
     import matplotlib.pyplot  # noqa: F401  (once for the whole tree, as the kernel parent imports it for its kernels)
-    from IPython.core.ultratb import AutoFormattedTB
 
-    try:  # and one traceback, as the kernel parent formats one: a shell's first would load IPython's formatting
-        raise ValueError("warm-up")
-    except ValueError:
-        AutoFormattedTB(mode="Context").structured_traceback(*sys.exc_info())
+    format_a_traceback()  # as the kernel parent does: a shell's first traceback would load IPython's formatting
 
     _run_group(_shell(), runs, list(runs), 0, folder, slots)
 
