@@ -31,8 +31,12 @@ MARKER = "# @from-engine: the grader's rule probes and tolerance"
 
 FUNCTIONS = [
     honesty.assigned_names,
+    honesty._assigned_names,
     honesty._prose,
     honesty._uses_autograd,
+    honesty._autograd_facts,
+    honesty._loaded_names,
+    honesty._reads_autograd,
     rerun.NoAnswerCode,
     rerun.AnswerCode,
     rerun.parsed,

@@ -42,17 +42,31 @@ def _prose(node: ast.AST) -> set:
 
 
 def _uses_autograd(node: ast.AST, tainted: set) -> bool:
+    reads_autograd, loads = _autograd_facts(node)
+    return reads_autograd or not loads.isdisjoint(tainted)
+
+
+def _autograd_facts(node: ast.AST) -> tuple:
+    """Whether ``node`` reads autograd whatever the variables hold, and the names it loads; worked out once per node
+    (the statements of a cell are cached, and a class hands in the same cells many times)."""
+    known = getattr(node, "_autograd_facts", None)
+    if known is None:
+        known = node._autograd_facts = (_reads_autograd(node), frozenset(_loaded_names(node)))
+    return known
+
+
+def _loaded_names(node: ast.AST):
+    return (sub.id for sub in ast.walk(node) if isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Load))
+
+
+def _reads_autograd(node: ast.AST) -> bool:
     prose = _prose(node)
     for sub in ast.walk(node):
         if isinstance(sub, ast.Attribute) and sub.attr in FORBIDDEN_ATTRIBUTES:
             return True
         if isinstance(sub, ast.Attribute) and sub.attr == "modules" and getattr(sub.value, "id", "") == "sys":
             return True  # sys.modules reaches every module the kernel imported, the grader's among them
-        if (
-            isinstance(sub, ast.Name)
-            and isinstance(sub.ctx, ast.Load)
-            and (sub.id in FORBIDDEN_NAMES or sub.id in tainted)
-        ):
+        if isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Load) and sub.id in FORBIDDEN_NAMES:
             return True
         if (
             isinstance(sub, ast.Constant)
@@ -77,8 +91,15 @@ def _clears_gradient(node: ast.stmt) -> bool:
     return False
 
 
-def assigned_names(node: ast.AST) -> set:
-    """The variables a statement writes: x = .., x[i] = .., x += .., x.index_add_(..), for x in .."""
+def assigned_names(node: ast.AST) -> frozenset:
+    """The variables a statement writes: x = .., x[i] = .., x += .., x.index_add_(..), for x in .. (once per node)."""
+    known = getattr(node, "_assigns", None)
+    if known is None:
+        known = node._assigns = frozenset(_assigned_names(node))
+    return known
+
+
+def _assigned_names(node: ast.AST) -> set:
     names = set()
     for sub in ast.walk(node):
         if isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Store):
