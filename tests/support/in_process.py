@@ -273,8 +273,8 @@ def _record(folder: Path, entry: dict) -> None:
 
 def _shell() -> InteractiveShell:
     config = Config()
-    config.HistoryManager.hist_file = ":memory:"  # In and _ih are kept as in a kernel; nothing goes to ~/.ipython
-    config.InteractiveShell.autoawait = False  # as GradingExecute starts its kernels
+    config.HistoryManager.enabled = False  # as GradingExecute starts its kernels: In and _ih are kept, no SQLite
+    config.InteractiveShell.autoawait = False  # (the same)
     shell = InteractiveShell.instance(config=config)
     shell.display_pub = _Outputs(shell=shell)
     return shell
