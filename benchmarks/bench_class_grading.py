@@ -306,7 +306,7 @@ def main() -> None:
             runs.append((f"{config}@{args.before}", before))
     profiles = {c: root.parent / f"profile-{c}.jsonl" for c, _ in runs if c.startswith("grade")}
     seconds, cpu, complete = {}, {}, True
-    # A busy machine slows every configuration of a round alike. The second of a pair ran 4 to 7 % faster than the
+    # A busy machine slows every configuration of a round alike. The second of a pair ran 4 to 6 % faster than the
     # first whichever it was (two runs with the roles swapped, 2026-12-03), so every second round runs REV first.
     rounds = [runs if i % 2 == 0 else _pairs_swapped(runs) for i in range(args.repeat)]
     for config, package in [run for round_ in rounds for run in round_]:
