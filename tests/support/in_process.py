@@ -33,7 +33,7 @@ import nbformat
 import torch  # imported before forking: each child starts with torch loaded
 from IPython.core.displaypub import DisplayPublisher
 from IPython.core.interactiveshell import InteractiveShell
-from traitlets.config import Config
+from traitlets.config.loader import KVArgParseConfigLoader, PyFileConfigLoader
 
 from autograder.authoring import SOURCE_DIR
 from autograder.common.diagnoses import DIAGNOSES, METADATA, OTHER
@@ -46,6 +46,7 @@ from autograder.engine.exercises import CHECKS
 from autograder.preprocessors import judge_answers
 from autograder.preprocessors.judge_answers import JudgeAnswers
 from autograder.sandbox.in_sandbox import format_a_traceback
+from support.course import REPO
 
 DEFAULT_SEED = 1234567  # not the notebooks' own seed: like autograde, grade on a batch the student never saw
 TIME_LIMIT = 600  # seconds for a whole class of one notebook; a runaway cell is a bug in a test
@@ -272,9 +273,9 @@ def _record(folder: Path, entry: dict) -> None:
 
 
 def _shell() -> InteractiveShell:
-    config = Config()
-    config.HistoryManager.enabled = False  # as GradingExecute starts its kernels: In and _ih are kept, no SQLite
-    config.InteractiveShell.autoawait = False  # (the same)
+    """A shell set up as GradingExecute starts its kernels: with the course's extra_arguments (nbgrader_config.py)."""
+    course = PyFileConfigLoader("nbgrader_config.py", path=str(REPO)).load_config()
+    config = KVArgParseConfigLoader(argv=list(course.GradingExecute.extra_arguments)).load_config()
     shell = InteractiveShell.instance(config=config)
     shell.display_pub = _Outputs(shell=shell)
     return shell
