@@ -120,7 +120,7 @@ def test_a_worker_killed_mid_student_costs_that_student_alone(demo, tmp_path):
         wait_until(lambda: not os.path.exists(f"/proc/{kernel}"), 30, "the killed worker's kernel to end")
     except AssertionError as error:
         raise AssertionError(f"{error}: the kernel and the processes above it now: {alive(kernel, table)}") from None
-    assert run.poll() is None, run.communicate()[1][-4000:]  # (not because grading ended)
+    # (the run may end soon after: the killed student was perhaps the last; the problem below shows the kill was seen)
     out, err = run.communicate(timeout=1800)
     assert run.returncode == 0, err[-4000:]
     killed = [p for p in json.loads((root / "problems.json").read_text()) if p["problem"] == "worker_killed"]
