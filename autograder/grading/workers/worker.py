@@ -101,11 +101,25 @@ def load() -> None:
 
 def scratch_gradebook(db_url: str) -> None:
     """The worker's gradebook is its own copy, read back after each student and made anew whenever the worker starts:
-    SQLite need not wait for the disk at every one of nbgrader's commits (about 30 a notebook, 4 to 12 ms each here)."""
+    SQLite need not wait for the disk at every one of nbgrader's commits (about 30 a notebook, 4 to 12 ms each here).
+    And the worker keeps one SQLAlchemy engine per database: nbgrader's Gradebook makes a new one each time it is
+    opened (about six times a notebook), and SQLAlchemy caches its compiled queries in the engine, so each of
+    nbgrader's queries was compiled again for every notebook. Closing a Gradebook only empties the engine's pool."""
     import sqlite3
 
+    import nbgrader.api
     from sqlalchemy import event
     from sqlalchemy.engine import Engine
+
+    engines, make_engine = {}, nbgrader.api.create_engine
+
+    def one_engine(url, **options):
+        key = (str(url), tuple(sorted(options.items())))
+        if key not in engines:
+            engines[key] = make_engine(url, **options)
+        return engines[key]
+
+    nbgrader.api.create_engine = one_engine
 
     path = os.path.realpath(db_url.removeprefix("sqlite:///")) if db_url.startswith("sqlite:///") else None
 
