@@ -12,7 +12,6 @@ from nbgrader.preprocessors import (
     IgnorePattern,
     LimitOutput,
     OverwriteKernelspec,
-    SaveAutoGrades,
 )
 from sqlalchemy.exc import SAWarning
 
@@ -24,6 +23,7 @@ from autograder.preprocessors import (
     JudgeAnswers,
     LatePenalty,
     RestoreLockedCells,
+    SaveAutoGradesAtOnce,
     SummarizeSteps,
 )
 
@@ -51,14 +51,15 @@ c.Autograde.sanitize_preprocessors = [
     RestoreLockedCells,
     CheckCellMetadataOnce,
 ]
-# ... then run with an unseen seed, then judge every graded cell outside the student's kernel.
+# ... then run with an unseen seed, then judge every graded cell outside the student's kernel; the grades saved as
+# nbgrader's SaveAutoGrades saves them, its rows read and committed at once (one commit a notebook, not one a cell).
 c.Autograde.autograde_preprocessors = [
     GradingExecute,
     JudgeAnswers,
     IgnorePattern,
     ClearMetadataPreprocessor,
     LimitOutput,
-    SaveAutoGrades,
+    SaveAutoGradesAtOnce,
     AssignLatePenalties,
     CheckCellMetadataOnce,
 ]

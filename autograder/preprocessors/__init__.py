@@ -6,6 +6,7 @@ judge_answers         JudgeAnswers: every graded cell's output replaced by the g
 restore_locked_cells  RestoreLockedCells: nbgrader's OverwriteCells, with one log line per notebook
 check_cell_metadata   CheckCellMetadataOnce: nbgrader's cell metadata check, its schema compiled once
 late_penalty          LatePenalty: the course's late-submission policy (nbgrader's LateSubmissionPlugin)
+save_grades_at_once   SaveAutoGradesAtOnce: nbgrader's SaveAutoGrades, one query and one commit a notebook
 summarize_steps       SummarizeSteps: the feedback opens with a table of the graded steps
 feedback_exporter     FeedbackExporter: the feedback pages, without HTMLExporter's BeautifulSoup pass
 """
@@ -16,6 +17,7 @@ from .grading_execute import GradingExecute
 from .judge_answers import JudgeAnswers
 from .late_penalty import LatePenalty
 from .restore_locked_cells import RestoreLockedCells
+from .save_grades_at_once import SaveAutoGradesAtOnce
 from .summarize_steps import SummarizeSteps
 
 __all__ = [
@@ -25,5 +27,6 @@ __all__ = [
     "JudgeAnswers",
     "LatePenalty",
     "RestoreLockedCells",
+    "SaveAutoGradesAtOnce",
     "SummarizeSteps",
 ]

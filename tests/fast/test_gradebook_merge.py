@@ -175,3 +175,59 @@ def test_a_merge_that_fails_stops_the_grading_and_says_why(course_gradebook, tmp
         "test_dh": [None, True],
         "task_explain": [None, True],
     }
+
+
+def graded_notebook(dprobs_output: dict | None, answer: str):
+    """Exercise 1 as autograde has it when the grades are saved: test_dprobs with ``dprobs_output`` (None: no
+    output), test_dh with an error, the answer cell holding ``answer`` (its release form has checksum y), a task."""
+    from nbformat import from_dict
+    from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
+    from nbgrader.utils import compute_checksum
+
+    def cell(make, source, grade_id, outputs=(), **flags):
+        c = make(source)
+        c.metadata["nbgrader"] = from_dict({"grade_id": grade_id, "grade": False, "solution": False, "locked": False})
+        c.metadata.nbgrader.update(points=1, **flags)
+        if outputs:
+            c.outputs = [from_dict(o) for o in outputs]
+        return c
+
+    answer_cell = cell(new_code_cell, answer, "answer_dprobs", solution=True)
+    released = cell(new_code_cell, "dprobs = ...", "answer_dprobs", solution=True)
+    answer_cell.metadata.nbgrader["checksum"] = compute_checksum(released)
+    error = new_output("error", ename="RuntimeError", evalue="no", traceback=[])
+    return new_notebook(
+        cells=[
+            answer_cell,
+            cell(new_code_cell, "check()", "test_dprobs", [dprobs_output] if dprobs_output else [], grade=True),
+            cell(new_code_cell, "check()", "test_dh", [error], grade=True),
+            cell(new_markdown_cell, "Why?", "task_explain", task=True),
+        ]
+    )
+
+
+@pytest.mark.parametrize(
+    "dprobs_output, answer",
+    [
+        ({"output_type": "execute_result", "data": {"text/plain": "0.5"}, "metadata": {}, "execution_count": 1}, "x"),
+        (None, "dprobs = ..."),  # the answer as released: "No response."
+        ({"output_type": "stream", "name": "stderr", "text": "oops"}, "dprobs = probs"),
+    ],
+)
+@pytest.mark.parametrize("student", ["ada", "ben"])  # ada: graded by hand already
+def test_saving_the_grades_at_once_writes_the_rows_nbgraders_saveautogrades_writes(
+    made_once, tmp_path, student, dprobs_output, answer
+):
+    from nbgrader.preprocessors import SaveAutoGrades
+
+    from autograder.preprocessors.save_grades_at_once import SaveAutoGradesAtOnce
+
+    found = []
+    for name, preprocessor in (("stock", SaveAutoGrades), ("at_once", SaveAutoGradesAtOnce)):
+        shutil.copy(made_once, tmp_path / f"{name}.db")
+        url = sqlite_url(tmp_path / f"{name}.db")
+        resources = {"nbgrader": {"notebook": NB, "assignment": ASSIGNMENT, "student": student, "db_url": url}}
+        preprocessor().preprocess(graded_notebook(dprobs_output, answer), resources)
+        found.append(rows(url))
+    assert found[0] == found[1]
+    assert found[0] != rows(sqlite_url(made_once))  # (grades were written)
