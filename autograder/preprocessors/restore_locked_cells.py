@@ -1,5 +1,6 @@
-"""nbgrader's OverwriteCells, with one log line per notebook for the hidden tests it puts back, and each restored
-cell in the language of the submission's edition.
+"""nbgrader's OverwriteCells, with one log line per notebook for the hidden tests it puts back, each restored
+cell in the language of the submission's edition, and the notebook's cells read from the gradebook at once
+(``gradebook_rows``: stock, two queries a cell).
 
 Stock OverwriteCells warns for every locked cell with a hidden part, for every student (nbgrader issue #1961); here
 such a cell is restored quietly and counted, and a locked cell the submission did change still gets a warning.
@@ -13,6 +14,7 @@ from nbgrader.preprocessors import ClearHiddenTests, OverwriteCells
 
 from ..common.edition_text import edition_of, translated_cell_source
 from ..common.editions import ENGLISH, METADATA
+from .gradebook_rows import CourseRows
 
 
 class RestoreLockedCells(OverwriteCells):
@@ -33,6 +35,8 @@ class RestoreLockedCells(OverwriteCells):
         return nb, resources
 
     def preprocess_cell(self, cell, resources, cell_index):
+        if not isinstance(self.gradebook, CourseRows):  # the notebook's first cell: the Gradebook preprocess opened
+            self.gradebook = CourseRows(self.gradebook, self.notebook_id, self.assignment_id)
         self._submitted = cell.source
         cell, resources = super().preprocess_cell(cell, resources, cell_index)
         if self._edition != ENGLISH and utils.is_locked(cell):

@@ -1,0 +1,124 @@
+"""nbgrader's per-cell preprocessors on a notebook's gradebook rows read at once (``autograder/preprocessors/
+gradebook_rows.py``), without a kernel: RestoreLockedCells and SaveAutoGradesAtOnce against stock OverwriteCells and
+SaveAutoGrades, which look up every cell's row with a query of its own, on copies of one gradebook."""
+
+import shutil
+
+import pytest
+from nbformat import from_dict
+from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
+from nbgrader.api import Gradebook
+from nbgrader.preprocessors import OverwriteCells, SaveAutoGrades
+from nbgrader.utils import compute_checksum
+from support.course import ASSIGNMENT
+from support.gradebooks import rows
+
+from autograder.grading.results.gradebook import sqlite_url
+from autograder.preprocessors import RestoreLockedCells, SaveAutoGradesAtOnce
+
+NB = "ex1_atomic_backward"
+pytestmark = pytest.mark.filterwarnings("ignore:Object of type <Submitted")  # (nbgrader_config.py filters it too)
+RELEASED = {"answer_dprobs": "dprobs = ...", "test_dprobs": "check()", "test_dh": "check()", "task_explain": "Why?"}
+
+
+def cell(grade_id: str, source=None, outputs=(), **flags):
+    """A cell of the notebook as the release has it (``source`` None), or with ``source`` and ``outputs``."""
+    make = new_markdown_cell if grade_id.startswith("task") else new_code_cell
+    c = make(RELEASED[grade_id] if source is None else source)
+    c.metadata["nbgrader"] = from_dict({"grade_id": grade_id, "grade": False, "solution": False, "locked": False})
+    c.metadata.nbgrader.update(points=1, **flags)
+    if outputs:
+        c.outputs = [from_dict(o) for o in outputs]
+    return c
+
+
+FLAGS = {
+    "answer_dprobs": {"solution": True},
+    "test_dprobs": {"grade": True, "locked": True},
+    "test_dh": {"grade": True, "locked": True},
+    "task_explain": {"task": True},
+}
+
+
+@pytest.fixture(scope="module")
+def made_once(new_gradebook, tmp_path_factory):
+    """Exercise 1's four kinds of cell, their checksums the release's, and two students: ada, whom a teaching
+    assistant graded by hand, and ben."""
+    path = tmp_path_factory.mktemp("course") / "gradebook.db"
+    shutil.copy(new_gradebook, path)
+    with Gradebook(sqlite_url(path)) as gb:
+        gb.add_assignment(ASSIGNMENT)
+        gb.add_notebook(NB, ASSIGNMENT)
+        for name, flags in FLAGS.items():
+            released = cell(name, **flags)
+            kind = released.cell_type
+            if flags.get("grade") or flags.get("task"):
+                add = gb.add_task_cell if flags.get("task") else gb.add_grade_cell
+                add(name, NB, ASSIGNMENT, max_score=1, cell_type=kind)
+            if flags.get("solution"):
+                gb.add_solution_cell(name, NB, ASSIGNMENT)
+            locked = flags.get("locked", False)
+            checksum = compute_checksum(released)
+            gb.add_source_cell(name, NB, ASSIGNMENT, cell_type=kind, source=released.source, locked=locked,
+                               checksum=checksum)  # fmt: skip
+        for student in ("ada", "ben"):
+            gb.add_student(student)
+            gb.add_submission(ASSIGNMENT, student)
+        gb.find_grade("test_dprobs", NB, ASSIGNMENT, "ada").manual_score = 0.5
+        gb.db.commit()
+    return path
+
+
+def resources(url: str, student: str) -> dict:
+    return {"nbgrader": {"notebook": NB, "assignment": ASSIGNMENT, "student": student, "db_url": url}}
+
+
+def test_restoring_the_locked_cells_gives_the_cells_stock_overwritecells_gives(made_once, tmp_path):
+    """A locked cell changed, its points changed, a cell turned into markdown, a grade id the gradebook lacks."""
+    changed = cell("test_dprobs", "pass", **FLAGS["test_dprobs"])
+    changed.metadata.nbgrader["points"] = 5
+    as_markdown = new_markdown_cell("check()", metadata=cell("test_dh", **FLAGS["test_dh"]).metadata)
+    submitted = [cell("answer_dprobs", "dprobs = probs", **FLAGS["answer_dprobs"]), changed, as_markdown]
+    submitted += [cell("task_explain", "Because.", **FLAGS["task_explain"]), cell("test_dh", **FLAGS["test_dh"])]
+    submitted[-1].metadata.nbgrader["grade_id"] = "test_unknown"
+    url = sqlite_url(made_once)
+    found = []
+    for preprocessor in (OverwriteCells, RestoreLockedCells):
+        nb, _ = preprocessor().preprocess(new_notebook(cells=[from_dict(c) for c in submitted]), resources(url, "ben"))
+        found.append(nb.cells)
+    assert found[0] == found[1]
+    assert found[0][1].source == "check()" and found[0][1].metadata.nbgrader.points == 1  # (restored)
+    assert found[0][2].cell_type == "code" and "grade_id" not in found[0][4].metadata.nbgrader
+
+
+@pytest.mark.parametrize(
+    "dprobs_output, answer",
+    [
+        ({"output_type": "execute_result", "data": {"text/plain": "0.5"}, "metadata": {}, "execution_count": 1}, "x"),
+        (None, RELEASED["answer_dprobs"]),  # the answer as released: "No response."
+        ({"output_type": "stream", "name": "stderr", "text": "oops"}, "dprobs = probs"),
+    ],
+)
+@pytest.mark.parametrize("student", ["ada", "ben"])
+def test_saving_the_grades_at_once_writes_the_rows_stock_saveautogrades_writes(
+    made_once, tmp_path, student, dprobs_output, answer
+):
+    """test_dprobs with partial credit, no output or stderr; test_dh with an error; the answer changed or not."""
+    error = new_output("error", ename="RuntimeError", evalue="no", traceback=[])
+    graded = [
+        cell("answer_dprobs", answer, **FLAGS["answer_dprobs"]),
+        cell("test_dprobs", None, [dprobs_output] if dprobs_output else [], **FLAGS["test_dprobs"]),
+        cell("test_dh", None, [error], **FLAGS["test_dh"]),
+        cell("task_explain", **FLAGS["task_explain"]),
+    ]
+    with Gradebook(sqlite_url(made_once)) as gb:  # the checksums, as OverwriteCells leaves them in the notebook
+        for c in graded:
+            c.metadata.nbgrader["checksum"] = gb.find_source_cell(c.metadata.nbgrader.grade_id, NB, ASSIGNMENT).checksum
+    found = []
+    for name, preprocessor in (("stock", SaveAutoGrades), ("at_once", SaveAutoGradesAtOnce)):
+        shutil.copy(made_once, tmp_path / f"{name}.db")
+        url = sqlite_url(tmp_path / f"{name}.db")
+        preprocessor().preprocess(new_notebook(cells=[from_dict(c) for c in graded]), resources(url, student))
+        found.append(rows(url))
+    assert found[0] == found[1]
+    assert found[0] != rows(sqlite_url(made_once))  # (grades were written)
