@@ -103,7 +103,7 @@ def scratch_gradebook(db_url: str) -> None:
     """The worker's gradebook is its own copy, read back after each student and made anew whenever the worker starts:
     SQLite need not wait for the disk at every one of nbgrader's commits (about 30 a notebook, 4 to 12 ms each here).
     And the worker keeps one SQLAlchemy engine per database: nbgrader's Gradebook makes a new one each time it is
-    opened (about six times a notebook), and SQLAlchemy caches its compiled queries in the engine, so each of
+    opened (five times a notebook), and SQLAlchemy caches its compiled queries in the engine, so each of
     nbgrader's queries was compiled again for every notebook. Closing a Gradebook only empties the engine's pool."""
     import sqlite3
 
