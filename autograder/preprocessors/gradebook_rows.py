@@ -45,8 +45,10 @@ class SubmissionRows(_Rows):
         self.db = self
 
     def _named(self, model, submitted: str) -> dict:
-        query = self.gradebook.db.query(model, BaseCell.name).join(BaseCell, BaseCell.id == model.cell_id)
-        return {name: row for row, name in query.filter(model.notebook_id == submitted)}
+        """name -> row; a grade or answer cell's row over a task cell's of the same name, as nbgrader looks them up."""
+        query = self.gradebook.db.query(model, BaseCell.name, BaseCell.type)
+        rows = query.join(BaseCell, BaseCell.id == model.cell_id).filter(model.notebook_id == submitted)
+        return {name: row for row, name, _ in sorted(rows, key=lambda found: found[2] != "TaskCell")}
 
     def find_grade(self, name, *where):
         return self.grades.get(name) or self.gradebook.find_grade(name, *where)

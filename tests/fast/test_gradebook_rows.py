@@ -122,3 +122,22 @@ def test_saving_the_grades_at_once_writes_the_rows_stock_saveautogrades_writes(
         found.append(rows(url))
     assert found[0] == found[1]
     assert found[0] != rows(sqlite_url(made_once))  # (grades were written)
+
+
+def test_a_task_cell_named_as_a_graded_answer_cell_yields_to_it_as_in_nbgraders_lookups(new_gradebook, tmp_path):
+    from autograder.preprocessors.gradebook_rows import SubmissionRows
+
+    shutil.copy(new_gradebook, tmp_path / "gradebook.db")
+    with Gradebook(sqlite_url(tmp_path / "gradebook.db")) as gb:
+        gb.add_assignment(ASSIGNMENT)
+        gb.add_notebook(NB, ASSIGNMENT)
+        gb.add_task_cell("twin", NB, ASSIGNMENT, max_score=1, cell_type="markdown")  # made first: its rows come first
+        gb.add_grade_cell("twin", NB, ASSIGNMENT, max_score=1, cell_type="code")
+        gb.add_solution_cell("twin", NB, ASSIGNMENT)
+        gb.add_student("ada")
+        gb.add_submission(ASSIGNMENT, "ada")
+        where = ("twin", NB, ASSIGNMENT, "ada")
+        read_once = SubmissionRows(gb, *where[1:])
+        assert read_once.find_grade(*where) is gb.find_grade(*where) and gb.find_grade(*where).cell.type == "GradeCell"
+        assert read_once.find_comment(*where) is gb.find_comment(*where)
+        assert gb.find_comment(*where).cell.type == "SolutionCell"
