@@ -15,6 +15,7 @@ from support.gradebooks import rows
 
 from autograder.grading.results.gradebook import sqlite_url
 from autograder.preprocessors import RestoreLockedCells, SaveAutoGradesAtOnce
+from autograder.preprocessors.gradebook_rows import SubmissionRows
 
 NB = "ex1_atomic_backward"
 pytestmark = pytest.mark.filterwarnings("ignore:Object of type <Submitted")  # (nbgrader_config.py filters it too)
@@ -125,8 +126,6 @@ def test_saving_the_grades_at_once_writes_the_rows_stock_saveautogrades_writes(
 
 
 def test_a_task_cell_named_as_a_graded_answer_cell_yields_to_it_as_in_nbgraders_lookups(new_gradebook, tmp_path):
-    from autograder.preprocessors.gradebook_rows import SubmissionRows
-
     shutil.copy(new_gradebook, tmp_path / "gradebook.db")
     with Gradebook(sqlite_url(tmp_path / "gradebook.db")) as gb:
         gb.add_assignment(ASSIGNMENT)
