@@ -1,8 +1,8 @@
 """A kernel parent: a warm Python in a student's sandbox that forks the kernel of each of their notebooks.
 
-Run as ``python -m autograder.sandbox.in_sandbox`` inside bubblewrap: it imports torch, ipykernel and matplotlib
-once, forks each kernel into a fresh scratch, and clears the sandbox after it; one JSON line per request on stdin,
-one reply on stdout. The protocol and its guarantees: docs/design/sandbox.md, "Kernel parents".
+Run as ``python -m autograder.sandbox.in_sandbox`` inside bubblewrap: it imports torch and ipykernel once, forks each
+kernel into a fresh scratch, and clears the sandbox after it; one JSON line per request on stdin, one reply on
+stdout. The protocol and its guarantees: docs/design/sandbox.md, "Kernel parents".
 """
 
 from __future__ import annotations
@@ -22,15 +22,14 @@ from ..data import SEED_VARIABLE
 from .environment import NOTEBOOK_VARIABLES
 from .policy import SCRATCH, SOCKETS
 
-# What the setup cells and the hidden tests import first, and matplotlib (Exercises 2 and 4 plot).
-WARM_IMPORTS = ("torch", "torch.nn.functional", "matplotlib.pyplot", "urllib.request", "autograder.in_kernel")
+# What the setup cells and the hidden tests import first. Not matplotlib (0.55 CPU s, a tenth of a student's kernels'
+# CPU): the course's plots import it only when they draw, and they do not draw while grading.
+WARM_IMPORTS = ("torch", "torch.nn.functional", "urllib.request", "autograder.in_kernel")
 KERNEL_MODULE = "ipykernel_launcher"  # a kernel command a parent can fork: [python, -m, KERNEL_MODULE, ...]
 COLD = "--cold"  # the parent's argument that makes it import nothing ahead and fork one kernel
 PRIVATE_FOLDERS = ("/tmp", "/dev/shm", SOCKETS, SCRATCH)  # the sandbox's own tmpfs mounts, emptied after every kernel
 MAX_ENTRIES = 20000  # entries the parent walks or removes after a kernel; beyond, the sandbox is ended instead
 EXAMPLES, NAME_CHARS = 5, 120  # what the summary of a kernel's leftovers names
-# ipykernel sets this before it imports matplotlib; matplotlib reads it once, at import, so here it is set first
-INLINE_BACKEND = "module://matplotlib_inline.backend_inline"
 PR_SET_DUMPABLE = 4  # prctl(2)
 
 
@@ -49,7 +48,6 @@ def format_a_traceback() -> None:
 
 
 def warm_up() -> None:
-    os.environ.setdefault("MPLBACKEND", INLINE_BACKEND)
     # ipykernel.debugger: every kernel imports it as it starts (debugpy, 110 modules: 26 ms of a 60 ms start)
     for name in (*WARM_IMPORTS, "ipykernel.kernelapp", "ipykernel.ipkernel", "ipykernel.debugger"):
         importlib.import_module(name)

@@ -50,9 +50,9 @@ class SandboxedKernelManager(SandboxLimits, AsyncKernelManager):
         True,
         config=True,
         help=(
-            "Fork each kernel from a kernel parent: a Python in the sandbox that has imported torch, ipykernel and "
-            "matplotlib once, so that a kernel starts without paying for them (kernel_parent.py). One per student, "
-            "or in a grading worker that runs as root, one for all its students (stage.py). False: every kernel "
+            "Fork each kernel from a kernel parent: a Python in the sandbox that has imported torch and ipykernel "
+            "once, so that a kernel starts without paying for them (kernel_parent.py). One per student, or in a "
+            "grading worker that runs as root, one for all its students (stage.py). False: every kernel "
             "starts in a new sandbox of its own, from a parent that imports nothing ahead."
         ),
     )

@@ -199,8 +199,6 @@ def _root(runs: dict, seed: int, folder: Path, slots) -> None:
             "MPLBACKEND": "Agg",
         }
     )
-    import matplotlib.pyplot  # noqa: F401  (once for the whole tree, as the kernel parent imports it for its kernels)
-
     format_a_traceback()  # as the kernel parent does: a shell's first traceback would load IPython's formatting
 
     _run_group(_shell(), runs, list(runs), 0, folder, slots)
