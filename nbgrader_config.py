@@ -91,8 +91,8 @@ c.LatePenalty.max_percent = 100
 
 # nbgrader's exchange (a JupyterHub: docs/jupyterhub.md). Collect takes each student's newest submission that they
 # made themselves, and only its notebooks, as regular files; nbgrader's own takes the newest in a student's name,
-# whoever made it, and follows links (autograder/grading/intake/exchange.py). Named, so it loads only to collect.
-c.ExchangeFactory.collect = "autograder.grading.intake.exchange.OwnedCollect"
+# whoever made it, and follows links (autograder/grading/intake/owned_collect.py). Named, so it loads only to collect.
+c.ExchangeFactory.collect = "autograder.grading.intake.owned_collect.OwnedCollect"
 
 # Feedback: scores and the grader's messages, never the hidden test code; it opens with a table of the
 # steps (SummarizeSteps, after the scores and the page's styles), and its links work outside the repository.

@@ -11,7 +11,7 @@ from nbgrader.auth import Authenticator
 from nbgrader.coursedir import CourseDirectory
 from traitlets.config import Config
 
-from autograder.grading.intake.exchange import OwnedCollect
+from autograder.grading.intake.owned_collect import OwnedCollect
 
 ASSIGNMENT, NB = "ps1", "answers.ipynb"
 
