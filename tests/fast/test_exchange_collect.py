@@ -5,11 +5,14 @@ tests/slow/test_jupyterhub.py runs it through a real hub, with users of their ow
 import datetime
 import os
 import pwd
+import subprocess
+import sys
 
 import nbformat
 from nbgrader.auth import Authenticator
 from nbgrader.coursedir import CourseDirectory
 from traitlets.config import Config
+from traitlets.utils.importstring import import_item
 
 from autograder.grading.intake.owned_collect import OwnedCollect
 
@@ -47,3 +50,13 @@ def test_only_the_assignments_notebooks_are_collected_as_regular_files(tmp_path)
     assert not (got / NB).is_symlink() and nbformat.read(got / NB, as_version=4).cells == []
     arrived = datetime.datetime.fromtimestamp(submission.stat().st_ctime, datetime.timezone.utc)
     assert (got / "timestamp.txt").read_text() == f"{arrived:%Y-%m-%d %H:%M:%S.%f} UTC"  # not the earlier one it names
+
+
+def test_the_collect_loads_by_its_old_name_and_grade_starts_without_nbgrader():
+    """A course's nbgrader_config.py made before the collect moved names it in ``intake.exchange``: it loads from
+    there still. And ``grade``'s coordinator imports no nbgrader before its workers start (0.7 s), the exchange's
+    side of it included."""
+    assert import_item("autograder.grading.intake.exchange.OwnedCollect") is OwnedCollect
+    loaded = "import sys, autograder.grading.class_grading; print(sorted(m for m in sys.modules if 'nbgrader' in m))"
+    done = subprocess.run([sys.executable, "-c", loaded], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]", done.stdout
