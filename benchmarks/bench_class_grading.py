@@ -217,6 +217,8 @@ def measure(root: Path, config: str, notebooks: list, meter: CpuMeter, package=N
     env = {**os.environ, "PYTHONPATH": str(package)} if package else None
     if "user" in rest:
         user = ORDINARY.get("user") or ordinary(root)
+        if os.geteuid() == 0:
+            user.owns(root)  # each course it grades: this tree's, and REV's
         argv, env = user.argv(user.python, *argv[1:]), {**user.env, **({"PYTHONPATH": str(package)} if package else {})}
     if "student" not in rest:
         return run(root, argv, env=env, meter=meter)
@@ -233,13 +235,12 @@ ORDINARY = {}  # "user": the ordinary user of the -user configurations, made onc
 
 
 def ordinary(root: Path):
-    """The ordinary user who grades in the -user configurations, given the course (as root: made for the run)."""
+    """The ordinary user who grades in the -user configurations (as root: made for the run), given a course."""
     root.parent.chmod(0o755)  # (a temporary folder: its owner's alone)
     root_tools_on_path()
     install = reachable_install(root.parent / "install")
     user = ORDINARY["user"] = ordinary_user("bn-bench", install, root.parent / "home")
     if os.geteuid() == 0:
-        user.owns(root)
         os.chown(root.parent, user.uid, user.gid)  # where its profile is written (the folder alone: not the install)
     return user
 
