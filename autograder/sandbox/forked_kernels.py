@@ -80,7 +80,8 @@ class KernelParents:
     the current one's."""
 
     parents: dict = {}
-    staged = False  # the process has a mount namespace of its own (stage.own_mount_namespace): parents on stages
+    staged = False  # a grading worker's process: one parent for all its students, on a stage (stage.py)
+    mounts = False  # ... which is mounted: the process has a mount namespace of its own (as root), else copied
 
     @classmethod
     async def get(cls, key, start, timeout: float) -> KernelParent:
@@ -121,7 +122,7 @@ class KernelParents:
         """In a worker its fork server forked: keep ``mine``, the parent the server started ahead for this worker
         (now watched through a pidfd: the server is its parent), and drop the other workers' (all their pipes closed
         here, their stderr's too: each is its own worker's)."""
-        for key, parent in list(cls.parents.items()):
+        for parent in cls.parents.values():
             if parent is mine:
                 stdin, stdout = parent.process.stdin, parent.process.stdout
                 parent.process = PidfdProcess(parent.process.pid)
@@ -130,7 +131,7 @@ class KernelParents:
                 parent.process.stdin.close()
                 parent.process.stdout.close()
                 parent.output.forget()
-                del cls.parents[key]
+        cls.parents = {mine.key: mine} if mine is not None else {}  # under its key: the worker's kernels find it
 
     @classmethod
     def student_done(cls) -> None:

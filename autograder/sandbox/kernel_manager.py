@@ -27,7 +27,7 @@ from .limits import SandboxLimits
 from .policy import SandboxError
 from .prompt_client import PromptKernelClient
 from .relay import Relay, all_bound, kernel_folder
-from .stage import Stage
+from .stage import CopyStage, Stage
 
 PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -52,7 +52,7 @@ class SandboxedKernelManager(SandboxLimits, AsyncKernelManager):
         help=(
             "Fork each kernel from a kernel parent: a Python in the sandbox that has imported torch and ipykernel "
             "once, so that a kernel starts without paying for them (kernel_parent.py). One per student, or in a "
-            "grading worker that runs as root, one for all its students (stage.py). False: every kernel "
+            "grading worker, one for all its students (stage.py). False: every kernel "
             "starts in a new sandbox of its own, from a parent that imports nothing ahead."
         ),
     )
@@ -61,7 +61,7 @@ class SandboxedKernelManager(SandboxLimits, AsyncKernelManager):
         True,
         config=True,
         help=(
-            "In a grading worker that runs as root, fork the kernels of all its students from one kernel parent, "
+            "In a grading worker, fork the kernels of all its students from one kernel parent, "
             "showing each student's folder on its stage in turn (stage.py). False: one kernel parent per student."
         ),
     )
@@ -143,7 +143,8 @@ class SandboxedKernelManager(SandboxLimits, AsyncKernelManager):
             rundir, stage = private_folder(*(self._run_as() or (os.getuid(), os.getgid()))), None
             try:
                 if staged:
-                    stage = Stage(os.path.join(rundir, "stage"), os.path.join(rundir, "lend"))
+                    on = os.path.join(rundir, "stage")
+                    stage = Stage(on, os.path.join(rundir, "lend")) if KernelParents.mounts else CopyStage(on)
                 argv = [interpreter, "-m", PARENT_MODULE, *([COLD] if cold else [])]
                 argv = self._command_line(argv, folder, env, rundir, stage)
                 folder_shown = stage.folder if stage else folder

@@ -20,7 +20,7 @@ import time
 
 from ..common.phases import descendants
 from .policy import SandboxError, account_files
-from .stage import Stage
+from .stage import CopyStage, Stage
 
 PARENT_MODULE = "autograder.sandbox.in_sandbox"  # ``python -m PARENT_MODULE`` runs a kernel parent
 ANSWER_SECONDS = 10  # a parent answers in milliseconds (a fork, a waitpid, emptying /tmp)
@@ -90,7 +90,16 @@ class KernelParent:
     """A kernel parent, running in the sandbox ``argv`` makes (``policy.command_line``): one student's, or with a
     ``stage``, a worker's for all its students, one at a time (``stage.py``); ``single_use``, for one kernel."""
 
-    def __init__(self, key, argv: list, env: dict, cwd: str, rundir: str, stage: Stage | None = None, single_use=False):
+    def __init__(
+        self,
+        key,
+        argv: list,
+        env: dict,
+        cwd: str,
+        rundir: str,
+        stage: Stage | CopyStage | None = None,
+        single_use=False,
+    ):
         self.key, self.rundir, self.stage, self.single_use = key, rundir, stage, single_use
         self.kernels = set()  # the pids (inside) of its kernels that have not ended
         self.started = False  # it said it is ready (``ready``)
@@ -157,13 +166,15 @@ class KernelParent:
         sandbox (it is closed: start another; a kernel may have killed it, and its sandbox may not have ended
         yet). On a stage, the student before is cleared away first: every process of theirs, /tmp, /dev/shm,
         their sockets, and their folder itself."""
-        if self.stage is None or self.stage.shown == folder:
-            return self._cleared()
-        if self.kernels:
-            self._fail(f"still runs a kernel of {self.stage.shown}: it cannot show {folder}")
-        if not self.leave():
+        if self.stage is not None and self.stage.shown != folder:
+            if self.kernels:
+                self._fail(f"still runs a kernel of {self.stage.shown}: it cannot show {folder}")
+            if not self.leave():
+                return False
+        elif not self._cleared():
             return False
-        self.stage.show(folder)
+        if self.stage is not None:
+            self.stage.show(folder)  # (a mounted stage shows it already; a copy stage copies it as it is now)
         return True
 
     def leave(self) -> bool:

@@ -1,19 +1,23 @@
-"""The stage of a root worker's kernel parent: where each student's folder is shown in turn, inside one sandbox.
+"""The stage of a grading worker's kernel parent: where each student's folder is shown in turn, inside one sandbox.
 
-The worker binds the current student's folder on the stage, and the mount propagates into the sandbox; the sandbox
-is cleared between students. The mounts live in a mount namespace of the worker's or its fork server's own
-(docs/design/sandbox.md).
+As root, the worker binds the current student's folder on the stage, and the mount propagates into the sandbox
+(``Stage``); the mounts live in a mount namespace of the worker's or its fork server's own. An ordinary user cannot
+mount: the worker copies the folder onto the stage instead, before each kernel (``CopyStage``). Either way the
+sandbox is cleared between students (docs/design/sandbox.md).
 """
 
 from __future__ import annotations
 
 import ctypes
 import os
+import shutil
+import stat
 
 CLONE_NEWNS = 0x00020000
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_REMOUNT, MS_BIND, MS_REC = 0x1, 0x2, 0x4, 0x20, 0x1000, 0x4000
 MS_SLAVE, MS_SHARED = 1 << 19, 1 << 20
 MNT_DETACH = 2
+MAX_ENTRIES = 20000  # entries a copy stage copies of a student's folder at most (the parent's own bound)
 
 _libc = ctypes.CDLL(None, use_errno=True)
 
@@ -88,6 +92,60 @@ class Stage:
         except OSError:
             pass
         return not (mounted_under(self.folder) or mounted_under(self.lend))
+
+
+class CopyStage:
+    """``Stage``'s part for a worker that cannot mount: ``student`` inside ``folder`` holds a copy of the student's
+    folder, made anew before each of their kernels (nbgrader writes each notebook there as it grades it)."""
+
+    def __init__(self, folder: str):
+        self.folder, self.student, self.shown = folder, os.path.join(folder, "student"), None
+        os.mkdir(folder, 0o755)
+        os.mkdir(self.student, 0o755)
+
+    def show(self, student_folder: str) -> None:
+        """Copy ``student_folder``'s folders and regular files onto ``student`` (nothing else: no link is followed),
+        after what was shown before is removed. No kernel runs then: the parent has cleared the sandbox."""
+        self.hide()
+        self.shown = student_folder
+        budget = MAX_ENTRIES
+        for folder, dirs, files in os.walk(student_folder):  # (os.walk does not follow links to folders)
+            relative = os.path.relpath(folder, student_folder)
+            target = os.path.normpath(os.path.join(self.student, relative))
+            if relative != ".":
+                os.mkdir(target, 0o755)
+            budget -= len(dirs) + len(files)
+            if budget < 0:
+                raise OSError(f"{student_folder} holds more than {MAX_ENTRIES} entries")
+            for name in files:
+                _copy_regular(os.path.join(folder, name), os.path.join(target, name))
+
+    def hide(self) -> None:
+        for entry in os.scandir(self.student):
+            if entry.is_dir(follow_symlinks=False):
+                shutil.rmtree(entry.path)
+            else:
+                os.unlink(entry.path)
+        self.shown = None
+
+    def close(self) -> bool:
+        try:
+            self.hide()
+        except OSError:
+            pass
+        return True
+
+
+def _copy_regular(source: str, target: str) -> None:
+    """Copy ``source`` if it is a regular file, opened without following a link (or a pipe's blocking)."""
+    try:
+        fd = os.open(source, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return  # a link, or gone
+    with os.fdopen(fd, "rb") as f:
+        if stat.S_ISREG(os.fstat(fd).st_mode):
+            with open(target, "xb") as out:
+                shutil.copyfileobj(f, out)
 
 
 def mounted_under(folder: str) -> bool:

@@ -3,7 +3,7 @@ that shows their folder, and each starts with nothing of the kernel before it.
 
 Students with two notebooks each (Exercises 2 and 3), graded by ONE worker, so that every kernel has a
 predecessor in the same process: each student's second kernel is forked from the parent that forked their
-first (as root, the next student's kernels too, from the same parent). Every notebook of the first two
+first, and the next student's kernels too, from the same parent. Every notebook of the first two
 students leaves behind what a kernel can leave (a file in /tmp, /dev/shm, its socket folder and its own
 folder, an environment variable, a global, an attribute on a module, a process); a cell placed before the
 setup cells of every notebook records what its kernel sees before any course code runs. One more student's
@@ -152,13 +152,13 @@ def test_a_forked_kernel_starts_with_nothing_of_the_kernel_before_it(graded):
         assert not [name for name in now["folder"] if name.startswith("leftover")], now["folder"]
 
 
-def test_as_root_one_parent_serves_the_worker_each_student_shown_on_its_stage_in_turn(graded):
-    """As root, the worker has one kernel parent for all its students (``sandbox/stage.py``), else one per student;
-    the stage's mounts stay in the worker's own mount namespace."""
+def test_one_parent_serves_the_worker_each_student_shown_on_its_stage_in_turn(graded):
+    """The worker has one kernel parent for all its students (``sandbox/stage.py``); as root the stage's mounts stay
+    in the worker's own mount namespace, an ordinary user's worker copies each student there."""
     started = {
         seen(graded, student, notebook)["parent_started"] for student in STUDENTS for notebook in (FIRST, SECOND)
     }
-    assert len(started) == (1 if os.geteuid() == 0 else len(STUDENTS))
+    assert len(started) == 1
     with open("/proc/self/mountinfo") as mounts:
         assert "nbgrader-sandbox-" not in mounts.read()
 

@@ -1,7 +1,7 @@
 """A pool's workers, forked from one process that loaded what a worker needs once.
 
-The server imports nbgrader, torch and the engine, then forks a worker for each request on its socket; as root it
-also starts the first workers' kernel parents while it loads. The protocol and its reasons:
+The server imports nbgrader, torch and the engine, then forks a worker for each request on its socket; it also
+starts the first workers' kernel parents while it loads. The protocol and its reasons:
 docs/design/class-grading.md, "The fork server"; what it saves: docs/performance.md.
 """
 
@@ -117,7 +117,10 @@ def _kernel_parent_ahead(request: bytes):
         app = worker.nbgrader_app(json.loads(request))[-1]
     except (Exception, SystemExit):  # noqa: BLE001
         return None
-    return worker.start_kernel_parent(app)
+    parent = worker.start_kernel_parent(app)
+    if parent is not None:  # kept by itself, not by its key: an ordinary user's workers have alike sandboxes
+        KernelParents.parents[object()] = KernelParents.parents.pop(parent.key)
+    return parent
 
 
 def _fork(request: bytes, fds: list, sock: socket.socket, kernel_parent=None) -> None:
@@ -129,7 +132,7 @@ def _fork(request: bytes, fds: list, sock: socket.socket, kernel_parent=None) ->
     told = {"pid": pid}
     if kernel_parent is not None:  # the worker's alone from now on
         told["kernel_parent"] = kernel_parent.process.pid
-        KernelParents.parents.pop(kernel_parent.key)
+        KernelParents.parents = {k: p for k, p in KernelParents.parents.items() if p is not kernel_parent}
         kernel_parent.process.stdin.close()
         kernel_parent.process.stdout.close()
     try:
@@ -144,8 +147,8 @@ def serve(fd: int) -> None:
     start_up()
     sock = socket.socket(fileno=fd)
     # As root, the server has a mount namespace of its own, which the workers it forks share (before any thread
-    # starts): a kernel parent started here sees the stage its worker mounts students on
-    KernelParents.staged = own_mount_namespace()
+    # starts): a kernel parent started here sees the stage its worker mounts students on (else copies them onto)
+    KernelParents.staged, KernelParents.mounts = True, own_mount_namespace()
     from . import worker
 
     # The first workers' kernel parents load while torch and the engine load here (nbgrader's config is enough

@@ -146,7 +146,7 @@ def nbgrader_app(argv: list) -> tuple:
 
 
 def start_kernel_parent(app):
-    """As root, start the kernel parent of the worker that nbgrader's ``app`` configures (``nbgrader_app``) without
+    """Start the kernel parent of the worker that nbgrader's ``app`` configures (``nbgrader_app``) without
     waiting for it to load, and return it (None: kernels get none, or it could not start; the first kernel meets
     that error again, and reports it). From the main thread: its sandbox dies with the thread that started it."""
     from ...preprocessors.grading_execute import GradingExecute
@@ -162,11 +162,11 @@ def main(argv=None) -> None:
     from ...sandbox.forked_kernels import KernelParents
     from ...sandbox.stage import own_mount_namespace
 
-    # As root, one kernel parent serves all the worker's students, each shown on its stage in turn, in a mount
-    # namespace of the worker's own (before any thread starts: a process with threads cannot have one), or of its
-    # fork server's, which may have started the parent already
+    # One kernel parent serves all the worker's students, each shown on its stage in turn: as root mounted there, in a
+    # mount namespace of the worker's own (before any thread starts: a process with threads cannot have one), or of
+    # its fork server's, which may have started the parent already; else copied there
     if not KernelParents.staged:
-        KernelParents.staged = own_mount_namespace()
+        KernelParents.staged, KernelParents.mounts = True, own_mount_namespace()
     exit_with_parent()
     argv = list(sys.argv[1:] if argv is None else argv)
     results = os.fdopen(os.dup(1), "w", buffering=1)
