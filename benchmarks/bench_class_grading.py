@@ -16,13 +16,13 @@ and the hours 1,000 students would take at that rate:
   grade-W-sandbox        ``backprop-ninja grade --workers W --cold-kernels`` (W = 1, 2), every kernel started in
                          a bubblewrap sandbox of its own, importing torch anew
   grade-W-sandbox-warm   ``--warm-kernels``, grade's default: kernels are forked from a kernel parent in the
-                         sandbox, which imported torch once (``autograder/sandbox/in_sandbox.py``); as root, one
-                         parent per worker, each student's folder shown on its stage in turn (``sandbox/stage.py``)
+                         sandbox, which imported torch once (``autograder/sandbox/in_sandbox.py``); one parent per
+                         worker, each student's folder shown on its stage in turn (``sandbox/stage.py``)
   grade-2-sandbox-warm-student   the same with one parent per student (``SandboxedKernelManager.stage_students``
                          set False in the course's nbgrader_config.py for the run)
   grade-2-sandbox-warm-user   the default ``grade`` run by an ordinary user (as root, one the benchmark makes,
                          ``tests/support/users.py``, owning the course and a copy of the install): the kernels get
-                         a user namespace instead of a uid of their own, and one parent per student
+                         a user namespace instead of a uid of their own, and the stage is a copy, not a mount
   grade-W-plain          ``--unsandboxed``, cold kernels
 
 ``grade`` runs here with ``--no-feedback`` (stock autograde writes none); the feedback's cost is

@@ -13,7 +13,7 @@ promises and their tests: docs/security.md; how it is built: docs/design/sandbox
   kernel_parent   the grader's side of a kernel parent: start it, ask it, end it; a forked kernel's handle
   relay           the grader's end of a kernel's sockets: follows no link, keeps at most max_message_bytes a message
   forked_kernels  which parent serves which kernel, and the provisioner through which jupyter_client forks
-  stage           the mounts that show a root worker's parent one student's folder after another
+  stage           how a worker's parent is shown one student's folder after another: mounted as root, else copied
   uids            as root: the uid each grading worker's kernels run as
 """
 
