@@ -41,8 +41,8 @@ def read_owned(path: str, uid: int, limit: int) -> bytes | None:
 
 
 def from_exchange(root: Path, assignment: str) -> list:
-    """Collect ``assignment`` from the exchange into ``root``'s submitted/ (``collect_exchange``, run in the course
-    root as nbgrader runs there); the submissions refused, as problems."""
+    """Collect ``assignment`` from the exchange into ``root``'s submitted/ (``owned_collect.collect_exchange``, run in
+    the course root as nbgrader runs there); the submissions refused, as problems."""
     result = subprocess.run(
         [sys.executable, "-m", f"{__package__}.owned_collect", assignment],
         cwd=root,

@@ -147,7 +147,7 @@ def serve(fd: int) -> None:
     start_up()
     sock = socket.socket(fileno=fd)
     # As root, the server has a mount namespace of its own, which the workers it forks share (before any thread
-    # starts): a kernel parent started here sees the stage its worker mounts students on (else copies them onto)
+    # starts): a kernel parent started here sees the stage its worker mounts students on
     KernelParents.staged, KernelParents.mounts = True, own_mount_namespace()
     from . import worker
 
