@@ -33,6 +33,12 @@ def _mount(source, target: str, flags: int) -> None:
     _call("mount", source, target, None, ctypes.c_ulong(flags), None)
 
 
+def _folder(path: str, mode: int = 0o755) -> None:
+    """Make ``path`` with ``mode`` whatever the umask: as root, the kernels' uid must enter the stage."""
+    os.mkdir(path)
+    os.chmod(path, mode)
+
+
 def own_mount_namespace() -> bool:
     """Give this process a mount namespace of its own, whose mounts never reach the machine's: True if it could
     (as root, before any thread starts), False otherwise (nothing changed)."""
@@ -54,11 +60,11 @@ class Stage:
         self.folder, self.lend = folder, lend
         self.student = os.path.join(folder, "student")  # the kernels' working directory, as the sandbox sees it
         self.shown = None  # the host folder bound on ``student``
-        os.mkdir(folder, 0o755)
-        os.mkdir(lend, 0o700)
+        _folder(folder)
+        _folder(lend, 0o700)
         _mount(folder, folder, MS_BIND)
         _mount(None, folder, MS_SHARED)
-        os.mkdir(self.student, 0o755)  # root's: the sandbox cannot write in it while no student is shown
+        _folder(self.student)  # root's: the sandbox cannot write in it while no student is shown
 
     def show(self, student_folder: str) -> None:
         """Bind ``student_folder`` on ``student``, read-only, nosuid and nodev (after ``hide``): the kernels copy it
@@ -100,8 +106,8 @@ class CopyStage:
 
     def __init__(self, folder: str):
         self.folder, self.student, self.shown = folder, os.path.join(folder, "student"), None
-        os.mkdir(folder, 0o755)
-        os.mkdir(self.student, 0o755)
+        _folder(folder)
+        _folder(self.student)
 
     def show(self, student_folder: str) -> None:
         """Copy ``student_folder``'s folders and regular files onto ``student`` (nothing else: no link is followed),
@@ -113,7 +119,7 @@ class CopyStage:
             relative = os.path.relpath(folder, student_folder)
             target = os.path.normpath(os.path.join(self.student, relative))
             if relative != ".":
-                os.mkdir(target, 0o755)
+                _folder(target)
             budget -= len(dirs) + len(files)
             if budget < 0:
                 raise OSError(f"{student_folder} holds more than {MAX_ENTRIES} entries")
@@ -145,6 +151,7 @@ def _copy_regular(source: str, target: str) -> None:
     with os.fdopen(fd, "rb") as f:
         if stat.S_ISREG(os.fstat(fd).st_mode):
             with open(target, "xb") as out:
+                os.fchmod(out.fileno(), 0o644)
                 shutil.copyfileobj(f, out)
 
 

@@ -52,3 +52,18 @@ def test_a_folder_of_too_many_entries_is_refused(tmp_path, monkeypatch):
     on = CopyStage(str(tmp_path / "stage"))
     with pytest.raises(OSError, match="more than 10 entries"):
         on.show(str(flood))
+
+
+def test_the_copy_is_readable_by_the_kernels_uid_whatever_the_umask(tmp_path):
+    """As root the kernels run as a uid of their own: an instructor's umask of 077 must not hide the copy."""
+    ada = tmp_path / "ada"
+    (ada / "sub").mkdir(parents=True)
+    (ada / "sub" / "ex1.ipynb").write_bytes(b"{}")
+    kept = os.umask(0o077)
+    try:
+        on = CopyStage(str(tmp_path / "stage"))
+        on.show(str(ada))
+    finally:
+        os.umask(kept)
+    modes = {p.name: p.stat().st_mode & 0o777 for p in [tmp_path / "stage", *(tmp_path / "stage").rglob("*")]}
+    assert modes == {"stage": 0o755, "student": 0o755, "sub": 0o755, "ex1.ipynb": 0o644}
