@@ -523,12 +523,13 @@ def test_a_search_of_the_whole_disk_finds_nothing_but_its_own_folder_and_python(
     walked = int(next(line for line in printed if line.startswith("WALKED ")).split()[1])
     assert walked > 10_000  # it did search: the Python installation alone has that many files
     found = [line.split(" ", 1)[1] for line in printed if line.startswith("FOUND ")]
-    # it works in its scratch, a copy of its own folder, which the sandbox shows read-only: on its worker's stage
-    # (sandbox/stage.py), or in place (one parent per student)
+    # it works in its scratch, a copy of its own folder, which the sandbox shows read-only on its worker's stage
+    # (sandbox/stage.py), as root or not
     assert next(line for line in printed if line.startswith("CWD ")) == "CWD /scratch"
     in_place = str(course.root / "autograded" / "bad_searches_the_disk" / ASSIGNMENT)
     staged = [p for p in found if p.startswith("/tmp/nbgrader-sandbox-") and p.endswith(f"/stage/student/{NB}.ipynb")]
     own = in_place if f"{in_place}/{NB}.ipynb" in found else staged[0].rsplit("/", 1)[0]
+    assert own != in_place, own  # a grading worker shows each student on its parent's stage, whoever grades
     python = {q for p in (sys.prefix, sys.base_prefix) for q in (p, os.path.realpath(p))}  # nbgrader's examples
     assert f"/scratch/{NB}.ipynb" in found and str(EMBEDDED_NAMES) in found  # the data set is granted read-only
     for path in set(found) - {str(EMBEDDED_NAMES)}:
