@@ -110,9 +110,10 @@ def _why_it_departs(losses, trained, namespace, first: int) -> Reason:
     )
 
 
-def _own_run(report: Report, namespace: dict, expected) -> Words | None:
+def _own_run(report: Report, namespace: dict, expected, replay_followed: bool) -> Words | None:
     """What the notebook's own run, driven by the student's backward_pass, did when it did not follow autograd's:
-    which gradients made it differ, and that this costs the training run nothing."""
+    which gradients made it differ, and that this costs the training run nothing. Nothing when every gradient is
+    right and the replay departed too: training_step is why, and the replay's line says so."""
     losses = _losses(report, "losses")
     wrong = _wrong_gradients(report, namespace)
     status = report.info("backward_pass")
@@ -134,7 +135,7 @@ def _own_run(report: Report, namespace: dict, expected) -> Words | None:
         because = because or say("training_step or backward_pass raised an error (see the training cell)")
     else:
         first, _ = _first_departure(losses, expected)
-        if first is None:
+        if first is None or (because is None and not replay_followed):
             return None
         what = say("your own training run, with your backward_pass, leaves autograd's at step {step}", step=first + 1)
     if because:
@@ -247,7 +248,7 @@ def judge_training(report: Report, namespace: dict, seed: int, tainted: set) -> 
                 autograd=run["val_loss"],
             )
             verdict.lines.append(Reason("goal_not_reached", words))
-    own = _own_run(report, namespace, expected)
+    own = _own_run(report, namespace, expected, replay_followed=first is None)
     if own:  # what the student's own gradients did: it explains, it costs this cell nothing
         verdict.lines.append(Reason(NOTE, own))
     return verdict
