@@ -15,6 +15,7 @@ from support.course import ASSIGNMENT, REPO, run_grade
 from support.edits import duplicated, fake_grade_cell, stripped, without
 
 from autograder.authoring.submissions import grade_id, solved
+from autograder.grading.intake.prepare import STAGED, stage_student
 
 pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is not installed")
 
@@ -108,3 +109,20 @@ def test_another_notebook_saved_under_this_name_is_not_graded():
         for name in set(NOTEBOOKS) - {handed_in}:
             fixed, found = repair(raw, release[name], name)
             assert fixed is None and found[-1].kind == "wrong_notebook", (handed_in, name, found)
+
+
+def test_staging_reads_no_link_in_a_submitted_folder(tmp_path):
+    """As root, a student's folder put in submitted/ by hand may hold links: one named like a notebook or like
+    timestamp.txt must not bring another file of the machine (or another student's notebook) into the staged copy
+    that the kernel sees; the notebook counts as not handed in, the timestamp as absent."""
+    root = tmp_path / "course"
+    folder = root / "submitted" / "mallory" / ASSIGNMENT
+    folder.mkdir(parents=True)
+    secret = tmp_path / "secret.txt"
+    secret.write_text("2026-01-01 00:00:00 UTC the host's secret")
+    (folder / "timestamp.txt").symlink_to(secret)
+    (folder / f"{NB}.ipynb").symlink_to(REPO / "release" / ASSIGNMENT / f"{NB}.ipynb")
+    releases = {NB: nbformat.read(REPO / "release" / ASSIGNMENT / f"{NB}.ipynb", as_version=4)}
+    graded, problems = stage_student(root, ASSIGNMENT, "mallory", [NB], releases)
+    assert graded == [] and [(p.kind, p.notebook) for p in problems] == [("missing_notebook", NB)]
+    assert list((root / STAGED / "mallory" / ASSIGNMENT).iterdir()) == []

@@ -1,7 +1,8 @@
 """The grader's side of nbgrader's exchange, which imports no nbgrader (``grade`` starts its workers first):
 ``from_exchange`` runs ``owned_collect`` (nbgrader's collect, changed) in the course root and reads what it took and
 refused; ``secret_beside_feedback`` puts each graded submission's secret beside its feedback; ``read_owned`` reads a
-small regular file of one user's, for both. docs/jupyterhub.md says how a course uses the exchange.
+regular file (of one user's), never through a link: for both, and for staging a student (``prepare``).
+docs/jupyterhub.md says how a course uses the exchange.
 """
 
 import json
@@ -26,16 +27,16 @@ def owner_name(uid: int) -> str:
         return f"uid {uid}"
 
 
-def read_owned(path: str, uid: int, limit: int) -> bytes | None:
-    """The bytes of ``path`` if it is a regular file of ``uid`` of at most ``limit`` bytes (never following a link
-    nor opening a pipe), else None."""
+def read_owned(path: str, uid: int | None, limit: int) -> bytes | None:
+    """The bytes of ``path`` if it is a regular file of ``uid`` (None: of anyone) of at most ``limit`` bytes (never
+    following a link nor opening a pipe), else None."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
     except OSError:
         return None
     with os.fdopen(fd, "rb") as f:
         st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode) or st.st_uid != uid or st.st_size > limit:
+        if not stat.S_ISREG(st.st_mode) or uid is not None and st.st_uid != uid or st.st_size > limit:
             return None
         return f.read(limit + 1)[:limit]
 

@@ -10,6 +10,8 @@ from pathlib import Path
 import nbformat
 
 from ...common.problems import Problem
+from .collect import MAX_ENTRY_BYTES
+from .exchange import MAX_SMALL_BYTES, read_owned
 from .repair import repair
 
 GRADING_DIR = ".grading"  # the grader's own working folder in the course root
@@ -29,15 +31,20 @@ def stage_student(root: Path, assignment: str, student: str, notebooks: list, re
     staged.mkdir(parents=True)
     ok, problems = [], []
     for notebook in notebooks:
-        path = source / f"{notebook}.ipynb"
-        if not path.is_file():
-            problems.append(Problem(student, notebook, "missing_notebook", f"no {notebook}.ipynb was handed in"))
+        # Read as the regular file it must be, never through a link (as root, a link in a folder put in submitted/
+        # by hand could name any file of the machine), never a pipe, never more than a collect takes
+        data = read_owned(str(source / f"{notebook}.ipynb"), None, MAX_ENTRY_BYTES)
+        if data is None:
+            problems.append(
+                Problem(student, notebook, "missing_notebook", f"no {notebook}.ipynb was handed in as a regular file")
+            )
             continue
-        nb, found = repair(path.read_bytes(), releases[notebook], notebook, student)
+        nb, found = repair(data, releases[notebook], notebook, student)
         problems += found
         if nb is not None:
             nbformat.write(nb, staged / f"{notebook}.ipynb")
             ok.append(notebook)
-    if (source / "timestamp.txt").is_file():
-        shutil.copy(source / "timestamp.txt", staged / "timestamp.txt")
+    timestamp = read_owned(str(source / "timestamp.txt"), None, MAX_SMALL_BYTES)
+    if timestamp is not None:
+        (staged / "timestamp.txt").write_bytes(timestamp)
     return ok, problems
