@@ -27,10 +27,9 @@ from pathlib import Path
 import nbformat
 import pytest
 from servers import LoopbackCluster, formgrader
-from support.course import ASSIGNMENT, NEWCOMER_ENV, run_grade
+from support.course import ASSIGNMENT, NEWCOMER_ENV, demo_course, run_grade
 from support.users import ROOT, can_make_users, ordinary_user, reachable_install, remove_user
 
-from autograder.authoring.demo import make_demo_course
 from autograder.authoring.submissions import solutions, solved
 
 pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is not installed")
@@ -95,10 +94,7 @@ ALL_AT_ONCE = {"h_all": LINKS + PIPES + GIGABYTES.replace("1024", "64") + FLOOD.
 
 def course_with(folder: Path, hostile: dict, controls=CONTROLS) -> Path:
     """The demo course with the ``controls`` of its class, and ``hostile`` students (name -> code run first)."""
-    root = make_demo_course(folder)
-    for student in (root / "submitted").iterdir():
-        if student.name not in controls:
-            shutil.rmtree(student)
+    root = demo_course(folder, controls)
     release = nbformat.read(root / "release" / ASSIGNMENT / f"{NB}.ipynb", as_version=4)
     source = nbformat.read(root / "source" / ASSIGNMENT / f"{NB}.ipynb", as_version=4)
     first = solutions(source)["answer_dlogprobs"]
