@@ -36,7 +36,7 @@ ALL = [s.name for s in STEPS]
 AFTER_H = ALL[ALL.index("h") :]  # the steps graded after a cell placed after answer_dh
 # generous (an honest notebook takes 1-3 s alone), for this 2-core machine is shared with other test runs; the notebook
 # limit is what bad_uninterruptible holds a worker for
-NOTEBOOK_TIMEOUT, CELL_TIMEOUT = 60, 15
+NOTEBOOK_TIMEOUT, CELL_TIMEOUT = 40, 15  # an honest Exercise 1 takes 1-4 s; the uninterruptible student waits all 40
 PLANTED = "backprop-ninja-planted"  # in the names of what the test leaves where a kernel must not see it
 FAKE_SECRETS = {  # in the environment of the graded run: JupyterHub's token, and credentials of every kind
     "JPY_API_TOKEN": "FAKE-HUB-TOKEN-1234",

@@ -411,7 +411,7 @@ def test_the_graders_own_work_has_a_time_limit_of_its_own(tmp_path):
     root = course_with(tmp_path / "course", {"h_stall": ""})
     with open(root / "nbgrader_config.py", "a") as f:
         f.write(STALL)
-    run = run_grade(root, "--quiet", "--workers", "1", "--grader-time-limit", "20", timeout=600)
+    run = run_grade(root, "--quiet", "--workers", "1", "--grader-time-limit", "10", timeout=600)
     rows, found = grades(root), problems(root)
     assert [kind for kind, _ in found["h_stall"]] == ["grader_time_limit"] and not rows["h_stall"]["total"]
     assert rows["ada_perfect"]["total"] == FULL and rows["ben_sign"]["total"] == "33"
