@@ -159,9 +159,12 @@ def headline_html(rows: list, first: "Row | None", code: str) -> str:
     return " ".join(sentence.render(code) for sentence in sentences)
 
 
-def table_html(rows: list, late_penalty: float, commented: list, repository: str, code: str = ENGLISH) -> str:
+def table_html(
+    rows: list, late_penalty: float, commented: list, repository: str, code: str = ENGLISH, reordered: bool = False
+) -> str:
     """The summary: a headline, one row per step, then notes, in the language of edition ``code`` (the reasons are
-    the graded cells' own lines, which JudgeAnswers wrote in that language).
+    the graded cells' own lines, which JudgeAnswers wrote in that language). ``reordered``: the gradients are not in
+    the notebook's order (``in_backward_order``), which a note says.
 
     Only tags and attributes that nbconvert's sanitizer keeps in a raw cell, and no <table>: the parser's implied
     <tbody> would be escaped into the text, and <th> is not kept; the rows are <div>s laid out as a table by STYLE,
@@ -202,6 +205,13 @@ def table_html(rows: list, late_penalty: float, commented: list, repository: str
     if commented:
         links = ", ".join(f'<a href="#comment-{html.escape(g)}">{html.escape(g)}</a>' for g in commented)
         notes.append(say("Your instructor commented on {links}.", links=links))
+    if reordered:  # Exercise 4 has its gradients in the order backward_pass returns them
+        notes.append(
+            say(
+                "The gradients are listed in the order the backward pass computes them, from the loss back, not in "
+                "the notebook's order: a mistake in one carries into those after it, so the first ✘ is the one to fix."
+            )
+        )
     notes.append(
         say(
             'Stuck on a step? Climb the ladder of <a href="{guide}">When you are stuck</a>; the <a href="{cheatsheet}">'
@@ -224,10 +234,10 @@ class SummarizeSteps(Preprocessor):
     ).tag(config=True)
 
     def preprocess(self, nb, resources):
-        rows = in_backward_order(
-            [read_row(c) for c in nb.cells if utils.is_grade(c) and float(c.metadata.nbgrader.get("points") or 0) > 0],
-            resources.get("nbgrader", {}).get("notebook", ""),
-        )
+        in_notebook = [
+            read_row(c) for c in nb.cells if utils.is_grade(c) and float(c.metadata.nbgrader.get("points") or 0) > 0
+        ]
+        rows = in_backward_order(in_notebook, resources.get("nbgrader", {}).get("notebook", ""))
         if not rows:
             return nb, resources
         commented = [
@@ -237,7 +247,7 @@ class SummarizeSteps(Preprocessor):
         ]
         late_penalty = float(resources["nbgrader"].get("late_penalty") or 0)
         code = notebook_edition(nb.metadata)  # the edition the student handed in
-        summary = table_html(rows, late_penalty, commented, repository_url(), code)
+        summary = table_html(rows, late_penalty, commented, repository_url(), code, reordered=rows != in_notebook)
         nb.cells.insert(0, new_raw_cell(summary, metadata={"raw_mimetype": "text/html"}))
         resources.setdefault("inlining", {}).setdefault("css", []).append(STYLE)
         return nb, resources

@@ -17,6 +17,7 @@ from autograder.preprocessors.judge_answers import verdict_outputs
 
 REPOSITORY = repository_url()
 HOSTILE = "<script>alert(1)</script>"
+REORDERED = "in the order the backward pass computes them"
 
 
 def graded_cell(gid: str, points: float, score: float, verdict: "Verdict | str" = "", **nbgrader):
@@ -85,6 +86,7 @@ def test_steps_in_backward_order_with_the_most_upstream_wrong_one_first_to_fix()
     assert page.rows[2].reasons == ["keepdim dropped", "(score set by your instructor)"]
     assert "<script" not in summary.source and "&lt;script&gt;" in summary.source
     assert "#toc { display: none; }" in resources["inlining"]["css"][-1]  # nbgrader's "Test cell" list gives way
+    assert REORDERED in page.notes[-2]  # the notebook has them in the order backward_pass returns them
 
 
 def test_exercise_5_is_ordered_by_its_own_table():
@@ -101,14 +103,11 @@ def test_exercise_5_is_ordered_by_its_own_table():
     nb, _ = summarize(cells, notebook="ex5_new_operators")
     page = FeedbackPage(clean_html(nb.cells[0].source))
     assert [r.step for r in page.rows] == ["dhln", "dscores", "demb", "drelu_in"]
-    assert page.first_to_fix() == ["test_dscores"]
-    nb, _ = summarize(cells)  # read with Exercise 1's table, only demb has a place: nothing moves
-    assert [r.step for r in FeedbackPage(clean_html(nb.cells[0].source)).rows] == [
-        "drelu_in",
-        "demb",
-        "dscores",
-        "dhln",
-    ]
+    assert page.first_to_fix() == ["test_dscores"] and REORDERED in page.notes[-2]
+    nb, _ = summarize(cells)  # read with Exercise 1's table, only demb has a place: nothing moves, nothing said
+    page = FeedbackPage(clean_html(nb.cells[0].source))
+    assert [r.step for r in page.rows] == ["drelu_in", "demb", "dscores", "dhln"]
+    assert page.notes and not any(REORDERED in note for note in page.notes)
 
 
 def test_one_reason_for_several_wrong_steps_is_named_in_the_headline():
