@@ -209,7 +209,7 @@ def table_html(
         notes.append(
             say(
                 "The gradients are listed in the order the backward pass computes them, from the loss back, not in "
-                "the notebook's order: a mistake in one carries into those after it, so the first ✘ is the one to fix."
+                "the notebook's order: a mistake can carry into the gradients after it, so fix the first ✘ first."
             )
         )
     notes.append(
