@@ -25,6 +25,7 @@ from autograder.preprocessors import (
     RestoreLockedCells,
     SaveAutoGradesAtOnce,
     SummarizeSteps,
+    TidyFeedback,
 )
 
 c = get_config()  # noqa: F821 (provided by nbgrader)
@@ -96,11 +97,13 @@ c.ExchangeFactory.collect = "autograder.grading.intake.owned_collect.OwnedCollec
 
 # Feedback: scores and the grader's messages, never the hidden test code; it opens with a table of the
 # steps (SummarizeSteps, after the scores and the page's styles), and its links work outside the repository.
+# TidyFeedback, last, leaves out what only nbgrader needed (the verdicts' points as numbers).
 c.GenerateFeedback.preprocessors = [
     GetGrades,
     ClearHiddenTests,
     CSSHTMLHeaderPreprocessor,
     SummarizeSteps,
+    TidyFeedback,
 ]
 # The pages: nbconvert's HTMLExporter without its BeautifulSoup pass over every page (0.9 of 1.4 CPU s a student)
 c.GenerateFeedback.exporter_class = FeedbackExporter

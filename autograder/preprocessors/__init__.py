@@ -8,6 +8,7 @@ check_cell_metadata   CheckCellMetadataOnce: nbgrader's cell metadata check, its
 late_penalty          LatePenalty: the course's late-submission policy (nbgrader's LateSubmissionPlugin)
 save_grades_at_once   SaveAutoGradesAtOnce: nbgrader's SaveAutoGrades, one query and one commit a notebook
 summarize_steps       SummarizeSteps: the feedback opens with a table of the graded steps
+tidy_feedback         TidyFeedback: the feedback page without what only nbgrader needed (the verdict's points)
 feedback_exporter     FeedbackExporter: the feedback pages, without HTMLExporter's BeautifulSoup pass
 """
 
@@ -19,6 +20,7 @@ from .late_penalty import LatePenalty
 from .restore_locked_cells import RestoreLockedCells
 from .save_grades_at_once import SaveAutoGradesAtOnce
 from .summarize_steps import SummarizeSteps
+from .tidy_feedback import TidyFeedback
 
 __all__ = [
     "CheckCellMetadataOnce",
@@ -29,4 +31,5 @@ __all__ = [
     "RestoreLockedCells",
     "SaveAutoGradesAtOnce",
     "SummarizeSteps",
+    "TidyFeedback",
 ]

@@ -18,7 +18,7 @@ from ..common.editions import ENGLISH, notebook_edition
 from ..common.links import edition_course_url, repository_url
 from ..common.words import say, say_n
 
-WRONG_STEP_LINES = 3  # reason lines of a wrong step shown in the table; its cell has them all
+STEP_LINES = 3  # reason lines of a wrong step (or a right one of several points) in the table; its cell has all
 AUTOMATIC_COMMENT = "No response."  # nbgrader's own comment on an answer cell left as released: not the instructor's
 
 STYLE = """
@@ -164,7 +164,7 @@ def table_html(
 ) -> str:
     """The summary: a headline, one row per step, then notes, in the language of edition ``code`` (the reasons are
     the graded cells' own lines, which JudgeAnswers wrote in that language). ``reordered``: the gradients are not in
-    the notebook's order (``in_backward_order``), which a note says.
+    the notebook's order (``in_backward_order``), which a note says when a step is wrong.
 
     Only tags and attributes that nbconvert's sanitizer keeps in a raw cell, and no <table>: the parser's implied
     <tbody> would be escaped into the text, and <th> is not kept; the rows are <div>s laid out as a table by STYLE,
@@ -184,8 +184,10 @@ def table_html(
     ]
     more, instructor = say("… (more in the cell)").render(code), say("(score set by your instructor)").render(code)
     for row in rows:
-        reasons = row.reasons[:1] if row.right else row.reasons[:WRONG_STEP_LINES]
-        if not row.right and len(row.reasons) > WRONG_STEP_LINES:
+        # a right step of one point: its one line; of several (the training run, the calibration): a line each
+        shown = STEP_LINES if not row.right or row.points > 1 else 1
+        reasons = row.reasons[:shown]
+        if shown > 1 and len(row.reasons) > shown:
             reasons = reasons + [more]
         if row.score_changed:
             reasons = reasons + [instructor]
@@ -205,7 +207,7 @@ def table_html(
     if commented:
         links = ", ".join(f'<a href="#comment-{html.escape(g)}">{html.escape(g)}</a>' for g in commented)
         notes.append(say("Your instructor commented on {links}.", links=links))
-    if reordered:  # Exercise 4 has its gradients in the order backward_pass returns them
+    if reordered and first is not None:  # Exercise 4 has its gradients in the order backward_pass returns them
         notes.append(
             say(
                 "The gradients are listed in the order the backward pass computes them, from the loss back, not in "

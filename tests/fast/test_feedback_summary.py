@@ -55,7 +55,9 @@ EX4 = [
     graded_cell("test_dbnbias", 1, 1, verdict("dbnbias", 1, 1, "correct")),
     graded_cell("train", 0, 0, "300 steps in 0.1 s"),
     graded_cell("test_training", 4, 3, verdict("training run", 3, 4, "follows autograd's run", "does not reach 2.75")),
-    graded_cell("test_calibration", 2, 2, verdict("BatchNorm calibration", 2, 2, "bnmean is the mean")),
+    graded_cell(
+        "test_calibration", 2, 2, verdict("BatchNorm calibration", 2, 2, "bnmean is the mean", "bnvar is the variance")
+    ),
 ]
 
 
@@ -76,6 +78,7 @@ def test_steps_in_backward_order_with_the_most_upstream_wrong_one_first_to_fix()
         "BatchNorm calibration",
     ]
     assert [r.anchor for r in page.rows][:2] == ["test_dW2", "test_db2"] and page.rows[-1].anchor == "test_calibration"
+    assert page.rows[-1].reasons == ["bnmean is the mean", "bnvar is the variance"]  # right, of 2 points: each line
     assert [r.mark for r in page.rows] == ["✘", "✔", "✔", "✔", "✘", "✔", "✔", "✘", "✔"]
     assert [r.first for r in page.rows] == [True] + [False] * 8
     assert page.headline == "6 of 9 steps right. Fix first: dW2 (0 of 1 point), marked below."
@@ -83,6 +86,7 @@ def test_steps_in_backward_order_with_the_most_upstream_wrong_one_first_to_fix()
     assert page.rows[0].reasons == [f"dW2 is transposed {HOSTILE}", "second", "third", "… (more in the cell)"]
     assert page.rows[7].points == "3 / 4" and page.rows[7].reasons == ["follows autograd's run", "does not reach 2.75"]
     assert page.rows[1].reasons == ["correct"]
+    assert page.rows[6].reasons == ["correct: max difference 2.6e-08"]  # dC, right: its one line
     assert page.rows[2].reasons == ["keepdim dropped", "(score set by your instructor)"]
     assert "<script" not in summary.source and "&lt;script&gt;" in summary.source
     assert "#toc { display: none; }" in resources["inlining"]["css"][-1]  # nbgrader's "Test cell" list gives way
@@ -154,6 +158,9 @@ def test_all_right_and_nothing_to_summarize():
     nb, _ = summarize([graded_cell("test_dC", 2, 2, verdict("dC", 2, 2, "correct"))])
     page = FeedbackPage(clean_html(nb.cells[0].source))
     assert page.headline == "All 1 steps are right." and not any(r.first for r in page.rows)
+    right = [graded_cell(f"test_d{p}", 1, 1, verdict(f"d{p}", 1, 1, "correct")) for p in ("W1", "W2")]
+    page = FeedbackPage(clean_html(summarize(right)[0].cells[0].source))  # moved, but no ✘ to fix first
+    assert [r.step for r in page.rows] == ["dW2", "dW1"] and not any(REORDERED in note for note in page.notes)
     setup_only = [graded_cell("setup_settings", 0, 0)]
     nb, resources = summarize(setup_only)
     assert nb.cells == setup_only and "inlining" not in resources

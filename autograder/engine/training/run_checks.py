@@ -140,9 +140,11 @@ def _own_run(report: Report, namespace: dict, expected, replay_followed: bool) -
         what = say("your own training run, with your backward_pass, leaves autograd's at step {step}", step=first + 1)
     if because:
         return say(
-            "{what}: {because}; that costs the cells of the gradients, not the training run", what=what, because=because
+            "{what}: {because}; that costs points in the wrong gradients' own cells, not here",
+            what=what,
+            because=because,
         )
-    return say("{what}; that costs the cells of the gradients, not the training run", what=what)
+    return say("{what}; that costs points in the wrong gradients' own cells, not here", what=what)
 
 
 def _training_step_failed(status: dict, steps: int) -> Reason:
@@ -230,8 +232,8 @@ def judge_training(report: Report, namespace: dict, seed: int, tainted: set) -> 
         if reached < REACH_LOSS:
             verdict.points += POINTS["training"] - FOLLOW_POINTS
             words = say(
-                "reaches a validation loss of {reached:.4f} after {steps} steps (goal: below {goal:g}; autograd's "
-                "run: {autograd:.4f})",
+                "with the right gradients, it reaches a validation loss of {reached:.4f} after {steps} steps (goal: "
+                "below {goal:g}; autograd's run: {autograd:.4f})",
                 reached=reached,
                 steps=GRADED_STEPS,
                 goal=REACH_LOSS,
@@ -240,8 +242,8 @@ def judge_training(report: Report, namespace: dict, seed: int, tainted: set) -> 
             verdict.lines.append(Reason(NOTE, words))
         else:
             words = say(
-                "the validation loss after {steps} steps is {reached:.4f} (goal: below {goal:g}; autograd's run: "
-                "{autograd:.4f})",
+                "with the right gradients, the validation loss after {steps} steps is {reached:.4f} (goal: below "
+                "{goal:g}; autograd's run: {autograd:.4f})",
                 steps=GRADED_STEPS,
                 reached=reached,
                 goal=REACH_LOSS,

@@ -1,0 +1,54 @@
+"""What the feedback page shows of the graded notebook, without what only nbgrader needed or what looked broken.
+
+Runs last in ``GenerateFeedback`` (after ``SummarizeSteps``, which reads the verdicts); the autograded notebook and
+the gradebook keep everything. Found by students reading their feedback cold:
+
+* the verdict's points as nbgrader reads them, ``Out[11]: 2.0`` under every graded cell, which the verdict's first
+  line already says in words ("✔ dC: 2 of 2 points");
+* nbgrader's own comment on an answer cell left as released, "Comments: No response.", which reads as if someone had
+  written it;
+* an empty box under a line a cell printed: the kernel may send a print's text and its newline as two messages.
+"""
+
+from nbconvert.preprocessors import Preprocessor
+from nbgrader import utils
+from traitlets import Bool
+
+from ..common.diagnoses import METADATA
+from .summarize_steps import AUTOMATIC_COMMENT
+
+
+def _is_points(output) -> bool:
+    return output.get("output_type") == "execute_result" and METADATA in output.get("metadata", {})
+
+
+def joined_streams(outputs: list) -> list:
+    """``outputs`` with each run of stream outputs of the same stream (stdout, stderr) joined into one."""
+    joined = []
+    for output in outputs:
+        last = joined[-1] if joined else None
+        if output.get("output_type") == "stream" and last is not None and last.get("output_type") == "stream":
+            if last.get("name") == output.get("name"):
+                last["text"] += output.get("text", "")
+                continue
+        joined.append(output)
+    return joined
+
+
+class TidyFeedback(Preprocessor):
+    """Leave out of the feedback page what only nbgrader needed, and join the pieces of one printed text."""
+
+    enabled = Bool(
+        True, help="Run in the pipelines it is listed in (nbconvert's preprocessors are off by default)."
+    ).tag(config=True)
+
+    def preprocess(self, nb, resources):
+        for cell in nb.cells:
+            meta = cell.metadata.get("nbgrader", {})
+            if meta.get("comment") == AUTOMATIC_COMMENT:
+                meta["comment"] = None
+            if cell.cell_type != "code":
+                continue
+            outputs = [o for o in cell.outputs if not _is_points(o)] if utils.is_grade(cell) else cell.outputs
+            cell.outputs = joined_streams(outputs)
+        return nb, resources

@@ -1,0 +1,56 @@
+"""The feedback page leaves out what only nbgrader needed and joins the pieces of one printed text (no kernels)."""
+
+from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
+
+from autograder.engine.verdict import Verdict
+from autograder.preprocessors import TidyFeedback
+from autograder.preprocessors.judge_answers import verdict_outputs
+
+
+def tidied(cells):
+    nb, _ = TidyFeedback().preprocess(new_notebook(cells=cells), {})
+    return nb.cells
+
+
+def test_a_graded_cell_keeps_its_verdict_in_words_not_the_points_nbgrader_read():
+    graded = new_code_cell("check()", outputs=verdict_outputs(Verdict("dC", 2, 2, ["correct"])))
+    graded.metadata.nbgrader = {"grade": True, "grade_id": "test_dC", "points": 2, "locked": True}
+    student = new_code_cell("x", outputs=[new_output("execute_result", data={"text/plain": "2.0"})])  # their own
+    graded, student = tidied([graded, student])
+    assert [o.output_type for o in graded.outputs] == ["stream"] and graded.outputs[0].text.startswith("✔ dC")
+    assert [o.output_type for o in student.outputs] == ["execute_result"]
+
+
+def test_nbgraders_no_response_is_not_shown_as_a_comment_and_the_instructors_are():
+    blank, answered = new_code_cell("# YOUR CODE HERE"), new_code_cell("dW2 = ...")
+    blank.metadata.nbgrader = {"solution": True, "grade": False, "grade_id": "answer_dW1", "comment": "No response."}
+    answered.metadata.nbgrader = {"solution": True, "grade": False, "grade_id": "answer_dW2", "comment": "See me"}
+    blank, answered, _ = tidied([blank, answered, new_markdown_cell("text")])
+    assert blank.metadata.nbgrader["comment"] is None and answered.metadata.nbgrader["comment"] == "See me"
+
+
+def test_a_printed_line_split_in_two_messages_is_one_output_and_other_outputs_keep_their_order():
+    stream = lambda name, text: new_output("stream", name=name, text=text)  # noqa: E731
+    image = new_output("display_data", data={"text/plain": "<Figure>"})
+    (cell,) = tidied(
+        [
+            new_code_cell(
+                "print(...)",
+                outputs=[
+                    stream("stdout", "(skipped while grading)"),
+                    stream("stdout", "\n"),
+                    stream("stderr", "warning\n"),
+                    stream("stdout", "after\n"),
+                    image,
+                    stream("stdout", "last\n"),
+                ],
+            )
+        ]
+    )
+    assert [(o.output_type, o.get("name"), o.get("text")) for o in cell.outputs] == [
+        ("stream", "stdout", "(skipped while grading)\n"),
+        ("stream", "stderr", "warning\n"),
+        ("stream", "stdout", "after\n"),
+        ("display_data", None, None),
+        ("stream", "stdout", "last\n"),
+    ]
