@@ -49,6 +49,8 @@ class TidyFeedback(Preprocessor):
                 meta["comment"] = None
             if cell.cell_type != "code":
                 continue
-            outputs = [o for o in cell.outputs if not _is_points(o)] if utils.is_grade(cell) else cell.outputs
+            outputs = cell.get("outputs", [])
+            if utils.is_grade(cell):
+                outputs = [o for o in outputs if not _is_points(o)]
             cell.outputs = joined_streams(outputs)
         return nb, resources
