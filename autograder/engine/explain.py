@@ -86,11 +86,19 @@ def factor_message(c: float, n: int, name: str) -> Reason:
             2.0,
             "constant_factor",
             say(
-                "{name} is twice the right value: check the power rule, or whether a contribution was added twice",
+                "{name} is twice the right value: was a contribution added twice, or a factor 2 written where the "
+                "local derivative has none?",
                 name=name,
             ),
         ),
-        (0.5, "constant_factor", say("{name} is half the right value: check the power rule", name=name)),
+        (
+            0.5,
+            "constant_factor",
+            say(
+                "{name} is half the right value: is a factor 2 missing, as the power rule gives for a square?",
+                name=name,
+            ),
+        ),
         (
             float(n),
             "batch_size",

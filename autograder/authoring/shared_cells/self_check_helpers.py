@@ -159,8 +159,9 @@ def _shape_hint(got, want, name):
 def _factor_hint(c, n):
     """A name for a constant factor between your values and autograd's, if it is a usual one."""
     named = [(-1.0, "the wrong sign: check the sign of each factor of the local derivative"),
-             (2.0, "twice the right values: check the power rule, or a contribution added twice"),
-             (0.5, "half the right values: check the power rule")]
+             (2.0, "twice the right values: a contribution added twice, or a factor 2 where the local derivative "
+                   "has none?"),
+             (0.5, "half the right values: is a factor 2 missing, as the power rule gives for a square?")]
     if n and n > 1:
         named += [(float(n), f"n = {n} times too large: is a division by n missing?"),
                   (1.0 / n, f"n = {n} times too small: is there a division by n too many?"),
