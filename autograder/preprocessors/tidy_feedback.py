@@ -22,16 +22,26 @@ def _is_points(output) -> bool:
     return output.get("output_type") == "execute_result" and METADATA in output.get("metadata", {})
 
 
+def _text(output):
+    """A stream output's text, if it is text (a kernel sends what it likes)."""
+    return output.get("text") if output.get("output_type") == "stream" and isinstance(output.get("text"), str) else None
+
+
 def joined_streams(outputs: list) -> list:
-    """``outputs`` with each run of stream outputs of the same stream (stdout, stderr) joined into one."""
-    joined = []
+    """``outputs`` with each run of stream outputs of the same stream (stdout, stderr) joined into one. In linear
+    time: a cell may print its 4 MB (GradingExecute.max_output_bytes) as hundreds of thousands of messages."""
+    joined, pieces = [], []  # pieces: the texts of the run that joined[-1] opens
     for output in outputs:
         last = joined[-1] if joined else None
-        if output.get("output_type") == "stream" and last is not None and last.get("output_type") == "stream":
-            if last.get("name") == output.get("name"):
-                last["text"] += output.get("text", "")
-                continue
+        if pieces and _text(output) is not None and last.get("name") == output.get("name"):
+            pieces.append(output["text"])
+            continue
+        if len(pieces) > 1:
+            last["text"] = "".join(pieces)
         joined.append(output)
+        pieces = [output["text"]] if _text(output) is not None else []
+    if len(pieces) > 1:
+        joined[-1]["text"] = "".join(pieces)
     return joined
 
 

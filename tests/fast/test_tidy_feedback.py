@@ -1,5 +1,8 @@
 """The feedback page leaves out what only nbgrader needed and joins the pieces of one printed text (no kernels)."""
 
+import time
+
+from nbformat import from_dict
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
 
 from autograder.engine.verdict import Verdict
@@ -54,3 +57,15 @@ def test_a_printed_line_split_in_two_messages_is_one_output_and_other_outputs_ke
         ("display_data", None, None),
         ("stream", "stdout", "last\n"),
     ]
+
+
+def test_a_flood_of_pieces_is_joined_in_linear_time_and_a_text_that_is_no_text_is_left_alone():
+    # 400 kB in single bytes, and a text that is a number; built without nbformat's schema check (400,000 checks)
+    stream = lambda text: {"output_type": "stream", "name": "stdout", "text": text}  # noqa: E731
+    cell = {"cell_type": "code", "metadata": {}, "source": "flood()", "execution_count": None}
+    cell["outputs"] = [*(stream("x") for _ in range(400_000)), stream(7), stream("z")]
+    nb = from_dict({"cells": [cell], "metadata": {}, "nbformat": 4, "nbformat_minor": 5})
+    start = time.perf_counter()
+    nb, _ = TidyFeedback().preprocess(nb, {})
+    assert time.perf_counter() - start < 10  # joined one piece at a time, it copies 80 GB
+    assert [o.get("text") for o in nb.cells[0].outputs] == ["x" * 400_000, 7, "z"]
