@@ -4,6 +4,7 @@ kernel left there."""
 
 import os
 import socket
+import tempfile
 
 import pytest
 
@@ -80,3 +81,29 @@ def test_the_kernels_own_names_are_quoted_and_cut_short():
     left = {"counts": {"file": 1}, "changed": 0, "bytes": 0, "examples": ['x" onload="alert(1)' + "y" * 500]}
     words = left_behind_detail(left)
     assert '\\"' in words and "y" * 200 not in words
+
+
+def test_a_folder_the_kernel_made_unlistable_is_emptied_too():
+    """A kernel that hides a folder from its parent (mode 0311: enterable, not listable) must not keep what it
+    holds for the next student, such as an IPython startup file. Run as an ordinary uid, as the parent runs (root
+    would list it anyway)."""
+    pid = os.fork()
+    if pid == 0:  # the child: the kernels' and the parent's uid
+        try:
+            if os.getuid() == 0:
+                os.setgid(65534)
+                os.setuid(65534)
+            home = tempfile.mkdtemp()
+            startup = os.path.join(home, ".ipython", "profile_default", "startup")
+            os.makedirs(startup)
+            with open(os.path.join(startup, "00-planted.py"), "w") as f:
+                f.write("print('planted')\n")
+            os.chmod(os.path.join(home, ".ipython"), 0o311)
+            kernel_parent.remove_inside(home, os.lstat(home).st_dev, [1000])
+            left = os.listdir(home)
+            os.rmdir(home)
+            os._exit(0 if left == [] else 1)
+        except BaseException:
+            os._exit(2)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
