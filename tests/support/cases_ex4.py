@@ -69,8 +69,8 @@ MISTAKES = {
         {"test_dW1": 0},
         {
             "test_dW1": "twice the right value",
-            "test_training": "your own training run, with your backward_pass, leaves autograd's at step 2: your dW1 "
-            "is wrong (see its cell); that costs points in the wrong gradients' own cells, not here",
+            "test_training": "your own training run, with your backward_pass, leaves autograd's at training step 2: "
+            "your dW1 is wrong (see its cell); that costs points in the wrong gradients' own cells, not here",
         },
     ),
     "m_db2_keepdim": (  # right values, shape (1, 27): half of db2; the own run stops at its first update

@@ -137,7 +137,9 @@ def _own_run(report: Report, namespace: dict, expected, replay_followed: bool) -
         first, _ = _first_departure(losses, expected)
         if first is None or (because is None and not replay_followed):
             return None
-        what = say("your own training run, with your backward_pass, leaves autograd's at step {step}", step=first + 1)
+        what = say(
+            "your own training run, with your backward_pass, leaves autograd's at training step {step}", step=first + 1
+        )
     if because:
         return say(
             "{what}: {because}; that costs points in the wrong gradients' own cells, not here",
@@ -215,7 +217,7 @@ def judge_training(report: Report, namespace: dict, seed: int, tainted: set) -> 
             Reason(
                 kind_of(why),
                 say(
-                    "with the right gradients, your training_step leaves autograd's run at step {step}: loss "
+                    "with the right gradients, your training_step leaves autograd's run at training step {step}: loss "
                     "{loss:.4f}, autograd's {expected:.4f} (tolerance {tolerance:g}); {why}",
                     step=first + 1,
                     loss=replay[first].item(),
