@@ -70,12 +70,9 @@ def remove_inside(folder: str, device: int, budget: list) -> None:
             raise TooMany(folder)
         try:
             if entry.is_dir(follow_symlinks=False):
-                st = entry.stat(follow_symlinks=False)
-                if st.st_dev == device:
-                    if st.st_uid == os.getuid() and stat.S_IMODE(st.st_mode) & 0o700 != 0o700:
-                        # a kernel's folder that it made unlistable (0311) would survive with all it holds, such
-                        # as IPython startup files the next student's kernels would run: the parent owns it
-                        os.chmod(entry.path, 0o700)
+                if (st := entry.stat(follow_symlinks=False)).st_dev == device:
+                    if st.st_uid == os.getuid() and st.st_mode & 0o700 != 0o700:  # a kernel's unlistable folder
+                        os.chmod(entry.path, 0o700)  # (0311) kept all it held, IPython startup files included
                     remove_inside(entry.path, device, budget)
                     os.rmdir(entry.path)
             else:
