@@ -217,10 +217,12 @@ class GradingExecute(Execute):
         """Keep at most ``max_output_bytes`` of each cell's output."""
         content = msg.get("content", {})
         if msg.get("msg_type") == "error":
+            content["ename"] = str(content.get("ename", ""))[:1000]
             content["evalue"] = str(content.get("evalue", ""))[:10000]
-            content["traceback"] = list(content.get("traceback", []))[-50:]
+            content["traceback"] = [str(line)[:10000] for line in list(content.get("traceback", []))[-50:]]
         elif self.max_output_bytes:
-            size = len(content.get("text", "")) + sum(len(str(v)) for v in content.get("data", {}).values())
+            # str(): a text may come as a list of strings (len would count its items), and metadata counts too
+            size = sum(len(str(content.get(part, ""))) for part in ("text", "data", "metadata"))
             self._output_bytes[cell_index] = used = self._output_bytes.get(cell_index, 0) + size
             if used > self.max_output_bytes:
                 if cell_index not in self._truncated:

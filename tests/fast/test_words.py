@@ -107,6 +107,11 @@ def test_what_the_kernel_prints_while_grading_is_in_its_edition(monkeypatch, cap
     outputs = []
     execute.output(outputs, {"msg_type": "stream", "content": {"name": "stdout", "text": "x" * 100}}, None, 0)
     assert outputs[0]["text"].startswith("\n⟦[output truncated by the grader"), outputs
+    # a text sent as a list of strings, or metadata, counts by its characters, not its items
+    for content in ({"name": "stdout", "text": ["x" * 100]}, {"data": {}, "metadata": {"x": "y" * 100}}):
+        execute._output_bytes, execute._truncated, outputs = {}, set(), []
+        execute.output(outputs, {"msg_type": "stream", "content": content}, None, 0)
+        assert len(outputs) == 1 and "output truncated" in outputs[0]["text"], outputs
 
 
 def test_the_table_of_steps_speaks_the_edition_headline_labels_and_notes_included(monkeypatch):
