@@ -214,14 +214,13 @@ class GradingExecute(Execute):
         return left if timeout is None else min(timeout, left)
 
     def output(self, outs, msg, display_id, cell_index):
-        """Keep at most ``max_output_bytes`` of each cell's output."""
+        """Keep at most ``max_output_bytes`` of a cell's output (metadata too; a list of texts by its characters)."""
         content = msg.get("content", {})
         if msg.get("msg_type") == "error":
             content["ename"] = str(content.get("ename", ""))[:1000]
             content["evalue"] = str(content.get("evalue", ""))[:10000]
             content["traceback"] = [str(line)[:10000] for line in list(content.get("traceback", []))[-50:]]
         elif self.max_output_bytes:
-            # str(): a text may come as a list of strings (len would count its items), and metadata counts too
             size = sum(len(str(content.get(part, ""))) for part in ("text", "data", "metadata"))
             self._output_bytes[cell_index] = used = self._output_bytes.get(cell_index, 0) + size
             if used > self.max_output_bytes:
