@@ -7,7 +7,6 @@ stdout. The protocol and its guarantees: docs/design/sandbox.md, "Kernel parents
 
 from __future__ import annotations
 
-import ctypes
 import gc
 import importlib
 import json
@@ -21,6 +20,7 @@ import sys
 from ..data import SEED_VARIABLE
 from .environment import NOTEBOOK_VARIABLES
 from .policy import SCRATCH, SOCKETS
+from .process_guards import refuse_lasting_ipc, set_dumpable
 
 # What the setup cells and the hidden tests import first. Not matplotlib (0.55 CPU s, a tenth of a student's kernels'
 # CPU): the course's plots import it only when they draw, and they do not draw while grading.
@@ -30,12 +30,6 @@ COLD = "--cold"  # the parent's argument that makes it import nothing ahead and 
 PRIVATE_FOLDERS = ("/tmp", "/dev/shm", SOCKETS, SCRATCH)  # the sandbox's own tmpfs mounts, emptied after every kernel
 MAX_ENTRIES = 20000  # entries the parent walks or removes after a kernel; beyond, the sandbox is ended instead
 EXAMPLES, NAME_CHARS = 5, 120  # what the summary of a kernel's leftovers names
-PR_SET_DUMPABLE = 4  # prctl(2)
-
-
-def set_dumpable(dumpable: bool) -> None:
-    if ctypes.CDLL(None, use_errno=True).prctl(PR_SET_DUMPABLE, int(dumpable), 0, 0, 0) != 0:
-        raise OSError(ctypes.get_errno(), "prctl(PR_SET_DUMPABLE) failed")
 
 
 def format_a_traceback() -> None:
@@ -275,6 +269,7 @@ def main() -> None:
     global _started_in
     _started_in = os.getcwd()
     set_dumpable(False)
+    refuse_lasting_ipc()  # before anything else runs here: every kernel inherits it
     replies = os.fdopen(os.dup(1), "w", buffering=1)
     os.dup2(2, 1)  # a stray print must not be taken for a reply
     if COLD not in sys.argv[1:]:

@@ -304,6 +304,19 @@ def test_memory_limit(kernel):
     assert kernel.run("print(1 + 1)") == "2\n"
 
 
+def test_memory_that_outlives_the_kernel_cannot_be_made(kernel):
+    # A System V segment stays after its maker has ended, outside RLIMIT_AS; files in /dev/shm count in its tmpfs
+    r = kernel.json(
+        "import ctypes, errno\nfrom multiprocessing import shared_memory\n"
+        "libc = ctypes.CDLL(None, use_errno=True)\n"
+        "made = libc.shmget(0, 2**30, 0o1600)\n"
+        "result = [made, errno.errorcode.get(ctypes.get_errno())]\n"
+        "shared = shared_memory.SharedMemory(create=True, size=64)\n"
+        "result.append(shared.size)\nshared.close()\nshared.unlink()"
+    )
+    assert r == [-1, "EPERM", 64]
+
+
 def test_fork_bomb_is_stopped(kernel):
     r = kernel.json(
         "import subprocess\nprocs, error = [], None\ntry:\n"

@@ -1,0 +1,74 @@
+"""What a kernel parent does to itself before anything runs; its kernels inherit both. It cannot be traced or read
+(``set_dumpable``), and it refuses the calls that make System V IPC objects and POSIX message queues
+(``refuse_lasting_ipc``), which outlive the kernel.
+
+A System V shared-memory segment stays in the sandbox's IPC namespace after every process that made it has ended,
+and no limit of the sandbox counts it: RLIMIT_AS counts only what is mapped, and the OOM killer, which takes a
+sandboxed process first (``choom``), frees nothing by killing them. A notebook could pin the machine's memory that
+way, or leave a message for the next student's kernels of the same worker. Nothing in the course needs them (torch and
+Python's multiprocessing share memory through ``/dev/shm`` files), so creating one fails with EPERM.
+
+The seccomp filter, which no process can remove, refuses with EPERM the calls that create or open these objects,
+and every call of another ABI (x86-64's x32 numbers; 32-bit ``int 0x80`` calls, whose numbers differ and include the
+``ipc`` multiplexer); it lets everything else through.
+"""
+
+import ctypes
+import errno
+import platform
+import struct
+
+# The calls refused, by this architecture's numbers (asm/unistd.h): shmget, semget, msgget, mq_open
+REFUSED = {
+    "x86_64": (0xC000003E, (29, 64, 68, 240)),  # AUDIT_ARCH_X86_64
+    "aarch64": (0xC00000B7, (194, 190, 186, 180)),  # AUDIT_ARCH_AARCH64
+}
+X32_SYSCALL_BIT = 0x40000000  # x86-64: a call numbered from here is x32's ABI, which seccomp reports as x86-64
+
+# Classic BPF (linux/filter.h, linux/seccomp.h)
+LD_W_ABS, JEQ_K, JGE_K, RET_K = 0x20, 0x15, 0x35, 0x06
+ARCH_OFFSET, NR_OFFSET = 4, 0  # in struct seccomp_data
+ALLOW, REFUSE = 0x7FFF0000, 0x00050000 | errno.EPERM  # SECCOMP_RET_ALLOW, SECCOMP_RET_ERRNO | EPERM
+PR_SET_DUMPABLE, PR_SET_NO_NEW_PRIVS, PR_SET_SECCOMP, SECCOMP_MODE_FILTER = 4, 38, 22, 2  # prctl(2)
+TO_REFUSE = -1  # a jump's target while the program is written
+
+
+class SockFprog(ctypes.Structure):
+    _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_char_p)]
+
+
+def program(machine: str) -> bytes | None:
+    """The filter for ``machine`` (``platform.machine()``) as struct sock_filter entries; None when unknown."""
+    if machine not in REFUSED:
+        return None
+    arch, numbers = REFUSED[machine]
+    code = [(LD_W_ABS, 0, 0, ARCH_OFFSET), (JEQ_K, 0, TO_REFUSE, arch), (LD_W_ABS, 0, 0, NR_OFFSET)]
+    if machine == "x86_64":
+        code.append((JGE_K, TO_REFUSE, 0, X32_SYSCALL_BIT))
+    code += [(JEQ_K, TO_REFUSE, 0, number) for number in numbers]
+    code += [(RET_K, 0, 0, ALLOW), (RET_K, 0, 0, REFUSE)]
+    # A jump counts the instructions it skips: TO_REFUSE becomes the distance to the last one
+    last = len(code) - 1
+    at = lambda i, offset: last - i - 1 if offset == TO_REFUSE else offset
+    code = [(op, at(i, jt), at(i, jf), k) for i, (op, jt, jf, k) in enumerate(code)]
+    return b"".join(struct.pack("=HBBI", *instruction) for instruction in code)
+
+
+def set_dumpable(dumpable: bool) -> None:
+    if ctypes.CDLL(None, use_errno=True).prctl(PR_SET_DUMPABLE, int(dumpable), 0, 0, 0) != 0:
+        raise OSError(ctypes.get_errno(), "prctl(PR_SET_DUMPABLE) failed")
+
+
+def refuse_lasting_ipc() -> bool:
+    """Load the filter into this process and the ones it starts from now on; False on an architecture it does not
+    know (nothing is refused there). OSError when the kernel refuses the filter."""
+    code = program(platform.machine())
+    if code is None:
+        return False
+    libc = ctypes.CDLL(None, use_errno=True)
+    fprog = SockFprog(len(code) // 8, code)
+    if libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
+        raise OSError(ctypes.get_errno(), "prctl(PR_SET_NO_NEW_PRIVS) failed")
+    if libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.byref(fprog), 0, 0) != 0:
+        raise OSError(ctypes.get_errno(), "prctl(PR_SET_SECCOMP) failed")
+    return True

@@ -1,0 +1,88 @@
+"""The seccomp filter of the kernel parents, loaded for real into a child of the test process (no kernel)."""
+
+import ctypes
+import ctypes.util
+import errno
+import json
+import os
+import platform
+
+import pytest
+
+from autograder.sandbox import process_guards
+
+IPC_PRIVATE, IPC_CREAT = 0, 0o1000
+
+pytestmark = pytest.mark.skipif(
+    platform.machine() not in process_guards.REFUSED, reason="the filter knows x86-64 and aarch64 only"
+)
+
+
+def in_a_filtered_child(calls) -> dict:
+    """Run ``calls(libc)`` in a child process that loaded the filter first; what it returned."""
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.close(read)
+            process_guards.refuse_lasting_ipc()
+            answer = calls(ctypes.CDLL(None, use_errno=True))
+        except BaseException as error:  # noqa: BLE001 (the test sees it)
+            answer = {"error": repr(error)}
+        os.write(write, json.dumps(answer).encode())
+        os._exit(0)
+    os.close(write)
+    with os.fdopen(read) as answer:
+        text = answer.read()
+    os.waitpid(pid, 0)
+    return json.loads(text)
+
+
+def outcome(result: int) -> str:
+    return "ok" if result >= 0 else errno.errorcode[ctypes.get_errno()]
+
+
+def test_system_v_ipc_and_message_queues_are_refused():
+    def calls(libc):
+        rt = ctypes.CDLL(ctypes.util.find_library("rt"), use_errno=True)
+        return {
+            "shmget": outcome(libc.shmget(IPC_PRIVATE, 2**20, IPC_CREAT | 0o600)),
+            "semget": outcome(libc.semget(IPC_PRIVATE, 1, IPC_CREAT | 0o600)),
+            "msgget": outcome(libc.msgget(IPC_PRIVATE, IPC_CREAT | 0o600)),
+            "mq_open": outcome(rt.mq_open(b"/backprop-ninja-test", os.O_CREAT | os.O_RDWR, 0o600, None)),
+        }
+
+    assert in_a_filtered_child(calls) == {name: "EPERM" for name in ("shmget", "semget", "msgget", "mq_open")}
+
+
+@pytest.mark.skipif(platform.machine() != "x86_64", reason="the x32 ABI is x86-64's")
+def test_a_call_by_its_x32_number_is_refused():
+    getpid = 39
+    answer = in_a_filtered_child(lambda libc: [outcome(libc.syscall(getpid)), outcome(libc.syscall(0x40000000 | 29))])
+    assert answer == ["ok", "EPERM"]  # getpid as itself; shmget by its x32 number
+
+
+def test_what_a_kernel_needs_still_works():
+    def calls(libc):
+        import subprocess
+        from multiprocessing import shared_memory
+
+        import torch
+
+        memory = shared_memory.SharedMemory(create=True, size=4096)  # a /dev/shm file: not refused
+        try:
+            memory.buf[0] = 7
+            other = shared_memory.SharedMemory(name=memory.name)
+            seen = other.buf[0]
+            other.close()
+        finally:
+            memory.close()
+            memory.unlink()
+        child = subprocess.run(["true"]).returncode
+        return [seen, child, torch.ones(3).sum().item()]
+
+    assert in_a_filtered_child(calls) == [7, 0, 3.0]
+
+
+def test_on_an_architecture_it_does_not_know_nothing_is_refused():
+    assert process_guards.program("riscv64") is None
