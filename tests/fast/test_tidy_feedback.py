@@ -1,13 +1,17 @@
 """The feedback page leaves out what only nbgrader needed and joins the pieces of one printed text (no kernels)."""
 
 import time
+from pathlib import Path
 
+import nbformat
 from nbformat import from_dict
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
 
 from autograder.engine.verdict import Verdict
 from autograder.preprocessors import TidyFeedback
 from autograder.preprocessors.judge_answers import verdict_outputs
+
+REPO = Path(__file__).resolve().parents[2]
 
 
 def tidied(cells):
@@ -69,3 +73,25 @@ def test_a_flood_of_pieces_is_joined_in_linear_time_and_a_text_that_is_no_text_i
     nb, _ = TidyFeedback().preprocess(nb, {})
     assert time.perf_counter() - start < 10  # joined one piece at a time, it copies 80 GB
     assert [o.get("text") for o in nb.cells[0].outputs] == ["x" * 400_000, 7, "z"]
+
+
+def test_the_courses_long_helper_cells_show_their_opening_comment_and_how_many_lines_follow():
+    release = nbformat.read(REPO / "release" / "backprop_ninja" / "ex4_manual_training.ipynb", as_version=4)
+    kept = {"self_check_helpers", "setup_dataset", "test_dW1"}
+    cells = [c for c in release.cells if c.metadata.get("nbgrader", {}).get("grade_id") in kept]
+    before = {c.metadata.nbgrader.grade_id: c.source for c in cells}
+    shown = {c.metadata.nbgrader.grade_id: c.source for c in tidied(cells)}
+    helpers = before["self_check_helpers"].splitlines()
+    opening = helpers[:2]
+    assert all(line.startswith("#") for line in opening) and not helpers[2].startswith("#")
+    more = len(helpers) - 2
+    assert shown["self_check_helpers"].splitlines() == [
+        *opening,
+        f"# … and {more} more lines of the course's code: the same as in your notebook",
+    ]
+    assert (shown["setup_dataset"], shown["test_dW1"]) == (before["setup_dataset"], before["test_dW1"])  # short, graded
+
+    russian = nbformat.read(REPO / "editions" / "ru" / "backprop_ninja" / "ex4_manual_training.ipynb", as_version=4)
+    (helper,) = [c for c in russian.cells if c.metadata.get("nbgrader", {}).get("grade_id") == "self_check_helpers"]
+    nb, _ = TidyFeedback().preprocess(russian, {})
+    assert "курса" in helper.source.splitlines()[-1] and len(helper.source.splitlines()) <= 7
