@@ -68,7 +68,8 @@ MISTAKES = {
         [],
         {"test_dW1": 0},
         {
-            "test_dW1": "twice the right value",
+            "test_dW1": "(your dlogits, dh, dhpreact, dhprebn on the way back from the loss are right: the mistake is "
+            "in dW1's own line)",
             "test_training": "your own training run, with your backward_pass, leaves autograd's at training step 2: "
             "your dW1 is wrong (see its cell); that costs points in the wrong gradients' own cells, not here",
         },

@@ -163,16 +163,20 @@ def judge_parameter_gradient(name: str, report: Report, namespace: dict, seed: i
         inter, why = _first_wrong_intermediate(name, report, forward, grads)
         if inter is None:
             if why:
-                verdict.lines.append(
-                    Reason(
-                        NOTE,
-                        say(
-                            "(if you name your intermediate gradients {names}, this feedback can tell which of them "
-                            "is the first wrong one)",
-                            names=comma_list(why),
-                        ),
-                    )
+                words = say(
+                    "(if you name your intermediate gradients {names}, this feedback can tell which of them is the "
+                    "first wrong one)",
+                    names=comma_list(why),
                 )
+            else:  # every one on its path is right (the notebook promises to name the first wrong one)
+                words = say_n(
+                    "(your {names} on the way back from the loss is right: the mistake is in d{name}'s own line)",
+                    "(your {names} on the way back from the loss are right: the mistake is in d{name}'s own line)",
+                    len(PATHS[name]),
+                    names=comma_list("d" + c for c in PATHS[name]),
+                    name=name,
+                )
+            verdict.lines.append(Reason(NOTE, words))
             return verdict
         if _right_for_own_upstream(step, answer, report, forward, grads):
             words = say(
