@@ -9,14 +9,19 @@ are too faint (docs/design/accessibility.md).
 """
 
 import re
+from pathlib import Path
 
+import nbgrader
 from nbconvert.exporters import HTMLExporter, TemplateExporter
 from nbconvert.filters.highlight import Highlight2HTML
 from nbconvert.filters.widgetsdatatypefilter import WidgetsDataTypeFilter
+from traitlets import observe
 
 from ..common.editions import edition, notebook_edition
 from .summarize_steps import ROLES
 
+TEMPLATES = Path(__file__).parent / "templates"  # feedback_page: nbgrader's feedback template with one <body>
+NBGRADER_TEMPLATES = Path(nbgrader.__file__).parent / "server_extensions" / "formgrader" / "templates"
 NO_ALT = "No description has been provided for this image"  # HTMLExporter's own words
 IMAGE_WITHOUT_ALT = re.compile(r"<img(?![^>]*\salt=)(?=[\s/>])", re.IGNORECASE)
 HTML_TAG = re.compile(r"<html\b[^>]*>", re.IGNORECASE)  # the template's first: nbgrader's has no lang
@@ -51,6 +56,18 @@ def with_roles(page: str) -> str:
 
 class FeedbackExporter(HTMLExporter):
     """HTMLExporter, for nbgrader's GenerateFeedback (``exporter_class`` in nbgrader_config.py)."""
+
+    @observe("template_name", "extra_template_basedirs", "extra_template_paths")
+    def _one_body(self, change):
+        """nbgrader's feedback template, which GenerateFeedback sets in its config after this exporter is made (unless
+        the course configures another), becomes ours, which extends it (found from nbgrader's template folder)."""
+        if self.template_name == "feedback":
+            self.template_name = "feedback_page"
+        if self.template_name != "feedback_page":
+            return
+        for trait, folder in (("extra_template_basedirs", TEMPLATES), ("extra_template_paths", NBGRADER_TEMPLATES)):
+            if str(folder) not in getattr(self, trait):
+                setattr(self, trait, [*getattr(self, trait), str(folder)])
 
     def from_notebook_node(self, nb, resources=None, **kw):
         # What HTMLExporter sets up before it renders: the code highlighter of the notebook's language, and the

@@ -13,7 +13,7 @@ from nbgrader.coursedir import CourseDirectory
 from traitlets.config import Config
 
 from autograder.preprocessors import FeedbackExporter
-from autograder.preprocessors.feedback_exporter import NO_ALT, PAGE_STYLE
+from autograder.preprocessors.feedback_exporter import NBGRADER_TEMPLATES, NO_ALT, PAGE_STYLE, TEMPLATES
 
 WIDGET = {"model_id": "0a1b", "version_major": 2, "version_minor": 0}
 PNG = base64.b64encode(bytes.fromhex("89504e470d0a1a0a")).decode()
@@ -62,12 +62,27 @@ def test_the_feedback_page_is_html_exporters_own(tmp_path):
         "inlining": {"css": []},
     }
     notebook, pages = feedback_notebook(), []
-    for exporter_class in (converter.exporter_class, HTMLExporter):
-        exporter = exporter_class(parent=converter, config=converter.config)
+    ours = FeedbackExporter(parent=converter, config=converter.config)
+    theirs = HTMLExporter(  # with our template, as ours chooses it in place of nbgrader's
+        parent=converter,
+        config=converter.config,
+        template_name="feedback_page",
+        extra_template_basedirs=ours.extra_template_basedirs,
+        extra_template_paths=ours.extra_template_paths,
+    )
+    assert ours.template_name == "feedback_page"  # in place of nbgrader's "feedback", which it extends
+    assert ours.extra_template_basedirs[-1] == str(TEMPLATES)
+    assert ours.extra_template_paths[-1] == str(NBGRADER_TEMPLATES)
+    for exporter in (ours, theirs):
         html, _ = exporter.from_notebook_node(nbformat.from_dict(copy.deepcopy(notebook)), copy.deepcopy(resources))
         pages.append(html)
     ours, theirs = pages
     assert converter.exporter_class is FeedbackExporter and "ex4_manual_training (Score: 1.0 / 2.0)" in ours
+    # nbgrader's page, with the cells in one <main> of its own <body>: not in a second <body> with the same ids
+    for tag in ("body", "main"):
+        assert len(BeautifulSoup(ours, "html.parser").find_all(tag)) == 1, tag
+    ids = [e["id"] for e in BeautifulSoup(ours, "html.parser").find_all(id=True)]
+    assert len(ids) == len(set(ids)) and "notebook-container" in ids
     # ours, less the page's language and its last styles, is HTMLExporter's page
     soup = BeautifulSoup(ours, "html.parser")
     assert soup.html.attrs.pop("lang") == "en" and "lang" not in BeautifulSoup(theirs, "html.parser").html.attrs

@@ -16,7 +16,12 @@ from autograder.authoring.submissions import solved
 from autograder.common.editions import EDITIONS
 
 NB = "ex1_atomic_backward"
-WRONG = {"answer_dprobs": "dprobs = -(1.0 / probs) * dlogprobs", "answer_dW2": "dW2 = dlogits.T @ h"}
+# (dW2's comment, as long as students write them: a page that does not wrap it scrolls sideways)
+LONG_COMMENT = (
+    "  # logits = h @ W2 + b2, so dW2 comes from h and dlogits; I swapped the two to make the shapes agree, and the "
+    "check said the shape is right now, so the values should follow from the same rule as dh"
+)
+WRONG = {"answer_dprobs": "dprobs = -(1.0 / probs) * dlogprobs", "answer_dW2": "dW2 = dlogits.T @ h" + LONG_COMMENT}
 KINDS = {"right": {}, "wrong": WRONG}
 CLASS = {f"{kind}_{code}": (code, changes) for code in EDITIONS for kind, changes in KINDS.items()}
 COLAB = "colab_ru"  # a wrong Russian notebook, as Colab's File > Download gives it
