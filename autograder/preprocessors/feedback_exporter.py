@@ -8,6 +8,8 @@ page's language, the ARIA roles of the table of steps, and styles over nbgrader'
 are too faint (docs/design/accessibility.md).
 """
 
+import functools
+import html as html_text
 import re
 from pathlib import Path
 
@@ -18,6 +20,7 @@ from nbconvert.filters.widgetsdatatypefilter import WidgetsDataTypeFilter
 from traitlets import observe
 
 from ..common.editions import edition, notebook_edition
+from ..common.words import say
 from .summarize_steps import ROLES
 
 TEMPLATES = Path(__file__).parent / "templates"  # feedback_page: nbgrader's feedback template with one <body>
@@ -54,6 +57,55 @@ def with_roles(page: str) -> str:
     return CLASSED_DIV.sub(add, page)
 
 
+def _number(value) -> str:
+    try:
+        return f"{float(value):g}"
+    except (TypeError, ValueError):
+        return "?"
+
+
+def page_heading(resources: dict, code: str) -> str:
+    """The page's heading, in the language of edition ``code``: the notebook and its score (nbgrader's GetGrades puts
+    them in ``resources`` as the page is made)."""
+    scores = resources.get("nbgrader", {})
+    heading = say(
+        "{notebook}: {score} of {max_score} points",
+        notebook=scores.get("notebook", ""),
+        score=_number(scores.get("score")),
+        max_score=_number(scores.get("max_score")),
+    )
+    return html_text.escape(heading.render(code))
+
+
+def cell_heading(cell, code: str) -> str:
+    """The heading over an answer, graded or task cell, in the language of edition ``code``: the anchors the page's
+    links go to, what the cell is, its score and a link to the top of the page."""
+    meta = cell.metadata.nbgrader
+    grade_id = html_text.escape(str(meta.get("grade_id", "")))
+    anchors = f'<a name="comment-{grade_id}"></a>' if meta.get("solution") or meta.get("task") else ""
+    anchors += f'<a name="{grade_id}"></a>' if meta.get("grade") else ""
+    if meta.get("solution"):
+        label = say("Your answer")
+    elif meta.get("task"):
+        label = say("Your task")
+    else:
+        label = say("Graded cell {name}", name=f"<code>{grade_id}</code>")
+    right = f'<a href="#top">{say("(top)").render(code)}</a>'
+    if meta.get("grade") or meta.get("task"):
+        score = say("Score: {score} / {points}", score=_number(meta.get("score")), points=_number(meta.get("points")))
+        right = f"{score.render(code)} {right}"
+    label = f'<span class="nbgrader-label">{label.render(code)}</span>'
+    return f'{anchors}<div class="panel-heading">{label}<span class="pull-right">{right}</span></div>'
+
+
+def localize(exporter: HTMLExporter, nb, resources: dict) -> None:
+    """What the feedback_page template needs to speak the language of the student's edition, given to ``exporter``."""
+    code = notebook_edition(nb.metadata)
+    exporter.register_filter("page_heading", functools.partial(page_heading, code=code))
+    exporter.register_filter("cell_heading", functools.partial(cell_heading, code=code))
+    resources["page_words"] = {"comments": say("Comments:").render(code)}
+
+
 class FeedbackExporter(HTMLExporter):
     """HTMLExporter, for nbgrader's GenerateFeedback (``exporter_class`` in nbgrader_config.py)."""
 
@@ -79,6 +131,7 @@ class FeedbackExporter(HTMLExporter):
         self.register_filter("highlight_code", highlight)
         types = WidgetsDataTypeFilter(notebook_metadata=self._nb_metadata, parent=self, resources=resources)
         self.register_filter("filter_data_type", types)
+        localize(self, nb, resources)
         html, resources = TemplateExporter.from_notebook_node(self, nb, resources, **kw)
         html = HTML_TAG.sub(f'<html lang="{page_language(nb)}">', html, count=1)
         html = html.replace("</head>", f'<style type="text/css">{PAGE_STYLE}</style>\n</head>', 1)

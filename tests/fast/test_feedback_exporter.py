@@ -13,7 +13,7 @@ from nbgrader.coursedir import CourseDirectory
 from traitlets.config import Config
 
 from autograder.preprocessors import FeedbackExporter
-from autograder.preprocessors.feedback_exporter import NBGRADER_TEMPLATES, NO_ALT, PAGE_STYLE, TEMPLATES
+from autograder.preprocessors.feedback_exporter import NBGRADER_TEMPLATES, NO_ALT, PAGE_STYLE, TEMPLATES, localize
 
 WIDGET = {"model_id": "0a1b", "version_major": 2, "version_minor": 0}
 PNG = base64.b64encode(bytes.fromhex("89504e470d0a1a0a")).decode()
@@ -74,10 +74,15 @@ def test_the_feedback_page_is_html_exporters_own(tmp_path):
     assert ours.extra_template_basedirs[-1] == str(TEMPLATES)
     assert ours.extra_template_paths[-1] == str(NBGRADER_TEMPLATES)
     for exporter in (ours, theirs):
-        html, _ = exporter.from_notebook_node(nbformat.from_dict(copy.deepcopy(notebook)), copy.deepcopy(resources))
+        nb, exporter_resources = nbformat.from_dict(copy.deepcopy(notebook)), copy.deepcopy(resources)
+        if exporter is theirs:
+            localize(theirs, nb, exporter_resources)  # the words our template asks for, as ours gives them
+        html, _ = exporter.from_notebook_node(nb, exporter_resources)
         pages.append(html)
     ours, theirs = pages
-    assert converter.exporter_class is FeedbackExporter and "ex4_manual_training (Score: 1.0 / 2.0)" in ours
+    assert converter.exporter_class is FeedbackExporter and "<h4>ex4_manual_training: 1 of 2 points</h4>" in ours
+    assert 'Graded cell <code>test_dC</code></span><span class="pull-right">Score: 1 / 1' in ours
+    assert "Test cell" not in ours  # nbgrader's list of links, which the summary table replaces
     # nbgrader's page, with the cells in one <main> of its own <body>: not in a second <body> with the same ids
     for tag in ("body", "main"):
         assert len(BeautifulSoup(ours, "html.parser").find_all(tag)) == 1, tag
@@ -93,3 +98,25 @@ def test_the_feedback_page_is_html_exporters_own(tmp_path):
     # every image has an alt text: the markdown's (empty here), the student's own, else nbconvert's
     alts = [img.get("alt") for img in BeautifulSoup(ours, "html.parser").find_all("img")]
     assert alts == ["", NO_ALT, "mine", NO_ALT], alts
+
+
+def test_the_words_around_the_cells_are_in_the_students_language(tmp_path):
+    config = Config()
+    config.GenerateFeedback.exporter_class = FeedbackExporter
+    converter = GenerateFeedback(coursedir=CourseDirectory(root=str(tmp_path)), config=config)
+    nb = feedback_notebook()
+    nb.metadata["backprop_ninja"] = {"edition": "ru"}
+    answer = new_code_cell("dW2 = h.T @ dlogits")
+    answer.metadata.nbgrader = {"solution": True, "grade": False, "grade_id": "answer_dW2", "comment": "Хорошо"}
+    nb.cells.append(answer)
+    resources = {
+        "nbgrader": {"notebook": "ex1_atomic_backward", "score": 1, "max_score": 2, "late_penalty": 0},
+        "inlining": {"css": []},
+    }
+    page, _ = FeedbackExporter(parent=converter, config=converter.config).from_notebook_node(nb, resources)
+    text = " ".join(BeautifulSoup(page, "html.parser").get_text(" ").split())
+    for words in ("Баллы за ex1_atomic_backward: 1 из 2", "Оцениваемая ячейка test_dC", "Баллы: 1 / 1", "(наверх)"):
+        assert words in text, words
+    assert "Ваш ответ" in text and "Комментарии:" in text and "Хорошо" in text
+    for english in ("Score", "Student's answer", "Grade cell", "Test cell", "(Top)", "Comments:"):
+        assert english not in text, english
