@@ -23,8 +23,8 @@ class PromptKernelClient(AsyncKernelClient):
         while True:
             request = self.kernel_info()
             sent.add(request)
-            reply = await self._reply_to(request)
-            if reply and await self._idle_after(sent, wait):
+            reply = await _first(self.shell_channel, lambda r: r["parent_header"].get("msg_id") == request, 1.0)
+            if reply and await _first(self.iopub_channel, lambda m: _idle_after(m, sent), wait):
                 self._handle_kernel_info_reply(reply)
                 return
             if not await self._async_is_alive():
@@ -35,30 +35,25 @@ class PromptKernelClient(AsyncKernelClient):
 
     wait_for_ready = _async_wait_for_ready  # (AsyncKernelClient binds the name to KernelClient's own)
 
-    async def _reply_to(self, request: str, seconds: float = 1.0):
-        """The shell's reply to ``request``, the replies to earlier requests passed over; None if none comes in time."""
-        end = time.monotonic() + seconds
-        while (left := end - time.monotonic()) > 0:
-            try:
-                reply = await self.shell_channel.get_msg(timeout=left)
-            except Empty:
-                return None
-            if reply["parent_header"].get("msg_id") == request:
-                return reply
-        return None
 
-    async def _idle_after(self, requests: set, seconds: float) -> bool:
-        """Whether IOPub delivers the idle status of one of ``requests`` within ``seconds``."""
-        end = time.monotonic() + seconds
-        while (left := end - time.monotonic()) > 0:
-            try:
-                msg = await self.iopub_channel.get_msg(timeout=left)
-            except Empty:
-                return False
-            if (
-                msg["msg_type"] == "status"
-                and msg["parent_header"].get("msg_id") in requests
-                and msg["content"].get("execution_state") == "idle"
-            ):
-                return True
-        return False
+def _idle_after(msg: dict, requests: set) -> bool:
+    """Whether ``msg`` is IOPub's idle status after one of ``requests``."""
+    return (
+        msg["msg_type"] == "status"
+        and msg["parent_header"].get("msg_id") in requests
+        and msg["content"].get("execution_state") == "idle"
+    )
+
+
+async def _first(channel, matches, seconds: float):
+    """The first message ``channel`` delivers within ``seconds`` that ``matches``, those before it passed over; None
+    when none comes in time."""
+    end = time.monotonic() + seconds
+    while (left := end - time.monotonic()) > 0:
+        try:
+            msg = await channel.get_msg(timeout=left)
+        except Empty:
+            return None
+        if matches(msg):
+            return msg
+    return None
