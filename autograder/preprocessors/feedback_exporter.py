@@ -64,13 +64,20 @@ def _number(value) -> str:
         return "?"
 
 
-def page_heading(resources: dict, code: str) -> str:
-    """The page's heading, in the language of edition ``code``: the notebook and its score (nbgrader's GetGrades puts
-    them in ``resources`` as the page is made)."""
+def notebook_title(nb) -> str | None:
+    """The notebook's title, in its edition's language: the first line of its first markdown cell, when a heading."""
+    first = next((cell.source.strip() for cell in nb.cells if cell.cell_type == "markdown"), "")
+    line = first.splitlines()[0] if first else ""
+    return (line[2:].strip() or None) if line.startswith("# ") else None
+
+
+def page_heading(resources: dict, code: str, title: str | None) -> str:
+    """The page's heading, in the language of edition ``code``: the notebook (its ``title`` if it has one) and its
+    score (nbgrader's GetGrades puts them in ``resources`` as the page is made)."""
     scores = resources.get("nbgrader", {})
     heading = say(
         "{notebook}: {score} of {max_score} points",
-        notebook=scores.get("notebook", ""),
+        notebook=title or scores.get("notebook", ""),
         score=_number(scores.get("score")),
         max_score=_number(scores.get("max_score")),
     )
@@ -101,7 +108,8 @@ def cell_heading(cell, code: str) -> str:
 def localize(exporter: HTMLExporter, nb, resources: dict) -> None:
     """What the feedback_page template needs to speak the language of the student's edition, given to ``exporter``."""
     code = notebook_edition(nb.metadata)
-    exporter.register_filter("page_heading", functools.partial(page_heading, code=code))
+    heading = functools.partial(page_heading, code=code, title=notebook_title(nb))
+    exporter.register_filter("page_heading", heading)
     exporter.register_filter("cell_heading", functools.partial(cell_heading, code=code))
     resources["page_words"] = {"comments": say("Comments:").render(code)}
 

@@ -216,6 +216,12 @@ def table_html(
         )
     notes.append(
         say(
+            "The outputs below come from the grader's run of your notebook, with a seed you have not seen: its batch "
+            "and parameters are not yours, so its numbers differ from those your notebook printed."
+        )
+    )
+    notes.append(
+        say(
             'Stuck on a step? Climb the ladder of <a href="{guide}">When you are stuck</a>; the <a href="{cheatsheet}">'
             "cheat sheet</a> has every backward rule.",
             guide=edition_course_url("README.md#when-you-are-stuck", code, repository),

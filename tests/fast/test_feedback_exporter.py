@@ -80,7 +80,9 @@ def test_the_feedback_page_is_html_exporters_own(tmp_path):
         html, _ = exporter.from_notebook_node(nb, exporter_resources)
         pages.append(html)
     ours, theirs = pages
-    assert converter.exporter_class is FeedbackExporter and "<h4>ex4_manual_training: 1 of 2 points</h4>" in ours
+    assert (
+        converter.exporter_class is FeedbackExporter and "<h4>Exercise 4: 1 of 2 points</h4>" in ours
+    )  # the notebook's title
     assert 'Graded cell <code>test_dC</code></span><span class="pull-right">Score: 1 / 1' in ours
     assert "Test cell" not in ours  # nbgrader's list of links, which the summary table replaces
     # nbgrader's page, with the cells in one <main> of its own <body>: not in a second <body> with the same ids
@@ -115,7 +117,7 @@ def test_the_words_around_the_cells_are_in_the_students_language(tmp_path):
     }
     page, _ = FeedbackExporter(parent=converter, config=converter.config).from_notebook_node(nb, resources)
     text = " ".join(BeautifulSoup(page, "html.parser").get_text(" ").split())
-    for words in ("Баллы за ex1_atomic_backward: 1 из 2", "Оцениваемая ячейка test_dC", "Баллы: 1 / 1", "(наверх)"):
+    for words in ("Exercise 4 — баллы: 1 из 2", "Оцениваемая ячейка test_dC", "Баллы: 1 / 1", "(наверх)"):
         assert words in text, words
     assert "Ваш ответ" in text and "Комментарии:" in text and "Хорошо" in text
     for english in ("Score", "Student's answer", "Grade cell", "Test cell", "(Top)", "Comments:"):

@@ -139,7 +139,10 @@ def test_hidden_tests_are_not_in_the_release(graded):
 
 def test_feedback_shows_scores_and_messages_but_no_hidden_tests(feedback):
     html = feedback.feedback("m_dlogits_no_max_path", NB).text
-    assert "the path through logit_maxes is missing" in html and "<h4>ex1_atomic_backward: 32 of 34 points</h4>" in html
+    assert (
+        "the path through logit_maxes is missing" in html
+        and "<h4>Exercise 1 · Backpropagation, one tensor at a time: 32 of 34 points</h4>" in html
+    )
     pages = sorted((feedback.root / "feedback").glob(f"*/{ASSIGNMENT}/{NB}.html"))
     assert len(pages) == len(list((feedback.root / "submitted").iterdir()))
     for page in pages:  # every student's: hidden code, the reported answers (their MIME type, encoded tensors)
