@@ -156,7 +156,9 @@ def headline_html(rows: list, first: "Row | None", code: str) -> str:
                 reason=html.escape(first.reasons[0]),
             )
         )
-    return " ".join(sentence.render(code) for sentence in sentences)
+    texts = [sentence.render(code) for sentence in sentences]
+    # a space between sentences, not after a full-width stop (Chinese puts none)
+    return "".join(text + ("" if text.endswith(("。", "！", "？")) else " ") for text in texts).rstrip()
 
 
 def table_html(

@@ -184,3 +184,12 @@ def test_every_hidden_region_is_in_a_locked_cell(path):
             assert meta.get("locked") and grade_id(cell), grade_id(cell) or cell.source[:80]
         if meta.get("grade"):
             assert meta.get("points", 0) > 0, grade_id(cell)
+
+
+def test_a_chinese_headline_puts_no_space_after_a_full_stop():
+    from autograder.preprocessors.summarize_steps import Row, headline_html
+
+    rows = [Row("test_dW2", "dW2", 0, 1, ["wrong"], False), Row("test_dC", "dC", 2, 2, ["correct"], False)]
+    line = headline_html(rows, rows[0], "zh")
+    assert "。" in line and "。 " not in line and not line.endswith(" ")
+    assert ". " in headline_html(rows, rows[0], "en")  # English keeps its space
