@@ -28,6 +28,7 @@ NBGRADER_TEMPLATES = Path(nbgrader.__file__).parent / "server_extensions" / "for
 NO_ALT = "No description has been provided for this image"  # HTMLExporter's own words
 IMAGE_WITHOUT_ALT = re.compile(r"<img(?![^>]*\salt=)(?=[\s/>])", re.IGNORECASE)
 HTML_TAG = re.compile(r"<html\b[^>]*>", re.IGNORECASE)  # the template's first: nbgrader's has no lang
+TITLE_TAG = re.compile(r"<title>[^<]*</title>")  # nbgrader's header names the page by the notebook's file name
 CLASSED_DIV = re.compile(r'<div class="([^"]*)">')  # as the sanitizer writes the table's <div>s
 
 # The page's last styles, over Bootstrap 3's and nbgrader's (every pair of colours at least 4.5:1,
@@ -96,7 +97,8 @@ def cell_heading(cell, code: str) -> str:
     elif meta.get("task"):
         label = say("Your task")
     else:
-        label = say("Graded cell {name}", name=f"<code>{grade_id}</code>")
+        shown = grade_id.removeprefix("test_")  # the step it grades: test_dW2 grades dW2
+        label = say("Graded cell {name}", name=f"<code>{shown}</code>")
     right = f'<a href="#top">{say("(top)").render(code)}</a>'
     if meta.get("grade") or meta.get("task"):
         score = say("Score: {score} / {points}", score=_number(meta.get("score")), points=_number(meta.get("points")))
@@ -142,5 +144,7 @@ class FeedbackExporter(HTMLExporter):
         localize(self, nb, resources)
         html, resources = TemplateExporter.from_notebook_node(self, nb, resources, **kw)
         html = HTML_TAG.sub(f'<html lang="{page_language(nb)}">', html, count=1)
+        if title := notebook_title(nb):
+            html = TITLE_TAG.sub(lambda _: f"<title>{html_text.escape(title)}</title>", html, count=1)
         html = html.replace("</head>", f'<style type="text/css">{PAGE_STYLE}</style>\n</head>', 1)
         return with_roles(IMAGE_WITHOUT_ALT.sub(f'<img alt="{NO_ALT}"', html)), resources

@@ -83,15 +83,18 @@ def test_the_feedback_page_is_html_exporters_own(tmp_path):
     assert (
         converter.exporter_class is FeedbackExporter and "<h4>Exercise 4: 1 of 2 points</h4>" in ours
     )  # the notebook's title
-    assert 'Graded cell <code>test_dC</code></span><span class="pull-right">Score: 1 / 1' in ours
+    assert 'Graded cell <code>dC</code></span><span class="pull-right">Score: 1 / 1' in ours  # the step, not its id
+    assert "<title>Exercise 4</title>" in ours
     assert "Test cell" not in ours  # nbgrader's list of links, which the summary table replaces
     # nbgrader's page, with the cells in one <main> of its own <body>: not in a second <body> with the same ids
     for tag in ("body", "main"):
         assert len(BeautifulSoup(ours, "html.parser").find_all(tag)) == 1, tag
     ids = [e["id"] for e in BeautifulSoup(ours, "html.parser").find_all(id=True)]
     assert len(ids) == len(set(ids)) and "notebook-container" in ids
-    # ours, less the page's language and its last styles, is HTMLExporter's page
+    # ours, less the page's language, its title (the notebook's, not its file name) and its last styles, is
+    # HTMLExporter's page
     soup = BeautifulSoup(ours, "html.parser")
+    soup.title.string = "ex4_manual_training"
     assert soup.html.attrs.pop("lang") == "en" and "lang" not in BeautifulSoup(theirs, "html.parser").html.attrs
     last_style = soup.head.find_all("style")[-1]
     assert last_style.string == PAGE_STYLE and last_style.find_next_sibling() is None
@@ -117,7 +120,7 @@ def test_the_words_around_the_cells_are_in_the_students_language(tmp_path):
     }
     page, _ = FeedbackExporter(parent=converter, config=converter.config).from_notebook_node(nb, resources)
     text = " ".join(BeautifulSoup(page, "html.parser").get_text(" ").split())
-    for words in ("Exercise 4 — баллы: 1 из 2", "Оцениваемая ячейка test_dC", "Баллы: 1 / 1", "(наверх)"):
+    for words in ("Exercise 4 — баллы: 1 из 2", "Оцениваемая ячейка dC", "Баллы: 1 / 1", "(наверх)"):
         assert words in text, words
     assert "Ваш ответ" in text and "Комментарии:" in text and "Хорошо" in text
     for english in ("Score", "Student's answer", "Grade cell", "Test cell", "(Top)", "Comments:"):
