@@ -33,6 +33,7 @@ from ..common.words import say
 from ..data import NAMES_VARIABLE, SEED_VARIABLE, names_path
 from ..sandbox import SandboxedKernelManager
 from .incidents import Limits, notebook_incidents, record_incident
+from .output_budget import OutputBudget
 
 
 @contextlib.contextmanager
@@ -56,7 +57,7 @@ class _WithoutDebug(logging.LoggerAdapter):
         return level > logging.DEBUG and self.logger.isEnabledFor(level)
 
 
-class GradingExecute(Execute):
+class GradingExecute(OutputBudget, Execute):
     """nbgrader's Execute, in the sandbox, with ``$BACKPROP_NINJA_SEED`` set for the kernel.
 
     The seed differs for every student and notebook, so the batch and the parameters the
@@ -86,8 +87,8 @@ class GradingExecute(Execute):
     ).tag(config=True)
     max_output_bytes = Integer(
         4 * 2**20,
-        help="Output kept per cell, in bytes (0: no limit). Output beyond it is dropped as it arrives "
-        "(error messages excepted), so a notebook that prints gigabytes cannot exhaust the grader.",
+        help="Output kept per cell, in bytes (0: no limit). Output beyond it is dropped as it arrives, so a "
+        "notebook that prints gigabytes cannot exhaust the grader (output_budget.py: what counts).",
     ).tag(config=True)
 
     kernel_trace = Bool(
@@ -213,27 +214,6 @@ class GradingExecute(Execute):
         left = max(1, int(self._deadline - time.monotonic() + 0.999))
         return left if timeout is None else min(timeout, left)
 
-    def output(self, outs, msg, display_id, cell_index):
-        """Keep at most ``max_output_bytes`` of a cell's output (metadata too; a list of texts by its characters)."""
-        content = msg.get("content", {})
-        if msg.get("msg_type") == "error":
-            content["ename"] = str(content.get("ename", ""))[:1000]
-            content["evalue"] = str(content.get("evalue", ""))[:10000]
-            content["traceback"] = [str(line)[:10000] for line in list(content.get("traceback", []))[-50:]]
-        elif self.max_output_bytes:
-            size = sum(len(str(content.get(part, ""))) for part in ("text", "data", "metadata"))
-            self._output_bytes[cell_index] = used = self._output_bytes.get(cell_index, 0) + size
-            if used > self.max_output_bytes:
-                if cell_index not in self._truncated:
-                    self._truncated.add(cell_index)
-                    words = say(
-                        "[output truncated by the grader: this cell printed more than {megabytes:g} MB]",
-                        megabytes=self.max_output_bytes / 2**20,
-                    )
-                    outs.append(new_output("stream", name="stdout", text=f"\n{words.render(self._edition)}\n"))
-                return None
-        return super().output(outs, msg, display_id, cell_index)
-
     def _oversized_in(self, cell, index: int, sizes: list) -> None:
         """The relay dropped messages of ``sizes`` bytes while ``cell`` ran: say so under it, for the problem."""
         self._oversized.setdefault(index, []).extend(sizes)
@@ -287,6 +267,7 @@ class GradingExecute(Execute):
             "incidents": [],
         }
         self._output_bytes, self._truncated, self._left_behind, self._oversized = {}, set(), None, {}
+        self._display_bytes = {}
         # Killed, not asked to exit: nothing of the kernel is needed after the last cell, and its sandbox ends with
         # it (--die-with-parent); a graceful exit (ipykernel and torch tearing down) took 0.8 s a notebook.
         self.shutdown_kernel = "immediate"

@@ -1,0 +1,62 @@
+"""What a cell may make the grader hold: at most ``max_output_bytes`` of outputs, however the kernel sends them.
+
+Everything a kernel sends that nbclient keeps counts against its cell: texts by their characters (a list of strings
+too), data and metadata, an error's name, value and traceback (each cut first), and what a display update adds to
+each output it replaces (a cell could show thousands of tiny displays under one id, then update them all with one
+large message, which nbclient copies into each). Beyond the budget, what arrives is dropped and the cell says so once.
+"""
+
+from nbformat.v4 import new_output
+
+from ..common.words import say
+
+COUNTED = ("text", "data", "metadata", "ename", "evalue", "traceback")
+
+
+def size(content: dict) -> int:
+    return sum(len(str(content.get(part, ""))) for part in COUNTED)
+
+
+class OutputBudget:
+    """For GradingExecute (nbclient's NotebookClient): ``max_output_bytes``, ``_edition``, and per notebook
+    ``_output_bytes`` (cell index -> bytes kept), ``_truncated`` (the cells cut) and ``_display_bytes`` (display id ->
+    the size of what its outputs show)."""
+
+    def _over_budget(self, cell_index: int, outs: list, used: int) -> bool:
+        """Count ``used`` bytes against the cell; True (and a line under it, once) when the cell is over its budget."""
+        if not self.max_output_bytes:
+            return False
+        self._output_bytes[cell_index] = total = self._output_bytes.get(cell_index, 0) + used
+        if total <= self.max_output_bytes:
+            return False
+        if cell_index not in self._truncated:
+            self._truncated.add(cell_index)
+            words = say(
+                "[output truncated by the grader: this cell printed more than {megabytes:g} MB]",
+                megabytes=self.max_output_bytes / 2**20,
+            )
+            outs.append(new_output("stream", name="stdout", text=f"\n{words.render(self._edition)}\n"))
+        return True
+
+    def output(self, outs, msg, display_id, cell_index):
+        content = msg.get("content", {})
+        if msg.get("msg_type") == "error":
+            content["ename"] = str(content.get("ename", ""))[:1000]
+            content["evalue"] = str(content.get("evalue", ""))[:10000]
+            content["traceback"] = [str(line)[:10000] for line in list(content.get("traceback", []))[-50:]]
+        if self._over_budget(cell_index, outs, size(content)):
+            return None
+        return super().output(outs, msg, display_id, cell_index)
+
+    def process_message(self, msg, cell, cell_index):
+        self._running = cell, cell_index  # the cell a display update is counted against
+        return super().process_message(msg, cell, cell_index)
+
+    def _update_display_id(self, display_id, msg):
+        places = sum(len(indices) for indices in self._display_id_map.get(display_id, {}).values())
+        new, shown = size(msg.get("content", {})), self._display_bytes.get(display_id, 0)
+        cell, cell_index = self._running
+        if places and self._over_budget(cell_index, cell.outputs, places * max(0, new - shown)):
+            return
+        self._display_bytes[display_id] = max(new, shown)
+        super()._update_display_id(display_id, msg)

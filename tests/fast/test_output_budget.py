@@ -1,0 +1,56 @@
+"""What a cell may make the grader hold, through nbclient's own message handling (no kernel: the messages a kernel
+could send, handed to GradingExecute as nbclient's poll loop hands them)."""
+
+from nbformat.v4 import new_code_cell, new_notebook
+
+from autograder.preprocessors import GradingExecute
+
+LIMIT = 10_000
+
+
+def executor(cells: int = 1) -> GradingExecute:
+    execute = GradingExecute()
+    execute.nb = new_notebook(cells=[new_code_cell("x") for _ in range(cells)])
+    execute._edition, execute.max_output_bytes = "en", LIMIT
+    execute._output_bytes, execute._truncated, execute._display_id_map, execute._display_bytes = {}, set(), {}, {}
+    execute.clear_before_next_output = False  # (nbclient sets it as a cell starts)
+    return execute
+
+
+def send(execute, msg_type: str, content: dict, cell_index: int = 0) -> None:
+    msg = {"msg_type": msg_type, "header": {"msg_type": msg_type}, "content": content, "parent_header": {}}
+    execute.process_message(msg, execute.nb.cells[cell_index], cell_index)
+
+
+def kept(execute) -> int:
+    return sum(len(str(o)) for cell in execute.nb.cells for o in cell.outputs)
+
+
+def test_many_error_messages_count_against_the_cell():
+    execute = executor()
+    for _ in range(300):
+        send(execute, "error", {"ename": "E", "evalue": "v" * 5000, "traceback": ["t" * 5000] * 50})
+    assert kept(execute) < 2 * LIMIT + 200_000  # the first error whole, then nothing: not 300 of them
+    assert execute._truncated == {0} and "output truncated" in execute.nb.cells[0].outputs[-1].text
+
+
+def test_one_display_update_of_many_displays_counts_once_for_each():
+    execute = executor()
+    for _ in range(200):  # 200 tiny displays under one id: within the budget
+        send(execute, "display_data", {"data": {"text/plain": "."}, "metadata": {}, "transient": {"display_id": "d"}})
+    assert execute._truncated == set()
+    big = {"data": {"text/plain": "x" * 100_000}, "metadata": {}, "transient": {"display_id": "d"}}
+    send(execute, "update_display_data", big)  # copied into each of the 200: 20 MB, were it kept
+    assert all(o.data["text/plain"] == "." for o in execute.nb.cells[0].outputs if o.output_type == "display_data")
+    assert execute._truncated == {0} and kept(execute) < 2 * LIMIT
+
+
+def test_a_small_display_update_is_kept():
+    execute = executor()
+    send(execute, "display_data", {"data": {"text/plain": "0%"}, "metadata": {}, "transient": {"display_id": "bar"}})
+    send(
+        execute,
+        "update_display_data",
+        {"data": {"text/plain": "100%"}, "metadata": {}, "transient": {"display_id": "bar"}},
+    )
+    assert [o.data["text/plain"] for o in execute.nb.cells[0].outputs] == ["100%"] and execute._truncated == set()
