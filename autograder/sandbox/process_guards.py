@@ -1,12 +1,14 @@
 """What a kernel parent does to itself before anything runs; its kernels inherit both. It cannot be traced or read
-(``set_dumpable``), and it refuses the calls that make System V IPC objects and POSIX message queues
+(``set_dumpable``), and it refuses the calls that make System V IPC objects, POSIX message queues and keys
 (``refuse_lasting_ipc``), which outlive the kernel.
 
 A System V shared-memory segment stays in the sandbox's IPC namespace after every process that made it has ended,
 and no limit of the sandbox counts it: RLIMIT_AS counts only what is mapped, and the OOM killer, which takes a
 sandboxed process first (``choom``), frees nothing by killing them. A notebook could pin the machine's memory that
-way, or leave a message for the next student's kernels of the same worker. Nothing in the course needs them (torch and
-Python's multiprocessing share memory through ``/dev/shm`` files), so creating one fails with EPERM.
+way, or leave a message for the next student's kernels of the same worker. A key added to the uid's keyring
+(``add_key``, ``keyctl``) is such a message too, and as root it outlives every sandbox of the worker's uid. Nothing in
+the course needs them (torch and Python's multiprocessing share memory through ``/dev/shm`` files), so creating one
+fails with EPERM.
 
 The seccomp filter, which no process can remove, refuses with EPERM the calls that create or open these objects,
 and every call of another ABI (x86-64's x32 numbers; 32-bit ``int 0x80`` calls, whose numbers differ and include the
@@ -18,10 +20,11 @@ import errno
 import platform
 import struct
 
-# The calls refused, by this architecture's numbers (asm/unistd.h): shmget, semget, msgget, mq_open
+# The calls refused, by this architecture's numbers (asm/unistd.h): shmget, semget, msgget, mq_open, then add_key,
+# request_key, keyctl (a kernel's keyrings: the uid's keyring outlives every sandbox of that uid, as root a worker's)
 REFUSED = {
-    "x86_64": (0xC000003E, (29, 64, 68, 240)),  # AUDIT_ARCH_X86_64
-    "aarch64": (0xC00000B7, (194, 190, 186, 180)),  # AUDIT_ARCH_AARCH64
+    "x86_64": (0xC000003E, (29, 64, 68, 240, 248, 249, 250)),  # AUDIT_ARCH_X86_64
+    "aarch64": (0xC00000B7, (194, 190, 186, 180, 217, 218, 219)),  # AUDIT_ARCH_AARCH64
 }
 SECCOMP_CALL = {"x86_64": 317, "aarch64": 277}  # seccomp(2), which takes flags (Linux 3.17)
 X32_SYSCALL_BIT = 0x40000000  # x86-64: a call numbered from here is x32's ABI, which seccomp reports as x86-64

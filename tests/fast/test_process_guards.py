@@ -12,6 +12,7 @@ import pytest
 from autograder.sandbox import process_guards
 
 IPC_PRIVATE, IPC_CREAT = 0, 0o1000
+ADD_KEY = {"x86_64": 248, "aarch64": 217}.get(platform.machine())
 
 pytestmark = pytest.mark.skipif(
     platform.machine() not in process_guards.REFUSED, reason="the filter knows x86-64 and aarch64 only"
@@ -50,9 +51,12 @@ def test_system_v_ipc_and_message_queues_are_refused():
             "semget": outcome(libc.semget(IPC_PRIVATE, 1, IPC_CREAT | 0o600)),
             "msgget": outcome(libc.msgget(IPC_PRIVATE, IPC_CREAT | 0o600)),
             "mq_open": outcome(rt.mq_open(b"/backprop-ninja-test", os.O_CREAT | os.O_RDWR, 0o600, None)),
+            # a key (in the process keyring, -2, so that a filter that let it through leaves nothing behind)
+            "add_key": outcome(libc.syscall(ADD_KEY, b"user", b"backprop-ninja-test", b"note", 4, -2)),
         }
 
-    assert in_a_filtered_child(calls) == {name: "EPERM" for name in ("shmget", "semget", "msgget", "mq_open")}
+    refused = ("shmget", "semget", "msgget", "mq_open", "add_key")
+    assert in_a_filtered_child(calls) == {name: "EPERM" for name in refused}
 
 
 @pytest.mark.skipif(platform.machine() != "x86_64", reason="the x32 ABI is x86-64's")
