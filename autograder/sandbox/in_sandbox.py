@@ -77,7 +77,8 @@ def remove_inside(folder: str, device: int, budget: list) -> None:
 
 def clear_sandbox() -> bool:
     """Kill every process of the sandbox but this one and its init; empty the private folders. False when they hold
-    more than MAX_ENTRIES: then only ending the sandbox clears them."""
+    more than MAX_ENTRIES, or when anything the parent did not find there at its start is left (a folder nested
+    deeper than a path can name): then only ending the sandbox clears them."""
     try:
         os.kill(-1, signal.SIGKILL)  # in the sandbox's pid namespace: all it may signal but itself and pid 1
     except ProcessLookupError:
@@ -95,7 +96,7 @@ def clear_sandbox() -> bool:
                 remove_inside(folder, os.lstat(folder).st_dev, budget)
     except TooMany:
         return False
-    return True
+    return all(set(os.listdir(f)) <= _found_at_start.get(f, set()) for f in PRIVATE_FOLDERS if os.path.isdir(f))
 
 
 def fill_scratch(source: str) -> dict:
@@ -160,6 +161,7 @@ def left_behind(copied: dict) -> dict | None:
             "capped": capped}  # fmt: skip
 
 
+_found_at_start = {}  # private folder -> what it held when the parent started (a mount point bwrap made may stay)
 _ahead = {}  # (setup cells, the notebook variables but the seed) -> their RunAhead (None: they cannot be run ahead)
 _started_in = "/"  # the folder shown when the parent started (``main``), on sys.path: a student's, or the stage
 
@@ -268,6 +270,7 @@ def poll(pid: int) -> dict:
 def main() -> None:
     global _started_in
     _started_in = os.getcwd()
+    _found_at_start.update((f, set(os.listdir(f))) for f in PRIVATE_FOLDERS if os.path.isdir(f))
     set_dumpable(False)
     refuse_lasting_ipc()  # before anything else runs here: every kernel inherits it
     replies = os.fdopen(os.dup(1), "w", buffering=1)

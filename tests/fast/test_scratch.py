@@ -3,6 +3,7 @@ scratch is a tmpfs at policy.SCRATCH; here a temporary folder stands for it), an
 kernel left there."""
 
 import os
+import shutil
 import socket
 import tempfile
 
@@ -107,3 +108,21 @@ def test_a_folder_the_kernel_made_unlistable_is_emptied_too():
             os._exit(2)
     _, status = os.waitpid(pid, 0)
     assert os.waitstatus_to_exitcode(status) == 0
+
+
+def test_a_folder_nested_deeper_than_a_path_can_name_ends_the_sandbox(scratch, monkeypatch):
+    """Removing by path fails past PATH_MAX (4096): such a tree in /tmp would outlive the clear between students.
+    The parent cannot remove it, so it says the sandbox is not cleared, and the grader ends it (its tmpfs with it)."""
+    monkeypatch.setattr(os, "kill", lambda *args: None)  # clear_sandbox kills all it may: here, never
+    monkeypatch.setattr(kernel_parent, "PRIVATE_FOLDERS", (str(scratch),))
+    fd = os.open(scratch, os.O_RDONLY)
+    for _ in range(20):  # 20 names of 250 characters: 5,000 characters from the scratch down
+        os.mkdir("d" * 250, dir_fd=fd)
+        fd, above = os.open("d" * 250, os.O_RDONLY, dir_fd=fd), fd
+        os.close(above)
+    os.close(fd)
+    try:
+        assert kernel_parent.clear_sandbox() is False
+    finally:
+        shutil.rmtree(scratch / ("d" * 250))  # (it removes by folder descriptor, as the sandbox's end does)
+    assert kernel_parent.clear_sandbox() is True  # what the parent found at its start may stay: here, nothing
