@@ -312,7 +312,8 @@ def test_a_postgresql_gradebook_is_graded_into_while_the_formgrader_uses_it(post
         )
         listed = lambda: ta.get(f"submitted_notebooks/{ASSIGNMENT}/{NB}") if run.poll() is None else [None]
         (first,) = wait_until(listed, 900, "a first graded student in the Formgrader")[:1]
-        assert first is not None, "grade ended before the Formgrader saw any student"
+        ended = "" if first is not None else f" (exit {run.returncode}): {run.communicate()[1][-3000:]}"
+        assert first is not None, f"grade ended before the Formgrader saw any student{ended}"
         grades = {g["name"]: g for g in ta.get(f"grades?submission_id={first['id']}")}
         ta.put(f"grade/{grades['test_dprobs']['id']}", {"manual_score": 0.25})
         comment = ta.get(f"comments?submission_id={first['id']}")[0]
