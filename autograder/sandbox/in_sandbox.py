@@ -20,7 +20,7 @@ import sys
 from ..data import SEED_VARIABLE
 from .environment import NOTEBOOK_VARIABLES
 from .policy import SCRATCH, SOCKETS
-from .process_guards import refuse_lasting_ipc, set_dumpable
+from .process_guards import load_seccomp_filter, set_dumpable
 
 # What the setup cells and the hidden tests import first. Not matplotlib (0.55 CPU s, a tenth of a student's kernels'
 # CPU): the course's plots import it only when they draw, and they do not draw while grading.
@@ -272,7 +272,7 @@ def main() -> None:
     _started_in = os.getcwd()
     _found_at_start.update((f, set(os.listdir(f))) for f in PRIVATE_FOLDERS if os.path.isdir(f))
     set_dumpable(False)
-    refuse_lasting_ipc()  # before anything else runs here: every kernel inherits it
+    load_seccomp_filter()  # before anything else runs here: every kernel inherits it
     replies = os.fdopen(os.dup(1), "w", buffering=1)
     os.dup2(2, 1)  # a stray print must not be taken for a reply
     if COLD not in sys.argv[1:]:

@@ -1,6 +1,6 @@
 """What a kernel parent does to itself before anything runs; its kernels inherit both. It cannot be traced or read
-(``set_dumpable``), and it refuses the calls that make System V IPC objects, POSIX message queues and keys
-(``refuse_lasting_ipc``), which outlive the kernel.
+(``set_dumpable``), and it refuses the calls that make System V IPC objects, POSIX message queues and keys, which
+outlive the kernel, and user namespaces (``load_seccomp_filter``).
 
 A System V shared-memory segment stays in the sandbox's IPC namespace after every process that made it has ended,
 and no limit of the sandbox counts it: RLIMIT_AS counts only what is mapped, and the OOM killer, which takes a
@@ -10,9 +10,15 @@ way, or leave a message for the next student's kernels of the same worker. A key
 the course needs them (torch and Python's multiprocessing share memory through ``/dev/shm`` files), so creating one
 fails with EPERM.
 
-The seccomp filter, which no process can remove, refuses with EPERM the calls that create or open these objects,
-and every call of another ABI (x86-64's x32 numbers; 32-bit ``int 0x80`` calls, whose numbers differ and include the
-``ipc`` multiplexer); it lets everything else through.
+A user namespace gives the process in it every capability there: it could mount, make network namespaces and reach
+much more of the Linux kernel's code than a sandboxed kernel needs. Bubblewrap's ``--disable-userns`` stops that only
+for an ordinary user's grader, whose kernels live in a user namespace already; as root they run as a plain uid. So
+``clone`` and ``unshare`` with CLONE_NEWUSER fail with EPERM. ``clone3`` passes its flags in memory, which a filter
+cannot read: it fails with ENOSYS, and the C library then starts the thread or process with ``clone``.
+
+The seccomp filter, which no process can remove, also refuses with EPERM every call of another ABI (x86-64's x32
+numbers; 32-bit ``int 0x80`` calls, whose numbers differ and include the ``ipc`` multiplexer); it lets everything
+else through.
 """
 
 import ctypes
@@ -26,19 +32,21 @@ REFUSED = {
     "x86_64": (0xC000003E, (29, 64, 68, 240, 248, 249, 250)),  # AUDIT_ARCH_X86_64
     "aarch64": (0xC00000B7, (194, 190, 186, 180, 217, 218, 219)),  # AUDIT_ARCH_AARCH64
 }
+# clone and unshare, whose first argument holds the flags; clone3, the same number on both
+NAMESPACE_CALLS = {"x86_64": (56, 272), "aarch64": (220, 97)}
+CLONE3, CLONE_NEWUSER = 435, 0x10000000
 SECCOMP_CALL = {"x86_64": 317, "aarch64": 277}  # seccomp(2), which takes flags (Linux 3.17)
 X32_SYSCALL_BIT = 0x40000000  # x86-64: a call numbered from here is x32's ABI, which seccomp reports as x86-64
 
 # Classic BPF (linux/filter.h, linux/seccomp.h)
-LD_W_ABS, JEQ_K, JGE_K, RET_K = 0x20, 0x15, 0x35, 0x06
-ARCH_OFFSET, NR_OFFSET = 4, 0  # in struct seccomp_data
-ALLOW, REFUSE = 0x7FFF0000, 0x00050000 | errno.EPERM  # SECCOMP_RET_ALLOW, SECCOMP_RET_ERRNO | EPERM
+LD_W_ABS, JEQ_K, JGE_K, JSET_K, RET_K = 0x20, 0x15, 0x35, 0x45, 0x06
+ARCH_OFFSET, NR_OFFSET, FLAGS_OFFSET = 4, 0, 16  # in struct seccomp_data; the low half of args[0] (little-endian)
+ALLOW, RET_ERRNO = 0x7FFF0000, 0x00050000  # SECCOMP_RET_ALLOW, SECCOMP_RET_ERRNO | the errno
 PR_SET_DUMPABLE, PR_SET_NO_NEW_PRIVS, PR_SET_SECCOMP, SECCOMP_MODE_FILTER = 4, 38, 22, 2  # prctl(2)
 # seccomp(2): a filtered process keeps the speculation mitigations it had (Linux 4.17). Without the flag, kernels
 # booted with spec_store_bypass_disable=seccomp (the default before 5.16) turn on SSBD for it, which slows
 # computation; the kernel runs only the student's own code, so it has no secret of anyone's to guard that way.
 SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_SPEC_ALLOW = 1, 4
-TO_REFUSE = -1  # a jump's target while the program is written
 
 
 class SockFprog(ctypes.Structure):
@@ -50,14 +58,22 @@ def program(machine: str) -> bytes | None:
     if machine not in REFUSED:
         return None
     arch, numbers = REFUSED[machine]
-    code = [(LD_W_ABS, 0, 0, ARCH_OFFSET), (JEQ_K, 0, TO_REFUSE, arch), (LD_W_ABS, 0, 0, NR_OFFSET)]
+    clone, unshare = NAMESPACE_CALLS[machine]
+    # (code, jump if true, jump if false, k); a jump names its target, a label below
+    code = [(LD_W_ABS, 0, 0, ARCH_OFFSET), (JEQ_K, 0, "refuse", arch), (LD_W_ABS, 0, 0, NR_OFFSET)]
     if machine == "x86_64":
-        code.append((JGE_K, TO_REFUSE, 0, X32_SYSCALL_BIT))
-    code += [(JEQ_K, TO_REFUSE, 0, number) for number in numbers]
-    code += [(RET_K, 0, 0, ALLOW), (RET_K, 0, 0, REFUSE)]
-    # A jump counts the instructions it skips: TO_REFUSE becomes the distance to the last one
-    last = len(code) - 1
-    at = lambda i, offset: last - i - 1 if offset == TO_REFUSE else offset
+        code.append((JGE_K, "refuse", 0, X32_SYSCALL_BIT))
+    code += [(JEQ_K, "refuse", 0, number) for number in numbers]
+    code += [(JEQ_K, "no clone3", 0, CLONE3), (JEQ_K, "flags", 0, clone), (JEQ_K, "flags", 0, unshare)]
+    code += [(RET_K, 0, 0, ALLOW)]
+    labels = {"flags": len(code)}
+    code += [(LD_W_ABS, 0, 0, FLAGS_OFFSET), (JSET_K, "refuse", 0, CLONE_NEWUSER), (RET_K, 0, 0, ALLOW)]
+    labels["no clone3"] = len(code)
+    code.append((RET_K, 0, 0, RET_ERRNO | errno.ENOSYS))
+    labels["refuse"] = len(code)
+    code.append((RET_K, 0, 0, RET_ERRNO | errno.EPERM))
+    # A jump counts the instructions it skips
+    at = lambda i, target: labels[target] - i - 1 if isinstance(target, str) else target
     code = [(op, at(i, jt), at(i, jf), k) for i, (op, jt, jf, k) in enumerate(code)]
     return b"".join(struct.pack("=HBBI", *instruction) for instruction in code)
 
@@ -67,7 +83,7 @@ def set_dumpable(dumpable: bool) -> None:
         raise OSError(ctypes.get_errno(), "prctl(PR_SET_DUMPABLE) failed")
 
 
-def refuse_lasting_ipc() -> bool:
+def load_seccomp_filter() -> bool:
     """Load the filter into this process and the ones it starts from now on; False on an architecture it does not
     know (nothing is refused there). OSError when the kernel refuses the filter."""
     code = program(platform.machine())

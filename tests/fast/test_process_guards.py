@@ -26,7 +26,7 @@ def in_a_filtered_child(calls) -> dict:
     if pid == 0:
         try:
             os.close(read)
-            process_guards.refuse_lasting_ipc()
+            process_guards.load_seccomp_filter()
             answer = calls(ctypes.CDLL(None, use_errno=True))
         except BaseException as error:  # noqa: BLE001 (the test sees it)
             answer = {"error": repr(error)}
@@ -59,6 +59,27 @@ def test_system_v_ipc_and_message_queues_are_refused():
     assert in_a_filtered_child(calls) == {name: "EPERM" for name in refused}
 
 
+def test_a_user_namespace_cannot_be_made():
+    clone_newuser, clone_newns = 0x10000000, 0x00020000
+
+    def calls(libc):
+        pid = os.fork()  # a plain fork, for comparison: allowed
+        if pid == 0:
+            os._exit(0)
+        os.waitpid(pid, 0)
+        return {
+            "unshare(CLONE_NEWUSER)": outcome(libc.unshare(clone_newuser)),
+            "unshare(CLONE_NEWUSER | CLONE_NEWNS)": outcome(libc.unshare(clone_newuser | clone_newns)),
+            "clone3": outcome(libc.syscall(process_guards.CLONE3, None, 0)),  # its flags cannot be read: ENOSYS
+        }
+
+    assert in_a_filtered_child(calls) == {
+        "unshare(CLONE_NEWUSER)": "EPERM",
+        "unshare(CLONE_NEWUSER | CLONE_NEWNS)": "EPERM",
+        "clone3": "ENOSYS",
+    }
+
+
 @pytest.mark.skipif(platform.machine() != "x86_64", reason="the x32 ABI is x86-64's")
 def test_a_call_by_its_x32_number_is_refused():
     getpid = 39
@@ -69,6 +90,7 @@ def test_a_call_by_its_x32_number_is_refused():
 def test_what_a_kernel_needs_still_works():
     def calls(libc):
         import subprocess
+        import threading
         from multiprocessing import shared_memory
 
         import torch
@@ -83,9 +105,15 @@ def test_what_a_kernel_needs_still_works():
             memory.close()
             memory.unlink()
         child = subprocess.run(["true"]).returncode
-        return [seen, child, torch.ones(3).sum().item()]
+        # a thread starts with clone once clone3 is refused (not torch's pool: OpenMP hangs in a fork of a process
+        # that used it, as this test's may have)
+        ran = []
+        thread = threading.Thread(target=lambda: ran.append(threading.get_native_id() != os.getpid()))
+        thread.start()
+        thread.join()
+        return [seen, child, ran, torch.ones(3).sum().item()]
 
-    assert in_a_filtered_child(calls) == [7, 0, 3.0]
+    assert in_a_filtered_child(calls) == [7, 0, [True], 3.0]
 
 
 def test_on_an_architecture_it_does_not_know_nothing_is_refused():

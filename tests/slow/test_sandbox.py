@@ -317,6 +317,18 @@ def test_memory_that_outlives_the_kernel_cannot_be_made(kernel):
     assert r == [-1, "EPERM", 64]
 
 
+def test_a_user_namespace_cannot_be_made(kernel):
+    # As root the kernel is a plain uid, which Linux lets make a user namespace: every capability inside it.
+    # (The kernel's own process has threads, so unshare(2) there fails anyway: a fresh process asks.)
+    r = kernel.json(
+        "import subprocess\n"
+        "tool = subprocess.run(['unshare', '--user', '--map-root-user', '--mount',"
+        " 'mount', '-t', 'tmpfs', 'x', '/tmp'], capture_output=True, text=True)\n"
+        "result = [tool.returncode, tool.stderr]"
+    )
+    assert r[0] != 0 and "Operation not permitted" in r[1], r
+
+
 def test_fork_bomb_is_stopped(kernel):
     r = kernel.json(
         "import subprocess\nprocs, error = [], None\ntry:\n"
