@@ -60,9 +60,10 @@ class _WithoutDebug(logging.LoggerAdapter):
 class GradingExecute(OutputBudget, Execute):
     """nbgrader's Execute, in the sandbox, with ``$BACKPROP_NINJA_SEED`` set for the kernel.
 
-    The seed differs for every student and notebook, so the batch and the parameters the
-    answers are graded on are ones the student never saw; ``JudgeAnswers`` reads it back
-    from ``resources['backprop_ninja']`` to build the same reference in the grader.
+    The seed is drawn anew for every grading run and notebook, so the batch and the parameters the answers are
+    graded on are ones the student never saw; ``JudgeAnswers`` reads it back from ``resources['backprop_ninja']``
+    to build the same reference in the grader. It is the same for every student of the run: a worker builds each
+    notebook's reference once (Exercise 4's is an autograd training run), not once a student.
     """
 
     seed_secret = Unicode(
@@ -161,7 +162,7 @@ class GradingExecute(OutputBudget, Execute):
 
     def grading_seed(self, resources) -> int:
         nbgrader = resources.get("nbgrader", {})
-        names = [str(nbgrader.get(k, "")) for k in ("student", "assignment", "notebook")]
+        names = [str(nbgrader.get(k, "")) for k in ("assignment", "notebook")]
         key = "/".join([self.seed_secret or self._run_secret, *names])
         return int.from_bytes(hashlib.sha256(key.encode()).digest()[:4], "big") % 2**31
 
