@@ -11,6 +11,7 @@ import io
 
 import nbformat
 import pytest
+import torch
 from support.course import ASSIGNMENT, REPO
 
 from autograder.authoring import SOURCE_DIR, shared_cell
@@ -88,3 +89,67 @@ def test_a_training_step_that_changes_nothing_is_named_at_its_second_step(ex4):
 def test_a_training_step_not_written_yet_says_so(ex4):
     out = check_training(ex4, "def training_step(Xb, Yb, lr):\n    raise NotImplementedError()\n")
     assert out == "✘ training: training_step is not written yet\n", out
+
+
+def check_calibration(ex4, calibration):
+    """What the visible check under the graded calibration cell prints after this calibration, the parameters moved
+    away from their initial values as training moves them."""
+    setup, cells = ex4
+    namespace = {**setup}
+    for code in (shared_cell("self_check_helpers"), cells["training_checks"]):
+        exec(strip_hidden(code), namespace)
+    noise = torch.Generator().manual_seed(1)
+    trained = [p.detach() + 0.05 * torch.randn(p.shape, generator=noise) for p in setup["parameters"]]
+    namespace.update(parameters=trained, **dict(zip(setup["parameter_names"], trained)))
+    exec(f"with torch.no_grad():\n    {calibration.replace(chr(10), chr(10) + '    ')}", namespace)
+    with contextlib.redirect_stdout(io.StringIO()) as out, contextlib.redirect_stderr(io.StringIO()) as err:
+        namespace["check_calibration"]()
+    return out.getvalue() + err.getvalue()
+
+
+HPREBN = "hprebn_all = C[{X}].view({X}.shape[0], -1) @ W1 + b1\n"
+
+
+@pytest.mark.parametrize(
+    "calibration, printed",
+    [
+        (
+            HPREBN.format(X="Xtr")
+            + "bnmean = hprebn_all.mean(0, keepdim=True)\nbnvar = hprebn_all.var(0, keepdim=True)",
+            "✔ bnmean and bnvar: the mean and the variance of hprebn over Xtr for your trained parameters",
+        ),
+        (
+            HPREBN.format(X="Xtr")
+            + "bnmean = hprebn_all.mean(0, keepdim=True)\nbnvar = hprebn_all.std(0, keepdim=True)",
+            "✘ bnvar: this is the standard deviation",
+        ),
+        (
+            HPREBN.format(X="Xdev")
+            + "bnmean = hprebn_all.mean(0, keepdim=True)\nbnvar = hprebn_all.var(0, keepdim=True)",
+            "✘ bnmean: these are the statistics of the validation set",
+        ),
+        (
+            HPREBN.format(X="Xtr[:32]") + "bnmean = hprebn_all.mean(0, keepdim=True)\nbnvar = torch.ones(1, n_hidden)",
+            "✘ bnmean: not the statistic of hprebn over Xtr for your trained parameters: largest difference",
+        ),
+        (
+            "bnmean = torch.zeros(1, n_hidden)\nbnvar = torch.ones(1, n_hidden)",  # what the old check let through
+            "✘ bnmean: not the statistic of hprebn over Xtr",
+        ),
+        ("bnmean = torch.zeros(n_hidden)\nbnvar = torch.ones(n_hidden)", "✘ bnmean: the shape is (200,)"),
+        ("pass", "✘ bnmean: not calibrated yet"),
+    ],
+    ids=["right", "std", "validation", "minibatch", "zeros", "shape", "missing"],
+)
+def test_the_calibration_check_compares_the_values(ex4, calibration, printed):
+    out = check_calibration(ex4, calibration)
+    assert out.startswith(printed), out
+
+
+def test_a_calibration_before_training_says_so(ex4):
+    calibration = (
+        "C0, W1_0, b1_0 = initial_parameters[:3]\nhprebn_all = C0[Xtr].view(Xtr.shape[0], -1) @ W1_0 + b1_0\n"
+        "bnmean = hprebn_all.mean(0, keepdim=True)\nbnvar = hprebn_all.var(0, keepdim=True)"
+    )
+    out = check_calibration(ex4, calibration)
+    assert out.startswith("✘ bnmean: these are the statistics of the parameters before training"), out
