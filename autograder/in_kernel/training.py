@@ -125,8 +125,9 @@ def _replay_training_step(namespace: dict) -> dict:
     """training_step for the graded run's steps again, from the initial parameters, with the course's own
     gradients in place of the student's backward_pass: the run that judges training_step alone.
 
-    The payload holds the losses ("replay_losses"), how it ended ("replay") and the parameters it reached
-    ("replay_<name>"). The notebook's parameters, backward_pass and forward are put back as they were.
+    The payload holds the losses ("replay_losses"), how it ended and how often training_step asked for the
+    gradients ("replay") and the parameters it reached ("replay_<name>"). The notebook's parameters, backward_pass and
+    forward are put back as they were.
     """
     from ..engine.training.network import GRADED_STEPS, PARAMETER_NAMES, manual_backward, minibatches
 
@@ -135,7 +136,13 @@ def _replay_training_step(namespace: dict) -> dict:
         return {"replay": {"kind": "missing"}}
     parameters, X, Y = namespace["parameters"], namespace["Xtr"], namespace["Ytr"]
     saved = {name: namespace[name] for name in ("backward_pass", "forward") if name in namespace}
-    namespace["backward_pass"] = lambda Xb, Yb, cache: manual_backward(parameters, Xb, Yb, cache)
+    calls = []
+
+    def right_gradients(Xb, Yb, cache):
+        calls.append(1)
+        return manual_backward(parameters, Xb, Yb, cache)
+
+    namespace["backward_pass"] = right_gradients
     forward = namespace.get("forward")
     namespace["forward"] = getattr(forward, "__wrapped__", forward)  # not counted by limit_forward
     losses, status = [], {"kind": "returned"}
@@ -153,6 +160,7 @@ def _replay_training_step(namespace: dict) -> dict:
             p.copy_(p1)
     namespace.pop("backward_pass")
     namespace.update(saved)
+    status["backward_calls"] = len(calls)
     return {**payload, "replay": status, "replay_losses": wire.encode(torch.tensor(losses, dtype=torch.float64))}
 
 

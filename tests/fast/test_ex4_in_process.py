@@ -64,12 +64,20 @@ def test_a_mistake_costs_its_own_points(graded, student):
         assert text in graded[student].messages[cell], graded[student].messages[cell]
 
 
-@pytest.mark.parametrize("student", ["m_update_rebinds", "m_update_sign"])
+@pytest.mark.parametrize("student", ["m_update_rebinds", "m_update_missing", "m_update_sign"])
 def test_a_wrong_training_step_is_not_blamed_on_right_gradients(graded, student):
     """Every gradient right, training_step wrong: the replay with the right gradients says why the run departs; the
     notebook's own run departs for the same reason, and no line sends the student to their backward_pass."""
     message = graded[student].messages["test_training"]
     assert "with your backward_pass" not in message and "wrong gradients' own cells" not in message, message
+
+
+def test_an_update_left_out_is_not_called_a_rebinding(graded):
+    message = graded["m_update_missing"].messages["test_training"]
+    assert (
+        "p = p - lr * grad" not in message and graded["m_update_missing"].diagnoses["test_training"] == "not_answered"
+    )
+    assert graded["m_update_rebinds"].diagnoses["test_training"] == "not_updated_in_place"
 
 
 def test_exact_zeros_for_db1_are_right_and_say_why(graded):

@@ -118,6 +118,12 @@ MISTAKES = {
         {"test_training": 0},
         {"test_training": "the parameters never changed"},
     ),
+    "m_update_missing": (  # the stub's line replaced by pass: nothing updated, and not for the rebinding's reason
+        {"answer_training_step": "pass"},
+        [],
+        {"test_training": 0},
+        {"test_training": "training_step changed no parameter, and it never called backward_pass"},
+    ),
     "m_update_sign": (
         {"answer_training_step": training_step("p += lr * grad")},
         [],

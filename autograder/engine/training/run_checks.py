@@ -76,9 +76,22 @@ def _first_departure(losses, expected):
     return (departed[0].item() if len(departed) else None), differences.max().item()
 
 
-def _why_it_departs(losses, trained, namespace, first: int) -> Reason:
-    """Why training_step, given the right gradients, leaves autograd's run at step ``first``."""
-    if trained is not None and all(torch.equal(t, p0) for t, p0 in zip(trained, namespace["initial_parameters"])):
+def _why_it_departs(losses, trained, namespace, first: int, backward_calls) -> Reason:
+    """Why training_step, given the right gradients (which it asked for ``backward_calls`` times), leaves autograd's
+    run at step ``first``."""
+    unchanged = trained is not None and all(
+        torch.equal(t, p0) for t, p0 in zip(trained, namespace["initial_parameters"])
+    )
+    if unchanged and backward_calls == 0:
+        return Reason(
+            "not_answered",
+            say(
+                "training_step changed no parameter, and it never called backward_pass: it must get the gradients "
+                "from backward_pass(Xb, Yb, cache) and move every parameter in place by -lr times its gradient "
+                "(p += -lr * grad)"
+            ),
+        )
+    if unchanged:
         return Reason(
             "not_updated_in_place",
             say(
@@ -212,7 +225,7 @@ def judge_training(report: Report, namespace: dict, seed: int, tainted: set) -> 
             )
         )
     else:
-        why = _why_it_departs(replay, trained, namespace, first)
+        why = _why_it_departs(replay, trained, namespace, first, status.get("backward_calls"))
         verdict.lines.append(
             Reason(
                 kind_of(why),
