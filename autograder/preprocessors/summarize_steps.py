@@ -129,12 +129,17 @@ def _whole(number: float):
 
 
 def headline_html(rows: list, first: "Row | None", code: str) -> str:
-    """The sentences above the table: how many steps are right, the first one to fix, and the reason several share."""
+    """The sentences above the table: how many graded cells are right, the first one to fix, and the reason several
+    share."""
     if first is None:
-        return say_n("All {count} steps are right.", "All {count} steps are right.", len(rows)).render(code)
+        return say_n("All {count} graded cells are right.", "All {count} graded cells are right.", len(rows)).render(
+            code
+        )
     right = sum(row.right for row in rows)
     sentences = [
-        say_n("{right} of {count} steps right.", "{right} of {count} steps right.", len(rows), right=right),
+        say_n(
+            "{right} of {count} graded cells right.", "{right} of {count} graded cells right.", len(rows), right=right
+        ),
         say_n(
             "<strong>Fix first: {step}</strong> ({score:g} of {count:g} point), marked below.",
             "<strong>Fix first: {step}</strong> ({score:g} of {count:g} points), marked below.",
@@ -149,8 +154,8 @@ def headline_html(rows: list, first: "Row | None", code: str) -> str:
         lost = sum(row.points - row.score for row in shared)
         sentences.append(
             say_n(
-                "{count} steps ({lost:g} points) fail for the same reason: <strong>{reason}</strong>",
-                "{count} steps ({lost:g} points) fail for the same reason: <strong>{reason}</strong>",
+                "{count} graded cells ({lost:g} points) fail for the same reason: <strong>{reason}</strong>",
+                "{count} graded cells ({lost:g} points) fail for the same reason: <strong>{reason}</strong>",
                 len(shared),
                 lost=lost,
                 reason=html.escape(first.reasons[0]),
@@ -174,7 +179,9 @@ def table_html(
     """
     first = next((row for row in rows if not row.right), None)
     headline = headline_html(rows, first, code)
-    heads = [say("step").render(code), say("points").render(code), say("what the grader found").render(code)]
+    # a row is a graded cell, as every notebook calls it (Exercise 4's Step 1 and Step 2, and its training steps,
+    # are other things)
+    heads = [say("graded cell").render(code), say("points").render(code), say("what the grader found").render(code)]
     lines = [
         '<div class="steps-summary">',
         f'<div class="steps-headline">{headline}</div>',

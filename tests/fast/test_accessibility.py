@@ -161,7 +161,7 @@ def test_the_table_of_steps_is_a_table_to_assistive_technology_and_the_sanitizer
     rows = table.find_all(role="row", recursive=False)
     cells = [row.find_all(recursive=False) for row in rows]
     header, *body = [[(cell["role"], cell.get_text(strip=True)) for cell in row] for row in cells]
-    assert header == [("columnheader", name) for name in ("result", "step", "points", "what the grader found")]
+    assert header == [("columnheader", name) for name in ("result", "graded cell", "points", "what the grader found")]
     assert body == [
         [("cell", "✔"), ("rowheader", "dlogprobs"), ("cell", "1 / 1"), ("cell", "correct")],
         [("cell", "✘"), ("rowheader", "dprobsfix first"), ("cell", "0 / 2"), ("cell", "wrong sign <b>x</b>")],

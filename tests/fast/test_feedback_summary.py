@@ -81,7 +81,7 @@ def test_steps_in_backward_order_with_the_most_upstream_wrong_one_first_to_fix()
     assert page.rows[-1].reasons == ["bnmean is the mean", "bnvar is the variance"]  # right, of 2 points: each line
     assert [r.mark for r in page.rows] == ["✘", "✔", "✔", "✔", "✘", "✔", "✔", "✘", "✔"]
     assert [r.first for r in page.rows] == [True] + [False] * 8
-    assert page.headline == "6 of 9 steps right. Fix first: dW2 (0 of 1 point), marked below."
+    assert page.headline == "6 of 9 graded cells right. Fix first: dW2 (0 of 1 point), marked below."
     assert page.rows[4].reasons == ["dW1 is transposed", "(judged from your dhprebn)"]
     assert page.rows[0].reasons == [f"dW2 is transposed {HOSTILE}", "second", "third", "… (more in the cell)"]
     assert page.rows[7].points == "3 / 4" and page.rows[7].reasons == ["follows autograd's run", "does not reach 2.75"]
@@ -127,8 +127,8 @@ def test_one_reason_for_several_wrong_steps_is_named_in_the_headline():
     nb, _ = summarize(cells)
     page = FeedbackPage(clean_html(nb.cells[0].source))
     assert page.headline == (
-        f"1 of 8 steps right. Fix first: dW2 (0 of 1 point), marked below. 7 steps (8 points) fail for the same "
-        f"reason: {raised}"
+        f"1 of 8 graded cells right. Fix first: dW2 (0 of 1 point), marked below. 7 graded cells (8 points) fail "
+        f"for the same reason: {raised}"
     )
     assert [r.first for r in page.rows] == [True] + [False] * 7
     assert "<script" not in nb.cells[0].source
@@ -136,7 +136,7 @@ def test_one_reason_for_several_wrong_steps_is_named_in_the_headline():
     cells[3] = graded_cell("test_dW2", 1, 0, verdict("dW2", 0, 1, "dW2 is transposed"))
     nb, _ = summarize(cells)
     page = FeedbackPage(clean_html(nb.cells[0].source))
-    assert page.headline == "1 of 8 steps right. Fix first: dW2 (0 of 1 point), marked below."
+    assert page.headline == "1 of 8 graded cells right. Fix first: dW2 (0 of 1 point), marked below."
 
 
 def test_notes_under_the_table_late_penalty_comments_and_absolute_course_links():
@@ -158,7 +158,7 @@ def test_notes_under_the_table_late_penalty_comments_and_absolute_course_links()
 def test_all_right_and_nothing_to_summarize():
     nb, _ = summarize([graded_cell("test_dC", 2, 2, verdict("dC", 2, 2, "correct"))])
     page = FeedbackPage(clean_html(nb.cells[0].source))
-    assert page.headline == "All 1 steps are right." and not any(r.first for r in page.rows)
+    assert page.headline == "All 1 graded cells are right." and not any(r.first for r in page.rows)
     right = [graded_cell(f"test_d{p}", 1, 1, verdict(f"d{p}", 1, 1, "correct")) for p in ("W1", "W2")]
     page = FeedbackPage(clean_html(summarize(right)[0].cells[0].source))  # moved, but no ✘ to fix first
     assert [r.step for r in page.rows] == ["dW2", "dW1"] and not any(REORDERED in note for note in page.notes)

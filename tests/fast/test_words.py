@@ -126,4 +126,6 @@ def test_the_table_of_steps_speaks_the_edition_headline_labels_and_notes_include
         assert expected in page
     text = [piece for piece in page.replace(">", ">\n").replace("<", "\n<").splitlines() if not piece.startswith("<")]
     assert unmarked(" ".join(text), {"dprobs", "dcounts"}) == []
-    assert table_html(rows[2:], 0, [], "https://example.org/course", PSEUDO).count("⟦All 1 steps are right.⟧") == 1
+    assert (
+        table_html(rows[2:], 0, [], "https://example.org/course", PSEUDO).count("⟦All 1 graded cells are right.⟧") == 1
+    )

@@ -64,10 +64,12 @@ def test_each_student_reads_their_feedback_in_their_language(course, code):
         for gid, text in messages.items():  # every graded cell's verdict, in the edition's words
             lines = [line for line in text.splitlines() if line.strip()]
             assert lines and all(SCRIPT[code].search(line) for line in lines), (student, gid, text)
-        headline = say_n("{right} of {count} steps right.", "{right} of {count} steps right.", 27, right=25)
+        headline = say_n(
+            "{right} of {count} graded cells right.", "{right} of {count} graded cells right.", 27, right=25
+        )
         if student != f"right_{code}":
             assert say("fix first").render(code) in html and headline.render(code) in html, student
-            assert "the wrong sign" not in html and "steps right" not in html  # no English sentence left
+            assert "the wrong sign" not in html and "graded cells right" not in html  # no English sentence left
         assert len(SCRIPT[code].findall(html)) > 2000, student  # the notebook's own text too
 
 

@@ -168,9 +168,11 @@ def test_feedback_opens_with_every_step_and_its_reason(feedback, student):
     wrong = [r for r in page.rows if r.mark == "✘"]
     assert page.first_to_fix() == [r.anchor for r in wrong[:1]]  # the most upstream wrong step, and only it
     if wrong:
-        assert page.headline.startswith(f"{27 - len(wrong)} of 27 steps right. Fix first: {wrong[0].step} (0 of ")
+        assert page.headline.startswith(
+            f"{27 - len(wrong)} of 27 graded cells right. Fix first: {wrong[0].step} (0 of "
+        )
     else:
-        assert page.headline == "All 27 steps are right."
+        assert page.headline == "All 27 graded cells are right."
     first = {"blank": "dlogprobs", "m_probs_sign": "dprobs", "k_dies_midway": "dh", "c_copy_grad": "dh"}
     assert [r.step for r in wrong[:1]] == ([first[student]] if student in first else [])
 

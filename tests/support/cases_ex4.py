@@ -70,7 +70,7 @@ MISTAKES = {
         {
             "test_dW1": "(your dlogits, dh, dhpreact, dhprebn on the way back from the loss are right: the mistake is "
             "in dW1's own line)",
-            "test_training": "your own training run, with your backward_pass, leaves autograd's at training step 2: "
+            "test_training": "your own training run, with your backward_pass, leaves autograd's at step 2 of 300: "
             "your dW1 is wrong (see its cell); that costs points in the wrong gradients' own cells, not here",
         },
     ),

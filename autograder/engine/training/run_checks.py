@@ -151,7 +151,9 @@ def _own_run(report: Report, namespace: dict, expected, replay_followed: bool) -
         if first is None or (because is None and not replay_followed):
             return None
         what = say(
-            "your own training run, with your backward_pass, leaves autograd's at training step {step}", step=first + 1
+            "your own training run, with your backward_pass, leaves autograd's at step {step} of {steps}",
+            step=first + 1,
+            steps=GRADED_STEPS,
         )
     if because:
         return say(
@@ -230,9 +232,10 @@ def judge_training(report: Report, namespace: dict, seed: int, tainted: set) -> 
             Reason(
                 kind_of(why),
                 say(
-                    "with the right gradients, your training_step leaves autograd's run at training step {step}: loss "
-                    "{loss:.4f}, autograd's {expected:.4f} (tolerance {tolerance:g}); {why}",
+                    "with the right gradients, your training_step leaves autograd's run at step {step} of {steps}: "
+                    "loss {loss:.4f}, autograd's {expected:.4f} (tolerance {tolerance:g}); {why}",
                     step=first + 1,
+                    steps=GRADED_STEPS,
                     loss=replay[first].item(),
                     expected=expected[first].item(),
                     tolerance=LOSS_TOLERANCE,
