@@ -64,11 +64,19 @@ def test_the_questions_the_notebooks_raise_are_answered():
 
 def test_exercise_1_asks_for_index_add_for_dc():
     """dC in any way that adds up every occurrence, then dC_index_add, graded, with index_add_ (and said so)."""
+    ex1 = nbformat.read(SOURCE_DIR / "ex1_atomic_backward.ipynb", as_version=4)
     text = markdown(SOURCE_DIR / "ex1_atomic_backward.ipynb")
     assert "Write `dC` in any way that adds up every occurrence" in text
     assert "Write `dC_index_add`, the same gradient as `dC`, with `index_add_`" in text
     assert "your `dC` above keeps its points however you wrote it" in text
-    assert "and one for `dC` written with `index_add_`: 34 points in all" in text
+    graded = [c.metadata["nbgrader"] for c in ex1.cells if c.metadata.get("nbgrader", {}).get("grade")]
+    cells, points = len(graded), sum(g["points"] for g in graded)
+    assert (cells, points) == (len(STEPS) + 1, 34)  # the feedback counts graded cells: this one more than gradients
+    assert (
+        f"{cells} graded cells, one per gradient and one more for `dC` written with `index_add_`: {points} points"
+        in text
+    )
+    assert f"{len(STEPS)} gradients, from `dlogprobs` back to `dC`" in text
 
 
 FURTHER = (REPO / "course" / "further_exercises.md").read_text()
