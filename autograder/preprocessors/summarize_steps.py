@@ -67,6 +67,7 @@ class Row:
     points: float  # the most it can earn
     reasons: list  # the grader's lines after the first one
     score_changed: bool  # the gradebook's score is not the grader's (an instructor changed it)
+    kind: str | None = None  # the verdict's diagnosis kind (common.diagnoses), None when right or not judged
 
     @property
     def right(self) -> bool:
@@ -91,6 +92,7 @@ def read_row(cell) -> Row:
         points=float(meta["points"]),
         reasons=lines[1:] if judged else [],  # the lines under the verdict's head
         score_changed=judged and float(verdict["points"]) != score,
+        kind=verdict.get("diagnosis") if judged else None,
     )
 
 
@@ -136,29 +138,46 @@ def headline_html(rows: list, first: "Row | None", code: str) -> str:
             code
         )
     right = sum(row.right for row in rows)
+    # One reason for several wrong graded cells (backward_pass raised, the kernel died) is the mistake to fix
+    shared = [row for row in rows if not row.right and row.reasons[:1] == first.reasons[:1]]
+    several = bool(first.reasons) and len(shared) > 1
+    waiting = several and first.kind == "not_answered"  # one answer not written yet (Exercise 4's backward_pass)
+    lost, reason = sum(row.points - row.score for row in shared), html.escape(first.reasons[0]) if several else ""
     sentences = [
         say_n(
             "{right} of {count} graded cells right.", "{right} of {count} graded cells right.", len(rows), right=right
-        ),
-        say_n(
-            "<strong>Fix first: {step}</strong> ({score:g} of {count:g} point), marked below.",
-            "<strong>Fix first: {step}</strong> ({score:g} of {count:g} points), marked below.",
-            _whole(first.points),
-            step=_link(first),
-            score=first.score,
-        ),
+        )
     ]
-    # One reason for several wrong steps (backward_pass raised, the kernel died) is the mistake to fix
-    shared = [row for row in rows if not row.right and row.reasons[:1] == first.reasons[:1]]
-    if first.reasons and len(shared) > 1:
-        lost = sum(row.points - row.score for row in shared)
+    if waiting:  # that answer comes first, not the first of the graded cells that wait for it
+        sentences.append(
+            say_n(
+                "<strong>Fix first: the one answer that {count} graded cell ({lost:g} points) waits for</strong> "
+                "({reason}); it is marked below.",
+                "<strong>Fix first: the one answer that {count} graded cells ({lost:g} points) wait for</strong> "
+                "({reason}); the first of them is marked below.",
+                len(shared),
+                lost=lost,
+                reason=reason,
+            )
+        )
+    else:
+        sentences.append(
+            say_n(
+                "<strong>Fix first: {step}</strong> ({score:g} of {count:g} point), marked below.",
+                "<strong>Fix first: {step}</strong> ({score:g} of {count:g} points), marked below.",
+                _whole(first.points),
+                step=_link(first),
+                score=first.score,
+            )
+        )
+    if several and not waiting:
         sentences.append(
             say_n(
                 "{count} graded cells ({lost:g} points) fail for the same reason: <strong>{reason}</strong>",
                 "{count} graded cells ({lost:g} points) fail for the same reason: <strong>{reason}</strong>",
                 len(shared),
                 lost=lost,
-                reason=html.escape(first.reasons[0]),
+                reason=reason,
             )
         )
     texts = [sentence.render(code) for sentence in sentences]

@@ -8,9 +8,10 @@ import torch
 from support.cases_ex4 import ALTERNATIVES, CHEATS, GRADIENTS, MISTAKES, NB, submissions
 from support.course import REPO
 from support.in_process import autograde, judge, source_notebook
-from support.words import PSEUDO, pseudo_translated, rendered, untranslated
+from support.words import PSEUDO, pseudo_translated, rendered, summary_text, untranslated
 
 from autograder.authoring.submissions import grade_id
+from autograder.common.editions import ENGLISH
 from autograder.common.naming import SETUP_PREFIX
 from autograder.engine.reference import run_setup
 from autograder.engine.training import network as training
@@ -70,6 +71,12 @@ def test_a_wrong_training_step_is_not_blamed_on_right_gradients(graded, student)
     notebook's own run departs for the same reason, and no line sends the student to their backward_pass."""
     message = graded[student].messages["test_training"]
     assert "with your backward_pass" not in message and "wrong gradients' own cells" not in message, message
+
+
+def test_a_blank_notebook_is_sent_to_backward_pass_not_to_a_gradient(graded):
+    headline = summary_text(rendered(graded["blank"], ENGLISH)[1], ENGLISH).split(" graded cell ")[0]
+    assert "Fix first: the one answer that 7 graded cells (8 points) wait for" in headline, headline
+    assert "(not answered yet: backward_pass still raises NotImplementedError)" in headline, headline
 
 
 def test_an_update_left_out_is_not_called_a_rebinding(graded):

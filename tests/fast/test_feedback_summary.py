@@ -10,7 +10,9 @@ from nbformat.v4 import new_code_cell, new_notebook, new_output
 from support.course import FeedbackPage
 
 from autograder.authoring import SOURCE_DIR, grade_id
+from autograder.common.diagnoses import Reason
 from autograder.common.links import repository_url
+from autograder.common.words import say
 from autograder.engine.verdict import Verdict
 from autograder.preprocessors import SummarizeSteps
 from autograder.preprocessors.judge_answers import verdict_outputs
@@ -137,6 +139,23 @@ def test_one_reason_for_several_wrong_steps_is_named_in_the_headline():
     nb, _ = summarize(cells)
     page = FeedbackPage(clean_html(nb.cells[0].source))
     assert page.headline == "1 of 8 graded cells right. Fix first: dW2 (0 of 1 point), marked below."
+
+
+def test_a_blank_exercise_4_is_sent_to_the_one_answer_its_gradients_wait_for():
+    """Nothing written: every gradient waits for backward_pass, so the headline names that answer, not dW2."""
+    unwritten = Reason("not_answered", say("not answered yet: backward_pass still raises NotImplementedError"))
+    cells = [
+        graded_cell(f"test_d{p}", points, 0, verdict(f"d{p}", 0, points, unwritten))
+        for p, points in [("C", 2), ("W1", 1), ("b1", 1), ("W2", 1), ("b2", 1), ("bngain", 1), ("bnbias", 1)]
+    ]
+    training = Reason("not_answered", say("training stopped after 0 of 300 steps: training_step still raises it"))
+    cells.append(graded_cell("test_training", 4, 0, verdict("training run", 0, 4, training)))
+    page = FeedbackPage(clean_html(summarize(cells)[0].cells[0].source))
+    assert page.headline == (
+        "0 of 8 graded cells right. Fix first: the one answer that 7 graded cells (8 points) wait for (not answered "
+        "yet: backward_pass still raises NotImplementedError); the first of them is marked below."
+    )
+    assert [r.first for r in page.rows] == [True] + [False] * 7
 
 
 def test_notes_under_the_table_late_penalty_comments_and_absolute_course_links():
