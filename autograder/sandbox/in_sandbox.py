@@ -25,6 +25,9 @@ from .process_guards import load_seccomp_filter, set_dumpable
 # What the setup cells and the hidden tests import first. Not matplotlib (0.55 CPU s, a tenth of a student's kernels'
 # CPU): the course's plots import it only when they draw, and they do not draw while grading.
 WARM_IMPORTS = ("torch", "torch.nn.functional", "urllib.request", "autograder.in_kernel")
+# What every kernel loads as it starts: debugpy (110 modules, 26 ms of a 60 ms start), pdb, IPython's debugger...
+KERNEL_START_IMPORTS = ("ipykernel.kernelapp", "ipykernel.ipkernel", "ipykernel.debugger", "IPython.core.completerlib")
+KERNEL_START_IMPORTS += ("IPython.core.debugger", "IPython.extensions.storemagic", "tornado.platform.asyncio")
 KERNEL_MODULE = "ipykernel_launcher"  # a kernel command a parent can fork: [python, -m, KERNEL_MODULE, ...]
 COLD = "--cold"  # the parent's argument that makes it import nothing ahead and fork one kernel
 PRIVATE_FOLDERS = ("/tmp", "/dev/shm", SOCKETS, SCRATCH)  # the sandbox's own tmpfs mounts, emptied after every kernel
@@ -42,8 +45,7 @@ def format_a_traceback() -> None:
 
 
 def warm_up() -> None:
-    # ipykernel.debugger: every kernel imports it as it starts (debugpy, 110 modules: 26 ms of a 60 ms start)
-    for name in (*WARM_IMPORTS, "ipykernel.kernelapp", "ipykernel.ipkernel", "ipykernel.debugger"):
+    for name in (*WARM_IMPORTS, *KERNEL_START_IMPORTS):
         importlib.import_module(name)
     format_a_traceback()
     # What was loaded lives as long as the kernels: out of the cycle collector's sight, whose every full pass over

@@ -1,0 +1,72 @@
+"""The relay's reading of the kernel's ZMTP stream (``Relay._to_grader``), on socket pairs: whole messages within the
+bound pass unchanged, whatever the pieces the bytes arrive in; a larger one is dropped and named. The relay with real
+kernels: tests/slow/test_sandbox.py."""
+
+import random
+import socket
+import threading
+
+from autograder.sandbox.relay import MORE, Relay
+
+GREETING = b"\xff" + bytes(8) + b"\x7f" + b"\x03\x00" + b"NULL".ljust(20, b"\x00") + b"\x00" + bytes(31)
+
+
+def frame(body: bytes, more: bool = False) -> bytes:
+    flags = MORE if more else 0
+    if len(body) > 255:
+        return bytes([flags | 2]) + len(body).to_bytes(8, "big") + body
+    return bytes([flags, len(body)]) + body
+
+
+def message(*bodies: bytes) -> bytes:
+    return b"".join(frame(body, more=i < len(bodies) - 1) for i, body in enumerate(bodies))
+
+
+def relayed(stream: bytes, bound: int, pieces: int = 1) -> tuple:
+    """What the grader receives when the kernel sends ``stream`` in ``pieces`` random pieces; and what was dropped."""
+    relay = Relay.__new__(Relay)
+    relay.bound, relay.dropped = bound, []
+    kernel, kernel_end = socket.socketpair()
+    grader_end, grader = socket.socketpair()
+
+    def read():
+        try:
+            relay._to_grader(kernel, grader, "iopub")
+        except EOFError:  # the kernel's end closed: how every connection ends (Relay._serve)
+            pass
+
+    reader = threading.Thread(target=read)
+    reader.start()
+    got = []
+    collector = threading.Thread(target=lambda: got.append(b"".join(iter(lambda: grader_end.recv(1 << 16), b""))))
+    collector.start()
+    cuts = sorted(random.Random(pieces).sample(range(1, len(stream)), pieces - 1)) if pieces > 1 else []
+    for start, end in zip([0, *cuts], [*cuts, len(stream)]):
+        kernel_end.sendall(stream[start:end])
+    kernel_end.close()
+    reader.join(10)
+    grader.close()
+    collector.join(10)
+    kernel.close()
+    return got[0], relay.dropped
+
+
+def test_messages_within_the_bound_pass_unchanged_in_any_pieces():
+    ready = bytes([4, 5]) + b"READY"  # a command frame
+    messages = message(b"<IDS|MSG>", b"sig", b"{}" * 200, b"x" * 70_000) + message(b"") + message(b"a", b"", b"b")
+    for pieces in (1, 7, 500):
+        assert relayed(GREETING + ready + messages, bound=1 << 20, pieces=pieces) == (GREETING + ready + messages, [])
+
+
+def test_a_message_over_the_bound_is_dropped_and_named_and_the_next_passes():
+    big = message(b"head", b"y" * 300_000)
+    after = message(b"after")
+    got, dropped = relayed(GREETING + big + after, bound=100_000, pieces=50)
+    assert got == GREETING + after
+    assert dropped == [("iopub", 4 + 300_000 + 2 * 128)]
+
+
+def test_many_empty_frames_count_what_holding_them_costs():
+    flood = message(*[b""] * 2000)
+    got, dropped = relayed(GREETING + flood + message(b"ok"), bound=128 * 1000, pieces=3)
+    assert got == GREETING + message(b"ok") and dropped == [("iopub", 128 * 2000)]
