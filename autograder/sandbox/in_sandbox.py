@@ -8,7 +8,6 @@ stdout. The protocol and its guarantees: docs/design/sandbox.md, "Kernel parents
 from __future__ import annotations
 
 import gc
-import importlib
 import json
 import os
 import runpy
@@ -21,36 +20,13 @@ from ..data import SEED_VARIABLE
 from .environment import NOTEBOOK_VARIABLES
 from .policy import SCRATCH, SOCKETS
 from .process_guards import load_seccomp_filter, set_dumpable
+from .warm_up import warm_up
 
-# What the setup cells and the hidden tests import first. Not matplotlib (0.55 CPU s, a tenth of a student's kernels'
-# CPU): the course's plots import it only when they draw, and they do not draw while grading.
-WARM_IMPORTS = ("torch", "torch.nn.functional", "urllib.request", "autograder.in_kernel")
-# What every kernel loads as it starts: debugpy (110 modules, 26 ms of a 60 ms start), pdb, IPython's debugger...
-KERNEL_START_IMPORTS = ("ipykernel.kernelapp", "ipykernel.ipkernel", "ipykernel.debugger", "IPython.core.completerlib")
-KERNEL_START_IMPORTS += ("IPython.core.debugger", "IPython.extensions.storemagic", "tornado.platform.asyncio")
 KERNEL_MODULE = "ipykernel_launcher"  # a kernel command a parent can fork: [python, -m, KERNEL_MODULE, ...]
 COLD = "--cold"  # the parent's argument that makes it import nothing ahead and fork one kernel
 PRIVATE_FOLDERS = ("/tmp", "/dev/shm", SOCKETS, SCRATCH)  # the sandbox's own tmpfs mounts, emptied after every kernel
 MAX_ENTRIES = 20000  # entries the parent walks or removes after a kernel; beyond, the sandbox is ended instead
 EXAMPLES, NAME_CHARS = 5, 120  # what the summary of a kernel's leftovers names
-
-
-def format_a_traceback() -> None:
-    from IPython.core.ultratb import AutoFormattedTB
-
-    try:  # a process's first traceback imports and maps what IPython's formatter needs (0.2 s): here, not in a kernel
-        raise ValueError("warm-up")
-    except ValueError:
-        AutoFormattedTB(mode="Context").structured_traceback(*sys.exc_info())
-
-
-def warm_up() -> None:
-    for name in (*WARM_IMPORTS, *KERNEL_START_IMPORTS):
-        importlib.import_module(name)
-    format_a_traceback()
-    # What was loaded lives as long as the kernels: out of the cycle collector's sight, whose every full pass over
-    # it cost a kernel 0.13 s (0.3 s of Exercise 3's 0.7 s of CPU), and copied the pages it touched from the parent
-    gc.freeze()
 
 
 class TooMany(Exception):

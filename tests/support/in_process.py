@@ -45,7 +45,7 @@ from autograder.data import EMBEDDED_NAMES, NAMES_VARIABLE, SEED_VARIABLE
 from autograder.engine.exercises import CHECKS
 from autograder.preprocessors import judge_answers
 from autograder.preprocessors.judge_answers import JudgeAnswers
-from autograder.sandbox.in_sandbox import format_a_traceback
+from autograder.sandbox.warm_up import format_a_traceback
 from support.course import REPO
 
 DEFAULT_SEED = 1234567  # not the notebooks' own seed: like autograde, grade on a batch the student never saw
