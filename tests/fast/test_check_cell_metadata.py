@@ -50,3 +50,12 @@ def test_the_same_verdict_as_nbgraders_own_check(corruption):
     ours, theirs = _outcome(CheckCellMetadataOnce(), nb), _outcome(CheckCellMetadata(), nb)
     assert ours == theirs
     assert (ours == "valid") == (corruption in ("as released", "no nbgrader metadata left"))
+
+
+def test_the_check_writes_no_default_into_the_metadata():
+    nb = nbformat.read(SOURCE, as_version=4)
+    for cell in nb.cells:  # cells that leave out what the schema has a default for
+        cell.metadata.get("nbgrader", {}).pop("task", None)
+    before = copy.deepcopy([cell.metadata for cell in nb.cells])
+    CheckCellMetadataOnce().preprocess(nb, {})
+    assert [cell.metadata for cell in nb.cells] == before
