@@ -3,7 +3,8 @@
 Everything a kernel sends that nbclient keeps counts against its cell: texts by their characters (a list of strings
 too), data and metadata, an error's name, value and traceback (each cut first), and what a display update adds to
 each output it replaces (a cell could show thousands of tiny displays under one id, then update them all with one
-large message, which nbclient copies into each). Beyond the budget, what arrives is dropped and the cell says so once.
+large message, which nbclient copies into each), and the state and buffers of widget messages, which nbclient keeps
+for the notebook's metadata. Beyond the budget, what arrives is dropped and the cell says so once.
 """
 
 from nbformat.v4 import new_output
@@ -47,6 +48,14 @@ class OutputBudget:
         if self._over_budget(cell_index, outs, size(content)):
             return None
         return super().output(outs, msg, display_id, cell_index)
+
+    def handle_comm_msg(self, outs, msg, cell_index):
+        data = msg.get("content", {}).get("data")
+        state = data.get("state", "") if isinstance(data, dict) else ""
+        used = len(str(state)) + sum(len(buffer) for buffer in msg.get("buffers") or ())
+        if used and self._over_budget(cell_index, outs, used):
+            return
+        super().handle_comm_msg(outs, msg, cell_index)
 
     def process_message(self, msg, cell, cell_index):
         self._running = cell, cell_index  # the cell a display update is counted against

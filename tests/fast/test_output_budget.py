@@ -54,3 +54,21 @@ def test_a_small_display_update_is_kept():
         {"data": {"text/plain": "100%"}, "metadata": {}, "transient": {"display_id": "bar"}},
     )
     assert [o.data["text/plain"] for o in execute.nb.cells[0].outputs] == ["100%"] and execute._truncated == set()
+
+
+def test_widget_state_counts_against_the_cell():
+    execute = executor()
+    execute.widget_state, execute.widget_buffers, execute.comm_objects = {}, {}, {}
+    for i in range(300):  # 300 widgets of 100 KB of state each: 30 MB, were it kept
+        send(execute, "comm_open", {"comm_id": f"w{i}", "target_name": "none", "data": {"state": {"v": "s" * 100_000}}})
+    assert sum(len(str(state)) for state in execute.widget_state.values()) < 2 * LIMIT
+    assert execute._truncated == {0} and "output truncated" in execute.nb.cells[0].outputs[-1].text
+
+
+def test_a_progress_bar_widget_is_kept():
+    execute = executor()
+    execute.widget_state, execute.widget_buffers, execute.comm_objects = {}, {}, {}
+    send(execute, "comm_open", {"comm_id": "bar", "target_name": "none", "data": {"state": {"value": 0}}})
+    for value in range(1, 50):
+        send(execute, "comm_msg", {"comm_id": "bar", "data": {"method": "update", "state": {"value": value}}})
+    assert execute.widget_state == {"bar": {"value": 49}} and execute._truncated == set()
