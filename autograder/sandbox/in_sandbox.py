@@ -7,6 +7,7 @@ stdout. The protocol and its guarantees: docs/design/sandbox.md, "Kernel parents
 
 from __future__ import annotations
 
+import errno
 import gc
 import json
 import os
@@ -49,8 +50,9 @@ def remove_inside(folder: str, device: int, budget: list) -> None:
                     os.rmdir(entry.path)
             else:
                 os.unlink(entry.path)
-        except OSError:  # a folder bwrap made on the way to a mount (root's), or one holding a mount
-            pass
+        except OSError as error:  # a folder bwrap made on the way to a mount (root's), or one holding a mount
+            if error.errno == errno.ENAMETOOLONG:  # nested deeper than a path can name, maybe in such a folder
+                raise TooMany(entry.path) from None
 
 
 def clear_sandbox() -> bool:

@@ -126,3 +126,22 @@ def test_a_folder_nested_deeper_than_a_path_can_name_ends_the_sandbox(scratch, m
     finally:
         shutil.rmtree(scratch / ("d" * 250))  # (it removes by folder descriptor, as the sandbox's end does)
     assert kernel_parent.clear_sandbox() is True  # what the parent found at its start may stay: here, nothing
+
+
+def test_a_deep_folder_inside_one_found_at_the_start_ends_the_sandbox_too(scratch, monkeypatch):
+    """As an ordinary user, the folder bwrap makes in /tmp on the way to the connection folder is the kernel's: the
+    check of what the parent found at its start looked at top-level names only, and a deep tree inside it stayed."""
+    monkeypatch.setattr(os, "kill", lambda *args: None)
+    monkeypatch.setattr(kernel_parent, "PRIVATE_FOLDERS", (str(scratch),))
+    (scratch / "made-by-bwrap").mkdir()
+    monkeypatch.setitem(kernel_parent._found_at_start, str(scratch), {"made-by-bwrap"})
+    fd = os.open(scratch / "made-by-bwrap", os.O_RDONLY)
+    for _ in range(20):
+        os.mkdir("d" * 250, dir_fd=fd)
+        fd, above = os.open("d" * 250, os.O_RDONLY, dir_fd=fd), fd
+        os.close(above)
+    os.close(fd)
+    try:
+        assert kernel_parent.clear_sandbox() is False
+    finally:
+        shutil.rmtree(scratch / "made-by-bwrap" / ("d" * 250))
