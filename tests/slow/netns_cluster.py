@@ -164,15 +164,21 @@ class Host:
         """Where this machine sees the host's path ``inside`` (through its mount namespace)."""
         return Path(f"/proc/{self.pid}/root") / inside.lstrip("/")
 
+    def clock_settings(self) -> list:
+        """``env``'s assignments for this host's wall clock, that far off; monotonic clocks as they are (Dask's
+        timeouts use them). They go on ``env`` inside the host, not on ``nsenter``: libfaketime leaves a semaphore
+        in /dev/shm named by each process it loads in, and only the host's /dev/shm goes with the host."""
+        return (
+            [f"LD_PRELOAD={FAKETIME}", f"FAKETIME={self.clock}", "FAKETIME_DONT_FAKE_MONOTONIC=1"] if self.clock else []
+        )
+
     def environment(self, extra: dict | None = None) -> dict:
-        env = {**BASE_ENV, "HOME": f"{self.home}/home", "PYTHONPATH": self.checkout}
-        if self.clock:  # the wall clock that far off; monotonic clocks as they are (Dask's timeouts use them)
-            env.update(LD_PRELOAD=FAKETIME, FAKETIME=self.clock, FAKETIME_DONT_FAKE_MONOTONIC="1")
-        return {**env, **(extra or {})}
+        return {**BASE_ENV, "HOME": f"{self.home}/home", "PYTHONPATH": self.checkout, **(extra or {})}
 
     def popen(self, argv: list, name: str | None = None, env: dict | None = None, log: str | None = None, **kw):
         """Start ``argv`` on this host (in its namespaces and cgroups), in its checkout; its output to ``log``."""
-        command = ["nsenter", "-t", str(self.pid), "-m", "-u", "-n", "--", "env", "-C", self.checkout, *map(str, argv)]
+        inside = ["env", "-C", self.checkout, *self.clock_settings(), *map(str, argv)]
+        command = ["nsenter", "-t", str(self.pid), "-m", "-u", "-n", "--", *inside]
         if log:
             kw.update(stdout=open(self.cluster.folder / log, "ab"), stderr=subprocess.STDOUT)
         process = subprocess.Popen(command, env=self.environment(env), preexec_fn=self._join, **kw)

@@ -39,7 +39,8 @@ pytestmark = [pytest.mark.skipif(REASON is not None, reason=str(REASON)), pytest
 NB = "ex1_atomic_backward"
 STUDENTS = ["ada_perfect", "ben_sign", "cleo_keepdim", "finn_blank"]
 WORKERS = ["w1", "w2"]
-SKEW = "+6h"
+SKEW_HOURS = 6
+SKEW = f"+{SKEW_HOURS}h"
 DUE = datetime.datetime.now(datetime.timezone.utc).replace(tzinfo=None, microsecond=0) + datetime.timedelta(hours=3)
 STAMPS = {"ada_perfect": datetime.timedelta(hours=-1), "ben_sign": datetime.timedelta(hours=26)}
 
@@ -354,18 +355,22 @@ def test_the_scheduler_host_cut_off_for_seconds_is_ridden_out_or_resumed(cluster
 
 def test_the_hosts_are_separate_and_share_no_writable_folder(cluster):
     """Each host has namespaces of its own, sees this machine's filesystem read-only, has its own /tmp and its
-    checkout at a path of its own."""
+    checkout at a path of its own; w2's wall clock is six hours ahead, and libfaketime leaves nothing in this
+    machine's /dev/shm (a stale semaphore there makes the faketime command of another test fail)."""
     probe = (
-        "import json, os, socket, sys, autograder\n"
+        "import json, os, socket, sys, time, autograder\n"
         "open('/tmp/only-here', 'w').close()\n"
         f"shared = ['/work', '/root', '/etc', '/usr', {str(REPO)!r}, sys.prefix]\n"
         "print(json.dumps([socket.gethostname(), autograder.__file__, [os.access(p, os.W_OK) for p in shared],"
-        " sorted(os.listdir('/tmp')), sorted(os.listdir('/srv'))]))"
+        " sorted(os.listdir('/tmp')), sorted(os.listdir('/srv')), time.time()]))"
     )
     seen, namespaces = set(), set()
+    shm = set(os.listdir("/dev/shm"))
     for name in ["coordinator", *WORKERS]:
         host = cluster.hosts[name]
-        hostname, package, writable, tmp, srv = host.python(probe)
+        hostname, package, writable, tmp, srv, clock = host.python(probe)
+        ahead = clock - time.time()
+        assert abs(ahead - (SKEW_HOURS * 3600 if name == "w2" else 0)) < 600, f"{name}'s clock is {ahead:.0f} s ahead"
         assert hostname == name and srv == [name] and "only-here" in tmp
         assert writable == [False] * 6, writable  # not this machine's checkout of the course, nor the venv
         assert package == f"/srv/{name}/backprop-ninja/autograder/__init__.py"
@@ -374,3 +379,4 @@ def test_the_hosts_are_separate_and_share_no_writable_folder(cluster):
     assert len(seen) == len(namespaces) == 3
     assert os.readlink("/proc/self/ns/net") not in {n[0] for n in namespaces}
     assert not os.path.exists("/tmp/only-here")
+    assert not {name for name in set(os.listdir("/dev/shm")) - shm if "faketime" in name}
