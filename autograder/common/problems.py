@@ -28,7 +28,10 @@ KINDS = {
     "cell_timeout": "a cell ran over its limit and was interrupted; the notebook went on",
     "memory_limit": "a cell ran out of memory; the notebook went on",
     "process_limit": "a cell hit the sandbox's limit on processes",
-    "output_limit": "a cell printed more than the output limit; the rest of its output was dropped",
+    "output_limit": (
+        "a cell printed more than the output limit of a cell, or of the notebook's cells together; the rest of its "
+        "output was dropped"
+    ),
     "message_limit": (
         "a cell sent the grader one message over the limit for a message (SandboxedKernelManager.max_message_bytes); "
         "it was read and dropped as it arrived, and the notebook went on"
@@ -36,6 +39,10 @@ KINDS = {
     "kernel_files_discarded": (
         "the notebook wrote into its folder (files, links, pipes...); it worked in a copy inside the sandbox, so "
         "what it wrote was thrown away unread; the grade is unaffected"
+    ),
+    "files_left_out": (
+        "files of the student's folder did not fit in the kernel's working folder (too large, too many, or "
+        "unreadable) and were left out of it; the notebook ran without them"
     ),
     "no_answer_reported": (
         "the notebook ran to the end but no answer reached the grader: reports suppressed or the grading "

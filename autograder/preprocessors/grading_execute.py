@@ -91,6 +91,11 @@ class GradingExecute(OutputBudget, Execute):
         help="Output kept per cell, in bytes (0: no limit). Output beyond it is dropped as it arrives, so a "
         "notebook that prints gigabytes cannot exhaust the grader (output_budget.py: what counts).",
     ).tag(config=True)
+    max_notebook_output_bytes = Integer(
+        32 * 2**20,
+        help="Output kept per notebook, all its cells together, in bytes (0: no limit): a notebook of many cells, "
+        "each within max_output_bytes, cannot exhaust the grader either.",
+    ).tag(config=True)
 
     kernel_trace = Bool(
         False,
@@ -225,7 +230,13 @@ class GradingExecute(OutputBudget, Execute):
 
     def record_incidents(self, nb, resources) -> None:
         """What went wrong while the notebook ran, named the way the class report names it."""
-        limits = Limits(self.notebook_timeout, self.timeout, self.max_output_bytes, self._message_bytes)
+        limits = Limits(
+            self.notebook_timeout,
+            self.timeout,
+            self.max_output_bytes,
+            self._message_bytes,
+            self.max_notebook_output_bytes,
+        )
         state = resources["backprop_ninja"]
         found = notebook_incidents(nb, state, limits, self._truncated, self._left_behind, self._oversized)
         for kind, detail in found:
@@ -267,7 +278,7 @@ class GradingExecute(OutputBudget, Execute):
             "notebook_time_limit_in": None,
             "incidents": [],
         }
-        self._output_bytes, self._truncated, self._left_behind, self._oversized = {}, set(), None, {}
+        self._output_bytes, self._truncated, self._left_behind, self._oversized = {}, {}, None, {}
         self._display_bytes = {}
         # Killed, not asked to exit: nothing of the kernel is needed after the last cell, and its sandbox ends with
         # it (--die-with-parent); a graceful exit (ipykernel and torch tearing down) took 0.8 s a notebook.

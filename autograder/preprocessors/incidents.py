@@ -18,6 +18,7 @@ class Limits:
     cell_seconds: int
     output_bytes: int
     message_bytes: int = 0
+    notebook_output_bytes: int = 0
 
 
 def cell_name(nb, index: int) -> str:
@@ -69,11 +70,29 @@ def left_behind_detail(left: dict) -> str:
     )
 
 
+def left_out_detail(left_out: dict) -> str:
+    """The instructor's words for the student's files that the kernel parent left out of the kernel's folder."""
+    files, size = int(left_out.get("files") or 0), int(left_out.get("bytes") or 0)
+    examples = [json.dumps(str(e)[:200]) for e in (left_out.get("examples") or [])[:5]]
+    return (
+        f"{files} file{'s' if files != 1 else ''} of the student's folder ({size / 2**20:.1f} MB) did not fit in "
+        "the kernel's working folder or could not be read"
+        + (f" ({', '.join(examples)}, the largest first)" if examples else "")
+        + (
+            ", and the folder holds more entries than are copied: the rest were not looked at"
+            if left_out.get("capped")
+            else ""
+        )
+        + "; the notebook ran without them"
+    )
+
+
 def notebook_incidents(nb, state: dict, limits: Limits, truncated, left_behind, oversized=None) -> list:
     """(kind, detail) of every incident of the executed notebook ``nb``: ``state`` is GradingExecute's record of
-    the run (where the kernel died or the time ran out), ``truncated`` the cells whose output was cut,
-    ``left_behind`` the kernel parent's summary of what the kernel left in its folder, ``oversized`` the sizes of
-    the messages over the limit that the relay dropped, by cell."""
+    the run (where the kernel died or the time ran out), ``truncated`` the cells whose output was cut (-> the budget
+    they ran over, "cell" or "notebook"), ``left_behind`` the kernel parent's summary of what the kernel left in its
+    folder (and of the student's files it ``left_out`` of it), ``oversized`` the sizes of the messages over the limit
+    that the relay dropped, by cell."""
     found = []
     where = lambda i: cell_name(nb, i)
     if state["kernel_died_in"] is not None:
@@ -115,15 +134,16 @@ def notebook_incidents(nb, state: dict, limits: Limits, truncated, left_behind, 
                 found.append(("memory_limit", f"{where(i)} ran out of memory ({ename}); the notebook went on"))
             elif ename == "BlockingIOError" or "Resource temporarily unavailable" in evalue:
                 found.append(("process_limit", f"{where(i)} hit the process limit ({ename}: {evalue[:80]})"))
-    if left_behind:
+    if left_behind and (left_behind.get("counts") or left_behind.get("changed")):
         found.append(("kernel_files_discarded", left_behind_detail(left_behind)))
+    if left_behind and isinstance(left_behind.get("left_out"), dict):
+        found.append(("files_left_out", left_out_detail(left_behind["left_out"])))
     for i in sorted(truncated):
-        found.append(
-            (
-                "output_limit",
-                f"{where(i)} printed more than {limits.output_bytes / 2**20:g} MB; the rest of its output was dropped",
-            )
-        )
+        if truncated[i] == "notebook":
+            words = f"{where(i)} printed after the notebook's output passed {limits.notebook_output_bytes / 2**20:g} MB"
+        else:
+            words = f"{where(i)} printed more than {limits.output_bytes / 2**20:g} MB"
+        found.append(("output_limit", f"{words}; the rest of its output was dropped"))
     for i, sizes in sorted((oversized or {}).items()):
         found.append(
             (

@@ -19,23 +19,35 @@ def size(content: dict) -> int:
 
 
 class OutputBudget:
-    """For GradingExecute (nbclient's NotebookClient): ``max_output_bytes``, ``_edition``, and per notebook
-    ``_output_bytes`` (cell index -> bytes kept), ``_truncated`` (the cells cut) and ``_display_bytes`` (display id ->
+    """For GradingExecute (nbclient's NotebookClient): ``max_output_bytes`` and ``max_notebook_output_bytes``,
+    ``_edition``, and per notebook ``_output_bytes`` (cell index -> bytes kept; None -> all cells' together),
+    ``_truncated`` (cell index -> the budget it ran over: "cell" or "notebook") and ``_display_bytes`` (display id ->
     the size of what its outputs show)."""
 
     def _over_budget(self, cell_index: int, outs: list, used: int) -> bool:
-        """Count ``used`` bytes against the cell; True (and a line under it, once) when the cell is over its budget."""
-        if not self.max_output_bytes:
-            return False
-        self._output_bytes[cell_index] = total = self._output_bytes.get(cell_index, 0) + used
-        if total <= self.max_output_bytes:
+        """Count ``used`` bytes against the cell and the notebook; True (and a line under the cell, once) when either
+        is over its budget. The notebook's bounds what a notebook of many cells makes the grader hold."""
+        over = None
+        if self.max_output_bytes:
+            self._output_bytes[cell_index] = total = self._output_bytes.get(cell_index, 0) + used
+            over = "cell" if total > self.max_output_bytes else None
+        if self.max_notebook_output_bytes:
+            self._output_bytes[None] = total = self._output_bytes.get(None, 0) + used
+            over = over or ("notebook" if total > self.max_notebook_output_bytes else None)  # (the cell's own first)
+        if over is None:
             return False
         if cell_index not in self._truncated:
-            self._truncated.add(cell_index)
-            words = say(
-                "[output truncated by the grader: this cell printed more than {megabytes:g} MB]",
-                megabytes=self.max_output_bytes / 2**20,
-            )
+            self._truncated[cell_index] = over
+            if over == "cell":
+                words = say(
+                    "[output truncated by the grader: this cell printed more than {megabytes:g} MB]",
+                    megabytes=self.max_output_bytes / 2**20,
+                )
+            else:
+                words = say(
+                    "[output truncated by the grader: this notebook printed more than {megabytes:g} MB in all]",
+                    megabytes=self.max_notebook_output_bytes / 2**20,
+                )
             outs.append(new_output("stream", name="stdout", text=f"\n{words.render(self._edition)}\n"))
         return True
 

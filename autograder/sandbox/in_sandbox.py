@@ -12,22 +12,19 @@ import gc
 import json
 import os
 import runpy
-import shutil
 import signal
-import stat
 import sys
 
 from ..data import SEED_VARIABLE
 from .environment import NOTEBOOK_VARIABLES
 from .policy import SCRATCH, SOCKETS
 from .process_guards import load_seccomp_filter, set_dumpable
+from .scratch import MAX_ENTRIES, fill_scratch, left_behind
 from .warm_up import warm_up
 
 KERNEL_MODULE = "ipykernel_launcher"  # a kernel command a parent can fork: [python, -m, KERNEL_MODULE, ...]
 COLD = "--cold"  # the parent's argument that makes it import nothing ahead and fork one kernel
 PRIVATE_FOLDERS = ("/tmp", "/dev/shm", SOCKETS, SCRATCH)  # the sandbox's own tmpfs mounts, emptied after every kernel
-MAX_ENTRIES = 20000  # entries the parent walks or removes after a kernel; beyond, the sandbox is ended instead
-EXAMPLES, NAME_CHARS = 5, 120  # what the summary of a kernel's leftovers names
 
 
 class TooMany(Exception):
@@ -77,68 +74,6 @@ def clear_sandbox() -> bool:
     except TooMany:
         return False
     return all(set(os.listdir(f)) <= _found_at_start.get(f, set()) for f in PRIVATE_FOLDERS if os.path.isdir(f))
-
-
-def fill_scratch(source: str) -> dict:
-    """Copy the student's folder (read-only here) into the empty scratch: its folders and regular files, nothing else.
-    Returns what was copied, {relative path: (size, mtime_ns), or None for a folder}: what the kernel added shows."""
-    copied = {}
-    for folder, dirs, files in os.walk(source):
-        relative = os.path.relpath(folder, source)
-        if relative != ".":
-            os.mkdir(os.path.join(SCRATCH, relative), 0o755)
-            copied[relative] = None
-        for name in files:
-            path = os.path.normpath(os.path.join(relative, name))
-            if stat.S_ISREG(os.lstat(os.path.join(source, path)).st_mode):
-                shutil.copyfile(os.path.join(source, path), os.path.join(SCRATCH, path))
-                st = os.stat(os.path.join(SCRATCH, path))
-                copied[path] = (st.st_size, st.st_mtime_ns)
-    return copied
-
-
-# what the summary of a kernel's leftovers calls an entry, and the test of its mode, most telling first
-KINDS = {"link": stat.S_ISLNK, "pipe": stat.S_ISFIFO, "socket": stat.S_ISSOCK, "folder": stat.S_ISDIR,
-         "file": stat.S_ISREG}  # fmt: skip
-RANK = {kind: rank for rank, kind in enumerate(KINDS)}
-
-
-def left_behind(copied: dict) -> dict | None:
-    """What the kernel left in the scratch beyond the copies it was given (None: nothing): how many entries of each
-    kind it added, how many copies it changed, how many of its files have other hard links, the bytes they take,
-    and a few names, the most telling kinds first (a link with its target). Walks at most MAX_ENTRIES entries
-    (then ``capped``)."""
-    counts, found, changed, hard_links, used, seen = {}, [], 0, 0, 0, 0
-    folders = [""]
-    while folders and seen < MAX_ENTRIES:
-        relative = folders.pop()
-        with os.scandir(os.path.join(SCRATCH, relative)) as entries:
-            for entry in entries:
-                seen += 1
-                if seen > MAX_ENTRIES:
-                    break
-                path = os.path.join(relative, entry.name)
-                st = entry.stat(follow_symlinks=False)
-                kind = next((k for k, test in KINDS.items() if test(st.st_mode)), "other")
-                if kind == "folder":
-                    folders.append(path)
-                if path in copied:
-                    if copied[path] is None and kind == "folder" or copied[path] == (st.st_size, st.st_mtime_ns):
-                        continue
-                    changed += 1
-                else:
-                    counts[kind] = counts.get(kind, 0) + 1
-                used += st.st_blocks * 512
-                hard_links += kind == "file" and st.st_nlink > 1
-                if len(found) < 100 * EXAMPLES:
-                    target = f" -> {os.readlink(entry.path)[:NAME_CHARS]}" if kind == "link" else ""
-                    found.append((RANK.get(kind, len(RANK)), path[:NAME_CHARS] + target))
-    if not counts and not changed:
-        return None
-    capped = seen > MAX_ENTRIES or bool(folders)
-    examples = [name for _, name in sorted(found)[:EXAMPLES]]
-    return {"counts": counts, "changed": changed, "hard_links": hard_links, "bytes": used, "examples": examples,
-            "capped": capped}  # fmt: skip
 
 
 _found_at_start = {}  # private folder -> what it held when the parent started (a mount point bwrap made may stay)
@@ -208,12 +143,13 @@ def run_kernel(argv: list, env: dict, cwd: str, replies: int, armed: tuple = ())
 
 
 _copied = None  # what ``fill_scratch`` copied for the kernel running (None: nothing to look at)
+_left_out = None  # ... and its summary of what it left out (None: nothing)
 
 
 def start(argv: list, env: dict, cwd: str, replies: int, setup=None) -> dict:
     """Fork a kernel that works in a fresh copy of ``cwd`` (the student's folder) in the scratch; with ``setup``, one
     that takes the seed-free setup cells run ahead here (``run_ahead``) and the locked cells' input transformations."""
-    global _copied
+    global _copied, _left_out
     if argv[1:3] != ["-m", KERNEL_MODULE]:
         raise ValueError(f"can only fork {KERNEL_MODULE}, not {argv[:3]}")
     if not clear_sandbox():
@@ -224,7 +160,7 @@ def start(argv: list, env: dict, cwd: str, replies: int, setup=None) -> dict:
 
         ahead = run_ahead(setup, env) if setup["ahead"] else None
         armed = setup["cells"], setup["ahead"], ahead, transformed(setup["locked"])
-    _copied = fill_scratch(cwd)
+    _copied, _left_out = fill_scratch(cwd)
     pid = os.fork()
     if pid == 0:
         run_kernel(argv, env, SCRATCH, replies, armed)
@@ -232,10 +168,13 @@ def start(argv: list, env: dict, cwd: str, replies: int, setup=None) -> dict:
 
 
 def clear() -> dict:
-    """After a kernel: what it left in its folder, then the sandbox cleared (``cleared`` false: end it instead)."""
-    global _copied
+    """After a kernel: what it left in its folder (with ``left_out``, what of the student's folder did not fit in it),
+    then the sandbox cleared (``cleared`` false: end it instead)."""
+    global _copied, _left_out
     left = left_behind(_copied) if _copied is not None else None
-    _copied = None
+    if _left_out:  # reported with what the kernel left: the grader reads both after the kernel
+        left = {**(left or {}), "left_out": _left_out}
+    _copied = _left_out = None
     return {"cleared": clear_sandbox(), "left": left}
 
 

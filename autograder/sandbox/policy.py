@@ -90,6 +90,8 @@ COMES_BACK = {
     "when a kernel does not start",
     "what it left in its folder": "a summary made inside the sandbox by the kernel parent (counts, bytes, the first "
     "names), for the instructor's kernel_files_discarded problem; the files themselves are thrown away",
+    "what did not fit in its folder": "the parent's summary of the student's files it left out of the kernel's "
+    "copy (their number, bytes, the largest names), for the instructor's files_left_out problem",
 }
 
 # Prefixes shared with the rest of the system: a Python installed there gets their bin/ and lib/, not all of them.

@@ -22,7 +22,7 @@ def incidents(nb, **state):
         "backprop_ninja": {"kernel_died_in": None, "notebook_time_limit_in": None, "incidents": [], **state},
     }
     execute = GradingExecute(timeout=15, notebook_timeout=90)
-    execute._truncated = set()
+    execute._truncated = {}
     execute.record_incidents(nb, resources)  # into the resources, where class grading's worker reads them
     return [(p.kind, p.detail) for p in resources["backprop_ninja"]["incidents"]]
 

@@ -4,6 +4,7 @@ could send, handed to GradingExecute as nbclient's poll loop hands them)."""
 from nbformat.v4 import new_code_cell, new_notebook
 
 from autograder.preprocessors import GradingExecute
+from autograder.preprocessors.incidents import Limits, notebook_incidents
 
 LIMIT = 10_000
 
@@ -11,8 +12,8 @@ LIMIT = 10_000
 def executor(cells: int = 1) -> GradingExecute:
     execute = GradingExecute()
     execute.nb = new_notebook(cells=[new_code_cell("x") for _ in range(cells)])
-    execute._edition, execute.max_output_bytes = "en", LIMIT
-    execute._output_bytes, execute._truncated, execute._display_id_map, execute._display_bytes = {}, set(), {}, {}
+    execute._edition, execute.max_output_bytes, execute.max_notebook_output_bytes = "en", LIMIT, 4 * LIMIT
+    execute._output_bytes, execute._truncated, execute._display_id_map, execute._display_bytes = {}, {}, {}, {}
     execute.clear_before_next_output = False  # (nbclient sets it as a cell starts)
     return execute
 
@@ -31,18 +32,35 @@ def test_many_error_messages_count_against_the_cell():
     for _ in range(300):
         send(execute, "error", {"ename": "E", "evalue": "v" * 5000, "traceback": ["t" * 5000] * 50})
     assert kept(execute) < 2 * LIMIT + 200_000  # the first error whole, then nothing: not 300 of them
-    assert execute._truncated == {0} and "output truncated" in execute.nb.cells[0].outputs[-1].text
+    assert execute._truncated == {0: "cell"} and "output truncated" in execute.nb.cells[0].outputs[-1].text
+
+
+def test_a_notebook_of_many_cells_each_within_its_budget_is_bounded_in_all():
+    """A student may add cells: 100 cells that each print under a cell's budget must not make the grader hold 100
+    budgets' worth."""
+    execute = executor(cells=100)
+    for cell in range(100):
+        send(execute, "stream", {"name": "stdout", "text": "x" * (LIMIT - 100)}, cell)
+    assert kept(execute) < 5 * LIMIT + 100 * 200  # the notebook's budget, then a line under each cell past it
+    assert execute._truncated == dict.fromkeys(range(4, 100), "notebook")
+    assert "this notebook printed more than" in execute.nb.cells[99].outputs[-1].text
+    state = {"kernel_died_in": None, "notebook_time_limit_in": None}
+    found = notebook_incidents(execute.nb, state, Limits(600, 60, LIMIT, 0, 4 * LIMIT), execute._truncated, None)
+    assert len(found) == 96 and found[0] == (
+        "output_limit",
+        "cell 5 printed after the notebook's output passed 0.038147 MB; the rest of its output was dropped",
+    )
 
 
 def test_one_display_update_of_many_displays_counts_once_for_each():
     execute = executor()
     for _ in range(200):  # 200 tiny displays under one id: within the budget
         send(execute, "display_data", {"data": {"text/plain": "."}, "metadata": {}, "transient": {"display_id": "d"}})
-    assert execute._truncated == set()
+    assert execute._truncated == {}
     big = {"data": {"text/plain": "x" * 100_000}, "metadata": {}, "transient": {"display_id": "d"}}
     send(execute, "update_display_data", big)  # copied into each of the 200: 20 MB, were it kept
     assert all(o.data["text/plain"] == "." for o in execute.nb.cells[0].outputs if o.output_type == "display_data")
-    assert execute._truncated == {0} and kept(execute) < 2 * LIMIT
+    assert execute._truncated == {0: "cell"} and kept(execute) < 2 * LIMIT
 
 
 def test_a_small_display_update_is_kept():
@@ -53,7 +71,7 @@ def test_a_small_display_update_is_kept():
         "update_display_data",
         {"data": {"text/plain": "100%"}, "metadata": {}, "transient": {"display_id": "bar"}},
     )
-    assert [o.data["text/plain"] for o in execute.nb.cells[0].outputs] == ["100%"] and execute._truncated == set()
+    assert [o.data["text/plain"] for o in execute.nb.cells[0].outputs] == ["100%"] and execute._truncated == {}
 
 
 def test_widget_state_counts_against_the_cell():
@@ -62,7 +80,7 @@ def test_widget_state_counts_against_the_cell():
     for i in range(300):  # 300 widgets of 100 KB of state each: 30 MB, were it kept
         send(execute, "comm_open", {"comm_id": f"w{i}", "target_name": "none", "data": {"state": {"v": "s" * 100_000}}})
     assert sum(len(str(state)) for state in execute.widget_state.values()) < 2 * LIMIT
-    assert execute._truncated == {0} and "output truncated" in execute.nb.cells[0].outputs[-1].text
+    assert execute._truncated == {0: "cell"} and "output truncated" in execute.nb.cells[0].outputs[-1].text
 
 
 def test_a_progress_bar_widget_is_kept():
@@ -71,4 +89,4 @@ def test_a_progress_bar_widget_is_kept():
     send(execute, "comm_open", {"comm_id": "bar", "target_name": "none", "data": {"state": {"value": 0}}})
     for value in range(1, 50):
         send(execute, "comm_msg", {"comm_id": "bar", "data": {"method": "update", "state": {"value": value}}})
-    assert execute.widget_state == {"bar": {"value": 49}} and execute._truncated == set()
+    assert execute.widget_state == {"bar": {"value": 49}} and execute._truncated == {}

@@ -138,6 +138,7 @@ def test_only_memory_is_writable_and_all_that_comes_back_is_listed(machine):
         "its messages",
         "the end of its output",
         "what it left in its folder",
+        "what did not fit in its folder",
     ]
 
 

@@ -7,17 +7,22 @@ import shutil
 import socket
 import tempfile
 
+import nbformat
 import pytest
 
-from autograder.preprocessors.incidents import left_behind_detail
+from autograder.common.problems import Problem
+from autograder.preprocessors.incidents import left_behind_detail, left_out_detail, notebook_incidents
 from autograder.sandbox import in_sandbox as kernel_parent
+from autograder.sandbox import scratch as kernels_folder
+
+NOTHING_HAPPENED = {"kernel_died_in": None, "notebook_time_limit_in": None}  # GradingExecute's record of a clean run
 
 
 @pytest.fixture
 def scratch(tmp_path, monkeypatch):
     folder = tmp_path / "scratch"
     folder.mkdir()
-    monkeypatch.setattr(kernel_parent, "SCRATCH", str(folder))
+    monkeypatch.setattr(kernels_folder, "SCRATCH", str(folder))
     return folder
 
 
@@ -34,14 +39,71 @@ def submission(tmp_path):
 
 
 def test_the_scratch_is_a_copy_of_folders_and_regular_files_only(scratch, submission):
-    copied = kernel_parent.fill_scratch(str(submission))
-    assert sorted(copied) == ["data", "data/extra.csv", "ex1.ipynb", "names.txt"]
+    copied, left_out = kernels_folder.fill_scratch(str(submission))
+    assert sorted(copied) == ["data", "data/extra.csv", "ex1.ipynb", "names.txt"] and left_out is None
     assert (scratch / "data" / "extra.csv").read_text() == "1,2\n" and not os.path.lexists(scratch / "host-link")
-    assert kernel_parent.left_behind(copied) is None  # a kernel that wrote nothing left nothing
+    assert kernels_folder.left_behind(copied) is None  # a kernel that wrote nothing left nothing
+
+
+def test_the_students_files_take_at_most_their_share_of_the_scratch_the_smallest_first(
+    scratch, submission, monkeypatch
+):
+    """A student's folder holds what they handed in and the notebooks graded before this one, outputs and all: more
+    than the scratch takes must leave out the largest files and fail nothing, not fill the scratch (ENOSPC), which
+    was taken for a broken sandbox and stopped the class's grading."""
+    (submission / "big.bin").write_bytes(b"x" * 300_000)
+    (submission / "data" / "medium.bin").write_bytes(b"x" * 60_000)
+    monkeypatch.setattr(kernels_folder, "students_room", lambda: 100_000)
+    copied, left_out = kernels_folder.fill_scratch(str(submission))
+    assert sorted(copied) == ["data", "data/extra.csv", "data/medium.bin", "ex1.ipynb", "names.txt"]
+    assert not (scratch / "big.bin").exists() and (scratch / "data" / "medium.bin").stat().st_size == 60_000
+    assert left_out == {"files": 1, "bytes": 300_000, "examples": ["big.bin"], "capped": False}
+    assert kernels_folder.left_behind(copied) is None  # what was left out is not the kernel's doing
+    found = notebook_incidents(nbformat.v4.new_notebook(), NOTHING_HAPPENED, None, set(), {"left_out": left_out})
+    assert [kind for kind, _ in found] == ["files_left_out"]
+    assert Problem("ada", "ex1", *found[0]).detail == (
+        "1 file of the student's folder (0.3 MB) did not fit in the kernel's working folder or could not be read "
+        '("big.bin", the largest first); the notebook ran without them'
+    )
+
+
+def test_a_folder_of_too_many_entries_is_copied_only_up_to_a_bound(scratch, submission, monkeypatch):
+    (submission / "many").mkdir()
+    for i in range(30):
+        (submission / "many" / str(i)).touch()
+    monkeypatch.setattr(kernels_folder, "MAX_ENTRIES", 10)
+    copied, left_out = kernels_folder.fill_scratch(str(submission))
+    assert len(copied) <= 10 and not (scratch / "many" / "0").exists() and left_out["capped"]
+    assert "the rest were not looked at" in left_out_detail(left_out)
+
+
+def test_a_file_the_parent_cannot_read_is_left_out():
+    """Run as the parent's ordinary uid (root would read it anyway): a file of the student's folder that uid may not
+    read is left out of the scratch, and the copy goes on."""
+    pid = os.fork()
+    if pid == 0:
+        try:
+            if os.getuid() == 0:
+                os.setgid(65534)
+                os.setuid(65534)
+            source, target = tempfile.mkdtemp(), tempfile.mkdtemp()
+            for name in ("secret.txt", "notes.txt"):
+                with open(os.path.join(source, name), "w") as f:
+                    f.write(name)
+            os.chmod(os.path.join(source, "secret.txt"), 0)
+            kernels_folder.SCRATCH = target
+            copied, left_out = kernels_folder.fill_scratch(source)
+            ok = sorted(copied) == ["notes.txt"] and left_out["examples"] == ["secret.txt"]
+            ok = ok and os.listdir(target) == ["notes.txt"]
+            os._exit(0 if ok else 1)
+        except BaseException:
+            os._exit(2)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
 
 
 def test_what_a_kernel_left_is_summed_up_never_copied(scratch, submission):
-    copied = kernel_parent.fill_scratch(str(submission))
+    copied, _ = kernels_folder.fill_scratch(str(submission))
     os.symlink("../../../source/ps1/ps1.ipynb", scratch / "solutions.txt")
     os.mkfifo(scratch / "pipe")
     with socket.socket(socket.AF_UNIX) as bound:
@@ -50,7 +112,7 @@ def test_what_a_kernel_left_is_summed_up_never_copied(scratch, submission):
     (scratch / "out" / "plot.png").write_bytes(b"x" * 10000)
     os.link(scratch / "out" / "plot.png", scratch / "same-plot.png")
     (scratch / "ex1.ipynb").write_text('{"changed": true}')
-    left = kernel_parent.left_behind(copied)
+    left = kernels_folder.left_behind(copied)
     assert left["counts"] == {"link": 1, "pipe": 1, "socket": 1, "folder": 1, "file": 2}
     assert left["changed"] == 1 and left["hard_links"] == 2 and not left["capped"]
     assert left["examples"][:3] == ["solutions.txt -> ../../../source/ps1/ps1.ipynb", "pipe", "socket"]
@@ -64,13 +126,14 @@ def test_what_a_kernel_left_is_summed_up_never_copied(scratch, submission):
 
 def test_a_flood_of_files_is_looked_at_and_removed_only_up_to_a_bound(scratch, submission, monkeypatch):
     monkeypatch.setattr(os, "kill", lambda *args: None)  # clear_sandbox kills all it may: here, never
+    monkeypatch.setattr(kernels_folder, "MAX_ENTRIES", 50)
     monkeypatch.setattr(kernel_parent, "MAX_ENTRIES", 50)
     monkeypatch.setattr(kernel_parent, "PRIVATE_FOLDERS", (str(scratch),))
-    copied = kernel_parent.fill_scratch(str(submission))
+    copied, _ = kernels_folder.fill_scratch(str(submission))
     (scratch / "many").mkdir()
     for i in range(200):
         (scratch / "many" / str(i)).touch()
-    left = kernel_parent.left_behind(copied)
+    left = kernels_folder.left_behind(copied)
     assert left["capped"] and sum(left["counts"].values()) <= 50
     assert "so many entries that only" in left_behind_detail(left)
     assert kernel_parent.clear_sandbox() is False  # the parent says so; the grader ends the sandbox instead

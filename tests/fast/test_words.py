@@ -103,13 +103,13 @@ def test_what_the_kernel_prints_while_grading_is_in_its_edition(monkeypatch, cap
     execute = GradingExecute()
     execute._edition = PSEUDO
     assert execute.kernel_variables(1)[EDITION_VARIABLE] == PSEUDO  # what the grader tells the kernel
-    execute._output_bytes, execute._truncated, execute.max_output_bytes = {}, set(), 10
+    execute._output_bytes, execute._truncated, execute.max_output_bytes = {}, {}, 10
     outputs = []
     execute.output(outputs, {"msg_type": "stream", "content": {"name": "stdout", "text": "x" * 100}}, None, 0)
     assert outputs[0]["text"].startswith("\n⟦[output truncated by the grader"), outputs
     # a text sent as a list of strings, or metadata, counts by its characters, not its items
     for content in ({"name": "stdout", "text": ["x" * 100]}, {"data": {}, "metadata": {"x": "y" * 100}}):
-        execute._output_bytes, execute._truncated, outputs = {}, set(), []
+        execute._output_bytes, execute._truncated, outputs = {}, {}, []
         execute.output(outputs, {"msg_type": "stream", "content": content}, None, 0)
         assert len(outputs) == 1 and "output truncated" in outputs[0]["text"], outputs
 

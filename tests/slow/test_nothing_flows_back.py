@@ -299,6 +299,28 @@ def test_the_honest_students_are_graded_as_they_are_alone(graded, alone):
         assert student not in found, found.get(student)
 
 
+def test_a_student_folder_larger_than_the_kernels_scratch_fails_nothing_and_stops_nobody(grader):
+    """The kernel parent copies the student's folder into the kernel's scratch (a tmpfs) before each kernel: the
+    notebooks graded before this one, outputs and all, and the files nbgrader copies from source/. Filling the
+    scratch failed the copy, which was taken for a broken sandbox and stopped the class. Here the scratch is 64 MiB
+    and source/ holds a file of 80 MB beside Exercise 1: it is left out of each kernel's copy, and named."""
+    root = grader.course({"h_plain": ""}, controls=CONTROLS[:1], name="bulky")
+    (root / "source" / ASSIGNMENT / "corpus.bin").write_bytes(b"x" * 80_000_000)
+    with open(root / "nbgrader_config.py", "a") as f:
+        f.write("c.SandboxedKernelManager.scratch_size = 64 * 2**20\n")
+    grader.grade(root, "--quiet", "--workers", "1")
+    rows, found = grades(root), problems(root)
+    for student in ("ada_perfect", "h_plain"):
+        assert rows[student]["total"] == FULL, student
+        assert found[student] == [
+            (
+                "files_left_out",
+                "1 file of the student's folder (76.3 MB) did not fit in the kernel's working folder or could not be "
+                'read ("corpus.bin", the largest first); the notebook ran without them',
+            )
+        ], student
+
+
 PATHS = {
     "per student": ("c.SandboxedKernelManager.stage_students = False\n", ()),
     "cold kernels": ("", ("--cold-kernels",)),
