@@ -8,7 +8,6 @@ from nbgrader.preprocessors import (
     ClearHiddenTests,
     ClearOutput,
     DeduplicateIds,
-    GetGrades,
     IgnorePattern,
     LimitOutput,
     OverwriteKernelspec,
@@ -19,6 +18,7 @@ from autograder.common.tools import use_own_tools
 from autograder.preprocessors import (
     CheckCellMetadataOnce,
     FeedbackExporter,
+    GetGradesAtOnce,
     GradingExecute,
     JudgeAnswers,
     LatePenalty,
@@ -105,7 +105,7 @@ c.ExchangeFactory.collect = "autograder.grading.intake.owned_collect.OwnedCollec
 # steps (SummarizeSteps, after the scores and the page's styles), and its links work outside the repository.
 # TidyFeedback, last, leaves out what only nbgrader needed (the verdicts' points as numbers).
 c.GenerateFeedback.preprocessors = [
-    GetGrades,
+    GetGradesAtOnce,
     ClearHiddenTests,
     CSSHTMLHeaderPreprocessor,
     SummarizeSteps,

@@ -6,7 +6,8 @@ judge_answers         JudgeAnswers: every graded cell's output replaced by the g
 restore_locked_cells  RestoreLockedCells: nbgrader's OverwriteCells, with one log line per notebook
 check_cell_metadata   CheckCellMetadataOnce: nbgrader's cell metadata check, its schema compiled once
 late_penalty          LatePenalty: the course's late-submission policy (nbgrader's LateSubmissionPlugin)
-save_grades_at_once   SaveAutoGradesAtOnce: nbgrader's SaveAutoGrades, one query and one commit a notebook
+save_grades_at_once   SaveAutoGradesAtOnce, GetGradesAtOnce: nbgrader's SaveAutoGrades and GetGrades, one query of
+                      each kind a notebook (and one commit)
 summarize_steps       SummarizeSteps: the feedback opens with a table of the graded steps
 tidy_feedback         TidyFeedback: the feedback page without what only nbgrader needed (the verdict's points)
 feedback_exporter     FeedbackExporter: the feedback pages, without HTMLExporter's BeautifulSoup pass
@@ -18,13 +19,14 @@ from .grading_execute import GradingExecute
 from .judge_answers import JudgeAnswers
 from .late_penalty import LatePenalty
 from .restore_locked_cells import RestoreLockedCells
-from .save_grades_at_once import SaveAutoGradesAtOnce
+from .save_grades_at_once import GetGradesAtOnce, SaveAutoGradesAtOnce
 from .summarize_steps import SummarizeSteps
 from .tidy_feedback import TidyFeedback
 
 __all__ = [
     "CheckCellMetadataOnce",
     "FeedbackExporter",
+    "GetGradesAtOnce",
     "GradingExecute",
     "JudgeAnswers",
     "LatePenalty",

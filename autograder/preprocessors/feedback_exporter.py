@@ -13,6 +13,7 @@ import html as html_text
 import re
 from pathlib import Path
 
+import jinja2
 import nbgrader
 from nbconvert.exporters import HTMLExporter, TemplateExporter
 from nbconvert.filters.highlight import Highlight2HTML
@@ -116,8 +117,51 @@ def localize(exporter: HTMLExporter, nb, resources: dict) -> None:
     resources["page_words"] = {"comments": say("Comments:").render(code)}
 
 
+class CompiledTemplates(jinja2.BytecodeCache):
+    """The templates, compiled once for the process: nbgrader makes an exporter for each student, and each compiled
+    them all anew (0.16 s a student). Jinja checks each one's source against what it was compiled from."""
+
+    def __init__(self):
+        self.compiled = {}
+
+    def load_bytecode(self, bucket) -> None:
+        if bucket.key in self.compiled:
+            bucket.bytecode_from_string(self.compiled[bucket.key])
+
+    def dump_bytecode(self, bucket) -> None:
+        self.compiled[bucket.key] = bucket.bytecode_to_string()
+
+
+COMPILED_TEMPLATES = CompiledTemplates()
+HIGHLIGHTED_CHARS = 16 * 2**20  # what the highlighted cells remembered may hold, in characters of source
+
+
+class RememberingHighlight(Highlight2HTML):
+    """Highlight2HTML that remembers the cells it highlighted: the locked cells are the same in every student's
+    notebook, and highlighting them was a third of a feedback page's time. Pygments' HTML depends on the source, the
+    language and the formatter's options alone."""
+
+    highlighted: dict = {}  # (source, language, magics language, options) -> HTML; for the process
+
+    def __call__(self, source, language=None, metadata=None):
+        magics = metadata.get("magics_language") if metadata else None
+        key = (source, language or self.pygments_lexer, magics, repr(sorted(self.extra_formatter_options.items())))
+        made = self.highlighted.get(key)
+        if made is None:
+            made = super().__call__(source, language, metadata)
+            if sum(len(k[0]) for k in self.highlighted) + len(source) > HIGHLIGHTED_CHARS:
+                self.highlighted.clear()
+            self.highlighted[key] = made
+        return made
+
+
 class FeedbackExporter(HTMLExporter):
     """HTMLExporter, for nbgrader's GenerateFeedback (``exporter_class`` in nbgrader_config.py)."""
+
+    def _create_environment(self):
+        environment = super()._create_environment()
+        environment.bytecode_cache = COMPILED_TEMPLATES
+        return environment
 
     @observe("template_name", "extra_template_basedirs", "extra_template_paths")
     def _one_body(self, change):
@@ -137,7 +181,7 @@ class FeedbackExporter(HTMLExporter):
         language = nb.metadata.get("language_info", {})
         lexer = language.get("pygments_lexer", language.get("name"))
         resources = self._init_resources(resources)
-        highlight = self.filters.get("highlight_code", Highlight2HTML(pygments_lexer=lexer, parent=self))
+        highlight = self.filters.get("highlight_code", RememberingHighlight(pygments_lexer=lexer, parent=self))
         self.register_filter("highlight_code", highlight)
         types = WidgetsDataTypeFilter(notebook_metadata=self._nb_metadata, parent=self, resources=resources)
         self.register_filter("filter_data_type", types)

@@ -1,9 +1,9 @@
-"""nbgrader's SaveAutoGrades with one query of each kind and one commit a notebook (``gradebook_rows``): stock, it
-looks up each graded cell's grade and each answer cell's comment with a join of six tables and commits after each,
-54 of each for Exercise 1."""
+"""nbgrader's SaveAutoGrades and GetGrades with one query of each kind a notebook (``gradebook_rows``), and the one
+commit after all its cells: stock, they look up each graded cell's grade and each answer cell's comment with a join of
+six tables, and SaveAutoGrades commits after each, 54 of each for Exercise 1."""
 
 from nbgrader.api import Gradebook
-from nbgrader.preprocessors import SaveAutoGrades
+from nbgrader.preprocessors import GetGrades, SaveAutoGrades
 
 from .gradebook_rows import SubmissionRows
 
@@ -20,4 +20,27 @@ class SaveAutoGradesAtOnce(SaveAutoGrades):
             self.gradebook = SubmissionRows(gradebook, self.notebook_id, self.assignment_id, self.student_id)
             nb, resources = super(SaveAutoGrades, self).preprocess(nb, resources)  # each cell, as SaveAutoGrades does
             gradebook.db.commit()
+        return nb, resources
+
+
+class GetGradesAtOnce(GetGrades):
+    """GetGrades, for the feedback pages: the same fields set by nbgrader's code, the rows read at once."""
+
+    def preprocess(self, nb, resources):
+        self.notebook_id = resources["nbgrader"]["notebook"]
+        self.assignment_id = resources["nbgrader"]["assignment"]
+        self.student_id = resources["nbgrader"]["student"]
+        self.db_url = resources["nbgrader"]["db_url"]
+        with Gradebook(self.db_url) as gradebook:
+            self.gradebook = SubmissionRows(gradebook, self.notebook_id, self.assignment_id, self.student_id)
+            nb, resources = super(GetGrades, self).preprocess(nb, resources)  # each cell, as GetGrades does
+            notebook = gradebook.find_submission_notebook(self.notebook_id, self.assignment_id, self.student_id)
+            late_penalty = notebook.late_submission_penalty  # (from here as GetGrades.preprocess ends)
+            if late_penalty is None:
+                late_penalty = 0
+            else:
+                self.log.warning("Late submission penalty: {}".format(late_penalty))
+            resources["nbgrader"]["score"] = notebook.score - late_penalty
+            resources["nbgrader"]["max_score"] = notebook.max_score
+            resources["nbgrader"]["late_penalty"] = late_penalty
         return nb, resources

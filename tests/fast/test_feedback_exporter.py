@@ -7,13 +7,22 @@ import copy
 import nbformat
 from bs4 import BeautifulSoup
 from nbconvert.exporters import HTMLExporter
+from nbconvert.filters.highlight import Highlight2HTML
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
 from nbgrader.converters import GenerateFeedback
 from nbgrader.coursedir import CourseDirectory
 from traitlets.config import Config
 
-from autograder.preprocessors import FeedbackExporter
-from autograder.preprocessors.feedback_exporter import NBGRADER_TEMPLATES, NO_ALT, PAGE_STYLE, TEMPLATES, localize
+from autograder.preprocessors import FeedbackExporter, feedback_exporter
+from autograder.preprocessors.feedback_exporter import (
+    COMPILED_TEMPLATES,
+    NBGRADER_TEMPLATES,
+    NO_ALT,
+    PAGE_STYLE,
+    TEMPLATES,
+    RememberingHighlight,
+    localize,
+)
 
 WIDGET = {"model_id": "0a1b", "version_major": 2, "version_minor": 0}
 PNG = base64.b64encode(bytes.fromhex("89504e470d0a1a0a")).decode()
@@ -125,3 +134,34 @@ def test_the_words_around_the_cells_are_in_the_students_language(tmp_path):
     assert "Ваш ответ" in text and "Комментарии:" in text and "Хорошо" in text
     for english in ("Score", "Student's answer", "Grade cell", "Test cell", "(Top)", "Comments:"):
         assert english not in text, english
+
+
+def test_a_page_made_from_what_an_earlier_page_remembered_is_the_same_page(tmp_path, monkeypatch):
+    """Each worker remembers the cells it highlighted and the templates it compiled, for the next students: their
+    pages are the pages made from nothing, and the cells remembered stay within a bound."""
+    config = Config()
+    config.GenerateFeedback.exporter_class = FeedbackExporter
+    converter = GenerateFeedback(coursedir=CourseDirectory(root=str(tmp_path)), config=config)
+    resources = {
+        "nbgrader": {"notebook": "ex4_manual_training", "score": 1, "max_score": 2, "late_penalty": 0},
+        "inlining": {"css": []},
+    }
+
+    notebook = feedback_notebook()
+
+    def page():
+        exporter = FeedbackExporter(parent=converter, config=converter.config)  # one a student, as nbgrader makes it
+        return exporter.from_notebook_node(copy.deepcopy(notebook), copy.deepcopy(resources))[0]
+
+    monkeypatch.setattr(RememberingHighlight, "highlighted", {})
+    monkeypatch.setattr(COMPILED_TEMPLATES, "compiled", {})
+    first = page()
+    remembered = dict(RememberingHighlight.highlighted)
+    assert len(remembered) == 2 and COMPILED_TEMPLATES.compiled  # the two code cells; the templates
+    assert page() == first and RememberingHighlight.highlighted == remembered
+    plain = Highlight2HTML(pygments_lexer="ipython3")
+    for (source, *_), made in remembered.items():
+        assert made == plain(source)
+    monkeypatch.setattr(feedback_exporter, "HIGHLIGHTED_CHARS", 30)  # fewer characters than the two cells have
+    RememberingHighlight.highlighted.clear()
+    assert page() == first and len(RememberingHighlight.highlighted) == 1

@@ -1,6 +1,7 @@
 """nbgrader's per-cell preprocessors on a notebook's gradebook rows read at once (``autograder/preprocessors/
-gradebook_rows.py``), without a kernel: RestoreLockedCells and SaveAutoGradesAtOnce against stock OverwriteCells and
-SaveAutoGrades, which look up every cell's row with a query of its own, on copies of one gradebook."""
+gradebook_rows.py``), without a kernel: RestoreLockedCells, SaveAutoGradesAtOnce and GetGradesAtOnce against stock
+OverwriteCells, SaveAutoGrades and GetGrades, which look up every cell's row with a query of its own, on copies of one
+gradebook."""
 
 import shutil
 
@@ -8,13 +9,13 @@ import pytest
 from nbformat import from_dict
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
 from nbgrader.api import Gradebook
-from nbgrader.preprocessors import OverwriteCells, SaveAutoGrades
+from nbgrader.preprocessors import GetGrades, OverwriteCells, SaveAutoGrades
 from nbgrader.utils import compute_checksum
 from support.course import ASSIGNMENT
 from support.gradebooks import rows
 
 from autograder.grading.results.gradebook import sqlite_url
-from autograder.preprocessors import RestoreLockedCells, SaveAutoGradesAtOnce
+from autograder.preprocessors import GetGradesAtOnce, RestoreLockedCells, SaveAutoGradesAtOnce
 from autograder.preprocessors.gradebook_rows import SubmissionRows
 
 NB = "ex1_atomic_backward"
@@ -123,6 +124,33 @@ def test_saving_the_grades_at_once_writes_the_rows_stock_saveautogrades_writes(
         found.append(rows(url))
     assert found[0] == found[1]
     assert found[0] != rows(sqlite_url(made_once))  # (grades were written)
+
+
+@pytest.mark.parametrize("late_penalty", [None, 0.0, 0.5])
+@pytest.mark.parametrize("student", ["ada", "ben"])
+def test_reading_the_grades_at_once_gives_the_feedback_what_stock_getgrades_gives(
+    made_once, tmp_path, student, late_penalty
+):
+    """The scores and comments each cell of the feedback shows, and the notebook's score, with or without a late
+    penalty: ada has a grade a teaching assistant gave by hand and a comment."""
+    graded = [cell(name, **flags) for name, flags in FLAGS.items()]
+    shutil.copy(made_once, tmp_path / "graded.db")
+    url = sqlite_url(tmp_path / "graded.db")
+    SaveAutoGradesAtOnce().preprocess(new_notebook(cells=[from_dict(c) for c in graded]), resources(url, student))
+    with Gradebook(url) as gb:
+        gb.find_comment("answer_dprobs", NB, ASSIGNMENT, "ada").manual_comment = "Look at the sign."
+        gb.find_submission_notebook(NB, ASSIGNMENT, student).late_submission_penalty = late_penalty
+        gb.db.commit()
+    found = []
+    for preprocessor in (GetGrades, GetGradesAtOnce):
+        nb, given = preprocessor().preprocess(
+            new_notebook(cells=[from_dict(c) for c in graded]), resources(url, student)
+        )
+        found.append(([c.metadata.nbgrader for c in nb.cells], given["nbgrader"]))
+    assert found[0] == found[1]
+    assert [c.get("score") for c in found[0][0]] == [None, 0.5 if student == "ada" else 1, 1, 0]
+    assert found[0][0][0]["comment"] == ("Look at the sign." if student == "ada" else None)
+    assert found[0][1]["late_penalty"] == (late_penalty or 0)
 
 
 def test_a_task_cell_named_as_a_graded_answer_cell_yields_to_it_as_in_nbgraders_lookups(new_gradebook, tmp_path):
