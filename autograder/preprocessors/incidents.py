@@ -55,6 +55,9 @@ def left_behind_detail(left: dict) -> str:
     changed = int(left.get("changed") or 0)
     if changed:
         parts.append(f"{changed} changed cop{'ies' if changed != 1 else 'y'} of its files")
+    unread = int(left.get("unread") or 0)
+    if unread:
+        parts.append(f"{unread} folder{'s' if unread != 1 else ''} that could not be read")
     what = ", ".join(parts) or "entries"
     if left.get("capped"):
         what = f"so many entries that only {sum(counts.values())} were looked at ({what})"
@@ -134,7 +137,7 @@ def notebook_incidents(nb, state: dict, limits: Limits, truncated, left_behind, 
                 found.append(("memory_limit", f"{where(i)} ran out of memory ({ename}); the notebook went on"))
             elif ename == "BlockingIOError" or "Resource temporarily unavailable" in evalue:
                 found.append(("process_limit", f"{where(i)} hit the process limit ({ename}: {evalue[:80]})"))
-    if left_behind and (left_behind.get("counts") or left_behind.get("changed")):
+    if left_behind and (left_behind.get("counts") or left_behind.get("changed") or left_behind.get("unread")):
         found.append(("kernel_files_discarded", left_behind_detail(left_behind)))
     if left_behind and isinstance(left_behind.get("left_out"), dict):
         found.append(("files_left_out", left_out_detail(left_behind["left_out"])))

@@ -82,35 +82,38 @@ def left_behind(copied: dict) -> dict | None:
     """What the kernel left in the scratch beyond the copies it was given (None: nothing): how many entries of each
     kind it added, how many copies it changed, how many of its files have other hard links, the bytes they take,
     and a few names, the most telling kinds first (a link with its target). Walks at most MAX_ENTRIES entries
-    (then ``capped``)."""
-    counts, found, changed, hard_links, used, seen = {}, [], 0, 0, 0, 0
+    (then ``capped``); ``unread`` counts the folders it could not look into."""
+    counts, found, changed, hard_links, used, seen, unread = {}, [], 0, 0, 0, 0, 0
     folders = [""]
     while folders and seen < MAX_ENTRIES:
         relative = folders.pop()
-        with os.scandir(os.path.join(SCRATCH, relative)) as entries:
-            for entry in entries:
-                seen += 1
-                if seen > MAX_ENTRIES:
-                    break
-                path = os.path.join(relative, entry.name)
-                st = entry.stat(follow_symlinks=False)
-                kind = next((k for k, test in KINDS.items() if test(st.st_mode)), "other")
-                if kind == "folder":
-                    folders.append(path)
-                if path in copied:
-                    if copied[path] is None and kind == "folder" or copied[path] == (st.st_size, st.st_mtime_ns):
-                        continue
-                    changed += 1
-                else:
-                    counts[kind] = counts.get(kind, 0) + 1
-                used += st.st_blocks * 512
-                hard_links += kind == "file" and st.st_nlink > 1
-                if len(found) < 100 * EXAMPLES:
-                    target = f" -> {os.readlink(entry.path)[:NAME_CHARS]}" if kind == "link" else ""
-                    found.append((RANK.get(kind, len(RANK)), path[:NAME_CHARS] + target))
-    if not counts and not changed:
+        try:
+            with os.scandir(os.path.join(SCRATCH, relative)) as entries:
+                for entry in entries:
+                    seen += 1
+                    if seen > MAX_ENTRIES:
+                        break
+                    path = os.path.join(relative, entry.name)
+                    st = entry.stat(follow_symlinks=False)
+                    kind = next((k for k, test in KINDS.items() if test(st.st_mode)), "other")
+                    if kind == "folder":
+                        folders.append(path)
+                    if path in copied:
+                        if copied[path] is None and kind == "folder" or copied[path] == (st.st_size, st.st_mtime_ns):
+                            continue
+                        changed += 1
+                    else:
+                        counts[kind] = counts.get(kind, 0) + 1
+                    used += st.st_blocks * 512
+                    hard_links += kind == "file" and st.st_nlink > 1
+                    if len(found) < 100 * EXAMPLES:
+                        target = f" -> {os.readlink(entry.path)[:NAME_CHARS]}" if kind == "link" else ""
+                        found.append((RANK.get(kind, len(RANK)), path[:NAME_CHARS] + target))
+        except OSError:  # a folder the kernel made unreadable (mode 0), or one nested deeper than a path can name
+            unread += 1
+    if not counts and not changed and not unread:
         return None
     capped = seen > MAX_ENTRIES or bool(folders)
     examples = [name for _, name in sorted(found)[:EXAMPLES]]
     return {"counts": counts, "changed": changed, "hard_links": hard_links, "bytes": used, "examples": examples,
-            "capped": capped}  # fmt: skip
+            "capped": capped, "unread": unread}  # fmt: skip

@@ -102,6 +102,29 @@ def test_a_file_the_parent_cannot_read_is_left_out():
     assert os.waitstatus_to_exitcode(status) == 0
 
 
+def test_a_folder_the_kernel_made_unreadable_is_summed_up_not_an_error():
+    """Run as the parent's ordinary uid (root would read it anyway): the summary of what a kernel left used to raise
+    on a folder of mode 0, and the instructor's kernel_files_discarded problem was lost with the kernel parent."""
+    pid = os.fork()
+    if pid == 0:
+        try:
+            if os.getuid() == 0:
+                os.setgid(65534)
+                os.setuid(65534)
+            kernels_folder.SCRATCH = tempfile.mkdtemp()
+            os.makedirs(os.path.join(kernels_folder.SCRATCH, "hidden", "inside"))
+            os.chmod(os.path.join(kernels_folder.SCRATCH, "hidden"), 0)
+            left = kernels_folder.left_behind({})
+            words = left_behind_detail(left)
+            os.chmod(os.path.join(kernels_folder.SCRATCH, "hidden"), 0o700)
+            ok = left["counts"] == {"folder": 1} and left["unread"] == 1
+            os._exit(0 if ok and words.startswith("the kernel left 1 folder, 1 folder that could not be read (") else 1)
+        except BaseException:
+            os._exit(2)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+
+
 def test_what_a_kernel_left_is_summed_up_never_copied(scratch, submission):
     copied, _ = kernels_folder.fill_scratch(str(submission))
     os.symlink("../../../source/ps1/ps1.ipynb", scratch / "solutions.txt")
