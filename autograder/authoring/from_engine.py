@@ -22,7 +22,7 @@ from pathlib import Path
 from ..engine import backward_rules, honesty, operators, tolerance
 from ..engine.bug_hunt import catalogue, checker
 from ..engine.probes import judge_rule, rerun
-from ..engine.training import reference_runs
+from ..engine.training import network, reference_runs
 
 # table -> its steps: what a notebook's STEP_TABLE names ("atomic" when it names none)
 TABLES = {"atomic": backward_rules.STEPS, "operators": operators.OPERATOR_STEPS}
@@ -77,6 +77,8 @@ def block() -> str:
         "",
         f"RTOL = {tolerance.RTOL!r}",
         f"LOSS_TOLERANCE = {reference_runs.LOSS_TOLERANCE!r}  # Exercise 4: the loss of each step of a replayed run",
+        f"GRADED_STEPS = {network.GRADED_STEPS!r}  # Exercise 4: the steps of the autograder's run of training_step",
+        f"REACH_LOSS = {reference_runs.REACH_LOSS!r}  # Exercise 4: the validation loss that run must get below",
         f"GRADIENTS = frozenset({sorted(rerun.GRADIENTS)!r})",
         f"FORBIDDEN_ATTRIBUTES = {sorted(honesty.FORBIDDEN_ATTRIBUTES)!r}  # what reads autograd",
         f"FORBIDDEN_NAMES = {sorted(honesty.FORBIDDEN_NAMES)!r}",

@@ -1,9 +1,10 @@
 """Exercise 4's visible check of the training run judges training_step as the grader does.
 
 The autograder runs the student's training_step again with the right gradients in place of their backward_pass,
-beside plain gradient descent, and every loss must stay within ``LOSS_TOLERANCE`` (``engine.training``). The
-notebook's check does the same on a short run, so a training_step that ignores ``lr`` is ✘ before it is handed in
-(its own loss still goes down).
+beside plain gradient descent, for ``GRADED_STEPS`` steps: every loss must stay within ``LOSS_TOLERANCE``, and the
+validation loss of the run must end below ``REACH_LOSS`` (``engine.training``). The notebook's check runs the same
+replay and prints both, so a training_step that ignores ``lr`` is ✘ before it is handed in (its own loss still goes
+down), and a student sees the validation loss that the training run's last point is graded on.
 """
 
 import contextlib
@@ -18,6 +19,7 @@ from autograder.authoring import SOURCE_DIR, shared_cell
 from autograder.authoring.submissions import grade_id, solved
 from autograder.common.naming import SETUP_PREFIX
 from autograder.engine.reference import run_setup, strip_hidden
+from autograder.engine.training.reference_runs import REACH_LOSS, reference_run
 
 EX4 = "ex4_manual_training"
 
@@ -67,18 +69,54 @@ def training_step(Xb, Yb, lr):
 """
 
 
+TOO_SLOW = """
+def training_step(Xb, Yb, lr):
+    loss, cache = forward(Xb, Yb)
+    grads = backward_pass(Xb, Yb, cache)
+    for p, grad in zip(parameters, grads):
+        p += -0.01 * lr * grad
+    return loss
+"""
+
+
+def validation_line(out: str) -> str:
+    return next(line for line in out.splitlines() if "validation loss" in line)
+
+
 def test_the_course_training_step_is_a_tick(ex4):
     out = check_training(ex4, ex4[1]["answer_training_step"])
-    assert out.startswith("✔ 100 steps"), out
+    assert out.splitlines()[0] == (
+        "✔ training_step: with the right gradients, it follows plain gradient descent for all 300 steps, as the "
+        "autograder checks it"
+    ), out
+    assert "✔ 100 steps: the mean loss went from" in out, out
+
+
+def test_the_validation_loss_the_training_run_is_graded_on_is_shown(ex4):
+    """The line says the loss that the grader's own measure gives for autograd's run from the same start (which the
+    course's training_step follows), and that it is below the graded bound."""
+    setup, _ = ex4
+    graders = reference_run(dict(setup))["val_loss"]
+    line = validation_line(check_training(ex4, ex4[1]["answer_training_step"]))
+    assert line.startswith(f"✔ validation loss after these 300 steps: {graders:.3f}"), (line, graders)
+    assert f", below {REACH_LOSS:g}, the goal the autograder grades" in line, line
+
+
+def test_a_validation_loss_above_the_bound_is_not_a_tick(ex4):
+    line = validation_line(check_training(ex4, TOO_SLOW))
+    shown = float(line.split(": ")[1].split(",")[0])
+    assert line.startswith("✘ validation loss after these 300 steps: ") and shown >= REACH_LOSS, line
+    assert f"not below {REACH_LOSS:g}, the goal the autograder grades" in line, line
 
 
 def test_a_training_step_that_ignores_lr_is_not_a_tick(ex4):
     out = check_training(ex4, IGNORES_LR)
-    assert out.startswith(
+    assert (
         "✘ training: with the right gradients, your training_step leaves plain gradient descent at "
-        "step 12 (learning rate 0.01 since step 11)"
-    ), out
+        "step 152 (learning rate 0.01 since step 151)"
+    ) in out, out
     assert "with the lr it is given" in out
+    assert validation_line(out).startswith("✔ validation loss after these 300 steps: "), out  # its own point still
 
 
 def test_a_training_step_that_changes_nothing_is_named_at_its_second_step(ex4):

@@ -19,7 +19,8 @@ from autograder.engine.backward_rules import STEPS
 from autograder.engine.operators import OPERATOR_STEPS
 from autograder.engine.probes import judge_rule, rerun
 from autograder.engine.reference import run_setup, strip_hidden
-from autograder.engine.training.reference_runs import LOSS_TOLERANCE
+from autograder.engine.training.network import GRADED_STEPS
+from autograder.engine.training.reference_runs import LOSS_TOLERANCE, REACH_LOSS
 
 
 def test_the_helper_cell_holds_the_engines_code_not_a_copy():
@@ -32,6 +33,7 @@ def test_the_helper_cell_holds_the_engines_code_not_a_copy():
     namespace = {"torch": __import__("torch")}  # the notebook's setup imports it
     exec(strip_hidden(cell).split("class Step:")[0], namespace)
     assert namespace["RTOL"] == tolerance.RTOL and namespace["LOSS_TOLERANCE"] == LOSS_TOLERANCE
+    assert namespace["REACH_LOSS"] == REACH_LOSS and namespace["GRADED_STEPS"] == GRADED_STEPS  # Exercise 4's
     assert list(namespace["GRAPHS"]["atomic"]) == [s.name for s in STEPS]
     assert list(namespace["GRAPHS"]["operators"]) == [s.name for s in OPERATOR_STEPS]  # Exercise 5's (STEP_TABLE)
 
