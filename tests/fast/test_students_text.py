@@ -79,6 +79,23 @@ def test_exercise_1_asks_for_index_add_for_dc():
     assert f"{len(STEPS)} gradients, from `dlogprobs` back to `dC`" in text
 
 
+# dC_index_add's own line: a call of index_add(_) on dimension 0 at the indices of Xb
+INDEX_ADD_ANSWER = re.compile(r"index_add_?\(\s*0\s*,\s*Xb")
+OPENED = sorted((REPO / "release").rglob("*.ipynb")) + sorted((REPO / "editions").rglob("*.ipynb"))
+READ = COURSE + sorted((REPO / "editions").rglob("course/*.md"))
+
+
+@pytest.mark.parametrize("path", OPENED + READ, ids=lambda p: str(p.relative_to(REPO)))
+def test_no_page_a_student_opens_shows_the_line_that_dC_index_add_asks_for(path):
+    """Exercise 1 grades dC_index_add (further exercise 1 asks for it): no notebook or page a student opens writes
+    that line out for them, in its markdown or its code (Exercise 4 used to, in its note about dC)."""
+    if path.suffix == ".ipynb":
+        text = "\n".join(c.source for c in nbformat.read(path, as_version=4).cells)
+    else:
+        text = path.read_text()
+    assert not INDEX_ADD_ANSWER.search(text), f"{path.relative_to(REPO)}: {INDEX_ADD_ANSWER.search(text).group(0)}"
+
+
 FURTHER = (REPO / "course" / "further_exercises.md").read_text()
 
 
