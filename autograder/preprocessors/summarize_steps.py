@@ -131,8 +131,7 @@ def _whole(number: float):
 
 
 def headline_html(rows: list, first: "Row | None", code: str) -> str:
-    """The sentences above the table: how many graded cells are right, the first one to fix, and the reason several
-    share."""
+    """The sentences above the table: how many graded cells are right, what to fix first, the reason several share."""
     if first is None:
         return say_n("All {count} graded cells are right.", "All {count} graded cells are right.", len(rows)).render(
             code
@@ -141,20 +140,32 @@ def headline_html(rows: list, first: "Row | None", code: str) -> str:
     # One reason for several wrong graded cells (backward_pass raised, the kernel died) is the mistake to fix
     shared = [row for row in rows if not row.right and row.reasons[:1] == first.reasons[:1]]
     several = bool(first.reasons) and len(shared) > 1
-    waiting = several and first.kind == "not_answered"  # one answer not written yet (Exercise 4's backward_pass)
     lost, reason = sum(row.points - row.score for row in shared), html.escape(first.reasons[0]) if several else ""
     sentences = [
         say_n(
             "{right} of {count} graded cells right.", "{right} of {count} graded cells right.", len(rows), right=right
         )
     ]
-    if waiting:  # that answer comes first, not the first of the graded cells that wait for it
+    # One answer not written, or one error it raised (Exercise 4's backward_pass), before the cells it leaves empty
+    if several and first.kind == "not_answered":
         sentences.append(
             say_n(
                 "<strong>Fix first: the one answer that {count} graded cell ({lost:g} points) waits for</strong> "
                 "({reason}); it is marked below.",
                 "<strong>Fix first: the one answer that {count} graded cells ({lost:g} points) wait for</strong> "
                 "({reason}); the first of them is marked below.",
+                len(shared),
+                lost=lost,
+                reason=reason,
+            )
+        )
+    elif several and first.kind == "raised_error":  # the reason says which function raised, and the error
+        sentences.append(
+            say_n(
+                "<strong>Fix first: the one error behind {count} graded cell ({lost:g} points)</strong>, marked "
+                "below: <strong>{reason}</strong>",
+                "<strong>Fix first: the one error behind {count} graded cells ({lost:g} points)</strong>, the first "
+                "of them marked below: <strong>{reason}</strong>",
                 len(shared),
                 lost=lost,
                 reason=reason,
@@ -170,16 +181,16 @@ def headline_html(rows: list, first: "Row | None", code: str) -> str:
                 score=first.score,
             )
         )
-    if several and not waiting:
-        sentences.append(
-            say_n(
-                "{count} graded cells ({lost:g} points) fail for the same reason: <strong>{reason}</strong>",
-                "{count} graded cells ({lost:g} points) fail for the same reason: <strong>{reason}</strong>",
-                len(shared),
-                lost=lost,
-                reason=reason,
+        if several:  # the kernel died, say: the first to fix, and the reason it shares with the others
+            sentences.append(
+                say_n(
+                    "{count} graded cells ({lost:g} points) fail for the same reason: <strong>{reason}</strong>",
+                    "{count} graded cells ({lost:g} points) fail for the same reason: <strong>{reason}</strong>",
+                    len(shared),
+                    lost=lost,
+                    reason=reason,
+                )
             )
-        )
     texts = [sentence.render(code) for sentence in sentences]
     # a space between sentences, not after a full-width stop (Chinese puts none)
     return "".join(text + ("" if text.endswith(("。", "！", "？")) else " ") for text in texts).rstrip()

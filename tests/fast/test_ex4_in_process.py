@@ -5,10 +5,11 @@ runs a few of them through nbgrader."""
 import nbformat
 import pytest
 import torch
+from nbconvert.filters.strings import clean_html
 from support.cases_ex4 import ALTERNATIVES, CHEATS, GRADIENTS, MISTAKES, NB, submissions
-from support.course import REPO
+from support.course import REPO, FeedbackPage
 from support.in_process import autograde, judge, source_notebook
-from support.words import PSEUDO, pseudo_translated, rendered, summary_text, untranslated
+from support.words import PSEUDO, pseudo_translated, rendered, summary_html, summary_text, untranslated
 
 from autograder.authoring.submissions import grade_id
 from autograder.common.editions import ENGLISH
@@ -77,6 +78,18 @@ def test_a_blank_notebook_is_sent_to_backward_pass_not_to_a_gradient(graded):
     headline = summary_text(rendered(graded["blank"], ENGLISH)[1], ENGLISH).split(" graded cell ")[0]
     assert "Fix first: the one answer that 7 graded cells (8 points) wait for" in headline, headline
     assert "(not answered yet: backward_pass still raises NotImplementedError)" in headline, headline
+
+
+def test_a_backward_pass_that_raises_is_named_in_the_headline_not_dW2(graded):
+    """A real error in backward_pass: the headline names that error (the reason every gradient's cell shares), where
+    it used to read "Fix first: dW2", the first row of the table, as if dW2 were the mistake."""
+    page = FeedbackPage(clean_html(summary_html(rendered(graded["m_backward_raises"], ENGLISH)[1], ENGLISH)))
+    assert page.headline == (
+        "2 of 9 graded cells right. Fix first: the one error behind 7 graded cells (8 points), the first of them "
+        "marked below: backward_pass raised NameError on the check batch: name 'demb_rows' is not defined. Run Step 1 "
+        "(your gradients beside autograd's) to see where"
+    ), page.headline
+    assert page.first_to_fix() == ["test_dW2"]  # the first row that error left without an answer: marked, not named
 
 
 def test_an_update_left_out_is_not_called_a_rebinding(graded):

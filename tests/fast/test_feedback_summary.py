@@ -13,9 +13,11 @@ from autograder.authoring import SOURCE_DIR, grade_id
 from autograder.common.diagnoses import Reason
 from autograder.common.links import repository_url
 from autograder.common.words import say
+from autograder.engine import wire
+from autograder.engine.training.gradient_checks import call_problem
 from autograder.engine.verdict import Verdict
 from autograder.preprocessors import SummarizeSteps
-from autograder.preprocessors.judge_answers import verdict_outputs
+from autograder.preprocessors.judge_answers import verdict_outputs, why_no_answer
 
 REPOSITORY = repository_url()
 HOSTILE = "<script>alert(1)</script>"
@@ -117,28 +119,48 @@ def test_exercise_5_is_ordered_by_its_own_table():
     assert page.notes and not any(REORDERED in note for note in page.notes)
 
 
-def test_one_reason_for_several_wrong_steps_is_named_in_the_headline():
-    """Exercise 4's backward_pass raised: every gradient has the same reason, which names the mistake (dC) that the
-    first row (dW2) does not."""
-    raised = f"backward_pass raised NameError on the check batch: name 'dC' is not defined {HOSTILE}"
-    cells = [
-        graded_cell(f"test_d{p}", points, 0, verdict(f"d{p}", 0, points, raised))
-        for p, points in [("C", 2), ("W1", 1), ("b1", 1), ("W2", 1), ("b2", 1), ("bngain", 1), ("bnbias", 1)]
-    ]
-    cells.append(graded_cell("test_training", 4, 4, verdict("training run", 4, 4, "follows autograd's run")))
-    nb, _ = summarize(cells)
+GRADIENT_POINTS = [("C", 2), ("W1", 1), ("b1", 1), ("W2", 1), ("b2", 1), ("bngain", 1), ("bnbias", 1)]
+
+
+def every_gradient_lost(reason) -> list:
+    """Exercise 4's seven gradient cells, each lost for this one reason, and a training run that earned its points."""
+    cells = [graded_cell(f"test_d{p}", points, 0, verdict(f"d{p}", 0, points, reason)) for p, points in GRADIENT_POINTS]
+    return cells + [graded_cell("test_training", 4, 4, verdict("training run", 4, 4, "follows autograd's run"))]
+
+
+def test_a_backward_pass_that_raised_is_the_one_error_to_fix_first_not_dW2():
+    """Exercise 4's backward_pass raised: every gradient's cell has the grader's reason for it, which names
+    backward_pass and its error. The headline sends the student to that error, not to dW2, the table's first row."""
+    status = {"kind": "raised", "type": "NameError", "message": f"name 'dC' is not defined {HOSTILE}"}
+    raised = call_problem(wire.Report({"backward_pass": status}), 0)
+    assert raised.kind == "raised_error"
+    nb, _ = summarize(every_gradient_lost(raised))
     page = FeedbackPage(clean_html(nb.cells[0].source))
     assert page.headline == (
-        f"1 of 8 graded cells right. Fix first: dW2 (0 of 1 point), marked below. 7 graded cells (8 points) fail "
-        f"for the same reason: {raised}"
+        "1 of 8 graded cells right. Fix first: the one error behind 7 graded cells (8 points), the first of them "
+        f"marked below: backward_pass raised NameError on the check batch: name 'dC' is not defined {HOSTILE}. Run "
+        "Step 1 (your gradients beside autograd's) to see where"
     )
-    assert [r.first for r in page.rows] == [True] + [False] * 7
+    assert [r.first for r in page.rows] == [True] + [False] * 7 and page.rows[0].step == "dW2"
     assert "<script" not in nb.cells[0].source
     # a reason of its own: the most upstream wrong step is the one to fix, as before
+    cells = every_gradient_lost(raised)
     cells[3] = graded_cell("test_dW2", 1, 0, verdict("dW2", 0, 1, "dW2 is transposed"))
-    nb, _ = summarize(cells)
-    page = FeedbackPage(clean_html(nb.cells[0].source))
+    page = FeedbackPage(clean_html(summarize(cells)[0].cells[0].source))
     assert page.headline == "1 of 8 graded cells right. Fix first: dW2 (0 of 1 point), marked below."
+
+
+def test_a_kernel_that_died_names_the_first_cell_and_the_reason_all_share():
+    """The kernel died before the gradients' cells reported: the headline is as it was, the first cell to fix and the
+    reason the others share."""
+    died, _ = why_no_answer(new_code_cell(), 0, {"kernel_died_in": 0}, set())
+    assert died.kind == "did_not_run"
+    page = FeedbackPage(clean_html(summarize(every_gradient_lost(died))[0].cells[0].source))
+    assert page.headline == (
+        "1 of 8 graded cells right. Fix first: dW2 (0 of 1 point), marked below. 7 graded cells (8 points) fail for "
+        "the same reason: the kernel died before this cell reported its answer (see the cell where it stopped)"
+    )
+    assert [r.first for r in page.rows] == [True] + [False] * 7
 
 
 def test_a_blank_exercise_4_is_sent_to_the_one_answer_its_gradients_wait_for():

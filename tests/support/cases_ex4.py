@@ -136,6 +136,22 @@ MISTAKES = {
         {"test_dbngain": 0, "test_dbnbias": 0},
         {"test_dbngain": "it is dbnbias: backward_pass must return the gradients in the order of parameters"},
     ),
+    # A real error, not the stub's NotImplementedError: every gradient's cell gives that error as its reason, and the
+    # feedback's headline sends the student to it rather than to dW2, the first row of its table
+    "m_backward_raises": (
+        {
+            "answer_backward_pass": backward(
+                embedding="demb = dembcat.view(emb.shape)\ndC = torch.zeros_like(C)\n"
+                "dC.index_add_(0, Xb.view(-1), demb_rows)"
+            )
+        },
+        [],
+        {g: 0 for g in GRADIENTS},
+        {
+            "test_dW2": "backward_pass raised NameError on the check batch: name 'demb_rows' is not defined",
+            "test_training": "your own training run stopped after 0 of 300 steps: backward_pass raised NameError",
+        },
+    ),
     "m_no_calibration": (
         {"answer_calibration": "pass"},
         [],

@@ -86,9 +86,9 @@ class _Text(HTMLParser):
         self.pieces.append(data)
 
 
-def summary_text(nb, edition: str) -> str:
-    """The text of the feedback's table of steps (``SummarizeSteps``) of a judged notebook, each graded cell scored
-    as the grader scored it, in ``edition``."""
+def summary_html(nb, edition: str) -> str:
+    """The feedback's table of steps (``SummarizeSteps``) of a judged notebook, each graded cell scored as the grader
+    scored it, in ``edition``: its HTML."""
     nb = copy.deepcopy(nb)
     nb.metadata["backprop_ninja"] = {"edition": edition}
     for cell in nb.cells:
@@ -96,7 +96,12 @@ def summary_text(nb, edition: str) -> str:
             results = [o for o in cell.get("outputs", []) if o.get("output_type") == "execute_result"]
             cell.metadata.nbgrader["score"] = float(results[-1]["data"]["text/plain"]) if results else 0.0
     nb, _ = SummarizeSteps().preprocess(nb, {"nbgrader": {"late_penalty": 1.5}})
-    return " ".join(_Text(nb.cells[0].source).pieces)
+    return nb.cells[0].source
+
+
+def summary_text(nb, edition: str) -> str:
+    """The text of that table, its pieces joined by spaces."""
+    return " ".join(_Text(summary_html(nb, edition)).pieces)
 
 
 def rendered(got, edition: str) -> tuple:
