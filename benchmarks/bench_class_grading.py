@@ -221,14 +221,27 @@ def measure(root: Path, config: str, notebooks: list, meter: CpuMeter, package=N
             user.owns(root)  # each course it grades: this tree's, and REV's
         argv, env = user.argv(user.python, *argv[1:]), {**user.env, **({"PYTHONPATH": str(package)} if package else {})}
     if "student" not in rest:
-        return run(root, argv, env=env, meter=meter)
+        return graded(root, argv, env, meter)
     config_file = root / "nbgrader_config.py"
     kept = config_file.read_text()
     config_file.write_text(kept + "\nc.SandboxedKernelManager.stage_students = False\n")
     try:
-        return run(root, argv, env=env, meter=meter)
+        return graded(root, argv, env, meter)
     finally:
         config_file.write_text(kept)
+
+
+GRADER_FAILURES = ("worker_killed", "grader_error", "grader_time_limit", "feedback_failed")
+
+
+def graded(root: Path, argv: list, env, meter) -> float:
+    """Seconds for one ``grade`` run, which must have graded every student and made their feedback if asked: a run
+    whose grader failed for a student did less work, and its figure means nothing."""
+    took = run(root, argv, env=env, meter=meter)
+    failed = [p for p in json.loads((root / "problems.json").read_text()) if p["problem"] in GRADER_FAILURES]
+    if failed:
+        sys.exit(f"{' '.join(argv)}: the grader failed for {len(failed)} students, e.g. {failed[0]}")
+    return took
 
 
 ORDINARY = {}  # "user": the ordinary user of the -user configurations, made once
