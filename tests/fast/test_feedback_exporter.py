@@ -62,14 +62,21 @@ def feedback_notebook():
     )
 
 
-def test_the_feedback_page_is_html_exporters_own(tmp_path):
+def feedback_converter(folder):
+    """nbgrader's GenerateFeedback, with this exporter, as nbgrader_config.py sets it."""
     config = Config()
     config.GenerateFeedback.exporter_class = FeedbackExporter
-    converter = GenerateFeedback(coursedir=CourseDirectory(root=str(tmp_path)), config=config)
-    resources = {
-        "nbgrader": {"notebook": "ex4_manual_training", "score": 1, "max_score": 2, "late_penalty": 0},
-        "inlining": {"css": []},
-    }
+    return GenerateFeedback(coursedir=CourseDirectory(root=str(folder)), config=config)
+
+
+def page_resources(notebook: str) -> dict:
+    """What nbgrader's GetGrades and the page's styles leave in the resources of a page: 1 of 2 points."""
+    return {"nbgrader": {"notebook": notebook, "score": 1, "max_score": 2, "late_penalty": 0}, "inlining": {"css": []}}
+
+
+def test_the_feedback_page_is_html_exporters_own(tmp_path):
+    converter = feedback_converter(tmp_path)
+    resources = page_resources("ex4_manual_training")
     notebook, pages = feedback_notebook(), []
     ours = FeedbackExporter(parent=converter, config=converter.config)
     theirs = HTMLExporter(  # with our template, as ours chooses it in place of nbgrader's
@@ -115,18 +122,13 @@ def test_the_feedback_page_is_html_exporters_own(tmp_path):
 
 
 def test_the_words_around_the_cells_are_in_the_students_language(tmp_path):
-    config = Config()
-    config.GenerateFeedback.exporter_class = FeedbackExporter
-    converter = GenerateFeedback(coursedir=CourseDirectory(root=str(tmp_path)), config=config)
+    converter = feedback_converter(tmp_path)
     nb = feedback_notebook()
     nb.metadata["backprop_ninja"] = {"edition": "ru"}
     answer = new_code_cell("dW2 = h.T @ dlogits")
     answer.metadata.nbgrader = {"solution": True, "grade": False, "grade_id": "answer_dW2", "comment": "Хорошо"}
     nb.cells.append(answer)
-    resources = {
-        "nbgrader": {"notebook": "ex1_atomic_backward", "score": 1, "max_score": 2, "late_penalty": 0},
-        "inlining": {"css": []},
-    }
+    resources = page_resources("ex1_atomic_backward")
     page, _ = FeedbackExporter(parent=converter, config=converter.config).from_notebook_node(nb, resources)
     text = " ".join(BeautifulSoup(page, "html.parser").get_text(" ").split())
     for words in ("Exercise 4 — баллы: 1 из 2", "Оцениваемая ячейка dC", "Баллы: 1 / 1", "(наверх)"):
@@ -139,13 +141,8 @@ def test_the_words_around_the_cells_are_in_the_students_language(tmp_path):
 def test_a_page_made_from_what_an_earlier_page_remembered_is_the_same_page(tmp_path, monkeypatch):
     """Each worker remembers the cells it highlighted and the templates it compiled, for the next students: their
     pages are the pages made from nothing, and the cells remembered stay within a bound."""
-    config = Config()
-    config.GenerateFeedback.exporter_class = FeedbackExporter
-    converter = GenerateFeedback(coursedir=CourseDirectory(root=str(tmp_path)), config=config)
-    resources = {
-        "nbgrader": {"notebook": "ex4_manual_training", "score": 1, "max_score": 2, "late_penalty": 0},
-        "inlining": {"css": []},
-    }
+    converter = feedback_converter(tmp_path)
+    resources = page_resources("ex4_manual_training")
 
     notebook = feedback_notebook()
 

@@ -18,6 +18,22 @@ from autograder.sandbox import scratch as kernels_folder
 NOTHING_HAPPENED = {"kernel_died_in": None, "notebook_time_limit_in": None}  # GradingExecute's record of a clean run
 
 
+def as_the_parents_uid(check) -> None:
+    """Run ``check`` (true when it holds) in a child process as an ordinary uid, as the kernel parent runs (root reads
+    and lists every folder, whatever its mode); the test fails unless it held."""
+    pid = os.fork()
+    if pid == 0:
+        try:
+            if os.getuid() == 0:
+                os.setgid(65534)
+                os.setuid(65534)
+            os._exit(0 if check() else 1)
+        except BaseException:
+            os._exit(2)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+
+
 @pytest.fixture
 def scratch(tmp_path, monkeypatch):
     folder = tmp_path / "scratch"
@@ -78,51 +94,40 @@ def test_a_folder_of_too_many_entries_is_copied_only_up_to_a_bound(scratch, subm
 
 
 def test_a_file_the_parent_cannot_read_is_left_out():
-    """Run as the parent's ordinary uid (root would read it anyway): a file of the student's folder that uid may not
-    read is left out of the scratch, and the copy goes on."""
-    pid = os.fork()
-    if pid == 0:
-        try:
-            if os.getuid() == 0:
-                os.setgid(65534)
-                os.setuid(65534)
-            source, target = tempfile.mkdtemp(), tempfile.mkdtemp()
-            for name in ("secret.txt", "notes.txt"):
-                with open(os.path.join(source, name), "w") as f:
-                    f.write(name)
-            os.chmod(os.path.join(source, "secret.txt"), 0)
-            kernels_folder.SCRATCH = target
-            copied, left_out = kernels_folder.fill_scratch(source)
-            ok = sorted(copied) == ["notes.txt"] and left_out["examples"] == ["secret.txt"]
-            ok = ok and os.listdir(target) == ["notes.txt"]
-            os._exit(0 if ok else 1)
-        except BaseException:
-            os._exit(2)
-    _, status = os.waitpid(pid, 0)
-    assert os.waitstatus_to_exitcode(status) == 0
+    """A file of the student's folder that the parent's uid may not read is left out of the scratch, and the copy
+    goes on."""
+
+    def check():
+        source, target = tempfile.mkdtemp(), tempfile.mkdtemp()
+        for name in ("secret.txt", "notes.txt"):
+            with open(os.path.join(source, name), "w") as f:
+                f.write(name)
+        os.chmod(os.path.join(source, "secret.txt"), 0)
+        kernels_folder.SCRATCH = target
+        copied, left_out = kernels_folder.fill_scratch(source)
+        return sorted(copied) == ["notes.txt"] == os.listdir(target) and left_out["examples"] == ["secret.txt"]
+
+    as_the_parents_uid(check)
 
 
 def test_a_folder_the_kernel_made_unreadable_is_summed_up_not_an_error():
-    """Run as the parent's ordinary uid (root would read it anyway): the summary of what a kernel left used to raise
-    on a folder of mode 0, and the instructor's kernel_files_discarded problem was lost with the kernel parent."""
-    pid = os.fork()
-    if pid == 0:
-        try:
-            if os.getuid() == 0:
-                os.setgid(65534)
-                os.setuid(65534)
-            kernels_folder.SCRATCH = tempfile.mkdtemp()
-            os.makedirs(os.path.join(kernels_folder.SCRATCH, "hidden", "inside"))
-            os.chmod(os.path.join(kernels_folder.SCRATCH, "hidden"), 0)
-            left = kernels_folder.left_behind({})
-            words = left_behind_detail(left)
-            os.chmod(os.path.join(kernels_folder.SCRATCH, "hidden"), 0o700)
-            ok = left["counts"] == {"folder": 1} and left["unread"] == 1
-            os._exit(0 if ok and words.startswith("the kernel left 1 folder, 1 folder that could not be read (") else 1)
-        except BaseException:
-            os._exit(2)
-    _, status = os.waitpid(pid, 0)
-    assert os.waitstatus_to_exitcode(status) == 0
+    """The summary of what a kernel left used to raise on a folder of mode 0, and the instructor's
+    kernel_files_discarded problem was lost with the kernel parent."""
+
+    def check():
+        kernels_folder.SCRATCH = tempfile.mkdtemp()
+        os.makedirs(os.path.join(kernels_folder.SCRATCH, "hidden", "inside"))
+        os.chmod(os.path.join(kernels_folder.SCRATCH, "hidden"), 0)
+        left = kernels_folder.left_behind({})
+        os.chmod(os.path.join(kernels_folder.SCRATCH, "hidden"), 0o700)
+        words = left_behind_detail(left)
+        return (
+            left["counts"] == {"folder": 1}
+            and left["unread"] == 1
+            and words.startswith("the kernel left 1 folder, 1 folder that could not be read (")
+        )
+
+    as_the_parents_uid(check)
 
 
 def test_what_a_kernel_left_is_summed_up_never_copied(scratch, submission):
@@ -172,28 +177,21 @@ def test_the_kernels_own_names_are_quoted_and_cut_short():
 
 def test_a_folder_the_kernel_made_unlistable_is_emptied_too():
     """A kernel that hides a folder from its parent (mode 0311: enterable, not listable) must not keep what it
-    holds for the next student, such as an IPython startup file. Run as an ordinary uid, as the parent runs (root
-    would list it anyway)."""
-    pid = os.fork()
-    if pid == 0:  # the child: the kernels' and the parent's uid
-        try:
-            if os.getuid() == 0:
-                os.setgid(65534)
-                os.setuid(65534)
-            home = tempfile.mkdtemp()
-            startup = os.path.join(home, ".ipython", "profile_default", "startup")
-            os.makedirs(startup)
-            with open(os.path.join(startup, "00-planted.py"), "w") as f:
-                f.write("print('planted')\n")
-            os.chmod(os.path.join(home, ".ipython"), 0o311)
-            kernel_parent.remove_inside(home, os.lstat(home).st_dev, [1000])
-            left = os.listdir(home)
-            os.rmdir(home)
-            os._exit(0 if left == [] else 1)
-        except BaseException:
-            os._exit(2)
-    _, status = os.waitpid(pid, 0)
-    assert os.waitstatus_to_exitcode(status) == 0
+    holds for the next student, such as an IPython startup file."""
+
+    def check():
+        home = tempfile.mkdtemp()
+        startup = os.path.join(home, ".ipython", "profile_default", "startup")
+        os.makedirs(startup)
+        with open(os.path.join(startup, "00-planted.py"), "w") as f:
+            f.write("print('planted')\n")
+        os.chmod(os.path.join(home, ".ipython"), 0o311)
+        kernel_parent.remove_inside(home, os.lstat(home).st_dev, [1000])
+        left = os.listdir(home)
+        os.rmdir(home)
+        return left == []
+
+    as_the_parents_uid(check)
 
 
 def test_a_folder_nested_deeper_than_a_path_can_name_ends_the_sandbox(scratch, monkeypatch):
