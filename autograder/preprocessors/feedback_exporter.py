@@ -133,26 +133,41 @@ class CompiledTemplates(jinja2.BytecodeCache):
 
 
 COMPILED_TEMPLATES = CompiledTemplates()
-HIGHLIGHTED_CHARS = 16 * 2**20  # what the highlighted cells remembered may hold, in characters of source
+
+
+class CellsMade:
+    """The HTML made from cells' sources, kept for the process: most cells are the course's, the same in every
+    student's notebook, and highlighting their code and rendering their markdown were a third of a feedback page's
+    time. Keyed by the source and all else the HTML depends on; at most ``chars`` characters of source, then anew."""
+
+    def __init__(self, chars: int):
+        self.made, self.chars, self.limit = {}, 0, chars
+
+    def get(self, key: tuple, source: str, make) -> str:
+        made = self.made.get(key)
+        if made is None:
+            made = make()
+            if self.chars + len(source) > self.limit:
+                self.made.clear()
+                self.chars = 0
+            self.made[key], self.chars = made, self.chars + len(source)
+        return made
+
+
+CELLS_MADE = CellsMade(16 * 2**20)
 
 
 class RememberingHighlight(Highlight2HTML):
-    """Highlight2HTML that remembers the cells it highlighted: the locked cells are the same in every student's
-    notebook, and highlighting them was a third of a feedback page's time. Pygments' HTML depends on the source, the
-    language and the formatter's options alone."""
-
-    highlighted: dict = {}  # (source, language, magics language, options) -> HTML; for the process
+    """Highlight2HTML through ``CELLS_MADE``: Pygments' HTML depends on the source, the language and the formatter's
+    options alone."""
 
     def __call__(self, source, language=None, metadata=None):
         magics = metadata.get("magics_language") if metadata else None
-        key = (source, language or self.pygments_lexer, magics, repr(sorted(self.extra_formatter_options.items())))
-        made = self.highlighted.get(key)
-        if made is None:
-            made = super().__call__(source, language, metadata)
-            if sum(len(k[0]) for k in self.highlighted) + len(source) > HIGHLIGHTED_CHARS:
-                self.highlighted.clear()
-            self.highlighted[key] = made
-        return made
+        options = repr(sorted(self.extra_formatter_options.items()))
+        key = ("highlight", source, language or self.pygments_lexer, magics, options)
+        return CELLS_MADE.get(
+            key, source, lambda: super(RememberingHighlight, self).__call__(source, language, metadata)
+        )
 
 
 class FeedbackExporter(HTMLExporter):
@@ -162,6 +177,16 @@ class FeedbackExporter(HTMLExporter):
         environment = super()._create_environment()
         environment.bytecode_cache = COMPILED_TEMPLATES
         return environment
+
+    @jinja2.pass_context
+    def markdown2html(self, context, source):
+        """HTMLExporter's, through ``CELLS_MADE`` for a cell without attachments when images are not embedded (its
+        HTML then depends on the source and the exporter's settings alone)."""
+        make = lambda: super(FeedbackExporter, self).markdown2html(context, source)
+        if context.get("cell", {}).get("attachments") or self.embed_images:
+            return make()
+        options = (self.anchor_link_text, self.exclude_anchor_links, repr(sorted(self.lexer_options.items())))
+        return CELLS_MADE.get(("markdown", source, *options), source, make)
 
     @observe("template_name", "extra_template_basedirs", "extra_template_paths")
     def _one_body(self, change):

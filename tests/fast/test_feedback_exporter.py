@@ -20,7 +20,7 @@ from autograder.preprocessors.feedback_exporter import (
     NO_ALT,
     PAGE_STYLE,
     TEMPLATES,
-    RememberingHighlight,
+    CellsMade,
     localize,
 )
 
@@ -139,26 +139,25 @@ def test_the_words_around_the_cells_are_in_the_students_language(tmp_path):
 
 
 def test_a_page_made_from_what_an_earlier_page_remembered_is_the_same_page(tmp_path, monkeypatch):
-    """Each worker remembers the cells it highlighted and the templates it compiled, for the next students: their
-    pages are the pages made from nothing, and the cells remembered stay within a bound."""
+    """Each worker remembers the cells it highlighted or rendered and the templates it compiled, for the next
+    students: their pages are the pages made from nothing, and what it remembers stays within a bound."""
     converter = feedback_converter(tmp_path)
     resources = page_resources("ex4_manual_training")
-
     notebook = feedback_notebook()
 
     def page():
         exporter = FeedbackExporter(parent=converter, config=converter.config)  # one a student, as nbgrader makes it
         return exporter.from_notebook_node(copy.deepcopy(notebook), copy.deepcopy(resources))[0]
 
-    monkeypatch.setattr(RememberingHighlight, "highlighted", {})
+    monkeypatch.setattr(feedback_exporter, "CELLS_MADE", CellsMade(2**20))
     monkeypatch.setattr(COMPILED_TEMPLATES, "compiled", {})
     first = page()
-    remembered = dict(RememberingHighlight.highlighted)
-    assert len(remembered) == 2 and COMPILED_TEMPLATES.compiled  # the two code cells; the templates
-    assert page() == first and RememberingHighlight.highlighted == remembered
+    made = dict(feedback_exporter.CELLS_MADE.made)
+    assert sorted(key[0] for key in made).count("highlight") == 2  # the two code cells
+    assert "markdown" in {key[0] for key in made} and COMPILED_TEMPLATES.compiled
+    assert page() == first and feedback_exporter.CELLS_MADE.made == made  # nothing made again
     plain = Highlight2HTML(pygments_lexer="ipython3")
-    for (source, *_), made in remembered.items():
-        assert made == plain(source)
-    monkeypatch.setattr(feedback_exporter, "HIGHLIGHTED_CHARS", 30)  # fewer characters than the two cells have
-    RememberingHighlight.highlighted.clear()
-    assert page() == first and len(RememberingHighlight.highlighted) == 1
+    for key, html in made.items():
+        assert key[0] != "highlight" or html == plain(key[1])
+    monkeypatch.setattr(feedback_exporter, "CELLS_MADE", CellsMade(30))  # fewer characters than the cells have
+    assert page() == first and len(feedback_exporter.CELLS_MADE.made) < len(made)
