@@ -110,3 +110,20 @@ def test_course_links_follow_the_one_repository_address():
         "[e](https://example.org/course/other.md)"
     )
     assert course_links.with_absolute_course_links(rewritten, fork) == rewritten  # idempotent
+
+
+GOAL = re.compile(r"(?:<|below|ниже|меньше|低于|小于)\s*(\d+\.\d+)")  # "val loss < 2.75", in each edition's words
+
+
+@pytest.mark.parametrize(
+    "path",
+    [p for p in NOTEBOOKS if p.stem == "ex4_manual_training"] + sorted(REPO.glob("editions/*/*/ex4_*")),
+    ids=name,
+)
+def test_exercise_4_names_the_engines_validation_goal_wherever_it_names_one(path):
+    """The training run's last point is for a validation loss under REACH_LOSS: the text says the number in several
+    places (and the generated helper cell gives the engine's), so a change of the goal must reach them all."""
+    from autograder.engine.training.reference_runs import REACH_LOSS
+
+    text = "\n".join(c.source for c in nbformat.read(path, as_version=4).cells)
+    assert set(GOAL.findall(text)) == {f"{REACH_LOSS:g}"}
