@@ -4,7 +4,11 @@ Everything a kernel sends that nbclient keeps counts against its cell: texts by 
 too), data and metadata, an error's name, value and traceback (each cut first), and what a display update adds to
 each output it replaces (a cell could show thousands of tiny displays under one id, then update them all with one
 large message, which nbclient copies into each), and the state and buffers of widget messages, which nbclient keeps
-for the notebook's metadata. Beyond the budget, what arrives is dropped and the cell says so once.
+for the notebook's metadata. Each output kept, and each widget message whose state is kept, also counts
+``1 / OUTPUTS_PER_CELL`` of a cell's budget (1 KiB at 4 MiB), whatever it holds: nbclient keeps an empty output too,
+and a kernel that sent empty displays for 30 s made the grader hold 122,687 of them, counted as 4 characters each
+(the worker grew by 220 MiB while the cell ran, and peaked 1 GiB above its start after it). Beyond the budget, what
+arrives is dropped and the cell says so once.
 """
 
 from nbformat.v4 import new_output
@@ -12,6 +16,7 @@ from nbformat.v4 import new_output
 from ..common.words import say
 
 COUNTED = ("text", "data", "metadata", "ename", "evalue", "traceback")
+OUTPUTS_PER_CELL = 4096  # outputs (or widget messages) that a cell's budget holds when they are empty
 
 
 def size(content: dict) -> int:
@@ -24,17 +29,24 @@ class OutputBudget:
     ``_truncated`` (cell index -> the budget it ran over: "cell" or "notebook") and ``_display_bytes`` (display id ->
     the size of what its outputs show)."""
 
+    def _held(self) -> int:
+        """What holding one output counts, beyond its characters: a share of the cell's budget (else the notebook's)."""
+        budget = self.max_output_bytes or self.max_notebook_output_bytes
+        return -(-budget // OUTPUTS_PER_CELL)
+
     def _over_budget(self, cell_index: int, outs: list, used: int) -> bool:
-        """Count ``used`` bytes against the cell and the notebook; True (and a line under the cell, once) when either
-        is over its budget. The notebook's bounds what a notebook of many cells makes the grader hold."""
-        over = None
-        if self.max_output_bytes:
-            self._output_bytes[cell_index] = total = self._output_bytes.get(cell_index, 0) + used
-            over = "cell" if total > self.max_output_bytes else None
-        if self.max_notebook_output_bytes:
-            self._output_bytes[None] = total = self._output_bytes.get(None, 0) + used
-            over = over or ("notebook" if total > self.max_notebook_output_bytes else None)  # (the cell's own first)
+        """Count ``used`` bytes against the cell and, when kept, the notebook; True (and a line under the cell, once)
+        when either is over its budget: then the rest of the cell's output is dropped. The notebook's bounds what a
+        notebook of many cells makes the grader hold; what a cell sent past its own budget was dropped, held by
+        nobody, and does not count against it (else one cell that printed 40 MiB cost every later graded cell its
+        report, and a student with every answer right scored 0 of 34)."""
+        self._output_bytes[cell_index] = cell = self._output_bytes.get(cell_index, 0) + used
+        over = "cell" if self.max_output_bytes and cell > self.max_output_bytes else self._truncated.get(cell_index)
+        notebook = self._output_bytes.get(None, 0) + used
+        if over is None and self.max_notebook_output_bytes and notebook > self.max_notebook_output_bytes:
+            over = "notebook"
         if over is None:
+            self._output_bytes[None] = notebook
             return False
         if cell_index not in self._truncated:
             self._truncated[cell_index] = over
@@ -57,16 +69,16 @@ class OutputBudget:
             content["ename"] = str(content.get("ename", ""))[:1000]
             content["evalue"] = str(content.get("evalue", ""))[:10000]
             content["traceback"] = [str(line)[:10000] for line in list(content.get("traceback", []))[-50:]]
-        if self._over_budget(cell_index, outs, size(content)):
+        if self._over_budget(cell_index, outs, size(content) + self._held()):
             return None
         return super().output(outs, msg, display_id, cell_index)
 
     def handle_comm_msg(self, outs, msg, cell_index):
         data = msg.get("content", {}).get("data")
-        state = data.get("state", "") if isinstance(data, dict) else ""
-        used = len(str(state)) + sum(len(buffer) for buffer in msg.get("buffers") or ())
-        if used and self._over_budget(cell_index, outs, used):
-            return
+        if isinstance(data, dict) and "state" in data:  # nbclient keeps it (an empty one too) for the metadata
+            used = len(str(data["state"])) + sum(len(buffer) for buffer in msg.get("buffers") or ()) + self._held()
+            if self._over_budget(cell_index, outs, used):
+                return
         super().handle_comm_msg(outs, msg, cell_index)
 
     def process_message(self, msg, cell, cell_index):

@@ -5,6 +5,7 @@ from nbformat.v4 import new_code_cell, new_notebook
 
 from autograder.preprocessors import GradingExecute
 from autograder.preprocessors.incidents import Limits, notebook_incidents
+from autograder.preprocessors.output_budget import OUTPUTS_PER_CELL
 
 LIMIT = 10_000
 
@@ -90,3 +91,35 @@ def test_a_progress_bar_widget_is_kept():
     for value in range(1, 50):
         send(execute, "comm_msg", {"comm_id": "bar", "data": {"method": "update", "state": {"value": value}}})
     assert execute.widget_state == {"bar": {"value": 49}} and execute._truncated == {}
+
+
+def test_many_empty_outputs_count_against_the_cell():
+    """An empty output holds no characters, but nbclient keeps it: a kernel that sent empty displays for 30 s made the
+    grader hold 122,687 of them (1 GiB at the worker's peak), each counted as 4 characters."""
+    execute = executor(cells=2)
+    for _ in range(20_000):
+        send(execute, "display_data", {"data": {}, "metadata": {}}, 0)
+        send(execute, "stream", {"name": "stdout", "text": ""}, 1)
+    assert [len(cell.outputs) for cell in execute.nb.cells] <= [OUTPUTS_PER_CELL + 1] * 2
+    assert execute._truncated == {0: "cell", 1: "cell"} and "output truncated" in execute.nb.cells[1].outputs[-1].text
+
+
+def test_many_empty_widget_states_count_against_the_cell():
+    execute = executor()
+    execute.widget_state, execute.widget_buffers, execute.comm_objects = {}, {}, {}
+    for i in range(20_000):  # an entry of widget_state each, "" and {} holding no characters
+        send(execute, "comm_open", {"comm_id": f"w{i}", "target_name": "none", "data": {"state": "" if i % 2 else {}}})
+    assert len(execute.widget_state) <= OUTPUTS_PER_CELL and execute._truncated == {0: "cell"}
+
+
+def test_what_a_cell_printed_past_its_budget_costs_no_later_cell_its_output():
+    """What was dropped is held by nobody: a student's cell that printed 40 MiB (cut at 4 MiB) used to count all of
+    it against the notebook, and every later graded cell's report was dropped: every answer right, 0 of 34."""
+    execute = executor(cells=3)
+    for _ in range(100):  # 500 KB, ten times the notebook's budget, from one cell
+        send(execute, "stream", {"name": "stdout", "text": "x" * 5000}, 0)
+    report = {"data": {"application/x.report": "answer", "text/plain": "(answer reported to the grader)"}}
+    send(execute, "display_data", {**report, "metadata": {}}, 1)
+    assert execute.nb.cells[1].outputs[0].data == report["data"] and execute._truncated == {0: "cell"}
+    send(execute, "stream", {"name": "stdout", "text": "."}, 0)  # the rest of the cut cell's output stays dropped
+    assert execute.nb.cells[0].outputs[-1].text.strip().startswith("[output truncated")
