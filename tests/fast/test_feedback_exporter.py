@@ -3,6 +3,7 @@ what makes it accessible (its language and last styles; tests/fast/test_accessib
 
 import base64
 import copy
+import sys
 
 import nbformat
 from bs4 import BeautifulSoup
@@ -21,6 +22,7 @@ from autograder.preprocessors.feedback_exporter import (
     PAGE_STYLE,
     TEMPLATES,
     CellsMade,
+    RememberingHighlight,
     localize,
 )
 
@@ -159,5 +161,21 @@ def test_a_page_made_from_what_an_earlier_page_remembered_is_the_same_page(tmp_p
     plain = Highlight2HTML(pygments_lexer="ipython3")
     for key, html in made.items():
         assert key[0] != "highlight" or html == plain(key[1])
-    monkeypatch.setattr(feedback_exporter, "CELLS_MADE", CellsMade(30))  # fewer characters than the cells have
-    assert page() == first and len(feedback_exporter.CELLS_MADE.made) < len(made)
+    held = sorted(sys.getsizeof(key[1]) + sys.getsizeof(html) for key, html in made.items())
+    monkeypatch.setattr(feedback_exporter, "CELLS_MADE", CellsMade(held[-1] + held[-2] - 1))  # not the two largest
+    assert page() == first and 0 < len(feedback_exporter.CELLS_MADE.made) < len(made)
+
+
+def test_what_the_cells_made_hold_is_bounded_in_bytes(monkeypatch):
+    """The bound counts the bytes of the sources and their HTML: a student's cell of 15 Mi characters (string
+    literals and an emoji) was kept as 195 Mi characters of HTML, 4 bytes each, that the worker held for the students
+    after them."""
+    monkeypatch.setattr(feedback_exporter, "CELLS_MADE", CellsMade(200_000))
+    highlight = RememberingHighlight(pygments_lexer="ipython3")
+    large = ")" + "'\\n'" * 2500 + "#\U0001f600"  # 10,000 characters, 130,000 of HTML
+    assert highlight(large) == Highlight2HTML(pygments_lexer="ipython3")(large)
+    assert not feedback_exporter.CELLS_MADE.made  # more than the bound: never kept
+    for i in range(200):
+        highlight(f"x{i} = 'abc' + {i}  # a cell of its own \U0001f600")
+    held = sum(sys.getsizeof(key[1]) + sys.getsizeof(html) for key, html in feedback_exporter.CELLS_MADE.made.items())
+    assert 0 < held <= 200_000
