@@ -14,6 +14,7 @@ arrives is dropped and the cell says so once.
 from nbformat.v4 import new_output
 
 from ..common.words import say
+from ..engine import wire
 
 COUNTED = ("text", "data", "metadata", "ename", "evalue", "traceback")
 OUTPUTS_PER_CELL = 4096  # outputs (or widget messages) that a cell's budget holds when they are empty
@@ -34,15 +35,15 @@ class OutputBudget:
         budget = self.max_output_bytes or self.max_notebook_output_bytes
         return -(-budget // OUTPUTS_PER_CELL)
 
-    def _over_budget(self, cell_index: int, outs: list, used: int) -> bool:
-        """Count ``used`` bytes against the cell and, when kept, the notebook; True (and a line under the cell, once)
-        when either is over its budget: then the rest of the cell's output is dropped. The notebook's bounds what a
-        notebook of many cells makes the grader hold; what a cell sent past its own budget was dropped, held by
-        nobody, and does not count against it (else one cell that printed 40 MiB cost every later graded cell its
-        report, and a student with every answer right scored 0 of 34)."""
+    def _over_budget(self, cell_index: int, outs: list, used: int, in_notebook: bool = True) -> bool:
+        """Count ``used`` bytes against the cell and, when kept and ``in_notebook``, the notebook; True (and a line
+        under the cell, once) when either is over its budget: then the rest of the cell's output is dropped. The
+        notebook's bounds what a notebook of many cells makes the grader hold; what a cell sent past its own budget
+        was dropped, held by nobody, and does not count against it (else one cell that printed 40 MiB cost every later
+        graded cell its report, and a student with every answer right scored 0 of 34)."""
         self._output_bytes[cell_index] = cell = self._output_bytes.get(cell_index, 0) + used
         over = "cell" if self.max_output_bytes and cell > self.max_output_bytes else self._truncated.get(cell_index)
-        notebook = self._output_bytes.get(None, 0) + used
+        notebook = self._output_bytes.get(None, 0) + (used if in_notebook else 0)
         if over is None and self.max_notebook_output_bytes and notebook > self.max_notebook_output_bytes:
             over = "notebook"
         if over is None:
@@ -69,9 +70,20 @@ class OutputBudget:
             content["ename"] = str(content.get("ename", ""))[:1000]
             content["evalue"] = str(content.get("evalue", ""))[:10000]
             content["traceback"] = [str(line)[:10000] for line in list(content.get("traceback", []))[-50:]]
-        if self._over_budget(cell_index, outs, size(content) + self._held()):
+        # A locked or graded cell's first answer report is held within the cell's budget alone: what other cells
+        # printed must not cost it its points (a correct student whose first 9 answer cells printed just under 4 MiB
+        # each lost a graded cell). Such cells are the release's, one per grade_id (repair.py), so this adds at most
+        # a cell's budget for each.
+        report = wire.MIME in (content.get("data") or {}) and self._release_cell(self._running[0])
+        first_report = report and not any(wire.MIME in (o.get("data") or {}) for o in outs)
+        if self._over_budget(cell_index, outs, size(content) + self._held(), in_notebook=not first_report):
             return None
         return super().output(outs, msg, display_id, cell_index)
+
+    @staticmethod
+    def _release_cell(cell) -> bool:
+        flags = cell.metadata.get("nbgrader", {})
+        return bool(flags.get("grade_id")) and bool(flags.get("grade") or flags.get("locked"))
 
     def handle_comm_msg(self, outs, msg, cell_index):
         data = msg.get("content", {}).get("data")

@@ -1,8 +1,11 @@
 """What a cell may make the grader hold, through nbclient's own message handling (no kernel: the messages a kernel
 could send, handed to GradingExecute as nbclient's poll loop hands them)."""
 
+import copy
+
 from nbformat.v4 import new_code_cell, new_notebook
 
+from autograder.engine import wire
 from autograder.preprocessors import GradingExecute
 from autograder.preprocessors.incidents import Limits, notebook_incidents
 from autograder.preprocessors.output_budget import OUTPUTS_PER_CELL
@@ -51,6 +54,24 @@ def test_a_notebook_of_many_cells_each_within_its_budget_is_bounded_in_all():
         "output_limit",
         "cell 5 printed after the notebook's output passed 0.038147 MB; the rest of its output was dropped",
     )
+
+
+def test_a_graded_cells_report_is_kept_whatever_the_other_cells_printed():
+    """Answers reach the grader as displays: one graded cell's first report is held within its own budget alone, so
+    that what other cells printed costs no graded cell its points. A second report in that cell, and one sent from an
+    ordinary cell, count against the notebook as any output does."""
+    execute = executor(cells=7)
+    graded, ordinary = execute.nb.cells[5], execute.nb.cells[6]
+    graded.metadata["nbgrader"] = {"grade": True, "grade_id": "test_dprobs", "locked": True, "points": 1}
+    for cell in range(5):  # the notebook's budget, used up to the last character by the cells before
+        send(execute, "stream", {"name": "stdout", "text": "x" * (LIMIT - execute._held())}, cell)
+    assert execute._output_bytes[None] == 4 * LIMIT and execute._truncated == {4: "notebook"}
+    report = {"data": {wire.MIME: {"dprobs": "…"}, "text/plain": "(answer reported to the grader)"}, "metadata": {}}
+    for cell in (5, 5, 6):
+        send(execute, "display_data", copy.deepcopy(report), cell)
+    assert [wire.MIME in o.get("data", {}) for o in graded.outputs] == [True, False]  # then the line of the cut
+    assert execute._truncated == {4: "notebook", 5: "notebook", 6: "notebook"}
+    assert not any(wire.MIME in o.get("data", {}) for o in ordinary.outputs)
 
 
 def test_one_display_update_of_many_displays_counts_once_for_each():
