@@ -11,7 +11,6 @@ import math
 import numpy as np
 import torch
 
-MIME = "application/x-backprop-ninja+json"
 PROBE = "(probe)"  # the key of a rule probe's report in a cell's payload (never a variable's name)
 MAX_ELEMENTS = 1_000_000  # far above any gradient here; stops a hostile payload from eating memory
 MAX_TEXT, MAX_TEXTS = 200, 100  # a reported text's characters, a list's texts: far above an id or gradient names

@@ -2,6 +2,7 @@
 
 from IPython.display import display
 
+from ..common.naming import ANSWER_MIME
 from ..engine import wire
 from .probe_runner import run_probe
 from .switches import grading
@@ -26,4 +27,4 @@ def report(namespace: dict, *names: str, probe: tuple = ()) -> None:
 
 
 def send(payload: dict) -> None:
-    display({wire.MIME: payload, "text/plain": "(answer reported to the grader)"}, raw=True)
+    display({ANSWER_MIME: payload, "text/plain": "(answer reported to the grader)"}, raw=True)

@@ -15,7 +15,7 @@ from nbgrader.preprocessors import NbGraderPreprocessor
 
 from ..common.diagnoses import METADATA, Reason
 from ..common.editions import ENGLISH
-from ..common.naming import SETUP_PREFIX, grade_id
+from ..common.naming import ANSWER_MIME, SETUP_PREFIX, grade_id
 from ..common.phases import JUDGING, PHASES, REFERENCE
 from ..common.words import render, say
 from ..data import NAMES_VARIABLE
@@ -43,12 +43,11 @@ def reported_names(source: str) -> frozenset:
 
 
 def reported_values(cell) -> list:
-    from ..engine import wire
 
     return [
-        out["data"][wire.MIME]
+        out["data"][ANSWER_MIME]
         for out in cell.get("outputs", [])
-        if out.get("output_type") == "display_data" and wire.MIME in out.get("data", {})
+        if out.get("output_type") == "display_data" and ANSWER_MIME in out.get("data", {})
     ]
 
 

@@ -1,27 +1,35 @@
 """What a cell may make the grader hold: at most ``max_output_bytes`` of outputs, however the kernel sends them.
 
-Everything a kernel sends that nbclient keeps counts against its cell: texts by their characters (a list of strings
-too), data and metadata, an error's name, value and traceback (each cut first), and what a display update adds to
-each output it replaces (a cell could show thousands of tiny displays under one id, then update them all with one
-large message, which nbclient copies into each), and the state and buffers of widget messages, which nbclient keeps
-for the notebook's metadata. Each output kept, and each widget message whose state is kept, also counts
-``1 / OUTPUTS_PER_CELL`` of a cell's budget (1 KiB at 4 MiB), whatever it holds: nbclient keeps an empty output too,
-and a kernel that sent empty displays for 30 s made the grader hold 122,687 of them, counted as 4 characters each
-(the worker grew by 220 MiB while the cell ran, and peaked 1 GiB above its start after it). Beyond the budget, what
-arrives is dropped and the cell says so once.
+Everything a kernel sends that nbclient keeps counts against its cell, by the characters nbformat writes for it (a
+control character as a six-character escape: counted as one, 9 cells of them made a notebook of 165 MiB on disk from
+a budget of 32 MiB): texts (a list of strings too), data and metadata, an error's name, value and traceback (each
+cut first), and what a display update adds to each output it replaces (a cell could show thousands of tiny displays
+under one id, then update them all with one large message, which nbclient copies into each), and the state and
+buffers of widget messages, which nbclient keeps for the notebook's metadata. Each output kept, and each widget
+message whose state is kept, also counts ``1 / OUTPUTS_PER_CELL`` of a cell's budget (1 KiB at 4 MiB), whatever it
+holds: nbclient keeps an empty output too, and a kernel that sent empty displays for 30 s made the grader hold
+122,687 of them, counted as 4 characters each (the worker grew by 220 MiB while the cell ran, and peaked 1 GiB above
+its start after it). Beyond the budget, what arrives is dropped and the cell says so once.
 """
+
+import json
 
 from nbformat.v4 import new_output
 
+from ..common.naming import ANSWER_MIME
 from ..common.words import say
-from ..engine import wire
 
 COUNTED = ("text", "data", "metadata", "ename", "evalue", "traceback")
 OUTPUTS_PER_CELL = 4096  # outputs (or widget messages) that a cell's budget holds when they are empty
 
 
+def written(value) -> int:
+    """The characters nbformat writes for ``value`` (JSON, non-ASCII as it is)."""
+    return len(json.dumps(value, ensure_ascii=False, default=str))
+
+
 def size(content: dict) -> int:
-    return sum(len(str(content.get(part, ""))) for part in COUNTED)
+    return sum(written(content[part]) for part in COUNTED if part in content)
 
 
 class OutputBudget:
@@ -74,8 +82,8 @@ class OutputBudget:
         # printed must not cost it its points (a correct student whose first 9 answer cells printed just under 4 MiB
         # each lost a graded cell). Such cells are the release's, one per grade_id (repair.py), so this adds at most
         # a cell's budget for each.
-        report = wire.MIME in (content.get("data") or {}) and self._release_cell(self._running[0])
-        first_report = report and not any(wire.MIME in (o.get("data") or {}) for o in outs)
+        report = ANSWER_MIME in (content.get("data") or {}) and self._release_cell(self._running[0])
+        first_report = report and not any(ANSWER_MIME in (o.get("data") or {}) for o in outs)
         if self._over_budget(cell_index, outs, size(content) + self._held(), in_notebook=not first_report):
             return None
         return super().output(outs, msg, display_id, cell_index)
@@ -88,7 +96,7 @@ class OutputBudget:
     def handle_comm_msg(self, outs, msg, cell_index):
         data = msg.get("content", {}).get("data")
         if isinstance(data, dict) and "state" in data:  # nbclient keeps it (an empty one too) for the metadata
-            used = len(str(data["state"])) + sum(len(buffer) for buffer in msg.get("buffers") or ()) + self._held()
+            used = written(data["state"]) + sum(len(buffer) for buffer in msg.get("buffers") or ()) + self._held()
             if self._over_budget(cell_index, outs, used):
                 return
         super().handle_comm_msg(outs, msg, cell_index)

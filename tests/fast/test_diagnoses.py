@@ -14,7 +14,7 @@ from nbformat.v4 import new_code_cell, new_output
 from autograder.authoring import SOURCE_DIR
 from autograder.authoring.submissions import grade_id
 from autograder.common.diagnoses import DIAGNOSES, METADATA, NOTE, OTHER, Reason, kind_of
-from autograder.common.naming import SETUP_PREFIX
+from autograder.common.naming import ANSWER_MIME, SETUP_PREFIX
 from autograder.common.words import say
 from autograder.data import EMBEDDED_NAMES
 from autograder.engine import wire
@@ -125,7 +125,7 @@ def test_the_kind_goes_from_judge_answers_to_the_report(reference, tmp_path):
     graded = [c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade") and grade_id(c) in CHECKS[NB]]
     for cell in graded:
         cell.outputs = [
-            new_output("display_data", data={wire.MIME: payload}),
+            new_output("display_data", data={ANSWER_MIME: payload}),
             new_output("execute_result", data={"text/plain": "1.0"}, metadata={METADATA: {"diagnosis": "keepdim"}}),
         ]
     resources = {

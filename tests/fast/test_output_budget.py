@@ -5,7 +5,7 @@ import copy
 
 from nbformat.v4 import new_code_cell, new_notebook
 
-from autograder.engine import wire
+from autograder.common.naming import ANSWER_MIME
 from autograder.preprocessors import GradingExecute
 from autograder.preprocessors.incidents import Limits, notebook_incidents
 from autograder.preprocessors.output_budget import OUTPUTS_PER_CELL
@@ -56,6 +56,17 @@ def test_a_notebook_of_many_cells_each_within_its_budget_is_bounded_in_all():
     )
 
 
+def test_control_characters_count_as_the_escapes_nbformat_writes():
+    """One cell of 4 Mi control characters, counted as one character each, was 24 MiB on disk: nbformat writes each
+    as a six-character escape (\\u0001)."""
+    execute = executor()
+    send(execute, "stream", {"name": "stdout", "text": "\x01" * (LIMIT // 2)})
+    assert execute._truncated == {0: "cell"} and execute.nb.cells[0].outputs[-1].text.count("output truncated") == 1
+    execute = executor()
+    send(execute, "stream", {"name": "stdout", "text": "ж" * (LIMIT // 2)})  # written as it is: one character each
+    assert execute._truncated == {}
+
+
 def test_a_graded_cells_report_is_kept_whatever_the_other_cells_printed():
     """Answers reach the grader as displays: one graded cell's first report is held within its own budget alone, so
     that what other cells printed costs no graded cell its points. A second report in that cell, and one sent from an
@@ -64,14 +75,15 @@ def test_a_graded_cells_report_is_kept_whatever_the_other_cells_printed():
     graded, ordinary = execute.nb.cells[5], execute.nb.cells[6]
     graded.metadata["nbgrader"] = {"grade": True, "grade_id": "test_dprobs", "locked": True, "points": 1}
     for cell in range(5):  # the notebook's budget, used up to the last character by the cells before
-        send(execute, "stream", {"name": "stdout", "text": "x" * (LIMIT - execute._held())}, cell)
+        text = "x" * (LIMIT - execute._held() - 2)  # and the two quotes nbformat writes around it
+        send(execute, "stream", {"name": "stdout", "text": text}, cell)
     assert execute._output_bytes[None] == 4 * LIMIT and execute._truncated == {4: "notebook"}
-    report = {"data": {wire.MIME: {"dprobs": "…"}, "text/plain": "(answer reported to the grader)"}, "metadata": {}}
+    report = {"data": {ANSWER_MIME: {"dprobs": "…"}, "text/plain": "(answer reported to the grader)"}, "metadata": {}}
     for cell in (5, 5, 6):
         send(execute, "display_data", copy.deepcopy(report), cell)
-    assert [wire.MIME in o.get("data", {}) for o in graded.outputs] == [True, False]  # then the line of the cut
+    assert [ANSWER_MIME in o.get("data", {}) for o in graded.outputs] == [True, False]  # then the line of the cut
     assert execute._truncated == {4: "notebook", 5: "notebook", 6: "notebook"}
-    assert not any(wire.MIME in o.get("data", {}) for o in ordinary.outputs)
+    assert not any(ANSWER_MIME in o.get("data", {}) for o in ordinary.outputs)
 
 
 def test_one_display_update_of_many_displays_counts_once_for_each():
