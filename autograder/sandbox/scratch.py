@@ -30,7 +30,8 @@ def fill_scratch(source: str) -> tuple:
     (earlier notebooks' outputs, files of their own), and filling the scratch must fail only their notebook."""
     room = students_room()
     copied, files, left_out, capped = {}, [], [], False
-    for folder, dirs, names in os.walk(source):  # (os.walk does not follow links to folders)
+    unlisted = lambda error: left_out.append((0, os.path.relpath(error.filename, source)))  # deeper than a path
+    for folder, dirs, names in os.walk(source, onerror=unlisted):  # (os.walk does not follow links to folders)
         relative = os.path.relpath(folder, source)
         if len(copied) + len(files) + len(names) > MAX_ENTRIES:
             dirs[:], capped = [], True

@@ -83,6 +83,23 @@ def test_the_students_files_take_at_most_their_share_of_the_scratch_the_smallest
     )
 
 
+def test_a_folder_nested_deeper_than_a_path_can_name_is_left_out_and_named(scratch, tmp_path):
+    source = tmp_path / "deep"
+    source.mkdir()
+    fd = os.open(source, os.O_RDONLY)
+    for _ in range(20):  # 20 names of 250 characters: 5,000 characters below the student's folder
+        os.mkdir("d" * 250, dir_fd=fd)
+        fd, above = os.open("d" * 250, os.O_RDONLY, dir_fd=fd), fd
+        os.close(above)
+    os.close(os.open("bottom.txt", os.O_WRONLY | os.O_CREAT, 0o644, dir_fd=fd))
+    os.close(fd)
+    try:
+        copied, left_out = kernels_folder.fill_scratch(str(source))
+    finally:
+        shutil.rmtree(source / ("d" * 250))  # (it removes by folder descriptor)
+    assert left_out and left_out["files"] >= 1 and len(copied) < 20
+
+
 def test_a_folder_of_too_many_entries_is_copied_only_up_to_a_bound(scratch, submission, monkeypatch):
     (submission / "many").mkdir()
     for i in range(30):
