@@ -18,6 +18,19 @@ from autograder.sandbox import scratch as kernels_folder
 NOTHING_HAPPENED = {"kernel_died_in": None, "notebook_time_limit_in": None}  # GradingExecute's record of a clean run
 
 
+def deep_tree(top, leaf: str | None = None) -> None:
+    """20 folders of 250-character names under ``top``: 5,000 characters, deeper than a path can name (PATH_MAX 4096),
+    made by folder descriptor; with ``leaf``, a file of that name at the bottom."""
+    fd = os.open(top, os.O_RDONLY)
+    for _ in range(20):
+        os.mkdir("d" * 250, dir_fd=fd)
+        fd, above = os.open("d" * 250, os.O_RDONLY, dir_fd=fd), fd
+        os.close(above)
+    if leaf:
+        os.close(os.open(leaf, os.O_WRONLY | os.O_CREAT, 0o644, dir_fd=fd))
+    os.close(fd)
+
+
 def as_the_parents_uid(check) -> None:
     """Run ``check`` (true when it holds) in a child process as an ordinary uid, as the kernel parent runs (root reads
     and lists every folder, whatever its mode); the test fails unless it held."""
@@ -86,13 +99,7 @@ def test_the_students_files_take_at_most_their_share_of_the_scratch_the_smallest
 def test_a_folder_nested_deeper_than_a_path_can_name_is_left_out_and_named(scratch, tmp_path):
     source = tmp_path / "deep"
     source.mkdir()
-    fd = os.open(source, os.O_RDONLY)
-    for _ in range(20):  # 20 names of 250 characters: 5,000 characters below the student's folder
-        os.mkdir("d" * 250, dir_fd=fd)
-        fd, above = os.open("d" * 250, os.O_RDONLY, dir_fd=fd), fd
-        os.close(above)
-    os.close(os.open("bottom.txt", os.O_WRONLY | os.O_CREAT, 0o644, dir_fd=fd))
-    os.close(fd)
+    deep_tree(source, leaf="bottom.txt")
     try:
         copied, left_out = kernels_folder.fill_scratch(str(source))
     finally:
@@ -216,12 +223,7 @@ def test_a_folder_nested_deeper_than_a_path_can_name_ends_the_sandbox(scratch, m
     The parent cannot remove it, so it says the sandbox is not cleared, and the grader ends it (its tmpfs with it)."""
     monkeypatch.setattr(os, "kill", lambda *args: None)  # clear_sandbox kills all it may: here, never
     monkeypatch.setattr(kernel_parent, "PRIVATE_FOLDERS", (str(scratch),))
-    fd = os.open(scratch, os.O_RDONLY)
-    for _ in range(20):  # 20 names of 250 characters: 5,000 characters from the scratch down
-        os.mkdir("d" * 250, dir_fd=fd)
-        fd, above = os.open("d" * 250, os.O_RDONLY, dir_fd=fd), fd
-        os.close(above)
-    os.close(fd)
+    deep_tree(scratch)
     try:
         assert kernel_parent.clear_sandbox() is False
     finally:
@@ -236,12 +238,7 @@ def test_a_deep_folder_inside_one_found_at_the_start_ends_the_sandbox_too(scratc
     monkeypatch.setattr(kernel_parent, "PRIVATE_FOLDERS", (str(scratch),))
     (scratch / "made-by-bwrap").mkdir()
     monkeypatch.setitem(kernel_parent._found_at_start, str(scratch), {"made-by-bwrap"})
-    fd = os.open(scratch / "made-by-bwrap", os.O_RDONLY)
-    for _ in range(20):
-        os.mkdir("d" * 250, dir_fd=fd)
-        fd, above = os.open("d" * 250, os.O_RDONLY, dir_fd=fd), fd
-        os.close(above)
-    os.close(fd)
+    deep_tree(scratch / "made-by-bwrap")
     try:
         assert kernel_parent.clear_sandbox() is False
     finally:
