@@ -71,7 +71,7 @@ def clear_sandbox() -> bool:
         for folder in PRIVATE_FOLDERS:
             if os.path.isdir(folder):
                 remove_inside(folder, os.lstat(folder).st_dev, budget)
-    except TooMany:
+    except (TooMany, RecursionError):  # a chain of some 1,100 folders recurses too deep before a path is too long
         return False
     return all(set(os.listdir(f)) <= _found_at_start.get(f, set()) for f in PRIVATE_FOLDERS if os.path.isdir(f))
 

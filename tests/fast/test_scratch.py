@@ -231,6 +231,36 @@ def test_a_folder_nested_deeper_than_a_path_can_name_ends_the_sandbox(scratch, m
     assert kernel_parent.clear_sandbox() is True  # what the parent found at its start may stay: here, nothing
 
 
+def test_a_chain_of_folders_deeper_than_the_recursion_limit_ends_the_sandbox_and_keeps_the_summary(
+    scratch, monkeypatch
+):
+    """1,500 folders of one character: a path of 3,000 characters, within PATH_MAX, but removing them one call a
+    level passed Python's recursion limit. The error ended the parent's clear, and the summary of what the kernel
+    left (a link to /etc/shadow, say) was lost with it; now the clear says the sandbox is not cleared, as for a
+    path too long, and the summary comes back."""
+    monkeypatch.setattr(os, "kill", lambda *args: None)
+    monkeypatch.setattr(kernel_parent, "PRIVATE_FOLDERS", (str(scratch),))
+    monkeypatch.setattr(kernel_parent, "_copied", {})
+    os.symlink("/etc/shadow", scratch / "planted_link")
+    fd = os.open(scratch, os.O_RDONLY)
+    for _ in range(1500):
+        os.mkdir("d", dir_fd=fd)
+        fd, above = os.open("d", os.O_RDONLY, dir_fd=fd), fd
+        os.close(above)
+    os.close(fd)
+    try:
+        reply = kernel_parent.clear()
+    finally:  # by folder descriptor, one level at a time (shutil.rmtree recurses too)
+        fds = [os.open(scratch, os.O_RDONLY)]
+        while "d" in os.listdir(fds[-1]):
+            fds.append(os.open("d", os.O_RDONLY, dir_fd=fds[-1]))
+        os.close(fds.pop())
+        while fds:
+            os.rmdir("d", dir_fd=fds[-1])
+            os.close(fds.pop())
+    assert reply["cleared"] is False and reply["left"]["counts"]["link"] == 1
+
+
 def test_a_deep_folder_inside_one_found_at_the_start_ends_the_sandbox_too(scratch, monkeypatch):
     """As an ordinary user, the folder bwrap makes in /tmp on the way to the connection folder is the kernel's: the
     check of what the parent found at its start looked at top-level names only, and a deep tree inside it stayed."""
