@@ -53,19 +53,18 @@ def remove_inside(folder: str, device: int, budget: list) -> None:
 
 
 def clear_sandbox() -> bool:
-    """Kill every process of the sandbox but this one and its init; empty the private folders. False when they hold
+    """Kill every process of the sandbox but this one, its init; empty the private folders. False when they hold
     more than MAX_ENTRIES, or when anything the parent did not find there at its start is left (a folder nested
     deeper than a path can name): then only ending the sandbox clears them."""
-    try:
-        os.kill(-1, signal.SIGKILL)  # in the sandbox's pid namespace: all it may signal but itself and pid 1
-    except ProcessLookupError:
-        pass  # nothing else was running
-    while True:  # reap those that were its children
+    while True:  # until no other process is left, not even one dead and unreaped: every orphan comes to pid 1
         try:
-            if os.waitpid(-1, os.WNOHANG) == (0, 0):
-                break
-        except ChildProcessError:
+            os.kill(-1, signal.SIGKILL)  # (again each time: one may have forked since)
+        except (ProcessLookupError, PermissionError):  # none left, or none it may signal
             break
+        try:
+            os.waitpid(-1, 0)
+        except ChildProcessError:
+            break  # (not init: a parent started without --as-pid-1 by hand)
     budget = [MAX_ENTRIES]
     try:
         for folder in PRIVATE_FOLDERS:
@@ -115,6 +114,7 @@ def run_kernel(argv: list, env: dict, cwd: str, replies: int, armed: tuple = ())
     try:
         os.close(replies)  # the kernel must not be able to answer for its parent
         set_dumpable(True)
+        signal.signal(signal.SIGINT, signal.default_int_handler)  # a kernel is interrupted by SIGINT
         null = os.open(os.devnull, os.O_RDONLY)
         os.dup2(null, 0)
         os.dup2(2, 1)
@@ -191,6 +191,7 @@ def main() -> None:
     _started_in = os.getcwd()
     _found_at_start.update((f, set(os.listdir(f))) for f in PRIVATE_FOLDERS if os.path.isdir(f))
     set_dumpable(False)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the one signal Python handles: as init, it takes no other
     load_seccomp_filter()  # before anything else runs here: every kernel inherits it
     replies = os.fdopen(os.dup(1), "w", buffering=1)
     os.dup2(2, 1)  # a stray print must not be taken for a reply

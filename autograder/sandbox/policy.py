@@ -256,7 +256,9 @@ def command_line(
         if g.mount == "read-only" and _inside(course, g.source or g.path):
             raise SandboxError(f"refusing to show {g.path!r} to the kernel: it holds the course root {course!r}")
     argv = [tools.bwrap, "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-net"]
-    argv += ["--die-with-parent", "--new-session", "--hostname", "sandbox"]
+    # The kernel parent is the pid namespace's init (pid 1), not bubblewrap's reaper: that one would share the
+    # kernels' uid without guarding itself, and a kernel could write into its memory to reach the next student's.
+    argv += ["--as-pid-1", "--die-with-parent", "--new-session", "--hostname", "sandbox"]
     made = {"/"}
     for g in grants:
         missing, parent = [], os.path.dirname(g.path)
@@ -268,8 +270,8 @@ def command_line(
         made.update([*missing, g.path])
         argv += MOUNT_OPTIONS[g.mount](g, sizes)
     argv += ["--remount-ro", "/"]  # the folders made above stay empty: nothing can be written there
-    # ipykernel's parent poller would take the pid namespace's init for a new parent and exit
-    # (jupyter_client sets JPY_PARENT_PID outside); --die-with-parent does its job.
+    # ipykernel polls no parent whose pid is 1 (jupyter_client sets JPY_PARENT_PID to the grader's pid outside,
+    # which a kernel would take for a parent gone); --die-with-parent does that job.
     argv += ["--chdir", SCRATCH, "--setenv", "JPY_PARENT_PID", "1"]
     if run_as is not None:  # keep just what setpriv needs to become run_as, and drop everything
         argv += ["--cap-drop", "ALL"]

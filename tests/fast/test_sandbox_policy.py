@@ -67,7 +67,15 @@ def test_the_command_line_grants_exactly_the_allow_list(machine):
     up_to_m = [str(p) for p in reversed(machine.parents) if str(p).startswith("/tmp/")] + [m]
     assert argv == [
         "/usr/bin/bwrap",
-        *("--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-net", "--die-with-parent", "--new-session"),
+        *(
+            "--unshare-pid",
+            "--unshare-ipc",
+            "--unshare-uts",
+            "--unshare-net",
+            "--as-pid-1",
+            "--die-with-parent",
+            "--new-session",
+        ),
         *("--hostname", "sandbox", "--proc", "/proc", "--dev", "/dev"),
         *(
             "--perms",

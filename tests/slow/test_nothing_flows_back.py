@@ -321,6 +321,51 @@ def test_a_student_folder_larger_than_the_kernels_scratch_fails_nothing_and_stop
         ], student
 
 
+TRACE = """import ctypes, os
+_libc = ctypes.CDLL(None, use_errno=True)
+for _pid in sorted(int(p) for p in os.listdir("/proc") if p.isdigit() and int(p) != os.getpid()):
+    _attached = _libc.ptrace(16, _pid, 0, 0) == 0  # PTRACE_ATTACH
+    if _attached:
+        os.waitpid(_pid, 0x40000000)  # __WALL
+        _libc.ptrace(17, _pid, 0, 0)  # PTRACE_DETACH
+    _opened = _written = False
+    try:
+        _environ = int(open(f"/proc/{_pid}/stat").read().rsplit(")", 1)[1].split()[47])  # env_start
+        _fd = os.open(f"/proc/{_pid}/mem", os.O_RDWR)
+        _opened = True
+        _written = os.pwrite(_fd, b"WRITTEN_BY_h_trace", _environ) > 0
+    except OSError:
+        pass
+    print(f"TRACED pid {_pid}: attached {_attached}, opened {_opened}, written {_written}")
+"""
+LOOK_AROUND = """import os
+for _pid in sorted(p for p in os.listdir("/proc") if p.isdigit()):
+    try:
+        print("LOOKED", _pid, open(f"/proc/{_pid}/environ", "rb").read())
+    except OSError as _error:
+        print("LOOKED", _pid, type(_error).__name__)
+"""
+
+
+def answer_output(root: Path, student: str) -> str:
+    nb = nbformat.read(root / "autograded" / student / ASSIGNMENT / f"{NB}.ipynb", as_version=4)
+    cell = next(c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == "answer_dlogprobs")
+    return "".join(o.get("text", "") for o in cell.outputs)
+
+
+def test_a_kernel_can_trace_no_process_of_its_sandbox_nor_write_into_the_next_students(grader):
+    """One sandbox serves a worker's students in turn. Its init (pid 1) was bubblewrap's, which for an ordinary
+    user's grader ran as the kernels' uid and could be traced: a kernel wrote into its memory, and the next student's
+    kernel read it. Now the init is the kernel parent, which no kernel may trace."""
+    root = grader.course({"h_trace": TRACE, "h_victim": LOOK_AROUND}, controls=CONTROLS[:1], name="traced")
+    grader.grade(root, "--quiet", "--workers", "1")
+    traced = [line for line in answer_output(root, "h_trace").splitlines() if line.startswith("TRACED")]
+    assert traced and all(line.endswith("attached False, opened False, written False") for line in traced), traced
+    looked = [line for line in answer_output(root, "h_victim").splitlines() if line.startswith("LOOKED")]
+    assert looked and not [line for line in looked if "WRITTEN_BY" in line], looked
+    assert all(grades(root)[student]["total"] == FULL for student in ("ada_perfect", "h_trace", "h_victim"))
+
+
 PATHS = {
     "per student": ("c.SandboxedKernelManager.stage_students = False\n", ()),
     "cold kernels": ("", ("--cold-kernels",)),
