@@ -73,6 +73,7 @@ def translated_cell_source(cell_type: str, source: str, code: str) -> str:
 CYRILLIC = re.compile(r"[\u0400-\u04ff]")
 HAN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff]")
 LATIN = re.compile(r"[A-Za-z]")
+ESCAPE = re.compile(r"\\[uUN]")  # in a string literal, a letter of any script; the words read are the literal's value
 
 
 def edition_of(nb) -> str:
@@ -80,6 +81,9 @@ def edition_of(nb) -> str:
     code cells' comments and strings (Colab drops a notebook's custom metadata; the text stays). The share of
     Cyrillic or of Chinese characters among the letters decides; a notebook that shows neither is English, unless
     it says otherwise in its metadata (a notebook with hardly any text)."""
+    everything = "\n".join(c.source for c in nb.cells)
+    if len(CYRILLIC.findall(everything)) + len(HAN.findall(everything)) < 20 and not ESCAPE.search(everything):
+        return notebook_edition(nb.metadata)  # (the words read below are part of it: they could not decide)
     text = "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
     text += "\n".join(p.text for c in nb.cells if c.cell_type == "code" for p in code_pieces(c.source))
     cyrillic, han, latin = len(CYRILLIC.findall(text)), len(HAN.findall(text)), len(LATIN.findall(text))

@@ -17,7 +17,7 @@ from support.pseudo_locale import MARK, pseudo_locale
 
 from autograder.authoring import catalogs, editions
 from autograder.common.edition_text import translated_cell_source
-from autograder.common.editions import TRANSLATED
+from autograder.common.editions import METADATA, TRANSLATED
 from autograder.common.links import repository_url
 from autograder.common.translate import code_pieces, markdown_pieces, translate_code, translate_markdown
 
@@ -146,6 +146,18 @@ def test_a_submissions_edition_is_read_from_its_words(text, edition):
     noted = nbformat.from_dict(english)
     noted.cells.append(nbformat.v4.new_markdown_cell(text))
     assert edition_of(noted) == "en"
+
+
+def test_letters_written_as_escapes_count_as_the_words_they_are():
+    """A notebook without 20 Cyrillic or Chinese characters in its cells is read from its metadata without parsing
+    its code; letters written as escapes in a string (\\u0416) are still counted, as the string's words."""
+    from autograder.common.edition_text import edition_of
+
+    nb = nbformat.read(RELEASE / "ex2_cross_entropy_backward.ipynb", as_version=4)
+    nb.metadata[METADATA] = {"edition": "ru"}
+    assert edition_of(nb) == "ru"  # hardly any Russian text: the metadata decides
+    nb.cells.append(nbformat.v4.new_code_cell('note = "' + "\\u0416" * 30 + '"'))
+    assert edition_of(nb) == "en"  # 30 Cyrillic letters among thousands of Latin ones: English
 
 
 @pytest.mark.parametrize("code", ["ru", "zh"])
