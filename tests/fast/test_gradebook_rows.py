@@ -168,3 +168,35 @@ def test_a_task_cell_named_as_a_graded_answer_cell_yields_to_it_as_in_nbgraders_
         assert read_once.find_grade(*where) is gb.find_grade(*where) and gb.find_grade(*where).cell.type == "GradeCell"
         assert read_once.find_comment(*where) is gb.find_comment(*where)
         assert gb.find_comment(*where).cell.type == "SolutionCell"
+
+
+def test_grades_csv_reads_every_students_scores_at_once_as_nbgrader_computes_them(made_once, tmp_path):
+    """grades.csv's rows, read in two queries: each notebook's score, each step's and the late penalty as nbgrader's
+    own objects give them, a grade given by hand included; nothing for a notebook not graded or not in the gradebook."""
+    from autograder.grading.results.grades_csv import grade_rows
+
+    path = tmp_path / "gradebook.db"
+    shutil.copy(made_once, path)
+    url = sqlite_url(path)
+    with Gradebook(url) as gb:
+        gb.find_grade("test_dh", NB, ASSIGNMENT, "ben").auto_score = 1
+        gb.find_grade("test_dprobs", NB, ASSIGNMENT, "ben").auto_score = 0
+        gb.find_submission_notebook(NB, ASSIGNMENT, "ben").late_submission_penalty = 0.25
+        gb.db.commit()
+        stock = {}
+        for student in ("ada", "ben"):
+            snb = gb.find_submission_notebook(NB, ASSIGNMENT, student)
+            stock[student] = snb.score, {g.name: g.score for g in snb.grades}, snb.late_submission_penalty
+        max_total = gb.find_assignment(ASSIGNMENT).max_score
+    steps = {NB: ["test_dprobs", "test_dh"]}
+    graded = {"ada": [NB], "ben": [NB], "cy": [NB], "dee": []}
+    rows = {r["student"]: r for r in grade_rows(url, ASSIGNMENT, [NB], steps, ["ada", "ben", "cy", "dee"], graded)}
+    for student, (score, scores, penalty) in stock.items():
+        row = rows[student]
+        assert row[NB] == score and row["max_total"] == max_total
+        assert row[f"{NB}:test_dprobs"] == scores["test_dprobs"] and row[f"{NB}:test_dh"] == scores["test_dh"]
+        assert row["late_penalty"] == (penalty or None) and row["total"] == score - (penalty or 0)
+    assert rows["ada"][f"{NB}:test_dprobs"] == 0.5  # by hand
+    assert rows["ben"]["total"] == 0.75 and rows["ben"]["late_penalty"] == 0.25
+    for student in ("cy", "dee"):  # not in the gradebook; none of their notebooks graded
+        assert rows[student] == {"student": student, "max_total": max_total, "late_penalty": None, "total": None}

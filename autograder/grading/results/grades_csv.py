@@ -26,31 +26,52 @@ def step_columns(root: Path, assignment: str, notebooks: list) -> dict:
 
 
 def grade_rows(gradebook: str, assignment: str, notebooks: list, steps: dict, students: list, graded: dict) -> list:
-    """One dict per student, numbers or None, keyed by the CSV's columns; ``graded``: student -> notebooks."""
-    from nbgrader.api import Gradebook, MissingEntry
+    """One dict per student, numbers or None, keyed by the CSV's columns; ``graded``: student -> notebooks. Read in
+    two queries, with nbgrader's own scores (its column properties): one notebook at a time took four queries, 25 ms
+    a student, after the last student was graded."""
+    from nbgrader.api import Assignment, BaseCell, Grade, Gradebook, Notebook, SubmittedAssignment, SubmittedNotebook
 
-    rows = []
     with Gradebook(gradebook) as gb:
         max_total = gb.find_assignment(assignment).max_score
-        for student in students:
-            row = {"student": student, "max_total": max_total}
-            total, penalty = None, 0.0
-            for notebook in notebooks:
-                if notebook not in graded.get(student, ()):
-                    continue
-                try:
-                    snb = gb.find_submission_notebook(notebook, assignment, student)
-                except MissingEntry:
-                    continue
-                scores = {g.name: g.score for g in snb.grades}
-                row[notebook] = snb.score
-                total = (total or 0) + snb.score
-                penalty += snb.late_submission_penalty or 0.0
-                for step in steps[notebook]:
-                    row[f"{notebook}:{step}"] = scores.get(step)
-            row["late_penalty"] = penalty or None
-            row["total"] = None if total is None else total - penalty
-            rows.append(row)
+        of_assignment = lambda query: (
+            query.join(SubmittedAssignment, SubmittedNotebook.assignment_id == SubmittedAssignment.id)
+            .join(Assignment, SubmittedAssignment.assignment_id == Assignment.id)
+            .filter(Assignment.name == assignment)
+        )
+        submitted = of_assignment(
+            gb.db.query(
+                SubmittedAssignment.student_id,
+                Notebook.name,
+                SubmittedNotebook.id,
+                SubmittedNotebook.score,
+                SubmittedNotebook.late_submission_penalty,
+            )
+            .select_from(SubmittedNotebook)
+            .join(Notebook, SubmittedNotebook.notebook_id == Notebook.id)
+        ).all()
+        scores = {}  # submitted notebook id -> {grade_id: score}
+        grades = gb.db.query(Grade.notebook_id, BaseCell.name, Grade.score).join(BaseCell, Grade.cell_id == BaseCell.id)
+        for notebook_id, name, score in of_assignment(
+            grades.join(SubmittedNotebook, Grade.notebook_id == SubmittedNotebook.id)
+        ):
+            scores.setdefault(notebook_id, {})[name] = score
+    found = {(student, notebook): rest for student, notebook, *rest in submitted}
+    rows = []
+    for student in students:
+        row = {"student": student, "max_total": max_total}
+        total, penalty = None, 0.0
+        for notebook in notebooks:
+            if notebook not in graded.get(student, ()) or (student, notebook) not in found:
+                continue
+            notebook_id, score, late_penalty = found[student, notebook]
+            row[notebook] = score
+            total = (total or 0) + score
+            penalty += late_penalty or 0.0
+            for step in steps[notebook]:
+                row[f"{notebook}:{step}"] = scores.get(notebook_id, {}).get(step)
+        row["late_penalty"] = penalty or None
+        row["total"] = None if total is None else total - penalty
+        rows.append(row)
     return rows
 
 
