@@ -222,16 +222,29 @@ def judge_gradient(
     else:
         expected = carried if carried is not None and carried.shape == answer.shape else reference.double()
         verdict.lines.append(diagnose(answer, expected, step, forward, student_up, answer_name))
-    if wrong_up:
-        fix = and_list("d" + c for c in wrong_up)
+    undefined = [c for c in wrong_up if report.kind("d" + c) == "missing"]  # judged from autograd's in their place
+    wrong = [c for c in wrong_up if c not in undefined]
+    if wrong:
         verdict.lines.append(
             Reason(
                 NOTE,
                 say_n(
                     "(judged from your own {fix}, which is wrong too)",
                     "(judged from your own {fix}, which are wrong too)",
-                    len(wrong_up),
-                    fix=fix,
+                    len(wrong),
+                    fix=and_list("d" + c for c in wrong),
+                ),
+            )
+        )
+    if undefined:
+        verdict.lines.append(
+            Reason(
+                NOTE,
+                say_n(
+                    "(your {missing} is not defined yet, so this step was judged from autograd's in its place)",
+                    "(your {missing} are not defined yet, so this step was judged from autograd's in their place)",
+                    len(undefined),
+                    missing=and_list("d" + c for c in undefined),
                 ),
             )
         )

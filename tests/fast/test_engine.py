@@ -157,3 +157,17 @@ def test_a_gradient_changed_after_its_check_is_named_by_the_grader():
         "dbndiff changed after its check: was it modified in place?"
     )
     assert changed_after_check(at_check, wire.Report({**at_check, "dhprebn": aliased["dhprebn"]}), "dhprebn") == []
+
+
+def test_an_upstream_gradient_not_defined_yet_is_named_so_not_called_wrong():
+    """Exercise 1's dC with no demb defined: judged from autograd's demb, and the note says demb is not defined."""
+    forward, grads = reference(7)
+    reported = {f"d{k}": wire.encode(v) for k, v in grads.items()}
+    reported.update(demb=wire.encode(None, present=False), dC=wire.encode(2 * grads["C"]))
+    verdict = judge_gradient(STEP_BY_NAME["C"], wire.Report(reported), forward, grads, 7, set())
+    assert verdict.points == 0
+    assert verdict.lines[-1] == "(your demb is not defined yet, so this step was judged from autograd's in its place)"
+    assert not any("wrong too" in line for line in verdict.lines), verdict.text()
+    reported.update(demb=wire.encode(3 * grads["emb"]))  # defined and wrong: still said so
+    verdict = judge_gradient(STEP_BY_NAME["C"], wire.Report(reported), forward, grads, 7, set())
+    assert verdict.lines[-1] == "(judged from your own demb, which is wrong too)", verdict.text()
