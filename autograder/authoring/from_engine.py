@@ -19,7 +19,7 @@ import tokenize
 import zlib
 from pathlib import Path
 
-from ..engine import backward_rules, honesty, operators, tolerance
+from ..engine import backward_rules, explain, honesty, operators, tolerance
 from ..engine.bug_hunt import catalogue, checker
 from ..engine.probes import judge_rule, rerun
 from ..engine.training import network, reference_runs
@@ -52,6 +52,7 @@ FUNCTIONS = [
     tolerance.max_difference,
     tolerance.magnitude,
     tolerance.close,
+    explain.only_repeated_rows_wrong,
 ]
 
 

@@ -5,7 +5,7 @@ import torch
 from ..common.diagnoses import Reason
 from ..common.words import say
 from .backward_rules import Step, local_gradient
-from .explain import and_list, constant_factor, difference, factor_message
+from .explain import and_list, constant_factor, difference, factor_message, only_repeated_rows_wrong
 from .tolerance import close, magnitude
 
 
@@ -205,10 +205,7 @@ def diagnose(
                 ),
             )
     if name == "C":
-        rows = forward["Xb"].reshape(-1)
-        counts = torch.bincount(rows, minlength=a.shape[0])
-        wrong = (a - e).abs().max(1).values > 1e-4 * scale
-        if wrong.any() and (counts[wrong] > 1).all() and not wrong[counts > 1].logical_not().any():
+        if only_repeated_rows_wrong(a, e, forward["Xb"], scale):
             return Reason(
                 "not_accumulated",
                 say(

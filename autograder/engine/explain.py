@@ -37,6 +37,15 @@ def not_finite(name: str, answer: torch.Tensor) -> Reason | None:
     )
 
 
+def only_repeated_rows_wrong(answer: torch.Tensor, expected: torch.Tensor, indices: torch.Tensor, scale: float) -> bool:
+    """Whether the rows of ``answer``, the gradient of a table read as ``table[indices]``, that differ from
+    ``expected`` are exactly the rows that ``indices`` reads more than once: repeated indices not added up, as
+    ``dC[Xb] += demb`` leaves them. (Also copied into the notebooks' self-checks: ``authoring.from_engine``.)"""
+    counts = torch.bincount(indices.reshape(-1), minlength=answer.shape[0])
+    wrong = (answer.double() - expected.double()).abs().max(1).values > RTOL * scale
+    return bool(wrong.any() and (counts[wrong] > 1).all() and wrong[counts > 1].all())
+
+
 def and_list(names) -> "Words | str":
     """Names joined as a sentence lists them: "dA and dB and dC" in English, each language its own way."""
     names = list(names)

@@ -191,3 +191,33 @@ def test_a_calibration_before_training_says_so(ex4):
     )
     out = check_calibration(ex4, calibration)
     assert out.startswith("✘ bnmean: these are the statistics of the parameters before training"), out
+
+
+def check_backward(ex4, backward_pass, name, **later):
+    """What the visible check under d<name>'s graded cell prints for this backward_pass (source), on the check
+    batch; ``later``: names that later cells rebound (Step 1 leaves Xb its last minibatch)."""
+    setup, cells = ex4
+    namespace = {**setup}
+    for code in (shared_cell("self_check_helpers"), cells["training_checks"], backward_pass):
+        exec(strip_hidden(code), namespace)
+    namespace.update(later)
+    with contextlib.redirect_stdout(io.StringIO()) as out, contextlib.redirect_stderr(io.StringIO()) as err:
+        namespace["check_backward"](name)
+    return out.getvalue() + err.getvalue()
+
+
+INDEX_ADD = "dC.index_add_(0, Xb.view(-1), demb.view(-1, n_embd))"
+
+
+def test_dC_not_added_up_over_repeated_characters_is_named_as_the_grader_names_it(ex4):
+    """`dC[Xb] += demb` keeps one occurrence of a repeated character: the line says so, not "add both
+    contributions (+=)"; the right backward_pass is a tick."""
+    right = ex4[1]["answer_backward_pass"]
+    assert INDEX_ADD in right
+    assert check_backward(ex4, right, "C").startswith("✔ dC: shape (27, 10) ok"), check_backward(ex4, right, "C")
+    out = check_backward(ex4, right.replace(INDEX_ADD, "dC[Xb] += demb"), "C")
+    assert out.startswith("✘ dC: values differ from autograd's"), out
+    assert "wrong for those that appear several times: `dC[Xb] += demb` does not add up repeated indices" in out, out
+    assert "add both contributions" not in out, out
+    step_1 = ex4[0]["Xtr"][:32]  # Step 1 ran: Xb is another batch, and the check batch's is the one it reads
+    assert check_backward(ex4, right.replace(INDEX_ADD, "dC[Xb] += demb"), "C", Xb=step_1) == out

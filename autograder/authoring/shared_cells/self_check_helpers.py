@@ -193,7 +193,8 @@ def _added_twice(name):
             f"and run that cell again")
 
 
-def _value_hint(got, want, name, n):
+def _value_hint(got, want, name, n, indices=None):
+    """Why got is not want, the gradient of `name`; `indices`: the batch that reads C (emb = C[Xb]), for dC."""
     g, w = got.double(), want.double()
     scale = max(w.abs().max().item(), 1e-3)
     if g.abs().max().item() == 0:
@@ -205,6 +206,11 @@ def _value_hint(got, want, name, n):
         c = (g * w).sum().item() / (w * w).sum().item()
         if abs(c - 1) > 1e-3 and (g - c * w).abs().max().item() <= TOLERANCE * scale * max(1.0, abs(c)):
             return _factor_hint(c, n)
+    with contextlib.suppress(Exception):  # indices that are not this table's: no word about them
+        if name == "C" and indices is not None and only_repeated_rows_wrong(g, w, indices, scale):
+            return ("right for characters that appear once in the batch, wrong for those that appear several times: "
+                    "`dC[Xb] += demb` does not add up repeated indices. Accumulate every occurrence (a loop, "
+                    "index_add_, or a one-hot matrix product)")
     if g.dim() == 2 and g.shape[0] == g.shape[1] and (g.T - w).abs().max().item() <= TOLERANCE * scale:
         return "transposed: let the shapes decide the order of the matrix product"
     wrong = int(((g - w).abs() > TOLERANCE * scale).sum().item())
@@ -221,8 +227,9 @@ def _difference(got, want, name=None):
     return difference, difference <= TOLERANCE * (max(scale, size) if scale is not None else max(size, 1e-3))
 
 
-def _compare(name, dt, want):
-    """One row of a self-check: your gradient dt against autograd's gradient want, as a dict."""
+def _compare(name, dt, want, indices=None):
+    """One row of a self-check: your gradient dt against autograd's gradient want, as a dict; `indices`: the batch
+    that reads C, when it is not this notebook's Xb."""
     row = {"gradient": f"d{name}", "shape": "", "exact": "", "approximate": "", "max difference": "",
            "hint": "", "status": "todo"}
     if dt is None:
@@ -256,7 +263,8 @@ def _compare(name, dt, want):
         elif approximate:
             row["status"] = "ok"
         else:
-            row["hint"] = _value_hint(got, want, name, globals().get("n"))
+            indices = globals().get("Xb") if indices is None else indices
+            row["hint"] = _value_hint(got, want, name, globals().get("n"), indices)
     return row
 
 
@@ -347,9 +355,10 @@ def _changed_since_check(name):
     return f"d{name} changed after its check: was it modified in place?"
 
 
-def check_answer(name, want=None, answer=None, calls=None):
+def check_answer(name, want=None, answer=None, calls=None, indices=None):
     """The line under a graded cell: d<name> (or `answer`, the variable that holds it) against autograd's gradient
-    (want, or <name>.grad); with `calls`, the code for it must also call that function, as the autograder reads it.
+    (want, or <name>.grad); with `calls`, the code for it must also call that function, as the autograder reads it;
+    `indices`: the batch that reads C, when it is not the notebook's Xb.
 
     Printed to stderr when something is wrong, so that nbgrader validate reports it."""
     if want is None:
@@ -357,7 +366,7 @@ def check_answer(name, want=None, answer=None, calls=None):
     answer = answer or "d" + name
     key = answer[1:]  # what this check is remembered as: name, or e.g. C_index_add
     dt = globals().get(answer)
-    row = _compare(name, dt, want)
+    row = _compare(name, dt, want, indices)
     if row["status"] == "ok":
         wrong_rule = (_autograd_problem(answer) or _rule_problem(name, answer)
                       or (calls and _calls_problem(name, answer, calls)))
