@@ -9,6 +9,7 @@ down), and a student sees the validation loss that the training run's last point
 
 import contextlib
 import io
+import re
 
 import nbformat
 import pytest
@@ -221,3 +222,45 @@ def test_dC_not_added_up_over_repeated_characters_is_named_as_the_grader_names_i
     assert "add both contributions" not in out, out
     step_1 = ex4[0]["Xtr"][:32]  # Step 1 ran: Xb is another batch, and the check batch's is the one it reads
     assert check_backward(ex4, right.replace(INDEX_ADD, "dC[Xb] += demb"), "C", Xb=step_1) == out
+
+
+NO_BESSEL = ("- n / (n - 1) * bnraw", "- bnraw")  # dhprebn without Bessel's n/(n-1): dW1 and dC follow from it
+
+
+def step_1(ex4, backward_pass):
+    """What Step 1 prints (its table of the parameters' gradients, and the line under it) for this backward_pass."""
+    setup, cells = ex4
+    namespace = {**setup}
+    for code in (shared_cell("self_check_helpers"), cells["training_checks"], backward_pass):
+        exec(strip_hidden(code), namespace)
+    nb = nbformat.read(SOURCE_DIR / f"{EX4}.ipynb", as_version=4)
+    (cell,) = [c.source for c in nb.cells if "self_check(*parameter_names)" in c.source and not grade_id(c)]
+    with contextlib.redirect_stdout(io.StringIO()) as out, contextlib.redirect_stderr(io.StringIO()) as err:
+        exec(cell, namespace)
+    return out.getvalue() + err.getvalue()
+
+
+def test_a_wrong_dhprebn_is_named_under_step_1s_table_and_under_the_graded_cells(ex4):
+    """Without Bessel's correction only dW1 and dC fail (db1 is a sum of entries that add up to zero either way):
+    the table's Next is dW1, the first wrong parameter in the order of the backward pass, and the lines name dhprebn,
+    the first wrong gradient of all."""
+    right = ex4[1]["answer_backward_pass"]
+    assert NO_BESSEL[0] in right
+    wrong = right.replace(*NO_BESSEL)
+    out = step_1(ex4, wrong)
+    assert "5 of 7 gradients match autograd. Next: dW1." in out, out
+    named = "the first wrong gradient on the way back from the loss to {} is your dhprebn: values differ"
+    assert "✘ " + named.format("dW1") in out, out
+    for parameter in ("C", "W1"):
+        assert named.format("d" + parameter) in check_backward(ex4, wrong, parameter)
+    assert check_backward(ex4, wrong, "W2").startswith("✔ dW2"), check_backward(ex4, wrong, "W2")
+
+
+def test_step_1_says_when_the_mistake_is_in_the_parameters_own_line(ex4):
+    right = ex4[1]["answer_backward_pass"]
+    out = step_1(ex4, right)
+    assert "All 7 gradients match autograd." in out and "✔ on the check batch too" in out, out
+    out = step_1(ex4, right.replace(INDEX_ADD, "dC[Xb] += demb"))
+    assert "✘ dC: your dlogits, dh, dhpreact, dhprebn, dembcat, demb on the way back from the loss are right" in out
+    unnamed = re.sub(r"\bdemb\b", "d_emb", right.replace(INDEX_ADD, "dC[Xb] += demb"))
+    assert "name your intermediate gradients demb as the notebook asks" in step_1(ex4, unnamed)

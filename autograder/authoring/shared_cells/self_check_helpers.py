@@ -286,7 +286,9 @@ class CheckTable:
         if self._summary:
             return self._summary
         done = sum(r["status"] == "ok" for r in self.rows)
-        todo = [r["gradient"] for r in self.rows if r["status"] != "ok"]
+        order = [f"d{name}" for name in GRAPH]  # the order of the backward pass: the first to fix comes first
+        todo = sorted((r["gradient"] for r in self.rows if r["status"] != "ok"),
+                      key=lambda g: order.index(g) if g in order else len(order))
         if not todo:
             return f"All {len(self.rows)} gradients match autograd."
         return f"{done} of {len(self.rows)} gradients match autograd. Next: {todo[0]}."
