@@ -149,7 +149,8 @@ MISTAKES = {
         {g: 0 for g in GRADIENTS},
         {
             "test_dW2": "backward_pass raised NameError on the check batch: name 'demb_rows' is not defined",
-            "test_training": "your own training run stopped after 0 of 300 steps: backward_pass raised NameError",
+            "test_training": "your own training run stopped after 0 of 300 steps: backward_pass raised NameError: name "
+            "'demb_rows' is not defined. Run Step 1",  # the training run's batches are not the check batch
         },
     ),
     "m_no_calibration": (

@@ -15,8 +15,9 @@ from .network import PARAMETER_NAMES
 from .reference_runs import CHAIN, PATHS, RETURNED, check_batch_reference
 
 
-def call_problem(report: Report, position: int) -> Reason | None:
-    """Why backward_pass gave no d<parameter> at this position, if it did not."""
+def call_problem(report: Report, position: int, on_check_batch: bool = True) -> Reason | None:
+    """Why backward_pass gave no d<parameter> at this position, if it did not; ``on_check_batch`` False: said of the
+    training run (whose batches are not the check batch, though the error is the one the check batch met)."""
     status = report.info("backward_pass")
     if status.get("kind") == "missing":
         return Reason(
@@ -26,6 +27,8 @@ def call_problem(report: Report, position: int) -> Reason | None:
         if status.get("type") == "NotImplementedError":
             return Reason("not_answered", say("not answered yet: backward_pass still raises NotImplementedError"))
         error, message = str(status.get("type")), str(status.get("message", "")).rstrip(": ")
+        if not on_check_batch:
+            return Reason("raised_error", _raised(error, message))
         if message:  # the student's error message, as their code raised it
             return Reason(
                 "raised_error",
@@ -67,6 +70,17 @@ def call_problem(report: Report, position: int) -> Reason | None:
             ),
         )
     return None
+
+
+def _raised(error: str, message: str):
+    """backward_pass's error, said of the training run."""
+    if message:
+        return say(
+            "backward_pass raised {error}: {message}. Run Step 1 (your gradients beside autograd's) to see where",
+            error=error,
+            message=message,
+        )
+    return say("backward_pass raised {error}. Run Step 1 (your gradients beside autograd's) to see where", error=error)
 
 
 def _first_wrong_intermediate(name: str, report: Report, forward: dict, grads: dict):

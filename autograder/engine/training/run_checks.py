@@ -131,7 +131,7 @@ def _own_run(report: Report, namespace: dict, expected, replay_followed: bool) -
     wrong = _wrong_gradients(report, namespace)
     status = report.info("backward_pass")
     if status.get("kind") in ("raised", "missing"):
-        because = call_problem(report, 0)
+        because = call_problem(report, 0, on_check_batch=False)
     elif wrong:
         because = say_n(
             "your {names} is wrong (see its cell)",
