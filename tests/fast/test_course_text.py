@@ -127,3 +127,14 @@ def test_exercise_4_names_the_engines_validation_goal_wherever_it_names_one(path
 
     text = "\n".join(c.source for c in nbformat.read(path, as_version=4).cells)
     assert set(GOAL.findall(text)) == {f"{REACH_LOSS:g}"}
+
+
+FURTHER_5_OR_6 = re.compile(r"(?i)further\s+exercises?\s+[56]\b")
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS + PAGES, ids=name)
+def test_no_text_refers_to_a_further_exercise_by_the_number_of_a_course_exercise(path):
+    """'Further exercises 5 and 6' read as the course's Exercises 5 and 6 (new operators, the bug hunt): outside
+    their own headings, the further exercises on ReLU and GELU are named by their topic."""
+    text = "\n".join(line for line in markdown(path).splitlines() if not line.startswith("#"))
+    assert not FURTHER_5_OR_6.findall(text), name(path)
