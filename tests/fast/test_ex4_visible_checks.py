@@ -7,6 +7,7 @@ replay and prints both, so a training_step that ignores ``lr`` is ✘ before it 
 down), and a student sees the validation loss that the training run's last point is graded on.
 """
 
+import ast
 import contextlib
 import io
 import re
@@ -264,3 +265,21 @@ def test_step_1_says_when_the_mistake_is_in_the_parameters_own_line(ex4):
     assert "✘ dC: your dlogits, dh, dhpreact, dhprebn, dembcat, demb on the way back from the loss are right" in out
     unnamed = re.sub(r"\bdemb\b", "d_emb", right.replace(INDEX_ADD, "dC[Xb] += demb"))
     assert "name your intermediate gradients demb as the notebook asks" in step_1(ex4, unnamed)
+
+
+def test_the_two_cells_of_checks_say_which_is_which():
+    """The shared helper cell (the same in every notebook, parts of it for other notebooks) says so, and the
+    markdown over Exercise 4's own checks names each check that cell defines: two cells, not two 'the checks'."""
+    cells = nbformat.read(SOURCE_DIR / f"{EX4}.ipynb", as_version=4).cells
+    at = {grade_id(c): i for i, c in enumerate(cells) if grade_id(c)}
+    helpers, own = at["self_check_helpers"], at["training_checks"]
+    assert "the same cell in every notebook" in cells[helpers - 1].source
+    assert "The same cell in every notebook of the course" in cells[helpers].source.split("\n")[2]
+    defined = [
+        node.name
+        for node in ast.parse(strip_hidden(cells[own].source)).body
+        if isinstance(node, ast.FunctionDef) and not node.name.startswith("_")
+    ]
+    assert set(defined) == {"check_backward", "check_chain", "check_training", "check_calibration"}, defined
+    assert all(f"`{name}`" in cells[own - 1].source for name in defined), cells[own - 1].source
+    assert "defines the checks of this notebook" not in cells[own - 1].source

@@ -82,9 +82,9 @@ def test_the_courses_long_helper_cells_show_their_opening_comment_and_how_many_l
     before = {c.metadata.nbgrader.grade_id: c.source for c in cells}
     shown = {c.metadata.nbgrader.grade_id: c.source for c in tidied(cells)}
     helpers = before["self_check_helpers"].splitlines()
-    opening = helpers[:2]
-    assert all(line.startswith("#") for line in opening) and not helpers[2].startswith("#")
-    more = len(helpers) - 2
+    opening = helpers[:3]  # what it is, what it is for, that it is the same in every notebook
+    assert all(line.startswith("#") for line in opening) and not helpers[3].startswith("#")
+    more = len(helpers) - 3
     assert shown["self_check_helpers"].splitlines() == [
         *opening,
         f"# … and {more} more lines of the course's code: the same as in your notebook",

@@ -1,5 +1,6 @@
 # Self-checks: your gradients against autograd's, on this notebook's own batch.
 # They only inform you; the autograder grades on a batch and parameters you have not seen.
+# The same cell in every notebook of the course: some of what it defines serves the other notebooks.
 import contextlib
 import io
 import re
