@@ -80,6 +80,7 @@ def block() -> str:
         f"LOSS_TOLERANCE = {reference_runs.LOSS_TOLERANCE!r}  # Exercise 4: the loss of each step of a replayed run",
         f"GRADED_STEPS = {network.GRADED_STEPS!r}  # Exercise 4: the steps of the autograder's run of training_step",
         f"REACH_LOSS = {reference_runs.REACH_LOSS!r}  # Exercise 4: the validation loss that run must get below",
+        "# the gradients of every notebook's steps (Exercise 5's datt, dq, ... too): the autograder reads this one set",
         f"GRADIENTS = frozenset({sorted(rerun.GRADIENTS)!r})",
         f"FORBIDDEN_ATTRIBUTES = {sorted(honesty.FORBIDDEN_ATTRIBUTES)!r}  # what reads autograd",
         f"FORBIDDEN_NAMES = {sorted(honesty.FORBIDDEN_NAMES)!r}",

@@ -275,6 +275,9 @@ def test_the_two_cells_of_checks_say_which_is_which():
     helpers, own = at["self_check_helpers"], at["training_checks"]
     assert "the same cell in every notebook" in cells[helpers - 1].source
     assert "The same cell in every notebook of the course" in cells[helpers].source.split("\n")[2]
+    lines = cells[helpers].source.split("\n")  # Exercise 5's gradient names in it, and why
+    at = next(i for i, line in enumerate(lines) if line.startswith("GRADIENTS = "))
+    assert "datt" in lines[at] and "every notebook's steps" in lines[at - 1] and lines[at - 1].startswith("#")
     defined = [
         node.name
         for node in ast.parse(strip_hidden(cells[own].source)).body
