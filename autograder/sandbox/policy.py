@@ -61,7 +61,12 @@ PRIVATE_MOUNTS = (
         "Python, torch and ipykernel read /proc/self; in its own pid namespace, only the sandbox's processes show",
         "proc",
     ),
-    Grant("/dev", "bwrap's minimal set: null, zero, full, random, urandom, tty, pts (no disk, no GPU)", "dev"),
+    Grant(
+        "/dev",
+        "bwrap's minimal set: null, zero, full, random, urandom, tty, pts (no disk, no GPU); read-only, but for its "
+        "devices and /dev/shm",
+        "dev",
+    ),
     Grant("/tmp", "private and empty, in memory: HOME, TMPDIR and matplotlib's cache", "tmpfs"),
     Grant("/dev/shm", "private shared memory, for torch and multiprocessing", "tmpfs"),
     Grant(
@@ -270,6 +275,10 @@ def command_line(
         made.update([*missing, g.path])
         argv += MOUNT_OPTIONS[g.mount](g, sizes)
     argv += ["--remount-ro", "/"]  # the folders made above stay empty: nothing can be written there
+    # bwrap's /dev is a tmpfs of its own, of half the machine's memory, owned by an ordinary user's kernels' uid:
+    # what a kernel wrote there stayed (memory and messages) for every next student of the sandbox. Its devices are
+    # mounts of their own, and /dev/shm a tmpfs of its own, so they stay writable.
+    argv += [arg for g in grants if g.mount == "dev" for arg in ("--remount-ro", g.path)]
     # ipykernel polls no parent whose pid is 1 (jupyter_client sets JPY_PARENT_PID to the grader's pid outside,
     # which a kernel would take for a parent gone); --die-with-parent does that job.
     argv += ["--chdir", SCRATCH, "--setenv", "JPY_PARENT_PID", "1"]

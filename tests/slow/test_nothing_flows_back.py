@@ -366,6 +366,35 @@ def test_a_kernel_can_trace_no_process_of_its_sandbox_nor_write_into_the_next_st
     assert all(grades(root)[student]["total"] == FULL for student in ("ada_perfect", "h_trace", "h_victim"))
 
 
+WRITE_IN_DEV = """import os
+_wrote = []
+for _name, _mib in (("note-for-the-next-student", 0), ("pinned", 256)):
+    try:
+        with open("/dev/" + _name, "wb") as _f:
+            _f.write(b"from h_dev" + b"x" * 2**20 * _mib)
+        _wrote.append(_name)
+    except OSError:
+        pass
+print("WROTE", _wrote)
+"""
+LOOK_IN_DEV = """import os
+_v = os.statvfs("/dev")
+print("DEV", sorted(os.listdir("/dev")), (_v.f_blocks - _v.f_bfree) * _v.f_frsize // 2**20, "MiB")
+"""
+
+
+def test_a_kernel_leaves_nothing_in_dev_for_the_next_student(grader):
+    """bwrap's /dev is a tmpfs of half the machine's memory, which the sandbox never empties between students; for an
+    ordinary user's grader it belonged to the kernels' uid: a kernel pinned gigabytes there for the rest of the
+    worker's students, and left them notes. Now it is read-only but for its devices and /dev/shm."""
+    root = grader.course({"h_dev": WRITE_IN_DEV, "h_dev_victim": LOOK_IN_DEV}, controls=CONTROLS[:1], name="dev")
+    grader.grade(root, "--quiet", "--workers", "1")
+    assert "WROTE []" in answer_output(root, "h_dev")
+    seen = [line for line in answer_output(root, "h_dev_victim").splitlines() if line.startswith("DEV")]
+    assert len(seen) == 1 and "note" not in seen[0] and "pinned" not in seen[0] and seen[0].endswith(" 0 MiB"), seen
+    assert all(grades(root)[student]["total"] == FULL for student in ("ada_perfect", "h_dev", "h_dev_victim"))
+
+
 PATHS = {
     "per student": ("c.SandboxedKernelManager.stage_students = False\n", ()),
     "cold kernels": ("", ("--cold-kernels",)),
