@@ -11,13 +11,14 @@ import errno
 import gc
 import json
 import os
+import resource
 import runpy
 import signal
 import sys
 
 from ..data import SEED_VARIABLE
 from .environment import NOTEBOOK_VARIABLES
-from .policy import SCRATCH, SOCKETS
+from .policy import CPU_SLACK, SCRATCH, SOCKETS
 from .process_guards import load_seccomp_filter, set_dumpable
 from .scratch import MAX_ENTRIES, fill_scratch, left_behind
 from .warm_up import warm_up
@@ -113,6 +114,8 @@ def run_kernel(argv: list, env: dict, cwd: str, replies: int, armed: tuple = ())
     status = 1
     try:
         os.close(replies)  # the kernel must not be able to answer for its parent
+        if _kernels_cpu is not None:  # (a hard limit: the kernel cannot raise it again)
+            resource.setrlimit(resource.RLIMIT_CPU, _kernels_cpu)
         set_dumpable(True)
         signal.signal(signal.SIGINT, signal.default_int_handler)  # a kernel is interrupted by SIGINT
         null = os.open(os.devnull, os.O_RDONLY)
@@ -140,6 +143,19 @@ def run_kernel(argv: list, env: dict, cwd: str, replies: int, armed: tuple = ())
         sys.stdout.flush()
         sys.stderr.flush()
         os._exit(status)
+
+
+_kernels_cpu = None  # RLIMIT_CPU of each kernel (soft, hard); None: the parent was given none
+
+
+def lift_cpu_limit() -> None:
+    """Keep the soft CPU limit the sandbox gave (with no hard one: policy.command_line) for the kernels, and lift it
+    for the parent: its own time counts over every kernel it forks, and some of it a kernel can make it spend."""
+    global _kernels_cpu
+    soft, hard = resource.getrlimit(resource.RLIMIT_CPU)
+    if soft != resource.RLIM_INFINITY and hard == resource.RLIM_INFINITY:
+        _kernels_cpu = soft, soft + CPU_SLACK
+        resource.setrlimit(resource.RLIMIT_CPU, (resource.RLIM_INFINITY, resource.RLIM_INFINITY))
 
 
 _copied = None  # what ``fill_scratch`` copied for the kernel running (None: nothing to look at)
@@ -191,6 +207,7 @@ def main() -> None:
     _started_in = os.getcwd()
     _found_at_start.update((f, set(os.listdir(f))) for f in PRIVATE_FOLDERS if os.path.isdir(f))
     set_dumpable(False)
+    lift_cpu_limit()
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the one signal Python handles: as init, it takes no other
     load_seccomp_filter()  # before anything else runs here: every kernel inherits it
     replies = os.fdopen(os.dup(1), "w", buffering=1)

@@ -85,6 +85,7 @@ PRIVATE_MOUNTS = (
 SOCKETS = "/sockets"  # where every kernel binds its sockets (its connection file says so)
 SOCKETS_SIZE = 2**20  # sockets take no room: the folder's size only bounds what else a kernel puts there
 SCRATCH = "/scratch"  # (the last of PRIVATE_MOUNTS) where every kernel works: its cwd
+CPU_SLACK = 5  # a kernel gets SIGXCPU at its CPU limit, and SIGKILL that many seconds later (in_sandbox.run_kernel)
 # Everything of a kernel's run that reaches the grading machine (grading principle 6: nothing flows back).
 COMES_BACK = {
     "the executed notebook": "the outputs nbgrader receives as the kernel's messages and holds in memory, each "
@@ -290,8 +291,12 @@ def command_line(
     else:  # a process count of its own: RLIMIT_NPROC counts inside the new user namespace
         argv += ["--unshare-user", "--disable-userns"]
     argv += ["--", tools.prlimit, "--core=0"]
-    slack = {"cpu": 5}  # SIGXCPU at the limit, SIGKILL 5 s later
-    argv += [f"--{name}={value}:{value + slack.get(name, 0)}" for name, value in limits.items() if value]
+    # RLIMIT_CPU counts each process's own time. The kernel parent, the sandbox's init, lives through every student of
+    # a worker, and a kernel can make it spend time (a flood of the one signal it handles): at the hard limit it was
+    # killed, and the sandbox with the kernel of whoever was graded then. So only the soft limit is set here; the
+    # parent lifts it for itself and gives each kernel it forks the soft limit and the hard one, CPU_SLACK later.
+    hard = {"cpu": "unlimited"}
+    argv += [f"--{name}={value}:{hard.get(name, value)}" for name, value in limits.items() if value]
     argv.append("--")
     if tools.choom:  # the OOM killer should pick a sandboxed process first
         argv += [tools.choom, "-n", "1000", "--"]

@@ -395,6 +395,41 @@ def test_a_kernel_leaves_nothing_in_dev_for_the_next_student(grader):
     assert all(grades(root)[student]["total"] == FULL for student in ("ada_perfect", "h_dev", "h_dev_victim"))
 
 
+SPEND_THE_PARENTS_TIME = """import os, time
+def _cpu1():
+    _f = open("/proc/1/stat").read().rsplit(")", 1)[1].split()
+    return (int(_f[11]) + int(_f[12])) / os.sysconf("SC_CLK_TCK")
+_end = time.time() + 100
+while _cpu1() < 16 and time.time() < _end:
+    _pid = os.fork()  # a child floods pid 1 with the one signal it handles (glibc's SIGSETXID) for 3 s
+    if _pid == 0:
+        _burst = time.time() + 3
+        while time.time() < _burst:
+            for _ in range(300):
+                os.kill(1, 33)
+        os._exit(0)
+    os.waitpid(_pid, 0)
+    time.sleep(0.5)  # (pid 1 answers the grader in between)
+print("PARENT SPENT", _cpu1() >= 16)
+"""
+CPU_LIMITS = """print("LIMITS", [[" ".join(l.split()[3:5]) for l in open(f"/proc/{p}/limits") if l.startswith("Max cpu")][0]
+                 for p in ("self", 1)])
+"""
+
+
+def test_a_kernel_cannot_spend_the_parents_cpu_time_for_the_next_student(grader):
+    """RLIMIT_CPU counts each process's own time, and the kernel parent lives through every student of a worker. A
+    kernel can make it spend time: at the hard limit it was killed, with the sandbox and the kernel of whoever was
+    graded then. Now the parent has no CPU limit of its own, and gives each kernel it forks the sandbox's."""
+    root = grader.course({"h_cpu": SPEND_THE_PARENTS_TIME, "h_cpu_victim": CPU_LIMITS}, controls=(), name="cpu")
+    with open(root / "nbgrader_config.py", "a") as f:
+        f.write("\nc.SandboxedKernelManager.cpu_time_limit = 10\n")  # each kernel's: the parent was killed at 15 s
+    grader.grade(root, "--quiet", "--workers", "1")
+    assert problems(root) == {} and "PARENT SPENT True" in answer_output(root, "h_cpu")
+    assert "LIMITS ['10 15', 'unlimited unlimited']" in answer_output(root, "h_cpu_victim")
+    assert all(grades(root)[student]["total"] == FULL for student in ("h_cpu", "h_cpu_victim"))
+
+
 PATHS = {
     "per student": ("c.SandboxedKernelManager.stage_students = False\n", ()),
     "cold kernels": ("", ("--cold-kernels",)),
