@@ -61,12 +61,7 @@ PRIVATE_MOUNTS = (
         "Python, torch and ipykernel read /proc/self; in its own pid namespace, only the sandbox's processes show",
         "proc",
     ),
-    Grant(
-        "/dev",
-        "bwrap's minimal set: null, zero, full, random, urandom, tty, pts (no disk, no GPU); read-only, but for its "
-        "devices and /dev/shm",
-        "dev",
-    ),
+    Grant("/dev", "bwrap's minimal set, read-only: null, zero, full, random, urandom, tty, pts (no disk, GPU)", "dev"),
     Grant("/tmp", "private and empty, in memory: HOME, TMPDIR and matplotlib's cache", "tmpfs"),
     Grant("/dev/shm", "private shared memory, for torch and multiprocessing", "tmpfs"),
     Grant(
@@ -276,9 +271,8 @@ def command_line(
         made.update([*missing, g.path])
         argv += MOUNT_OPTIONS[g.mount](g, sizes)
     argv += ["--remount-ro", "/"]  # the folders made above stay empty: nothing can be written there
-    # bwrap's /dev is a tmpfs of its own, of half the machine's memory, owned by an ordinary user's kernels' uid:
-    # what a kernel wrote there stayed (memory and messages) for every next student of the sandbox. Its devices are
-    # mounts of their own, and /dev/shm a tmpfs of its own, so they stay writable.
+    # bwrap's /dev: a tmpfs of half the memory, an ordinary user's kernels' own, never cleared (its devices and /dev/shm
+    # are mounts of their own, still writable)
     argv += [arg for g in grants if g.mount == "dev" for arg in ("--remount-ro", g.path)]
     # ipykernel polls no parent whose pid is 1 (jupyter_client sets JPY_PARENT_PID to the grader's pid outside,
     # which a kernel would take for a parent gone); --die-with-parent does that job.
@@ -291,10 +285,8 @@ def command_line(
     else:  # a process count of its own: RLIMIT_NPROC counts inside the new user namespace
         argv += ["--unshare-user", "--disable-userns"]
     argv += ["--", tools.prlimit, "--core=0"]
-    # RLIMIT_CPU counts each process's own time. The kernel parent, the sandbox's init, lives through every student of
-    # a worker, and a kernel can make it spend time (a flood of the one signal it handles): at the hard limit it was
-    # killed, and the sandbox with the kernel of whoever was graded then. So only the soft limit is set here; the
-    # parent lifts it for itself and gives each kernel it forks the soft limit and the hard one, CPU_SLACK later.
+    # RLIMIT_CPU: the kernel parent's time counts over a worker's students, and a kernel can make it spend some; only
+    # the soft limit here: the parent lifts it for itself, each kernel gets it and a hard one (in_sandbox.run_kernel)
     hard = {"cpu": "unlimited"}
     argv += [f"--{name}={value}:{hard.get(name, value)}" for name, value in limits.items() if value]
     argv.append("--")

@@ -126,7 +126,8 @@ def test_the_command_line_grants_exactly_the_allow_list(machine):
         *("--cap-drop", "ALL", "--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID", "--cap-add", "CAP_SETPCAP"),
         *("--", f"{m}/usr/bin/setpriv", "--reuid=61000", "--regid=61000", "--clear-groups"),
         *("--inh-caps=-all", "--bounding-set=-all"),
-        *("--", f"{m}/usr/bin/prlimit", "--core=0", f"--as={4 * 2**30}:{4 * 2**30}", "--cpu=600:unlimited", "--nproc=64:64"),
+        *("--", f"{m}/usr/bin/prlimit", "--core=0", f"--as={4 * 2**30}:{4 * 2**30}"),
+        *("--cpu=600:unlimited", "--nproc=64:64"),  # the parent lifts its soft CPU limit, and sets each kernel's
         *("--", *KERNEL),
     ]
 

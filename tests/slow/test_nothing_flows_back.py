@@ -412,8 +412,8 @@ while _cpu1() < 16 and time.time() < _end:
     time.sleep(0.5)  # (pid 1 answers the grader in between)
 print("PARENT SPENT", _cpu1() >= 16)
 """
-CPU_LIMITS = """print("LIMITS", [[" ".join(l.split()[3:5]) for l in open(f"/proc/{p}/limits") if l.startswith("Max cpu")][0]
-                 for p in ("self", 1)])
+CPU_LIMITS = """_cpu = lambda p: [" ".join(l.split()[3:5]) for l in open(f"/proc/{p}/limits") if "cpu" in l][0]
+print("LIMITS", [_cpu("self"), _cpu(1)])
 """
 
 
