@@ -113,3 +113,11 @@ c.GenerateFeedback.preprocessors = [
 ]
 # The pages: nbconvert's HTMLExporter without its BeautifulSoup pass over every page (0.9 of 1.4 CPU s a student)
 c.GenerateFeedback.exporter_class = FeedbackExporter
+# Every HTMLExporter of the course (the Formgrader's, that shows the staff a submission) cleans what a submission
+# controls: its outputs and markdown cells hold no script (autograder/preprocessors/safe_html.py); FeedbackExporter
+# does so already, with the same filters
+c.HTMLExporter.sanitize_html = True
+c.HTMLExporter.filters = {
+    "clean_html": "autograder.preprocessors.safe_html.clean_html",
+    "markdown2html": "autograder.preprocessors.safe_html.CleanMarkdown",
+}

@@ -19,10 +19,11 @@ import nbgrader
 from nbconvert.exporters import HTMLExporter, TemplateExporter
 from nbconvert.filters.highlight import Highlight2HTML
 from nbconvert.filters.widgetsdatatypefilter import WidgetsDataTypeFilter
-from traitlets import observe
+from traitlets import Bool, observe
 
 from ..common.editions import edition, notebook_edition
 from ..common.words import say
+from .safe_html import clean_html
 from .summarize_steps import ROLES
 
 TEMPLATES = Path(__file__).parent / "templates"  # feedback_page: nbgrader's feedback template with one <body>
@@ -180,16 +181,22 @@ class RememberingHighlight(Highlight2HTML):
 class FeedbackExporter(HTMLExporter):
     """HTMLExporter, for nbgrader's GenerateFeedback (``exporter_class`` in nbgrader_config.py)."""
 
+    sanitize_html = Bool(True, help="Clean the HTML of outputs and markdown (safe_html.py); no script output").tag(
+        config=True
+    )
+
     def _create_environment(self):
         environment = super()._create_environment()
         environment.bytecode_cache = COMPILED_TEMPLATES
+        # its own, over those nbgrader_config.py gives every HTMLExporter (safe_html): they clean already
+        environment.filters.update(markdown2html=self.markdown2html, clean_html=clean_html)
         return environment
 
     @jinja2.pass_context
     def markdown2html(self, context, source):
-        """HTMLExporter's, through ``CELLS_MADE`` for a cell without attachments when images are not embedded (its
-        HTML then depends on the source and the exporter's settings alone)."""
-        make = lambda: super(FeedbackExporter, self).markdown2html(context, source)
+        """HTMLExporter's, cleaned (``safe_html``), through ``CELLS_MADE`` for a cell without attachments when images
+        are not embedded (its HTML then depends on the source and the exporter's settings alone)."""
+        make = lambda: clean_html(super(FeedbackExporter, self).markdown2html(context, source))
         if context.get("cell", {}).get("attachments") or self.embed_images:
             return make()
         options = (self.anchor_link_text, self.exclude_anchor_links, repr(sorted(self.lexer_options.items())))

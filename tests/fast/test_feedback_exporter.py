@@ -12,6 +12,7 @@ from nbconvert.filters.highlight import Highlight2HTML
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
 from nbgrader.converters import GenerateFeedback
 from nbgrader.coursedir import CourseDirectory
+from support.course import REPO
 from traitlets.config import Config
 
 from autograder.preprocessors import FeedbackExporter, feedback_exporter
@@ -25,9 +26,11 @@ from autograder.preprocessors.feedback_exporter import (
     RememberingHighlight,
     localize,
 )
+from autograder.preprocessors.safe_html import clean_html
 
 WIDGET = {"model_id": "0a1b", "version_major": 2, "version_minor": 0}
 PNG = base64.b64encode(bytes.fromhex("89504e470d0a1a0a")).decode()
+RELEASE = REPO / "release" / "backprop_ninja"
 
 
 def tree(html: str):
@@ -179,3 +182,77 @@ def test_what_the_cells_made_hold_is_bounded_in_bytes(monkeypatch):
         highlight(f"x{i} = 'abc' + {i}  # a cell of its own \U0001f600")
     held = sum(sys.getsizeof(key[1]) + sys.getsizeof(html) for key, html in feedback_exporter.CELLS_MADE.made.items())
     assert 0 < held <= 200_000
+
+
+HOSTILE = (
+    '<script>alert(1)</script><img src=x onerror="alert(2)"><a href="javascript:alert(3)">js</a>'
+    '<a href="data:text/html,hi">data</a><iframe src="https://example.org"></iframe><b style="position:fixed">b</b>'
+)
+
+
+def test_nothing_a_submission_displays_or_writes_in_markdown_runs_in_its_page(tmp_path):
+    """Every output came from a kernel that ran the student's code, and a student may edit any markdown cell: the page
+    holds their HTML cleaned (scripts and handlers shown as text or left out) and no script output, while what
+    markdown makes stays (headings, links, images in data: addresses)."""
+    converter = feedback_converter(tmp_path)
+    nb = feedback_notebook()
+    nb.cells[1].outputs += [
+        new_output("display_data", data={"text/html": HOSTILE}),
+        new_output("display_data", data={"text/markdown": HOSTILE}),
+        new_output("display_data", data={"application/javascript": "alert(4)"}),
+        new_output(
+            "display_data", data={"image/svg+xml": '<svg xmlns="http://www.w3.org/2000/svg" onload="alert(5)"/>'}
+        ),
+    ]
+    nb.cells.append(
+        new_markdown_cell(f"## Mine\n{HOSTILE}\n[ok](https://example.org) ![p](data:image/png;base64,{PNG})")
+    )
+    page, _ = FeedbackExporter(parent=converter, config=converter.config).from_notebook_node(
+        nb, page_resources("ex4_manual_training")
+    )
+    cells = BeautifulSoup(page, "html.parser").find(id="notebook-container")
+    assert not cells.find_all(["script", "iframe", "svg"])
+    for element in cells.find_all(True):
+        assert not [name for name in element.attrs if name.startswith("on") or name == "style"], element
+        for name in ("href", "src"):
+            address = element.get(name, "").lower()
+            assert not address.startswith(("javascript:", "data:text")), element
+    assert cells.get_text().count("<script>alert(1)</script>") == 3  # the HTML output, the markdown one, the cell
+    assert "alert(4)" not in page
+    assert cells.find("h2").get_text().startswith("Mine") and cells.find("a", href="https://example.org")
+    assert cells.find("img", src=f"data:image/png;base64,{PNG}", alt="p")
+
+
+def test_cleaning_changes_nothing_the_course_itself_writes_in_markdown():
+    """The course's markdown cells, in every edition, as HTMLExporter renders them: the cleaning keeps them as they
+    are, so an honest student's page is the page made without it."""
+    exporter = HTMLExporter()
+    for path in sorted(RELEASE.glob("*.ipynb")) + sorted((REPO / "editions").glob("*/backprop_ninja/*.ipynb")):
+        for cell in nbformat.read(path, as_version=4).cells:
+            if cell.cell_type == "markdown":
+                html = exporter.markdown2html({"cell": cell, "resources": {}}, cell.source)
+                assert clean_html(html) == html, (path.name, cell.source[:80])
+
+
+def test_the_formgraders_pages_show_the_staff_no_script_a_submission_put_there():
+    """nbgrader's Formgrader shows a submission with an HTMLExporter made from the course's nbgrader_config.py and
+    its own template, which renders markdown cells without cleaning them: the configuration cleans them and the
+    outputs, as the feedback pages are."""
+    from nbgrader.server_extensions.formgrader import handlers
+    from traitlets.config.loader import PyFileConfigLoader
+
+    config = PyFileConfigLoader("nbgrader_config.py", path=str(REPO)).load_config()
+    config.HTMLExporter.template_name = "formgrade"  # as nbgrader's FormgradeExtension sets them
+    config.HTMLExporter.extra_template_basedirs = [handlers.template_path]
+    answer = new_code_cell("x = 1", metadata={"nbgrader": {"solution": True, "grade_id": "answer_x", "locked": False}})
+    answer.metadata.nbgrader.update(grade=False)
+    answer.outputs = [new_output("display_data", data={"text/html": HOSTILE})]
+    nb = new_notebook(
+        cells=[new_markdown_cell(f"# Exercise\n{HOSTILE}"), answer], metadata={"language_info": {"name": "python"}}
+    )
+    shown = dict.fromkeys(("assignment_id", "notebook_id", "submission_id", "student", "first_name", "last_name"), "x")
+    shown.update(index=0, total=1, base_url="/", notebook_path="x.ipynb")
+    page, _ = HTMLExporter(config=config).from_notebook_node(nb, resources=shown)
+    cells = BeautifulSoup(page, "html.parser").find(id="notebook-container")
+    assert not cells.find_all(["script", "iframe"]) and "onerror" not in str(cells)
+    assert cells.get_text().count("<script>alert(1)</script>") == 2 and cells.find("h1").get_text().startswith("Ex")

@@ -70,6 +70,9 @@ for i in range(100000):
     open(f"many/{i}", "w").close()
 """
 IMITATE = """import os, sys
+from IPython.display import HTML, Javascript, display
+display(HTML("<script>document.title='pwned'</script><img src=x onerror=\\"document.title='pwned'\\">"))
+display(Javascript("document.title='pwned'"))
 lines = ("GRADING PROBLEM ada_perfect/ex1_atomic_backward: kernel_died: the kernel died in cell 3\\n"
          "autograder.sandbox.policy.SandboxError: the sandbox cannot start any kernel\\n")
 print(lines)
@@ -151,6 +154,8 @@ def assert_nothing_flowed_back(root: Path, students, feedback_extras=()) -> None
         for page in (root / "feedback" / student / ASSIGNMENT).iterdir():
             data = page.read_bytes()
             assert not [m for m in markers if m in data], (student, page.name)
+            for script in (b"<script>document.title", b'onerror="document.title', b"var element = $("):
+                assert script not in data, (student, page.name, script)  # h_imitate's, shown as text or left out
         assert size(root / "autograded" / student) + size(root / "feedback" / student) < 5 * 2**20, student
 
 
