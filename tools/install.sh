@@ -13,6 +13,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PYTHON=${PYTHON:-python3}
+TORCH_INDEX=https://download.pytorch.org/whl/cpu
 
 # Debian packages, each only when its program is missing: package:program (PostgreSQL's are not on PATH)
 wanted=("bubblewrap:bwrap")
@@ -47,10 +48,22 @@ fi
 # pip only when the lock changed since the last install (the package itself is installed editable)
 stamp=".venv/.installed-requirements.lock"
 if ! cmp -s requirements.lock "$stamp"; then
+  # torch is locked as PyTorch's CPU build (+cpu), which PyTorch's own index serves, not PyPI: that index is added
+  # unless pip is told where to look already (an index or a folder of wheels, in the environment or pip's config)
+  torch_index=()
+  if [ -z "${PIP_INDEX_URL:-}${PIP_EXTRA_INDEX_URL:-}${PIP_FIND_LINKS:-}" ] &&
+    ! .venv/bin/python -m pip config list 2>/dev/null | grep -Eq '\.(index-url|extra-index-url|find-links)='; then
+    torch_index=(--extra-index-url "$TORCH_INDEX")
+  fi
   echo "installing the course's Python packages into .venv (a minute or two; log: .venv/pip.log)"
-  { .venv/bin/python -m pip install --require-hashes -r requirements.lock &&
+  { .venv/bin/python -m pip install "${torch_index[@]}" --require-hashes -r requirements.lock &&
     .venv/bin/python -m pip install --no-deps --no-build-isolation -e .; } \
-    > .venv/pip.log 2>&1 || { tail -40 .venv/pip.log; echo "pip failed: see .venv/pip.log"; exit 1; }
+    > .venv/pip.log 2>&1 || {
+    tail -40 .venv/pip.log
+    echo "pip failed: see .venv/pip.log. torch==2.13.0+cpu comes from PyTorch's index ($TORCH_INDEX):" \
+      "if this machine cannot reach it, point PIP_EXTRA_INDEX_URL or PIP_FIND_LINKS at a mirror or a folder of wheels"
+    exit 1
+  }
   cp requirements.lock "$stamp"
 fi
 

@@ -191,3 +191,28 @@ def test_the_profile_counts_the_cpu_of_a_kernel_and_of_every_process_it_started(
             os.kill(grandchild, signal.SIGKILL)
         child.kill()
         child.wait()
+
+
+def test_a_download_zipped_with_the_folder_it_was_unpacked_into_is_collected_student_by_student(tmp_path):
+    """A zip of the folder that holds the students' folders (Moodle's) or their files (Canvas's): its top folder
+    is not taken for one student holding the class, nor is macOS's __MACOSX beside it; a download of one student's
+    folder is that student's."""
+    moodle, canvas, single = tmp_path / "moodle.zip", tmp_path / "canvas.zip", tmp_path / "single.zip"
+    with zipfile.ZipFile(moodle, "w") as z:
+        for name in ("Ada Lovelace_11_assignsubmission_file_", "Ben Bitdiddle_12_assignsubmission_file_"):
+            z.writestr(f"class/moodle/{name}/{NB}.ipynb", "{}")
+        z.writestr(f"__MACOSX/class/moodle/._{NB}.ipynb", "")
+    with zipfile.ZipFile(canvas, "w") as z:
+        z.writestr(f"downloads/lovelaceada_11_101_{NB}.ipynb", "{}")
+        z.writestr(f"downloads/bitdiddleben_12_102_{NB}-1.ipynb", "{}")
+    with zipfile.ZipFile(single, "w") as z:
+        z.writestr(f"Ada Lovelace_11_assignsubmission_file_/{NB}.ipynb", "{}")
+    for download, students in (
+        (moodle, ["Ada_Lovelace_11", "Ben_Bitdiddle_12"]),
+        (canvas, ["bitdiddleben", "lovelaceada"]),
+        (single, ["Ada_Lovelace_11"]),
+    ):
+        course = tmp_path / download.stem
+        collected, problems = collect(download, course, ASSIGNMENT, [NB])
+        assert sorted(collected) == students and not problems, (download.name, collected, problems)
+        assert sorted(p.name for p in (course / "submitted").iterdir()) == students

@@ -92,6 +92,28 @@ def _entries(download: Path) -> tuple:
     raise GradingError(f"{download}: not a zip file or a folder")
 
 
+def _owner(parts: tuple) -> str:
+    """The student a file of a download belongs to, by its path: its first folder, or a flat file's name prefix."""
+    if parts[0] == "submitted" and len(parts) > 2:  # a whole nbgrader submitted/ folder
+        parts = parts[1:]
+    if len(parts) == 1:  # a flat file, named by the LMS
+        prefix, sep, _ = parts[0].partition("_")
+        return student_id(prefix) if sep else UNKNOWN_STUDENT
+    return student_id(parts[0])
+
+
+def _unwrapped(entries: list) -> list:
+    """The entries without a top folder that holds them all, when it holds more than one student's files: a zip made
+    of the folder an LMS download was unpacked into (or of folders around it). Its name would be taken for one
+    student's, holding the class."""
+    depth = 0
+    while all(len(e.parts) > depth + 1 for e in entries) and len({e.parts[depth] for e in entries}) == 1:
+        depth += 1
+        if len({_owner(e.parts[depth:]) for e in entries}) > 1:
+            return [Entry(e.parts[depth:], e.size, e.mtime, e.read) for e in entries]
+    return entries
+
+
 def collect(download, course_root, assignment: str, notebooks) -> tuple[dict, list]:
     """Copy the download's notebooks into ``course_root/submitted``.
 
@@ -107,19 +129,15 @@ def collect(download, course_root, assignment: str, notebooks) -> tuple[dict, li
     entries, unsafe = _entries(download)
     for name in unsafe:
         report(UNKNOWN_STUDENT, None, "unmatched_file", f"{name}: a path outside the archive, ignored")
+    entries = _unwrapped([e for e in entries if not any(p in SKIPPED or p.startswith(".") for p in e.parts)])
     for entry in entries:
-        parts = entry.parts
-        if any(p in SKIPPED or p.startswith(".") for p in parts):
-            continue
-        if parts[0] == "submitted" and len(parts) > 2:  # a whole nbgrader submitted/ folder
-            parts = parts[1:]
-        shown = "/".join(entry.parts)
-        if len(parts) == 1:  # a flat file, named by the LMS
+        parts, shown = entry.parts, "/".join(entry.parts)
+        student = _owner(parts)
+        if len(parts) == 1:  # a flat file, named by the LMS: the student's prefix, then the name handed in
             prefix, sep, rest = parts[0].partition("_")
-            student = student_id(prefix) if sep else UNKNOWN_STUDENT
             name = rest if sep else parts[0]
         else:
-            student, name = student_id(parts[0]), parts[-1]
+            name = parts[-1]
         if student != UNKNOWN_STUDENT:
             seen.add(student)
         if name == "timestamp.txt" and len(parts) > 1:
