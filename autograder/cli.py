@@ -142,8 +142,8 @@ def main(argv=None) -> None:
         dest="warm_kernels",
         action="store_const",
         const=True,
-        help="fork kernels from a kernel parent in the sandbox that imported torch once: one per worker as root, "
-        "showing each student's folder in turn, else one per student (the default)",
+        help="fork kernels from a kernel parent in the sandbox that imported torch once: one per worker, showing "
+        "each student's folder in turn (mounted as root, copied otherwise) (the default)",
     )
     kernels.add_argument(
         "--cold-kernels",

@@ -126,3 +126,25 @@ def test_staging_reads_no_link_in_a_submitted_folder(tmp_path):
     graded, problems = stage_student(root, ASSIGNMENT, "mallory", [NB], releases)
     assert graded == [] and [(p.kind, p.notebook) for p in problems] == [("missing_notebook", NB)]
     assert list((root / STAGED / "mallory" / ASSIGNMENT).iterdir()) == []
+
+
+def test_a_notebook_handed_in_under_another_name_is_named_when_submitted_is_graded_as_it_is(tmp_path):
+    """Without --from, only <notebook>.ipynb in the assignment's folder is graded: a browser's "(1)" copy, or a
+    notebook beside the assignment's folder, leaves the student missing_notebook, whose detail names the file and
+    the command that matches it; a link named so is not named (nor followed)."""
+    root = tmp_path / "course"
+    release = REPO / "release" / ASSIGNMENT / f"{NB}.ipynb"
+    for student, relative in (("ada", f"{ASSIGNMENT}/{NB} (1).ipynb"), ("ben", "Exercise 1.ipynb")):
+        (root / "submitted" / student / ASSIGNMENT).mkdir(parents=True)
+        shutil.copy(release, root / "submitted" / student / relative)
+    (root / "submitted" / "cy" / ASSIGNMENT).mkdir(parents=True)
+    (root / "submitted" / "cy" / ASSIGNMENT / f"{NB}-1.ipynb").symlink_to(release)
+    releases = {NB: nbformat.read(release, as_version=4)}
+    details = {}
+    for student in ("ada", "ben", "cy"):
+        graded, problems = stage_student(root, ASSIGNMENT, student, [NB], releases)
+        assert graded == [] and [(p.kind, p.notebook) for p in problems] == [("missing_notebook", NB)]
+        details[student] = problems[0].detail
+    assert f"holds {ASSIGNMENT}/{NB} (1).ipynb: `backprop-ninja grade --from submitted`" in details["ada"]
+    assert "holds Exercise 1.ipynb:" in details["ben"]
+    assert details["cy"] == f"no {NB}.ipynb was handed in as a regular file"

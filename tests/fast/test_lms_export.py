@@ -134,3 +134,17 @@ def test_plain_csv_and_the_mistakes_an_instructor_can_make(course):
         with pytest.raises(SystemExit) as stop:
             main(["export", "--course", str(course), "--out", str(course / "x.csv"), *args])
         assert message in str(stop.value.code), (args, stop.value.code)
+
+
+def test_an_export_that_matched_nobody_says_so(course, capsys):
+    """A roster of another course (or students named otherwise than the LMS names them): the import file is written,
+    every grade empty, and a warning says so rather than only a count of the unmatched."""
+    other = [CANVAS_ROSTER[0], CANVAS_ROSTER[1], ["Curie, Marie", "201", "9101", "mcurie", "Section C", "", "", ""]]
+    write_rows(course / "roster.csv", other)
+    out = course / "canvas_import.csv"
+    main(
+        ["export", "--course", str(course), "--format", "canvas", "--roster", str(course / "roster.csv")]
+        + ["--out", str(out)]
+    )
+    assert "WARNING: nobody in grades.csv matched anyone on the roster" in capsys.readouterr().err
+    assert [row[-1] for row in read_rows(out)[2:]] == [""]

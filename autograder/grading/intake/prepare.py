@@ -4,18 +4,20 @@ submitted/ keeps what the students handed in; the copies nbgrader grades are reb
 ``repair`` into .grading/staged/<student>/<assignment>/ (with timestamp.txt, for late penalties).
 """
 
+import os
 import shutil
 from pathlib import Path
 
 import nbformat
 
 from ...common.problems import Problem
-from .collect import MAX_ENTRY_BYTES
+from .collect import MAX_ENTRY_BYTES, match_notebook
 from .exchange import MAX_SMALL_BYTES, read_owned
 from .repair import repair
 
 GRADING_DIR = ".grading"  # the grader's own working folder in the course root
 STAGED = f"{GRADING_DIR}/staged"  # nbgrader's submitted_directory for the workers
+LOOKED_AT = 500  # the entries of a student's folder looked at for a notebook handed in under another name
 
 
 def read_releases(root: Path, assignment: str, notebooks: list) -> dict:
@@ -35,9 +37,13 @@ def stage_student(root: Path, assignment: str, student: str, notebooks: list, re
         # by hand could name any file of the machine), never a pipe, never more than a collect takes
         data = read_owned(str(source / f"{notebook}.ipynb"), None, MAX_ENTRY_BYTES)
         if data is None:
-            problems.append(
-                Problem(student, notebook, "missing_notebook", f"no {notebook}.ipynb was handed in as a regular file")
-            )
+            detail = f"no {notebook}.ipynb was handed in as a regular file"
+            if others := named_otherwise(root / "submitted" / student, assignment, notebook, notebooks):
+                detail += (
+                    f"; the student's folder holds {', '.join(others)}: `backprop-ninja grade --from submitted` "
+                    "matches such names as it does a download's"
+                )
+            problems.append(Problem(student, notebook, "missing_notebook", detail))
             continue
         nb, found = repair(data, releases[notebook], notebook, student)
         problems += found
@@ -48,3 +54,23 @@ def stage_student(root: Path, assignment: str, student: str, notebooks: list, re
     if timestamp is not None:
         (staged / "timestamp.txt").write_bytes(timestamp)
     return ok, problems
+
+
+def named_otherwise(folder: Path, assignment: str, notebook: str, notebooks: list) -> list:
+    """The regular files in a student's folder and its folders (not deeper; no link followed, none read) whose names a
+    download's would match to ``notebook``: a browser's "(1)" copy, a notebook beside the assignment's folder; three
+    at most."""
+    found, budget = [], [LOOKED_AT]
+    for top, dirs, files in os.walk(folder):
+        depth = len(Path(top).relative_to(folder).parts)
+        dirs[:] = sorted(d for d in dirs if depth < 1 and not os.path.islink(os.path.join(top, d)))
+        for name in sorted(files):
+            budget[0] -= 1
+            if budget[0] < 0 or len(found) == 3:
+                return found
+            path = Path(top) / name
+            if path.relative_to(folder) == Path(assignment, f"{notebook}.ipynb") or not path.is_file():
+                continue
+            if not path.is_symlink() and match_notebook(name, notebooks) == notebook:
+                found.append(str(path.relative_to(folder)))
+    return found

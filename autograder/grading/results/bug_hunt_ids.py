@@ -44,6 +44,7 @@ def shared_ids(root: Path, assignment: str, students: list) -> list:
         for student in group if len(group) > 1 else ():
             others = ", ".join(s for s in group if s != student)
             shown = found if len(found) <= 60 else found[:57] + "..."  # an id is whatever a student typed
-            detail = f"BUG_HUNT_ID {shown!r} was entered by {others} too: the same bugs for both"
+            alike = "both" if len(group) == 2 else f"all {len(group)}"
+            detail = f"BUG_HUNT_ID {shown!r} was entered by {others} too: the same bugs for {alike}"
             problems.append(Problem(student, NOTEBOOK, "shared_bug_hunt_id", detail))
     return problems

@@ -79,6 +79,11 @@ def export_grades(
     unmatched += [(NO_GRADE, s, "handed in but not graded") for s in sorted(grades) if grades[s]["total"] == ""]
 
     warnings = []
+    if matching is not None and grades and not person_of:
+        warnings.append(
+            "nobody in grades.csv matched anyone on the roster, so this file sets no grade: is the roster this "
+            "course's, and are the students named as the LMS names them? (the unmatched list above)"
+        )
     out.parent.mkdir(parents=True, exist_ok=True)
     with open(out, "w", newline="", encoding="utf-8") as f:
         writer = csv.writer(f)
