@@ -57,15 +57,24 @@ def clear_sandbox() -> bool:
     """Kill every process of the sandbox but this one, its init; empty the private folders. False when they hold
     more than MAX_ENTRIES, or when anything the parent did not find there at its start is left (a folder nested
     deeper than a path can name): then only ending the sandbox clears them."""
-    while True:  # until no other process is left, not even one dead and unreaped: every orphan comes to pid 1
+    init = os.getpid() == 1  # (as root, bubblewrap's init is, which reaps; so is by hand: the parent kills once)
+    while True:  # as init, until no other process is left, not even one dead and unreaped: every orphan comes to it
         try:
             os.kill(-1, signal.SIGKILL)  # (again each time: one may have forked since)
         except (ProcessLookupError, PermissionError):  # none left, or none it may signal
             break
+        if not init:
+            break
         try:
             os.waitpid(-1, 0)
         except ChildProcessError:
-            break  # (not init: a parent started without --as-pid-1 by hand)
+            break
+    while True:  # its own children that have ended already
+        try:
+            if os.waitpid(-1, os.WNOHANG) == (0, 0):
+                break
+        except ChildProcessError:
+            break
     budget = [MAX_ENTRIES]
     try:
         for folder in PRIVATE_FOLDERS:

@@ -257,9 +257,12 @@ def command_line(
         if g.mount == "read-only" and _inside(course, g.source or g.path):
             raise SandboxError(f"refusing to show {g.path!r} to the kernel: it holds the course root {course!r}")
     argv = [tools.bwrap, "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-net"]
-    # The kernel parent is the pid namespace's init (pid 1), not bubblewrap's reaper: that one would share the
-    # kernels' uid without guarding itself, and a kernel could write into its memory to reach the next student's.
-    argv += ["--as-pid-1", "--die-with-parent", "--new-session", "--hostname", "sandbox"]
+    # An ordinary user's kernel parent is the pid namespace's init: bubblewrap's own would run as the kernels' uid,
+    # unguarded, and a kernel wrote into its memory what the next student's read. As root bubblewrap's init stays: it
+    # runs as root, and ends the sandbox when bubblewrap ends (a kernel parent, which setpriv gave another uid, never
+    # receives the signal bubblewrap asks for it)
+    argv += ["--as-pid-1"] if run_as is None else []
+    argv += ["--die-with-parent", "--new-session", "--hostname", "sandbox"]
     made = {"/"}
     for g in grants:
         missing, parent = [], os.path.dirname(g.path)

@@ -72,7 +72,6 @@ def test_the_command_line_grants_exactly_the_allow_list(machine):
             "--unshare-ipc",
             "--unshare-uts",
             "--unshare-net",
-            "--as-pid-1",
             "--die-with-parent",
             "--new-session",
         ),
@@ -173,6 +172,7 @@ def test_without_root_the_kernel_gets_a_user_namespace(machine):
     assert tail[:4] == ["--unshare-user", "--disable-userns", "--", "/usr/bin/prlimit"]
     assert tail[-len(KERNEL) - 4 :] == ["/usr/bin/choom", "-n", "1000", "--", *KERNEL]
     assert "/usr/bin/setpriv" not in argv and "--cap-drop" not in argv
+    assert argv.index("--as-pid-1") < argv.index("--die-with-parent")  # the kernel parent is the sandbox's init
 
 
 def test_a_python_in_usr_gets_its_bin_and_lib_not_all_of_usr(machine):
