@@ -60,13 +60,13 @@ def named_otherwise(folder: Path, assignment: str, notebook: str, notebooks: lis
     """The regular files in a student's folder and its folders (not deeper; no link followed, none read) whose names a
     download's would match to ``notebook``: a browser's "(1)" copy, a notebook beside the assignment's folder; three
     at most."""
-    found, budget = [], [LOOKED_AT]
+    found, looked = [], 0
     for top, dirs, files in os.walk(folder):
         depth = len(Path(top).relative_to(folder).parts)
         dirs[:] = sorted(d for d in dirs if depth < 1 and not os.path.islink(os.path.join(top, d)))
         for name in sorted(files):
-            budget[0] -= 1
-            if budget[0] < 0 or len(found) == 3:
+            looked += 1
+            if looked > LOOKED_AT or len(found) == 3:
                 return found
             path = Path(top) / name
             if path.relative_to(folder) == Path(assignment, f"{notebook}.ipynb") or not path.is_file():
