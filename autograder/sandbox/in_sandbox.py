@@ -54,10 +54,10 @@ def remove_inside(folder: str, device: int, budget: list) -> None:
 
 
 def clear_sandbox() -> bool:
-    """Kill every process of the sandbox but this one, its init; empty the private folders. False when they hold
+    """Kill every process of the sandbox but this one and pid 1; empty the private folders. False when they hold
     more than MAX_ENTRIES, or when anything the parent did not find there at its start is left (a folder nested
     deeper than a path can name): then only ending the sandbox clears them."""
-    init = os.getpid() == 1  # (as root, bubblewrap's init is, which reaps; so is by hand: the parent kills once)
+    init = os.getpid() == 1  # (as root pid 1 is bubblewrap's init, which reaps orphans: the parent kills once)
     while True:  # as init, until no other process is left, not even one dead and unreaped: every orphan comes to it
         try:
             os.kill(-1, signal.SIGKILL)  # (again each time: one may have forked since)
@@ -217,7 +217,7 @@ def main() -> None:
     _found_at_start.update((f, set(os.listdir(f))) for f in PRIVATE_FOLDERS if os.path.isdir(f))
     set_dumpable(False)
     lift_cpu_limit()
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the one signal Python handles: as init, it takes no other
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the one signal Python handles: a kernel's would stop the parent
     load_seccomp_filter()  # before anything else runs here: every kernel inherits it
     replies = os.fdopen(os.dup(1), "w", buffering=1)
     os.dup2(2, 1)  # a stray print must not be taken for a reply

@@ -61,7 +61,7 @@ PRIVATE_MOUNTS = (
         "Python, torch and ipykernel read /proc/self; in its own pid namespace, only the sandbox's processes show",
         "proc",
     ),
-    Grant("/dev", "bwrap's minimal set, read-only: null, zero, full, random, urandom, tty, pts (no disk, GPU)", "dev"),
+    Grant("/dev", "read-only, bwrap's own set: null, zero, full, random, urandom, tty, pts (no disk or GPU)", "dev"),
     Grant("/tmp", "private and empty, in memory: HOME, TMPDIR and matplotlib's cache", "tmpfs"),
     Grant("/dev/shm", "private shared memory, for torch and multiprocessing", "tmpfs"),
     Grant(
