@@ -194,25 +194,27 @@ def test_the_profile_counts_the_cpu_of_a_kernel_and_of_every_process_it_started(
 
 
 def test_a_download_zipped_with_the_folder_it_was_unpacked_into_is_collected_student_by_student(tmp_path):
-    """A zip of the folder that holds the students' folders (Moodle's) or their files (Canvas's): its top folder
-    is not taken for one student holding the class, nor is macOS's __MACOSX beside it; a download of one student's
-    folder is that student's."""
-    moodle, canvas, single = tmp_path / "moodle.zip", tmp_path / "canvas.zip", tmp_path / "single.zip"
+    """A zip of the folder that holds the students' folders (Moodle's): its top folder is not taken for one student
+    holding the class, nor is macOS's __MACOSX beside it. A student's own folder is never looked through: one
+    student's download is that student's, and files in it named after classmates reach nobody else's folder."""
+    moodle, single, forged = tmp_path / "moodle.zip", tmp_path / "single.zip", tmp_path / "forged.zip"
     with zipfile.ZipFile(moodle, "w") as z:
         for name in ("Ada Lovelace_11_assignsubmission_file_", "Ben Bitdiddle_12_assignsubmission_file_"):
             z.writestr(f"class/moodle/{name}/{NB}.ipynb", "{}")
         z.writestr(f"__MACOSX/class/moodle/._{NB}.ipynb", "")
-    with zipfile.ZipFile(canvas, "w") as z:
-        z.writestr(f"downloads/lovelaceada_11_101_{NB}.ipynb", "{}")
-        z.writestr(f"downloads/bitdiddleben_12_102_{NB}-1.ipynb", "{}")
     with zipfile.ZipFile(single, "w") as z:
         z.writestr(f"Ada Lovelace_11_assignsubmission_file_/{NB}.ipynb", "{}")
+        z.writestr("Ada Lovelace_11_assignsubmission_file_/ex2_cross_entropy_backward.ipynb", "{}")
+    with zipfile.ZipFile(forged, "w") as z:  # one student's folder, its files named like Canvas's, after classmates
+        for name in (f"bob_{NB}.ipynb", f"carol_{NB}.ipynb", f"bob_1_2_{NB}.ipynb", f"bob/{NB}.ipynb"):
+            z.writestr(f"Mallory Mallet_13_assignsubmission_file_/{name}", "{}")
     for download, students in (
         (moodle, ["Ada_Lovelace_11", "Ben_Bitdiddle_12"]),
-        (canvas, ["bitdiddleben", "lovelaceada"]),
         (single, ["Ada_Lovelace_11"]),
+        (forged, ["Mallory_Mallet_13"]),
     ):
         course = tmp_path / download.stem
-        collected, problems = collect(download, course, ASSIGNMENT, [NB])
-        assert sorted(collected) == students and not problems, (download.name, collected, problems)
+        collected, problems = collect(download, course, ASSIGNMENT, [NB, "ex2_cross_entropy_backward"])
+        assert sorted(collected) == students, (download.name, collected, problems)
         assert sorted(p.name for p in (course / "submitted").iterdir()) == students
+    assert not collect(moodle, tmp_path / "again", ASSIGNMENT, [NB])[1]

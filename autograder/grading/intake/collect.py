@@ -19,6 +19,7 @@ from ...common.problems import Problem
 MAX_ENTRY_BYTES = 200 * 2**20  # a zip entry bigger than this is reported, not read
 UNKNOWN_STUDENT = "(unknown)"
 SKIPPED = {"__MACOSX", ".ipynb_checkpoints", ".DS_Store", "Thumbs.db"}
+UNWRAPPED_DEPTH = 3  # the folders around a download that collect looks through at most
 
 
 @dataclass
@@ -103,12 +104,15 @@ def _owner(parts: tuple) -> str:
 
 
 def _unwrapped(entries: list) -> list:
-    """The entries without a top folder that holds them all, when it holds more than one student's files: a zip made
-    of the folder an LMS download was unpacked into (or of folders around it). Its name would be taken for one
-    student's, holding the class."""
-    depth = 0
-    while all(len(e.parts) > depth + 1 for e in entries) and len({e.parts[depth] for e in entries}) == 1:
-        depth += 1
+    """The entries without a top folder that holds them all, when it holds more than one student's folders: a zip made
+    of the folder an LMS download was unpacked into (or of folders around it, three at most). Its name would be taken
+    for one student's, holding the class. Never a student's own folder (Moodle's ``..._assignsubmission_...``), nor one
+    whose files lie loose in it: their names are the student's to choose, and could name classmates."""
+    for depth in range(1, UNWRAPPED_DEPTH + 1):
+        if len({e.parts[depth - 1] for e in entries}) != 1 or "_assignsubmission_" in entries[0].parts[depth - 1]:
+            break
+        if not all(len(e.parts) > depth + 1 for e in entries):
+            break
         if len({_owner(e.parts[depth:]) for e in entries}) > 1:
             return [Entry(e.parts[depth:], e.size, e.mtime, e.read) for e in entries]
     return entries

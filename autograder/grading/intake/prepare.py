@@ -69,8 +69,8 @@ def named_otherwise(folder: Path, assignment: str, notebook: str, notebooks: lis
             if looked > LOOKED_AT or len(found) == 3:
                 return found
             path = Path(top) / name
-            if path.relative_to(folder) == Path(assignment, f"{notebook}.ipynb") or not path.is_file():
+            if path.relative_to(folder) == Path(assignment, f"{notebook}.ipynb") or path.is_symlink():
                 continue
-            if not path.is_symlink() and match_notebook(name, notebooks) == notebook:
+            if path.is_file() and match_notebook(name, notebooks) == notebook:
                 found.append(str(path.relative_to(folder)))
     return found
