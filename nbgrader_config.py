@@ -23,6 +23,7 @@ from autograder.preprocessors import (
     JudgeAnswers,
     LatePenalty,
     RestoreLockedCells,
+    SafeOutputMetadata,
     SaveAutoGradesAtOnce,
     SummarizeSteps,
     TidyFeedback,
@@ -56,6 +57,7 @@ c.Autograde.sanitize_preprocessors = [
 # nbgrader's SaveAutoGrades saves them, its rows read and committed at once (one commit a notebook, not one a cell).
 c.Autograde.autograde_preprocessors = [
     GradingExecute,
+    SafeOutputMetadata,  # (what an image's tag is made of: the Formgrader shows this notebook)
     JudgeAnswers,
     IgnorePattern,
     ClearMetadataPreprocessor,
@@ -106,6 +108,7 @@ c.ExchangeFactory.collect = "autograder.grading.intake.owned_collect.OwnedCollec
 # TidyFeedback, last, leaves out what only nbgrader needed (the verdicts' points as numbers).
 c.GenerateFeedback.preprocessors = [
     GetGradesAtOnce,
+    SafeOutputMetadata,
     ClearHiddenTests,
     CSSHTMLHeaderPreprocessor,
     SummarizeSteps,

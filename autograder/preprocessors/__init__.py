@@ -11,6 +11,7 @@ save_grades_at_once   SaveAutoGradesAtOnce, GetGradesAtOnce: nbgrader's SaveAuto
 summarize_steps       SummarizeSteps: the feedback opens with a table of the graded steps
 tidy_feedback         TidyFeedback: the feedback page without what only nbgrader needed (the verdict's points)
 feedback_exporter     FeedbackExporter: the feedback pages, without HTMLExporter's BeautifulSoup pass
+safe_html             SafeOutputMetadata and the cleaning of what a submission shows on a page
 """
 
 from .check_cell_metadata import CheckCellMetadataOnce
@@ -19,6 +20,7 @@ from .grading_execute import GradingExecute
 from .judge_answers import JudgeAnswers
 from .late_penalty import LatePenalty
 from .restore_locked_cells import RestoreLockedCells
+from .safe_html import SafeOutputMetadata
 from .save_grades_at_once import GetGradesAtOnce, SaveAutoGradesAtOnce
 from .summarize_steps import SummarizeSteps
 from .tidy_feedback import TidyFeedback
@@ -31,6 +33,7 @@ __all__ = [
     "JudgeAnswers",
     "LatePenalty",
     "RestoreLockedCells",
+    "SafeOutputMetadata",
     "SaveAutoGradesAtOnce",
     "SummarizeSteps",
     "TidyFeedback",

@@ -9,11 +9,17 @@ text. This keeps what markdown makes, and tags and attributes that run nothing.
 
 nbgrader's Formgrader shows the autograded notebooks to the course's staff with an ``HTMLExporter`` made from the
 course's configuration: nbgrader_config.py turns its cleaning on there too, with these filters.
+
+Outputs also carry metadata the kernel chose, which nbconvert's templates write into an image's tag: its width and
+height unquoted (``width=1 onerror=...`` is an attribute more), its file name as the address. ``SafeOutputMetadata``
+keeps sizes that are numbers and drops file names, at autograde (the notebook the Formgrader shows) and again
+before a feedback page is made.
 """
 
 import bleach
 import jinja2
 from bleach.css_sanitizer import CSSSanitizer
+from nbgrader.preprocessors import NbGraderPreprocessor
 from traitlets.config import LoggingConfigurable
 
 TAGS = frozenset(
@@ -66,3 +72,25 @@ class CleanMarkdown(LoggingConfigurable):
 
     def __call__(self, context, source):
         return clean_html(self.parent.markdown2html(context, source))
+
+
+def _a_size(value) -> bool:
+    return (isinstance(value, (int, float)) and not isinstance(value, bool)) or (
+        isinstance(value, str) and value.isdigit()
+    )
+
+
+class SafeOutputMetadata(NbGraderPreprocessor):
+    """Each output's metadata without file names, and with a width or height only when it is a number (at the top or
+    under a MIME type, where nbconvert's ``get_metadata`` looks)."""
+
+    def preprocess_cell(self, cell, resources, index):
+        for output in cell.get("outputs", []):
+            metadata = output.get("metadata")
+            if not isinstance(metadata, dict):
+                continue
+            metadata.pop("filenames", None)
+            for where in [metadata, *(v for v in metadata.values() if isinstance(v, dict))]:
+                for key in [k for k in ("width", "height") if k in where and not _a_size(where[k])]:
+                    del where[key]
+        return cell, resources

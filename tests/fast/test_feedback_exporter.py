@@ -256,3 +256,33 @@ def test_the_formgraders_pages_show_the_staff_no_script_a_submission_put_there()
     cells = BeautifulSoup(page, "html.parser").find(id="notebook-container")
     assert not cells.find_all(["script", "iframe"]) and "onerror" not in str(cells)
     assert cells.get_text().count("<script>alert(1)</script>") == 2 and cells.find("h1").get_text().startswith("Ex")
+
+
+def test_an_images_size_from_the_kernel_adds_no_attribute_to_its_tag(tmp_path):
+    """nbconvert writes an image's width and height into its tag unquoted, and its file name as its address: the
+    kernel chose them (display(..., metadata=...)). SafeOutputMetadata, at autograde and before each feedback page,
+    keeps sizes that are numbers and no file name."""
+    from traitlets.config.loader import PyFileConfigLoader
+
+    from autograder.preprocessors import SafeOutputMetadata
+
+    config = PyFileConfigLoader("nbgrader_config.py", path=str(REPO)).load_config()
+    assert SafeOutputMetadata in config.Autograde.autograde_preprocessors
+    assert SafeOutputMetadata in config.GenerateFeedback.preprocessors
+    nb = feedback_notebook()
+    forged = {"width": "1 onerror=alert(1)", "height": 2}
+    nb.cells[1].outputs += [
+        new_output("display_data", data={"image/png": PNG}, metadata={"image/png": forged}),
+        new_output("display_data", data={"image/jpeg": PNG}, metadata={"height": "3 onload=alert(2)", "width": 4.5}),
+        new_output("display_data", data={"image/png": PNG}, metadata={"filenames": {"image/png": "javascript:x"}}),
+    ]
+    nb, _ = SafeOutputMetadata().preprocess(nb, {})
+    converter = feedback_converter(tmp_path)
+    page, _ = FeedbackExporter(parent=converter, config=converter.config).from_notebook_node(
+        nb, page_resources("ex4_manual_training")
+    )
+    cells = BeautifulSoup(page, "html.parser").find(id="notebook-container")
+    for element in cells.find_all(True):
+        assert not [name for name in element.attrs if name.startswith("on")], element
+    assert "javascript:" not in str(cells)
+    assert cells.find("img", height="2") and cells.find("img", width="4.5")  # the sizes that are numbers stay
