@@ -25,6 +25,25 @@ def test_calibration_from_counts_is_the_direct_one():
     assert torch.allclose(var, hprebn.var(0, keepdim=True), rtol=1e-5, atol=0)
 
 
+def test_the_validation_loss_is_computed_once_for_the_same_parameters_bit_for_bit():
+    """A class's right training_steps reach the same parameters in their replays: the loss over Xdev is computed for
+    the first, found for the others; parameters one float apart are computed anew."""
+    from autograder.engine.training.reference_runs import validation_loss
+
+    generator = torch.Generator().manual_seed(5)
+    X, Y = torch.randint(0, 27, (400, 3), generator=generator), torch.randint(0, 27, (400,), generator=generator)
+    namespace = {"Xtr": X, "Xdev": X[:100], "Ydev": Y[:100]}
+    shapes = [(27, 10), (30, 200), (200,), (200, 27), (27,), (1, 200), (1, 200)]
+    parameters = [torch.randn(shape, generator=generator) * 0.1 for shape in shapes]
+    first = validation_loss(parameters, namespace)
+    assert validation_loss([p.clone() for p in parameters], namespace) == first
+    assert len([k for k in namespace["__ex4_reference__"] if k.startswith("val_loss")]) == 1
+    apart = [p.clone() for p in parameters]
+    apart[3][0, 0] = torch.nextafter(apart[3][0, 0], torch.tensor(1.0))
+    validation_loss(apart, namespace)
+    assert len([k for k in namespace["__ex4_reference__"] if k.startswith("val_loss")]) == 2
+
+
 def test_prose_about_gradients_is_not_autograd():
     """Docstrings, f-string text and print() may say "gradient"; getattr(p, "grad") still counts."""
     from autograder.engine.honesty import AutogradTaint

@@ -1,6 +1,10 @@
 """Exercise 4's tolerances and points, and the grader's own runs that its checks compare with: autograd on the check
 batch, autograd's training run, the validation loss."""
 
+import hashlib
+
+import torch
+
 from ..backward_rules import STEP_BY_NAME
 from ..fused_rules import FUSED_STEP_BY_NAME
 from . import network
@@ -88,6 +92,17 @@ def reference_run(namespace: dict) -> dict:
 
 
 def validation_loss(parameters, namespace: dict) -> float:
-    """The notebook's split_loss(Xdev, Ydev): BatchNorm calibrated on the whole training set."""
-    mean, var = network.calibrate(parameters, namespace["Xtr"])
-    return network.split_loss(parameters, mean, var, namespace["Xdev"], namespace["Ydev"])
+    """The notebook's split_loss(Xdev, Ydev): BatchNorm calibrated on the whole training set. Computed once per
+    parameters, bit for bit: every training_step of a class that is right reaches the same ones in its replay."""
+
+    def compute():
+        mean, var = network.calibrate(parameters, namespace["Xtr"])
+        return network.split_loss(parameters, mean, var, namespace["Xdev"], namespace["Ydev"])
+
+    try:
+        key = hashlib.blake2b(repr([(p.dtype, tuple(p.shape)) for p in parameters]).encode())
+        for p in parameters:
+            key.update(p.detach().contiguous().view(-1).view(torch.uint8).numpy())
+    except (AttributeError, RuntimeError, TypeError):  # not tensors as the grader reads them: no key
+        return compute()
+    return _memo(namespace, f"val_loss {key.hexdigest()}", compute)
