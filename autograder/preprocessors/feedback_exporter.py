@@ -23,7 +23,7 @@ from traitlets import Bool, observe
 
 from ..common.editions import edition, notebook_edition
 from ..common.words import say
-from .safe_html import clean_html
+from .safe_html import clean_html, page_names
 from .summarize_steps import ROLES
 
 TEMPLATES = Path(__file__).parent / "templates"  # feedback_page: nbgrader's feedback template with one <body>
@@ -196,11 +196,12 @@ class FeedbackExporter(HTMLExporter):
     def markdown2html(self, context, source):
         """HTMLExporter's, cleaned (``safe_html``), through ``CELLS_MADE`` for a cell without attachments when images
         are not embedded (its HTML then depends on the source and the exporter's settings alone)."""
-        make = lambda: clean_html(super(FeedbackExporter, self).markdown2html(context, source))
+        names = page_names(context.get("nb", {}))  # the ids its headings may not take
+        make = lambda: clean_html(super(FeedbackExporter, self).markdown2html(context, source), names)
         if context.get("cell", {}).get("attachments") or self.embed_images:
             return make()
         options = (self.anchor_link_text, self.exclude_anchor_links, repr(sorted(self.lexer_options.items())))
-        return CELLS_MADE.get(("markdown", source, *options), source, make)
+        return CELLS_MADE.get(("markdown", source, names, *options), source, make)
 
     @observe("template_name", "extra_template_basedirs", "extra_template_paths")
     def _one_body(self, change):

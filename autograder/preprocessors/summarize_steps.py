@@ -44,8 +44,7 @@ STYLE = """
 .steps-unseen { position: absolute; width: 1px; height: 1px; overflow: hidden; clip: rect(0 0 0 0);
   white-space: nowrap; }
 """
-# The table's ARIA roles, by class: the sanitizer keeps no role attribute in a raw cell (nor <th>), so
-# FeedbackExporter gives the page's <div>s of these classes their roles after it.
+# The table's ARIA roles, by class: a sanitizer keeps no role in a raw cell (nor <th>); FeedbackExporter adds them.
 ROLES = {
     "steps-table": "table",
     "steps-row": "row",
@@ -296,5 +295,6 @@ class SummarizeSteps(Preprocessor):
         code = notebook_edition(nb.metadata)  # the edition the student handed in
         summary = table_html(rows, late_penalty, commented, repository_url(), code, reordered=rows != in_notebook)
         nb.cells.insert(0, new_raw_cell(summary, metadata={"raw_mimetype": "text/html"}))
+        resources["steps_summary"] = summary  # ours: the feedback page shows it uncleaned, with its classes (safe_html)
         resources.setdefault("inlining", {}).setdefault("css", []).append(STYLE)
         return nb, resources

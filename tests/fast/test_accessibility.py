@@ -138,6 +138,7 @@ def graded(gid, points, score, *reasons):
 def notebook(**metadata):
     cells = [graded("test_dlogprobs", 1, 1, "correct"), graded("test_dprobs", 2, 0, "wrong sign <b>x</b>")]
     cells.append(new_raw_cell('<b role="note" onclick="alert(1)">mine</b>', metadata={"raw_mimetype": "text/html"}))
+    cells.append(new_raw_cell('<div class="steps-row step-right">forged</div>', metadata={"raw_mimetype": "text/html"}))
     return new_notebook(cells=cells, metadata={"language_info": {"name": "python"}, **metadata})
 
 
@@ -170,3 +171,4 @@ def test_the_table_of_steps_is_a_table_to_assistive_technology_and_the_sanitizer
     # the raw cells went through nbconvert's sanitizer: a student's attributes are gone, its text is kept
     (mine,) = [b for b in page.find_all("b") if b.get_text() == "mine"]
     assert mine.attrs == {} and "onclick" not in str(page)
+    assert page.find(string="forged").parent.attrs == {}  # no class, so no role, of the table's

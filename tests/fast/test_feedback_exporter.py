@@ -26,10 +26,11 @@ from autograder.preprocessors.feedback_exporter import (
     RememberingHighlight,
     localize,
 )
-from autograder.preprocessors.safe_html import clean_html
+from autograder.preprocessors.safe_html import clean_html, page_names
 
 WIDGET = {"model_id": "0a1b", "version_major": 2, "version_minor": 0}
 PNG = base64.b64encode(bytes.fromhex("89504e470d0a1a0a")).decode()
+DATA = f"data:image/png;base64,{PNG}"
 RELEASE = REPO / "release" / "backprop_ninja"
 
 
@@ -54,15 +55,13 @@ def feedback_notebook():
     code.outputs = [
         new_output("stream", name="stdout", text="loss 2.31 <not a tag>\n"),
         new_output("display_data", data={"image/png": PNG, "text/plain": "<Figure>"}),
-        new_output(
-            "display_data", data={"text/html": f'<img src="data:image/png;base64,{PNG}" alt="mine"><IMG\nsrc=x>'}
-        ),
+        new_output("display_data", data={"text/html": f'<img src="{DATA}" alt="mine"><IMG\nsrc={DATA}>'}),
         new_output("execute_result", data={"text/plain": "tensor(2.31)"}, execution_count=3),
         # tqdm.auto's progress bar, as Exercise 4 shows it in Jupyter: a widget without its saved state
         new_output("display_data", data={"application/vnd.jupyter.widget-view+json": WIDGET, "text/plain": "100%"}),
     ]
     return new_notebook(
-        cells=[new_markdown_cell("# Exercise 4\nThe *loss* falls: ![](plot.png)"), code, graded],
+        cells=[new_markdown_cell(f"# Exercise 4\nThe *loss* falls: ![]({DATA})"), code, graded],
         metadata={"language_info": {"name": "python", "pygments_lexer": "ipython3"}},
     )
 
@@ -188,6 +187,24 @@ HOSTILE = (
     '<script>alert(1)</script><img src=x onerror="alert(2)"><a href="javascript:alert(3)">js</a>'
     '<a href="data:text/html,hi">data</a><iframe src="https://example.org"></iframe><b style="position:fixed">b</b>'
 )
+# Runs nothing, reaches past its cell: classes and ids of the page's, addresses fetched as it opens, a style's value
+REACHING = (
+    '<div class="modal-backdrop steps-row" id="notebook"><a class="btn" href="/hub/logout">out</a></div>'
+    '<h2 id="test_dC">fake</h2><h3 id="answer_x-comment">fake</h3><a href="//evil.example/">x</a>'
+    '<img src="/user/instructor/api/contents"><img src="https://tracker.example/p.png">'
+    '<table><tr><td style="text-align: expression(alert(1))">c</td></tr></table>\n\n## test_dC\n'
+)
+
+
+def assert_reaches_no_further_than_its_cells(page: str):
+    soup = BeautifulSoup(page, "html.parser")
+    cells = soup.find(id="notebook-container")
+    assert not cells.select(".modal-backdrop, .steps-row, .btn") and "expression" not in str(cells)
+    headings = ["h1", "h2", "h3"]
+    ids = [heading["id"] for heading in soup.find_all(headings, id=True)]  # none an id or anchor of the page's
+    assert ids and not [e for e in soup.find_all(id=ids) if e.name not in headings] + soup.find_all(attrs={"name": ids})
+    assert all(a["href"].startswith(("https://", "#")) for a in cells.find_all(href=True)), cells.find_all(href=True)
+    assert all(img.get("src", "data:image/").startswith("data:image/") for img in cells.find_all("img"))
 
 
 def test_nothing_a_submission_displays_or_writes_in_markdown_runs_in_its_page(tmp_path):
@@ -204,9 +221,9 @@ def test_nothing_a_submission_displays_or_writes_in_markdown_runs_in_its_page(tm
             "display_data", data={"image/svg+xml": '<svg xmlns="http://www.w3.org/2000/svg" onload="alert(5)"/>'}
         ),
     ]
-    nb.cells.append(
-        new_markdown_cell(f"## Mine\n{HOSTILE}\n[ok](https://example.org) ![p](data:image/png;base64,{PNG})")
-    )
+    nb.cells.append(new_markdown_cell(f"## Mine\n{HOSTILE}\n[ok](https://example.org) ![p]({DATA})"))
+    nb.cells.append(new_markdown_cell(REACHING))
+    nb.cells[1].outputs.append(new_output("display_data", data={"text/html": REACHING}))
     page, _ = FeedbackExporter(parent=converter, config=converter.config).from_notebook_node(
         nb, page_resources("ex4_manual_training")
     )
@@ -219,8 +236,8 @@ def test_nothing_a_submission_displays_or_writes_in_markdown_runs_in_its_page(tm
             assert not address.startswith(("javascript:", "data:text")), element
     assert cells.get_text().count("<script>alert(1)</script>") == 3  # the HTML output, the markdown one, the cell
     assert "alert(4)" not in page
-    assert cells.find("h2").get_text().startswith("Mine") and cells.find("a", href="https://example.org")
-    assert cells.find("img", src=f"data:image/png;base64,{PNG}", alt="p")
+    assert cells.find(href="https://example.org") and cells.find("img", src=DATA, alt="p") and cells.find(id="Mine")
+    assert_reaches_no_further_than_its_cells(page)
 
 
 def test_cleaning_changes_nothing_the_course_itself_writes_in_markdown():
@@ -228,10 +245,11 @@ def test_cleaning_changes_nothing_the_course_itself_writes_in_markdown():
     are, so an honest student's page is the page made without it."""
     exporter = HTMLExporter()
     for path in sorted(RELEASE.glob("*.ipynb")) + sorted((REPO / "editions").glob("*/backprop_ninja/*.ipynb")):
-        for cell in nbformat.read(path, as_version=4).cells:
+        nb = nbformat.read(path, as_version=4)
+        for cell in nb.cells:
             if cell.cell_type == "markdown":
                 html = exporter.markdown2html({"cell": cell, "resources": {}}, cell.source)
-                assert clean_html(html) == html, (path.name, cell.source[:80])
+                assert clean_html(html, page_names(nb)) == html, (path.name, cell.source[:80])
 
 
 def test_the_formgraders_pages_show_the_staff_no_script_a_submission_put_there():
@@ -246,9 +264,10 @@ def test_the_formgraders_pages_show_the_staff_no_script_a_submission_put_there()
     config.HTMLExporter.extra_template_basedirs = [handlers.template_path]
     answer = new_code_cell("x = 1", metadata={"nbgrader": {"solution": True, "grade_id": "answer_x", "locked": False}})
     answer.metadata.nbgrader.update(grade=False)
-    answer.outputs = [new_output("display_data", data={"text/html": HOSTILE})]
+    answer.outputs = [new_output("display_data", data={"text/html": html}) for html in (HOSTILE, REACHING)]
     nb = new_notebook(
-        cells=[new_markdown_cell(f"# Exercise\n{HOSTILE}"), answer], metadata={"language_info": {"name": "python"}}
+        cells=[new_markdown_cell(f"# Exercise\n{HOSTILE}"), new_markdown_cell(REACHING), answer],
+        metadata={"language_info": {"name": "python"}},
     )
     shown = dict.fromkeys(("assignment_id", "notebook_id", "submission_id", "student", "first_name", "last_name"), "x")
     shown.update(index=0, total=1, base_url="/", notebook_path="x.ipynb")
@@ -256,6 +275,7 @@ def test_the_formgraders_pages_show_the_staff_no_script_a_submission_put_there()
     cells = BeautifulSoup(page, "html.parser").find(id="notebook-container")
     assert not cells.find_all(["script", "iframe"]) and "onerror" not in str(cells)
     assert cells.get_text().count("<script>alert(1)</script>") == 2 and cells.find("h1").get_text().startswith("Ex")
+    assert_reaches_no_further_than_its_cells(page)
 
 
 def test_an_images_size_from_the_kernel_adds_no_attribute_to_its_tag(tmp_path):
