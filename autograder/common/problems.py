@@ -55,6 +55,10 @@ KINDS = {
     "missing_notebook": "no file for this notebook was handed in",
     "unmatched_file": "a file in the download matches none of the notebooks (or no student); not collected",
     "duplicate_file": "several files for one notebook; the newest was taken",
+    "marked_late": (
+        "the LMS marked the file late (Canvas's LATE), but its download carries no time of submission: no late "
+        "penalty was taken (a timestamp.txt in the student's folder decides one)"
+    ),
     "not_their_submission": (
         "a submission in nbgrader's exchange names one student but was made by another user (nbgrader submit "
         "--student, or a folder written into inbound); not collected (grade --from-exchange)"

@@ -218,3 +218,19 @@ def test_a_download_zipped_with_the_folder_it_was_unpacked_into_is_collected_stu
         assert sorted(collected) == students, (download.name, collected, problems)
         assert sorted(p.name for p in (course / "submitted").iterdir()) == students
     assert not collect(moodle, tmp_path / "again", ASSIGNMENT, [NB])[1]
+
+
+def test_a_file_canvas_marked_late_is_collected_and_named_for_its_missing_time(tmp_path):
+    """Canvas puts LATE in a late file's name and gives no time: the file is collected, and a marked_late problem
+    says that no penalty was taken (nbgrader's penalty needs a timestamp.txt)."""
+    canvas = tmp_path / "canvas.zip"
+    with zipfile.ZipFile(canvas, "w") as z:
+        z.writestr(f"lovelaceada_LATE_1234_5678_{NB}-1.ipynb", "{}")
+        z.writestr(f"bitdiddleben_1235_5679_{NB}.ipynb", "{}")
+        z.writestr("hackerly_LATE_1236_5680_notes.txt", "")
+    collected, problems = collect(canvas, tmp_path / "course", ASSIGNMENT, [NB])
+    assert collected == {"bitdiddleben": [NB], "lovelaceada": [NB]}
+    late = [(p.student, p.notebook, p.detail) for p in problems if p.kind == "marked_late"]
+    assert late == [
+        ("lovelaceada", NB, f"lovelaceada_LATE_1234_5678_{NB}-1.ipynb: marked LATE by the LMS; no time of submission")
+    ]

@@ -175,6 +175,8 @@ def collect(download, course_root, assignment: str, notebooks) -> tuple[dict, li
                 f"{len(copies)} files for {notebook}: took {shown} "
                 f"(the newest); ignored {', '.join(s for _, s in copies[1:])}",
             )
+        if len(entry.parts) == 1 and entry.parts[0].partition("_")[2].startswith("LATE_"):  # Canvas's marker
+            report(student, notebook, "marked_late", f"{shown}: marked LATE by the LMS; no time of submission")
         folder = course_root / "submitted" / student / assignment
         folder.mkdir(parents=True, exist_ok=True)
         target = folder / f"{notebook}.ipynb"
