@@ -86,7 +86,8 @@ EX1_ALTERNATIVES = {
         "demb.view(-1, n_embd))",
     },
     "alt1_c": {
-        "answer_dlogprobs": "dlogprobs = torch.zeros_like(logprobs)\ndlogprobs[range(n), Yb] = -1.0 / logprobs.shape[0]",
+        "answer_dlogprobs": "dlogprobs = torch.zeros_like(logprobs)\n"
+        "dlogprobs[range(n), Yb] = -1.0 / logprobs.shape[0]",
         "answer_dcounts_sum_inv": "dcounts_sum_inv = (counts * dprobs).sum(1).view(-1, 1)",
         "answer_dlogits": "dlogits = torch.zeros_like(logits)\ndlogits[range(n), logits.max(1).indices] = 1\n"
         "dlogits = dlogits * dlogit_maxes + dnorm_logits",
@@ -151,7 +152,8 @@ EX1_ALTERNATIVES.update(
             "cmp('logprobs', dlogprobs, logprobs)",
             "answer_dprobs": "dprobs = (1.0 / probs) * dlogprobs\ncmp('probs', dprobs, probs)",
             "answer_dW2": "dW2 = h.T @ dlogits\ncmp('W2', dW2, W2)",
-            "answer_dC": "dC = torch.zeros_like(C)\ndC.index_add_(0, Xb.view(-1), demb.view(-1, n_embd))\ncmp('C', dC, C)",
+            "answer_dC": "dC = torch.zeros_like(C)\n"
+            "dC.index_add_(0, Xb.view(-1), demb.view(-1, n_embd))\ncmp('C', dC, C)",
         },
         "alt1_no_grad_data_detach": {
             "answer_dlogprobs": "with torch.no_grad():\n    dlogprobs = torch.zeros_like(logprobs)\n"
@@ -187,7 +189,8 @@ EX1_ALTERNATIVES.update(
         },
         # steps written out past their upstream gradient, from further up the graph (right values)
         "alt1_skip_dcounts_sum": {
-            "answer_dcounts": "dcounts = counts_sum_inv * dprobs - counts_sum_inv**2 * (counts * dprobs).sum(1, keepdim=True)",
+            "answer_dcounts": "dcounts = counts_sum_inv * dprobs "
+            "- counts_sum_inv**2 * (counts * dprobs).sum(1, keepdim=True)",
         },
         "alt1_skip_dlogit_maxes": {
             "answer_dlogits": "dlogits = dnorm_logits - F.one_hot(logits.argmax(1), vocab_size) "
@@ -222,7 +225,10 @@ EX1_MISTAKES = {
         },
         "logits",
     ),
-    "m1_fused_dlogits_no_n": ({"answer_dlogits": "dlogits = F.softmax(logits, 1)\ndlogits[range(n), Yb] -= 1"}, "logits"),
+    "m1_fused_dlogits_no_n": (
+        {"answer_dlogits": "dlogits = F.softmax(logits, 1)\ndlogits[range(n), Yb] -= 1"},
+        "logits",
+    ),
     "m1_bnraw_from_dh": ({"answer_dbnraw": "dbnraw = bngain * dh"}, "bnraw"),
     "m1_dC_sum": ({"answer_dC": "dC = demb.sum((0, 1))"}, "C"),
     "m1_dC_flat_assign": (
@@ -250,7 +256,6 @@ EX1_MISTAKES = {
     "m1_dprobs_log": ({"answer_dprobs": "dprobs = probs.log() * dlogprobs"}, "probs"),
     "m1_dcounts_sum_inv_no_sum": ({"answer_dcounts_sum_inv": "dcounts_sum_inv = counts * dprobs"}, "counts_sum_inv"),
 }
-
 
 
 def no_grad(code: str) -> str:
@@ -312,3 +317,243 @@ def test_ex1_mistake_loses_exactly_its_step(graded1, student):
         c: (graded1[student].points[c], m) for c, m in graded1[student].messages.items() if not m.startswith("✔")
     }
     assert graded1[student].points[f"test_d{step}"] == 0, graded1[student].messages[f"test_d{step}"]
+
+
+# ------------------------------------------------------------------------------------------------ Exercises 2, 3
+EX23_ALTERNATIVES = {
+    "alt23_a": {
+        NB2: {
+            "answer_loss_fast": "loss_fast = F.cross_entropy(logits, Yb, reduction='mean')",
+            "answer_dlogits": "dlogits = F.softmax(logits, dim=-1) - F.one_hot(Yb, num_classes=vocab_size)\n"
+            "dlogits = dlogits / n",
+        },
+        NB3: {
+            "answer_hpreact_fast": "hpreact_fast = bngain * (hprebn - hprebn.mean(0, keepdim=True)) "
+            "* (hprebn.var(0, keepdim=True) + 1e-5) ** -0.5 + bnbias",
+            "answer_dbngain": "dbngain = torch.sum(bnraw * dhpreact, 0, keepdim=True)",
+            "answer_dbnbias": "dbnbias = dhpreact.sum(0, keepdim=True)",
+            "answer_dhprebn": "dhprebn = bngain * bnvar_inv / n * (n * dhpreact - dhpreact.sum(0, keepdim=True) "
+            "- n / (n - 1) * bnraw * (dhpreact * bnraw).sum(0, keepdim=True))",
+        },
+    },
+    "alt23_b": {
+        NB2: {
+            "answer_loss_fast": "loss_fast = (torch.logsumexp(logits, 1) - logits[range(n), Yb]).mean()",
+            "answer_dlogits": "dlogits = F.softmax(logits, 1).clone()\ndlogits[torch.arange(n), Yb] -= 1.0\n"
+            "dlogits *= 1 / n",
+        },
+        NB3: {
+            "answer_hpreact_fast": "hpreact_fast = bngain * (hprebn - hprebn.mean(0)) * torch.rsqrt("
+            "hprebn.var(0, unbiased=True) + 1e-5) + bnbias",
+            "answer_dhprebn": (  # bnvar_inv recomputed, then the mean form with n-1 in the projection
+                "dhprebn = bngain * (bnvar + 1e-5) ** -0.5 * (dhpreact - dhpreact.mean(0, keepdim=True) "
+                "- bnraw * (dhpreact * bnraw).sum(0, keepdim=True) / (n - 1))"
+            ),
+            "answer_dhprebn_biased": "dhprebn_biased = bngain * bnvar_inv_biased / n * (n * dhpreact_biased "
+            "- dhpreact_biased.sum(0, keepdim=True) - bnraw_biased * (dhpreact_biased * bnraw_biased)"
+            ".sum(0, keepdim=True))",
+        },
+    },
+    "alt23_c": {
+        NB2: {
+            "answer_loss_fast": "loss_fast = -F.log_softmax(logits, 1).gather(1, Yb.unsqueeze(1)).mean()",
+            "answer_dlogits": "dlogits = torch.exp(F.log_softmax(logits, 1))\n"
+            "dlogits.scatter_add_(1, Yb.view(-1, 1), -torch.ones(n, 1))\ndlogits /= n",
+        },
+        NB3: {
+            "answer_hpreact_fast": "hpreact_fast = bngain * (hprebn - hprebn.mean(0, keepdim=True)) "
+            "/ hprebn.var(0, keepdim=True, correction=1).add(1e-5).sqrt() + bnbias",
+            "answer_dhprebn": (  # the three-term form of the lecture's derivation, with the loss's mean
+                "dxhat = bngain * dhpreact\n"
+                "dhprebn = bnvar_inv / n * (n * dxhat - dxhat.sum(0) - n / (n - 1) * bnraw * (dxhat * bnraw).sum(0))"
+            ),
+            "answer_dhprebn_biased": "dhprebn_biased = bngain * bnvar_inv_biased * (dhpreact_biased "
+            "- dhpreact_biased.mean(0, keepdim=True) - bnraw_biased * (dhpreact_biased * bnraw_biased)"
+            ".mean(0, keepdim=True))",
+        },
+    },
+    "alt23_d": {
+        NB2: {"answer_loss_fast": "loss_fast = torch.nn.CrossEntropyLoss()(logits, Yb)"},
+        NB3: {
+            "answer_dhprebn": no_grad(
+                "dhprebn = bngain * bnvar_inv / n * (n * dhpreact - dhpreact.sum(0) "
+                "- n / (n - 1) * bnraw * (dhpreact * bnraw).sum(0))"
+            )
+        },
+    },
+}
+
+# student -> (notebook, answer cells changed, graded cells that must lose every point)
+EX23_MISTAKES = {
+    "m23_divide_before_subtract": (
+        NB2,
+        {"answer_dlogits": "dlogits = F.softmax(logits, 1) / n\ndlogits[range(n), Yb] -= 1"},
+        ["test_dlogits", "test_dlogits_rows"],
+    ),
+    "m23_dhprebn_no_gain_nograd": (
+        NB3,
+        {
+            "answer_dhprebn": no_grad(
+                "dhprebn = bnvar_inv / n * (n * dhpreact - dhpreact.sum(0) "
+                "- n / (n - 1) * bnraw * (dhpreact * bnraw).sum(0))"
+            )
+        },
+        ["test_dhprebn"],
+    ),
+    "m23_dhprebn_no_bessel_mean": (
+        NB3,
+        {
+            "answer_dhprebn": "dhprebn = bngain * bnvar_inv * (dhpreact - dhpreact.mean(0) "
+            "- bnraw * (dhpreact * bnraw).sum(0) / n)"
+        },
+        ["test_dhprebn"],
+    ),
+}
+
+
+@pytest.fixture(scope="module")
+def graded23():
+    out = {}
+    for name in (NB2, NB3):
+        rel, src = release(name), source_notebook(name)
+        class_ = {"solution": solved(rel, src)}
+        for student, changes in EX23_ALTERNATIVES.items():
+            class_[student] = solved(rel, src, changes.get(name, {}))
+        for student, (book, changes, _) in EX23_MISTAKES.items():
+            if book == name:
+                class_[student] = solved(rel, src, changes)
+        out[name] = autograde(name, class_)
+    return out
+
+
+@pytest.mark.parametrize("notebook", [NB2, NB3])
+@pytest.mark.parametrize("student", ["solution", *EX23_ALTERNATIVES])
+def test_ex2_ex3_alternative_keeps_every_point(graded23, notebook, student):
+    graded = graded23[notebook][student]
+    assert graded.lost() == [], {c: m for c, m in graded.messages.items() if not m.startswith("✔")}
+
+
+@pytest.mark.parametrize("student", EX23_MISTAKES)
+def test_ex2_ex3_mistake_loses_exactly_its_cells(graded23, student):
+    book, _, cells = EX23_MISTAKES[student]
+    graded = graded23[book][student]
+    assert graded.lost() == sorted(cells), graded.messages
+    assert all(graded.points[c] == 0 for c in cells), {c: graded.messages[c] for c in cells}
+
+
+# -------------------------------------------------------------------------------------------------- Exercise 4
+EX4_BACKWARD = """dlogits = F.softmax(logits, 1)
+dlogits[range(n), Yb] -= 1
+dlogits /= n
+dh = dlogits @ W2.T
+dW2 = h.T @ dlogits
+db2 = dlogits.sum(0)
+dhpreact = (1.0 - h**2) * dh
+dbngain = (bnraw * dhpreact).sum(0, keepdim=True)
+dbnbias = dhpreact.sum(0, keepdim=True)
+dhprebn = bngain * bnvar_inv / n * (n * dhpreact - dhpreact.sum(0) - n / (n - 1) * bnraw * (dhpreact * bnraw).sum(0))
+dembcat = dhprebn @ W1.T
+dW1 = embcat.T @ dhprebn
+db1 = dhprebn.sum(0)
+demb = dembcat.view(emb.shape)
+dC = torch.zeros_like(C)
+dC.index_add_(0, Xb.view(-1), demb.view(-1, n_embd))"""
+
+
+def ex4_step(update):
+    return f"grads = backward_pass(Xb, Yb, cache)\nfor p, grad in zip(parameters, grads):\n    {update}"
+
+
+EX4_ALTERNATIVES = {
+    "alt4_tuple_and_variants": {
+        "answer_backward_pass": (
+            "dlogits = (F.softmax(logits, 1) - F.one_hot(Yb, num_classes=vocab_size)) / n\n"
+            "dh = torch.matmul(dlogits, W2.T)\ndW2 = torch.einsum('ni,nj->ij', h, dlogits)\n"
+            "db2 = dlogits.sum(0, keepdim=False)\ndhpreact = (1 - h * h) * dh\n"
+            "dbngain = (bnraw * dhpreact).sum(0, keepdim=True)\ndbnbias = dhpreact.sum(0, keepdim=True)\n"
+            "dhprebn = bngain * bnvar_inv / n * (n * dhpreact - dbnbias - n / (n - 1) * bnraw * dbngain)\n"
+            "dembcat = dhprebn @ W1.T\ndW1 = torch.einsum('ni,nh->ih', embcat, dhprebn)\ndb1 = dhprebn.sum(0)\n"
+            "demb = dembcat.view(-1, block_size, n_embd)\ndC = torch.zeros_like(C)\n"
+            "for k in range(Xb.shape[0]):\n    for j in range(Xb.shape[1]):\n        dC[Xb[k, j]] += demb[k, j]\n"
+            "return (dC, dW1, db1, dW2, db2, dbngain, dbnbias)"
+        ),
+        "answer_training_step": ex4_step("p.data -= lr * grad"),
+    },
+    "alt4_nograd_update": {
+        "answer_training_step": "grads = backward_pass(Xb, Yb, cache)\nwith torch.no_grad():\n"
+        "    for p, grad in zip(parameters, grads):\n        p -= lr * grad",
+    },
+    "alt4_copy_update": {"answer_training_step": ex4_step("p.copy_(p - lr * grad)")},
+    "alt4_data_rebinding": {"answer_training_step": ex4_step("p.data = p.data - lr * grad")},
+    "alt4_indexed_update": {
+        "answer_training_step": "grads = backward_pass(Xb, Yb, cache)\nfor i in range(len(parameters)):\n"
+        "    parameters[i].data += -lr * grads[i]",
+    },
+    "alt4_onehot_dC_full_backward_nograd": {
+        "answer_backward_pass": no_grad(
+            EX4_BACKWARD.replace(
+                "dC = torch.zeros_like(C)\ndC.index_add_(0, Xb.view(-1), demb.view(-1, n_embd))",
+                "dC = F.one_hot(Xb, vocab_size).float().view(-1, vocab_size).T @ demb.view(-1, n_embd)",
+            )
+        ),
+    },
+}
+
+# New tensors put into the parameters list: forward reads `parameters`, so training runs, but the notebook's C, W1,
+# ... keep their initial values (the calibration cell reads them).
+EX4_REASSIGNED = {
+    "answer_training_step": "grads = backward_pass(Xb, Yb, cache)\n"
+    "for i, (p, grad) in enumerate(zip(parameters, grads)):\n"
+    "    parameters[i] = p - lr * grad",
+}
+
+EX4_MISTAKES = {  # student -> (changes, graded cells that must lose points)
+    "m4_update_without_lr": ({"answer_training_step": ex4_step("p -= grad")}, ["test_training"]),
+    "m4_dC_assign": (
+        {
+            "answer_backward_pass": EX4_BACKWARD.replace(
+                "dC.index_add_(0, Xb.view(-1), demb.view(-1, n_embd))", "dC[Xb.view(-1)] = demb.view(-1, n_embd)"
+            )
+        },
+        ["test_dC"],
+    ),
+    "m4_dlogits_no_n": (
+        {"answer_backward_pass": EX4_BACKWARD.replace("dlogits /= n\n", "")},
+        ["test_dC", "test_dW1", "test_dW2", "test_db2", "test_dbngain", "test_dbnbias"],
+    ),
+}
+
+
+@pytest.fixture(scope="module")
+def graded4():
+    rel, src = release(NB4), source_notebook(NB4)
+    class_ = {"solution": solved(rel, src), "alt4_reassigned": solved(rel, src, EX4_REASSIGNED)}
+    for student, changes in EX4_ALTERNATIVES.items():
+        class_[student] = solved(rel, src, changes)
+    for student, (changes, _) in EX4_MISTAKES.items():
+        class_[student] = solved(rel, src, changes)
+    return autograde(NB4, class_)
+
+
+@pytest.mark.parametrize("student", ["solution", *EX4_ALTERNATIVES])
+def test_ex4_alternative_keeps_every_point(graded4, student):
+    graded = graded4[student]
+    assert graded.lost() == [], {c: m for c, m in graded.messages.items() if not m.startswith("✔")}
+
+
+@pytest.mark.parametrize("student", EX4_MISTAKES)
+def test_ex4_mistake_loses_its_cells(graded4, student):
+    _, cells = EX4_MISTAKES[student]
+    assert graded4[student].lost() == sorted(cells), graded4[student].messages
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="grader gap: a training_step that puts new tensors into `parameters` leaves the notebook's C, W1, ... at "
+    "their initial values; backward_pass reads them, so the student's own run leaves autograd's at step 3, yet "
+    "every cell keeps its points: the training cell blames 'the wrong gradients' own cells' (none is wrong) and "
+    "the calibration is judged against the untrained C, W1, b1",
+)
+def test_ex4_new_tensors_in_the_parameters_list_cost_the_training_run(graded4):
+    graded = graded4["alt4_reassigned"]
+    assert "test_training" in graded.lost(), graded.messages["test_training"]
