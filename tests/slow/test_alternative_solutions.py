@@ -4,6 +4,10 @@ them (published notebooks, common PyTorch idioms), beyond the known cases of tes
 Every alternative must keep every point; every mistake must lose exactly its own graded cell (its downstream steps,
 right for the student's own upstream gradients, keep theirs). Cases the grader gets wrong are marked xfail with
 the reason.
+
+It grades in process (tests/support/in_process.py), without kernels, but takes 15-30 s (Exercise 4's training runs):
+it runs with the slow tier, to keep the fast one within its minute. The cases of tests/support/cases_ex*.py, which
+the fast tier grades, hold one of each kind found here that the grader once got wrong.
 """
 
 import nbformat
