@@ -29,6 +29,7 @@ from .results.gradebook import course_url, make_template
 from .results.grades_csv import grade_rows, step_columns, write_grades_csv
 from .results.history import Change, append_history
 from .results.merge import Lateness, Merger
+from .results.ungraded_pages import write_pages
 from .summary import Summary
 from .workers.pool import GraderSettings, Worker, WorkerPool
 from .workers.worker import error_cause
@@ -266,7 +267,7 @@ class ClassGrading:
             self.progress.update()
 
     def write(self, students: list, problems: list) -> tuple:
-        """grades.csv, problems.json, grade_history.csv and the class report; (their paths, report or None)."""
+        """grades.csv, problems.json, pages for notebooks not graded, grade_history.csv, the report; (paths, report)."""
         out = Path(self.o.out).resolve() if self.o.out else self.root
         out.mkdir(parents=True, exist_ok=True)
         grades_csv, problems_json, history_csv = out / "grades.csv", out / "problems.json", out / "grade_history.csv"
@@ -275,6 +276,7 @@ class ClassGrading:
         rows = grade_rows(self.gradebook, self.assignment, self.notebooks, steps, students, graded)
         write_grades_csv(grades_csv, rows, self.notebooks, steps)
         write_problems(problems_json, problems)
+        write_pages(self.root, self.assignment, self.notebooks, graded, problems, self.o.feedback, set(self.reasons))
         totals = {row["student"]: row["total"] for row in rows}
         for student, record in self.records.items():
             record.total = totals.get(student)
@@ -286,9 +288,7 @@ class ClassGrading:
         try:
             from .report.class_report import write_report
 
-            report = Path(
-                write_report(self.root, grades_csv, problems_json, history_csv, self.assignment, self.gradebook)
-            )
+            report = write_report(self.root, grades_csv, problems_json, history_csv, self.assignment, self.gradebook)
         except Exception as error:  # noqa: BLE001 (the grades are written; the report is a bonus)
             print(f"the class report failed: {error}", file=sys.stderr)
             report = None
