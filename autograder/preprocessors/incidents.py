@@ -21,10 +21,25 @@ class Limits:
     notebook_output_bytes: int = 0
 
 
+FIRST_LINE_CHARS = 60  # of a cell without a grade_id, shown to name it
+
+
 def cell_name(nb, index: int) -> str:
-    """'cell 12 (test_dprobs)': how problems name a cell."""
-    grade_id = nb.cells[index].metadata.get("nbgrader", {}).get("grade_id")
-    return f"cell {index + 1}" + (f" ({grade_id})" if grade_id else "")
+    """'cell 12 (In [9], test_dprobs)', 'cell 14 (In [11], "for i in range(10**9):")': how every problem names a
+    cell. Its place among all the notebook's cells (markdown ones too) tells it apart; the ``In [n]`` of its run is
+    what the feedback page and the autograded notebook show beside it, its grade_id what the Formgrader shows, and the
+    first line of a cell without one (a student's own), quoted, what a student finds in their notebook."""
+    cell = nb.cells[index]
+    shown, count = [], cell.get("execution_count")
+    if cell.get("cell_type") == "code" and isinstance(count, int) and not isinstance(count, bool):
+        shown.append(f"In [{count}]")
+    grade_id = cell.metadata.get("nbgrader", {}).get("grade_id")
+    first = next((line.strip() for line in str(cell.get("source", "")).splitlines() if line.strip()), "")
+    if grade_id:
+        shown.append(str(grade_id))
+    elif first:
+        shown.append(json.dumps(first[:FIRST_LINE_CHARS] + ("..." if len(first) > FIRST_LINE_CHARS else "")))
+    return f"cell {index + 1}" + (f" ({', '.join(shown)})" if shown else "")
 
 
 def timed_out_cells(nb) -> list:

@@ -38,15 +38,30 @@ def test_a_cell_interrupted_at_its_timeout_and_a_notebook_stopped_at_its_limit_a
     )
     assert incidents(nb) == [
         ("cell_timeout", "cell 2 (test_dprobs) ran over the 15 s cell limit and was interrupted; the notebook went on"),
-        ("cell_timeout", "cell 3 ran over the 15 s cell limit and was interrupted; the notebook went on"),
+        (
+            "cell_timeout",
+            'cell 3 ("while True: pass") ran over the 15 s cell limit and was interrupted; the notebook went on',
+        ),
     ]
     assert incidents(nb, notebook_time_limit_in=2) == [
         (
             "notebook_time_limit",
-            "the notebook ran over its 90 s limit in cell 3 and was stopped; the cells after it scored 0",
+            'the notebook ran over its 90 s limit in cell 3 ("while True: pass") and was stopped; '
+            "the cells after it scored 0",
         ),
         ("cell_timeout", "cell 2 (test_dprobs) ran over the 15 s cell limit and was interrupted; the notebook went on"),
     ]
+
+
+def test_a_cell_is_named_as_the_feedback_page_and_the_notebook_show_it():
+    """Its place among all cells, the In [n] of its run, and its grade_id, else its first line (quoted, cut short)."""
+    long = new_code_cell("\n  # " + "x" * 100 + "\nwhile True: pass", execution_count=7)
+    nb = new_notebook(cells=[graded_cell("test_dprobs"), long, new_code_cell("")])
+    nb.cells[0].execution_count = 3
+    for cell in nb.cells:
+        cell.outputs = [error("CellTimeoutError")]
+    named = [detail.split(" ran over")[0] for _, detail in incidents(nb)]
+    assert named == ["cell 1 (In [3], test_dprobs)", f'cell 2 (In [7], "# {"x" * 58}...")', "cell 3"]
 
 
 def test_a_graded_cell_without_an_answer_says_why():

@@ -52,7 +52,7 @@ def test_a_notebook_of_many_cells_each_within_its_budget_is_bounded_in_all():
     found = notebook_incidents(execute.nb, state, Limits(600, 60, LIMIT, 0, 4 * LIMIT), execute._truncated, None)
     assert len(found) == 96 and found[0] == (
         "output_limit",
-        "cell 5 printed after the notebook's output passed 0.038147 MB; the rest of its output was dropped",
+        'cell 5 ("x") printed after the notebook\'s output passed 0.038147 MB; the rest of its output was dropped',
     )
 
 

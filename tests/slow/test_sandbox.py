@@ -405,7 +405,8 @@ def test_a_message_over_the_limit_is_dropped_and_named_and_the_notebook_goes_on(
     assert "this cell sent a message of more than 2 MB" in texts[-1], texts
     assert nb.cells[1].outputs[0].text == "after\n"
     (problem,) = resources["backprop_ninja"]["incidents"]
-    assert problem.kind == "message_limit" and "cell 1 sent 2 messages of 8 MB and 3 MB" in problem.detail, problem
+    assert problem.kind == "message_limit" and problem.detail.startswith("cell 1 (In [1], "), problem
+    assert "sent 2 messages of 8 MB and 3 MB" in problem.detail, problem
 
 
 MANY_EMPTY_FRAMES = """
@@ -429,7 +430,8 @@ def test_a_message_of_many_empty_frames_counts_what_holding_them_costs(course):
     texts = [o.text for o in nb.cells[0].outputs if o.output_type == "stream"]
     assert "small\n" in texts and not [t for t in texts if "hidden" in t], texts
     (problem,) = resources["backprop_ninja"]["incidents"]
-    assert problem.kind == "message_limit" and "cell 1 sent 1 message of" in problem.detail, problem
+    assert problem.kind == "message_limit" and problem.detail.startswith("cell 1 (In [1], "), problem
+    assert "sent 1 message of" in problem.detail, problem
 
 
 def test_a_kernel_cannot_touch_the_sockets_the_grader_connects_to(course, tmp_path):
