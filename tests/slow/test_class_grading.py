@@ -28,6 +28,7 @@ from support.edits import duplicated, fake_grade_cell, stripped, without
 from autograder.authoring.submissions import grade_id, solved
 from autograder.data import EMBEDDED_NAMES
 from autograder.engine.backward_rules import STEPS
+from autograder.grading.results.ungraded_pages import is_ours
 
 pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is not installed")
 
@@ -577,8 +578,14 @@ def test_feedback_for_every_graded_student(graded):
     course = graded[0]
     for student, row in rows(course).items():
         html = course.root / "feedback" / student / ASSIGNMENT / f"{NB}.html"
-        assert html.is_file() == (row[NB] != ""), student
+        # nbgrader's page for a graded notebook; for one not graded, a page that says why (ungraded_pages)
+        assert html.is_file() and is_ours(html) == (row[NB] == ""), student
         assert not (html.parent / "names.txt").exists()  # the feedback, not another copy of the data set
+    broken = (course.root / "feedback" / "bad_not_json" / ASSIGNMENT / f"{NB}.html").read_text()
+    assert 'data-problem="not_a_notebook"' in broken and "not JSON" in broken and "<h4>" in broken
+    assert "<html>Sorry" not in broken and str(course.root) not in broken
+    missing = course.root / "feedback" / "nothing_student" / ASSIGNMENT / f"{NB}.html"
+    assert 'data-problem="missing_notebook"' in missing.read_text()
     html = (course.root / "feedback" / "bad_uninterruptible" / ASSIGNMENT / f"{NB}.html").read_text()
     # the notebook-wide limit or, on a loaded machine, the cell timeout that comes first: either way the
     # feedback names the time problem
