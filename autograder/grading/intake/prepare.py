@@ -18,6 +18,8 @@ from .repair import repair
 GRADING_DIR = ".grading"  # the grader's own working folder in the course root
 STAGED = f"{GRADING_DIR}/staged"  # nbgrader's submitted_directory for the workers
 LOOKED_AT = 500  # the entries of a student's folder looked at for a notebook handed in under another name
+# said to the instructor only (a student's page leaves it out: ungraded_pages)
+FOR_THE_INSTRUCTOR = ": `backprop-ninja grade --from submitted` matches such names as it does a download's"
 
 
 def read_releases(root: Path, assignment: str, notebooks: list) -> dict:
@@ -39,10 +41,7 @@ def stage_student(root: Path, assignment: str, student: str, notebooks: list, re
         if data is None:
             detail = f"no {notebook}.ipynb was handed in as a regular file"
             if others := named_otherwise(root / "submitted" / student, assignment, notebook, notebooks):
-                detail += (
-                    f"; the student's folder holds {', '.join(others)}: `backprop-ninja grade --from submitted` "
-                    "matches such names as it does a download's"
-                )
+                detail += f"; the student's folder holds {', '.join(others)}{FOR_THE_INSTRUCTOR}"
             problems.append(Problem(student, notebook, "missing_notebook", detail))
             continue
         nb, found = repair(data, releases[notebook], notebook, student)

@@ -18,6 +18,7 @@ from ...common.editions import EDITIONS, ENGLISH, edition
 from ...common.problems import KINDS, rank
 from ...common.words import say
 from ..intake.exchange import KEPT, MAX_SMALL_BYTES, read_owned, secret_beside_feedback
+from ..intake.prepare import FOR_THE_INSTRUCTOR
 from ..intake.repair import MAX_BYTES, load
 
 MARK = '<meta name="generator" content="backprop-ninja: not graded">'  # tells this page from nbgrader's
@@ -80,7 +81,8 @@ def reason(problems: list) -> tuple:
         return None, *DEFAULT, None
     worst = min(problems, key=lambda p: rank(p.kind))
     why, todo = REASONS.get(worst.kind, DEFAULT)
-    return worst.kind, why, todo, worst.detail if worst.kind in SHOWN else None
+    detail = worst.detail.replace(FOR_THE_INSTRUCTOR, "") if worst.kind in SHOWN else None
+    return worst.kind, why, todo, detail
 
 
 def page(notebook: str, problems: list, code: str, root: Path | None = None) -> str:
