@@ -7,7 +7,6 @@ stdout. The protocol and its guarantees: docs/design/sandbox.md, "Kernel parents
 
 from __future__ import annotations
 
-import errno
 import gc
 import json
 import os
@@ -20,7 +19,7 @@ from ..data import SEED_VARIABLE
 from .environment import NOTEBOOK_VARIABLES
 from .policy import CPU_SLACK, SCRATCH, SOCKETS
 from .process_guards import load_seccomp_filter, set_dumpable
-from .scratch import MAX_ENTRIES, fill_scratch, left_behind
+from .scratch import MAX_ENTRIES, TooMany, fill_scratch, left_behind, remove_inside, write_all
 from .warm_up import warm_up
 
 KERNEL_MODULE = "ipykernel_launcher"  # a kernel command a parent can fork: [python, -m, KERNEL_MODULE, ...]
@@ -28,37 +27,11 @@ COLD = "--cold"  # the parent's argument that makes it import nothing ahead and 
 PRIVATE_FOLDERS = ("/tmp", "/dev/shm", SOCKETS, SCRATCH)  # the sandbox's own tmpfs mounts, emptied after every kernel
 
 
-class TooMany(Exception):
-    """A folder holds more entries than the parent will walk: its sandbox is ended instead (its tmpfs with it)."""
-
-
-def remove_inside(folder: str, device: int, budget: list) -> None:
-    """Remove what ``folder`` holds on ``device``, never crossing into another mount (the connection folder is bound
-    inside /tmp when the grader's temporary folder lies there); ``budget[0]`` entries at most, then TooMany."""
-    for entry in os.scandir(folder):
-        budget[0] -= 1
-        if budget[0] < 0:
-            raise TooMany(folder)
-        try:
-            if entry.is_dir(follow_symlinks=False):
-                if (st := entry.stat(follow_symlinks=False)).st_dev == device:
-                    if st.st_uid == os.getuid() and st.st_mode & 0o700 != 0o700:  # a kernel's unlistable folder
-                        os.chmod(entry.path, 0o700)  # (0311) kept all it held, IPython startup files included
-                    remove_inside(entry.path, device, budget)
-                    os.rmdir(entry.path)
-            else:
-                os.unlink(entry.path)
-        except OSError as error:  # a folder bwrap made on the way to a mount (root's), or one holding a mount
-            if error.errno == errno.ENAMETOOLONG:  # nested deeper than a path can name, maybe in such a folder
-                raise TooMany(entry.path) from None
-
-
-def clear_sandbox() -> bool:
-    """Kill every process of the sandbox but this one and pid 1; empty the private folders. False when they hold
-    more than MAX_ENTRIES, or when anything the parent did not find there at its start is left (a folder nested
-    deeper than a path can name): then only ending the sandbox clears them."""
-    init = os.getpid() == 1  # (as root pid 1 is bubblewrap's init, which reaps orphans: the parent kills once)
-    while True:  # as init, until no other process is left, not even one dead and unreaped: every orphan comes to it
+def kill_the_rest() -> None:
+    """Kill every process of the sandbox but this one and pid 1 (as root, bubblewrap's init, which reaps orphans: the
+    parent kills once); as init, until no other process is left, not even one dead and unreaped."""
+    init = os.getpid() == 1
+    while True:  # every orphan comes to init
         try:
             os.kill(-1, signal.SIGKILL)  # (again each time: one may have forked since)
         except (ProcessLookupError, PermissionError):  # none left, or none it may signal
@@ -75,6 +48,12 @@ def clear_sandbox() -> bool:
                 break
         except ChildProcessError:
             break
+
+
+def empty_private_folders() -> bool:
+    """Empty the private folders; False when they hold more than MAX_ENTRIES, or when anything the parent did not find
+    there at its start is left (a folder nested deeper than a path can name): then only ending the sandbox clears
+    them. It reads the names a kernel chose: only in a child of the parent (``in_child``)."""
     budget = [MAX_ENTRIES]
     try:
         for folder in PRIVATE_FOLDERS:
@@ -83,6 +62,48 @@ def clear_sandbox() -> bool:
     except (TooMany, RecursionError):  # a chain of some 1,100 folders recurses too deep before a path is too long
         return False
     return all(set(os.listdir(f)) <= _found_at_start.get(f, set()) for f in PRIVATE_FOLDERS if os.path.isdir(f))
+
+
+def in_child(work) -> int:
+    """Run ``work()`` in a short-lived child and return its result (1 if it raised). What the child reads (the names
+    of the files a kernel or a student's folder holds) stays in its memory, which ends with it: every kernel is forked
+    from the parent, with a copy of the parent's memory, its freed parts included. The child answers before it exits,
+    and is reaped later (``kill_the_rest``): its exit, unmapping its copy of torch, took longer than its work."""
+    answer, answered = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        status = 1
+        try:
+            os.close(answer)
+            status = work()
+        except BaseException:  # noqa: BLE001 (the log shows it; the parent says the clear failed)
+            import traceback
+
+            traceback.print_exc()
+        finally:
+            sys.stderr.flush()
+            os.write(answered, bytes([status & 255]))
+            os._exit(status)
+    os.close(answered)
+    try:
+        status = os.read(answer, 1)
+    finally:
+        os.close(answer)
+    return status[0] if status else 1  # (nothing: it was killed)
+
+
+NOT_CLEARED = 3  # a child's exit status: the private folders could not be emptied (the sandbox must end)
+
+
+def clear_sandbox(then=None) -> bool:
+    """Kill every process of the sandbox but this one and pid 1; empty the private folders (in a child), and there
+    run ``then()`` too, if given, for its exit status. False when the folders could not be emptied
+    (``empty_private_folders``); OSError if ``then`` failed."""
+    kill_the_rest()
+    status = in_child(lambda: NOT_CLEARED if not empty_private_folders() else then() if then else 0)
+    if status not in (0, NOT_CLEARED):
+        raise OSError(f"the kernel parent's child that clears the sandbox failed (status {status}, see the log)")
+    return status == 0
 
 
 _found_at_start = {}  # private folder -> what it held when the parent started (a mount point bwrap made may stay)
@@ -100,6 +121,8 @@ def run_ahead(setup: dict, env: dict):
     variables = {k: v for k, v in env.items() if k in NOTEBOOK_VARIABLES and k != SEED_VARIABLE}
     key = sources, tuple(sorted(variables.items()))
     if key not in _ahead:
+        if not clear_sandbox():
+            raise TooMany("the sandbox holds too many files to clear")
         saved = dict(os.environ), list(sys.path)
         os.environ.update(variables)
         sys.path[:] = [p for p in sys.path if p and not (p + os.sep).startswith(_started_in + os.sep)]
@@ -123,6 +146,8 @@ def run_kernel(argv: list, env: dict, cwd: str, replies: int, armed: tuple = ())
     status = 1
     try:
         os.close(replies)  # the kernel must not be able to answer for its parent
+        if _state is not None:
+            os.close(_state)  # nor read what its parent's children wrote down
         if _kernels_cpu is not None:  # (a hard limit: the kernel cannot raise it again)
             resource.setrlimit(resource.RLIMIT_CPU, _kernels_cpu)
         set_dumpable(True)
@@ -167,40 +192,68 @@ def lift_cpu_limit() -> None:
         resource.setrlimit(resource.RLIMIT_CPU, (resource.RLIM_INFINITY, resource.RLIM_INFINITY))
 
 
-_copied = None  # what ``fill_scratch`` copied for the kernel running (None: nothing to look at)
-_left_out = None  # ... and its summary of what it left out (None: nothing)
+_state = None  # a memfd: what ``fill_scratch`` copied for the kernel running, and what it left out, which the child
+_filled = False  # that filled the scratch wrote there (when True) for the child that reads what the kernel left
+_dirty = True  # something may have written in the private folders since they were last emptied
+
+
+def fill(cwd: str) -> int:
+    """In a child: copy ``cwd`` into the scratch (``fill_scratch``) and write down for ``clear`` what was copied."""
+    copied, left_out = fill_scratch(cwd)
+    write_all(_state, json.dumps({"copied": copied, "left_out": left_out}).encode())
+    return 0
 
 
 def start(argv: list, env: dict, cwd: str, replies: int, setup=None) -> dict:
     """Fork a kernel that works in a fresh copy of ``cwd`` (the student's folder) in the scratch; with ``setup``, one
     that takes the seed-free setup cells run ahead here (``run_ahead``) and the locked cells' input transformations."""
-    global _copied, _left_out
+    global _state, _filled, _dirty
     if argv[1:3] != ["-m", KERNEL_MODULE]:
         raise ValueError(f"can only fork {KERNEL_MODULE}, not {argv[:3]}")
-    if not clear_sandbox():
-        raise TooMany("the sandbox holds too many files to clear")
     armed = ()
     if setup and COLD not in sys.argv[1:]:
         from ..in_kernel.setup_ahead import transformed
 
         ahead = run_ahead(setup, env) if setup["ahead"] else None
         armed = setup["cells"], setup["ahead"], ahead, transformed(setup["locked"])
-    _copied, _left_out = fill_scratch(cwd)
+    if _state is None:
+        _state = os.memfd_create("copied")
+    _filled, _dirty = False, True
+    if not clear_sandbox(then=lambda: fill(cwd)):  # the names of the student's files stay in the child
+        raise TooMany("the sandbox holds too many files to clear")
+    _filled = True
     pid = os.fork()
     if pid == 0:
         run_kernel(argv, env, SCRATCH, replies, armed)
     return {"pid": pid}
 
 
-def clear() -> dict:
+def walk_and_clear(filled: bool, replies: int) -> int:
+    """In a child: the reply to ``clear``, written to ``replies`` (the grader's pipe) here, so that the names it holds
+    never pass through the parent."""
+    left = None
+    if filled:
+        state = json.loads(os.pread(_state, os.fstat(_state).st_size, 0))
+        left = left_behind({path: v and tuple(v) for path, v in state["copied"].items()})
+        if state["left_out"]:  # reported with what the kernel left: the grader reads both after the kernel
+            left = {**(left or {}), "left_out": state["left_out"]}
+    cleared = empty_private_folders()
+    write_all(replies, (json.dumps({"cleared": cleared, "left": left}) + "\n").encode(), None)
+    return 0 if cleared else NOT_CLEARED
+
+
+def clear(replies: int) -> dict | None:
     """After a kernel: what it left in its folder (with ``left_out``, what of the student's folder did not fit in it),
-    then the sandbox cleared (``cleared`` false: end it instead)."""
-    global _copied, _left_out
-    left = left_behind(_copied) if _copied is not None else None
-    if _left_out:  # reported with what the kernel left: the grader reads both after the kernel
-        left = {**(left or {}), "left_out": _left_out}
-    _copied = _left_out = None
-    return {"cleared": clear_sandbox(), "left": left}
+    then the sandbox cleared (``cleared`` false: end it instead). A child reads it and writes the reply itself to
+    ``replies`` (then None; the error, if it failed)."""
+    global _filled, _dirty
+    filled, _filled = _filled, False
+    kill_the_rest()  # (before the walk: nothing of the kernel's adds files while it runs)
+    if not _dirty:  # cleared already, and nothing forked since: the next kernel's start empties them again anyway
+        return {"cleared": True, "left": None}
+    status = in_child(lambda: walk_and_clear(filled, replies))
+    _dirty = status != 0
+    return None if status in (0, NOT_CLEARED) else {"error": f"the child that clears failed with status {status}"}
 
 
 def poll(pid: int) -> dict:
@@ -232,12 +285,13 @@ def main() -> None:
             elif "poll" in request:
                 reply = poll(int(request["poll"]))
             elif "clear" in request:
-                reply = clear()
+                reply = clear(replies.fileno())  # (None: a child wrote it)
             else:
                 reply = {"error": f"unknown request {sorted(request)}"}
         except Exception as failed:  # noqa: BLE001 (the kernel manager says why)
             reply = {"error": f"{type(failed).__name__}: {failed}"}
-        replies.write(json.dumps(reply) + "\n")
+        if reply is not None:
+            replies.write(json.dumps(reply) + "\n")
 
 
 if __name__ == "__main__":

@@ -1,10 +1,12 @@
 """The kernel's working folder, its scratch (a tmpfs at policy.SCRATCH, inside the sandbox): the kernel parent fills
 it with a copy of the student's folder before each kernel (``fill_scratch``) and reads back what the kernel left there
-(``left_behind``) before it clears the sandbox (in_sandbox.py).
+(``left_behind``) before it empties it (``remove_inside``, in_sandbox.py). Each reads names that a student or a
+kernel chose, so the parent runs them only in short-lived children of its own (``in_sandbox.in_child``).
 """
 
 from __future__ import annotations
 
+import errno
 import os
 import shutil
 import stat
@@ -118,3 +120,38 @@ def left_behind(copied: dict) -> dict | None:
     examples = [name for _, name in sorted(found)[:EXAMPLES]]
     return {"counts": counts, "changed": changed, "hard_links": hard_links, "bytes": used, "examples": examples,
             "capped": capped, "unread": unread}  # fmt: skip
+
+
+class TooMany(Exception):
+    """A folder holds more entries than the parent will walk: its sandbox is ended instead (its tmpfs with it)."""
+
+
+def remove_inside(folder: str, device: int, budget: list) -> None:
+    """Remove what ``folder`` holds on ``device``, never crossing into another mount (the connection folder is bound
+    inside /tmp when the grader's temporary folder lies there); ``budget[0]`` entries at most, then TooMany."""
+    for entry in os.scandir(folder):
+        budget[0] -= 1
+        if budget[0] < 0:
+            raise TooMany(folder)
+        try:
+            if entry.is_dir(follow_symlinks=False):
+                if (st := entry.stat(follow_symlinks=False)).st_dev == device:
+                    if st.st_uid == os.getuid() and st.st_mode & 0o700 != 0o700:  # a kernel's unlistable folder
+                        os.chmod(entry.path, 0o700)  # (0311) kept all it held, IPython startup files included
+                    remove_inside(entry.path, device, budget)
+                    os.rmdir(entry.path)
+            else:
+                os.unlink(entry.path)
+        except OSError as error:  # a folder bwrap made on the way to a mount (root's), or one holding a mount
+            if error.errno == errno.ENAMETOOLONG:  # nested deeper than a path can name, maybe in such a folder
+                raise TooMany(entry.path) from None
+
+
+def write_all(fd: int, data: bytes, at: int | None = 0) -> None:
+    """Write ``data`` to ``fd`` (a file emptied first, from offset ``at``; None: a pipe)."""
+    if at is not None:
+        os.ftruncate(fd, 0)
+    view = memoryview(data)
+    while view:
+        done = os.write(fd, view) if at is None else os.pwrite(fd, view, at)
+        view, at = view[done:], None if at is None else at + done

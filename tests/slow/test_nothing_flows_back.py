@@ -22,6 +22,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import uuid
 from pathlib import Path
 
 import nbformat
@@ -369,6 +370,56 @@ def test_a_kernel_can_trace_no_process_of_its_sandbox_nor_write_into_the_next_st
     looked = [line for line in answer_output(root, "h_victim").splitlines() if line.startswith("LOOKED")]
     assert looked and not [line for line in looked if "WRITTEN_BY" in line], looked
     assert all(grades(root)[student]["total"] == FULL for student in ("ada_perfect", "h_trace", "h_victim"))
+
+
+LEAVE_A_NAME = """open("left-by-h-leave-TOKEN", "w").close()
+"""
+SEARCH_MEMORY = """import os
+_plus_one = bytes((_b + 1) % 256 for _b in range(256))  # the name is searched for shifted, so that it is never here
+def _in_memory(_shifted):
+    _fd, _tail = os.open("/proc/self/mem", os.O_RDONLY), b""
+    try:
+        for _line in open("/proc/self/maps").read().splitlines():
+            _span, _perms = _line.split()[:2]
+            if not _perms.startswith("rw"):  # what a process writes: its heap, stacks, anonymous maps
+                continue
+            _at, _end = (int(_x, 16) for _x in _span.split("-"))
+            while _at < _end:
+                try:
+                    _chunk = os.pread(_fd, min(_end - _at, 2**24), _at)
+                except OSError:
+                    break
+                if not _chunk:
+                    break
+                if _shifted in (_tail + _chunk).translate(_plus_one):
+                    return True
+                _tail, _at = _chunk[-len(_shifted):], _at + len(_chunk)
+    finally:
+        os.close(_fd)
+    return False
+_mine = ("made-by-h-search-" + str(os.getpid()) * 4).encode()  # in memory: the search must find it
+print("SEARCHED", *(_in_memory(_s) for _s in (_mine.translate(_plus_one), bytes.fromhex("SHIFTED"),
+                                                bytes.fromhex("HANDED_IN"))))
+"""
+
+
+def test_the_names_a_kernel_left_are_not_in_the_next_students_kernels_memory(grader):
+    """A kernel is forked from its parent, with a copy of the parent's memory, freed parts included. The parent read
+    the names of the files the kernel before had left (to sum them up and to clear the sandbox): the next student's
+    kernel found one by searching its own memory. Now only short-lived children of the parent read them."""
+    token = uuid.uuid4().hex
+    shifted = bytes((b + 1) % 256 for b in f"left-by-h-leave-{token}".encode()).hex()
+    hostile = {"h_leave": LEAVE_A_NAME.replace("TOKEN", token), "h_search": SEARCH_MEMORY.replace("SHIFTED", shifted)}
+    handed_in = f"handed-in-by-h-leave-{uuid.uuid4().hex}.txt"  # a name of their folder, which the parent copies
+    hostile["h_search"] = hostile["h_search"].replace(
+        "HANDED_IN", bytes((b + 1) % 256 for b in handed_in.encode()).hex()
+    )
+    root = grader.course(hostile, controls=(), name="names")
+    (root / "submitted" / "h_leave" / ASSIGNMENT / handed_in).write_text("x")
+    grader.grade(root, "--quiet", "--workers", "1")
+    assert [kind for kind, _ in problems(root)["h_leave"]] == ["kernel_files_discarded"]
+    assert "SEARCHED True False False" in answer_output(root, "h_search"), answer_output(root, "h_search")
+    assert all(grades(root)[student]["total"] == FULL for student in ("h_leave", "h_search"))
 
 
 WRITE_IN_DEV = """import os
