@@ -306,3 +306,35 @@ def test_an_images_size_from_the_kernel_adds_no_attribute_to_its_tag(tmp_path):
         assert not [name for name in element.attrs if name.startswith("on")], element
     assert "javascript:" not in str(cells)
     assert cells.find("img", height="2") and cells.find("img", width="4.5")  # the sizes that are numbers stay
+
+
+def mathjax_sources(page: str) -> list:
+    return [s["src"] for s in BeautifulSoup(page, "html.parser").find_all("script", src=True) if "mathjax" in s["src"]]
+
+
+def test_the_math_a_student_writes_makes_no_link_that_runs_a_script(tmp_path):
+    """MathJax turns ``\\href{javascript:...}{text}`` in a student's markdown into a link that runs in the page's origin
+    (the staff's Jupyter server, in the Formgrader) when clicked. Both pages load MathJax 2 with its Safe extension,
+    which keeps only http(s), file and relative links (nbgrader's templates call nbconvert's ``mathjax()`` macro with
+    its default address: ``HTMLExporter.mathjax_url`` does not reach them). The pages' own MathJax configuration sets
+    nothing of Safe's. No MathJax runs offline in the tests' browser, so this checks the configuration."""
+    from nbgrader.server_extensions.formgrader import handlers
+    from traitlets.config.loader import PyFileConfigLoader
+
+    math = new_markdown_cell(r"$\href{javascript:alert(1)}{x}$")
+    nb = new_notebook(cells=[math], metadata={"language_info": {"name": "python"}})
+    converter = feedback_converter(tmp_path)
+    feedback, _ = FeedbackExporter(parent=converter, config=converter.config).from_notebook_node(
+        nb, page_resources("ex1_atomic_backward")
+    )
+    config = PyFileConfigLoader("nbgrader_config.py", path=str(REPO)).load_config()
+    config.HTMLExporter.template_name = "formgrade"
+    config.HTMLExporter.extra_template_basedirs = [handlers.template_path]
+    shown = dict.fromkeys(("assignment_id", "notebook_id", "submission_id", "student", "first_name", "last_name"), "x")
+    shown.update(index=0, total=1, base_url="/", notebook_path="x.ipynb")
+    formgrader, _ = HTMLExporter(config=config).from_notebook_node(nb, resources=shown)
+    for page in (feedback, formgrader):
+        (source,) = mathjax_sources(page)
+        assert source.startswith("https://cdnjs.cloudflare.com/ajax/libs/mathjax/2."), source
+        assert "Safe" in source.split("config=", 1)[1].split("&")[0].split(","), source
+        assert "safeProtocols" not in page and "Safe:" not in page  # Safe's own defaults: no javascript:, no data:
