@@ -125,9 +125,10 @@ def _replay_training_step(namespace: dict) -> dict:
     """training_step for the graded run's steps again, from the initial parameters, with the course's own
     gradients in place of the student's backward_pass: the run that judges training_step alone.
 
-    The payload holds the losses ("replay_losses"), how it ended and how often training_step asked for the
-    gradients ("replay") and the parameters it reached ("replay_<name>"). The notebook's parameters, backward_pass and
-    forward are put back as they were.
+    The payload holds the losses ("replay_losses"), how it ended, how often training_step asked for the gradients and
+    the first step after which ``parameters`` held other tensors than before, if it did ("replay", "rebound_at": new
+    tensors put into the list leave the notebook's C, W1, ... behind), and the parameters it reached ("replay_<name>").
+    The notebook's parameters (the list and its tensors), backward_pass and forward are put back as they were.
     """
     from ..engine.training.network import GRADED_STEPS, PARAMETER_NAMES, manual_backward, minibatches
 
@@ -145,7 +146,13 @@ def _replay_training_step(namespace: dict) -> dict:
     namespace["backward_pass"] = right_gradients
     forward = namespace.get("forward")
     namespace["forward"] = getattr(forward, "__wrapped__", forward)  # not counted by limit_forward
-    losses, status = [], {"kind": "returned"}
+    losses, status, rebound = [], {"kind": "returned"}, None
+    tensors = list(parameters)  # the objects themselves: training_step must change them, not replace them
+
+    def replaced():
+        now = namespace.get("parameters")
+        return now is not parameters or len(now) != len(tensors) or any(a is not b for a, b in zip(now, tensors))
+
     with torch.no_grad():
         trained = [p.detach().clone() for p in parameters]
         for p, p0 in zip(parameters, namespace["initial_parameters"]):
@@ -153,14 +160,17 @@ def _replay_training_step(namespace: dict) -> dict:
         try:
             for ix, lr in minibatches(X, namespace["SEED"], GRADED_STEPS, namespace["batch_size"]):
                 losses.append(float(step(X[ix], Y[ix], lr)))
+                rebound = rebound or (len(losses) if replaced() else None)
         except Exception as error:  # the grader says which error it was, and at which step
             status = {"kind": "raised", "type": type(error).__name__, "message": str(error)[:300]}
-        payload = {f"replay_{name}": wire.encode(p) for name, p in zip(PARAMETER_NAMES, parameters)}
+        reached = namespace.get("parameters") if isinstance(namespace.get("parameters"), list) else parameters
+        payload = {f"replay_{name}": wire.encode(p) for name, p in zip(PARAMETER_NAMES, reached)}
+        namespace["parameters"], parameters[:] = parameters, tensors
         for p, p1 in zip(parameters, trained):
             p.copy_(p1)
     namespace.pop("backward_pass")
     namespace.update(saved)
-    status["backward_calls"] = len(calls)
+    status["backward_calls"], status["rebound_at"] = len(calls), rebound
     return {**payload, "replay": status, "replay_losses": wire.encode(torch.tensor(losses, dtype=torch.float64))}
 
 

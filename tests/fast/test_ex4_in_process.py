@@ -66,7 +66,9 @@ def test_a_mistake_costs_its_own_points(graded, student):
         assert text in graded[student].messages[cell], graded[student].messages[cell]
 
 
-@pytest.mark.parametrize("student", ["m_update_rebinds", "m_update_missing", "m_update_sign"])
+@pytest.mark.parametrize(
+    "student", ["m_update_rebinds", "m_update_missing", "m_update_sign", "m_update_list_reassigned"]
+)
 def test_a_wrong_training_step_is_not_blamed_on_right_gradients(graded, student):
     """Every gradient right, training_step wrong: the replay with the right gradients says why the run departs; the
     notebook's own run departs for the same reason, and no line sends the student to their backward_pass."""
@@ -98,6 +100,18 @@ def test_an_update_left_out_is_not_called_a_rebinding(graded):
         "p = p - lr * grad" not in message and graded["m_update_missing"].diagnoses["test_training"] == "not_answered"
     )
     assert graded["m_update_rebinds"].diagnoses["test_training"] == "not_updated_in_place"
+
+
+def test_new_tensors_in_the_parameters_list_lose_the_follow_points_and_say_how_to_update(graded):
+    """parameters[i] = p - lr * grad: the replay's losses follow autograd's (the grader's gradients read the list),
+    yet the notebook's C, W1, ... never move. The follow points go, with the reason and the fix; the goal's point,
+    the gradients and the calibration (consistent with the parameters the notebook has) keep theirs."""
+    got = graded["m_update_list_reassigned"]
+    message = got.messages["test_training"]
+    assert got.diagnoses["test_training"] == "not_updated_in_place"
+    assert "keep their initial values" in message and "p += -lr * grad (or p.data -= lr * grad)" in message, message
+    assert "follows autograd's run" not in message and "your own training run" not in message, message
+    assert f"goal: below {REACH_LOSS:g}" in message, message
 
 
 def test_exact_zeros_for_db1_are_right_and_say_why(graded):

@@ -70,6 +70,15 @@ def training_step(Xb, Yb, lr):
     return loss
 """
 
+REPLACES = """
+def training_step(Xb, Yb, lr):
+    loss, cache = forward(Xb, Yb)
+    grads = backward_pass(Xb, Yb, cache)
+    for i, (p, grad) in enumerate(zip(parameters, grads)):
+        parameters[i] = p - lr * grad
+    return loss
+"""
+
 
 TOO_SLOW = """
 def training_step(Xb, Yb, lr):
@@ -124,6 +133,20 @@ def test_a_training_step_that_ignores_lr_is_not_a_tick(ex4):
 def test_a_training_step_that_changes_nothing_is_named_at_its_second_step(ex4):
     out = check_training(ex4, REBINDS)
     assert "leaves plain gradient descent at step 2 " in out, out
+
+
+def test_new_tensors_put_into_the_parameters_list_are_not_a_tick(ex4):
+    """Its losses follow plain gradient descent (forward reads the list), yet the notebook's C, W1, ... never move:
+    the check says so at the first step, as the autograder does, and puts the list's own tensors back."""
+    setup, _ = ex4
+    named = list(setup["parameters"])
+    out = check_training(ex4, REPLACES)
+    assert out.startswith(
+        "✘ training: with the right gradients, your training_step puts new tensors into the list parameters "
+        "(parameters[i] = ..., at step 1)"
+    ), out
+    assert "p += -lr * grad (or p.data -= lr * grad)" in out and "✔" not in out, out
+    assert all(p is q for p, q in zip(setup["parameters"], named))
 
 
 def test_a_training_step_not_written_yet_says_so(ex4):

@@ -6,6 +6,7 @@ representative ones through the real nbgrader pipeline (tests/slow/test_ex4_pipe
 
 from autograder.authoring.submissions import solved
 from autograder.engine.training import network as training
+from autograder.engine.training.reference_runs import FOLLOW_POINTS, POINTS
 
 NB = "ex4_manual_training"
 GRADIENTS = [f"test_d{name}" for name in training.PARAMETER_NAMES]
@@ -118,6 +119,17 @@ MISTAKES = {
         {"test_training": 0},
         {"test_training": "the parameters never changed"},
     ),
+    # New tensors put into the list: the replay (which reads the list) follows autograd's run, but the notebook's C,
+    # W1, ... keep their initial values, and backward_pass and every later cell read them. The follow points go.
+    "m_update_list_reassigned": (
+        {
+            "answer_training_step": "grads = backward_pass(Xb, Yb, cache)\n"
+            "for i, (p, grad) in enumerate(zip(parameters, grads)):\n    parameters[i] = p - lr * grad"
+        },
+        [],
+        {"test_training": POINTS["training"] - FOLLOW_POINTS},
+        {"test_training": "puts new tensors into the list parameters (parameters[i] = ..., first at step 1 of 300)"},
+    ),
     "m_update_missing": (  # the stub's line replaced by pass: nothing updated, and not for the rebinding's reason
         {"answer_training_step": "pass"},
         [],
@@ -201,6 +213,10 @@ ALTERNATIVES = {  # other correct code: full marks
         "    p.sub_(lr * grad)",
     },
 }
+
+# In place by other means: the same tensor objects stay in parameters (p.data = ... gives p new storage, not a new p)
+ALTERNATIVES["alt_data_assigned"] = {"answer_training_step": training_step("p.data = p.data - lr * grad")}
+ALTERNATIVES["alt_copy_update"] = {"answer_training_step": training_step("p.copy_(p - lr * grad)")}
 
 ALTERNATIVES["alt_db1_zero"] = {  # BatchNorm cancels b1: its gradient is exactly zero
     "answer_backward_pass": backward(

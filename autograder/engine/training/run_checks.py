@@ -164,6 +164,23 @@ def _own_run(report: Report, namespace: dict, expected, replay_followed: bool) -
     return say("{what}; that costs points in the wrong gradients' own cells, not here", what=what)
 
 
+def _rebound(step: int) -> Reason:
+    """training_step put new tensors into ``parameters``: the replay (which reads the list) followed, the notebook's
+    named parameters, which backward_pass and every later cell read, stayed behind."""
+    return Reason(
+        "not_updated_in_place",
+        say(
+            "with the right gradients, your training_step puts new tensors into the list parameters (parameters[i] "
+            "= ..., first at step {step} of {steps}) instead of changing the tensors themselves: the loss goes down "
+            "only through that list, while your C, W1, b1, W2, b2, bngain, bnbias keep their initial values, and "
+            "your backward_pass, the calibration, the evaluation and the sampling read those. Update each parameter "
+            "in place, p += -lr * grad (or p.data -= lr * grad), and never assign to parameters[i]",
+            step=step,
+            steps=GRADED_STEPS,
+        ),
+    )
+
+
 def _training_step_failed(status: dict, steps: int) -> Reason:
     if status.get("kind") == "missing":
         return Reason(
@@ -212,7 +229,10 @@ def judge_training(report: Report, namespace: dict, seed: int, tainted: set) -> 
         return verdict
     first, largest = _first_departure(replay, expected)
     trained = _parameters(report, namespace, "replay_")
-    if first is None:
+    rebound = status.get("rebound_at")
+    if rebound:  # whatever its losses, the run moved the list's tensors, not the notebook's parameters
+        verdict.lines.append(_rebound(rebound))
+    elif first is None:
         verdict.points += FOLLOW_POINTS
         verdict.lines.append(
             Reason(
@@ -268,7 +288,7 @@ def judge_training(report: Report, namespace: dict, seed: int, tainted: set) -> 
                 autograd=run["val_loss"],
             )
             verdict.lines.append(Reason("goal_not_reached", words))
-    own = _own_run(report, namespace, expected, replay_followed=first is None)
+    own = _own_run(report, namespace, expected, replay_followed=first is None and not rebound)
     if own:  # what the student's own gradients did: it explains, it costs this cell nothing
         verdict.lines.append(Reason(NOTE, own))
     return verdict
