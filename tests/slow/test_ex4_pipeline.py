@@ -3,7 +3,8 @@
 A few representative students of tests/cases_ex4.py (every case is graded in process by the fast tier) in one
 ``nbgrader autograde`` run: the solution training 200,000 steps by default, a blank notebook, a wrong gradient
 and a keepdim gradient that each cost only their own cell, alternative code (atomic BatchNorm, exact zeros for
-db1), a cheat, and a leftover training loop.
+db1), a cheat, a leftover training loop, and a training_step that puts new tensors into the list parameters (the
+replay must see it in a real kernel, and leave the notebook's parameters as they were).
 """
 
 import time
@@ -15,7 +16,7 @@ from support.course import ASSIGNMENT
 from autograder.engine.training.reference_runs import POINTS, REACH_LOSS
 
 CORRECT = ["solution", "alt_atomic", "alt_db1_zero", "alt_extra_loop"]
-WRONG = ["m_db2_divided_by_n", "m_db2_keepdim", "c_grad_in_backward"]
+WRONG = ["m_db2_divided_by_n", "m_db2_keepdim", "c_grad_in_backward", "m_update_list_reassigned"]
 
 
 @pytest.fixture(scope="module")
