@@ -40,6 +40,7 @@ FUNCTIONS = [
     rerun.NoAnswerCode,
     rerun.AnswerCode,
     rerun.parsed,
+    rerun.flattened,
     rerun.writes,
     rerun._rebinds,
     rerun._reads,

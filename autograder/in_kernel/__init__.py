@@ -7,7 +7,7 @@ judges them in its own process. Outside autograde (Colab, JupyterLab, ``nbgrader
   switches       whether this is autograde; the seed; start_grading (autograd's answers hidden, snapshots on)
   reports        report: the named tensors (and a rule probe's result) to the grader
   probe_runner   a rule probe: the student's code for one answer, run again on random inputs
-  snapshot_hook  what each top-level statement read when it ran, for the probes
+  snapshot_hook  what each statement of a cell read when it ran, for the probes
   bug_hunt       Exercise 6: the grading point kept, backward_pass called on it, the bugs named, numerical_gradient
                  run on the grader's functions
   training       Exercise 4: the graded run's length, extra training stopped, backward_pass and training_step

@@ -1,14 +1,16 @@
-"""Snapshots (see ``engine.probes.snapshots``): IPython's AST hook makes each top-level statement that writes a
-name take a snapshot of what it reads, right before it runs, for the rule probes."""
+"""Snapshots (see ``engine.probes.snapshots``): IPython's AST hook makes each statement of a cell (top-level, or in a
+`with` block: ``rerun.parsed``) that writes a name take a snapshot of what it reads, right before it runs, for the
+rule probes."""
 
 import ast
 import builtins
+import copy
 import functools
 
 import torch
 from IPython import get_ipython
 
-from ..engine.probes.rerun import parsed, writes
+from ..engine.probes.rerun import flattened, parsed, writes
 from ..engine.probes.snapshots import evaluated_names, take
 
 SNAPSHOT_HOOK = "__backprop_ninja_snapshot__"  # a builtin while grading: the call put before each statement
@@ -17,7 +19,7 @@ forward_shapes = {}  # name -> shape of each tensor when grading started: the pi
 
 
 def take_snapshots(namespace: dict) -> None:
-    """From the next cell on, every top-level statement that writes a name takes a snapshot of what it reads."""
+    """From the next cell on, every statement that writes a name takes a snapshot of what it reads."""
     for name, value in namespace.items():
         if isinstance(value, torch.Tensor):
             forward_shapes.setdefault(name, value.shape)
@@ -37,17 +39,33 @@ def _snapshot(namespace: dict, cell: int, index: int, names: tuple) -> None:
 
 
 class _SnapshotCalls(ast.NodeTransformer):
-    """IPython's AST hook: before each top-level statement of a cell that writes a name and reads some,
-    ``__backprop_ninja_snapshot__(cell, index, names)``, guarded so that it can never stop the student's code."""
+    """IPython's AST hook: before each statement of a cell (top-level or in a `with` block, numbered as ``parsed``
+    numbers them) that writes a name and reads some, ``__backprop_ninja_snapshot__(cell, index, names)``, guarded so
+    that it can never stop the student's code."""
 
     def visit(self, node):
         try:
             cell, statements = _in_history(node)
             if statements:
-                node.body = [new for k, s in enumerate(node.body) for new in _with_snapshot(cell, k, s, statements[k])]
+                node.body = _with_snapshots(cell, node.body, iter(enumerate(statements)))
         except Exception:  # the cell runs as the student wrote it, without snapshots
             pass
         return node
+
+
+def _with_snapshots(cell: int, body: list, numbered) -> list:
+    """``body`` with the snapshot calls, a `with` block's inside it (a copy: the module is changed only once all is
+    done); ``numbered`` gives each statement of ``flattened(body)`` in turn, with its index, as the probes parse it."""
+    new = []
+    for statement in body:
+        if isinstance(statement, ast.With):
+            block = copy.copy(statement)
+            block.body = _with_snapshots(cell, statement.body, numbered)
+            new.append(block)
+        else:
+            index, as_parsed = next(numbered)
+            new += _with_snapshot(cell, index, statement, as_parsed)
+    return new
 
 
 def _in_history(module) -> tuple:
@@ -59,7 +77,7 @@ def _in_history(module) -> tuple:
         return None, ()
     statements = parsed(history[-1])
     layout = lambda body: [(type(s), s.lineno, s.col_offset, s.end_lineno, s.end_col_offset) for s in body]
-    return (len(history) - 1, statements) if layout(statements) == layout(module.body) else (None, ())
+    return (len(history) - 1, statements) if layout(statements) == layout(flattened(module.body)) else (None, ())
 
 
 def _with_snapshot(cell: int, index: int, statement: ast.stmt, as_parsed: ast.stmt) -> list:

@@ -38,10 +38,19 @@ class AnswerCode:
 
 @lru_cache(maxsize=1024)  # a graded cell probes the whole history: each cell is parsed once per kernel
 def parsed(source: str) -> tuple:
+    """The statements of a cell, in the order they run (``flattened``): what a probe can re-run, and what takes a
+    snapshot (the kernel's AST hook numbers them the same way)."""
     try:
-        return tuple(ast.parse(source).body)
+        return tuple(flattened(ast.parse(source).body))
     except (SyntaxError, ValueError):
         return ()  # it failed in the kernel too
+
+
+def flattened(body) -> list:
+    """The statements of ``body``, each `with` block's own in its place (nested ones too): a probe re-runs them
+    without the context manager (``torch.no_grad()`` changes no value). Other compound statements stay whole: a
+    branch may not have run, and a loop is one rule."""
+    return [leaf for s in body for leaf in (flattened(s.body) if isinstance(s, ast.With) else [s])]
 
 
 @lru_cache(maxsize=4096)

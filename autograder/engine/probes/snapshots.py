@@ -1,8 +1,8 @@
 """What a statement read when it ran: taken in the student's kernel at autograde, for the rule probes.
 
-Right before each top-level statement that writes a name, the names it reads are copied (``take``), so that a probe
-re-runs it on those values, not on what later lines left (docs/design/probes.md). What cannot be copied faithfully
-is ``Uncopied``, and a probe that needs it says it cannot judge.
+Right before each statement of a cell (``rerun.parsed``) that writes a name, the names it reads are copied
+(``take``), so that a probe re-runs it on those values, not on what later lines left (docs/design/probes.md). What
+cannot be copied faithfully is ``Uncopied``, and a probe that needs it says it cannot judge.
 """
 
 import ast
@@ -47,7 +47,7 @@ class Helper:
 
 @lru_cache(maxsize=4096)  # the statements of the probes' cached parse: each is looked at once
 def evaluated_names(node: ast.stmt) -> frozenset:
-    """The names a top-level statement reads when it runs (a ``def`` only its decorators and defaults)."""
+    """The names a statement of a cell reads when it runs (a ``def`` only its decorators and defaults)."""
     if isinstance(node, (ast.Import, ast.ImportFrom)):
         return frozenset()
     if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
