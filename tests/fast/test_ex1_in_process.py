@@ -162,6 +162,13 @@ def test_the_probe_is_silent_when_the_rule_holds(graded):
     assert "rule" not in graded["alt_d"].messages["test_dhprebn"]  # dbnmeani written out: consistent pins
 
 
+def test_answers_inside_a_with_block_are_probed_like_the_others(graded):
+    """`with torch.no_grad():` (nested too) around an answer: the probe re-runs its statements and concludes."""
+    messages = graded["alt_no_grad"].messages
+    for step in ("dlogit_maxes", "dlogits", "db1", "dC"):
+        assert messages[f"test_{step}"].startswith("✔") and probe_notes(messages[f"test_{step}"]) == [], messages
+
+
 @pytest.mark.parametrize("student", CHEATS)
 def test_answers_from_autograd_earn_nothing(graded, student):
     _, _, steps, words = CHEATS[student]

@@ -63,6 +63,22 @@ def test_a_forward_value_is_probed_apart_from_the_chunked_forward_pass():
     assert len(helper.statements) == 2 and helper.pins_read == {"logits"}
 
 
+def test_the_statements_of_a_with_block_are_the_cells_own_and_an_if_stays_whole():
+    """`with torch.no_grad():` (nested too) is only around the statements: they are numbered in order, as the
+    kernel's snapshot hook numbers them; a branch may not have run, so an `if` is not looked into."""
+    pins = ("dnorm_logits", "dlogit_maxes")
+    cell = "with torch.no_grad():\n    dlogits = dnorm_logits.clone()\n    with torch.no_grad():\n"
+    cell += "        dlogits += onehot * dlogit_maxes\ndh = dlogits @ W2.T"
+    code = answer_code([SETUP, cell], "dlogits", pins)
+    assert code_of([SETUP, cell], "dlogits", pins) == [
+        "dlogits = dnorm_logits.clone()",
+        "dlogits += onehot * dlogit_maxes",
+    ]
+    assert code.origins == ((1, 0), (1, 1)) and code.pins_read == set(pins)
+    with pytest.raises(NoAnswerCode, match="no statement `dlogits = ...`"):
+        answer_code([SETUP, "if True:\n    dlogits = dnorm_logits.clone()"], "dlogits", pins)
+
+
 def test_no_assignment_of_the_answer_is_said():
     with pytest.raises(NoAnswerCode, match="no statement `dh = ...`"):
         answer_code([SETUP, "globals()['dh'] = 1"], "dh", ("dlogits",))
@@ -238,3 +254,24 @@ def test_what_of_the_notebook_reads_its_namespace_later_is_not_taken_as_it_is():
     apart = probe_namespace(namespace, {})
     put_back(apart, seen)
     assert apart["scaled"](2.0) == 2.0 and isinstance(seen["bessel"], snapshots.Helper)
+
+
+WITH_CELLS = [
+    "import torch\na = torch.ones(2)",
+    "with torch.no_grad():\n    b = a * 2\n    with torch.no_grad():\n        c = b + a\n    if True:\n        d = c\n"
+    "    e = d + 1\nf = e * a\nf",
+]
+
+
+def test_the_snapshot_hook_takes_the_statements_of_a_with_block_as_the_probes_number_them():
+    plain, _, _ = in_a_fork(_run_in_a_shell, WITH_CELLS, False)
+    hooked, taken, _ = in_a_fork(_run_in_a_shell, WITH_CELLS, True)
+    assert hooked == plain and all(err == "" for _, err, _ in hooked)
+    assert {key: names for key, names in taken.items() if key[0] == 2} == {
+        (2, 0): ["a"],
+        (2, 1): ["a", "b"],
+        (2, 2): ["c"],  # the `if`, whole
+        (2, 3): ["d"],
+        (2, 4): ["a", "e"],
+    }
+    assert answer_code(["", *WITH_CELLS], "e", ("a",)).origins == ((2, 0), (2, 1), (2, 2), (2, 3))

@@ -55,10 +55,11 @@ def ex1_up_to():
     return run, cells
 
 
-def test_db1_as_a_mean_is_not_a_tick(ex1_up_to):
+@pytest.mark.parametrize("answer", ["db1 = dhprebn.mean(0)", "with torch.no_grad():\n    db1 = dhprebn.mean(0)"])
+def test_db1_as_a_mean_is_not_a_tick(ex1_up_to, answer):
     run, cells = ex1_up_to
 
-    out = run_cells(run("b1"), "db1 = dhprebn.mean(0)", cells["test_db1"])
+    out = run_cells(run("b1"), answer, cells["test_db1"])
     assert out.startswith("✘ db1: the values are right on this batch, but not the backward rule"), out
     assert "gives no point" in out
 
@@ -70,6 +71,7 @@ def test_db1_as_a_mean_is_not_a_tick(ex1_up_to):
         "db1 = torch.zeros_like(b1)",  # exactly zero is right for b1 (the grader says so too)
         "db1 = dhprebn.sum(0, keepdim=True).view(-1)",
         "tmp = dhprebn.clone()\ndb1 = tmp.sum(0)",
+        "with torch.no_grad():\n    db1 = dhprebn.sum(0)",
     ],
 )
 def test_a_right_db1_is_a_tick(ex1_up_to, answer):
@@ -86,11 +88,14 @@ def test_every_course_answer_follows_its_rule_under_its_cell(ex1_up_to):
     assert out.startswith("✔ dC"), out  # and run() printed no ✘ on the way (it would have raised in the asserts)
 
 
-def test_a_wrong_rule_whose_values_pass_is_named_for_dlogit_maxes_path(ex1_up_to):
+@pytest.mark.parametrize(
+    "answer", ["dlogits = dnorm_logits.clone()", "with torch.no_grad():\n    dlogits = dnorm_logits.clone()"]
+)
+def test_a_wrong_rule_whose_values_pass_is_named_for_dlogit_maxes_path(ex1_up_to, answer):
     """dlogits without the max's path: right values (dlogit_maxes is about zero), wrong rule: the grader's ✘."""
     run, cells = ex1_up_to
 
-    out = run_cells(run("logits"), "dlogits = dnorm_logits.clone()", cells["test_dlogits"])
+    out = run_cells(run("logits"), answer, cells["test_dlogits"])
     assert out.startswith("✘ dlogits: the values are right on this batch, but not the backward rule"), out
 
 

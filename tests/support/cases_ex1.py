@@ -286,6 +286,21 @@ RULE_MISTAKES = {
         "dbnvar is missing BatchNorm's epsilon",
     ),
 }
+
+
+def in_no_grad(code: str) -> str:
+    """``code`` inside `with torch.no_grad():`, as students wrap manual backprop (the lecture's Exercise 4 does)."""
+    return "with torch.no_grad():\n" + "\n".join("    " + line for line in code.split("\n"))
+
+
+# The same rule mistakes inside `with torch.no_grad():`: its statements are the cell's, and the probe re-runs them
+RULE_MISTAKES.update(
+    {
+        f"{student}_no_grad": ({cell: in_no_grad(code) for cell, code in changes.items()}, step, words)
+        for student, (changes, step, words) in RULE_MISTAKES.items()
+        if student in ("m_dlogits_no_max_path", "m_logit_maxes_sign", "m_db1_mean")
+    }
+)
 MISTAKES.update(RULE_MISTAKES)
 
 # More correct formulas seen in students' work: each must keep every point.
@@ -376,6 +391,18 @@ LATER_LINES = {
         },
         "def tanh_backward(h, dh):\n    return dh\n\n\ndef bessel():\n    return 1.0",
     ),
+}
+
+# Right answers inside `with torch.no_grad():` blocks (nested too, a dC loop inside one): each probe re-runs them
+ALTERNATIVES["alt_no_grad"] = {
+    "answer_dlogprobs": in_no_grad("dlogprobs = torch.zeros_like(logprobs)\ndlogprobs[range(n), Yb] = -1.0 / n"),
+    "answer_dlogit_maxes": in_no_grad("dlogit_maxes = -dnorm_logits.sum(1, keepdim=True)"),
+    "answer_dlogits": in_no_grad(
+        "dlogits = dnorm_logits.clone()\n"
+        + in_no_grad("dlogits += F.one_hot(logits.max(1).indices, num_classes=logits.shape[1]) * dlogit_maxes")
+    ),
+    "answer_db1": in_no_grad("db1 = dhprebn.sum(0)"),
+    "answer_dC": in_no_grad(LECTURE_DC_LOOP.format(k="k", j="j")),
 }
 
 # Right, but its statement read an object the kernel's snapshot cannot copy: judged by its value, and the feedback says
