@@ -280,12 +280,12 @@ EX1_MISTAKES.update(
         "m1_if_dlogits_no_max_path": ({"answer_dlogits": "if True:\n    dlogits = dnorm_logits.clone()"}, "logits"),
     }
 )
-WITH_BLOCK = (
-    "grader bug: autograder/engine/probes/rerun.py answer_code() looks for a top-level `dX = ...` only (_rebinds "
-    "knows Assign/AnnAssign); inside `with`/`if` the probe says it could not re-run the code and the value alone "
-    "decides, so a mistake right only on real upstream gradients keeps every point"
+IN_AN_IF = (
+    "left as it is: the rule probe reads the statements of a `with` block (rerun.flattened) but not an `if`'s, whose "
+    "branch may not have run; there the value alone decides, so a mistake right only on real upstream gradients keeps "
+    "every point"
 )
-EX1_XFAIL = {s: WITH_BLOCK for s in EX1_MISTAKES if s.startswith(("m1_nograd_", "m1_if_"))}
+EX1_XFAIL = {s: IN_AN_IF for s in EX1_MISTAKES if s.startswith("m1_if_")}
 
 
 @pytest.fixture(scope="module")
