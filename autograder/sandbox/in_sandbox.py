@@ -18,36 +18,13 @@ import sys
 from ..data import SEED_VARIABLE
 from .environment import NOTEBOOK_VARIABLES
 from .policy import CPU_SLACK, SCRATCH, SOCKETS
-from .process_guards import load_seccomp_filter, set_dumpable
+from .process_guards import in_child, kill_the_rest, load_seccomp_filter, reap_helpers, set_dumpable
 from .scratch import MAX_ENTRIES, TooMany, fill_scratch, left_behind, remove_inside, write_all
 from .warm_up import warm_up
 
 KERNEL_MODULE = "ipykernel_launcher"  # a kernel command a parent can fork: [python, -m, KERNEL_MODULE, ...]
 COLD = "--cold"  # the parent's argument that makes it import nothing ahead and fork one kernel
 PRIVATE_FOLDERS = ("/tmp", "/dev/shm", SOCKETS, SCRATCH)  # the sandbox's own tmpfs mounts, emptied after every kernel
-
-
-def kill_the_rest() -> None:
-    """Kill every process of the sandbox but this one and pid 1 (as root, bubblewrap's init, which reaps orphans: the
-    parent kills once); as init, until no other process is left, not even one dead and unreaped."""
-    init = os.getpid() == 1
-    while True:  # every orphan comes to init
-        try:
-            os.kill(-1, signal.SIGKILL)  # (again each time: one may have forked since)
-        except (ProcessLookupError, PermissionError):  # none left, or none it may signal
-            break
-        if not init:
-            break
-        try:
-            os.waitpid(-1, 0)
-        except ChildProcessError:
-            break
-    while True:  # its own children that have ended already
-        try:
-            if os.waitpid(-1, os.WNOHANG) == (0, 0):
-                break
-        except ChildProcessError:
-            break
 
 
 def empty_private_folders() -> bool:
@@ -62,34 +39,6 @@ def empty_private_folders() -> bool:
     except (TooMany, RecursionError):  # a chain of some 1,100 folders recurses too deep before a path is too long
         return False
     return all(set(os.listdir(f)) <= _found_at_start.get(f, set()) for f in PRIVATE_FOLDERS if os.path.isdir(f))
-
-
-def in_child(work) -> int:
-    """Run ``work()`` in a short-lived child and return its result (1 if it raised). What the child reads (the names
-    of the files a kernel or a student's folder holds) stays in its memory, which ends with it: every kernel is forked
-    from the parent, with a copy of the parent's memory, its freed parts included. The child answers before it exits,
-    and is reaped later (``kill_the_rest``): its exit, unmapping its copy of torch, took longer than its work."""
-    answer, answered = os.pipe()
-    pid = os.fork()
-    if pid == 0:
-        status = 1
-        try:
-            os.close(answer)
-            status = work()
-        except BaseException:  # noqa: BLE001 (the log shows it; the parent says the clear failed)
-            import traceback
-
-            traceback.print_exc()
-        finally:
-            sys.stderr.flush()
-            os.write(answered, bytes([status & 255]))
-            os._exit(status)
-    os.close(answered)
-    try:
-        status = os.read(answer, 1)
-    finally:
-        os.close(answer)
-    return status[0] if status else 1  # (nothing: it was killed)
 
 
 NOT_CLEARED = 3  # a child's exit status: the private folders could not be emptied (the sandbox must end)
@@ -222,6 +171,7 @@ def start(argv: list, env: dict, cwd: str, replies: int, setup=None) -> dict:
     if not clear_sandbox(then=lambda: fill(cwd)):  # the names of the student's files stay in the child
         raise TooMany("the sandbox holds too many files to clear")
     _filled = True
+    reap_helpers()
     pid = os.fork()
     if pid == 0:
         run_kernel(argv, env, SCRATCH, replies, armed)

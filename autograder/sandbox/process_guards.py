@@ -23,8 +23,11 @@ else through.
 
 import ctypes
 import errno
+import os
 import platform
+import signal
 import struct
+import sys
 
 # The calls refused, by this architecture's numbers (asm/unistd.h): shmget, semget, msgget, mq_open, then add_key,
 # request_key, keyctl (a kernel's keyrings: the uid's keyring outlives every sandbox of that uid, as root a worker's)
@@ -100,3 +103,79 @@ def load_seccomp_filter() -> bool:
         if libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.byref(fprog), 0, 0) != 0:
             raise OSError(ctypes.get_errno(), "prctl(PR_SET_SECCOMP) failed")
     return True
+
+
+# The parent's processes other than its kernels: what a kernel left running, killed (kill_the_rest), and the
+# short-lived children that read what the parent itself must not hold (in_child: docs/design/sandbox.md)
+
+
+def kill_the_rest() -> None:
+    """Kill every process of the sandbox but this one and pid 1 (as root, bubblewrap's init, which reaps orphans: the
+    parent kills once); as init, until no other process is left, not even one dead and unreaped."""
+    init = os.getpid() == 1
+    while True:  # every orphan comes to init
+        try:
+            os.kill(-1, signal.SIGKILL)  # (again each time: one may have forked since)
+        except (ProcessLookupError, PermissionError):  # none left, or none it may signal
+            break
+        if not init:
+            break
+        try:
+            _reaped(os.waitpid(-1, 0)[0])
+        except ChildProcessError:
+            break
+    while True:  # its own children that have ended already
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            break
+        if pid == 0:
+            break
+        _reaped(pid)
+
+
+def in_child(work) -> int:
+    """Run ``work()`` in a short-lived child and return its result (1 if it raised). What the child reads (the names
+    of the files a kernel or a student's folder holds) ends with it: every kernel is forked from the parent, with a
+    copy of its memory, freed parts included. The child answers before it exits (unmapping its copy of torch takes
+    longer than its work): it is reaped later, at the latest before the next kernel is forked (``reap_helpers``)."""
+    answer, answered = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        status = 1
+        try:
+            os.close(answer)
+            status = work()
+        except BaseException:  # noqa: BLE001 (the log shows it; the parent says the clear failed)
+            import traceback
+
+            traceback.print_exc()
+        finally:
+            sys.stderr.flush()
+            os.write(answered, bytes([status & 255]))
+            os._exit(status)
+    os.close(answered)
+    _helpers.append(pid)
+    try:
+        status = os.read(answer, 1)
+    finally:
+        os.close(answer)
+    return status[0] if status else 1  # (nothing: it was killed)
+
+
+_helpers = []  # the children ``in_child`` forked, until they are reaped
+
+
+def _reaped(pid: int) -> None:
+    if pid in _helpers:  # (never waited for again: its pid may be a new process's by then)
+        _helpers.remove(pid)
+
+
+def reap_helpers() -> None:
+    """Wait until the children ``in_child`` forked are gone: a kernel sees no process in its sandbox but its own, its
+    parent and (as root) bubblewrap's init."""
+    while _helpers:
+        try:
+            os.waitpid(_helpers.pop(), 0)
+        except ChildProcessError:  # reaped already (kill_the_rest)
+            pass

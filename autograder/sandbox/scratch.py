@@ -1,7 +1,7 @@
 """The kernel's working folder, its scratch (a tmpfs at policy.SCRATCH, inside the sandbox): the kernel parent fills
 it with a copy of the student's folder before each kernel (``fill_scratch``) and reads back what the kernel left there
 (``left_behind``) before it empties it (``remove_inside``, in_sandbox.py). Each reads names that a student or a
-kernel chose, so the parent runs them only in short-lived children of its own (``in_sandbox.in_child``).
+kernel chose, so the parent runs them only in short-lived children of its own (``process_guards.in_child``).
 """
 
 from __future__ import annotations
