@@ -12,6 +12,7 @@ the fast tier grades, hold one of each kind found here that the grader once got 
 
 import nbformat
 import pytest
+from support.cases_ex4 import backward, training_step
 from support.course import REPO
 from support.in_process import autograde, source_notebook
 
@@ -446,28 +447,6 @@ def test_ex2_ex3_mistake_loses_exactly_its_cells(graded23, student):
 
 
 # -------------------------------------------------------------------------------------------------- Exercise 4
-EX4_BACKWARD = """dlogits = F.softmax(logits, 1)
-dlogits[range(n), Yb] -= 1
-dlogits /= n
-dh = dlogits @ W2.T
-dW2 = h.T @ dlogits
-db2 = dlogits.sum(0)
-dhpreact = (1.0 - h**2) * dh
-dbngain = (bnraw * dhpreact).sum(0, keepdim=True)
-dbnbias = dhpreact.sum(0, keepdim=True)
-dhprebn = bngain * bnvar_inv / n * (n * dhpreact - dhpreact.sum(0) - n / (n - 1) * bnraw * (dhpreact * bnraw).sum(0))
-dembcat = dhprebn @ W1.T
-dW1 = embcat.T @ dhprebn
-db1 = dhprebn.sum(0)
-demb = dembcat.view(emb.shape)
-dC = torch.zeros_like(C)
-dC.index_add_(0, Xb.view(-1), demb.view(-1, n_embd))"""
-
-
-def ex4_step(update):
-    return f"grads = backward_pass(Xb, Yb, cache)\nfor p, grad in zip(parameters, grads):\n    {update}"
-
-
 EX4_ALTERNATIVES = {
     "alt4_tuple_and_variants": {
         "answer_backward_pass": (
@@ -481,23 +460,23 @@ EX4_ALTERNATIVES = {
             "for k in range(Xb.shape[0]):\n    for j in range(Xb.shape[1]):\n        dC[Xb[k, j]] += demb[k, j]\n"
             "return (dC, dW1, db1, dW2, db2, dbngain, dbnbias)"
         ),
-        "answer_training_step": ex4_step("p.data -= lr * grad"),
+        "answer_training_step": training_step("p.data -= lr * grad"),
     },
     "alt4_nograd_update": {
         "answer_training_step": "grads = backward_pass(Xb, Yb, cache)\nwith torch.no_grad():\n"
         "    for p, grad in zip(parameters, grads):\n        p -= lr * grad",
     },
-    "alt4_copy_update": {"answer_training_step": ex4_step("p.copy_(p - lr * grad)")},
-    "alt4_data_rebinding": {"answer_training_step": ex4_step("p.data = p.data - lr * grad")},
+    "alt4_copy_update": {"answer_training_step": training_step("p.copy_(p - lr * grad)")},
+    "alt4_data_rebinding": {"answer_training_step": training_step("p.data = p.data - lr * grad")},
     "alt4_indexed_update": {
         "answer_training_step": "grads = backward_pass(Xb, Yb, cache)\nfor i in range(len(parameters)):\n"
         "    parameters[i].data += -lr * grads[i]",
     },
     "alt4_onehot_dC_full_backward_nograd": {
         "answer_backward_pass": no_grad(
-            EX4_BACKWARD.replace(
-                "dC = torch.zeros_like(C)\ndC.index_add_(0, Xb.view(-1), demb.view(-1, n_embd))",
-                "dC = F.one_hot(Xb, vocab_size).float().view(-1, vocab_size).T @ demb.view(-1, n_embd)",
+            backward(
+                embedding="demb = dembcat.view(emb.shape)\n"
+                "dC = F.one_hot(Xb, vocab_size).float().view(-1, vocab_size).T @ demb.view(-1, n_embd)"
             )
         ),
     },
@@ -512,17 +491,18 @@ EX4_REASSIGNED = {
 }
 
 EX4_MISTAKES = {  # student -> (changes, graded cells that must lose points)
-    "m4_update_without_lr": ({"answer_training_step": ex4_step("p -= grad")}, ["test_training"]),
+    "m4_update_without_lr": ({"answer_training_step": training_step("p -= grad")}, ["test_training"]),
     "m4_dC_assign": (
         {
-            "answer_backward_pass": EX4_BACKWARD.replace(
-                "dC.index_add_(0, Xb.view(-1), demb.view(-1, n_embd))", "dC[Xb.view(-1)] = demb.view(-1, n_embd)"
+            "answer_backward_pass": backward(
+                embedding="demb = dembcat.view(emb.shape)\ndC = torch.zeros_like(C)\n"
+                "dC[Xb.view(-1)] = demb.view(-1, n_embd)"
             )
         },
         ["test_dC"],
     ),
     "m4_dlogits_no_n": (
-        {"answer_backward_pass": EX4_BACKWARD.replace("dlogits /= n\n", "")},
+        {"answer_backward_pass": backward(dlogits="dlogits = F.softmax(logits, 1)\ndlogits[range(n), Yb] -= 1")},
         ["test_dC", "test_dW1", "test_dW2", "test_db2", "test_dbngain", "test_dbnbias"],
     ),
 }
