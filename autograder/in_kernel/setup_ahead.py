@@ -20,6 +20,8 @@ from dataclasses import dataclass
 
 import torch
 
+from . import known_cells
+
 FORBIDDEN = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda, ast.Await, ast.Global, ast.Nonlocal)
 
 
@@ -108,23 +110,8 @@ def run_ahead(sources) -> RunAhead | None:
     return RunAhead(tuple(sources), tuple(cells), namespace)
 
 
-_transformed = {}  # in the parent: a locked cell's source -> IPython's input transformation of it
 _armed = None  # in a kernel forked with something run ahead: its Armed
 _made = {}  # id of a function run ahead -> the same function made in the kernel's namespace
-
-
-def transformed(sources) -> dict:
-    """In the parent: IPython's input transformation of each of ``sources`` (the notebook's locked cells), which
-    tokenizes the whole cell (31 ms for the self-check helpers' cell, and each cell is transformed twice: by ipykernel,
-    then by IPython); each source once for all kernels."""
-    from IPython.core.inputtransformer2 import TransformerManager
-
-    if len(_transformed) > 4096:  # (more than the course's notebooks in three editions have)
-        _transformed.clear()
-    for source in sources:
-        if source not in _transformed:
-            _transformed[source] = TransformerManager().transform_cell(source)
-    return {source: _transformed[source] for source in sources}
 
 
 @dataclass(frozen=True)
@@ -147,38 +134,11 @@ def arm(cells, ahead, run: RunAhead | None, transforms: dict) -> list:
 
 
 def load_ipython_extension(shell) -> None:
-    from IPython.core.inputtransformer2 import TransformerManager
-
     if _armed is None:
         return
     if _armed.ahead:
         shell.ast_transformers = [TakeAhead(shell), *shell.ast_transformers]
-    manager = shell.input_transformer_manager
-    if _armed.transforms and KnownTransforms.lists(manager) == KnownTransforms.lists(TransformerManager()):
-        manager.transform_cell = KnownTransforms(manager, _armed.transforms)
-
-
-class KnownTransforms:
-    """The kernel's input transformation (``TransformerManager.transform_cell``, a function of the cell's text and the
-    transformations' lists): of a locked cell, as the parent computed it; of the cell transformed last, as it was
-    then; of any other, computed. Only while the lists are IPython's own (a student's cell may change them)."""
-
-    def __init__(self, manager, known: dict):
-        self.manager, self.known, self.transform = manager, known, manager.transform_cell
-        self.own, self.last = self.lists(manager), (None, None)
-
-    @staticmethod
-    def lists(manager) -> tuple:
-        return tuple(manager.cleanup_transforms), tuple(manager.line_transforms), tuple(manager.token_transformers)
-
-    def __call__(self, cell):
-        if not isinstance(cell, str) or self.lists(self.manager) != self.own:
-            return self.transform(cell)
-        if cell in self.known:
-            return self.known[cell]
-        if cell != self.last[0]:
-            self.last = cell, self.transform(cell)
-        return self.last[1]
+    known_cells.install(shell, _armed.transforms)
 
 
 class TakeAhead(ast.NodeTransformer):

@@ -7,7 +7,8 @@ kind. A name missing from them goes to nbgrader's own lookup, which raises Missi
 goes to the Gradebook itself.
 """
 
-from nbgrader.api import BaseCell, Comment, Grade, Gradebook
+from nbgrader.api import BaseCell, Comment, Grade, Gradebook, GradeCell, TaskCell
+from sqlalchemy.orm import undefer
 
 
 class _Rows:
@@ -25,7 +26,14 @@ class CourseRows(_Rows):
         super().__init__(gradebook)
         found = gradebook.find_notebook(notebook, assignment)
         self.source_cells = {cell.name: cell for cell in found.source_cells}
-        self.graded_cells = {cell.name: cell for cell in [*found.task_cells, *found.grade_cells]}  # a grade cell first
+        # each kind by a query of its own, which reads all its columns (through ``found``, the first read of a grade
+        # cell's max_score was a query of its own)
+        kinds = [self.cells(gradebook, kind, found) for kind in (TaskCell, GradeCell)]
+        self.graded_cells = {cell.name: cell for cells in kinds for cell in cells}  # a grade cell first
+
+    @staticmethod
+    def cells(gradebook: Gradebook, kind: type, notebook) -> list:
+        return gradebook.db.query(kind).filter(kind.notebook_id == notebook.id).all()
 
     def find_source_cell(self, name, *where):
         return self.source_cells.get(name) or self.gradebook.find_source_cell(name, *where)
@@ -47,6 +55,8 @@ class SubmissionRows(_Rows):
     def _named(self, model, submitted: str) -> dict:
         """name -> row; a grade or answer cell's row over a task cell's of the same name, as nbgrader looks them up."""
         query = self.gradebook.db.query(model, BaseCell.name, BaseCell.type)
+        if model is Grade:  # its max_score (a subquery nbgrader defers: a query for each grade as it was read)
+            query = query.options(undefer(Grade.max_score))
         rows = query.join(BaseCell, BaseCell.id == model.cell_id).filter(model.notebook_id == submitted)
         return {name: row for row, name, _ in sorted(rows, key=lambda found: found[2] != "TaskCell")}
 

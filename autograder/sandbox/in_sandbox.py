@@ -161,7 +161,7 @@ def start(argv: list, env: dict, cwd: str, replies: int, setup=None) -> dict:
         raise ValueError(f"can only fork {KERNEL_MODULE}, not {argv[:3]}")
     armed = ()
     if setup and COLD not in sys.argv[1:]:
-        from ..in_kernel.setup_ahead import transformed
+        from ..in_kernel.known_cells import transformed
 
         ahead = run_ahead(setup, env) if setup["ahead"] else None
         armed = setup["cells"], setup["ahead"], ahead, transformed(setup["locked"])

@@ -8,6 +8,7 @@ as nbgrader restores them, the grading seed set. "Ahead" runs the cells in a pro
 then forks the kernel from it.
 """
 
+import ast
 import hashlib
 import io
 import os
@@ -27,7 +28,7 @@ from traitlets.config import Config
 
 from autograder.common.setup_cells import seed_free_cells, setup_to_run_ahead
 from autograder.data import EMBEDDED_NAMES, NAMES_VARIABLE, SEED_VARIABLE
-from autograder.in_kernel import setup_ahead
+from autograder.in_kernel import known_cells, setup_ahead
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 NOTEBOOKS = ("ex1_atomic_backward", "ex4_manual_training", "ex6_bug_hunt")  # the three settings cells that differ
@@ -89,7 +90,7 @@ def run(sources: list, ahead=None) -> dict:
             cells, indices = ahead
             ran_ahead = setup_ahead.run_ahead([cells[i] for i in indices])
             assert ran_ahead is not None
-            setup_ahead.arm(cells, indices, ran_ahead, setup_ahead.transformed(sources))
+            setup_ahead.arm(cells, indices, ran_ahead, known_cells.transformed(sources))
         config = Config()
         config.HistoryManager.hist_file = ":memory:"
         InteractiveShell.clear_instance()
@@ -204,9 +205,49 @@ def test_the_input_transformations_a_kernel_takes_are_ipythons_own():
     student's cell changes the transformations."""
     cells = [c.source for c in autograde_cells(NOTEBOOKS[0])]
     own, manager = TransformerManager(), TransformerManager()
-    manager.transform_cell = known = setup_ahead.KnownTransforms(manager, setup_ahead.transformed(cells[:12]))
+    manager.transform_cell = known = known_cells.KnownTransforms(manager, known_cells.transformed(cells[:12]))
     for cell in [*cells, "%time x = 1", "x?", "y = !ls", "  indented = 1", cells[-1], "%%time\nx = 1"]:
         assert manager.transform_cell(cell) == own.transform_cell(cell)
     assert known.last[0] == "%%time\nx = 1"
     manager.cleanup_transforms.append(lambda lines: [line.replace("SEED", "seed") for line in lines])
     assert "seed = " in manager.transform_cell(cells[0]) and "SEED = " in own.transform_cell(cells[0])
+
+
+def test_the_parses_and_file_names_a_kernel_takes_are_ipythons_own():
+    """A locked cell's parse is the parent's (its very statements, in a new module) while the compiler's flags are a
+    kernel's first and every AST hook is the course's; IPython's own otherwise. The same tree either way, and the same
+    file name for every cell."""
+    from ipykernel import compiler
+    from IPython.core.compilerop import CachingCompiler
+
+    for kept in (known_cells._transformed, known_cells._parsed, known_cells._hashes):
+        kept.clear()
+    cells = [c.source for c in autograde_cells(NOTEBOOKS[0]) if c.source.strip()]
+    transforms = known_cells.transformed(cells[:40])  # (locked cells and answers alike, for the test)
+    shell = types.SimpleNamespace(compile=CachingCompiler(), ast_transformers=[])
+    own, known = CachingCompiler(), known_cells.KnownParse(shell)
+    taken = lambda cell: cell in known_cells._parsed and known(cell).body[0] is known_cells._parsed[cell][1].body[0]
+    for cell in [TransformerManager().transform_cell(c) for c in cells]:
+        assert ast.dump(known(cell)) == ast.dump(own.ast_parse(cell))
+        assert taken(cell) == (cell in transforms.values())
+    locked = transforms[cells[10]]
+    assert known(locked) is not known(locked) and known(locked).body is not known_cells._parsed[locked][1].body
+    shell.ast_transformers.append(setup_ahead.TakeAhead(types.SimpleNamespace(execution_count=1)))
+    assert taken(locked)
+    shell.ast_transformers.append(ast.NodeTransformer())  # a student's hook may change the statements themselves
+    assert not taken(locked) and ast.dump(known(locked)) == ast.dump(own.ast_parse(locked))
+    shell.ast_transformers.pop()
+    shell.compile.flags |= __import__("__future__").annotations.compiler_flag  # a cell's `from __future__ import`
+    assert not taken(locked)
+
+    from autograder.engine.probes.rerun import parsed
+
+    hits = parsed.cache_info().hits  # the probes' parse, of the cell as IPython's history keeps it
+    parsed(locked.rstrip("\n"))
+    assert parsed.cache_info().hits == hits + 1
+
+    assert compiler.murmur2_x86 is known_cells.murmur2_x86
+    seed = known_cells.HASH_SEED
+    for text in [*cells[:3], "x = 1", "é" * 7]:
+        assert compiler.murmur2_x86(text, seed) == known_cells._murmur2_x86(text, seed)
+    assert (cells[0], known_cells.HASH_SEED) in known_cells._hashes

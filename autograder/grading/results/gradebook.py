@@ -133,24 +133,36 @@ class GradedSubmission:
 
 
 def read_submission(url: str, assignment: str, student: str) -> GradedSubmission | None:
-    """One student's automatic grades in gradebook ``url`` (None when it has no submission of theirs)."""
-    from nbgrader.api import MissingEntry
+    """One student's automatic grades in gradebook ``url`` (None when it has no submission of theirs): a query for its
+    notebooks, one for their grades and one for their comments, not nbgrader's lazy loads (a query for each grade's
+    and comment's cell, to read its name)."""
+    from nbgrader.api import BaseCell, Comment, Grade, MissingEntry, Notebook, SubmittedNotebook
 
     with opened(url) as gb:
         try:
             submission = gb.find_submission(assignment, student)
         except MissingEntry:
             return None
-        notebooks = {
-            nb.name: GradedNotebook(
-                {g.name: [g.auto_score, g.needs_manual_grade] for g in nb.grades},
-                {c.name: c.auto_comment for c in nb.comments},
-                nb.late_submission_penalty,
-            )
-            for nb in submission.notebooks
-        }
+        query = gb.db.query
+        rows = (
+            query(SubmittedNotebook.id, Notebook.name, SubmittedNotebook.late_submission_penalty)
+            .join(Notebook, SubmittedNotebook.notebook_id == Notebook.id)
+            .filter(SubmittedNotebook.assignment_id == submission.id)
+            .all()
+        )
+        notebooks = {id_: GradedNotebook({}, {}, penalty) for id_, _, penalty in rows}
+        names = {id_: name for id_, name, _ in rows}
+        cells = lambda table, *columns: (
+            query(table.notebook_id, BaseCell.name, *columns)
+            .join(BaseCell, table.cell_id == BaseCell.id)
+            .filter(table.notebook_id.in_(list(notebooks)))
+        )
+        for id_, cell, score, manual in cells(Grade, Grade.auto_score, Grade.needs_manual_grade):
+            notebooks[id_].scores[cell] = [score, manual]
+        for id_, cell, comment in cells(Comment, Comment.auto_comment):
+            notebooks[id_].comments[cell] = comment
         stamp = submission.timestamp
-        return GradedSubmission(stamp.isoformat() if stamp else None, notebooks)
+        return GradedSubmission(stamp.isoformat() if stamp else None, {names[i]: nb for i, nb in notebooks.items()})
 
 
 def forget_student(url: str, root: Path, assignment: str, student: str) -> None:

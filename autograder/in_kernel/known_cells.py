@@ -1,0 +1,120 @@
+"""The course's locked cells, prepared once in a kernel parent for every kernel it forks (docs/design/sandbox.md,
+"Setup cells run ahead"): what IPython and ipykernel compute from a cell's text alone, before it runs, and the
+grader's own parse of it. A kernel takes each for a locked cell and computes it as before for any other cell.
+
+For each locked cell the parent keeps:
+- IPython's input transformation (it tokenizes the whole cell, twice a run: 31 ms for the self-check helpers' cell);
+- IPython's parse of that, with the compiler flags a kernel starts with;
+- the probes' parse of it (``rerun.parsed``, which the snapshot hook and the rule probes read);
+- the hash ipykernel names the cell's file by (``murmur2_x86``, in pure Python: 2.4 ms for the 20 KB of the
+  self-check helpers' cell, 43 ms for a student's six notebooks).
+"""
+
+import ast
+
+_transformed = {}  # in the parent: a locked cell's source -> IPython's input transformation of it
+_parsed = {}  # in the parent: a transformation -> (the compiler flags, IPython's parse of it with them)
+_hashes = {}  # in the parent: (a locked cell's source, seed) -> ipykernel's murmur2 hash of it
+LIMIT = 4096  # cells kept of each kind (more than the course's notebooks have, in three editions)
+
+
+def transformed(sources) -> dict:
+    """In the parent: each of ``sources`` (the notebook's locked cells) prepared, once for all kernels; returns
+    IPython's input transformation of each, which ``arm`` hands to a kernel."""
+    from IPython.core.compilerop import CachingCompiler
+    from IPython.core.inputtransformer2 import TransformerManager
+
+    from ..engine.probes.rerun import parsed
+
+    if len(_transformed) > LIMIT:
+        _transformed.clear(), _parsed.clear(), _hashes.clear()
+    _remember_hashes()
+    flags = CachingCompiler().flags  # (a kernel's, until a cell imports from __future__)
+    for source in sources:
+        if source in _transformed:
+            continue
+        _transformed[source] = cell = TransformerManager().transform_cell(source)
+        try:
+            _parsed[cell] = flags, compile(cell, "<locked cell>", "exec", flags | ast.PyCF_ONLY_AST, 1)
+        except SyntaxError:  # (the kernel raises it as it runs the cell)
+            pass
+        parsed(cell.rstrip("\n"))  # (an lru_cache, which the kernels inherit), of the cell as IPython's history has it
+        murmur2_x86(source, HASH_SEED)
+    return {source: _transformed[source] for source in sources}
+
+
+HASH_SEED = 0xC70F6907  # ipykernel.compiler.get_tmp_hash_seed()
+_murmur2_x86 = None  # ipykernel's own
+
+
+def murmur2_x86(data, seed):
+    """ipykernel's hash of a cell's code (its file name), kept for the locked cells."""
+    key = (data, seed)
+    if key not in _hashes:
+        if not isinstance(data, str) or len(_hashes) > LIMIT:
+            return _murmur2_x86(data, seed)
+        _hashes[key] = _murmur2_x86(data, seed)
+    return _hashes[key]
+
+
+def _remember_hashes() -> None:
+    """ipykernel names a cell's file by ``compiler.murmur2_x86``, which it looks up as it names each one."""
+    global _murmur2_x86
+    from ipykernel import compiler
+
+    if compiler.murmur2_x86 is not murmur2_x86 and compiler.get_tmp_hash_seed() == HASH_SEED:
+        _murmur2_x86, compiler.murmur2_x86 = compiler.murmur2_x86, murmur2_x86
+
+
+def install(shell, transforms: dict) -> None:
+    """In a kernel forked after ``transformed``: its input transformation and parse take the parent's for the locked
+    cells ``transforms``, while IPython's own transformations are the only ones."""
+    from IPython.core.inputtransformer2 import TransformerManager
+
+    manager = shell.input_transformer_manager
+    if transforms and KnownTransforms.lists(manager) == KnownTransforms.lists(TransformerManager()):
+        manager.transform_cell = KnownTransforms(manager, transforms)
+    if _parsed and not isinstance(shell.compile.ast_parse, KnownParse):
+        shell.compile.ast_parse = KnownParse(shell)
+
+
+class KnownTransforms:
+    """The kernel's input transformation (``TransformerManager.transform_cell``, a function of the cell's text and the
+    transformations' lists): of a locked cell, as the parent computed it; of the cell transformed last, as it was
+    then; of any other, computed. Only while the lists are IPython's own (a student's cell may change them)."""
+
+    def __init__(self, manager, known: dict):
+        self.manager, self.known, self.transform = manager, known, manager.transform_cell
+        self.own, self.last = self.lists(manager), (None, None)
+
+    @staticmethod
+    def lists(manager) -> tuple:
+        return tuple(manager.cleanup_transforms), tuple(manager.line_transforms), tuple(manager.token_transformers)
+
+    def __call__(self, cell):
+        if not isinstance(cell, str) or self.lists(self.manager) != self.own:
+            return self.transform(cell)
+        if cell in self.known:
+            return self.known[cell]
+        if cell != self.last[0]:
+            self.last = cell, self.transform(cell)
+        return self.last[1]
+
+
+class KnownParse:
+    """The kernel's ``CachingCompiler.ast_parse``: of a locked cell's transformation, a new module holding the
+    statements the parent parsed, when the compiler's flags are those it parsed with and every AST hook of the kernel is
+    the course's (they replace a module's statements, never change one); else IPython's own parse."""
+
+    def __init__(self, shell):
+        from .setup_ahead import TakeAhead
+        from .snapshot_hook import _SnapshotCalls
+
+        self.shell, self.parse, self.ours = shell, shell.compile.ast_parse, (TakeAhead, _SnapshotCalls)
+
+    def __call__(self, source, filename="<unknown>", symbol="exec"):
+        known = _parsed.get(source) if isinstance(source, str) and symbol == "exec" else None
+        hooks = self.shell.ast_transformers
+        if known is None or known[0] != self.shell.compile.flags or any(type(t) not in self.ours for t in hooks):
+            return self.parse(source, filename, symbol)
+        return ast.Module(list(known[1].body), list(known[1].type_ignores))
