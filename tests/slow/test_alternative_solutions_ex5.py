@@ -1,0 +1,158 @@
+"""The audit of tests/slow/test_alternative_solutions.py for Exercise 5 (dropout, GELU, LayerNorm, an attention head,
+the skip connection, ReLU and LeakyReLU): other correct ways of writing each step, which must keep every point, and
+realistic mistakes, which must lose exactly their own step (the steps after it, right for the student's own upstream
+gradients, keep theirs). Beyond tests/support/cases_ex5.py. Cases the grader gets wrong are marked xfail.
+
+Graded in process (tests/support/in_process.py), with the slow tier.
+"""
+
+import re
+
+import nbformat
+import pytest
+from support.course import REPO
+from support.in_process import autograde, source_notebook
+
+from autograder.authoring.submissions import solved
+
+NB5 = "ex5_new_operators"
+
+# Every alternative changes one answer cell, so that a lost point names its cell.
+ALTERNATIVES = [
+    "dhgelu = dhdrop * drop_mask * (1 / (1 - drop_p))",
+    "dhgelu = torch.where(drop_mask > 0, dhdrop / (1 - drop_p), 0.0)",
+    "dhgelu = dhdrop.clone()\ndhgelu[drop_mask == 0] = 0\ndhgelu /= 1 - drop_p",
+    "from math import sqrt, pi\ncdf = 0.5 * (1 + torch.erf(hln / sqrt(2)))\n"
+    "pdf = torch.exp(-0.5 * hln**2) / sqrt(2 * pi)\n"
+    "dhln = dhgelu * (cdf + hln * pdf)",
+    "N = torch.distributions.Normal(0.0, 1.0)\ndhln = dhgelu * (N.cdf(hln) + hln * N.log_prob(hln).exp())",
+    "import math\ndhln = dhgelu * (0.5 * torch.erfc(-hln / math.sqrt(2)) + hln * torch.exp(-hln * hln / 2) "
+    "/ math.sqrt(2 * math.pi))",
+    "dlngain = torch.sum(dhln * lnraw, dim=0, keepdim=True)",
+    "dlngain = ((hpreln - lnmean) * lnvar_inv * dhln).sum(0, keepdim=True)",
+    "dlnbias = dhln.sum(0).unsqueeze(0)",
+    "dlnbias = dhln.sum(dim=0, keepdims=True)",
+    "dy = lngain * dhln\n"
+    "dhpreln = lnvar_inv * (dy - dy.mean(1, keepdim=True) - lnraw * (dy * lnraw).mean(1, keepdim=True))",
+    "D = hpreln.shape[1]\ndy = dhln * lngain\ndhpreln = lnvar_inv / D * (D * dy - dy.sum(1, keepdim=True) "
+    "- lnraw * (dy * lnraw).sum(1, keepdim=True))",
+    "dy = lngain * dhln\nxc = hpreln - lnmean\ndvar = (dy * xc).sum(1, keepdim=True) * -0.5 * lnvar_inv**3\n"
+    "dmu = -(dy * lnvar_inv).sum(1, keepdim=True)\n"
+    "dhpreln = dy * lnvar_inv + dvar * 2 * xc / n_hidden + dmu / n_hidden",
+    "dx = (dhpreln @ W1.t()).reshape(n, block_size, n_embd)",
+    "dx = dhpreln.matmul(W1.T).view_as(x)",
+    "datt_out = dx",
+    "datt_out = dx.detach().clone()",
+    "datt = torch.bmm(datt_out, v.transpose(1, 2))",
+    "datt = datt_out @ v.mT",
+    "dv = torch.bmm(att.transpose(1, 2), datt_out)",
+    "dv = att.mT @ datt_out",
+    "dscores = att * datt - att * (att * datt).sum(dim=-1, keepdim=True)",
+    "dscores = torch.zeros_like(scores)\nfor b in range(att.shape[0]):\n    for i in range(att.shape[1]):\n"
+    "        a = att[b, i]\n        dscores[b, i] = (torch.diag(a) - torch.outer(a, a)) @ datt[b, i]",
+    "s = (datt * att).sum(2, keepdim=True)\ndscores = att * datt\ndscores -= att * s",
+    "import math\ndq = torch.bmm(dscores, k) / math.sqrt(head_size)",
+    "dq = (dscores @ k) * (1.0 / head_size**0.5)",
+    "dk = dscores.mT @ q / head_size**0.5",
+    "dk = torch.bmm(dscores.transpose(1, 2), q) * head_size**-0.5",
+    "demb = dx.clone()\nfor d, W in ((dq, Wq), (dk, Wk), (dv, Wv)):\n    demb += d @ W.T",
+    "demb = dx + (dq @ Wq.T + dk @ Wk.T + dv @ Wv.T)",
+    "demb = torch.zeros_like(emb)\ndemb += dx\ndemb += torch.matmul(dq, Wq.T)\ndemb += torch.matmul(dk, Wk.T)\n"
+    "demb += torch.matmul(dv, Wv.T)",
+    "demb = dx\ndemb = demb + dq @ Wq.T\ndemb = demb + dk @ Wk.T\ndemb = demb + dv @ Wv.T",
+    "drelu_in = drelu_out * (relu_in > 0).float()",
+    "drelu_in = drelu_out.clone()\ndrelu_in[relu_in <= 0] = 0",
+    "drelu_in = torch.where(relu_in > 0, drelu_out, 0.0)",
+    "drelu_in = drelu_out * torch.heaviside(relu_in, torch.tensor(0.0))",
+    "drelu_in = drelu_out * relu_in.gt(0)",
+    "dleaky_in = dleaky_out * torch.where(leaky_in > 0, 1.0, 0.1)",
+    "dleaky_in = torch.where(leaky_out > 0, dleaky_out, 0.1 * dleaky_out)",
+    "slope = torch.full_like(leaky_in, 0.1)\nslope[leaky_in > 0] = 1.0\ndleaky_in = slope * dleaky_out",
+    "with torch.no_grad():\n    dleaky_in = dleaky_out * ((leaky_in > 0) + 0.1 * (leaky_in <= 0))",
+]
+
+
+def cell_of(code: str) -> str:
+    """The answer cell an alternative changes: the one of the last name it assigns."""
+    return "answer_" + re.findall(r"^\s*([A-Za-z_]\w*) [-+*/]?= ", code, re.MULTILINE)[-1]
+
+
+ALTERNATIVES = {f"alt5_{i:02d}_{cell_of(c)[7:]}": {cell_of(c): c} for i, c in enumerate(ALTERNATIVES)}
+
+# mistake -> (its code, the step that must lose its points)
+MISTAKES = {
+    "dropout_times_keep": ("dhgelu = dhdrop * drop_mask * (1 - drop_p)", "hgelu"),
+    "dropout_by_p": ("dhgelu = dhdrop * drop_mask / drop_p", "hgelu"),
+    "gelu_precedence": (
+        "dhln = dhgelu * 0.5 * (1 + torch.erf(hln / 2**0.5)) + hln * torch.exp(-hln**2 / 2) / (2 * torch.pi) ** 0.5",
+        "hln",
+    ),
+    "gelu_sqrt_pi": (
+        "dhln = dhgelu * (0.5 * (1 + torch.erf(hln / 2**0.5)) + hln * torch.exp(-hln**2 / 2) / torch.pi**0.5)",
+        "hln",
+    ),
+    "gelu_cdf_only": ("dhln = dhgelu * 0.5 * (1 + torch.erf(hln / 2**0.5))", "hln"),
+    "lngain_from_hln": ("dlngain = (hln * dhln).sum(0, keepdim=True)", "lngain"),
+    "lngain_no_keepdim": ("dlngain = (lnraw * dhln).sum(0)", "lngain"),
+    "lnbias_wrong_dim": ("dlnbias = dhln.sum(1, keepdim=True)", "lnbias"),
+    "layernorm_batch_size_for_features": (
+        "dy = lngain * dhln\ndhpreln = lnvar_inv / n * (n * dy - dy.sum(1, keepdim=True) "
+        "- lnraw * (dy * lnraw).sum(1, keepdim=True))",
+        "hpreln",
+    ),
+    "layernorm_sign": (
+        "dy = lngain * dhln\n"
+        "dhpreln = lnvar_inv * (dy - dy.mean(1, keepdim=True) + lnraw * (dy * lnraw).mean(1, keepdim=True))",
+        "hpreln",
+    ),
+    "layernorm_no_lnvar_inv": (
+        "dy = lngain * dhln\ndhpreln = dy - dy.mean(1, keepdim=True) - lnraw * (dy * lnraw).mean(1, keepdim=True)",
+        "hpreln",
+    ),
+    "dx_wrong_layout": ("dx = (dhpreln @ W1.T).view(n, n_embd, block_size).transpose(1, 2)", "x"),
+    "dx_summed_over_the_batch": ("dx = (dhpreln.sum(0, keepdim=True) @ W1.T).expand(n, -1).reshape(x.shape)", "x"),
+    "datt_swapped": ("datt = (datt_out @ v.transpose(1, 2)).transpose(1, 2)", "att"),
+    "dscores_diagonal_only": ("dscores = att * (1 - att) * datt", "scores"),
+    "dscores_sum_without_att": ("dscores = att * (datt - datt.sum(2, keepdim=True))", "scores"),
+    "dscores_minus_att": ("dscores = datt - (datt * att).sum(2, keepdim=True)", "scores"),
+    "dq_times_scale": ("dq = dscores @ k * head_size**0.5", "q"),
+    "dq_transposed": ("dq = dscores.transpose(1, 2) @ k / head_size**0.5", "q"),
+    "dk_no_scale": ("dk = dscores.transpose(1, 2) @ q", "k"),
+    "demb_last_path_assigned": ("demb = dx.clone()\ndemb += dq @ Wq.T\ndemb += dk @ Wk.T\ndemb = dv @ Wv.T", "emb"),
+    "demb_not_transposed": ("demb = dx + dq @ Wq.T + dk @ Wk.T + dv @ Wv", "emb"),
+    "relu_times_output": ("drelu_in = relu_out * drelu_out", "relu_in"),
+    "relu_mask_only": ("drelu_in = (relu_in > 0).float()", "relu_in"),
+    "leaky_default_slope": ("dleaky_in = torch.where(leaky_in > 0, dleaky_out, 0.01 * dleaky_out)", "leaky_in"),
+    "leaky_slope_without_upstream": ("dleaky_in = torch.where(leaky_in > 0, dleaky_out, 0.1)", "leaky_in"),
+}
+XFAIL = {}
+
+
+@pytest.fixture(scope="module")
+def graded5():
+    rel = nbformat.read(REPO / "release" / "backprop_ninja" / f"{NB5}.ipynb", as_version=4)
+    src = source_notebook(NB5)
+    class_ = {"solution": solved(rel, src)}
+    for student, changes in ALTERNATIVES.items():
+        class_[student] = solved(rel, src, changes)
+    for student, (code, _) in MISTAKES.items():
+        class_[student] = solved(rel, src, {cell_of(code): code})
+    return autograde(NB5, class_)
+
+
+def _params(cases):
+    marks = lambda s: [pytest.mark.xfail(reason=XFAIL[s], strict=True)] if s in XFAIL else []  # noqa: E731
+    return [pytest.param(s, marks=marks(s), id=s) for s in cases]
+
+
+@pytest.mark.parametrize("student", _params(["solution", *ALTERNATIVES]))
+def test_ex5_alternative_keeps_every_point(graded5, student):
+    graded = graded5[student]
+    assert graded.lost() == [], {c: m for c, m in graded.messages.items() if not m.startswith("✔")}
+
+
+@pytest.mark.parametrize("student", _params(MISTAKES))
+def test_ex5_mistake_loses_exactly_its_step(graded5, student):
+    _, step = MISTAKES[student]
+    graded = graded5[student]
+    assert graded.lost() == [f"test_d{step}"], {c: (graded.points[c], m) for c, m in graded.messages.items()}
