@@ -21,7 +21,7 @@ from pathlib import Path
 
 from ..engine import backward_rules, explain, honesty, operators, tolerance
 from ..engine.bug_hunt import catalogue, checker
-from ..engine.probes import judge_rule, rerun
+from ..engine.probes import judge_rule, rerun, snapshots
 from ..engine.training import network, reference_runs
 
 # table -> its steps: what a notebook's STEP_TABLE names ("atomic" when it names none)
@@ -43,6 +43,7 @@ FUNCTIONS = [
     rerun.flattened,
     rerun.writes,
     rerun._rebinds,
+    snapshots.loaded_names,
     rerun._reads,
     rerun.answer_code,
     rerun.calls_function,

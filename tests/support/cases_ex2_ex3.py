@@ -354,6 +354,13 @@ RULE_MISTAKES = {
         {"answer_hpreact_fast": "hpreact_fast = bngain * bnraw + bnbias"},
         {"test_hpreact_fast": "does not follow hprebn: it reads bnraw"},
     ),
+    # the copy inside a comprehension whose variable an earlier cell bound (setup_biased's `for t in`): the probe
+    # reads what the statement reads, not the comprehension's own t
+    "hpreact_copied_by_columns": (
+        NB3,
+        {"answer_hpreact_fast": "hpreact_fast = bngain * torch.stack([t for t in bnraw.T], 1) + bnbias"},
+        {"test_hpreact_fast": "does not follow hprebn: it reads bnraw"},
+    ),
     "hpreact_no_epsilon": (
         NB3,
         {"answer_hpreact_fast": "hpreact_fast = bngain * (hprebn - hprebn.mean(0)) / hprebn.std(0) + bnbias"},

@@ -12,7 +12,7 @@ from ..backward_rules import STEPS
 from ..fused_rules import FUSED_STEPS
 from ..honesty import assigned_names
 from ..operators import OPERATOR_STEPS
-from .snapshots import UNBOUND, Uncopied, evaluated_names, given_back
+from .snapshots import UNBOUND, Uncopied, evaluated_names, given_back, loaded_names
 
 TIME_LIMIT = 5.0  # seconds a probe may run in the kernel; the answer code of one step takes milliseconds
 # the names of gradients in every notebook (a fused step's upstream gradient too: Exercise 3's dhpreact_biased)
@@ -79,7 +79,7 @@ def _rebinds(node: ast.stmt) -> frozenset:
 
 @lru_cache(maxsize=4096)
 def _reads(node: ast.stmt) -> frozenset:
-    names = {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+    names = loaded_names(node)  # not the names a comprehension binds for itself: an earlier `for t in` is not read
     if isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name):
         names.add(node.target.id)  # x += y reads x
     return frozenset(names)

@@ -45,6 +45,38 @@ class Helper:
     kwdefaults: dict
 
 
+def loaded_names(node: ast.AST) -> set:
+    """The names ``node`` reads from the namespace it runs in, not those a comprehension or a lambda binds for
+    itself: ``[t * 2 for t in x]`` reads x, not t (a t bound earlier in the notebook is not what it reads)."""
+    found = set()
+
+    def visit(sub, local):
+        if isinstance(sub, ast.Name):
+            if isinstance(sub.ctx, ast.Load) and sub.id not in local:
+                found.add(sub.id)
+        elif isinstance(sub, (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)):
+            inner = set(local)
+            for i, generator in enumerate(sub.generators):
+                visit(generator.iter, local if i == 0 else inner)  # the first iterable is read outside
+                inner |= {n.id for n in ast.walk(generator.target) if isinstance(n, ast.Name)}
+                for condition in generator.ifs:
+                    visit(condition, inner)
+            for part in [sub.key, sub.value] if isinstance(sub, ast.DictComp) else [sub.elt]:
+                visit(part, inner)
+        elif isinstance(sub, ast.Lambda):
+            a = sub.args
+            for default in [*a.defaults, *(d for d in a.kw_defaults if d is not None)]:
+                visit(default, local)
+            own = {x.arg for x in [*a.posonlyargs, *a.args, *a.kwonlyargs, a.vararg, a.kwarg] if x is not None}
+            visit(sub.body, set(local) | own)
+        else:
+            for child in ast.iter_child_nodes(sub):
+                visit(child, local)
+
+    visit(node, set())
+    return found
+
+
 @lru_cache(maxsize=4096)  # the statements of the probes' cached parse: each is looked at once
 def evaluated_names(node: ast.stmt) -> frozenset:
     """The names a statement of a cell reads when it runs (a ``def`` only its decorators and defaults)."""
@@ -54,7 +86,7 @@ def evaluated_names(node: ast.stmt) -> frozenset:
         parts = [*node.decorator_list, *node.args.defaults, *(d for d in node.args.kw_defaults if d is not None)]
     else:
         parts = [node]
-    names = {n.id for p in parts for n in ast.walk(p) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+    names = {name for p in parts for name in loaded_names(p)}
     if isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name):
         names.add(node.target.id)  # x += y reads x
     return frozenset(names)
