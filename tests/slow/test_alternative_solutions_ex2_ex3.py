@@ -73,6 +73,9 @@ EX3_ALTERNATIVES = {
     "bn_var_mean": "var, mean = torch.var_mean(hprebn, 0, keepdim=True)\n"
     "hpreact_fast = bngain * (hprebn - mean) / (var + 1e-5) ** 0.5 + bnbias",
     "bn_std_squared": "hpreact_fast = bngain * (hprebn - hprebn.mean(0)) / (hprebn.std(0) ** 2 + 1e-5).sqrt() + bnbias",
+    # per neuron, the comprehension's t not the t of setup_biased's loop
+    "bn_by_columns": "hpreact_fast = bngain * torch.stack("
+    "[(t - t.mean()) / (t.var() + 1e-5).sqrt() for t in hprebn.T], 1) + bnbias",
     "dbngain_unsqueeze": "dbngain = (bnraw * dhpreact).sum(0).unsqueeze(0)",
     "dbngain_keepdims": "dbngain = torch.sum(dhpreact * bnraw, dim=0, keepdims=True)",
     "dbngain_from_hpreact": "dbngain = ((hpreact - bnbias) / bngain * dhpreact).sum(0, keepdim=True)",
@@ -136,6 +139,14 @@ EX23_MISTAKES = {
         {
             "answer_hpreact_fast": "hpreact_fast = bngain * (hprebn - hprebn.mean(0, keepdim=True)) "
             "/ (hprebn.std(0, keepdim=True) + 1e-5) + bnbias"
+        },
+        ["test_hpreact_fast"],
+    ),
+    "bn_columns_with_forward_bnvar_inv": (  # reads the chunked forward pass's bnvar_inv: right on this batch only
+        NB3,
+        {
+            "answer_hpreact_fast": "hpreact_fast = bngain * torch.stack([(t - t.mean()) * s for t, s in "
+            "zip(hprebn.T, bnvar_inv[0])], 1) + bnbias"
         },
         ["test_hpreact_fast"],
     ),
@@ -243,3 +254,14 @@ def test_ex2_ex3_mistake_loses_exactly_its_cells(graded23, student):
     book, _, cells = EX23_MISTAKES[student]
     graded = graded23[book][student]
     assert graded.lost() == sorted(cells), {c: (graded.points[c], m) for c, m in graded.messages.items()}
+
+
+NOT_RERUN = "could not re-run your code"
+
+
+@pytest.mark.parametrize("notebook", [NB2, NB3])
+def test_ex2_ex3_alternatives_are_judged_by_their_rule(graded23, notebook):
+    """No alternative is left to its value alone because the probe could not re-run its code."""
+    graded = graded23[notebook]
+    notes = {(s, c): m for s in graded for c, m in graded[s].messages.items() if NOT_RERUN in m}
+    assert notes == {}, notes
