@@ -59,6 +59,7 @@ EX2_ALTERNATIVES = {
     "no_grad_block": no_grad(f"dlogits = {SOFTMAX}\ndlogits[range(n), Yb] -= 1\ndlogits /= n"),
     "numpy_round_trip": "import numpy as np\np = F.softmax(logits, 1).detach().numpy().copy()\n"
     "p[np.arange(n), Yb.numpy()] -= 1\ndlogits = torch.from_numpy(p / n)",
+    "rows_stacked": "dlogits = torch.stack([F.softmax(row, 0) - F.one_hot(y, 27) for row, y in zip(logits, Yb)]) / n",
     # Part 1's loss
     "loss_keywords": "loss_fast = F.cross_entropy(input=logits, target=Yb)",
     "loss_gather_logsumexp": "loss_fast = (logits.logsumexp(1) - logits.gather(1, Yb[:, None]).squeeze(1)).mean()",
@@ -103,6 +104,15 @@ EX3_ALTERNATIVES = {
     f"- batch_size / (batch_size - 1.0) * bnraw * {PROJ})",
     "bessel_named": "bessel = n / (n - 1)\n"
     f"dhprebn = {GAIN} * (n * dhpreact - dhpreact.sum(0) - bessel * bnraw * {PROJ})",
+    "per_neuron_loop": "dhprebn = torch.zeros_like(hprebn)\nfor j in range(n_hidden):\n"
+    "    dy, xh = dhpreact[:, j], bnraw[:, j]\n"
+    "    dhprebn[:, j] = bngain[0, j] * bnvar_inv[0, j] / n * (n * dy - dy.sum() - n / (n - 1) * xh * (dy * xh).sum())",
+    "lambda_of_x": "bn_back = lambda dy, x, g, s: g * s / n * (n * dy - dy.sum(0) "
+    "- n / (n - 1) * x * (dy * x).sum(0))\n"
+    "dhprebn = bn_back(dhpreact, bnraw, bngain, bnvar_inv)",
+    "def_of_x": "def bn_backward(dy, x, gain, s):\n    m = dy.shape[0]\n"
+    "    return gain * s / m * (m * dy - dy.sum(0) - m / (m - 1) * x * (dy * x).sum(0))\n\n\n"
+    "dhprebn = bn_backward(dhpreact, bnraw, bngain, bnvar_inv)",
     "biased_keepdim": "dhprebn_biased = bngain * bnvar_inv_biased / n * (n * dhpreact_biased - "
     "dhpreact_biased.sum(0, keepdim=True) - bnraw_biased * (dhpreact_biased * bnraw_biased).sum(0, keepdim=True))",
     "biased_three_paths": "dxhat = dhpreact_biased * bngain\n"
