@@ -60,6 +60,7 @@ EX2_ALTERNATIVES = {
     "numpy_round_trip": "import numpy as np\np = F.softmax(logits, 1).detach().numpy().copy()\n"
     "p[np.arange(n), Yb.numpy()] -= 1\ndlogits = torch.from_numpy(p / n)",
     "rows_stacked": "dlogits = torch.stack([F.softmax(row, 0) - F.one_hot(y, 27) for row, y in zip(logits, Yb)]) / n",
+    "forward_probs_in_place": "dlogits = probs\ndlogits[range(n), Yb] -= 1\ndlogits /= n",  # changes probs too
     # Part 1's loss
     "loss_keywords": "loss_fast = F.cross_entropy(input=logits, target=Yb)",
     "loss_gather_logsumexp": "loss_fast = (logits.logsumexp(1) - logits.gather(1, Yb[:, None]).squeeze(1)).mean()",
@@ -113,6 +114,8 @@ EX3_ALTERNATIVES = {
     "def_of_x": "def bn_backward(dy, x, gain, s):\n    m = dy.shape[0]\n"
     "    return gain * s / m * (m * dy - dy.sum(0) - m / (m - 1) * x * (dy * x).sum(0))\n\n\n"
     "dhprebn = bn_backward(dhpreact, bnraw, bngain, bnvar_inv)",
+    "upstream_scaled_in_place": "dy = dhpreact\ndy *= bngain  # changes dhpreact too, after dbngain's check\n"
+    "dhprebn = bnvar_inv / n * (n * dy - dy.sum(0) - n / (n - 1) * bnraw * (dy * bnraw).sum(0))",
     "biased_keepdim": "dhprebn_biased = bngain * bnvar_inv_biased / n * (n * dhpreact_biased - "
     "dhpreact_biased.sum(0, keepdim=True) - bnraw_biased * (dhpreact_biased * bnraw_biased).sum(0, keepdim=True))",
     "biased_three_paths": "dxhat = dhpreact_biased * bngain\n"
@@ -157,6 +160,14 @@ EX23_MISTAKES = {
         {
             "answer_hpreact_fast": "hpreact_fast = bngain * torch.stack([(t - t.mean()) * s for t, s in "
             "zip(hprebn.T, bnvar_inv[0])], 1) + bnbias"
+        },
+        ["test_hpreact_fast"],
+    ),
+    "bn_functional_training_mode": (  # F.batch_norm in training mode normalises with the biased variance
+        NB3,
+        {
+            "answer_hpreact_fast": "hpreact_fast = F.batch_norm(hprebn, None, None, bngain[0], bnbias[0], "
+            "training=True, eps=1e-5)"
         },
         ["test_hpreact_fast"],
     ),

@@ -88,6 +88,10 @@ def cell_of(code: str) -> str:
 
 
 ALTERNATIVES = {f"alt5_{i:02d}_{cell_of(c)[7:]}": {cell_of(c): c} for i, c in enumerate(ALTERNATIVES)}
+ALTERNATIVES["alt5_aliases_of_dx"] = {  # datt_out and demb both dx itself, demb then changed in place (dx too)
+    "answer_datt_out": "datt_out = dx",
+    "answer_demb": "demb = dx\ndemb += dq @ Wq.T\ndemb += dk @ Wk.T\ndemb += dv @ Wv.T",
+}
 
 # mistake -> (its code, the step that must lose its points)
 MISTAKES = {

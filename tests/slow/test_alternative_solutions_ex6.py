@@ -44,6 +44,17 @@ with torch.no_grad():
         grad.view(-1)[i] = (up - down) / (2 * h)
 return grad"""
 NOT_PUT_BACK = ADD_SUBTRACT.replace("        flat[i] += h  # back where it was, up to rounding\n", "")
+OLD_A_VIEW = """grad = torch.zeros_like(x)
+flat = x.view(-1)
+for i in range(flat.numel()):
+    old = flat[i]  # the solution without .item(): a view of x, not a number, which moves with x
+    flat[i] = old + h
+    up = f(x).item()
+    flat[i] = old - h
+    down = f(x).item()
+    flat[i] = old
+    grad.view(-1)[i] = (up - down) / (2 * h)
+return grad"""
 ALL_AT_ONCE = "return (f(x + h) - f(x - h)) / (2 * h) * torch.ones_like(x)"
 ROWS = """grad = torch.zeros_like(x)
 for i in range(x.numel()):
@@ -114,6 +125,7 @@ def wrong_fix(text: str, key: str, line: str) -> tuple:
 # student -> (answer cells changed, graded cells that must lose points)
 MISTAKES = {
     "checker_not_put_back": (answers(_SHOWN, **checker(NOT_PUT_BACK)), ["test_checker"]),
+    "checker_old_is_a_view": (answers(_SHOWN, **checker(OLD_A_VIEW)), ["test_checker"]),
     "checker_all_at_once": (answers(_SHOWN, **checker(ALL_AT_ONCE)), ["test_checker"]),
     "checker_first_index_only": (answers(_SHOWN, **checker(ROWS)), ["test_checker"]),
     "aliased_detach": wrong_fix(_ALIASED, "aliased", "dhprebn = dbndiff.detach()"),
