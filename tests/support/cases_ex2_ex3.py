@@ -386,6 +386,12 @@ RULE_MISTAKES = {
 }
 MISTAKES.update(RULE_MISTAKES)
 
+# logits detached in an answer cell, as students do to keep autograd out: the rows' locked cell must not read
+# logits.grad (a crash there loses the point before the grader hears of the answer)
+ALTERNATIVES["alt_detached_logits"] = {
+    NB2: {"answer_loss_fast": "logits = logits.detach()\nloss_fast = F.cross_entropy(logits, Yb)"}
+}
+
 ALTERNATIVES["alt_d"] = {
     NB2: {"answer_loss_fast": "loss_fast = -F.log_softmax(logits, 1)[range(n), Yb].mean()"},
     NB3: {  # from the student's own dbngain and dbnbias, as the lecture's Exercise 4 line does
