@@ -63,6 +63,8 @@ EX2_ALTERNATIVES = {
     "forward_probs_in_place": "dlogits = probs\ndlogits[range(n), Yb] -= 1\ndlogits /= n",  # changes probs too
     "logits_detached_first": "logits = logits.detach()\ndlogits = F.softmax(logits, 1)\n"
     "dlogits[range(n), Yb] -= 1\ndlogits /= n",
+    "checked_in_the_cell": f"dlogits = {SOFTMAX}\ndlogits[range(n), Yb] -= 1\ndlogits /= n\n"
+    "cmp('logits', dlogits, logits)\nself_check('logits')",
     # Part 1's loss
     "loss_keywords": "loss_fast = F.cross_entropy(input=logits, target=Yb)",
     "loss_gather_logsumexp": "loss_fast = (logits.logsumexp(1) - logits.gather(1, Yb[:, None]).squeeze(1)).mean()",
@@ -118,6 +120,8 @@ EX3_ALTERNATIVES = {
     "dhprebn = bn_backward(dhpreact, bnraw, bngain, bnvar_inv)",
     "upstream_scaled_in_place": "dy = dhpreact\ndy *= bngain  # changes dhpreact too, after dbngain's check\n"
     "dhprebn = bnvar_inv / n * (n * dy - dy.sum(0) - n / (n - 1) * bnraw * (dy * bnraw).sum(0))",
+    "checked_in_the_cell": f"dhprebn = {GAIN} * (n * dhpreact - dhpreact.sum(0) - n / (n - 1) * bnraw * {PROJ})\n"
+    "cmp('hprebn', dhprebn, hprebn)",
     "biased_keepdim": "dhprebn_biased = bngain * bnvar_inv_biased / n * (n * dhpreact_biased - "
     "dhpreact_biased.sum(0, keepdim=True) - bnraw_biased * (dhpreact_biased * bnraw_biased).sum(0, keepdim=True))",
     "biased_three_paths": "dxhat = dhpreact_biased * bngain\n"

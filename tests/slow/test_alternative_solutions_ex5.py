@@ -20,6 +20,7 @@ NB5 = "ex5_new_operators"
 # Every alternative changes one answer cell, so that a lost point names its cell.
 ALTERNATIVES = [
     "dhgelu = dhdrop * drop_mask * (1 / (1 - drop_p))",
+    "dhgelu = dhdrop\ndhgelu *= drop_mask / (1 - drop_p)  # changes the given dhdrop too",
     "dhgelu = torch.where(drop_mask > 0, dhdrop / (1 - drop_p), 0.0)",
     "dhgelu = dhdrop.clone()\ndhgelu[drop_mask == 0] = 0\ndhgelu /= 1 - drop_p",
     "from math import sqrt, pi\ncdf = 0.5 * (1 + torch.erf(hln / sqrt(2)))\n"
@@ -43,6 +44,8 @@ ALTERNATIVES = [
     "dy = lngain * dhln\nxc = hpreln - lnmean\ndvar = (dy * xc).sum(1, keepdim=True) * -0.5 * lnvar_inv**3\n"
     "dmu = -(dy * lnvar_inv).sum(1, keepdim=True)\n"
     "dhpreln = dy * lnvar_inv + dvar * 2 * xc / n_hidden + dmu / n_hidden",
+    "dhln = dhgelu\n"
+    "dhln *= 0.5 * (1 + torch.erf(hln / 2**0.5)) + hln * torch.exp(-(hln**2) / 2) / (2 * torch.pi) ** 0.5",
     "dx = (dhpreln @ W1.t()).reshape(n, block_size, n_embd)",
     "dx = dhpreln.matmul(W1.T).view_as(x)",
     "datt_out = dx",
@@ -57,6 +60,7 @@ ALTERNATIVES = [
     "s = (datt * att).sum(2, keepdim=True)\ndscores = att * datt\ndscores -= att * s",
     "dscores = torch.stack([a * (d - (d * a).sum(-1, keepdim=True)) for a, d in zip(att, datt)])",
     "p = F.softmax(scores, 2)\ndscores = p * (datt - (p * datt).sum(2, keepdim=True))",
+    "dq = dscores @ k / head_size**0.5\ncheck_answer('q')",
     "import math\ndq = torch.bmm(dscores, k) / math.sqrt(head_size)",
     "dq = (dscores @ k) * (1.0 / head_size**0.5)",
     "dk = dscores.mT @ q / head_size**0.5",
@@ -75,6 +79,7 @@ ALTERNATIVES = [
     "drelu_in = drelu_out * torch.heaviside(relu_in, torch.tensor(0.0))",
     "drelu_in = drelu_out * relu_in.gt(0)",
     "drelu_in = drelu_out * torch.sign(relu_out)",
+    "drelu_in = drelu_out\ndrelu_in[relu_in <= 0] = 0  # changes the given drelu_out too",
     "dleaky_in = dleaky_out * torch.where(leaky_in > 0, 1.0, 0.1)",
     "dleaky_in = torch.where(leaky_out > 0, dleaky_out, 0.1 * dleaky_out)",
     "slope = torch.full_like(leaky_in, 0.1)\nslope[leaky_in > 0] = 1.0\ndleaky_in = slope * dleaky_out",
