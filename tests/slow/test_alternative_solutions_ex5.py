@@ -79,6 +79,7 @@ ALTERNATIVES = [
     "drelu_in = drelu_out * torch.heaviside(relu_in, torch.tensor(0.0))",
     "drelu_in = drelu_out * relu_in.gt(0)",
     "drelu_in = drelu_out * torch.sign(relu_out)",
+    "drelu_in = drelu_out * torch.nan_to_num(relu_out / relu_in)",
     "drelu_in = drelu_out\ndrelu_in[relu_in <= 0] = 0  # changes the given drelu_out too",
     "dleaky_in = dleaky_out * torch.where(leaky_in > 0, 1.0, 0.1)",
     "dleaky_in = torch.where(leaky_out > 0, dleaky_out, 0.1 * dleaky_out)",
@@ -141,6 +142,8 @@ MISTAKES = {
     "demb_not_transposed": ("demb = dx + dq @ Wq.T + dk @ Wk.T + dv @ Wv", "emb"),
     "relu_times_output": ("drelu_in = relu_out * drelu_out", "relu_in"),
     "relu_mask_only": ("drelu_in = (relu_in > 0).float()", "relu_in"),
+    "relu_ratio": ("drelu_in = drelu_out * relu_out / relu_in", "relu_in"),  # 0/0 at the kink
+    "leaky_ratio": ("dleaky_in = dleaky_out * leaky_out / leaky_in", "leaky_in"),
     "leaky_default_slope": ("dleaky_in = torch.where(leaky_in > 0, dleaky_out, 0.01 * dleaky_out)", "leaky_in"),
     "leaky_slope_without_upstream": ("dleaky_in = torch.where(leaky_in > 0, dleaky_out, 0.1)", "leaky_in"),
 }

@@ -43,6 +43,21 @@ with torch.no_grad():
         flat[i] += h  # back where it was, up to rounding
         grad.view(-1)[i] = (up - down) / (2 * h)
 return grad"""
+FLOAT32_RESULT = """grad = torch.zeros(x.shape)  # float32: rounds the result, within the accuracy asked
+for i in range(x.numel()):
+    e = torch.zeros(x.shape).view(-1)
+    e[i] = h
+    e = e.view(x.shape)
+    grad.view(-1)[i] = (f(x + e) - f(x - e)) / (2 * h)
+return grad"""
+FLOAT32_X = """x = x.float()
+grad = torch.zeros_like(x)
+for i in range(x.numel()):
+    e = torch.zeros_like(x).view(-1)
+    e[i] = h
+    e = e.view(x.shape)
+    grad.view(-1)[i] = (f(x + e) - f(x - e)) / (2 * h)
+return grad"""
 NOT_PUT_BACK = ADD_SUBTRACT.replace("        flat[i] += h  # back where it was, up to rounding\n", "")
 OLD_A_VIEW = """grad = torch.zeros_like(x)
 flat = x.view(-1)
@@ -110,6 +125,7 @@ ALTERNATIVES = {
     "checker_clones_h_1e4": answers(IDS[1], **checker(CLONES, default="1e-4")),
     "checker_ndindex": answers(IDS[0], **checker(NDINDEX, default="1e-5")),
     "checker_add_subtract": answers(IDS[1], **checker(ADD_SUBTRACT)),
+    "checker_float32_result": answers(IDS[0], **checker(FLOAT32_RESULT)),
     "names_reversed": answers(IDS[0], **names(IDS[0], lambda g: repr(g[::-1]))),
     "names_split": answers(IDS[1], **names(IDS[1], lambda g: repr(" ".join(g)) + ".split()")),
 }
@@ -126,6 +142,7 @@ def wrong_fix(text: str, key: str, line: str) -> tuple:
 MISTAKES = {
     "checker_not_put_back": (answers(_SHOWN, **checker(NOT_PUT_BACK)), ["test_checker"]),
     "checker_old_is_a_view": (answers(_SHOWN, **checker(OLD_A_VIEW)), ["test_checker"]),
+    "checker_in_float32": (answers(_SHOWN, **checker(FLOAT32_X)), ["test_checker"]),
     "checker_all_at_once": (answers(_SHOWN, **checker(ALL_AT_ONCE)), ["test_checker"]),
     "checker_first_index_only": (answers(_SHOWN, **checker(ROWS)), ["test_checker"]),
     "aliased_detach": wrong_fix(_ALIASED, "aliased", "dhprebn = dbndiff.detach()"),
