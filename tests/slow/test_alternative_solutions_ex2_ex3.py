@@ -133,6 +133,16 @@ EX3_ALTERNATIVES = {
     "- bnraw_biased * (dhpreact_biased * bnraw_biased).mean(0))",
 }
 EX3_ALTERNATIVES = {k: {cell_of(v): v} for k, v in EX3_ALTERNATIVES.items()}
+BN_BACKWARD = (  # Part 3's formula as a function of the constant, called again in Part 4
+    "def bn_backward(dy, xhat, s, bessel):\n"
+    "    return bngain * s / n * (n * dy - dy.sum(0) - bessel * xhat * (dy * xhat).sum(0))\n\n\n"
+    "dhprebn = bn_backward(dhpreact, bnraw, bnvar_inv, n / (n - 1))"
+)
+EX3_ALTERNATIVES["function_reused"] = {
+    "answer_dhprebn": BN_BACKWARD,
+    "answer_dhprebn_biased": "dhprebn_biased = bn_backward(dhpreact_biased, bnraw_biased, bnvar_inv_biased, 1.0)",
+}
+EX2_ALTERNATIVES["loss_from_h"] = {"answer_loss_fast": "loss_fast = F.cross_entropy(h @ W2 + b2, Yb)"}
 
 # student -> (notebook, answer cells changed, graded cells that must lose points)
 DLOGITS = ["test_dlogits", "test_dlogits_rows"]
@@ -176,6 +186,15 @@ EX23_MISTAKES = {
             "training=True, eps=1e-5)"
         },
         ["test_hpreact_fast"],
+    ),
+    "function_reused_with_bessel": (
+        NB3,
+        {
+            "answer_dhprebn": BN_BACKWARD,
+            "answer_dhprebn_biased": "dhprebn_biased = bn_backward(dhpreact_biased, bnraw_biased, bnvar_inv_biased, "
+            "n / (n - 1))",
+        },
+        ["test_dhprebn_biased"],
     ),
     "dbngain_mean": (NB3, {"answer_dbngain": "dbngain = (bnraw * dhpreact).mean(0, keepdim=True)"}, ["test_dbngain"]),
     "dbngain_hpreact": (

@@ -94,6 +94,13 @@ def cell_of(code: str) -> str:
 
 
 ALTERNATIVES = {f"alt5_{i:02d}_{cell_of(c)[7:]}": {cell_of(c): c} for i, c in enumerate(ALTERNATIVES)}
+ALTERNATIVES["alt5_matmul_helper"] = {  # one helper for the four matrix products of the head
+    "answer_datt": "def mm_grads(a, b, dout):\n    return dout @ b.transpose(-1, -2), a.transpose(-1, -2) @ dout\n\n\n"
+    "datt, _ = mm_grads(att, v, datt_out)",
+    "answer_dv": "_, dv = mm_grads(att, v, datt_out)",
+    "answer_dq": "dq, _ = mm_grads(q, k.transpose(1, 2), dscores / head_size**0.5)",
+    "answer_dk": "dk = mm_grads(q, k.transpose(1, 2), dscores / head_size**0.5)[1].transpose(1, 2)",
+}
 ALTERNATIVES["alt5_aliases_of_dx"] = {  # datt_out and demb both dx itself, demb then changed in place (dx too)
     "answer_datt_out": "datt_out = dx",
     "answer_demb": "demb = dx\ndemb += dq @ Wq.T\ndemb += dk @ Wk.T\ndemb += dv @ Wv.T",
