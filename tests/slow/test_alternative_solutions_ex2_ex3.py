@@ -6,30 +6,13 @@ loses half of its cell). Cases the grader gets wrong are marked xfail with the r
 Graded in process (tests/support/in_process.py), with the slow tier.
 """
 
-import re
-
-import nbformat
 import pytest
-from support.course import REPO
+from support.audit import cell_of, no_grad, params, release
 from support.in_process import autograde, source_notebook
 
 from autograder.authoring.submissions import solved
 
 NB2, NB3 = "ex2_cross_entropy_backward", "ex3_batchnorm_backward"
-
-
-def release(name):
-    return nbformat.read(REPO / "release" / "backprop_ninja" / f"{name}.ipynb", as_version=4)
-
-
-def no_grad(code: str) -> str:
-    return "with torch.no_grad():\n" + "\n".join("    " + line for line in code.split("\n"))
-
-
-def cell_of(code: str) -> str:
-    """The answer cell a one-cell alternative changes: the one of the last name it assigns."""
-    return "answer_" + re.findall(r"^\s*([A-Za-z_]\w*) [-+*/]?= ", code, re.MULTILINE)[-1]
-
 
 SOFTMAX = "F.softmax(logits, 1)"
 ONE_HOT = "F.one_hot(Yb, vocab_size)"
@@ -131,6 +114,13 @@ EX3_ALTERNATIVES = {
     "biased_rsqrt_recomputed": "s = torch.rsqrt(bnvar_biased + 1e-5)\n"
     "dhprebn_biased = bngain * s * (dhpreact_biased - dhpreact_biased.mean(0) "
     "- bnraw_biased * (dhpreact_biased * bnraw_biased).mean(0))",
+    # Part 4 from the first pass's hprebn or bndiff (the same numbers as hprebn_biased's), with the biased variance
+    "biased_from_hprebn": "s = torch.rsqrt(hprebn.var(0, keepdim=True, unbiased=False) + 1e-5)\n"
+    "xhat = (hprebn - hprebn.mean(0, keepdim=True)) * s\ndy = dhpreact_biased\n"
+    "dhprebn_biased = bngain * s * (dy - dy.mean(0) - xhat * (dy * xhat).mean(0))",
+    "biased_from_bnvar_rescaled": "s = (bnvar * (n - 1) / n + 1e-5) ** -0.5\nxhat = bndiff * s\n"
+    "dhprebn_biased = bngain * s * (dhpreact_biased - dhpreact_biased.mean(0) "
+    "- xhat * (dhpreact_biased * xhat).mean(0))",
 }
 EX3_ALTERNATIVES = {k: {cell_of(v): v} for k, v in EX3_ALTERNATIVES.items()}
 BN_BACKWARD = (  # Part 3's formula as a function of the constant, called again in Part 4
@@ -284,18 +274,15 @@ def graded23():
     return out
 
 
-def _params(cases, book=None):
-    marks = lambda s: [pytest.mark.xfail(reason=EX23_XFAIL[s], strict=True)] if s in EX23_XFAIL else []  # noqa: E731
-    return [pytest.param(*([book] if book else []), s, marks=marks(s), id=s) for s in cases]
-
-
-@pytest.mark.parametrize("notebook,student", _params(EX2_ALTERNATIVES, NB2) + _params(EX3_ALTERNATIVES, NB3))
+@pytest.mark.parametrize(
+    "notebook,student", params(EX2_ALTERNATIVES, EX23_XFAIL, NB2) + params(EX3_ALTERNATIVES, EX23_XFAIL, NB3)
+)
 def test_ex2_ex3_alternative_keeps_every_point(graded23, notebook, student):
     graded = graded23[notebook][student]
     assert graded.lost() == [], {c: m for c, m in graded.messages.items() if not m.startswith("✔")}
 
 
-@pytest.mark.parametrize("student", _params(EX23_MISTAKES))
+@pytest.mark.parametrize("student", params(EX23_MISTAKES, EX23_XFAIL))
 def test_ex2_ex3_mistake_loses_exactly_its_cells(graded23, student):
     book, _, cells = EX23_MISTAKES[student]
     graded = graded23[book][student]

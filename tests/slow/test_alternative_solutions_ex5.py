@@ -6,11 +6,8 @@ gradients, keep theirs). Beyond tests/support/cases_ex5.py. Cases the grader get
 Graded in process (tests/support/in_process.py), with the slow tier.
 """
 
-import re
-
-import nbformat
 import pytest
-from support.course import REPO
+from support.audit import cell_of, params, release
 from support.in_process import autograde, source_notebook
 
 from autograder.authoring.submissions import solved
@@ -88,11 +85,6 @@ ALTERNATIVES = [
 ]
 
 
-def cell_of(code: str) -> str:
-    """The answer cell an alternative changes: the one of the last name it assigns."""
-    return "answer_" + re.findall(r"^\s*([A-Za-z_]\w*) [-+*/]?= ", code, re.MULTILINE)[-1]
-
-
 ALTERNATIVES = {f"alt5_{i:02d}_{cell_of(c)[7:]}": {cell_of(c): c} for i, c in enumerate(ALTERNATIVES)}
 ALTERNATIVES["alt5_matmul_helper"] = {  # one helper for the four matrix products of the head
     "answer_datt": "def mm_grads(a, b, dout):\n    return dout @ b.transpose(-1, -2), a.transpose(-1, -2) @ dout\n\n\n"
@@ -159,7 +151,7 @@ XFAIL = {}
 
 @pytest.fixture(scope="module")
 def graded5():
-    rel = nbformat.read(REPO / "release" / "backprop_ninja" / f"{NB5}.ipynb", as_version=4)
+    rel = release(NB5)
     src = source_notebook(NB5)
     class_ = {"solution": solved(rel, src)}
     for student, changes in ALTERNATIVES.items():
@@ -169,18 +161,13 @@ def graded5():
     return autograde(NB5, class_)
 
 
-def _params(cases):
-    marks = lambda s: [pytest.mark.xfail(reason=XFAIL[s], strict=True)] if s in XFAIL else []  # noqa: E731
-    return [pytest.param(s, marks=marks(s), id=s) for s in cases]
-
-
-@pytest.mark.parametrize("student", _params(["solution", *ALTERNATIVES]))
+@pytest.mark.parametrize("student", params(["solution", *ALTERNATIVES], XFAIL))
 def test_ex5_alternative_keeps_every_point(graded5, student):
     graded = graded5[student]
     assert graded.lost() == [], {c: m for c, m in graded.messages.items() if not m.startswith("✔")}
 
 
-@pytest.mark.parametrize("student", _params(MISTAKES))
+@pytest.mark.parametrize("student", params(MISTAKES, XFAIL))
 def test_ex5_mistake_loses_exactly_its_step(graded5, student):
     _, step = MISTAKES[student]
     graded = graded5[student]

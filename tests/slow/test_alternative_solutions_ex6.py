@@ -6,10 +6,9 @@ helpers build the students. Cases the grader gets wrong are marked xfail.
 Graded in process (tests/support/in_process.py), with the slow tier.
 """
 
-import nbformat
 import pytest
+from support.audit import params, release
 from support.cases_ex6 import BUGS, NB, answers, build, checker, id_with, pass_with, slot
-from support.course import ASSIGNMENT, REPO
 from support.in_process import autograde, source_notebook
 
 from autograder.engine.bug_hunt.catalogue import planted
@@ -163,7 +162,7 @@ XFAIL = {}
 
 @pytest.fixture(scope="module")
 def graded6():
-    rel = nbformat.read(REPO / "release" / ASSIGNMENT / f"{NB}.ipynb", as_version=4)
+    rel = release(NB)
     src = source_notebook(NB)
     class_ = {"solution": build(rel, src, {})}
     for student, changes in ALTERNATIVES.items():
@@ -173,18 +172,13 @@ def graded6():
     return autograde(NB, class_)
 
 
-def _params(cases):
-    marks = lambda s: [pytest.mark.xfail(reason=XFAIL[s], strict=True)] if s in XFAIL else []  # noqa: E731
-    return [pytest.param(s, marks=marks(s), id=s) for s in cases]
-
-
-@pytest.mark.parametrize("student", _params(["solution", *ALTERNATIVES]))
+@pytest.mark.parametrize("student", params(["solution", *ALTERNATIVES], XFAIL))
 def test_ex6_alternative_keeps_every_point(graded6, student):
     graded = graded6[student]
     assert graded.lost() == [], {c: m for c, m in graded.messages.items() if not m.startswith("✔")}
 
 
-@pytest.mark.parametrize("student", _params(MISTAKES))
+@pytest.mark.parametrize("student", params(MISTAKES, XFAIL))
 def test_ex6_mistake_loses_exactly_its_cells(graded6, student):
     _, cells = MISTAKES[student]
     graded = graded6[student]
