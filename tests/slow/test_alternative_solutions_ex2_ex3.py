@@ -48,6 +48,8 @@ EX2_ALTERNATIVES = {
     "dlogits[range(n), Yb] -= 1\ndlogits /= n",
     "checked_in_the_cell": f"dlogits = {SOFTMAX}\ndlogits[range(n), Yb] -= 1\ndlogits /= n\n"
     "cmp('logits', dlogits, logits)\nself_check('logits')",
+    "shown_and_plotted": f"import matplotlib.pyplot as plt\ndlogits = ({SOFTMAX} - {ONE_HOT}) / n\n"
+    "plt.imshow(dlogits.detach(), cmap='gray')\nplt.show()\ndlogits",
     # Part 1's loss
     "loss_keywords": "loss_fast = F.cross_entropy(input=logits, target=Yb)",
     "loss_gather_logsumexp": "loss_fast = (logits.logsumexp(1) - logits.gather(1, Yb[:, None]).squeeze(1)).mean()",
@@ -105,6 +107,8 @@ EX3_ALTERNATIVES = {
     "dhprebn = bnvar_inv / n * (n * dy - dy.sum(0) - n / (n - 1) * bnraw * (dy * bnraw).sum(0))",
     "checked_in_the_cell": f"dhprebn = {GAIN} * (n * dhpreact - dhpreact.sum(0) - n / (n - 1) * bnraw * {PROJ})\n"
     "cmp('hprebn', dhprebn, hprebn)",
+    "compared_with_grad_in_the_cell": f"dhprebn = {GAIN} * (n * dhpreact - dhpreact.sum(0) - n / (n - 1) * bnraw * "
+    f"{PROJ})\ntorch.allclose(dhprebn, hprebn.grad)",
     "biased_keepdim": "dhprebn_biased = bngain * bnvar_inv_biased / n * (n * dhpreact_biased - "
     "dhpreact_biased.sum(0, keepdim=True) - bnraw_biased * (dhpreact_biased * bnraw_biased).sum(0, keepdim=True))",
     "biased_three_paths": "dxhat = dhpreact_biased * bngain\n"

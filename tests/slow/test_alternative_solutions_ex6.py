@@ -8,7 +8,7 @@ Graded in process (tests/support/in_process.py), with the slow tier.
 
 import pytest
 from support.audit import params, release
-from support.cases_ex6 import BUGS, NB, answers, build, checker, id_with, pass_with, slot
+from support.cases_ex6 import BUGS, NB, PASS, answers, build, checker, id_with, pass_with, slot
 from support.in_process import autograde, source_notebook
 
 from autograder.engine.bug_hunt.catalogue import planted
@@ -125,6 +125,12 @@ ALTERNATIVES = {
     "checker_ndindex": answers(IDS[0], **checker(NDINDEX, default="1e-5")),
     "checker_add_subtract": answers(IDS[1], **checker(ADD_SUBTRACT)),
     "checker_float32_result": answers(IDS[0], **checker(FLOAT32_RESULT)),
+    "prints_in_the_pass": answers(
+        IDS[1], answer_backward_pass=PASS.replace("    # cross", "    print(n)\n    # cross")
+    ),
+    "checks_in_the_pass_cell": answers(
+        IDS[0], answer_backward_pass=PASS + "\n\n\ncheck_gradients(backward_pass, colleague_point)"
+    ),
     "names_reversed": answers(IDS[0], **names(IDS[0], lambda g: repr(g[::-1]))),
     "names_split": answers(IDS[1], **names(IDS[1], lambda g: repr(" ".join(g)) + ".split()")),
 }
