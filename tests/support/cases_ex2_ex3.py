@@ -392,6 +392,13 @@ ALTERNATIVES["alt_detached_logits"] = {
     NB2: {"answer_loss_fast": "logits = logits.detach()\nloss_fast = F.cross_entropy(logits, Yb)"}
 }
 
+ALTERNATIVES["alt_gain_folded_into_dhpreact"] = {  # the answer changes its given upstream gradient by its own name
+    NB3: {
+        "answer_dhprebn": "dhpreact *= bngain\n"
+        "dhprebn = bnvar_inv / n * (n * dhpreact - dhpreact.sum(0) - n / (n - 1) * bnraw * (dhpreact * bnraw).sum(0))"
+    }
+}
+
 ALTERNATIVES["alt_d"] = {
     NB2: {"answer_loss_fast": "loss_fast = -F.log_softmax(logits, 1)[range(n), Yb].mean()"},
     NB3: {  # from the student's own dbngain and dbnbias, as the lecture's Exercise 4 line does

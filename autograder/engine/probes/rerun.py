@@ -90,7 +90,10 @@ def answer_code(cells, answer: str, pins) -> AnswerCode:
 
     It starts at the latest fresh assignment of the answer, or earlier at the latest of a pinned gradient (what is
     computed from a pinned gradient comes after it), or at the cell after the one that computes a pinned forward
-    value (the chunked forward pass that computes it is not the student's answer: it stays as it ran).
+    value (the chunked forward pass that computes it is not the student's answer: it stays as it ran). A statement
+    that writes a pin is the pin's own computation, which the pin stands for, and is left out; but one in the answer's
+    cell, before the answer, that changes a pin from the value it came with into the cell (``dhpreact *= bngain``,
+    ``dhdrop = dhdrop * mask``) is the answer's code: it runs on the pin.
     """
     pins = set(pins)
     statements = [(i, s) for i, source in enumerate(cells) for s in parsed(source)]
@@ -106,7 +109,18 @@ def answer_code(cells, answer: str, pins) -> AnswerCode:
         elif bound:
             cell = statements[bound[0]][0]
             start = min(start, next((k for k, (i, _) in enumerate(statements) if i > cell), start))
-    window = [(s, origins[k]) for k, (_, s) in enumerate(statements) if k >= start and not (writes(s) & pins)]
+    changes, computed_here = {}, set()  # the answer's own changes of a pin from the value it was handed over with
+    for k, (i, s) in enumerate(statements[: fresh[-1]]):
+        written = writes(s) & pins
+        if i != statements[fresh[-1]][0] or not written:
+            continue
+        if written & _reads(s) and not written & computed_here:
+            changes[k] = written
+        else:  # the pin computed in this cell (``dlogprobs = zeros...; dlogprobs[...] = ...``): the pin stands for it
+            computed_here |= written
+    kept_at = [k for k, (_, s) in enumerate(statements) if k in changes or (k >= start and not writes(s) & pins)]
+    window = [(statements[k][1], origins[k]) for k in kept_at]
+    changed = [changes.get(k, set()) for k in kept_at]
 
     derived = set(pins)  # names computed from the pins, statement by statement
     for s, _ in window:
@@ -116,13 +130,16 @@ def answer_code(cells, answer: str, pins) -> AnswerCode:
             derived -= _rebinds(s)
 
     needed, kept, pins_read, further_up = {answer}, [], set(), set()
-    for s, origin in reversed(window):
+    for position in reversed(range(len(window))):
+        s, origin = window[position]
         if not writes(s) & needed:
             continue
         kept.append((s, origin))
-        needed -= _rebinds(s)
+        needed -= _rebinds(s) | changed[position]
         for name in _reads(s):
-            if name in pins:
+            if name in pins and any(name in c for c in changed[:position]):
+                needed.add(name)  # the pin as the answer's own code changed it before this statement
+            elif name in pins:
                 pins_read.add(name)
             elif name in GRADIENTS and name != answer and name not in derived:
                 further_up.add(name)
