@@ -27,7 +27,8 @@ def transformed(sources) -> dict:
     from ..engine.probes.rerun import parsed
 
     if len(_transformed) > LIMIT:
-        _transformed.clear(), _parsed.clear(), _hashes.clear()
+        for kept in (_transformed, _parsed, _hashes):
+            kept.clear()
     _remember_hashes()
     flags = CachingCompiler().flags  # (a kernel's, until a cell imports from __future__)
     for source in sources:
@@ -39,7 +40,7 @@ def transformed(sources) -> dict:
         except SyntaxError:  # (the kernel raises it as it runs the cell)
             pass
         parsed(cell.rstrip("\n"))  # (an lru_cache, which the kernels inherit), of the cell as IPython's history has it
-        murmur2_x86(source, HASH_SEED)
+        _hashes[source, HASH_SEED] = _murmur2_x86(source, HASH_SEED)
     return {source: _transformed[source] for source in sources}
 
 
@@ -48,13 +49,9 @@ _murmur2_x86 = None  # ipykernel's own
 
 
 def murmur2_x86(data, seed):
-    """ipykernel's hash of a cell's code (its file name), kept for the locked cells."""
-    key = (data, seed)
-    if key not in _hashes:
-        if not isinstance(data, str) or len(_hashes) > LIMIT:
-            return _murmur2_x86(data, seed)
-        _hashes[key] = _murmur2_x86(data, seed)
-    return _hashes[key]
+    """ipykernel's hash of a cell's code (its file name): the parent's for a locked cell, else computed."""
+    known = _hashes.get((data, seed)) if isinstance(data, str) else None
+    return known if known is not None else _murmur2_x86(data, seed)
 
 
 def _remember_hashes() -> None:
@@ -62,8 +59,10 @@ def _remember_hashes() -> None:
     global _murmur2_x86
     from ipykernel import compiler
 
-    if compiler.murmur2_x86 is not murmur2_x86 and compiler.get_tmp_hash_seed() == HASH_SEED:
-        _murmur2_x86, compiler.murmur2_x86 = compiler.murmur2_x86, murmur2_x86
+    if _murmur2_x86 is None:
+        _murmur2_x86 = compiler.murmur2_x86
+    if compiler.get_tmp_hash_seed() == HASH_SEED:  # (the seed of the hashes kept)
+        compiler.murmur2_x86 = murmur2_x86
 
 
 def install(shell, transforms: dict) -> None:
