@@ -129,8 +129,13 @@ MISTAKES.update(
 _ALIAS = id_with("aliased", "epsilon")
 MISTAKES["dhprebn_a_view_of_dbndiff"] = (
     answers(_ALIAS, answer_backward_pass=pass_with({BUGS["aliased"].right: "dhprebn = dbndiff.view_as(dbndiff)"})),
-    {slot(_ALIAS, "aliased"): ("aliased", "two names")},
+    {slot(_ALIAS, "aliased"): ("aliased", "shares dbndiff's memory")},
 )
+for _name, _line in {"detach": "dhprebn = dbndiff.detach()", "slice": "dhprebn = dbndiff[:]"}.items():
+    MISTAKES[f"dhprebn_{_name}_of_dbndiff"] = (  # the words name no line the student did not write
+        answers(_ALIAS, answer_backward_pass=pass_with({BUGS["aliased"].right: _line})),
+        {slot(_ALIAS, "aliased"): ("aliased", "shares dbndiff's memory (as it does after `=`, .detach(), [:]")},
+    )
 MISTAKES["dbnvar_square_root"] = (
     answers(
         _ALIAS,
@@ -147,6 +152,12 @@ MISTAKES.update(
         "found_downstream": (
             answers(_TEXT, answer_found=f"buggy = {_PLANTED[:2] + ['dbndiff']!r}"),
             {"test_found": ("bugs_missed", "dbndiff had no bug of its own")},
+        ),
+        "found_the_aliased_line": (  # the line of the bug, whose gradient is right: not "its line is right"
+            answers(
+                _ALIAS, answer_found=f"buggy = {[b.gradient.replace('dbndiff', 'dhprebn') for b in planted(_ALIAS)]!r}"
+            ),
+            {"test_found": ("bugs_missed", "dhprebn's values were right: the bug is on its line, `dhprebn = dbndiff`")},
         ),
         "found_two_of_three": (
             answers(_TEXT, answer_found=f"buggy = {_PLANTED[:2]!r}"),

@@ -82,6 +82,11 @@ class Bug:
     right: str  # the line of PASS it replaces, stripped
     wrong: str  # the colleague's line
 
+    @property
+    def binds(self) -> str:
+        """The gradient the bug's line writes (for "aliased" dhprebn, whose values stay right)."""
+        return self.wrong.split("[")[0].split("=")[0].split(".")[0].strip()
+
 
 BUGS = {
     bug.key: bug

@@ -60,8 +60,9 @@ STILL = {
     "aliased": (
         _aliased,
         say(
-            "dbndiff still holds the values of dhprebn: `dhprebn = dbndiff` gives one tensor two names, so "
-            "`dhprebn += ...` changes dbndiff too. Make dhprebn a tensor of its own (.clone())"
+            "dbndiff still holds the values of dhprebn: dhprebn still shares dbndiff's memory (as it does after `=`, "
+            ".detach(), [:] or .view), so adding to dhprebn in place changes dbndiff too. Make dhprebn a tensor of "
+            "its own (.clone())"
         ),
     ),
     "epsilon": (
@@ -216,8 +217,10 @@ def judge_found(report: Report, namespace: dict, seed: int, tainted: set) -> Ver
     planted_names = [bug.gradient for bug in bugs]
     hits = [name for name in named if name in planted_names]
     missed = [name for name in planted_names if name not in named]
+    lines = {bug.binds: bug for bug in bugs if bug.binds != bug.gradient}  # a bug's line, not its wrong gradient
     wrong = [name for name in named if name not in planted_names]
     verdict.points = max(0, len(hits) - len(wrong) - len(unknown))
+    beside, wrong = [lines[name] for name in wrong if name in lines], [name for name in wrong if name not in lines]
     if missed:
         verdict.lines.append(
             Reason(
@@ -241,6 +244,19 @@ def judge_found(report: Report, namespace: dict, seed: int, tainted: set) -> Ver
                     "gradient they are computed from",
                     len(wrong),
                     names=", ".join(wrong),
+                ),
+            )
+        )
+    for bug in beside:
+        verdict.lines.append(
+            Reason(
+                "not_a_bug",
+                say(
+                    "{name}'s values were right: the bug is on its line, `{line}`, but what it makes wrong is "
+                    "{gradient}, and buggy names the gradients a bug made wrong",
+                    name=bug.binds,
+                    line=bug.wrong,
+                    gradient=bug.gradient,
                 ),
             )
         )
