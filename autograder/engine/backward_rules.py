@@ -54,6 +54,15 @@ def _dlogits_from_max(f, d):
     return F.one_hot(argmax, num_classes=f["logits"].shape[1]).to(f["logits"].dtype) * d["logit_maxes"]
 
 
+def _dC_in_slices(f, d, dim):
+    """dC as `dC[Xb[k]] += demb[k]` leaves it, slice by slice of dimension ``dim``: within a slice a repeated
+    index keeps one contribution."""
+    grad = torch.zeros_like(f["C"])
+    for k in range(f["Xb"].shape[dim]):
+        grad[f["Xb"].select(dim, k)] += d["emb"].select(dim, k)
+    return grad
+
+
 def _dC_from_emb(f, d):
     grad = torch.zeros_like(f["C"])
     return grad.index_add_(0, f["Xb"].reshape(-1), d["emb"].reshape(-1, f["C"].shape[1]))
@@ -178,7 +187,22 @@ STEPS = [
         ),
     ),
     Step("emb", "embcat = emb.view(emb.shape[0], -1)", {"embcat": lambda f, d: d["embcat"].view(f["emb"].shape)}, 1),
-    Step("C", "emb = C[Xb]", {"emb": _dC_from_emb}, 2),
+    Step(
+        "C",
+        "emb = C[Xb]",
+        {"emb": _dC_from_emb},
+        2,
+        mistakes={
+            Reason(
+                "not_accumulated",
+                say(
+                    "dC is wrong for characters that appear several times in one row of Xb (or one column): `+=` "
+                    "through an index that repeats keeps only one of their contributions, even a row at a time. "
+                    "Accumulate every occurrence (a loop over single entries, index_add_, or a one-hot matrix product)"
+                ),
+            ): (lambda f, d: _dC_in_slices(f, d, 0), lambda f, d: _dC_in_slices(f, d, 1)),
+        },
+    ),
 ]
 
 STEP_BY_NAME = {step.name: step for step in STEPS}

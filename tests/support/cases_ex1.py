@@ -98,6 +98,11 @@ MISTAKES = {
     "m_W1_transposed": ({"answer_dW1": "dW1 = dhprebn.T @ embcat"}, "W1", "transposed"),
     "m_emb_wrong_view": ({"answer_demb": "demb = dembcat.view(n, n_embd, block_size)"}, "emb", "wrong order"),
     "m_C_no_accumulation": ({"answer_dC": "dC = torch.zeros_like(C)\ndC[Xb] += demb"}, "C", "does not add up"),
+    "m_C_per_row": (  # each row at once: a character repeated within a row keeps one contribution
+        {"answer_dC": "dC = torch.zeros_like(C)\nfor k in range(n):\n    dC[Xb[k]] += demb[k]"},
+        "C",
+        "appear several times in one row of Xb",
+    ),
     "m_bnbias_float64": (
         {
             "answer_dbnbias": "dbnbias = torch.from_numpy(dhpreact.detach().numpy().astype('float64'))"
