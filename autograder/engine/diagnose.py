@@ -145,8 +145,9 @@ def diagnose(
             if wrong.shape == a.shape and close(a, wrong, scale):
                 return message
     c = constant_factor(a, e, scale)
-    if c is not None:
-        return factor_message(c, n, "d" + own)
+    factor = factor_message(c, n, "d" + own, a.numel()) if c is not None else None
+    if factor:
+        return factor
     if len(step.terms) > 1:
         for dropped in step.terms:
             try:

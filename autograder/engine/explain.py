@@ -80,8 +80,9 @@ def constant_factor(answer: torch.Tensor, expected: torch.Tensor, scale: float) 
     return c
 
 
-def factor_message(c: float, n: int, name: str) -> Reason:
-    """What a constant factor c of the answer ``name`` usually means (n: the batch size)."""
+def factor_message(c: float, n: int, name: str, entries: int = 2) -> Reason | None:
+    """What a constant factor c of the answer ``name`` (of ``entries`` entries) usually means (n: the batch size);
+    None for a single number off by no factor of these: any two numbers differ by a factor, which tells nothing."""
     named = [
         (
             -1.0,
@@ -168,6 +169,8 @@ def factor_message(c: float, n: int, name: str) -> Reason:
     for factor, kind, words in named:
         if abs(c - factor) <= 1e-3 * abs(factor):
             return Reason(kind, words)
+    if entries == 1:
+        return None
     return Reason(
         "constant_factor",
         say(

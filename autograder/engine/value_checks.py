@@ -106,8 +106,9 @@ def judge_value(value: Value, report: Report, forward: dict, seed: int, tainted:
             verdict.lines.append(message)
             return verdict
     c = constant_factor(answer, reference, scale)
-    if c is not None:
-        verdict.lines.append(factor_message(c, batch_size(forward), value.name))
+    factor = factor_message(c, batch_size(forward), value.name, answer.numel()) if c is not None else None
+    if factor:
+        verdict.lines.append(factor)
         return verdict
     off = difference(answer, reference, scale)
     verdict.lines.append(

@@ -38,6 +38,11 @@ MISTAKES = {
         {"answer_loss_fast": "loss_fast = F.cross_entropy(logits, Yb).view(1)"},
         {"test_loss_fast": "shape ()"},
     ),
+    "loss_column_index": (  # one number off: no "constant factor" (any two numbers differ by one)
+        NB2,
+        {"answer_loss_fast": "loss_fast = -torch.log(F.softmax(logits, 1)[:, Yb]).mean()"},
+        {"test_loss_fast": "loss_fast is not equal to loss: 1 of 1 entries differ"},
+    ),
     # Exercise 2: dlogits
     "dlogits_no_n": (
         NB2,
