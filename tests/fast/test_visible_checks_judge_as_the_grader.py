@@ -197,3 +197,17 @@ def test_the_check_under_dhprebn_biased_compares_with_the_biased_forward_pass(ex
     exec(strip_hidden(HELPERS), namespace)  # the helpers read this copy
     out = run_cells(namespace, answer or cells["answer_dhprebn_biased"], cells["test_dhprebn_biased"])
     assert out.startswith(shown), out
+
+
+def test_logits_detached_in_the_answer_cell_is_still_checked_against_autograd():
+    """`logits = logits.detach()` rebinds logits to a tensor without .grad: full marks at grading, so the checks under
+    the cell and in the table compare with autograd's gradient as the helpers found it, not "autograd has none"."""
+    ex2 = "ex2_cross_entropy_backward"
+    cells = {grade_id(c): c.source for c in solved(release(ex2), source(ex2)).cells}
+    setup = tuple(c.source for c in source(ex2).cells if grade_id(c).startswith(SETUP_PREFIX))
+    namespace = dict(run_setup(setup, 2147483647))
+    exec(strip_hidden(HELPERS), namespace)
+    answer = "logits = logits.detach()\n" + cells["answer_dlogits"]
+    out = run_cells(namespace, answer, cells["check_dlogits"], cells["test_dlogits"])
+    assert "autograd has no gradient" not in out and "✔ dlogits: shape (32, 27) ok" in out, out
+    assert hint(run_cells(namespace, "self_check('logits')"), "dlogits") == "", out

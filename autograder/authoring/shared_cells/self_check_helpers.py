@@ -42,6 +42,21 @@ def local_gradient(step, forward, upstream):
     return total.detach()
 
 
+# autograd's gradients of the forward pass's tensors, as this cell finds them (not the parameters: training changes them)
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore")
+    _AT_SETUP = (globals().get("loss"), {k: v.grad for k, v in list(globals().items())
+                                         if isinstance(v, torch.Tensor) and not v.is_leaf and v.grad is not None})
+
+
+def _autograd_gradient(name, tensor=None):
+    """autograd's gradient of `name`: its .grad, or the one it had when this cell ran (after logits = logits.detach())."""
+    grad = getattr(globals().get(name) if tensor is None else tensor, "grad", None)
+    if grad is None and _AT_SETUP[0] is not None and globals().get("loss") is _AT_SETUP[0]:
+        grad = _AT_SETUP[1].get(name)
+    return grad
+
+
 def _step_scale(name):
     """The grader's size of step `name`: the largest term its rule adds up, on the absolute
     values of the forward pass and of autograd's upstream gradients; None when the step has no upstream here."""
@@ -49,7 +64,7 @@ def _step_scale(name):
     try:
         forward = {k: (v.detach().abs() if v.is_floating_point() else v) if isinstance(v, torch.Tensor) else v
                    for k, v in space.items() if isinstance(v, (torch.Tensor, int, float))}
-        up = {u: space[u].grad.abs() for u in step.upstream}
+        up = {u: _autograd_gradient(u).abs() for u in step.upstream}
         return max(magnitude(local_gradient(step, forward, {u: up[u]})) for u in up) if up else None
     except Exception:  # not this notebook's graph: the size of autograd's gradient decides
         return None
@@ -320,14 +335,14 @@ class CheckTable:
 
 def cmp(name, dt, t):
     """Show one row: your gradient dt against autograd's t.grad."""
-    display(CheckTable([_compare(name, dt, getattr(t, "grad", None))]))
+    display(CheckTable([_compare(name, dt, _autograd_gradient(name, t))]))
 
 
 def self_check(*names, checklist=False):
     """One table for several gradients: d<name> against <name>.grad for each name."""
     rows = []
     for name in names:
-        row = _compare(name, globals().get("d" + name), getattr(globals().get(name), "grad", None))
+        row = _compare(name, globals().get("d" + name), _autograd_gradient(name))
         changed = _changed_since_check(name)
         if changed and row["status"] == "wrong":
             row["hint"] = changed
@@ -365,7 +380,7 @@ def check_answer(name, want=None, answer=None, calls=None, indices=None):
 
     Printed to stderr when something is wrong, so that nbgrader validate reports it."""
     if want is None:
-        want = getattr(globals().get(name), "grad", None)
+        want = _autograd_gradient(name)
     answer = answer or "d" + name
     key = answer[1:]  # what this check is remembered as: name, or e.g. C_index_add
     dt = globals().get(answer)
