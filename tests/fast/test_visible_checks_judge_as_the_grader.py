@@ -211,3 +211,26 @@ def test_logits_detached_in_the_answer_cell_is_still_checked_against_autograd():
     out = run_cells(namespace, answer, cells["check_dlogits"], cells["test_dlogits"])
     assert "autograd has no gradient" not in out and "✔ dlogits: shape (32, 27) ok" in out, out
     assert hint(run_cells(namespace, "self_check('logits')"), "dlogits") == "", out
+
+
+@pytest.mark.parametrize(
+    "answer, verdict",
+    [
+        (None, "✔ both sums are zero"),
+        (  # Bessel's factor left out: wrong only in neuron 0 by the tolerance, but the second sum is not zero
+            "dhprebn = bngain * bnvar_inv / n * (n * dhpreact - dhpreact.sum(0) - bnraw * (dhpreact * bnraw).sum(0))",
+            "✘ the second sum is not zero",
+        ),
+        (  # the mean's path left out
+            "dhprebn = bngain * bnvar_inv / n * (n * dhpreact - n / (n - 1) * bnraw * (dhpreact * bnraw).sum(0))",
+            "✘ the first sum is not zero",
+        ),
+    ],
+    ids=["right", "bessel-left-out", "mean-left-out"],
+)
+def test_the_two_sanity_sums_say_which_path_of_dhprebn_is_off(ex3_namespace, answer, verdict):
+    setup, cells = ex3_namespace
+    namespace = {**setup}
+    exec(strip_hidden(HELPERS), namespace)
+    out = run_cells(namespace, answer or cells["answer_dhprebn"], cells["check_dhprebn_sums"])
+    assert out.splitlines()[-1].startswith(verdict), out
