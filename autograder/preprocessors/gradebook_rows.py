@@ -27,13 +27,9 @@ class CourseRows(_Rows):
         found = gradebook.find_notebook(notebook, assignment)
         self.source_cells = {cell.name: cell for cell in found.source_cells}
         # each kind by a query of its own, which reads all its columns (through ``found``, the first read of a grade
-        # cell's max_score was a query of its own)
-        kinds = [self.cells(gradebook, kind, found) for kind in (TaskCell, GradeCell)]
-        self.graded_cells = {cell.name: cell for cells in kinds for cell in cells}  # a grade cell first
-
-    @staticmethod
-    def cells(gradebook: Gradebook, kind: type, notebook) -> list:
-        return gradebook.db.query(kind).filter(kind.notebook_id == notebook.id).all()
+        # cell's max_score was a query of its own); a grade cell over a task cell of the same name
+        kinds = [gradebook.db.query(kind).filter(kind.notebook_id == found.id) for kind in (TaskCell, GradeCell)]
+        self.graded_cells = {cell.name: cell for cells in kinds for cell in cells}
 
     def find_source_cell(self, name, *where):
         return self.source_cells.get(name) or self.gradebook.find_source_cell(name, *where)

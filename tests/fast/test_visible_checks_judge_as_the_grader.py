@@ -173,6 +173,13 @@ def ex3_namespace():
     return namespace, {grade_id(c): c.source for c in solved(release(EX3), nb).cells}
 
 
+def run_in_ex3(ex3_namespace, *cells) -> str:
+    """The cells run in a copy of Exercise 3's setup, with the self-check helpers; what they print."""
+    namespace = {**ex3_namespace[0]}
+    exec(strip_hidden(HELPERS), namespace)  # the helpers read this copy
+    return run_cells(namespace, *cells)
+
+
 @pytest.mark.parametrize(
     "answer, shown",
     [
@@ -192,10 +199,8 @@ def ex3_namespace():
     ids=["fused", "atomic", "bessel-kept"],
 )
 def test_the_check_under_dhprebn_biased_compares_with_the_biased_forward_pass(ex3_namespace, answer, shown):
-    setup, cells = ex3_namespace
-    namespace = {**setup}
-    exec(strip_hidden(HELPERS), namespace)  # the helpers read this copy
-    out = run_cells(namespace, answer or cells["answer_dhprebn_biased"], cells["test_dhprebn_biased"])
+    cells = ex3_namespace[1]
+    out = run_in_ex3(ex3_namespace, answer or cells["answer_dhprebn_biased"], cells["test_dhprebn_biased"])
     assert out.startswith(shown), out
 
 
@@ -229,8 +234,6 @@ def test_logits_detached_in_the_answer_cell_is_still_checked_against_autograd():
     ids=["right", "bessel-left-out", "mean-left-out"],
 )
 def test_the_two_sanity_sums_say_which_path_of_dhprebn_is_off(ex3_namespace, answer, verdict):
-    setup, cells = ex3_namespace
-    namespace = {**setup}
-    exec(strip_hidden(HELPERS), namespace)
-    out = run_cells(namespace, answer or cells["answer_dhprebn"], cells["check_dhprebn_sums"])
+    cells = ex3_namespace[1]
+    out = run_in_ex3(ex3_namespace, answer or cells["answer_dhprebn"], cells["check_dhprebn_sums"])
     assert out.splitlines()[-1].startswith(verdict), out
