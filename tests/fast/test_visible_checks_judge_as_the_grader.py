@@ -237,3 +237,23 @@ def test_the_two_sanity_sums_say_which_path_of_dhprebn_is_off(ex3_namespace, ans
     cells = ex3_namespace[1]
     out = run_in_ex3(ex3_namespace, answer or cells["answer_dhprebn"], cells["check_dhprebn_sums"])
     assert out.splitlines()[-1].startswith(verdict), out
+
+
+def test_hpreact_fast_with_the_biased_variance_is_told_which_factor_is_off(ex3_namespace):
+    """Every column stretched by √(n/(n-1)) is named as the variance divided by n; a missing bngain (a factor of its
+    own in each column) gets no such word."""
+    check = ex3_namespace[1]["test_hpreact_fast"]
+    normed = "(hprebn - hprebn.mean(0, keepdim=True)) / (hprebn.var(0, keepdim=True{}) + 1e-5) ** 0.5"
+    out = run_in_ex3(ex3_namespace, f"hpreact_fast = bngain * {normed.format(', unbiased=False')} + bnbias", check)
+    assert out.startswith("✘ hpreact_fast: max difference") and "√(n/(n-1))" in out and "Bessel" in out, out
+    out = run_in_ex3(ex3_namespace, f"hpreact_fast = {normed.format('')} + bnbias", check)
+    assert out.startswith("✘ hpreact_fast: max difference") and "spread" not in out, out
+
+
+def test_a_one_formula_gradient_is_not_told_to_fix_earlier_gradients_it_has_none_of(ex3_namespace):
+    """dhprebn in one formula: the hint names the two paths through hprebn, and no earlier gradient of the
+    student's (Exercise 3 gives dhpreact)."""
+    cells = ex3_namespace[1]
+    wrong = "dhprebn = bngain * bnvar_inv / n * (n * dhpreact - bnraw * (dhpreact * bnraw).sum(0))"
+    out = run_in_ex3(ex3_namespace, wrong, cells["test_dhprebn"])
+    assert "hprebn feeds 2 lines of the forward pass (bndiff, bnmeani)" in out and "earlier gradient" not in out, out

@@ -233,8 +233,14 @@ def _value_hint(got, want, name, n, indices=None):
     wrong, columns = int(differ.sum().item()), differ.any(0).nonzero().flatten().tolist() if g.dim() == 2 else []
     # one column of many: a per-neuron term (Exercise 3's neuron 0 has a tiny variance: only there does n/(n-1) show)
     where = f", all in column {columns[0]} of {g.shape[1]}" if len(columns) == 1 and g.shape[1] > 2 else ""
-    return (f"{wrong} of {g.numel()} entries differ{where}: re-derive the local derivative; if {name} is used in two "
-            f"lines of the forward pass, add both contributions (+=); if an earlier gradient is off, fix it first")
+    advice = [f"{wrong} of {g.numel()} entries differ{where}: re-derive the local derivative"]
+    feeds = list(getattr(STEP_BY_NAME.get(name), "upstream", []))
+    if len(feeds) > 1:  # (in one formula, as in Exercises 2 and 3, the same: every path is in it)
+        advice.append(f"{name} feeds {len(feeds)} lines of the forward pass ({', '.join(feeds)}): its gradient "
+                      f"is the sum over every path (in steps: +=)")
+    if any("d" + k in globals() for k in feeds):  # an earlier gradient of yours, not one the notebook gives
+        advice.append("if an earlier gradient is off, fix it first")
+    return "; ".join(advice)
 
 
 def _difference(got, want, name=None):
@@ -435,8 +441,33 @@ def check_value(name, want, scale=None):
         if difference <= TOLERANCE * max(float(scale), 1e-3):
             print(f"✔ {name}: shape {tuple(got.shape)} ok, max difference {difference:.1e}")
             return
-        problem = f"max difference {difference:.1e}: not the same values"
+        problem = f"max difference {difference:.1e}: not the same values" + _spread_hint(got, want)
     print(f"✘ {name}: {problem}", file=sys.stderr)
+
+
+def _spread_hint(got, want):
+    """When every column of got is want's column stretched about its mean by one factor (a normalisation that divides
+    by another count), that factor, and n/(n-1)'s name for it."""
+    if got.dim() != 2 or got.shape[0] < 3:
+        return ""
+    g, w = got.detach().double(), want.detach().double()
+    g, w = g - g.mean(0), w - w.mean(0)
+    norms = (w * w).sum(0)
+    if not bool((norms > 0).all()):
+        return ""
+    factors = (g * w).sum(0) / norms
+    if (g - factors * w).abs().max().item() > 1e-3 * w.abs().max().item():
+        return ""
+    c, n = factors.mean().item(), g.shape[0]
+    if abs(c - 1) <= 1e-4 or (factors - c).abs().max().item() > 1e-2 * abs(c):
+        return ""
+    if abs(c * c - n / (n - 1)) <= 0.1 * (n / (n - 1) - 1):
+        return (f". Each column's spread is {c:.4f} ≈ √(n/(n-1)) times the right one: a variance divided by n "
+                f"where the forward pass divides by n-1 (Bessel's correction)?")
+    if abs(c * c - (n - 1) / n) <= 0.1 * (1 - (n - 1) / n):
+        return (f". Each column's spread is {c:.4f} ≈ √((n-1)/n) times the right one: a variance divided by n-1 "
+                f"where the forward pass divides by n?")
+    return f". Each column's spread is {c:.4g} times the right one: is a scale or a variance computed another way?"
 
 
 CHINESE_FONTS = ("Noto Sans CJK SC", "Source Han Sans SC", "WenQuanYi Zen Hei", "Microsoft YaHei", "PingFang SC", "SimHei")
