@@ -107,6 +107,44 @@ EX1_VARIANTS = {
         "answer_dlogits": "at_max = torch.zeros_like(logits)\nat_max[range(n), logits.argmax(1)] = 1\n"
         "dlogits = dnorm_logits\ndlogits += at_max * dlogit_maxes",
     },
+    "pub1_j": {  # keepdim given by position, transposes spelled out, broadcast views that are never made contiguous
+        "answer_dcounts_sum_inv": "dcounts_sum_inv = (counts * dprobs).sum(1, True)",
+        "answer_dlogit_maxes": "dlogit_maxes = (-dnorm_logits).sum(1, True)",
+        "answer_dh": "dh = dlogits @ torch.transpose(W2, 0, 1)",
+        "answer_dW2": "dW2 = (dlogits.t() @ h).t()",
+        "answer_dbngain": "dbngain = (bnraw * dhpreact).sum(0, True)",
+        "answer_dbnvar_inv": "dbnvar_inv = (bndiff * dbnraw).sum(0, True)",
+        "answer_dbndiff2": "dbndiff2 = (dbnvar * (1 / (n - 1))).expand_as(bndiff2)",  # strides (0, 1)
+        "answer_dbnmeani": "dbnmeani = (dbndiff * -1).sum(0, keepdim=True)",
+        "answer_dhprebn": "dhprebn = dbndiff + (dbnmeani * (1 / n)).expand_as(hprebn)",
+        "answer_dembcat": "dembcat = (W1 @ dhprebn.t()).t()",  # a transposed view: demb.view(-1, n_embd) would fail
+        "answer_dW1": "dW1 = torch.transpose(embcat, 0, 1) @ dhprebn",
+        "answer_demb": "demb = dembcat.view_as(emb)",
+        "answer_dC": "dC = torch.zeros_like(C)\nfor rows in range(Xb.shape[0]):\n"  # n rebound by the loop
+        "    for n in range(Xb.shape[1]):\n        ix = Xb[rows, n]\n        dC[ix] += demb[rows, n]",
+        "answer_dC_index_add": "dC_index_add = torch.zeros_like(C).index_add(0, Xb.reshape(-1), demb.reshape(-1, 10))",
+    },
+    "pub1_k": {  # each local derivative named first (the same name in every cell), then the chain rule
+        "answer_dprobs": "local = 1.0 / probs\ndprobs = local * dlogprobs",
+        "answer_dcounts_sum": "local = -(counts_sum**-2)\ndcounts_sum = dcounts_sum_inv * local",
+        "answer_dnorm_logits": "local = norm_logits.clone().exp()\ndnorm_logits = local * dcounts",
+        "answer_dlogits": "local = F.one_hot(logits.max(1).indices, vocab_size)\n"
+        "dlogits = dlogit_maxes * local + dnorm_logits * torch.ones_like(logits)",
+        "answer_dW2": "local = h.T.clone()\ndW2 = local @ dlogits",
+        "answer_dbnvar": "local = -0.5 * (bnvar + 1e-5) ** -1.5 * torch.ones_like(bnvar)\ndbnvar = dbnvar_inv * local",
+        "answer_dbndiff2": "local = (1.0 / (n - 1)) * torch.ones_like(bndiff2)\ndbndiff2 = dbnvar * local",
+        "answer_dhprebn": "dhprebn = dbndiff.clone()\ndhprebn += (1 / n * dbnmeani).sum(0, keepdim=True)",
+    },
+    "pub1_l": {  # bndiff recomputed from the forward values; dh skipped; a factor for dloss
+        "answer_dlogprobs": "dloss = 1.0\ndlogprobs = torch.zeros_like(logprobs)\ndlogprobs[range(n), Yb] = -(1 / n)\n"
+        "dlogprobs *= dloss",
+        "answer_dhpreact": "dhpreact = (1.0 - h**2) * (dlogits @ W2.T)",
+        "answer_dbnvar_inv": "dbnvar_inv = ((hprebn - bnmeani) * dbnraw).sum(0, keepdim=True)",
+        "answer_dbndiff2": "dbndiff2 = (1.0 / (n - 1)) * torch.ones_like((hprebn - bnmeani) ** 2) * dbnvar",
+        "answer_dbndiff": "dbndiff = bnvar_inv * dbnraw\ndbndiff += 2 * (hprebn - bnmeani) * dbndiff2",
+        "answer_dC": "flat = Xb.view(-1)\nrows = demb.view(*flat.shape, -1)\ndC = torch.zeros_like(C)\n"
+        "dC.index_add_(0, flat, rows)",
+    },
 }
 
 # student -> (answer cells changed, the one step that must lose all its points)
@@ -120,6 +158,10 @@ EX1_MISTAKES = {
 EX1_SHAPE = {
     "pub1_db1_keepdim": ({"answer_db1": "db1 = dhprebn.sum(0, keepdim=True)"}, "b1"),
 }
+# student -> (answer cells changed, the step whose values are right only once broadcast: (1, 64) for (n, 64))
+EX1_UNEXPANDED = {
+    "pub1_dbndiff2_unexpanded": ({"answer_dbndiff2": "dbndiff2 = 1 / (n - 1) * dbnvar"}, "bndiff2"),
+}
 EX1_XFAIL = {}  # case -> why the grader gets it wrong (xfail, strict)
 
 
@@ -127,7 +169,7 @@ EX1_XFAIL = {}  # case -> why the grader gets it wrong (xfail, strict)
 def graded1():
     rel, src = release(NB1), source_notebook(NB1)
     class_ = {student: solved(rel, src, changes) for student, changes in EX1_VARIANTS.items()}
-    for student, (changes, _) in {**EX1_MISTAKES, **EX1_SHAPE}.items():
+    for student, (changes, _) in {**EX1_MISTAKES, **EX1_SHAPE, **EX1_UNEXPANDED}.items():
         class_[student] = solved(rel, src, changes)
     return autograde(NB1, class_)
 
@@ -155,6 +197,12 @@ def test_ex1_published_shape_slip_costs_a_share_of_its_step(graded1, student):
     assert 0 < graded.points[step] < graded.max_points[step], graded.messages[step]
 
 
+@pytest.mark.parametrize("student", params(EX1_UNEXPANDED, EX1_XFAIL))
+def test_ex1_published_unexpanded_gradient_loses_its_step(graded1, student):
+    graded, step = graded1[student], "test_d" + EX1_UNEXPANDED[student][1]
+    assert graded.lost() == [step], _not_full(graded)
+
+
 # ------------------------------------------------------------------------------------------------ Exercises 2, 3
 EX2_VARIANTS = {
     "pub2_softmax_named_then_cloned": "p = F.softmax(logits, dim=1)\ndlogits = p.clone()\n"
@@ -165,6 +213,8 @@ EX2_VARIANTS = {
     "    g = F.softmax(logits, 1)\n    g[range(m), Yb] -= 1\n    return g / m\n\n\ndlogits = ce_backward(logits, Yb)",
     "pub2_one_hot_classes_from_logits": "dlogits = (F.softmax(logits, dim=1) - F.one_hot(Yb, logits.shape[1])) / n",
     "pub2_named_pieces": "P = F.softmax(logits, 1)\nY1 = F.one_hot(Yb, vocab_size)\ndlogits = (P - Y1) / n",
+    "pub2_times_dloss": "dloss_fast = 1 / n\nprob = F.softmax(logits, 1)\nprob[range(n), Yb] -= 1\n"
+    "dlogits = prob * dloss_fast",
     "pub2_scaled_in_place": "dlogits = F.softmax(logits, dim=1) - F.one_hot(Yb, num_classes=27)\ndlogits *= 1 / n",
 }
 EX2_VARIANTS = {k: {cell_of(v): v} for k, v in EX2_VARIANTS.items()}
@@ -203,6 +253,17 @@ EX23_MISTAKES = {  # student -> (notebook, answer cells changed, graded cells th
             "/ torch.sqrt(hprebn.var(0, keepdim=True))"
         },
         ["test_hpreact_fast"],
+    ),
+    "pub3_three_unsummed_terms": (  # the mean's and the variance's paths left per row, not summed over the batch
+        NB3,
+        {
+            "answer_dhprebn": "direct = bngain * dhpreact\n"
+            "through_mean = -bngain / torch.sqrt(hprebn.var(0, keepdim=True) + 1e-5) * dhpreact\n"
+            "through_var = -0.5 * bngain * (hprebn - hprebn.mean(0, keepdim=True)) "
+            "* (hprebn.var(0, keepdim=True) + 1e-5) ** -1.5 * dhpreact\n"
+            "dhprebn = direct + through_mean + through_var"
+        },
+        ["test_dhprebn"],
     ),
 }
 EX23_XFAIL = {}  # case -> why the grader gets it wrong (xfail, strict)
