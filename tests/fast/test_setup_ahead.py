@@ -251,3 +251,51 @@ def test_the_parses_and_file_names_a_kernel_takes_are_ipythons_own():
     for text in [*cells[:3], "x = 1", "é" * 7]:
         assert compiler.murmur2_x86(text, seed) == known_cells._murmur2_x86(text, seed)
     assert (cells[0], known_cells.HASH_SEED) in known_cells._hashes
+
+
+def test_the_code_a_kernel_takes_is_what_ipython_compiles(monkeypatch):
+    """Each statement of a locked cell, as IPython compiles it one by one (the last expression of a cell in "single"
+    mode too), is the parent's bytecode in the kernel's file name: the same code, in the same file, and the same
+    compiler flags after it, as IPython's own compiler makes. A cell the parent never saw, and a statement after a
+    `from __future__` import, are compiled in the kernel."""
+    from IPython.core.compilerop import CachingCompiler
+
+    for kept in (known_cells._transformed, known_cells._parsed, known_cells._hashes, known_cells._compiled):
+        kept.clear()
+    future = "from __future__ import annotations\ndef f(x: undefined) -> None:\n    return x\nf(1)"
+    cells = [c.source for c in autograde_cells(NOTEBOOKS[0]) if c.source.strip()]
+    transforms = known_cells.transformed([*cells[:40], future])
+    taken, renamed = [], known_cells._renamed
+
+    def counted(code, name):  # the statements taken (not the code objects they hold, renamed on the way)
+        taken.append(code)
+        monkeypatch.setattr(known_cells, "_renamed", renamed)
+        try:
+            return renamed(code, name)
+        finally:
+            monkeypatch.setattr(known_cells, "_renamed", counted)
+
+    monkeypatch.setattr(known_cells, "_renamed", counted)
+    shell = types.SimpleNamespace(compile=CachingCompiler(), ast_transformers=[])
+    parse = known_cells.KnownParse(shell)
+    own, known = CachingCompiler(), known_cells._known_compiler(CachingCompiler)()
+    shell.compile = known
+
+    def files(code):
+        return [code.co_filename] + [f for c in code.co_consts if isinstance(c, types.CodeType) for f in files(c)]
+
+    cell_file = "/tmp/ipykernel_7/123.py"  # (ipykernel's name for a cell)
+    for cell in [TransformerManager().transform_cell(c) for c in [*cells, future]]:
+        body, before = parse(cell).body, len(taken)
+        modes = [(s, "exec") for s in body[:-1]] + [(body[-1], "single" if isinstance(body[-1], ast.Expr) else "exec")]
+        for statement, mode in modes:
+            module = ast.Module([statement], []) if mode == "exec" else ast.Interactive([statement])
+            with own.extra_flags(known_cells.TOP_LEVEL_AWAIT), known.extra_flags(known_cells.TOP_LEVEL_AWAIT):
+                mine, theirs = known(module, cell_file, mode), own(module, cell_file, mode)
+            assert mine == theirs and files(mine) == files(theirs) == [cell_file] * len(files(mine))
+            assert known.flags == own.flags
+        was_taken = len(taken) - before
+        if cell == transforms[future]:
+            assert was_taken == 1  # the import; then the flags differ from the parent's
+        else:
+            assert was_taken == (len(modes) if cell in transforms.values() else 0), cell[:60]

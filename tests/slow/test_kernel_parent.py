@@ -38,6 +38,7 @@ print("AHEAD " + _json.dumps({
     "taken": build_dataset.__code__.co_filename.startswith("<setup cell"),
     "tampered": getattr(_sys.modules["json"], "tampered", None),
     "tmp": sorted(_os.listdir("/tmp")),
+    "compiler": type(get_ipython().compile).__name__,
 }))
 """
 STOP_PARENT = """import os, signal
@@ -230,4 +231,5 @@ def test_the_parent_runs_the_courses_setup_cells_ahead_never_a_students(graded):
         for notebook in (FIRST, SECOND):
             found = ahead(graded, student, notebook)
             assert found["taken"] and found["tampered"] is None and "tampered" not in found["tmp"], found
+            assert found["compiler"] == "KnownXCachingCompiler", found  # the locked cells' bytecode, the parent's
             assert graded.scores(student, notebook) == graded.max_scores(notebook)
