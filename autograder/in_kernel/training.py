@@ -73,11 +73,14 @@ def call_capturing(function, *args):
 
 
 def _backward_on_check_batch(namespace: dict) -> dict:
-    """backward_pass(Xb, Yb, cache) on copies of the setup's check batch, at the initial parameters.
+    """backward_pass(Xb, Yb, cache) on copies of the setup's check batch, at the initial parameters, twice.
 
     The parameters are put back as they were afterwards. The payload holds d<parameter> by
     position in the returned list, the intermediate gradients of BACKWARD_CHAIN found among
-    its local variables, and how the call went ("backward_pass").
+    its local variables, and how the call went ("backward_pass"), all of the first call; and
+    how far each d<parameter> of a second call on new copies of the same batch lies from the
+    first's ("again"): a backward_pass that keeps a tensor from call to call (a dC made once
+    outside it and added into) is right on its first call only.
     """
     from ..engine.training.network import PARAMETER_NAMES
 
@@ -88,11 +91,16 @@ def _backward_on_check_batch(namespace: dict) -> dict:
         return _backward_calls[function]
     parameters, initial = namespace["parameters"], namespace["initial_parameters"]
     Xb, Yb, cache = namespace["check_batch"]
+
+    def inputs():
+        return Xb.clone(), Yb.clone(), {k: v.clone() for k, v in cache.items()}
+
     with torch.no_grad():
         now = [p.detach().clone() for p in parameters]
         for p, p0 in zip(parameters, initial):
             p.copy_(p0)
-        result, variables = call_capturing(function, Xb.clone(), Yb.clone(), {k: v.clone() for k, v in cache.items()})
+        result, variables = _kept(*call_capturing(function, *inputs()))
+        again = None if isinstance(result, Exception) else call_capturing(function, *inputs())[0]
         for p, p1 in zip(parameters, now):
             p.copy_(p1)
     if isinstance(result, Exception):
@@ -109,8 +117,37 @@ def _backward_on_check_batch(namespace: dict) -> dict:
         payload["d" + name] = wire.encode(values[i] if i < len(values) else None, i < len(values))
     for name in BACKWARD_CHAIN:
         payload[name] = wire.encode(variables.get(name), name in variables)
+    payload["again"] = wire.encode(_differences(values[: len(PARAMETER_NAMES)], again))
     _backward_calls[function] = payload
     return payload
+
+
+def _kept(result, variables: dict):
+    """The first call's gradients and intermediates as they are now, before a second call can change them in place."""
+
+    def kept(value):
+        return value.detach().clone() if isinstance(value, torch.Tensor) else value
+
+    if isinstance(result, (list, tuple)):
+        result = (tuple if isinstance(result, tuple) else list)(kept(v) for v in result)
+    return result, {name: kept(variables[name]) for name in BACKWARD_CHAIN if name in variables}
+
+
+def _differences(first: list, again) -> torch.Tensor:
+    """max |second - first| of each gradient of the first call: infinite where the second call gave no tensor of
+    the same shape (it raised, or returned something else)."""
+    second = list(again) if isinstance(again, (list, tuple)) else []
+    found = []
+    for i, a in enumerate(first):
+        b = second[i] if i < len(second) else None
+        if not isinstance(a, torch.Tensor) or not isinstance(b, torch.Tensor) or a.shape != b.shape:
+            found.append(float("inf"))
+            continue
+        try:
+            found.append((b.detach().double() - a.detach().double()).abs().max().item() if a.numel() else 0.0)
+        except (RuntimeError, TypeError):  # not numbers (a tensor of another kind)
+            found.append(float("inf"))
+    return torch.tensor(found, dtype=torch.float64)
 
 
 def report_backward(namespace: dict) -> None:

@@ -53,6 +53,20 @@ MISTAKES = {
         {"test_dC": 0},
         {"test_dC": "does not add up", "test_training": "your dC is wrong (see its cell)"},
     ),
+    # A dC made once, in a cell of its own, and added into at every call: right on the first call only. backward_pass
+    # is called twice on the check batch, and the second dC differs: dC's cell loses its points, and the own run's line
+    # names dC
+    "m_dC_kept_between_calls": (
+        {
+            "answer_backward_pass": backward(
+                embedding="demb = dembcat.view(emb.shape)\ndC = dC_total\n"
+                "dC.index_add_(0, Xb.view(-1), demb.view(-1, n_embd))"
+            )
+        },
+        [("answer_backward_pass", "dC_total = torch.zeros_like(C)")],
+        {"test_dC": 0},
+        {"test_dC": "gave another dC when it was called a second time", "test_training": "your dC is wrong"},
+    ),
     "m_db2_divided_by_n": (
         {"answer_backward_pass": backward(layer2="dh = dlogits @ W2.T\ndW2 = h.T @ dlogits\ndb2 = dlogits.sum(0) / n")},
         [],

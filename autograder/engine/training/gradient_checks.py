@@ -8,7 +8,7 @@ from ..backward_rules import STEP_BY_NAME, local_gradient
 from ..diagnose import diagnose
 from ..explain import and_list, comma_list
 from ..judge import judge_gradient
-from ..tolerance import close, magnitude, step_scale
+from ..tolerance import RTOL, close, magnitude, step_scale
 from ..verdict import Check, Verdict
 from ..wire import Report
 from .network import PARAMETER_NAMES
@@ -126,6 +126,30 @@ def _right_for_own_upstream(step, answer, report: Report, forward: dict, grads: 
     return close(answer.double(), carried, step_scale(step, forward, upstream))
 
 
+def changed_on_second_call(name: str, report: Report, forward: dict, grads: dict) -> bool:
+    """backward_pass gave another d<name> when it was called again on the same batch, beyond the step's tolerance
+    (``in_kernel.training``: "again"): a tensor kept from call to call, right on the first call only."""
+    again, position = report.tensor("again"), PARAMETER_NAMES.index(name)
+    if again is None or again.dim() != 1 or len(again) <= position or not again.is_floating_point():
+        return False
+    step = STEP_BY_NAME[name]
+    scale = max(step_scale(step, forward, {c: grads[c] for c in step.upstream}), magnitude(grads[name]))
+    return not again[position].item() <= RTOL * scale  # NaN too
+
+
+def _another_on_second_call(name: str) -> Reason:
+    return Reason(
+        "wrong_batch",
+        say(
+            "backward_pass gave another d{name} when it was called a second time on the same batch: right on the "
+            "first call only, it would be wrong at every later step of training. Compute every gradient afresh at "
+            "each call (a tensor made outside backward_pass and added into, dC = torch.zeros_like(C) in another "
+            "cell, keeps what earlier calls added)",
+            name=name,
+        ),
+    )
+
+
 def judge_parameter_gradient(name: str, report: Report, namespace: dict, seed: int, tainted: set) -> Verdict:
     """d<name> as backward_pass returned it for the check batch, against autograd."""
     step = STEP_BY_NAME[name]
@@ -152,6 +176,8 @@ def judge_parameter_gradient(name: str, report: Report, namespace: dict, seed: i
     # Judged against autograd alone: the upstream gradients are the reference's, so no credit is carried forward.
     given = report.with_values(**{"d" + c: grads[c] for c in step.upstream})
     verdict = judge_gradient(step, given, forward, grads, seed, set())
+    if verdict.passed and changed_on_second_call(name, report, forward, grads):
+        return Verdict("d" + name, 0, step.points, [_another_on_second_call(name)])
     if verdict.passed:
         return verdict
     answer = report.tensor("d" + name)
