@@ -198,6 +198,12 @@ FUSED_STEPS = [
                     "paper; this notebook's variance divides by n-1 (Bessel's correction), like bnvar"
                 ),
             ): _dhprebn_biased,
+            Reason(
+                "bessel",
+                say(
+                    "dhprebn divides the path through the mean by n-1, where the mean divides by n: {why}", why=_BESSEL
+                ),
+            ): lambda f, d: _dhprebn_fused(f, d, mean_term=batch_size(f) / (batch_size(f) - 1)),
             **_batchnorm_mistakes("dhprebn"),
         },
     ),

@@ -133,6 +133,14 @@ MISTAKES = {
         },
         {"test_dhprebn": "divides by n where n-1 belongs"},
     ),
+    "dhprebn_n_minus_1_on_both_paths": (  # Bessel's n-1 put on the path through the mean too
+        NB3,
+        {
+            "answer_dhprebn": "dhprebn = bngain * bnvar_inv * (dhpreact - dhpreact.sum(0) / (n - 1) "
+            "- bnraw * (dhpreact * bnraw).sum(0) / (n - 1))"
+        },
+        {"test_dhprebn": "divides the path through the mean by n-1"},
+    ),
     "dhprebn_biased_recomputed": (
         NB3,
         {
