@@ -25,7 +25,6 @@ def calibration(code: str) -> dict:
 
 # student -> the answer cells it changes (each alternative one idea, so that a lost point names it)
 ALTERNATIVES = {
-    # the fused cross-entropy
     "dlogits_exp_over_sum": {
         "dlogits": "e = logits.exp()\ndlogits = e / e.sum(1, keepdim=True)\ndlogits[range(n), Yb] -= 1\ndlogits /= n"
     },
@@ -47,7 +46,6 @@ ALTERNATIVES = {
     "dlogits_scatter_add": {
         "dlogits": "dlogits = F.softmax(logits, dim=1).scatter_add(1, Yb.unsqueeze(1), -torch.ones(n, 1)) / n"
     },
-    # the second layer and tanh
     "layer2_t_methods": {"layer2": "dh = dlogits @ W2.t()\ndW2 = h.t() @ dlogits\ndb2 = dlogits.sum(dim=0)"},
     "layer2_einsum": {
         "layer2": "dh = torch.einsum('nk,hk->nh', dlogits, W2)\n"
@@ -81,7 +79,6 @@ ALTERNATIVES = {
         "xhat = (cache['hprebn'] - cache['hprebn'].mean(0)) * s\ndy = bngain * dhpreact\n"
         "dhprebn = s / n * (n * dy - dy.sum(0) - n / (n - 1) * xhat * (dy * xhat).sum(0))"
     },
-    # the first layer
     "layer1_transposed_product": {
         "layer1": "dembcat = torch.mm(dhprebn, W1.t())\ndW1 = (dhprebn.T @ embcat).T\n"
         "db1 = dhprebn.sum(0, keepdim=False)"
@@ -106,6 +103,9 @@ ALTERNATIVES = {
     "dC_flat_loop": {
         "embedding": EMB + "dC = torch.zeros_like(C)\n"
         "for i, row in zip(Xb.view(-1).tolist(), demb.view(-1, n_embd)):\n    dC[i] += row"
+    },
+    "dC_buffer_zeroed_each_call": {  # made once (EXTRA_CELLS), zeroed at every call
+        "embedding": EMB + "dC = dC_total.zero_()\ndC.index_add_(0, Xb.view(-1), demb.view(-1, n_embd))"
     },
     "dC_from_reshaped_dembcat": {
         "embedding": "demb = dembcat.reshape(n, block_size, n_embd)\ndC = torch.zeros(vocab_size, n_embd)\n"
@@ -261,7 +261,8 @@ MISTAKES = {
         {"test_calibration": (0, "keep dimension 0 (keepdim=True)")},
     ),
 }
-EXTRA_CELLS = {"dC_buffer_never_zeroed": [("answer_backward_pass", "dC_total = torch.zeros_like(C)")]}
+BUFFER = [("answer_backward_pass", "dC_total = torch.zeros_like(C)")]  # a cell of the student's
+EXTRA_CELLS = {"dC_buffer_never_zeroed": BUFFER, "dC_buffer_zeroed_each_call": BUFFER}
 XFAIL = {}  # case -> why the grader gets it wrong (xfail, strict)
 
 
@@ -276,7 +277,7 @@ def graded4():
     rel, src = release(NB), source_notebook(NB)
     class_ = {"solution": solved(rel, src)}
     for student, changes in ALTERNATIVES.items():
-        class_[student] = solved(rel, src, changes)
+        class_[student] = solved(rel, src, changes, EXTRA_CELLS.get(student, ()))
     short = class_["short_max_steps"] = solved(rel, src)  # the grader trains its own run whatever max_steps says
     next(c for c in short.cells if c.source.startswith("max_steps =")).source = "max_steps = 20_000"
     for student, (changes, _) in MISTAKES.items():
