@@ -7,7 +7,9 @@ and the autograd run) is also checked against the notebook's own setup here.
 
 import torch
 
+from autograder.engine import wire
 from autograder.engine.training import network as training
+from autograder.engine.training.gradient_checks import call_problem
 
 
 def test_calibration_from_counts_is_the_direct_one():
@@ -79,3 +81,12 @@ def test_resetting_a_gradient_is_not_reading_it():
     assert taint.tainted == set()
     taint.add_cell("for p in parameters:\n    p.grad = p.grad * 2\nstep = p.grad.zero_().sum()")
     assert taint.tainted == {"p", "step"}  # anything that reads a gradient still counts
+
+
+def test_an_error_message_of_torch_keeps_one_full_stop():
+    """backward_pass's error, quoted in a sentence that goes on: torch's messages end with a full stop of their own."""
+    message = "view size is not compatible with input tensor's size and stride. Use .reshape(...) instead."
+    status = {"kind": "raised", "type": "RuntimeError", "message": message}
+    for on_check_batch in (True, False):
+        said = call_problem(wire.Report({"backward_pass": status}), 0, on_check_batch)
+        assert "Use .reshape(...) instead. Run Step 1" in said, said

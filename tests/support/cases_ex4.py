@@ -246,6 +246,20 @@ CHEATS = {
         {**{g: 0 for g in GRADIENTS}, "test_training": 0},
         {"test_dW1": "backward_pass uses autograd", "test_training": "backward_pass uses autograd"},
     ),
+    # autograd in a helper of a later cell, which the static reading of backward_pass does not follow: the kernel's
+    # switch stops it (AutogradIsOff), and that is autograd too, as when the helper's cell comes first
+    "c_autograd_in_a_later_helper": (
+        {"answer_backward_pass": backward(dlogits="dlogits = ce_grad(logits, Yb)")},
+        [
+            (
+                "answer_backward_pass",
+                "def ce_grad(logits, Yb):\n    lg = logits.detach().requires_grad_()\n    with torch.enable_grad():\n"
+                "        F.cross_entropy(lg, Yb).backward()\n    return lg.grad",
+            )
+        ],
+        {**{g: 0 for g in GRADIENTS}, "test_training": 0},
+        {"test_dC": "backward_pass uses autograd", "test_training": "backward_pass uses autograd"},
+    ),
     "c_hidden_grad": (  # .grad read in a way the static analysis cannot see: while grading .grad is None
         {"answer_training_step": training_step("p += -lr * operator.attrgetter('gr' + 'ad'[0:2])(p)")},
         [("answer_backward_pass", "import operator")],

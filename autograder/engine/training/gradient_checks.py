@@ -14,6 +14,11 @@ from ..wire import Report
 from .network import PARAMETER_NAMES
 from .reference_runs import CHAIN, PATHS, RETURNED, check_batch_reference
 
+USES_AUTOGRAD = say(
+    "backward_pass uses autograd (.grad, backward or torch.autograd), so none of its gradients count: compute every "
+    "gradient by hand"
+)
+
 
 def call_problem(report: Report, position: int, on_check_batch: bool = True) -> Reason | None:
     """Why backward_pass gave no d<parameter> at this position, if it did not; ``on_check_batch`` False: said of the
@@ -26,7 +31,10 @@ def call_problem(report: Report, position: int, on_check_batch: bool = True) -> 
     if status.get("kind") == "raised":
         if status.get("type") == "NotImplementedError":
             return Reason("not_answered", say("not answered yet: backward_pass still raises NotImplementedError"))
-        error, message = str(status.get("type")), str(status.get("message", "")).rstrip(": ")
+        if status.get("type") == "AutogradIsOff":  # autograd reached through code the static reading does not follow
+            return Reason("autograd", USES_AUTOGRAD)
+        # the error's own message without its last full stop: the sentence goes on after it
+        error, message = str(status.get("type")), str(status.get("message", "")).rstrip(": ").removesuffix(".")
         if not on_check_batch:
             return Reason("raised_error", _raised(error, message))
         if message:  # the student's error message, as their code raised it
@@ -159,15 +167,7 @@ def judge_parameter_gradient(name: str, report: Report, namespace: dict, seed: i
             "d" + name,
             0,
             step.points,
-            [
-                Reason(
-                    "autograd",
-                    say(
-                        "backward_pass uses autograd (.grad, backward or torch.autograd), so none of its gradients "
-                        "count: compute every gradient by hand"
-                    ),
-                )
-            ],
+            [Reason("autograd", USES_AUTOGRAD)],
         )
     problem = call_problem(report, position)
     if problem:

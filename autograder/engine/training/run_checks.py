@@ -25,7 +25,9 @@ from .reference_runs import (
 )
 
 
-def _autograd_in_training(tainted: set) -> Reason | None:
+def _autograd_in_training(tainted: set, report: Report) -> Reason | None:
+    if report.info("backward_pass").get("type") == "AutogradIsOff":  # autograd reached where static reading cannot see
+        tainted = tainted | {"backward_pass"}
     for function in ("backward_pass", "training_step"):  # training_step is tainted by a tainted backward_pass too
         if function in tainted:
             return Reason(
@@ -47,12 +49,10 @@ def _wrong_gradients(report: Report, namespace: dict) -> list:
     for name in PARAMETER_NAMES:
         step, answer = STEP_BY_NAME[name], report.tensor("d" + name)
         scale = step_scale(step, forward, {c: grads[c] for c in step.upstream})
-        if (
-            answer is None
-            or not answer.is_floating_point()
-            or not close(answer.double(), grads[name].double(), scale)
-            or changed_on_second_call(name, report, forward, grads)
-        ):
+        right = (
+            answer is not None and answer.is_floating_point() and close(answer.double(), grads[name].double(), scale)
+        )
+        if not right or changed_on_second_call(name, report, forward, grads):
             wrong.append("d" + name)
     return wrong
 
@@ -221,7 +221,7 @@ def judge_training(report: Report, namespace: dict, seed: int, tainted: set) -> 
     student's backward_pass (``in_kernel.report_training``): a wrong gradient costs its own cell, not this one.
     The notebook's own run, with the student's gradients, only says which gradient made it differ."""
     verdict = Verdict(TITLE, 0, POINTS["training"])
-    cheat = _autograd_in_training(tainted)
+    cheat = _autograd_in_training(tainted, report)
     if cheat:
         verdict.lines.append(cheat)
         return verdict
