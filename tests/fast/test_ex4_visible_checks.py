@@ -309,3 +309,31 @@ def test_the_two_cells_of_checks_say_which_is_which():
     assert set(defined) == {"check_backward", "check_chain", "check_training", "check_calibration"}, defined
     assert all(f"`{name}`" in cells[own - 1].source for name in defined), cells[own - 1].source
     assert "defines the checks of this notebook" not in cells[own - 1].source
+
+
+KEPT_BETWEEN_CALLS = "dC_total = torch.zeros_like(C)\n"  # made once, outside backward_pass, added into at every call
+
+
+@pytest.mark.parametrize("kept", [False, True], ids=["afresh", "kept-between-calls"])
+def test_the_check_under_dC_calls_backward_pass_twice_as_the_grader_does(ex4, kept):
+    """A dC made once outside backward_pass and added into is right on the first call only: the grader calls
+    backward_pass a second time and gives dC nothing; the check under dC's cell does the same and says why, and the
+    cells after it do not blame the other gradients."""
+    setup, cells = ex4
+    code = cells["answer_backward_pass"]
+    if kept:
+        assert "    dC = torch.zeros_like(C)\n" in code
+        code = KEPT_BETWEEN_CALLS + code.replace("    dC = torch.zeros_like(C)\n", "    dC = dC_total\n")
+    namespace = {**setup}
+    for source in (shared_cell("self_check_helpers"), cells["training_checks"], code):
+        exec(strip_hidden(source), namespace)
+    printed = {}
+    for name in ("C", "W1"):
+        with contextlib.redirect_stdout(io.StringIO()) as out, contextlib.redirect_stderr(io.StringIO()) as err:
+            namespace["check_backward"](name)
+        printed[name] = out.getvalue() + err.getvalue()
+    assert printed["W1"].startswith("✔ dW1"), printed
+    if kept:
+        assert printed["C"].startswith("✘ dC: backward_pass gave another dC when it was called a second time"), printed
+    else:
+        assert printed["C"].startswith("✔ dC"), printed
