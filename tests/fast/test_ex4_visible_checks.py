@@ -149,6 +149,27 @@ def test_new_tensors_put_into_the_parameters_list_are_not_a_tick(ex4):
     assert all(p is q for p, q in zip(setup["parameters"], named))
 
 
+def test_new_tensors_already_put_into_the_list_by_the_students_own_run_are_named(ex4):
+    """In the notebook the training loop runs before the check: a training_step that assigns to parameters[i] has
+    already put tensors without gradients into the list, and the replay could not take autograd's gradients of them.
+    The check names the mistake instead of autograd's error, and changes nothing."""
+    setup, cells = ex4
+    namespace = {**setup, "parameters": list(setup["parameters"])}
+    for code in (shared_cell("self_check_helpers"), cells["training_checks"], cells["answer_backward_pass"], REPLACES):
+        exec(strip_hidden(code), namespace)
+    with torch.no_grad():
+        namespace["training_step"](namespace["Xtr"][:32], namespace["Ytr"][:32], 0.1)  # the student's own run
+    namespace.update(max_steps=1, lossi=[3.3])
+    with contextlib.redirect_stdout(io.StringIO()) as out, contextlib.redirect_stderr(io.StringIO()) as err:
+        namespace["check_training"]()
+    out = out.getvalue() + err.getvalue()
+    assert out.startswith(
+        "✘ training: your training_step put new tensors into the list parameters (parameters[i] = ...) instead of "
+        "changing the tensors themselves: the list no longer holds your C, W1, b1, W2, b2, bngain, bnbias"
+    ), out
+    assert "does not require grad" not in out and "Restart and Run All" in out and out.count("\n") == 1, out
+
+
 def test_a_training_step_not_written_yet_says_so(ex4):
     out = check_training(ex4, "def training_step(Xb, Yb, lr):\n    raise NotImplementedError()\n")
     assert out == "✘ training: training_step is not written yet\n", out
