@@ -159,3 +159,24 @@ def test_the_visible_checks_say_what_the_grader_says(notebook):
     over_h = CENTRAL_FLAT.replace("(2 * h)", "h") + ".reshape(x.shape)"  # as the grader's case checker_over_h
     exec("def numerical_gradient(f, x, h=1e-6):\n" + "\n".join("    " + line for line in over_h.split("\n")), notebook)
     assert said(notebook, "check_numerical_gradient()").startswith("✘ numerical_gradient gives twice the gradient")
+
+
+def test_a_table_checked_with_a_checker_that_fails_part_1_says_so_first(notebook):
+    """A one-sided numerical_gradient makes check_gradients' table mark right gradients (dprobs, dbnvar) ✘ at the
+    notebook's point, and its summary would call the first of them a bug: it says first that the checker is off."""
+    exec(PASS, notebook)
+    right = said(notebook, "check_gradients(backward_pass, test_point())")
+    assert right.startswith("Every gradient agrees with the numbers"), right
+    course = notebook["numerical_gradient"]
+    try:
+        exec(
+            "def numerical_gradient(f, x, h=1e-6):\n" + "\n".join("    " + line for line in ONE_SIDED.split("\n")),
+            notebook,
+        )
+        table = said(notebook, "check_gradients(backward_pass, test_point())")
+    finally:
+        notebook["numerical_gradient"] = course
+    assert table.startswith(
+        "Your numerical_gradient does not pass its check in Part 1 yet, so these numbers cannot be trusted: fix it "
+        "first. "
+    ), table
