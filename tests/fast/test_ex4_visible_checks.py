@@ -298,6 +298,7 @@ def test_a_wrong_dhprebn_is_named_under_step_1s_table_and_under_the_graded_cells
     assert "✘ " + named.format("dW1") in out, out
     for parameter in ("C", "W1"):
         assert named.format("d" + parameter) in check_backward(ex4, wrong, parameter)
+    assert "the path through the variance, is off (its factor n/(n-1)?)" in out, out  # Exercise 3's sanity check
     assert check_backward(ex4, wrong, "W2").startswith("✔ dW2"), check_backward(ex4, wrong, "W2")
 
 
@@ -358,3 +359,14 @@ def test_the_check_under_dC_calls_backward_pass_twice_as_the_grader_does(ex4, ke
         assert printed["C"].startswith("✘ dC: backward_pass gave another dC when it was called a second time"), printed
     else:
         assert printed["C"].startswith("✔ dC"), printed
+
+
+def test_a_wrong_dhprebn_says_which_of_its_paths_is_off(ex4):
+    """Exercise 3's two sanity checks name the path: without dhpreact.sum(0) the columns of dhprebn no longer sum to
+    zero (the mean); a wrong factor of the whole, bngain left out, keeps both sums at zero and names neither."""
+    right = ex4[1]["answer_backward_pass"]
+    assert "(n * dhpreact - dhpreact.sum(0) - " in right
+    out = step_1(ex4, right.replace("(n * dhpreact - dhpreact.sum(0) - ", "(n * dhpreact - "))
+    assert "the part through the mean, with dhpreact.sum(0), is off" in out and "variance" not in out, out
+    out = step_1(ex4, right.replace("dhprebn = bngain * bnvar_inv", "dhprebn = bnvar_inv"))
+    assert "is your dhprebn: values differ" in out and "must sum to zero" not in out, out
