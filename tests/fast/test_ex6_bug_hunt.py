@@ -165,18 +165,24 @@ def test_a_table_checked_with_a_checker_that_fails_part_1_says_so_first(notebook
     """A one-sided numerical_gradient makes check_gradients' table mark right gradients (dprobs, dbnvar) ✘ at the
     notebook's point, and its summary would call the first of them a bug: it says first that the checker is off."""
     exec(PASS, notebook)
+    exec(next(c.source for c in SOURCE.cells if grade_id(c) == "answer_numerical_gradient"), notebook)  # the course's
     right = said(notebook, "check_gradients(backward_pass, test_point())")
     assert right.startswith("Every gradient agrees with the numbers"), right
-    course = notebook["numerical_gradient"]
-    try:
-        exec(
-            "def numerical_gradient(f, x, h=1e-6):\n" + "\n".join("    " + line for line in ONE_SIDED.split("\n")),
-            notebook,
-        )
-        table = said(notebook, "check_gradients(backward_pass, test_point())")
-    finally:
-        notebook["numerical_gradient"] = course
+    exec(
+        "def numerical_gradient(f, x, h=1e-6):\n" + "\n".join("    " + line for line in ONE_SIDED.split("\n")), notebook
+    )
+    table = said(notebook, "check_gradients(backward_pass, test_point())")
     assert table.startswith(
         "Your numerical_gradient does not pass its check in Part 1 yet, so these numbers cannot be trusted: fix it "
         "first. "
     ), table
+
+
+def test_check_found_counts_and_names_as_the_grader_reads_names(notebook):
+    """The grader takes "dC", "C" and " dC " for one gradient: the line counts them so, and lists as unknown only the
+    names that are no gradient at all."""
+    notebook["BUG_HUNT_ID"] = "ada.lovelace"
+    out = said(notebook, "check_found()", buggy=["dC", "C", "dbnvar"])
+    assert out.startswith("✘ buggy names 2 gradients, and your colleague planted 3 bugs"), out
+    out = said(notebook, "check_found()", buggy=["bnvar", "dloss", "dC"])
+    assert out.startswith("✘ buggy: not gradients of backward_pass: ['dloss']"), out

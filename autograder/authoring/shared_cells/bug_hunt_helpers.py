@@ -318,11 +318,10 @@ def check_found():
         print("✘ buggy: no BUG_HUNT_ID yet", file=sys.stderr)
     elif not isinstance(named, (list, tuple, set)) or not all(isinstance(x, str) for x in named):
         print("✘ buggy must be a list of the names of gradients, like [\"dprobs\", \"dW1\"]", file=sys.stderr)
-    elif [x for x in named if x.strip() not in GRADIENTS and "d" + x.strip() not in GRADIENTS]:
-        print(f"✘ buggy: not gradients of backward_pass: {[x for x in named if x.strip() not in GRADIENTS]}",
-              file=sys.stderr)
-    elif len({x.strip().removeprefix("d") for x in named}) != len(bugs):
-        print(f"✘ buggy names {len(set(named))} gradients, and your colleague planted {len(bugs)} bugs: each bug makes "
+    elif unknown := [x for x in named if x.strip() not in GRADIENTS and "d" + x.strip() not in GRADIENTS]:
+        print(f"✘ buggy: not gradients of backward_pass: {unknown}", file=sys.stderr)
+    elif len(distinct := {x.strip().removeprefix("d") for x in named}) != len(bugs):  # "dC", "C" and "dC " are one
+        print(f"✘ buggy names {len(distinct)} gradients, and your colleague planted {len(bugs)} bugs: each bug makes "
               "one gradient wrong first", file=sys.stderr)
     else:
         print(f"✔ buggy names {len(bugs)} gradients, as many as your colleague planted bugs (the autograder checks "
