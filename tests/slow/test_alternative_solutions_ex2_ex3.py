@@ -7,10 +7,7 @@ Graded in process (tests/support/in_process.py), with the slow tier.
 """
 
 import pytest
-from support.audit import cell_of, no_grad, params, release
-from support.in_process import autograde, source_notebook
-
-from autograder.authoring.submissions import solved
+from support.audit import cell_of, graded_by_notebook, no_grad, params
 
 NB2, NB3 = "ex2_cross_entropy_backward", "ex3_batchnorm_backward"
 
@@ -267,17 +264,7 @@ EX23_XFAIL = {}  # case -> why the grader gets it wrong (xfail, strict): none at
 
 @pytest.fixture(scope="module")
 def graded23():
-    out = {}
-    for name, alternatives in ((NB2, EX2_ALTERNATIVES), (NB3, EX3_ALTERNATIVES)):
-        rel, src = release(name), source_notebook(name)
-        class_ = {"solution": solved(rel, src)}
-        for student, changes in alternatives.items():
-            class_[student] = solved(rel, src, changes)
-        for student, (book, changes, _) in EX23_MISTAKES.items():
-            if book == name:
-                class_[student] = solved(rel, src, changes)
-        out[name] = autograde(name, class_)
-    return out
+    return graded_by_notebook({NB2: EX2_ALTERNATIVES, NB3: EX3_ALTERNATIVES}, EX23_MISTAKES, solution=True)
 
 
 @pytest.mark.parametrize(

@@ -10,7 +10,7 @@ Graded in process (tests/support/in_process.py), with the slow tier.
 """
 
 import pytest
-from support.audit import cell_of, params, release
+from support.audit import cell_of, graded_by_notebook, params, release
 from support.in_process import autograde, source_notebook
 
 from autograder.authoring.submissions import solved
@@ -271,15 +271,7 @@ EX23_XFAIL = {}  # case -> why the grader gets it wrong (xfail, strict)
 
 @pytest.fixture(scope="module")
 def graded23():
-    out = {}
-    for name, variants in ((NB2, EX2_VARIANTS), (NB3, EX3_VARIANTS)):
-        rel, src = release(name), source_notebook(name)
-        class_ = {student: solved(rel, src, changes) for student, changes in variants.items()}
-        for student, (book, changes, _) in EX23_MISTAKES.items():
-            if book == name:
-                class_[student] = solved(rel, src, changes)
-        out[name] = autograde(name, class_)
-    return out
+    return graded_by_notebook({NB2: EX2_VARIANTS, NB3: EX3_VARIANTS}, EX23_MISTAKES)
 
 
 @pytest.mark.parametrize(
