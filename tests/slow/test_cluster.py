@@ -298,10 +298,22 @@ def test_a_postgresql_gradebook_is_graded_into_while_the_formgrader_uses_it(post
     score, comments and flags in the Formgrader while ``grade`` is still grading the class into the same gradebook."""
     root = copy_of(demo, tmp_path)
     shutil.rmtree(root / "submitted" / "finn_blank")  # three students: two at a time, then one more
+    # the last one a slow student (a cell that waits), so that grade is surely still running while the TA corrects the
+    # first: without it the third could be graded before the TA's four requests were made
+    slow = root / "submitted" / STUDENTS[2] / ASSIGNMENT / f"{NB}.ipynb"
+    nb = nbformat.read(slow, as_version=4)
+    nb.cells.append(nbformat.v4.new_code_cell("import time\n\ntime.sleep(20)"))
+    nbformat.write(nb, slow)
     (root / "gradebook.db").unlink()  # the course moves to the server: the assignment is added there anew
     url = postgres.database("backprop_ninja")
     with open(root / "nbgrader_config.py", "a") as config:
         config.write(f"c.CourseDirectory.db_url = {url!r}\n")
+    from nbgrader.api import Gradebook
+
+    # the course's row, made first: nbgrader's Gradebook inserts it when it is missing, and two opening it at once on
+    # an empty server both try (the Formgrader's request then failed with UniqueViolation, a 500)
+    with Gradebook(url, ASSIGNMENT):  # (the course id is the assignment's name, as nbgrader_config.py has it)
+        pass
     with formgrader(root) as ta:
         run = subprocess.Popen(
             grade_argv(root, "--quiet", "--workers", "2"),
