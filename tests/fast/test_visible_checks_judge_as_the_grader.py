@@ -96,7 +96,9 @@ def test_a_wrong_rule_whose_values_pass_is_named_for_dlogit_maxes_path(ex1_up_to
     run, cells = ex1_up_to
 
     out = run_cells(run("logits"), answer, cells["test_dlogits"])
-    assert out.startswith("✘ dlogits: the values are right on this batch, but not the backward rule"), out
+    assert out.startswith("✘ dlogits: the values are right on this batch, but your code for dlogits leaves out the path "
+                          "through logit_maxes"), out
+    assert "gives no point" in out
 
 
 @pytest.mark.parametrize(
@@ -132,7 +134,36 @@ def test_above_means_upstream_in_the_graph_not_earlier_in_time(ex1_up_to):
     assert "above is not right yet" not in again
     run_cells(namespace, "dcounts_sum = counts_sum", cells["test_dcounts_sum"])  # an upstream one wrong
     again = run_cells(namespace, "dcounts = counts_sum_inv * dprobs", cells["test_dcounts"])
-    assert "But dcounts_sum above is not right yet" in again, again
+    assert "dcounts_sum above is not right yet: fix it first" in again, again
+
+
+@pytest.mark.parametrize(
+    "step, answer, says",
+    [
+        ("probs", "dprobs = 1.0 / probs", "this is the local derivative alone: the chain rule multiplies it by dlogprobs"),
+        ("counts", "dcounts = counts_sum_inv * dprobs", "only the path through probs: counts also feeds counts_sum"),
+    ],
+    ids=["local-derivative-alone", "one-path-only"],
+)
+def test_a_usual_chain_rule_slip_is_named(ex1_up_to, step, answer, says):
+    run, cells = ex1_up_to
+
+    out = run_cells(run(step), answer, cells[f"test_d{step}"])
+    assert out.startswith(f"✘ d{step}: ") and says in out and "above is not right yet" not in out, out
+
+
+def test_fix_first_names_a_gradient_above_whose_values_are_off_not_one_failing_only_its_rule(ex1_up_to):
+    """dlogits without its tiny path through logit_maxes has right values: a wrong dbnvar below it is its own."""
+    run, cells = ex1_up_to
+
+    namespace = run("logits")
+    run_cells(namespace, "dlogits = dnorm_logits.clone()", cells["test_dlogits"])
+    for step in ["h", "W2", "b2", "hpreact", "bngain", "bnbias", "bnraw", "bnvar_inv"]:
+        run_cells(namespace, cells[f"answer_d{step}"], cells[f"test_d{step}"])
+    out = run_cells(namespace, "dbnvar = -0.5 * (bnvar + 1e-5) ** -0.5 * dbnvar_inv", cells["test_dbnvar"])
+    assert out.startswith("✘ dbnvar: values differ") and "above is not right yet" not in out, out
+    out = run_cells(namespace, cells["answer_dbndiff2"], cells["test_dbndiff2"])
+    assert "dbnvar above is not right yet: fix it first" in out, out
 
 
 @pytest.mark.parametrize(

@@ -127,8 +127,16 @@ def _rule_problem(name, answer=None):
         consistent = consistent_pins(pinned, forward, zero)
         if close(result, expected, 0.0) or close(result, local_gradient(step, forward, consistent).double(), 0.0):
             return None
+        left_out = [u for u in step.upstream if len(step.upstream) > 1
+                    and close(result, local_gradient(step, forward, {k: pinned[k] for k in step.upstream if k != u})
+                              .double(), 0.0)]
     except Exception:  # the probe cannot tell: the values decide
         return None
+    if left_out:
+        return (f"the values are right on this batch, but your code for {answer} leaves out the path through "
+                f"{left_out[0]}: {name} feeds {len(step.upstream)} lines of the forward pass "
+                f"({', '.join(step.upstream)}), and its gradient is the sum over every path (in steps: +=). That path "
+                f"is tiny here, so only the rule shows it; the autograder gives no point for this")
     return (f"the values are right on this batch, but not the backward rule: your code for {answer}, run again with "
             f"random {', '.join(names)} (of the same shapes, as the autograder does), does not give what the "
             f"rule gives for them. The autograder gives no point for this")
@@ -218,9 +226,14 @@ def _value_hint(got, want, name, n, indices=None):
     twice = _added_twice(name)
     if twice:
         return twice
+    chain = _chain_hint(g, name, scale)
+    if chain:
+        return chain
     if (w * w).sum().item() > 0:
         c = (g * w).sum().item() / (w * w).sum().item()
-        if abs(c - 1) > 1e-3 and (g - c * w).abs().max().item() <= TOLERANCE * scale * max(1.0, abs(c)):
+        # (a factor of thousands says that the right values are about zero, as for logit_maxes: no factor to name)
+        if (1e-3 < abs(c) < 1e3 and abs(c - 1) > 1e-3
+                and (g - c * w).abs().max().item() <= TOLERANCE * scale * max(1.0, abs(c))):
             return _factor_hint(c, n)
     with contextlib.suppress(Exception):  # indices that are not this table's: no word about them
         if name == "C" and indices is not None and only_repeated_rows_wrong(g, w, indices, scale):
@@ -238,9 +251,55 @@ def _value_hint(got, want, name, n, indices=None):
     if len(feeds) > 1:  # (in one formula, as in Exercises 2 and 3, the same: every path is in it)
         advice.append(f"{name} feeds {len(feeds)} lines of the forward pass ({', '.join(feeds)}): its gradient "
                       f"is the sum over every path (in steps: +=)")
-    if any("d" + k in globals() for k in feeds):  # an earlier gradient of yours, not one the notebook gives
-        advice.append("if an earlier gradient is off, fix it first")
     return "; ".join(advice)
+
+
+def _chain_hint(g, name, scale):
+    """What a usual chain-rule slip gives for d<name> (got g): the local derivative not multiplied by the gradient
+    flowing in, or one path of a tensor used twice; None when it is neither (or this is not the notebook's graph)."""
+    step = STEP_BY_NAME.get(name)
+    if step is None or not step.upstream:
+        return None
+    near = lambda t: t.shape == g.shape and (g - t.double()).abs().max().item() <= TOLERANCE * scale
+    with contextlib.suppress(Exception):
+        forward = {k: v.detach() if isinstance(v, torch.Tensor) else v for k, v in globals().items()
+                   if isinstance(v, (torch.Tensor, int, float))}
+        if len(step.upstream) == 1:
+            (u,) = step.upstream
+            if near(local_gradient(step, forward, {u: torch.ones_like(forward[u])})):
+                return (f"this is the local derivative alone: the chain rule multiplies it by d{u}, the gradient that "
+                        f"flows in from {u}")
+            return None
+        up = {u: _autograd_gradient(u) for u in step.upstream}
+        for u in step.upstream:
+            if near(local_gradient(step, forward, {u: up[u]})):
+                others = ", ".join(k for k in step.upstream if k != u)
+                return (f"only the path through {u}: {name} also feeds {others}, so add that path too (in steps: "
+                        f"`d{name} = ...` for one path, `d{name} += ...` for the other)")
+    return None
+
+
+def _fix_first(earlier, hint):
+    """The hint of a step computed from a gradient above it that is off: that one first, then this one's own hint."""
+    return (f"{earlier} above is not right yet: fix it first, this one may follow from it. "
+            f"If this one is still off after that: {hint}")
+
+
+def _wrong_upstream(name):
+    """The first of your gradients that d<name> is computed from (in the order of the backward pass) whose shape or
+    values are off; None when they all match autograd's, or are not yours."""
+    with contextlib.suppress(Exception):
+        above = _upstream_of(name)
+        for up in GRAPH:
+            got, want = globals().get("d" + up), _autograd_gradient(up)
+            if up not in above or not isinstance(got, torch.Tensor) or want is None:
+                continue
+            if tuple(got.shape) != tuple(want.shape):
+                return "d" + up
+            zero = STEP_BY_NAME[up].zero and got.is_floating_point() and not got.any()
+            if not zero and not _difference(got.detach(), want, up)[1]:
+                return "d" + up
+    return None
 
 
 def _difference(got, want, name=None):
@@ -272,6 +331,7 @@ def _compare(name, dt, want, indices=None):
         if (len(dt.shape) != len(want.shape) and squeezed(dt.shape) == squeezed(want.shape)
                 and _difference(dt.detach().reshape(want.shape), want, name)[1]):
             row["hint"] = "the values are right (that earns part of the step), but " + row["hint"]
+            row["close"] = True  # (the values: nothing above is to blame)
     else:
         got = dt.detach()
         row["shape"] = f"✔ {tuple(got.shape)}"
@@ -355,6 +415,10 @@ def self_check(*names, checklist=False):
         changed = _changed_since_check(name)
         if changed and row["status"] == "wrong":
             row["hint"] = changed
+        elif row.get("close") is False or row["shape"].startswith("✘") and row.get("close") is not True:
+            earlier = _wrong_upstream(name)
+            if earlier:
+                row["hint"] = _fix_first(earlier, row["hint"])
         if row["status"] == "ok":  # the rule too, as the line under its graded cell and the autograder judge it
             wrong_rule = _autograd_problem("d" + name) or _rule_problem(name)
             if wrong_rule:
@@ -400,20 +464,21 @@ def check_answer(name, want=None, answer=None, calls=None, indices=None):
         if wrong_rule:
             row.update(status="wrong", hint=wrong_rule)
     _answer_checks.pop(key, None)
-    upstream = _upstream_of(name)  # "above" in the graph, whenever its check ran
-    earlier = [k for k, passed in _answer_checks.items() if not passed and k in upstream]
+    # values or a shape off (not only the rule: then the values are right) may follow from a gradient above
+    off = row.get("close") is False or row["shape"].startswith("✘") and row.get("close") is not True
+    earlier = _wrong_upstream(name) if off else None
     _answer_checks[key] = row["status"] == "ok"
     _at_check[key] = (dt, dt.detach().clone()) if isinstance(dt, torch.Tensor) else (None, None)
     _told.discard(key)
     if row["status"] == "ok":
         print(f"✔ {answer}: shape {row['shape'][2:]} ok, values match autograd's (max difference {row['max difference']})")
-    elif row.get("close") is False:
-        problem = f"values differ from autograd's (max difference {row['max difference']}): {row['hint']}"
-        if earlier:
-            problem += f". But d{earlier[0]} above is not right yet: fix it first, this one may follow from it"
-        print(f"✘ {answer}: {problem}", file=sys.stderr)
     else:
-        print(f"✘ {answer}: {row['hint']}", file=sys.stderr)
+        problem = row["hint"]
+        if row.get("close") is False:
+            problem = f"values differ from autograd's (max difference {row['max difference']}): {problem}"
+        if earlier and dt is not None:
+            problem = _fix_first(earlier, problem)
+        print(f"✘ {answer}: {problem}", file=sys.stderr)
     for other in [k for k in _at_check if k != key and k not in _told]:  # what this cell did to earlier answers
         changed = _changed_since_check(other)
         if changed:
