@@ -452,6 +452,7 @@ def check_answer(name, want=None, answer=None, calls=None, indices=None):
     `indices`: the batch that reads C, when it is not the notebook's Xb.
 
     Printed to stderr when something is wrong, so that nbgrader validate reports it."""
+    own_batch = want is None  # (Exercise 4 checks on another batch: your gradients above are not its)
     if want is None:
         want = _autograd_gradient(name)
     answer = answer or "d" + name
@@ -466,7 +467,7 @@ def check_answer(name, want=None, answer=None, calls=None, indices=None):
     _answer_checks.pop(key, None)
     # values or a shape off (not only the rule: then the values are right) may follow from a gradient above
     off = row.get("close") is False or row["shape"].startswith("✘") and row.get("close") is not True
-    earlier = _wrong_upstream(name) if off else None
+    earlier = _wrong_upstream(name) if off and own_batch else None
     _answer_checks[key] = row["status"] == "ok"
     _at_check[key] = (dt, dt.detach().clone()) if isinstance(dt, torch.Tensor) else (None, None)
     _told.discard(key)
