@@ -96,8 +96,10 @@ def test_a_wrong_rule_whose_values_pass_is_named_for_dlogit_maxes_path(ex1_up_to
     run, cells = ex1_up_to
 
     out = run_cells(run("logits"), answer, cells["test_dlogits"])
-    assert out.startswith("✘ dlogits: the values are right on this batch, but your code for dlogits leaves out the path "
-                          "through logit_maxes"), out
+    assert out.startswith(
+        "✘ dlogits: the values are right on this batch, but your code for dlogits leaves out the path "
+        "through logit_maxes"
+    ), out
     assert "gives no point" in out
 
 
@@ -140,7 +142,11 @@ def test_above_means_upstream_in_the_graph_not_earlier_in_time(ex1_up_to):
 @pytest.mark.parametrize(
     "step, answer, says",
     [
-        ("probs", "dprobs = 1.0 / probs", "this is the local derivative alone: the chain rule multiplies it by dlogprobs"),
+        (
+            "probs",
+            "dprobs = 1.0 / probs",
+            "this is the local derivative alone: the chain rule multiplies it by dlogprobs",
+        ),
         ("counts", "dcounts = counts_sum_inv * dprobs", "only the path through probs: counts also feeds counts_sum"),
     ],
     ids=["local-derivative-alone", "one-path-only"],
