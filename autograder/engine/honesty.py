@@ -61,9 +61,11 @@ def _loaded_names(node: ast.AST):
 
 def _reads_autograd(node: ast.AST) -> bool:
     prose = _prose(node)
+    added_to = {id(sub.target) for sub in ast.walk(node) if isinstance(sub, ast.AugAssign)}  # p.grad += g reads it
     for sub in ast.walk(node):
         if isinstance(sub, ast.Attribute) and sub.attr in FORBIDDEN_ATTRIBUTES:
-            return True
+            if not (_stores_a_gradient(sub) and id(sub) not in added_to):
+                return True
         if isinstance(sub, ast.Attribute) and sub.attr == "modules" and getattr(sub.value, "id", "") == "sys":
             return True  # sys.modules reaches every module the kernel imported, the grader's among them
         if isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Load) and sub.id in FORBIDDEN_NAMES:
@@ -79,6 +81,12 @@ def _reads_autograd(node: ast.AST) -> bool:
             if len(sub.args) < 2 or not isinstance(sub.args[1], ast.Constant):
                 return True
     return False
+
+
+def _stores_a_gradient(attribute: ast.Attribute) -> bool:
+    """``p.grad = g``: a student handing their own gradients to ``torch.optim``. The store reads nothing from autograd;
+    what the value reads is judged on its own, and while grading autograd cannot fill ``.grad`` again."""
+    return attribute.attr == "grad" and isinstance(attribute.ctx, (ast.Store, ast.Del))
 
 
 def _clears_gradient(node: ast.stmt) -> bool:

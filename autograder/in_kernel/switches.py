@@ -29,9 +29,15 @@ def edition() -> str | None:
     return os.environ.get(EDITION_VARIABLE)
 
 
-def _refuse(*args, **kwargs):
-    words = say("autograd is switched off while grading: every gradient must be written by hand.")
-    raise AutogradIsOff(words.render(edition()))
+def _refusal():
+    """What autograd's entry points do while grading. A function of their own each: torch._dynamo, which
+    torch.optim imports, refuses to start when one function stands for two of torch's."""
+
+    def refuse(*args, **kwargs):
+        words = say("autograd is switched off while grading: every gradient must be written by hand.")
+        raise AutogradIsOff(words.render(edition()))
+
+    return refuse
 
 
 def _skipped(*args, **kwargs):
@@ -53,9 +59,9 @@ def start_grading(namespace: dict, self_checks=("cmp", "self_check")) -> None:
     for name, value in list(namespace.items()):
         if isinstance(value, torch.Tensor) and value.grad is not None:
             value.grad = decoy(value.grad, seed, name)
-    torch.Tensor.backward = _refuse
-    torch.autograd.backward = _refuse
-    torch.autograd.grad = _refuse
+    torch.Tensor.backward = _refusal()
+    torch.autograd.backward = _refusal()
+    torch.autograd.grad = _refusal()
 
     for name in self_checks:
         if name in namespace:

@@ -83,6 +83,27 @@ def test_resetting_a_gradient_is_not_reading_it():
     assert taint.tainted == {"p", "step"}  # anything that reads a gradient still counts
 
 
+def test_handing_ones_own_gradients_to_an_optimizer_is_not_reading_autograd():
+    """p.grad = grad, then torch.optim's step: the store reads nothing of autograd. Reading .grad, or adding to it,
+    still does."""
+    from autograder.engine.honesty import AutogradTaint
+
+    def tainted(code):
+        taint = AutogradTaint()
+        taint.add_cell(code)
+        return taint.tainted
+
+    stores = (
+        "def training_step(Xb, Yb, lr):\n    grads = backward_pass(Xb, Yb, forward(Xb, Yb)[1])\n"
+        "    optimizer = torch.optim.SGD(parameters, lr=lr)\n    for p, grad in zip(parameters, grads):\n"
+        "        p.grad = grad\n    optimizer.step()\n    del p.grad"
+    )
+    assert tainted(stores) == set()
+    assert tainted(stores.replace("p.grad = grad", "p.grad += grad")) == {"training_step"}  # reads the .grad it adds to
+    assert tainted(stores.replace("p.grad = grad", "p.grad = grad + p.grad")) == {"training_step"}
+    assert tainted("p.grad, q.grad = g, h\nx = p.grad") == {"x"}
+
+
 def test_an_error_message_of_torch_keeps_one_full_stop():
     """backward_pass's error, quoted in a sentence that goes on: torch's messages end with a full stop of their own."""
     message = "view size is not compatible with input tensor's size and stride. Use .reshape(...) instead."

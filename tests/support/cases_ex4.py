@@ -232,6 +232,11 @@ ALTERNATIVES = {  # other correct code: full marks
 # p.copy_(...) is in the slow tier's audit, tests/slow/test_alternative_solutions.py)
 ALTERNATIVES["alt_data_assigned"] = {"answer_training_step": training_step("p.data = p.data - lr * grad")}
 
+ALTERNATIVES["alt_torch_optim"] = {  # its own gradients handed to torch.optim: no autograd (torch._dynamo is loaded)
+    "answer_training_step": "grads = backward_pass(Xb, Yb, cache)\noptimizer = torch.optim.SGD(parameters, lr=lr)\n"
+    "optimizer.zero_grad()\nfor p, grad in zip(parameters, grads):\n    p.grad = grad\noptimizer.step()"
+}
+
 ALTERNATIVES["alt_db1_zero"] = {  # BatchNorm cancels b1: its gradient is exactly zero
     "answer_backward_pass": backward(
         layer1="dembcat = dhprebn @ W1.T\ndW1 = embcat.T @ dhprebn\ndb1 = torch.zeros_like(b1)"
