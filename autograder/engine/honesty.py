@@ -11,9 +11,13 @@ from functools import lru_cache
 import torch
 
 FORBIDDEN_ATTRIBUTES = {"grad", "backward", "autograd", "grad_fn", "_grad", "func", "retain_grad", "vjp", "jacobian"}
+# autograd's engine, and forward-mode differentiation, reached without torch.autograd: torch._C._ImperativeEngine()
+FORBIDDEN_ATTRIBUTES |= {"_ImperativeEngine", "ImperativeEngine", "_execution_engine", "jvp", "forward_ad"}
+FORBIDDEN_ATTRIBUTES |= {"_enter_dual_level", "dual_level", "_make_dual", "make_dual", "_unpack_dual", "unpack_dual"}
 FORBIDDEN_NAMES = {"autograd", "functorch", "eval", "exec", "compile", "__import__", "vars", "globals", "locals"}
 FORBIDDEN_NAMES |= {"autograder", "importlib"}  # the grader's own code, and modules imported by a computed name
 FORBIDDEN_MODULES = ("autograd", "functorch", "torch.func", "autograder", "importlib")  # an import of one marks it
+FORBIDDEN_MODULES += ("Engine", "_dual", "dual_level", "backward")  # from torch._C import _ImperativeEngine
 FORBIDDEN_WORDS = ("grad", "backward")  # in string constants: getattr(t, "grad")
 
 
@@ -63,8 +67,8 @@ def _reads_autograd(node: ast.AST) -> bool:
     prose = _prose(node)
     added_to = {id(sub.target) for sub in ast.walk(node) if isinstance(sub, ast.AugAssign)}  # p.grad += g reads it
     for sub in ast.walk(node):
-        if isinstance(sub, ast.Attribute) and sub.attr in FORBIDDEN_ATTRIBUTES:
-            if not (_stores_a_gradient(sub) and id(sub) not in added_to):
+        if isinstance(sub, ast.Attribute) and (sub.attr in FORBIDDEN_ATTRIBUTES or "backward" in sub.attr):
+            if not (_stores_a_gradient(sub) and id(sub) not in added_to):  # run_backward, aten's tanh_backward
                 return True
         if isinstance(sub, ast.Attribute) and sub.attr == "modules" and getattr(sub.value, "id", "") == "sys":
             return True  # sys.modules reaches every module the kernel imported, the grader's among them

@@ -1,6 +1,7 @@
 """Whether this kernel is being autograded, and what changes when it is: the seed, and autograd taken away."""
 
 import os
+import sys
 
 import torch
 
@@ -40,6 +41,27 @@ def _refusal():
     return refuse
 
 
+class _NoEngine:
+    """autograd's engine while grading: whatever it is asked to do refuses."""
+
+    def __getattr__(self, name):
+        return _refusal()
+
+
+def _take_autograd_away() -> None:
+    """Every entry to autograd refuses: backward and autograd.grad, the engine they call (torch._C's, under each name
+    torch keeps it by), and forward-mode differentiation's levels."""
+    torch.Tensor.backward = _refusal()
+    torch.autograd.backward = _refusal()
+    torch.autograd.grad = _refusal()
+    torch._C._ImperativeEngine = torch.autograd.variable.ImperativeEngine = _NoEngine
+    torch.autograd.variable.Variable._execution_engine = _NoEngine()
+    torch._C._enter_dual_level = _refusal()
+    predispatch = sys.modules.get("torch._functorch.predispatch")  # keeps its own name for it, once imported
+    if predispatch is not None:
+        predispatch._enter_dual_level_impl = torch._C._enter_dual_level
+
+
 def _skipped(*args, **kwargs):
     """What a visible self-check does while grading: say that it is skipped."""
     print(say("(self-checks are skipped while grading: see the graded cells)").render(edition()))
@@ -59,10 +81,7 @@ def start_grading(namespace: dict, self_checks=("cmp", "self_check")) -> None:
     for name, value in list(namespace.items()):
         if isinstance(value, torch.Tensor) and value.grad is not None:
             value.grad = decoy(value.grad, seed, name)
-    torch.Tensor.backward = _refusal()
-    torch.autograd.backward = _refusal()
-    torch.autograd.grad = _refusal()
-
+    _take_autograd_away()
     for name in self_checks:
         if name in namespace:
             namespace[name] = _skipped

@@ -104,6 +104,23 @@ def test_handing_ones_own_gradients_to_an_optimizer_is_not_reading_autograd():
     assert tainted("p.grad, q.grad = g, h\nx = p.grad") == {"x"}
 
 
+def test_autograds_engine_and_forward_mode_by_other_names_are_autograd():
+    """What torch.autograd.grad calls, and forward-mode differentiation, reached through torch._C or an alias; ATen's
+    hand-written backward kernels."""
+    from autograder.engine.honesty import AutogradTaint
+
+    for code in (
+        "g = torch._C._ImperativeEngine().run_backward((l,), (o,), False, False, (w,), False, False)",
+        "from torch._C import _ImperativeEngine as E\ng = E()",
+        "from torch._C import _enter_dual_level as enter\ng = enter()",
+        "g = torch._unpack_dual(torch._make_dual(x, t, level=0), level=0)",
+        "g = torch.ops.aten.tanh_backward(dh, h)",
+    ):
+        taint = AutogradTaint()
+        taint.add_cell(code)
+        assert "g" in taint.tainted, code
+
+
 def test_an_error_message_of_torch_keeps_one_full_stop():
     """backward_pass's error, quoted in a sentence that goes on: torch's messages end with a full stop of their own."""
     message = "view size is not compatible with input tensor's size and stride. Use .reshape(...) instead."

@@ -212,6 +212,9 @@ ALTERNATIVES = {
     },
 }
 
+W2_LOSS = "w = W2.detach().clone().requires_grad_(True)\nl = F.cross_entropy(h.detach() @ w + b2.detach(), Yb)\n"
+ENGINE_ARGS = "(l,), (torch.ones_like(l),), False, False, (w,), False, False"  # run_backward's: dl/dw
+
 # student -> (changes, extra cells, steps that must earn nothing, words in the first of their messages)
 CHEATS = {
     "c_copy_grad": ({"answer_dh": "dh = h.grad", "answer_dW1": "dW1 = W1.grad.clone()"}, [], ["h", "W1"], "autograd"),
@@ -245,6 +248,43 @@ CHEATS = {
         {"answer_dW1": "dW1 = torch.autograd.grad(loss, W1, retain_graph=True)[0]"},
         [],
         ["W1"],
+        "autograd",
+    ),
+    # autograd's engine (what torch.autograd.grad calls) and forward-mode differentiation, reached without
+    # torch.autograd: by name the static reading marks them; by computed names the kernel's switch refuses them
+    "c_autograd_engine": (
+        {"answer_dW2": W2_LOSS + f"dW2 = torch._C._ImperativeEngine().run_backward({ENGINE_ARGS})[0]"},
+        [],
+        ["W2"],
+        "autograd",
+    ),
+    "c_engine_by_computed_names": (
+        {
+            "answer_dW2": "import operator\n"
+            + W2_LOSS
+            + "engine = operator.attrgetter('_Imperative' + 'Engine')(torch._C)()\n"
+            f"dW2 = operator.methodcaller('run_back' + 'ward', {ENGINE_ARGS})(engine)[0]"
+        },
+        [],
+        ["W2"],
+        "not answered yet",
+    ),
+    "c_forward_mode_by_computed_names": (
+        {
+            "answer_db2": "import operator\nenter, leave = (operator.attrgetter(f'_{w}_du' + 'al_level')(torch._C) "
+            "for w in ('enter', 'exit'))\nmake, unpack = (operator.attrgetter(f'_{w}_du' + 'al')(torch) "
+            "for w in ('make', 'unpack'))\nlevel = enter()\ndb2 = torch.zeros_like(b2)\nfor i in range(b2.numel()):\n"
+            "    x = make(b2.detach(), torch.eye(b2.numel())[i], level=level)\n"
+            "    db2[i] = unpack(F.cross_entropy(h.detach() @ W2.detach() + x, Yb), level=level)[1]\nleave(level=level)"
+        },
+        [],
+        ["b2"],
+        "not answered yet",
+    ),
+    "c_aten_backward": (
+        {"answer_dhpreact": "dhpreact = torch.ops.aten.tanh_backward(dh, h)"},
+        [],
+        ["hpreact"],
         "autograd",
     ),
     "c_patch_checks": (
