@@ -294,3 +294,52 @@ def test_a_one_formula_gradient_is_not_told_to_fix_earlier_gradients_it_has_none
     wrong = "dhprebn = bngain * bnvar_inv / n * (n * dhpreact - bnraw * (dhpreact * bnraw).sum(0))"
     out = run_in_ex3(ex3_namespace, wrong, cells["test_dhprebn"])
     assert "hprebn feeds 2 lines of the forward pass (bndiff, bnmeani)" in out and "earlier gradient" not in out, out
+
+
+EX2 = "ex2_cross_entropy_backward"
+
+
+@pytest.fixture(scope="module")
+def ex2_namespace():
+    """Exercise 2's setup with its own seed, outside Jupyter; the solved notebook's cells by grade_id."""
+    nb = source(EX2)
+    namespace = dict(run_setup(tuple(c.source for c in nb.cells if grade_id(c).startswith(SETUP_PREFIX)), 2147483647))
+    return namespace, {grade_id(c): c.source for c in solved(release(EX2), nb).cells}
+
+
+def test_a_one_formula_dlogits_is_not_sent_down_the_path_through_logit_maxes(ex2_namespace):
+    """Exercise 2 says the subtraction of logit_maxes is not in the formula: the hint must not ask for its path. The
+    table of one gradient says its verdict in words for one, and the rows' check says the sums must be zero."""
+    cells = ex2_namespace[1]
+    checks = cells["check_dlogits"], cells["test_dlogits"], cells["test_dlogits_rows"]
+    out = run_in_ex3(ex2_namespace, "dlogits = F.softmax(logits, 1) - F.one_hot(Yb, 27) / n", *checks)
+    assert "864 of 864 entries differ" in out and "logit_maxes" not in out and "+=" not in out, out
+    assert "dlogits does not match autograd yet." in out and "0 of 1" not in out, out
+    assert "✘ dlogits_row_sums: entries up to 9.7e-01 in size, where every one must be zero" in out, out
+    out = run_in_ex3(ex2_namespace, cells["answer_dlogits"], *checks)
+    assert "dlogits matches autograd." in out and "All 1 gradients" not in out, out
+
+
+@pytest.mark.parametrize("answer", [".item()", ".view(1)", "", "* torch.ones(n)"])
+def test_the_loss_fast_print_runs_whatever_loss_fast_is(ex2_namespace, answer):
+    """A float, or one loss per example: the locked line above the check must not stop Run All before the check
+    says what is wrong."""
+    cells = ex2_namespace[1]
+    answer = f"loss_fast = F.cross_entropy(logits, Yb){answer}"
+    out = run_in_ex3(ex2_namespace, answer, cells["check_loss_fast"], cells["test_loss_fast"])
+    assert out.splitlines()[-1].startswith("✔ loss_fast" if answer.endswith("Yb)") else "✘ loss_fast"), out
+
+
+def test_a_transposed_vector_gradient_is_not_sent_to_a_matrix_product(ex3_namespace):
+    """dbngain is a sum over the batch: (64, 1) is .T or the wrong keepdim, and no matrix product is involved."""
+    out = run_in_ex3(
+        ex3_namespace, "dbngain = (bnraw * dhpreact).sum(0, keepdim=True).T", ex3_namespace[1]["test_dbngain"]
+    )
+    assert "transposed: dbngain must be (1, 64), like bngain (no .T" in out and "matrix product" not in out, out
+
+
+def test_hpreact_fast_wrong_only_in_neuron_0_says_so(ex3_namespace):
+    """The epsilon added to the standard deviation: wrong only where the variance is about 1e-5 (neuron 0)."""
+    answer = "hpreact_fast = bngain * (hprebn - hprebn.mean(0)) / (hprebn.std(0) + 1e-5) + bnbias"
+    out = run_in_ex3(ex3_namespace, answer, ex3_namespace[1]["test_hpreact_fast"])
+    assert out.startswith("✘ hpreact_fast: max difference") and "all in column 0 of 64" in out, out
