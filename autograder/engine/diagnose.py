@@ -18,16 +18,23 @@ def only_size_one_dims_differ(got: tuple, want: tuple) -> bool:
 def shape_problem(got: tuple, want: tuple, name: str) -> Reason:
     got, want = tuple(got), tuple(want)
     if len(got) == len(want) == 2 and got == want[::-1]:
-        return Reason(
-            "transposed",
-            say(
+        if 1 in want:  # one number per neuron, from a sum: no matrix product gives it
+            words = say(
+                "d{name} has shape {got}, but {name} has shape {want}: it looks transposed. Give it {name}'s shape (no "
+                ".T, and sum with keepdim=True).",
+                name=name,
+                got=got,
+                want=want,
+            )
+        else:
+            words = say(
                 "d{name} has shape {got}, but {name} has shape {want}: it looks transposed. Let the shapes decide the "
                 "order of a matrix product.",
                 name=name,
                 got=got,
                 want=want,
-            ),
-        )
+            )
+        return Reason("transposed", words)
     squeezed = tuple(s for s in want if s != 1)
     if len(got) < len(want) and got == squeezed:
         dims = [i for i, s in enumerate(want) if s == 1]

@@ -36,8 +36,8 @@ def _shape_problem(name: str, got: tuple, want: tuple, of: str) -> Reason:
         return Reason(
             "wrong_shape",
             say(
-                "{name} has shape {got}, but {of} has shape {want}: a loss is a single number, a tensor of shape () "
-                "(no .view or [None])",
+                "{name} has shape {got}, but {of} has shape {want}: a loss is a single number, the mean over the "
+                "batch, a tensor of shape () (no reduction='none', .view or [None])",
                 name=name,
                 got=got,
                 of=of,
@@ -245,17 +245,18 @@ def judge_rows_sum_to_zero(
         verdict.lines.append(autograd_answer(name))
         return verdict
     sums = answer.sum(1)
+    low, high = sums.min().item(), sums.max().item()
     if not close(sums, torch.zeros_like(sums), size):
         verdict.lines.append(
             Reason(
                 "rows_not_zero",
                 say(
-                    "the rows of {name} sum to values between {low:.3g} and {high:.3g}, not to zero: in each row the "
-                    "push up on the target must balance the pulls down on all the characters, and the probabilities "
-                    "of a row add up to 1",
+                    "the rows of {name} sum to {sums}, not to zero: in each row the push up on the target must "
+                    "balance the pulls down on all the characters, and the probabilities of a row add up to 1",
                     name=answer_name,
-                    low=sums.min().item(),
-                    high=sums.max().item(),
+                    sums=say("{low:.3g} each", low=low)
+                    if f"{low:.3g}" == f"{high:.3g}"
+                    else say("values between {low:.3g} and {high:.3g}", low=low, high=high),
                 ),
             )
         )

@@ -38,6 +38,11 @@ MISTAKES = {
         {"answer_loss_fast": "loss_fast = F.cross_entropy(logits, Yb).view(1)"},
         {"test_loss_fast": "shape ()"},
     ),
+    "loss_per_example": (  # one loss per example: the advice names reduction='none', not a .view
+        NB2,
+        {"answer_loss_fast": "loss_fast = F.cross_entropy(logits, Yb, reduction='none')"},
+        {"test_loss_fast": "the mean over the batch, a tensor of shape () (no reduction='none'"},
+    ),
     "loss_column_index": (  # one number off: no "constant factor" (any two numbers differ by one)
         NB2,
         {"answer_loss_fast": "loss_fast = -torch.log(F.softmax(logits, 1)[:, Yb]).mean()"},
@@ -73,6 +78,11 @@ MISTAKES = {
         NB2,
         {"answer_dlogits": "dlogits = F.softmax(logits, 1) / n"},
         {"test_dlogits": "no term for the target", "test_dlogits_rows": ROWS},
+    ),
+    "dlogits_one_hot_alone_by_n": (  # parentheses left out: every row sums to 1 - 1/n, said once, not as a range
+        NB2,
+        {"answer_dlogits": "dlogits = F.softmax(logits, 1) - F.one_hot(Yb, 27) / n"},
+        {"test_dlogits": "entries wrong", "test_dlogits_rows": "the rows of dlogits sum to 0.969 each, not to zero"},
     ),
     "dlogits_log_softmax": (
         NB2,
@@ -114,6 +124,11 @@ MISTAKES = {
         NB3,
         {"answer_dbngain": "dbngain = (bnraw * dhpreact).sum(1, keepdim=True)"},
         {"test_dbngain": "summed over dimension 1 instead of dimension 0"},
+    ),
+    "dbngain_transposed": (  # a sum, no matrix product: the advice is the shape of bngain
+        NB3,
+        {"answer_dbngain": "dbngain = (bnraw * dhpreact).sum(0, keepdim=True).T"},
+        {"test_dbngain": "it looks transposed. Give it bngain's shape (no .T, and sum with keepdim=True)."},
     ),
     "dbnbias_keepdim": (NB3, {"answer_dbnbias": "dbnbias = dhpreact.sum(0)"}, {"test_dbnbias": "keepdim=True"}),
     # Exercise 3: dhprebn
