@@ -343,3 +343,26 @@ def test_hpreact_fast_wrong_only_in_neuron_0_says_so(ex3_namespace):
     answer = "hpreact_fast = bngain * (hprebn - hprebn.mean(0)) / (hprebn.std(0) + 1e-5) + bnbias"
     out = run_in_ex3(ex3_namespace, answer, ex3_namespace[1]["test_hpreact_fast"])
     assert out.startswith("✘ hpreact_fast: max difference") and "all in column 0 of 64" in out, out
+
+
+@pytest.mark.parametrize(
+    "answer, says",
+    [
+        (  # the right constant with the first forward pass's tensors (the grader names this one too)
+            "dhprebn_biased = bngain * bnvar_inv * (dhpreact - dhpreact.mean(0) - bnraw * (dhpreact * bnraw).mean(0))",
+            "reads the first forward pass's bnraw, bnvar_inv, dhpreact: use this forward pass's own (bnraw_biased, "
+            "bnvar_inv_biased, dhpreact_biased)",
+        ),
+        (  # one of them mixed in: it was "0.9921 times the right values: a constant factor is missing or wrong"
+            "g = bngain * dhpreact_biased\n"
+            "dhprebn_biased = bnvar_inv * (g - g.mean(0) - bnraw_biased * (g * bnraw_biased).mean(0))",
+            "reads the first forward pass's bnvar_inv: use this forward pass's own (bnvar_inv_biased)",
+        ),
+        ("dhprebn_biased = dhprebn.clone()", "starts from dhprebn, the first forward pass's gradient"),
+    ],
+    ids=["first-tensors", "one-mixed-in", "copied"],
+)
+def test_dhprebn_biased_from_the_first_forward_pass_is_told_so(ex3_namespace, answer, says):
+    cells = ex3_namespace[1]
+    out = run_in_ex3(ex3_namespace, cells["answer_dhprebn"], answer, cells["test_dhprebn_biased"])
+    assert out.startswith("✘ dhprebn_biased: values differ") and says in out, out

@@ -470,6 +470,8 @@ def check_answer(name, want=None, answer=None, calls=None, indices=None):
                       or (calls and _calls_problem(name, answer, calls)))
         if wrong_rule:
             row.update(status="wrong", hint=wrong_rule)
+    elif row.get("close") is False:
+        row["hint"] = _other_forward_pass(answer) or row["hint"]
     _answer_checks.pop(key, None)
     # values or a shape off (not only the rule: then the values are right) may follow from a gradient above
     off = row.get("close") is False or row["shape"].startswith("✘") and row.get("close") is not True
@@ -491,6 +493,26 @@ def check_answer(name, want=None, answer=None, calls=None, indices=None):
         if changed:
             print(f"✘ {changed}", file=sys.stderr)
             _told.add(other)
+
+
+def _other_forward_pass(answer, of="_biased"):
+    """What the code for `answer` (Exercise 3's Part 4: a gradient of the second forward pass, whose names end in `of`)
+    reads of the first forward pass where the second has a tensor of its own; None when nothing, or unreadable."""
+    if not answer.endswith(of):
+        return None
+    with contextlib.suppress(Exception):
+        code = answer_code([str(cell) for cell in globals().get("In")[:-1]], answer, ())
+        space, given = globals(), answer[: -len(of)]
+        read = {*code.reads, *code.pins_read, *code.further_up}
+        if given in read:
+            return (f"your code for {answer} starts from {given}, the first forward pass's gradient: compute it from "
+                    f"this forward pass's own tensors (ending in {of})")
+        first = sorted(r for r in read if isinstance(space.get(r + of), torch.Tensor)
+                       and not torch.equal(space[r].detach(), space[r + of].detach()))
+        names, own = ", ".join(first), ", ".join(r + of for r in first)
+        if first:
+            return f"your code for {answer} reads the first forward pass's {names}: use this forward pass's own ({own})"
+    return None
 
 
 def check_value(name, want, scale=None):
