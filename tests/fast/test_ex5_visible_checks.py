@@ -71,3 +71,23 @@ def test_above_follows_the_graph(notebook):
     out = run_cells(namespace, "drelu_in = drelu_out.clone()", cells["test_drelu_in"])
     out += run_cells(namespace, "dleaky_in = dleaky_out.clone()", cells["test_dleaky_in"])
     assert out.count("✘") == 2 and "above" not in out, out
+
+
+def test_a_tensor_changed_through_a_later_alias_names_the_alias_that_changed_it(notebook):
+    """`datt_out = dx` (checked, unchanged) and then `demb = dx; demb += ...`: demb changed dx and datt_out, so the
+    hint names demb for both, not datt_out (whose own check saw dx's old values)."""
+    changes = {
+        "answer_datt_out": "datt_out = dx",
+        "answer_demb": "demb = dx\ndemb += dq @ Wq.T\ndemb += dk @ Wk.T\ndemb += dv @ Wv.T",
+    }
+    printed, _, _ = notebook(changes)
+    out = printed["emb"]
+    assert "✘ dx changed after its check: demb is the same tensor" in out, out
+    assert "✘ datt_out changed after its check: demb is the same tensor" in out, out
+    assert "datt_out += ..." not in out and "dx += ..." not in out, out
+
+
+def test_one_path_of_four_asks_for_each_of_the_others(notebook):
+    printed, _, _ = notebook({"answer_demb": "demb = dx.clone()"})
+    assert "emb also feeds q, k, v, so add those paths too" in printed["emb"], printed["emb"]
+    assert "`demb += ...` for each of the others" in printed["emb"], printed["emb"]

@@ -278,8 +278,11 @@ def _chain_hint(g, name, scale):
         for u in step.upstream:
             if near(local_gradient(step, forward, {u: up[u]})):
                 others = ", ".join(k for k in step.upstream if k != u)
-                return (f"only the path through {u}: {name} also feeds {others}, so add that path too (in steps: "
-                        f"`d{name} = ...` for one path, `d{name} += ...` for the other)")
+                if len(step.upstream) == 2:
+                    return (f"only the path through {u}: {name} also feeds {others}, so add that path too (in steps: "
+                            f"`d{name} = ...` for one path, `d{name} += ...` for the other)")
+                return (f"only the path through {u}: {name} also feeds {others}, so add those paths too (in steps: "
+                        f"`d{name} = ...` for one path, `d{name} += ...` for each of the others)")
     return None
 
 
@@ -446,6 +449,11 @@ def _changed_since_check(name):
     storage = tensor.untyped_storage().data_ptr()
     twins = [k for k, v in globals().items() if k != "d" + name and re.fullmatch(r"d\w+", k)
              and isinstance(v, torch.Tensor) and v.untyped_storage().data_ptr() == storage]
+    # the one whose += did it first: it had no check, or its own check already saw the values as they are now
+    # (`datt_out = dx` checked before `demb = dx; demb += ...` saw dx's old values: demb changed both)
+    now = tensor.detach()
+    seen = lambda k: _at_check.get(k[1:], (None, None))[1]
+    twins.sort(key=lambda k: seen(k) is not None and not torch.equal(seen(k), now))
     if twins:
         return (f"d{name} changed after its check: {twins[0]} is the same tensor ({twins[0]} = d{name} without "
                 f".clone()?), so {twins[0]} += ... changed d{name} too. Write {twins[0]} = d{name}.clone()")
