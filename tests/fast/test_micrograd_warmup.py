@@ -147,3 +147,19 @@ MISTAKES = [  # (answer cell, wrong code, check cell, words of its hint)
 def test_a_typical_mistake_is_flagged_with_its_hint(cell, code, check, hint):
     out, err = run(with_change(cell, code))[check]
     assert err.startswith("✘") and hint in err and "✔" not in out, (out, err)
+
+
+@pytest.mark.parametrize("tanh", ["self.grad += (1 - self.data**2) * out.grad", "self.grad += (1 - t) * out.grad"])
+def test_a_wrong_tanh_step_is_not_called_a_value_used_twice(tanh):
+    """tanh's own check names the mistake; the reuse check (its += is there) and the backward check do not send the
+    student to +=, nor to the order of backward(): the backward check sends them back to tanh's check."""
+    printed = run(with_change("answer-tanh", tanh))
+    assert "✘" not in "".join(printed["check-reuse"]), printed["check-reuse"]
+    err = printed["check-backward"][1]
+    assert err.startswith("✘ backward: the backward step of tanh is not right yet"), err
+    assert "+=" not in err and "reversed" not in err, err
+
+
+def test_the_warm_up_does_not_count_the_exercises():
+    intro = nbformat.read(WARMUP, as_version=4).cells[0].source
+    assert "four notebooks" not in intro  # the course has six exercises
