@@ -34,6 +34,13 @@ MISTAKES = {
         {"answer_dhln": "dhln = dhgelu * 0.5 * (1 + torch.erf(hln / 2**0.5))"},
         {"test_dhln": ("product_rule", "missing the x·φ(x) term")},
     ),
+    "gelu_density_without_x": (
+        {
+            "answer_dhln": "dhln = dhgelu * (0.5 * (1 + torch.erf(hln / 2**0.5)) "
+            "+ torch.exp(-hln**2 / 2) / (2 * torch.pi)**0.5)"
+        },
+        {"test_dhln": ("product_rule", "φ(x) without its factor x")},
+    ),
     "gelu_density_unnormalised": (
         {"answer_dhln": "dhln = dhgelu * (0.5 * (1 + torch.erf(hln / 2**0.5)) + hln * torch.exp(-hln**2 / 2))"},
         {"test_dhln": ("missing_factor", "1/√(2π)")},
@@ -81,6 +88,13 @@ MISTAKES = {
         },
         {"test_dhpreln": ("missing_factor", "missing lngain")},
     ),
+    "layernorm_no_lnvar_inv": (
+        {
+            "answer_dhpreln": "dy = lngain * dhln\n"
+            "dhpreln = dy - dy.mean(1, keepdim=True) - lnraw * (dy * lnraw).mean(1, keepdim=True)"
+        },
+        {"test_dhpreln": ("missing_factor", "missing lnvar_inv")},
+    ),
     "dx_averaged": (
         {"answer_dx": "dx = (dhpreln @ W1.T).view(x.shape) / n"},
         {"test_dx": ("batch_size", "32 times too small")},
@@ -105,6 +119,10 @@ MISTAKES = {
     "softmax_no_normalisation": (
         {"answer_dscores": "dscores = att * datt"},
         {"test_dscores": ("missing_path", "softmax's normalisation")},
+    ),
+    "softmax_diagonal_only": (
+        {"answer_dscores": "dscores = att * (1 - att) * datt"},
+        {"test_dscores": ("missing_path", "only the diagonal of the softmax's Jacobian")},
     ),
     "dq_no_scale": ({"answer_dq": "dq = dscores @ k"}, {"test_dq": ("attention_scale", "missing the scores' 1/√")}),
     "dk_by_head_size": (

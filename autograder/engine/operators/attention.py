@@ -122,6 +122,14 @@ SOFTMAX = Step(
                 "its row, through the row's sum of exponentials"
             ),
         ): lambda f, d: _softmax(f, d, normalised=False),
+        Reason(
+            "missing_path",
+            say(
+                "dscores keeps only the diagonal of the softmax's Jacobian, att·(1 − att): a score moves every weight "
+                "of its row (through the row's sum of exponentials), not only its own, so each entry of dscores "
+                "collects datt from its whole row"
+            ),
+        ): lambda f, d: f["att"] * (1 - f["att"]) * d["att"],
     },
 )
 

@@ -106,6 +106,13 @@ GELU = Step(
             ),
         ): lambda f, d: _gelu(f, d, first=0.0),
         Reason(
+            "product_rule",
+            say(
+                "dhln's second term is φ(x) without its factor x: the product rule keeps x and differentiates Φ(x), "
+                "which gives x·φ(x)"
+            ),
+        ): lambda f, d: d["hgelu"] * (_cdf(f["hln"]) + _density(f["hln"])),
+        Reason(
             "missing_factor",
             say("dhln's x·φ(x) term is missing the normal density's 1/√(2π): φ(x) = exp(-x²/2) / √(2π)"),
         ): lambda f, d: _gelu(f, d, second=lambda x: torch.exp(-(x**2) / 2)),

@@ -7,11 +7,11 @@ from ...common.words import say
 from ..backward_rules import Step
 
 
-def _dhpreln(f, d, dim=1, bessel=1.0, mean_term=1.0, variance_term=1.0, gain=True):
+def _dhpreln(f, d, dim=1, bessel=1.0, mean_term=1.0, variance_term=1.0, gain=True, scale=True):
     """LayerNorm's backward pass in one expression, from lnvar_inv and lnraw; the keywords make its known variants.
 
     ``dim``: the axis the sums run over (and whose size divides), 1 for LayerNorm, 0 for BatchNorm's habit."""
-    s, xhat = f["lnvar_inv"], f["lnraw"]
+    s, xhat = f["lnvar_inv"] if scale else 1.0, f["lnraw"]
     dy = d["hln"] * (f["lngain"] if gain else 1.0)
     count = xhat.shape[dim]
     return (s / count) * (
@@ -84,6 +84,13 @@ LAYERNORM = Step(
             "missing_factor",
             say("dhpreln is missing lngain: the normalised value is multiplied by lngain before it becomes hln"),
         ): lambda f, d: _dhpreln(f, d, gain=False),
+        Reason(
+            "missing_factor",
+            say(
+                "dhpreln is missing lnvar_inv: every path back to hpreln goes through the normalisation, which "
+                "multiplies by lnvar_inv"
+            ),
+        ): lambda f, d: _dhpreln(f, d, scale=False),
     },
 )
 
