@@ -37,7 +37,7 @@ def page() -> str:
     rows = ["| " + " | ".join(names) + " |", "|" + "---|" * len(names)]
     for english, words in terms().items():
         cells = [english] + [words.get(code, ("", ""))[0] for code in TRANSLATED]
-        notes = "; ".join(note for _, note in words.values() if note)
+        notes = "; ".join(dict.fromkeys(note for _, note in words.values() if note))  # a note both lists give: once
         cells[-1] += f" ({notes})" if notes else ""
         rows.append("| " + " | ".join(cell.replace("|", "\\|") for cell in cells) + " |")
     return INTRO + "\n" + "\n".join(rows) + "\n"

@@ -193,3 +193,10 @@ def test_an_editions_notebooks_are_the_english_ones_in_other_words(code):
         for ours, theirs in zip(english.cells, edition.cells):
             if ours.cell_type == "code":
                 assert _code_without_words(ours.source) == _code_without_words(theirs.source), english_path.name
+
+
+def test_a_note_that_both_term_lists_give_is_on_the_glossary_page_once():
+    from autograder.authoring import glossary
+
+    row = next(line for line in glossary.page().splitlines() if line.startswith("| kink (of ReLU) |"))
+    assert row.count("where the derivative jumps") == 1, row
