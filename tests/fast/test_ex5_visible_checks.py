@@ -91,3 +91,10 @@ def test_one_path_of_four_asks_for_each_of_the_others(notebook):
     printed, _, _ = notebook({"answer_demb": "demb = dx.clone()"})
     assert "emb also feeds q, k, v, so add those paths too" in printed["emb"], printed["emb"]
     assert "`demb += ...` for each of the others" in printed["emb"], printed["emb"]
+
+
+def test_half_of_a_sums_gradient_is_not_blamed_on_the_power_rule(notebook):
+    """datt_out = 0.5 * dx: x = emb + att_out squares nothing, so the hint names the split, not a square's factor 2."""
+    printed, _, _ = notebook({"answer_datt_out": "datt_out = 0.5 * dx"}, stop="att")
+    assert "the gradient split in two? A sum passes its whole gradient" in printed["att_out"], printed["att_out"]
+    assert "power rule" not in printed["att_out"], printed["att_out"]

@@ -416,3 +416,11 @@ def test_the_optional_tables_are_titled_in_the_notebooks_words(answered_up_to, e
     head = next(line for line in table.splitlines() if "|" in line)
     assert titles in head and "autograd (float64)" in head.replace("（", " (").replace("）", ")"), table
     assert [line.split("|")[0].strip() for line in table.splitlines()[2:]] == ["✔"] * 5, table
+
+
+def test_half_the_values_names_the_power_rule_only_where_the_forward_line_squares(answered_up_to):
+    for stop, squares in (("bndiff", True), ("hpreact", False)):
+        namespace, cells = answered_up_to(stop)
+        halved = f"{cells[f'answer_d{stop}']}\nd{stop} = 0.5 * d{stop}"
+        out = run_cells(namespace, halved, cells[f"test_d{stop}"])
+        assert "half the right values" in out and ("power rule" in out) == squares, out

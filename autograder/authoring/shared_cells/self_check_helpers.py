@@ -182,12 +182,17 @@ def _shape_hint(got, want, name):
     return f"a gradient has the shape of its tensor: {want}, not {got}"
 
 
-def _factor_hint(c, n):
-    """A name for a constant factor between your values and autograd's, if it is a usual one."""
+def _factor_hint(c, n, name=None):
+    """A name for a constant factor between your values and autograd's (for d<name>), if it is a usual one."""
+    step = STEP_BY_NAME.get(name)
+    square = step is not None and re.search(r"\*\*\s*2(?![\d.])", step.forward)  # (its forward line squares)
+    half = ("half the right values: is a factor 2 missing, as the power rule gives for a square?" if square else
+            "half the right values: is a factor 2 missing, or the gradient split in two? A sum passes its whole "
+            "gradient to each of its inputs")
     named = [(-1.0, "the wrong sign: check the sign of each factor of the local derivative"),
              (2.0, "twice the right values: a contribution added twice, or a factor 2 where the local derivative "
                    "has none?"),
-             (0.5, "half the right values: is a factor 2 missing, as the power rule gives for a square?")]
+             (0.5, half)]
     if n and n > 1:
         named += [(float(n), f"n = {n} times too large: is a division by n missing?"),
                   (1.0 / n, f"n = {n} times too small: is there a division by n too many?"),
@@ -236,7 +241,7 @@ def _value_hint(got, want, name, n, indices=None):
         # (a factor of thousands says that the right values are about zero, as for logit_maxes: no factor to name)
         if (1e-3 < abs(c) < 1e3 and abs(c - 1) > 1e-3
                 and (g - c * w).abs().max().item() <= TOLERANCE * scale * max(1.0, abs(c))):
-            return _factor_hint(c, n)
+            return _factor_hint(c, n, name)
     with contextlib.suppress(Exception):  # indices that are not this table's: no word about them
         if name == "C" and indices is not None and only_repeated_rows_wrong(g, w, indices, scale):
             return ("right for characters that appear once in the batch, wrong for those that appear several times: "
