@@ -99,7 +99,7 @@ def test_what_the_kernel_prints_while_grading_is_in_its_edition(monkeypatch, cap
     switches._skipped()
     assert capsys.readouterr().out == "⟦(self-checks are skipped while grading: see the graded cells)⟧\n"
     with pytest.raises(switches.AutogradIsOff, match="^⟦autograd is switched off"):
-        switches._refuse()
+        switches._refusal()()
     execute = GradingExecute()
     execute._edition = PSEUDO
     assert execute.kernel_variables(1)[EDITION_VARIABLE] == PSEUDO  # what the grader tells the kernel
