@@ -133,6 +133,10 @@ OTHER_CELLS = {  # the update
         "step_size = float(lr)\ngrads = backward_pass(Xb, Yb, cache)\n"
         "for p, grad in zip(parameters, grads):\n    p.data = p.data - step_size * grad"
     ),
+    "update_torch_optim": update(  # its own gradients handed to torch.optim: no autograd (torch._dynamo is loaded)
+        "grads = backward_pass(Xb, Yb, cache)\noptimizer = torch.optim.SGD(parameters, lr=lr)\noptimizer.zero_grad()\n"
+        "for p, grad in zip(parameters, grads):\n    p.grad = grad\noptimizer.step()"
+    ),
     # the calibration
     "calibration_var_mean": calibration("bnvar, bnmean = torch.var_mean(hprebn_all, 0, keepdim=True)"),
     "calibration_by_hand": calibration(

@@ -232,11 +232,6 @@ ALTERNATIVES = {  # other correct code: full marks
 # p.copy_(...) is in the slow tier's audit, tests/slow/test_alternative_solutions.py)
 ALTERNATIVES["alt_data_assigned"] = {"answer_training_step": training_step("p.data = p.data - lr * grad")}
 
-ALTERNATIVES["alt_torch_optim"] = {  # its own gradients handed to torch.optim: no autograd (torch._dynamo is loaded)
-    "answer_training_step": "grads = backward_pass(Xb, Yb, cache)\noptimizer = torch.optim.SGD(parameters, lr=lr)\n"
-    "optimizer.zero_grad()\nfor p, grad in zip(parameters, grads):\n    p.grad = grad\noptimizer.step()"
-}
-
 ALTERNATIVES["alt_db1_zero"] = {  # BatchNorm cancels b1: its gradient is exactly zero
     "answer_backward_pass": backward(
         layer1="dembcat = dhprebn @ W1.T\ndW1 = embcat.T @ dhprebn\ndb1 = torch.zeros_like(b1)"
@@ -274,6 +269,15 @@ CHEATS = {
 }
 
 
+# The calibration of every case that is not about it: the solution's statistics from the deviations squared in place, at
+# a third of the cost of its .var(0) over Xtr (0.15 against 0.42 s, a third of a case here); the solution keeps its own
+QUICK_CALIBRATION = {
+    "answer_calibration": "hprebn_all = C[Xtr].view(Xtr.shape[0], -1) @ W1 + b1\n"
+    "bnmean = hprebn_all.mean(0, keepdim=True)\n"
+    "bnvar = hprebn_all.sub_(bnmean).square_().sum(0, keepdim=True) / (Xtr.shape[0] - 1)"
+}
+
+
 def submissions(release, source) -> dict:
     """student -> notebook, for every case above and the special students of Exercise 4."""
     # The solution trains 200,000 steps by default: autograde must still run only the graded steps.
@@ -283,9 +287,9 @@ def submissions(release, source) -> dict:
             cell.source = "max_steps = 200_000"
     class_ = {"solution": full_run, "blank": release}
     for student, (changes, extra, _, _) in {**MISTAKES, **CHEATS}.items():
-        class_[student] = solved(release, source, changes, extra)
+        class_[student] = solved(release, source, {**QUICK_CALIBRATION, **changes}, extra)
     for student, changes in ALTERNATIVES.items():
-        class_[student] = solved(release, source, changes)
+        class_[student] = solved(release, source, {**QUICK_CALIBRATION, **changes})
     # A leftover training loop of the student's own, before the graded run: stopped early, costs nothing.
     loop = "with torch.no_grad():\n    for i in range(200_000):\n        training_step(*check_batch[:2], 0.1)"
     class_["alt_extra_loop"] = solved(release, source, extra_cells=[("answer_training_step", loop)])
