@@ -21,6 +21,7 @@ import io
 import json
 import multiprocessing
 import os
+import pickle
 import select
 import shutil
 import signal
@@ -103,7 +104,7 @@ def autograde(name: str, submissions: dict, seed: int = DEFAULT_SEED) -> dict:
     for student, nb in runs.items():
         outputs, state = executed[student]
         for index, cell_outputs in outputs.items():
-            nb.cells[index].outputs = [nbformat.from_dict(o) for o in cell_outputs]
+            nb.cells[index].outputs = cell_outputs  # shared with the other students of the record: judge copies
         graded[student] = judge(name, student, (nb, state, seed), nb.metadata[EDITION_METADATA]["edition"])
     return graded
 
@@ -266,8 +267,8 @@ def _fork(children: dict, students: list, work, folder: Path, slots) -> None:
 
 def _record(folder: Path, entry: dict) -> None:
     """One line per event, in a file per process: processes never write to the same file."""
-    with open(folder / f"{os.getpid()}.jsonl", "a") as f:
-        f.write(json.dumps(entry) + "\n")
+    with open(folder / f"{os.getpid()}.records", "ab") as f:
+        pickle.dump(entry, f)
 
 
 def _shell() -> InteractiveShell:
@@ -338,13 +339,24 @@ def _code_source(nb, index: int):
     return cell.source if cell.cell_type == "code" else ""
 
 
+def _records(path: Path):
+    """The entries a process recorded, in order (pickle: the reports' tensors make megabytes)."""
+    with open(path, "rb") as f:
+        while True:
+            try:
+                yield pickle.load(f)
+            except EOFError:
+                return
+
+
 def _collect(runs: dict, folder: Path) -> dict:
-    entries = [json.loads(line) for path in folder.glob("*.jsonl") for line in path.read_text().splitlines()]
+    entries = [entry for path in folder.glob("*.records") for entry in _records(path)]
     results = {s: ({}, {"kernel_died_in": None, "notebook_time_limit_in": None}) for s in runs}
     for entry in entries:
         if "cell" in entry:
+            outputs = [nbformat.from_dict(o) for o in entry["outputs"]]  # once for all the students of the record
             for student in entry["students"]:
-                results[student][0][entry["cell"]] = entry["outputs"]
+                results[student][0][entry["cell"]] = outputs
     for entry in entries:  # a process that died or was stopped: in the first code cell that has no outputs
         for student in entry["students"] if "stopped" in entry else ():
             outputs, state = results[student]
