@@ -192,6 +192,13 @@ MISTAKES.update(
             answers(_TEXT, **checker(CENTRAL_FLAT)),
             {"test_checker": ("wrong_shape", "shape")},
         ),
+        "checker_float32": (  # x made float32: the first case's float64 matrix product refuses it
+            answers(
+                _TEXT,
+                **checker(CENTRAL_FLAT.replace("x.reshape(-1)", "x.float().reshape(-1)", 1) + ".reshape(x.shape)"),
+            ),
+            {"test_checker": ("raised_error", "keep what you hand it in float64, without .float()")},
+        ),
     }
 )
 

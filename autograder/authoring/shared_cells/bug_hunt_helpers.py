@@ -190,11 +190,19 @@ def _row(grads, double, point, name, generator, directions):
             print("✘ numerical_gradient is not written yet: Part 1", file=sys.stderr)
             return None
         except Exception as error:  # your numerical_gradient: one line instead of a traceback
-            print(f"✘ numerical_gradient raised {type(error).__name__}: {error}", file=sys.stderr)
+            print(_raised(error), file=sys.stderr)
             return None
         row.update(yours=f"{yours:.6g}", numbers=f"{numbers:.6g}", status="ok" if error <= TOLERANCE else "wrong",
                    **{"relative error": f"{error:.1e}"})
     return row
+
+
+def _raised(error):
+    """The line for an error of your numerical_gradient: a float32 tensor meeting f's float64 ones is named."""
+    line = f"✘ numerical_gradient raised {type(error).__name__}: {error}"
+    if "dtype" in str(error) or "Double" in str(error):
+        line += " (f computes in float64, as x comes: keep what you hand it in float64, without .float())"
+    return line
 
 
 def check_entries(backward, point, name):
@@ -215,7 +223,7 @@ def check_entries(backward, point, name):
         print("✘ numerical_gradient is not written yet: Part 1", file=sys.stderr)
         return
     except Exception as error:  # your numerical_gradient: one line instead of a traceback
-        print(f"✘ numerical_gradient raised {type(error).__name__}: {error}", file=sys.stderr)
+        print(_raised(error), file=sys.stderr)
         return
     yours = grads[name].detach().double().reshape(x.shape)
     error = (yours - numbers).abs()
@@ -241,7 +249,7 @@ def check_numerical_gradient():
             print("✘ numerical_gradient: not answered yet", file=sys.stderr)
             return
         except Exception as error:  # your code: one line instead of a traceback
-            print(f"✘ numerical_gradient raised {type(error).__name__}: {error}", file=sys.stderr)
+            print(_raised(error), file=sys.stderr)
             return
         if not isinstance(result, torch.Tensor) or tuple(result.shape) != tuple(case.x.shape):
             print(f"✘ numerical_gradient must return a tensor of the shape of x, {tuple(case.x.shape)}", file=sys.stderr)

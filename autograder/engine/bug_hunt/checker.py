@@ -98,7 +98,15 @@ def _problem(report: Report, case: Case, tainted: set):
             "not_answered", say("not answered yet: numerical_gradient still raises NotImplementedError")
         ), None
     if kind == "raised":
-        why = say("numerical_gradient raised {error}: {message}", error=info.get("type"), message=info.get("message"))
+        error, message = info.get("type"), str(info.get("message", ""))
+        why = say("numerical_gradient raised {error}: {message}", error=error, message=message)
+        if "dtype" in message or "Double" in message:  # a float32 tensor met f's float64 ones
+            why = say(
+                "numerical_gradient raised {error}: {message} (f computes in float64, as x comes: keep what you hand "
+                "it in float64, without .float())",
+                error=error,
+                message=message,
+            )
         return Reason("raised_error", why), None
     result = report.floats(case.name)
     if result is None:
