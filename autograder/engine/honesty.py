@@ -152,6 +152,12 @@ class AutogradTaint:
     def __init__(self, answers=()):
         self.tainted = set()
         self.answers = set(answers)
+        self.refused = set()  # what cells stopped by the kernel's autograd switch assign (``refuse``)
+
+    def refuse(self, source: str) -> None:
+        """A cell that the kernel's switch stopped (AutogradIsOff): it reached autograd by a way the static reading
+        does not follow. What it assigns counts as autograd's where it is missing (not where it was made before)."""
+        self.refused |= {name for statement in _cell_statements(source) for name in assigned_names(statement)}
 
     def add_cell(self, source: str) -> None:
         for _ in range(2):  # twice, so that a loop carries taint backwards too

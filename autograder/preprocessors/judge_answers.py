@@ -169,14 +169,17 @@ class JudgeAnswers(NbGraderPreprocessor):
             history.append(cell.source)
             if not utils.is_locked(cell):
                 taint.add_cell(cell.source)  # the student's own code, in the order it ran
+                if any(o.get("ename") == "AutogradIsOff" for o in cell.get("outputs", [])):
+                    taint.refuse(cell.source)
             check = checks.get(grade_id(cell)) if utils.is_grade(cell) else None
             if check is None:
                 continue
             reports = reported_values(cell)
             if len(reports) == 1 and isinstance(reports[0], dict):
                 report = wire.Report(reports[0])
+                refused = {name for name in taint.refused if report.info(name).get("kind", "missing") == "missing"}
                 try:
-                    verdict = check(report, namespace, seed, set(taint.tainted), before)
+                    verdict = check(report, namespace, seed, taint.tainted | refused, before)
                 except Exception as error:  # a malformed (forged) report must cost this cell only
                     self.log.warning("cell %s: unreadable report (%.200r)", grade_id(cell), error)
                     verdict = check.nothing(

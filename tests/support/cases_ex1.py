@@ -206,6 +206,8 @@ ALTERNATIVES = {
         "answer_dlogit_maxes": "dlogit_maxes = torch.zeros_like(logit_maxes)",  # the exact answer: the max cancels
         "answer_dlogits": "dlogits = dnorm_logits.clone()",  # ... so its branch adds nothing
         "answer_db1": "db1 = torch.zeros_like(b1)",  # BatchNorm cancels b1 exactly
+        # the lecture's own check left in the cell after the answer: refused while grading, dW2 already made by hand
+        "answer_dW2": "dW2 = h.T @ dlogits\nloss.backward()",
         "answer_dC": (
             "dC = torch.zeros_like(C)\ndC.index_put_((Xb.view(-1),), demb.view(-1, n_embd), accumulate=True)"
         ),
@@ -251,7 +253,8 @@ CHEATS = {
         "autograd",
     ),
     # autograd's engine (what torch.autograd.grad calls) and forward-mode differentiation, reached without
-    # torch.autograd: by name the static reading marks them; by computed names the kernel's switch refuses them
+    # torch.autograd: by name the static reading marks them; by computed names the kernel's switch refuses them, and
+    # what the refused cell did not define counts as autograd's
     "c_autograd_engine": (
         {"answer_dW2": W2_LOSS + f"dW2 = torch._C._ImperativeEngine().run_backward({ENGINE_ARGS})[0]"},
         [],
@@ -267,7 +270,7 @@ CHEATS = {
         },
         [],
         ["W2"],
-        "not answered yet",
+        "computed with autograd",
     ),
     "c_forward_mode_by_computed_names": (
         {
@@ -279,7 +282,7 @@ CHEATS = {
         },
         [],
         ["b2"],
-        "not answered yet",
+        "computed with autograd",
     ),
     "c_aten_backward": (
         {"answer_dhpreact": "dhpreact = torch.ops.aten.tanh_backward(dh, h)"},
