@@ -83,6 +83,24 @@ def test_repairs_give_back_the_release_structure():
     assert repair(b"[1, 2]", release, NB)[1][0].kind == "not_a_notebook"
 
 
+@pytest.mark.parametrize("code", ["ru", "zh"])
+def test_a_translated_notebook_that_lost_its_metadata_is_matched_in_its_own_words(code):
+    """Colab drops the nbgrader metadata of a Russian or Chinese notebook too; its locked cells' comments and its
+    answer cells' first lines are the edition's, not the English release's: still metadata_stripped, never
+    wrong_notebook (the instructor met a Chinese student's correct Exercise 2 reported as another notebook)."""
+    from autograder.grading.intake.repair import repair
+
+    release = nbformat.read(REPO / "release" / ASSIGNMENT / f"{NB}.ipynb", as_version=4)
+    edition = nbformat.read(REPO / "editions" / code / ASSIGNMENT / f"{NB}.ipynb", as_version=4)
+    source = nbformat.read(REPO / "source" / ASSIGNMENT / f"{NB}.ipynb", as_version=4)
+    good = solved(edition, source)
+    fixed, found = repair(nbformat.writes(stripped(good)).encode(), release, NB)
+    assert [p.kind for p in found] == ["metadata_stripped"]
+    assert [grade_id(c) for c in fixed.cells if grade_id(c)] == [grade_id(c) for c in good.cells if grade_id(c)]
+    answers = {grade_id(c): c.source for c in fixed.cells if grade_id(c).startswith("answer_")}
+    assert answers == {grade_id(c): c.source for c in good.cells if grade_id(c).startswith("answer_")}
+
+
 def test_a_notebook_without_its_test_cells_gets_them_back_and_is_graded():
     from autograder.grading.intake.repair import repair
 

@@ -13,6 +13,8 @@ import nbformat
 from nbformat.corpus.words import generate_corpus_id as random_cell_id
 from nbformat.v4 import new_notebook
 
+from ...common.edition_text import edition_of, translated_cell_source
+from ...common.editions import ENGLISH
 from ...common.problems import Problem
 
 MAX_BYTES = 100 * 2**20  # a notebook with a few plots is a few MB; outputs are dropped anyway
@@ -38,6 +40,18 @@ def _same(a: str, b: str) -> bool:
 
 def _first_line(text: str) -> str:
     return next((line.strip() for line in text.splitlines() if line.strip()), "")
+
+
+def _looks_like(cell, want, code: str) -> bool:
+    """Whether ``cell``, without nbgrader metadata, is the release cell ``want``: the same source (a locked cell) or
+    first line (an answer cell), as English or as the edition ``code`` the student handed in shows it (Colab drops the
+    metadata of a Russian or Chinese notebook too, and its comments are not the English release's)."""
+    if cell.cell_type != want.cell_type:
+        return False
+    shown = [want.source] + ([translated_cell_source(want.cell_type, want.source, code)] if code != ENGLISH else [])
+    if _meta(want).get("locked"):
+        return any(_same(_source(cell), text) for text in shown)
+    return any(_first_line(_source(cell)) == _first_line(text) for text in shown)
 
 
 def load(raw: bytes):
@@ -126,7 +140,7 @@ def repair(raw: bytes, release, notebook: str, student: str = ""):
     wanted = [c for c in release.cells if _gid(c)]
     stripped = not any(_gid(c) for c in cells)
     present = {_gid(c) for c in cells if _gid(c)}
-    matched, restored, absent, anchor = [], [], [], -1
+    matched, restored, absent, anchor, code = [], [], [], -1, None
     for k, want in enumerate(wanted):
         gid = _gid(want)
         if gid in present:
@@ -136,19 +150,9 @@ def repair(raw: bytes, release, notebook: str, student: str = ""):
         later = [_gid(w) for w in wanted[k + 1 :] if _gid(w) in present]
         stop = next((i for i, c in enumerate(cells) if later and _gid(c) == later[0]), len(cells))
         is_locked = _meta(want).get("locked")
+        code = code or edition_of(nb)  # once, and only when a cell is missing
         found = next(
-            (
-                i
-                for i in range(anchor + 1, stop)
-                if not _gid(cells[i])
-                and cells[i].cell_type == want.cell_type
-                and (
-                    _same(_source(cells[i]), want.source)
-                    if is_locked
-                    else _first_line(_source(cells[i])) == _first_line(want.source)
-                )
-            ),
-            None,
+            (i for i in range(anchor + 1, stop) if not _gid(cells[i]) and _looks_like(cells[i], want, code)), None
         )
         if found is not None:
             cells[found].metadata["nbgrader"] = copy.deepcopy(_meta(want))
