@@ -220,6 +220,20 @@ def test_a_download_zipped_with_the_folder_it_was_unpacked_into_is_collected_stu
     assert not collect(moodle, tmp_path / "again", ASSIGNMENT, [NB])[1]
 
 
+def test_students_named_in_any_script_keep_their_names(tmp_path):
+    """Moodle names a student's folder after them, in their own script: "Дмитрий Иванов_1004" and "王小明_1005" were
+    collected as students "1004" and "1005", "Chloé Dupont-Müller_1003" as "Chlo_Dupont-M_ller_1003", in grades.csv
+    and the report alike. Letters of any script stay; a name a macOS zip spells with a combining accent is the same
+    student; nothing that makes a path is kept."""
+    moodle = tmp_path / "moodle.zip"
+    with zipfile.ZipFile(moodle, "w") as z:
+        for name in ("Дмитрий Иванов_1004", "王小明_1005", "Chloe\u0301 Dupont-Mu\u0308ller_1003", "../../x_7"):
+            z.writestr(f"{name}_assignsubmission_file_/{NB}.ipynb", "{}")
+    collected, problems = collect(moodle, tmp_path / "course", ASSIGNMENT, [NB])
+    assert sorted(collected) == sorted(["Дмитрий_Иванов_1004", "王小明_1005", "Chloé_Dupont-Müller_1003"]), problems
+    assert sorted(p.name for p in (tmp_path / "course" / "submitted").iterdir()) == sorted(collected)
+
+
 def test_a_file_canvas_marked_late_is_collected_and_named_for_its_missing_time(tmp_path):
     """Canvas puts LATE in a late file's name and gives no time: the file is collected, and a marked_late problem
     says that no penalty was taken (nbgrader's penalty needs a timestamp.txt)."""

@@ -116,6 +116,37 @@ def test_moodle_import_file_from_a_moodle_roster(course):
     }
 
 
+def test_names_in_any_script_are_matched_to_the_roster(course):
+    """A Russian or Chinese class: Moodle's folders keep the students' names, and so does the roster; matched by
+    name as an English one is (accents aside), never all as one empty name."""
+    with open(course / "grades.csv", "w", newline="", encoding="utf-8") as f:
+        writer = csv.DictWriter(f, fieldnames=list(GRADES[0]))
+        writer.writeheader()
+        for student, total in (("Дмитрий_Иванов_1004", "30"), ("王小明_1005", "31"), ("Chloé_Dupont-Müller_7", "32")):
+            writer.writerow({"student": student, "total": total, "max_total": "33", "late_penalty": ""})
+    write_rows(
+        course / "moodle.csv",
+        [
+            ["First name", "Last name", "Email address"],
+            ["Дмитрий", "Иванов", "dima@example.org"],
+            ["小明", "", "wang@example.org"],
+            ["王小明", "", "xiaoming@example.org"],
+            ["Chloe", "Dupont-Muller", "chloe@example.org"],
+            ["Анна", "Смирнова", "anna@example.org"],
+        ],
+    )
+    out = course / "moodle_import.csv"
+    main(
+        ["export", "--course", str(course), "--format", "moodle", "--roster", str(course / "moodle.csv")]
+        + ["--out", str(out)]
+    )
+    assert sorted(read_rows(out)[1:]) == [
+        ["chloe@example.org", "32"],
+        ["dima@example.org", "30"],
+        ["xiaoming@example.org", "31"],
+    ]
+
+
 def test_plain_csv_and_the_mistakes_an_instructor_can_make(course):
     out = course / "plain.csv"
     main(["export", "--course", str(course), "--format", "csv", "--out", str(out)])

@@ -8,6 +8,7 @@ placed is a problem (docs/instructors.md, "Collecting submissions").
 import datetime
 import os
 import re
+import unicodedata
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,9 +32,10 @@ class Entry:
 
 
 def student_id(name: str) -> str:
-    """A folder or file-name prefix as an nbgrader student id (letters, digits, ``_ . @ -``)."""
-    name = re.sub(r"_assignsubmission_\w*$", "", name.strip())
-    return re.sub(r"[^A-Za-z0-9_.@-]+", "_", name).strip("._-") or UNKNOWN_STUDENT
+    """A folder or file-name prefix as an nbgrader student id: letters and digits of any script (NFC: a zip made on
+    macOS spells é as e and an accent), ``_ . @ -``; "Дмитрий Иванов_1004" stays a name, not a number."""
+    name = re.sub(r"_assignsubmission_\w*$", "", unicodedata.normalize("NFC", name.strip()))
+    return re.sub(r"[^\w.@-]+", "_", name).strip("._-") or UNKNOWN_STUDENT
 
 
 def _normal(text: str) -> str:

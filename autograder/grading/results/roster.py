@@ -6,6 +6,7 @@ two entries share matches neither and is listed, never guessed (docs/instructors
 
 import csv
 import re
+import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -16,8 +17,10 @@ MOODLE_ID_COLUMNS = ["Email address", "ID number", "Username"]
 
 
 def name_key(text: str) -> str:
-    """A name as both sides can compare it: lower-case ASCII letters and digits only."""
-    return re.sub(r"[^a-z0-9]", "", re.sub(r"_\d+$", "", text.strip()).lower())
+    """A name as both sides can compare it: lower-case letters and digits of any script, accents dropped (Canvas may
+    spell Chloé as chloe), so that "Дмитрий Иванов" and "王小明" are names too, not all the same empty one."""
+    text = unicodedata.normalize("NFKD", re.sub(r"_\d+$", "", text.strip()).lower())
+    return "".join(ch for ch in text if ch.isalnum())
 
 
 @dataclass(frozen=True, eq=False)  # one person is one entry: compared by identity
