@@ -8,7 +8,6 @@ grade_history.csv and the report. Each step, its limits and its reasons: docs/de
 import datetime
 import json
 import os
-import shutil
 import sys
 import threading
 import time
@@ -30,6 +29,7 @@ from .results.grades_csv import grade_rows, step_columns, write_grades_csv
 from .results.history import Change, append_history
 from .results.merge import Lateness, Merger
 from .results.ungraded_pages import write_pages
+from .stopping import keep_logs
 from .summary import Summary
 from .workers.pool import GraderSettings, Worker, WorkerPool
 from .workers.worker import error_cause
@@ -205,7 +205,7 @@ class ClassGrading:
         finally:
             self.progress.close()
             self.state.save()
-        shutil.rmtree(self.grading / "workers", ignore_errors=True)
+        keep_logs(self.grading)
         self.template.unlink(missing_ok=True)
         return self.dask.host_times() if cluster and todo else []  # which host graded how many, how fast
 

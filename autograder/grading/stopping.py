@@ -1,7 +1,9 @@
 """How a grading run stops: on Ctrl-C, and with the error that says why (the local pool's and the cluster's)."""
 
+import shutil
 import signal
 import threading
+from pathlib import Path
 
 from ..common.errors import GradingError
 
@@ -45,3 +47,16 @@ def grading_stopped(reason: str, logs: str) -> GradingError:
         )
         + f"{logs}; the students graded so far are in the gradebook, and a new run goes on from there."
     )
+
+
+def keep_logs(grading: Path) -> Path:
+    """At the end of a run, its workers' logs kept in ``.grading/logs/`` (the last run's that graded anyone), their
+    gradebook copies dropped: nbgrader's warnings, such as "locked cell … was changed in the submission", stay
+    readable (docs/instructors.md, "Reading the autograde log")."""
+    workers, logs = grading / "workers", grading / "logs"
+    if workers.is_dir():  # (a run that graded nobody, or on a cluster, leaves the logs there were)
+        shutil.rmtree(logs, ignore_errors=True)
+        for copy in workers.glob("gradebook-*"):
+            copy.unlink(missing_ok=True)
+        workers.rename(logs)
+    return logs

@@ -220,6 +220,40 @@ def test_a_download_zipped_with_the_folder_it_was_unpacked_into_is_collected_stu
     assert not collect(moodle, tmp_path / "again", ASSIGNMENT, [NB])[1]
 
 
+def test_a_run_keeps_its_workers_logs_and_drops_their_gradebooks(tmp_path):
+    """The instructors' page sends the reader to the workers' logs for "locked cell ... was changed in the
+    submission"; they were deleted at the end of every run, so nobody could. The last run's stay in .grading/logs/."""
+    from autograder.grading.stopping import keep_logs
+
+    grading = tmp_path / ".grading"
+    (grading / "logs").mkdir(parents=True)
+    (grading / "logs" / "worker-0.log").write_text("the run before\n")
+    (grading / "workers").mkdir()
+    (grading / "workers" / "worker-0.log").write_text("locked cell setup_forward was changed in the submission\n")
+    (grading / "workers" / "gradebook-0.db").write_bytes(b"x")
+    (grading / "workers" / "gradebook-0.db-journal").write_bytes(b"x")
+    logs = keep_logs(grading)
+    assert sorted(p.name for p in logs.iterdir()) == ["worker-0.log"]
+    assert "was changed" in (logs / "worker-0.log").read_text() and not (grading / "workers").exists()
+    assert keep_logs(grading) == logs and (logs / "worker-0.log").is_file()  # a run that graded nobody keeps them
+
+
+def test_nbgrader_warnings_reach_the_workers_log_with_the_student_and_notebook(capsys):
+    """nbgrader's captured log was dropped whenever autograde succeeded: an edited locked cell was said nowhere."""
+    from autograder.grading.workers.autograde import log_warnings
+
+    log = (
+        "[WARNING] Removing existing assignment: /c/autograded/ada/backprop_ninja\n"
+        "[INFO] Converting notebook /c/.grading/staged/ada/backprop_ninja/ex1_atomic_backward.ipynb\n"
+        "[WARNING] locked cell setup_forward was changed in the submission: graded with the course's version\n"
+    )
+    assert log_warnings("ada", log) == [
+        "ada ex1_atomic_backward.ipynb [WARNING] locked cell setup_forward was changed in the submission: graded "
+        "with the course's version"
+    ]
+    assert "setup_forward" in capsys.readouterr().err and log_warnings("ada", None) == []
+
+
 def test_students_named_in_any_script_keep_their_names(tmp_path):
     """Moodle names a student's folder after them, in their own script: "Дмитрий Иванов_1004" and "王小明_1005" were
     collected as students "1004" and "1005", "Chloé Dupont-Müller_1003" as "Chlo_Dupont-M_ller_1003", in grades.csv

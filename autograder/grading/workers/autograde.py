@@ -5,7 +5,9 @@ message, when it could not start a kernel); ``feedback_pages`` makes the feedbac
 """
 
 import os
+import re
 import stat
+import sys
 from pathlib import Path
 
 from nbgrader.converters import Autograde
@@ -14,6 +16,8 @@ from nbgrader.utils import capture_log, temp_attrs
 from ...sandbox import SandboxError
 
 TIMESTAMP_BYTES = 1000
+ROUTINE = "Removing existing assignment"  # nbgrader's warning at every regrade, which says nothing
+NOTEBOOK_NAME = re.compile(r"[^/\s]+\.ipynb")  # in nbgrader's log lines, the notebook they are about
 
 
 class StudentAutograde(Autograde):
@@ -43,7 +47,24 @@ def autograde(api, assignment: str, student: str) -> tuple:
     with temp_attrs(api.coursedir, assignment_id=assignment, student_id=student):
         app = StudentAutograde(coursedir=api.coursedir, parent=api)
         app.force, app.create_student = True, True
-        return capture_log(app), app
+        result = capture_log(app)
+    log_warnings(student, result.get("log"))
+    return result, app
+
+
+def log_warnings(student: str, log: str | None, out=None) -> list:
+    """nbgrader's warnings and errors in the student's autograde, each with the student and the notebook, written to
+    the worker's log (``.grading/logs/`` after the run): "locked cell … was changed in the submission" is said
+    nowhere else. nbgrader's captured log was dropped whole when the autograde succeeded."""
+    found, notebook = [], "-"
+    for line in (log or "").splitlines():
+        named = NOTEBOOK_NAME.search(line)
+        notebook = named.group(0) if named else notebook
+        if line.startswith(("[WARNING]", "[ERROR]", "[CRITICAL]")) and ROUTINE not in line:
+            found.append(f"{student} {notebook} {line}")
+    if found:
+        print("\n".join(found), file=out or sys.stderr, flush=True)
+    return found
 
 
 def read_regular(path: Path, limit: int) -> tuple | None:
