@@ -252,6 +252,10 @@ def test_nbgrader_warnings_reach_the_workers_log_with_the_student_and_notebook(c
         "with the course's version"
     ]
     assert "setup_forward" in capsys.readouterr().err and log_warnings("ada", None) == []
+    # a submission's words in a warning: no escape sequence reaches the instructor's terminal
+    assert log_warnings("ada", "[WARNING] cell \x1b]0;owned\x07x\x1b[2J changed") == [
+        "ada - [WARNING] cell ?]0;owned?x?[2J changed"
+    ]
 
 
 def test_students_named_in_any_script_keep_their_names(tmp_path):

@@ -61,7 +61,8 @@ def log_warnings(student: str, log: str | None, out=None) -> list:
         named = NOTEBOOK_NAME.search(line)
         notebook = named.group(0) if named else notebook
         if line.startswith(("[WARNING]", "[ERROR]", "[CRITICAL]")) and ROUTINE not in line:
-            found.append(f"{student} {notebook} {line}")
+            # a submission's words may be in it: no control character reaches the terminal that shows the log
+            found.append("".join(c if c.isprintable() else "?" for c in f"{student} {notebook} {line}"))
     if found:
         print("\n".join(found), file=out or sys.stderr, flush=True)
     return found
