@@ -37,6 +37,7 @@ FUNCTIONS = [
     honesty._autograd_facts,
     honesty._loaded_names,
     honesty._reads_autograd,
+    honesty._runs_a_file,
     honesty._stores_a_gradient,
     rerun.NoAnswerCode,
     rerun.AnswerCode,

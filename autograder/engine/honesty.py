@@ -5,6 +5,8 @@ code it cannot read (static), and a decoy in every ``.grad`` while grading (dyna
 """
 
 import ast
+import importlib.util
+import sys
 import zlib
 from functools import lru_cache
 
@@ -14,10 +16,28 @@ FORBIDDEN_ATTRIBUTES = {"grad", "backward", "autograd", "grad_fn", "_grad", "fun
 # autograd's engine, and forward-mode differentiation, reached without torch.autograd: torch._C._ImperativeEngine()
 FORBIDDEN_ATTRIBUTES |= {"_ImperativeEngine", "ImperativeEngine", "_execution_engine", "jvp", "forward_ad"}
 FORBIDDEN_ATTRIBUTES |= {"_enter_dual_level", "dual_level", "_make_dual", "make_dual", "_unpack_dual", "unpack_dual"}
+# a node of autograd's graph called by hand runs torch's derivative formula; torch._decomp writes them in Python
+FORBIDDEN_ATTRIBUTES |= {"_grad_fn", "next_functions", "_decomp", "decomposition_table"}
+# attributes reached by a computed name (operator.attrgetter(name), functools.reduce(getattr, ..), X.__dict__[name],
+# pkgutil.resolve_name), and objects reached around their names (object.__subclasses__(), gc, frames, closures)
+FORBIDDEN_ATTRIBUTES |= {"attrgetter", "methodcaller", "getattr_static", "getmembers", "resolve_name", "locate"}
+FORBIDDEN_ATTRIBUTES |= {"get_field", "_dot_lookup", "_importer", "import_item", "_import_dotted_name"}  # by a string
+FORBIDDEN_ATTRIBUTES |= {"__dict__", "__getattribute__", "__getattr__", "__subclasses__", "__mro__", "__bases__"}
+FORBIDDEN_ATTRIBUTES |= {"__globals__", "__closure__", "__builtins__", "__code__", "_getframe", "f_globals"}
+FORBIDDEN_ATTRIBUTES |= {"f_locals", "get_objects", "get_referents", "get_referrers", "_get_operation_overload"}
+# code run from a string or a file, where the grader cannot read it: get_ipython().ev(..), runpy.run_path(..) (not
+# .eval: a module's eval() is no code)
+RUNS_CODE = {"ev", "ex", "run_cell", "run_cell_async", "run_code", "runcode", "runsource", "run_ast_nodes"}
+RUNS_CODE |= {"safe_execfile", "safe_execfile_ipy", "safe_run_module", "run_path", "run_module", "exec"}
+FORBIDDEN_ATTRIBUTES |= RUNS_CODE
 FORBIDDEN_NAMES = {"autograd", "functorch", "eval", "exec", "compile", "__import__", "vars", "globals", "locals"}
 FORBIDDEN_NAMES |= {"autograder", "importlib"}  # the grader's own code, and modules imported by a computed name
+FORBIDDEN_NAMES |= {"attrgetter", "methodcaller", "getattr_static", "resolve_name", "locate", "import_item"}
+FORBIDDEN_NAMES |= {"__builtins__"}
 FORBIDDEN_MODULES = ("autograd", "functorch", "torch.func", "autograder", "importlib")  # an import of one marks it
 FORBIDDEN_MODULES += ("Engine", "_dual", "dual_level", "backward")  # from torch._C import _ImperativeEngine
+FORBIDDEN_MODULES += ("sys.modules", "_decomp", "ctypes", "pickle", "marshal", "copyreg", "runpy", "pkgutil")
+FORBIDDEN_MODULES += ("builtins",)  # builtins.eval, builtins.getattr: the forbidden names under another one
 FORBIDDEN_WORDS = ("grad", "backward")  # in string constants: getattr(t, "grad")
 
 
@@ -66,12 +86,15 @@ def _loaded_names(node: ast.AST):
 def _reads_autograd(node: ast.AST) -> bool:
     prose = _prose(node)
     added_to = {id(sub.target) for sub in ast.walk(node) if isinstance(sub, ast.AugAssign)}  # p.grad += g reads it
+    called = {id(sub.func) for sub in ast.walk(node) if isinstance(sub, ast.Call)}
     for sub in ast.walk(node):
         if isinstance(sub, ast.Attribute) and (sub.attr in FORBIDDEN_ATTRIBUTES or "backward" in sub.attr):
             if not (_stores_a_gradient(sub) and id(sub) not in added_to):  # run_backward, aten's tanh_backward
                 return True
-        if isinstance(sub, ast.Attribute) and sub.attr == "modules" and getattr(sub.value, "id", "") == "sys":
-            return True  # sys.modules reaches every module the kernel imported, the grader's among them
+        if isinstance(sub, ast.Attribute) and sub.attr == "modules" and id(sub) not in called:
+            return True  # sys.modules (import sys as s: s.modules) reaches every module imported, the grader's too
+        if isinstance(sub, ast.Name) and sub.id in ("getattr", "setattr") and id(sub) not in called:
+            return True  # functools.reduce(getattr, names, t): getattr with computed names
         if isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Load) and sub.id in FORBIDDEN_NAMES:
             return True
         if (
@@ -81,9 +104,29 @@ def _reads_autograd(node: ast.AST) -> bool:
             and any(w in sub.value for w in FORBIDDEN_WORDS)
         ):
             return True
+        if _runs_a_file(sub):
+            return True
         if isinstance(sub, ast.Call) and isinstance(sub.func, ast.Name) and sub.func.id in ("getattr", "setattr"):
             if len(sub.args) < 2 or not isinstance(sub.args[1], ast.Constant):
                 return True
+    return False
+
+
+def _runs_a_file(node: ast.AST) -> bool:
+    """``%run helper.py`` (``get_ipython().run_line_magic("run", ..)``): code the grader cannot read."""
+    if isinstance(node, ast.Call) and getattr(node.func, "attr", "") in ("run_line_magic", "run_cell_magic"):
+        return bool(node.args) and getattr(node.args[0], "value", None) in ("run", "load", "loadpy")
+    return False
+
+
+def _runs_unread_code(node: ast.AST) -> bool:
+    """exec(..), %run, get_ipython().ex(..): what it assigns cannot be read, so every answer may be among it."""
+    for sub in ast.walk(node):
+        called = sub.func if isinstance(sub, ast.Call) else None
+        if getattr(called, "id", None) in ("exec", "eval") or getattr(called, "attr", None) in RUNS_CODE:
+            return True
+        if _runs_a_file(sub):
+            return True
     return False
 
 
@@ -142,6 +185,18 @@ def _cell_statements(source: str) -> tuple:
         return ()  # the cell fails in the kernel too; nothing it assigns exists
 
 
+@lru_cache(maxsize=256)
+def _unknown_module(name: str) -> bool:
+    """A module the grader does not have, such as one the student wrote to a file: its code cannot be read."""
+    top = name.split(".")[0]
+    if not top or top in sys.stdlib_module_names:
+        return False
+    try:
+        return importlib.util.find_spec(top) is None
+    except (ImportError, ValueError):
+        return True
+
+
 class AutogradTaint:
     """Follows, statement by statement, which variables carry a value obtained from autograd.
 
@@ -152,6 +207,7 @@ class AutogradTaint:
     def __init__(self, answers=()):
         self.tainted = set()
         self.answers = set(answers)
+        self.runners = set()  # functions that run code from a string or a file (exec, %run)
         self.refused = set()  # what cells stopped by the kernel's autograd switch assign (``refuse``)
 
     def refuse(self, source: str) -> None:
@@ -168,6 +224,8 @@ class AutogradTaint:
         if _clears_gradient(node):
             return
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            if _runs_unread_code(node) or not self.runners.isdisjoint(_autograd_facts(node)[1]):
+                self.runners.add(node.name)  # calling it runs code the grader cannot read
             if _uses_autograd(node, self.tainted):
                 self.tainted.add(node.name)
             return
@@ -175,7 +233,7 @@ class AutogradTaint:
             module = getattr(node, "module", None) or ""
             for alias in node.names:
                 full = f"{module}.{alias.name}"
-                if any(word in full for word in FORBIDDEN_MODULES):
+                if any(word in full for word in FORBIDDEN_MODULES) or _unknown_module(module or alias.name):
                     self.tainted.add((alias.asname or alias.name).split(".")[0])
             return
         if isinstance(node, (ast.For, ast.While, ast.If, ast.With, ast.Try)):
@@ -186,6 +244,9 @@ class AutogradTaint:
                     self.tainted |= assigned_names(node)  # for x in t.grad: ...
             return
         targets = assigned_names(node)
+        if _runs_unread_code(node) or not self.runners.isdisjoint(_autograd_facts(node)[1]):
+            self.tainted |= self.answers | targets
+            return
         if not targets:
             return
         if _uses_autograd(node, self.tainted - self.answers):

@@ -2,6 +2,7 @@
 
 import os
 import sys
+import warnings
 
 import torch
 
@@ -57,6 +58,34 @@ def _take_autograd_away() -> None:
     torch._C._ImperativeEngine = torch.autograd.variable.ImperativeEngine = _NoEngine
     torch.autograd.variable.Variable._execution_engine = _NoEngine()
     torch._C._enter_dual_level = _refusal()
+    # a node of the graph called by hand (t.grad_fn(g)) runs its derivative without the engine; printing still works
+    torch.Tensor.grad_fn = torch.Tensor._grad_fn = property(lambda tensor: None)
+    _take_backward_kernels_away()
+
+
+_KERNELS = ("CPU", "CompositeImplicitAutograd", "CompositeExplicitAutograd")
+_kept = []  # the library that holds the refusals: they last as long as it does
+
+
+def _take_backward_kernels_away() -> None:
+    """torch's own derivative formulas refuse too, however they are reached (torch.ops.aten.tanh_backward by a
+    computed name, or a module of one's own): ATen's backward kernels in the dispatcher, and torch._decomp's."""
+    library = torch.library.Library("aten", "IMPL")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # "Overriding a previously registered kernel"
+        for key in _KERNELS:
+            for op in torch._C._dispatch_get_registrations_for_dispatch_key(key):
+                if "backward" in op and op.startswith("aten::"):
+                    library.impl(op.removeprefix("aten::"), _refusal(), key)
+    _kept.append(library)
+    decompositions = sys.modules.get("torch._decomp")
+    if decompositions is not None:
+        for table in decompositions.global_decomposition_table.values():
+            for op in [op for op in table if "backward" in str(op)]:
+                table[op] = _refusal()
+        module = sys.modules["torch._decomp.decompositions"]
+        for name in [name for name in vars(module) if "backward" in name and callable(vars(module)[name])]:
+            setattr(module, name, _refusal())
     predispatch = sys.modules.get("torch._functorch.predispatch")  # keeps its own name for it, once imported
     if predispatch is not None:
         predispatch._enter_dual_level_impl = torch._C._enter_dual_level

@@ -217,6 +217,10 @@ ALTERNATIVES = {
 W2_LOSS = "w = W2.detach().clone().requires_grad_(True)\nl = F.cross_entropy(h.detach() @ w + b2.detach(), Yb)\n"
 ENGINE_ARGS = "(l,), (torch.ones_like(l),), False, False, (w,), False, False"  # run_backward's: dl/dw
 
+RULES_MODULE = "''.join(reversed('selur_drawkcab.enigne.redargotua'))"  # the grader's rules table, by a computed name
+RULES_DW2 = "rules.local_gradient(rules.STEP_BY_NAME['W2'], {'h': h.detach()}, {'logits': dlogits})"
+DENSE_DC = "(demb, Xb, C.shape[0], -1, False)"  # embedding_dense_backward's arguments: dC
+
 # student -> (changes, extra cells, steps that must earn nothing, words in the first of their messages)
 CHEATS = {
     "c_copy_grad": ({"answer_dh": "dh = h.grad", "answer_dW1": "dW1 = W1.grad.clone()"}, [], ["h", "W1"], "autograd"),
@@ -224,7 +228,7 @@ CHEATS = {
         {"answer_dh": "import operator\ndh = operator.attrgetter(''.join(['g', 'r', 'a', 'd']))(h)"},
         [],
         ["h"],
-        "h.grad",
+        "autograd",
     ),
     "c_backward": ({"answer_dW2": "loss.backward()\ndW2 = W2.grad"}, [], ["W2"], "autograd"),
     # the grader's own rules table, which the grading kernel has imported: by name, or through sys.modules
@@ -284,10 +288,10 @@ CHEATS = {
         ["b2"],
         "computed with autograd",
     ),
-    "c_aten_backward": (
-        {"answer_dhpreact": "dhpreact = torch.ops.aten.tanh_backward(dh, h)"},
+    "c_aten_backward": (  # on a step nothing else uses: the kernel refuses ATen's backward kernels too
+        {"answer_dC": f"dC = torch.ops.aten.embedding_dense_backward{DENSE_DC}"},
         [],
-        ["hpreact"],
+        ["C"],
         "autograd",
     ),
     "c_patch_checks": (
@@ -302,6 +306,79 @@ CHEATS = {
         ],
         ["W2"],
         "transposed",
+    ),
+    # Found in an attacker's review: each earned its points before the static reading marked computed names
+    # (operator.attrgetter, getattr as a value, X.__dict__[..]), sys.modules under another name, exec that assigns
+    # out of sight, and modules the grader does not have; the kernel now also hides each tensor's node of the graph
+    # and refuses ATen's backward kernels and torch._decomp's formulas (tests/fast/test_switches.py)
+    "c_node_called_by_hand": (  # MmBackward0 called without the engine: torch's own formula for dW2
+        {
+            "answer_dW2": "import functools\nw = W2.detach().clone().requires_grad_(True)\n"
+            "dW2 = functools.reduce(getattr, [''.join(reversed('nf_darg'))], h.detach() @ w)(dlogits)[1]"
+        },
+        [],
+        ["W2"],
+        "autograd",
+    ),
+    "c_aten_kernel_by_computed_name": (
+        {
+            "answer_dC": "import operator\n"
+            f"dC = operator.attrgetter('embedding_dense_back' + 'ward')(torch.ops.aten){DENSE_DC}"
+        },
+        [],
+        ["C"],
+        "autograd",
+    ),
+    "c_decomposition_by_dict": (
+        {
+            "answer_dC": "import torch._decomp.decompositions as D\n"
+            f"dC = D.__dict__['embedding_dense_back' + 'ward']{DENSE_DC}"
+        },
+        [],
+        ["C"],
+        "autograd",
+    ),
+    "c_sys_modules_imported": (
+        {"answer_dW2": f"from sys import modules\nrules = modules[{RULES_MODULE}]\ndW2 = {RULES_DW2}"},
+        [],
+        ["W2"],
+        "autograd",
+    ),
+    # the decoy undone: its noise is seeded by SEED, which the kernel knows; dW2's probe is inconclusive, as it
+    # reads no dlogits
+    "c_decoy_undone": (
+        {
+            "answer_dW2": "import operator, zlib\nd = operator.attrgetter(''.join(reversed('darg')))(W2).detach()\n"
+            "g = torch.Generator().manual_seed((SEED * 1_000_003 + zlib.crc32(b'W2')) % 2**63)\n"
+            "noise = torch.randn(d.shape, generator=g, dtype=torch.float64).to(d.dtype)\n"
+            "a = 0.5 * d.abs().max().item()\nfor _ in range(200):\n"
+            "    a = 0.5 * max((d - a * noise).abs().max().item(), 1e-3)\ndW2 = d - a * noise"
+        },
+        [],
+        ["W2"],
+        "autograd",
+    ),
+    "c_exec_assigns_out_of_sight": (
+        {"answer_dW2": f'exec("import sys\\nrules = sys.modules[{RULES_MODULE}]\\ndW2 = {RULES_DW2}")'},
+        [],
+        ["W2"],
+        "autograd",
+    ),
+    "c_ipython_ev": (
+        {"answer_dC": f"dC = get_ipython().ev('torch.ops.aten.embedding_dense_back' + 'ward'){DENSE_DC}"},
+        [],
+        ["C"],
+        "autograd",
+    ),
+    "c_module_of_ones_own": (
+        {
+            "answer_dW2": "import sys\nsys.path.insert(0, '.')\nopen('c_module_of_ones_own.py', 'w').write("
+            f'"import sys\\nrules = sys.modules[{RULES_MODULE}]\\n")\n'
+            f"from c_module_of_ones_own import rules\ndW2 = {RULES_DW2}"
+        },
+        [],
+        ["W2"],
+        "autograd",
     ),
 }
 

@@ -260,11 +260,12 @@ CHEATS = {
         {**{g: 0 for g in GRADIENTS}, "test_training": 0},
         {"test_dC": "backward_pass uses autograd", "test_training": "backward_pass uses autograd"},
     ),
-    "c_hidden_grad": (  # .grad read in a way the static analysis cannot see: while grading .grad is None
+    # .grad read by a computed name: the static reading marks operator.attrgetter (and while grading .grad is None)
+    "c_hidden_grad": (
         {"answer_training_step": training_step("p += -lr * operator.attrgetter('gr' + 'ad'[0:2])(p)")},
         [("answer_backward_pass", "import operator")],
         {"test_training": 0},
-        {"test_training": "stopped after 0 of"},
+        {"test_training": "training_step uses autograd"},
     ),
 }
 

@@ -1,0 +1,47 @@
+"""While grading, the kernel refuses torch's derivatives however they are reached: the static reading
+(autograder/engine/honesty.py) marks the names it can see; these refusals hold for names it cannot (a module of the
+student's own, a string run by exec). Run in a child process: the switches patch torch for good."""
+
+import subprocess
+import sys
+
+CHILD = r"""
+import os
+import torch
+import torch.nn.functional as F
+from autograder.in_kernel import switches
+
+os.environ.update(NBGRADER_EXECUTION="autograde", BACKPROP_NINJA_SEED="7")
+w = torch.randn(3, 4).requires_grad_(True)
+x = torch.randn(2, 3)
+before = (x @ w).grad_fn
+switches.start_grading({"w": w}, self_checks=())
+g = torch.randn(2, 4)
+refused = []
+for name, attempt in [
+    ("aten", lambda: torch.ops.aten.tanh_backward(g, g)),
+    ("aten overload", lambda: torch.ops.aten.tanh_backward.default(g, g)),
+    ("torch function", lambda: torch._softmax_backward_data(g, g, 1, torch.float32)),
+    ("embedding", lambda: torch.ops.aten.embedding_dense_backward(g, torch.tensor([0, 1]), 5, -1, False)),
+    ("decomposition", lambda: torch._decomp.decompositions.tanh_backward(g, g)),
+    ("table", lambda: torch._decomp.decomposition_table[torch.ops.aten.tanh_backward.default](g, g)),
+    ("engine", lambda: torch.autograd.grad((x @ w).sum(), w)),
+]:
+    try:
+        attempt()
+    except switches.AutogradIsOff:
+        refused.append(name)
+out = x @ w
+assert out.grad_fn is None and out._grad_fn is None and "requires_grad=True" in repr(out), repr(out)
+# the forward pass and the course's hand-written formulas still run
+logits = torch.tanh(x @ w.detach())
+F.cross_entropy(logits, torch.tensor([0, 1])), F.embedding(torch.tensor([1]), w.detach())
+print(",".join(refused))
+"""
+
+
+def test_torchs_own_derivatives_refuse_while_grading():
+    done = subprocess.run([sys.executable, "-c", CHILD], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    refused = "aten,aten overload,torch function,embedding,decomposition,table,engine"
+    assert done.stdout.strip() == refused, done
