@@ -99,8 +99,8 @@ def _skipped(*args, **kwargs):
 def start_grading(namespace: dict, self_checks=("cmp", "self_check")) -> None:
     """After the setup's own ``loss.backward()``: hide autograd's answers from the student.
 
-    Every ``.grad`` becomes a decoy (the right gradient plus seeded noise, which the grader
-    recognises), and ``backward`` / ``torch.autograd.grad`` refuse to run. The visible
+    Every ``.grad`` becomes a decoy (seeded noise at the gradient's scale, which the grader
+    recognises), and autograd's entries and torch's backward formulas refuse to run. The visible
     self-checks compare with ``.grad``, so they are switched off rather than left to mislead.
     From the next cell on, statements take snapshots of what they read, for the rule probes.
     """

@@ -7,6 +7,7 @@ representative ones through the real nbgrader pipeline (tests/slow/test_ex1_pipe
 from autograder.authoring.submissions import grade_id, solutions, solved
 from autograder.common.naming import SETUP_PREFIX
 from autograder.engine.reference import run_setup
+from support.read_grad import grad_through_sgd
 
 NB = "ex1_atomic_backward"
 
@@ -224,11 +225,20 @@ DENSE_DC = "(demb, Xb, C.shape[0], -1, False)"  # embedding_dense_backward's arg
 # student -> (changes, extra cells, steps that must earn nothing, words in the first of their messages)
 CHEATS = {
     "c_copy_grad": ({"answer_dh": "dh = h.grad", "answer_dW1": "dW1 = W1.grad.clone()"}, [], ["h", "W1"], "autograd"),
-    "c_hidden_grad": (
-        {"answer_dh": "import operator\ndh = operator.attrgetter(''.join(['g', 'r', 'a', 'd']))(h)"},
+    "c_hidden_grad": ({"answer_dh": grad_through_sgd("h", "dh")}, [], ["h"], "h.grad"),  # the decoy recognised
+    # the decoy undone: its noise is seeded by SEED, which the kernel knows; it was the right gradient plus that noise,
+    # and dW2's probe is inconclusive when the code reads no dlogits. The decoy is the noise alone now.
+    "c_decoy_undone_after_sgd": (
+        {
+            "answer_dW2": grad_through_sgd("W2", "d") + "\nimport zlib\n"
+            "g = torch.Generator().manual_seed((SEED * 1_000_003 + zlib.crc32(b'W2')) % 2**63)\n"
+            "noise = torch.randn(d.shape, generator=g, dtype=torch.float64).to(d.dtype)\n"
+            "a = 0.5 * d.abs().max().item()\nfor _ in range(200):\n"
+            "    a = 0.5 * max((d - a * noise).abs().max().item(), 1e-3)\ndW2 = d - a * noise"
+        },
         [],
-        ["h"],
-        "autograd",
+        ["W2"],
+        "entries wrong",
     ),
     "c_backward": ({"answer_dW2": "loss.backward()\ndW2 = W2.grad"}, [], ["W2"], "autograd"),
     # the grader's own rules table, which the grading kernel has imported: by name, or through sys.modules

@@ -7,6 +7,7 @@ few representative ones through the real nbgrader pipeline (tests/slow/test_ex2_
 from autograder.authoring.submissions import grade_id, solved
 from autograder.common.naming import SETUP_PREFIX
 from autograder.engine.reference import run_setup
+from support.read_grad import grad_through_sgd
 
 NB2, NB3 = "ex2_cross_entropy_backward", "ex3_batchnorm_backward"
 POINTS = {
@@ -350,8 +351,8 @@ CHEATS = {
     ),
     "c_hidden_grad": (
         {
-            NB2: {"answer_dlogits": "import operator\ndlogits = operator.attrgetter('g' + 'rad')(logits)"},
-            NB3: {"answer_dhprebn": "import operator\ndhprebn = operator.attrgetter('g' + 'rad')(hprebn)"},
+            NB2: {"answer_dlogits": grad_through_sgd("logits", "dlogits")},
+            NB3: {"answer_dhprebn": grad_through_sgd("hprebn", "dhprebn")},
         },
         {
             NB2: {"test_dlogits": "logits.grad", "test_dlogits_rows": "logits.grad"},

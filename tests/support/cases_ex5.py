@@ -9,6 +9,7 @@ from autograder.authoring.submissions import grade_id, solved
 from autograder.common.naming import SETUP_PREFIX
 from autograder.engine.operators import NOTEBOOK, OPERATOR_STEPS
 from autograder.engine.reference import run_setup
+from support.read_grad import grad_through_sgd
 
 NB5 = NOTEBOOK
 POINTS = {f"test_d{step.name}": step.points for step in OPERATOR_STEPS}
@@ -227,7 +228,7 @@ CHEATS = {
         {"test_dhln": "autograd", "test_dscores": "autograd", "test_demb": "autograd"},
     ),
     "c_hidden_grad": (
-        {"answer_dhpreln": "import operator\ndhpreln = operator.attrgetter('g' + 'rad')(hpreln)"},
+        {"answer_dhpreln": grad_through_sgd("hpreln", "dhpreln")},
         {"test_dhpreln": "hpreln.grad"},
     ),
 }
