@@ -107,9 +107,13 @@ def start_grading(namespace: dict, self_checks=("cmp", "self_check")) -> None:
     if not grading():
         return
     seed = int(os.environ[SEED_VARIABLE])
-    for name, value in list(namespace.items()):
-        if isinstance(value, torch.Tensor) and value.grad is not None:
-            value.grad = decoy(value.grad, seed, name)
+    held = [(name, value) for name, value in list(namespace.items()) if isinstance(value, torch.Tensor)]
+    decoys = [(value, decoy(value.grad, seed, name)) for name, value in held if value.grad is not None]
+    with torch.no_grad():
+        for value, fake in decoys:  # in place too: what holds the gradient itself (the helper cell's _AT_SETUP) ...
+            value.grad.copy_(fake)
+    for value, fake in decoys:  # ... and each .grad its own decoy, whatever storage two gradients shared
+        value.grad = fake
     _take_autograd_away()
     for name in self_checks:
         if name in namespace:

@@ -226,6 +226,9 @@ DENSE_DC = "(demb, Xb, C.shape[0], -1, False)"  # embedding_dense_backward's arg
 CHEATS = {
     "c_copy_grad": ({"answer_dh": "dh = h.grad", "answer_dW1": "dW1 = W1.grad.clone()"}, [], ["h", "W1"], "autograd"),
     "c_hidden_grad": ({"answer_dh": grad_through_sgd("h", "dh")}, [], ["h"], "h.grad"),  # the decoy recognised
+    # the helper cell keeps autograd's gradients for its checks (_AT_SETUP, made before grading starts): it held the
+    # gradients themselves, so reading it earned the points; the decoys are written into them in place now
+    "c_helper_cells_gradients": ({"answer_dh": "dh = _AT_SETUP[1]['h'].clone()"}, [], ["h"], "h.grad"),
     # the decoy undone: its noise is seeded by SEED, which the kernel knows; it was the right gradient plus that noise,
     # and dW2's probe is inconclusive when the code reads no dlogits. The decoy is the noise alone now.
     "c_decoy_undone_after_sgd": (
