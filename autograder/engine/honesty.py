@@ -121,15 +121,42 @@ def _runs_a_file(node: ast.AST) -> bool:
     return False
 
 
+MAGICS = ("run_line_magic", "run_cell_magic")
+# the kernel's own hooks: code run before or after a cell, or values put into the namespace, out of the cells' sight
+SHELL_HOOKS = {"events", "push", "user_ns", "user_global_ns", "input_transformers_cleanup", "input_transformers_post"}
+SHELL_HOOKS |= {"ast_transformers", "settrace", "setprofile", "addaudithook", "displayhook"}
+
+
 def _runs_unread_code(node: ast.AST) -> bool:
-    """exec(..), %run, get_ipython().ex(..): what it assigns cannot be read, so every answer may be among it."""
+    """exec(..), %run, get_ipython() for anything but a magic, the shell's hooks: what it assigns cannot be read, so
+    every answer may be among it."""
+    magics = {id(sub.value) for sub in ast.walk(node) if isinstance(sub, ast.Attribute) and sub.attr in MAGICS}
     for sub in ast.walk(node):
         called = sub.func if isinstance(sub, ast.Call) else None
         if getattr(called, "id", None) in ("exec", "eval") or getattr(called, "attr", None) in RUNS_CODE:
             return True
-        if _runs_a_file(sub):
+        if _runs_a_file(sub) or (isinstance(sub, ast.Attribute) and sub.attr in SHELL_HOOKS):
+            return True
+        if (
+            isinstance(sub, ast.Name)
+            and sub.id == "get_ipython"
+            and not any(isinstance(c, ast.Call) and c.func is sub and id(c) in magics for c in ast.walk(node))
+        ):
             return True
     return False
+
+
+def _magic_code(node: ast.stmt):
+    """The Python that ``%%time``, ``%time ..``, ``%%capture`` run (``get_ipython().run_cell_magic('time', '', code)``),
+    so that what it assigns is read as any other code; None for anything else."""
+    call = getattr(node, "value", None)
+    if not isinstance(call, ast.Call) or getattr(call.func, "attr", None) not in MAGICS:
+        return None
+    if not call.args or not all(isinstance(a, ast.Constant) and isinstance(a.value, str) for a in call.args):
+        return None
+    if call.args[0].value in ("run", "load", "loadpy"):
+        return None
+    return call.args[-1].value
 
 
 def _stores_a_gradient(attribute: ast.Attribute) -> bool:
@@ -211,6 +238,7 @@ class AutogradTaint:
         self.answers = set(answers)
         self.runners = set()  # functions that run code from a string or a file (exec, %run)
         self.refused = set()  # what cells stopped by the kernel's autograd switch assign (``refuse``)
+        self.unread = False  # code it cannot read ran: it may rewrite any later answer (a hook), so all stay marked
 
     def refuse(self, source: str) -> None:
         """A cell that the kernel's switch stopped (AutogradIsOff): it reached autograd by a way the static reading
@@ -221,10 +249,16 @@ class AutogradTaint:
         for _ in range(2):  # twice, so that a loop carries taint backwards too
             for statement in _cell_statements(source):
                 self._statement(statement)
+        if self.unread:
+            self.tainted |= self.answers
 
     def _statement(self, node: ast.stmt) -> None:
         if _clears_gradient(node):
             return
+        code = _magic_code(node)
+        if code is not None:
+            for statement in _cell_statements(code):
+                self._statement(statement)
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             if _runs_unread_code(node) or not self.runners.isdisjoint(_autograd_facts(node)[1]):
                 self.runners.add(node.name)  # calling it runs code the grader cannot read
@@ -237,6 +271,8 @@ class AutogradTaint:
                 full = f"{module}.{alias.name}"
                 if any(word in full for word in FORBIDDEN_MODULES) or _unknown_module(module or alias.name):
                     self.tainted.add((alias.asname or alias.name).split(".")[0])
+                if "__main__" in full:  # import __main__; __main__.dW2 = ..: the namespace itself
+                    self.runners.add((alias.asname or alias.name).split(".")[0])
             return
         if isinstance(node, (ast.For, ast.While, ast.If, ast.With, ast.Try)):
             for child in ast.iter_child_nodes(node):
@@ -247,6 +283,7 @@ class AutogradTaint:
             return
         targets = assigned_names(node)
         if _runs_unread_code(node) or not self.runners.isdisjoint(_autograd_facts(node)[1]):
+            self.unread = True
             self.tainted |= self.answers | targets
             return
         if not targets:

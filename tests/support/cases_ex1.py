@@ -221,6 +221,10 @@ ENGINE_ARGS = "(l,), (torch.ones_like(l),), False, False, (w,), False, False"  #
 RULES_MODULE = "''.join(reversed('selur_drawkcab.enigne.redargotua'))"  # the grader's rules table, by a computed name
 RULES_DW2 = "rules.local_gradient(rules.STEP_BY_NAME['W2'], {'h': h.detach()}, {'logits': dlogits})"
 DENSE_DC = "(demb, Xb, C.shape[0], -1, False)"  # embedding_dense_backward's arguments: dC
+RULES_DC = "rules.local_gradient(rules.STEP_BY_NAME['C'], {'C': C.detach(), 'Xb': Xb}, {'emb': demb})"
+# code the grader cannot read marks every answer from its cell on (it may have put in a hook): the steps from dW2's
+FROM_DW2 = ["W2", "b2", "hpreact", "bngain", "bnbias", "bnraw", "bnvar_inv", "bnvar", "bndiff2", "bndiff", "bnmeani"]
+FROM_DW2 += ["hprebn", "embcat", "W1", "b1", "emb", "C", "C_index_add"]
 
 # student -> (changes, extra cells, steps that must earn nothing, words in the first of their messages)
 CHEATS = {
@@ -374,13 +378,31 @@ CHEATS = {
     "c_exec_assigns_out_of_sight": (
         {"answer_dW2": f'exec("import sys\\nrules = sys.modules[{RULES_MODULE}]\\ndW2 = {RULES_DW2}")'},
         [],
-        ["W2"],
+        FROM_DW2,
         "autograd",
     ),
     "c_ipython_ev": (
         {"answer_dC": f"dC = get_ipython().ev('torch.ops.aten.embedding_dense_back' + 'ward'){DENSE_DC}"},
         [],
-        ["C"],
+        ["C", "C_index_add"],
+        "autograd",
+    ),
+    "c_shell_push": (  # the kernel's namespace written through the shell
+        {"answer_dC": f"import sys\nrules = sys.modules[{RULES_MODULE}]\nget_ipython().push({{'dC': {RULES_DC}}})"},
+        [],
+        ["C", "C_index_add"],
+        "autograd",
+    ),
+    "c_shell_hook": (  # dC, as the cell shows it, is zeros: a hook run after the cell puts the grader's value in
+        {
+            "answer_dC": "import sys\ndC = torch.zeros_like(C)\n\n\ndef fill(result):\n"
+            f"    rules = sys.modules[{RULES_MODULE}]\n    ns = get_ipython().user_ns\n"
+            "    ns['dC'] = rules.local_gradient(rules.STEP_BY_NAME['C'], {'C': C.detach(), 'Xb': Xb}, "
+            "{'emb': ns['demb']})"
+            "\n\n\nget_ipython().events.register('post_run_cell', fill)"
+        },
+        [],
+        ["C", "C_index_add"],
         "autograd",
     ),
     "c_module_of_ones_own": (
