@@ -18,6 +18,7 @@ FORBIDDEN_ATTRIBUTES |= {"_ImperativeEngine", "ImperativeEngine", "_execution_en
 FORBIDDEN_ATTRIBUTES |= {"_enter_dual_level", "dual_level", "_make_dual", "make_dual", "_unpack_dual", "unpack_dual"}
 # a node of autograd's graph called by hand runs torch's derivative formula; torch._decomp writes them in Python
 FORBIDDEN_ATTRIBUTES |= {"_grad_fn", "next_functions", "_decomp", "decomposition_table"}
+FORBIDDEN_ATTRIBUTES |= {"_jit_differentiate"}  # TorchScript's own differentiation of a scripted function
 # attributes reached by a computed name (operator.attrgetter(name), functools.reduce(getattr, ..), X.__dict__[name],
 # pkgutil.resolve_name), and objects reached around their names (object.__subclasses__(), gc, frames, closures)
 FORBIDDEN_ATTRIBUTES |= {"attrgetter", "methodcaller", "getattr_static", "getmembers", "resolve_name", "locate"}

@@ -60,6 +60,7 @@ def _take_autograd_away() -> None:
     torch._C._enter_dual_level = _refusal()
     # a node of the graph called by hand (t.grad_fn(g)) runs its derivative without the engine; printing still works
     torch.Tensor.grad_fn = torch.Tensor._grad_fn = property(lambda tensor: None)
+    torch._C._jit_differentiate = _refusal()  # TorchScript's symbolic derivatives, run without the engine
     _take_backward_kernels_away()
 
 

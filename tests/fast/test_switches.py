@@ -17,6 +17,7 @@ x = torch.randn(2, 3)
 before = (x @ w).grad_fn
 switches.start_grading({"w": w}, self_checks=())
 g = torch.randn(2, 4)
+SCRIPT = "def f(x):\n    return torch.tanh(x)\n"
 refused = []
 for name, attempt in [
     ("aten", lambda: torch.ops.aten.tanh_backward(g, g)),
@@ -26,6 +27,7 @@ for name, attempt in [
     ("decomposition", lambda: torch._decomp.decompositions.tanh_backward(g, g)),
     ("table", lambda: torch._decomp.decomposition_table[torch.ops.aten.tanh_backward.default](g, g)),
     ("engine", lambda: torch.autograd.grad((x @ w).sum(), w)),
+    ("torchscript", lambda: torch._C._jit_differentiate(torch.jit.CompilationUnit(SCRIPT).f.graph)),
 ]:
     try:
         attempt()
@@ -43,5 +45,5 @@ print(",".join(refused))
 def test_torchs_own_derivatives_refuse_while_grading():
     done = subprocess.run([sys.executable, "-c", CHILD], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr[-2000:]
-    refused = "aten,aten overload,torch function,embedding,decomposition,table,engine"
+    refused = "aten,aten overload,torch function,embedding,decomposition,table,engine,torchscript"
     assert done.stdout.strip() == refused, done

@@ -387,6 +387,18 @@ CHEATS = {
         ["C", "C_index_add"],
         "autograd",
     ),
+    # TorchScript's own symbolic differentiation (torch/csrc/jit/runtime/symbolic_script.cpp), run as a script
+    # function: neither the engine nor an ATen backward kernel
+    "c_torchscript_autodiff": (
+        {
+            "answer_dW2": "def lin(h, w):\n    return h @ w\n\n\n"
+            "spec = torch._C._jit_differentiate(torch.jit.script(lin).graph.copy())\n"
+            "dW2 = torch._C._create_function_from_graph('df', spec.df)(dlogits, h.detach(), W2.detach())[1]"
+        },
+        [],
+        ["W2"],
+        "autograd",
+    ),
     "c_shell_push": (  # the kernel's namespace written through the shell
         {"answer_dC": f"import sys\nrules = sys.modules[{RULES_MODULE}]\nget_ipython().push({{'dC': {RULES_DC}}})"},
         [],
