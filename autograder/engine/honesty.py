@@ -96,7 +96,7 @@ def _reads_autograd(node: ast.AST) -> bool:
                 return True
         if isinstance(sub, ast.Attribute) and sub.attr == "modules" and id(sub) not in called:
             return True  # sys.modules (import sys as s: s.modules) reaches every module imported, the grader's too
-        if isinstance(sub, ast.Name) and sub.id in ("getattr", "setattr") and id(sub) not in called:
+        if isinstance(sub, ast.Name) and sub.id in ("getattr", "setattr", "delattr") and id(sub) not in called:
             return True  # functools.reduce(getattr, names, t): getattr with computed names
         if isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Load) and sub.id in FORBIDDEN_NAMES:
             return True
@@ -109,7 +109,7 @@ def _reads_autograd(node: ast.AST) -> bool:
             return True
         if _runs_a_file(sub):
             return True
-        if isinstance(sub, ast.Call) and isinstance(sub.func, ast.Name) and sub.func.id in ("getattr", "setattr"):
+        if isinstance(sub, ast.Call) and getattr(sub.func, "id", None) in ("getattr", "setattr", "delattr"):
             if len(sub.args) < 2 or not isinstance(sub.args[1], ast.Constant):
                 return True
     return False

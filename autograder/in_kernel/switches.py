@@ -64,7 +64,9 @@ def _take_autograd_away() -> None:
     _take_backward_kernels_away()
 
 
-_KERNELS = ("CPU", "CompositeImplicitAutograd", "CompositeExplicitAutograd")
+# where ATen keeps backward kernels that compute (Meta's give shapes alone): a sparse or nested tensor reaches its own
+_KERNELS = ("CPU", "CompositeImplicitAutograd", "CompositeExplicitAutograd", "CompositeExplicitAutogradNonFunctional")
+_KERNELS += ("SparseCPU", "SparseCsrCPU", "MkldnnCPU", "NestedTensorCPU")
 _kept = []  # the library that holds the refusals: they last as long as it does
 
 

@@ -27,6 +27,7 @@ for name, attempt in [
     ("decomposition", lambda: torch._decomp.decompositions.tanh_backward(g, g)),
     ("table", lambda: torch._decomp.decomposition_table[torch.ops.aten.tanh_backward.default](g, g)),
     ("engine", lambda: torch.autograd.grad((x @ w).sum(), w)),
+    ("sparse", lambda: torch.ops.aten.threshold_backward(g.to_sparse(), g.to_sparse(), 0.0)),
     ("torchscript", lambda: torch._C._jit_differentiate(torch.jit.CompilationUnit(SCRIPT).f.graph)),
 ]:
     try:
@@ -45,5 +46,5 @@ print(",".join(refused))
 def test_torchs_own_derivatives_refuse_while_grading():
     done = subprocess.run([sys.executable, "-c", CHILD], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr[-2000:]
-    refused = "aten,aten overload,torch function,embedding,decomposition,table,engine,torchscript"
+    refused = "aten,aten overload,torch function,embedding,decomposition,table,engine,sparse,torchscript"
     assert done.stdout.strip() == refused, done
