@@ -123,6 +123,9 @@ def _runs_a_file(node: ast.AST) -> bool:
 
 
 MAGICS = ("run_line_magic", "run_cell_magic")
+# modules that run code given as a string (timeit.timeit("..."), pdb.run, code.interact), and import __main__ (the
+# namespace itself): a statement that uses one marks every answer, as exec does
+STRING_RUNNERS = {"timeit", "cProfile", "profile", "pdb", "bdb", "code", "codeop", "doctest", "imp", "zipimport"}
 # the kernel's own hooks: code run before or after a cell, or values put into the namespace, out of the cells' sight
 SHELL_HOOKS = {"events", "push", "user_ns", "user_global_ns", "input_transformers_cleanup", "input_transformers_post"}
 SHELL_HOOKS |= {"ast_transformers", "settrace", "setprofile", "addaudithook", "displayhook"}
@@ -272,7 +275,7 @@ class AutogradTaint:
                 full = f"{module}.{alias.name}"
                 if any(word in full for word in FORBIDDEN_MODULES) or _unknown_module(module or alias.name):
                     self.tainted.add((alias.asname or alias.name).split(".")[0])
-                if "__main__" in full:  # import __main__; __main__.dW2 = ..: the namespace itself
+                if "__main__" in full or (module or alias.name).split(".")[0] in STRING_RUNNERS:
                     self.runners.add((alias.asname or alias.name).split(".")[0])
             return
         if isinstance(node, (ast.For, ast.While, ast.If, ast.With, ast.Try)):

@@ -399,6 +399,16 @@ CHEATS = {
         ["W2"],
         "autograd",
     ),
+    "c_timeit_runs_a_string": (  # timeit runs its statement as exec does, in the namespace it is given
+        {
+            "answer_dC": "import timeit\nbox = {'C': C, 'Xb': Xb, 'demb': demb}\nbox['box'] = box\n"
+            f"timeit.timeit(\"import sys\\nrules = sys.modules[{RULES_MODULE}]\\nbox['dC'] = {RULES_DC}\", "
+            "globals=box, number=1)\ndC = box['dC']"
+        },
+        [],
+        ["C", "C_index_add"],
+        "autograd",
+    ),
     "c_shell_push": (  # the kernel's namespace written through the shell
         {"answer_dC": f"import sys\nrules = sys.modules[{RULES_MODULE}]\nget_ipython().push({{'dC': {RULES_DC}}})"},
         [],
