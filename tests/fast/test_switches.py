@@ -1,5 +1,5 @@
 """While grading, the kernel refuses torch's derivatives however they are reached: the static reading
-(autograder/engine/honesty.py) marks the names it can see; these refusals hold for names it cannot (a module of the
+(autograder/engine/honesty/) marks the names it can see; these refusals hold for names it cannot (a module of the
 student's own, a string run by exec). Run in a child process: the switches patch torch for good."""
 
 import subprocess

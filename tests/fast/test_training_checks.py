@@ -121,6 +121,37 @@ def test_autograds_engine_and_forward_mode_by_other_names_are_autograd():
         assert "g" in taint.tainted, code
 
 
+def test_shell_commands_timers_and_a_debugger_are_no_unread_code():
+    """!pip and !ls (Colab notebooks have them), timeit's clock, pdb.set_trace(): no answer is marked. A shell command
+    that runs Python, timeit handed code as a string, pdb.run: every answer from then on is."""
+    from autograder.engine.honesty import AutogradTaint
+
+    def marked(code):
+        taint = AutogradTaint(answers={"dW2"})
+        taint.add_cell(code)
+        taint.add_cell("dW2 = h.T @ dlogits")
+        return "dW2" in taint.tainted
+
+    honest = (
+        "get_ipython().system('pip install einops')",
+        "files = get_ipython().getoutput('ls')",
+        "get_ipython().run_line_magic('timeit', 'h.T @ dlogits')",
+        "import timeit\nstart = timeit.default_timer()\nseconds = timeit.timeit(lambda: h.T @ dlogits, number=3)",
+        "import pdb\npdb.set_trace()",
+    )
+    for code in honest:
+        assert not marked(code), code
+    unread = (
+        "get_ipython().system('python -c \"import torch\"')",
+        "get_ipython().system(command)",
+        "import timeit\ntimeit.timeit('dW2 = 0', globals=globals())",
+        "import pdb as p\np.run('dW2 = 0')",
+        "get_ipython().push({'dW2': 0})",
+    )
+    for code in unread:
+        assert marked(code), code
+
+
 def test_an_error_message_of_torch_keeps_one_full_stop():
     """backward_pass's error, quoted in a sentence that goes on: torch's messages end with a full stop of their own."""
     message = "view size is not compatible with input tensor's size and stride. Use .reshape(...) instead."

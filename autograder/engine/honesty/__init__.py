@@ -5,12 +5,20 @@ code it cannot read (static), and a decoy in every ``.grad`` while grading (dyna
 """
 
 import ast
-import importlib.util
-import sys
 import zlib
 from functools import lru_cache
 
 import torch
+
+from .unread_code import (
+    RUNS_CODE,
+    STRING_RUNNERS,
+    _runs_a_file,
+    magic_code,
+    passes_code,
+    runs_unread_code,
+    unknown_module,
+)
 
 FORBIDDEN_ATTRIBUTES = {"grad", "backward", "autograd", "grad_fn", "_grad", "func", "retain_grad", "vjp", "jacobian"}
 # autograd's engine, and forward-mode differentiation, reached without torch.autograd: torch._C._ImperativeEngine()
@@ -26,11 +34,7 @@ FORBIDDEN_ATTRIBUTES |= {"get_field", "_dot_lookup", "_importer", "import_item",
 FORBIDDEN_ATTRIBUTES |= {"__dict__", "__getattribute__", "__getattr__", "__subclasses__", "__mro__", "__bases__"}
 FORBIDDEN_ATTRIBUTES |= {"__globals__", "__closure__", "__builtins__", "__code__", "_getframe", "f_globals"}
 FORBIDDEN_ATTRIBUTES |= {"f_locals", "get_objects", "get_referents", "get_referrers", "_get_operation_overload"}
-# code run from a string or a file, where the grader cannot read it: get_ipython().ev(..), runpy.run_path(..) (not
-# .eval: a module's eval() is no code)
-RUNS_CODE = {"ev", "ex", "run_cell", "run_cell_async", "run_code", "runcode", "runsource", "run_ast_nodes"}
-RUNS_CODE |= {"safe_execfile", "safe_execfile_ipy", "safe_run_module", "run_path", "run_module", "exec"}
-FORBIDDEN_ATTRIBUTES |= RUNS_CODE
+FORBIDDEN_ATTRIBUTES |= RUNS_CODE  # code run from a string or a file (unread_code)
 FORBIDDEN_NAMES = {"autograd", "functorch", "eval", "exec", "compile", "__import__", "vars", "globals", "locals"}
 FORBIDDEN_NAMES |= {"autograder", "importlib"}  # the grader's own code, and modules imported by a computed name
 FORBIDDEN_NAMES |= {"attrgetter", "methodcaller", "getattr_static", "resolve_name", "locate", "import_item"}
@@ -115,54 +119,6 @@ def _reads_autograd(node: ast.AST) -> bool:
     return False
 
 
-def _runs_a_file(node: ast.AST) -> bool:
-    """``%run helper.py`` (``get_ipython().run_line_magic("run", ..)``): code the grader cannot read."""
-    if isinstance(node, ast.Call) and getattr(node.func, "attr", "") in ("run_line_magic", "run_cell_magic"):
-        return bool(node.args) and getattr(node.args[0], "value", None) in ("run", "load", "loadpy")
-    return False
-
-
-MAGICS = ("run_line_magic", "run_cell_magic")
-# modules that run code given as a string (timeit.timeit("..."), pdb.run, code.interact), and import __main__ (the
-# namespace itself): a statement that uses one marks every answer, as exec does
-STRING_RUNNERS = {"timeit", "cProfile", "profile", "pdb", "bdb", "code", "codeop", "doctest", "imp", "zipimport"}
-# the kernel's own hooks: code run before or after a cell, or values put into the namespace, out of the cells' sight
-SHELL_HOOKS = {"events", "push", "user_ns", "user_global_ns", "input_transformers_cleanup", "input_transformers_post"}
-SHELL_HOOKS |= {"ast_transformers", "settrace", "setprofile", "addaudithook", "displayhook"}
-
-
-def _runs_unread_code(node: ast.AST) -> bool:
-    """exec(..), %run, get_ipython() for anything but a magic, the shell's hooks: what it assigns cannot be read, so
-    every answer may be among it."""
-    magics = {id(sub.value) for sub in ast.walk(node) if isinstance(sub, ast.Attribute) and sub.attr in MAGICS}
-    for sub in ast.walk(node):
-        called = sub.func if isinstance(sub, ast.Call) else None
-        if getattr(called, "id", None) in ("exec", "eval") or getattr(called, "attr", None) in RUNS_CODE:
-            return True
-        if _runs_a_file(sub) or (isinstance(sub, ast.Attribute) and sub.attr in SHELL_HOOKS):
-            return True
-        if (
-            isinstance(sub, ast.Name)
-            and sub.id == "get_ipython"
-            and not any(isinstance(c, ast.Call) and c.func is sub and id(c) in magics for c in ast.walk(node))
-        ):
-            return True
-    return False
-
-
-def _magic_code(node: ast.stmt):
-    """The Python that ``%%time``, ``%time ..``, ``%%capture`` run (``get_ipython().run_cell_magic('time', '', code)``),
-    so that what it assigns is read as any other code; None for anything else."""
-    call = getattr(node, "value", None)
-    if not isinstance(call, ast.Call) or getattr(call.func, "attr", None) not in MAGICS:
-        return None
-    if not call.args or not all(isinstance(a, ast.Constant) and isinstance(a.value, str) for a in call.args):
-        return None
-    if call.args[0].value in ("run", "load", "loadpy"):
-        return None
-    return call.args[-1].value
-
-
 def _stores_a_gradient(attribute: ast.Attribute) -> bool:
     """``p.grad = g``: a student handing their own gradients to ``torch.optim``. The store reads nothing from autograd;
     what the value reads is judged on its own, and while grading autograd cannot fill ``.grad`` again."""
@@ -218,18 +174,6 @@ def _cell_statements(source: str) -> tuple:
         return ()  # the cell fails in the kernel too; nothing it assigns exists
 
 
-@lru_cache(maxsize=256)
-def _unknown_module(name: str) -> bool:
-    """A module the grader does not have, such as one the student wrote to a file: its code cannot be read."""
-    top = name.split(".")[0]
-    if not top or top in sys.stdlib_module_names:
-        return False
-    try:
-        return importlib.util.find_spec(top) is None
-    except (ImportError, ValueError):
-        return True
-
-
 class AutogradTaint:
     """Follows, statement by statement, which variables carry a value obtained from autograd.
 
@@ -240,9 +184,13 @@ class AutogradTaint:
     def __init__(self, answers=()):
         self.tainted = set()
         self.answers = set(answers)
-        self.runners = set()  # functions that run code from a string or a file (exec, %run)
+        self.runners = set()  # functions that run code from a string or a file (exec, %run); import __main__
+        self.string_runners = set()  # modules that run code handed over as a string (timeit, pdb)
         self.refused = set()  # what cells stopped by the kernel's autograd switch assign (``refuse``)
         self.unread = False  # code it cannot read ran: it may rewrite any later answer (a hook), so all stay marked
+
+    def _hands_over_code(self, node: ast.AST, names) -> bool:
+        return not self.string_runners.isdisjoint(names) and passes_code(node)
 
     def refuse(self, source: str) -> None:
         """A cell that the kernel's switch stopped (AutogradIsOff): it reached autograd by a way the static reading
@@ -259,12 +207,13 @@ class AutogradTaint:
     def _statement(self, node: ast.stmt) -> None:
         if _clears_gradient(node):
             return
-        code = _magic_code(node)
+        code = magic_code(node)
         if code is not None:
             for statement in _cell_statements(code):
                 self._statement(statement)
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            if _runs_unread_code(node) or not self.runners.isdisjoint(_autograd_facts(node)[1]):
+            names = _autograd_facts(node)[1]
+            if runs_unread_code(node) or not self.runners.isdisjoint(names) or self._hands_over_code(node, names):
                 self.runners.add(node.name)  # calling it runs code the grader cannot read
             if _uses_autograd(node, self.tainted):
                 self.tainted.add(node.name)
@@ -273,10 +222,12 @@ class AutogradTaint:
             module = getattr(node, "module", None) or ""
             for alias in node.names:
                 full = f"{module}.{alias.name}"
-                if any(word in full for word in FORBIDDEN_MODULES) or _unknown_module(module or alias.name):
+                if any(word in full for word in FORBIDDEN_MODULES) or unknown_module(module or alias.name):
                     self.tainted.add((alias.asname or alias.name).split(".")[0])
-                if "__main__" in full or (module or alias.name).split(".")[0] in STRING_RUNNERS:
+                if "__main__" in full:
                     self.runners.add((alias.asname or alias.name).split(".")[0])
+                elif (module or alias.name).split(".")[0] in STRING_RUNNERS:
+                    self.string_runners.add((alias.asname or alias.name).split(".")[0])
             return
         if isinstance(node, (ast.For, ast.While, ast.If, ast.With, ast.Try)):
             for child in ast.iter_child_nodes(node):
@@ -285,8 +236,8 @@ class AutogradTaint:
                 elif isinstance(child, ast.expr) and _uses_autograd(child, self.tainted):
                     self.tainted |= assigned_names(node)  # for x in t.grad: ...
             return
-        targets = assigned_names(node)
-        if _runs_unread_code(node) or not self.runners.isdisjoint(_autograd_facts(node)[1]):
+        targets, names = assigned_names(node), _autograd_facts(node)[1]
+        if runs_unread_code(node) or not self.runners.isdisjoint(names) or self._hands_over_code(node, names):
             self.unread = True
             self.tainted |= self.answers | targets
             return

@@ -1,0 +1,91 @@
+"""Code a student's cell runs where the grader cannot read it: from a string or a file, through the shell's hooks,
+in a module the grader does not have. What such code assigns may be any answer (docs/design/engine.md, Honesty)."""
+
+import ast
+import importlib.util
+import sys
+from functools import lru_cache
+
+# code run from a string or a file, where the grader cannot read it: get_ipython().ev(..), runpy.run_path(..) (not
+# .eval: a module's eval() is no code)
+RUNS_CODE = {"ev", "ex", "run_cell", "run_cell_async", "run_code", "runcode", "runsource", "run_ast_nodes"}
+RUNS_CODE |= {"safe_execfile", "safe_execfile_ipy", "safe_run_module", "run_path", "run_module", "exec"}
+
+
+def _runs_a_file(node: ast.AST) -> bool:
+    """``%run helper.py`` (``get_ipython().run_line_magic("run", ..)``): code the grader cannot read."""
+    if isinstance(node, ast.Call) and getattr(node.func, "attr", "") in ("run_line_magic", "run_cell_magic"):
+        return bool(node.args) and getattr(node.args[0], "value", None) in ("run", "load", "loadpy")
+    return False
+
+
+MAGICS = ("run_line_magic", "run_cell_magic")
+SHELL = ("system", "getoutput")  # !cmd, x = !cmd: another program, which cannot reach the kernel, unless it is Python
+# modules that run code handed over as a string (timeit.timeit("..."), pdb.run, code.interact): a statement that
+# hands one code marks every answer, as exec does (and import __main__, the namespace itself, any use of it)
+STRING_RUNNERS = {"timeit", "cProfile", "profile", "pdb", "bdb", "code", "codeop", "doctest", "imp", "zipimport"}
+# the kernel's own hooks: code run before or after a cell, or values put into the namespace, out of the cells' sight
+SHELL_HOOKS = {"events", "push", "user_ns", "user_global_ns", "input_transformers_cleanup", "input_transformers_post"}
+SHELL_HOOKS |= {"ast_transformers", "settrace", "setprofile", "addaudithook", "displayhook"}
+
+
+def runs_unread_code(node: ast.AST) -> bool:
+    """exec(..), %run, get_ipython() for anything but a magic, the shell's hooks: what it assigns cannot be read, so
+    every answer may be among it."""
+    magics = {id(sub.value) for sub in ast.walk(node) if isinstance(sub, ast.Attribute) and sub.attr in MAGICS}
+    magics |= {id(c.func.value) for c in ast.walk(node) if getattr(c, "func", None) and _a_program(c)}
+    for sub in ast.walk(node):
+        called = sub.func if isinstance(sub, ast.Call) else None
+        if getattr(called, "id", None) in ("exec", "eval") or getattr(called, "attr", None) in RUNS_CODE:
+            return True
+        if _runs_a_file(sub) or (isinstance(sub, ast.Attribute) and sub.attr in SHELL_HOOKS):
+            return True
+        if (
+            isinstance(sub, ast.Name)
+            and sub.id == "get_ipython"
+            and not any(isinstance(c, ast.Call) and c.func is sub and id(c) in magics for c in ast.walk(node))
+        ):
+            return True
+    return False
+
+
+def _a_program(call: ast.Call) -> bool:
+    """``get_ipython().system('pip install ..')``: a shell command that names no Python (which could compute with
+    autograd out of sight and leave its numbers in a file)."""
+    words = [a.value for a in call.args if isinstance(a, ast.Constant) and isinstance(a.value, str)]
+    return getattr(call.func, "attr", None) in SHELL and len(words) == len(call.args) and "python" not in str(words)
+
+
+def passes_code(node: ast.AST) -> bool:
+    """A call that hands code over as a string, or a namespace: timeit.timeit("dW2 = ..", globals=..), pdb.run(".."),
+    not timeit.default_timer() or pdb.set_trace()."""
+    calls = [sub for sub in ast.walk(node) if isinstance(sub, ast.Call)]
+    strings = (
+        isinstance(a, ast.JoinedStr) or isinstance(getattr(a, "value", None), str) for c in calls for a in c.args
+    )
+    return any(strings) or any(k.arg in ("globals", "locals", "local") for c in calls for k in c.keywords)
+
+
+def magic_code(node: ast.stmt):
+    """The Python that ``%%time``, ``%time ..``, ``%%capture`` run (``get_ipython().run_cell_magic('time', '', code)``),
+    so that what it assigns is read as any other code; None for anything else."""
+    call = getattr(node, "value", None)
+    if not isinstance(call, ast.Call) or getattr(call.func, "attr", None) not in MAGICS:
+        return None
+    if not call.args or not all(isinstance(a, ast.Constant) and isinstance(a.value, str) for a in call.args):
+        return None
+    if call.args[0].value in ("run", "load", "loadpy"):
+        return None
+    return call.args[-1].value
+
+
+@lru_cache(maxsize=256)
+def unknown_module(name: str) -> bool:
+    """A module the grader does not have, such as one the student wrote to a file: its code cannot be read."""
+    top = name.split(".")[0]
+    if not top or top in sys.stdlib_module_names:
+        return False
+    try:
+        return importlib.util.find_spec(top) is None
+    except (ImportError, ValueError):
+        return True
