@@ -33,12 +33,14 @@ TAMPERED = """import json, os
 json.tampered = os.environ.get("BACKPROP_NINJA_SEED")  # in the parent, it would be there for every kernel after
 open("/tmp/tampered", "w").write("x")
 """
-AHEAD = """import json as _json, os as _os, sys as _sys
+# no get_ipython(), __code__ or sys.modules: the grader would take the cell for code it cannot read (engine.md)
+AHEAD = """import inspect as _inspect, json as _json, os as _os
+from IPython.core.interactiveshell import InteractiveShell as _Shell
 print("AHEAD " + _json.dumps({
-    "taken": build_dataset.__code__.co_filename.startswith("<setup cell"),
-    "tampered": getattr(_sys.modules["json"], "tampered", None),
+    "taken": _inspect.getfile(build_dataset).startswith("<setup cell"),
+    "tampered": getattr(_json, "tampered", None),
     "tmp": sorted(_os.listdir("/tmp")),
-    "compiler": type(get_ipython().compile).__name__,
+    "compiler": type(_Shell.instance().compile).__name__,
 }))
 """
 STOP_PARENT = """import os, signal
