@@ -444,7 +444,11 @@ def test_notebook_runs_in_jupyterlab_in_a_browser(tmp_path):
         if browser:
             browser.close()
         lab.terminate()
-        lab.wait(60)
+        try:
+            lab.wait(60)
+        except subprocess.TimeoutExpired:  # once in a busy slow tier, its shutdown outlasted the minute: not our test
+            lab.kill()
+            lab.wait(10)
         log.close()
     assert title == f"{EX1}.ipynb"
     assert setup_text.startswith("loss 3.5577")
