@@ -25,6 +25,8 @@ from ..stopping import CtrlC, grading_stopped
 from .fork_server import ForkedWorker, ForkServer
 from .worker import TIME_LIMIT_OPTION, WorkerResult
 
+START_SECONDS = 300  # a worker's start, at least
+
 
 @dataclass(frozen=True)
 class GraderSettings:
@@ -131,7 +133,8 @@ class Worker:
         if self.proc is None or self.proc.poll() is not None:
             self.spawn()
         shutil.copy(self.template, self.db)
-        ready = self._next(300)
+        # a slow node's worker may take longer to start (its imports, its kernel parent's): as long as its grader
+        ready = self._next(max(START_SECONDS, self.settings.grader_time_limit or 0))
         if not ready or not ready.get("ready"):
             self.kill()
             ended = self.server and self.server.proc.poll() is not None
