@@ -5,6 +5,8 @@ import sys
 import warnings
 
 import torch
+from IPython import get_ipython
+from IPython.utils.text import SList
 
 from ..common.editions import EDITION_VARIABLE
 from ..common.words import say
@@ -94,6 +96,20 @@ def _take_backward_kernels_away() -> None:
         predispatch._enter_dual_level_impl = torch._C._enter_dual_level
 
 
+def _no_shell_commands() -> None:
+    """``!pip install ..`` and ``files = !ls`` say that they do not run instead of failing: a grading kernel starts no
+    program (``process_guards.refuse_exec``), and the rest of their cell, answers included, must still run."""
+    shell = get_ipython()
+    if shell is None:
+        return
+
+    def not_run(command, *args, **kwargs):
+        print(say("(shell commands do not run while grading: !{command})", command=command).render(edition()))
+        return SList()  # (what ``files = !ls`` gets)
+
+    shell.system = shell.system_piped = shell.system_raw = shell.getoutput = not_run
+
+
 def _skipped(*args, **kwargs):
     """What a visible self-check does while grading: say that it is skipped."""
     print(say("(self-checks are skipped while grading: see the graded cells)").render(edition()))
@@ -118,6 +134,7 @@ def start_grading(namespace: dict, self_checks=("cmp", "self_check")) -> None:
     for value, fake in decoys:  # ... and each .grad its own decoy, whatever storage two gradients shared
         value.grad = fake
     _take_autograd_away()
+    _no_shell_commands()
     for name in self_checks:
         if name in namespace:
             namespace[name] = _skipped

@@ -18,7 +18,7 @@ import sys
 from ..data import SEED_VARIABLE
 from .environment import NOTEBOOK_VARIABLES
 from .policy import CPU_SLACK, SCRATCH, SOCKETS
-from .process_guards import in_child, kill_the_rest, load_seccomp_filter, reap_helpers, set_dumpable
+from .process_guards import in_child, kill_the_rest, load_seccomp_filter, reap_helpers, refuse_exec, set_dumpable
 from .scratch import MAX_ENTRIES, TooMany, fill_scratch, left_behind, remove_inside, write_all
 from .warm_up import warm_up
 
@@ -100,6 +100,7 @@ def run_kernel(argv: list, env: dict, cwd: str, replies: int, armed: tuple = ())
         if _kernels_cpu is not None:  # (a hard limit: the kernel cannot raise it again)
             resource.setrlimit(resource.RLIMIT_CPU, _kernels_cpu)
         set_dumpable(True)
+        refuse_exec()  # no Python but this one: a new one would have autograd whole (process_guards)
         signal.signal(signal.SIGINT, signal.default_int_handler)  # a kernel is interrupted by SIGINT
         null = os.open(os.devnull, os.O_RDONLY)
         os.dup2(null, 0)

@@ -7,7 +7,7 @@ and no limit of the sandbox counts it: RLIMIT_AS counts only what is mapped, and
 sandboxed process first (``choom``), frees nothing by killing them. A notebook could pin the machine's memory that
 way, or leave a message for the next student's kernels of the same worker. A key added to the uid's keyring
 (``add_key``, ``keyctl``) is such a message too, and as root it outlives every sandbox of the worker's uid. Nothing in
-the course needs them (torch and Python's multiprocessing share memory through ``/dev/shm`` files), so creating one
+the course needs them (torch shares memory through ``/dev/shm`` files), so creating one
 fails with EPERM.
 
 A user namespace gives the process in it every capability there: it could mount, make network namespaces and reach
@@ -19,6 +19,13 @@ cannot read: it fails with ENOSYS, and the C library then starts the thread or p
 The seccomp filter, which no process can remove, also refuses with EPERM every call of another ABI (x86-64's x32
 numbers; 32-bit ``int 0x80`` calls, whose numbers differ and include the ``ipc`` multiplexer); it lets everything
 else through.
+
+Each kernel adds a second filter as it starts (``refuse_exec``): ``execve`` and ``execveat`` fail with EPERM. A new
+program is a way around what the kernel's switches refuse: a Python started by ``subprocess``, ``os.system``
+or ``!python`` would import a torch with autograd whole, compute a gradient from tensors the cell saved, and leave
+it in a file to load. A forked process keeps the kernel's memory, switches included. The filter is the kernel's
+alone, loaded after the fork: nothing the parent imports ahead can fail for the want of a program (``ctypes.util.
+find_library`` runs ``ldconfig``).
 """
 
 import ctypes
@@ -38,6 +45,7 @@ REFUSED = {
 # clone and unshare, whose first argument holds the flags; clone3, the same number on both
 NAMESPACE_CALLS = {"x86_64": (56, 272), "aarch64": (220, 97)}
 CLONE3, CLONE_NEWUSER = 435, 0x10000000
+EXEC_CALLS = {"x86_64": (59, 322), "aarch64": (221, 281)}  # execve, execveat
 SECCOMP_CALL = {"x86_64": 317, "aarch64": 277}  # seccomp(2), which takes flags (Linux 3.17)
 X32_SYSCALL_BIT = 0x40000000  # x86-64: a call numbered from here is x32's ABI, which seccomp reports as x86-64
 
@@ -54,6 +62,26 @@ SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_SPEC_ALLOW = 1, 4
 
 class SockFprog(ctypes.Structure):
     _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_char_p)]
+
+
+def assemble(code: list, labels: dict) -> bytes:
+    """struct sock_filter entries of ``code``: (code, jump if true, jump if false, k), where a jump may name its
+    target, a label, by its index in ``labels``."""
+    # A jump counts the instructions it skips
+    at = lambda i, target: labels[target] - i - 1 if isinstance(target, str) else target
+    return b"".join(struct.pack("=HBBI", op, at(i, jt), at(i, jf), k) for i, (op, jt, jf, k) in enumerate(code))
+
+
+def exec_program(machine: str) -> bytes | None:
+    """The kernel's filter (``refuse_exec``) for ``machine``; None when unknown."""
+    if machine not in EXEC_CALLS:
+        return None
+    arch, _ = REFUSED[machine]
+    code = [(LD_W_ABS, 0, 0, ARCH_OFFSET), (JEQ_K, 0, "refuse", arch), (LD_W_ABS, 0, 0, NR_OFFSET)]
+    code += [(JEQ_K, "refuse", 0, number) for number in EXEC_CALLS[machine]] + [(RET_K, 0, 0, ALLOW)]
+    labels = {"refuse": len(code)}
+    code.append((RET_K, 0, 0, RET_ERRNO | errno.EPERM))
+    return assemble(code, labels)
 
 
 def program(machine: str) -> bytes | None:
@@ -75,10 +103,7 @@ def program(machine: str) -> bytes | None:
     code.append((RET_K, 0, 0, RET_ERRNO | errno.ENOSYS))
     labels["refuse"] = len(code)
     code.append((RET_K, 0, 0, RET_ERRNO | errno.EPERM))
-    # A jump counts the instructions it skips
-    at = lambda i, target: labels[target] - i - 1 if isinstance(target, str) else target
-    code = [(op, at(i, jt), at(i, jf), k) for i, (op, jt, jf, k) in enumerate(code)]
-    return b"".join(struct.pack("=HBBI", *instruction) for instruction in code)
+    return assemble(code, labels)
 
 
 def set_dumpable(dumpable: bool) -> None:
@@ -89,7 +114,16 @@ def set_dumpable(dumpable: bool) -> None:
 def load_seccomp_filter() -> bool:
     """Load the filter into this process and the ones it starts from now on; False on an architecture it does not
     know (nothing is refused there). OSError when the kernel refuses the filter."""
-    code = program(platform.machine())
+    return _load(program(platform.machine()))
+
+
+def refuse_exec() -> bool:
+    """In a kernel, before any of its code runs: no program can be started from now on (``exec_program``). False on
+    an architecture the filter does not know."""
+    return _load(exec_program(platform.machine()))
+
+
+def _load(code: bytes | None) -> bool:
     if code is None:
         return False
     libc = ctypes.CDLL(None, use_errno=True)

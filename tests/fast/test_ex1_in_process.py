@@ -135,9 +135,17 @@ def test_a_small_error_from_upstream_that_grows_further_down_costs_only_its_own_
     assert "✔" in message and "fix dbndiff2 first" in message, message
 
 
-@pytest.mark.parametrize("student", [*ALTERNATIVES, "alt_one_cell", "alt_split_cells"])
+@pytest.mark.parametrize("student", [*ALTERNATIVES, "alt_one_cell", "alt_split_cells", "alt_shell_commands"])
 def test_other_correct_formulas_and_layouts_get_full_marks(graded, student):
     assert lost_steps(graded, student) == [], graded[student].messages
+
+
+def test_shell_commands_say_that_they_do_not_run_while_grading(graded):
+    printed = "".join(
+        o.get("text", "") for c in graded["alt_shell_commands"].notebook.cells for o in c.get("outputs", [])
+    )
+    assert "(shell commands do not run while grading: !pip install einops)\n" in printed, printed
+    assert "(shell commands do not run while grading: !ls)\n" in printed, printed
 
 
 def test_exact_zeros_are_right_where_the_gradient_is_zero_and_say_why(graded):

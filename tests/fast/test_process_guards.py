@@ -6,6 +6,8 @@ import errno
 import json
 import os
 import platform
+import subprocess
+import sys
 
 import pytest
 
@@ -19,14 +21,14 @@ pytestmark = pytest.mark.skipif(
 )
 
 
-def in_a_filtered_child(calls) -> dict:
-    """Run ``calls(libc)`` in a child process that loaded the filter first; what it returned."""
+def in_a_filtered_child(calls, load=process_guards.load_seccomp_filter) -> dict:
+    """Run ``calls(libc)`` in a child process that loaded the filter (``load``) first; what it returned."""
     read, write = os.pipe()
     pid = os.fork()
     if pid == 0:
         try:
             os.close(read)
-            process_guards.load_seccomp_filter()
+            load()
             answer = calls(ctypes.CDLL(None, use_errno=True))
         except BaseException as error:  # noqa: BLE001 (the test sees it)
             answer = {"error": repr(error)}
@@ -118,3 +120,33 @@ def test_what_a_kernel_needs_still_works():
 
 def test_on_an_architecture_it_does_not_know_nothing_is_refused():
     assert process_guards.program("riscv64") is None
+
+
+def test_a_kernel_starts_no_program():
+    """A grading kernel's own filter: no program, a Python least of all; a fork (a copy of the kernel) still works."""
+
+    def calls(libc):
+        pid = os.fork()
+        if pid == 0:
+            os._exit(7)
+        forked = os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
+        try:
+            subprocess.run([sys.executable, "-c", "pass"], check=True)
+            started = "ok"
+        except PermissionError:
+            started = "EPERM"
+        return {
+            "fork": forked,
+            "subprocess": started,
+            "os.system": os.system("true"),
+            "execveat": outcome(
+                libc.syscall(process_guards.EXEC_CALLS[platform.machine()][1], -100, b"/bin/true", None, None, 0)
+            ),
+        }
+
+    assert in_a_filtered_child(calls, process_guards.refuse_exec) == {
+        "fork": 7,
+        "subprocess": "EPERM",
+        "os.system": 127 << 8,  # the shell itself could not be started
+        "execveat": "EPERM",
+    }

@@ -122,8 +122,9 @@ def test_autograds_engine_and_forward_mode_by_other_names_are_autograd():
 
 
 def test_shell_commands_timers_and_a_debugger_are_no_unread_code():
-    """!pip and !ls (Colab notebooks have them), timeit's clock, pdb.set_trace(): no answer is marked. A shell command
-    that runs Python, timeit handed code as a string, pdb.run: every answer from then on is."""
+    """!pip and !ls (Colab notebooks have them), timeit's clock, pdb.set_trace(): no answer is marked, nor by a shell
+    command that names Python, which does not run while grading. timeit handed code as a string, pdb.run: every answer
+    from then on is."""
     from autograder.engine.honesty import AutogradTaint
 
     def marked(code):
@@ -135,6 +136,8 @@ def test_shell_commands_timers_and_a_debugger_are_no_unread_code():
     honest = (
         "get_ipython().system('pip install einops')",
         "files = get_ipython().getoutput('ls')",
+        "get_ipython().system('python -c \"import torch\"')",
+        "get_ipython().system(command)",
         "get_ipython().run_line_magic('timeit', 'h.T @ dlogits')",
         "import timeit\nstart = timeit.default_timer()\nseconds = timeit.timeit(lambda: h.T @ dlogits, number=3)",
         "import pdb\npdb.set_trace()",
@@ -142,8 +145,6 @@ def test_shell_commands_timers_and_a_debugger_are_no_unread_code():
     for code in honest:
         assert not marked(code), code
     unread = (
-        "get_ipython().system('python -c \"import torch\"')",
-        "get_ipython().system(command)",
         "import timeit\ntimeit.timeit('dW2 = 0', globals=globals())",
         "import pdb as p\np.run('dW2 = 0')",
         "get_ipython().push({'dW2': 0})",

@@ -14,6 +14,7 @@ import pytest
 from nbclient import NotebookClient
 from nbclient.exceptions import DeadKernelError
 from nbformat.v4 import new_code_cell, new_notebook
+from support.processes import linger, named
 from traitlets.config import Config
 
 from autograder.data import EMBEDDED_NAMES
@@ -108,17 +109,7 @@ def kernel(course, grader_tmp):
             yield Kernel(c)
 
 
-def sandboxed_sleeps():
-    """`sleep` processes running as the sandbox's uid anywhere on this machine."""
-    found = []
-    for pid in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            with open(f"/proc/{pid}/status") as f:
-                if f"\nUid:\t{SANDBOX_UID}\t" in f.read() and b"sleep" in open(f"/proc/{pid}/cmdline", "rb").read():
-                    found.append(pid)
-        except OSError:
-            pass
-    return found
+LINGERER = "sandbox-linger"  # a process a kernel leaves behind (``linger``)
 
 
 def test_runs_code_and_torch_unprivileged(kernel):
@@ -308,34 +299,46 @@ def test_memory_limit(kernel):
 def test_memory_that_outlives_the_kernel_cannot_be_made(kernel):
     # A System V segment stays after its maker has ended, outside RLIMIT_AS; files in /dev/shm count in its tmpfs
     r = kernel.json(
-        "import ctypes, errno\nfrom multiprocessing import shared_memory\n"
+        "import ctypes, errno, torch\n"
         "libc = ctypes.CDLL(None, use_errno=True)\n"
         "made = libc.shmget(0, 2**30, 0o1600)\n"
         "result = [made, errno.errorcode.get(ctypes.get_errno())]\n"
-        "shared = shared_memory.SharedMemory(create=True, size=64)\n"
-        "result.append(shared.size)\nshared.close()\nshared.unlink()"
+        "result.append(torch.zeros(64, dtype=torch.uint8).share_memory_().numel())"  # a /dev/shm file
     )
     assert r == [-1, "EPERM", 64]
 
 
 def test_a_user_namespace_cannot_be_made(kernel):
     # As root the kernel is a plain uid, which Linux lets make a user namespace: every capability inside it.
-    # (The kernel's own process has threads, so unshare(2) there fails anyway: a fresh process asks.)
+    # (The kernel's own process has threads, so unshare(2) there fails anyway: a fork of it asks.)
     r = kernel.json(
-        "import subprocess\n"
-        "tool = subprocess.run(['unshare', '--user', '--map-root-user', '--mount',"
-        " 'mount', '-t', 'tmpfs', 'x', '/tmp'], capture_output=True, text=True)\n"
-        "result = [tool.returncode, tool.stderr]"
+        "import ctypes, errno, os\nlibc = ctypes.CDLL(None, use_errno=True)\nanswer, answered = os.pipe()\n"
+        "if os.fork() == 0:\n    made = libc.unshare(0x10000000)\n"  # CLONE_NEWUSER
+        "    os.write(answered, (errno.errorcode[ctypes.get_errno()] if made else 'made').encode())\n"
+        "    os._exit(0)\nresult = [os.read(answer, 64).decode()]"
     )
-    assert r[0] != 0 and "Operation not permitted" in r[1], r
+    assert r == ["EPERM"], r
+
+
+def test_a_kernel_starts_no_program(kernel):
+    """A new Python would have autograd whole (process_guards.refuse_exec): the kernel can fork, but not exec."""
+    r = kernel.json(
+        "import os, subprocess, sys\nresult = []\n"
+        "for argv in ([sys.executable, '-c', 'pass'], ['/bin/sh', '-c', 'true']):\n"
+        "    try:\n        subprocess.run(argv)\n        result.append('ran')\n"
+        "    except OSError as error:\n        result.append(type(error).__name__)\n"
+        "result.append(os.system('true'))"
+    )
+    assert r == ["PermissionError", "PermissionError", 127 << 8], r
 
 
 def test_fork_bomb_is_stopped(kernel):
     r = kernel.json(
-        "import subprocess\nprocs, error = [], None\ntry:\n"
-        "    for _ in range(1000): procs.append(subprocess.Popen(['sleep', '60']))\n"
+        "import os, signal, time\npids, error = [], None\ntry:\n"
+        "    for _ in range(1000):\n        pid = os.fork()\n"
+        "        if pid == 0:\n            time.sleep(60)\n            os._exit(0)\n        pids.append(pid)\n"
         "except OSError as e:\n    error = type(e).__name__\n"
-        "for p in procs: p.kill(); p.wait()\nresult = [len(procs), error]"
+        "for p in pids: os.kill(p, signal.SIGKILL); os.waitpid(p, 0)\nresult = [len(pids), error]"
     )
     assert r[0] < SandboxedKernelManager().process_limit and r[1] == "BlockingIOError"
     assert kernel.run("print('still here')") == "still here\n"
@@ -348,10 +351,9 @@ def test_dead_kernel_is_contained(kernel, course):
         course,
         "bob",
         [
-            "import os, subprocess\n"
-            "print([n for n in os.listdir('/tmp') if n.startswith('nbgrader-')])\n"
-            "subprocess.Popen(['sleep', '300'], start_new_session=True)\n"
-            "open('left.txt', 'w').write('x')",
+            "import os\nprint([n for n in os.listdir('/tmp') if n.startswith('nbgrader-')])\n"
+            + linger(LINGERER, 300, new_session=True)
+            + "open('left.txt', 'w').write('x')",
             "import os; os._exit(1)",
         ],
     )
@@ -361,9 +363,9 @@ def test_dead_kernel_is_contained(kernel, course):
     assert c.nb.cells[0].outputs[0].text.count("nbgrader-sandbox-") == 1
     assert kernel.run("print('alice unaffected')") == "alice unaffected\n"
     assert not (bob / "left.txt").exists() and bob.stat().st_uid == owner  # it wrote in its scratch, now gone
-    if ROOT:  # the detached `sleep` died with the sandbox; alice's kernel has the same uid
+    if ROOT:  # the detached process died with the sandbox; alice's kernel has the same uid
         deadline = time.monotonic() + 5
-        while sandboxed_sleeps():
+        while named(LINGERER, SANDBOX_UID):
             assert time.monotonic() < deadline, "a sandboxed process outlived its kernel"
             time.sleep(0.1)
 

@@ -399,6 +399,31 @@ CHEATS = {
         ["W2"],
         "autograd",
     ),
+    # a new Python, which has autograd whole, fed the cell's tensors and read back through files: the grading kernel
+    # cannot start a program (process_guards.refuse_exec), so the cell fails and dW2 is not there
+    "c_python_in_a_subprocess": (
+        {
+            "answer_dW2": "import subprocess, sys\ntorch.save((h.detach(), W2.detach(), b2.detach(), Yb), 'saved.pt')\n"
+            "subprocess.run([sys.executable, '-c', 'import torch, torch.nn.functional as F\\n"
+            'h, W2, b2, Yb = torch.load("saved.pt")\\nW2.requires_grad_()\\n'
+            'F.cross_entropy(h @ W2 + b2, Yb).backward()\\ntorch.save(W2.grad, "dW2.pt")\'], check=True)\n'
+            "dW2 = torch.load('dW2.pt')"
+        },
+        [],
+        ["W2"],
+        "not answered yet",
+    ),
+    "c_python_from_the_shell": (  # the same through !python, which does not run while grading
+        {
+            "answer_dW2": "torch.save((h.detach(), W2.detach(), b2.detach(), Yb), 'saved.pt')\n"
+            '!python -c \'import torch, torch.nn.functional as F; h, W2, b2, Yb = torch.load("saved.pt"); '
+            'W2.requires_grad_(); F.cross_entropy(h @ W2 + b2, Yb).backward(); torch.save(W2.grad, "dW2.pt")\'\n'
+            "dW2 = torch.load('dW2.pt')"
+        },
+        [],
+        ["W2"],
+        "not answered yet",
+    ),
     "c_timeit_runs_a_string": (  # timeit runs its statement as exec does, in the namespace it is given
         {
             "answer_dC": "import timeit\nbox = {'C': C, 'Xb': Xb, 'demb': demb}\nbox['box'] = box\n"
@@ -616,6 +641,9 @@ def submissions(release, source) -> dict:
         class_[student] = one_cell(release, source, changes, after)
     class_["honest_uncopied"] = solved(release, source, UNCOPIED)
     class_["alt_split_cells"] = solved(release, source, SPLIT_SECOND_PARTS, list(SPLIT_FIRST_PARTS.items()))
+    # shell commands in an answer cell (Colab notebooks have them): they do not run, the rest of the cell does
+    shell = {"answer_dh": "!pip install einops\nfiles = !ls\n" + solutions(source)["answer_dh"]}
+    class_["alt_shell_commands"] = solved(release, source, shell)
     for student, (changes, extra, _, _) in CHEATS.items():
         class_[student] = solved(release, source, changes, extra)
     # values pasted from the student's own run: right for the visible seed only

@@ -46,6 +46,7 @@ from autograder.data import EMBEDDED_NAMES, NAMES_VARIABLE, SEED_VARIABLE
 from autograder.engine.exercises import CHECKS
 from autograder.preprocessors import judge_answers
 from autograder.preprocessors.judge_answers import JudgeAnswers
+from autograder.sandbox.process_guards import refuse_exec
 from autograder.sandbox.warm_up import format_a_traceback
 from support.course import REPO
 
@@ -201,6 +202,7 @@ def _root(runs: dict, seed: int, folder: Path, slots) -> None:
         }
     )
     format_a_traceback()  # as the kernel parent does: a shell's first traceback would load IPython's formatting
+    refuse_exec()  # as each sandboxed kernel does: no new Python, which would have autograd whole
 
     _run_group(_shell(), runs, list(runs), 0, folder, slots)
 

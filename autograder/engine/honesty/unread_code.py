@@ -20,7 +20,7 @@ def _runs_a_file(node: ast.AST) -> bool:
 
 
 MAGICS = ("run_line_magic", "run_cell_magic")
-SHELL = ("system", "getoutput")  # !cmd, x = !cmd: another program, which cannot reach the kernel, unless it is Python
+SHELL = ("system", "getoutput")  # !cmd, x = !cmd: not run while grading (in_kernel.switches._no_shell_commands)
 # modules that run code handed over as a string (timeit.timeit("..."), pdb.run, code.interact): a statement that
 # hands one code marks every answer, as exec does (and import __main__, the namespace itself, any use of it)
 STRING_RUNNERS = {"timeit", "cProfile", "profile", "pdb", "bdb", "code", "codeop", "doctest", "imp", "zipimport"}
@@ -33,7 +33,7 @@ def runs_unread_code(node: ast.AST) -> bool:
     """exec(..), %run, get_ipython() for anything but a magic, the shell's hooks: what it assigns cannot be read, so
     every answer may be among it."""
     magics = {id(sub.value) for sub in ast.walk(node) if isinstance(sub, ast.Attribute) and sub.attr in MAGICS}
-    magics |= {id(c.func.value) for c in ast.walk(node) if getattr(c, "func", None) and _a_program(c)}
+    magics |= {id(c.func.value) for c in ast.walk(node) if getattr(getattr(c, "func", None), "attr", None) in SHELL}
     for sub in ast.walk(node):
         called = sub.func if isinstance(sub, ast.Call) else None
         if getattr(called, "id", None) in ("exec", "eval") or getattr(called, "attr", None) in RUNS_CODE:
@@ -47,13 +47,6 @@ def runs_unread_code(node: ast.AST) -> bool:
         ):
             return True
     return False
-
-
-def _a_program(call: ast.Call) -> bool:
-    """``get_ipython().system('pip install ..')``: a shell command that names no Python (which could compute with
-    autograd out of sight and leave its numbers in a file)."""
-    words = [a.value for a in call.args if isinstance(a, ast.Constant) and isinstance(a.value, str)]
-    return getattr(call.func, "attr", None) in SHELL and len(words) == len(call.args) and "python" not in str(words)
 
 
 def passes_code(node: ast.AST) -> bool:
