@@ -227,7 +227,7 @@ def main() -> None:
     os.dup2(2, 1)  # a stray print must not be taken for a reply
     if COLD not in sys.argv[1:]:
         warm_up()
-    replies.write(json.dumps({"ready": True}) + "\n")
+    replies.write(json.dumps({"ready": True, "pid": os.getpid()}) + "\n")  # (its pid inside the sandbox)
     for line in sys.stdin:
         try:
             request = json.loads(line)

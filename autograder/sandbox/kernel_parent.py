@@ -23,7 +23,10 @@ from .policy import SandboxError, account_files
 from .stage import CopyStage, Stage
 
 PARENT_MODULE = "autograder.sandbox.in_sandbox"  # ``python -m PARENT_MODULE`` runs a kernel parent
-ANSWER_SECONDS = 10  # a parent answers in milliseconds (a fork, a waitpid, emptying /tmp)
+# A parent answers in milliseconds (a fork, a waitpid, emptying /tmp); one that has not within ANSWER_SECONDS is
+# given more time while it runs, up to BUSY_SECONDS (on a node throttled to a tenth of a core, running the setup cells
+# ahead took more than ten), and none when stopped (a kernel of the same uid can send it SIGSTOP: as root)
+ANSWER_SECONDS, BUSY_SECONDS = 10, 120
 TAIL_BYTES = 64 * 1024  # what the grader keeps of a sandbox's stderr: the end, for the message when it fails
 
 
@@ -38,6 +41,17 @@ def namespace_pids(root: int) -> dict:
             continue
         found[int(nspid.split()[-1])] = pid
     return found
+
+
+def running(pid: int | None) -> bool:
+    """Whether the process ``pid`` is running or waiting, not stopped (False when that cannot be read)."""
+    if pid is None:
+        return False
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] not in "Tt"
+    except (OSError, IndexError):
+        return False
 
 
 def private_folder(uid: int, gid: int) -> str:
@@ -103,6 +117,7 @@ class KernelParent:
         self.key, self.rundir, self.stage, self.single_use = key, rundir, stage, single_use
         self.kernels = set()  # the pids (inside) of its kernels that have not ended
         self.started = False  # it said it is ready (``ready``)
+        self.host_pid = None  # the parent's pid outside the sandbox, once it is ready
         self.output = OutputTail()  # the parent's stderr and its kernels'
         try:
             self.process = subprocess.Popen(
@@ -131,18 +146,21 @@ class KernelParent:
             self._fail(f"did not start within {timeout:g} s")
         if not reply:
             self._fail(f"exited with status {self.process.wait()} before it started")
+        self.host_pid = namespace_pids(self.process.pid).get(json.loads(reply).get("pid"))
         self.started = True
 
     def ask(self, request: dict) -> dict:
-        """The parent's reply; if it has none within ANSWER_SECONDS (a kernel stopped it: SIGSTOP), it is closed."""
+        """The parent's reply; if it has none in time (``ANSWER_SECONDS``, ``BUSY_SECONDS``), it is closed."""
         try:
             self.process.stdin.write(json.dumps(request) + "\n")
             self.process.stdin.flush()
-            if select.select([self.process.stdout], [], [], ANSWER_SECONDS)[0]:
-                reply = self.process.stdout.readline()
-            else:
-                self.close()
-                return {"error": f"the kernel parent did not answer within {ANSWER_SECONDS} s"}
+            waited = 0
+            while not select.select([self.process.stdout], [], [], ANSWER_SECONDS)[0]:
+                waited += ANSWER_SECONDS
+                if waited >= BUSY_SECONDS or not running(self.host_pid):
+                    self.close()
+                    return {"error": f"the kernel parent did not answer within {waited} s"}
+            reply = self.process.stdout.readline()
         except (OSError, ValueError):  # the parent is gone (its sandbox died, or it was closed)
             reply = ""
         if not reply:

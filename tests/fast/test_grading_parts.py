@@ -8,6 +8,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import time
 import zipfile
 
 import pytest
@@ -191,6 +192,28 @@ def test_the_profile_counts_the_cpu_of_a_kernel_and_of_every_process_it_started(
             os.kill(grandchild, signal.SIGKILL)
         child.kill()
         child.wait()
+
+
+def test_a_kernel_parent_that_is_stopped_is_told_from_one_that_is_busy():
+    """The grader waits longer for a busy kernel parent than for a stopped one (``kernel_parent.ask``)."""
+    from autograder.sandbox.kernel_parent import running
+
+    def after(sent: int) -> bool:
+        os.kill(busy.pid, sent)
+        deadline = time.monotonic() + 10
+        while running(busy.pid) == (sent == signal.SIGSTOP) and time.monotonic() < deadline:
+            time.sleep(0.01)  # (a signal is delivered asynchronously)
+        return running(busy.pid)
+
+    busy = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    try:
+        assert running(busy.pid)
+        assert not after(signal.SIGSTOP)
+        assert after(signal.SIGCONT)
+    finally:
+        busy.kill()
+        busy.wait()
+    assert not running(busy.pid) and not running(None)  # gone, or never known
 
 
 def test_a_download_zipped_with_the_folder_it_was_unpacked_into_is_collected_student_by_student(tmp_path):
