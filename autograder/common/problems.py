@@ -68,6 +68,10 @@ KINDS = {
     "duplicated_cell": "a graded or locked cell was copied; the first copy is graded",
     "deleted_cell": "a locked or graded cell was deleted; put back from the release",
     "unknown_cell": "cells claim grade_ids the release does not have; run as ordinary cells",
+    "locked_cell_changed": (
+        "locked cells were changed in the submission; graded with the course's version of each, the student's "
+        "changes to them ignored"
+    ),
     # after grading
     "late_submission": "handed in after the due date; the late penalty of nbgrader_config.py was taken off",
     "shared_bug_hunt_id": (

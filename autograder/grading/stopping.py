@@ -51,7 +51,7 @@ def grading_stopped(reason: str, logs: str) -> GradingError:
 
 def keep_logs(grading: Path) -> Path:
     """At the end of a run, its workers' logs kept in ``.grading/logs/`` (the last run's that graded anyone), their
-    gradebook copies dropped: nbgrader's warnings, such as "locked cell … was changed in the submission", stay
+    gradebook copies dropped: nbgrader's warnings, such as an incident's "GRADING PROBLEM" line, stay
     readable (docs/instructors.md, "Reading the autograde log")."""
     workers, logs = grading / "workers", grading / "logs"
     if workers.is_dir():  # (a run that graded nobody, or on a cluster, leaves the logs there were)

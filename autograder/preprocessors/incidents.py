@@ -57,7 +57,7 @@ def record_incident(resources, kind: str, detail: str, log) -> None:
     """Note a problem of the notebook being graded: in its resources, for class grading's worker, and in the log."""
     nbgrader = resources.get("nbgrader", {})
     problem = Problem(nbgrader.get("student"), nbgrader.get("notebook"), kind, detail)
-    resources["backprop_ninja"]["incidents"].append(problem)
+    resources.setdefault("backprop_ninja", {}).setdefault("incidents", []).append(problem)
     log.warning("GRADING PROBLEM %s/%s: %s: %s", problem.student, problem.notebook, kind, detail)
 
 

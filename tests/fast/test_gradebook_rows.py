@@ -93,6 +93,20 @@ def test_restoring_the_locked_cells_gives_the_cells_stock_overwritecells_gives(m
     assert found[0][2].cell_type == "code" and "grade_id" not in found[0][4].metadata.nbgrader
 
 
+def test_a_changed_locked_cell_is_a_problem_and_a_change_of_whitespace_is_none(made_once):
+    """The instructor learns which locked cells a student changed (problems.json); an editor's line endings and
+    trailing blank lines are no change."""
+    url = sqlite_url(made_once)
+    for dh, changed in (("check()  \r\n\n", []), ("check(); print('ok')", ["cell 2 (test_dh)"])):
+        submitted = [cell("test_dprobs", "check()\n", **FLAGS["test_dprobs"]), cell("test_dh", dh, **FLAGS["test_dh"])]
+        _, res = RestoreLockedCells().preprocess(
+            new_notebook(cells=[from_dict(c) for c in submitted]), resources(url, "ben")
+        )
+        problems = res.get("backprop_ninja", {}).get("incidents", [])
+        assert [(p.student, p.kind) for p in problems] == [("ben", "locked_cell_changed")] * len(changed), problems
+        assert all(p.detail == f"{changed[0]}: graded with the course's version of it" for p in problems), problems
+
+
 @pytest.mark.parametrize(
     "dprobs_output, answer",
     [

@@ -23,7 +23,7 @@ from pathlib import Path
 import nbformat
 import pytest
 from support.course import ASSIGNMENT, NEWCOMER_ENV, REPO, Course, run_grade, temporary_course
-from support.edits import duplicated, fake_grade_cell, stripped, without
+from support.edits import duplicated, edited, fake_grade_cell, stripped, without
 
 from autograder.authoring.submissions import grade_id, solved
 from autograder.data import EMBEDDED_NAMES
@@ -274,6 +274,12 @@ def hostile_class(course: Course, listener: Listener) -> dict:
             {(NB, "deleted_cell")},
         ),
         "bad_duplicated_test": (w(duplicated(good, "test_dprobs")), [], {(NB, "duplicated_cell")}),
+        # the batch size changed in a locked cell (which JupyterLab does not let them edit): the course's is run
+        "bad_edits_locked_cell": (
+            w(edited(good, "setup_batch", "batch_size = 8  # faster")),
+            [],
+            {(NB, "locked_cell_changed")},
+        ),
         "bad_stripped": (w(stripped(good)), [], {(NB, "metadata_stripped")}),
         "bad_not_json": (b"<html>Sorry, this file could not be downloaded</html>", None, {(NB, "not_a_notebook")}),
         "bad_empty": (b"", None, {(NB, "not_a_notebook")}),
@@ -463,6 +469,7 @@ def test_good_students_get_exactly_their_grades_alone(graded, alone):
         "bad_deleted_test",
         "bad_deleted_all_tests",
         "bad_duplicated_test",
+        "bad_edits_locked_cell",
         "bad_stripped",
         "bad_not_json",
         "bad_empty",

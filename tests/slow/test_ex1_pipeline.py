@@ -254,10 +254,14 @@ def test_autograde_log_is_short_and_names_what_matters(graded):
     assert (
         log.count(f"{NB}: the hidden tests of 29 locked cells put back (the release leaves them out)") == students - 1
     )
-    assert "locked cell test_dprobs was changed in the submission: graded with the course's version" in log
+    changed = "GRADING PROBLEM c_edits_locked_cell/ex1_atomic_backward: locked_cell_changed: cell"
+    assert [line for line in log.splitlines() if "locked_cell_changed" in line] == [
+        next(line for line in log.splitlines() if changed in line)  # that student's alone: no other's was changed
+    ]
+    assert "(test_dprobs): graded with the course's version of it" in log, log
     assert lost_steps(graded, "c_edits_locked_cell") == []
     # (this course releases all four notebooks; the class hands in Exercise 1 only)
-    others = ("locked cell", "No submitted file")
+    others = ("locked_cell_changed", "No submitted file")
     problems = [line for line in log.splitlines() if "WARNING" in line and not any(o in line for o in others)]
     assert len(problems) == 1 and "GRADING PROBLEM k_dies_midway/ex1_atomic_backward: kernel_died:" in problems[0]
 

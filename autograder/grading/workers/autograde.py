@@ -36,8 +36,8 @@ class StudentAutograde(Autograde):
             raise
 
     def write_single_notebook(self, output, resources) -> None:
-        if not self._sanitizing:  # the autograde pass: GradingExecute and JudgeAnswers have run
-            self.incidents += resources.get("backprop_ninja", {}).get("incidents", [])
+        # both passes: the sanitizing one's RestoreLockedCells, the autograde one's GradingExecute and JudgeAnswers
+        self.incidents += resources.get("backprop_ninja", {}).get("incidents", [])
         super().write_single_notebook(output, resources)
 
 
@@ -54,8 +54,8 @@ def autograde(api, assignment: str, student: str) -> tuple:
 
 def log_warnings(student: str, log: str | None, out=None) -> list:
     """nbgrader's warnings and errors in the student's autograde, each with the student and the notebook, written to
-    the worker's log (``.grading/logs/`` after the run): "locked cell … was changed in the submission" is said
-    nowhere else. nbgrader's captured log was dropped whole when the autograde succeeded."""
+    the worker's log (``.grading/logs/`` after the run). nbgrader's captured log was dropped whole when the autograde
+    succeeded."""
     found, notebook = [], "-"
     for line in (log or "").splitlines():
         named = NOTEBOOK_NAME.search(line)
