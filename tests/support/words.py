@@ -6,13 +6,13 @@ see which text a student reads went through the catalog and which did not (an En
 ``names`` (the titles that are tensor names): empty when every word went through the catalog.
 """
 
-import copy
 import functools
 import re
 from html.parser import HTMLParser
 
 from nbgrader import utils
 
+from autograder.authoring.submissions import copy_notebook
 from autograder.common import links, words
 from autograder.common.diagnoses import Reason
 from autograder.common.naming import grade_id
@@ -89,7 +89,7 @@ class _Text(HTMLParser):
 def summary_html(nb, edition: str) -> str:
     """The feedback's table of steps (``SummarizeSteps``) of a judged notebook, each graded cell scored as the grader
     scored it, in ``edition``: its HTML."""
-    nb = copy.deepcopy(nb)
+    nb = copy_notebook(nb)
     nb.metadata["backprop_ninja"] = {"edition": edition}
     for cell in nb.cells:
         if utils.is_grade(cell):
@@ -107,7 +107,7 @@ def summary_text(nb, edition: str) -> str:
 def rendered(got, edition: str) -> tuple:
     """A graded submission (``in_process.Graded``) as JudgeAnswers would have written it in ``edition``: each graded
     cell's verdict rendered again. Returns (grade_id -> the cell's text, the notebook)."""
-    nb = copy.deepcopy(got.notebook)
+    nb = copy_notebook(got.notebook)
     messages = {}
     for cell in nb.cells:
         verdict = got.verdicts.get(grade_id(cell))

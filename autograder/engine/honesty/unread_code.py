@@ -31,20 +31,25 @@ SHELL_HOOKS |= {"ast_transformers", "settrace", "setprofile", "addaudithook", "d
 
 def runs_unread_code(node: ast.AST) -> bool:
     """exec(..), %run, get_ipython() for anything but a magic, the shell's hooks: what it assigns cannot be read, so
-    every answer may be among it."""
-    magics = {id(sub.value) for sub in ast.walk(node) if isinstance(sub, ast.Attribute) and sub.attr in MAGICS}
-    magics |= {id(c.func.value) for c in ast.walk(node) if getattr(getattr(c, "func", None), "attr", None) in SHELL}
-    for sub in ast.walk(node):
+    every answer may be among it. Worked out once per node (a class hands in the same cells many times)."""
+    known = getattr(node, "_runs_unread_code", None)
+    if known is None:
+        known = node._runs_unread_code = _runs_unread_code(node)
+    return known
+
+
+def _runs_unread_code(node: ast.AST) -> bool:
+    subs = list(ast.walk(node))
+    magics = {id(sub.value) for sub in subs if isinstance(sub, ast.Attribute) and sub.attr in MAGICS}
+    magics |= {id(c.func.value) for c in subs if getattr(getattr(c, "func", None), "attr", None) in SHELL}
+    shells = {id(c.func) for c in subs if isinstance(c, ast.Call) and id(c) in magics}  # get_ipython in get_ipython()
+    for sub in subs:
         called = sub.func if isinstance(sub, ast.Call) else None
         if getattr(called, "id", None) in ("exec", "eval") or getattr(called, "attr", None) in RUNS_CODE:
             return True
         if _runs_a_file(sub) or (isinstance(sub, ast.Attribute) and sub.attr in SHELL_HOOKS):
             return True
-        if (
-            isinstance(sub, ast.Name)
-            and sub.id == "get_ipython"
-            and not any(isinstance(c, ast.Call) and c.func is sub and id(c) in magics for c in ast.walk(node))
-        ):
+        if isinstance(sub, ast.Name) and sub.id == "get_ipython" and id(sub) not in shells:
             return True
     return False
 
