@@ -167,7 +167,9 @@ class JudgeAnswers(NbGraderPreprocessor):
                 continue
             before = tuple(history)
             history.append(cell.source)
-            if not utils.is_locked(cell):
+            if utils.is_locked(cell):
+                taint.graders_cell(cell.source)  # the names its hidden tests left in the kernel
+            else:
                 taint.add_cell(cell.source)  # the student's own code, in the order it ran
                 if any(o.get("ename") == "AutogradIsOff" for o in cell.get("outputs", [])):
                     taint.refuse(cell.source)

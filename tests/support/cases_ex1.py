@@ -227,7 +227,74 @@ FROM_DW2 = ["W2", "b2", "hpreact", "bngain", "bnbias", "bnraw", "bnvar_inv", "bn
 FROM_DW2 += ["hprebn", "embcat", "W1", "b1", "emb", "C", "C_index_add"]
 
 # student -> (changes, extra cells, steps that must earn nothing, words in the first of their messages)
+# autograd put back in the kernel, out of the static reading's sight (an attacker's review): the kernel's refusals of
+# ATen's backward kernels undone through the module of a name the hidden tests left (grading_seed), a new engine from
+# object's subclasses, reached with the builtins module's getattr through an attribute; then a forward pass of one's
+# own, run backward. And the course's own backward pass (Exercise 6's catalogue), imported and run the same way.
+AUTOGRAD_PUT_BACK = """import inspect
+_B = inspect.builtins
+_ga = _B.getattr
+for _l in inspect.getmodule(grading_seed)._kept:
+    _l._destroy()
+_eng = [c for c in _ga(object, "__sub" + "classes__")() if c.__name__ == "_EngineBase"][0]()
+_run = _ga(_eng, "run_back" + "ward")
+_leaf = {k: v.detach().clone() for k, v in dict(C=C, W1=W1, b1=b1, W2=W2, b2=b2, bngain=bngain, bnbias=bnbias).items()}
+for _v in _leaf.values():
+    _v.requires_grad_(True)
+with torch.enable_grad():
+    _f = {}
+    _f["emb"] = _leaf["C"][Xb]
+    _f["embcat"] = _f["emb"].view(_f["emb"].shape[0], -1)
+    _f["hprebn"] = _f["embcat"] @ _leaf["W1"] + _leaf["b1"]
+    _f["bnmeani"] = 1 / n * _f["hprebn"].sum(0, keepdim=True)
+    _f["bndiff"] = _f["hprebn"] - _f["bnmeani"]
+    _f["bndiff2"] = _f["bndiff"] ** 2
+    _f["bnvar"] = 1 / (n - 1) * _f["bndiff2"].sum(0, keepdim=True)
+    _f["bnvar_inv"] = (_f["bnvar"] + 1e-5) ** -0.5
+    _f["bnraw"] = _f["bndiff"] * _f["bnvar_inv"]
+    _f["hpreact"] = _leaf["bngain"] * _f["bnraw"] + _leaf["bnbias"]
+    _f["h"] = torch.tanh(_f["hpreact"])
+    _f["logits"] = _f["h"] @ _leaf["W2"] + _leaf["b2"]
+    _f["logit_maxes"] = _f["logits"].max(1, keepdim=True).values
+    _f["norm_logits"] = _f["logits"] - _f["logit_maxes"]
+    _f["counts"] = _f["norm_logits"].exp()
+    _f["counts_sum"] = _f["counts"].sum(1, keepdim=True)
+    _f["counts_sum_inv"] = _f["counts_sum"] ** -1
+    _f["probs"] = _f["counts"] * _f["counts_sum_inv"]
+    _f["logprobs"] = _f["probs"].log()
+    _loss = -_f["logprobs"][range(n), Yb].mean()
+    _all = {**_leaf, **_f}
+    _ks = list(_all)
+    _gs = _run((_loss,), (torch.ones_like(_loss),), False, False, tuple(_all[k] for k in _ks), False, False)
+_ref = {"d" + k: g.detach() for k, g in zip(_ks, _gs)}
+"""
+GRADERS_PASS = """import inspect
+_B = inspect.builtins
+_cat = inspect.importlib.import_module("autogr" + "ader.engine.bug_hunt.catalogue")
+_ns = {"torch": torch, "F": F, "TENSORS": _cat.TENSORS}
+_B.eval(_B.compile(_cat.PASS, "p", "exec"), _ns)
+_t = {k: _B.eval(k).detach() for k in _cat.TENSORS}
+_t.update(n=n, Xb=Xb, Yb=Yb)
+_ref = [v for k, v in _ns.items() if k.startswith("back")][0](_t)
+"""
+IN_AN_EXCEPT_BLOCK = "try:\n    raise ValueError\nexcept ValueError:\n" + "".join(
+    "    " + line + "\n" for line in AUTOGRAD_PUT_BACK.splitlines()
+)
+
 CHEATS = {
+    "c_autograd_put_back": ({"answer_dC": AUTOGRAD_PUT_BACK + "dC = _ref['dC']"}, [], ["C", "C_index_add"], "autograd"),
+    "c_autograd_put_back_in_an_except_block": (
+        {"answer_dC": IN_AN_EXCEPT_BLOCK + "dC = _ref['dC']"},
+        [],
+        ["C", "C_index_add"],
+        "autograd",
+    ),
+    "c_graders_pass_through_attributes": (
+        {"answer_dC": GRADERS_PASS + "dC = _ref['dC']"},
+        [],
+        ["C", "C_index_add"],
+        "grader's own code",
+    ),
     "c_copy_grad": ({"answer_dh": "dh = h.grad", "answer_dW1": "dW1 = W1.grad.clone()"}, [], ["h", "W1"], "autograd"),
     "c_hidden_grad": ({"answer_dh": grad_through_sgd("h", "dh")}, [], ["h"], "h.grad"),  # the decoy recognised
     # the helper cell keeps autograd's gradients for its checks (_AT_SETUP, made before grading starts): it held the

@@ -44,6 +44,7 @@ FORBIDDEN_MODULES += ("Engine", "_dual", "dual_level", "backward")  # from torch
 FORBIDDEN_MODULES += ("sys.modules", "_decomp", "ctypes", "pickle", "marshal", "copyreg", "runpy", "pkgutil")
 FORBIDDEN_MODULES += ("builtins",)  # builtins.eval, builtins.getattr: the forbidden names under another one
 FORBIDDEN_WORDS = ("grad", "backward")  # in string constants: getattr(t, "grad")
+GRADER = __name__.split(".")[0]  # the grader's own package
 
 
 def decoy(grad: torch.Tensor, seed: int, name: str) -> torch.Tensor:
@@ -119,6 +120,18 @@ def _reads_autograd(node: ast.AST) -> bool:
     return False
 
 
+def _binds(node: ast.stmt) -> set:
+    """The names a top-level statement itself binds (x = .., def x, import x): not those bound inside a function."""
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return {node.name}
+    if isinstance(node, (ast.Import, ast.ImportFrom)):
+        return {(alias.asname or alias.name).split(".")[0] for alias in node.names}
+    targets = node.targets if isinstance(node, ast.Assign) else [getattr(node, "target", None)]
+    return (
+        {t.id for t in targets if isinstance(t, ast.Name)} if isinstance(node, (ast.Assign, ast.AnnAssign)) else set()
+    )
+
+
 def _stores_a_gradient(attribute: ast.Attribute) -> bool:
     """``p.grad = g``: a student handing their own gradients to ``torch.optim``. The store reads nothing from autograd;
     what the value reads is judged on its own, and while grading autograd cannot fill ``.grad`` again."""
@@ -188,6 +201,7 @@ class AutogradTaint:
         self.string_runners = set()  # modules that run code handed over as a string (timeit, pdb)
         self.refused = set()  # what cells stopped by the kernel's autograd switch assign (``refuse``)
         self.unread = False  # code it cannot read ran: it may rewrite any later answer (a hook), so all stay marked
+        self.graders = set()  # what the locked cells' hidden tests imported from the grader's package (report, ...)
 
     def _hands_over_code(self, node: ast.AST, names) -> bool:
         return not self.string_runners.isdisjoint(names) and passes_code(node)
@@ -197,10 +211,24 @@ class AutogradTaint:
         does not follow. What it assigns counts as autograd's where it is missing (not where it was made before)."""
         self.refused |= {name for statement in _cell_statements(source) for name in assigned_names(statement)}
 
+    def _runners(self) -> set:
+        return self.runners | self.graders
+
+    def graders_cell(self, source: str) -> None:
+        """A locked cell, restored with its hidden tests: the names they import from the grader's own package
+        (``report``, ``grading_seed``) stay in the kernel's namespace. The student's code that uses one reaches the
+        grader's machinery in the kernel, which can undo its switches: it counts as code the grader cannot read."""
+        for statement in _cell_statements(source):
+            if isinstance(statement, (ast.Import, ast.ImportFrom)):
+                for alias in statement.names:
+                    if (getattr(statement, "module", None) or alias.name).split(".")[0] == GRADER:
+                        self.graders.add((alias.asname or alias.name).split(".")[0])
+
     def add_cell(self, source: str) -> None:
         for _ in range(2):  # twice, so that a loop carries taint backwards too
             for statement in _cell_statements(source):
                 self._statement(statement)
+                self.graders -= _binds(statement)  # the student's own report = .., def report(): no longer the grader's
         if self.unread:
             self.tainted |= self.answers
 
@@ -213,7 +241,7 @@ class AutogradTaint:
                 self._statement(statement)
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             names = _autograd_facts(node)[1]
-            if runs_unread_code(node) or not self.runners.isdisjoint(names) or self._hands_over_code(node, names):
+            if runs_unread_code(node) or not self._runners().isdisjoint(names) or self._hands_over_code(node, names):
                 self.runners.add(node.name)  # calling it runs code the grader cannot read
             if _uses_autograd(node, self.tainted):
                 self.tainted.add(node.name)
@@ -233,11 +261,17 @@ class AutogradTaint:
             for child in ast.iter_child_nodes(node):
                 if isinstance(child, ast.stmt):
                     self._statement(child)
-                elif isinstance(child, ast.expr) and _uses_autograd(child, self.tainted):
-                    self.tainted |= assigned_names(node)  # for x in t.grad: ...
+                elif isinstance(child, ast.excepthandler):  # except ..: its statements run as any others
+                    self._statement(ast.If(test=child.type or ast.Constant(True), body=child.body, orelse=[]))
+                elif isinstance(child, (ast.expr, ast.withitem)):  # the loop's iterable, the test, with .. as ..
+                    if runs_unread_code(child) or not self._runners().isdisjoint(_autograd_facts(child)[1]):
+                        self.unread = True
+                        self.tainted |= self.answers | assigned_names(node)
+                    elif _uses_autograd(child, self.tainted):
+                        self.tainted |= assigned_names(node)  # for x in t.grad: ...
             return
         targets, names = assigned_names(node), _autograd_facts(node)[1]
-        if runs_unread_code(node) or not self.runners.isdisjoint(names) or self._hands_over_code(node, names):
+        if runs_unread_code(node) or not self._runners().isdisjoint(names) or self._hands_over_code(node, names):
             self.unread = True
             self.tainted |= self.answers | targets
             return

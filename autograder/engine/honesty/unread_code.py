@@ -27,6 +27,16 @@ STRING_RUNNERS = {"timeit", "cProfile", "profile", "pdb", "bdb", "code", "codeop
 # the kernel's own hooks: code run before or after a cell, or values put into the namespace, out of the cells' sight
 SHELL_HOOKS = {"events", "push", "user_ns", "user_global_ns", "input_transformers_cleanup", "input_transformers_post"}
 SHELL_HOOKS |= {"ast_transformers", "settrace", "setprofile", "addaudithook", "displayhook"}
+# the interpreter's own functions and any module, reached through an attribute around the names above: the builtins
+# module (inspect.builtins.eval, print.__self__.getattr), importlib (inspect.importlib.import_module), a module of a
+# function (inspect.getmodule(f): the grader's, from a name its hidden cells left), code built from bytes
+# (types.CodeType), a pickle (torch.load(.., weights_only=False) calls what it names), and what keeps the kernel's
+# refusals alive (weakref.finalize._registry). With them any name is reached and any code runs, and the kernel's
+# switches can be undone: every answer from then on may be autograd's
+AROUND = {"builtins", "__self__", "importlib", "import_module", "__import__", "reload", "getmodule", "__loader__"}
+AROUND |= {"exec_module", "load_module", "getmembers_static", "CodeType", "FunctionType", "pickle", "_pickle"}
+AROUND |= {"_registry", "currentframe", "f_back"}
+UNREAD_ATTRIBUTES = SHELL_HOOKS | AROUND
 
 
 def runs_unread_code(node: ast.AST) -> bool:
@@ -47,11 +57,17 @@ def _runs_unread_code(node: ast.AST) -> bool:
         called = sub.func if isinstance(sub, ast.Call) else None
         if getattr(called, "id", None) in ("exec", "eval") or getattr(called, "attr", None) in RUNS_CODE:
             return True
-        if _runs_a_file(sub) or (isinstance(sub, ast.Attribute) and sub.attr in SHELL_HOOKS):
+        if _runs_a_file(sub) or (isinstance(sub, ast.Attribute) and sub.attr in UNREAD_ATTRIBUTES):
             return True
+        if called is not None and any(k.arg == "weights_only" and not _true(k.value) for k in sub.keywords):
+            return True  # torch.load(.., weights_only=False): a pickle runs what it names
         if isinstance(sub, ast.Name) and sub.id == "get_ipython" and id(sub) not in shells:
             return True
     return False
+
+
+def _true(node: ast.AST) -> bool:
+    return isinstance(node, ast.Constant) and node.value is True
 
 
 def passes_code(node: ast.AST) -> bool:

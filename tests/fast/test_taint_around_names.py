@@ -1,0 +1,59 @@
+"""The static reading (engine/honesty) on code that reaches the interpreter's own functions, any module or the grader's
+machinery through attributes, and on the parts of compound statements it once skipped. Found in an attacker's review:
+each earned full points, autograd put back in the kernel (tests/support/cases_ex1.py, c_autograd_put_back)."""
+
+import pytest
+
+from autograder.engine.honesty import AutogradTaint
+
+HIDDEN = "from autograder.in_kernel import grading_seed\nSEED = grading_seed(SEED)"
+
+
+def marked(*cells, hidden=HIDDEN):
+    """Whether dW2, an answer, is marked after the student's cells run (after the hidden tests' cell)."""
+    taint = AutogradTaint(answers={"dW2"})
+    taint.graders_cell(hidden)
+    for cell in cells:
+        taint.add_cell(cell)
+    return "dW2" in taint.tainted
+
+
+AROUND = {
+    "builtins_eval": "import inspect\ninspect.builtins.eval('1')\ndW2 = h.T @ dlogits",
+    "builtin_self": "g = print.__self__.getattr\ndW2 = h.T @ dlogits",
+    "importlib_attribute": "import inspect\nm = inspect.importlib.import_module('x')\ndW2 = m.f()",
+    "a_hidden_name": "import inspect\nm = inspect.getmodule(grading_seed)\ndW2 = h.T @ dlogits",
+    "a_hidden_name_in_a_loop": "for lib in grading_seed.x:\n    lib.y()\ndW2 = h.T @ dlogits",
+    "finalizers": "import weakref\nfor f in weakref.finalize._registry:\n    pass\ndW2 = h.T @ dlogits",
+    "code_from_bytes": "import types\nf = types.FunctionType(c, {})\ndW2 = f()",
+    "a_pickle": "dW2 = torch.load(io.BytesIO(b), weights_only=False)",
+    "exec_in_a_loops_iterable": "for _ in [exec('dW2 = 1')]:\n    pass",
+    "exec_in_with": "with open(exec('dW2 = 1')) as f:\n    pass",
+    "grad_in_an_except_block": "try:\n    raise ValueError\nexcept ValueError:\n    dW2 = W2.grad.clone()",
+}
+
+
+@pytest.mark.parametrize("case", AROUND)
+def test_reaching_around_the_names_marks_the_answer(case):
+    assert marked(AROUND[case])
+
+
+HONEST = {
+    "plain": "dW2 = h.T @ dlogits",
+    "regex": "import re\npattern = re.compile('d')\ndW2 = h.T @ dlogits",
+    "own_name_like_a_hidden_one": "grading_seed = 3\nprint(grading_seed)\ndW2 = h.T @ dlogits",
+    "own_function_like_a_hidden_one": "def grading_seed(x):\n    return x\nprint(grading_seed(1))\ndW2 = h.T @ dlogits",
+    "torch_load_safely": "w = torch.load('w.pt', weights_only=True)\ndW2 = h.T @ dlogits",
+    "try_except": "try:\n    dW2 = h.T @ dlogits\nexcept RuntimeError as error:\n    print(error)",
+    "with_no_grad": "with torch.no_grad():\n    dW2 = h.T @ dlogits",
+    "loops": "dW2 = torch.zeros_like(W2)\nfor i in range(n):\n    dW2 += h[i:i+1].T @ dlogits[i:i+1]",
+}
+
+
+@pytest.mark.parametrize("case", HONEST)
+def test_honest_code_is_not_marked(case):
+    assert not marked(HONEST[case])
+
+
+def test_a_hidden_name_rebound_inside_a_function_is_still_the_graders():
+    assert marked("def f():\n    grading_seed = 0\n", "import inspect\nm = inspect.getmodule(grading_seed)")
