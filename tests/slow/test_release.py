@@ -1,4 +1,5 @@
-"""The grading engine on its own: the rules table, the tolerance, the one setup definition."""
+"""The committed release/ is byte for byte what nbgrader generate_assignment makes of source/ (its cells alone, faster:
+tests/fast/test_release_follows_source.py)."""
 
 import filecmp
 

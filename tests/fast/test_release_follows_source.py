@@ -1,0 +1,56 @@
+"""release/ follows source/, checked without nbgrader's run (the byte-for-byte check is tests/slow/test_release.py).
+
+A change to source/ that holds no words (a visible check's code, a cell's points) leaves the catalogs as they are,
+so nothing in the fast tier said that release/ was stale: students would open the old notebook until the slow tier
+ran. Here every release cell is its source cell with the solution and hidden regions cut, and with the same
+nbgrader metadata (grade_id, points, locked) but the checksum.
+"""
+
+import nbformat
+import pytest
+from support.course import ASSIGNMENT, REPO
+
+from autograder.authoring import SOURCE_DIR
+
+RELEASE = REPO / "release" / ASSIGNMENT
+STUB = {"# YOUR CODE HERE", "raise NotImplementedError()"}  # what generate_assignment writes for a solution
+FIX = "release/ is stale: run .venv/bin/python -m autograder.authoring and commit release/ with source/"
+
+
+def outside_regions(source: str) -> list:
+    """The cell's lines outside its ### BEGIN ... ### END regions (solutions and hidden tests)."""
+    lines, inside = [], False
+    for line in source.split("\n"):
+        if line.strip().startswith("### BEGIN "):
+            inside = True
+        elif line.strip().startswith("### END "):
+            inside = False
+        elif not inside:
+            lines.append(line)
+    return lines
+
+
+def released(source: str) -> list:
+    """The lines of a release cell that came from its source cell: the stub of a solution left out."""
+    return [line for line in source.split("\n") if line.strip() not in STUB]
+
+
+def metadata(cell) -> dict:
+    return {k: v for k, v in cell.metadata.get("nbgrader", {}).items() if k not in ("checksum", "cell_type")}
+
+
+@pytest.mark.parametrize("name", sorted(p.name for p in SOURCE_DIR.glob("*.ipynb")))
+def test_every_release_cell_is_its_source_cell_without_solutions_and_hidden_tests(name):
+    assert (RELEASE / name).exists(), f"release/{name} is missing: {FIX}"
+    source = nbformat.read(SOURCE_DIR / name, as_version=4).cells
+    release = nbformat.read(RELEASE / name, as_version=4).cells
+    assert [c.get("id") for c in release] == [c.get("id") for c in source], f"{name}: the cells differ. {FIX}"
+    for ours, theirs in zip(source, release):
+        where = f"{name}, cell {metadata(ours).get('grade_id') or ours.get('id')}"
+        assert released(theirs.source) == outside_regions(ours.source), f"{where}: its text differs. {FIX}"
+        assert metadata(theirs) == metadata(ours), f"{where}: its nbgrader metadata differs. {FIX}"
+
+
+def test_release_holds_what_source_holds():
+    names = sorted(p.name for p in SOURCE_DIR.iterdir() if p.name != ".ipynb_checkpoints")
+    assert sorted(p.name for p in RELEASE.iterdir()) == names, f"release/ has other files than source/. {FIX}"
