@@ -75,13 +75,22 @@ def problems(code: str, domain: str) -> list:
 
 def main() -> None:
     codes = sys.argv[1:] or list(TRANSLATED)
+    any_found = False
     for code in codes:
         for domain in DOMAINS:
             found = problems(code, domain)
-            print(f"{code} {domain}: {len(found)} problems")
+            any_found = any_found or bool(found)
+            print(f"{code} {domain}: {len(found)} problems" + (f" in {_shown(code, domain)}" if found else ""))
             for msgid, what in found[:40]:
                 first = (msgid[0] if isinstance(msgid, tuple) else msgid).split("\n")[0][:90]
                 print(f"  {first!r}: {what}")
+    if any_found:
+        print("Translate or mend them in those files (docs/translating.md), then run python -m autograder.authoring.")
+
+
+def _shown(code: str, domain: str) -> str:
+    path = LOCALE_DIR / code / f"{domain}.po"
+    return str(path.relative_to(LOCALE_DIR.parents[1]))
 
 
 if __name__ == "__main__":

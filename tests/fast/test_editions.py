@@ -176,23 +176,32 @@ def test_every_message_is_translated_and_keeps_what_it_must(code):
 
     for domain in catalogs.DOMAINS:
         found = problems(code, domain)
-        assert not found, f"{code}/{domain}.po: {len(found)} problems, e.g. {found[:3]}"
+        assert not found, (
+            f"autograder/locale/{code}/{domain}.po: {len(found)} messages to translate or mend, e.g. {found[:3]}; "
+            f"list them with .venv/bin/python -m autograder.authoring.catalog_checks {code}, edit the .po "
+            "(docs/translating.md), then run .venv/bin/python -m autograder.authoring to write editions/"
+        )
 
 
 @pytest.mark.parametrize("code", ["ru", "zh"])
 def test_an_editions_notebooks_are_the_english_ones_in_other_words(code):
     """The committed editions, not a pseudo-translation: the same cells, grade ids, points and code."""
+    fix = "editions/ is stale: run .venv/bin/python -m autograder.authoring"
     for english_path in sorted(RELEASE.glob("*.ipynb")) + sorted((REPO / "course").glob("*.ipynb")):
         folder = "backprop_ninja" if english_path.parent == RELEASE else "course"
         english = nbformat.read(english_path, as_version=4)
         edition = nbformat.read(REPO / "editions" / code / folder / english_path.name, as_version=4)
-        assert [c.cell_type for c in edition.cells] == [c.cell_type for c in english.cells], english_path.name
+        assert [c.cell_type for c in edition.cells] == [c.cell_type for c in english.cells], (
+            f"{english_path.name}: {fix}"
+        )
         assert [c.metadata.get("nbgrader") for c in edition.cells] == [
             c.metadata.get("nbgrader") for c in english.cells
-        ], english_path.name
+        ], f"{english_path.name}: {fix}"
         for ours, theirs in zip(english.cells, edition.cells):
             if ours.cell_type == "code":
-                assert _code_without_words(ours.source) == _code_without_words(theirs.source), english_path.name
+                assert _code_without_words(ours.source) == _code_without_words(theirs.source), (
+                    f"{english_path.name}: {fix}"
+                )
 
 
 def test_a_note_that_both_term_lists_give_is_on_the_glossary_page_once():
