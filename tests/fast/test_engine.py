@@ -98,6 +98,23 @@ def test_notebook_self_checks_use_the_graders_tolerance():
     assert re.search(r"^TOLERANCE = RTOL\b", helpers, re.M)
 
 
+def test_the_words_say_the_graders_tolerance():
+    """The notebooks' and the course guide's words give the tolerance by hand ("within 1e-4 of the size of the
+    gradient"): a change of RTOL must change them too."""
+    texts = {
+        p.name: p.read_text()
+        for p in [*sorted(SOURCE_DIR.glob("*.ipynb")), SOURCE_DIR.parents[1] / "course" / "README.md"]
+    }
+    said = {
+        (name, number)
+        for name, text in texts.items()
+        for number in re.findall(r"within ([0-9.e-]+) of the(?! gradient)", text)
+    }
+    assert len(said) >= 6
+    wrong = sorted(name for name, number in said if float(number) != RTOL)
+    assert not wrong, f"{wrong} give another tolerance than RTOL = {RTOL} (autograder/engine/tolerance.py); edit them"
+
+
 def test_same_seed_same_loss():
     assert run_setup(SETUP, 2147483647)["loss"].item() == pytest.approx(3.5577, abs=1e-4)
 
@@ -171,3 +188,59 @@ def test_an_upstream_gradient_not_defined_yet_is_named_so_not_called_wrong():
     reported.update(demb=wire.encode(3 * grads["emb"]))  # defined and wrong: still said so
     verdict = judge_gradient(STEP_BY_NAME["C"], wire.Report(reported), forward, grads, 7, set())
     assert verdict.lines[-1] == "(judged from your own demb, which is wrong too)", verdict.text()
+
+
+def test_every_graded_cell_is_worth_what_its_check_gives():
+    """The points a check gives are the engine's (``CHECKS``); nbgrader's maximum is the cell's metadata. Exercises 1
+    and 5 generate the metadata from the engine; the others are written by hand, and a score of 5 on a cell of 4 points
+    would only show, late, as an unexplained failure of the in-process harness."""
+    from autograder.engine.exercises import CHECKS
+
+    for name, checks in CHECKS.items():
+        nb = nbformat.read(SOURCE_DIR / f"{name}.ipynb", as_version=4)
+        cells = {
+            grade_id(c): c.metadata["nbgrader"]["points"]
+            for c in nb.cells
+            if c.metadata.get("nbgrader", {}).get("grade")
+        }
+        assert sorted(cells) == sorted(checks), f"{name}: the graded cells of the notebook and of CHECKS differ"
+        for gid, points in cells.items():
+            assert float(points) == float(checks[gid].points), (
+                f"{name}, {gid}: the notebook gives {points} points, the engine {checks[gid].points}; set the cell's "
+                "points, its '# Graded: ... (N points)' line and the notebook's table and total of 'How it is "
+                "graded' by hand, then run .venv/bin/python -m autograder.authoring"
+            )
+
+
+def _table_points(text: str) -> dict:
+    """The points of a "How it is graded" table's rows, by answer: a row whose first column is only answers in
+    backticks (`dq`, `dk`) and whose last is a number ("2", "2 each")."""
+    points = {}
+    for line in text.splitlines():
+        columns = [column.strip() for column in line.strip().strip("|").split("|")]
+        each = re.fullmatch(r"(\d+)( each)?", columns[-1])
+        if len(columns) >= 3 and each and re.fullmatch(r"`\w+`(, `\w+`)*", columns[0]):
+            points |= dict.fromkeys(re.findall(r"`(\w+)`", columns[0]), int(each.group(1)))
+    return points
+
+
+@pytest.mark.parametrize("path", sorted(SOURCE_DIR.glob("*.ipynb")), ids=lambda p: p.stem)
+def test_how_it_is_graded_says_the_points_of_the_cells(path):
+    """The introduction's total and table are written by hand: they must say what the graded cells give."""
+    nb = nbformat.read(path, as_version=4)
+    cells = {
+        grade_id(c): c.metadata["nbgrader"]["points"] for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade")
+    }
+    intro = next(c.source for c in nb.cells if c.cell_type == "markdown" and "How it is graded" in c.source)
+    intro = intro[intro.index("How it is graded") :]
+    fix = "edit the notebook's 'How it is graded', then run .venv/bin/python -m autograder.authoring"
+    total = int(re.search(r"(\d+) points", intro).group(1))
+    assert total == sum(cells.values()), (
+        f"{path.name}: it says {total} points, its cells give {sum(cells.values())}; {fix}"
+    )
+    for answer, points in _table_points(intro).items():
+        if f"test_{answer}" in cells:
+            assert points == cells[f"test_{answer}"], (
+                f"{path.name}: its table gives {answer} {points} points, the cell test_{answer} "
+                f"{cells[f'test_{answer}']}; {fix}"
+            )
