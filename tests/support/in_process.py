@@ -164,6 +164,10 @@ def _read_grades(nb, problems: list) -> Graded:
         points[gid] = float(results[-1]["data"]["text/plain"]) if results else 0.0
         messages[gid] = "".join(o.get("text", "") for o in cell.get("outputs", []) if o.get("output_type") == "stream")
         kinds[gid] = results[-1]["metadata"][METADATA]["diagnosis"]
+        assert points[gid] <= most[gid], (
+            f"{gid}: its check gave {points[gid]} points, the cell is worth {most[gid]}; the notebook's points are not "
+            "the engine's (tests/fast/test_engine.py::test_every_graded_cell_is_worth_what_its_check_gives)"
+        )
         if points[gid] == most[gid]:
             assert kinds[gid] is None, messages[gid]
         else:
