@@ -16,13 +16,23 @@ from . import catalogs, editions, glossary, graded_cells
 from .notebooks import COURSE_ROOT, authored_notebooks, sync
 
 
+def _release_files() -> dict:
+    """release/'s files and their bytes: what generate_assignment rewrote is said as the other updates are."""
+    folder = COURSE_ROOT / "release" / "backprop_ninja"
+    return {path: path.read_bytes() for path in folder.rglob("*") if path.is_file()} if folder.exists() else {}
+
+
 def main() -> None:
     for path in sync(authored_notebooks(), graded_cells.sync):
         print(f"updated {path.relative_to(COURSE_ROOT)}")
     release = [sys.executable, "-m", "nbgrader", "generate_assignment", "backprop_ninja", "--force"]
+    before = _release_files()
     done = subprocess.run(release, cwd=COURSE_ROOT, capture_output=True, text=True)
     if done.returncode != 0:
         raise RuntimeError(f"nbgrader generate_assignment failed:\n{done.stdout}{done.stderr}")
+    for path in sorted(set(before) | set(after := _release_files())):
+        if before.get(path) != after.get(path):
+            print(f"updated {path.relative_to(COURSE_ROOT)}")
     if glossary.write():
         print(f"updated {glossary.PAGE.relative_to(COURSE_ROOT)}")
     changed = catalogs.stale_catalogs(write=True) + editions.stale_files(repository_url(), write=True)
