@@ -2,10 +2,13 @@
 
 import statistics
 import sys
+import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..common.problems import rank
+from ..common.problems import KINDS, rank
+
+KIND_WIDTH = max(map(len, KINDS))
 
 
 @dataclass
@@ -48,7 +51,8 @@ def print_summary(summary: Summary, file=sys.stdout, shown: int = 30) -> None:
             counts[p.kind] = counts.get(p.kind, 0) + 1
         print(f"{len(s.problems)} problems: " + ", ".join(f"{n} {kind}" for kind, n in counts.items()), file=file)
         for p in s.problems[:shown]:
-            print(f"  {p.student:20s} {(p.notebook or '-'):28s} {p.kind:18s} {p.detail}", file=file)
+            columns = padded(p.student, 20), padded(p.notebook or "-", 28), padded(p.kind, KIND_WIDTH)
+            print("  " + " ".join(columns), p.detail, file=file)
         if len(s.problems) > shown:
             print(f"  ... and {len(s.problems) - shown} more", file=file)
     else:
@@ -56,6 +60,13 @@ def print_summary(summary: Summary, file=sys.stdout, shown: int = 30) -> None:
     print(f"grades:   {s.grades_csv}\nproblems: {s.problems_json}\nhistory:  {s.history_csv}", file=file)
     if s.report:
         print(f"report:   {s.report}", file=file)
+
+
+def padded(text: str, width: int) -> str:
+    """``text`` and spaces up to ``width`` columns of a terminal: a Chinese or Japanese character takes two, a combining
+    accent none (Unicode's East Asian Width)."""
+    columns = sum(0 if unicodedata.combining(c) else 2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in text)
+    return text + " " * max(0, width - columns)
 
 
 def host_lines(hosts: list) -> list:

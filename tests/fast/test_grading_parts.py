@@ -309,3 +309,21 @@ def test_a_file_canvas_marked_late_is_collected_and_named_for_its_missing_time(t
     assert late == [
         ("lovelaceada", NB, f"lovelaceada_LATE_1234_5678_{NB}-1.ipynb: marked LATE by the LMS; no time of submission")
     ]
+
+
+def test_the_summary_keeps_its_columns_for_names_in_any_script():
+    """A Chinese name takes two columns of a terminal a character, an accent none: the student's column is padded to
+    20 columns of the terminal, not 20 characters."""
+    import io
+    import unicodedata
+
+    from autograder.grading.summary import Summary, print_summary
+
+    chloe = unicodedata.normalize("NFD", "Chloé")  # six characters, five columns
+    names = {"ada": 3, "李小龙": 6, chloe: 5, "Дмитрий": 7}  # name -> the columns it takes
+    problems = [Problem(name, NB, "locked_cell_changed", "DETAIL") for name in names]
+    out = io.StringIO()
+    print_summary(Summary(list(names), list(names), [], problems, "g", "p", "h", None, 1.0), out)
+    lines = [line for line in out.getvalue().splitlines() if "DETAIL" in line]
+    for line, (name, columns) in zip(lines, names.items()):
+        assert line.startswith(f"  {name}{' ' * (20 - columns)} {NB}"), line
