@@ -173,7 +173,9 @@ FUSED_STEPS = [
     ),
     Step(
         "hprebn",
-        "hpreact = bngain * (hprebn - mean) / sqrt(var + 1e-5) + bnbias  (mean, var over the batch)",
+        # code, not words: it reaches the student in every edition (diagnose's `{forward}`)
+        "hpreact = bngain * (hprebn - hprebn.mean(0, keepdim=True)) / torch.sqrt(hprebn.var(0, keepdim=True) + 1e-5)"
+        " + bnbias",
         {"hpreact": _dhprebn_fused},
         4,
         mistakes={
@@ -209,8 +211,8 @@ FUSED_STEPS = [
     ),
     Step(  # Exercise 3, Part 4: the same layer when the variance divides by n (setup_biased computes it)
         "hprebn" + _BIASED,
-        "hpreact_biased = bngain * (hprebn_biased - mean) / sqrt(var + 1e-5) + bnbias  (mean, var over the batch, "
-        "both divided by n)",
+        "hpreact_biased = bngain * (hprebn_biased - hprebn_biased.mean(0, keepdim=True)) / "
+        "torch.sqrt(hprebn_biased.var(0, keepdim=True, unbiased=False) + 1e-5) + bnbias",
         {"hpreact" + _BIASED: lambda f, d: _dhprebn_fused(f, d, bessel=1.0, of=_BIASED)},
         2,
         mistakes={
