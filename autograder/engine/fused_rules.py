@@ -97,6 +97,23 @@ def _batchnorm_mistakes(answer: str, of: str = "", bessel=None) -> dict:
             ),
         ): fused(mean_term=0.0, variance_term=0.0),
         Reason(
+            "wrong_sign",
+            say(
+                "{answer} adds the path through the variance where it is subtracted: a larger input spreads its "
+                "neuron's batch wider, and that shrinks every normalised value (the derivative of 1/sqrt(var + 1e-5) "
+                "is negative)",
+                answer=answer,
+            ),
+        ): fused(variance_term=-1.0),
+        Reason(
+            "wrong_sign",
+            say(
+                "{answer} adds the path through the mean where it is subtracted: the batch mean is subtracted from "
+                "every example, so each input's share of it comes back with a minus sign",
+                answer=answer,
+            ),
+        ): fused(mean_term=-1.0),
+        Reason(
             "missing_factor",
             say(
                 "{answer} is missing bngain: the normalised value is multiplied by bngain before it becomes hpreact",

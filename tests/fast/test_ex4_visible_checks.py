@@ -298,7 +298,7 @@ def test_a_wrong_dhprebn_is_named_under_step_1s_table_and_under_the_graded_cells
     assert "✘ " + named.format("dW1") in out, out
     for parameter in ("C", "W1"):
         assert named.format("d" + parameter) in check_backward(ex4, wrong, parameter)
-    assert "the path through the variance, is off (its factor n/(n-1)?)" in out, out  # Exercise 3's sanity check
+    assert "the path through the variance, is off (its sign, or its factor n/(n-1)?)" in out, out  # Exercise 3's check
     assert check_backward(ex4, wrong, "W2").startswith("✔ dW2"), check_backward(ex4, wrong, "W2")
 
 

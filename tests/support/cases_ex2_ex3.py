@@ -180,6 +180,22 @@ MISTAKES = {
         {"answer_dhprebn": "dhprebn = bngain * bnvar_inv / n * (n * dhpreact - dhpreact.sum(0))"},
         {"test_dhprebn": "path through the variance"},
     ),
+    "dhprebn_variance_sign": (  # a plus where the path through the variance is subtracted
+        NB3,
+        {
+            "answer_dhprebn": "dhprebn = bngain * bnvar_inv / n * (n * dhpreact - dhpreact.sum(0) "
+            "+ n / (n - 1) * bnraw * (dhpreact * bnraw).sum(0))"
+        },
+        {"test_dhprebn": "adds the path through the variance where it is subtracted"},
+    ),
+    "dhprebn_mean_sign": (
+        NB3,
+        {
+            "answer_dhprebn": "dhprebn = bngain * bnvar_inv / n * (n * dhpreact + dhpreact.sum(0) "
+            "- n / (n - 1) * bnraw * (dhpreact * bnraw).sum(0))"
+        },
+        {"test_dhprebn": "adds the path through the mean where it is subtracted"},
+    ),
     "dhprebn_no_gain": (
         NB3,
         {
