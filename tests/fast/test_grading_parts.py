@@ -281,6 +281,20 @@ def test_nbgrader_warnings_reach_the_workers_log_with_the_student_and_notebook(c
     ]
 
 
+def test_a_long_word_in_a_warning_is_read_at_once_and_written_cut():
+    """nbgrader's error names a kernel's value whole: a notebook whose cells' counts were strings of 15 MB stalled its
+    worker, past the grader's own time limit (the search for a notebook's name took days, holding the GIL)."""
+    import time
+
+    from autograder.grading.workers.autograde import log_warnings
+
+    word = "x" * 100_000  # searched from each of its characters: 17 s; 15 MB: days
+    started = time.monotonic()
+    found = log_warnings("ada", f"[ERROR] {word} is not of type 'integer', 'null'\n[WARNING] ex1.ipynb {word}")
+    assert time.monotonic() - started < 2
+    assert [len(line) for line in found] == [2000, 2000] and found[1].startswith("ada ex1.ipynb [WARNING]")
+
+
 def test_students_named_in_any_script_keep_their_names(tmp_path):
     """Moodle names a student's folder after them, in their own script: "Дмитрий Иванов_1004" and "王小明_1005" were
     collected as students "1004" and "1005", "Chloé Dupont-Müller_1003" as "Chlo_Dupont-M_ller_1003", in grades.csv

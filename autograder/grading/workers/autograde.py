@@ -17,7 +17,11 @@ from ...sandbox import SandboxError
 
 TIMESTAMP_BYTES = 1000
 ROUTINE = "Removing existing assignment"  # nbgrader's warning at every regrade, which says nothing
-NOTEBOOK_NAME = re.compile(r"[^/\s]+\.ipynb")  # in nbgrader's log lines, the notebook they are about
+# in nbgrader's log lines, the notebook they are about. A name starts after a slash or a space: searched from every
+# character of a long word, as it was, a line of one 15 MB word (a kernel's value in nbformat's error) took days, and
+# the search held the GIL, so the worker's watchdog never ran
+NOTEBOOK_NAME = re.compile(r"(?<![^/\s])[^/\s]+\.ipynb")
+LINE_CHARS = 2000  # of each warning written to the worker's log
 
 
 class StudentAutograde(Autograde):
@@ -62,7 +66,8 @@ def log_warnings(student: str, log: str | None, out=None) -> list:
         notebook = named.group(0) if named else notebook
         if line.startswith(("[WARNING]", "[ERROR]", "[CRITICAL]")) and ROUTINE not in line:
             # a submission's words may be in it: no control character reaches the terminal that shows the log
-            found.append("".join(c if c.isprintable() else "?" for c in f"{student} {notebook} {line}"))
+            line = f"{student} {notebook} {line}"[:LINE_CHARS]
+            found.append("".join(c if c.isprintable() else "?" for c in line))
     if found:
         print("\n".join(found), file=out or sys.stderr, flush=True)
     return found
