@@ -2,14 +2,19 @@
 
 Everything a kernel sends that nbclient keeps counts against its cell, by the characters nbformat writes for it (a
 control character as a six-character escape: counted as one, 9 cells of them made a notebook of 165 MiB on disk from
-a budget of 32 MiB): texts (a list of strings too), data and metadata, an error's name, value and traceback (each
-cut first), and what a display update adds to each output it replaces (a cell could show thousands of tiny displays
-under one id, then update them all with one large message, which nbclient copies into each), and the state and
-buffers of widget messages, which nbclient keeps for the notebook's metadata. Each output kept, and each widget
-message whose state is kept, also counts ``1 / OUTPUTS_PER_CELL`` of a cell's budget (1 KiB at 4 MiB), whatever it
-holds: nbclient keeps an empty output too, and a kernel that sent empty displays for 30 s made the grader hold
-122,687 of them, counted as 4 characters each (the worker grew by 220 MiB while the cell ran, and peaked 1 GiB above
-its start after it). Beyond the budget, what arrives is dropped and the cell says so once.
+a budget of 32 MiB): an output message's whole content, not chosen parts of it (texts, a list of strings too, data
+and metadata, an error's name, value and traceback, each cut first, and also a stream's name, an execution count and
+a display id, which nbclient keeps as they come: a kernel sent 40 streams named with 10 MB each, and the autograded
+notebook was 420 MB), and what a display update adds to each output it replaces (a cell could show thousands of tiny
+displays under one id, then update them all with one large message, which nbclient copies into each), and the state
+and buffers of widget messages (their comm ids too), which nbclient keeps for the notebook's metadata. A cell's
+execution count, which nbclient takes from any message that has one, is kept only when it is a number, as nbformat
+allows (a kernel sent a list of 250,000 empty lists as the count of each of its cells, and the worker held 1.2 GB
+more). Each output kept, and each widget message whose state is kept, also counts ``1 / OUTPUTS_PER_CELL`` of a
+cell's budget (1 KiB at 4 MiB), whatever it holds: nbclient keeps an empty output too, and a kernel that sent empty
+displays for 30 s made the grader hold 122,687 of them, counted as 4 characters each (the worker grew by 220 MiB
+while the cell ran, and peaked 1 GiB above its start after it). Beyond the budget, what arrives is dropped and the
+cell says so once.
 """
 
 import json
@@ -19,7 +24,6 @@ from nbformat.v4 import new_output
 from ..common.naming import ANSWER_MIME
 from ..common.words import say
 
-COUNTED = ("text", "data", "metadata", "ename", "evalue", "traceback")
 OUTPUTS_PER_CELL = 4096  # outputs (or widget messages) that a cell's budget holds when they are empty
 
 
@@ -29,7 +33,13 @@ def written(value) -> int:
 
 
 def size(content: dict) -> int:
-    return sum(written(content[part]) for part in COUNTED if part in content)
+    """All of an output message's content: what nbclient keeps of it is never more."""
+    return written(content)
+
+
+def a_count(value) -> bool:
+    """An execution count as nbformat allows it: a number, or none."""
+    return value is None or (isinstance(value, int) and not isinstance(value, bool))
 
 
 class OutputBudget:
@@ -96,13 +106,16 @@ class OutputBudget:
     def handle_comm_msg(self, outs, msg, cell_index):
         data = msg.get("content", {}).get("data")
         if isinstance(data, dict) and "state" in data:  # nbclient keeps it (an empty one too) for the metadata
-            used = written(data["state"]) + sum(len(buffer) for buffer in msg.get("buffers") or ()) + self._held()
+            used = size(msg["content"]) + sum(len(buffer) for buffer in msg.get("buffers") or ()) + self._held()
             if self._over_budget(cell_index, outs, used):
                 return
         super().handle_comm_msg(outs, msg, cell_index)
 
     def process_message(self, msg, cell, cell_index):
         self._running = cell, cell_index  # the cell a display update is counted against
+        content = msg.get("content")
+        if isinstance(content, dict) and not a_count(content.get("execution_count")):
+            content["execution_count"] = None  # nbclient puts it in the cell, and in an execute_result's output
         return super().process_message(msg, cell, cell_index)
 
     def _update_display_id(self, display_id, msg):

@@ -8,7 +8,7 @@ from nbformat.v4 import new_code_cell, new_notebook
 from autograder.common.naming import ANSWER_MIME
 from autograder.preprocessors import GradingExecute
 from autograder.preprocessors.incidents import Limits, notebook_incidents
-from autograder.preprocessors.output_budget import OUTPUTS_PER_CELL
+from autograder.preprocessors.output_budget import OUTPUTS_PER_CELL, written
 
 LIMIT = 10_000
 
@@ -75,7 +75,8 @@ def test_a_graded_cells_report_is_kept_whatever_the_other_cells_printed():
     graded, ordinary = execute.nb.cells[5], execute.nb.cells[6]
     graded.metadata["nbgrader"] = {"grade": True, "grade_id": "test_dprobs", "locked": True, "points": 1}
     for cell in range(5):  # the notebook's budget, used up to the last character by the cells before
-        text = "x" * (LIMIT - execute._held() - 2)  # and the two quotes nbformat writes around it
+        # and what nbformat writes around it: the content's keys, the stream's name, the quotes
+        text = "x" * (LIMIT - execute._held() - written({"name": "stdout", "text": ""}))
         send(execute, "stream", {"name": "stdout", "text": text}, cell)
     assert execute._output_bytes[None] == 4 * LIMIT and execute._truncated == {4: "notebook"}
     report = {"data": {ANSWER_MIME: {"dprobs": "…"}, "text/plain": "(answer reported to the grader)"}, "metadata": {}}
@@ -88,11 +89,11 @@ def test_a_graded_cells_report_is_kept_whatever_the_other_cells_printed():
 
 def test_one_display_update_of_many_displays_counts_once_for_each():
     execute = executor()
-    for _ in range(200):  # 200 tiny displays under one id: within the budget
+    for _ in range(100):  # 100 tiny displays under one id: within the budget
         send(execute, "display_data", {"data": {"text/plain": "."}, "metadata": {}, "transient": {"display_id": "d"}})
     assert execute._truncated == {}
     big = {"data": {"text/plain": "x" * 100_000}, "metadata": {}, "transient": {"display_id": "d"}}
-    send(execute, "update_display_data", big)  # copied into each of the 200: 20 MB, were it kept
+    send(execute, "update_display_data", big)  # copied into each of the 100: 10 MB, were it kept
     assert all(o.data["text/plain"] == "." for o in execute.nb.cells[0].outputs if o.output_type == "display_data")
     assert execute._truncated == {0: "cell"} and kept(execute) < 2 * LIMIT
 
@@ -156,3 +157,33 @@ def test_what_a_cell_printed_past_its_budget_costs_no_later_cell_its_output():
     assert execute.nb.cells[1].outputs[0].data == report["data"] and execute._truncated == {0: "cell"}
     send(execute, "stream", {"name": "stdout", "text": "."}, 0)  # the rest of the cut cell's output stays dropped
     assert execute.nb.cells[0].outputs[-1].text.strip().startswith("[output truncated")
+
+
+def test_what_nbclient_keeps_beyond_texts_and_data_counts_too():
+    """A stream's name, an execute_result's count, a display id and a comm id are kept as the kernel sent them: 40
+    streams named with 10 MB each made an autograded notebook of 420 MB, past a notebook's budget of 32 MiB."""
+    parts = {
+        "stream": lambda big: {"name": big, "text": "."},
+        "execute_result": lambda big: {"data": {"text/plain": "."}, "metadata": {}, "execution_count": [big]},
+        "display_data": lambda big: {"data": {}, "metadata": {}, "transient": {"display_id": big}},
+        "comm_open": lambda big: {"comm_id": big, "target_name": "none", "data": {"state": {}}},
+    }
+    for msg_type, content in parts.items():
+        execute = executor()
+        execute.widget_state, execute.widget_buffers, execute.comm_objects = {}, {}, {}
+        for i in range(50):
+            send(execute, msg_type, content(f"{i} " + "n" * 5_000))
+        held = kept(execute) + sum(len(str(key)) for key in [*execute.widget_state, *execute._display_id_map])
+        assert held < 2 * LIMIT, msg_type
+
+
+def test_a_cell_keeps_an_execution_count_only_when_it_is_a_number():
+    """nbclient takes a cell's count from any message that has one: a list of 250,000 empty lists as each cell's count
+    made a worker hold 1.2 GB more, counted by no budget (and failed the notebook's validation, ungraded)."""
+    execute = executor(cells=2)
+    execute.record_timing = False  # (nbclient's metadata of a cell's run is made as the cell starts)
+    send(execute, "execute_input", {"code": "", "execution_count": [[]] * 1000}, 0)
+    send(execute, "execute_input", {"code": "", "execution_count": 7}, 1)
+    assert [cell.execution_count for cell in execute.nb.cells] == [None, 7]
+    send(execute, "execute_result", {"data": {"text/plain": "1"}, "metadata": {}, "execution_count": "<b>"}, 1)
+    assert execute.nb.cells[1].execution_count is None and execute.nb.cells[1].outputs[-1].execution_count is None
