@@ -3,6 +3,7 @@ could send, handed to GradingExecute as nbclient's poll loop hands them)."""
 
 import copy
 
+import nbformat
 from nbformat.v4 import new_code_cell, new_notebook
 
 from autograder.common.naming import ANSWER_MIME
@@ -44,7 +45,7 @@ def test_a_notebook_of_many_cells_each_within_its_budget_is_bounded_in_all():
     budgets' worth."""
     execute = executor(cells=100)
     for cell in range(100):
-        send(execute, "stream", {"name": "stdout", "text": "x" * (LIMIT - 100)}, cell)
+        send(execute, "stream", {"name": "stdout", "text": "x" * (LIMIT - 400)}, cell)
     assert kept(execute) < 5 * LIMIT + 100 * 200  # the notebook's budget, then a line under each cell past it
     assert execute._truncated == dict.fromkeys(range(4, 100), "notebook")
     assert "this notebook printed more than" in execute.nb.cells[99].outputs[-1].text
@@ -89,11 +90,11 @@ def test_a_graded_cells_report_is_kept_whatever_the_other_cells_printed():
 
 def test_one_display_update_of_many_displays_counts_once_for_each():
     execute = executor()
-    for _ in range(100):  # 100 tiny displays under one id: within the budget
+    for _ in range(15):  # 15 tiny displays under one id: within the budget
         send(execute, "display_data", {"data": {"text/plain": "."}, "metadata": {}, "transient": {"display_id": "d"}})
     assert execute._truncated == {}
     big = {"data": {"text/plain": "x" * 100_000}, "metadata": {}, "transient": {"display_id": "d"}}
-    send(execute, "update_display_data", big)  # copied into each of the 100: 10 MB, were it kept
+    send(execute, "update_display_data", big)  # copied into each of the 15: 1.5 MB, were it kept
     assert all(o.data["text/plain"] == "." for o in execute.nb.cells[0].outputs if o.output_type == "display_data")
     assert execute._truncated == {0: "cell"} and kept(execute) < 2 * LIMIT
 
@@ -122,9 +123,9 @@ def test_a_progress_bar_widget_is_kept():
     execute = executor()
     execute.widget_state, execute.widget_buffers, execute.comm_objects = {}, {}, {}
     send(execute, "comm_open", {"comm_id": "bar", "target_name": "none", "data": {"state": {"value": 0}}})
-    for value in range(1, 50):
+    for value in range(1, 30):  # (a budget of 4 MiB holds thousands of updates)
         send(execute, "comm_msg", {"comm_id": "bar", "data": {"method": "update", "state": {"value": value}}})
-    assert execute.widget_state == {"bar": {"value": 49}} and execute._truncated == {}
+    assert execute.widget_state == {"bar": {"value": 29}} and execute._truncated == {}
 
 
 def test_many_empty_outputs_count_against_the_cell():
@@ -175,6 +176,20 @@ def test_what_nbclient_keeps_beyond_texts_and_data_counts_too():
             send(execute, msg_type, content(f"{i} " + "n" * 5_000))
         held = kept(execute) + sum(len(str(key)) for key in [*execute.widget_state, *execute._display_id_map])
         assert held < 2 * LIMIT, msg_type
+
+
+def test_what_nbformat_writes_and_python_holds_counts_not_compact_json():
+    """4 MiB of compact JSON nested 200 deep were 400 MiB once nbformat indented it on disk, and 4 MiB of empty lists
+    (each 4 characters, held as a Python list of 56 bytes) made a worker peak at 3.7 GB for a notebook's 32 MiB."""
+    nested = []
+    for _ in range(200):
+        nested = [nested]
+    for metadata in ({"x": nested}, {"x": [[] for _ in range(1000)]}):
+        execute = executor()
+        for _ in range(30):
+            send(execute, "display_data", {"data": {"text/plain": "."}, "metadata": metadata})
+        assert execute._truncated == {0: "cell"}
+        assert len(nbformat.writes(execute.nb)) < 3 * LIMIT
 
 
 def test_a_cell_keeps_an_execution_count_only_when_it_is_a_number():
