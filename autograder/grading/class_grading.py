@@ -186,9 +186,9 @@ class ClassGrading:
         folder = self.root / "autograded" / student / self.assignment
         return all((folder / f"{n}.ipynb").is_file() for n in record.graded)
 
-    def allowed(self, student: str) -> float:
-        """Seconds a worker has for ``student`` before it is killed: every notebook's limit, and a margin."""
-        return len(self.records[student].graded) * ((self.o.notebook_timeout or 3600) + 60) + 120
+    def allowed(self, student: str, notebook_seconds: int | None = None) -> float:
+        """Seconds a worker has for ``student`` before it is killed: each notebook's limit (as configured), a margin."""
+        return len(self.records[student].graded) * ((self.o.notebook_timeout or notebook_seconds or 3600) + 60) + 120
 
     def autograde(self, todo: list, pool: WorkerPool | None, cluster=None) -> list:
         """Grade ``todo`` in the local ``pool``, else on the cluster; each finished student is merged into the

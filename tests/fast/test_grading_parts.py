@@ -341,3 +341,18 @@ def test_the_summary_keeps_its_columns_for_names_in_any_script():
     lines = [line for line in out.getvalue().splitlines() if "DETAIL" in line]
     for line, (name, columns) in zip(lines, names.items()):
         assert line.startswith(f"  {name}{' ' * (20 - columns)} {NB}"), line
+
+
+def test_a_worker_has_each_notebooks_configured_limit_before_it_is_killed():
+    """The coordinator's limit for a student: the notebook limit the worker read from the course's configuration
+    (the command's --notebook-timeout first), not an hour a notebook when the command was given none."""
+    from types import SimpleNamespace
+
+    from autograder.grading.class_grading import ClassGrading
+
+    run = lambda given: SimpleNamespace(
+        o=SimpleNamespace(notebook_timeout=given), records={"ada": SimpleNamespace(graded=[NB, NB])}
+    )
+    assert ClassGrading.allowed(run(None), "ada", 600) == 2 * (600 + 60) + 120
+    assert ClassGrading.allowed(run(30), "ada", 600) == 2 * (30 + 60) + 120
+    assert ClassGrading.allowed(run(None), "ada", None) == ClassGrading.allowed(run(None), "ada", 0) == 2 * 3660 + 120

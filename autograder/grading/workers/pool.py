@@ -57,6 +57,7 @@ class Worker:
         self.uid_lock = None
         self.lines = queue.Queue()
         self.server = None  # a ForkServer that forks this worker (the local pool's), else it starts as a Python
+        self.notebook_seconds = None  # one notebook's limit, as the worker read it from the course's configuration
 
     def args(self) -> list:
         """The worker's command-line arguments (``worker.main``'s)."""
@@ -139,6 +140,7 @@ class Worker:
             self.kill()
             ended = self.server and self.server.proc.poll() is not None
             raise GradingError(f"a grading worker did not start; see {self.server.log if ended else self.log}")
+        self.notebook_seconds = ready.get("notebook_seconds")
 
     @staticmethod
     def _read(proc, lines) -> None:
@@ -215,7 +217,7 @@ class WorkerPool:
 
     ``run(students, prepare)`` is the interface class grading uses; ``cluster.DaskPool`` has the same."""
 
-    def __init__(self, workers: list, allowed: Callable[[str], float], finish: Callable):
+    def __init__(self, workers: list, allowed: Callable[..., float], finish: Callable):
         self.workers, self.allowed, self.finish = workers, allowed, finish
         self.failure = []  # the first entry stops every worker
         self.server = None  # the ForkServer of its workers (``spawn``)
@@ -280,7 +282,7 @@ class WorkerPool:
                     break
                 if not prepare(student):
                     continue
-                allowed = self.allowed(student)
+                allowed = self.allowed(student, worker.notebook_seconds)
                 result = worker.grade(student, allowed)
                 if result is not None and result.sandbox_error:
                     self.failure.append(f"the sandbox could not start a kernel for {student}: {result.sandbox_error}")

@@ -200,7 +200,10 @@ def main(argv=None) -> None:
         os._exit(1)  # (nbgrader may be stuck anywhere: no teardown)
 
     watchdog = Watchdog(limit, over_time)
-    results.write(json.dumps(READY) + "\n")
+    from ...preprocessors.grading_execute import GradingExecute  # (loaded with the course's config already)
+
+    # the limit of one notebook as nbgrader_config.py sets it, for the coordinator's limit of this worker's students
+    results.write(json.dumps({**READY, "notebook_seconds": GradingExecute(parent=app).notebook_timeout}) + "\n")
     for line in sys.stdin:
         student = line.strip()
         if not student:
