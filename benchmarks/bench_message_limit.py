@@ -1,4 +1,5 @@
-"""The grading worker's peak memory while a notebook sends it 2 GiB: in one message, and in 100 messages of 20 MiB.
+"""The grading worker's peak memory while a notebook sends it 2 GiB (in one message, and in 100 messages of 20 MiB),
+and one message small in bytes but large once decoded.
 
     python benchmarks/bench_message_limit.py --before main
 
@@ -8,6 +9,7 @@ The kernel is allowed 8 GiB (its usual limit is 4 GiB) so that it can make the 2
 
   one message   the cell sends one message with a 2 GiB frame, through the kernel's own session (as any student can)
   100 messages  the cell prints 20 MiB a hundred times, flushing each: 100 stream messages
+  empty lists   one message of 60 MB, under the bound in bytes: 15 million empty lists, an object each once decoded
   nothing       the cell prints one line (the baseline)
 
 ``--before REV`` runs the same cases with the autograder package of that git revision, in the same run.
@@ -34,6 +36,11 @@ CASES = {
         "                    buffers=[bytearray(2 * 2**30)])"
     ),
     "100 messages": "for _ in range(100):\n    print('x' * 20 * 2**20, flush=True)",
+    "empty lists": (
+        "kernel = get_ipython().kernel\n"
+        "kernel.session.send(kernel.iopub_socket, 'display_data', {'data': {'application/json': [[]] * 15_000_000},\n"
+        "                    'metadata': {}}, parent=kernel.get_parent(), ident=kernel._topic('display_data'))"
+    ),
 }
 
 

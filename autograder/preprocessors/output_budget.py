@@ -91,6 +91,8 @@ class OutputBudget:
         return True
 
     def output(self, outs, msg, display_id, cell_index):
+        if cell_index in self._truncated:  # dropped unweighed: a flood of large messages is read as fast as it comes
+            return None
         content = msg.get("content", {})
         if msg.get("msg_type") == "error":
             content["ename"] = str(content.get("ename", ""))[:1000]

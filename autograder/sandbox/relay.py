@@ -8,7 +8,8 @@ bytes both ways. So:
   socket through a folder it holds open, follows no link, and takes nothing but a socket;
 - the grader holds at most ``max_message_bytes`` of any one message from the kernel: the relay reads ZMTP 3's frames
   as they come, keeps a message only while it is within the bound, and reads the rest of a larger one into nothing.
-  What it dropped is in ``dropped``, for the notebook's problems.
+  A frame weighs what jupyter_client will make of it (``weight``): its bytes, and an object for each JSON value in
+  it. What it dropped is in ``dropped``, for the notebook's problems.
 
 Threads and blocking sockets: a kernel runs a few cells a second. Small frames are read through a buffer, a large one
 straight into its own, and a message is passed on in one call.
@@ -34,6 +35,17 @@ CHUNK = 2**20  # what the relay reads at once of a stream, or of a message it dr
 READ_AHEAD = 2**16  # what it reads at once of the kernel's small frames
 IOV_MAX = 1024  # the most pieces one sendmsg takes (Linux)
 FRAME_COST = 128  # what holding a frame costs beside its bytes (its two Python objects): a flood of empty frames counts
+# what a JSON value costs the grader once decoded, beside its characters: an object and its place in a list (a
+# message of 60 MB of empty lists, under the bound in bytes, made a worker hold 1.4 GB more while it was decoded)
+VALUE_COST = 64
+
+
+def weight(frame) -> int:
+    """What a frame costs the grader once decoded: its bytes, a ``VALUE_COST`` for each container and string (an
+    opening bracket, a pair of quotes) and half of one for each other value (a comma: a float or a number's object).
+    Commas and quotes inside a string count too: printed text weighs up to about ten times its bytes."""
+    containers = frame.count(b"[") + frame.count(b"{") + frame.count(b'"') // 2
+    return len(frame) + VALUE_COST * containers + VALUE_COST // 2 * frame.count(b",")
 
 
 def kernel_folder(pid: int) -> int | None:
@@ -246,8 +258,14 @@ class Relay:
                 frames, held = [], 0
                 stream.skip(size, scratch)
             else:
-                frames += [head, stream.take(size)]
-                held += size + FRAME_COST
+                frame = stream.take(size)
+                cost = weight(frame) + FRAME_COST
+                if held + cost > self.bound:  # within the bound in bytes, not once decoded
+                    over += held + cost
+                    frames, held = [], 0
+                else:
+                    frames += [head, frame]
+                    held += cost
             if not flags & MORE:  # the message's last frame
                 if over:
                     self.dropped.append((name, over))

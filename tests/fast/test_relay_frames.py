@@ -99,3 +99,16 @@ def test_a_message_of_one_byte_frames_costs_little_beyond_the_bound():
         tracemalloc.stop()
     assert got == GREETING + tiny
     assert peak < 3 * bound  # the message held, a read buffer, what the test itself keeps; a view a piece made it 6 x
+
+
+def test_a_message_small_in_bytes_but_large_once_decoded_is_dropped():
+    """Empty lists are 3 bytes each on the wire and a Python object each once jupyter_client decodes them: a message
+    within the bound in bytes is weighed by what it becomes, and printed text passes as before."""
+    import json
+
+    lists = b"[" + b"[]," * 100_000 + b"[]]"  # 300 KB: about 7 MB of objects once decoded
+    text = json.dumps({"name": "stdout", "text": "tensor([0.1, 0.2, 0.3])\n" * 10_000}).encode()  # 250 KB
+    bound = 4 << 20  # (the text weighs 1.5 MB: its brackets and commas count, though they are in a string)
+    passed, dropped = relayed(GREETING + message(b"<IDS|MSG>", text) + message(b"<IDS|MSG>", lists), bound)
+    assert passed == GREETING + message(b"<IDS|MSG>", text)
+    assert len(dropped) == 1 and dropped[0][1] > 8 * 2**20, dropped
