@@ -5,6 +5,7 @@ starts the first workers' kernel parents while it loads. The protocol and its re
 docs/design/class-grading.md, "The fork server"; what it saves: docs/performance.md.
 """
 
+import ctypes
 import json
 import os
 import signal
@@ -18,6 +19,7 @@ from ...sandbox.forked_kernels import KernelParents, PidfdProcess
 from ...sandbox.stage import own_mount_namespace
 
 MAX_REQUEST = 1 << 16
+PR_SET_PDEATHSIG = 1  # prctl(2)
 
 
 class ForkServer:
@@ -77,10 +79,15 @@ class ForkedWorker(PidfdProcess):
             self.kernel_parent.wait()
 
 
-def _child(args: list, fds: list, kernel_parent) -> None:
+def _child(args: list, fds: list, kernel_parent, server: int) -> None:
     """In the forked worker: its own session and descriptors, its kernel parent, then the worker itself; never
     returns."""
     os.setsid()
+    # killed when the server ends, however busy: the worker's own thread that watches for that waits for the GIL, and
+    # a worker stuck in one long regular expression outlived its killed command (forked from the server's one thread)
+    ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    if os.getppid() != server:  # the server was gone before
+        os._exit(1)
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
     for target, fd in enumerate(fds):
         os.dup2(fd, target)
@@ -125,10 +132,11 @@ def _kernel_parent_ahead(request: bytes):
 
 def _fork(request: bytes, fds: list, sock: socket.socket, kernel_parent=None) -> None:
     """Fork the worker ``request`` asks for; tell the pool its pid (and its kernel parent's)."""
+    server = os.getpid()
     pid = os.fork()
     if pid == 0:
         sock.close()
-        _child(json.loads(request), fds, kernel_parent)
+        _child(json.loads(request), fds, kernel_parent, server)
     told = {"pid": pid}
     if kernel_parent is not None:  # the worker's alone from now on
         told["kernel_parent"] = kernel_parent.process.pid

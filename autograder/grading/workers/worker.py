@@ -72,7 +72,8 @@ def error_cause(error: str) -> str:
 
 
 def exit_with_parent() -> None:
-    """End this process as soon as the process that started it is gone."""
+    """End this process as soon as the process that started it is gone (a forked worker is also killed by Linux then:
+    ``fork_server._child``)."""
     parent = os.getppid()
 
     def watch():
