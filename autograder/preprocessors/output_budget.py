@@ -31,12 +31,18 @@ ELEMENT_CHARS = 64  # what one value of a list or dict costs beyond its characte
 # bytes and its place), and the line and indentation nbformat writes it on in the notebook
 
 
+TOO_DEEP = 2**62  # what a value nested too deep to be written weighs: over any budget
+
+
 def written(value) -> int:
     """The characters nbformat writes for ``value`` (JSON indented by one space a level, non-ASCII as it is), and
     ``ELEMENT_CHARS`` more for each value of a list or dict in it: each is on a line of its own, and no string holds a
     raw line break. Counted compact, 4 MiB of ``[[[...]]]`` nested 200 deep were 400 MiB once indented on disk, and 4
     MiB of empty lists made the grader hold 64 MB of them (a notebook's 32 MiB: the worker peaked at 3.7 GB)."""
-    text = json.dumps(value, ensure_ascii=False, default=str, indent=1)
+    try:
+        text = json.dumps(value, ensure_ascii=False, default=str, indent=1)
+    except RecursionError:  # nested deeper than Python's JSON writes (a kernel's C encoder sent 990 levels): dropped
+        return TOO_DEEP
     return len(text) + ELEMENT_CHARS * text.count("\n")
 
 

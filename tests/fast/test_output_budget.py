@@ -202,3 +202,14 @@ def test_a_cell_keeps_an_execution_count_only_when_it_is_a_number():
     assert [cell.execution_count for cell in execute.nb.cells] == [None, 7]
     send(execute, "execute_result", {"data": {"text/plain": "1"}, "metadata": {}, "execution_count": "<b>"}, 1)
     assert execute.nb.cells[1].execution_count is None and execute.nb.cells[1].outputs[-1].execution_count is None
+
+
+def test_a_value_nested_too_deep_to_write_is_dropped_not_raised():
+    """A kernel's C encoder sends 990 levels of lists, which the grader's JSON writer cannot write: the message is
+    dropped as over the budget, and the cell says so, instead of an error that failed the notebook's grading."""
+    deep = []
+    for _ in range(990):
+        deep = [deep]
+    execute = executor()
+    send(execute, "display_data", {"data": {"application/json": deep}, "metadata": {}})
+    assert execute._truncated == {0: "cell"} and "output truncated" in execute.nb.cells[0].outputs[-1].text
