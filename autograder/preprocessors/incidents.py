@@ -168,8 +168,8 @@ def notebook_incidents(nb, state: dict, limits: Limits, truncated, left_behind, 
                 "message_limit",
                 f"{where(i)} sent {len(sizes)} message{'s' if len(sizes) != 1 else ''} of "
                 f"{' and '.join(f'{size / 2**20:.0f} MB' for size in sizes[:3])}{', ...' if len(sizes) > 3 else ''} "
-                f"as the grader would hold them decoded, over the {limits.message_bytes / 2**20:g} MB limit for one "
-                "message: not kept; the notebook went on",
+                f"once decoded, over the {limits.message_bytes / 2**20:g} MB limit for one message: not kept; the "
+                "notebook went on",
             )
         )
     return found
