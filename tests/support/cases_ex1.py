@@ -73,6 +73,9 @@ MISTAKES = {
         "bnvar",
         "entries wrong",
     ),
+    # neuron 0's entry dwarfs the other 63 (its variance is the epsilon): the sign is named from their ratios too, not
+    # "1 of 64 entries wrong"
+    "m_bnvar_sign": ({"answer_dbnvar": "dbnvar = 0.5 * (bnvar + 1e-5) ** -1.5 * dbnvar_inv"}, "bnvar", "wrong sign"),
     "m_bndiff2_biased": (
         {"answer_dbndiff2": "dbndiff2 = 1.0 / n * torch.ones_like(bndiff2) * dbnvar"},
         "bndiff2",
