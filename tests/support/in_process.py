@@ -42,12 +42,14 @@ from autograder.common.edition_text import edition_of, translated_cell_source
 from autograder.common.editions import ENGLISH
 from autograder.common.editions import METADATA as EDITION_METADATA
 from autograder.common.naming import grade_id
+from autograder.common.setup_cells import setup_to_run_ahead
 from autograder.data import EMBEDDED_NAMES, NAMES_VARIABLE, SEED_VARIABLE
 from autograder.engine.exercises import CHECKS
+from autograder.in_kernel import known_cells
 from autograder.preprocessors import judge_answers
 from autograder.preprocessors.judge_answers import JudgeAnswers
 from autograder.sandbox.process_guards import refuse_exec
-from autograder.sandbox.warm_up import format_a_traceback
+from autograder.sandbox.warm_up import format_a_traceback, store_exceptions_briefly
 from support.course import REPO
 
 DEFAULT_SEED = 1234567  # not the notebooks' own seed: like autograde, grade on a batch the student never saw
@@ -205,10 +207,17 @@ def _root(runs: dict, seed: int, folder: Path, slots) -> None:
             "MPLBACKEND": "Agg",
         }
     )
-    format_a_traceback()  # as the kernel parent does: a shell's first traceback would load IPython's formatting
+    # As the kernel parent does: a shell's first traceback would load IPython's formatting; a traceback is kept in the
+    # history by its name and message; the locked cells are transformed, parsed and compiled once for every shell
+    format_a_traceback()
+    store_exceptions_briefly()
+    locked = {source for nb in runs.values() for source in (setup_to_run_ahead(nb.cells) or {}).get("locked", ())}
+    transforms = known_cells.transformed(sorted(locked))
     refuse_exec()  # as each sandboxed kernel does: no new Python, which would have autograd whole
 
-    _run_group(_shell(), runs, list(runs), 0, folder, slots)
+    shell = _shell()
+    known_cells.install(shell, transforms)
+    _run_group(shell, runs, list(runs), 0, folder, slots)
 
 
 def _child(work, folder: Path) -> None:
@@ -283,6 +292,9 @@ def _shell() -> InteractiveShell:
     config = KVArgParseConfigLoader(argv=list(course.GradingExecute.extra_arguments)).load_config()
     shell = InteractiveShell.instance(config=config)
     shell.display_pub = _Outputs(shell=shell)
+    # An error is kept by its name and message (_run_cell): the traceback nbclient would record is never formatted,
+    # which was a third of the students' cells' CPU (IPython looks up each frame's module among all of them)
+    shell.showtraceback = lambda *args, **kwargs: None
     return shell
 
 
