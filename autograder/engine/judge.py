@@ -15,7 +15,7 @@ from .backward_rules import SHAPE_ONLY_SHARE, Step, WrittenWith, local_gradient
 from .diagnose import diagnose, only_size_one_dims_differ, shape_problem
 from .explain import and_list, not_finite, wrong_dtype
 from .honesty import decoy
-from .probes.judge_rule import judge_rule
+from .probes.judge_rule import broken_upstream, judge_rule, right_by_rule_on_the_right_shapes
 from .probes.written_with import not_written_with
 from .tolerance import close, magnitude, max_difference, step_scale
 from .verdict import Verdict
@@ -137,7 +137,11 @@ def judge_gradient(
     name, answer_name = step.name, answer or "d" + step.name
     verdict = Verdict(answer_name, 0, step.points)
     answer, info = read_answer(verdict, answer_name, report, tainted, gradient=True)
+    broken = broken_upstream(step, report, grads)
+    kept = lambda: right_by_rule_on_the_right_shapes(step, report, forward, seed, answer_name, broken)  # noqa: E731
     if answer is None:
+        if info.get("kind", "missing") == "missing" and answer_name not in tainted and (line := kept()):
+            verdict.points, verdict.lines, verdict.carried_from = step.points, [line], tuple(broken)
         return verdict
 
     reference = grads[name]
@@ -196,6 +200,9 @@ def judge_gradient(
             verdict.lines.append(carried_forward(list(verdict.wrong_from or verdict.carried_from)))
             return _and_by_its_rule(verdict, step, report, forward, seed, answer_name)
 
+    if line := kept():
+        verdict.points, verdict.lines = step.points, [line]
+        return verdict
     if only_size_one_dims_differ(answer.shape, reference.shape):  # right values in the wrong shape: a share
         right_for = [reference.double()] + ([carried] if carried is not None else [])
         if any(close(answer.reshape(r.shape), r, scale) for r in right_for if r.numel() == answer.numel()):

@@ -36,9 +36,10 @@ def run_probe(namespace: dict, answer: str, names: tuple) -> dict:
     shell = get_ipython()
     cells = list(shell.history_manager.input_hist_parsed[:-1]) if shell is not None else []  # [:-1]: this cell
     found = {"answer": answer, "pins": {}, "status": "could_not_run"}
+    seed = int(os.environ[SEED_VARIABLE])
     try:
         shapes = {name: v.shape for name, v in namespace.items() if isinstance(v, torch.Tensor)} | forward_shapes
-        pins = pinned_inputs(namespace, int(os.environ[SEED_VARIABLE]), answer, names, shapes)
+        pins = pinned_inputs(namespace, seed, answer, names, shapes)
         found["pins"] = {name: {"zero": not pin.any(), "shape": list(pin.shape)} for name, pin in pins.items()}
         code = answer_code(cells, answer, names)
         plan = replay(code, snapshots, pins)
@@ -47,6 +48,23 @@ def run_probe(namespace: dict, answer: str, names: tuple) -> dict:
         return found
     found.update(pins_read=sorted(code.pins_read), further_up=list(code.further_up))
     found["reads"] = sorted(n for n in code.reads if any(isinstance(p.get(n), torch.Tensor) for p in plan))
+    apart, error = _rerun(code, plan, namespace, pins)
+    right = pinned_inputs(namespace, seed, answer, names, shapes, own_shapes=False)
+    if error is not None and any(right[name].shape != pin.shape for name, pin in pins.items()):
+        # pinned in the shape of the student's own gradient (a dropped keepdim), it may be what broke the code
+        # written for the right shape: run it again on the right shapes (the same values)
+        apart, error = _rerun(code, plan, namespace, right)
+        found["pins"] = {name: {**found["pins"][name], "shape": list(pin.shape)} for name, pin in right.items()}
+    if error is not None:  # the student's code, on other inputs: say what went wrong
+        found["reason"] = f"{type(error).__name__}: {error}"[:300]
+        return found
+    found["status"] = "ran"
+    found["result"] = wire.encode(apart.get(answer), answer in apart)
+    return found
+
+
+def _rerun(code, plan: list, namespace: dict, pins: dict) -> tuple:
+    """(the probe's namespace after the answer's code ran in it on ``pins``, None or what it raised)."""
     apart = probe_namespace(namespace, pins)
     try:
         with apart_from_the_kernel():
@@ -54,12 +72,9 @@ def run_probe(namespace: dict, answer: str, names: tuple) -> dict:
                 put_back(apart, values)
                 module = ast.Module(body=[statement], type_ignores=[])
                 exec(compile(module, "<your code, run again by the grader>", "exec"), apart)
-    except (Exception, SystemExit) as error:  # the student's code, on other inputs: say what went wrong
-        found["reason"] = f"{type(error).__name__}: {error}"[:300]
-        return found
-    found["status"] = "ran"
-    found["result"] = wire.encode(apart.get(answer), answer in apart)
-    return found
+    except (Exception, SystemExit) as error:
+        return apart, error
+    return apart, None
 
 
 @contextlib.contextmanager

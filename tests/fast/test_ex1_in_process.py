@@ -54,6 +54,22 @@ def test_a_mistake_costs_exactly_its_own_step(graded, student):
     assert words in message, message
 
 
+@pytest.mark.parametrize(
+    "student, later",
+    [
+        ("m_counts_sum_inv_keepdim", "counts"),  # dcounts's `+=` raised on a (32, 32) dcounts_sum
+        ("m_counts_sum_squeezed", "counts"),  # ... on a (32,) one: the probe tries the right shape too
+        ("m_one_hot_no_classes", "probs"),  # dprobs's cell raised, and every cell after it
+        ("m_one_hot_no_classes", "C"),
+        ("m_logprobs_float64", "h"),  # float64 @ float32 raised
+    ],
+)
+def test_a_cell_broken_by_an_earlier_slip_keeps_its_points_by_its_rule(graded, student, later):
+    assert graded[student].points[f"test_d{later}"] == STEP_BY_NAME[later].points, graded[student].messages
+    message = graded[student].messages[f"test_d{later}"]
+    assert "so the grader ran it again on random" in message and "it follows the backward rule" in message, message
+
+
 @pytest.mark.parametrize("student", INDEX_ADD_MISTAKES)
 def test_dC_asked_for_with_index_add_loses_only_its_own_cell_with_its_kind(graded, student):
     """A loop or a one-hot product is right for dC, and dC keeps its points; dC_index_add asks for index_add_."""

@@ -3,7 +3,7 @@ autograde, the real JudgeAnswers judges their reports. tests/slow/test_ex5_pipel
 
 import nbformat
 import pytest
-from support.cases_ex5 import ALTERNATIVES, CHEATS, MISTAKES, NB5, POINTS, submissions
+from support.cases_ex5 import ALTERNATIVES, CHEATS, MISTAKES, NB5, POINTS, RAISING, submissions
 from support.course import REPO
 from support.in_process import autograde, source_notebook
 
@@ -44,9 +44,9 @@ def test_every_step_has_a_known_mistake_and_two_alternatives():
         assert set(changes) == answers
 
 
-@pytest.mark.parametrize("mistake", MISTAKES)
+@pytest.mark.parametrize("mistake", [*MISTAKES, *RAISING])
 def test_a_mistake_costs_exactly_its_own_step_with_the_kind_that_names_it(graded, mistake):
-    _, expected = MISTAKES[mistake]
+    _, expected = {**MISTAKES, **RAISING}[mistake]
     student = graded[mistake]
     assert student.lost() == sorted(expected), student.messages
     for cell, (kind, words) in expected.items():

@@ -29,6 +29,24 @@ MISTAKES = {
         "counts_sum",
         "wrong sign",
     ),
+    # a slip whose tensor breaks a later cell (it raises on the wrong shape or dtype): that cell keeps its points, by
+    # its rule on upstream gradients of the right shape (the grading batch has no "z" among its labels: 26 columns)
+    "m_counts_sum_inv_keepdim": (
+        {"answer_dcounts_sum_inv": "dcounts_sum_inv = (counts * dprobs).sum(1)"},
+        "counts_sum_inv",
+        "dimension 1 of size 1 was dropped",
+    ),
+    "m_counts_sum_squeezed": (
+        {"answer_dcounts_sum": "dcounts_sum = (-counts_sum**-2 * dcounts_sum_inv).squeeze()"},
+        "counts_sum",
+        "dimension 1 of size 1 was dropped",
+    ),
+    "m_one_hot_no_classes": ({"answer_dlogprobs": "dlogprobs = -F.one_hot(Yb).float() / n"}, "logprobs", "shape"),
+    "m_logprobs_float64": (
+        {"answer_dlogprobs": "dlogprobs = -F.one_hot(Yb, vocab_size).double() / n"},
+        "logprobs",
+        "dtype float64",
+    ),
     "m_counts_branch": (
         {"answer_dcounts": "dcounts = counts_sum_inv * dprobs"},
         "counts",

@@ -163,6 +163,16 @@ MISTAKES = {
 }
 
 # student -> answer cells changed; every graded cell must keep its points
+# mistakes that make a cell raise (MISTAKES' cells all run: the visible checks' tests run them too), the same form
+RAISING = {
+    # its wrong shape makes the cells after it raise: they keep their points by their rule (Exercise 1 has more)
+    "dx_not_viewed": ({"answer_dx": "dx = dhpreln @ W1.T"}, {"test_dx": ("wrong_shape", "dx has shape (32, 30)")}),
+    "datt_cell_raises": (  # v transposed the wrong way: its own cell raises, and the cells that need datt keep theirs
+        {"answer_datt": "datt = datt_out @ v.transpose(0, 2).transpose(0, 1)"},
+        {"test_datt": ("not_answered", "datt is not defined")},
+    ),
+}
+
 ALTERNATIVES = {
     "alt_a": {
         "answer_dhgelu": "dhgelu = dhdrop * (hdrop != 0) / (1 - drop_p)",  # the mask read off dropout's output
@@ -237,7 +247,7 @@ CHEATS = {
 def submissions(release, source) -> dict:
     """student -> notebook: the solution, a blank one, every case above, and values pasted from the notebook's run."""
     class_ = {"solution": solved(release, source), "blank": release}
-    for mistake, (changes, _) in MISTAKES.items():
+    for mistake, (changes, _) in {**MISTAKES, **RAISING}.items():
         class_[mistake] = solved(release, source, changes)
     for student, changes in ALTERNATIVES.items():
         class_[student] = solved(release, source, changes)

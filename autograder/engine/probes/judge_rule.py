@@ -160,3 +160,30 @@ def judge_rule(step: Step, report, forward: dict, seed: int, answer: str = "") -
             ),
         ),
     )
+
+
+def broken_upstream(step: Step, report, grads: dict) -> list:
+    """The step's upstream gradients that the student's own cannot stand for in code written for autograd's: not
+    defined, or not of its shape and dtype."""
+    own = {u: report.floats("d" + u) for u in step.upstream}
+    return [u for u, t in own.items() if t is None or (t.shape, t.dtype) != (grads[u].shape, grads[u].dtype)]
+
+
+def right_by_rule_on_the_right_shapes(step: Step, report, forward: dict, seed: int, answer: str, broken: list):
+    """A step whose answer is missing, or wrong, where the student's own upstream gradients ``broken`` could not feed
+    its code (not defined, or not of autograd's shape: a dropped keepdim further up): the line that keeps its points
+    when the probe finds that code right on upstream gradients of the right shape; None otherwise. A mistake costs its
+    own step, not every step after it whose cell raised because of it."""
+    if not broken or judge_rule(step, report, forward, seed, answer).verdict != "right":
+        return None
+    names = and_list("d" + u for u in broken)
+    return Reason(
+        NOTE,
+        say(
+            "your code for {answer} could not run as it should on your own {broken} (not defined, or not of the "
+            "shape and dtype of autograd's), so the grader ran it again on random {broken} of the right shape: it "
+            "follows the backward rule, and this step keeps its points; fix {broken} first",
+            answer=answer,
+            broken=names,
+        ),
+    )

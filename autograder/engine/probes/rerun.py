@@ -176,10 +176,10 @@ def pin_value(seed: int, answer: str, name: str, shape) -> torch.Tensor:
     return value if name in GRADIENTS else 5 * value
 
 
-def pinned_inputs(namespace: dict, seed: int, answer: str, names, shapes: dict) -> dict:
+def pinned_inputs(namespace: dict, seed: int, answer: str, names, shapes: dict, own_shapes: bool = True) -> dict:
     """name -> the tensor that stands for it in the kernel: random, of the shape ``shapes`` gives the tensor (d<x>:
-    x's), or exact zeros where the student's own value is exact zeros; in the student's own shape when only size-1
-    dimensions differ (a dropped keepdim works as it did for them)."""
+    x's), or exact zeros where the student's own value is exact zeros; with ``own_shapes``, in the student's own shape
+    when only size-1 dimensions differ (a dropped keepdim works as it did for them)."""
     pins = {}
     for name in names:
         shape = shapes.get(name[1:] if name in GRADIENTS else name)
@@ -188,7 +188,7 @@ def pinned_inputs(namespace: dict, seed: int, answer: str, names, shapes: dict) 
             raise NoAnswerCode(f"{name} has no tensor to take its shape from")
         zero = isinstance(own, torch.Tensor) and own.is_floating_point() and own.numel() > 0 and not own.any()
         pins[name] = torch.zeros(shape) if zero else pin_value(seed, answer, name, shape)
-        if name in GRADIENTS and isinstance(own, torch.Tensor) and own.numel() == pins[name].numel():
+        if own_shapes and name in GRADIENTS and isinstance(own, torch.Tensor) and own.numel() == pins[name].numel():
             pins[name] = pins[name].reshape(own.shape)
     return pins
 
@@ -199,6 +199,8 @@ def replay(code: AnswerCode, snapshots: dict, pins) -> list:
     own, plan = set(pins), []
     for statement, origin in zip(code.statements, code.origins):
         seen = snapshots.get(origin)
+        if seen is None and any((origin[0], k) in snapshots for k in range(origin[1])):
+            seen = {}  # its cell raised before it ran: it reads what the namespace holds now, as it would have
         if seen is None and evaluated_names(statement):
             raise NoAnswerCode(f"it did not see what `{_quoted(statement)}` read when it ran")
         wanted = {name: value for name, value in (seen or {}).items() if name not in own}
