@@ -70,7 +70,7 @@ def _with_snapshots(cell: int, body: list, numbered) -> list:
 
 def _in_history(module) -> tuple:
     """(index, statements) of the newest cell of the input history, as the probes parse it, if ``module`` was parsed
-    from it; else (None, ()): a magic's inner code, a cell run without history."""
+    from it (the code `%%time` ran, too: ``parsed`` reads it); else (None, ()): a cell run without history."""
     shell = get_ipython()
     history = shell.history_manager.input_hist_parsed if shell is not None else []
     if not isinstance(module, ast.Module) or len(history) < 2:

@@ -109,6 +109,17 @@ def test_wrong_values_in_a_wrong_shape_earn_nothing(graded, student):
     assert graded[student].points[f"test_d{WRONG_VALUES_WRONG_SHAPE[student]}"] == 0
 
 
+def test_cell_magics_that_run_their_code_in_place_are_read_through(graded):
+    """%%time, %%capture and %time hold the answer's code in a string (IPython's history has run_cell_magic): the rule
+    probe and dC_index_add's check read the code it ran. Before, a wrong rule under %%time kept its points, and a
+    right dC_index_add under it lost its point."""
+    assert lost_steps(graded, "alt_cell_magics") == []
+    assert all(probe_notes(m) == [] for m in graded["alt_cell_magics"].messages.values()), graded["alt_cell_magics"]
+    assert lost_steps(graded, "m_logits_max_path_timed") == ["logits"]
+    message = graded["m_logits_max_path_timed"].messages["test_dlogits"]
+    assert "has the right values on this batch, but not its backward rule" in message, message
+
+
 def test_running_every_answer_cell_twice_grades_like_the_solution(graded):
     assert graded["alt_every_cell_twice"].points == graded["solution"].points
     assert all(m.startswith("✔") for m in graded["alt_every_cell_twice"].messages.values() if m)

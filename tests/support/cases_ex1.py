@@ -741,6 +741,13 @@ def submissions(release, source) -> dict:
     neutralise = "get_ipython().input_transformers_cleanup.append(lambda lines: ['pass\\n'])"
     class_["c_blank_cells"] = solved(release, source, extra_cells=[("answer_dlogprobs", neutralise)])
     class_["k_dies_midway"] = solved(release, source, {"answer_dh": "import os\nos._exit(1)"})
+    # cell magics that run their code in place, on the first line of a cell of their own (the answer cell left empty)
+    code = solutions(source)
+    magics = {"answer_dC": "%%time\n", "answer_dC_index_add": "%%time\n", "answer_dlogits": "%%capture out\n"}
+    magics = {gid: start + code[gid] for gid, start in magics.items()} | {"answer_dW2": "%time " + code["answer_dW2"]}
+    class_["alt_cell_magics"] = solved(release, source, dict.fromkeys(magics, "pass"), list(magics.items()))
+    timed = [("answer_dlogits", "%%time\ndlogits = dnorm_logits.clone()")]  # the max's path left out: its rule shows it
+    class_["m_logits_max_path_timed"] = solved(release, source, {"answer_dlogits": "pass"}, timed)
     # every answer cell run twice in a row (as a second cell with the same code right after it)
     again = [(gid, code) for gid, code in solutions(source).items() if gid.startswith("answer_")]
     class_["alt_every_cell_twice"] = solved(release, source, extra_cells=again)

@@ -14,6 +14,7 @@ from ..honesty import assigned_names
 from ..operators import OPERATOR_STEPS
 from .snapshots import UNBOUND, Uncopied, evaluated_names, given_back, loaded_names
 
+RUN_IN_PLACE = ("time", "capture")  # magics that run their code once, in the notebook's namespace (not %%timeit)
 TIME_LIMIT = 5.0  # seconds a probe may run in the kernel; the answer code of one step takes milliseconds
 # the names of gradients in every notebook (a fused step's upstream gradient too: Exercise 3's dhpreact_biased)
 GRADIENTS = frozenset(
@@ -39,11 +40,19 @@ class AnswerCode:
 @lru_cache(maxsize=1024)  # a graded cell probes the whole history: each cell is parsed once per kernel
 def parsed(source: str) -> tuple:
     """The statements of a cell, in the order they run (``flattened``): what a probe can re-run, and what takes a
-    snapshot (the kernel's AST hook numbers them the same way)."""
+    snapshot (the kernel's AST hook numbers them the same way). A cell that is one ``%%time`` or ``%%capture`` (the
+    history holds ``get_ipython().run_cell_magic('time', '', code)``) has the statements of the code it ran."""
     try:
-        return tuple(flattened(ast.parse(source).body))
+        body = ast.parse(source).body
     except (SyntaxError, ValueError):
         return ()  # it failed in the kernel too
+    call = getattr(body[0], "value", None) if len(body) == 1 else None
+    args = getattr(call, "args", None) or ()
+    magic = getattr(getattr(call, "func", None), "attr", None) in ("run_line_magic", "run_cell_magic")
+    if magic and all(isinstance(a, ast.Constant) and isinstance(a.value, str) for a in args) and len(args) > 1:
+        if args[0].value in RUN_IN_PLACE:
+            return parsed(args[-1].value)
+    return tuple(flattened(body))
 
 
 def flattened(body) -> list:
