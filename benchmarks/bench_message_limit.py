@@ -1,5 +1,5 @@
 """The grading worker's peak memory while a notebook sends it 2 GiB (in one message, and in 100 messages of 20 MiB),
-and one message small in bytes but large once decoded.
+2.3 GiB in 40 messages faster than it reads them, and one message small in bytes but large once decoded.
 
     python benchmarks/bench_message_limit.py --before main
 
@@ -9,6 +9,7 @@ The kernel is allowed 8 GiB (its usual limit is 4 GiB) so that it can make the 2
 
   one message   the cell sends one message with a 2 GiB frame, through the kernel's own session (as any student can)
   100 messages  the cell prints 20 MiB a hundred times, flushing each: 100 stream messages
+  a flood       40 messages of 60 MiB (each within the bound), their content encoded once: faster than they are read
   empty lists   one message of 60 MB, under the bound in bytes: 15 million empty lists, an object each once decoded
   nothing       the cell prints one line (the baseline)
 
@@ -36,6 +37,14 @@ CASES = {
         "                    buffers=[bytearray(2 * 2**30)])"
     ),
     "100 messages": "for _ in range(100):\n    print('x' * 20 * 2**20, flush=True)",
+    "a flood": (  # 40 messages within the bound for one, their content encoded once: faster than the grader reads
+        "kernel, session = get_ipython().kernel, get_ipython().kernel.session\n"
+        "content = session.pack({'name': 'stdout', 'text': 'x' * 60 * 2**20})\n"
+        "for _ in range(40):\n"
+        "    message = session.msg('stream', {}, kernel.get_parent())\n"
+        "    parts = [session.pack(message[k]) for k in ('header', 'parent_header', 'metadata')] + [content]\n"
+        "    kernel.iopub_socket.send_multipart([kernel._topic('stream'), b'<IDS|MSG>', session.sign(parts), *parts])"
+    ),
     "empty lists": (
         "kernel = get_ipython().kernel\n"
         "kernel.session.send(kernel.iopub_socket, 'display_data', {'data': {'application/json': [[]] * 15_000_000},\n"

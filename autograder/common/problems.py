@@ -33,8 +33,9 @@ KINDS = {
         "output was dropped"
     ),
     "message_limit": (
-        "a cell sent the grader one message over the limit for a message (SandboxedKernelManager.max_message_bytes); "
-        "it was read and dropped as it arrived, and the notebook went on"
+        "a cell sent the grader one message over the limit for a message (SandboxedKernelManager.max_message_bytes), "
+        "or large ones after the kernel's messages together passed four times that; each was read and dropped as it "
+        "arrived, and the notebook went on"
     ),
     "kernel_files_discarded": (
         "the notebook wrote into its folder (files, links, pipes...); it worked in a copy inside the sandbox, so "

@@ -32,6 +32,7 @@ from ..common.setup_cells import setup_to_run_ahead
 from ..common.words import say
 from ..data import NAMES_VARIABLE, SEED_VARIABLE, names_path
 from ..sandbox import SandboxedKernelManager
+from ..sandbox.relay import TOGETHER
 from .incidents import Limits, notebook_incidents, record_incident
 from .output_budget import OutputBudget
 
@@ -223,9 +224,13 @@ class GradingExecute(OutputBudget, Execute):
     def _oversized_in(self, cell, index: int, sizes: list) -> None:
         """The relay dropped messages of ``sizes`` bytes while ``cell`` ran: say so under it, for the problem."""
         self._oversized.setdefault(index, []).extend(sizes)
-        self._message_bytes = megabytes = self.km.max_message_bytes
-        words = say("[output not kept by the grader: this cell sent a message of more than {megabytes:g} MB]",
-                    megabytes=megabytes / 2**20)  # fmt: skip
+        self._message_bytes = bound = self.km.max_message_bytes
+        if max(sizes) > bound:
+            words = say("[output not kept by the grader: this cell sent a message of more than {megabytes:g} MB]",
+                        megabytes=bound / 2**20)  # fmt: skip
+        else:  # (relay.TOGETHER)
+            words = say("[output not kept by the grader: this cell sent large messages after the notebook's messages "
+                        "together passed {megabytes:g} MB]", megabytes=TOGETHER * bound / 2**20)  # fmt: skip
         cell.outputs.append(new_output("stream", name="stdout", text=f"\n{words.render(self._edition)}\n"))
 
     def record_incidents(self, nb, resources) -> None:
@@ -236,6 +241,7 @@ class GradingExecute(OutputBudget, Execute):
             self.max_output_bytes,
             self._message_bytes,
             self.max_notebook_output_bytes,
+            TOGETHER * self._message_bytes,
         )
         state = resources["backprop_ninja"]
         found = notebook_incidents(nb, state, limits, self._truncated, self._left_behind, self._oversized)

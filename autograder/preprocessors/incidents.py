@@ -19,6 +19,7 @@ class Limits:
     output_bytes: int
     message_bytes: int = 0
     notebook_output_bytes: int = 0
+    messages_together_bytes: int = 0  # past it, the relay dropped every large message
 
 
 FIRST_LINE_CHARS = 60  # of a cell without a grade_id, shown to name it
@@ -163,13 +164,24 @@ def notebook_incidents(nb, state: dict, limits: Limits, truncated, left_behind, 
             words = f"{where(i)} printed more than {limits.output_bytes / 2**20:g} MB"
         found.append(("output_limit", f"{words}; the rest of its output was dropped"))
     for i, sizes in sorted((oversized or {}).items()):
-        found.append(
-            (
-                "message_limit",
-                f"{where(i)} sent {len(sizes)} message{'s' if len(sizes) != 1 else ''} of "
-                f"{' and '.join(f'{size / 2**20:.0f} MB' for size in sizes[:3])}{', ...' if len(sizes) > 3 else ''} "
-                f"once decoded, over the {limits.message_bytes / 2**20:g} MB limit for one message: not kept; the "
-                "notebook went on",
+        over = [size for size in sizes if size > limits.message_bytes]
+        if over:
+            found.append(
+                (
+                    "message_limit",
+                    f"{where(i)} sent {len(over)} message{'s' if len(over) != 1 else ''} of "
+                    f"{' and '.join(f'{size / 2**20:.0f} MB' for size in over[:3])}{', ...' if len(over) > 3 else ''} "
+                    f"once decoded, over the {limits.message_bytes / 2**20:g} MB limit for one message: not kept; the "
+                    "notebook went on",
+                )
             )
-        )
+        if len(over) < len(sizes):
+            together = limits.messages_together_bytes / 2**20
+            found.append(
+                (
+                    "message_limit",
+                    f"{where(i)} sent {len(sizes) - len(over)} large message(s) after the kernel's messages together "
+                    f"passed {together:g} MB: not kept; the notebook went on",
+                )
+            )
     return found

@@ -65,8 +65,9 @@ class SandboxLimits(Configurable):
         help=(
             "The most the grader holds of any one message from a kernel, in bytes. The kernel's sockets reach the "
             "grader through a relay (relay.py) that reads each message as it arrives: a larger one is read and "
-            "dropped, and its cell gets the problem message_limit; the notebook goes on. Each cell's output is "
-            "further cut at GradingExecute.max_output_bytes."
+            "dropped, and its cell gets the problem message_limit; the notebook goes on. Past four times this for "
+            "the kernel's messages together, a message over 1 MiB is dropped too. Each cell's output is further cut "
+            "at GradingExecute.max_output_bytes."
         ),
     )
     sandbox_uid = Integer(

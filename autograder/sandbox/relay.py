@@ -9,7 +9,8 @@ bytes both ways. So:
 - the grader holds at most ``max_message_bytes`` of any one message from the kernel: the relay reads ZMTP 3's frames
   as they come, keeps a message only while it is within the bound, and reads the rest of a larger one into nothing.
   A frame weighs what jupyter_client will make of it (``weight``): its bytes, and an object for each JSON value in
-  it. What it dropped is in ``dropped``, for the notebook's problems.
+  it. Once the kernel's messages together weigh ``TOGETHER`` times the bound, only small ones pass. What it dropped is
+  in ``dropped``, for the notebook's problems.
 
 Threads and blocking sockets: a kernel runs a few cells a second. Small frames are read through a buffer, a large one
 straight into its own, and a message is passed on in one call.
@@ -38,6 +39,9 @@ FRAME_COST = 128  # what holding a frame costs beside its bytes (its two Python 
 # what a JSON value costs the grader once decoded, beside its characters: an object and its place in a list (a
 # message of 60 MB of empty lists, under the bound in bytes, made a worker hold 1.4 GB more while it was decoded)
 VALUE_COST = 64
+# the kernel's messages together, in max_message_bytes: past it only those of up to SMALL pass (status, replies, answer
+# reports: KBs), so a kernel that sends large messages faster than the grader reads them makes it hold no more
+TOGETHER, SMALL = 4, 2**20
 
 
 def weight(frame) -> int:
@@ -133,7 +137,7 @@ class Relay:
     def __init__(self, kernel_folder: int, folder: str, names, max_message_bytes: int):
         self.kernel_folder = kernel_folder  # an O_PATH descriptor of the kernel's socket folder, closed with the relay
         self.folder, self.names, self.bound = folder, list(names), max_message_bytes
-        self.dropped = []  # (socket name, bytes): each message from the kernel that was over the bound, not kept
+        self.dropped, self.passed = [], 0  # (socket name, bytes) of each message over a bound; what passed weighed
         self._sockets, self._closed = set(), False
         self._lock = threading.Lock()
         try:
@@ -225,7 +229,7 @@ class Relay:
 
     def _to_grader(self, kernel: socket.socket, grader: socket.socket, name: str) -> None:
         """The kernel's greeting as it comes (each side's waits for the other's first bytes), then whole messages
-        within the bound; the frames of a larger one are read and dropped."""
+        within the bounds; the frames of a larger one are read and dropped."""
         greeting = b""
         while len(greeting) < GREETING:
             chunk = kernel.recv(GREETING - len(greeting))
@@ -267,6 +271,9 @@ class Relay:
                     frames += [head, frame]
                     held += cost
             if not flags & MORE:  # the message's last frame
+                if not over and held > SMALL and self.passed + held > TOGETHER * self.bound:
+                    over, frames = held, []
+                self.passed += 0 if over else held
                 if over:
                     self.dropped.append((name, over))
                 _send_all(grader, frames)

@@ -213,3 +213,15 @@ def test_a_value_nested_too_deep_to_write_is_dropped_not_raised():
     execute = executor()
     send(execute, "display_data", {"data": {"application/json": deep}, "metadata": {}})
     assert execute._truncated == {0: "cell"} and "output truncated" in execute.nb.cells[0].outputs[-1].text
+
+
+def test_messages_the_relay_dropped_are_named_by_the_bound_they_passed():
+    """One message over the bound for one message, and large ones after the kernel's messages together passed theirs
+    (relay.TOGETHER): each named with its own bound."""
+    execute = executor(cells=1)
+    state = {"kernel_died_in": None, "notebook_time_limit_in": None}
+    limits = Limits(600, 60, LIMIT, 64 * 2**20, 4 * LIMIT, 256 * 2**20)
+    found = notebook_incidents(execute.nb, state, limits, {}, None, {0: [70 * 2**20, 30 * 2**20, 30 * 2**20]})
+    assert [kind for kind, _ in found] == ["message_limit", "message_limit"]
+    assert "sent 1 message of 70 MB once decoded, over the 64 MB limit for one message" in found[0][1], found
+    assert "sent 2 large message(s) after the kernel's messages together passed 256 MB" in found[1][1], found

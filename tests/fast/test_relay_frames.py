@@ -7,7 +7,7 @@ import socket
 import threading
 import tracemalloc
 
-from autograder.sandbox.relay import MORE, NotZmtp, Relay
+from autograder.sandbox.relay import FRAME_COST, MORE, SMALL, TOGETHER, NotZmtp, Relay
 
 GREETING = b"\xff" + bytes(8) + b"\x7f" + b"\x03\x00" + b"NULL".ljust(20, b"\x00") + b"\x00" + bytes(31)
 
@@ -26,7 +26,7 @@ def message(*bodies: bytes) -> bytes:
 def relayed(stream: bytes, bound: int, pieces: int = 1) -> tuple:
     """What the grader receives when the kernel sends ``stream`` in ``pieces`` random pieces; and what was dropped."""
     relay = Relay.__new__(Relay)
-    relay.bound, relay.dropped = bound, []
+    relay.bound, relay.dropped, relay.passed = bound, [], 0
     kernel, kernel_end = socket.socketpair()
     grader_end, grader = socket.socketpair()
 
@@ -112,3 +112,15 @@ def test_a_message_small_in_bytes_but_large_once_decoded_is_dropped():
     passed, dropped = relayed(GREETING + message(b"<IDS|MSG>", text) + message(b"<IDS|MSG>", lists), bound)
     assert passed == GREETING + message(b"<IDS|MSG>", text)
     assert len(dropped) == 1 and dropped[0][1] > 8 * 2**20, dropped
+
+
+def test_past_the_bound_of_the_messages_together_only_small_ones_pass():
+    """A kernel that sends large messages faster than the grader reads them: once its messages together weigh
+    TOGETHER times the bound, a large one is dropped and named, and small ones (status, replies) still pass."""
+    size = SMALL + 1000
+    large, small = message(b"head", b"z" * size), message(b"idle")  # large: over SMALL, within the bound
+    stream = GREETING + large * (TOGETHER * 3) + small + large + small
+    got, dropped = relayed(stream, bound=2 * SMALL, pieces=40)
+    passed = TOGETHER * 2 * SMALL // (4 + size + 2 * FRAME_COST)  # the large messages within the bound together
+    assert got == GREETING + large * passed + small + small
+    assert dropped == [("iopub", 4 + size + 2 * FRAME_COST)] * (TOGETHER * 3 - passed + 1)
