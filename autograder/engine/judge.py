@@ -141,7 +141,8 @@ def judge_gradient(
     kept = lambda: right_by_rule_on_the_right_shapes(step, report, forward, seed, answer_name, broken)  # noqa: E731
     if answer is None:
         if info.get("kind", "missing") == "missing" and answer_name not in tainted and (line := kept()):
-            verdict.points, verdict.lines, verdict.carried_from = step.points, [line], tuple(broken)
+            if _kept_by_its_rule(verdict, step, report, grads[name].shape, line):
+                verdict.carried_from = tuple(broken)
         return verdict
 
     reference = grads[name]
@@ -200,8 +201,7 @@ def judge_gradient(
             verdict.lines.append(carried_forward(list(verdict.wrong_from or verdict.carried_from)))
             return _and_by_its_rule(verdict, step, report, forward, seed, answer_name)
 
-    if line := kept():
-        verdict.points, verdict.lines = step.points, [line]
+    if (line := kept()) and _kept_by_its_rule(verdict, step, report, reference.shape, line):
         return verdict
     if only_size_one_dims_differ(answer.shape, reference.shape):  # right values in the wrong shape: a share
         right_for = [reference.double()] + ([carried] if carried is not None else [])
@@ -256,6 +256,27 @@ def judge_gradient(
             )
         )
     return verdict
+
+
+def _kept_by_its_rule(verdict: Verdict, step: Step, report: Report, shape, line: Reason) -> bool:
+    """The points of a step kept by its rule on upstream gradients of the right shape (``line`` says so), as its code
+    gave them there: all of them in the step's shape, its share when only size-1 dimensions differ (a keepdim dropped
+    in this step's own code is this step's slip, as it is when nothing further up is broken), none in another shape
+    (``dx`` without its ``.view``): False then, and the verdict is as it was."""
+    got = report.probe_result().shape  # a tensor: the probe found the rule right
+    if tuple(got) == tuple(shape):
+        verdict.points, verdict.lines = step.points, [line]
+    elif only_size_one_dims_differ(got, shape):
+        verdict.points = step.points * SHAPE_ONLY_SHARE
+        share = say(
+            "the values are right, so this step earns {earned:g} of its {points:g}; the exact shape earns the rest",
+            earned=verdict.points,
+            points=step.points,
+        )
+        verdict.lines = [shape_problem(got, shape, step.name), Reason(NOTE, share), line]
+    else:
+        return False
+    return True
 
 
 def autograd_answer(name: str) -> Reason:

@@ -8,6 +8,7 @@ from support.cases_ex1 import (
     CHEATS,
     INDEX_ADD_MISTAKES,
     KEEPDIM,
+    KEEPDIM_BELOW_A_SLIP,
     KINDS,
     LATER_LINES,
     MISTAKES,
@@ -102,6 +103,14 @@ def test_right_values_in_a_keepdim_shape_earn_a_share_and_the_dimension_is_named
     assert graded[student].points[f"test_d{step}"] == SHAPE_ONLY_SHARE * STEP_BY_NAME[step].points
     message = graded[student].messages[f"test_d{step}"]
     assert "dimension" in message and "the values are right" in message, message
+
+
+@pytest.mark.parametrize("student", KEEPDIM_BELOW_A_SLIP)
+def test_a_keepdim_slip_below_a_broken_upstream_costs_its_share_too(graded, student):
+    """Kept by its rule on upstream gradients of the right shape, a step whose code drops (or adds) a size-1
+    dimension of its own earns its share, as it does when nothing further up is broken."""
+    step = KEEPDIM_BELOW_A_SLIP[student][1]
+    assert lost_steps(graded, student) == sorted(["logprobs", step]), graded[student].messages
 
 
 @pytest.mark.parametrize("student", WRONG_VALUES_WRONG_SHAPE)

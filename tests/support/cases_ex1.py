@@ -188,6 +188,20 @@ KEEPDIM = {
     "m_bnmeani_lecture": "bnmeani",
     "m_b2_keepdim_added": "b2",
 }
+# the same slips below a float64 dlogprobs (every later gradient then float64: its upstream cannot stand for
+# autograd's, and the rule probe judges it): still a share, not every point (student -> (answer cells changed, step))
+F64_DLOGPROBS = {"answer_dlogprobs": "dlogprobs = -F.one_hot(Yb, vocab_size).double() / n"}
+KEEPDIM_BELOW_A_SLIP = {
+    "m_logprobs_float64_counts_sum_inv_keepdim": (
+        {**F64_DLOGPROBS, "answer_dcounts_sum_inv": "dcounts_sum_inv = (counts * dprobs).sum(1)"},
+        "counts_sum_inv",
+    ),
+    "m_logprobs_float64_b2_keepdim_added": (
+        {**F64_DLOGPROBS, "answer_db2": "db2 = dlogits.sum(0, keepdim=True)"},
+        "b2",
+    ),
+}
+KEEPDIM.update({student: step for student, (_, step) in KEEPDIM_BELOW_A_SLIP.items()})
 WRONG_VALUES_WRONG_SHAPE = {"m_counts_sum_inv_axis": "counts_sum_inv", "m_b2_no_sum": "b2"}
 
 FUSED_BATCHNORM = (
@@ -721,6 +735,8 @@ def submissions(release, source) -> dict:
     """student -> notebook, for every case above and the special students of Exercise 1."""
     class_ = {"solution": solved(release, source), "blank": release}
     for student, (changes, _, _) in MISTAKES.items():
+        class_[student] = solved(release, source, changes)
+    for student, (changes, _) in KEEPDIM_BELOW_A_SLIP.items():
         class_[student] = solved(release, source, changes)
     for student, changes in ALTERNATIVES.items():
         class_[student] = solved(release, source, changes)

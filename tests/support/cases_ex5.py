@@ -167,6 +167,16 @@ MISTAKES = {
 RAISING = {
     # its wrong shape makes the cells after it raise: they keep their points by their rule (Exercise 1 has more)
     "dx_not_viewed": ({"answer_dx": "dx = dhpreln @ W1.T"}, {"test_dx": ("wrong_shape", "dx has shape (32, 30)")}),
+    # a float64 dhpreln makes dx's cell raise; dx's code, right on a float32 dhpreln, still lacks its .view: its own
+    # slip, which costs dx as it does alone (dx_not_viewed)
+    "dhpreln_float64_dx_not_viewed": (
+        {
+            "answer_dhpreln": "dlnraw = lngain * dhln\ndhpreln = (lnvar_inv / n_hidden * (n_hidden * dlnraw - "
+            "dlnraw.sum(1, keepdim=True) - lnraw * (dlnraw * lnraw).sum(1, keepdim=True))).double()",
+            "answer_dx": "dx = dhpreln @ W1.T",
+        },
+        {"test_dhpreln": ("not_a_float32_tensor", "dtype float64"), "test_dx": ("not_answered", "dx is not defined")},
+    ),
     "datt_cell_raises": (  # v transposed the wrong way: its own cell raises, and the cells that need datt keep theirs
         {"answer_datt": "datt = datt_out @ v.transpose(0, 2).transpose(0, 1)"},
         {"test_datt": ("not_answered", "datt is not defined")},
