@@ -42,7 +42,7 @@ def run_probe(namespace: dict, answer: str, names: tuple) -> dict:
         pins = pinned_inputs(namespace, seed, answer, names, shapes)
         found["pins"] = {name: {"zero": not pin.any(), "shape": list(pin.shape)} for name, pin in pins.items()}
         code = answer_code(cells, answer, names)
-        plan = replay(code, snapshots, pins)
+        plan = replay(code, snapshots, pins, cells)
     except NoAnswerCode as error:
         found["reason"] = str(error)
         return found

@@ -5,10 +5,10 @@ import nbformat
 import pytest
 from support.cases_ex1 import (
     ALTERNATIVES,
+    BELOW_A_SLIP,
     CHEATS,
     INDEX_ADD_MISTAKES,
     KEEPDIM,
-    KEEPDIM_BELOW_A_SLIP,
     KINDS,
     LATER_LINES,
     MISTAKES,
@@ -105,11 +105,12 @@ def test_right_values_in_a_keepdim_shape_earn_a_share_and_the_dimension_is_named
     assert "dimension" in message and "the values are right" in message, message
 
 
-@pytest.mark.parametrize("student", KEEPDIM_BELOW_A_SLIP)
-def test_a_keepdim_slip_below_a_broken_upstream_costs_its_share_too(graded, student):
-    """Kept by its rule on upstream gradients of the right shape, a step whose code drops (or adds) a size-1
-    dimension of its own earns its share, as it does when nothing further up is broken."""
-    step = KEEPDIM_BELOW_A_SLIP[student][1]
+@pytest.mark.parametrize("student", BELOW_A_SLIP)
+def test_a_slip_below_a_broken_upstream_costs_its_own_step_too(graded, student):
+    """The rule probe that keeps a step's points when its upstream gradients are broken keeps no more than they
+    would be with them right: a size-1 dimension dropped or added in the step's own code costs its share (KEEPDIM),
+    a typo that stopped its cell before the answer the step."""
+    step = BELOW_A_SLIP[student][1]
     assert lost_steps(graded, student) == sorted(["logprobs", step]), graded[student].messages
 
 

@@ -202,6 +202,11 @@ KEEPDIM_BELOW_A_SLIP = {
     ),
 }
 KEEPDIM.update({student: step for student, (_, step) in KEEPDIM_BELOW_A_SLIP.items()})
+# every mistake below that slip costs its own step as it does alone: a cell stopped by a typo of its own, before the
+# answer, is not re-run from where it stopped (its answer's code never ran, whatever dlogits was)
+BELOW_A_SLIP = KEEPDIM_BELOW_A_SLIP | {
+    "m_logprobs_float64_dh_typo": ({**F64_DLOGPROBS, "answer_dh": "W = W3  # W3: a typo\ndh = dlogits @ W2.T"}, "h"),
+}
 WRONG_VALUES_WRONG_SHAPE = {"m_counts_sum_inv_axis": "counts_sum_inv", "m_b2_no_sum": "b2"}
 
 FUSED_BATCHNORM = (
@@ -736,7 +741,7 @@ def submissions(release, source) -> dict:
     class_ = {"solution": solved(release, source), "blank": release}
     for student, (changes, _, _) in MISTAKES.items():
         class_[student] = solved(release, source, changes)
-    for student, (changes, _) in KEEPDIM_BELOW_A_SLIP.items():
+    for student, (changes, _) in BELOW_A_SLIP.items():
         class_[student] = solved(release, source, changes)
     for student, changes in ALTERNATIVES.items():
         class_[student] = solved(release, source, changes)

@@ -202,13 +202,24 @@ def pinned_inputs(namespace: dict, seed: int, answer: str, names, shapes: dict, 
     return pins
 
 
-def replay(code: AnswerCode, snapshots: dict, pins) -> list:
+def replay(code: AnswerCode, snapshots: dict, pins, cells=None) -> list:
     """For each statement of ``code``, what to put back in the probe's namespace right before it runs: what it read
-    when it ran (``snapshots``: origin -> snapshot), except the pins and what the statements before it wrote."""
+    when it ran (``snapshots``: origin -> snapshot), except the pins and what the statements before it wrote.
+
+    A statement its cell never reached (an earlier one raised) reads what the namespace holds now, as it would have;
+    with ``cells`` (the history ``code`` was read from), only when the cell stopped in the answer's own code or in a
+    statement that reads a pin: a typo of its own (``x = W3``) stops the answer as it would with every gradient
+    right."""
     own, plan = set(pins), []
     for statement, origin in zip(code.statements, code.origins):
         seen = snapshots.get(origin)
-        if seen is None and any((origin[0], k) in snapshots for k in range(origin[1])):
+        started = [k for k in range(origin[1]) if (origin[0], k) in snapshots]  # the last one: where the cell stopped
+        if seen is None and started:
+            stopped = (origin[0], started[-1])
+            if cells is not None and stopped not in code.origins and evaluated_names(statement):
+                stopper = parsed(cells[origin[0]])[started[-1]]
+                if not _reads(stopper) & set(pins):
+                    raise NoAnswerCode(f"its cell stopped at `{_quoted(stopper)}`, before `{_quoted(statement)}`")
             seen = {}  # its cell raised before it ran: it reads what the namespace holds now, as it would have
         if seen is None and evaluated_names(statement):
             raise NoAnswerCode(f"it did not see what `{_quoted(statement)}` read when it ran")
