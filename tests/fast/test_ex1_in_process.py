@@ -123,11 +123,13 @@ def test_cell_magics_that_run_their_code_in_place_are_read_through(graded):
     """%%time, %%capture and %time hold the answer's code in a string (IPython's history has run_cell_magic): the rule
     probe and dC_index_add's check read the code it ran. Before, a wrong rule under %%time kept its points, and a
     right dC_index_add under it lost its point."""
-    assert lost_steps(graded, "alt_cell_magics") == []
-    assert all(probe_notes(m) == [] for m in graded["alt_cell_magics"].messages.values()), graded["alt_cell_magics"]
-    assert lost_steps(graded, "m_logits_max_path_timed") == ["logits"]
-    message = graded["m_logits_max_path_timed"].messages["test_dlogits"]
-    assert "has the right values on this batch, but not its backward rule" in message, message
+    for right in ("alt_cell_magics", "alt_nested_cell_magics"):  # one magic over another too
+        assert lost_steps(graded, right) == [], graded[right].messages
+        assert all(probe_notes(m) == [] for m in graded[right].messages.values()), graded[right].messages
+    for wrong in ("m_logits_max_path_timed", "m_logits_max_path_nested_magics"):
+        assert lost_steps(graded, wrong) == ["logits"], graded[wrong].messages
+        message = graded[wrong].messages["test_dlogits"]
+        assert "has the right values on this batch, but not its backward rule" in message, message
 
 
 def test_running_every_answer_cell_twice_grades_like_the_solution(graded):

@@ -769,6 +769,12 @@ def submissions(release, source) -> dict:
     class_["alt_cell_magics"] = solved(release, source, dict.fromkeys(magics, "pass"), list(magics.items()))
     timed = [("answer_dlogits", "%%time\ndlogits = dnorm_logits.clone()")]  # the max's path left out: its rule shows it
     class_["m_logits_max_path_timed"] = solved(release, source, {"answer_dlogits": "pass"}, timed)
+    # one magic over another (%%time over %%capture): the outer one's code starts with the inner one
+    nested = {gid: "%%time\n%%capture out\n" + code[gid] for gid in ("answer_dC", "answer_dC_index_add")}
+    nested["answer_dlogits"] = "%%capture out\n%%time\n" + code["answer_dlogits"]
+    class_["alt_nested_cell_magics"] = solved(release, source, dict.fromkeys(nested, "pass"), list(nested.items()))
+    timed = [("answer_dlogits", "%%capture out\n%%time\ndlogits = dnorm_logits.clone()")]
+    class_["m_logits_max_path_nested_magics"] = solved(release, source, {"answer_dlogits": "pass"}, timed)
     # every answer cell run twice in a row (as a second cell with the same code right after it)
     again = [(gid, code) for gid, code in solutions(source).items() if gid.startswith("answer_")]
     class_["alt_every_cell_twice"] = solved(release, source, extra_cells=again)

@@ -51,8 +51,19 @@ def parsed(source: str) -> tuple:
     magic = getattr(getattr(call, "func", None), "attr", None) in ("run_line_magic", "run_cell_magic")
     if magic and all(isinstance(a, ast.Constant) and isinstance(a.value, str) for a in args) and len(args) > 1:
         if args[0].value in RUN_IN_PLACE:
-            return parsed(args[-1].value)
+            return parsed(_as_ipython_runs_it(args[-1].value))
     return tuple(flattened(body))
+
+
+def _as_ipython_runs_it(code: str) -> str:
+    """The code a magic ran as IPython runs it: its own magics turned into Python (``%%time`` over ``%%capture``: the
+    history holds the outer one, whose code starts with the inner one)."""
+    try:
+        from IPython.core.inputtransformer2 import TransformerManager
+
+        return TransformerManager().transform_cell(code)
+    except Exception:  # no IPython, or code it cannot transform: as it is
+        return code
 
 
 def flattened(body) -> list:
