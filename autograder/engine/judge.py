@@ -308,8 +308,8 @@ def judge_written_with(
     verdict = judge_gradient(
         replace(step, points=written.points), report, forward, grads, seed, tainted, written.answer
     )
-    if report.kind(written.answer) != "tensor" or written.answer in tainted:
-        return verdict  # nothing to read the code of, or nothing it could earn
+    if written.answer in tainted or (report.kind(written.answer) != "tensor" and not verdict.points):
+        return verdict  # nothing it could earn (an answer kept by its rule, its cell stopped by demb, is read too)
     why = not_written_with(code, written.answer, ["d" + u for u in step.upstream], written.function, f"d{step.name}")
     if why is not None:
         verdict.lines = [why] if verdict.points else [*verdict.lines, why]  # right values: this is what is wrong

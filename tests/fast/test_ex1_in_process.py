@@ -109,9 +109,8 @@ def test_right_values_in_a_keepdim_shape_earn_a_share_and_the_dimension_is_named
 def test_a_slip_below_a_broken_upstream_costs_its_own_step_too(graded, student):
     """The rule probe that keeps a step's points when its upstream gradients are broken keeps no more than they
     would be with them right: a size-1 dimension dropped or added in the step's own code costs its share (KEEPDIM),
-    a typo that stopped its cell before the answer the step."""
-    step = BELOW_A_SLIP[student][1]
-    assert lost_steps(graded, student) == sorted(["logprobs", step]), graded[student].messages
+    a typo that stopped its cell before the answer the step, a dC_index_add without index_add_ its cell."""
+    assert lost_steps(graded, student) == sorted(BELOW_A_SLIP[student][2]), graded[student].messages
 
 
 @pytest.mark.parametrize("student", WRONG_VALUES_WRONG_SHAPE)

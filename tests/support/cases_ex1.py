@@ -204,8 +204,26 @@ KEEPDIM_BELOW_A_SLIP = {
 KEEPDIM.update({student: step for student, (_, step) in KEEPDIM_BELOW_A_SLIP.items()})
 # every mistake below that slip costs its own step as it does alone: a cell stopped by a typo of its own, before the
 # answer, is not re-run from where it stopped (its answer's code never ran, whatever dlogits was)
-BELOW_A_SLIP = KEEPDIM_BELOW_A_SLIP | {
-    "m_logprobs_float64_dh_typo": ({**F64_DLOGPROBS, "answer_dh": "W = W3  # W3: a typo\ndh = dlogits @ W2.T"}, "h"),
+# student -> (answer cells changed, extra cells, the steps that must lose points)
+BELOW_A_SLIP = {student: (changes, [], ["logprobs", step]) for student, (changes, step) in KEEPDIM_BELOW_A_SLIP.items()}
+BELOW_A_SLIP |= {
+    "m_logprobs_float64_dh_typo": (
+        {**F64_DLOGPROBS, "answer_dh": "W = W3  # W3: a typo\ndh = dlogits @ W2.T"},
+        [],
+        ["h", "logprobs"],
+    ),
+    # dC_index_add kept by its rule (its cell raised on a float64 demb) must still call index_add_: demb made float64
+    # after its own check and dC's costs nothing else
+    "m_index_add_one_hot_demb_broken_after_dC": (
+        {"answer_dC_index_add": f"dC_index_add = {ONE_HOT_DC}"},
+        [("answer_dC", "demb = demb.double()")],
+        ["C_index_add"],
+    ),
+    "m_logprobs_float64_index_add_one_hot": (
+        {**F64_DLOGPROBS, "answer_dC_index_add": f"dC_index_add = {ONE_HOT_DC}"},
+        [],
+        ["C_index_add", "logprobs"],
+    ),
 }
 WRONG_VALUES_WRONG_SHAPE = {"m_counts_sum_inv_axis": "counts_sum_inv", "m_b2_no_sum": "b2"}
 
@@ -741,8 +759,8 @@ def submissions(release, source) -> dict:
     class_ = {"solution": solved(release, source), "blank": release}
     for student, (changes, _, _) in MISTAKES.items():
         class_[student] = solved(release, source, changes)
-    for student, (changes, _) in BELOW_A_SLIP.items():
-        class_[student] = solved(release, source, changes)
+    for student, (changes, extra, _) in BELOW_A_SLIP.items():
+        class_[student] = solved(release, source, changes, extra)
     for student, changes in ALTERNATIVES.items():
         class_[student] = solved(release, source, changes)
     class_["alt_one_cell"] = one_cell(release, source, {})
