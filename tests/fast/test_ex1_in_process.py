@@ -13,6 +13,7 @@ from support.cases_ex1 import (
     LATER_LINES,
     MISTAKES,
     NB,
+    ONE_CELL_SLIPS,
     RULE_MISTAKES,
     WRONG_VALUES_WRONG_SHAPE,
     submissions,
@@ -103,6 +104,11 @@ def test_right_values_in_a_keepdim_shape_earn_a_share_and_the_dimension_is_named
     assert graded[student].points[f"test_d{step}"] == SHAPE_ONLY_SHARE * STEP_BY_NAME[step].points
     message = graded[student].messages[f"test_d{step}"]
     assert "dimension" in message and "the values are right" in message, message
+
+
+@pytest.mark.parametrize("student", ONE_CELL_SLIPS)
+def test_a_slip_that_stops_a_cell_of_every_answer_costs_its_own_step(graded, student):
+    assert lost_steps(graded, student) == sorted(ONE_CELL_SLIPS[student][1]), graded[student].messages
 
 
 @pytest.mark.parametrize("student", BELOW_A_SLIP)

@@ -204,6 +204,12 @@ KEEPDIM_BELOW_A_SLIP = {
 KEEPDIM.update({student: step for student, (_, step) in KEEPDIM_BELOW_A_SLIP.items()})
 # every mistake below that slip costs its own step as it does alone: a cell stopped by a typo of its own, before the
 # answer, is not re-run from where it stopped (its answer's code never ran, whatever dlogits was)
+# every answer in one cell (``one_cell``): a slip that stops the cell costs its own step, and the answers after it
+# keep theirs by their rule (the cell stopped in a gradient's code). student -> (answer cells changed, steps lost)
+ONE_CELL_SLIPS = {
+    "m_one_cell_one_hot_no_classes": ({"answer_dlogprobs": "dlogprobs = -F.one_hot(Yb).float() / n"}, ["logprobs"]),
+    "m_one_cell_dprobs_typo": ({"answer_dprobs": "dprobs = (1.0 / prob) * dlogprobs"}, ["probs"]),
+}
 # student -> (answer cells changed, extra cells, the steps that must lose points)
 BELOW_A_SLIP = {student: (changes, [], ["logprobs", step]) for student, (changes, step) in KEEPDIM_BELOW_A_SLIP.items()}
 BELOW_A_SLIP |= {
@@ -764,6 +770,8 @@ def submissions(release, source) -> dict:
     for student, changes in ALTERNATIVES.items():
         class_[student] = solved(release, source, changes)
     class_["alt_one_cell"] = one_cell(release, source, {})
+    for student, (changes, _) in ONE_CELL_SLIPS.items():
+        class_[student] = one_cell(release, source, changes)
     for student, (changes, after) in LATER_LINES.items():
         class_[student] = one_cell(release, source, changes, after)
     class_["honest_uncopied"] = solved(release, source, UNCOPIED)

@@ -219,8 +219,8 @@ def replay(code: AnswerCode, snapshots: dict, pins, cells=None) -> list:
 
     A statement its cell never reached (an earlier one raised) reads what the namespace holds now, as it would have;
     with ``cells`` (the history ``code`` was read from), only when the cell stopped in the answer's own code or in a
-    statement that reads a pin: a typo of its own (``x = W3``) stops the answer as it would with every gradient
-    right."""
+    statement that reads or writes a gradient (a pin, or another answer of a cell that holds several): a typo of its
+    own (``W = W3``) stops the answer as it would with every gradient right."""
     own, plan = set(pins), []
     for statement, origin in zip(code.statements, code.origins):
         seen = snapshots.get(origin)
@@ -229,7 +229,7 @@ def replay(code: AnswerCode, snapshots: dict, pins, cells=None) -> list:
             stopped = (origin[0], started[-1])
             if cells is not None and stopped not in code.origins and evaluated_names(statement):
                 stopper = parsed(cells[origin[0]])[started[-1]]
-                if not _reads(stopper) & set(pins):
+                if not (_reads(stopper) | writes(stopper)) & (GRADIENTS | set(pins)):
                     raise NoAnswerCode(f"its cell stopped at `{_quoted(stopper)}`, before `{_quoted(statement)}`")
             seen = {}  # its cell raised before it ran: it reads what the namespace holds now, as it would have
         if seen is None and evaluated_names(statement):
