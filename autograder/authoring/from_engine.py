@@ -42,6 +42,7 @@ FUNCTIONS = [
     rerun.NoAnswerCode,
     rerun.AnswerCode,
     rerun.parsed,
+    rerun._as_ipython_runs_it,
     rerun.flattened,
     rerun.writes,
     rerun._rebinds,
