@@ -15,7 +15,7 @@ from .backward_rules import SHAPE_ONLY_SHARE, Step, WrittenWith, local_gradient
 from .diagnose import diagnose, only_size_one_dims_differ, shape_problem
 from .explain import and_list, not_finite, wrong_dtype
 from .honesty import decoy
-from .probes.judge_rule import broken_upstream, judge_rule, right_by_rule_on_the_right_shapes
+from .probes.judge_rule import judge_rule, kept_by_its_rule
 from .probes.written_with import not_written_with
 from .tolerance import close, magnitude, max_difference, step_scale
 from .verdict import Verdict
@@ -137,12 +137,9 @@ def judge_gradient(
     name, answer_name = step.name, answer or "d" + step.name
     verdict = Verdict(answer_name, 0, step.points)
     answer, info = read_answer(verdict, answer_name, report, tainted, gradient=True)
-    broken = broken_upstream(step, report, grads)
-    kept = lambda: right_by_rule_on_the_right_shapes(step, report, forward, seed, answer_name, broken)  # noqa: E731
     if answer is None:
-        if info.get("kind", "missing") == "missing" and answer_name not in tainted and (line := kept()):
-            if _kept_by_its_rule(verdict, step, report, grads[name].shape, line):
-                verdict.carried_from = tuple(broken)
+        if info.get("kind", "missing") == "missing" and answer_name not in tainted:
+            kept_by_its_rule(verdict, step, report, forward, grads, seed, answer_name)
         return verdict
 
     reference = grads[name]
@@ -201,7 +198,7 @@ def judge_gradient(
             verdict.lines.append(carried_forward(list(verdict.wrong_from or verdict.carried_from)))
             return _and_by_its_rule(verdict, step, report, forward, seed, answer_name)
 
-    if (line := kept()) and _kept_by_its_rule(verdict, step, report, reference.shape, line):
+    if kept_by_its_rule(verdict, step, report, forward, grads, seed, answer_name):
         return verdict
     if only_size_one_dims_differ(answer.shape, reference.shape):  # right values in the wrong shape: a share
         right_for = [reference.double()] + ([carried] if carried is not None else [])
@@ -256,27 +253,6 @@ def judge_gradient(
             )
         )
     return verdict
-
-
-def _kept_by_its_rule(verdict: Verdict, step: Step, report: Report, shape, line: Reason) -> bool:
-    """The points of a step kept by its rule on upstream gradients of the right shape (``line`` says so), as its code
-    gave them there: all of them in the step's shape, its share when only size-1 dimensions differ (a keepdim dropped
-    in this step's own code is this step's slip, as it is when nothing further up is broken), none in another shape
-    (``dx`` without its ``.view``): False then, and the verdict is as it was."""
-    got = report.probe_result().shape  # a tensor: the probe found the rule right
-    if tuple(got) == tuple(shape):
-        verdict.points, verdict.lines = step.points, [line]
-    elif only_size_one_dims_differ(got, shape):
-        verdict.points = step.points * SHAPE_ONLY_SHARE
-        share = say(
-            "the values are right, so this step earns {earned:g} of its {points:g}; the exact shape earns the rest",
-            earned=verdict.points,
-            points=step.points,
-        )
-        verdict.lines = [shape_problem(got, shape, step.name), Reason(NOTE, share), line]
-    else:
-        return False
-    return True
 
 
 def autograd_answer(name: str) -> Reason:

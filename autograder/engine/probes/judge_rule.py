@@ -7,8 +7,8 @@ import torch
 
 from ...common.diagnoses import NOTE, Reason, kind_of
 from ...common.words import say
-from ..backward_rules import STEP_BY_NAME, Step, local_gradient
-from ..diagnose import diagnose
+from ..backward_rules import SHAPE_ONLY_SHARE, STEP_BY_NAME, Step, local_gradient
+from ..diagnose import diagnose, only_size_one_dims_differ, shape_problem
 from ..explain import and_list
 from ..tolerance import close, step_scale
 from .rerun import pin_value
@@ -169,21 +169,37 @@ def broken_upstream(step: Step, report, grads: dict) -> list:
     return [u for u, t in own.items() if t is None or (t.shape, t.dtype) != (grads[u].shape, grads[u].dtype)]
 
 
-def right_by_rule_on_the_right_shapes(step: Step, report, forward: dict, seed: int, answer: str, broken: list):
-    """A step whose answer is missing, or wrong, where the student's own upstream gradients ``broken`` could not feed
-    its code (not defined, or not of autograd's shape: a dropped keepdim further up): the line that keeps its points
-    when the probe finds that code right on upstream gradients of the right shape; None otherwise. A mistake costs its
-    own step, not every step after it whose cell raised because of it."""
+def kept_by_its_rule(verdict, step: Step, report, forward: dict, grads: dict, seed: int, answer: str) -> bool:
+    """A step whose answer is missing, or wrong, where the student's own upstream gradients could not feed its code
+    (``broken_upstream``: a slip further up): when the probe finds that code right on upstream gradients of the right
+    shape, the step gets what its code gave there (all its points in its shape, its share when only size-1 dimensions
+    differ: a keepdim dropped in its own code is its own slip) and True; False, the verdict as it was, otherwise. A
+    mistake costs its own step, not every later step whose cell raised because of it."""
+    broken = broken_upstream(step, report, grads)
     if not broken or judge_rule(step, report, forward, seed, answer).verdict != "right":
-        return None
-    names = and_list("d" + u for u in broken)
-    return Reason(
+        return False
+    shape, got = grads[step.name].shape, report.probe_result().shape  # (a tensor: the probe found the rule right)
+    line = Reason(
         NOTE,
         say(
             "your code for {answer} could not run as it should on your own {broken} (not defined, or not of the "
             "shape and dtype of autograd's), so the grader ran it again on random {broken} of the right shape: it "
             "follows the backward rule, and this step keeps its points; fix {broken} first",
             answer=answer,
-            broken=names,
+            broken=and_list("d" + u for u in broken),
         ),
     )
+    if tuple(got) == tuple(shape):
+        verdict.points, verdict.lines = step.points, [line]
+    elif only_size_one_dims_differ(got, shape):
+        verdict.points = step.points * SHAPE_ONLY_SHARE
+        share = say(
+            "the values are right, so this step earns {earned:g} of its {points:g}; the exact shape earns the rest",
+            earned=verdict.points,
+            points=step.points,
+        )
+        verdict.lines = [shape_problem(got, shape, step.name), Reason(NOTE, share), line]
+    else:
+        return False
+    verdict.carried_from = verdict.carried_from or tuple(broken)
+    return True
