@@ -49,8 +49,8 @@ def run_probe(namespace: dict, answer: str, names: tuple) -> dict:
     found.update(pins_read=sorted(code.pins_read), further_up=list(code.further_up))
     found["reads"] = sorted(n for n in code.reads if any(isinstance(p.get(n), torch.Tensor) for p in plan))
     apart, error = _rerun(code, plan, namespace, pins)
-    right = pinned_inputs(namespace, seed, answer, names, shapes, own_shapes=False)
-    if error is not None and any(right[name].shape != pin.shape for name, pin in pins.items()):
+    right = pinned_inputs(namespace, seed, answer, names, shapes, own_shapes=False) if error is not None else pins
+    if any(right[name].shape != pin.shape for name, pin in pins.items()):
         # pinned in the shape of the student's own gradient (a dropped keepdim), it may be what broke the code
         # written for the right shape: run it again on the right shapes (the same values)
         apart, error = _rerun(code, plan, namespace, right)
