@@ -15,7 +15,7 @@ from .backward_rules import SHAPE_ONLY_SHARE, Step, WrittenWith, local_gradient
 from .diagnose import diagnose, only_size_one_dims_differ, shape_problem
 from .explain import and_list, not_finite, wrong_dtype
 from .honesty import decoy
-from .probes.judge_rule import judge_rule, kept_by_its_rule
+from .probes.judge_rule import judge_rule, kept_by_its_rule, kept_line
 from .probes.written_with import not_written_with
 from .tolerance import close, magnitude, max_difference, step_scale
 from .verdict import Verdict
@@ -125,9 +125,15 @@ def first_to_fix(verdict: Verdict, earlier: dict) -> None:
         elif name not in first:
             first.append(name)
     wrong = list(verdict.wrong_from or verdict.carried_from)
-    line = carried_forward(wrong)
-    if line in verdict.lines:
-        verdict.lines[verdict.lines.index(line)] = carried_forward(wrong, first)
+    for line, named in [
+        (carried_forward(wrong), carried_forward(wrong, first)),
+        (
+            kept_line(verdict.title, list(verdict.carried_from)),
+            kept_line(verdict.title, list(verdict.carried_from), first),
+        ),
+    ]:
+        if line in verdict.lines:
+            verdict.lines[verdict.lines.index(line)] = named
 
 
 def judge_gradient(

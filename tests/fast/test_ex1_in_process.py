@@ -57,19 +57,20 @@ def test_a_mistake_costs_exactly_its_own_step(graded, student):
 
 
 @pytest.mark.parametrize(
-    "student, later",
+    "student, later, first",
     [
-        ("m_counts_sum_inv_keepdim", "counts"),  # dcounts's `+=` raised on a (32, 32) dcounts_sum
-        ("m_counts_sum_squeezed", "counts"),  # ... on a (32,) one: the probe tries the right shape too
-        ("m_one_hot_no_classes", "probs"),  # dprobs's cell raised, and every cell after it
-        ("m_one_hot_no_classes", "C"),
-        ("m_logprobs_float64", "h"),  # float64 @ float32 raised
+        ("m_counts_sum_inv_keepdim", "counts", "counts_sum_inv"),  # dcounts's `+=` raised on a (32, 32) dcounts_sum
+        ("m_counts_sum_squeezed", "counts", "counts_sum"),  # ... on a (32,) one: the probe tries the right shape too
+        ("m_one_hot_no_classes", "probs", "logprobs"),  # dprobs's cell raised, and every cell after it
+        ("m_one_hot_no_classes", "C", "logprobs"),  # the step to fix is named, not the demb its cell read
+        ("m_logprobs_float64", "h", "logits"),  # float64 @ float32 raised (dlogits itself is right for its float64)
     ],
 )
-def test_a_cell_broken_by_an_earlier_slip_keeps_its_points_by_its_rule(graded, student, later):
+def test_a_cell_broken_by_an_earlier_slip_keeps_its_points_by_its_rule(graded, student, later, first):
     assert graded[student].points[f"test_d{later}"] == STEP_BY_NAME[later].points, graded[student].messages
     message = graded[student].messages[f"test_d{later}"]
     assert "so the grader ran it again on random" in message and "it follows the backward rule" in message, message
+    assert f"fix d{first} first" in message, message
 
 
 @pytest.mark.parametrize("student", INDEX_ADD_MISTAKES)

@@ -179,16 +179,7 @@ def kept_by_its_rule(verdict, step: Step, report, forward: dict, grads: dict, se
     if not broken or judge_rule(step, report, forward, seed, answer).verdict != "right":
         return False
     shape, got = grads[step.name].shape, report.probe_result().shape  # (a tensor: the probe found the rule right)
-    line = Reason(
-        NOTE,
-        say(
-            "your code for {answer} could not run as it should on your own {broken} (not defined, or not of the "
-            "shape and dtype of autograd's), so the grader ran it again on random {broken} of the right shape: it "
-            "follows the backward rule, and this step keeps its points; fix {broken} first",
-            answer=answer,
-            broken=and_list("d" + u for u in broken),
-        ),
-    )
+    line = kept_line(answer, broken)
     if tuple(got) == tuple(shape):
         verdict.points, verdict.lines = step.points, [line]
     elif only_size_one_dims_differ(got, shape):
@@ -201,5 +192,21 @@ def kept_by_its_rule(verdict, step: Step, report, forward: dict, grads: dict, se
         verdict.lines = [shape_problem(got, shape, step.name), Reason(NOTE, share), line]
     else:
         return False
-    verdict.carried_from = verdict.carried_from or tuple(broken)
+    verdict.carried_from = tuple(broken)  # (``judge.first_to_fix`` follows them up to the step to fix)
     return True
+
+
+def kept_line(answer: str, broken: list, first: list | None = None) -> Reason:
+    """The line of a step kept by its rule; ``first``: the steps further up that broke ``broken``, when the notebook's
+    other verdicts show it (``judge.first_to_fix``)."""
+    return Reason(
+        NOTE,
+        say(
+            "your code for {answer} could not run as it should on your own {broken} (not defined, or not of the "
+            "shape and dtype of autograd's), so the grader ran it again on random {broken} of the right shape: it "
+            "follows the backward rule, and this step keeps its points; fix {fix} first",
+            answer=answer,
+            broken=and_list("d" + u for u in broken),
+            fix=and_list("d" + u for u in first or broken),
+        ),
+    )
