@@ -124,6 +124,20 @@ def factor_message(c: float, n: int, name: str, entries: int = 2) -> Reason | No
             say("{name} is n = {n} times too small: is there an extra division by the batch size?", name=name, n=n),
         ),
         (
+            float(n * n),
+            "batch_size",
+            say(
+                "{name} is n² = {n2} times too large: multiplied by the batch size where it divides by it?",
+                name=name,
+                n2=n * n,
+            ),
+        ),
+        (
+            1.0 / (n * n),
+            "batch_size",
+            say("{name} is n² = {n2} times too small: divided by the batch size twice?", name=name, n2=n * n),
+        ),
+        (
             -float(n),
             "batch_size",
             say("{name} is -n = -{n} times the right value: check the sign and the division by n", name=name, n=n),

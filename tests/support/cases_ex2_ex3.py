@@ -55,6 +55,11 @@ MISTAKES = {
         {"answer_dlogits": "dlogits = F.softmax(logits, 1)\ndlogits[range(n), Yb] -= 1"},
         {"test_dlogits": "n = 32 times too large"},
     ),
+    "dlogits_times_n": (  # multiplied by n where it divides: n² off
+        NB2,
+        {"answer_dlogits": "dlogits = F.softmax(logits, 1)\ndlogits[range(n), Yb] -= 1\ndlogits *= n"},
+        {"test_dlogits": "n² = 1024 times too large"},
+    ),
     "dlogits_softmax_dim0": (
         NB2,
         {"answer_dlogits": "dlogits = (F.softmax(logits, 0) - F.one_hot(Yb, 27)) / n"},
