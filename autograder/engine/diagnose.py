@@ -2,7 +2,7 @@
 
 import torch
 
-from ..common.diagnoses import Reason
+from ..common.diagnoses import NOTE, Reason
 from ..common.words import say
 from .backward_rules import Step, local_gradient
 from .explain import and_list, constant_factor, difference, factor_message, only_repeated_rows_wrong
@@ -13,6 +13,18 @@ def only_size_one_dims_differ(got: tuple, want: tuple) -> bool:
     """Whether the two shapes differ only by dimensions of size 1: a keepdim dropped or added."""
     got, want = tuple(got), tuple(want)
     return len(got) != len(want) and tuple(s for s in got if s != 1) == tuple(s for s in want if s != 1)
+
+
+def shape_only_share(earned: float, points: float) -> Reason:
+    """The line of right values in a shape off by size-1 dimensions: what they earn of the step's points."""
+    return Reason(
+        NOTE,
+        say(
+            "the values are right, so this step earns {earned:g} of its {points:g}; the exact shape earns the rest",
+            earned=earned,
+            points=points,
+        ),
+    )
 
 
 def shape_problem(got: tuple, want: tuple, name: str) -> Reason:

@@ -12,7 +12,7 @@ import torch
 from ..common.diagnoses import NOTE, Reason
 from ..common.words import say, say_n
 from .backward_rules import SHAPE_ONLY_SHARE, Step, WrittenWith, local_gradient
-from .diagnose import diagnose, only_size_one_dims_differ, shape_problem
+from .diagnose import diagnose, only_size_one_dims_differ, shape_only_share, shape_problem
 from .explain import and_list, not_finite, wrong_dtype
 from .honesty import decoy
 from .probes.judge_rule import judge_rule, kept_by_its_rule, kept_line
@@ -211,17 +211,7 @@ def judge_gradient(
         if any(close(answer.reshape(r.shape), r, scale) for r in right_for if r.numel() == answer.numel()):
             verdict.points = step.points * SHAPE_ONLY_SHARE
             verdict.lines.append(shape_problem(answer.shape, reference.shape, name))
-            verdict.lines.append(
-                Reason(
-                    NOTE,
-                    say(
-                        "the values are right, so this step earns {earned:g} of its {points:g}; the exact shape "
-                        "earns the rest",
-                        earned=verdict.points,
-                        points=step.points,
-                    ),
-                )
-            )
+            verdict.lines.append(shape_only_share(verdict.points, step.points))
             return _and_by_its_rule(verdict, step, report, forward, seed, answer_name)
     if tuple(answer.shape) != tuple(reference.shape):
         verdict.lines.append(shape_problem(answer.shape, reference.shape, name))

@@ -176,12 +176,12 @@ def notebook_incidents(nb, state: dict, limits: Limits, truncated, left_behind, 
                 )
             )
         if len(over) < len(sizes):
-            together = limits.messages_together_bytes / 2**20
+            together, large = limits.messages_together_bytes / 2**20, len(sizes) - len(over)
             found.append(
                 (
                     "message_limit",
-                    f"{where(i)} sent {len(sizes) - len(over)} large message(s) after the kernel's messages together "
-                    f"passed {together:g} MB: not kept; the notebook went on",
+                    f"{where(i)} sent {large} large message{'s' if large != 1 else ''} after the kernel's messages "
+                    f"together passed {together:g} MB: not kept; the notebook went on",
                 )
             )
     return found

@@ -224,4 +224,4 @@ def test_messages_the_relay_dropped_are_named_by_the_bound_they_passed():
     found = notebook_incidents(execute.nb, state, limits, {}, None, {0: [70 * 2**20, 30 * 2**20, 30 * 2**20]})
     assert [kind for kind, _ in found] == ["message_limit", "message_limit"]
     assert "sent 1 message of 70 MB once decoded, over the 64 MB limit for one message" in found[0][1], found
-    assert "sent 2 large message(s) after the kernel's messages together passed 256 MB" in found[1][1], found
+    assert "sent 2 large messages after the kernel's messages together passed 256 MB" in found[1][1], found

@@ -8,7 +8,7 @@ import torch
 from ...common.diagnoses import NOTE, Reason, kind_of
 from ...common.words import say
 from ..backward_rules import SHAPE_ONLY_SHARE, STEP_BY_NAME, Step, local_gradient
-from ..diagnose import diagnose, only_size_one_dims_differ, shape_problem
+from ..diagnose import diagnose, only_size_one_dims_differ, shape_only_share, shape_problem
 from ..explain import and_list
 from ..tolerance import close, step_scale
 from .rerun import pin_value
@@ -184,12 +184,7 @@ def kept_by_its_rule(verdict, step: Step, report, forward: dict, grads: dict, se
         verdict.points, verdict.lines = step.points, [line]
     elif only_size_one_dims_differ(got, shape):
         verdict.points = step.points * SHAPE_ONLY_SHARE
-        share = say(
-            "the values are right, so this step earns {earned:g} of its {points:g}; the exact shape earns the rest",
-            earned=verdict.points,
-            points=step.points,
-        )
-        verdict.lines = [shape_problem(got, shape, step.name), Reason(NOTE, share), line]
+        verdict.lines = [shape_problem(got, shape, step.name), shape_only_share(verdict.points, step.points), line]
     else:
         return False
     verdict.carried_from = tuple(broken)  # (``judge.first_to_fix`` follows them up to the step to fix)
