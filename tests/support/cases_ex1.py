@@ -218,6 +218,17 @@ BELOW_A_SLIP |= {
         [],
         ["h", "logprobs"],
     ),
+    # the typo after the answer's first statement, in a statement that writes no name (so it took no snapshot): the cell
+    # stopped there, not in the gradient's code before it, and the `+=` it never reached is not re-run
+    "m_logprobs_float64_dcounts_typo_between": (
+        {
+            **F64_DLOGPROBS,
+            "answer_dcounts": "dcounts = counts_sum_inv * dprobs\nprint(count_sum)  # a typo\n"
+            "dcounts += torch.ones_like(counts) * dcounts_sum",
+        },
+        [],
+        ["counts", "logprobs"],
+    ),
     # dC_index_add kept by its rule (its cell raised on a float64 demb) must still call index_add_: demb made float64
     # after its own check and dC's costs nothing else
     "m_index_add_one_hot_demb_broken_after_dC": (

@@ -224,12 +224,11 @@ def replay(code: AnswerCode, snapshots: dict, pins, cells=None) -> list:
     own, plan = set(pins), []
     for statement, origin in zip(code.statements, code.origins):
         seen = snapshots.get(origin)
-        started = [k for k in range(origin[1]) if (origin[0], k) in snapshots]  # the last one: where the cell stopped
+        started = [k for k in range(origin[1]) if (origin[0], k) in snapshots]  # the last one ran, or raised
         if seen is None and started:
-            stopped = (origin[0], started[-1])
-            if cells is not None and stopped not in code.origins and evaluated_names(statement):
-                stopper = parsed(cells[origin[0]])[started[-1]]
-                if not (_reads(stopper) | writes(stopper)) & (GRADIENTS | set(pins)):
+            if cells is not None and evaluated_names(statement):
+                stopper = _where_it_stopped(parsed(cells[origin[0]]), started[-1], origin, code.origins, pins)
+                if stopper is not None:
                     raise NoAnswerCode(f"its cell stopped at `{_quoted(stopper)}`, before `{_quoted(statement)}`")
             seen = {}  # its cell raised before it ran: it reads what the namespace holds now, as it would have
         if seen is None and evaluated_names(statement):
@@ -242,6 +241,21 @@ def replay(code: AnswerCode, snapshots: dict, pins, cells=None) -> list:
         plan.append(wanted)
         own |= writes(statement)
     return plan
+
+
+def _where_it_stopped(statements: tuple, last: int, origin: tuple, answer: tuple, pins) -> ast.stmt | None:
+    """A statement of the cell that may have stopped it before ``origin`` and touches no gradient (a typo of its own),
+    or None. It stopped at the statement ``last`` (the last with a snapshot), or after it, at one that takes none
+    (it writes no name: ``print(count_sum)``); one that would have taken a snapshot was never reached."""
+    may_have = [last] + [
+        k for k in range(last + 1, origin[1]) if not (evaluated_names(statements[k]) and writes(statements[k]))
+    ]
+    for k in may_have:
+        if (origin[0], k) not in answer and not (_reads(statements[k]) | writes(statements[k])) & (
+            GRADIENTS | set(pins)
+        ):
+            return statements[k]
+    return None
 
 
 def _quoted(statement: ast.stmt) -> str:
