@@ -83,6 +83,7 @@ def block() -> str:
         "",
         f"RTOL = {tolerance.RTOL!r}",
         f"RUN_IN_PLACE = {rerun.RUN_IN_PLACE!r}  # magics that run their code once, in the notebook's namespace",
+        f"MAGIC_DEPTH = {rerun.MAGIC_DEPTH!r}  # magics over magics read through",
         f"LOSS_TOLERANCE = {reference_runs.LOSS_TOLERANCE!r}  # Exercise 4: the loss of each step of a replayed run",
         f"GRADED_STEPS = {network.GRADED_STEPS!r}  # Exercise 4: the steps of the autograder's run of training_step",
         f"REACH_LOSS = {reference_runs.REACH_LOSS!r}  # Exercise 4: the validation loss that run must get below",

@@ -15,6 +15,7 @@ from ..operators import OPERATOR_STEPS
 from .snapshots import UNBOUND, Uncopied, evaluated_names, given_back, loaded_names
 
 RUN_IN_PLACE = ("time", "capture")  # magics that run their code once, in the notebook's namespace (not %%timeit)
+MAGIC_DEPTH = 4  # magics over magics read through; deeper, a cell is its one call (30,000 of them took 17 s to read)
 TIME_LIMIT = 5.0  # seconds a probe may run in the kernel; the answer code of one step takes milliseconds
 # the names of gradients in every notebook (a fused step's upstream gradient too: Exercise 3's dhpreact_biased)
 GRADIENTS = frozenset(
@@ -38,7 +39,7 @@ class AnswerCode:
 
 
 @lru_cache(maxsize=1024)  # a graded cell probes the whole history: each cell is parsed once per kernel
-def parsed(source: str) -> tuple:
+def parsed(source: str, depth: int = 0) -> tuple:
     """The statements of a cell, in the order they run (``flattened``): what a probe can re-run, and what takes a
     snapshot (the kernel's AST hook numbers them the same way). A cell that is one ``%%time`` or ``%%capture`` (the
     history holds ``get_ipython().run_cell_magic('time', '', code)``) has the statements of the code it ran."""
@@ -50,8 +51,8 @@ def parsed(source: str) -> tuple:
     args = getattr(call, "args", None) or ()
     magic = getattr(getattr(call, "func", None), "attr", None) in ("run_line_magic", "run_cell_magic")
     if magic and all(isinstance(a, ast.Constant) and isinstance(a.value, str) for a in args) and len(args) > 1:
-        if args[0].value in RUN_IN_PLACE:
-            return parsed(_as_ipython_runs_it(args[-1].value))
+        if args[0].value in RUN_IN_PLACE and depth < MAGIC_DEPTH:
+            return parsed(_as_ipython_runs_it(args[-1].value), depth + 1)
     return tuple(flattened(body))
 
 
