@@ -63,7 +63,8 @@ def test_a_mistake_costs_exactly_its_own_step(graded, student):
         ("m_counts_sum_squeezed", "counts", "counts_sum"),  # ... on a (32,) one: the probe tries the right shape too
         ("m_one_hot_no_classes", "probs", "logprobs"),  # dprobs's cell raised, and every cell after it
         ("m_one_hot_no_classes", "C", "logprobs"),  # the step to fix is named, not the demb its cell read
-        ("m_logprobs_float64", "h", "logits"),  # float64 @ float32 raised (dlogits itself is right for its float64)
+        ("m_logprobs_float64", "h", "logprobs"),  # float64 @ float32 raised; the float64 steps between are right
+        ("m_logprobs_float64", "C", "logprobs"),  # ... and followed up to the one whose own check failed
     ],
 )
 def test_a_cell_broken_by_an_earlier_slip_keeps_its_points_by_its_rule(graded, student, later, first):
