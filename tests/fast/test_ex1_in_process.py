@@ -186,6 +186,17 @@ def test_other_correct_formulas_and_layouts_get_full_marks(graded, student):
     assert lost_steps(graded, student) == [], graded[student].messages
 
 
+def test_answers_inside_an_if_or_a_try_are_re_run_by_their_probe(graded):
+    """A probe re-runs an `if` or a `try` that computes the answer whole: a right one is checked by its rule (no note
+    that it could not be), and a rule mistake inside one is caught (both lose their step: MISTAKES)."""
+    messages = graded["alt_in_blocks"].messages
+    for step in ("logits", "logit_maxes"):
+        assert "could not re-run" not in messages[f"test_d{step}"], messages[f"test_d{step}"]
+    for student in ("m_dlogits_no_max_path_in_if", "m_logit_maxes_sign_in_try"):
+        message = graded[student].messages[f"test_d{MISTAKES[student][1]}"]
+        assert "has the right values on this batch, but not its backward rule" in message, message
+
+
 def test_shell_commands_say_that_they_do_not_run_while_grading(graded):
     printed = "".join(
         o.get("text", "") for c in graded["alt_shell_commands"].notebook.cells for o in c.get("outputs", [])

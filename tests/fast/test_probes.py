@@ -65,7 +65,8 @@ def test_a_forward_value_is_probed_apart_from_the_chunked_forward_pass():
 
 def test_the_statements_of_a_with_block_are_the_cells_own_and_an_if_stays_whole():
     """`with torch.no_grad():` (nested too) is only around the statements: they are numbered in order, as the
-    kernel's snapshot hook numbers them; a branch may not have run, so an `if` is not looked into."""
+    kernel's snapshot hook numbers them; a branch may not have run, so an `if` is re-run whole; a `while` is not
+    re-run at all (its end may depend on the values a probe changes)."""
     pins = ("dnorm_logits", "dlogit_maxes")
     cell = "with torch.no_grad():\n    dlogits = dnorm_logits.clone()\n    with torch.no_grad():\n"
     cell += "        dlogits += onehot * dlogit_maxes\ndh = dlogits @ W2.T"
@@ -75,8 +76,10 @@ def test_the_statements_of_a_with_block_are_the_cells_own_and_an_if_stays_whole(
         "dlogits += onehot * dlogit_maxes",
     ]
     assert code.origins == ((1, 0), (1, 1)) and code.pins_read == set(pins)
+    branch = "if fused:\n    dlogits = softmax_minus_one_hot\nelse:\n    dlogits = dnorm_logits.clone()"
+    assert code_of([SETUP, branch], "dlogits", pins) == [branch]
     with pytest.raises(NoAnswerCode, match="no statement `dlogits = ...`"):
-        answer_code([SETUP, "if True:\n    dlogits = dnorm_logits.clone()"], "dlogits", pins)
+        answer_code([SETUP, "while True:\n    dlogits = dnorm_logits.clone()\n    break"], "dlogits", pins)
 
 
 def test_no_assignment_of_the_answer_is_said():

@@ -651,10 +651,37 @@ RULE_MISTAKES.update(
     }
 )
 MISTAKES.update(RULE_MISTAKES)
+# ... and inside an `if` or a `try`: the probe re-runs the whole statement, with the branch the cell took
+IF_FUSED = "fused = False\nif fused:\n    dlogits = F.softmax(logits, 1)\n    dlogits[range(n), Yb] -= 1\n"
+IF_FUSED += "    dlogits /= n\nelse:\n"
+MISTAKES.update(
+    {
+        "m_dlogits_no_max_path_in_if": (
+            {"answer_dlogits": IF_FUSED + "    dlogits = dnorm_logits.clone()"},
+            "logits",
+            "the path through logit_maxes is missing",
+        ),
+        "m_logit_maxes_sign_in_try": (
+            {
+                "answer_dlogit_maxes": "try:\n    dlogit_maxes = dnorm_logits.sum(1, keepdim=True)\n"
+                "except RuntimeError as e:\n    print(e)"
+            },
+            "logit_maxes",
+            "wrong sign",
+        ),
+    }
+)
 
 # More correct formulas seen in students' work: each must keep every point.
 ALTERNATIVES.update(
     {
+        "alt_in_blocks": {  # right answers in an `if`'s branch and a `try`: the probe re-runs them whole
+            "answer_dlogits": IF_FUSED
+            + "    dlogits = dnorm_logits.clone()\n"
+            + "    dlogits += F.one_hot(logits.argmax(1), vocab_size) * dlogit_maxes",
+            "answer_dlogit_maxes": "try:\n    dlogit_maxes = -dnorm_logits.sum(1, keepdim=True)\n"
+            "except RuntimeError as e:\n    print(e)",
+        },
         "alt_d": {
             "answer_dcounts": (  # dcounts_sum written out from dcounts_sum_inv
                 "dcounts = counts_sum_inv * dprobs + torch.ones_like(counts) * (-(counts_sum**-2) * dcounts_sum_inv)"

@@ -69,8 +69,9 @@ def _as_ipython_runs_it(code: str) -> str:
 
 def flattened(body) -> list:
     """The statements of ``body``, each `with` block's own in its place (nested ones too): a probe re-runs them
-    without the context manager (``torch.no_grad()`` changes no value). Other compound statements stay whole: a
-    branch may not have run, and a loop is one rule."""
+    without the context manager (``torch.no_grad()`` changes no value). Other compound statements stay whole, and a
+    probe re-runs them whole (an `if`, a `for`, a `try` that computes the answer): a branch may not have run, and a
+    loop is one rule. Not a `while`, whose end may depend on the values, which a probe changes."""
     return [leaf for s in body for leaf in (flattened(s.body) if isinstance(s, ast.With) else [s])]
 
 
@@ -95,6 +96,10 @@ def _rebinds(node: ast.stmt) -> frozenset:
         return frozenset(names)
     if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Import, ast.ImportFrom)):
         return writes(node)
+    if isinstance(node, (ast.If, ast.For, ast.Try, ast.With)):  # a block the probe re-runs whole: what it rebinds
+        blocks = [node.body, getattr(node, "orelse", []), getattr(node, "finalbody", [])]
+        blocks += [handler.body for handler in getattr(node, "handlers", [])]
+        return frozenset().union(*(_rebinds(statement) for block in blocks for statement in block))
     return frozenset()
 
 
