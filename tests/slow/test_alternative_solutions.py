@@ -269,7 +269,7 @@ def no_grad(code: str) -> str:
 
 # Rule mistakes (right values on every batch, wrong rule) that the probe catches when written plainly
 # (tests/support/cases_ex1.py RULE_MISTAKES), here inside a `with torch.no_grad():` block, as students wrap manual
-# gradient code, or an `if`: the probe finds no top-level `dX = ...` and judges the value alone.
+# gradient code, or an `if`, which the probe re-runs whole.
 EX1_MISTAKES.update(
     {
         "m1_nograd_dlogits_no_max_path": ({"answer_dlogits": no_grad("dlogits = dnorm_logits.clone()")}, "logits"),
@@ -281,12 +281,7 @@ EX1_MISTAKES.update(
         "m1_if_dlogits_no_max_path": ({"answer_dlogits": "if True:\n    dlogits = dnorm_logits.clone()"}, "logits"),
     }
 )
-IN_AN_IF = (
-    "left as it is: the rule probe reads the statements of a `with` block (rerun.flattened) but not an `if`'s, whose "
-    "branch may not have run; there the value alone decides, so a mistake right only on real upstream gradients keeps "
-    "every point"
-)
-EX1_XFAIL = {s: IN_AN_IF for s in EX1_MISTAKES if s.startswith("m1_if_")}
+EX1_XFAIL = {}  # student -> why the grader gets it wrong (strict xfail): none
 
 
 @pytest.fixture(scope="module")
