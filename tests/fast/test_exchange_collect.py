@@ -60,3 +60,21 @@ def test_the_collect_loads_by_its_old_name_and_grade_starts_without_nbgrader():
     loaded = "import sys, autograder.grading.class_grading; print(sorted(m for m in sys.modules if 'nbgrader' in m))"
     done = subprocess.run([sys.executable, "-c", loaded], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "[]", done.stdout
+
+
+def test_a_folder_or_a_pipe_under_a_notebooks_name_is_no_file_handed_in(tmp_path):
+    """A folder named ex1_atomic_backward.ipynb in one student's submitted/ stopped the class's grading ("grading
+    worker 0 failed: [Errno 21] Is a directory"): read_owned opened it, then fdopen raised. It is no regular file:
+    the student gets missing_notebook, and the class is graded."""
+    from autograder.grading.intake.exchange import read_owned
+    from autograder.grading.intake.prepare import stage_student
+
+    folder = tmp_path / "submitted" / "dirk" / ASSIGNMENT
+    (folder / NB).mkdir(parents=True)
+    (folder / "timestamp.txt").mkdir()
+    os.mkfifo(folder / "pipe.ipynb")
+    assert read_owned(str(folder / NB), None, 2**20) is None
+    assert read_owned(str(folder / "pipe.ipynb"), None, 2**20) is None
+    assert read_owned(str(folder / "timestamp.txt"), None, 2**20) is None
+    staged, problems = stage_student(tmp_path, ASSIGNMENT, "dirk", ["answers"], {})
+    assert staged == [] and [p.kind for p in problems] == ["missing_notebook"]

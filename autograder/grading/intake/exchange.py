@@ -34,10 +34,11 @@ def read_owned(path: str, uid: int | None, limit: int) -> bytes | None:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
     except OSError:
         return None
+    st = os.fstat(fd)  # before fdopen, which raises IsADirectoryError on a folder's (one named ex1.ipynb)
+    if not stat.S_ISREG(st.st_mode) or uid is not None and st.st_uid != uid or st.st_size > limit:
+        os.close(fd)
+        return None
     with os.fdopen(fd, "rb") as f:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode) or uid is not None and st.st_uid != uid or st.st_size > limit:
-            return None
         return f.read(limit + 1)[:limit]
 
 
