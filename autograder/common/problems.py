@@ -55,7 +55,10 @@ KINDS = {
     "wrong_notebook": "another notebook was saved under this notebook's name; not graded",
     "missing_notebook": "no file for this notebook was handed in",
     "unmatched_file": "a file in the download matches none of the notebooks (or no student); not collected",
-    "duplicate_file": "several files for one notebook; the newest was taken",
+    "duplicate_file": (
+        "several files for one notebook; the newest was taken (collecting submitted/ in place: the one already under "
+        "the notebook's name)"
+    ),
     "marked_late": (
         "the LMS marked the file late (Canvas's LATE), but its download carries no time of submission: no late "
         "penalty was taken (a timestamp.txt in the student's folder decides one)"

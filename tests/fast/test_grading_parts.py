@@ -325,6 +325,62 @@ def test_a_file_canvas_marked_late_is_collected_and_named_for_its_missing_time(t
     ]
 
 
+def test_collecting_submitted_in_place_never_writes_over_the_file_under_its_own_name(tmp_path):
+    """``grade --from submitted`` with a student's work under the notebook's name and a newer, blank browser copy
+    "(1)" beside it: the newest copy was written over the student's file, which was lost, and the grade fell from
+    34 to 0. The file already under its name is taken, and the copy is named, with what to do to grade it."""
+    folder = tmp_path / "submitted" / "tom" / ASSIGNMENT
+    folder.mkdir(parents=True)
+    (folder / f"{NB}.ipynb").write_text('{"cells": ["the work"]}')
+    (folder / f"{NB} (1).ipynb").write_text('{"cells": []}')
+    os.utime(folder / f"{NB}.ipynb", (1, 1))  # the older of the two
+    collected, problems = collect(tmp_path / "submitted", tmp_path, ASSIGNMENT, [NB])
+    assert collected == {"tom": [NB]}
+    assert (folder / f"{NB}.ipynb").read_text() == '{"cells": ["the work"]}'
+    assert (folder / f"{NB} (1).ipynb").read_text() == '{"cells": []}'
+    [duplicate] = problems
+    assert duplicate.kind == "duplicate_file" and duplicate.detail == (
+        f"2 files for {NB}: took tom/{ASSIGNMENT}/{NB}.ipynb (already under the notebook's own name, never "
+        f"overwritten; to grade another, rename it to that name); ignored tom/{ASSIGNMENT}/{NB} (1).ipynb"
+    )
+    download = tmp_path / "download" / "tom"  # a download elsewhere: the newest still wins
+    download.mkdir(parents=True)
+    (download / f"{NB}.ipynb").write_text('{"cells": ["old"]}')
+    os.utime(download / f"{NB}.ipynb", (1, 1))
+    (download / f"{NB} (1).ipynb").write_text('{"cells": ["new"]}')
+    collect(tmp_path / "download", tmp_path / "course", ASSIGNMENT, [NB])
+    assert (tmp_path / "course" / "submitted" / "tom" / ASSIGNMENT / f"{NB}.ipynb").read_text() == '{"cells": ["new"]}'
+
+
+def test_collecting_into_submitted_writes_through_no_link_and_into_no_folder(tmp_path):
+    """A link in submitted/ under a notebook's name (or timestamp.txt's), and a "Copy of" beside it: ``grade --from
+    submitted`` wrote the copy through the link, into whatever file it named (as root: any file of the machine). The
+    link is replaced by the file collected; a folder under the notebook's name is left, the copy named, not collected
+    (writing into it stopped the command)."""
+    victim = tmp_path / "victim.txt"
+    victim.write_text("precious")
+    folder = tmp_path / "submitted" / "mal" / ASSIGNMENT
+    folder.mkdir(parents=True)
+    (folder / f"{NB}.ipynb").symlink_to(victim)
+    (folder / "timestamp.txt").symlink_to(victim)
+    (folder / f"Copy of {NB}.ipynb").write_text('{"cells": []}')
+    (tmp_path / "download" / "mal").mkdir(parents=True)
+    (tmp_path / "download" / "mal" / "timestamp.txt").write_text("2026-12-16 10:00:00.000000 UTC")
+    (tmp_path / "download" / "mal" / f"{NB}.ipynb").write_text('{"cells": []}')
+    collected, problems = collect(tmp_path / "submitted", tmp_path, ASSIGNMENT, [NB])
+    assert collected == {"mal": [NB]} and problems == [] and victim.read_text() == "precious"
+    assert not (folder / f"{NB}.ipynb").is_symlink() and (folder / f"{NB}.ipynb").read_text() == '{"cells": []}'
+    collect(tmp_path / "download", tmp_path, ASSIGNMENT, [NB])
+    assert victim.read_text() == "precious" and not (folder / "timestamp.txt").is_symlink()
+
+    (folder / f"{NB}.ipynb").unlink()
+    (folder / f"{NB}.ipynb").mkdir()
+    collected, problems = collect(tmp_path / "submitted", tmp_path, ASSIGNMENT, [NB])
+    assert collected == {} and [(p.kind, p.detail) for p in problems] == [
+        ("unmatched_file", f"mal/{ASSIGNMENT}/Copy of {NB}.ipynb: not collected: {NB}.ipynb there is a folder")
+    ]
+
+
 def test_the_summary_keeps_its_columns_for_names_in_any_script():
     """A Chinese name takes two columns of a terminal a character, an accent none: the student's column is padded to
     20 columns of the terminal, not 20 characters."""

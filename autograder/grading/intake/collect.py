@@ -29,6 +29,7 @@ class Entry:
     size: int
     mtime: float
     read: Callable[[], bytes]
+    path: Path | None = None  # the file itself, when the download is a folder
 
 
 def student_id(name: str) -> str:
@@ -86,11 +87,8 @@ def _entries(download: Path) -> tuple:
                 if path.is_symlink() or not path.is_file():
                     continue
                 st = path.stat()
-                entries.append(
-                    Entry(
-                        path.relative_to(download).parts, st.st_size, st.st_mtime, lambda path=path: path.read_bytes()
-                    )
-                )
+                read = lambda path=path: path.read_bytes()
+                entries.append(Entry(path.relative_to(download).parts, st.st_size, st.st_mtime, read, path))
         return entries, []
     raise GradingError(f"{download}: not a zip file or a folder")
 
@@ -116,8 +114,27 @@ def _unwrapped(entries: list) -> list:
         if not all(len(e.parts) > depth + 1 for e in entries):
             break
         if len({_owner(e.parts[depth:]) for e in entries}) > 1:
-            return [Entry(e.parts[depth:], e.size, e.mtime, e.read) for e in entries]
+            return [Entry(e.parts[depth:], e.size, e.mtime, e.read, e.path) for e in entries]
     return entries
+
+
+def _is_file(entry: Entry, target: Path) -> bool:
+    """Whether ``entry`` is the file ``target`` itself (``grade --from submitted``, which collects in place)."""
+    try:
+        return entry.path is not None and not target.is_symlink() and target.is_file() and entry.path.samefile(target)
+    except OSError:
+        return False
+
+
+def _write(target: Path, data: bytes) -> None:
+    """``data`` into ``target`` as a regular file, never through a link there (grading reads no link: it names no file
+    handed in; written through by ``grade --from submitted``, as root, a link there made any file of the machine the
+    notebook collected)."""
+    if target.is_symlink():
+        target.unlink()
+    fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o644)
+    with os.fdopen(fd, "wb") as f:
+        f.write(data)
 
 
 def collect(download, course_root, assignment: str, notebooks) -> tuple[dict, list]:
@@ -167,28 +184,36 @@ def collect(download, course_root, assignment: str, notebooks) -> tuple[dict, li
 
     collected = {}
     for (student, notebook), copies in sorted(chosen.items()):
-        copies.sort(key=lambda c: (c[0].mtime, c[1]), reverse=True)
+        folder = course_root / "submitted" / student / assignment
+        target = folder / f"{notebook}.ipynb"
+        copies.sort(key=lambda c: (_is_file(c[0], target), c[0].mtime, c[1]), reverse=True)
         entry, shown = copies[0]
         if len(copies) > 1:
+            why = (  # collecting submitted/ in place: the file already under its name is never written over
+                "already under the notebook's own name, never overwritten; to grade another, rename it to that name"
+                if _is_file(entry, target)
+                else "the newest"
+            )
             report(
                 student,
                 notebook,
                 "duplicate_file",
-                f"{len(copies)} files for {notebook}: took {shown} "
-                f"(the newest); ignored {', '.join(s for _, s in copies[1:])}",
+                f"{len(copies)} files for {notebook}: took {shown} ({why}); "
+                f"ignored {', '.join(s for _, s in copies[1:])}",
             )
         if len(entry.parts) == 1 and entry.parts[0].partition("_")[2].startswith("LATE_"):  # Canvas's marker
             report(student, notebook, "marked_late", f"{shown}: marked LATE by the LMS; no time of submission")
-        folder = course_root / "submitted" / student / assignment
+        if target.is_dir() and not target.is_symlink():
+            report(student, notebook, "unmatched_file", f"{shown}: not collected: {notebook}.ipynb there is a folder")
+            continue
         folder.mkdir(parents=True, exist_ok=True)
-        target = folder / f"{notebook}.ipynb"
         data = entry.read()
-        if not target.is_file() or target.read_bytes() != data:
-            target.write_bytes(data)
+        if target.is_symlink() or not target.is_file() or target.read_bytes() != data:
+            _write(target, data)
         collected.setdefault(student, []).append(notebook)
     for student in seen - set(collected):  # handed in nothing gradable: still in the class, with a problem
         (course_root / "submitted" / student / assignment).mkdir(parents=True, exist_ok=True)
     for student, entry in timestamps.items():
         if student in collected:
-            (course_root / "submitted" / student / assignment / "timestamp.txt").write_bytes(entry.read())
+            _write(course_root / "submitted" / student / assignment / "timestamp.txt", entry.read())
     return collected, problems
