@@ -71,10 +71,20 @@ KINDS = {
     "metadata_stripped": "cells had lost their nbgrader metadata; matched to the release and repaired",
     "duplicated_cell": "a graded or locked cell was copied; the first copy is graded",
     "deleted_cell": "a locked or graded cell was deleted; put back from the release",
+    "moved_cell": (
+        "an answer cell was below the graded cell that checks it (its check ran before it); put back above it"
+    ),
+    "metadata_changed": (
+        "a graded or locked cell's nbgrader metadata (grade, points, locked...) was changed; graded with the release's"
+    ),
     "unknown_cell": "cells claim grade_ids the release does not have; run as ordinary cells",
     "locked_cell_changed": (
         "locked cells were changed in the submission; graded with the course's version of each, the student's "
         "changes to them ignored"
+    ),
+    "bad_timestamp": (
+        "the student's timestamp.txt holds no time nbgrader can read (it stopped nbgrader); graded without it, so "
+        "without a late penalty"
     ),
     # after grading
     "late_submission": "handed in after the due date; the late penalty of nbgrader_config.py was taken off",

@@ -6,6 +6,7 @@ the good students' grades are exactly those that stock ``nbgrader autograde`` gi
 every bad one ends with its named outcome, and nothing left the sandbox. Only Exercise 1.
 """
 
+import copy
 import os
 import shutil
 
@@ -126,7 +127,57 @@ def test_another_notebook_saved_under_this_name_is_not_graded():
         raw = nbformat.writes(solved(release[handed_in], source[handed_in])).encode()
         for name in set(NOTEBOOKS) - {handed_in}:
             fixed, found = repair(raw, release[name], name)
-            assert fixed is None and found[-1].kind == "wrong_notebook", (handed_in, name, found)
+            assert fixed is None and [p.kind for p in found] == ["wrong_notebook"], (handed_in, name, found)
+
+
+def test_a_cell_moved_or_its_metadata_changed_is_graded_as_the_release_has_it():
+    """A right answer dragged below its graded cell lost its points ("not answered yet: did its cell run without an
+    error?") with no problem named; an answer cell a student's metadata made graded (50 points) stopped nbgrader
+    (grader_error, the student not graded); a test cell's points were the student's to set. The answer goes back
+    above its check (moved_cell); every known grade_id has the release's metadata (metadata_changed)."""
+    from autograder.grading.intake.repair import repair
+
+    release = nbformat.read(REPO / "release" / ASSIGNMENT / f"{NB}.ipynb", as_version=4)
+    source = nbformat.read(REPO / "source" / ASSIGNMENT / f"{NB}.ipynb", as_version=4)
+    good = solved(release, source)
+    moved = copy.deepcopy(good)
+    i = next(i for i, c in enumerate(moved.cells) if grade_id(c) == "answer_dprobs")
+    moved.cells.insert(i + 3, moved.cells.pop(i))  # below test_dprobs and answer_dcounts_sum_inv
+    fixed, found = repair(nbformat.writes(moved).encode(), release, NB)
+    assert [(p.kind, p.detail) for p in found] == [
+        ("moved_cell", "put back above the graded cell that checks it: answer_dprobs")
+    ]
+    assert [grade_id(c) for c in fixed.cells] == [grade_id(c) for c in good.cells]
+
+    forged = copy.deepcopy(good)
+    for cell in forged.cells:
+        if grade_id(cell) in ("answer_dlogprobs", "test_dprobs"):
+            cell.metadata.nbgrader.update(grade=True, points=50)
+    fixed, found = repair(nbformat.writes(forged).encode(), release, NB)
+    assert [(p.kind, p.detail) for p in found] == [
+        ("metadata_changed", "graded with the release's nbgrader metadata: answer_dlogprobs, test_dprobs")
+    ]
+    want = {grade_id(c): c.metadata.nbgrader for c in release.cells if grade_id(c)}
+    assert all(c.metadata.nbgrader == want[grade_id(c)] for c in fixed.cells if grade_id(c))
+
+
+@pytest.mark.parametrize(
+    "raw, what",
+    [
+        (b"PK\x03\x04\x14\x00", "a zip archive"),
+        (b"%PDF-1.7\n", "a PDF document"),
+        (b"<!DOCTYPE html>", "a web page (HTML)"),
+    ],
+)
+def test_a_zip_a_pdf_or_a_web_page_under_a_notebooks_name_is_named(raw, what):
+    """A zip handed in as ex1_atomic_backward.ipynb was "not JSON ('utf-8' codec can't decode byte 0xc1 in position
+    10...)", on the student's page too: it is named, with what to hand in instead."""
+    from autograder.grading.intake.repair import repair
+
+    release = nbformat.read(REPO / "release" / ASSIGNMENT / f"{NB}.ipynb", as_version=4)
+    assert [(p.kind, p.detail) for p in repair(raw + bytes(range(256)), release, NB)[1]] == [
+        ("not_a_notebook", f"{what}, not a Jupyter notebook: hand in the .ipynb file itself")
+    ]
 
 
 def test_staging_reads_no_link_in_a_submitted_folder(tmp_path):
@@ -166,3 +217,26 @@ def test_a_notebook_handed_in_under_another_name_is_named_when_submitted_is_grad
     assert f"holds {ASSIGNMENT}/{NB} (1).ipynb: `backprop-ninja grade --from submitted`" in details["ada"]
     assert "holds Exercise 1.ipynb:" in details["ben"]
     assert details["cy"] == f"no {NB}.ipynb was handed in as a regular file"
+
+
+@pytest.mark.parametrize("stamp", [b"\xff\xfe2\x00", b"handed in on Tuesday"])
+def test_a_timestamp_that_is_no_time_is_named_and_left_out(tmp_path, stamp):
+    """A timestamp.txt that is no UTF-8 (a student's own upload in a Moodle folder is collected as the time) stopped
+    the whole class's run in the change keys (UnicodeDecodeError); one that is no time left the student ungraded
+    (grader_error: "'CourseDirectory' object has no attribute 'fail'"). Both are bad_timestamp now: graded without
+    it; a time nbgrader reads is staged as before."""
+    from autograder.grading.intake.changes import submission_key
+
+    root = tmp_path / "course"
+    folder = root / "submitted" / "stan" / ASSIGNMENT
+    folder.mkdir(parents=True)
+    shutil.copy(REPO / "release" / ASSIGNMENT / f"{NB}.ipynb", folder)
+    (folder / "timestamp.txt").write_bytes(stamp)
+    releases = {NB: nbformat.read(REPO / "release" / ASSIGNMENT / f"{NB}.ipynb", as_version=4)}
+    assert submission_key(root, ASSIGNMENT, "stan", [NB])
+    graded, problems = stage_student(root, ASSIGNMENT, "stan", [NB], releases)
+    assert graded == [NB] and [(p.kind, p.notebook) for p in problems] == [("bad_timestamp", None)]
+    assert not (root / STAGED / "stan" / ASSIGNMENT / "timestamp.txt").exists()
+    (folder / "timestamp.txt").write_text("2026-12-16 10:00:00.000000 UTC")
+    assert stage_student(root, ASSIGNMENT, "stan", [NB], releases) == ([NB], [])
+    assert (root / STAGED / "stan" / ASSIGNMENT / "timestamp.txt").read_text() == "2026-12-16 10:00:00.000000 UTC"

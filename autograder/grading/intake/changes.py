@@ -9,6 +9,8 @@ import json
 from pathlib import Path
 
 from ..results.gradebook import exists
+from .collect import MAX_ENTRY_BYTES
+from .exchange import MAX_SMALL_BYTES, read_owned
 
 NEW_SUBMISSION = "new submission"
 FIRST_GRADING = "first grading"
@@ -44,13 +46,13 @@ def course_key(root: Path, assignment: str, notebooks: list, gradebook: str) -> 
 
 
 def _submission(root: Path, assignment: str, student: str, notebooks: list) -> tuple:
+    """What staging reads of the student's folder (``prepare.stage_student``): regular files, through no link; a
+    timestamp.txt that is no UTF-8 (a student's own upload, in a Moodle folder) stopped the class's run."""
     folder = root / "submitted" / student / assignment
-    files = {
-        n: _digest((folder / f"{n}.ipynb").read_bytes()) if (folder / f"{n}.ipynb").is_file() else None
-        for n in notebooks
-    }
-    stamp = (folder / "timestamp.txt").read_text().strip() if (folder / "timestamp.txt").is_file() else ""
-    return files, stamp
+    read = lambda name, limit: read_owned(str(folder / name), None, limit)
+    files = {n: None if (data := read(f"{n}.ipynb", MAX_ENTRY_BYTES)) is None else _digest(data) for n in notebooks}
+    stamp = read("timestamp.txt", MAX_SMALL_BYTES)
+    return files, "" if stamp is None else stamp.decode("utf-8", "replace").strip()
 
 
 def submission_key(root: Path, assignment: str, student: str, notebooks: list) -> str:

@@ -50,9 +50,41 @@ def stage_student(root: Path, assignment: str, student: str, notebooks: list, re
             nbformat.write(nb, staged / f"{notebook}.ipynb")
             ok.append(notebook)
     timestamp = read_owned(str(source / "timestamp.txt"), None, MAX_SMALL_BYTES)
-    if timestamp is not None:
+    if timestamp is not None and readable_time(timestamp):
         (staged / "timestamp.txt").write_bytes(timestamp)
+    elif timestamp is not None:  # nbgrader fails the whole submission on it ('CourseDirectory' has no 'fail')
+        shown = timestamp.decode("utf-8", "replace").strip()[:60]
+        problems.append(
+            Problem(
+                student,
+                None,
+                "bad_timestamp",
+                f"timestamp.txt holds {shown!r}, not a time; graded without it, so without a late penalty "
+                "(nbgrader writes 2026-12-16 10:00:00.000000 UTC)",
+            )
+        )
     return ok, problems
+
+
+def readable_time(data: bytes) -> bool:
+    """Whether nbgrader reads ``data`` as a submission's time (``nbgrader.utils.parse_utc``, without nbgrader: the
+    coordinator imports none); an empty file is no time, and nbgrader takes it as none."""
+    import dateutil.parser
+    import dateutil.tz
+
+    try:
+        text = data.decode("utf-8").strip()
+        parts = text.split(" ")
+        if not text:
+            return True
+        if len(parts) == 3:
+            zone = int(parts[2]) if parts[2].lstrip("+-").isdigit() else dateutil.tz.gettz(parts[2])
+            dateutil.parser.parse(" ".join(parts[:2] + ["TZ"]), tzinfos={"TZ": zone})
+        else:
+            dateutil.parser.parse(text)
+        return True
+    except (ValueError, OverflowError, TypeError, UnicodeDecodeError):
+        return False
 
 
 def named_otherwise(folder: Path, assignment: str, notebook: str, notebooks: list) -> list:

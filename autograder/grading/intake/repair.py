@@ -18,6 +18,13 @@ from ...common.editions import ENGLISH
 from ...common.problems import Problem
 
 MAX_BYTES = 100 * 2**20  # a notebook with a few plots is a few MB; outputs are dropped anyway
+NOT_NOTEBOOKS = (  # what students hand in under a notebook's name instead: the first bytes, and what it is
+    (b"pk\x03\x04", "a zip archive"),
+    (b"%pdf", "a PDF document"),
+    (b"<!doctype html", "a web page (HTML)"),
+    (b"<html", "a web page (HTML)"),
+)
+MEANINGFUL = ("grade", "solution", "locked", "points")  # nbgrader's keys that change how a cell is graded
 
 
 def _meta(cell) -> dict:
@@ -60,6 +67,9 @@ def load(raw: bytes):
         return None, "the file is empty"
     if len(raw) > MAX_BYTES:
         return None, f"the file is {len(raw) / 2**20:.0f} MB, over the {MAX_BYTES / 2**20:.0f} MB limit"
+    for magic, what in NOT_NOTEBOOKS:
+        if raw.lstrip()[: len(magic)].lower() == magic:
+            return None, f"{what}, not a Jupyter notebook: hand in the .ipynb file itself"
     try:
         data = json.loads(raw.decode("utf-8-sig"))
     except (UnicodeDecodeError, ValueError) as error:
@@ -94,6 +104,22 @@ def _rebuild(cell) -> nbformat.NotebookNode:
     return new
 
 
+def _move_answers_above_their_tests(cells: list, release) -> list:
+    """Put each answer cell that sits below the graded cell that follows it in the release back just above that cell
+    (a cell dragged down in Colab: its test ran first and found no answer, "not answered yet", and every later step
+    read it "changed after its check"); the answers' grade_ids moved."""
+    moved, order = [], [c for c in release.cells if _gid(c)]
+    for answer, test in zip(order, order[1:]):
+        if not (_meta(answer).get("solution") and _meta(test).get("grade")):
+            continue
+        where = {_gid(c): i for i, c in enumerate(cells) if _gid(c)}
+        a, t = where.get(_gid(answer)), where.get(_gid(test))
+        if a is not None and t is not None and a > t:
+            cells.insert(t, cells.pop(a))
+            moved.append(_gid(answer))
+    return moved
+
+
 def repair(raw: bytes, release, notebook: str, student: str = ""):
     """(the notebook to grade or None, [Problem]) for the bytes ``raw`` that ``student`` handed in."""
     problem = lambda kind, detail: Problem(student, notebook, kind, detail)
@@ -102,11 +128,23 @@ def repair(raw: bytes, release, notebook: str, student: str = ""):
         return None, [problem("too_large" if "limit" in reason else "not_a_notebook", reason)]
     problems = []
     cells = [_rebuild(c) for c in nb.cells]
-    known = {_gid(c) for c in release.cells if _gid(c)}
+    known = {_gid(c): _meta(c) for c in release.cells if _gid(c)}
     foreign = [_gid(c) for c in cells if _gid(c) and _gid(c) not in known]
+    changed = []  # the release's metadata is the course's: a cell made graded, or worth 100 points, stopped nbgrader
     for cell in cells:
         if _gid(cell) and _gid(cell) not in known:
             del cell.metadata["nbgrader"]
+        elif _gid(cell):
+            want = known[_gid(cell)]
+            if any(_meta(cell).get(key) != want.get(key) for key in MEANINGFUL):
+                changed.append(_gid(cell))
+            cell.metadata["nbgrader"] = copy.deepcopy(want)
+    if changed:
+        problems.append(
+            problem(
+                "metadata_changed", f"graded with the release's nbgrader metadata: {', '.join(sorted(set(changed)))}"
+            )
+        )
     if foreign:
         problems.append(
             problem(
@@ -168,8 +206,8 @@ def repair(raw: bytes, release, notebook: str, student: str = ""):
         present.add(gid)
     found = len(wanted) - len(restored) - len(absent)
     others = len(set(foreign))  # cells of another notebook: the course's notebooks share their setup cells
-    if found < len(wanted) / 2 or others > found:
-        return None, problems + [
+    if found < len(wanted) / 2 or others > found:  # not graded: its cells' repairs are beside the point
+        return None, [
             problem(
                 "wrong_notebook",
                 f"only {found} of the {len(wanted)} answer and locked cells of {notebook} are in it"
@@ -188,6 +226,9 @@ def repair(raw: bytes, release, notebook: str, student: str = ""):
         )
     if restored:
         problems.append(problem("deleted_cell", f"put back from the release: {', '.join(restored)}"))
+
+    if moved := _move_answers_above_their_tests(cells, release):
+        problems.append(problem("moved_cell", "put back above the graded cell that checks it: " + ", ".join(moved)))
 
     out = new_notebook(cells=cells, metadata=copy.deepcopy(release.metadata))
     nbformat.validate(out)
