@@ -43,7 +43,10 @@ class RestoreLockedCells(OverwriteCells):
         if self._changed:
             cells = ", ".join(cell_name(nb, i) for i in self._changed)
             record_incident(
-                resources, "locked_cell_changed", f"{cells}: graded with the course's version of it", self.log
+                resources,
+                "locked_cell_changed",
+                f"{cells}: graded with the course's version of {'it' if len(self._changed) == 1 else 'each'}",
+                self.log,
             )
         return nb, resources
 
