@@ -343,6 +343,13 @@ def test_collecting_submitted_in_place_never_writes_over_the_file_under_its_own_
         f"2 files for {NB}: took tom/{ASSIGNMENT}/{NB}.ipynb (already under the notebook's own name, never "
         f"overwritten; to grade another, rename it to that name); ignored tom/{ASSIGNMENT}/{NB} (1).ipynb"
     )
+    assert collect(tmp_path / "submitted", tmp_path, ASSIGNMENT, [NB])[1] == problems  # the same, run again
+    rita = tmp_path / "submitted" / "rita" / ASSIGNMENT
+    rita.mkdir(parents=True)
+    (rita / f"{NB} (1).ipynb").write_text('{"cells": ["rita"]}')
+    for _ in range(2):  # the normalised copy that the first run wrote is no second file for the second
+        collected, problems = collect(tmp_path / "submitted", tmp_path, ASSIGNMENT, [NB])
+        assert [p.student for p in problems] == ["tom"] and (rita / f"{NB}.ipynb").read_text() == '{"cells": ["rita"]}'
     download = tmp_path / "download" / "tom"  # a download elsewhere: the newest still wins
     download.mkdir(parents=True)
     (download / f"{NB}.ipynb").write_text('{"cells": ["old"]}')

@@ -188,6 +188,9 @@ def collect(download, course_root, assignment: str, notebooks) -> tuple[dict, li
         target = folder / f"{notebook}.ipynb"
         copies.sort(key=lambda c: (_is_file(c[0], target), c[0].mtime, c[1]), reverse=True)
         entry, shown = copies[0]
+        data = entry.read()
+        # a copy the same as the one taken is no choice (a second --from submitted finds what the first wrote)
+        copies = [copies[0]] + [c for c in copies[1:] if c[0].size != len(data) or c[0].read() != data]
         if len(copies) > 1:
             why = (  # collecting submitted/ in place: the file already under its name is never written over
                 "already under the notebook's own name, never overwritten; to grade another, rename it to that name"
@@ -207,7 +210,6 @@ def collect(download, course_root, assignment: str, notebooks) -> tuple[dict, li
             report(student, notebook, "unmatched_file", f"{shown}: not collected: {notebook}.ipynb there is a folder")
             continue
         folder.mkdir(parents=True, exist_ok=True)
-        data = entry.read()
         if target.is_symlink() or not target.is_file() or target.read_bytes() != data:
             _write(target, data)
         collected.setdefault(student, []).append(notebook)
