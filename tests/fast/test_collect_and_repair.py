@@ -240,3 +240,34 @@ def test_a_timestamp_that_is_no_time_is_named_and_left_out(tmp_path, stamp):
     (folder / "timestamp.txt").write_text("2026-12-16 10:00:00.000000 UTC")
     assert stage_student(root, ASSIGNMENT, "stan", [NB], releases) == ([NB], [])
     assert (root / STAGED / "stan" / ASSIGNMENT / "timestamp.txt").read_text() == "2026-12-16 10:00:00.000000 UTC"
+
+
+def test_a_hostile_notebook_costs_its_student_never_the_class(tmp_path, monkeypatch):
+    """JSON nested 100,000 deep (RecursionError) or a grade_id that is a list (TypeError: unhashable) stopped the whole
+    class's run ("grading stopped: grading worker 1 failed: maximum recursion depth exceeded..."). The first is
+    not_a_notebook, the second a cell without nbgrader metadata (matched to the release); and whatever else a file
+    raises in repair is a grader_error of its student."""
+    from autograder.grading.intake import prepare
+    from autograder.grading.intake.repair import repair
+
+    release = nbformat.read(REPO / "release" / ASSIGNMENT / f"{NB}.ipynb", as_version=4)
+    deep = b'{"cells": ' + b"[" * 100_000 + b"]" * 100_000 + b"}"
+    assert [p.kind for p in repair(deep, release, NB)[1]] == ["not_a_notebook"]
+    for odd in (["answer_dprobs"], 5):
+        nb = copy.deepcopy(release)
+        next(c for c in nb.cells if grade_id(c) == "answer_dprobs").metadata.nbgrader["grade_id"] = odd
+        fixed, found = repair(nbformat.writes(nb).encode(), release, NB)
+        assert [p.kind for p in found] == ["metadata_stripped"] and fixed is not None
+
+    folder = tmp_path / "submitted" / "mal" / ASSIGNMENT
+    folder.mkdir(parents=True)
+    shutil.copy(REPO / "release" / ASSIGNMENT / f"{NB}.ipynb", folder)
+
+    def unforeseen(*args):
+        raise MemoryError("a file no check foresaw")
+
+    monkeypatch.setattr(prepare, "repair", unforeseen)
+    graded, problems = stage_student(tmp_path, ASSIGNMENT, "mal", [NB], {NB: release})
+    assert graded == [] and [(p.kind, p.detail) for p in problems] == [
+        ("grader_error", "its file could not be read: MemoryError('a file no check foresaw')")
+    ]

@@ -44,7 +44,13 @@ def stage_student(root: Path, assignment: str, student: str, notebooks: list, re
                 detail += f"; the student's folder holds {', '.join(others)}{FOR_THE_INSTRUCTOR}"
             problems.append(Problem(student, notebook, "missing_notebook", detail))
             continue
-        nb, found = repair(data, releases[notebook], notebook, student)
+        try:
+            nb, found = repair(data, releases[notebook], notebook, student)
+        except Exception as error:  # noqa: BLE001 (a file no check foresaw costs its student, never the class's run)
+            nb, found = (
+                None,
+                [Problem(student, notebook, "grader_error", f"its file could not be read: {error!r:.200}")],
+            )
         problems += found
         if nb is not None:
             nbformat.write(nb, staged / f"{notebook}.ipynb")

@@ -28,8 +28,9 @@ MEANINGFUL = ("grade", "solution", "locked", "points")  # nbgrader's keys that c
 
 
 def _meta(cell) -> dict:
+    """The cell's nbgrader metadata; none when its grade_id is not a name (a list of them stopped the class's run)."""
     meta = cell.get("metadata", {}).get("nbgrader")
-    return meta if isinstance(meta, dict) else {}
+    return meta if isinstance(meta, dict) and isinstance(meta.get("grade_id", ""), str) else {}
 
 
 def _gid(cell):
@@ -72,7 +73,7 @@ def load(raw: bytes):
             return None, f"{what}, not a Jupyter notebook: hand in the .ipynb file itself"
     try:
         data = json.loads(raw.decode("utf-8-sig"))
-    except (UnicodeDecodeError, ValueError) as error:
+    except (UnicodeDecodeError, ValueError, RecursionError) as error:  # RecursionError: [[[[... nested 100,000 deep
         return None, f"not JSON ({str(error)[:80]}): not a Jupyter notebook"
     if not isinstance(data, dict) or not isinstance(data.get("cells", data.get("worksheets")), list):
         return None, "JSON without notebook cells: not a Jupyter notebook"
