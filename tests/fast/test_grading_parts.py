@@ -124,7 +124,7 @@ def test_library_errors_are_grading_errors_and_the_cli_turns_them_into_messages(
     with pytest.raises(GradingError, match="expected one assignment"):
         find_assignment(tmp_path)
     (tmp_path / "file.zip").write_text("not a zip")
-    with pytest.raises(GradingError, match="not a zip file or a folder"):
+    with pytest.raises(GradingError, match=r"not a zip file \(a download cut short\?\) or a folder"):
         collect(tmp_path / "file.zip", tmp_path, ASSIGNMENT, [NB])
     with pytest.raises(SystemExit) as stop:
         main(["grade", "--course", str(tmp_path)])
@@ -132,6 +132,15 @@ def test_library_errors_are_grading_errors_and_the_cli_turns_them_into_messages(
     with zipfile.ZipFile(tmp_path / "ok.zip", "w") as z:
         z.writestr("ada/ex1.ipynb", "{}")
     assert collect(tmp_path / "ok.zip", tmp_path, ASSIGNMENT, [NB])[0] == {"ada": [NB]}
+    # one entry damaged in the download (a bad CRC) was a traceback: the command says which, and what to do
+    with zipfile.ZipFile(tmp_path / "damaged.zip", "w") as z:
+        z.writestr("ada/ex1.ipynb", '{"cells": ["ada"]}')
+        z.writestr("ben/ex1.ipynb", '{"cells": ["ben"]}')
+    data = (tmp_path / "damaged.zip").read_bytes()
+    at = data.index(b'{"cells": ["ada"]}')
+    (tmp_path / "damaged.zip").write_bytes(data[:at] + b'{"cells": ["eve"]}' + data[at + 18 :])
+    with pytest.raises(GradingError, match=r"ada/ex1.ipynb is damaged in it \(Bad CRC-32 .*\); download it again"):
+        collect(tmp_path / "damaged.zip", tmp_path / "again", ASSIGNMENT, [NB])
 
 
 def _raises_system_exit(tree) -> list:

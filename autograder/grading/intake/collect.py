@@ -10,6 +10,7 @@ import os
 import re
 import unicodedata
 import zipfile
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
@@ -90,7 +91,7 @@ def _entries(download: Path) -> tuple:
                 read = lambda path=path: path.read_bytes()
                 entries.append(Entry(path.relative_to(download).parts, st.st_size, st.st_mtime, read, path))
         return entries, []
-    raise GradingError(f"{download}: not a zip file or a folder")
+    raise GradingError(f"{download}: not a zip file (a download cut short?) or a folder")
 
 
 def _owner(parts: tuple) -> str:
@@ -124,6 +125,18 @@ def _is_file(entry: Entry, target: Path) -> bool:
         return entry.path is not None and not target.is_symlink() and target.is_file() and entry.path.samefile(target)
     except OSError:
         return False
+
+
+def _read(entry: Entry, download: Path) -> bytes:
+    """The entry's bytes; a GradingError that says what to do when the download is damaged there (a bad CRC, a cut
+    stream: it was a traceback)."""
+    try:
+        return entry.read()
+    except (zipfile.BadZipFile, zlib.error, EOFError, OSError) as error:
+        raise GradingError(
+            f"{download}: {'/'.join(entry.parts)} is damaged in it ({error}); download it again and run grade again "
+            "(the files before it were collected, none is graded yet)"
+        ) from None
 
 
 def _write(target: Path, data: bytes) -> None:
@@ -188,9 +201,9 @@ def collect(download, course_root, assignment: str, notebooks) -> tuple[dict, li
         target = folder / f"{notebook}.ipynb"
         copies.sort(key=lambda c: (_is_file(c[0], target), c[0].mtime, c[1]), reverse=True)
         entry, shown = copies[0]
-        data = entry.read()
+        data = _read(entry, download)
         # a copy the same as the one taken is no choice (a second --from submitted finds what the first wrote)
-        copies = [copies[0]] + [c for c in copies[1:] if c[0].size != len(data) or c[0].read() != data]
+        copies = [copies[0]] + [c for c in copies[1:] if c[0].size != len(data) or _read(c[0], download) != data]
         if len(copies) > 1:
             why = (  # collecting submitted/ in place: the file already under its name is never written over
                 "already under the notebook's own name, never overwritten; to grade another, rename it to that name"
@@ -217,5 +230,5 @@ def collect(download, course_root, assignment: str, notebooks) -> tuple[dict, li
         (course_root / "submitted" / student / assignment).mkdir(parents=True, exist_ok=True)
     for student, entry in timestamps.items():
         if student in collected:
-            _write(course_root / "submitted" / student / assignment / "timestamp.txt", entry.read())
+            _write(course_root / "submitted" / student / assignment / "timestamp.txt", _read(entry, download))
     return collected, problems
