@@ -180,6 +180,28 @@ def test_a_zip_a_pdf_or_a_web_page_under_a_notebooks_name_is_named(raw, what):
     ]
 
 
+def test_a_notebook_cut_short_is_graded_for_what_it_holds():
+    """A student who did Parts 1 and 2 and deleted the rest (or whose notebook lost its end) got wrong_notebook,
+    "another notebook saved under this name? Not graded", and 0 for the right answers they had: the release's first
+    cells, answers among them and nothing of another notebook, are this notebook; the rest is put back."""
+    from autograder.grading.intake.repair import repair
+
+    release = nbformat.read(REPO / "release" / ASSIGNMENT / f"{NB}.ipynb", as_version=4)
+    good = solved(release, nbformat.read(REPO / "source" / ASSIGNMENT / f"{NB}.ipynb", as_version=4))
+    end = next(i for i, c in enumerate(good.cells) if grade_id(c) == "check_layer2")
+    short = copy.deepcopy(good)
+    short.cells = short.cells[: end + 1]
+    fixed, found = repair(nbformat.writes(short).encode(), release, NB)
+    assert [p.kind for p in found] == ["deleted_cell"]
+    assert found[0].detail.startswith("it ends after check_layer2, put back from the release: test_dbngain, ")
+    answers = {grade_id(c): c.source for c in fixed.cells if grade_id(c) in ("answer_dh", "answer_dbngain")}
+    assert answers["answer_dh"] == next(c.source for c in good.cells if grade_id(c) == "answer_dh")
+    assert "answer_dbngain" not in answers  # not handed in: nothing to grade
+    setup_only = copy.deepcopy(good)  # the setup cells every exercise shares: no answer of this one
+    setup_only.cells = [c for c in setup_only.cells if (grade_id(c) or "").startswith("setup")]
+    assert [p.kind for p in repair(nbformat.writes(setup_only).encode(), release, NB)[1]] == ["wrong_notebook"]
+
+
 def test_staging_reads_no_link_in_a_submitted_folder(tmp_path):
     """As root, a student's folder put in submitted/ by hand may hold links: one named like a notebook or like
     timestamp.txt must not bring another file of the machine (or another student's notebook) into the staged copy

@@ -105,6 +105,16 @@ def _rebuild(cell) -> nbformat.NotebookNode:
     return new
 
 
+def _cut_short(wanted: list, missing: set, others: int) -> bool:
+    """Whether a notebook with fewer than half of the release's cells is this one cut short: the release's first
+    cells, answers among them, and nothing of another notebook (a student who deleted the parts they did not do got
+    wrong_notebook, "another notebook saved under this name?", for the parts they did). Another exercise shares only
+    the setup cells with this one, or holds cells of its own."""
+    kept = [_gid(w) not in missing for w in wanted]
+    first = kept.index(False) if False in kept else len(kept)
+    return not others and not any(kept[first:]) and any(_meta(w).get("solution") for w in wanted[:first])
+
+
 def _move_answers_above_their_tests(cells: list, release) -> list:
     """Put each answer cell that sits below the graded cell that follows it in the release back just above that cell
     (a cell dragged down in Colab: its test ran first and found no answer, "not answered yet", and every later step
@@ -207,7 +217,8 @@ def repair(raw: bytes, release, notebook: str, student: str = ""):
         present.add(gid)
     found = len(wanted) - len(restored) - len(absent)
     others = len(set(foreign))  # cells of another notebook: the course's notebooks share their setup cells
-    if found < len(wanted) / 2 or others > found:  # not graded: its cells' repairs are beside the point
+    if (found < len(wanted) / 2 and not _cut_short(wanted, set(restored + absent), others)) or others > found:
+        # not graded: its cells' repairs are beside the point
         return None, [
             problem(
                 "wrong_notebook",
@@ -226,7 +237,8 @@ def repair(raw: bytes, release, notebook: str, student: str = ""):
             )
         )
     if restored:
-        problems.append(problem("deleted_cell", f"put back from the release: {', '.join(restored)}"))
+        ends = f"it ends after {_gid(wanted[found - 1])}, " if found < len(wanted) / 2 else ""  # _cut_short
+        problems.append(problem("deleted_cell", f"{ends}put back from the release: {', '.join(restored)}"))
 
     if moved := _move_answers_above_their_tests(cells, release):
         problems.append(problem("moved_cell", "put back above the graded cell that checks it: " + ", ".join(moved)))
