@@ -368,6 +368,21 @@ def test_collecting_submitted_in_place_never_writes_over_the_file_under_its_own_
     assert (tmp_path / "course" / "submitted" / "tom" / ASSIGNMENT / f"{NB}.ipynb").read_text() == '{"cells": ["new"]}'
 
 
+def test_collecting_submitted_in_place_keeps_each_folder_as_its_student(tmp_path):
+    """``grade --from submitted`` with a folder placed by hand as "Ada Lovelace": it was collected into a second
+    student, "Ada_Lovelace", beside the first, which stayed: two rows of grades.csv for one student. A folder of
+    submitted/ is its student as it is named; a download's folders are still named as before."""
+    folder = tmp_path / "submitted" / "Ada Lovelace" / ASSIGNMENT
+    folder.mkdir(parents=True)
+    (folder / f"Copy of {NB}.ipynb").write_text('{"cells": []}')
+    collected, problems = collect(tmp_path / "submitted", tmp_path, ASSIGNMENT, [NB])
+    assert collected == {"Ada Lovelace": [NB]} and problems == []
+    assert [p.name for p in (tmp_path / "submitted").iterdir()] == ["Ada Lovelace"]
+    assert (folder / f"{NB}.ipynb").read_text() == '{"cells": []}'
+    collected, _ = collect(tmp_path / "submitted", tmp_path / "other", ASSIGNMENT, [NB])  # not in place
+    assert collected == {"Ada_Lovelace": [NB]}
+
+
 def test_collecting_into_submitted_writes_through_no_link_and_into_no_folder(tmp_path):
     """A link in submitted/ under a notebook's name (or timestamp.txt's), and a "Copy of" beside it: ``grade --from
     submitted`` wrote the copy through the link, into whatever file it named (as root: any file of the machine). The

@@ -139,6 +139,16 @@ def _read(entry: Entry, download: Path) -> bytes:
         ) from None
 
 
+def _in_place(entry: Entry, folder: Path) -> bool:
+    """Whether ``entry`` lies in ``folder`` (a student's of submitted/, collected in place), no link on the way."""
+    try:
+        return (
+            entry.path is not None and not folder.is_symlink() and entry.path.resolve().is_relative_to(folder.resolve())
+        )
+    except OSError:
+        return False
+
+
 def _write(target: Path, data: bytes) -> None:
     """``data`` into ``target`` as a regular file, never through a link there (grading reads no link: it names no file
     handed in; written through by ``grade --from submitted``, as root, a link there made any file of the machine the
@@ -169,6 +179,8 @@ def collect(download, course_root, assignment: str, notebooks) -> tuple[dict, li
     for entry in entries:
         parts, shown = entry.parts, "/".join(entry.parts)
         student = _owner(parts)
+        if len(parts) > 1 and _in_place(entry, course_root / "submitted" / parts[0]):
+            student = parts[0]  # a folder of submitted/ is a student as it is named: renamed, it was a second one
         if len(parts) == 1:  # a flat file, named by the LMS: the student's prefix, then the name handed in
             prefix, sep, rest = parts[0].partition("_")
             name = rest if sep else parts[0]
