@@ -75,7 +75,7 @@ KINDS = {
         "an answer cell was below the graded cell that checks it (its check ran before it); put back above it"
     ),
     "metadata_changed": (
-        "a graded or locked cell's nbgrader metadata (grade, points, locked...) was changed; graded with the release's"
+        "a graded or locked cell's nbgrader metadata (grade, solution, locked) was changed; graded with the release's"
     ),
     "unknown_cell": "cells claim grade_ids the release does not have; run as ordinary cells",
     "locked_cell_changed": (

@@ -24,7 +24,9 @@ NOT_NOTEBOOKS = (  # what students hand in under a notebook's name instead: the 
     (b"<!doctype html", "a web page (HTML)"),
     (b"<html", "a web page (HTML)"),
 )
-MEANINGFUL = ("grade", "solution", "locked", "points")  # nbgrader's keys that change how a cell is graded
+# nbgrader's keys that change what a cell is; its points are the release's too, unreported: an older release's
+# points are in every notebook handed in before the instructor changed them
+MEANINGFUL = ("grade", "solution", "locked")
 
 
 def _meta(cell) -> dict:
