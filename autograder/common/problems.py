@@ -72,7 +72,8 @@ KINDS = {
     "duplicated_cell": "a graded or locked cell was copied; the first copy is graded",
     "deleted_cell": "a locked or graded cell was deleted; put back from the release",
     "moved_cell": (
-        "an answer cell was below the graded cell that checks it (its check ran before it); put back above it"
+        "an answer cell was below the graded cell that checks it, or above the step before it; put back just above "
+        "its check"
     ),
     "metadata_changed": (
         "a graded or locked cell's nbgrader metadata (grade, solution, locked) was changed; graded with the release's"

@@ -148,6 +148,12 @@ def test_a_cell_moved_or_its_metadata_changed_is_graded_as_the_release_has_it():
         ("moved_cell", "put back above the graded cell that checks it: answer_dprobs")
     ]
     assert [grade_id(c) for c in fixed.cells] == [grade_id(c) for c in good.cells]
+    up = copy.deepcopy(good)  # dragged up, above the step before it
+    i = next(i for i, c in enumerate(up.cells) if grade_id(c) == "answer_dprobs")
+    up.cells.insert(i - 2, up.cells.pop(i))
+    fixed, found = repair(nbformat.writes(up).encode(), release, NB)
+    assert [p.kind for p in found] == ["moved_cell"]
+    assert [grade_id(c) for c in fixed.cells] == [grade_id(c) for c in good.cells]
 
     forged = copy.deepcopy(good)
     for cell in forged.cells:

@@ -118,17 +118,19 @@ def _cut_short(wanted: list, missing: set, others: int) -> bool:
 
 
 def _move_answers_above_their_tests(cells: list, release) -> list:
-    """Put each answer cell that sits below the graded cell that follows it in the release back just above that cell
-    (a cell dragged down in Colab: its test ran first and found no answer, "not answered yet", and every later step
-    read it "changed after its check"); the answers' grade_ids moved."""
+    """Put each answer cell that sits below the graded cell that follows it in the release, or above the cell that
+    precedes it, back just above its graded cell (a cell dragged in Colab: dragged down, its test ran first and found
+    no answer, "not answered yet", and every later step read it "changed after its check"; dragged up, it ran before
+    the gradient it needs); the answers' grade_ids moved."""
     moved, order = [], [c for c in release.cells if _gid(c)]
-    for answer, test in zip(order, order[1:]):
+    for before, answer, test in zip([None] + order, order, order[1:]):
         if not (_meta(answer).get("solution") and _meta(test).get("grade")):
             continue
         where = {_gid(c): i for i, c in enumerate(cells) if _gid(c)}
         a, t = where.get(_gid(answer)), where.get(_gid(test))
-        if a is not None and t is not None and a > t:
-            cells.insert(t, cells.pop(a))
+        b = where.get(_gid(before)) if before is not None else None
+        if a is not None and t is not None and (a > t or b is not None and a < b < t):
+            cells.insert(t - (a < t), cells.pop(a))
             moved.append(_gid(answer))
     return moved
 
