@@ -591,7 +591,9 @@ def test_feedback_for_every_graded_student(graded):
         assert html.is_file() and is_ours(html) == (row[NB] == ""), student
         assert not (html.parent / "names.txt").exists()  # the feedback, not another copy of the data set
     broken = (course.root / "feedback" / "bad_not_json" / ASSIGNMENT / f"{NB}.html").read_text()
-    assert 'data-problem="not_a_notebook"' in broken and "not JSON" in broken and "<h4>" in broken
+    assert (
+        'data-problem="not_a_notebook"' in broken and "a web page (HTML), not a Jupyter" in broken and "<h4>" in broken
+    )
     assert "<html>Sorry" not in broken and str(course.root) not in broken
     missing = course.root / "feedback" / "nothing_student" / ASSIGNMENT / f"{NB}.html"
     assert 'data-problem="missing_notebook"' in missing.read_text()
