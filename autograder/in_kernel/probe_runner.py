@@ -3,6 +3,7 @@ the kernel (no output, no graph, the random generators put back, a time limit)."
 
 import ast
 import contextlib
+import dataclasses
 import os
 import random
 import signal
@@ -23,8 +24,9 @@ from ..engine.probes.rerun import (
     probe_namespace,
     put_back,
     replay,
+    writes,
 )
-from .snapshot_hook import forward_shapes, snapshots
+from .snapshot_hook import finished, forward_shapes, snapshots
 
 
 class ProbeTimeLimit(Exception):
@@ -48,13 +50,21 @@ def run_probe(namespace: dict, answer: str, names: tuple) -> dict:
         return found
     found.update(pins_read=sorted(code.pins_read), further_up=list(code.further_up))
     found["reads"] = sorted(n for n in code.reads if any(isinstance(p.get(n), torch.Tensor) for p in plan))
-    apart, error = _rerun(code, plan, namespace, pins)
+    apart, error, failed = _rerun(code, plan, namespace, pins)
     right = pinned_inputs(namespace, seed, answer, names, shapes, own_shapes=False) if error is not None else pins
     if any(right[name].shape != pin.shape for name, pin in pins.items()):
         # pinned in the shape of the student's own gradient (a dropped keepdim), it may be what broke the code
         # written for the right shape: run it again on the right shapes (the same values)
-        apart, error = _rerun(code, plan, namespace, right)
+        apart, error, failed = _rerun(code, plan, namespace, right)
         found["pins"] = {name: {**found["pins"][name], "shape": list(pin.shape)} for name, pin in right.items()}
+        pins = right
+    raised = error is not None and _raised_in_the_kernel(code.statements[failed], code.origins[failed])
+    shorter = _before(code, plan, failed) if raised else None
+    if shorter is not None and any(answer in writes(s) for s in shorter[0].statements):
+        # it raised with every input right too, as in the kernel (a typo of the answer's own: `.indeces`): the
+        # answer is what the code before it computed, there as here
+        code, plan = shorter
+        apart, error, _ = _rerun(code, plan, namespace, pins)
     if error is not None:  # the student's code, on other inputs: say what went wrong
         found["reason"] = f"{type(error).__name__}: {error}"[:300]
         return found
@@ -63,18 +73,37 @@ def run_probe(namespace: dict, answer: str, names: tuple) -> dict:
     return found
 
 
+def _raised_in_the_kernel(statement: ast.stmt, origin: tuple) -> bool:
+    """Whether ``statement`` (at ``origin``) started in the kernel (it took its snapshot) and did not run to its end
+    (an expression statement is not marked when it ends: unknown, no)."""
+    return origin in snapshots and origin not in finished and not isinstance(statement, ast.Expr)
+
+
+def _before(code, plan: list, failed: int) -> tuple:
+    """``code`` and its ``plan`` without the statement ``failed`` and those of its cell that it kept from running."""
+    cell, index = code.origins[failed]
+    kept = [
+        k
+        for k, origin in enumerate(code.origins)
+        if k < failed or not (origin[0] == cell and (origin[1] == index or origin not in snapshots))
+    ]
+    statements, origins = (tuple(items[k] for k in kept) for items in (code.statements, code.origins))
+    return dataclasses.replace(code, statements=statements, origins=origins), [plan[k] for k in kept]
+
+
 def _rerun(code, plan: list, namespace: dict, pins: dict) -> tuple:
-    """(the probe's namespace after the answer's code ran in it on ``pins``, None or what it raised)."""
-    apart = probe_namespace(namespace, pins)
+    """(the probe's namespace after the answer's code ran in it on ``pins``, None or what it raised, the position in
+    ``code`` of the statement that raised)."""
+    apart, position = probe_namespace(namespace, pins), 0
     try:
         with apart_from_the_kernel():
-            for statement, values in zip(code.statements, plan):
+            for position, (statement, values) in enumerate(zip(code.statements, plan)):
                 put_back(apart, values)
                 module = ast.Module(body=[statement], type_ignores=[])
                 exec(compile(module, "<your code, run again by the grader>", "exec"), apart)
     except (Exception, SystemExit) as error:
-        return apart, error
-    return apart, None
+        return apart, error, position
+    return apart, None, position
 
 
 @contextlib.contextmanager

@@ -15,6 +15,7 @@ from ..engine.probes.snapshots import evaluated_names, take
 
 SNAPSHOT_HOOK = "__backprop_ninja_snapshot__"  # a builtin while grading: the call put before each statement
 snapshots = {}  # (history index of the cell, index of the statement) -> its snapshot
+finished = set()  # (cell, statement) of each statement with a snapshot that ran to its end, expressions aside
 forward_shapes = {}  # name -> shape of each tensor when grading started: the pins' shapes, whatever came later
 
 
@@ -31,7 +32,10 @@ def take_snapshots(namespace: dict) -> None:
         shell.ast_transformers.append(_SnapshotCalls())
 
 
-def _snapshot(namespace: dict, cell: int, index: int, names: tuple) -> None:
+def _snapshot(namespace: dict, cell: int, index: int, names: tuple | None) -> None:
+    if names is None:  # called after the statement: it ran to its end
+        finished.add((cell, index))
+        return
     try:
         snapshots[(cell, index)] = take(namespace, names)
     except Exception:  # no snapshot: a probe that needs it says so
@@ -40,8 +44,9 @@ def _snapshot(namespace: dict, cell: int, index: int, names: tuple) -> None:
 
 class _SnapshotCalls(ast.NodeTransformer):
     """IPython's AST hook: before each statement of a cell (top-level or in a `with` block, numbered as ``parsed``
-    numbers them) that writes a name and reads some, ``__backprop_ninja_snapshot__(cell, index, names)``, guarded so
-    that it can never stop the student's code."""
+    numbers them) that writes a name and reads some, ``__backprop_ninja_snapshot__(cell, index, names)``, and after it
+    (an expression statement aside) ``__backprop_ninja_snapshot__(cell, index, None)``: it did not raise. Each call is
+    guarded so that it can never stop the student's code."""
 
     def visit(self, node):
         try:
@@ -81,16 +86,21 @@ def _in_history(module) -> tuple:
 
 
 def _with_snapshot(cell: int, index: int, statement: ast.stmt, as_parsed: ast.stmt) -> list:
-    """``statement``, after the call that takes its snapshot if it needs one (judged on the probes' own parse of it,
-    whose analysis they reuse)."""
+    """``statement`` between the call that takes its snapshot, if it needs one (judged on the probes' own parse of it,
+    whose analysis they reuse), and the call that marks it finished."""
     names = evaluated_names(as_parsed)
     if not (names and writes(as_parsed)):
         return [statement]  # it cannot be in a probe's code, or it reads nothing
+    before = _guarded(cell, index, tuple(sorted(names)), statement)
+    if isinstance(statement, ast.Expr):
+        return [before, statement]  # `t.add_(1)`: the last of a cell shows its value, so nothing may come after it
+    return [before, statement, _guarded(cell, index, None, statement)]
+
+
+def _guarded(cell: int, index: int, names: tuple | None, statement: ast.stmt) -> ast.stmt:
     call = ast.Call(
-        ast.Name(SNAPSHOT_HOOK, ast.Load()),
-        [ast.Constant(cell), ast.Constant(index), ast.Constant(tuple(sorted(names)))],
-        [],
+        ast.Name(SNAPSHOT_HOOK, ast.Load()), [ast.Constant(cell), ast.Constant(index), ast.Constant(names)], []
     )
     handler = ast.ExceptHandler(ast.Name("Exception", ast.Load()), None, [ast.Pass()])
     guard = ast.Try([ast.Expr(call)], [handler], [], [])
-    return [ast.fix_missing_locations(ast.copy_location(guard, statement)), statement]
+    return ast.fix_missing_locations(ast.copy_location(guard, statement))

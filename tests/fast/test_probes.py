@@ -193,6 +193,7 @@ TRICKY_CELLS = [
     "%time y = x + 1",
     "%%time\nw = y + 1",
     "for n in range(2):\n    pass\nq = 1 / (n - 1)",
+    "v = x + 1\nv = v / 0",
     "u = [k for k in range(3)]\nprint(u)\n1 / 0",
 ]
 
@@ -210,7 +211,7 @@ def _run_in_a_shell(cells, snapshots: bool) -> tuple:
         timed = "time" in source  # %time prints how long it took
         shown.append((None if timed else out.getvalue(), err.getvalue(), repr(result.result)))
     taken = {key: sorted(seen) for key, seen in snapshot_hook.snapshots.items()}
-    return shown, taken, snapshot_hook.snapshots.get((2, 2), {}).get("n")
+    return shown, taken, snapshot_hook.snapshots.get((2, 2), {}).get("n"), snapshot_hook.finished
 
 
 def in_a_fork(function, *args):
@@ -228,13 +229,14 @@ def in_a_fork(function, *args):
 def test_the_snapshot_hook_changes_nothing_a_cell_does():
     """The cells show the same with the hook as without (values, prints, tracebacks; nothing on stderr); it takes
     snapshots of the statements that write a name, and of the code %time and %%time run."""
-    plain, _, _ = in_a_fork(_run_in_a_shell, TRICKY_CELLS, False)
-    hooked, taken, n_for_f = in_a_fork(_run_in_a_shell, TRICKY_CELLS, True)
+    plain, _, _, _ = in_a_fork(_run_in_a_shell, TRICKY_CELLS, False)
+    hooked, taken, n_for_f, finished = in_a_fork(_run_in_a_shell, TRICKY_CELLS, True)
     assert hooked == plain and all(err == "" for _, err, _ in hooked)
     assert "ZeroDivisionError" in hooked[-1][0]  # the same traceback
     assert taken[(2, 2)] == ["f", "n"] and n_for_f == 3  # f's global n, as it was when f was called
     assert (6, 1) in taken and taken[(6, 1)] == ["n"]  # q = 1 / (n - 1), after the loop
     assert taken[(4, 0)] == ["x"] and taken[(5, 0)] == ["y"]  # %time and %%time: the code they ran in the namespace
+    assert (7, 0) in finished and (7, 1) in taken and (7, 1) not in finished  # v = v / 0 started, and raised
 
 
 def test_what_of_the_notebook_reads_its_namespace_later_is_not_taken_as_it_is():
@@ -267,8 +269,8 @@ WITH_CELLS = [
 
 
 def test_the_snapshot_hook_takes_the_statements_of_a_with_block_as_the_probes_number_them():
-    plain, _, _ = in_a_fork(_run_in_a_shell, WITH_CELLS, False)
-    hooked, taken, _ = in_a_fork(_run_in_a_shell, WITH_CELLS, True)
+    plain, _, _, _ = in_a_fork(_run_in_a_shell, WITH_CELLS, False)
+    hooked, taken, _, _ = in_a_fork(_run_in_a_shell, WITH_CELLS, True)
     assert hooked == plain and all(err == "" for _, err, _ in hooked)
     assert {key: names for key, names in taken.items() if key[0] == 2} == {
         (2, 0): ["a"],
