@@ -26,7 +26,7 @@ from ..engine.probes.rerun import (
     replay,
     writes,
 )
-from .snapshot_hook import finished, forward_shapes, snapshots
+from .snapshot_hook import finished, forward_shapes, snapshots, watched
 
 
 class ProbeTimeLimit(Exception):
@@ -58,7 +58,7 @@ def run_probe(namespace: dict, answer: str, names: tuple) -> dict:
         apart, error, failed = _rerun(code, plan, namespace, right)
         found["pins"] = {name: {**found["pins"][name], "shape": list(pin.shape)} for name, pin in right.items()}
         pins = right
-    raised = error is not None and _raised_in_the_kernel(code.statements[failed], code.origins[failed])
+    raised = error is not None and _raised_in_the_kernel(code.origins[failed])
     shorter = _before(code, plan, failed) if raised else None
     if shorter is not None and any(answer in writes(s) for s in shorter[0].statements):
         # it raised with every input right too, as in the kernel (a typo of the answer's own: `.indeces`): the
@@ -73,10 +73,9 @@ def run_probe(namespace: dict, answer: str, names: tuple) -> dict:
     return found
 
 
-def _raised_in_the_kernel(statement: ast.stmt, origin: tuple) -> bool:
-    """Whether ``statement`` (at ``origin``) started in the kernel (it took its snapshot) and did not run to its end
-    (an expression statement is not marked when it ends: unknown, no)."""
-    return origin in snapshots and origin not in finished and not isinstance(statement, ast.Expr)
+def _raised_in_the_kernel(origin: tuple) -> bool:
+    """Whether the statement at ``origin`` started in the kernel (it took its snapshot) and did not run to its end."""
+    return origin in snapshots and origin in watched and origin not in finished
 
 
 def _before(code, plan: list, failed: int) -> tuple:

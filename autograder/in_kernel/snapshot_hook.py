@@ -15,7 +15,10 @@ from ..engine.probes.snapshots import evaluated_names, take
 
 SNAPSHOT_HOOK = "__backprop_ninja_snapshot__"  # a builtin while grading: the call put before each statement
 snapshots = {}  # (history index of the cell, index of the statement) -> its snapshot
-finished = set()  # (cell, statement) of each statement with a snapshot that ran to its end, expressions aside
+# (cell, statement) of the statements with a snapshot whose end is watched (by a call after them; the expression that
+# ends a cell, whose value the cell shows, by the cell's outcome), and of those that ran to their end
+watched, finished = set(), set()
+_shown_last = set()  # (cell, statement) of the expression that ends the cell running now
 forward_shapes = {}  # name -> shape of each tensor when grading started: the pins' shapes, whatever came later
 
 
@@ -30,6 +33,16 @@ def take_snapshots(namespace: dict) -> None:
     builtins.__dict__[SNAPSHOT_HOOK] = functools.partial(_snapshot, namespace)
     if not any(isinstance(t, _SnapshotCalls) for t in shell.ast_transformers):
         shell.ast_transformers.append(_SnapshotCalls())
+    if _after_the_cell not in shell.events.callbacks.get("post_run_cell", []):
+        shell.events.register("post_run_cell", _after_the_cell)
+
+
+def _after_the_cell(result) -> None:
+    """IPython's event after a cell: the expression that ended it ran to its end if the cell did."""
+    watched.update(_shown_last)
+    if getattr(result, "success", False):
+        finished.update(_shown_last)
+    _shown_last.clear()
 
 
 def _snapshot(namespace: dict, cell: int, index: int, names: tuple | None) -> None:
@@ -45,31 +58,35 @@ def _snapshot(namespace: dict, cell: int, index: int, names: tuple | None) -> No
 class _SnapshotCalls(ast.NodeTransformer):
     """IPython's AST hook: before each statement of a cell (top-level or in a `with` block, numbered as ``parsed``
     numbers them) that writes a name and reads some, ``__backprop_ninja_snapshot__(cell, index, names)``, and after it
-    (an expression statement aside) ``__backprop_ninja_snapshot__(cell, index, None)``: it did not raise. Each call is
-    guarded so that it can never stop the student's code."""
+    ``__backprop_ninja_snapshot__(cell, index, None)``: it did not raise (after the expression that ends a cell, whose
+    value the cell shows, the cell's outcome says it). Each call is guarded so that it can never stop the student's
+    code."""
 
     def visit(self, node):
         try:
             cell, statements = _in_history(node)
             if statements:
-                node.body = _with_snapshots(cell, node.body, iter(enumerate(statements)))
+                _shown_last.clear()
+                node.body = _with_snapshots(cell, node.body, iter(enumerate(statements)), top=True)
         except Exception:  # the cell runs as the student wrote it, without snapshots
             pass
         return node
 
 
-def _with_snapshots(cell: int, body: list, numbered) -> list:
+def _with_snapshots(cell: int, body: list, numbered, top: bool = False) -> list:
     """``body`` with the snapshot calls, a `with` block's inside it (a copy: the module is changed only once all is
-    done); ``numbered`` gives each statement of ``flattened(body)`` in turn, with its index, as the probes parse it."""
+    done); ``numbered`` gives each statement of ``flattened(body)`` in turn, with its index, as the probes parse it;
+    ``top``: the cell's own body, whose last statement, an expression, shows its value."""
     new = []
-    for statement in body:
+    for position, statement in enumerate(body):
         if isinstance(statement, ast.With):
             block = copy.copy(statement)
             block.body = _with_snapshots(cell, statement.body, numbered)
             new.append(block)
         else:
             index, as_parsed = next(numbered)
-            new += _with_snapshot(cell, index, statement, as_parsed)
+            shown = top and position == len(body) - 1 and isinstance(statement, ast.Expr)
+            new += _with_snapshot(cell, index, statement, as_parsed, shown)
     return new
 
 
@@ -85,15 +102,18 @@ def _in_history(module) -> tuple:
     return (len(history) - 1, statements) if layout(statements) == layout(flattened(module.body)) else (None, ())
 
 
-def _with_snapshot(cell: int, index: int, statement: ast.stmt, as_parsed: ast.stmt) -> list:
+def _with_snapshot(cell: int, index: int, statement: ast.stmt, as_parsed: ast.stmt, shown: bool) -> list:
     """``statement`` between the call that takes its snapshot, if it needs one (judged on the probes' own parse of it,
-    whose analysis they reuse), and the call that marks it finished."""
+    whose analysis they reuse), and the call that marks it finished, but for the expression that ends the cell
+    (``shown``)."""
     names = evaluated_names(as_parsed)
     if not (names and writes(as_parsed)):
         return [statement]  # it cannot be in a probe's code, or it reads nothing
     before = _guarded(cell, index, tuple(sorted(names)), statement)
-    if isinstance(statement, ast.Expr):
-        return [before, statement]  # `t.add_(1)`: the last of a cell shows its value, so nothing may come after it
+    if shown:  # `t.add_(1)` ending the cell shows its value: nothing may come after it
+        _shown_last.add((cell, index))
+        return [before, statement]
+    watched.add((cell, index))
     return [before, statement, _guarded(cell, index, None, statement)]
 
 

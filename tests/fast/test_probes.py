@@ -237,6 +237,7 @@ def test_the_snapshot_hook_changes_nothing_a_cell_does():
     assert (6, 1) in taken and taken[(6, 1)] == ["n"]  # q = 1 / (n - 1), after the loop
     assert taken[(4, 0)] == ["x"] and taken[(5, 0)] == ["y"]  # %time and %%time: the code they ran in the namespace
     assert (7, 0) in finished and (7, 1) in taken and (7, 1) not in finished  # v = v / 0 started, and raised
+    assert (3, 2) in finished  # t.add_(1) ends its cell (its value shown): the cell's outcome marks it
 
 
 def test_what_of_the_notebook_reads_its_namespace_later_is_not_taken_as_it_is():

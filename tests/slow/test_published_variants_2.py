@@ -124,6 +124,14 @@ EX1_MISTAKES = {  # student -> (answer cells changed, the one step that must los
         "logits",
         "the path through logit_maxes is missing",
     ),
+    "pub2_max_path_typo_in_add_": (  # the same typo in an in-place add_ that ends the cell (whose value it shows)
+        {
+            "answer_dlogits": "dlogits = dnorm_logits.clone()\n"
+            "dlogits.add_(F.one_hot(logits.max(1).indeces, num_classes=logits.shape[1]) * dlogit_maxes)"
+        },
+        "logits",
+        "the path through logit_maxes is missing",
+    ),
     "pub2_comma_for_a_dot": (  # a tuple, then the builtin sum: TypeError, the later steps keep their points
         {"answer_dbnvar_inv": "dbnvar_inv = (bndiff * dbnraw),sum(0, keepdim=True)"},
         "bnvar_inv",
