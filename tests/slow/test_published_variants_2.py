@@ -215,6 +215,16 @@ EX23_MISTAKES = {  # student -> (notebook, answer cells changed, {graded cell: p
         dict.fromkeys(["test_dC", "test_dW1", "test_dbnbias", "test_dbngain"], 0),
     ),
 }
+# the lecture's schedule copied into training_step, on the train cell's global i: lr stays 0.1 past half the run
+EX23_MISTAKES["pub2_lecture_schedule_in_step"] = (
+    NB4,
+    {
+        **QUICK_CALIBRATION,
+        "answer_training_step": "grads = backward_pass(Xb, Yb, cache)\nlr = 0.1 if i < 100000 else 0.01\n"
+        "for p, grad in zip(parameters, grads):\n    p.data += -lr * grad",
+    },
+    {"test_training": 1},  # the validation loss's point; not the 3 of following autograd's run
+)
 XFAIL = {}  # case -> why the grader gets it wrong (xfail, strict)
 
 
