@@ -91,6 +91,13 @@ EX1_VARIANTS = {
         "answer_dbnmeani": "dhprebn = dbndiff.clone()\ndbnmeani = (-dbndiff).sum(0, keepdim=True)",
         "answer_dhprebn": "dhprebn += 1.0 / n * torch.ones_like(hprebn) * dbnmeani",
     },
+    "pub2_first_path_in_the_cell_before": {  # the lecture's order again, for the other two gradients of two paths
+        "answer_dcounts_sum_inv": "dcounts_sum_inv = (counts * dprobs).sum(1, keepdim=True)\n"
+        "dcounts = counts_sum_inv * dprobs",
+        "answer_dcounts": "dcounts += torch.ones_like(counts) * dcounts_sum",
+        "answer_dbnvar_inv": "dbndiff = bnvar_inv * dbnraw\ndbnvar_inv = (bndiff * dbnraw).sum(0, keepdim=True)",
+        "answer_dbndiff": "dbndiff += 2 * bndiff * dbndiff2",
+    },
 }
 EX1_MISTAKES = {  # student -> (answer cells changed, the one step that must lose all its points, words of its message)
     "pub2_tanh_plus": ({"answer_dhpreact": "dhpreact = (1 - h**2) + dh"}, "hpreact", "h = torch.tanh(hpreact)"),
