@@ -99,6 +99,12 @@ EX1_VARIANTS = {
         "answer_dbndiff": "dbndiff += 2 * bndiff * dbndiff2",
     },
 }
+# a numpy round trip: rows of C added up by np.add.at on the indices as they are (Exercises 1 and 4)
+NUMPY_DC = (
+    "import numpy as np\ndC_np = np.zeros_like(C.detach().numpy())\n"
+    "np.add.at(dC_np, Xb.numpy(), demb.detach().numpy())\ndC = torch.from_numpy(dC_np)"
+)
+EX1_VARIANTS["pub2_numpy_add_at"] = {"answer_dC": NUMPY_DC}
 EX1_MISTAKES = {  # student -> (answer cells changed, the one step that must lose all its points, words of its message)
     "pub2_tanh_plus": ({"answer_dhpreact": "dhpreact = (1 - h**2) + dh"}, "hpreact", "h = torch.tanh(hpreact)"),
     "pub2_square_plus": (
@@ -192,6 +198,10 @@ EX4_VARIANTS = {
             "    for p in range(Xb.shape[1]):\n        for e in range(demb.shape[2]):\n"
             "            dC[Xb[r][p]][e] += demb[r][p][e]",
         ),
+    },
+    "pub2_numpy_add_at": {
+        **QUICK_CALIBRATION,
+        "answer_backward_pass": backward(embedding="demb = dembcat.view(emb.shape)\n" + NUMPY_DC),
     },
     "pub2_lecture_calibration": {  # the forward's names rebound over the training set
         "answer_calibration": "emb = C[Xtr]\nembcat = emb.view(emb.shape[0], -1)\nhpreact = embcat @ W1 + b1\n"
