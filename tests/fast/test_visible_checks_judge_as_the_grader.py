@@ -103,6 +103,16 @@ def test_a_wrong_rule_whose_values_pass_is_named_for_dlogit_maxes_path(ex1_up_to
     assert "gives no point" in out
 
 
+def test_a_typo_in_the_line_of_the_max_path_is_named_as_the_grader_does(ex1_up_to):
+    """The += of the max's path raises on any values (a typo): dlogits is the clone alone, ✘ as at grading."""
+    run, cells = ex1_up_to
+    namespace, typo = run("logits"), "logits.max(1).indeces"
+    with pytest.raises(AttributeError):
+        run_cells(namespace, f"dlogits = dnorm_logits.clone()\ndlogits += F.one_hot({typo}, 27) * dlogit_maxes")
+    out = run_cells(namespace, cells["test_dlogits"])
+    assert out.startswith("✘ dlogits: the values are right on this batch, but your code for dlogits leaves out"), out
+
+
 @pytest.mark.parametrize(
     "step, answer",
     [

@@ -111,12 +111,16 @@ def _rule_problem(name, answer=None):
         zero = {u for u in step.upstream if not pins["d" + u].any()}
         if code.further_up or not code.pins_read or zero == set(step.upstream):
             return None
-        apart = {**space, **{k: v.clone() for k, v in pins.items()}}  # your code may change them in place
-        apart.update({k: v.clone() for k, v in space.items() if k in code.reads and isinstance(v, torch.Tensor)})
-        with torch.no_grad(), contextlib.redirect_stdout(io.StringIO()), warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            for statement in code.statements:
-                exec(compile(ast.Module([statement], []), "<your code, run again>", "exec"), apart)
+        statements, origins = list(code.statements), list(code.origins)
+        apart, failed = _run_again(statements, space, code.reads, pins)
+        if failed is not None and _run_again(statements[: failed + 1], space, code.reads, {})[1] == failed:
+            # it raises on your own values too (a typo of its own): it changed nothing when its cell ran, and your
+            # answer is what the code before it computed, as the autograder judges it
+            cell = origins[failed][0]
+            statements = [s for k, s in enumerate(statements) if k < failed or origins[k][0] != cell]
+            apart, failed = _run_again(statements, space, code.reads, pins)
+        if failed is not None:
+            return None
         forward = {k: v.detach() if isinstance(v, torch.Tensor) else v for k, v in space.items()
                    if isinstance(v, (torch.Tensor, int, float))}
         pinned = {u: pins["d" + u].reshape(forward[u].shape) for u in step.upstream}
@@ -140,6 +144,21 @@ def _rule_problem(name, answer=None):
     return (f"the values are right on this batch, but not the backward rule: your code for {answer}, run again with "
             f"random {', '.join(names)} (of the same shapes, as the autograder does), does not give what the "
             f"rule gives for them. The autograder gives no point for this")
+
+
+def _run_again(statements, space, reads, pins):
+    """Run `statements` in a copy of the namespace with `pins` in place (your code may change them, and what it reads,
+    in place: copies); the copy, and the position of the statement that raised (None if none did)."""
+    apart = {**space, **{k: v.clone() for k, v in pins.items()}}
+    apart.update({k: v.clone() for k, v in space.items() if k in reads and isinstance(v, torch.Tensor)})
+    with torch.no_grad(), contextlib.redirect_stdout(io.StringIO()), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for position, statement in enumerate(statements):
+            try:
+                exec(compile(ast.Module([statement], []), "<your code, run again>", "exec"), apart)
+            except Exception:
+                return apart, position
+    return apart, None
 
 
 def _calls_problem(name, answer, function):
