@@ -85,9 +85,11 @@ def readable_time(data: bytes) -> bool:
             return True
         if len(parts) == 3:
             zone = int(parts[2]) if parts[2].lstrip("+-").isdigit() else dateutil.tz.gettz(parts[2])
-            dateutil.parser.parse(" ".join(parts[:2] + ["TZ"]), tzinfos={"TZ": zone})
+            time = dateutil.parser.parse(" ".join(parts[:2] + ["TZ"]), tzinfos={"TZ": zone})
         else:
-            dateutil.parser.parse(text)
+            time = dateutil.parser.parse(text)
+        if time.tzinfo is not None:  # as nbgrader turns it into UTC
+            time - time.utcoffset()
         return True
     except (ValueError, OverflowError, TypeError, UnicodeDecodeError):
         return False
