@@ -268,7 +268,7 @@ def _and_by_its_rule(verdict: Verdict, step: Step, report: Report, forward: dict
     """A verdict whose values passed, with the rule probe's word (``probes.judge_rule``): a wrong rule earns nothing."""
     outcome = judge_rule(step, report, forward, seed, answer)
     if outcome.verdict == "wrong":
-        verdict.points, verdict.lines = 0, [outcome.line]
+        verdict.points, verdict.lines = 0, [outcome.line, *([outcome.note] if outcome.note else [])]
     elif outcome.line:
         verdict.lines.append(outcome.line)
     return verdict

@@ -63,6 +63,8 @@ def run_probe(namespace: dict, answer: str, names: tuple) -> dict:
     if shorter is not None and any(answer in writes(s) for s in shorter[0].statements):
         # it raised with every input right too, as in the kernel (a typo of the answer's own: `.indeces`): the
         # answer is what the code before it computed, there as here
+        line = ast.unparse(code.statements[failed]).split("\n")[0]
+        found["left_out"] = {"line": line[:120], "error": f"{type(error).__name__}: {error}"[:200]}
         code, plan = shorter
         apart, error, _ = _rerun(code, plan, namespace, pins)
     if error is not None:  # the student's code, on other inputs: say what went wrong

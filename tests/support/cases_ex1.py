@@ -661,6 +661,15 @@ MISTAKES.update(
             "logits",
             "the path through logit_maxes is missing",
         ),
+        # a typo that stops the answer's own `+=` (published): the probe judges the clone before it, and says so
+        "m_dlogits_max_path_typo": (
+            {
+                "answer_dlogits": "dlogits = dnorm_logits.clone()\n"
+                "dlogits += F.one_hot(logits.max(1).indeces, num_classes=logits.shape[1]) * dlogit_maxes"
+            },
+            "logits",
+            "raised AttributeError: 'torch.return_types.max' object has no attribute 'indeces', when its cell ran",
+        ),
         "m_logit_maxes_sign_in_try": (
             {
                 "answer_dlogit_maxes": "try:\n    dlogit_maxes = dnorm_logits.sum(1, keepdim=True)\n"

@@ -20,6 +20,7 @@ class Outcome:
 
     verdict: str  # "right", "wrong" or "inconclusive" (then the value alone judges)
     line: Reason | None = None  # what the student reads (nothing when the rule is right); NOTE when inconclusive
+    note: Reason | None = None  # read after it, when wrong: the answer's own line that raised, left out of the re-run
 
 
 ABSENT = Outcome("inconclusive")  # no probe for this cell (a notebook graded with an older hidden test)
@@ -158,6 +159,24 @@ def judge_rule(step: Step, report, forward: dict, seed: int, answer: str = "") -
                 upstream=upstream,
                 why=why,
             ),
+        ),
+        _left_out(probe.get("left_out"), answer),
+    )
+
+
+def _left_out(left_out, answer: str) -> Reason | None:
+    """The line of the answer's own code that raised in the kernel and again in the probe (a typo), which the probe
+    left out (``probe_runner``): what the student's answer is without it."""
+    if not isinstance(left_out, dict) or not all(isinstance(left_out.get(k), str) for k in ("line", "error")):
+        return None
+    return Reason(
+        NOTE,
+        say(
+            "(your line `{line}` raised {error}, when its cell ran and again when the grader ran it: {answer} is what "
+            "the lines before it computed)",
+            line=left_out["line"][:120],
+            error=left_out["error"][:200],
+            answer=answer,
         ),
     )
 
