@@ -126,8 +126,9 @@ def test_another_notebook_saved_under_this_name_is_not_graded():
     for handed_in in NOTEBOOKS:  # Exercise 1 holds every setup cell of the others, and their dlogits and dbngain
         raw = nbformat.writes(solved(release[handed_in], source[handed_in])).encode()
         for name in set(NOTEBOOKS) - {handed_in}:
-            fixed, found = repair(raw, release[name], name)
+            fixed, found = repair(raw, release[name], name, "", {n: r for n, r in release.items() if n != name})
             assert fixed is None and [p.kind for p in found] == ["wrong_notebook"], (handed_in, name, found)
+            assert found[0].detail.endswith(f": {handed_in}.ipynb saved under this name? Not graded"), found
 
 
 def test_a_cell_moved_or_its_metadata_changed_is_graded_as_the_release_has_it():

@@ -45,7 +45,8 @@ def stage_student(root: Path, assignment: str, student: str, notebooks: list, re
             problems.append(Problem(student, notebook, "missing_notebook", detail))
             continue
         try:
-            nb, found = repair(data, releases[notebook], notebook, student)
+            course = {n: r for n, r in releases.items() if n != notebook}
+            nb, found = repair(data, releases[notebook], notebook, student, course)
         except Exception as error:  # noqa: BLE001 (a file no check foresaw costs its student, never the class's run)
             nb, found = (
                 None,

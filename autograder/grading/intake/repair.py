@@ -135,8 +135,16 @@ def _move_answers_above_their_tests(cells: list, release) -> list:
     return moved
 
 
-def repair(raw: bytes, release, notebook: str, student: str = ""):
-    """(the notebook to grade or None, [Problem]) for the bytes ``raw`` that ``student`` handed in."""
+def _which(foreign: set, course: dict) -> str | None:
+    """The course's notebook whose own cells most of ``foreign`` (grade_ids the release lacks) are, as "name.ipynb"."""
+    held = {name: len(foreign & {_gid(c) for c in nb.cells if _gid(c)}) for name, nb in course.items()}
+    name = max(held, key=held.get, default=None)
+    return f"{name}.ipynb" if name is not None and held[name] * 2 > len(foreign) else None
+
+
+def repair(raw: bytes, release, notebook: str, student: str = "", course: dict | None = None):
+    """(the notebook to grade or None, [Problem]) for the bytes ``raw`` that ``student`` handed in; ``course``: the
+    course's other notebooks, {name: release}, which a wrong_notebook is named by."""
     problem = lambda kind, detail: Problem(student, notebook, kind, detail)
     nb, reason = load(raw)
     if nb is None:
@@ -229,7 +237,7 @@ def repair(raw: bytes, release, notebook: str, student: str = ""):
                 f"only {found} of the {len(wanted)} answer and locked cells of {notebook} are in it"
                 + (" (and no cell has nbgrader metadata)" if stripped else "")
                 + (f", and {others} cells of another notebook" if others > found else "")
-                + ": another notebook saved under this name? Not graded",
+                + f": {_which(set(foreign), course or {}) or 'another notebook'} saved under this name? Not graded",
             )
         ]
     if matched:
