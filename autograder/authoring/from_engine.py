@@ -45,6 +45,8 @@ FUNCTIONS = [
     rerun._as_ipython_runs_it,
     rerun.flattened,
     rerun.writes,
+    rerun._may_rebind,
+    rerun._all_rebind,
     rerun._rebinds,
     snapshots.loaded_names,
     rerun._reads,

@@ -82,6 +82,25 @@ def test_the_statements_of_a_with_block_are_the_cells_own_and_an_if_stays_whole(
         answer_code([SETUP, "while True:\n    dlogits = dnorm_logits.clone()\n    break"], "dlogits", pins)
 
 
+def test_a_block_that_may_not_rebind_the_answer_keeps_the_code_before_it():
+    """An `if` without an `else`, a loop, a `try` whose `except` leaves the answer alone may not rebind it: the code
+    before it is the answer's too (it was left out: a right dlogits followed by `if debug: dlogits = None` was judged
+    on the kernel's own value and lost its points, and a dlogits without the max's path followed by `if False:
+    dlogits = 0` kept them, 'judged by its value')."""
+    pins = ("dnorm_logits", "dlogit_maxes")
+    right = "dlogits = dnorm_logits.clone()\ndlogits += onehot * dlogit_maxes"
+    for block in (
+        "if debug:\n    dlogits = None",
+        "for name in names:\n    dlogits = None",
+        "try:\n    dlogits = dnorm_logits * 1\nexcept RuntimeError:\n    pass",
+    ):
+        assert code_of([SETUP, right + "\n" + block], "dlogits", pins) == right.splitlines() + [block]
+    both = "if fused:\n    dlogits = softmax_minus_one_hot\nelse:\n    dlogits = dnorm_logits.clone()"
+    assert code_of([SETUP, right + "\n" + both], "dlogits", pins) == [both]  # rebound whichever way it goes
+    handled = "try:\n    dlogits = dnorm_logits * 1\nexcept RuntimeError:\n    dlogits = dnorm_logits.clone()"
+    assert code_of([SETUP, right + "\n" + handled], "dlogits", pins) == [handled]
+
+
 def test_no_assignment_of_the_answer_is_said():
     with pytest.raises(NoAnswerCode, match="no statement `dh = ...`"):
         answer_code([SETUP, "globals()['dh'] = 1"], "dh", ("dlogits",))

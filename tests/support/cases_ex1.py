@@ -670,6 +670,11 @@ MISTAKES.update(
             "logits",
             "raised AttributeError: 'torch.return_types.max' object has no attribute 'indeces', when its cell ran",
         ),
+        "m_dlogits_no_max_path_if_not_taken": (  # a branch never taken hid the code before it from the probe
+            {"answer_dlogits": "dlogits = dnorm_logits.clone()\nif False:\n    dlogits = 0"},
+            "logits",
+            "the path through logit_maxes is missing",
+        ),
         "m_logit_maxes_sign_in_try": (
             {
                 "answer_dlogit_maxes": "try:\n    dlogit_maxes = dnorm_logits.sum(1, keepdim=True)\n"
@@ -684,6 +689,11 @@ MISTAKES.update(
 # More correct formulas seen in students' work: each must keep every point.
 ALTERNATIVES.update(
     {
+        "alt_guard_after": {  # an `if` that may rebind the answer, not taken: the code before it is the answer's
+            "answer_dlogits": "dlogits = dnorm_logits.clone()\n"
+            "dlogits += F.one_hot(logits.max(1).indices, num_classes=logits.shape[1]) * dlogit_maxes\n"
+            "if not isinstance(dlogit_maxes, torch.Tensor):\n    dlogits = None",
+        },
         "alt_in_blocks": {  # right answers in an `if`'s branch and a `try`: the probe re-runs them whole
             "answer_dlogits": IF_FUSED
             + "    dlogits = dnorm_logits.clone()\n"

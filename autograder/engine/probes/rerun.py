@@ -85,8 +85,25 @@ def writes(node: ast.stmt) -> frozenset:
 
 
 @lru_cache(maxsize=4096)
+def _may_rebind(node: ast.stmt) -> frozenset:
+    """Names the statement may give a new value as a whole: in a block, on any of its paths (a branch not taken, a
+    loop that may not run, an `except` too)."""
+    if isinstance(node, (ast.If, ast.For, ast.Try, ast.With)):
+        blocks = [node.body, getattr(node, "orelse", []), getattr(node, "finalbody", [])]
+        blocks += [handler.body for handler in getattr(node, "handlers", [])]
+        return frozenset().union(*(_may_rebind(statement) for block in blocks for statement in block))
+    return _rebinds(node)
+
+
+def _all_rebind(block: list) -> frozenset:
+    return frozenset().union(*(_rebinds(statement) for statement in block))
+
+
+@lru_cache(maxsize=4096)
 def _rebinds(node: ast.stmt) -> frozenset:
-    """Names the statement gives a new value as a whole (x = ..., def x, import x), not only changes."""
+    """Names the statement gives a new value as a whole (x = ..., def x, import x), not only changes; a block, on
+    every path through it (both branches of an `if`, the `try` and each `except`; never a loop, which may not run):
+    what it may rebind only (``_may_rebind``) keeps the value it had before, which the probe must compute too."""
     if isinstance(node, (ast.Assign, ast.AnnAssign)) and getattr(node, "value", None) is not None:
         targets = node.targets if isinstance(node, ast.Assign) else [node.target]
         names = set()
@@ -96,10 +113,15 @@ def _rebinds(node: ast.stmt) -> frozenset:
         return frozenset(names)
     if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Import, ast.ImportFrom)):
         return writes(node)
-    if isinstance(node, (ast.If, ast.For, ast.Try, ast.With)):  # a block the probe re-runs whole: what it rebinds
-        blocks = [node.body, getattr(node, "orelse", []), getattr(node, "finalbody", [])]
-        blocks += [handler.body for handler in getattr(node, "handlers", [])]
-        return frozenset().union(*(_rebinds(statement) for block in blocks for statement in block))
+    if isinstance(node, ast.If):  # a block the probe re-runs whole: what it rebinds whichever way it goes
+        return _all_rebind(node.body) & _all_rebind(node.orelse)
+    if isinstance(node, ast.With):
+        return _all_rebind(node.body)
+    if isinstance(node, ast.Try):  # the `try` and its `else` ran, or an `except` did; the `finally` always
+        done = _all_rebind(node.body) | _all_rebind(node.orelse)
+        for handler in node.handlers:
+            done &= _all_rebind(handler.body)
+        return done | _all_rebind(node.finalbody)
     return frozenset()
 
 
@@ -124,12 +146,13 @@ def answer_code(cells, answer: str, pins) -> AnswerCode:
     pins = set(pins)
     statements = [(i, s) for i, source in enumerate(cells) for s in parsed(source)]
     origins = [(i, k) for i, source in enumerate(cells) for k in range(len(parsed(source)))]
-    fresh = [k for k, (_, s) in enumerate(statements) if answer in _rebinds(s)]
+    fresh = [k for k, (_, s) in enumerate(statements) if answer in _may_rebind(s)]
     if not fresh:
         raise NoAnswerCode(f"no statement `{answer} = ...` ran before this cell")
-    start = fresh[-1]
+    # from the latest statement that surely rebinds the answer: one that may (`if debug: dlogits = None`) needs it
+    start = ([k for k in fresh if answer in _rebinds(statements[k][1])] or fresh)[-1]
     for pin in pins:
-        bound = [k for k, (_, s) in enumerate(statements) if pin in _rebinds(s)][-1:]
+        bound = [k for k, (_, s) in enumerate(statements) if pin in _may_rebind(s)][-1:]
         if bound and pin in GRADIENTS:
             start = min(start, bound[0])
         elif bound:
