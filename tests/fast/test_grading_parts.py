@@ -443,3 +443,23 @@ def test_a_worker_has_each_notebooks_configured_limit_before_it_is_killed():
     assert ClassGrading.allowed(run(None), "ada", 600) == 2 * (600 + 60) + 120
     assert ClassGrading.allowed(run(30), "ada", 600) == 2 * (30 + 60) + 120
     assert ClassGrading.allowed(run(None), "ada", None) == ClassGrading.allowed(run(None), "ada", 0) == 2 * 3660 + 120
+
+
+def test_collecting_into_submitted_writes_through_no_linked_folder(tmp_path):
+    """A student's assignment folder in submitted/ that is a link (to another student's, or anywhere), and the notebook
+    and timestamp.txt in another folder of the same student: ``grade --from submitted`` wrote both through the link
+    (into the folder it named: outside the student's own files, over a classmate's work). The link is replaced by a
+    folder of the student's own."""
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "timestamp.txt").write_text("precious")
+    student = tmp_path / "submitted" / "mal"
+    (student / "old").mkdir(parents=True)
+    (student / "old" / f"{NB}.ipynb").write_text('{"cells": []}')
+    (student / "old" / "timestamp.txt").write_text("2026-12-16 10:00:00.000000 UTC")
+    (student / ASSIGNMENT).symlink_to(elsewhere, target_is_directory=True)
+    collected, _ = collect(tmp_path / "submitted", tmp_path, ASSIGNMENT, [NB])
+    assert collected == {"mal": [NB]}
+    assert sorted(p.name for p in elsewhere.iterdir()) == ["timestamp.txt"]
+    assert (elsewhere / "timestamp.txt").read_text() == "precious"
+    assert not (student / ASSIGNMENT).is_symlink() and (student / ASSIGNMENT / f"{NB}.ipynb").is_file()

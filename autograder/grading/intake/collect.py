@@ -160,6 +160,19 @@ def _write(target: Path, data: bytes) -> None:
         f.write(data)
 
 
+def _own_folder(course_root: Path, student: str, assignment: str) -> Path:
+    """submitted/<student>/<assignment>, made, each of the two a folder of its own: a link there is replaced (written
+    through by ``grade --from submitted``, it put the student's notebook and timestamp.txt into the folder it named,
+    a classmate's or any of the machine's)."""
+    folder = course_root / "submitted"
+    for name in (student, assignment):
+        folder = folder / name
+        if folder.is_symlink():
+            folder.unlink()
+        folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
 def collect(download, course_root, assignment: str, notebooks) -> tuple[dict, list]:
     """Copy the download's notebooks into ``course_root/submitted``.
 
@@ -231,16 +244,16 @@ def collect(download, course_root, assignment: str, notebooks) -> tuple[dict, li
             )
         if len(entry.parts) == 1 and entry.parts[0].partition("_")[2].startswith("LATE_"):  # Canvas's marker
             report(student, notebook, "marked_late", f"{shown}: marked LATE by the LMS; no time of submission")
-        if target.is_dir() and not target.is_symlink():
+        if target.is_dir() and not target.is_symlink() and not folder.is_symlink() and not folder.parent.is_symlink():
             report(student, notebook, "unmatched_file", f"{shown}: not collected: {notebook}.ipynb there is a folder")
             continue
-        folder.mkdir(parents=True, exist_ok=True)
+        folder = _own_folder(course_root, student, assignment)
         if target.is_symlink() or not target.is_file() or target.read_bytes() != data:
             _write(target, data)
         collected.setdefault(student, []).append(notebook)
     for student in seen - set(collected):  # handed in nothing gradable: still in the class, with a problem
-        (course_root / "submitted" / student / assignment).mkdir(parents=True, exist_ok=True)
+        _own_folder(course_root, student, assignment)
     for student, entry in timestamps.items():
         if student in collected:
-            _write(course_root / "submitted" / student / assignment / "timestamp.txt", _read(entry, download))
+            _write(_own_folder(course_root, student, assignment) / "timestamp.txt", _read(entry, download))
     return collected, problems
