@@ -226,6 +226,26 @@ def test_staging_reads_no_link_in_a_submitted_folder(tmp_path):
     assert list((root / STAGED / "mallory" / ASSIGNMENT).iterdir()) == []
 
 
+def test_staging_reads_through_no_linked_folder(tmp_path):
+    """A student's folder in submitted/ that is a link (mal -> ada, or mal/<assignment> -> ada's): staging read
+    ada's notebook through it, and mal was graded on ada's work (a folder put in submitted/ by hand, unpacked from a
+    zip that held links). Neither is read: the notebook counts as not handed in."""
+    root = tmp_path / "course"
+    ada = root / "submitted" / "ada" / ASSIGNMENT
+    ada.mkdir(parents=True)
+    shutil.copy(REPO / "release" / ASSIGNMENT / f"{NB}.ipynb", ada)
+    (ada / "timestamp.txt").write_text("2026-12-16 10:00:00.000000 UTC")
+    (root / "submitted" / "mal").symlink_to(root / "submitted" / "ada", target_is_directory=True)
+    (root / "submitted" / "eve").mkdir()
+    (root / "submitted" / "eve" / ASSIGNMENT).symlink_to(ada, target_is_directory=True)
+    releases = {NB: nbformat.read(REPO / "release" / ASSIGNMENT / f"{NB}.ipynb", as_version=4)}
+    for student in ("mal", "eve"):
+        graded, problems = stage_student(root, ASSIGNMENT, student, [NB], releases)
+        assert graded == [] and [(p.kind, p.notebook) for p in problems] == [("missing_notebook", NB)], problems
+        assert list((root / STAGED / student / ASSIGNMENT).iterdir()) == []
+    assert stage_student(root, ASSIGNMENT, "ada", [NB], releases) == ([NB], [])
+
+
 def test_a_notebook_handed_in_under_another_name_is_named_when_submitted_is_graded_as_it_is(tmp_path):
     """Without --from, only <notebook>.ipynb in the assignment's folder is graded: a browser's "(1)" copy, or a
     notebook beside the assignment's folder, leaves the student missing_notebook, whose detail names the file and

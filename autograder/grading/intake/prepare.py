@@ -34,13 +34,18 @@ def stage_student(root: Path, assignment: str, student: str, notebooks: list, re
     shutil.rmtree(staged, ignore_errors=True)
     staged.mkdir(parents=True)
     ok, problems = [], []
+    # a link for the student's folder or its assignment's (mal -> ada) is read through by no one: mal was graded on
+    # ada's notebook
+    linked = (root / "submitted" / student).is_symlink() or source.is_symlink()
     for notebook in notebooks:
         # Read as the regular file it must be, never through a link (as root, a link in a folder put in submitted/
         # by hand could name any file of the machine), never a pipe, never more than a collect takes
-        data = read_owned(str(source / f"{notebook}.ipynb"), None, MAX_ENTRY_BYTES)
+        data = None if linked else read_owned(str(source / f"{notebook}.ipynb"), None, MAX_ENTRY_BYTES)
         if data is None:
             detail = f"no {notebook}.ipynb was handed in as a regular file"
-            if others := named_otherwise(root / "submitted" / student, assignment, notebook, notebooks):
+            if linked:
+                detail += f" (submitted/{student}/{assignment} is a link, not read)"
+            elif others := named_otherwise(root / "submitted" / student, assignment, notebook, notebooks):
                 detail += f"; the student's folder holds {', '.join(others)}{FOR_THE_INSTRUCTOR}"
             problems.append(Problem(student, notebook, "missing_notebook", detail))
             continue
@@ -56,7 +61,7 @@ def stage_student(root: Path, assignment: str, student: str, notebooks: list, re
         if nb is not None:
             nbformat.write(nb, staged / f"{notebook}.ipynb")
             ok.append(notebook)
-    timestamp = read_owned(str(source / "timestamp.txt"), None, MAX_SMALL_BYTES)
+    timestamp = None if linked else read_owned(str(source / "timestamp.txt"), None, MAX_SMALL_BYTES)
     if timestamp is not None and readable_time(timestamp):
         (staged / "timestamp.txt").write_bytes(timestamp)
     elif timestamp is not None:  # nbgrader fails the whole submission on it ('CourseDirectory' has no 'fail')
