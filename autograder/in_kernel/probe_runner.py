@@ -59,14 +59,17 @@ def run_probe(namespace: dict, answer: str, names: tuple) -> dict:
         found["pins"] = {name: {**found["pins"][name], "shape": list(pin.shape)} for name, pin in right.items()}
         pins = right
     raised = error is not None and _raised_in_the_kernel(code.origins[failed])
-    shorter = _before(code, plan, failed) if raised else None
+    block, where = raised and _a_block(code.statements[failed]), code.origins[failed] if raised else None
+    shorter = _before(code, plan, failed, keep=block) if raised else None
     if shorter is not None and any(answer in writes(s) for s in shorter[0].statements):
         # it raised with every input right too, as in the kernel (a typo of the answer's own: `.indeces`): the
-        # answer is what the code before it computed, there as here
-        line = ast.unparse(code.statements[failed]).split("\n")[0]
-        found["left_out"] = {"line": line[:120], "error": f"{type(error).__name__}: {error}"[:200]}
+        # answer is what the code before it computed, there as here; a block (a loop that raised at its last turn)
+        # stays, its raise passed over: what it changed before it raised is the answer's, there as here
+        if not block:
+            line = ast.unparse(code.statements[failed]).split("\n")[0]
+            found["left_out"] = {"line": line[:120], "error": f"{type(error).__name__}: {error}"[:200]}
         code, plan = shorter
-        apart, error, _ = _rerun(code, plan, namespace, pins)
+        apart, error, _ = _rerun(code, plan, namespace, pins, code.origins.index(where) if block else -1)
     if error is not None:  # the student's code, on other inputs: say what went wrong
         found["reason"] = f"{type(error).__name__}: {error}"[:300]
         return found
@@ -75,33 +78,48 @@ def run_probe(namespace: dict, answer: str, names: tuple) -> dict:
     return found
 
 
+def _a_block(statement: ast.stmt) -> bool:
+    """Whether ``statement`` holds statements of its own, which may have changed the answer before one raised."""
+    return hasattr(statement, "body") or hasattr(statement, "cases")
+
+
 def _raised_in_the_kernel(origin: tuple) -> bool:
     """Whether the statement at ``origin`` started in the kernel (it took its snapshot) and did not run to its end."""
     return origin in snapshots and origin in watched and origin not in finished
 
 
-def _before(code, plan: list, failed: int) -> tuple:
-    """``code`` and its ``plan`` without the statement ``failed`` and those of its cell that it kept from running."""
+def _before(code, plan: list, failed: int, keep: bool = False) -> tuple:
+    """``code`` and its ``plan`` without the statement ``failed`` (with ``keep``: with it) and those of its cell that it
+    kept from running."""
     cell, index = code.origins[failed]
     kept = [
         k
         for k, origin in enumerate(code.origins)
-        if k < failed or not (origin[0] == cell and (origin[1] == index or origin not in snapshots))
+        if k < failed
+        or (keep and k == failed)
+        or not (origin[0] == cell and (origin[1] == index or origin not in snapshots))
     ]
     statements, origins = (tuple(items[k] for k in kept) for items in (code.statements, code.origins))
     return dataclasses.replace(code, statements=statements, origins=origins), [plan[k] for k in kept]
 
 
-def _rerun(code, plan: list, namespace: dict, pins: dict) -> tuple:
+def _rerun(code, plan: list, namespace: dict, pins: dict, passed_over: int = -1) -> tuple:
     """(the probe's namespace after the answer's code ran in it on ``pins``, None or what it raised, the position in
-    ``code`` of the statement that raised)."""
+    ``code`` of the statement that raised); what the statement at ``passed_over`` raises ends it, as it ended its cell
+    in the kernel."""
     apart, position = probe_namespace(namespace, pins), 0
     try:
         with apart_from_the_kernel():
             for position, (statement, values) in enumerate(zip(code.statements, plan)):
                 put_back(apart, values)
                 module = ast.Module(body=[statement], type_ignores=[])
-                exec(compile(module, "<your code, run again by the grader>", "exec"), apart)
+                try:
+                    exec(compile(module, "<your code, run again by the grader>", "exec"), apart)
+                except ProbeTimeLimit:
+                    raise
+                except Exception:
+                    if position != passed_over:
+                        raise
     except (Exception, SystemExit) as error:
         return apart, error, position
     return apart, None, position

@@ -675,6 +675,14 @@ MISTAKES.update(
             "logits",
             "the path through logit_maxes is missing",
         ),
+        "m_dlogits_typo_in_a_block": (  # the block raised before its change, there as here: the code before it
+            {
+                "answer_dlogits": "dlogits = dnorm_logits.clone()\nif True:\n"
+                "    dlogits += F.one_hot(logits.max(1).indeces, num_classes=logits.shape[1]) * dlogit_maxes"
+            },
+            "logits",
+            "the path through logit_maxes is missing",
+        ),
         "m_logit_maxes_sign_in_try": (
             {
                 "answer_dlogit_maxes": "try:\n    dlogit_maxes = dnorm_logits.sum(1, keepdim=True)\n"
@@ -689,6 +697,15 @@ MISTAKES.update(
 # More correct formulas seen in students' work: each must keep every point.
 ALTERNATIVES.update(
     {
+        "alt_loop_raised_at_its_end": {  # a loop that raised at its last turn (range(n + 1)) made its change first
+            "answer_dlogits": "dlogits = dnorm_logits.clone()\nfor i in range(n + 1):\n"
+            "    dlogits[i, logits[i].argmax()] += dlogit_maxes[i, 0]",
+        },
+        "alt_block_raised_after_its_change": {  # a typo after the answer's line, in the same block
+            "answer_dlogits": "dlogits = dnorm_logits.clone()\nif True:\n"
+            "    dlogits += F.one_hot(logits.max(1).indices, num_classes=logits.shape[1]) * dlogit_maxes\n"
+            "    print(dlogits.shapee)",
+        },
         "alt_guard_after": {  # an `if` that may rebind the answer, not taken: the code before it is the answer's
             "answer_dlogits": "dlogits = dnorm_logits.clone()\n"
             "dlogits += F.one_hot(logits.max(1).indices, num_classes=logits.shape[1]) * dlogit_maxes\n"

@@ -116,9 +116,9 @@ def _rule_problem(name, answer=None):
         if failed is not None and _run_again(statements[: failed + 1], space, code.reads, {})[1] == failed:
             # it raises on your own values too (a typo of its own): it changed nothing when its cell ran, and your
             # answer is what the code before it computed, as the autograder judges it
-            cell = origins[failed][0]
-            statements = [s for k, s in enumerate(statements) if k < failed or origins[k][0] != cell]
-            apart, failed = _run_again(statements, space, code.reads, pins)
+            cell, block = origins[failed][0], hasattr(statements[failed], "body")
+            statements = [s for k, s in enumerate(statements) if k < failed + block or origins[k][0] != cell]
+            apart, failed = _run_again(statements, space, code.reads, pins, failed if block else None)
         if failed is not None:
             return None
         forward = {k: v.detach() if isinstance(v, torch.Tensor) else v for k, v in space.items()
@@ -146,7 +146,7 @@ def _rule_problem(name, answer=None):
             f"rule gives for them. The autograder gives no point for this")
 
 
-def _run_again(statements, space, reads, pins):
+def _run_again(statements, space, reads, pins, passed_over=None):
     """Run `statements` in a copy of the namespace with `pins` in place (your code may change them, and what it reads,
     in place: copies); the copy, and the position of the statement that raised (None if none did)."""
     apart = {**space, **{k: v.clone() for k, v in pins.items()}}
@@ -157,7 +157,8 @@ def _run_again(statements, space, reads, pins):
             try:
                 exec(compile(ast.Module([statement], []), "<your code, run again>", "exec"), apart)
             except Exception:
-                return apart, position
+                if position != passed_over:
+                    return apart, position
     return apart, None
 
 
