@@ -8,7 +8,7 @@ from ..engine.backward_rules import STEP_BY_NAME
 from ..engine.bug_hunt.catalogue import FUNCTION, ID, NAMED, TENSORS, planted
 from ..engine.bug_hunt.checker import FUNCTION as CHECKER
 from ..engine.bug_hunt.checker import cases, run_case
-from .probe_runner import apart_from_the_kernel
+from .probe_runner import STUDENT_ERRORS, apart_from_the_kernel
 from .reports import send
 from .switches import grading, grading_seed
 
@@ -43,7 +43,7 @@ def _call(namespace: dict) -> tuple:
             ok = isinstance(result, dict)
             status = {"kind": "returned"} if ok else {"kind": "other", "type": type(result).__name__}
             _calls[id(function)] = function, status, result if ok else {}
-        except (Exception, SystemExit) as error:  # the student's code: the grader says which error it was
+        except STUDENT_ERRORS as error:  # the student's code: the grader says which error it was
             _calls[id(function)] = function, _raised(error), {}
     return _calls[id(function)][1:]
 
@@ -86,6 +86,6 @@ def report_checker(namespace: dict) -> None:
         try:
             with apart_from_the_kernel():
                 payload[case.name] = wire.encode(run_case(function, case))
-        except (Exception, SystemExit) as error:  # the student's code: the grader says which error it was
+        except STUDENT_ERRORS as error:  # the student's code: the grader says which error it was
             payload[case.name] = _raised(error)
     send(payload)

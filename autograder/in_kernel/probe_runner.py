@@ -29,8 +29,11 @@ from ..engine.probes.rerun import (
 from .snapshot_hook import finished, forward_shapes, snapshots, watched
 
 
-class ProbeTimeLimit(Exception):
-    pass
+class ProbeTimeLimit(BaseException):
+    """Not an Exception: the student's own `except Exception:` (in a `try` a probe re-runs) does not pass it over."""
+
+
+STUDENT_ERRORS = (Exception, SystemExit, ProbeTimeLimit)  # what the student's code run apart may end with
 
 
 def run_probe(namespace: dict, answer: str, names: tuple) -> dict:
@@ -115,12 +118,10 @@ def _rerun(code, plan: list, namespace: dict, pins: dict, passed_over: int = -1)
                 module = ast.Module(body=[statement], type_ignores=[])
                 try:
                     exec(compile(module, "<your code, run again by the grader>", "exec"), apart)
-                except ProbeTimeLimit:
-                    raise
                 except Exception:
                     if position != passed_over:
                         raise
-    except (Exception, SystemExit) as error:
+    except STUDENT_ERRORS as error:
         return apart, error, position
     return apart, None, position
 

@@ -205,6 +205,21 @@ def test_a_probe_that_runs_too_long_is_stopped(monkeypatch):
     assert time.monotonic() - start < 2
 
 
+def test_a_probe_over_its_time_is_stopped_through_the_students_except(monkeypatch):
+    """The student's `except Exception:` around a loop (a `try` is re-run whole since 7f47e55) caught the time
+    limit, and what came after it ran with no limit at all (the timer fires once)."""
+    monkeypatch.setattr(probe_runner, "TIME_LIMIT", 0.2)
+    start = time.monotonic()
+    with pytest.raises(probe_runner.ProbeTimeLimit):
+        with probe_runner.apart_from_the_kernel():
+            try:
+                time.sleep(5)
+            except Exception:
+                pass
+            time.sleep(5)
+    assert time.monotonic() - start < 2
+
+
 TRICKY_CELLS = [
     "from __future__ import annotations\nx: int = 1\nx",
     "def f(a):\n    return a * n\n\n\nn = 3\nz = f(2)\nz",
