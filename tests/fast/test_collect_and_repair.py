@@ -156,6 +156,25 @@ def test_a_cell_moved_or_its_metadata_changed_is_graded_as_the_release_has_it():
     assert [p.kind for p in found] == ["moved_cell"]
     assert [grade_id(c) for c in fixed.cells] == [grade_id(c) for c in good.cells]
 
+    # the lecture's order, on purpose: dlogits's first path (its own answer cell) above dlogit_maxes's cell, whose
+    # += adds the other: put back below it, the += ran first and dlogits lost its 2 points (607339e)
+    lecture = solved(
+        release,
+        source,
+        {
+            "answer_dlogits": "dlogits = dnorm_logits.clone()",
+            "answer_dlogit_maxes": "dlogit_maxes = -dnorm_logits.sum(1, keepdim=True)\n"
+            "dlogits += F.one_hot(logits.max(1).indices, num_classes=logits.shape[1]) * dlogit_maxes",
+        },
+    )
+    i, j = (
+        next(i for i, c in enumerate(lecture.cells) if grade_id(c) == g)
+        for g in ("answer_dlogits", "answer_dlogit_maxes")
+    )
+    lecture.cells.insert(j, lecture.cells.pop(i))
+    fixed, found = repair(nbformat.writes(lecture).encode(), release, NB)
+    assert found == [] and [grade_id(c) for c in fixed.cells] == [grade_id(c) for c in lecture.cells]
+
     forged = copy.deepcopy(good)
     for cell in forged.cells:
         if grade_id(cell) in ("answer_dlogprobs", "test_dprobs"):

@@ -5,6 +5,7 @@ unknown_cell, wrong_notebook); what is repaired is rebuilt from the release in a
 what the student handed in. What each kind does, and why: docs/design/class-grading.md, "Repairing".
 """
 
+import ast
 import copy
 import json
 import warnings
@@ -117,6 +118,29 @@ def _cut_short(wanted: list, missing: set, others: int) -> bool:
     return not others and not any(kept[first:]) and any(_meta(w).get("solution") for w in wanted[:first])
 
 
+def _names(cell) -> tuple | None:
+    """(names the cell's code reads, names it assigns), ``x += ...`` both; None when it is no Python (a magic)."""
+    try:
+        tree = ast.parse(_source(cell))
+    except (SyntaxError, ValueError):
+        return None
+    names = [n for n in ast.walk(tree) if isinstance(n, ast.Name)]
+    changed = {n.target.id for n in ast.walk(tree) if isinstance(n, ast.AugAssign) and isinstance(n.target, ast.Name)}
+    reads = {n.id for n in names if isinstance(n.ctx, ast.Load)} | changed
+    return reads, {n.id for n in names if isinstance(n.ctx, ast.Store)}
+
+
+def _placed_first(answer, passed: list) -> bool:
+    """Whether an answer cell above the step before it sits there on purpose: the student's code after it builds on
+    what it assigns (the lecture's order: ``dlogits = dnorm_logits.clone()`` above dlogit_maxes's cell, whose
+    ``dlogits += ...`` adds the other path), and it needs nothing they assign. Moved, that code ran before it."""
+    own, names = _names(answer), [(_names(c), _meta(c).get("locked")) for c in passed]
+    if own is None or any(n is None for n, locked in names if not locked):
+        return False
+    needs = own[0] & set().union(*(n[1] for n, _ in names if n is not None))
+    return not needs and any(own[1] & n[0] for n, locked in names if not locked)
+
+
 def _move_answers_above_their_tests(cells: list, release) -> list:
     """Put each answer cell that sits below the graded cell that follows it in the release, or above the cell that
     precedes it, back just above its graded cell (a cell dragged in Colab: dragged down, its test ran first and found
@@ -130,6 +154,8 @@ def _move_answers_above_their_tests(cells: list, release) -> list:
         a, t = where.get(_gid(answer)), where.get(_gid(test))
         b = where.get(_gid(before)) if before is not None else None
         if a is not None and t is not None and (a > t or b is not None and a < b < t):
+            if a < t and _placed_first(cells[a], cells[a + 1 : t]):
+                continue
             cells.insert(t - (a < t), cells.pop(a))
             moved.append(_gid(answer))
     return moved
