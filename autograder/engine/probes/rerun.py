@@ -18,9 +18,7 @@ RUN_IN_PLACE = ("time", "capture")  # magics that run their code once, in the no
 MAGIC_DEPTH = 4  # magics over magics read through; deeper, a cell is its one call (30,000 of them took 17 s to read)
 TIME_LIMIT = 5.0  # seconds a probe may run in the kernel; the answer code of one step takes milliseconds
 # the names of gradients in every notebook (a fused step's upstream gradient too: Exercise 3's dhpreact_biased)
-GRADIENTS = frozenset(
-    "d" + name for step in STEPS + FUSED_STEPS + OPERATOR_STEPS for name in [step.name, *step.upstream]
-)
+GRADIENTS = frozenset("d" + n for s in STEPS + FUSED_STEPS + OPERATOR_STEPS for n in [s.name, *s.upstream])
 
 
 class NoAnswerCode(Exception):
@@ -69,9 +67,8 @@ def _as_ipython_runs_it(code: str) -> str:
 
 def flattened(body) -> list:
     """The statements of ``body``, each `with` block's own in its place (nested ones too): a probe re-runs them
-    without the context manager (``torch.no_grad()`` changes no value). Other compound statements stay whole, and a
-    probe re-runs them whole (an `if`, a `for`, a `try` that computes the answer): a branch may not have run, and a
-    loop is one rule. Not a `while`, whose end may depend on the values, which a probe changes."""
+    without the context manager (``torch.no_grad()`` changes no value). Other compound statements stay whole: a
+    probe re-runs them whole (``_rebinds``; not a `while`, whose end may depend on the values a probe changes)."""
     return [leaf for s in body for leaf in (flattened(s.body) if isinstance(s, ast.With) else [s])]
 
 
@@ -106,11 +103,8 @@ def _rebinds(node: ast.stmt) -> frozenset:
     what it may rebind only (``_may_rebind``) keeps the value it had before, which the probe must compute too."""
     if isinstance(node, (ast.Assign, ast.AnnAssign)) and getattr(node, "value", None) is not None:
         targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-        names = set()
-        for target in targets:
-            elements = target.elts if isinstance(target, (ast.Tuple, ast.List)) else [target]
-            names |= {e.id for e in elements if isinstance(e, ast.Name)}
-        return frozenset(names)
+        elements = [e for t in targets for e in (t.elts if isinstance(t, (ast.Tuple, ast.List)) else [t])]
+        return frozenset(e.id for e in elements if isinstance(e, ast.Name))
     if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Import, ast.ImportFrom)):
         return writes(node)
     if isinstance(node, ast.If):  # a block the probe re-runs whole: what it rebinds whichever way it goes
@@ -279,10 +273,9 @@ def _where_it_stopped(statements: tuple, last: int, origin: tuple, answer: tuple
     may_have = [last] + [
         k for k in range(last + 1, origin[1]) if not (evaluated_names(statements[k]) and writes(statements[k]))
     ]
+    touched = GRADIENTS | set(pins)
     for k in may_have:
-        if (origin[0], k) not in answer and not (_reads(statements[k]) | writes(statements[k])) & (
-            GRADIENTS | set(pins)
-        ):
+        if (origin[0], k) not in answer and not (_reads(statements[k]) | writes(statements[k])) & touched:
             return statements[k]
     return None
 
@@ -294,9 +287,7 @@ def _quoted(statement: ast.stmt) -> str:
 
 def probe_namespace(namespace: dict, pins: dict) -> dict:
     """A throwaway copy of the kernel's namespace, with the pins in place (``put_back`` fills in the rest)."""
-    apart = dict(namespace)
-    apart.update(pins)
-    return apart
+    return {**namespace, **pins}
 
 
 def put_back(apart: dict, values: dict) -> None:
