@@ -62,7 +62,7 @@ def run_probe(namespace: dict, answer: str, names: tuple) -> dict:
         found["pins"] = {name: {**found["pins"][name], "shape": list(pin.shape)} for name, pin in right.items()}
         pins = right
     raised = error is not None and _raised_in_the_kernel(code.origins[failed])
-    block, where = raised and _a_block(code.statements[failed]), code.origins[failed] if raised else None
+    block = raised and _a_block(code.statements[failed])
     shorter = _before(code, plan, failed, keep=block) if raised else None
     if shorter is not None and any(answer in writes(s) for s in shorter[0].statements):
         # it raised with every input right too, as in the kernel (a typo of the answer's own: `.indeces`): the
@@ -71,8 +71,9 @@ def run_probe(namespace: dict, answer: str, names: tuple) -> dict:
         if not block:
             line = ast.unparse(code.statements[failed]).split("\n")[0]
             found["left_out"] = {"line": line[:120], "error": f"{type(error).__name__}: {error}"[:200]}
+        passed_over = shorter[0].origins.index(code.origins[failed]) if block else -1
         code, plan = shorter
-        apart, error, _ = _rerun(code, plan, namespace, pins, code.origins.index(where) if block else -1)
+        apart, error, _ = _rerun(code, plan, namespace, pins, passed_over)
     if error is not None:  # the student's code, on other inputs: say what went wrong
         found["reason"] = f"{type(error).__name__}: {error}"[:300]
         return found
