@@ -59,6 +59,7 @@ FUNCTIONS = [
     tolerance.max_difference,
     tolerance.magnitude,
     tolerance.close,
+    tolerance.wrong_entries,
     explain.only_repeated_rows_wrong,
 ]
 
@@ -84,6 +85,7 @@ def block() -> str:
         "from functools import lru_cache",
         "",
         f"RTOL = {tolerance.RTOL!r}",
+        f"OWN_SHARE, NOISE = {tolerance.OWN_SHARE!r}, {tolerance.NOISE!r}  # what a count of wrong entries counts",
         f"RUN_IN_PLACE = {rerun.RUN_IN_PLACE!r}  # magics that run their code once, in the notebook's namespace",
         f"MAGIC_DEPTH = {rerun.MAGIC_DEPTH!r}  # magics over magics read through",
         f"LOSS_TOLERANCE = {reference_runs.LOSS_TOLERANCE!r}  # Exercise 4: the loss of each step of a replayed run",

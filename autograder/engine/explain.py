@@ -11,7 +11,7 @@ import torch
 
 from ..common.diagnoses import Reason
 from ..common.words import Words, say
-from .tolerance import RTOL, close
+from .tolerance import RTOL, close, wrong_entries
 
 
 def wrong_dtype(name: str, dtype: str, why: Words) -> Reason:
@@ -203,7 +203,7 @@ def factor_message(c: float, n: int, name: str, entries: int = 2) -> Reason | No
 class Difference:
     """How far an answer (of the right shape) is from what it should be, in numbers a message quotes."""
 
-    wrong: int  # entries off by more than the tolerance
+    wrong: int  # tolerance.wrong_entries
     total: int
     largest_error: float
     scale: float  # the size the tolerance is relative to
@@ -211,5 +211,5 @@ class Difference:
 
 def difference(answer: torch.Tensor, expected: torch.Tensor, scale: float) -> Difference:
     error = (answer.double() - expected.double()).abs()
-    wrong = (error > RTOL * max(scale, 1e-12)).sum().item()
+    wrong = wrong_entries(answer, expected, scale).sum().item()
     return Difference(wrong, answer.numel(), error.max().item() if error.numel() else 0.0, scale)

@@ -46,6 +46,21 @@ def close(answer: torch.Tensor, expected: torch.Tensor, scale: float) -> bool:
     return max_difference(answer, expected) <= RTOL * finite_scale
 
 
+# An entry far smaller than the step's largest passes the tolerance with any value of its size, yet a student counting
+# the wrong entries means those not equal to their right values: `(-0.5 + x**-1.5)` for `-0.5 * x**-1.5` has every
+# entry wrong, and only the one that dwarfs the rest off by more than the tolerance. So an entry also counts as wrong
+# when it is off by more than OWN_SHARE of its own right value and by more than float32's rounding of the step (far
+# below NOISE of its scale). Only for counting: whether a step passes is ``close``'s.
+OWN_SHARE, NOISE = 1e-2, 1e-6
+
+
+def wrong_entries(answer: torch.Tensor, expected: torch.Tensor, scale: float) -> torch.Tensor:
+    """Which entries of an answer of the right shape a message counts as wrong (a tensor of bools)."""
+    error = (answer.detach().double() - expected.detach().double()).abs()
+    scale = max(scale, 1e-12)
+    return (error > RTOL * scale) | ((error > OWN_SHARE * expected.detach().double().abs()) & (error > NOISE * scale))
+
+
 class _Absolute(dict):
     """The forward values as absolute values, each made on first use (a step's terms read two or three)."""
 

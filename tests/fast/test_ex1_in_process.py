@@ -1,6 +1,8 @@
 """Exercise 1, every known case, graded in process (tests/in_process.py): the hidden tests run as at autograde,
 the real JudgeAnswers judges their reports. tests/slow/test_ex1_pipeline.py runs a few of them through nbgrader."""
 
+import re
+
 import nbformat
 import pytest
 from support.cases_ex1 import (
@@ -54,6 +56,14 @@ def test_a_mistake_costs_exactly_its_own_step(graded, student):
     assert lost_steps(graded, student) == [step], graded[student].messages
     message = graded[student].messages[f"test_d{step}"]
     assert words in message, message
+
+
+def test_the_count_of_wrong_entries_counts_those_small_beside_the_largest_too(graded):
+    """Only neuron 0's entry of this dbnvar is off by more than the step's tolerance, and every entry is wrong: the
+    count says most of them, not 1 of 64 (tolerance.wrong_entries)."""
+    message = graded["m_bnvar_plus"].messages["test_dbnvar"]
+    wrong, total = map(int, re.search(r"(\d+) of (\d+) entries wrong", message).groups())
+    assert total == 64 and wrong > total // 2, message
 
 
 @pytest.mark.parametrize(

@@ -7,8 +7,10 @@ gradient above in the graph, never one that merely failed earlier in time.
 """
 
 import ast
+import re
 
 import pytest
+from support.cases_ex1 import PLUS_FOR_TIMES
 from test_student_notebooks import EX1, EX3, HELPERS, hint, release, run_cells, source
 
 from autograder.authoring import from_engine, shared_cell
@@ -166,6 +168,13 @@ def test_a_usual_chain_rule_slip_is_named(ex1_up_to, step, answer, says):
 
     out = run_cells(run(step), answer, cells[f"test_d{step}"])
     assert out.startswith(f"✘ d{step}: ") and says in out and "above is not right yet" not in out, out
+
+
+def test_the_check_counts_the_wrong_entries_as_the_grader_does(ex1_up_to):
+    run, cells = ex1_up_to
+    out = run_cells(run("bnvar"), PLUS_FOR_TIMES, cells["test_dbnvar"])
+    wrong = int(re.search(r"(\d+) of 64 entries differ", out).group(1))
+    assert wrong > 32, out
 
 
 def test_fix_first_names_a_gradient_above_whose_values_are_off_not_one_failing_only_its_rule(ex1_up_to):

@@ -12,6 +12,9 @@ from support.read_grad import grad_through_sgd
 NB = "ex1_atomic_backward"
 
 # student -> (answer cells changed, the one step that must lose its points, words its message must contain)
+# `+` for `*`: every entry wrong, most of them by far less than the tolerance of the step (neuron 0's entry dwarfs them)
+PLUS_FOR_TIMES = "dbnvar = (-0.5 + (bnvar + 1e-5) ** -1.5) * dbnvar_inv"
+
 MISTAKES = {
     "m_logprobs_no_n": (
         {"answer_dlogprobs": "dlogprobs = torch.zeros_like(logprobs)\ndlogprobs[range(n), Yb] = -1.0"},
@@ -91,6 +94,7 @@ MISTAKES = {
         "bnvar",
         "entries wrong",
     ),
+    "m_bnvar_plus": ({"answer_dbnvar": PLUS_FOR_TIMES}, "bnvar", "entries wrong"),
     # neuron 0's entry dwarfs the other 63 (its variance is the epsilon): the sign is named from their ratios too, not
     # "1 of 64 entries wrong"
     "m_bnvar_sign": ({"answer_dbnvar": "dbnvar = 0.5 * (bnvar + 1e-5) ** -1.5 * dbnvar_inv"}, "bnvar", "wrong sign"),

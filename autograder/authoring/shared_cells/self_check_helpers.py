@@ -269,7 +269,7 @@ def _value_hint(got, want, name, n, indices=None):
                     "index_add_, or a one-hot matrix product)")
     if g.dim() == 2 and g.shape[0] == g.shape[1] and (g.T - w).abs().max().item() <= TOLERANCE * scale:
         return "transposed: let the shapes decide the order of the matrix product"
-    differ = (g - w).abs() > TOLERANCE * scale
+    differ = wrong_entries(g, w, scale)
     wrong, columns = int(differ.sum().item()), differ.any(0).nonzero().flatten().tolist() if g.dim() == 2 else []
     # one column of many: a per-neuron term (Exercise 3's neuron 0 has a tiny variance: only there does n/(n-1) show)
     where = f", all in column {columns[0]} of {g.shape[1]}" if len(columns) == 1 and g.shape[1] > 2 else ""
