@@ -463,3 +463,49 @@ def test_collecting_into_submitted_writes_through_no_linked_folder(tmp_path):
     assert sorted(p.name for p in elsewhere.iterdir()) == ["timestamp.txt"]
     assert (elsewhere / "timestamp.txt").read_text() == "precious"
     assert not (student / ASSIGNMENT).is_symlink() and (student / ASSIGNMENT / f"{NB}.ipynb").is_file()
+
+
+def _zip_bytes(members: dict) -> bytes:
+    import io
+
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as z:
+        for name, data in members.items():
+            z.writestr(name, data)
+    return buffer.getvalue()
+
+
+def test_the_notebooks_in_a_zip_a_student_handed_in_are_collected_as_theirs(tmp_path):
+    """Moodle takes any file, and students zip their work: the zip was an unmatched_file and the student got
+    missing_notebook. The notebooks in it are collected as the student's (one level; a zip in it is not opened), and
+    a zip with none, or one that cannot be opened, is named."""
+    ex2 = "ex2_cross_entropy_backward"
+    moodle = tmp_path / "moodle.zip"
+    with zipfile.ZipFile(moodle, "w") as z:
+        work = _zip_bytes({f"work/{NB}.ipynb": '{"cells": ["ada"]}', "__MACOSX/work/._x.ipynb": "", "notes.txt": ""})
+        z.writestr("Ada Lovelace_1001_assignsubmission_file_/work.zip", work)
+        z.writestr("Ada Lovelace_1001_assignsubmission_file_/Exercise 2.ipynb", '{"cells": ["ada 2"]}')
+        z.writestr("Ben Bitdiddle_1002_assignsubmission_file_/empty.zip", _zip_bytes({"readme.txt": "hello"}))
+        z.writestr("Cy D_1003_assignsubmission_file_/broken.zip", b"PK\x03\x04 cut short")
+        nested = _zip_bytes({"inner.zip": _zip_bytes({f"{NB}.ipynb": "{}"})})
+        z.writestr("Di E_1004_assignsubmission_file_/nested.zip", nested)
+    collected, problems = collect(moodle, tmp_path / "course", ASSIGNMENT, [NB, ex2])
+    assert collected == {"Ada_Lovelace_1001": [NB, ex2]}, problems
+    ada = tmp_path / "course" / "submitted" / "Ada_Lovelace_1001" / ASSIGNMENT
+    assert (ada / f"{NB}.ipynb").read_text() == '{"cells": ["ada"]}'
+    named = {p.student: (p.kind, p.detail) for p in problems}
+    assert named["Ben_Bitdiddle_1002"] == (
+        "unmatched_file",
+        "Ben Bitdiddle_1002_assignsubmission_file_/empty.zip: a zip archive with no notebook (.ipynb) in it",
+    )
+    assert named["Cy_D_1003"][0] == "unmatched_file" and "a zip archive that cannot be opened" in named["Cy_D_1003"][1]
+    assert named["Di_E_1004"][1].endswith("nested.zip: a zip archive with no notebook (.ipynb) in it")
+    assert "Ada_Lovelace_1001" not in named  # the readme and macOS's litter beside the notebook are no problem
+    # Canvas's flat files: the zip's name says whose it is, and a copy of a notebook in it is named as a duplicate
+    canvas = tmp_path / "canvas.zip"
+    with zipfile.ZipFile(canvas, "w") as z:
+        z.writestr("lovelaceada_1234_5678_ex1.zip", _zip_bytes({f"{NB}.ipynb": "{}", f"{NB} (1).ipynb": "{ }"}))
+    collected, problems = collect(canvas, tmp_path / "canvas-course", ASSIGNMENT, [NB])
+    assert collected == {"lovelaceada": [NB]}
+    [duplicate] = problems
+    assert duplicate.kind == "duplicate_file" and "lovelaceada_1234_5678_ex1.zip/" in duplicate.detail

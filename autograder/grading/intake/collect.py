@@ -6,6 +6,7 @@ placed is a problem (docs/instructors.md, "Collecting submissions").
 """
 
 import datetime
+import io
 import os
 import re
 import unicodedata
@@ -19,6 +20,7 @@ from ...common.errors import GradingError
 from ...common.problems import Problem
 
 MAX_ENTRY_BYTES = 200 * 2**20  # a zip entry bigger than this is reported, not read
+MAX_ZIPPED_NOTEBOOKS = 50  # the notebooks looked at in one zip a student handed in
 UNKNOWN_STUDENT = "(unknown)"
 SKIPPED = {"__MACOSX", ".ipynb_checkpoints", ".DS_Store", "Thumbs.db"}
 UNWRAPPED_DEPTH = 3  # the folders around a download that collect looks through at most
@@ -31,6 +33,7 @@ class Entry:
     mtime: float
     read: Callable[[], bytes]
     path: Path | None = None  # the file itself, when the download is a folder
+    within: str = ""  # the zip a student handed in that holds it, as shown
 
 
 def student_id(name: str) -> str:
@@ -92,6 +95,33 @@ def _entries(download: Path) -> tuple:
                 entries.append(Entry(path.relative_to(download).parts, st.st_size, st.st_mtime, read, path))
         return entries, []
     raise GradingError(f"{download}: not a zip file (a download cut short?) or a folder")
+
+
+def _opened(entry: Entry, download: Path) -> tuple[list, str]:
+    """The notebooks in a zip a student handed in (one level: a zip in it is not opened), each an Entry in the
+    student's own place, under its own file name: (entries, why none)."""
+    shown = "/".join(entry.parts)
+    if entry.size > MAX_ENTRY_BYTES:
+        return [], f"a zip archive of {entry.size / 2**20:.0f} MB, not opened"
+    try:
+        archive = zipfile.ZipFile(io.BytesIO(_read(entry, download)))
+        members = [i for i in archive.infolist() if not i.is_dir()]
+    except (zipfile.BadZipFile, zlib.error, EOFError, OSError, ValueError) as error:
+        return [], f"a zip archive that cannot be opened ({error})"
+    folder = entry.parts[:-1]
+    prefix = "" if folder else entry.parts[0].partition("_")[0] + "_"  # a flat file's student, as its name has it
+    found = []
+    for info in members:
+        names = [p for p in info.filename.replace("\\", "/").split("/") if p]
+        if not names or any(p in SKIPPED or p.startswith(".") for p in names):
+            continue
+        if names[-1].lower().endswith(".ipynb") and len(found) < MAX_ZIPPED_NOTEBOOKS:
+            mtime = datetime.datetime(*info.date_time).timestamp()
+            read = lambda info=info: archive.read(info)  # at most info.file_size bytes: no bomb
+            found.append(
+                Entry((*folder, prefix + names[-1]), info.file_size, mtime, read, within=f"{shown}/{info.filename}")
+            )
+    return found, "" if found else "a zip archive with no notebook (.ipynb) in it"
 
 
 def _owner(parts: tuple) -> str:
@@ -189,8 +219,14 @@ def collect(download, course_root, assignment: str, notebooks) -> tuple[dict, li
     for name in unsafe:
         report(UNKNOWN_STUDENT, None, "unmatched_file", f"{name}: a path outside the archive, ignored")
     entries = _unwrapped([e for e in entries if not any(p in SKIPPED or p.startswith(".") for p in e.parts)])
+    for entry in [e for e in entries if e.parts[-1].lower().endswith(".zip") and _owner(e.parts) != UNKNOWN_STUDENT]:
+        entries.remove(entry)  # a student's own zip (Moodle takes any file): the notebooks in it, as if handed in
+        inside, why = _opened(entry, download)
+        entries += inside
+        if why:
+            report(_owner(entry.parts), None, "unmatched_file", f"{'/'.join(entry.parts)}: {why}")
     for entry in entries:
-        parts, shown = entry.parts, "/".join(entry.parts)
+        parts, shown = entry.parts, entry.within or "/".join(entry.parts)
         student = _owner(parts)
         if len(parts) > 1 and _in_place(entry, course_root / "submitted" / parts[0]):
             student = parts[0]  # a folder of submitted/ is a student as it is named: renamed, it was a second one
