@@ -113,7 +113,7 @@ class ClassGrading:
         self.grading.mkdir(exist_ok=True)
         self.state = GradingState(self.grading / "state.json")
         if self.o.download:
-            _, self.state.collect_problems = collect(self.o.download, self.root, self.assignment, self.notebooks)
+            self.state.collected(*collect(self.o.download, self.root, self.assignment, self.notebooks))
         elif self.o.exchange:
             self.state.collect_problems = from_exchange(self.root, self.assignment)
         if self.o.download or self.o.exchange:

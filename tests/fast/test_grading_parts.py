@@ -509,3 +509,26 @@ def test_the_notebooks_in_a_zip_a_student_handed_in_are_collected_as_theirs(tmp_
     assert collected == {"lovelaceada": [NB]}
     [duplicate] = problems
     assert duplicate.kind == "duplicate_file" and "lovelaceada_1234_5678_ex1.zip/" in duplicate.detail
+
+
+def test_a_later_download_keeps_the_problems_an_earlier_one_found_for_students_it_does_not_hold(tmp_path):
+    """``grade --from class.zip``, then ``grade --from late.zip``: the class's collection problems were replaced by the
+    late download's, so that ada's file that matched nothing was said by the first run and by no later one."""
+    state = GradingState(tmp_path / "state.json")
+    downloads = {
+        "class": {"ada/notes.pdf": "", f"ada/{NB}.ipynb": "{}", f"ben/{NB}.ipynb": "{}"},
+        "late": {f"ben/{NB} (1).ipynb": "{}", "cy/essay.docx": ""},
+        "ada again": {f"ada/{NB}.ipynb": "{ }"},
+    }
+    seen = []
+    for name, files in downloads.items():
+        with zipfile.ZipFile(tmp_path / f"{name}.zip", "w") as z:
+            for path, data in files.items():
+                z.writestr(path, data)
+        state.collected(*collect(tmp_path / f"{name}.zip", tmp_path / "course", ASSIGNMENT, [NB]))
+        seen.append(sorted((p.student, p.detail.split(":")[0]) for p in state.collect_problems))
+    assert seen == [
+        [("ada", "ada/notes.pdf")],
+        [("ada", "ada/notes.pdf"), ("cy", "cy/essay.docx")],
+        [("cy", "cy/essay.docx")],  # ada handed in again: what her new download holds is what counts
+    ]

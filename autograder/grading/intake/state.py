@@ -47,6 +47,12 @@ class GradingState:
         self.students = {s: StudentRecord.from_json(r) for s, r in data.get("students", {}).items()}
         self.collect_problems = [Problem.from_json(p) for p in data.get("collect_problems", [])]
 
+    def collected(self, students, problems: list) -> None:
+        """A download collected for ``students`` (what it held for them) with ``problems``: an earlier download's
+        problems stay for the students this one does not hold (a download of late submissions after the class's)."""
+        again = set(students) | {p.student for p in problems}
+        self.collect_problems = [p for p in self.collect_problems if p.student not in again] + problems
+
     def save(self) -> None:
         """Write it whole or not at all: a run killed while saving leaves the last state."""
         data = {
