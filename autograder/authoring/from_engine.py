@@ -107,6 +107,7 @@ BUG_HUNT_FUNCTIONS = [
     catalogue.normalised_id,
     catalogue.bug_keys,
     catalogue.with_bugs,
+    catalogue.section,
     checker.Case,
     checker.cases,
     checker.expected_gradient,

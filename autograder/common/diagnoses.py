@@ -62,6 +62,7 @@ DIAGNOSES = {
     "clipped_loss": "the loss clipped instead of the gradient",
     "zero_bias": "a formula right only at zero bias and unit gain",
     "aliased": "one tensor under two names, changed in place (.clone() missing)",
+    "broke_a_right_line": "a line without a planted bug made wrong while fixing the others",
     "bugs_missed": "a planted bug not named",
     "not_a_bug": "a gradient without a bug named as buggy",
     "one_sided_difference": "a one-sided difference instead of the central one",

@@ -5,7 +5,7 @@ import torch
 
 from ..engine import wire
 from ..engine.backward_rules import STEP_BY_NAME
-from ..engine.bug_hunt.catalogue import FUNCTION, ID, NAMED, TENSORS, planted
+from ..engine.bug_hunt.catalogue import FUNCTION, GRADIENTS, ID, NAMED, TENSORS, planted, section
 from ..engine.bug_hunt.checker import FUNCTION as CHECKER
 from ..engine.bug_hunt.checker import cases, run_case
 from .probe_runner import STUDENT_ERRORS, apart_from_the_kernel
@@ -53,16 +53,17 @@ def _with_id(namespace: dict) -> dict:
 
 
 def report_fix(namespace: dict, slot: int) -> None:
-    """The gradient of the student's ``slot``-th bug, and those it is computed from, from their backward_pass."""
+    """The gradients of the student's ``slot``-th fix's part of the pass (its bug's among them), and those they are
+    computed from, from their backward_pass."""
     if not grading():
         print("This cell is graded by the autograder.")
         return
     payload, bugs = _with_id(namespace), planted(namespace.get(ID))
     if len(bugs) >= slot:
         status, gradients = _call(namespace)
-        step = STEP_BY_NAME[bugs[slot - 1].gradient[1:]]
         payload[FUNCTION] = status
-        for name in ["d" + step.name] + ["d" + up for up in step.upstream]:
+        part = section([bug.gradient for bug in bugs], slot, GRADIENTS)  # the bug's gradient among them
+        for name in dict.fromkeys(d for g in part for d in [g, *("d" + u for u in STEP_BY_NAME[g[1:]].upstream)]):
             payload[name] = wire.encode(gradients.get(name), name in gradients)
     send(payload)
 

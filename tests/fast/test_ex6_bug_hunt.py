@@ -10,7 +10,7 @@ import itertools
 import nbformat
 import pytest
 import torch
-from support.cases_ex6 import CENTRAL_FLAT, ONE_SIDED, id_with, pass_with, with_bug
+from support.cases_ex6 import CENTRAL_FLAT, ONE_SIDED, REWRITTEN, id_with, pass_with, with_bug
 from support.course import REPO
 
 from autograder.authoring import SOURCE_DIR, shared_cell
@@ -147,7 +147,8 @@ def test_the_visible_checks_say_what_the_grader_says(notebook):
     )
     notebook["BUG_HUNT_ID"] = text
     exec(pass_with({BUGS["aliased"].right: "dhprebn = dbndiff.view_as(dbndiff)"}), notebook)
-    assert said(notebook, "check_fix(3)").startswith("✔")  # not one of this id's bugs: no line says it
+    aliased = said(notebook, "check_fix(3)")  # not one of this id's bugs: a right line broken, named as any other
+    assert aliased.startswith("✘ bug 3 of 3: wrong now: dbndiff") and "memory" not in aliased, aliased
     assert said(notebook, "check_found()", buggy=[b.gradient for b in planted(text)]).startswith("✔ buggy names 3")
     assert "planted 3 bugs" in said(notebook, "check_found()", buggy=["dC"])
     assert "not gradients of backward_pass" in said(notebook, "check_found()", buggy=["dloss", "dC", "dW1"])
@@ -159,6 +160,17 @@ def test_the_visible_checks_say_what_the_grader_says(notebook):
     over_h = CENTRAL_FLAT.replace("(2 * h)", "h") + ".reshape(x.shape)"  # as the grader's case checker_over_h
     exec("def numerical_gradient(f, x, h=1e-6):\n" + "\n".join("    " + line for line in over_h.split("\n")), notebook)
     assert said(notebook, "check_numerical_gradient()").startswith("✘ numerical_gradient gives twice the gradient")
+
+
+def test_the_visible_checks_mark_a_right_line_broken_in_a_fixs_part(notebook):
+    """As the grader: a line without a bug made wrong costs the fix whose part of the pass holds it, and names the
+    gradient; a pass rewritten in other right forms keeps every fix."""
+    text = id_with("bessel", "not_accumulated", "epsilon")  # bug 1 is dbnvar, whose part holds dW2
+    exec(pass_with({"dW2 = h.T @ dlogits": "dW2 = h.T @ dlogits / n"}), notebook)
+    assert said(notebook, "check_fix(1)", BUG_HUNT_ID=text).startswith("✘ bug 1 of 3: wrong now: dW2")
+    assert said(notebook, "check_fix(2)").startswith("✔") and said(notebook, "check_fix(3)").startswith("✔")
+    exec(pass_with(REWRITTEN), notebook)
+    assert all(said(notebook, f"check_fix({k})").startswith("✔") for k in (1, 2, 3))
 
 
 def test_a_table_checked_with_a_checker_that_fails_part_1_says_so_first(notebook):

@@ -4,7 +4,7 @@ nbgrader and ``backprop-ninja grade``."""
 
 import nbformat
 import pytest
-from support.cases_ex6 import ALTERNATIVES, CHEATS, MISTAKES, NB, POINTS, SOLVED_IDS, copier, submissions
+from support.cases_ex6 import ALTERNATIVES, BROKEN_LINES, CHEATS, MISTAKES, NB, POINTS, SOLVED_IDS, copier, submissions
 from support.course import ASSIGNMENT, REPO
 from support.in_process import autograde, source_notebook
 
@@ -62,6 +62,17 @@ def test_a_mistake_costs_exactly_its_own_cell_with_its_diagnosis(graded, case):
     for cell, (kind, words) in expected.items():
         assert student.diagnoses[cell] == kind, student.messages[cell]
         assert words in student.messages[cell], student.messages[cell]
+
+
+@pytest.mark.parametrize("case", BROKEN_LINES)
+def test_a_right_line_broken_is_named_with_its_own_steps_words(graded, case):
+    """The fix that loses its points for a line without a bug says which gradient went wrong and how, as its step's
+    own diagnosis would (the cell and the kind: the MISTAKES table)."""
+    _, gradient, words = BROKEN_LINES[case]
+    student = graded[case]
+    (cell,) = student.lost()
+    assert words in student.messages[cell] and gradient in student.messages[cell], student.messages[cell]
+    assert "this fix keeps its points" not in student.messages[cell]
 
 
 def test_a_bug_still_in_its_fix_is_named_in_plain_words(graded):

@@ -8,7 +8,7 @@ Each student's bugs follow from their id, so every case picks an id whose set ho
 import itertools
 
 from autograder.authoring.submissions import solved
-from autograder.engine.bug_hunt.catalogue import BUGS, PASS, planted
+from autograder.engine.bug_hunt.catalogue import BUGS, GRADIENTS, PASS, planted, section
 
 NB = "ex6_bug_hunt"
 POINTS = {"test_checker": 3, "test_found": 3, "test_bug_1": 2, "test_bug_2": 2, "test_bug_3": 2}
@@ -26,6 +26,12 @@ def id_with(*keys, avoid=()) -> str:
 def slot(text: str, key: str) -> str:
     """The graded cell that judges the bug ``key`` of the id ``text``."""
     return f"test_bug_{[bug.key for bug in planted(text)].index(key) + 1}"
+
+
+def owner(text: str, gradient: str) -> str:
+    """The graded cell of the fix whose part of the pass holds ``gradient``, for the id ``text``."""
+    bugs = [bug.gradient for bug in planted(text)]
+    return next(f"test_bug_{k}" for k in range(1, len(bugs) + 1) if gradient in section(bugs, k, GRADIENTS))
 
 
 def pass_with(lines: dict) -> str:
@@ -145,6 +151,41 @@ MISTAKES["dbnvar_square_root"] = (
     ),
     {slot(_ALIAS, "epsilon"): ("wrong_values", "entries wrong")},
 )
+_LEFT_BESSEL = {BUGS["bessel"].right: BUGS["bessel"].wrong}
+# a line that had no planted bug, broken while fixing the others: the fix whose part of the pass holds it loses its
+# points (the values' share of them for a shape), in the words of its own step; the other fixes keep theirs
+_NEW = id_with("bessel", "not_accumulated", "epsilon")
+_HEAD = "is wrong, and its line had no planted bug"
+BROKEN_LINES = {
+    "broke_dW2_over_n": ({"dW2 = h.T @ dlogits": "dW2 = h.T @ dlogits / n"}, "dW2", "n = 32 times too small"),
+    "broke_tanh_derivative": ({"dhpreact = (1.0 - h**2) * dh": "dhpreact = (1.0 - h) * dh"}, "dhpreact", "tanh"),
+    "broke_demb_halved": (
+        {"demb = dembcat.view(emb.shape)": "demb = dembcat.view(emb.shape) * 0.5"},
+        "demb",
+        "half the right value",
+    ),
+    "broke_dbnbias_keepdim": (
+        {"dbnbias = dhpreact.sum(0, keepdim=True)": "dbnbias = dhpreact.sum(0)"},
+        "dbnbias",
+        "keepdim",
+    ),
+    "broke_the_return": ({"demb=demb, dC=dC)": "dC=dC)"}, "demb", "backward_pass returns no demb"),
+    "aliased_where_no_bug_was": ({BUGS["aliased"].right: "dhprebn = dbndiff"}, "dbndiff", "entries wrong"),
+    "broke_dcounts_path": (
+        {"dcounts += torch.ones_like(counts) * dcounts_sum": "pass"},
+        "dcounts",
+        "the path through counts_sum is missing",
+    ),
+}
+for _case, (_lines, _gradient, _words) in BROKEN_LINES.items():
+    MISTAKES[_case] = (
+        answers(_NEW, answer_backward_pass=pass_with(_lines)),
+        {owner(_NEW, _gradient): ("broke_a_right_line", f"{_gradient} {_HEAD}")},
+    )
+MISTAKES["broke_dW2_and_left_bessel"] = (  # the bug left in costs its own fix, the broken line the fix of its part
+    answers(_NEW, answer_backward_pass=pass_with({"dW2 = h.T @ dlogits": "dW2 = 2 * h.T @ dlogits", **_LEFT_BESSEL})),
+    {owner(_NEW, "dW2"): ("broke_a_right_line", f"dW2 {_HEAD}"), slot(_NEW, "bessel"): ("bessel", "still")},
+)
 _PLANTED = [bug.gradient for bug in planted(_TEXT)]
 MISTAKES.update(
     {
@@ -226,7 +267,35 @@ ALTERNATIVE_LINES = [
         BUGS["not_accumulated"].right: "dC = F.one_hot(Xb.view(-1), C.shape[0]).float().T @ demb.view(-1, C.shape[1])",
     },
 ]
+# the lines without a bug written otherwise, as a student who rewrites the pass in their own style would: operands
+# swapped, a float64 temporary, broadcasting for ones_like, einsum and matmul, in-place steps, exact zeros, reshape
+REWRITTEN = {
+    "dprobs = (1.0 / probs) * dlogprobs": "dprobs = dlogprobs / probs",
+    "dcounts_sum_inv = (counts * dprobs).sum(1, keepdim=True)": "wide = counts.double() * dprobs.double()\n"
+    "dcounts_sum_inv = wide.sum(1, keepdim=True).float()",
+    "dcounts_sum = (-counts_sum**-2) * dcounts_sum_inv": "dcounts_sum = -dcounts_sum_inv / counts_sum**2",
+    "dcounts += torch.ones_like(counts) * dcounts_sum": "dcounts = dcounts + dcounts_sum",
+    "dnorm_logits = counts * dcounts": "dnorm_logits = norm_logits.exp() * dcounts",
+    "dlogits = dnorm_logits.clone()": "dlogits = dnorm_logits + 0",
+    "dlogits += F.one_hot(logits.max(1).indices, num_classes=logits.shape[1]) * dlogit_maxes": "dlogits.scatter_add_("
+    "1, logits.argmax(1, keepdim=True), dlogit_maxes)",
+    "dh = dlogits @ W2.T": "dh = torch.einsum('nk,jk->nj', dlogits, W2)",
+    "dW2 = h.T @ dlogits": "dW2 = (dlogits.T @ h).T",
+    "dhpreact = (1.0 - h**2) * dh": "dhpreact = dh.clone()\ndhpreact *= 1 - h * h",
+    "dbnbias = dhpreact.sum(0, keepdim=True)": "dbnbias = dhpreact.sum(0)[None, :]",
+    "dbndiff = bnvar_inv * dbnraw": "dbndiff = dbnraw / (bnvar + 1e-5) ** 0.5",
+    "dbnvar_inv = (bndiff * dbnraw).sum(0, keepdim=True)": "dbnvar_inv = torch.einsum('nj,nj->j', bndiff, dbnraw)"
+    ".unsqueeze(0)",
+    "dbndiff += (2 * bndiff) * dbndiff2": "dbndiff = dbndiff + 2 * bndiff * dbndiff2",
+    "dhprebn += 1.0 / n * (torch.ones_like(hprebn) * dbnmeani)": "dhprebn += dbnmeani / n",
+    "dembcat = dhprebn @ W1.T": "dembcat = torch.matmul(dhprebn, W1.transpose(0, 1))",
+    "dW1 = embcat.T @ dhprebn": "dW1 = torch.einsum('ni,nj->ij', embcat, dhprebn)",
+    "db1 = dhprebn.sum(0)": "db1 = torch.zeros_like(b1)  # exactly zero after BatchNorm",
+    "demb = dembcat.view(emb.shape)": "demb = dembcat.reshape(n, -1, C.shape[1])",
+}
 ALTERNATIVES = {
+    "alt_rewritten_pass_1": answers(_ALT_1, answer_backward_pass=pass_with(REWRITTEN)),
+    "alt_rewritten_pass_2": answers(_ALT_2, answer_backward_pass=pass_with(REWRITTEN)),
     "alt_lines_a1": answers(_ALT_1, answer_backward_pass=pass_with(ALTERNATIVE_LINES[0])),
     "alt_lines_a2": answers(_ALT_2, answer_backward_pass=pass_with(ALTERNATIVE_LINES[0])),
     "alt_lines_b1": answers(
@@ -247,6 +316,10 @@ ALTERNATIVES = {
         ),
     ),
 }
+MISTAKES["still_bessel_in_a_rewritten_pass"] = (
+    answers(_NEW, answer_backward_pass=pass_with({**REWRITTEN, **_LEFT_BESSEL})),
+    {slot(_NEW, "bessel"): ("bessel", "still")},
+)
 SOLVED_IDS = ["ada.lovelace", "  Grace HOPPER ", "s1234567", "b.riemann@example.edu"]  # the first is the source's
 
 # case -> (answer cells changed, {graded cell that must earn nothing: diagnosis kind})

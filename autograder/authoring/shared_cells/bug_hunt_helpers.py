@@ -273,18 +273,18 @@ def check_numerical_gradient():
     print("✔ numerical_gradient: central differences, within 1e-6 of the gradient on both checks")
 
 
-def _fixed(slot, bugs, grads):
-    """Whether your fixed gradient of bug `slot` is right as the autograder judges it: against autograd at this
-    notebook's parameters, or right for the gradients it is computed from (a bug further up makes them wrong)."""
-    name = bugs[slot - 1][1:]
-    row = _compare(name, grads.get("d" + name), getattr(globals().get(name), "grad", None))
+def _judged(gradient, grads):
+    """Whether your `gradient` is right as the autograder judges it: against autograd at this notebook's parameters
+    ("right"), or right for the gradients it is computed from when a bug further up makes them wrong ("carried")."""
+    name = gradient[1:]
+    row = _compare(name, grads.get(gradient), getattr(globals().get(name), "grad", None))
     if row["status"] == "ok":
         return "right"
     step, point = STEP_BY_NAME[name], {k: v.detach() for k, v in test_point().items() if isinstance(v, torch.Tensor)}
     try:
         upstream = {u: grads["d" + u].detach().reshape(point[u].shape) for u in step.upstream}
         rule = local_gradient(step, {**point, "n": batch_size}, upstream)
-        if upstream and close(grads["d" + name].detach().double(), rule.double(), _step_scale(name) or 0.0):
+        if upstream and close(grads[gradient].detach().double(), rule.double(), _step_scale(name) or 0.0):
             return "carried"
     except Exception:  # an upstream gradient missing or of another shape: not right for it
         pass
@@ -293,7 +293,8 @@ def _fixed(slot, bugs, grads):
 
 def check_fix(slot):
     """The line under a graded fix: whether your bug number `slot` (in the order of the backward pass) is fixed, at
-    this notebook's parameters. It does not say which gradient that is: finding it is the hunt."""
+    this notebook's parameters, and the lines of its part of the pass that had no bug are still right. It does not say
+    which gradient the bug is: finding it is the hunt."""
     if GRADING:
         print("(self-checks are skipped while grading: see the graded cells)")
         return
@@ -301,19 +302,23 @@ def check_fix(slot):
     if not bugs:
         print(f"✘ bug {slot}: no BUG_HUNT_ID yet", file=sys.stderr)
         return
+    part = section(bugs, slot, GRADIENTS)
     with _one_thread():
         grads, problem = _gradients_of(globals().get("backward_pass"), test_point())
-        fixed = None if problem else _fixed(slot, bugs, grads)
+        fixed = None if problem else _judged(bugs[slot - 1], grads)
+        broken = [g for g in part if g not in bugs and _judged(g, grads) == "wrong"] if fixed else []
     if problem:
         print(f"✘ bug {slot} of {len(bugs)}: {problem}", file=sys.stderr)
-        return
-    if fixed == "right":
+    elif fixed == "wrong":
+        print(f"✘ bug {slot} of {len(bugs)}: not fixed yet", file=sys.stderr)
+    elif broken:
+        print(f"✘ bug {slot} of {len(bugs)}: wrong now: {', '.join(broken)}, in this fix's part of the pass, on lines "
+              "your colleague had right. Put them back as they were", file=sys.stderr)
+    elif fixed == "right":
         print(f"✔ bug {slot} of {len(bugs)}: fixed (judged here at this notebook's parameters)")
-    elif fixed == "carried":
+    else:
         print(f"✔ bug {slot} of {len(bugs)}: right for the gradients it is computed from, which a bug further up "
               "still makes wrong: it keeps its points")
-    else:
-        print(f"✘ bug {slot} of {len(bugs)}: not fixed yet", file=sys.stderr)
 
 
 def check_found():

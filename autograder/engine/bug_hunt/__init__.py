@@ -2,6 +2,7 @@
 
 catalogue  the colleague's pass (the course's atomic backward pass as one function), the bugs, whose bugs are whose
 checks     each planted bug's fix, judged as any gradient step; the gradients the student names as buggy
+untouched  the lines without a planted bug: a fix that breaks one of its part of the pass loses its points
 checker    the student's numerical_gradient, run on the grader's functions against autograd
 """
 

@@ -164,6 +164,15 @@ def with_bugs(code, keys, replaced):
     return "\n".join(lines)
 
 
+def section(bugs, slot, order):
+    """The gradients of ``order`` that the fix of bug ``slot`` answers for, given ``bugs``, the gradients the bugs make
+    wrong in the order of the pass: those after the previous bug's up to its own, and for the last bug every one after
+    it too. Every gradient of the pass is in one fix's part, so a line broken anywhere costs one fix."""
+    at = [order.index(gradient) for gradient in bugs]
+    start = at[slot - 2] + 1 if slot > 1 else 0
+    return tuple(order[start : at[slot - 1] + 1 if slot < len(at) else len(order)])
+
+
 def planted(text) -> tuple:
     """The ``Bug``s of the id ``text``, in the order of the pass (none without an id)."""
     gradients = {key: bug.gradient for key, bug in BUGS.items()}

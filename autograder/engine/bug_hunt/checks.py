@@ -10,11 +10,12 @@ import torch
 from ...common.diagnoses import NOTE, Reason
 from ...common.words import say, say_n
 from ..backward_rules import STEP_BY_NAME, batch_size, local_gradient
-from ..judge import carried_forward, judge_gradient, not_a_tensor
+from ..judge import carried_forward, judge_gradient
 from ..reference import autograd_gradients, forward_values
 from ..verdict import Check, Verdict
 from ..wire import Report
 from .catalogue import FUNCTION, GRADIENTS, ID, NAMED, PER_STUDENT, normalised_id, planted
+from .untouched import broken_lines, not_returned
 
 POINTS_PER_FIX = 2
 FOUND_POINTS = PER_STUDENT  # a point for each bug named, less one for each gradient named that has none
@@ -132,10 +133,7 @@ def _call_problem(report: Report, name: str):
                 "backward_pass returned a {kind}: it must return a dict of the gradients", kind=str(status.get("type"))
             ),
         )
-    if report.info(name).get("kind", "missing") == "missing":
-        why = say("backward_pass returns no {name}: its dict must hold every gradient, {name} among them", name=name)
-        return Reason("wrong_return", why)
-    return not_a_tensor(name, report.info(name))
+    return not_returned(report, name)
 
 
 def _autograd() -> Reason:
@@ -159,21 +157,28 @@ def judge_fix(slot: int, report: Report, namespace: dict, seed: int, tainted: se
     problem = _autograd() if FUNCTION in tainted else _call_problem(report, bug.gradient)
     if problem:
         return Verdict(title, 0, POINTS_PER_FIX, [problem], facts=facts)
-    step = step_of(bug)
-    verdict = judge_gradient(step, report, forward_values(namespace), autograd_gradients(namespace), seed, set())
+    step, forward, grads = step_of(bug), forward_values(namespace), autograd_gradients(namespace)
+    verdict = judge_gradient(step, report, forward, grads, seed, set())
     verdict.title, verdict.max_points, verdict.facts = title, POINTS_PER_FIX, facts
     verdict.points = verdict.points * POINTS_PER_FIX / step.points
+    share, broken = broken_lines(slot, bugs, report, forward, grads, seed)  # a right line of its part made wrong
     carried = carried_forward(list(verdict.wrong_from or verdict.carried_from)) if verdict.carried_from else None
     if carried in verdict.lines:  # right for upstream gradients that a bug further up made wrong: say so
+        names = ", ".join("d" + name for name in verdict.carried_from)
         verdict.lines[verdict.lines.index(carried)] = Reason(
             NOTE,
             say(
                 "right for the gradients it is computed from ({names}), which differ from autograd's because of a "
                 "bug further up: this fix keeps its points",
-                names=", ".join("d" + name for name in verdict.carried_from),
+                names=names,
+            )
+            if not broken
+            else say(
+                "{name} itself is right for the gradients it is computed from ({names})", name=bug.gradient, names=names
             ),
         )
     verdict.carried_from = verdict.wrong_from = ()  # the fix's own verdict: nothing further up to point to
+    verdict.points, verdict.lines = min(verdict.points, POINTS_PER_FIX * share), verdict.lines + broken
     return verdict
 
 

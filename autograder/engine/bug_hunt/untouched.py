@@ -1,0 +1,47 @@
+"""Exercise 6: the lines of the colleague's pass that had no planted bug. A fix must leave them right. Every gradient
+of the pass belongs to the part of one fix (``catalogue.section``); one of them that is now wrong on its own line (not
+only right for a wrong gradient further up, a bug left in) costs that fix its points, in the words of its own step.
+"""
+
+from ...common.diagnoses import Reason
+from ...common.words import say
+from ..backward_rules import STEP_BY_NAME
+from ..judge import judge_gradient, not_a_tensor
+from ..wire import Report
+from .catalogue import GRADIENTS, section
+
+
+def not_returned(report: Report, name: str) -> Reason | None:
+    """Why the gradient ``name`` that backward_pass returned is no tensor to judge, if it is not."""
+    if report.info(name).get("kind", "missing") == "missing":
+        why = say("backward_pass returns no {name}: its dict must hold every gradient, {name} among them", name=name)
+        return Reason("wrong_return", why)
+    return not_a_tensor(name, report.info(name))
+
+
+def broken_lines(slot: int, bugs: tuple, report: Report, forward: dict, grads: dict, seed: int) -> tuple:
+    """(the share of its points the fix of bug ``slot`` keeps, the lines that say why) from the other gradients of its
+    part of the pass: each judged as its step is, error carried forward included; the worst one sets the share."""
+    share, lines, planted_gradients = 1.0, [], [bug.gradient for bug in bugs]
+    part = section(planted_gradients, slot, GRADIENTS)
+    for name in part:
+        if name in planted_gradients:
+            continue
+        step = STEP_BY_NAME[name[1:]]
+        if problem := not_returned(report, name):
+            kept, why = 0.0, [problem]
+        else:
+            verdict = judge_gradient(step, report, forward, grads, seed, set())
+            if verdict.passed:
+                continue
+            kept, why = verdict.points / step.points, verdict.lines
+        share = min(share, kept)
+        head = say(
+            "{name} is wrong, and its line had no planted bug: your colleague had it right. A fix must leave the "
+            "other lines as right as they were, and {name} is in this fix's part of the pass ({first} to {last})",
+            name=name,
+            first=part[0],
+            last=part[-1],
+        )
+        lines += [Reason("broke_a_right_line", head), *why]
+    return share, lines
