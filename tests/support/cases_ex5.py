@@ -160,6 +160,43 @@ MISTAKES = {
         {"answer_dleaky_in": "dleaky_in = torch.where(leaky_in >= 0, dleaky_out, 0.1 * dleaky_out)"},
         {"test_dleaky_in": ("activation_mask", "exactly 0")},
     ),
+    # mistakes students of the lecture make in their own style, each with the words that name it
+    "lngain_from_hln": (
+        {"answer_dlngain": "dlngain = (hln * dhln).sum(0, keepdim=True)"},
+        {"test_dlngain": ("zero_bias", "reads hln where lnraw belongs")},
+    ),
+    "lngain_float64": (
+        {"answer_dlngain": "dlngain = (lnraw.double() * dhln.double()).sum(0, keepdim=True)"},
+        {"test_dlngain": ("not_a_float32_tensor", "dtype float64")},
+    ),
+    "lnbias_averaged": (
+        {"answer_dlnbias": "dlnbias = dhln.mean(0, keepdim=True)"},
+        {"test_dlnbias": ("batch_size", "32 times too small")},
+    ),
+    "layernorm_torch_default_variance": (  # re-derived from hpreln with .var's default, unbiased=True
+        {
+            "answer_dhpreln": "xc = hpreln - hpreln.mean(1, keepdim=True)\n"
+            "s = (hpreln.var(1, keepdim=True) + 1e-5) ** -0.5\nxhat = xc * s\ng = lngain * dhln\n"
+            "dhpreln = s * (g - g.mean(1, keepdim=True) - xhat * (g * xhat).mean(1, keepdim=True))"
+        },
+        {"test_dhpreln": ("bessel", "torch's default variance")},
+    ),
+    "dropout_divided_by_p": (
+        {"answer_dhgelu": "dhgelu = dhdrop * drop_mask / drop_p"},
+        {"test_dhgelu": ("constant_factor", "9 times the right value")},
+    ),
+    "gelu_sigmoid_approximation": (
+        {"answer_dhln": "s = torch.sigmoid(1.702 * hln)\ndhln = dhgelu * (s + 1.702 * hln * s * (1 - s))"},
+        {"test_dhln": ("approximation", "sigmoid approximation")},
+    ),
+    "demb_Wv_not_transposed": (  # Wv is square: no error to warn
+        {"answer_demb": "demb = dx + dq @ Wq.T + dk @ Wk.T + dv @ Wv"},
+        {"test_demb": ("transposed", "multiplies by Wv without transposing it")},
+    ),
+    "leaky_default_slope": (
+        {"answer_dleaky_in": "dleaky_in = torch.where(leaky_in > 0, dleaky_out, 0.01 * dleaky_out)"},
+        {"test_dleaky_in": ("activation_mask", "slope 0.01")},
+    ),
 }
 
 # student -> answer cells changed; every graded cell must keep its points
@@ -176,6 +213,14 @@ RAISING = {
             "answer_dx": "dx = dhpreln @ W1.T",
         },
         {"test_dhpreln": ("not_a_float32_tensor", "dtype float64"), "test_dx": ("not_answered", "dx is not defined")},
+    ),
+    "dscores_sum_without_keepdim": (  # (n, 3, 3) minus (n, 3) does not broadcast: the cell raises
+        {"answer_dscores": "dscores = att * (datt - (datt * att).sum(2))"},
+        {"test_dscores": ("not_answered", "dscores is not defined")},
+    ),
+    "dk_result_transposed": (  # demb's cell then raises (dk @ Wk.T): demb keeps its points by its rule
+        {"answer_dk": "dk = q.transpose(1, 2) @ dscores / head_size**0.5"},
+        {"test_dk": ("transposed", "dimensions are in the wrong order")},
     ),
     "datt_cell_raises": (  # v transposed the wrong way: its own cell raises, and the cells that need datt keep theirs
         {"answer_datt": "datt = datt_out @ v.transpose(0, 2).transpose(0, 1)"},
@@ -236,6 +281,47 @@ ALTERNATIVES = {
         "answer_demb": "demb = dv @ Wv.T\ndemb += dx\ndemb += dk @ Wk.T + dq @ Wq.T",
         "answer_drelu_in": "drelu_in = drelu_out * (relu_out > 0)",
         "answer_dleaky_in": "dleaky_in = dleaky_out.clone()\ndleaky_in[leaky_in <= 0] *= 0.1",
+    },
+    "alt_c": {  # in-place steps, float64 temporaries, negative dims, bmm and .mT, einsum
+        "answer_dhgelu": "dhgelu = dhdrop.clone()\ndhgelu *= drop_mask\ndhgelu /= 1 - drop_p",
+        "answer_dhln": "x64 = hln.double()\ncdf = 0.5 * (1 + torch.erf(x64 / 2**0.5))\n"
+        "pdf = torch.exp(-(x64**2) / 2) / (2 * torch.pi) ** 0.5\ndhln = (dhgelu.double() * (cdf + x64 * pdf)).float()",
+        "answer_dlngain": "dlngain = torch.sum(lnraw * dhln, dim=0, keepdim=True)",
+        "answer_dlnbias": "dlnbias = dhln.mean(0, keepdim=True) * n",
+        "answer_dhpreln": "dy = dhln * lngain\ndhpreln = lnvar_inv * (dy - dy.mean(-1, keepdim=True) "
+        "- lnraw * (dy * lnraw).mean(-1, keepdim=True))",
+        "answer_dx": "dx = (W1 @ dhpreln.T).T.reshape(n, block_size, n_embd)",
+        "answer_datt_out": "datt_out = 1.0 * dx",
+        "answer_datt": "datt = torch.bmm(datt_out, v.mT)",
+        "answer_dv": "dv = (datt_out.transpose(1, 2) @ att).transpose(1, 2)",
+        "answer_dscores": "dscores = att * datt\ndscores -= att * dscores.sum(-1, keepdim=True)",
+        "answer_dq": "dq = torch.einsum('bij,bjd->bid', dscores / head_size**0.5, k)",
+        "answer_dk": "dk = torch.bmm(dscores.permute(0, 2, 1), q) * head_size**-0.5",
+        "answer_demb": "demb = dx + torch.einsum('btd,ed->bte', dq, Wq) + torch.einsum('btd,ed->bte', dk, Wk) "
+        "+ torch.einsum('btd,ed->bte', dv, Wv)",
+        "answer_drelu_in": "drelu_in = drelu_out.masked_fill(relu_in <= 0, 0.0)",
+        "answer_dleaky_in": "dleaky_in = dleaky_out * torch.where(leaky_in > 0, 1.0, 0.1)",
+    },
+    "alt_d": {  # an in-place division of a new tensor, a distribution object, a Jacobian per row in a loop, sum()
+        "answer_dhgelu": "dhgelu = torch.mul(dhdrop, drop_mask).div_(1 - drop_p)",
+        "answer_dhln": "N = torch.distributions.Normal(0.0, 1.0)\n"
+        "dhln = dhgelu * (N.cdf(hln) + hln * N.log_prob(hln).exp())",
+        "answer_dlngain": "dlngain = (lnraw * dhln).sum(0).unsqueeze(0)",
+        "answer_dlnbias": "dlnbias = dhln.T.sum(1).unsqueeze(0)",
+        "answer_dhpreln": "dy = (lngain * dhln).double()\nr = lnraw.double()\ndhpreln = (lnvar_inv.double() "
+        "* (dy - dy.mean(1, keepdim=True) - r * (dy * r).mean(1, keepdim=True))).float()",
+        "answer_dx": "dx = dhpreln.mm(W1.t()).view_as(x)",
+        "answer_datt_out": "datt_out = torch.clone(dx)",
+        "answer_datt": "datt = (v @ datt_out.transpose(1, 2)).transpose(1, 2)",
+        "answer_dv": "dv = torch.bmm(att.transpose(1, 2), datt_out)",
+        "answer_dscores": "dscores = torch.zeros_like(att)\nfor b in range(att.shape[0]):\n"
+        "    for i in range(att.shape[1]):\n        a = att[b, i]\n"
+        "        dscores[b, i] = (torch.diag(a) - torch.outer(a, a)) @ datt[b, i]",
+        "answer_dq": "dq = torch.bmm(dscores, k).div(head_size**0.5)",
+        "answer_dk": "dk = dscores.mT @ (q / head_size**0.5)",
+        "answer_demb": "paths = [dx, dq @ Wq.t(), dk @ Wk.t(), dv @ Wv.t()]\ndemb = sum(paths)",
+        "answer_drelu_in": "drelu_in = torch.heaviside(relu_in, torch.tensor(0.0)) * drelu_out",
+        "answer_dleaky_in": "dleaky_in = dleaky_out * (leaky_in > 0) + 0.1 * dleaky_out * (leaky_in <= 0)",
     },
 }
 

@@ -193,5 +193,12 @@ EMBEDDING = Step(
                 "and each adds a path"
             ),
         ): lambda f, d: d["x"].clone(),
+        Reason(
+            "transposed",
+            say(
+                "demb's path through v multiplies by Wv without transposing it: Wv is square, so the shapes allow it, "
+                "but v = emb @ Wv sends dv back through Wv.T, as q and k send theirs through Wq.T and Wk.T"
+            ),
+        ): lambda f, d: d["x"] + _ATTENTION_PATHS["q"](f, d) + _ATTENTION_PATHS["k"](f, d) + d["v"] @ f["Wv"],
     },
 )

@@ -45,6 +45,12 @@ def _gelu_tanh(f, d):
     return d["hgelu"] * (0.5 * (1 + t) + 0.5 * x * (1 - t**2) * du)
 
 
+def _gelu_sigmoid(f, d):
+    """The derivative of GELU's sigmoid approximation x·σ(1.702 x)."""
+    s = torch.sigmoid(1.702 * f["hln"])
+    return d["hgelu"] * (s + 1.702 * f["hln"] * s * (1 - s))
+
+
 def _leaky(f, d, below=LEAKY_SLOPE, above=1.0, at_zero_above=False):
     x = f["leaky_in"]
     positive = x >= 0 if at_zero_above else x > 0
@@ -134,6 +140,13 @@ GELU = Step(
                 "with erf: differentiate that one"
             ),
         ): _gelu_tanh,
+        Reason(
+            "approximation",
+            say(
+                "dhln is the derivative of GELU's sigmoid approximation x·σ(1.702x), but the forward pass computes "
+                "the exact GELU with erf: differentiate that one"
+            ),
+        ): _gelu_sigmoid,
     },
 )
 
@@ -195,5 +208,12 @@ LEAKY_RELU = Step(
                 "0.1 (neuron 0 of leaky_in is exactly 0 here)"
             ),
         ): lambda f, d: _leaky(f, d, at_zero_above=True),
+        Reason(
+            "activation_mask",
+            say(
+                "dleaky_in has slope 0.01 where leaky_in < 0, PyTorch's default for LeakyReLU: this forward pass "
+                "gives F.leaky_relu a slope of 0.1"
+            ),
+        ): lambda f, d: _leaky(f, d, below=0.01),
     },
 )

@@ -30,8 +30,29 @@ LAYERNORM_FORWARD = (
     "* (hpreln.var(1, keepdim=True, unbiased=False) + 1e-5)**-0.5 + lnbias"
 )
 
+
+def _unbiased(f, d):
+    """LayerNorm's backward pass re-derived from hpreln with torch.var's default, divided by n_hidden - 1."""
+    count = _features(f)
+    s = (f["lnvar"] * count / (count - 1) + 1e-5) ** -0.5
+    xhat, dy = (f["hpreln"] - f["lnmean"]) * s, d["hln"] * f["lngain"]
+    return s * (dy - dy.mean(1, keepdim=True) - xhat * (dy * xhat).mean(1, keepdim=True))
+
+
 LAYERNORM_GAIN = Step(
-    "lngain", "hln = lngain * lnraw + lnbias", {"hln": lambda f, d: (f["lnraw"] * d["hln"]).sum(0, keepdim=True)}, 1
+    "lngain",
+    "hln = lngain * lnraw + lnbias",
+    {"hln": lambda f, d: (f["lnraw"] * d["hln"]).sum(0, keepdim=True)},
+    1,
+    mistakes={
+        Reason(
+            "zero_bias",
+            say(
+                "dlngain reads hln where lnraw belongs: lngain multiplies the normalised value lnraw, and hln equals "
+                "it only while lngain is 1 and lnbias is 0"
+            ),
+        ): lambda f, d: (f["hln"] * d["hln"]).sum(0, keepdim=True),
+    },
 )
 LAYERNORM_BIAS = Step("lnbias", "hln = lngain * lnraw + lnbias", {"hln": lambda f, d: d["hln"].sum(0, keepdim=True)}, 1)
 
@@ -59,6 +80,13 @@ LAYERNORM = Step(
                 "factor is 1"
             ),
         ): lambda f, d: _dhpreln(f, d, bessel=_features(f) / (_features(f) - 1)),
+        Reason(
+            "bessel",
+            say(
+                "dhpreln normalises with torch's default variance, divided by n_hidden - 1 (unbiased=True): the "
+                "forward pass's LayerNorm divides by n_hidden (unbiased=False), as nn.LayerNorm does"
+            ),
+        ): _unbiased,
         Reason(
             "missing_path",
             say(
