@@ -16,10 +16,13 @@ from support.course import REPO
 from autograder.authoring import SOURCE_DIR, shared_cell
 from autograder.authoring.submissions import grade_id
 from autograder.common.naming import SETUP_PREFIX
+from autograder.engine import wire
 from autograder.engine.backward_rules import STEP_BY_NAME
 from autograder.engine.bug_hunt.catalogue import (
     BUGS,
+    FUNCTION,
     HIDING,
+    ID,
     PASS,
     PER_STUDENT,
     SHOWING,
@@ -27,7 +30,7 @@ from autograder.engine.bug_hunt.catalogue import (
     colleague_code,
     planted,
 )
-from autograder.engine.bug_hunt.checks import step_of
+from autograder.engine.bug_hunt.checks import judge_fix, step_of
 from autograder.engine.reference import autograd_gradients, forward_values, run_setup, strip_hidden
 from autograder.engine.tolerance import RTOL, max_difference, step_scale
 
@@ -70,6 +73,25 @@ def test_each_bug_lands_far_outside_the_tolerance_and_its_fix_inside(seed):
         first, *_ = step_of(bug).mistakes.values()
         expected = first(f, {u: right["d" + u] for u in step.upstream})
         assert max_difference(expected, wrong) <= RTOL * scale, key
+
+
+@pytest.mark.parametrize("seed", [101, 102])
+def test_bugs_left_in_cost_their_own_fixes_and_no_right_line_is_blamed(seed):
+    """The grader, on grading batches: any of a set's bugs left in, for every set, costs exactly those bugs' fixes,
+    and no fix reads a right line as broken (with the aliased bug left in beside one further up, dbnmeani and dhprebn
+    were: what they read is not the dbndiff the pass returns)."""
+    namespace = run_setup(SETUP, seed)
+    f = forward_values(namespace)
+    t = {**{k: f[k] for k in TENSORS}, "n": namespace["n"], "Xb": f["Xb"], "Yb": f["Yb"]}
+    for keys in {tuple(bug.key for bug in planted(text)) for text in IDS[:60]}:
+        text = id_with(*keys)
+        for left in itertools.chain.from_iterable(itertools.combinations(keys, r) for r in (1, 2, 3)):
+            payload = {ID: wire.encode_text(text), FUNCTION: {"kind": "returned"}}
+            report = wire.Report({**payload, **{k: wire.encode(v) for k, v in _run(with_bug(*left), t).items()}})
+            for slot, key in enumerate(keys, 1):
+                verdict = judge_fix(slot, report, namespace, seed, set())
+                assert verdict.points == (0 if key in left else 2), (left, verdict.text())
+                assert "broke_a_right_line" not in {getattr(line, "kind", "") for line in verdict.lines}, verdict.text()
 
 
 @pytest.fixture(scope="module")
@@ -171,6 +193,22 @@ def test_the_visible_checks_mark_a_right_line_broken_in_a_fixs_part(notebook):
     assert said(notebook, "check_fix(2)").startswith("✔") and said(notebook, "check_fix(3)").startswith("✔")
     exec(pass_with(REWRITTEN), notebook)
     assert all(said(notebook, f"check_fix({k})").startswith("✔") for k in (1, 2, 3))
+
+
+def test_bugs_left_in_never_show_as_right_lines_broken(notebook):
+    """Any of a set's bugs left in, for every set: each line under a fix says ✔ or "not fixed yet", never "wrong now"
+    (the aliased bug returns dbndiff changed after dbnmeani and dhprebn read it: those two are not judged)."""
+    for keys in {tuple(bug.key for bug in planted(text)) for text in IDS[:60]}:
+        text = id_with(*keys)
+        for left in itertools.chain.from_iterable(itertools.combinations(keys, r) for r in (1, 2, 3)):
+            exec(with_bug(*left), notebook)
+            for slot in (1, 2, 3):
+                said_here = said(notebook, f"check_fix({slot})", BUG_HUNT_ID=text)
+                assert (keys[slot - 1] in left) == said_here.startswith(f"✘ bug {slot} of 3: not fixed yet"), (
+                    left,
+                    said_here,
+                )
+                assert "wrong now" not in said_here, (left, said_here)
 
 
 def test_a_table_checked_with_a_checker_that_fails_part_1_says_so_first(notebook):

@@ -291,6 +291,14 @@ def _judged(gradient, grads):
     return "wrong"
 
 
+def _changed_later(grads):
+    """The gradients returned as one tensor with a gradient computed after them (`dhprebn = dbndiff`, then
+    `dhprebn += ...`): what the lines that read them read is not what was returned, so those lines are not judged."""
+    got = [g for g in GRADIENTS if isinstance(grads.get(g), torch.Tensor)]
+    return {a for i, a in enumerate(got) if any(grads[a].shape == grads[b].shape and torch.equal(grads[a], grads[b])
+                                                for b in got[i + 1:])}
+
+
 def check_fix(slot):
     """The line under a graded fix: whether your bug number `slot` (in the order of the backward pass) is fixed, at
     this notebook's parameters, and the lines of its part of the pass that had no bug are still right. It does not say
@@ -306,7 +314,9 @@ def check_fix(slot):
     with _one_thread():
         grads, problem = _gradients_of(globals().get("backward_pass"), test_point())
         fixed = None if problem else _judged(bugs[slot - 1], grads)
-        broken = [g for g in part if g not in bugs and _judged(g, grads) == "wrong"] if fixed else []
+        unread = set() if problem else _changed_later(grads)
+        broken = [g for g in part if g not in bugs and not unread & {"d" + u for u in STEP_BY_NAME[g[1:]].upstream}
+                  and _judged(g, grads) == "wrong"] if fixed else []
     if problem:
         print(f"✘ bug {slot} of {len(bugs)}: {problem}", file=sys.stderr)
     elif fixed == "wrong":

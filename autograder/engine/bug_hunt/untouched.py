@@ -19,15 +19,23 @@ def not_returned(report: Report, name: str) -> Reason | None:
     return not_a_tensor(name, report.info(name))
 
 
+def changed_later(report: Report) -> set:
+    """The gradients the pass returned as one tensor with a gradient computed after them (``dhprebn = dbndiff``, then
+    ``dhprebn += ...``): changed in place after the lines that read them, so what those lines read was not returned."""
+    raws = {name: report.raw(name) for name in GRADIENTS if report.kind(name) == "tensor"}
+    names = list(raws)
+    return {a for i, a in enumerate(names) if any(raws[a] == raws[b] for b in names[i + 1 :])}
+
+
 def broken_lines(slot: int, bugs: tuple, report: Report, forward: dict, grads: dict, seed: int) -> tuple:
     """(the share of its points the fix of bug ``slot`` keeps, the lines that say why) from the other gradients of its
     part of the pass: each judged as its step is, error carried forward included; the worst one sets the share."""
     share, lines, planted_gradients = 1.0, [], [bug.gradient for bug in bugs]
-    part = section(planted_gradients, slot, GRADIENTS)
+    part, unread = section(planted_gradients, slot, GRADIENTS), changed_later(report)
     for name in part:
-        if name in planted_gradients:
-            continue
         step = STEP_BY_NAME[name[1:]]
+        if name in planted_gradients or unread & {"d" + u for u in step.upstream}:  # (what it read is not known)
+            continue
         if problem := not_returned(report, name):
             kept, why = 0.0, [problem]
         else:
