@@ -193,6 +193,14 @@ MISTAKES = {
         {"answer_demb": "demb = dx + dq @ Wq.T + dk @ Wk.T + dv @ Wv"},
         {"test_demb": ("transposed", "multiplies by Wv without transposing it")},
     ),
+    "dq_times_the_scale": (
+        {"answer_dq": "dq = dscores @ k * head_size**0.5"},
+        {"test_dq": ("attention_scale", "multiplies by √head_size where the forward pass divides by it")},
+    ),
+    "demb_skip_twice": (
+        {"answer_demb": "demb = dx + dx + dq @ Wq.T + dk @ Wk.T + dv @ Wv.T"},
+        {"test_demb": ("path_twice", "the path through x is added twice")},
+    ),
     "leaky_default_slope": (
         {"answer_dleaky_in": "dleaky_in = torch.where(leaky_in > 0, dleaky_out, 0.01 * dleaky_out)"},
         {"test_dleaky_in": ("activation_mask", "slope 0.01")},
@@ -221,6 +229,10 @@ RAISING = {
     "dk_result_transposed": (  # demb's cell then raises (dk @ Wk.T): demb keeps its points by its rule
         {"answer_dk": "dk = q.transpose(1, 2) @ dscores / head_size**0.5"},
         {"test_dk": ("transposed", "dimensions are in the wrong order")},
+    ),
+    "dhgelu_float64": (  # float64 flows down to dx's matrix product, whose cell raises: the later steps keep theirs
+        {"answer_dhgelu": "dhgelu = dhdrop.double() * drop_mask / (1 - drop_p)"},
+        {"test_dhgelu": ("not_a_float32_tensor", "dtype float64")},
     ),
     "datt_cell_raises": (  # v transposed the wrong way: its own cell raises, and the cells that need datt keep theirs
         {"answer_datt": "datt = datt_out @ v.transpose(0, 2).transpose(0, 1)"},
@@ -322,6 +334,27 @@ ALTERNATIVES = {
         "answer_demb": "paths = [dx, dq @ Wq.t(), dk @ Wk.t(), dv @ Wv.t()]\ndemb = sum(paths)",
         "answer_drelu_in": "drelu_in = torch.heaviside(relu_in, torch.tensor(0.0)) * drelu_out",
         "answer_dleaky_in": "dleaky_in = dleaky_out * (leaky_in > 0) + 0.1 * dleaky_out * (leaky_in <= 0)",
+    },
+    "alt_e": {  # forward values recomputed (softmax, the variance, lnraw), erfc, unflatten, an alias never changed
+        "answer_dhgelu": "dhgelu = (dhdrop.double() * drop_mask.double() / (1 - drop_p)).to(torch.float32)",
+        "answer_dhln": "dhln = dhgelu * (0.5 * torch.erfc(-hln / 2**0.5) "
+        "+ hln * torch.exp(-0.5 * hln * hln) * (2 * torch.pi) ** -0.5)",
+        "answer_dlngain": "dlngain = ((hpreln - lnmean) * lnvar_inv * dhln).sum(0, keepdim=True)",
+        "answer_dlnbias": "dlnbias = dhln.sum(0).reshape(1, -1)",
+        "answer_dhpreln": "mu = hpreln.mean(dim=1, keepdim=True)\n"
+        "var = ((hpreln - mu) ** 2).mean(dim=1, keepdim=True)\nistd = torch.rsqrt(var + 1e-5)\n"
+        "xh = (hpreln - mu) * istd\ng = dhln * lngain\n"
+        "dhpreln = istd / n_hidden * (n_hidden * g - g.sum(1, keepdim=True) - xh * (g * xh).sum(1, keepdim=True))",
+        "answer_dx": "dx = (dhpreln @ W1.T).unflatten(1, (block_size, n_embd))",
+        "answer_datt_out": "datt_out = dx  # the same tensor: nothing changes either in place afterwards",
+        "answer_datt": "datt = torch.matmul(datt_out, v.transpose(-1, -2))",
+        "answer_dv": "dv = torch.matmul(att.mT, datt_out)",
+        "answer_dscores": "p = scores.softmax(-1)\ndscores = p * (datt - (datt * p).sum(-1, keepdim=True))",
+        "answer_dq": "dq = dscores.bmm(k) * (1.0 / head_size**0.5)",
+        "answer_dk": "dk = (dscores.mT / head_size**0.5) @ q",
+        "answer_demb": "demb = dx + (dq @ Wq.T + dk @ Wk.T + dv @ Wv.T)",
+        "answer_drelu_in": "drelu_in = torch.where(relu_in > 0, drelu_out, 0.0)",
+        "answer_dleaky_in": "dleaky_in = dleaky_out * (leaky_in > 0).float().clamp(min=0.1)",
     },
 }
 
