@@ -12,6 +12,7 @@ import shutil
 import pytest
 from support.cases_ex6 import (
     CHEATS,
+    MISTAKES,
     NB,
     ONE_SIDED,
     POINTS,
@@ -48,7 +49,8 @@ PACKED_LOST = {
     "test_found": "bugs_missed",
     slot(PACKED_ID, "epsilon"): "epsilon",
 }
-CORRECT = ["solution", "solution_1", "alt_lines_a1", "alt_lines_b2"]
+CORRECT = ["solution", "solution_1", "alt_lines_a1", "alt_lines_b2", "alt_rewritten_pass_2"]
+BROKE = "broke_tanh_derivative"  # fixed the bugs, broke a right line: the fix whose part holds it loses its points
 
 
 @pytest.fixture(scope="module")
@@ -56,7 +58,7 @@ def graded():
     with temporary_course("ex6-pipeline-", only=NB) as course:
         release, source = course.notebook("release", NB), course.notebook("source", NB)
         class_ = submissions(release, source)
-        for student in [*CORRECT, "blank", "no_id", "copier", "c_autograd_pass"]:
+        for student in [*CORRECT, "blank", "no_id", "copier", "c_autograd_pass", BROKE]:
             course.submit(student, NB, class_[student])
         course.submit("packed", NB, packed(release, source))
         course.nbgrader("autograde", ASSIGNMENT)
@@ -108,6 +110,12 @@ def test_each_mistake_costs_its_own_cell_with_its_diagnosis(graded):
     messages = graded.messages("packed", NB)
     assert "still leaves out BatchNorm's epsilon" in messages[slot(PACKED_ID, "epsilon")]
     assert graded.scores("packed", NB)["test_found"] == 1  # two named, one named without a bug
+
+
+def test_a_right_line_broken_costs_the_fix_of_its_part(graded):
+    (cell, (kind, words)), *_ = MISTAKES[BROKE][1].items()
+    assert lost(graded, BROKE) == [cell] and kinds(graded, BROKE)[cell] == kind
+    assert words in graded.messages(BROKE, NB)[cell] and "tanh" in graded.messages(BROKE, NB)[cell]
 
 
 def test_an_autograd_cheat_and_a_copier(graded):
