@@ -293,7 +293,22 @@ REWRITTEN = {
     "db1 = dhprebn.sum(0)": "db1 = torch.zeros_like(b1)  # exactly zero after BatchNorm",
     "demb = dembcat.view(emb.shape)": "demb = dembcat.reshape(n, -1, C.shape[1])",
 }
+ALTERNATIVE_LINES.append(  # a third form of each, some rewriting a line beside the bug's: judged with those lines too
+    {
+        "dlogprobs = torch.zeros_like(logprobs)": "dlogprobs = torch.zeros_like(logprobs).scatter_(1, Yb[:, None], "
+        "-1.0 / n)",
+        BUGS["clipped_loss"].right: "pass",
+        BUGS["zero_bias"].right: "dbngain = torch.einsum('nj,nj->j', bnraw, dhpreact).view(1, -1)",
+        BUGS["aliased"].right: "dhprebn = dbndiff - dbndiff.mean(0, keepdim=True)",
+        "dhprebn += 1.0 / n * (torch.ones_like(hprebn) * dbnmeani)": "pass",
+        BUGS["epsilon"].right: "dbnvar = -0.5 * torch.rsqrt(bnvar + 1e-5) ** 3 * dbnvar_inv",
+        BUGS["bessel"].right: "dbndiff2 = torch.ones_like(bndiff2) * dbnvar / (n - 1)",
+        BUGS["not_accumulated"].right: "dC.index_put_((Xb,), demb, accumulate=True)",
+    }
+)
 ALTERNATIVES = {
+    "alt_lines_c1": answers(_ALT_1, answer_backward_pass=pass_with(ALTERNATIVE_LINES[2])),
+    "alt_lines_c2": answers(_ALT_2, answer_backward_pass=pass_with(ALTERNATIVE_LINES[2])),
     "alt_rewritten_pass_1": answers(_ALT_1, answer_backward_pass=pass_with(REWRITTEN)),
     "alt_rewritten_pass_2": answers(_ALT_2, answer_backward_pass=pass_with(REWRITTEN)),
     "alt_lines_a1": answers(_ALT_1, answer_backward_pass=pass_with(ALTERNATIVE_LINES[0])),
