@@ -1,8 +1,8 @@
 """Why an answer differs from what it should be: the explanations every judge shares.
 
-A wrong dtype, NaN or infinite entries, a constant factor (with its likely cause), how many
-entries are wrong and by how much. The gradient judge, the value checks and Exercise 4's checks
-all word a difference with these, so a student reads the same explanation everywhere.
+No tensor to judge (not answered, its cell stopped before it, another type), a wrong dtype, NaN or infinite entries,
+a constant factor (with its likely cause), how many entries are wrong and by how much. The gradient judge, the value
+checks and Exercise 4's checks all word a difference with these, so a student reads the same explanation everywhere.
 """
 
 from dataclasses import dataclass
@@ -10,8 +10,59 @@ from dataclasses import dataclass
 import torch
 
 from ..common.diagnoses import Reason
-from ..common.words import Words, say
+from ..common.words import Words, say, say_n
 from .tolerance import RTOL, close, wrong_entries
+
+
+def not_a_tensor(name: str, info: dict) -> Reason | None:
+    """Why the reported ``info`` of ``name`` is no tensor to judge (not answered, None, another type), if it is not."""
+    kind = info.get("kind", "missing")
+    if kind == "missing" and isinstance(info.get("raised"), str):  # written, and its cell stopped before it
+        error = info["raised"][:200]
+        if error.startswith("NotImplementedError"):
+            return Reason(
+                "raised_error",
+                say(
+                    "{name}'s cell stopped at `raise NotImplementedError()` before it assigned {name}: delete that "
+                    "line of the blank notebook and run the cell again",
+                    name=name,
+                ),
+            )
+        return Reason(
+            "raised_error",
+            say(
+                "{name}'s cell stopped with {error} before it assigned {name}: fix that line and run the cell again",
+                name=name,
+                error=error,
+            ),
+        )
+    if kind == "missing":
+        return Reason(
+            "not_answered",
+            say("not answered yet: {name} is not defined (did its cell run without an error?)", name=name),
+        )
+    if kind == "none":
+        return Reason("not_answered", say("not answered yet: {name} is still None", name=name))
+    if kind != "tensor":
+        if isinstance(info.get("elements"), int):  # a tensor too large to send
+            return Reason(
+                "not_a_float32_tensor",
+                say_n(
+                    "{name} is a tensor of {count} element, far too large to be this answer",
+                    "{name} is a tensor of {count} elements, far too large to be this answer",
+                    info["elements"],
+                    name=name,
+                ),
+            )
+        if not isinstance(info.get("type"), str):
+            return Reason(
+                "not_a_float32_tensor", say("{name} should be a torch tensor, but it is something else", name=name)
+            )
+        return Reason(
+            "not_a_float32_tensor",
+            say("{name} should be a torch tensor, but it is a {type}", name=name, type=info["type"]),
+        )
+    return None
 
 
 def wrong_dtype(name: str, dtype: str, why: Words) -> Reason:

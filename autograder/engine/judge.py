@@ -13,45 +13,13 @@ from ..common.diagnoses import NOTE, Reason
 from ..common.words import say, say_n
 from .backward_rules import SHAPE_ONLY_SHARE, Step, WrittenWith, local_gradient
 from .diagnose import diagnose, only_size_one_dims_differ, shape_only_share, shape_problem
-from .explain import and_list, not_finite, wrong_dtype
+from .explain import and_list, not_a_tensor, not_finite, wrong_dtype
 from .honesty import decoy
 from .probes.judge_rule import judge_rule, kept_by_its_rule, kept_line
 from .probes.written_with import not_written_with
 from .tolerance import close, magnitude, max_difference, step_scale
 from .verdict import Verdict
 from .wire import Report
-
-
-def not_a_tensor(name: str, info: dict) -> Reason | None:
-    """Why the reported ``info`` of ``name`` is no tensor to judge (not answered, None, another type), if it is not."""
-    kind = info.get("kind", "missing")
-    if kind == "missing":
-        return Reason(
-            "not_answered",
-            say("not answered yet: {name} is not defined (did its cell run without an error?)", name=name),
-        )
-    if kind == "none":
-        return Reason("not_answered", say("not answered yet: {name} is still None", name=name))
-    if kind != "tensor":
-        if isinstance(info.get("elements"), int):  # a tensor too large to send
-            return Reason(
-                "not_a_float32_tensor",
-                say_n(
-                    "{name} is a tensor of {count} element, far too large to be this answer",
-                    "{name} is a tensor of {count} elements, far too large to be this answer",
-                    info["elements"],
-                    name=name,
-                ),
-            )
-        if not isinstance(info.get("type"), str):
-            return Reason(
-                "not_a_float32_tensor", say("{name} should be a torch tensor, but it is something else", name=name)
-            )
-        return Reason(
-            "not_a_float32_tensor",
-            say("{name} should be a torch tensor, but it is a {type}", name=name, type=info["type"]),
-        )
-    return None
 
 
 def read_answer(verdict: Verdict, name: str, report: Report, tainted: set, gradient: bool = False):

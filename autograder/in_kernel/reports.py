@@ -5,6 +5,7 @@ from IPython.display import display
 from ..common.naming import ANSWER_MIME
 from ..engine import wire
 from .probe_runner import run_probe
+from .snapshot_hook import stopped_before
 from .switches import grading
 
 
@@ -18,6 +19,8 @@ def report(namespace: dict, *names: str, probe: tuple = ()) -> None:
         print("This cell is graded by the autograder.")
         return
     payload = {name: wire.encode(namespace.get(name), name in namespace) for name in names}
+    if names[0] not in namespace and (error := stopped_before(names[0])):
+        payload[names[0]]["raised"] = error  # the student wrote it, and their cell stopped before it
     if probe:
         try:
             payload[wire.PROBE] = run_probe(namespace, names[0], probe)

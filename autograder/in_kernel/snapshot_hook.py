@@ -19,6 +19,7 @@ snapshots = {}  # (history index of the cell, index of the statement) -> its sna
 # ends a cell, whose value the cell shows, by the cell's outcome), and of those that ran to their end
 watched, finished = set(), set()
 _shown_last = set()  # (cell, statement) of the expression that ends the cell running now
+raised = {}  # history index of a cell -> the error that stopped it, as "Type: message"
 forward_shapes = {}  # name -> shape of each tensor when grading started: the pins' shapes, whatever came later
 
 
@@ -38,11 +39,28 @@ def take_snapshots(namespace: dict) -> None:
 
 
 def _after_the_cell(result) -> None:
-    """IPython's event after a cell: the expression that ended it ran to its end if the cell did."""
+    """IPython's event after a cell: the expression that ended it ran to its end if the cell did; else what stopped
+    the cell."""
     watched.update(_shown_last)
     if getattr(result, "success", False):
         finished.update(_shown_last)
     _shown_last.clear()
+    error = getattr(result, "error_before_exec", None) or getattr(result, "error_in_exec", None)
+    if isinstance(error, BaseException):
+        raised[len(get_ipython().history_manager.input_hist_parsed) - 1] = f"{type(error).__name__}: {error}"[:200]
+
+
+def stopped_before(name: str) -> str | None:
+    """What stopped the newest cell that assigns ``name`` (or, if it cannot be parsed, names it), if that cell raised:
+    why ``name`` is not defined though the student wrote it."""
+    history = get_ipython().history_manager.input_hist_parsed
+    for index in range(len(history) - 2, 0, -1):  # (not the cell running now)
+        statements = parsed(history[index])  # none if it could not be parsed: then its text names it
+        if any(name in writes(s) for s in statements) or (
+            not statements and name in history[index] and index in raised
+        ):
+            return raised.get(index)
+    return None
 
 
 def _snapshot(namespace: dict, cell: int, index: int, names: tuple | None) -> None:

@@ -94,6 +94,17 @@ MISTAKES = {
         "bnvar",
         "entries wrong",
     ),
+    # a cell stopped before its answer: what stopped it, not "not answered yet"
+    "m_dprobs_cell_raises": (
+        {"answer_dprobs": "dprobs = (1.0 / probs) * dlogprobs.sum(2)"},
+        "probs",
+        "stopped with IndexError",
+    ),
+    "m_dprobs_stub_left": (
+        {"answer_dprobs": "raise NotImplementedError()\ndprobs = (1.0 / probs) * dlogprobs"},
+        "probs",
+        "stopped at `raise NotImplementedError()`",
+    ),
     "m_bnvar_plus": ({"answer_dbnvar": PLUS_FOR_TIMES}, "bnvar", "entries wrong"),
     # neuron 0's entry dwarfs the other 63 (its variance is the epsilon): the sign is named from their ratios too, not
     # "1 of 64 entries wrong"
@@ -557,7 +568,7 @@ CHEATS = {
         },
         [],
         ["W2"],
-        "not answered yet",
+        "dW2's cell stopped with PermissionError",  # a grading kernel starts no program
     ),
     "c_python_from_the_shell": (  # the same through !python, which does not run while grading
         {
@@ -568,7 +579,7 @@ CHEATS = {
         },
         [],
         ["W2"],
-        "not answered yet",
+        "dW2's cell stopped with FileNotFoundError",  # no dW2.pt: the shell command did not run
     ),
     "c_timeit_runs_a_string": (  # timeit runs its statement as exec does, in the namespace it is given
         {

@@ -220,11 +220,14 @@ RAISING = {
             "dlnraw.sum(1, keepdim=True) - lnraw * (dlnraw * lnraw).sum(1, keepdim=True))).double()",
             "answer_dx": "dx = dhpreln @ W1.T",
         },
-        {"test_dhpreln": ("not_a_float32_tensor", "dtype float64"), "test_dx": ("not_answered", "dx is not defined")},
+        {
+            "test_dhpreln": ("not_a_float32_tensor", "dtype float64"),
+            "test_dx": ("raised_error", "dx's cell stopped with RuntimeError"),
+        },
     ),
     "dscores_sum_without_keepdim": (  # (n, 3, 3) minus (n, 3) does not broadcast: the cell raises
         {"answer_dscores": "dscores = att * (datt - (datt * att).sum(2))"},
-        {"test_dscores": ("not_answered", "dscores is not defined")},
+        {"test_dscores": ("raised_error", "dscores's cell stopped with RuntimeError")},
     ),
     "dk_result_transposed": (  # demb's cell then raises (dk @ Wk.T): demb keeps its points by its rule
         {"answer_dk": "dk = q.transpose(1, 2) @ dscores / head_size**0.5"},
@@ -236,7 +239,7 @@ RAISING = {
     ),
     "datt_cell_raises": (  # v transposed the wrong way: its own cell raises, and the cells that need datt keep theirs
         {"answer_datt": "datt = datt_out @ v.transpose(0, 2).transpose(0, 1)"},
-        {"test_datt": ("not_answered", "datt is not defined")},
+        {"test_datt": ("raised_error", "datt's cell stopped with RuntimeError")},
     ),
 }
 

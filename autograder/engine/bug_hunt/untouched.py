@@ -6,7 +6,8 @@ only right for a wrong gradient further up, a bug left in) costs that fix its po
 from ...common.diagnoses import Reason
 from ...common.words import say
 from ..backward_rules import STEP_BY_NAME
-from ..judge import judge_gradient, not_a_tensor
+from ..explain import not_a_tensor
+from ..judge import judge_gradient
 from ..wire import Report
 from .catalogue import GRADIENTS, section
 

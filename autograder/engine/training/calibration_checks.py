@@ -5,8 +5,7 @@ the calibration).
 
 from ...common.diagnoses import NOTE, Reason
 from ...common.words import say
-from ..explain import difference
-from ..judge import not_a_tensor
+from ..explain import difference, not_a_tensor
 from ..tolerance import close, magnitude, max_difference
 from ..verdict import Verdict
 from ..wire import Report
