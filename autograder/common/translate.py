@@ -22,6 +22,7 @@ SKIPPED_REGIONS = [
 BANNER = "# ---- "  # the engine copy's own banner lines are words for the student
 NOT_WORDS = re.compile(r"\{[^{}]*\}|<[^<>]*>|`[^`]*`|https?://\S+")  # placeholders, tags, code, addresses
 WORD = re.compile(r"[^\W\d_]{2,}")
+NAMED_BY_A_COLON = re.compile(r"^[✔✘·]? ?\{[^{}]+\}: \{[^{}]+\}$")  # "✘ {name}: {problem}", a check's line
 STANDALONE = {"YOUR CODE HERE"}  # nbgrader's stub for a solution: a comment of its own, never part of a run
 PLAIN_QUOTES = str.maketrans({"'": "’", '"': "”"})
 FENCE = re.compile(r"^(\s*)(```+|~~~+)\s*(\w*)")
@@ -39,10 +40,12 @@ class Piece:
 
 
 def holds_words(text: str) -> bool:
-    """Whether a string literal is words for a reader, not a key, a name, a path or a format."""
+    """Whether a string literal is words for a reader, not a key, a name, a path or a format. A line that only says
+    what a {placeholder} is about, before a colon (``f"✘ {name}: {problem}"``), is words too: Chinese writes that
+    colon full-width."""
     bare = NOT_WORDS.sub(" ", text)
     if not WORD.search(bare):
-        return False
+        return bool(NAMED_BY_A_COLON.search(text))
     return " " in text.strip() or not text.isascii()
 
 

@@ -209,3 +209,48 @@ def test_a_note_that_both_term_lists_give_is_on_the_glossary_page_once():
 
     row = next(line for line in glossary.page().splitlines() if line.startswith("| kink (of ReLU) |"))
     assert row.count("where the derivative jumps") == 1, row
+
+
+# a check's line that names what it is about before a colon: "✘ dprobs: not answered yet"
+CHECK_LINE = re.compile(r"""print\(f["']([✔✘]) \{[^{}]+\}([:：])""")
+
+
+@pytest.mark.parametrize("code, colon", [("zh", "："), ("ru", ":")])
+def test_a_checks_line_puts_the_editions_colon_after_what_it_names(code, colon):
+    """The Chinese self-checks printed "✘ dprobs: 尚未作答" with the English colon, where every other Chinese line
+    has the full-width one: the line ``f"✘ {name}: {problem}"`` holds no words, so no catalog held it."""
+    found = {}
+    notebooks = sorted((REPO / "editions" / code).rglob("*.ipynb"))
+    for path in notebooks:
+        for cell in nbformat.read(path, as_version=4).cells:
+            for mark, after in CHECK_LINE.findall(cell.source):
+                found.setdefault(after, set()).add(path.name)
+    assert found and set(found) == {colon}, found
+    assert code_pieces('print(f"✘ {name}: {problem}")') and not code_pieces('print(f"{a} {b}")')
+
+
+@pytest.mark.parametrize(
+    "code, joined", [("en", "; counts feeds 2 lines"), ("ru", "; counts входит"), ("zh", "；counts 进入")]
+)
+def test_a_hint_of_two_sentences_is_joined_in_the_editions_punctuation(code, joined):
+    """The self-check's hint for a wrong dcounts read "...重新推导局部导数; counts 进入前向传播的 2 行"
+    in Chinese: the helper joined its two sentences with "; ", outside every catalog."""
+    import contextlib
+    import io
+
+    import torch
+
+    from autograder.authoring import SOURCE_DIR
+    from autograder.common.naming import SETUP_PREFIX, grade_id
+    from autograder.engine.reference import run_setup, strip_hidden
+
+    setup = [c.source for c in nbformat.read(SOURCE_DIR / "ex1_atomic_backward.ipynb", as_version=4).cells]
+    folder = RELEASE if code == "en" else REPO / "editions" / code / "backprop_ninja"
+    cells = nbformat.read(folder / "ex1_atomic_backward.ipynb", as_version=4).cells
+    namespace = dict(run_setup(tuple(s for s, c in zip(setup, cells) if grade_id(c).startswith(SETUP_PREFIX)), 1))
+    exec(strip_hidden(next(c.source for c in cells if grade_id(c) == "self_check_helpers")), namespace)
+    grad = namespace["counts"].grad
+    namespace["dcounts"] = grad + grad.abs().max() * torch.linspace(0, 1, grad.numel()).view(grad.shape)  # no rule
+    with contextlib.redirect_stdout(io.StringIO()) as out:
+        namespace["self_check"]("counts")
+    assert joined in out.getvalue(), out.getvalue()

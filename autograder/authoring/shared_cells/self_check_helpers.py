@@ -273,14 +273,15 @@ def _value_hint(got, want, name, n, indices=None):
     wrong, columns = int(differ.sum().item()), differ.any(0).nonzero().flatten().tolist() if g.dim() == 2 else []
     # one column of many: a per-neuron term (Exercise 3's neuron 0 has a tiny variance: only there does n/(n-1) show)
     where = f", all in column {columns[0]} of {g.shape[1]}" if len(columns) == 1 and g.shape[1] > 2 else ""
-    advice = [f"{wrong} of {g.numel()} entries differ{where}: re-derive the local derivative"]
+    advice = f"{wrong} of {g.numel()} entries differ{where}: re-derive the local derivative"
     feeds = list(getattr(STEP_BY_NAME.get(name), "upstream", []))
     if not any(isinstance(globals().get("d" + u), torch.Tensor) for u in feeds):  # one formula for the whole block
         feeds = [u for u in feeds if not getattr(STEP_BY_NAME.get(u), "zero", False)]  # (a path about 0: not in it)
     if len(feeds) > 1:  # (in one formula, as in Exercises 2 and 3, the same: every path is in it)
-        advice.append(f"{name} feeds {len(feeds)} lines of the forward pass ({', '.join(feeds)}): its gradient "
-                      f"is the sum over every path (in steps: +=)")
-    return "; ".join(advice)
+        # (the separator with the words: Chinese writes its own semicolon)
+        advice += (f"; {name} feeds {len(feeds)} lines of the forward pass ({', '.join(feeds)}): its gradient "
+                   f"is the sum over every path (in steps: +=)")
+    return advice
 
 
 def _chain_hint(g, name, scale):
