@@ -339,3 +339,20 @@ def test_a_hostile_notebook_costs_its_student_never_the_class(tmp_path, monkeypa
     assert graded == [] and [(p.kind, p.detail) for p in problems] == [
         ("grader_error", "its file could not be read: MemoryError('a file no check foresaw')")
     ]
+
+
+@pytest.mark.parametrize("code", ["ru", "zh"])
+def test_a_deleted_cell_of_a_translated_notebook_is_put_back_in_its_own_words(code):
+    """A Russian notebook without its test_dh got the English release's cell back; RestoreLockedCells, which compares
+    a locked cell with the course's in the notebook's language, then found it changed (locked_cell_changed), and the
+    student's page would say a cell they never saw in English was theirs and not the course's."""
+    from autograder.grading.intake.repair import repair
+
+    release = nbformat.read(REPO / "release" / ASSIGNMENT / f"{NB}.ipynb", as_version=4)
+    edition = nbformat.read(REPO / "editions" / code / ASSIGNMENT / f"{NB}.ipynb", as_version=4)
+    good = solved(edition, nbformat.read(REPO / "source" / ASSIGNMENT / f"{NB}.ipynb", as_version=4))
+    fixed, found = repair(nbformat.writes(without(good, "test_dh")).encode(), release, NB)
+    assert [p.kind for p in found] == ["deleted_cell"]
+    put_back = next(c.source for c in fixed.cells if grade_id(c) == "test_dh")
+    assert put_back == next(c.source for c in edition.cells if grade_id(c) == "test_dh")
+    assert put_back != next(c.source for c in release.cells if grade_id(c) == "test_dh")  # (its comment is translated)

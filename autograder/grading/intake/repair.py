@@ -246,7 +246,8 @@ def repair(raw: bytes, release, notebook: str, student: str = "", course: dict |
             matched.append(gid)
             anchor = found
         elif is_locked or _meta(want).get("grade"):
-            cells.insert(anchor + 1, _rebuild(want))
+            cells.insert(anchor + 1, _rebuild(want))  # in the student's language, as RestoreLockedCells compares it
+            cells[anchor + 1].source = translated_cell_source(want.cell_type, want.source, code)
             restored.append(gid)
             anchor += 1
         else:  # a missing answer cell: nothing to grade in it, nothing to put back
