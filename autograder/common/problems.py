@@ -9,6 +9,8 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
+from .editions import METADATA
+
 # kind -> what it means, one line each; the order is the order of the report and the summary
 KINDS = {
     # the grader could not grade the student at all
@@ -131,6 +133,44 @@ class Problem:
     def order(self) -> tuple:
         """problems.json's order: by student, then notebook, kind and detail."""
         return (self.student, self.notebook or "", self.kind, self.detail)
+
+
+# The repairs a student is told of on their feedback page (what the notebook graded is not quite what they handed in);
+# the intake and RestoreLockedCells write them into the graded notebook's metadata[METADATA][REPAIRS], SummarizeSteps
+# says them in the student's language
+TOLD = (
+    "duplicate_file",
+    "metadata_stripped",
+    "duplicated_cell",
+    "deleted_cell",
+    "moved_cell",
+    "metadata_changed",
+    "unknown_cell",
+    "locked_cell_changed",
+    "bad_timestamp",
+)
+assert set(TOLD) <= set(KINDS), set(TOLD) - set(KINDS)
+REPAIRS = "repairs"
+TOLD_CELLS = 8  # the cells a repair names on the page: a notebook whose metadata was all stripped has 60
+
+
+def tell_student(metadata: dict, kind: str, cells=()) -> None:
+    """Note in a notebook's ``metadata`` that ``kind`` was repaired in ``cells`` (grade_ids), for its student's page."""
+    ours = metadata.setdefault(METADATA, {})
+    ours.setdefault(REPAIRS, {}).setdefault(kind, [])
+    ours[REPAIRS][kind] += [c for c in cells if c not in ours[REPAIRS][kind]]
+
+
+def told_student(metadata, known: set) -> dict:
+    """kind -> [grade_id]: the repairs noted in a notebook's ``metadata``, in ``TOLD``'s order, naming only cells of
+    ``known`` (the notebook's grade_ids). What a plain ``nbgrader autograde`` reads came with the student's file and may
+    hold anything; a student can at most make their own page tell of a repair."""
+    ours = metadata.get(METADATA) if isinstance(metadata, dict) else None
+    noted = ours.get(REPAIRS) if isinstance(ours, dict) else None
+    if not isinstance(noted, dict):
+        return {}
+    cells = lambda named: [c for c in named if isinstance(c, str) and c in known] if isinstance(named, list) else []
+    return {kind: cells(noted[kind]) for kind in TOLD if kind in noted}
 
 
 def rank(kind: str) -> int:

@@ -31,7 +31,7 @@ class Words:
         if self.plural is None:
             template = words.gettext(self.template)
         else:
-            template = words.ngettext(self.template, self.plural, self.count)
+            template = words.ngettext(self.template, self.plural, plural_count(self.count))
         values = {name: render(value, code, domain) for name, value in self.params.items()}
         return template.format(count=self.count, **values) if self.plural is not None else template.format(**values)
 
@@ -59,6 +59,13 @@ def say(template: str, **params) -> Words:
 def say_n(singular: str, plural: str, count: int, **params) -> Words:
     """A sentence whose form depends on a number, ``{count}`` in the template (Russian has three forms, Chinese one)."""
     return Words(singular, params, plural, count)
+
+
+def plural_count(number) -> int:
+    """The whole number a catalog's plural rule is given for ``number``: itself when whole; 2 for a fraction, whose form
+    is a fraction's in the course's languages (English "1.5 points", Russian "1,5 балла", Chinese's only form),
+    where a rule for whole numbers would pick Russian's "баллов" for 1.5 (and gettext warns of a float)."""
+    return int(number) if float(number).is_integer() else 2
 
 
 def render(value, code: str = ENGLISH, domain: str = GRADER_DOMAIN):

@@ -166,15 +166,15 @@ class ClassGrading:
         return students, todo, unchanged
 
     def stage(self, student: str) -> bool:
-        """Check, repair and stage the student's notebooks, right before the pool hands them out. False when none is
-        gradable: then the student is not graded, and the merge drops their old grades (none may stay behind)."""
-        graded, problems = stage_student(self.root, self.assignment, student, self.notebooks, self.releases)
+        """Check, repair and stage the student's notebooks as the pool hands them out; False when none is gradable."""
+        args = self.root, self.assignment, student, self.notebooks, self.releases, self.state.collect_problems
+        graded, problems = stage_student(*args)  # (with what was collected: a page tells of its duplicate_file)
         with self.lock:
             record = self.records[student]
             record.graded, record.problems, record.complete = graded, problems, not graded
             if not graded:
                 self.ungradable.add(student)
-                self.merger.add(student, None)
+                self.merger.add(student, None)  # not graded: the merge drops their old grades (none may stay)
         return bool(graded)
 
     def submitted(self) -> list:

@@ -9,6 +9,7 @@ late_penalty          LatePenalty: the course's late-submission policy (nbgrader
 save_grades_at_once   SaveAutoGradesAtOnce, GetGradesAtOnce: nbgrader's SaveAutoGrades and GetGrades, one query of
                       each kind a notebook (and one commit)
 summarize_steps       SummarizeSteps: the feedback opens with a table of the graded steps
+page_notes            the notes under that table: what was repaired before grading, the late penalty, where to get help
 tidy_feedback         TidyFeedback: the feedback page without what only nbgrader needed (the verdict's points)
 feedback_exporter     FeedbackExporter: the feedback pages, without HTMLExporter's BeautifulSoup pass
 safe_html             SafeOutputMetadata and the cleaning of what a submission shows on a page

@@ -22,7 +22,7 @@ from nbconvert.filters.widgetsdatatypefilter import WidgetsDataTypeFilter
 from traitlets import Bool, observe
 
 from ..common.editions import edition, notebook_edition
-from ..common.words import say
+from ..common.words import say, say_n
 from .safe_html import clean_html, page_names
 from .summarize_steps import ROLES
 
@@ -79,11 +79,12 @@ def page_heading(resources: dict, code: str, title: str | None) -> str:
     """The page's heading, in the language of edition ``code``: the notebook (its ``title`` if it has one) and its
     score (nbgrader's GetGrades puts them in ``resources`` as the page is made)."""
     scores = resources.get("nbgrader", {})
-    heading = say(
-        "{notebook}: {score} of {max_score} points",
+    heading = say_n(
+        "{notebook}: {score} of {count:g} point",
+        "{notebook}: {score} of {count:g} points",
+        float(_number(scores.get("max_score")).replace("?", "0")),  # (nbgrader always gives it)
         notebook=title or scores.get("notebook", ""),
         score=_number(scores.get("score")),
-        max_score=_number(scores.get("max_score")),
     )
     return html_text.escape(heading.render(code))
 

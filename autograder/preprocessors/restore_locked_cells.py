@@ -15,6 +15,7 @@ from nbgrader.preprocessors import ClearHiddenTests, OverwriteCells
 
 from ..common.edition_text import edition_of, translated_cell_source
 from ..common.editions import ENGLISH, METADATA
+from ..common.problems import REPAIRS, tell_student, told_student
 from .gradebook_rows import CourseRows
 from .incidents import cell_name, record_incident
 
@@ -32,7 +33,9 @@ class RestoreLockedCells(OverwriteCells):
         self._hidden_tests_restored = 0
         self._changed = []  # the indices of the locked cells the student changed
         self._edition = edition_of(nb)
-        nb.metadata[METADATA] = {"edition": self._edition}  # what the later steps read: the kernel, the verdicts
+        # what the later steps read: the kernel, the verdicts; and the intake's repairs, which the student's page says
+        repairs = told_student(nb.metadata, {c.metadata.get("nbgrader", {}).get("grade_id") for c in nb.cells})
+        nb.metadata[METADATA] = {"edition": self._edition} | ({REPAIRS: repairs} if repairs else {})
         nb, resources = super().preprocess(nb, resources)
         if self._hidden_tests_restored:
             self.log.info(
@@ -47,6 +50,9 @@ class RestoreLockedCells(OverwriteCells):
                 "locked_cell_changed",
                 f"{cells}: graded with the course's version of {'it' if len(self._changed) == 1 else 'each'}",
                 self.log,
+            )
+            tell_student(
+                nb.metadata, "locked_cell_changed", [nb.cells[i].metadata.nbgrader["grade_id"] for i in self._changed]
             )
         return nb, resources
 

@@ -15,8 +15,10 @@ from traitlets import Bool
 
 from ..common.diagnoses import METADATA
 from ..common.editions import ENGLISH, notebook_edition
-from ..common.links import edition_course_url, repository_url
+from ..common.links import repository_url
+from ..common.problems import told_student
 from ..common.words import say, say_n
+from .page_notes import notes_html, repair_notes
 
 STEP_LINES = 3  # reason lines of a wrong step (or a right one of several points) in the table; its cell has all
 AUTOMATIC_COMMENT = "No response."  # nbgrader's own comment on an answer cell left as released: not the instructor's
@@ -124,9 +126,9 @@ def _points(row: Row) -> str:
     return f"{row.score:g} / {row.points:g}"
 
 
-def _whole(number: float):
-    """A number as a plural's count: an int when it is whole (the catalogs' plural rules count whole numbers)."""
-    return int(number) if float(number).is_integer() else number
+def points(number: float):
+    """A number of points ("3 points") as a clause of its own, whose plural form its own number chooses."""
+    return say_n("{count:g} point", "{count:g} points", number)
 
 
 def headline_html(rows: list, first: "Row | None", code: str) -> str:
@@ -149,24 +151,24 @@ def headline_html(rows: list, first: "Row | None", code: str) -> str:
     if several and first.kind == "not_answered":
         sentences.append(
             say_n(
-                "<strong>Fix first: the one answer that {count} graded cell ({lost:g} points) waits for</strong> "
+                "<strong>Fix first: the one answer that {count} graded cell ({lost}) waits for</strong> "
                 "({reason}); it is marked below.",
-                "<strong>Fix first: the one answer that {count} graded cells ({lost:g} points) wait for</strong> "
+                "<strong>Fix first: the one answer that {count} graded cells ({lost}) wait for</strong> "
                 "({reason}); the first of them is marked below.",
                 len(shared),
-                lost=lost,
+                lost=points(lost),
                 reason=reason,
             )
         )
     elif several and first.kind == "raised_error":  # the reason says which function raised, and the error
         sentences.append(
             say_n(
-                "<strong>Fix first: the one error behind {count} graded cell ({lost:g} points)</strong>, marked "
+                "<strong>Fix first: the one error behind {count} graded cell ({lost})</strong>, marked "
                 "below: <strong>{reason}</strong>",
-                "<strong>Fix first: the one error behind {count} graded cells ({lost:g} points)</strong>, the first "
+                "<strong>Fix first: the one error behind {count} graded cells ({lost})</strong>, the first "
                 "of them marked below: <strong>{reason}</strong>",
                 len(shared),
-                lost=lost,
+                lost=points(lost),
                 reason=reason,
             )
         )
@@ -175,7 +177,7 @@ def headline_html(rows: list, first: "Row | None", code: str) -> str:
             say_n(
                 "<strong>Fix first: {step}</strong> ({score:g} of {count:g} point), marked below.",
                 "<strong>Fix first: {step}</strong> ({score:g} of {count:g} points), marked below.",
-                _whole(first.points),
+                first.points,
                 step=_link(first),
                 score=first.score,
             )
@@ -183,10 +185,10 @@ def headline_html(rows: list, first: "Row | None", code: str) -> str:
         if several:  # the kernel died, say: the first to fix, and the reason it shares with the others
             sentences.append(
                 say_n(
-                    "{count} graded cells ({lost:g} points) fail for the same reason: <strong>{reason}</strong>",
-                    "{count} graded cells ({lost:g} points) fail for the same reason: <strong>{reason}</strong>",
+                    "{count} graded cells ({lost}) fail for the same reason: <strong>{reason}</strong>",
+                    "{count} graded cells ({lost}) fail for the same reason: <strong>{reason}</strong>",
                     len(shared),
-                    lost=lost,
+                    lost=points(lost),
                     reason=reason,
                 )
             )
@@ -196,11 +198,18 @@ def headline_html(rows: list, first: "Row | None", code: str) -> str:
 
 
 def table_html(
-    rows: list, late_penalty: float, commented: list, repository: str, code: str = ENGLISH, reordered: bool = False
+    rows: list,
+    late_penalty: float,
+    commented: list,
+    repository: str,
+    code: str = ENGLISH,
+    reordered: bool = False,
+    repairs: tuple = (),
 ) -> str:
     """The summary: a headline, one row per step, then notes, in the language of edition ``code`` (the reasons are
     the graded cells' own lines, which JudgeAnswers wrote in that language). ``reordered``: the gradients are not in
-    the notebook's order (``in_backward_order``), which a note says when a step is wrong.
+    the notebook's order (``in_backward_order``), which a note says when a step is wrong; ``repairs``: the notes on
+    what was repaired before grading (``page_notes.repair_notes``), first.
 
     Only tags and attributes that nbconvert's sanitizer keeps in a raw cell, and no <table>: the parser's implied
     <tbody> would be escaped into the text, and <th> is not kept; the rows are <div>s laid out as a table by STYLE,
@@ -237,36 +246,7 @@ def table_html(
             f'<div class="step-reason">{"".join(f"<div>{html.escape(r)}</div>" for r in reasons)}</div></div>'
         )
     lines.append("</div>")
-    notes = []
-    if late_penalty:
-        notes.append(
-            say("Late submission: {penalty:g} points off (the score above is after it).", penalty=late_penalty)
-        )
-    if commented:
-        links = ", ".join(f'<a href="#comment-{html.escape(g)}">{html.escape(g)}</a>' for g in commented)
-        notes.append(say("Your instructor commented on {links}.", links=links))
-    if reordered and first is not None:  # Exercise 4 has its gradients in the order backward_pass returns them
-        notes.append(
-            say(
-                "The gradients are listed in the order the backward pass computes them, from the loss back, not in "
-                "the notebook's order: a mistake can carry into the gradients after it, so fix the first ✘ first."
-            )
-        )
-    notes.append(
-        say(
-            "The outputs below come from the grader's run of your notebook, with a seed you have not seen: its batch "
-            "and parameters are not yours, so its numbers differ from those your notebook printed."
-        )
-    )
-    notes.append(
-        say(
-            'Stuck on a step? Climb the ladder of <a href="{guide}">When you are stuck</a>; the <a href="{cheatsheet}">'
-            "cheat sheet</a> has every backward rule.",
-            guide=edition_course_url("README.md#when-you-are-stuck", code, repository),
-            cheatsheet=edition_course_url("cheatsheet.md", code, repository),
-        )
-    )
-    notes = [note.render(code) for note in notes]
+    notes = [*repairs, *notes_html(late_penalty, commented, repository, code, reordered and first is not None)]
     lines += [f'<div class="steps-notes">{note}</div>' for note in notes]
     lines.append("</div>")
     return "\n".join(lines)
@@ -293,7 +273,10 @@ class SummarizeSteps(Preprocessor):
         ]
         late_penalty = float(resources["nbgrader"].get("late_penalty") or 0)
         code = notebook_edition(nb.metadata)  # the edition the student handed in
-        summary = table_html(rows, late_penalty, commented, repository_url(), code, reordered=rows != in_notebook)
+        repairs = repair_notes(
+            told_student(nb.metadata, {c.metadata.get("nbgrader", {}).get("grade_id") for c in nb.cells}), code
+        )
+        summary = table_html(rows, late_penalty, commented, repository_url(), code, rows != in_notebook, repairs)
         nb.cells.insert(0, new_raw_cell(summary, metadata={"raw_mimetype": "text/html"}))
         resources["steps_summary"] = summary  # ours: the feedback page shows it uncleaned, with its classes (safe_html)
         resources.setdefault("inlining", {}).setdefault("css", []).append(STYLE)

@@ -341,6 +341,46 @@ def test_a_hostile_notebook_costs_its_student_never_the_class(tmp_path, monkeypa
     ]
 
 
+@pytest.mark.filterwarnings("ignore::nbformat.validator.DuplicateCellId")  # the duplicated cell is the case
+def test_each_repair_is_noted_in_the_graded_notebook_for_the_students_page(tmp_path):
+    """The instructor read every repair in problems.json; the student read nothing of it (ada kept 34 / 34 with her
+    answer_dprobs put back above its check, and her page did not say so). Each repair is noted in the notebook that
+    is graded, naming the course's cells (never a grade_id of the student's own), for SummarizeSteps to say."""
+    from autograder.common.problems import Problem, told_student
+    from autograder.grading.intake.repair import repair
+
+    release = nbformat.read(REPO / "release" / ASSIGNMENT / f"{NB}.ipynb", as_version=4)
+    good = solved(release, nbformat.read(REPO / "source" / ASSIGNMENT / f"{NB}.ipynb", as_version=4))
+    ids = {grade_id(c) for c in good.cells if grade_id(c)}
+    moved, changed = copy.deepcopy(good), copy.deepcopy(good)
+    i = next(i for i, c in enumerate(moved.cells) if grade_id(c) == "answer_dprobs")
+    moved.cells.insert(i + 3, moved.cells.pop(i))
+    next(c for c in changed.cells if grade_id(c) == "test_dprobs").metadata.nbgrader["grade"] = False
+    for broken, kind, cells in [
+        (without(good, "test_dprobs"), "deleted_cell", ["test_dprobs"]),
+        (duplicated(good, "test_dprobs"), "duplicated_cell", ["test_dprobs"]),
+        (fake_grade_cell(good), "unknown_cell", []),
+        (moved, "moved_cell", ["answer_dprobs"]),
+        (changed, "metadata_changed", ["test_dprobs"]),
+    ]:
+        fixed, found = repair(nbformat.writes(broken).encode(), release, NB)
+        assert [p.kind for p in found] == [kind]
+        assert told_student(fixed.metadata, ids) == {kind: cells}, kind
+    fixed, found = repair(nbformat.writes(stripped(good)).encode(), release, NB)
+    assert set(told_student(fixed.metadata, ids)) == {"metadata_stripped"}
+    assert told_student(repair(nbformat.writes(good).encode(), release, NB)[0].metadata, ids) == {}
+
+    # what staging finds beside the notebook: a timestamp that is no time, several files collected for it
+    folder = tmp_path / "submitted" / "stan" / ASSIGNMENT
+    folder.mkdir(parents=True)
+    nbformat.write(good, folder / f"{NB}.ipynb")
+    (folder / "timestamp.txt").write_text("handed in on Tuesday")
+    collected = [Problem("stan", NB, "duplicate_file", "2 files"), Problem("ann", NB, "duplicate_file", "3 files")]
+    assert stage_student(tmp_path, ASSIGNMENT, "stan", [NB], {NB: release}, collected)[0] == [NB]
+    staged = nbformat.read(tmp_path / STAGED / "stan" / ASSIGNMENT / f"{NB}.ipynb", as_version=4)
+    assert told_student(staged.metadata, ids) == {"duplicate_file": [], "bad_timestamp": []}
+
+
 @pytest.mark.parametrize("code", ["ru", "zh"])
 def test_a_deleted_cell_of_a_translated_notebook_is_put_back_in_its_own_words(code):
     """A Russian notebook without its test_dh got the English release's cell back; RestoreLockedCells, which compares

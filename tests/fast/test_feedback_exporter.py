@@ -135,7 +135,7 @@ def test_the_words_around_the_cells_are_in_the_students_language(tmp_path):
     resources = page_resources("ex1_atomic_backward")
     page, _ = FeedbackExporter(parent=converter, config=converter.config).from_notebook_node(nb, resources)
     text = " ".join(BeautifulSoup(page, "html.parser").get_text(" ").split())
-    for words in ("Exercise 4 — баллы: 1 из 2", "Оцениваемая ячейка dC", "Баллы: 1 / 1", "(наверх)"):
+    for words in ("Exercise 4: 1 из 2 баллов", "Оцениваемая ячейка dC", "Баллы: 1 / 1", "(наверх)"):
         assert words in text, words
     assert "Ваш ответ" in text and "Комментарии:" in text and "Хорошо" in text
     for english in ("Score", "Student's answer", "Grade cell", "Test cell", "(Top)", "Comments:"):

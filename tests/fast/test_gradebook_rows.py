@@ -112,6 +112,21 @@ def test_a_changed_locked_cell_is_a_problem_and_a_change_of_whitespace_is_none(m
         ), problems
 
 
+def test_the_students_page_keeps_the_intakes_repairs_and_hears_of_a_changed_locked_cell(made_once):
+    """RestoreLockedCells sets the notebook's metadata for the later steps: it kept only the edition, so the intake's
+    note of a repair never reached the student's page; a locked cell it restored was not noted at all. Only the
+    notebook's own grade_ids are kept (the metadata of a plain ``nbgrader autograde`` is the student's)."""
+    from autograder.common.problems import told_student
+
+    submitted = [cell("test_dprobs", "pass", **FLAGS["test_dprobs"]), cell("test_dh", **FLAGS["test_dh"])]
+    nb = new_notebook(cells=[from_dict(c) for c in submitted])
+    nb.metadata["backprop_ninja"] = {"edition": "ru", "repairs": {"moved_cell": ["test_dh", "<b>x</b>"], "mine": []}}
+    nb, _ = RestoreLockedCells().preprocess(nb, resources(sqlite_url(made_once), "ben"))
+    ids = {"test_dprobs", "test_dh"}
+    assert told_student(nb.metadata, ids) == {"moved_cell": ["test_dh"], "locked_cell_changed": ["test_dprobs"]}
+    assert nb.metadata["backprop_ninja"]["edition"] == "ru"
+
+
 @pytest.mark.parametrize(
     "dprobs_output, answer",
     [

@@ -129,3 +129,88 @@ def test_the_central_difference_check_and_its_further_exercise_say_the_same():
     fx3 = " ".join(exercise(3).split())
     assert "Compare with autograd's gradient in `float64`" in fx3 and "agrees to better than 1e-5" in fx3
     assert "also accepts a difference below 1e-8" in fx3 and "1e-7 or better" not in fx3
+
+
+def _page_with_repairs(code: str, repairs: dict):
+    """The feedback's summary of a notebook of edition ``code`` that the intake repaired as ``repairs`` says."""
+    from nbconvert.filters.strings import clean_html
+    from nbformat.v4 import new_code_cell, new_notebook
+    from support.course import FeedbackPage
+
+    from autograder.preprocessors import SummarizeSteps
+
+    cells = []
+    for gid, meta in (("answer_dprobs", {"solution": True}), ("test_dprobs", {"grade": True, "locked": True})):
+        cells.append(new_code_cell("pass"))
+        cells[-1].metadata.nbgrader = {"grade_id": gid, "points": 1, "score": 1, **meta}
+    nb = new_notebook(cells=cells, metadata={"backprop_ninja": {"edition": code, "repairs": repairs}})
+    nb, _ = SummarizeSteps().preprocess(nb, {"nbgrader": {"late_penalty": 0}})
+    return FeedbackPage(clean_html(nb.cells[0].source))
+
+
+REPAIRED = {
+    "moved_cell": ["answer_dprobs"],
+    "deleted_cell": ["test_dprobs", "<script>alert(1)</script>", "another_students_cell"],
+    "bad_timestamp": [],
+    "no_such_kind": ["answer_dprobs"],
+}
+
+
+@pytest.mark.parametrize(
+    "code, said",
+    [
+        (
+            "en",
+            [
+                "The cell test_dprobs was missing from your notebook; the grader put it back, as the course wrote it, "
+                "before grading.",
+                "Your answer cell answer_dprobs was out of place (below the graded cell that checks it, or above the "
+                "step before it); the grader moved it back just above its graded cell before grading.",
+                "The time of your submission (timestamp.txt) could not be read, so your notebook was graded without "
+                "it. Your instructor has been told.",
+            ],
+        ),
+        (
+            "ru",
+            [
+                "В вашем ноутбуке не было ячейки test_dprobs; перед проверкой автопроверка вернула её на место в том "
+                "виде, в каком она дана в курсе.",
+                "Ваша ячейка ответа answer_dprobs стояла не на своём месте (ниже оцениваемой ячейки, которая её "
+                "проверяет, или выше предыдущего шага); перед проверкой автопроверка переставила её прямо над её "
+                "оцениваемой ячейкой.",
+                "Не удалось прочитать время сдачи вашей работы (timestamp.txt), поэтому ноутбук проверен без него. "
+                "Преподаватель об этом знает.",
+            ],
+        ),
+        (
+            "zh",
+            [
+                "你的笔记本里缺少单元格 test_dprobs；评分前，评分器已按课程的原样补回。",
+                "你的答案单元格 answer_dprobs 位置不对（在检查它的评分单元格下面，或在前一步的上面）；"
+                "评分前，评分器已把它移回到对应评分单元格的正上方。",
+                "无法读取你的提交时间（timestamp.txt），所以评分时没有用它。你的老师已经知道这件事。",
+            ],
+        ),
+    ],
+)
+def test_the_feedback_page_says_what_was_repaired_before_grading_in_the_students_language(code, said):
+    """A student whose notebook the intake repaired read "2 / 2" and no word of it (the instructor's problems.json
+    had it all). The page's first notes say each repair, in the student's edition, naming only the notebook's own
+    cells (what came with a plain ``nbgrader autograde`` is the student's file)."""
+    page = _page_with_repairs(code, REPAIRED)
+    assert page.notes[: len(said)] == said
+    assert "script" not in page.text and "another_students_cell" not in page.text
+    assert _page_with_repairs(code, {}).notes == page.notes[len(said) :]
+
+
+def test_every_repair_a_student_is_told_of_is_said_in_words_from_the_catalog(monkeypatch):
+    from support.words import pseudo_translated, unmarked
+
+    from autograder.common.problems import TOLD
+
+    pseudo_translated(monkeypatch)
+    repairs = {kind: ["answer_dprobs", "test_dprobs"] for kind in TOLD}
+    page = _page_with_repairs("ru", repairs)
+    assert len(page.notes) == len(TOLD) + 2  # then the seed's note and the ladder's
+    for note in page.notes[: len(TOLD)]:
+        assert note.startswith("⟦") and unmarked(note, {"answer_dprobs", "test_dprobs"}) == [], note

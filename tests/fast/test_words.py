@@ -4,6 +4,7 @@ edition. Every verdict of the case tables goes through the catalog: tests/fast/t
 
 import ast
 import inspect
+import re
 import string
 from pathlib import Path
 
@@ -128,4 +129,54 @@ def test_the_table_of_steps_speaks_the_edition_headline_labels_and_notes_include
     assert unmarked(" ".join(text), {"dprobs", "dcounts"}) == []
     assert (
         table_html(rows[2:], 0, [], "https://example.org/course", PSEUDO).count("⟦All 1 graded cells are right.⟧") == 1
+    )
+
+
+def test_points_are_counted_by_a_plural_whose_count_is_their_number():
+    """ "Late submission: 1 points off", and Russian's "штраф в баллах: 1": a number of points inside a sentence must
+    be the {count} of a say_n, or the sentence cannot agree with it (1 балл, 2 балла, 5 баллов)."""
+    from babel.messages.pofile import read_po
+
+    before_points = re.compile(r"\{(\w+)[^{}]*\} points?\b")
+    with (PACKAGE / "locale" / "grader.pot").open("rb") as pot:
+        wrong = [
+            text
+            for message in read_po(pot)
+            for text in (message.id if isinstance(message.id, tuple) else (message.id,))
+            for found in before_points.finditer(text or "")
+            if found.group(1) != "count" or not isinstance(message.id, tuple)
+        ]
+    assert wrong == []
+
+
+@pytest.mark.parametrize("domain", ["grader", "notebooks"])
+def test_a_russian_number_never_stands_before_a_word_that_must_agree_with_it_outside_a_plural(domain):
+    """ "в n = 32 раз больше" (the batch size: 32 раза), "в 1024 раз", "штраф 1 баллов": a Russian message without
+    plural forms writes the number where nothing agrees with it ("в n раз больше (n = 32)")."""
+    from babel.messages.pofile import read_po
+
+    agreeing = re.compile(r"\{[^{}]+\}\s+(балл\w*|раза?)(?!\w)")
+    with (PACKAGE / "locale" / "ru" / f"{domain}.po").open("rb") as po:
+        wrong = [m.string for m in read_po(po) if not isinstance(m.id, tuple) and agreeing.search(m.string or "")]
+    assert wrong == []
+
+
+@pytest.mark.parametrize(
+    "points, russian, chinese, both",
+    [(1, "штраф 1 балл", "扣 1 分", "(2 балла)"), (2, "штраф 2 балла", "扣 2 分", "(4 балла)"),
+     (5, "штраф 5 баллов", "扣 5 分", "(10 баллов)"), (21, "штраф 21 балл", "扣 21 分", "(42 балла)"),
+     (1.5, "штраф 1.5 балла", "扣 1.5 分", "(3 балла)"), (0.5, "штраф 0.5 балла", "扣 0.5 分", "(1 балл)")],
+)  # fmt: skip
+def test_points_in_the_feedback_agree_with_their_number(points, russian, chinese, both):
+    from autograder.preprocessors.page_notes import notes_html
+    from autograder.preprocessors.summarize_steps import Row, headline_html
+
+    late = {code: notes_html(points, [], "https://example.org/course", code, False)[0] for code in ("en", "ru", "zh")}
+    assert late["en"].startswith(f"Late submission: {points:g} point{'s' if points != 1 else ''} off")
+    assert russian in late["ru"] and chinese in late["zh"]
+    # what two graded cells lose for one reason: the points agree with their own number, not with the cells'
+    died = [Row(f"test_d{n}", f"d{n}", 0, points, ["the kernel died"], False) for n in ("W2", "W1")]
+    assert f"({2 * points:g} point{'s' if 2 * points != 1 else ''})" in headline_html(died, died[0], "en")
+    assert both in headline_html(died, died[0], "ru") and f"（共 {2 * points:g} 分）" in headline_html(
+        died, died[0], "zh"
     )

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import nbformat
 
-from ...common.problems import Problem
+from ...common.problems import Problem, tell_student
 from .collect import MAX_ENTRY_BYTES, match_notebook
 from .exchange import MAX_SMALL_BYTES, read_owned
 from .repair import repair
@@ -27,8 +27,9 @@ def read_releases(root: Path, assignment: str, notebooks: list) -> dict:
     return {n: nbformat.read(root / "release" / assignment / f"{n}.ipynb", as_version=4) for n in notebooks}
 
 
-def stage_student(root: Path, assignment: str, student: str, notebooks: list, releases: dict) -> tuple:
-    """Repair the student's notebooks into the staging folder; ([notebooks staged], [Problem])."""
+def stage_student(root: Path, assignment: str, student: str, notebooks: list, releases: dict, collected=()) -> tuple:
+    """Repair the student's notebooks into the staging folder; ([notebooks staged], [Problem]). ``collected``: the
+    problems of collecting the class, whose duplicate_file the student's page tells of, as each repair."""
     source = root / "submitted" / student / assignment
     staged = root / STAGED / student / assignment
     shutil.rmtree(staged, ignore_errors=True)
@@ -37,6 +38,7 @@ def stage_student(root: Path, assignment: str, student: str, notebooks: list, re
     # a link for the student's folder or its assignment's (mal -> ada) is read through by no one: mal was graded on
     # ada's notebook
     linked = (root / "submitted" / student).is_symlink() or source.is_symlink()
+    timestamp = None if linked else read_owned(str(source / "timestamp.txt"), None, MAX_SMALL_BYTES)
     for notebook in notebooks:
         # Read as the regular file it must be, never through a link (as root, a link in a folder put in submitted/
         # by hand could name any file of the machine), never a pipe, never more than a collect takes
@@ -59,9 +61,12 @@ def stage_student(root: Path, assignment: str, student: str, notebooks: list, re
             )
         problems += found
         if nb is not None:
+            if any(p.kind == "duplicate_file" and (p.student, p.notebook) == (student, notebook) for p in collected):
+                tell_student(nb.metadata, "duplicate_file")
+            if timestamp is not None and not readable_time(timestamp):
+                tell_student(nb.metadata, "bad_timestamp")
             nbformat.write(nb, staged / f"{notebook}.ipynb")
             ok.append(notebook)
-    timestamp = None if linked else read_owned(str(source / "timestamp.txt"), None, MAX_SMALL_BYTES)
     if timestamp is not None and readable_time(timestamp):
         (staged / "timestamp.txt").write_bytes(timestamp)
     elif timestamp is not None:  # nbgrader fails the whole submission on it ('CourseDirectory' has no 'fail')

@@ -16,7 +16,7 @@ from nbformat.v4 import new_notebook
 
 from ...common.edition_text import edition_of, translated_cell_source
 from ...common.editions import ENGLISH
-from ...common.problems import Problem
+from ...common.problems import Problem, tell_student
 
 MAX_BYTES = 100 * 2**20  # a notebook with a few plots is a few MB; outputs are dropped anyway
 NOT_NOTEBOOKS = (  # what students hand in under a notebook's name instead: the first bytes, and what it is
@@ -283,5 +283,10 @@ def repair(raw: bytes, release, notebook: str, student: str = "", course: dict |
         problems.append(problem("moved_cell", "put back above the graded cell that checks it: " + ", ".join(moved)))
 
     out = new_notebook(cells=cells, metadata=copy.deepcopy(release.metadata))
+    repaired = {"metadata_stripped": matched, "duplicated_cell": dropped + demoted, "deleted_cell": restored}
+    repaired |= {"moved_cell": moved, "metadata_changed": sorted(set(changed)), "unknown_cell": foreign}
+    for kind, gids in repaired.items():  # the student's own page says each (a foreign grade_id is theirs: not named)
+        if gids:
+            tell_student(out.metadata, kind, [] if kind == "unknown_cell" else gids)
     nbformat.validate(out)
     return out, problems
