@@ -254,3 +254,19 @@ def test_a_hint_of_two_sentences_is_joined_in_the_editions_punctuation(code, joi
     with contextlib.redirect_stdout(io.StringIO()) as out:
         namespace["self_check"]("counts")
     assert joined in out.getvalue(), out.getvalue()
+
+
+@pytest.mark.parametrize("code", TRANSLATED)
+def test_a_lecture_chapter_keeps_its_english_title_with_the_editions_beside_it(code):
+    """The glossary's rule for the video's chapters: the English title, in italics, then its translation in brackets.
+    Exercise 5's list gave two titles with no translation, in Russian and in Chinese."""
+    from autograder.authoring.lecture import CHAPTERS
+
+    bare = []
+    for path in sorted((REPO / "editions" / code / "backprop_ninja").glob("*.ipynb")):
+        for cell in nbformat.read(path, as_version=4).cells:
+            for _, title in CHAPTERS:
+                for found in re.finditer(re.escape(f"*{title}*"), cell.source):
+                    if not cell.source[found.end() :].startswith((" (", "（")):
+                        bare.append((path.stem, title))
+    assert bare == []
