@@ -7,6 +7,7 @@ import pytest
 from support.cases_ex6 import ALTERNATIVES, BROKEN_LINES, CHEATS, MISTAKES, NB, POINTS, SOLVED_IDS, copier, submissions
 from support.course import ASSIGNMENT, REPO
 from support.in_process import autograde, source_notebook
+from support.words import untranslated
 
 from autograder.common.diagnoses import METADATA
 from autograder.engine.bug_hunt.catalogue import planted
@@ -146,3 +147,12 @@ def test_an_id_of_any_length_is_named_in_a_line(tmp_path):
     problems = shared_ids(tmp_path, ASSIGNMENT, ["long", "long_twin"])
     assert [p.student for p in problems] == ["long", "long_twin"]
     assert all(len(p.detail) < 200 and "'xxx" in p.detail for p in problems), problems
+
+
+def test_every_word_a_student_reads_goes_through_the_catalog(graded, monkeypatch):
+    """Exercises 1 to 4 held every verdict to the catalog; Exercise 6 was not, and its titles escaped it: a Russian
+    student read "✘ bug 3: dC: 0 из 2 баллов", a Chinese one "✘ the gradients your bugs made wrong：0 / 3 分"."""
+    from support.words import pseudo_translated
+
+    pseudo_translated(monkeypatch)
+    assert untranslated(NB, graded) == []

@@ -151,9 +151,9 @@ def judge_fix(slot: int, report: Report, namespace: dict, seed: int, tainted: se
     text = report.text(ID)
     bugs = planted(text)
     if not bugs:
-        return Verdict(f"bug {slot}", 0, POINTS_PER_FIX, [no_id()])
+        return Verdict(say("bug {slot}", slot=slot), 0, POINTS_PER_FIX, [no_id()])
     bug = bugs[slot - 1]
-    title, facts = f"bug {slot}: {bug.gradient}", {"bug_hunt_id": normalised_id(text)}
+    title, facts = say("bug {slot}: {gradient}", slot=slot, gradient=bug.gradient), {"bug_hunt_id": normalised_id(text)}
     problem = _autograd() if FUNCTION in tainted else _call_problem(report, bug.gradient)
     if problem:
         return Verdict(title, 0, POINTS_PER_FIX, [problem], facts=facts)
@@ -199,7 +199,7 @@ def judge_found(report: Report, namespace: dict, seed: int, tainted: set) -> Ver
     """``buggy``, the gradients the student names: a point for each planted bug named, less one for each other."""
     text = report.text(ID)
     bugs = planted(text)
-    verdict = Verdict("the gradients your bugs made wrong", 0, FOUND_POINTS)
+    verdict = Verdict(FOUND_CHECK.title, 0, FOUND_POINTS)
     if not bugs:
         verdict.lines.append(no_id())
         return verdict
@@ -293,7 +293,7 @@ def fix_check(slot: int) -> Check:
     def judge(report, namespace, seed, tainted):
         return judge_fix(slot, report, namespace, seed, tainted)
 
-    return Check(f"bug {slot}", POINTS_PER_FIX, judge)
+    return Check(say("bug {slot}", slot=slot), POINTS_PER_FIX, judge)
 
 
-FOUND_CHECK = Check("the gradients your bugs made wrong", FOUND_POINTS, judge_found)
+FOUND_CHECK = Check(say("the gradients your bugs made wrong"), FOUND_POINTS, judge_found)
