@@ -89,3 +89,11 @@ def test_answers_from_autograd_earn_nothing(graded, student):
 
 def test_pasted_values_earn_nothing(graded):
     assert graded["c_pasted_values"].lost() == ["test_dlnbias"]
+
+
+def test_every_word_a_student_reads_goes_through_the_catalog(graded, monkeypatch):
+    """As for Exercises 1 to 4 and 6: each line of each verdict and of the table of steps comes from the catalog."""
+    from support.words import pseudo_translated, untranslated
+
+    pseudo_translated(monkeypatch)
+    assert untranslated(NB5, graded) == []
