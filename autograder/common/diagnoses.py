@@ -41,6 +41,7 @@ DIAGNOSES = {
     "not_raw_logits": "cross-entropy not given the raw logits",
     "rows_not_zero": "rows that do not sum to zero",
     "wrong_batch": "not computed from this batch",
+    "one_batch_size": "right at one batch size only (a size written in as a number)",
     "not_following_input": "right on this batch only (a copy of the chunked forward pass?)",
     "raised_error": "the code raised an error",
     "not_updated_in_place": "parameters not updated in place",

@@ -198,7 +198,8 @@ STEPS = [
                 say(
                     "dC is wrong for characters that appear several times in one row of Xb (or one column): `+=` "
                     "through an index that repeats keeps only one of their contributions, even a row at a time. "
-                    "Accumulate every occurrence (a loop over single entries, index_add_, or a one-hot matrix product)"
+                    "Add up every occurrence: index_add_, index_put_ with accumulate=True, a loop over single "
+                    "entries, or a one-hot matrix product"
                 ),
             ): (lambda f, d: _dC_in_slices(f, d, 0), lambda f, d: _dC_in_slices(f, d, 1)),
         },

@@ -5,7 +5,7 @@ import torch
 from ..common.diagnoses import NOTE, Reason
 from ..common.words import say
 from .backward_rules import Step, local_gradient
-from .explain import and_list, constant_factor, difference, factor_message, only_repeated_rows_wrong
+from .explain import and_list, constant_factor, difference, factor_message, nothing_added, only_repeated_rows_wrong
 from .tolerance import close, magnitude
 
 
@@ -154,7 +154,7 @@ def diagnose(
     scale = magnitude(expected)
     a, e = answer.double(), expected.double()
     if magnitude(a) == 0:
-        return Reason("all_zeros", say("d{name} is all zeros", name=own))
+        return Reason("all_zeros", nothing_added(own) if name == "C" else say("d{name} is all zeros", name=own))
     for message, variants in step.mistakes.items():  # the step's known wrong formulas, each with its message
         for variant in variants if isinstance(variants, tuple) else (variants,):
             try:
@@ -230,8 +230,10 @@ def diagnose(
                 "not_accumulated",
                 say(
                     "dC is right for characters that appear once in the batch, and wrong for those that appear "
-                    "several times: `dC[Xb] += demb` does not add up repeated indices. Accumulate every "
-                    "occurrence (a loop, index_add_, or a one-hot matrix product)"
+                    "several times: writing through a repeated index (`dC[Xb] += demb`, `dC[Xb] = demb`, or "
+                    "index_put_ without accumulate=True) keeps only one of its contributions. Add up every "
+                    "occurrence: index_add_, index_put_ with accumulate=True, a loop over single entries, or a "
+                    "one-hot matrix product"
                 ),
             )
     if a.dim() == 2 and a.shape[0] == a.shape[1] and close(a.T, e, scale):

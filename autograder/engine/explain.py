@@ -88,6 +88,15 @@ def not_finite(name: str, answer: torch.Tensor) -> Reason | None:
     )
 
 
+def nothing_added(own: str):
+    """A dC of zeros: torch.zeros_like(C) made, and nothing added into it in place."""
+    return say(
+        "d{name} is all zeros: nothing was added into it. index_add and index_put without the final _ return a new "
+        "tensor and leave d{name} as it was: call d{name}.index_add_(...), or assign the result",
+        name=own,
+    )
+
+
 def only_repeated_rows_wrong(answer: torch.Tensor, expected: torch.Tensor, indices: torch.Tensor, scale: float) -> bool:
     """Whether the rows of ``answer``, the gradient of a table read as ``table[indices]``, that differ from
     ``expected`` are exactly the rows that ``indices`` reads more than once: repeated indices not added up, as

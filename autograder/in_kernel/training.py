@@ -101,6 +101,10 @@ def _backward_on_check_batch(namespace: dict) -> dict:
             p.copy_(p0)
         result, variables = _kept(*call_capturing(function, *inputs()))
         again = None if isinstance(result, Exception) else call_capturing(function, *inputs())[0]
+        values = list(result) if isinstance(result, (list, tuple)) else []
+        # (before the call on another batch, which may change in place what the second call returned)
+        again = _differences(values[: len(PARAMETER_NAMES)], again)
+        other = {} if isinstance(result, Exception) else _on_another_batch(namespace, function)
         for p, p1 in zip(parameters, now):
             p.copy_(p1)
     if isinstance(result, Exception):
@@ -112,14 +116,45 @@ def _backward_on_check_batch(namespace: dict) -> dict:
             "length": len(result) if isinstance(result, (list, tuple)) else None,
         }
     payload = {"backward_pass": status}
-    values = list(result) if isinstance(result, (list, tuple)) else []
     for i, name in enumerate(PARAMETER_NAMES):
         payload["d" + name] = wire.encode(values[i] if i < len(values) else None, i < len(values))
     for name in BACKWARD_CHAIN:
         payload[name] = wire.encode(variables.get(name), name in variables)
-    payload["again"] = wire.encode(_differences(values[: len(PARAMETER_NAMES)], again))
+    payload["again"] = wire.encode(again)
+    payload.update(other)
     _backward_calls[function] = payload
     return payload
+
+
+def _on_another_batch(namespace: dict, function) -> dict:
+    """backward_pass on a batch of another size (``network.other_batch``), at the parameters as they are, with the
+    notebook's batch_size, and n when it is the batch size, set to that size for the call (the lecture reads them).
+
+    The payload holds d<parameter> of that call ("other_d<name>": by position in the list it returned, or, when it
+    raised, its local variable d<name> as it was then) and how the call went ("other_size")."""
+    from ..engine.training.network import OTHER_BATCH_SIZE, PARAMETER_NAMES, forward, other_batch
+
+    try:
+        Xb, Yb = other_batch(namespace["Xtr"], namespace["Ytr"], namespace["SEED"])
+        cache = {k: v.detach() for k, v in forward(namespace["parameters"], Xb, Yb)[1].items()}
+    except Exception:  # parameters the notebook's forward pass cannot take: the check batch's verdicts say so
+        return {}
+    size = namespace.get("batch_size")
+    saved = {k: namespace[k] for k in ("batch_size", "n") if type(namespace.get(k)) is int and namespace[k] == size}
+    namespace.update(dict.fromkeys(saved, OTHER_BATCH_SIZE))
+    try:
+        result, variables = call_capturing(function, Xb, Yb, cache)
+    finally:
+        namespace.update(saved)
+    if isinstance(result, Exception):
+        status = {"kind": "raised", "type": type(result).__name__, "message": str(result)[:300]}
+        values = [variables.get("d" + name) for name in PARAMETER_NAMES]
+    else:
+        status = {"kind": "returned"}
+        values = list(result) if isinstance(result, (list, tuple)) else []
+    status.update(size=OTHER_BATCH_SIZE, rebound=sorted(saved))
+    payload = {f"other_d{name}": wire.encode(v) for name, v in zip(PARAMETER_NAMES, values)}
+    return {**payload, "other_size": status}
 
 
 def _kept(result, variables: dict):

@@ -178,7 +178,7 @@ MISTAKES = {
     ),
     "dC_index_put_overwrites": (
         {"embedding": EMB + "dC = torch.zeros_like(C)\ndC.index_put_((Xb.view(-1),), demb.view(-1, n_embd))"},
-        {"test_dC": (0, "does not add up repeated indices")},
+        {"test_dC": (0, "index_put_ without accumulate=True")},
     ),
     "dW2_transposed": (
         {"layer2": BACKWARD["layer2"].replace("h.T @ dlogits", "dlogits.T @ h")},
@@ -246,7 +246,7 @@ MISTAKES = {
     ),
     "update_skips_batchnorm": (
         update(training_step("p += -lr * grad").replace("zip(parameters, grads)", "zip(parameters[:5], grads)")),
-        {"test_training": (1, "updates every parameter once per step")},
+        {"test_training": (1, "training_step never changed bngain, bnbias")},
     ),
     "calibration_std": (
         calibration("bnmean = hprebn_all.mean(0, keepdim=True)\nbnvar = hprebn_all.std(0, keepdim=True)"),

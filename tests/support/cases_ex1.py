@@ -134,7 +134,7 @@ MISTAKES = {
     "m_embcat_extra_n": ({"answer_dembcat": "dembcat = dhprebn @ W1.T / n"}, "embcat", "32 times too small"),
     "m_W1_transposed": ({"answer_dW1": "dW1 = dhprebn.T @ embcat"}, "W1", "transposed"),
     "m_emb_wrong_view": ({"answer_demb": "demb = dembcat.view(n, n_embd, block_size)"}, "emb", "wrong order"),
-    "m_C_no_accumulation": ({"answer_dC": "dC = torch.zeros_like(C)\ndC[Xb] += demb"}, "C", "does not add up"),
+    "m_C_no_accumulation": ({"answer_dC": "dC = torch.zeros_like(C)\ndC[Xb] += demb"}, "C", "keeps only one of its"),
     "m_C_per_row": (  # each row at once: a character repeated within a row keeps one contribution
         {"answer_dC": "dC = torch.zeros_like(C)\nfor k in range(n):\n    dC[Xb[k]] += demb[k]"},
         "C",
@@ -179,7 +179,7 @@ INDEX_ADD_MISTAKES = {
             "demb.view(-1, n_embd))"
         },
         "C_index_add",
-        "does not add up repeated indices",
+        "keeps only one of its contributions",
     ),
     "m_index_add_into_dC": (  # adds into dC itself: twice dC, and dC changed after its check
         {"answer_dC_index_add": "dC_index_add = dC.index_add_(0, Xb.view(-1), demb.view(-1, n_embd))"},

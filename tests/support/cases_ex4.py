@@ -51,7 +51,7 @@ MISTAKES = {
         },
         [],
         {"test_dC": 0},
-        {"test_dC": "does not add up", "test_training": "your dC is wrong (see its cell)"},
+        {"test_dC": "keeps only one of its contributions", "test_training": "your dC is wrong (see its cell)"},
     ),
     # A dC made once, in a cell of its own, and added into at every call: right on the first call only. backward_pass
     # is called twice on the check batch, and the second dC differs: dC's cell loses its points, and the own run's line

@@ -3,7 +3,9 @@
 network             the grader's copy of the notebook's network: forward pass, the course's backward pass, training
 reference_runs      the tolerances and points, and the grader's own runs the checks compare with
 gradient_checks     the 7 parameter gradients backward_pass returns
+batch_size_checks   the same gradients on a batch of another size
 run_checks          the training run of training_step
+departures          why a training_step given the right gradients leaves autograd's run
 calibration_checks  BatchNorm's statistics over the training set
 """
 

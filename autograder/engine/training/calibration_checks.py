@@ -3,6 +3,10 @@ training set, for the student's own trained parameters (so a training mistake do
 the calibration).
 """
 
+import math
+
+import torch
+
 from ...common.diagnoses import NOTE, Reason
 from ...common.words import say
 from ..explain import difference, not_a_tensor
@@ -10,7 +14,7 @@ from ..tolerance import close, magnitude, max_difference
 from ..verdict import Verdict
 from ..wire import Report
 from . import network
-from .reference_runs import POINTS, reference_run
+from .reference_runs import POINTS, reference_run, validation_loss
 
 
 def _statistics(parameters, X) -> dict:
@@ -33,6 +37,7 @@ WORDS = {
         "validation": lambda: say(
             "bnmean is the mean of hprebn over the validation set: calibrate on the training set, Xtr"
         ),
+        "test": lambda: say("bnmean is the mean of hprebn over the test set: calibrate on the training set, Xtr"),
         "minibatch": lambda: say(
             "bnmean is the mean of hprebn over one minibatch: calibrate on the whole training set, Xtr"
         ),
@@ -55,6 +60,7 @@ WORDS = {
         "validation": lambda: say(
             "bnvar is the variance of hprebn over the validation set: calibrate on the training set, Xtr"
         ),
+        "test": lambda: say("bnvar is the variance of hprebn over the test set: calibrate on the training set, Xtr"),
         "minibatch": lambda: say(
             "bnvar is the variance of hprebn over one minibatch: calibrate on the whole training set, Xtr"
         ),
@@ -125,6 +131,7 @@ def judge_calibration(report: Report, namespace: dict, seed: int, tainted: set) 
     others = {
         "initial": lambda: _statistics(initial, Xtr),
         "validation": lambda: _statistics(parameters, namespace["Xdev"]),
+        "test": lambda: _statistics(parameters, namespace["Xte"]),
         "minibatch": lambda: _statistics(parameters, Xtr[reference_run(namespace)["last_batch"]]),
     }
     for name in ("bnmean", "bnvar"):
@@ -156,4 +163,29 @@ def judge_calibration(report: Report, namespace: dict, seed: int, tainted: set) 
                 off = difference(answer, expected[name], magnitude(expected[name]))
                 words = WORDS[name]["wrong"](off.largest_error, off.scale, len(Xtr))
                 verdict.lines.append(Reason("wrong_statistics", words))
+    diverged = _diverged(report, namespace)
+    if diverged:
+        verdict.lines.append(Reason(NOTE, diverged))
     return verdict
+
+
+def _diverged(report: Report, namespace: dict):
+    """Words for a training run that diverged (its parameters not finite, or their validation loss far above a
+    uniform guess's): the statistics of parameters that predict nothing mean nothing either. None when it did not."""
+    parameters = [report.tensor(name) for name in network.PARAMETER_NAMES]
+    initial = namespace["initial_parameters"]
+    if any(p is None or p.shape != p0.shape or not p.is_floating_point() for p, p0 in zip(parameters, initial)):
+        return None  # (the parameters could not be read: said above)
+    uniform = math.log(namespace["vocab_size"])
+    finite = all(torch.isfinite(p).all() for p in parameters)
+    loss = validation_loss(parameters, namespace) if finite else float("nan")
+    if finite and loss <= 2 * uniform:
+        return None
+    return say(
+        "But the training run that reached these parameters diverged (their validation loss is {loss:.4g}, where a "
+        "network that gives every character the same chance has {uniform:.2f}): statistics of parameters that "
+        "predict nothing mean nothing either. A run diverges when its steps are too big: a learning rate too big, or "
+        "a gradient with the wrong sign or scale (see the training run's cell and the gradients' cells)",
+        loss=loss,
+        uniform=uniform,
+    )

@@ -11,6 +11,7 @@ from ..judge import judge_gradient
 from ..tolerance import RTOL, close, magnitude, step_scale
 from ..verdict import Check, Verdict
 from ..wire import Report
+from .batch_size_checks import at_another_size
 from .network import PARAMETER_NAMES
 from .reference_runs import CHAIN, PATHS, RETURNED, check_batch_reference
 
@@ -178,6 +179,9 @@ def judge_parameter_gradient(name: str, report: Report, namespace: dict, seed: i
     verdict = judge_gradient(step, given, forward, grads, seed, set())
     if verdict.passed and changed_on_second_call(name, report, forward, grads):
         return Verdict("d" + name, 0, step.points, [_another_on_second_call(name)])
+    other_size = at_another_size(name, report, namespace) if verdict.passed else None
+    if other_size:
+        return Verdict("d" + name, 0, step.points, [other_size])
     if verdict.passed:
         return verdict
     answer = report.tensor("d" + name)

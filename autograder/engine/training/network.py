@@ -13,6 +13,9 @@ PARAMETER_NAMES = ("C", "W1", "b1", "W2", "b2", "bngain", "bnbias")
 GRADED_STEPS = 300  # the length of the training run at autograde, whatever max_steps the student set
 LEARNING_RATES = (0.1, 0.01)  # before and after half of the steps, as in the lecture
 BATCH_SEED_OFFSET = 1  # the minibatches of training come from torch.Generator().manual_seed(SEED + 1)
+# backward_pass is also called on a batch of another size than batch_size (32), with the notebook's batch_size (and n)
+# set to it for the call: a size written in as a number (n = 32, / 32, torch.ones(32, 1)) is right at 32 only
+OTHER_BATCH_SIZE, OTHER_BATCH_SEED_OFFSET = 50, 2
 
 
 def forward(parameters, Xb, Yb):
@@ -75,6 +78,13 @@ def minibatches(Xtr, seed: int, steps: int, batch_size: int):
     generator = torch.Generator().manual_seed(seed + BATCH_SEED_OFFSET)
     for i in range(steps):
         yield torch.randint(0, Xtr.shape[0], (batch_size,), generator=generator), learning_rate(i, steps)
+
+
+def other_batch(Xtr, Ytr, seed: int):
+    """(Xb, Yb): OTHER_BATCH_SIZE examples of the training set, the same in the kernel and in the grader."""
+    generator = torch.Generator().manual_seed(seed + OTHER_BATCH_SEED_OFFSET)
+    ix = torch.randint(0, Xtr.shape[0], (OTHER_BATCH_SIZE,), generator=generator)
+    return Xtr[ix], Ytr[ix]
 
 
 @contextlib.contextmanager

@@ -50,27 +50,34 @@ def _memo(namespace: dict, key: str, compute):
 
 def check_batch_reference(namespace: dict):
     """Forward values and autograd's gradients (parameters and intermediates) on the check batch."""
+    Xb, Yb, _ = namespace["check_batch"]
+    return _memo(namespace, "check_batch", lambda: autograd_gradients(namespace["initial_parameters"], Xb, Yb))
 
-    def compute():
-        Xb, Yb, _ = namespace["check_batch"]
-        parameters = [p.detach().clone().requires_grad_() for p in namespace["initial_parameters"]]
-        loss, cache = network.forward(parameters, Xb, Yb)
-        for t in cache.values():
-            t.retain_grad()
-        loss.backward()
-        forward = {
-            "Xb": Xb,
-            "Yb": Yb,
-            **{k: v.detach() for k, v in cache.items()},
-            **{name: p.detach() for name, p in zip(PARAMETER_NAMES, parameters)},
-        }
-        grads = {
-            **{k: v.grad for k, v in cache.items()},
-            **{name: p.grad for name, p in zip(PARAMETER_NAMES, parameters)},
-        }
-        return forward, grads
 
-    return _memo(namespace, "check_batch", compute)
+def other_size_reference(namespace: dict):
+    """The same on the batch of another size that backward_pass is also called on (``network.other_batch``)."""
+    Xb, Yb = network.other_batch(namespace["Xtr"], namespace["Ytr"], namespace["SEED"])
+    return _memo(namespace, "other_size", lambda: autograd_gradients(namespace["initial_parameters"], Xb, Yb))
+
+
+def autograd_gradients(initial_parameters, Xb, Yb):
+    """(forward values, autograd's gradients of the parameters and the intermediates) of the batch Xb -> Yb."""
+    parameters = [p.detach().clone().requires_grad_() for p in initial_parameters]
+    loss, cache = network.forward(parameters, Xb, Yb)
+    for t in cache.values():
+        t.retain_grad()
+    loss.backward()
+    forward = {
+        "Xb": Xb,
+        "Yb": Yb,
+        **{k: v.detach() for k, v in cache.items()},
+        **{name: p.detach() for name, p in zip(PARAMETER_NAMES, parameters)},
+    }
+    grads = {
+        **{k: v.grad for k, v in cache.items()},
+        **{name: p.grad for name, p in zip(PARAMETER_NAMES, parameters)},
+    }
+    return forward, grads
 
 
 def reference_run(namespace: dict) -> dict:

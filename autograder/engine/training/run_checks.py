@@ -11,6 +11,7 @@ from ..explain import comma_list
 from ..tolerance import close, step_scale
 from ..verdict import Verdict
 from ..wire import Report
+from .departures import why_it_departs
 from .gradient_checks import call_problem, changed_on_second_call
 from .network import GRADED_STEPS, PARAMETER_NAMES
 from .reference_runs import (
@@ -18,7 +19,6 @@ from .reference_runs import (
     LOSS_TOLERANCE,
     POINTS,
     REACH_LOSS,
-    RETURNED,
     check_batch_reference,
     reference_run,
     validation_loss,
@@ -79,53 +79,6 @@ def _first_departure(losses, expected):
     differences[~torch.isfinite(differences)] = float("inf")
     departed = (differences > LOSS_TOLERANCE).nonzero()
     return (departed[0].item() if len(departed) else None), differences.max().item()
-
-
-def _why_it_departs(losses, trained, namespace, first: int, backward_calls) -> Reason:
-    """Why training_step, given the right gradients (which it asked for ``backward_calls`` times), leaves autograd's
-    run at step ``first``."""
-    unchanged = trained is not None and all(
-        torch.equal(t, p0) for t, p0 in zip(trained, namespace["initial_parameters"])
-    )
-    if unchanged and backward_calls == 0:
-        return Reason(
-            "not_answered",
-            say(
-                "training_step changed no parameter, and it never called backward_pass: it must get the gradients "
-                "from backward_pass(Xb, Yb, cache) and move every parameter in place by -lr times its gradient "
-                "(p += -lr * grad)"
-            ),
-        )
-    if unchanged:
-        return Reason(
-            "not_updated_in_place",
-            say(
-                "the parameters never changed: training_step must update them in place (p += -lr * grad, or "
-                "p.data += ...); p = p - lr * grad only gives the name p a new tensor"
-            ),
-        )
-    if first == 0:
-        return Reason(
-            "wrong_update",
-            say("the very first loss differs: training_step must return the loss of forward(Xb, Yb) before the update"),
-        )
-    if len(losses) >= 20 and losses[-10:].mean() > losses[:10].mean():
-        return Reason(
-            "wrong_sign", say("the loss goes up: each parameter must move against its gradient, p += -lr * grad")
-        )
-    if first == GRADED_STEPS // 2 + 1:
-        return Reason(
-            "wrong_update",
-            say("the run departs when the learning rate drops to 0.01: training_step must use the lr it is given"),
-        )
-    return Reason(
-        "wrong_update",
-        say(
-            "check that training_step updates every parameter once per step, by -lr times its own gradient "
-            "(the gradients come in the order of parameters, {returned})",
-            returned=RETURNED,
-        ),
-    )
 
 
 def _own_run(report: Report, namespace: dict, expected, replay_followed: bool) -> Words | None:
@@ -252,7 +205,7 @@ def judge_training(report: Report, namespace: dict, seed: int, tainted: set) -> 
             )
         )
     else:
-        why = _why_it_departs(replay, trained, namespace, first, status.get("backward_calls"))
+        why = why_it_departs(replay, trained, namespace, first, status.get("backward_calls"))
         verdict.lines.append(
             Reason(
                 kind_of(why),

@@ -1,0 +1,72 @@
+"""**Another batch size.** backward_pass is also called on a batch of ``network.OTHER_BATCH_SIZE`` examples, the
+notebook's batch_size (and n) set to that size for the call: a gradient right on the check batch of 32 must be right
+there too. A size written in as a number (n = 32, / 32, torch.ones(32, 1)), or the notebook's own batch read instead
+of the function's arguments, is right at one batch size only.
+"""
+
+from ...common.diagnoses import Reason
+from ...common.words import say
+from ..backward_rules import STEP_BY_NAME
+from ..explain import constant_factor
+from ..tolerance import close, magnitude, max_difference, step_scale
+from ..wire import Report
+from . import network
+from .reference_runs import other_size_reference
+
+
+def _advice(size: int):
+    return say(
+        "Read the size from the batch, n = Xb.shape[0] (the first line of backward_pass), never a number written in "
+        "(n = {size}, / {size}, torch.ones({size}, 1)), and compute from the arguments Xb, Yb and cache, not from "
+        "the notebook's own batch",
+        size=size,
+    )
+
+
+def at_another_size(name: str, report: Report, namespace: dict) -> Reason | None:
+    """Why d<name>, right on the check batch, is not right on the batch of another size; None when it is (or when
+    the kernel did not call backward_pass there: the check batch's call raised)."""
+    status = report.info("other_size")
+    if status.get("kind") not in ("returned", "raised"):
+        return None
+    forward, grads = other_size_reference(namespace)
+    want, got = grads[name], report.tensor("other_d" + name)
+    size, other = namespace["batch_size"], network.OTHER_BATCH_SIZE
+    step = STEP_BY_NAME[name]
+    scale = max(magnitude(want), step_scale(step, forward, {c: grads[c] for c in step.upstream}))
+    if got is not None and got.is_floating_point() and got.shape == want.shape:
+        got = got.double()
+        if close(got, want.double(), scale):
+            return None
+        factor = constant_factor(got, want.double(), scale)
+        if factor is not None and abs(factor - other / size) <= 1e-3 * other / size:
+            wrong = say(
+                "it is {other}/{size} times autograd's, as if divided by {size} where the batch has {other} examples",
+                other=other,
+                size=size,
+            )
+        else:
+            wrong = say(
+                "it is wrong there (largest difference {error:.3g}, largest value {scale:.3g})",
+                error=max_difference(got, want),
+                scale=magnitude(want),
+            )
+    elif got is not None and got.is_floating_point():
+        wrong = say("it has shape {got} there, not {want}", got=tuple(got.shape), want=tuple(want.shape))
+    elif status.get("kind") == "raised":
+        error, message = str(status.get("type")), str(status.get("message", "")).rstrip(": ").removesuffix(".")
+        wrong = say("backward_pass raised {error} there: {message}", error=error, message=message)
+    else:
+        wrong = say("backward_pass gave no d{name} there", name=name)
+    return Reason(
+        "one_batch_size",
+        say(
+            "d{name} is right on the check batch of {size} examples, but not on a batch of {other}: {wrong}. It "
+            "works at one batch size only. {advice}",
+            name=name,
+            size=size,
+            other=other,
+            wrong=wrong,
+            advice=_advice(size),
+        ),
+    )

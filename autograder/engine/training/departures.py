@@ -1,0 +1,73 @@
+"""Why a training_step given the right gradients leaves autograd's run: what its update gets wrong."""
+
+import torch
+
+from ...common.diagnoses import Reason
+from ...common.words import say
+from ..explain import comma_list
+from .network import GRADED_STEPS, PARAMETER_NAMES
+from .reference_runs import RETURNED
+
+
+def why_it_departs(losses, trained, namespace, first: int, backward_calls) -> Reason:
+    """Why training_step, given the right gradients (which it asked for ``backward_calls`` times), leaves autograd's
+    run at step ``first``."""
+    unchanged = trained is not None and all(
+        torch.equal(t, p0) for t, p0 in zip(trained, namespace["initial_parameters"])
+    )
+    if unchanged and backward_calls == 0:
+        return Reason(
+            "not_answered",
+            say(
+                "training_step changed no parameter, and it never called backward_pass: it must get the gradients "
+                "from backward_pass(Xb, Yb, cache) and move every parameter in place by -lr times its gradient "
+                "(p += -lr * grad)"
+            ),
+        )
+    if unchanged:
+        return Reason(
+            "not_updated_in_place",
+            say(
+                "the parameters never changed: training_step must update them in place (p += -lr * grad, or "
+                "p.data += ...); p = p - lr * grad only gives the name p a new tensor"
+            ),
+        )
+    still = [
+        name
+        for name, t, p0 in zip(PARAMETER_NAMES, trained or [], namespace["initial_parameters"])
+        if name != "b1" and torch.equal(t, p0)  # (b1's gradient is rounding noise: too small to move it)
+    ]
+    if still and not unchanged:
+        return Reason(
+            "wrong_update",
+            say(
+                "training_step never changed {names}: it must move every parameter, by -lr times its own gradient",
+                names=comma_list(still),
+            ),
+        )
+    if first == 0:
+        return Reason(
+            "wrong_update",
+            say("the very first loss differs: training_step must return the loss of forward(Xb, Yb) before the update"),
+        )
+    if len(losses) >= 20 and losses[-10:].mean() > losses[:10].mean():
+        return Reason(
+            "wrong_sign",
+            say(
+                "the loss goes up: each step must move every parameter against its gradient on that step's batch, "
+                "p += -lr * grad (a + where the - belongs, or gradients added up over earlier steps, make it climb)"
+            ),
+        )
+    if first == GRADED_STEPS // 2 + 1:
+        return Reason(
+            "wrong_update",
+            say("the run departs when the learning rate drops to 0.01: training_step must use the lr it is given"),
+        )
+    return Reason(
+        "wrong_update",
+        say(
+            "check that training_step updates every parameter once per step, by -lr times its own gradient "
+            "(the gradients come in the order of parameters, {returned})",
+            returned=RETURNED,
+        ),
+    )
