@@ -14,6 +14,7 @@ from autograder.authoring import SOURCE_DIR, shared_cell
 from autograder.authoring.submissions import grade_id, solved
 from autograder.common.naming import SETUP_PREFIX
 from autograder.engine.reference import run_setup, strip_hidden
+from autograder.engine.training.network import OTHER_BATCH_SIZE
 
 EX4 = "ex4_manual_training"
 
@@ -96,3 +97,11 @@ def test_a_calibration_after_a_diverged_run_is_no_tick(ex4):
 def test_a_calibration_after_a_run_that_went_down_is_a_tick(ex4):
     out = calibrated(ex4, [3.3 - 0.01 * i for i in range(100)])
     assert out.startswith("✔ bnmean and bnvar: the mean and the variance of hprebn over Xtr"), out
+
+
+def test_the_notebook_says_the_other_batch_size_the_grader_uses():
+    """The markdown over the exercise names the size of the second batch: the engine's, which the helper cell's
+    OTHER_BATCH_SIZE (generated from it) is too."""
+    cells = nbformat.read(SOURCE_DIR / f"{EX4}.ipynb", as_version=4).cells
+    assert f"and on a batch of {OTHER_BATCH_SIZE} examples" in cells[0].source
+    assert f"OTHER_BATCH_SIZE = {OTHER_BATCH_SIZE}  #" in shared_cell("self_check_helpers")
