@@ -109,7 +109,7 @@ CASES = {
         {"answer_training_step": EACH + "    p += (lr if i == 5 else -lr) * grad"},
         [],
         {"test_training": 1},
-        {"test_training": "by -lr times its own gradient"},
+        {"test_training": "; bngain moved the opposite way to autograd's run, while every other parameter followed it"},
     ),
     "m_gradients_summed_over_steps": (  # a sum never reset: the replay after the student's own run starts from it
         {"answer_training_step": EACH + "    total[i] += grad\n    p += -lr * total[i]"},
@@ -121,7 +121,7 @@ CASES = {
         {"answer_training_step": BNGAIN_BY_DBNBIAS},
         [],
         {"test_training": 1},
-        {"test_training": "by -lr times its own gradient (the gradients come in the order of parameters"},
+        {"test_training": "; bngain moved elsewhere than in autograd's run, while every other parameter followed it"},
     ),
     "m_lr_of_its_own": (
         {"answer_training_step": training_step("p += -0.1 * grad")},

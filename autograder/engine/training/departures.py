@@ -6,7 +6,7 @@ from ...common.diagnoses import Reason
 from ...common.words import say
 from ..explain import comma_list
 from .network import GRADED_STEPS, PARAMETER_NAMES
-from .reference_runs import RETURNED
+from .reference_runs import RETURNED, reference_run
 
 
 def why_it_departs(losses, trained, namespace, first: int, backward_calls) -> Reason:
@@ -50,6 +50,9 @@ def why_it_departs(losses, trained, namespace, first: int, backward_calls) -> Re
             "wrong_update",
             say("the very first loss differs: training_step must return the loss of forward(Xb, Yb) before the update"),
         )
+    one = _one_parameter_off(trained, namespace)
+    if one:
+        return one
     if len(losses) >= 20 and losses[-10:].mean() > losses[:10].mean():
         return Reason(
             "wrong_sign",
@@ -68,6 +71,42 @@ def why_it_departs(losses, trained, namespace, first: int, backward_calls) -> Re
         say(
             "check that training_step updates every parameter once per step, by -lr times its own gradient "
             "(the gradients come in the order of parameters, {returned})",
+            returned=RETURNED,
+        ),
+    )
+
+
+def _one_parameter_off(trained, namespace: dict) -> Reason | None:
+    """The parameter that, alone, moved elsewhere over the run than in autograd's run from the same start, every
+    other one following it (their moves at a cosine above 0.9; b1, whose gradient is rounding noise, left out)."""
+    if trained is None:
+        return None
+    reached, initial = reference_run(namespace)["parameters"], namespace["initial_parameters"]
+    cosines = {}
+    for name, t, r, p0 in zip(PARAMETER_NAMES, trained, reached, initial):
+        mine, autograds = (t.double() - p0.double()).flatten(), (r.double() - p0.double()).flatten()
+        norms = (mine.norm() * autograds.norm()).item()
+        if name != "b1":
+            cosines[name] = (mine @ autograds).item() / norms if norms > 0 else 0.0
+    off = [name for name, cosine in cosines.items() if not cosine > 0.9]
+    if len(off) != 1:
+        return None
+    if cosines[off[0]] < -0.5:
+        return Reason(
+            "wrong_sign",
+            say(
+                "{name} moved the opposite way to autograd's run, while every other parameter followed it: its "
+                "update must be -lr times its gradient, like theirs",
+                name=off[0],
+            ),
+        )
+    return Reason(
+        "wrong_update",
+        say(
+            "{name} moved elsewhere than in autograd's run, while every other parameter followed it: is it updated "
+            "by -lr times its own gradient, d{name} (number {number} of {returned})?",
+            name=off[0],
+            number=PARAMETER_NAMES.index(off[0]) + 1,
             returned=RETURNED,
         ),
     )
