@@ -11,7 +11,8 @@ promises and their tests: docs/security.md; how it is built: docs/design/sandbox
   prompt_client   the kernel client, ready as soon as a forked kernel answers
   in_sandbox      the kernel parent, inside the sandbox: forks each kernel into a fresh scratch, clears after it
   kernel_parent   the grader's side of a kernel parent: start it, ask it, end it; a forked kernel's handle
-  relay           the grader's end of a kernel's sockets: follows no link, keeps at most max_message_bytes a message
+  relay           the grader's end of a kernel's sockets: follows no link, keeps at most max_message_bytes a message,
+                  and where the kernel only answers, one message for each of the grader's
   forked_kernels  which parent serves which kernel, and the provisioner through which jupyter_client forks
   stage           how a worker's parent is shown one student's folder after another: mounted as root, else copied
   uids            as root: the uid each grading worker's kernels run as

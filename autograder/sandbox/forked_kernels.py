@@ -1,8 +1,8 @@
 """Kernels forked from kernel parents: which parent serves a kernel, and how jupyter_client launches it.
 
 ``KernelParents`` keeps one parent per sandbox; ``ForkedProvisioner`` is jupyter_client's own seam, and
-``ForkedKernel`` its process handle, with the kernel's host pid found through /proc's NSpid
-(docs/design/sandbox.md).
+``ForkedKernel`` its process handle, with the kernel's host pid found through /proc's NSpid; ``kernel_folder``
+opens a forked kernel's socket folder as its sandbox shows it, for the relay (docs/design/sandbox.md).
 """
 
 from __future__ import annotations
@@ -11,11 +11,29 @@ import atexit
 import os
 import select
 import signal
+import stat
 import subprocess
 
 from jupyter_client.provisioning import LocalProvisioner
 
 from .kernel_parent import ForkedKernel, KernelParent
+from .policy import SOCKETS
+
+
+def kernel_folder(pid: int) -> int | None:
+    """The socket folder of the kernel ``pid`` as its sandbox shows it, opened O_PATH; None while it is not there."""
+    try:
+        return os.open(f"/proc/{pid}/root{SOCKETS}", os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
+    except OSError:
+        return None
+
+
+def all_bound(folder: int, names) -> bool:
+    """Whether the kernel has bound every socket of ``names`` in ``folder`` (``kernel_folder``)."""
+    try:
+        return all(stat.S_ISSOCK(os.stat(name, dir_fd=folder, follow_symlinks=False).st_mode) for name in names)
+    except OSError:
+        return False
 
 
 class PidfdProcess:

@@ -20,13 +20,13 @@ from traitlets import Bool, DottedObjectName, Float, Unicode, default, validate
 from ..data import NAMES_VARIABLE
 from . import policy
 from .environment import NOTEBOOK_VARIABLES, kernel_environment
-from .forked_kernels import ForkedProvisioner, KernelParents
+from .forked_kernels import ForkedProvisioner, KernelParents, all_bound, kernel_folder
 from .in_sandbox import COLD, KERNEL_MODULE
 from .kernel_parent import PARENT_MODULE, KernelParent, private_folder
 from .limits import SandboxLimits
 from .policy import SandboxError
 from .prompt_client import PromptKernelClient
-from .relay import Relay, all_bound, kernel_folder
+from .relay import Relay
 from .stage import CopyStage, Stage
 
 PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -242,7 +242,7 @@ class SandboxedKernelManager(SandboxLimits, AsyncKernelManager):
 
     async def _await_listening(self, parent: KernelParent) -> int:
         """Wait until the kernel has bound its sockets; name the cause if it never does. Returns the kernel's socket
-        folder as its sandbox shows it, opened while the kernel is known to run (``relay.kernel_folder``)."""
+        folder as its sandbox shows it, opened while the kernel is known to run (``forked_kernels.kernel_folder``)."""
         proc, names = self.provisioner.process, self._socket_names()
         deadline, folder = time.monotonic() + self.start_timeout, None
         try:
@@ -273,7 +273,8 @@ class SandboxedKernelManager(SandboxLimits, AsyncKernelManager):
     def _relay(self, folder: int) -> None:
         """From now on the grader's clients connect to the relay (in the parent's private folder), not the kernel."""
         names = self._socket_names()
-        self.relay = Relay(folder, os.path.join(self._rundir, "relay"), names, self.max_message_bytes)
+        answering = [name for name, port in zip(names, self.ports) if port != self.iopub_port]  # (IOPub broadcasts)
+        self.relay = Relay(folder, os.path.join(self._rundir, "relay"), names, self.max_message_bytes, answering)
         self.ip = os.path.join(self.relay.folder, os.path.basename(self.ip))
 
     def cleanup_ipc_files(self) -> None:

@@ -10,7 +10,10 @@ bytes both ways. So:
   as they come, keeps a message only while it is within the bound, and reads the rest of a larger one into nothing.
   A frame weighs what jupyter_client will make of it (``weight``): its bytes, and an object for each JSON value in
   it. Once the kernel's messages together weigh ``TOGETHER`` times the bound, only small ones pass. What it dropped is
-  in ``dropped``, for the notebook's problems.
+  in ``dropped``, for the notebook's problems;
+- on every socket but IOPub (``answering``) the kernel only answers: one message for each the grader sent on that
+  connection, the rest dropped (``unasked``). Nothing reads stdin, control only after a request: ZeroMQ held 1,000
+  unread messages of 1 MiB on each (1.1 GB a socket, until the kernel ended).
 
 Threads and blocking sockets: a kernel runs a few cells a second. Small frames are read through a buffer, a large one
 straight into its own, and a message is passed on in one call.
@@ -23,8 +26,7 @@ import socket
 import stat
 import threading
 import time
-
-from .policy import SOCKETS
+from contextlib import suppress
 
 GREETING = 64  # ZMTP 3's greeting: signature (10 bytes), version (2), mechanism (20), as-server (1), filler (31)
 MORE, LONG, COMMAND = 1, 2, 4  # a frame's flags; the other bits are reserved (zero)
@@ -50,22 +52,6 @@ def weight(frame) -> int:
     Commas and quotes inside a string count too: printed text weighs up to about ten times its bytes."""
     containers = frame.count(b"[") + frame.count(b"{") + frame.count(b'"') // 2
     return len(frame) + VALUE_COST * containers + VALUE_COST // 2 * frame.count(b",")
-
-
-def kernel_folder(pid: int) -> int | None:
-    """The socket folder of the kernel ``pid`` as its sandbox shows it, opened O_PATH; None while it is not there."""
-    try:
-        return os.open(f"/proc/{pid}/root{SOCKETS}", os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
-    except OSError:
-        return None
-
-
-def all_bound(folder: int, names) -> bool:
-    """Whether the kernel has bound every socket of ``names`` in ``folder`` (``kernel_folder``)."""
-    try:
-        return all(stat.S_ISSOCK(os.stat(name, dir_fd=folder, follow_symlinks=False).st_mode) for name in names)
-    except OSError:
-        return False
 
 
 class NotZmtp(Exception):
@@ -116,6 +102,20 @@ class _Frames:
             size -= n
 
 
+def _pass_greeting(source: socket.socket, to: socket.socket) -> None:
+    """Pass ZMTP 3's greeting on as it comes (each side's waits for the other's first bytes); NotZmtp if it is not."""
+    greeting = b""
+    while len(greeting) < GREETING:
+        if not (chunk := source.recv(GREETING - len(greeting))):
+            raise EOFError
+        greeting += chunk
+        if greeting[:1] != b"\xff" or len(greeting) > 10 and greeting[10] < 3:
+            raise NotZmtp("not a ZMTP 3 greeting")
+        if len(greeting) >= 16 and greeting[12:16] != b"NULL":
+            raise NotZmtp("a security mechanism the relay cannot read through")
+        to.sendall(chunk)
+
+
 def _send_all(sock: socket.socket, pieces: list) -> None:
     """``pieces`` in order, in as few calls as the socket takes them (a view is made only of a piece sent in part: a
     view of every piece cost 320 bytes each, six times the bound for a message of one-byte frames)."""
@@ -134,10 +134,11 @@ class Relay:
     """The relay of one kernel: a listening socket in ``folder`` for each name in ``names`` (the kernel's socket of
     that name), until ``close``."""
 
-    def __init__(self, kernel_folder: int, folder: str, names, max_message_bytes: int):
+    def __init__(self, kernel_folder: int, folder: str, names, max_message_bytes: int, answering=()):
         self.kernel_folder = kernel_folder  # an O_PATH descriptor of the kernel's socket folder, closed with the relay
         self.folder, self.names, self.bound = folder, list(names), max_message_bytes
         self.dropped, self.passed = [], 0  # (socket name, bytes) of each message over a bound; what passed weighed
+        self.answering, self.unasked = set(answering), 0  # sockets where it only answers; messages no request asked for
         self._sockets, self._closed = set(), False
         self._lock = threading.Lock()
         try:
@@ -206,41 +207,41 @@ class Relay:
         try:
             kernel = self._kernel_socket(name)
             self._keep(kernel)
-            threading.Thread(target=self._to_kernel, args=(grader, kernel), daemon=True).start()
-            self._to_grader(kernel, grader, name)
+            asked = threading.Semaphore(0) if name in self.answering else None  # one for each request of the grader's
+            threading.Thread(target=self._to_kernel, args=(grader, kernel, asked), daemon=True).start()
+            self._to_grader(kernel, grader, name, asked)
         except (OSError, EOFError, NotZmtp):
             pass
         finally:
             self._forget(grader, kernel)
 
     @staticmethod
-    def _to_kernel(grader: socket.socket, kernel: socket.socket) -> None:
-        """The grader's bytes, as they come (the grader is trusted)."""
-        try:
-            while data := grader.recv(CHUNK):
-                kernel.sendall(data)
-        except OSError:
-            pass
+    def _to_kernel(grader: socket.socket, kernel: socket.socket, asked=None) -> None:
+        """The grader's bytes, as they come (the grader is trusted); with ``asked``, its messages, each passed on at
+        once and counted in ``asked`` before, so that the kernel's answer finds it counted (a command is no message)."""
+        with suppress(OSError, EOFError, NotZmtp):
+            if asked is None:
+                while data := grader.recv(CHUNK):
+                    kernel.sendall(data)
+                raise EOFError
+            _pass_greeting(grader, kernel)
+            stream, pieces = _Frames(grader), []
+            while True:
+                flags, length = (head := stream.take(1))[0], stream.take(8 if head[0] & LONG else 1)
+                pieces += [bytes(head + length), bytes(stream.take(int.from_bytes(length, "big")))]
+                if not flags & MORE:
+                    if not flags & COMMAND:
+                        asked.release()
+                    kernel.sendall(b"".join(pieces))
+                    pieces = []
         for sock in (kernel, grader):
-            try:
+            with suppress(OSError):
                 sock.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
 
-    def _to_grader(self, kernel: socket.socket, grader: socket.socket, name: str) -> None:
+    def _to_grader(self, kernel: socket.socket, grader: socket.socket, name: str, asked=None) -> None:
         """The kernel's greeting as it comes (each side's waits for the other's first bytes), then whole messages
-        within the bounds; the frames of a larger one are read and dropped."""
-        greeting = b""
-        while len(greeting) < GREETING:
-            chunk = kernel.recv(GREETING - len(greeting))
-            if not chunk:
-                return
-            greeting += chunk
-            if greeting[:1] != b"\xff" or len(greeting) > 10 and greeting[10] < 3:
-                raise NotZmtp("not a ZMTP 3 greeting")
-            if len(greeting) >= 16 and greeting[12:16] != b"NULL":
-                raise NotZmtp("a security mechanism the relay cannot read through")
-            grader.sendall(chunk)
+        within the bounds, and with ``asked`` only as many as the grader sent; a larger one is read and dropped."""
+        _pass_greeting(kernel, grader)
         frames, held, over, scratch, stream = [], 0, 0, bytearray(CHUNK), _Frames(kernel)
         while True:
             flags = stream.take(1)[0]
@@ -251,9 +252,8 @@ class Relay:
             if flags & COMMAND:
                 if size > COMMAND_BYTES or frames or over or flags & MORE:
                     raise NotZmtp("a command that is too large, inside a message, or with more to come")
-                command = stream.take(size)
-                name = bytes(command[1 : 1 + command[0]]) if command else b""  # a command starts with its name
-                if name in KERNEL_NEVER_SENDS:
+                command = stream.take(size)  # (it starts with its name)
+                if (bytes(command[1 : 1 + command[0]]) if command else b"") in KERNEL_NEVER_SENDS:
                     raise NotZmtp("a subscription from the kernel's side")
                 grader.sendall(head + command)
                 continue
@@ -273,6 +273,9 @@ class Relay:
             if not flags & MORE:  # the message's last frame
                 if not over and held > SMALL and self.passed + held > TOGETHER * self.bound:
                     over, frames = held, []
+                if not over and asked is not None and not asked.acquire(blocking=False):
+                    self.unasked += 1  # (nothing would read it: ZeroMQ would hold it until the kernel ends)
+                    frames, held = [], 0
                 self.passed += 0 if over else held
                 if over:
                     self.dropped.append((name, over))
@@ -288,13 +291,9 @@ class Relay:
             socks, self._sockets = self._sockets, set()
         os.close(self.kernel_folder)
         for sock in socks:
-            try:
+            with suppress(OSError):
                 sock.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
             sock.close()
         for name in self.names:
-            try:
+            with suppress(FileNotFoundError):
                 os.unlink(self.path(name))
-            except FileNotFoundError:
-                pass

@@ -2,9 +2,11 @@
 bound pass unchanged, whatever the pieces the bytes arrive in; a larger one is dropped and named. The relay with real
 kernels: tests/slow/test_sandbox.py."""
 
+import contextlib
 import random
 import socket
 import threading
+import time
 import tracemalloc
 
 from autograder.sandbox.relay import FRAME_COST, MORE, SMALL, TOGETHER, NotZmtp, Relay
@@ -124,3 +126,67 @@ def test_past_the_bound_of_the_messages_together_only_small_ones_pass():
     passed = TOGETHER * 2 * SMALL // (4 + size + 2 * FRAME_COST)  # the large messages within the bound together
     assert got == GREETING + large * passed + small + small
     assert dropped == [("iopub", 4 + size + 2 * FRAME_COST)] * (TOGETHER * 3 - passed + 1)
+
+
+def answered(requests: list, replies: bytes) -> tuple:
+    """Both directions of one connection on a socket where the kernel only answers (stdin, control, shell): the grader
+    sends its greeting and ``requests`` one after another, the kernel answers each with all of ``replies`` once it has
+    it. Returns what the kernel received, what the grader received, and the relay's count of what no request asked."""
+    relay = Relay.__new__(Relay)
+    relay.bound, relay.dropped, relay.passed, relay.unasked = 1 << 20, [], 0, 0
+    kernel, kernel_end = socket.socketpair()
+    grader_end, grader = socket.socketpair()
+    kernel_end.settimeout(10)  # (a relay that passes nothing on fails the test, not hangs it)
+    asked = threading.Semaphore(0)
+    to_kernel = threading.Thread(target=Relay._to_kernel, args=(grader, kernel, asked), daemon=True)
+
+    def read():
+        with contextlib.suppress(EOFError):  # the kernel's end closed (Relay._serve)
+            relay._to_grader(kernel, grader, "control", asked)
+
+    to_grader = threading.Thread(target=read, daemon=True)
+    got = []
+    collector = threading.Thread(target=lambda: got.append(b"".join(iter(lambda: grader_end.recv(1 << 16), b""))))
+    for thread in (to_kernel, to_grader, collector):
+        thread.start()
+    received, handshake = b"", GREETING + bytes([4, 5]) + b"READY"
+    kernel_end.sendall(handshake)
+    for i, request in enumerate([handshake, *requests]):
+        grader_end.sendall(request)
+        want = len(received) + len(request)
+        while len(received) < want:
+            received += kernel_end.recv(1 << 16)
+        if i:  # the kernel answers a request as soon as it has it, and the relay reads all of that first
+            kernel_end.sendall(replies)
+            deadline = time.monotonic() + 10
+            while relay.unasked < i * (replies.count(b"<IDS|MSG>") - 1) and time.monotonic() < deadline:
+                time.sleep(0.001)
+    kernel_end.sendall(replies)  # and once more, after the last request: none asked for these
+    kernel_end.close()
+    to_grader.join(10)  # (it ends at the kernel's end of the stream)
+    grader.shutdown(socket.SHUT_RDWR)  # the grader's side ends: both its readers see it
+    for thread in (collector, to_kernel):
+        thread.join(10)
+    for sock in (grader, grader_end, kernel):
+        sock.close()
+    return received, got[0], relay.unasked
+
+
+def test_where_the_kernel_only_answers_it_sends_one_message_per_request():
+    """nbclient never reads stdin and reads control only after a request of its own: what a kernel sent there unasked
+    stayed in ZeroMQ's queue, 1,000 messages of up to 1 MiB on each socket, until the kernel ended. The relay passes
+    one of the kernel's messages for each message of the grader's on that connection, and drops the rest."""
+    request = message(b"<IDS|MSG>", b"sig", b'{"msg_type": "interrupt_request"}', b"{}", b"{}", b"{}")
+    reply = message(b"<IDS|MSG>", b"sig", b'{"msg_type": "interrupt_reply"}')
+    flood = message(b"<IDS|MSG>", b"x" * 1000)
+    received, got, unasked = answered([request, request], reply + flood * 3)
+    assert received == GREETING + bytes([4, 5]) + b"READY" + request * 2  # the grader's bytes pass unchanged
+    assert got == GREETING + bytes([4, 5]) + b"READY" + reply * 2  # the kernel's handshake, then its two answers
+    assert unasked == 3 * 2 + 4  # the flood after each answer, and all it sent after the last request
+
+
+def test_where_nothing_is_asked_nothing_of_the_kernels_passes():
+    """stdin: nbclient allows no input, so the grader sends nothing there, and nothing the kernel sends passes."""
+    received, got, unasked = answered([], message(b"<IDS|MSG>", b"sig", b'{"msg_type": "input_request"}') * 5)
+    assert received == GREETING + bytes([4, 5]) + b"READY" and got == GREETING + bytes([4, 5]) + b"READY"
+    assert unasked == 5

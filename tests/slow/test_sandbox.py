@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
+import zmq
 from nbclient import NotebookClient
 from nbclient.exceptions import DeadKernelError
 from nbformat.v4 import new_code_cell, new_notebook
@@ -330,6 +331,21 @@ def test_a_kernel_starts_no_program(kernel):
         "result.append(os.system('true'))"
     )
     assert r == ["PermissionError", "PermissionError", 127 << 8], r
+
+
+def test_what_no_request_asked_for_reaches_no_queue_of_the_graders(kernel):
+    """nbclient never reads stdin: what a kernel sent there stayed in ZeroMQ's queue until the kernel ended (1,000
+    messages of up to 1 MiB each, 1.1 GB; control the same). The relay passes none of it, and the kernel goes on."""
+    kernel.run(
+        "k = get_ipython().kernel\n"
+        "for _ in range(20):\n"
+        "    k.session.send(k.stdin_socket, 'input_request', {'prompt': 'x' * 10000, 'password': False},\n"
+        "                   parent=k.get_parent(), ident=k._parent_ident['shell'])"
+    )
+    stdin = zmq.Socket.shadow(kernel.client.kc.stdin_channel.socket.underlying)
+    assert stdin.poll(2000) == 0, "a message of the kernel's waits unread on the grader's stdin socket"
+    assert kernel.client.km.relay.unasked >= 20
+    assert kernel.run("print('still here')") == "still here\n"
 
 
 def test_fork_bomb_is_stopped(kernel):
