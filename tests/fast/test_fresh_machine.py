@@ -44,3 +44,33 @@ def test_the_grader_finds_the_data_without_any_setting(monkeypatch, tmp_path):
     monkeypatch.setenv("BACKPROP_NINJA_NAMES", str(tmp_path / "elsewhere.txt"))
     with pytest.raises(FileNotFoundError, match="elsewhere.txt.*BACKPROP_NINJA_NAMES"):
         names_path()
+
+
+def test_an_install_for_ordinary_users_copies_a_linked_venv_and_never_writes_into_it(tmp_path, monkeypatch):
+    """A clone whose .venv links to the main checkout's (as helpers' clones do): the ordinary users' install copied
+    the link, and its changes (the scripts' #! lines, pyvenv.cfg, the Python links, the editable map) went into the
+    main checkout's venv, which then ran another folder's package. Now the venv's files are copied, and the copy runs
+    the package it was given."""
+    from support import users
+
+    real = tmp_path / "main" / ".venv"
+    (real / "bin").mkdir(parents=True)
+    (real / "bin" / "python").symlink_to(os.path.realpath(sys.executable))
+    (real / "bin" / "tool").write_text(f"#!{real}/bin/python\nprint('tool')\n")
+    (real / "pyvenv.cfg").write_text("home = /somewhere\n")
+    site = real / "lib" / "python3" / "site-packages"
+    site.mkdir(parents=True)
+    (site / "__editable___course_finder.py").write_text(f"MAPPING = {{'autograder': '{tmp_path}/main/autograder'}}\n")
+    state = lambda: {p: (p.lstat().st_ino, os.readlink(p) if p.is_symlink() else p.is_dir() or p.read_bytes())
+                     for p in real.rglob("*")}  # fmt: skip
+    before = state()
+    (tmp_path / "clone").mkdir()
+    (tmp_path / "clone" / ".venv").symlink_to(real)
+    monkeypatch.setattr(sys, "prefix", str(tmp_path / "clone" / ".venv"))
+    install = users.reachable_install(tmp_path / "install", probe_uid=os.getuid())
+    assert state() == before
+    venv = install / "venv"
+    assert venv.is_dir() and not venv.is_symlink()
+    assert (venv / "bin" / "tool").read_text().startswith(f"#!{venv}/bin/python\n")
+    finder = venv / site.relative_to(real) / "__editable___course_finder.py"
+    assert f"'{install}/repo/autograder'" in finder.read_text()

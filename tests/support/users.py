@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import pwd
+import re
 import shutil
 import subprocess
 import sys
@@ -159,7 +160,8 @@ def reachable_install(folder: Path, probe_uid: int = 65534) -> Path:
         public = shutil.which(version, path="/usr/local/bin:/usr/bin")  # the system's of the same version instead
         assert public, f"no {version} that other users can run, for the copy of the venv"
         base_python = Path(os.path.realpath(public))
-    _copy_tree(sys.prefix, venv)
+    prefix = os.path.realpath(sys.prefix)  # a venv reached through a link (a clone's .venv -> the main checkout's):
+    _copy_tree(prefix, venv)  # its files are copied; the link copied, every change below went into the venv itself
     for name in ("python", "python3", version):
         link = venv / "bin" / name
         if link.is_symlink():
@@ -174,7 +176,8 @@ def reachable_install(folder: Path, probe_uid: int = 65534) -> Path:
     config.write_text("\n".join(lines) + "\n")
     for script in (venv / "bin").iterdir():
         if script.is_file() and not script.is_symlink() and script.read_bytes()[:2] == b"#!":
-            _rewrite(script, sys.prefix, str(venv))
-    for finder in venv.glob("lib/python*/site-packages/__editable__*"):
-        _rewrite(finder, str(REPO / "autograder"), str(repo / "autograder"))
+            _rewrite(script, prefix, str(venv))
+    for finder in venv.glob("lib/python*/site-packages/__editable__*"):  # the checkout it was installed from, which
+        installed = re.search(r"'autograder': '([^']+)'", finder.read_text())  # a clone's venv may not be
+        _rewrite(finder, installed.group(1) if installed else str(REPO / "autograder"), str(repo / "autograder"))
     return folder
