@@ -2,7 +2,6 @@
 
 import contextlib
 import hashlib
-import logging
 import os
 import secrets
 import shutil
@@ -14,7 +13,7 @@ from jupyter_core.utils import run_sync
 from nbclient.exceptions import DeadKernelError
 from nbformat.v4 import new_output
 from nbgrader.preprocessors import Execute
-from traitlets import Bool, Integer, Unicode, default
+from traitlets import Bool, Integer, Unicode
 
 from ..common.editions import EDITION_VARIABLE, ENGLISH, notebook_edition
 from ..common.naming import SETUP_PREFIX
@@ -49,13 +48,6 @@ def environment(**variables):
                 os.environ.pop(k, None)
             else:
                 os.environ[k] = v
-
-
-class _WithoutDebug(logging.LoggerAdapter):
-    """A log that passes everything but DEBUG records on to its logger."""
-
-    def isEnabledFor(self, level):
-        return level > logging.DEBUG and self.logger.isEnabledFor(level)
 
 
 class GradingExecute(OutputBudget, Execute):
@@ -117,11 +109,6 @@ class GradingExecute(OutputBudget, Execute):
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self.kernel_manager_class = SandboxedKernelManager if self.sandbox else AsyncKernelManager
-
-    @default("log")
-    def _log_default(self):
-        log = super()._log_default()
-        return log if self.kernel_trace else _WithoutDebug(log, {})
 
     def create_kernel_manager(self):
         self._kernel_asked = time.perf_counter()
@@ -295,5 +282,6 @@ class GradingExecute(OutputBudget, Execute):
                 nb, resources = super().preprocess(nb, resources, *args, **kwargs)
         finally:
             self._deadline = None
+            self.log_ends_notebook()
         self.record_incidents(nb, resources)
         return nb, resources

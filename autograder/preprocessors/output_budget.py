@@ -15,11 +15,18 @@ cell's budget (1 KiB at 4 MiB), whatever it holds: nbclient keeps an empty outpu
 displays for 30 s made the grader hold 122,687 of them, counted as 4 characters each (the worker grew by 220 MiB
 while the cell ran, and peaked 1 GiB above its start after it). Beyond the budget, what arrives is dropped and the
 cell says so once.
+
+The executor's log holds a kernel's words too: nbclient names every message type it does not know and every comm
+target it has no handler for, as the kernel sent them, a record a message. So each record is cut at ``RECORD_CHARS``
+and a notebook logs at most ``RECORDS`` (``BoundedLog``): nbgrader keeps a student's whole log in memory, and a kernel
+that sent 400 messages of a type named with 500,000 characters made a worker hold 660 MB, more with each message.
 """
 
 import json
+import logging
 
 from nbformat.v4 import new_output
+from traitlets import default
 
 from ..common.naming import ANSWER_MIME
 from ..common.words import say
@@ -56,11 +63,55 @@ def a_count(value) -> bool:
     return value is None or (isinstance(value, int) and not isinstance(value, bool))
 
 
+RECORD_CHARS, RECORDS = 2000, 200  # of the executor's log: a record's characters, and records a notebook
+
+
+class BoundedLog(logging.LoggerAdapter):
+    """The executor's log, nbclient's included: no DEBUG record; each record cut at ``RECORD_CHARS``, and after
+    ``RECORDS`` in a notebook, only counted until ``ends_notebook`` says how many were left out."""
+
+    def __init__(self, logger):
+        super().__init__(logger, {})
+        self.kept, self.left_out = 0, 0
+
+    def isEnabledFor(self, level):
+        return level > logging.DEBUG and self.logger.isEnabledFor(level)
+
+    def log(self, level, msg, *args, **kwargs):
+        if not self.isEnabledFor(level):
+            return
+        if self.kept >= RECORDS:
+            self.left_out += 1
+            return
+        self.kept += 1
+        try:
+            text = str(msg) % args if args else str(msg)
+        except (TypeError, ValueError):  # (logging itself would have reported the mismatch, not raised)
+            text = f"{msg} {args}"
+        cut = f" [{len(text) - RECORD_CHARS} more characters not kept]" if len(text) > RECORD_CHARS else ""
+        self.logger.log(level, "%s", text[:RECORD_CHARS] + cut, **kwargs)
+
+    def ends_notebook(self) -> None:
+        if self.left_out:
+            self.logger.warning("%d more records of this notebook's run were not kept (at most %d)", self.left_out,
+                                RECORDS)  # fmt: skip
+        self.kept, self.left_out = 0, 0
+
+
 class OutputBudget:
     """For GradingExecute (nbclient's NotebookClient): ``max_output_bytes`` and ``max_notebook_output_bytes``,
     ``_edition``, and per notebook ``_output_bytes`` (cell index -> bytes kept; None -> all cells' together),
     ``_truncated`` (cell index -> the budget it ran over: "cell" or "notebook") and ``_display_bytes`` (display id ->
     the size of what its outputs show)."""
+
+    @default("log")
+    def _log_default(self):
+        log = super()._log_default()
+        return log if self.kernel_trace else BoundedLog(log)
+
+    def log_ends_notebook(self) -> None:
+        if isinstance(self.log, BoundedLog):  # (a kernel trace is kept whole, as asked)
+            self.log.ends_notebook()
 
     def _held(self) -> int:
         """What holding one output counts, beyond its characters: a share of the cell's budget (else the notebook's)."""

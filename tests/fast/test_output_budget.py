@@ -225,3 +225,30 @@ def test_messages_the_relay_dropped_are_named_by_the_bound_they_passed():
     assert [kind for kind, _ in found] == ["message_limit", "message_limit"]
     assert "sent 1 message of 70 MB once decoded, over the 64 MB limit for one message" in found[0][1], found
     assert "sent 2 large messages after the kernel's messages together passed 256 MB" in found[1][1], found
+
+
+def test_what_the_kernel_makes_nbclient_log_is_bounded_by_record_and_by_notebook():
+    """nbclient logs every message type it does not know, named as the kernel sent it, and nbgrader keeps a student's
+    whole log in memory: 400 messages of a type named with 500,000 characters made a worker hold 660 MB. The executor's
+    log cuts each record and keeps a notebook's first RECORDS, then says how many more there were."""
+    import io
+    import logging
+
+    from autograder.preprocessors.output_budget import RECORD_CHARS, RECORDS
+
+    execute, captured = executor(), io.StringIO()
+    handler = logging.StreamHandler(captured)
+    execute.log.logger.addHandler(handler)  # (nbgrader's capture of a student's log is such a handler)
+    try:
+        for notebook in range(2):
+            for i in range(RECORDS * 5):
+                send(execute, "x" * 5000 + str(i), {})
+            execute.log_ends_notebook()
+    finally:
+        execute.log.logger.removeHandler(handler)
+    lines = captured.getvalue().splitlines()
+    assert len(lines) == 2 * (RECORDS + 1), len(lines)  # each notebook's own RECORDS, and the line that counts the rest
+    assert all(len(line) < RECORD_CHARS + 100 for line in lines)
+    assert lines[0].startswith("unhandled iopub msg: xxx") and "more characters not kept" in lines[0]
+    assert lines[RECORDS] == f"{RECORDS * 4} more records of this notebook's run were not kept (at most {RECORDS})"
+    assert lines[RECORDS + 1].startswith("unhandled iopub msg: xxx")
