@@ -1,6 +1,6 @@
 """What a kernel parent does to itself before anything runs; its kernels inherit both. It cannot be traced or read
 (``set_dumpable``), and it refuses the calls that make System V IPC objects, POSIX message queues and keys, which
-outlive the kernel, and user namespaces (``load_seccomp_filter``).
+outlive the kernel, user namespaces, and io_uring (``load_seccomp_filter``).
 
 A System V shared-memory segment stays in the sandbox's IPC namespace after every process that made it has ended,
 and no limit of the sandbox counts it: RLIMIT_AS counts only what is mapped, and the OOM killer, which takes a
@@ -37,10 +37,13 @@ import struct
 import sys
 
 # The calls refused, by this architecture's numbers (asm/unistd.h): shmget, semget, msgget, mq_open, then add_key,
-# request_key, keyctl (a kernel's keyrings: the uid's keyring outlives every sandbox of that uid, as root a worker's)
+# request_key, keyctl (a kernel's keyrings: the uid's keyring outlives every sandbox of that uid, as root a worker's),
+# then io_uring_setup, io_uring_enter, io_uring_register (the same numbers on both): io_uring runs a process's reads,
+# writes, opens and sockets inside Linux, where no seccomp filter sees them, and has been the way into the Linux
+# kernel of many privilege escalations; nothing a notebook runs uses it (a sandboxed kernel could set one up)
 REFUSED = {
-    "x86_64": (0xC000003E, (29, 64, 68, 240, 248, 249, 250)),  # AUDIT_ARCH_X86_64
-    "aarch64": (0xC00000B7, (194, 190, 186, 180, 217, 218, 219)),  # AUDIT_ARCH_AARCH64
+    "x86_64": (0xC000003E, (29, 64, 68, 240, 248, 249, 250, 425, 426, 427)),  # AUDIT_ARCH_X86_64
+    "aarch64": (0xC00000B7, (194, 190, 186, 180, 217, 218, 219, 425, 426, 427)),  # AUDIT_ARCH_AARCH64
 }
 # clone and unshare, whose first argument holds the flags; clone3, the same number on both
 NAMESPACE_CALLS = {"x86_64": (56, 272), "aarch64": (220, 97)}
