@@ -59,10 +59,6 @@ class GradingExecute(OutputBudget, Execute):
     notebook's reference once (Exercise 4's is an autograd training run), not once a student.
     """
 
-    seed_secret = Unicode(
-        "",
-        help="Secret mixed into every grading seed. Empty: a new random secret for each grading run.",
-    ).tag(config=True)
     names_path = Unicode(
         "", help="Path of names.txt (default: $BACKPROP_NINJA_NAMES, else the copy shipped in autograder/data/)."
     ).tag(config=True)
@@ -97,6 +93,8 @@ class GradingExecute(OutputBudget, Execute):
         "Formgrader's autograde dialog, the workers of backprop-ninja grade) keep DEBUG whatever --log-level says.",
     ).tag(config=True)
 
+    # drawn for each grading run, never configured: a seed the same in every run would let a student paste into a
+    # resubmission the values the graded cells showed on their feedback page
     _run_secret = secrets.token_hex(16)
     _deadline = None
     _notebook = None  # the notebook being executed, as the profile names it
@@ -156,7 +154,7 @@ class GradingExecute(OutputBudget, Execute):
     def grading_seed(self, resources) -> int:
         nbgrader = resources.get("nbgrader", {})
         names = [str(nbgrader.get(k, "")) for k in ("assignment", "notebook")]
-        key = "/".join([self.seed_secret or self._run_secret, *names])
+        key = "/".join([self._run_secret, *names])
         return int.from_bytes(hashlib.sha256(key.encode()).digest()[:4], "big") % 2**31
 
     def preprocess_cell(self, cell, resources, index):

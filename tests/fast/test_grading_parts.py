@@ -532,3 +532,18 @@ def test_a_later_download_keeps_the_problems_an_earlier_one_found_for_students_i
         [("ada", "ada/notes.pdf"), ("cy", "cy/essay.docx")],
         [("cy", "cy/essay.docx")],  # ada handed in again: what her new download holds is what counts
     ]
+
+
+def test_each_grading_run_draws_its_own_seeds():
+    """A notebook's grading seed is the whole class's in a run (its reference is built once), and another in the next
+    run: a seed an instructor could fix (the old seed_secret) let a student paste into a resubmission the values their
+    feedback page showed."""
+    code = (
+        "from autograder.preprocessors.grading_execute import GradingExecute\n"
+        "run = GradingExecute()\n"
+        "print(run.grading_seed({'nbgrader': {'assignment': 'a', 'notebook': 'n'}}),"
+        " run.grading_seed({'nbgrader': {'assignment': 'a', 'notebook': 'n'}}))"
+    )
+    runs = [subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True) for _ in range(2)]
+    (first, again), (second, _) = (r.stdout.split() for r in runs)
+    assert first == again and first != second
