@@ -5,35 +5,18 @@ assignment's notebooks after removing what Colab and LMSs add. Nothing is droppe
 placed is a problem (docs/instructors.md, "Collecting submissions").
 """
 
-import datetime
-import io
 import os
 import re
 import unicodedata
-import zipfile
-import zlib
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
-from ...common.errors import GradingError
 from ...common.problems import Problem
+from .download import MAX_ENTRY_BYTES, SKIPPED, Entry, read
+from .download import entries as entries_of
+from .student_zip import newest_readable, opened, read_or_none
 
-MAX_ENTRY_BYTES = 200 * 2**20  # a zip entry bigger than this is reported, not read
-MAX_ZIPPED_NOTEBOOKS = 50  # the notebooks looked at in one zip a student handed in
 UNKNOWN_STUDENT = "(unknown)"
-SKIPPED = {"__MACOSX", ".ipynb_checkpoints", ".DS_Store", "Thumbs.db"}
 UNWRAPPED_DEPTH = 3  # the folders around a download that collect looks through at most
-
-
-@dataclass
-class Entry:
-    parts: tuple  # path inside the download, split
-    size: int
-    mtime: float
-    read: Callable[[], bytes]
-    path: Path | None = None  # the file itself, when the download is a folder
-    within: str = ""  # the zip a student handed in that holds it, as shown
 
 
 def student_id(name: str) -> str:
@@ -67,63 +50,6 @@ def match_notebook(filename: str, notebooks) -> str | None:
     return found[0] if len(found) == 1 else None
 
 
-def _entries(download: Path) -> tuple:
-    """(the files of the download, the names of archive members whose path is unsafe)."""
-    if download.is_file() and zipfile.is_zipfile(download):
-        archive = zipfile.ZipFile(download)
-        entries, unsafe = [], []
-        for info in archive.infolist():
-            if info.is_dir():
-                continue
-            parts = tuple(p for p in info.filename.replace("\\", "/").split("/") if p and p != ".")
-            if ".." in parts or not parts or info.filename.startswith("/"):
-                unsafe.append(info.filename)  # never trust paths in an archive
-                continue
-            mtime = datetime.datetime(*info.date_time).timestamp()
-            entries.append(Entry(parts, info.file_size, mtime, lambda info=info: archive.read(info)))
-        return entries, unsafe
-    if download.is_dir():
-        entries = []
-        for folder, dirs, files in os.walk(download):
-            dirs[:] = sorted(d for d in dirs if not os.path.islink(os.path.join(folder, d)))
-            for name in sorted(files):
-                path = Path(folder) / name
-                if path.is_symlink() or not path.is_file():
-                    continue
-                st = path.stat()
-                read = lambda path=path: path.read_bytes()
-                entries.append(Entry(path.relative_to(download).parts, st.st_size, st.st_mtime, read, path))
-        return entries, []
-    raise GradingError(f"{download}: not a zip file (a download cut short?) or a folder")
-
-
-def _opened(entry: Entry, download: Path) -> tuple[list, str]:
-    """The notebooks in a zip a student handed in (one level: a zip in it is not opened), each an Entry in the
-    student's own place, under its own file name: (entries, why none)."""
-    shown = "/".join(entry.parts)
-    if entry.size > MAX_ENTRY_BYTES:
-        return [], f"a zip archive of {entry.size / 2**20:.0f} MB, not opened"
-    try:
-        archive = zipfile.ZipFile(io.BytesIO(_read(entry, download)))
-        members = [i for i in archive.infolist() if not i.is_dir()]
-    except (zipfile.BadZipFile, zlib.error, EOFError, OSError, ValueError) as error:
-        return [], f"a zip archive that cannot be opened ({error})"
-    folder = entry.parts[:-1]
-    prefix = "" if folder else entry.parts[0].partition("_")[0] + "_"  # a flat file's student, as its name has it
-    found = []
-    for info in members:
-        names = [p for p in info.filename.replace("\\", "/").split("/") if p]
-        if not names or any(p in SKIPPED or p.startswith(".") for p in names):
-            continue
-        if names[-1].lower().endswith(".ipynb") and len(found) < MAX_ZIPPED_NOTEBOOKS:
-            mtime = datetime.datetime(*info.date_time).timestamp()
-            read = lambda info=info: archive.read(info)  # at most info.file_size bytes: no bomb
-            found.append(
-                Entry((*folder, prefix + names[-1]), info.file_size, mtime, read, within=f"{shown}/{info.filename}")
-            )
-    return found, "" if found else "a zip archive with no notebook (.ipynb) in it"
-
-
 def _owner(parts: tuple) -> str:
     """The student a file of a download belongs to, by its path: its first folder, or a flat file's name prefix."""
     if parts[0] == "submitted" and len(parts) > 2:  # a whole nbgrader submitted/ folder
@@ -155,18 +81,6 @@ def _is_file(entry: Entry, target: Path) -> bool:
         return entry.path is not None and not target.is_symlink() and target.is_file() and entry.path.samefile(target)
     except OSError:
         return False
-
-
-def _read(entry: Entry, download: Path) -> bytes:
-    """The entry's bytes; a GradingError that says what to do when the download is damaged there (a bad CRC, a cut
-    stream: it was a traceback)."""
-    try:
-        return entry.read()
-    except (zipfile.BadZipFile, zlib.error, EOFError, OSError) as error:
-        raise GradingError(
-            f"{download}: {'/'.join(entry.parts)} is damaged in it ({error}); download it again and run grade again "
-            "(the files before it were collected, none is graded yet)"
-        ) from None
 
 
 def _in_place(entry: Entry, folder: Path) -> bool:
@@ -215,13 +129,14 @@ def collect(download, course_root, assignment: str, notebooks) -> tuple[dict, li
     def report(student, notebook, problem, detail):
         problems.append(Problem(student, notebook, problem, detail))
 
-    entries, unsafe = _entries(download)
+    entries, unsafe = entries_of(download)
+    held = {}  # the student's zip open now
     for name in unsafe:
         report(UNKNOWN_STUDENT, None, "unmatched_file", f"{name}: a path outside the archive, ignored")
     entries = _unwrapped([e for e in entries if not any(p in SKIPPED or p.startswith(".") for p in e.parts)])
     for entry in [e for e in entries if e.parts[-1].lower().endswith(".zip") and _owner(e.parts) != UNKNOWN_STUDENT]:
         entries.remove(entry)  # a student's own zip (Moodle takes any file): the notebooks in it, as if handed in
-        inside, why = _opened(entry, download)
+        inside, why = opened(entry, download, held)
         entries += inside
         if why:
             report(_owner(entry.parts), None, "unmatched_file", f"{'/'.join(entry.parts)}: {why}")
@@ -261,10 +176,12 @@ def collect(download, course_root, assignment: str, notebooks) -> tuple[dict, li
         folder = course_root / "submitted" / student / assignment
         target = folder / f"{notebook}.ipynb"
         copies.sort(key=lambda c: (_is_file(c[0], target), c[0].mtime, c[1]), reverse=True)
+        data, copies = newest_readable(copies, download, lambda why: report(student, notebook, "unmatched_file", why))
+        if data is None:
+            continue
         entry, shown = copies[0]
-        data = _read(entry, download)
         # a copy the same as the one taken is no choice (a second --from submitted finds what the first wrote)
-        copies = [copies[0]] + [c for c in copies[1:] if c[0].size != len(data) or _read(c[0], download) != data]
+        copies = [copies[0]] + [c for c in copies[1:] if c[0].size != len(data) or read_or_none(c[0], download) != data]
         if len(copies) > 1:
             why = (  # collecting submitted/ in place: the file already under its name is never written over
                 "already under the notebook's own name, never overwritten; to grade another, rename it to that name"
@@ -291,5 +208,5 @@ def collect(download, course_root, assignment: str, notebooks) -> tuple[dict, li
         _own_folder(course_root, student, assignment)
     for student, entry in timestamps.items():
         if student in collected:
-            _write(_own_folder(course_root, student, assignment) / "timestamp.txt", _read(entry, download))
+            _write(_own_folder(course_root, student, assignment) / "timestamp.txt", read(entry, download))
     return collected, problems

@@ -1,0 +1,95 @@
+"""A zip a student handed in (Moodle takes any file), opened one level deep: the notebooks in it, each an ``Entry``
+in the student's own place. Whatever is wrong with it is the student's problem, never the class's: a member that
+cannot be read is ``Unreadable``, one zip at a time is held in memory, and its list of members is bounded."""
+
+import io
+import re
+import zipfile
+import zlib
+from pathlib import Path
+
+from .download import MAX_ENTRY_BYTES, SKIPPED, Entry, read, when
+
+MAX_ZIPPED_NOTEBOOKS = 50  # the notebooks looked at in one zip a student handed in
+MAX_ZIPPED_DIRECTORY = 2**20  # the bytes of its list of members (46 and a name each): millions, parsed, held gigabytes
+
+
+class Unreadable(Exception):
+    """A member of a zip a student handed in that cannot be read: the student's problem, never the class's."""
+
+
+def _shown(name: str) -> str:
+    """A name from a student's zip as problems.json and the summary show it: no control characters (an escape
+    sequence for the instructor's terminal), at most 200 characters."""
+    name = re.sub(r"[\x00-\x1f\x7f-\x9f]", "?", name)
+    return name if len(name) <= 200 else name[:199] + "…"
+
+
+def _archive(entry: Entry, download: Path, held: dict) -> zipfile.ZipFile:
+    """The zip a student handed in, opened; one at a time in memory (``held``), however many the class handed in."""
+    if held.get("entry") is not entry:
+        if "archive" in held:
+            held.pop("archive").close()
+        held.clear()
+        data = read(entry, download)
+        found = zipfile._EndRecData(io.BytesIO(data))
+        if found and found[zipfile._ECD_SIZE] > MAX_ZIPPED_DIRECTORY:
+            raise Unreadable(f"its list of members takes {found[zipfile._ECD_SIZE] / 2**20:.0f} MB, not opened")
+        held.update(entry=entry, archive=zipfile.ZipFile(io.BytesIO(data)))
+    return held["archive"]
+
+
+def _member(entry: Entry, download: Path, held: dict, info: zipfile.ZipInfo) -> bytes:
+    """A member of the zip a student handed in: at most its stated size (no bomb); whatever stops reading it (a bad
+    CRC, a password, a compression method of its own) is Unreadable."""
+    archive = _archive(entry, download, held)
+    try:
+        return archive.read(info)
+    except Exception as error:  # noqa: BLE001 (a student's file: any damage is theirs to hear of)
+        raise Unreadable(f"{type(error).__name__}: {error}") from None
+
+
+def opened(entry: Entry, download: Path, held: dict) -> tuple[list, str]:
+    """The notebooks in a zip a student handed in (one level: a zip in it is not opened), each an Entry in the
+    student's own place, under its own file name: (entries, why none)."""
+    shown = "/".join(entry.parts)
+    if entry.size > MAX_ENTRY_BYTES:
+        return [], f"a zip archive of {entry.size / 2**20:.0f} MB, not opened"
+    try:
+        members = [i for i in _archive(entry, download, held).infolist() if not i.is_dir()]
+    except Unreadable as error:
+        return [], f"a zip archive that cannot be opened ({error})"
+    except (zipfile.BadZipFile, zlib.error, EOFError, OSError, ValueError) as error:
+        return [], f"a zip archive that cannot be opened ({error})"
+    folder = entry.parts[:-1]
+    prefix = "" if folder else entry.parts[0].partition("_")[0] + "_"  # a flat file's student, as its name has it
+    found = []
+    for info in members:
+        names = [p for p in info.filename.replace("\\", "/").split("/") if p]
+        if not names or any(p in SKIPPED or p.startswith(".") for p in names):
+            continue
+        if names[-1].lower().endswith(".ipynb") and len(found) < MAX_ZIPPED_NOTEBOOKS:
+            mtime = when(info.date_time, entry.mtime)
+            member = lambda info=info: _member(entry, download, held, info)
+            within = f"{shown}/{_shown(info.filename)}"
+            found.append(Entry((*folder, prefix + names[-1]), info.file_size, mtime, member, within=within))
+    return found, "" if found else "a zip archive with no notebook (.ipynb) in it"
+
+
+def read_or_none(entry: Entry, download: Path) -> bytes | None:
+    """The entry's bytes, None when it is a member of a student's zip that cannot be read."""
+    try:
+        return read(entry, download)
+    except Unreadable:
+        return None
+
+
+def newest_readable(copies: list, download: Path, unreadable) -> tuple:
+    """(the bytes of the first of ``copies`` that can be read, the copies from it on): a notebook in a student's zip
+    that cannot be read is named (``unreadable``), and the next copy taken."""
+    for i, (entry, shown) in enumerate(copies):
+        try:
+            return read(entry, download), copies[i:]
+        except Unreadable as error:
+            unreadable(f"{shown}: cannot be read from the zip ({error}), not collected")
+    return None, []
