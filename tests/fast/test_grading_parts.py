@@ -631,3 +631,15 @@ def test_a_zip_a_student_handed_in_is_held_one_at_a_time_and_its_names_are_shown
     assert len(opened) >= 3 and sum(z.fp is not None for z in opened) <= 1  # each closed when the next is opened
     details = " ".join(p.detail for p in problems)
     assert "?[2Jwork?/" in details and not any(c in details for c in "\x1b\n"), details
+
+
+def test_a_notebook_in_a_zip_canvas_marked_late_is_marked_late_too(tmp_path):
+    """Canvas marks a late file in its name (ada_LATE_1234_5678_work.zip); the notebooks of a zip were collected under
+    the student's prefix alone, so its marked_late was lost, as it is not for a notebook handed in loose."""
+    download = tmp_path / "canvas.zip"
+    with zipfile.ZipFile(download, "w") as z:
+        z.writestr("ada_LATE_1234_5678_work.zip", _zip_bytes({f"{NB}.ipynb": "{}"}))
+        z.writestr("ben_1235_5679_work.zip", _zip_bytes({f"{NB}.ipynb": "{}"}))
+    collected, problems = collect(download, tmp_path / "course", ASSIGNMENT, [NB])
+    assert collected == {"ada": [NB], "ben": [NB]}
+    assert [(p.student, p.kind) for p in problems] == [("ada", "marked_late")], problems

@@ -62,7 +62,8 @@ def opened(entry: Entry, download: Path, held: dict) -> tuple[list, str]:
     except (zipfile.BadZipFile, zlib.error, EOFError, OSError, ValueError) as error:
         return [], f"a zip archive that cannot be opened ({error})"
     folder = entry.parts[:-1]
-    prefix = "" if folder else entry.parts[0].partition("_")[0] + "_"  # a flat file's student, as its name has it
+    owner, _, rest = entry.parts[0].partition("_")  # a flat file's student, as its name has it, and Canvas's LATE
+    prefix = "" if folder else owner + "_" + "LATE_" * rest.startswith("LATE_")
     found = []
     for info in members:
         names = [p for p in info.filename.replace("\\", "/").split("/") if p]
