@@ -643,3 +643,28 @@ def test_a_notebook_in_a_zip_canvas_marked_late_is_marked_late_too(tmp_path):
     collected, problems = collect(download, tmp_path / "course", ASSIGNMENT, [NB])
     assert collected == {"ada": [NB], "ben": [NB]}
     assert [(p.student, p.kind) for p in problems] == [("ada", "marked_late")], problems
+
+
+def test_a_later_download_keeps_the_problems_of_a_notebook_it_does_not_hold(tmp_path):
+    """ada handed in two copies of Exercise 1 with the class, then Exercise 2 late: the late download dropped every
+    problem of hers, so her Exercise 1's page, still graded on the copy the first download chose, no longer said that
+    she had handed in two. A notebook's problems go only with a download that holds that notebook of the student's."""
+    ex2 = "ex2_cross_entropy_backward"
+    state = GradingState(tmp_path / "state.json")
+    downloads = {
+        "class": {f"ada/{NB}.ipynb": "{}", f"ada/{NB} (1).ipynb": "{ }", "ada/notes.pdf": ""},
+        "late": {f"ada/{ex2}.ipynb": "{}"},
+        "ex1 again": {f"ada/{NB}.ipynb": "{  }"},
+    }
+    seen = []
+    for name, files in downloads.items():
+        with zipfile.ZipFile(tmp_path / f"{name}.zip", "w") as z:
+            for path, data in files.items():
+                z.writestr(path, data)
+        state.collected(*collect(tmp_path / f"{name}.zip", tmp_path / "course", ASSIGNMENT, [NB, ex2]))
+        seen.append(sorted((p.notebook or "", p.kind) for p in state.collect_problems))
+    assert seen == [
+        [("", "unmatched_file"), (NB, "duplicate_file")],
+        [(NB, "duplicate_file")],  # the notes.pdf of a student the download holds goes, as before
+        [],  # Exercise 1 handed in again, alone: what the new download holds for it is what counts
+    ]

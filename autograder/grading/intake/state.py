@@ -47,11 +47,16 @@ class GradingState:
         self.students = {s: StudentRecord.from_json(r) for s, r in data.get("students", {}).items()}
         self.collect_problems = [Problem.from_json(p) for p in data.get("collect_problems", [])]
 
-    def collected(self, students, problems: list) -> None:
-        """A download collected for ``students`` (what it held for them) with ``problems``: an earlier download's
-        problems stay for the students this one does not hold (a download of late submissions after the class's)."""
-        again = set(students) | {p.student for p in problems}
-        self.collect_problems = [p for p in self.collect_problems if p.student not in again] + problems
+    def collected(self, students: dict, problems: list) -> None:
+        """A download collected ``students`` ({student: [notebooks]}) with ``problems``: an earlier download's problems
+        stay for what this one does not hold (a download of late submissions after the class's). A problem of a
+        notebook goes when this download holds that notebook of the student's, or a problem of it; one of no notebook
+        (a file that matched none) when it holds anything of the student's."""
+        held = {(s, n) for s, notebooks in students.items() for n in notebooks}
+        held |= {(p.student, p.notebook) for p in problems}
+        again = {s for s, _ in held}
+        stays = lambda p: (p.student, p.notebook) not in held if p.notebook else p.student not in again
+        self.collect_problems = [p for p in self.collect_problems if stays(p)] + problems
 
     def save(self) -> None:
         """Write it whole or not at all: a run killed while saving leaves the last state."""
