@@ -100,6 +100,12 @@ MISTAKES = {
         "probs",
         "stopped with IndexError",
     ),
+    # torch's own NotImplementedError (an operator a sparse tensor lacks) is no stub of the blank notebook's
+    "m_dprobs_sparse_view": (
+        {"answer_dprobs": "dprobs = ((1.0 / probs) * dlogprobs).to_sparse().view(-1, probs.shape[1])"},
+        "probs",
+        "stopped with NotImplementedError: Could not run 'aten::view'",
+    ),
     "m_dprobs_stub_left": (
         {"answer_dprobs": "raise NotImplementedError()\ndprobs = (1.0 / probs) * dlogprobs"},
         "probs",
