@@ -668,3 +668,18 @@ def test_a_later_download_keeps_the_problems_of_a_notebook_it_does_not_hold(tmp_
         [(NB, "duplicate_file")],  # the notes.pdf of a student the download holds goes, as before
         [],  # Exercise 1 handed in again, alone: what the new download holds for it is what counts
     ]
+
+
+def test_a_zip_in_a_submitted_folder_collected_in_place_stays_that_students(tmp_path):
+    """grade --from submitted takes a folder of submitted/ as the student it is named ("Ada Lovelace"), but the
+    notebooks of a zip in it went to the student its name made ("Ada_Lovelace"): one student became two, and a
+    classmate of that id had them written into their folder."""
+    ex2 = "ex2_cross_entropy_backward"
+    submitted = tmp_path / "course" / "submitted"
+    ada = submitted / "Ada Lovelace" / ASSIGNMENT
+    ada.mkdir(parents=True)
+    (ada / f"{NB}.ipynb").write_text("{}")
+    (ada / "work.zip").write_bytes(_zip_bytes({f"{ex2}.ipynb": '{"ada"}'}))
+    collected, problems = collect(submitted, tmp_path / "course", ASSIGNMENT, [NB, ex2])
+    assert collected == {"Ada Lovelace": [NB, ex2]} and not problems, (collected, problems)
+    assert (ada / f"{ex2}.ipynb").read_text() == '{"ada"}' and not (submitted / "Ada_Lovelace").exists()

@@ -8,6 +8,7 @@ placed is a problem (docs/instructors.md, "Collecting submissions").
 import os
 import re
 import unicodedata
+from dataclasses import replace
 from pathlib import Path
 
 from ...common.problems import Problem
@@ -83,6 +84,14 @@ def _is_file(entry: Entry, target: Path) -> bool:
         return False
 
 
+def _student(entry: Entry, course_root: Path) -> str:
+    """Whose file ``entry`` is: its owner by its path, or, in a folder of submitted/ collected in place, that folder as
+    it is named (renamed, it was a second one)."""
+    if len(entry.parts) > 1 and _in_place(entry, course_root / "submitted" / entry.parts[0]):
+        return entry.parts[0]
+    return _owner(entry.parts)
+
+
 def _in_place(entry: Entry, folder: Path) -> bool:
     """Whether ``entry`` lies in ``folder`` (a student's of submitted/, collected in place), no link on the way."""
     try:
@@ -137,14 +146,12 @@ def collect(download, course_root, assignment: str, notebooks) -> tuple[dict, li
     for entry in [e for e in entries if e.parts[-1].lower().endswith(".zip") and _owner(e.parts) != UNKNOWN_STUDENT]:
         entries.remove(entry)  # a student's own zip (Moodle takes any file): the notebooks in it, as if handed in
         inside, why = opened(entry, download, held)
-        entries += inside
+        entries += [replace(e, owner=_student(entry, course_root)) for e in inside]
         if why:
-            report(_owner(entry.parts), None, "unmatched_file", f"{'/'.join(entry.parts)}: {why}")
+            report(_student(entry, course_root), None, "unmatched_file", f"{'/'.join(entry.parts)}: {why}")
     for entry in entries:
         parts, shown = entry.parts, entry.within or "/".join(entry.parts)
-        student = _owner(parts)
-        if len(parts) > 1 and _in_place(entry, course_root / "submitted" / parts[0]):
-            student = parts[0]  # a folder of submitted/ is a student as it is named: renamed, it was a second one
+        student = entry.owner or _student(entry, course_root)
         if len(parts) == 1:  # a flat file, named by the LMS: the student's prefix, then the name handed in
             prefix, sep, rest = parts[0].partition("_")
             name = rest if sep else parts[0]

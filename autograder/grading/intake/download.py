@@ -22,6 +22,7 @@ class Entry:
     read: Callable[[], bytes]
     path: Path | None = None  # the file itself, when the download is a folder
     within: str = ""  # the zip a student handed in that holds it, as shown
+    owner: str = ""  # the student of that zip
 
 
 def when(date_time: tuple, otherwise: float) -> float:
