@@ -683,3 +683,19 @@ def test_a_zip_in_a_submitted_folder_collected_in_place_stays_that_students(tmp_
     collected, problems = collect(submitted, tmp_path / "course", ASSIGNMENT, [NB, ex2])
     assert collected == {"Ada Lovelace": [NB, ex2]} and not problems, (collected, problems)
     assert (ada / f"{ex2}.ipynb").read_text() == '{"ada"}' and not (submitted / "Ada_Lovelace").exists()
+
+
+def test_the_notebooks_of_a_zip_past_the_limit_are_named_not_dropped_in_silence(tmp_path):
+    """A zip a student handed in is read for its first MAX_ZIPPED_NOTEBOOKS notebooks; the others were dropped
+    without a word, where collect drops nothing in silence."""
+    from autograder.grading.intake.student_zip import MAX_ZIPPED_NOTEBOOKS
+
+    download = tmp_path / "moodle.zip"
+    many = {f"old/{i}/{NB}.ipynb": "{}" for i in range(MAX_ZIPPED_NOTEBOOKS + 2)}
+    with zipfile.ZipFile(download, "w") as z:
+        z.writestr("Ada_1001_assignsubmission_file_/all.zip", _zip_bytes(many))
+    collected, problems = collect(download, tmp_path / "course", ASSIGNMENT, [NB])
+    assert collected == {"Ada_1001": [NB]}
+    assert [p.detail for p in problems if p.kind == "unmatched_file"] == [
+        f"Ada_1001_assignsubmission_file_/all.zip: 2 notebooks after its first {MAX_ZIPPED_NOTEBOOKS} not looked at"
+    ], problems

@@ -51,7 +51,7 @@ def _member(entry: Entry, download: Path, held: dict, info: zipfile.ZipInfo) -> 
 
 def opened(entry: Entry, download: Path, held: dict) -> tuple[list, str]:
     """The notebooks in a zip a student handed in (one level: a zip in it is not opened), each an Entry in the
-    student's own place, under its own file name: (entries, why none)."""
+    student's own place, under its own file name: (entries, why none or not all)."""
     shown = "/".join(entry.parts)
     if entry.size > MAX_ENTRY_BYTES:
         return [], f"a zip archive of {entry.size / 2**20:.0f} MB, not opened"
@@ -64,16 +64,19 @@ def opened(entry: Entry, download: Path, held: dict) -> tuple[list, str]:
     folder = entry.parts[:-1]
     owner, _, rest = entry.parts[0].partition("_")  # a flat file's student, as its name has it, and Canvas's LATE
     prefix = "" if folder else owner + "_" + "LATE_" * rest.startswith("LATE_")
-    found = []
+    found, beyond = [], 0
     for info in members:
         names = [p for p in info.filename.replace("\\", "/").split("/") if p]
         if not names or any(p in SKIPPED or p.startswith(".") for p in names):
             continue
+        beyond += names[-1].lower().endswith(".ipynb") and len(found) == MAX_ZIPPED_NOTEBOOKS
         if names[-1].lower().endswith(".ipynb") and len(found) < MAX_ZIPPED_NOTEBOOKS:
             mtime = when(info.date_time, entry.mtime)
             member = lambda info=info: _member(entry, download, held, info)
             within = f"{shown}/{_shown(info.filename)}"
             found.append(Entry((*folder, prefix + names[-1]), info.file_size, mtime, member, within=within))
+    if beyond:  # (nothing is dropped in silence)
+        return found, f"{beyond} notebooks after its first {MAX_ZIPPED_NOTEBOOKS} not looked at"
     return found, "" if found else "a zip archive with no notebook (.ipynb) in it"
 
 
