@@ -18,8 +18,17 @@ def not_a_tensor(name: str, info: dict) -> Reason | None:
     """Why the reported ``info`` of ``name`` is no tensor to judge (not answered, None, another type), if it is not."""
     kind = info.get("kind", "missing")
     if kind == "missing" and isinstance(info.get("raised"), str):  # written, and its cell stopped before it
-        error = info["raised"][:200]
-        if error.rstrip() == "NotImplementedError:":  # the blank notebook's stub (torch's own have a message)
+        error = info["raised"][:200].rstrip().removesuffix(":")  # (an error without a message: its type alone)
+        if error == "KeyboardInterrupt":  # the grader interrupts a cell at its time limit
+            return Reason(
+                "raised_error",
+                say(
+                    "{name}'s cell was interrupted before it assigned {name}: it ran over the time limit of a cell (a "
+                    "loop that never ends, or far more work than the answer needs)",
+                    name=name,
+                ),
+            )
+        if error == "NotImplementedError":  # the blank notebook's stub (torch's own have a message)
             return Reason(
                 "raised_error",
                 say(

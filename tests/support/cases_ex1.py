@@ -106,6 +106,18 @@ MISTAKES = {
         "probs",
         "stopped with NotImplementedError: Could not run 'aten::view'",
     ),
+    # the grader interrupts a cell at its time limit (a KeyboardInterrupt in it): no line to fix is named
+    "m_dprobs_cell_interrupted": (
+        {"answer_dprobs": "raise KeyboardInterrupt\ndprobs = (1.0 / probs) * dlogprobs"},
+        "probs",
+        "dprobs's cell was interrupted before it assigned dprobs: it ran over the time limit of a cell",
+    ),
+    # an error without a message is named by its type alone ("ValueError before", not "ValueError:  before")
+    "m_dprobs_bare_raise": (
+        {"answer_dprobs": "raise ValueError\ndprobs = (1.0 / probs) * dlogprobs"},
+        "probs",
+        "stopped with ValueError before it assigned dprobs",
+    ),
     "m_dprobs_stub_left": (
         {"answer_dprobs": "raise NotImplementedError()\ndprobs = (1.0 / probs) * dlogprobs"},
         "probs",
