@@ -698,6 +698,27 @@ def test_the_notebooks_of_a_zip_past_the_limit_are_named_not_dropped_in_silence(
         z.writestr("Ada_1001_assignsubmission_file_/all.zip", _zip_bytes(many))
     collected, problems = collect(download, tmp_path / "course", ASSIGNMENT, [NB])
     assert collected == {"Ada_1001": [NB]}
-    assert [p.detail for p in problems if p.kind == "unmatched_file"] == [
-        f"Ada_1001_assignsubmission_file_/all.zip: 2 notebooks after its first {MAX_ZIPPED_NOTEBOOKS} not looked at"
-    ], problems
+    [detail] = [p.detail for p in problems if p.kind == "unmatched_file"]
+    assert detail.startswith("Ada_1001_assignsubmission_file_/all.zip: 2 notebooks after its first 50 "), detail
+    assert MAX_ZIPPED_NOTEBOOKS == 50
+
+
+def test_the_notebooks_of_a_zip_are_read_to_200_mb_together(tmp_path):
+    """Each notebook of a student's zip is read at most to its stated size, 200 MB, but 50 of them, 200 MB of zeros
+    each (200 KB zipped), were all read and compared with each other: 10 GB to decompress for one small zip."""
+    from autograder.grading.intake.download import MAX_ENTRY_BYTES
+
+    read = []
+    zeros = b"\0" * (MAX_ENTRY_BYTES // 3)
+    download = tmp_path / "moodle.zip"
+    with zipfile.ZipFile(download, "w") as z:
+        z.writestr("Ada_1001_assignsubmission_file_/bomb.zip", _zip_bytes({f"{i}/{NB}.ipynb": zeros for i in range(6)}))
+    original = zipfile.ZipFile.read
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(zipfile.ZipFile, "read", lambda self, name, *a: read.append(name) or original(self, name, *a))
+        collected, problems = collect(download, tmp_path / "course", ASSIGNMENT, [NB])
+    assert collected == {"Ada_1001": [NB]}
+    notebooks = [n for n in read if getattr(n, "filename", n).endswith(".ipynb")]
+    assert 0 < len(notebooks) <= 3, notebooks  # of the first three, 200 MB together
+    [detail] = [p.detail for p in problems if p.kind == "unmatched_file"]
+    assert "3 notebooks after its first 3 not looked at" in detail, detail

@@ -63,19 +63,28 @@ def opened(entry: Entry, download: Path, held: dict) -> tuple[list, str]:
     folder = entry.parts[:-1]
     owner, _, rest = entry.parts[0].partition("_")  # a flat file's student, as its name has it, and Canvas's LATE
     prefix = "" if folder else owner + "_" + "LATE_" * rest.startswith("LATE_")
-    found, beyond = [], 0
+    found, beyond, size = [], 0, 0
     for info in members:
         names = [p for p in info.filename.replace("\\", "/").split("/") if p]
         if not names or any(p in SKIPPED or p.startswith(".") for p in names):
             continue
-        beyond += names[-1].lower().endswith(".ipynb") and len(found) == MAX_ZIPPED_NOTEBOOKS
-        if names[-1].lower().endswith(".ipynb") and len(found) < MAX_ZIPPED_NOTEBOOKS:
+        if not names[-1].lower().endswith(".ipynb"):
+            continue
+        # at most MAX_ZIPPED_NOTEBOOKS, of MAX_ENTRY_BYTES together (each read, and compared with its copies: 50 of
+        # 200 MB of zeros were 10 GB to decompress)
+        size += min(info.file_size, MAX_ENTRY_BYTES + 1)
+        if len(found) == MAX_ZIPPED_NOTEBOOKS or (found and size > MAX_ENTRY_BYTES):
+            beyond += 1
+        else:
             mtime = when(info.date_time, entry.mtime)
             member = lambda info=info: _member(entry, download, held, info)
             within = f"{shown}/{_shown(info.filename)}"
             found.append(Entry((*folder, prefix + names[-1]), info.file_size, mtime, member, within=within))
     if beyond:  # (nothing is dropped in silence)
-        return found, f"{beyond} notebooks after its first {MAX_ZIPPED_NOTEBOOKS} not looked at"
+        return found, (
+            f"{beyond} notebooks after its first {len(found)} not looked at (at most {MAX_ZIPPED_NOTEBOOKS} are, of "
+            f"{MAX_ENTRY_BYTES / 2**20:.0f} MB together)"
+        )
     return found, "" if found else "a zip archive with no notebook (.ipynb) in it"
 
 
