@@ -1,0 +1,254 @@
+"""A zip a student handed in (intake.student_zip) and what several downloads keep (GradingState.collected): whatever
+is wrong with a student's zip is their problem, never the class's, and the host holds a bounded part of it."""
+
+import io
+import zipfile
+
+import pytest
+from support.course import ASSIGNMENT
+
+from autograder.grading.intake.collect import collect
+from autograder.grading.intake.state import GradingState
+
+NB = "ex1_atomic_backward"
+
+
+def _zip_bytes(members: dict) -> bytes:
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as z:
+        for name, data in members.items():
+            z.writestr(name, data)
+    return buffer.getvalue()
+
+
+def _damaged(kind: str) -> bytes:
+    """A zip holding one notebook whose member is damaged as ``kind`` says (each stopped the whole class's collect)."""
+    import struct
+
+    method = {"lzma": zipfile.ZIP_LZMA, "bzip2": zipfile.ZIP_BZIP2}.get(kind, zipfile.ZIP_STORED)
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", method) as z:
+        z.writestr(zipfile.ZipInfo(f"{NB}.ipynb", (2020, 1, 1, 0, 0, 0)), '{"cells": [1, 2, 3, 4, 5, 6, 7]}' * 20)
+    raw = bytearray(buffer.getvalue())
+    central, local = raw.find(b"PK\x01\x02"), raw.find(b"PK\x03\x04")
+    data = local + 30 + len(f"{NB}.ipynb")
+    if kind == "no date":  # month 0 (a DOS date anyone can write)
+        raw[central + 14 : central + 16] = struct.pack("<H", 40 << 9)
+    elif kind == "bad crc":
+        raw[data + 3] ^= 1
+    elif kind == "method 99":
+        raw[central + 10 : central + 12] = raw[local + 8 : local + 10] = struct.pack("<H", 99)
+    elif kind == "version 6.7":  # the version needed to extract it, far past zipfile's (NotImplementedError)
+        raw[central + 6 : central + 8] = struct.pack("<H", 67)
+    elif kind == "encrypted":
+        raw[central + 8 : central + 10] = raw[local + 6 : local + 8] = struct.pack("<H", 1)
+    else:  # lzma, bzip2: a stream that cannot be decompressed
+        for i in range(data + 4, data + 30):
+            raw[i] ^= 0x55
+    return bytes(raw)
+
+
+@pytest.mark.parametrize("kind", ["no date", "bad crc", "method 99", "version 6.7", "encrypted", "lzma", "bzip2"])
+def test_a_damaged_zip_a_student_handed_in_is_their_problem_never_the_classs(tmp_path, kind):
+    """A zip a student handed in is theirs to make: a member with no date (ValueError), a bad CRC (a GradingError that
+    told the instructor to download the class again), a password, a compression method of its own or a broken stream
+    stopped collecting the whole class. The notebook in it is not collected, with an unmatched_file that says why, a
+    copy handed in beside it is taken instead, and every classmate is collected."""
+    download = tmp_path / "moodle.zip"
+    with zipfile.ZipFile(download, "w") as z:
+        z.writestr("Ada_1001_assignsubmission_file_/work.zip", _damaged(kind))
+        z.writestr("Ben_1002_assignsubmission_file_/work.zip", _damaged(kind))
+        z.writestr(zipfile.ZipInfo(f"Ben_1002_assignsubmission_file_/{NB}.ipynb", (2000, 1, 1, 0, 0, 0)), '{"ben"}')
+        z.writestr(f"Cy_1003_assignsubmission_file_/{NB}.ipynb", "{}")
+    collected, problems = collect(download, tmp_path / "course", ASSIGNMENT, [NB])
+    if kind == "no date":  # readable: only its time is no time (then the zip's own)
+        assert collected == {"Ada_1001": [NB], "Ben_1002": [NB], "Cy_1003": [NB]}, problems
+        return
+    assert collected == {"Ben_1002": [NB], "Cy_1003": [NB]}, problems
+    assert (tmp_path / "course" / "submitted" / "Ben_1002" / ASSIGNMENT / f"{NB}.ipynb").read_text() == '{"ben"}'
+    named = {(p.student, p.kind) for p in problems}
+    assert named == {("Ada_1001", "unmatched_file"), ("Ben_1002", "unmatched_file")}, problems
+    assert all("cannot be " in p.detail for p in problems), problems
+
+
+def test_a_zip_a_student_handed_in_is_held_one_at_a_time_and_its_names_are_shown_clean(tmp_path, monkeypatch):
+    """A student's zip of millions of members held gigabytes once parsed (300,000 empty ones, 25 MB, took 160 MB), and
+    every zip opened stayed in memory until the class was collected. A list of members over MAX_ZIPPED_DIRECTORY is
+    not opened, one zip is open at a time, and a member's name reaches problems.json without control characters."""
+    from autograder.grading.intake import student_zip
+
+    many = io.BytesIO()
+    with zipfile.ZipFile(many, "w") as z:
+        for i in range(30000):
+            z.writestr(f"{i}.txt", b"")
+    opened = []
+    original = zipfile.ZipFile
+
+    class Counted(original):
+        def __init__(self, file, *args, **kwargs):
+            super().__init__(file, *args, **kwargs)
+            if isinstance(file, io.BytesIO):
+                opened.append(self)
+
+    monkeypatch.setattr(student_zip.zipfile, "ZipFile", Counted)
+    download = tmp_path / "moodle.zip"
+    with zipfile.ZipFile(download, "w") as z:
+        z.writestr("Ada_1001_assignsubmission_file_/many.zip", many.getvalue())
+        for student in ("Ben_1002", "Cy_1003", "Di_1004"):
+            work = _zip_bytes({f"\x1b[2Jwork\n/{NB}.ipynb": "{}", f"{NB} (1).ipynb": "{ }"})
+            z.writestr(f"{student}_assignsubmission_file_/work.zip", work)
+    collected, problems = collect(download, tmp_path / "course", ASSIGNMENT, [NB])
+    assert collected == {"Ben_1002": [NB], "Cy_1003": [NB], "Di_1004": [NB]}, problems
+    [ada] = [p for p in problems if p.student == "Ada_1001"]
+    assert "a zip archive that cannot be opened (its list of members takes" in ada.detail, ada
+    assert len(opened) >= 3 and sum(z.fp is not None for z in opened) <= 1  # each closed when the next is opened
+    details = " ".join(p.detail for p in problems)
+    assert "?[2Jwork?/" in details and not any(c in details for c in "\x1b\n"), details
+
+
+def test_a_notebook_in_a_zip_canvas_marked_late_is_marked_late_too(tmp_path):
+    """Canvas marks a late file in its name (ada_LATE_1234_5678_work.zip); the notebooks of a zip were collected under
+    the student's prefix alone, so its marked_late was lost, as it is not for a notebook handed in loose."""
+    download = tmp_path / "canvas.zip"
+    with zipfile.ZipFile(download, "w") as z:
+        z.writestr("ada_LATE_1234_5678_work.zip", _zip_bytes({f"{NB}.ipynb": "{}"}))
+        z.writestr("ben_1235_5679_work.zip", _zip_bytes({f"{NB}.ipynb": "{}"}))
+    collected, problems = collect(download, tmp_path / "course", ASSIGNMENT, [NB])
+    assert collected == {"ada": [NB], "ben": [NB]}
+    assert [(p.student, p.kind) for p in problems] == [("ada", "marked_late")], problems
+
+
+def test_a_later_download_keeps_the_problems_of_a_notebook_it_does_not_hold(tmp_path):
+    """ada handed in two copies of Exercise 1 with the class, then Exercise 2 late: the late download dropped every
+    problem of hers, so her Exercise 1's page, still graded on the copy the first download chose, no longer said that
+    she had handed in two. A notebook's problems go only with a download that holds that notebook of the student's."""
+    ex2 = "ex2_cross_entropy_backward"
+    state = GradingState(tmp_path / "state.json")
+    downloads = {
+        "class": {f"ada/{NB}.ipynb": "{}", f"ada/{NB} (1).ipynb": "{ }", "ada/notes.pdf": ""},
+        "late": {f"ada/{ex2}.ipynb": "{}"},
+        "ex1 again": {f"ada/{NB}.ipynb": "{  }"},
+    }
+    seen = []
+    for name, files in downloads.items():
+        with zipfile.ZipFile(tmp_path / f"{name}.zip", "w") as z:
+            for path, data in files.items():
+                z.writestr(path, data)
+        state.collected(*collect(tmp_path / f"{name}.zip", tmp_path / "course", ASSIGNMENT, [NB, ex2]))
+        seen.append(sorted((p.notebook or "", p.kind) for p in state.collect_problems))
+    assert seen == [
+        [("", "unmatched_file"), (NB, "duplicate_file")],
+        [(NB, "duplicate_file")],  # the notes.pdf of a student the download holds goes, as before
+        [],  # Exercise 1 handed in again, alone: what the new download holds for it is what counts
+    ]
+
+
+def test_a_zip_in_a_submitted_folder_collected_in_place_stays_that_students(tmp_path):
+    """grade --from submitted takes a folder of submitted/ as the student it is named ("Ada Lovelace"), but the
+    notebooks of a zip in it went to the student its name made ("Ada_Lovelace"): one student became two, and a
+    classmate of that id had them written into their folder."""
+    ex2 = "ex2_cross_entropy_backward"
+    submitted = tmp_path / "course" / "submitted"
+    ada = submitted / "Ada Lovelace" / ASSIGNMENT
+    ada.mkdir(parents=True)
+    (ada / f"{NB}.ipynb").write_text("{}")
+    (ada / "work.zip").write_bytes(_zip_bytes({f"{ex2}.ipynb": '{"ada"}'}))
+    collected, problems = collect(submitted, tmp_path / "course", ASSIGNMENT, [NB, ex2])
+    assert collected == {"Ada Lovelace": [NB, ex2]} and not problems, (collected, problems)
+    assert (ada / f"{ex2}.ipynb").read_text() == '{"ada"}' and not (submitted / "Ada_Lovelace").exists()
+
+
+def test_the_notebooks_of_a_zip_past_the_limit_are_named_not_dropped_in_silence(tmp_path):
+    """A zip a student handed in is read for its first MAX_ZIPPED_NOTEBOOKS notebooks; the others were dropped
+    without a word, where collect drops nothing in silence."""
+    from autograder.grading.intake.student_zip import MAX_ZIPPED_NOTEBOOKS
+
+    download = tmp_path / "moodle.zip"
+    many = {f"old/{i}/{NB}.ipynb": "{}" for i in range(MAX_ZIPPED_NOTEBOOKS + 2)}
+    with zipfile.ZipFile(download, "w") as z:
+        z.writestr("Ada_1001_assignsubmission_file_/all.zip", _zip_bytes(many))
+    collected, problems = collect(download, tmp_path / "course", ASSIGNMENT, [NB])
+    assert collected == {"Ada_1001": [NB]}
+    [detail] = [p.detail for p in problems if p.kind == "unmatched_file"]
+    assert detail.startswith("Ada_1001_assignsubmission_file_/all.zip: 2 notebooks after its first 50 "), detail
+    assert MAX_ZIPPED_NOTEBOOKS == 50
+
+
+def test_the_notebooks_of_a_zip_are_read_to_200_mb_together(tmp_path):
+    """Each notebook of a student's zip is read at most to its stated size, 200 MB, but 50 of them, 200 MB of zeros
+    each (200 KB zipped), were all read and compared with each other: 10 GB to decompress for one small zip."""
+    from autograder.grading.intake.download import MAX_ENTRY_BYTES
+
+    read = []
+    zeros = b"\0" * (MAX_ENTRY_BYTES // 3)
+    download = tmp_path / "moodle.zip"
+    with zipfile.ZipFile(download, "w") as z:
+        z.writestr("Ada_1001_assignsubmission_file_/bomb.zip", _zip_bytes({f"{i}/{NB}.ipynb": zeros for i in range(6)}))
+    original = zipfile.ZipFile.read
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(zipfile.ZipFile, "read", lambda self, name, *a: read.append(name) or original(self, name, *a))
+        collected, problems = collect(download, tmp_path / "course", ASSIGNMENT, [NB])
+    assert collected == {"Ada_1001": [NB]}
+    notebooks = [n for n in read if getattr(n, "filename", n).endswith(".ipynb")]
+    assert 0 < len(notebooks) <= 3, notebooks  # of the first three, 200 MB together
+    [detail] = [p.detail for p in problems if p.kind == "unmatched_file"]
+    assert "3 notebooks after its first 3 not looked at" in detail, detail
+
+
+def test_the_notebooks_in_a_zip_a_student_handed_in_are_collected_as_theirs(tmp_path):
+    """Moodle takes any file, and students zip their work: the zip was an unmatched_file and the student got
+    missing_notebook. The notebooks in it are collected as the student's (one level; a zip in it is not opened), and
+    a zip with none, or one that cannot be opened, is named."""
+    ex2 = "ex2_cross_entropy_backward"
+    moodle = tmp_path / "moodle.zip"
+    with zipfile.ZipFile(moodle, "w") as z:
+        work = _zip_bytes({f"work/{NB}.ipynb": '{"cells": ["ada"]}', "__MACOSX/work/._x.ipynb": "", "notes.txt": ""})
+        z.writestr("Ada Lovelace_1001_assignsubmission_file_/work.zip", work)
+        z.writestr("Ada Lovelace_1001_assignsubmission_file_/Exercise 2.ipynb", '{"cells": ["ada 2"]}')
+        z.writestr("Ben Bitdiddle_1002_assignsubmission_file_/empty.zip", _zip_bytes({"readme.txt": "hello"}))
+        z.writestr("Cy D_1003_assignsubmission_file_/broken.zip", b"PK\x03\x04 cut short")
+        nested = _zip_bytes({"inner.zip": _zip_bytes({f"{NB}.ipynb": "{}"})})
+        z.writestr("Di E_1004_assignsubmission_file_/nested.zip", nested)
+    collected, problems = collect(moodle, tmp_path / "course", ASSIGNMENT, [NB, ex2])
+    assert collected == {"Ada_Lovelace_1001": [NB, ex2]}, problems
+    ada = tmp_path / "course" / "submitted" / "Ada_Lovelace_1001" / ASSIGNMENT
+    assert (ada / f"{NB}.ipynb").read_text() == '{"cells": ["ada"]}'
+    named = {p.student: (p.kind, p.detail) for p in problems}
+    assert named["Ben_Bitdiddle_1002"] == (
+        "unmatched_file",
+        "Ben Bitdiddle_1002_assignsubmission_file_/empty.zip: a zip archive with no notebook (.ipynb) in it",
+    )
+    assert named["Cy_D_1003"][0] == "unmatched_file" and "a zip archive that cannot be opened" in named["Cy_D_1003"][1]
+    assert named["Di_E_1004"][1].endswith("nested.zip: a zip archive with no notebook (.ipynb) in it")
+    assert "Ada_Lovelace_1001" not in named  # the readme and macOS's litter beside the notebook are no problem
+    # Canvas's flat files: the zip's name says whose it is, and a copy of a notebook in it is named as a duplicate
+    canvas = tmp_path / "canvas.zip"
+    with zipfile.ZipFile(canvas, "w") as z:
+        z.writestr("lovelaceada_1234_5678_ex1.zip", _zip_bytes({f"{NB}.ipynb": "{}", f"{NB} (1).ipynb": "{ }"}))
+    collected, problems = collect(canvas, tmp_path / "canvas-course", ASSIGNMENT, [NB])
+    assert collected == {"lovelaceada": [NB]}
+    [duplicate] = problems
+    assert duplicate.kind == "duplicate_file" and "lovelaceada_1234_5678_ex1.zip/" in duplicate.detail
+
+
+def test_a_later_download_keeps_the_problems_an_earlier_one_found_for_students_it_does_not_hold(tmp_path):
+    """``grade --from class.zip``, then ``grade --from late.zip``: the class's collection problems were replaced by the
+    late download's, so that ada's file that matched nothing was said by the first run and by no later one."""
+    state = GradingState(tmp_path / "state.json")
+    downloads = {
+        "class": {"ada/notes.pdf": "", f"ada/{NB}.ipynb": "{}", f"ben/{NB}.ipynb": "{}"},
+        "late": {f"ben/{NB} (1).ipynb": "{}", "cy/essay.docx": ""},
+        "ada again": {f"ada/{NB}.ipynb": "{ }"},
+    }
+    seen = []
+    for name, files in downloads.items():
+        with zipfile.ZipFile(tmp_path / f"{name}.zip", "w") as z:
+            for path, data in files.items():
+                z.writestr(path, data)
+        state.collected(*collect(tmp_path / f"{name}.zip", tmp_path / "course", ASSIGNMENT, [NB]))
+        seen.append(sorted((p.student, p.detail.split(":")[0]) for p in state.collect_problems))
+    assert seen == [
+        [("ada", "ada/notes.pdf")],
+        [("ada", "ada/notes.pdf"), ("cy", "cy/essay.docx")],
+        [("cy", "cy/essay.docx")],  # ada handed in again: what her new download holds is what counts
+    ]
