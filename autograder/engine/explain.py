@@ -18,7 +18,8 @@ def not_a_tensor(name: str, info: dict) -> Reason | None:
     """Why the reported ``info`` of ``name`` is no tensor to judge (not answered, None, another type), if it is not."""
     kind = info.get("kind", "missing")
     if kind == "missing" and isinstance(info.get("raised"), str):  # written, and its cell stopped before it
-        error = info["raised"][:200].rstrip().removesuffix(":")  # (an error without a message: its type alone)
+        error = info["raised"][:200].rstrip()
+        error = error.removesuffix(":") if error.count(":") == 1 else error  # (no message: its type alone)
         if error == "KeyboardInterrupt":  # the grader interrupts a cell at its time limit
             return Reason(
                 "raised_error",
