@@ -469,12 +469,10 @@ def test_each_grading_run_draws_its_own_seeds():
     """A notebook's grading seed is the whole class's in a run (its reference is built once), and another in the next
     run: a seed an instructor could fix (the old seed_secret) let a student paste into a resubmission the values their
     feedback page showed."""
-    code = (
-        "from autograder.preprocessors.grading_execute import GradingExecute\n"
-        "run = GradingExecute()\n"
-        "print(run.grading_seed({'nbgrader': {'assignment': 'a', 'notebook': 'n'}}),"
-        " run.grading_seed({'nbgrader': {'assignment': 'a', 'notebook': 'n'}}))"
-    )
-    runs = [subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True) for _ in range(2)]
-    (first, again), (second, _) = (r.stdout.split() for r in runs)
-    assert first == again and first != second
+    from autograder.preprocessors.grading_execute import GradingExecute
+
+    resources = {"nbgrader": {"assignment": "a", "notebook": "n"}}
+    code = f"from {GradingExecute.__module__} import GradingExecute as G\nprint(G().grading_seed({resources!r}))"
+    another_run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    this_run = GradingExecute().grading_seed(resources)
+    assert GradingExecute().grading_seed(resources) == this_run != int(another_run.stdout)
