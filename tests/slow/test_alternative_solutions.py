@@ -256,7 +256,7 @@ EX1_MISTAKES = {
     ),
     "m1_bnvar_power": ({"answer_dbnvar": "dbnvar = -0.5 * bnvar_inv**1.5 * dbnvar_inv"}, "bnvar"),
     "m1_dembcat_transposed": ({"answer_dembcat": "dembcat = W1 @ dhprebn.T"}, "embcat"),
-    "m1_dW1_raises": ({"answer_dW1": "dW1 = embcat @ dhprebn"}, "W1"),  # a shape error: dW1 is not defined
+    "m1_dW1_raises": ({"answer_dW1": "dW1 = embcat @ dhprebn"}, "W1"),  # a shape error: its cell stops before dW1
     "m1_db1_wrong_axis": ({"answer_db1": "db1 = dhprebn.sum(1)"}, "b1"),
     "m1_dprobs_log": ({"answer_dprobs": "dprobs = probs.log() * dlogprobs"}, "probs"),
     "m1_dcounts_sum_inv_no_sum": ({"answer_dcounts_sum_inv": "dcounts_sum_inv = counts * dprobs"}, "counts_sum_inv"),

@@ -148,7 +148,7 @@ EX1_MISTAKES = {  # student -> (answer cells changed, the one step that must los
     "pub2_comma_for_a_dot": (  # a tuple, then the builtin sum: TypeError, the later steps keep their points
         {"answer_dbnvar_inv": "dbnvar_inv = (bndiff * dbnraw),sum(0, keepdim=True)"},
         "bnvar_inv",
-        "not defined",
+        "dbnvar_inv's cell stopped with TypeError: 'keepdim' is an invalid keyword argument for sum()",
     ),
     "pub2_zero_like": (
         {
@@ -156,7 +156,7 @@ EX1_MISTAKES = {  # student -> (answer cells changed, the one step that must los
             "        dC[Xb[k, j]] += demb[k, j]"
         },
         "C",
-        "not defined",
+        "dC's cell stopped with AttributeError: module 'torch' has no attribute 'zero_like'",
     ),
 }
 
