@@ -118,25 +118,30 @@ def test_a_notebook_in_a_zip_canvas_marked_late_is_marked_late_too(tmp_path):
     assert [(p.student, p.kind) for p in problems] == [("ada", "marked_late")], problems
 
 
+def _problems_after_each(tmp_path, downloads: dict, notebooks: list, shown) -> list:
+    """The collection problems kept after each download of ``downloads`` (name -> {path: text}) in turn, as ``shown``
+    gives each."""
+    state, seen = GradingState(tmp_path / "state.json"), []
+    for name, files in downloads.items():
+        with zipfile.ZipFile(tmp_path / f"{name}.zip", "w") as z:
+            for path, data in files.items():
+                z.writestr(path, data)
+        state.collected(*collect(tmp_path / f"{name}.zip", tmp_path / "course", ASSIGNMENT, notebooks))
+        seen.append(sorted(shown(p) for p in state.collect_problems))
+    return seen
+
+
 def test_a_later_download_keeps_the_problems_of_a_notebook_it_does_not_hold(tmp_path):
     """ada handed in two copies of Exercise 1 with the class, then Exercise 2 late: the late download dropped every
     problem of hers, so her Exercise 1's page, still graded on the copy the first download chose, no longer said that
     she had handed in two. A notebook's problems go only with a download that holds that notebook of the student's."""
     ex2 = "ex2_cross_entropy_backward"
-    state = GradingState(tmp_path / "state.json")
     downloads = {
         "class": {f"ada/{NB}.ipynb": "{}", f"ada/{NB} (1).ipynb": "{ }", "ada/notes.pdf": ""},
         "late": {f"ada/{ex2}.ipynb": "{}"},
         "ex1 again": {f"ada/{NB}.ipynb": "{  }"},
     }
-    seen = []
-    for name, files in downloads.items():
-        with zipfile.ZipFile(tmp_path / f"{name}.zip", "w") as z:
-            for path, data in files.items():
-                z.writestr(path, data)
-        state.collected(*collect(tmp_path / f"{name}.zip", tmp_path / "course", ASSIGNMENT, [NB, ex2]))
-        seen.append(sorted((p.notebook or "", p.kind) for p in state.collect_problems))
-    assert seen == [
+    assert _problems_after_each(tmp_path, downloads, [NB, ex2], lambda p: (p.notebook or "", p.kind)) == [
         [("", "unmatched_file"), (NB, "duplicate_file")],
         [(NB, "duplicate_file")],  # the notes.pdf of a student the download holds goes, as before
         [],  # Exercise 1 handed in again, alone: what the new download holds for it is what counts
@@ -234,20 +239,12 @@ def test_the_notebooks_in_a_zip_a_student_handed_in_are_collected_as_theirs(tmp_
 def test_a_later_download_keeps_the_problems_an_earlier_one_found_for_students_it_does_not_hold(tmp_path):
     """``grade --from class.zip``, then ``grade --from late.zip``: the class's collection problems were replaced by the
     late download's, so that ada's file that matched nothing was said by the first run and by no later one."""
-    state = GradingState(tmp_path / "state.json")
     downloads = {
         "class": {"ada/notes.pdf": "", f"ada/{NB}.ipynb": "{}", f"ben/{NB}.ipynb": "{}"},
         "late": {f"ben/{NB} (1).ipynb": "{}", "cy/essay.docx": ""},
         "ada again": {f"ada/{NB}.ipynb": "{ }"},
     }
-    seen = []
-    for name, files in downloads.items():
-        with zipfile.ZipFile(tmp_path / f"{name}.zip", "w") as z:
-            for path, data in files.items():
-                z.writestr(path, data)
-        state.collected(*collect(tmp_path / f"{name}.zip", tmp_path / "course", ASSIGNMENT, [NB]))
-        seen.append(sorted((p.student, p.detail.split(":")[0]) for p in state.collect_problems))
-    assert seen == [
+    assert _problems_after_each(tmp_path, downloads, [NB], lambda p: (p.student, p.detail.split(":")[0])) == [
         [("ada", "ada/notes.pdf")],
         [("ada", "ada/notes.pdf"), ("cy", "cy/essay.docx")],
         [("cy", "cy/essay.docx")],  # ada handed in again: what her new download holds is what counts
