@@ -109,4 +109,6 @@ def test_the_notebook_says_the_other_batch_size_the_grader_uses():
     OTHER_BATCH_SIZE (generated from it) is too."""
     cells = nbformat.read(SOURCE_DIR / f"{EX4}.ipynb", as_version=4).cells
     assert f"and on a batch of {OTHER_BATCH_SIZE} examples" in cells[0].source
+    check_it = next(c.source for c in cells if c.source.startswith("## Check it"))  # what the lines under them check
+    assert f"on a batch of {OTHER_BATCH_SIZE} examples as the autograder does" in check_it
     assert f"OTHER_BATCH_SIZE = {OTHER_BATCH_SIZE}  #" in shared_cell("self_check_helpers")
