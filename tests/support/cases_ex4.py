@@ -270,12 +270,14 @@ CHEATS = {
 }
 
 
-# The calibration of every case that is not about it: the solution's statistics from the deviations squared in place, at
-# a third of the cost of its .var(0) over Xtr (0.15 against 0.42 s, a third of a case here); the solution keeps its own
+# The calibration of every case not about it: the solution's statistics from the embeddings' mean and covariance, as
+# the grader computes them (0.05 CPU s, against 0.26 forming hprebn over Xtr, 0.42 with .var(0): the solution keeps its)
 QUICK_CALIBRATION = {
-    "answer_calibration": "hprebn_all = C[Xtr].view(Xtr.shape[0], -1) @ W1 + b1\n"
-    "bnmean = hprebn_all.mean(0, keepdim=True)\n"
-    "bnvar = hprebn_all.sub_(bnmean).square_().sum(0, keepdim=True) / (Xtr.shape[0] - 1)"
+    "answer_calibration": "embcat_all = C[Xtr].view(Xtr.shape[0], -1).double()\n"
+    "embmean = embcat_all.mean(0, keepdim=True)\nembcat_all -= embmean\n"
+    "covariance = embcat_all.T @ embcat_all / (Xtr.shape[0] - 1)\n"
+    "bnmean = (embmean @ W1.double() + b1).float()\n"
+    "bnvar = ((covariance @ W1.double()) * W1).sum(0, keepdim=True).float()"
 }
 
 
@@ -293,5 +295,5 @@ def submissions(release, source) -> dict:
         class_[student] = solved(release, source, {**QUICK_CALIBRATION, **changes})
     # A leftover training loop of the student's own, before the graded run: stopped early, costs nothing.
     loop = "with torch.no_grad():\n    for i in range(200_000):\n        training_step(*check_batch[:2], 0.1)"
-    class_["alt_extra_loop"] = solved(release, source, extra_cells=[("answer_training_step", loop)])
+    class_["alt_extra_loop"] = solved(release, source, QUICK_CALIBRATION, [("answer_training_step", loop)])
     return class_
