@@ -1,8 +1,7 @@
 """``backprop-ninja grade``: grade a whole class with one command, sandboxed and in parallel.
 
-The run, step by step: preflight, collect, check and repair, choose who changed, autograde in the pool or on a
-cluster, merge into the gradebook, name the bug hunt's shared ids, write grades.csv, problems.json,
-grade_history.csv and the report. Each step, its limits and its reasons: docs/design/class-grading.md.
+One run at a time in a course: preflight, collect, check and repair, choose who changed, autograde in the pool or on
+a cluster, merge, name shared bug hunt ids, write the files. Each step and its reasons: docs/design/class-grading.md.
 """
 
 import datetime
@@ -104,7 +103,8 @@ class ClassGrading:
         if not (cluster and self.o.sandbox):
             preflight.check_sandbox(self.o.sandbox)
         try:
-            return self._run(started, cluster)
+            with preflight.course_lock(self.root):  # one run at a time: two at once undo each other's work
+                return self._run(started, cluster)
         finally:
             if cluster:
                 cluster.close()

@@ -1,6 +1,9 @@
 """What must hold before anyone is graded: a course root, its assignment and notebooks, the release
 and the gradebook's copy of it, and the sandbox's tools on this machine."""
 
+import contextlib
+import datetime
+import fcntl
 import os
 import pwd
 import shutil
@@ -21,6 +24,8 @@ UNSANDBOXED_WARNING = (
 def course_root(folder: Path) -> Path:
     """The course root ``folder`` (absolute); it must hold nbgrader_config.py."""
     root = Path(folder).resolve()
+    if not root.is_dir():
+        raise GradingError(f"{root} does not exist: --course names the course root, the folder with nbgrader_config.py")
     if not (root / "nbgrader_config.py").is_file():
         raise GradingError(f"{root} is not a course root: it has no nbgrader_config.py")
     return root
@@ -28,7 +33,14 @@ def course_root(folder: Path) -> Path:
 
 # What grade writes in the course root (the gradebook may also be a server's: docs/postgres.md), and the folders it
 # writes in: checked before anything is written, so that a run it cannot finish is not begun.
-WRITTEN_FILES = ("gradebook.db", "grades.csv", "problems.json", "grade_history.csv", "class_report.html")
+WRITTEN_FILES = (
+    "gradebook.db",
+    "grades.csv",
+    "problems.json",
+    "grade_history.csv",
+    "class_report.html",
+    ".grading/running",
+)
 WRITTEN_FOLDERS = (".grading", "autograded", "feedback", "submitted")
 
 
@@ -69,6 +81,29 @@ def check_writable(root: Path, profile: Path | None = None) -> None:
             raise GradingError(f"cannot write the profile {profile} ({error.strerror}): name another file") from None
 
 
+@contextlib.contextmanager
+def course_lock(root: Path):
+    """Held while grade runs in the course: a second grade of it stops at once, having written nothing (two at once
+    each cleared the other's autograded/ and .grading/ and left grader_error or empty grades behind)."""
+    (root / ".grading").mkdir(exist_ok=True)
+    with open(root / ".grading" / "running", "a+") as file:
+        try:
+            fcntl.flock(file, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            file.seek(0)
+            who = file.read().strip() or "another process"
+            raise GradingError(
+                f"another backprop-ninja grade is running in {root} ({who}): wait for it to end, then grade again. "
+                "Nothing was graded."
+            ) from None
+        file.seek(0)
+        file.truncate()
+        now = datetime.datetime.now().astimezone().isoformat(timespec="seconds")
+        file.write(f"process {os.getpid()} of {_name(os.geteuid())}, started {now}")
+        file.flush()
+        yield
+
+
 def check_temporary_folder() -> None:
     """$TMPDIR, when set, must be a folder this user can write in: the sandbox's private folders are made there
     (Python would quietly take another, and other programs would fail)."""
@@ -90,6 +125,9 @@ def find_assignment(root: Path) -> str:
 
 def notebook_names(root: Path, assignment: str) -> list:
     """The assignment's notebooks, read from source/ (never a fixed list)."""
+    if not (root / "source" / assignment).is_dir():
+        found = sorted(p.name for p in (root / "source").iterdir() if p.is_dir()) if (root / "source").is_dir() else []
+        raise GradingError(f"{root / 'source'} has no assignment {assignment}: it has {', '.join(found) or 'none'}")
     names = sorted(p.stem for p in (root / "source" / assignment).glob("*.ipynb"))
     if not names:
         raise GradingError(f"no notebooks in {root / 'source' / assignment}")

@@ -60,6 +60,8 @@ def entries(download: Path) -> tuple:
                 read = lambda path=path: path.read_bytes()
                 entries.append(Entry(path.relative_to(download).parts, st.st_size, st.st_mtime, read, path))
         return entries, []
+    if not download.exists():
+        raise GradingError(f"{download}: no such file or folder (--from names the LMS's download, a .zip or a folder)")
     raise GradingError(f"{download}: not a zip file (a download cut short?) or a folder")
 
 

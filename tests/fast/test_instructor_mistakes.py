@@ -1,0 +1,73 @@
+"""What an instructor gets wrong on the command line (a path, a name, two runs at once) is answered in one line that
+says what is wrong and what to do, before anything is written."""
+
+import fcntl
+import re
+import zipfile
+
+import pytest
+from support.course import ASSIGNMENT
+
+from autograder.cli import main
+from autograder.common.errors import GradingError
+from autograder.grading.intake.collect import collect
+from autograder.grading.preflight import course_lock, notebook_names
+
+NB = "ex1_atomic_backward"
+
+
+def small_course(root):
+    (root / "source" / ASSIGNMENT).mkdir(parents=True)
+    (root / "source" / ASSIGNMENT / f"{NB}.ipynb").write_text("{}")
+    (root / "nbgrader_config.py").write_text("c = get_config()\n")
+    with zipfile.ZipFile(root / "download.zip", "w") as z:
+        z.writestr("Ada Lovelace_1001_assignsubmission_file_/ex1.ipynb", "{}")
+    return root
+
+
+def grade(*args) -> str:
+    with pytest.raises(SystemExit) as stop:
+        main(["grade", "--quiet", *args])
+    return str(stop.value.code)
+
+
+@pytest.mark.parametrize(
+    "args, said",
+    [
+        (["--course", "{root}/nope"], r"/nope does not exist: --course names the course root"),
+        (["--course", "{root}/source"], r"/source is not a course root: it has no nbgrader_config.py"),
+        (["--course", "{root}", "--assignment", "ninja"], rf"has no assignment ninja: it has {ASSIGNMENT}$"),
+    ],
+)
+def test_a_wrong_course_or_assignment_is_named_with_what_is_there(tmp_path, args, said):
+    root = small_course(tmp_path)
+    message = grade(*(a.format(root=root) for a in args))
+    assert re.search(said, message), message
+    assert not (root / "submitted").exists() and not (root / ".grading").exists()
+
+
+def test_a_download_that_does_not_exist_is_not_called_a_damaged_zip(tmp_path):
+    with pytest.raises(GradingError, match=r"missing.zip: no such file or folder \(--from names the LMS's download"):
+        collect(tmp_path / "missing.zip", tmp_path, ASSIGNMENT, [NB])
+    with pytest.raises(GradingError, match="has no assignment other: it has none"):
+        notebook_names(tmp_path, "other")
+
+
+def test_a_second_grade_of_a_course_stops_before_it_writes_anything(tmp_path):
+    root = small_course(tmp_path)
+    (root / ".grading").mkdir()
+    with open(root / ".grading" / "running", "a+") as held:  # the first run, as another process holds it
+        held.write("process 4242 of ada, started 2026-12-06T15:00:00+00:00")
+        held.flush()
+        fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        message = grade("--course", str(root), "--from", str(root / "download.zip"), "--unsandboxed")
+    assert f"another backprop-ninja grade is running in {root} (process 4242 of ada, started 2026" in message
+    assert message.endswith("Nothing was graded.")
+    assert not (root / "submitted").exists() and not (root / "gradebook.db").exists()
+    with course_lock(root):  # once the first run has ended, the next one runs, and says who it is
+        assert (root / ".grading" / "running").read_text().startswith("process ")
+        with pytest.raises(GradingError, match="another backprop-ninja grade is running"):
+            with course_lock(root):
+                pass
+    with course_lock(root):
+        pass
