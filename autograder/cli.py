@@ -237,6 +237,8 @@ def run(args) -> None:
             )
         )
         print_summary(summary)
+        if not args.no_feedback:  # each student's pages, feedback/<student>/<assignment>/<notebook>.html
+            print(f"feedback: {Path(args.course).resolve() / 'feedback'}")
     elif args.command == "slurm-script":
         from .grading.cluster.slurm import job_script
 

@@ -71,3 +71,17 @@ def test_a_second_grade_of_a_course_stops_before_it_writes_anything(tmp_path):
                 pass
     with course_lock(root):
         pass
+
+
+def test_the_summary_says_where_the_students_feedback_is(tmp_path, monkeypatch, capsys):
+    from autograder.grading import class_grading
+    from autograder.grading.summary import Summary
+
+    done = Summary(
+        ["ada"], ["ada"], [], [], tmp_path / "grades.csv", tmp_path / "p.json", tmp_path / "h.csv", None, 1.0
+    )
+    monkeypatch.setattr(class_grading, "grade_class", lambda options: done)
+    main(["grade", "--course", str(tmp_path), "--quiet"])
+    assert f"feedback: {tmp_path / 'feedback'}\n" in capsys.readouterr().out
+    main(["grade", "--course", str(tmp_path), "--quiet", "--no-feedback"])
+    assert "feedback:" not in capsys.readouterr().out
