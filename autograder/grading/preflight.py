@@ -159,8 +159,8 @@ def ensure_release(root: Path, assignment: str, notebooks: list, gradebook: str)
     released = {p.stem for p in (root / "release" / assignment).glob("*.ipynb")}
     if not set(notebooks) <= known & released:
         print(
-            f"nbgrader generate_assignment {assignment} (the gradebook or release/ lacks "
-            f"{', '.join(sorted(set(notebooks) - (known & released)))})",
+            f"running nbgrader generate_assignment {assignment} --force, since the gradebook or release/ lacks "
+            f"{', '.join(sorted(set(notebooks) - (known & released)))} (once, before the first grading)",
             file=sys.stderr,
         )
         run_nbgrader(root, "generate_assignment", assignment, "--force")

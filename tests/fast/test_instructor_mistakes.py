@@ -85,3 +85,17 @@ def test_the_summary_says_where_the_students_feedback_is(tmp_path, monkeypatch, 
     assert f"feedback: {tmp_path / 'feedback'}\n" in capsys.readouterr().out
     main(["grade", "--course", str(tmp_path), "--quiet", "--no-feedback"])
     assert "feedback:" not in capsys.readouterr().out
+
+
+def test_the_release_made_before_the_first_grading_is_told_as_a_step_not_as_a_command_to_type(
+    tmp_path, monkeypatch, capsys
+):
+    from autograder.grading import preflight
+
+    ran = []
+    monkeypatch.setattr(preflight, "run_nbgrader", lambda root, *args: ran.append(args))
+    preflight.ensure_release(tmp_path, ASSIGNMENT, [NB], f"sqlite:///{tmp_path / 'gradebook.db'}")
+    assert ran == [("generate_assignment", ASSIGNMENT, "--force")]
+    said = capsys.readouterr().err
+    assert said.startswith(f"running nbgrader generate_assignment {ASSIGNMENT} --force, since the gradebook"), said
+    assert f"lacks {NB} (once, before the first grading)" in said
