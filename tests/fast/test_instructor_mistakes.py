@@ -99,3 +99,21 @@ def test_the_release_made_before_the_first_grading_is_told_as_a_step_not_as_a_co
     said = capsys.readouterr().err
     assert said.startswith(f"running nbgrader generate_assignment {ASSIGNMENT} --force, since the gradebook"), said
     assert f"lacks {NB} (once, before the first grading)" in said
+
+
+def test_a_missing_notebook_names_what_the_student_handed_in_instead(tmp_path):
+    from autograder.common.problems import Problem
+    from autograder.grading.intake.prepare import stage_student
+
+    (tmp_path / "submitted" / "Eli_1005" / ASSIGNMENT).mkdir(parents=True)
+    pdf = "Eli Scatter_1005_assignsubmission_file_/ex1_atomic_backward.pdf: not a notebook file (.ipynb)"
+    collected = [
+        Problem("Eli_1005", None, "unmatched_file", pdf),
+        Problem("Ben_1002", None, "unmatched_file", "Ben_1002_assignsubmission_file_/notes.txt: not a notebook file"),
+    ]
+    staged, problems = stage_student(tmp_path, ASSIGNMENT, "Eli_1005", [NB], {}, collected)
+    assert staged == [] and [(p.kind, p.notebook) for p in problems] == [("missing_notebook", NB)]
+    assert (
+        problems[0].detail
+        == f"no {NB}.ipynb was handed in as a regular file; what was handed in matches no notebook: {pdf}"
+    )

@@ -49,6 +49,10 @@ def stage_student(root: Path, assignment: str, student: str, notebooks: list, re
                 detail += f" (submitted/{student}/{assignment} is a link, not read)"
             elif others := named_otherwise(root / "submitted" / student, assignment, notebook, notebooks):
                 detail += f"; the student's folder holds {', '.join(others)}{FOR_THE_INSTRUCTOR}"
+            elif handed := [
+                p.detail for p in collected if (p.student, p.kind, p.notebook) == (student, "unmatched_file", None)
+            ]:
+                detail += "; what was handed in matches no notebook: " + "; ".join(handed[:3])  # a PDF, a .py, a .zip
             problems.append(Problem(student, notebook, "missing_notebook", detail))
             continue
         try:
