@@ -49,7 +49,11 @@ def print_summary(summary: Summary, file=sys.stdout, shown: int = 30) -> None:
         counts = {}
         for p in sorted(s.problems, key=lambda p: rank(p.kind)):
             counts[p.kind] = counts.get(p.kind, 0) + 1
-        print(f"{len(s.problems)} problems: " + ", ".join(f"{n} {kind}" for kind, n in counts.items()), file=file)
+        print(
+            f"{len(s.problems)} problem{'s' if len(s.problems) != 1 else ''}: "
+            + ", ".join(f"{n} {kind}" for kind, n in counts.items()),
+            file=file,
+        )
         for p in s.problems[:shown]:
             columns = padded(p.student, 20), padded(p.notebook or "-", 28), padded(p.kind, KIND_WIDTH)
             print("  " + " ".join(columns), p.detail, file=file)

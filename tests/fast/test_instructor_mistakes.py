@@ -117,3 +117,16 @@ def test_a_missing_notebook_names_what_the_student_handed_in_instead(tmp_path):
         problems[0].detail
         == f"no {NB}.ipynb was handed in as a regular file; what was handed in matches no notebook: {pdf}"
     )
+
+
+def test_the_summary_counts_one_problem_as_one_problem():
+    import io
+
+    from autograder.common.problems import Problem
+    from autograder.grading.summary import Summary, print_summary
+
+    for problems, said in [(1, "1 problem: 1 duplicate_file\n"), (2, "2 problems: 2 duplicate_file\n")]:
+        found = [Problem(f"s{i}", NB, "duplicate_file", "2 files") for i in range(problems)]
+        out = io.StringIO()
+        print_summary(Summary(["s0", "s1"], ["s0", "s1"], [], found, "g", "p", "h", None, 1.0), out)
+        assert said in out.getvalue(), out.getvalue()
