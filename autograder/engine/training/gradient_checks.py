@@ -30,7 +30,7 @@ def call_problem(report: Report, position: int, on_check_batch: bool = True) -> 
             "not_answered", say("not answered yet: backward_pass is not defined (did its cell run without an error?)")
         )
     if status.get("kind") == "raised":
-        if status.get("type") == "NotImplementedError":
+        if status.get("type") == "NotImplementedError" and not status.get("message"):  # the blank stub's
             return Reason("not_answered", say("not answered yet: backward_pass still raises NotImplementedError"))
         if status.get("type") == "AutogradIsOff":  # autograd reached through code the static reading does not follow
             return Reason("autograd", USES_AUTOGRAD)
