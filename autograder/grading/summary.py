@@ -34,8 +34,9 @@ class Summary:
     """On a Dask cluster: the ``cluster.HostTimes`` of every host that graded a student in this run."""
 
 
-def print_summary(summary: Summary, file=sys.stdout, shown: int = 30) -> None:
-    s = summary
+def print_summary(summary: Summary, file=None, shown: int = 30) -> None:
+    """The summary, to ``file`` (None: sys.stdout as it is now, never as it was when this module was imported)."""
+    s, file = summary, file or sys.stdout
     idle = len(s.students) - len(s.graded) - len(s.unchanged)
     print(
         f"{len(s.students)} students: {len(s.graded)} (re)graded, {len(s.unchanged)} unchanged since the last run"
