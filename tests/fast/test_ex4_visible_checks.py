@@ -244,14 +244,7 @@ def test_a_calibration_before_training_says_so(ex4):
 def check_backward(ex4, backward_pass, name, **later):
     """What the visible check under d<name>'s graded cell prints for this backward_pass (source), on the check
     batch; ``later``: names that later cells rebound (Step 1 leaves Xb its last minibatch)."""
-    setup, cells = ex4
-    namespace = {**setup}
-    for code in (shared_cell("self_check_helpers"), cells["training_checks"], backward_pass):
-        exec(strip_hidden(code), namespace)
-    namespace.update(later)
-    with contextlib.redirect_stdout(io.StringIO()) as out, contextlib.redirect_stderr(io.StringIO()) as err:
-        namespace["check_backward"](name)
-    return out.getvalue() + err.getvalue()
+    return printed(ex4, backward_pass, f"check_backward({name!r})", **later)
 
 
 INDEX_ADD = "dC.index_add_(0, Xb.view(-1), demb.view(-1, n_embd))"
