@@ -15,12 +15,13 @@ class Edition:
     name: str  # in its own language, as a student looks for it: "Русский"
     html_lang: str  # the pages' lang attribute (BCP 47): "ru", "zh-Hans"
     locale: str  # the catalogs' Language header, and Babel's plural rules: "ru", "zh_Hans"
+    decimal: str = "."  # the decimal separator of its numbers in sentences: Russian writes "0,5 балла"
 
 
 ENGLISH = "en"
 EDITIONS = {
     "en": Edition("en", "English", "en", "en"),
-    "ru": Edition("ru", "Русский", "ru", "ru"),
+    "ru": Edition("ru", "Русский", "ru", "ru", decimal=","),
     "zh": Edition("zh", "简体中文", "zh-Hans", "zh_Hans"),
 }
 TRANSLATED = tuple(code for code in EDITIONS if code != ENGLISH)

@@ -33,7 +33,10 @@ class Words:
         else:
             template = words.ngettext(self.template, self.plural, plural_count(self.count))
         values = {name: render(value, code, domain) for name, value in self.params.items()}
-        return template.format(count=self.count, **values) if self.plural is not None else template.format(**values)
+        if self.plural is not None:
+            values["count"] = self.count
+        decimal = edition(code).decimal
+        return template.format(**values) if decimal == "." else _Numbers(decimal).vformat(template, (), values)
 
     def __str__(self) -> str:
         return self.render()
@@ -49,6 +52,18 @@ class Words:
 
     def __hash__(self) -> int:
         return hash(self._key())
+
+
+class _Numbers(string.Formatter):
+    """``str.format`` with the edition's decimal separator in the numbers it formats (the words keep theirs)."""
+
+    def __init__(self, decimal: str):
+        self.decimal = decimal
+
+    def format_field(self, value, format_spec):
+        text = super().format_field(value, format_spec)
+        number = isinstance(value, (int, float)) and not isinstance(value, bool)
+        return text.replace(".", self.decimal) if number and self.decimal != "." else text
 
 
 def say(template: str, **params) -> Words:

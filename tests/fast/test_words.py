@@ -165,9 +165,11 @@ def test_a_russian_number_never_stands_before_a_word_that_must_agree_with_it_out
     "points, russian, chinese, both",
     [(1, "штраф 1 балл", "扣 1 分", "(2 балла)"), (2, "штраф 2 балла", "扣 2 分", "(4 балла)"),
      (5, "штраф 5 баллов", "扣 5 分", "(10 баллов)"), (21, "штраф 21 балл", "扣 21 分", "(42 балла)"),
-     (1.5, "штраф 1.5 балла", "扣 1.5 分", "(3 балла)"), (0.5, "штраф 0.5 балла", "扣 0.5 分", "(1 балл)")],
+     (1.5, "штраф 1,5 балла", "扣 1.5 分", "(3 балла)"), (0.5, "штраф 0,5 балла", "扣 0.5 分", "(1 балл)")],
 )  # fmt: skip
 def test_points_in_the_feedback_agree_with_their_number(points, russian, chinese, both):
+    """... and Russian writes a fraction of a point with its decimal comma ("0,5 балла"); Chinese and English with a
+    point."""
     from autograder.preprocessors.page_notes import notes_html
     from autograder.preprocessors.summarize_steps import Row, headline_html
 

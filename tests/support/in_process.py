@@ -115,7 +115,8 @@ def autograde(name: str, submissions: dict, seed: int = DEFAULT_SEED) -> dict:
 def judge(name: str, student: str, executed: tuple, edition: str = ENGLISH) -> Graded:
     """JudgeAnswers on a notebook as it ran (``Graded.executed``), its feedback in the language of ``edition``."""
     nb, state, seed = executed
-    judged = nbformat.from_dict(json.loads(json.dumps(nb)))  # a deep copy: judging replaces the graded outputs
+    # judging rebinds each graded cell's outputs and changes nothing deeper: a copy of every cell keeps ``nb`` as it ran
+    judged = nbformat.NotebookNode({**nb, "cells": [nbformat.NotebookNode(cell) for cell in nb.cells]})
     resources = {
         "nbgrader": {"notebook": name, "student": student},
         "backprop_ninja": {
