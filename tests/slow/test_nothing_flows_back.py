@@ -353,18 +353,23 @@ for _pid in sorted(p for p in os.listdir("/proc") if p.isdigit()):
 """
 
 
+def ran_at(root: Path, student: str) -> str:
+    """When the kernel began the student's notebook (its first cell's time, as the kernel gave it)."""
+    nb = nbformat.read(root / "autograded" / student / ASSIGNMENT / f"{NB}.ipynb", as_version=4)
+    return min(c.metadata["execution"]["iopub.execute_input"] for c in nb.cells if "execution" in c.metadata)
+
+
 def answer_output(root: Path, student: str) -> str:
     nb = nbformat.read(root / "autograded" / student / ASSIGNMENT / f"{NB}.ipynb", as_version=4)
     cell = next(c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == "answer_dlogprobs")
     return "".join(o.get("text", "") for o in cell.outputs)
 
 
-def test_a_kernel_can_trace_no_process_of_its_sandbox_nor_write_into_the_next_students(grader):
+def test_a_kernel_can_trace_no_process_of_its_sandbox_nor_write_into_the_next_students(next_students):
     """One sandbox serves a worker's students in turn. Its init (pid 1) was bubblewrap's, which for an ordinary
     user's grader ran as the kernels' uid and could be traced: a kernel wrote into its memory, and the next student's
     kernel read it. Now the init is the kernel parent, which no kernel may trace."""
-    root = grader.course({"h_trace": TRACE, "h_victim": LOOK_AROUND}, controls=CONTROLS[:1], name="traced")
-    grader.grade(root, "--quiet", "--workers", "1")
+    root = next_students
     traced = [line for line in answer_output(root, "h_trace").splitlines() if line.startswith("TRACED")]
     assert traced and all(line.endswith("attached False, opened False, written False") for line in traced), traced
     looked = [line for line in answer_output(root, "h_victim").splitlines() if line.startswith("LOOKED")]
@@ -403,20 +408,11 @@ print("SEARCHED", *(_in_memory(_s) for _s in (_mine.translate(_plus_one), bytes.
 """
 
 
-def test_the_names_a_kernel_left_are_not_in_the_next_students_kernels_memory(grader):
+def test_the_names_a_kernel_left_are_not_in_the_next_students_kernels_memory(next_students):
     """A kernel is forked from its parent, with a copy of the parent's memory, freed parts included. The parent read
     the names of the files the kernel before had left (to sum them up and to clear the sandbox): the next student's
     kernel found one by searching its own memory. Now only short-lived children of the parent read them."""
-    token = uuid.uuid4().hex
-    shifted = bytes((b + 1) % 256 for b in f"left-by-h-leave-{token}".encode()).hex()
-    hostile = {"h_leave": LEAVE_A_NAME.replace("TOKEN", token), "h_search": SEARCH_MEMORY.replace("SHIFTED", shifted)}
-    handed_in = f"handed-in-by-h-leave-{uuid.uuid4().hex}.txt"  # a name of their folder, which the parent copies
-    hostile["h_search"] = hostile["h_search"].replace(
-        "HANDED_IN", bytes((b + 1) % 256 for b in handed_in.encode()).hex()
-    )
-    root = grader.course(hostile, controls=(), name="names")
-    (root / "submitted" / "h_leave" / ASSIGNMENT / handed_in).write_text("x")
-    grader.grade(root, "--quiet", "--workers", "1")
+    root = next_students
     assert [kind for kind, _ in problems(root)["h_leave"]] == ["kernel_files_discarded"]
     assert "SEARCHED True False False" in answer_output(root, "h_search"), answer_output(root, "h_search")
     assert all(grades(root)[student]["total"] == FULL for student in ("h_leave", "h_search"))
@@ -439,16 +435,42 @@ print("DEV", sorted(os.listdir("/dev")), (_v.f_blocks - _v.f_bfree) * _v.f_frsiz
 """
 
 
-def test_a_kernel_leaves_nothing_in_dev_for_the_next_student(grader):
+def test_a_kernel_leaves_nothing_in_dev_for_the_next_student(next_students):
     """bwrap's /dev is a tmpfs of half the machine's memory, which the sandbox never empties between students; for an
     ordinary user's grader it belonged to the kernels' uid: a kernel pinned gigabytes there for the rest of the
     worker's students, and left them notes. Now it is read-only but for its devices and /dev/shm."""
-    root = grader.course({"h_dev": WRITE_IN_DEV, "h_dev_victim": LOOK_IN_DEV}, controls=CONTROLS[:1], name="dev")
-    grader.grade(root, "--quiet", "--workers", "1")
+    root = next_students
     assert "WROTE []" in answer_output(root, "h_dev")
     seen = [line for line in answer_output(root, "h_dev_victim").splitlines() if line.startswith("DEV")]
     assert len(seen) == 1 and "note" not in seen[0] and "pinned" not in seen[0] and seen[0].endswith(" 0 MiB"), seen
     assert all(grades(root)[student]["total"] == FULL for student in ("ada_perfect", "h_dev", "h_dev_victim"))
+
+
+@pytest.fixture(scope="module")
+def next_students(grader):
+    """Hostile students, each graded just before the student the same sandbox serves next, by one worker in one run of
+    ``grade`` (it takes the students in alphabetical order): ada_perfect; h_dev, then h_dev_victim; h_leave, then
+    h_search; h_trace, then h_victim. (One run for the three tests above: a run of its own for each pair cost 7-11 s
+    more.)"""
+    token = uuid.uuid4().hex
+    shift = lambda text: bytes((b + 1) % 256 for b in text.encode()).hex()  # never in memory as it is searched for
+    handed_in = f"handed-in-by-h-leave-{uuid.uuid4().hex}.txt"  # a name of their folder, which the parent copies
+    hostile = {
+        "h_dev": WRITE_IN_DEV,
+        "h_dev_victim": LOOK_IN_DEV,
+        "h_leave": LEAVE_A_NAME.replace("TOKEN", token),
+        "h_search": SEARCH_MEMORY.replace("SHIFTED", shift(f"left-by-h-leave-{token}")).replace(
+            "HANDED_IN", shift(handed_in)
+        ),
+        "h_trace": TRACE,
+        "h_victim": LOOK_AROUND,
+    }
+    root = grader.course(hostile, controls=CONTROLS[:1], name="next")
+    (root / "submitted" / "h_leave" / ASSIGNMENT / handed_in).write_text("x")
+    grader.grade(root, "--quiet", "--workers", "1")
+    for first, then in [("h_dev", "h_dev_victim"), ("h_leave", "h_search"), ("h_trace", "h_victim")]:
+        assert ran_at(root, first) < ran_at(root, then), (first, then)  # one after the other, in one sandbox
+    return root
 
 
 SPEND_THE_PARENTS_TIME = """import os, time
