@@ -6,13 +6,16 @@
 3. course/glossary.md, from the editions' term lists (``glossary``);
 4. the catalogs' templates, merged into every edition's catalog (``catalogs``);
 5. the editions, from release/, course/ and the catalogs (``editions``).
+
+It ends by saying how many messages of each catalog are still to translate or mend (``catalog_checks``): until they
+are, the edition shows their English and the fast tier fails.
 """
 
 import subprocess
 import sys
 
 from ..common.links import repository_url
-from . import catalogs, editions, glossary, graded_cells
+from . import catalog_checks, catalogs, editions, glossary, graded_cells
 from .notebooks import COURSE_ROOT, authored_notebooks, sync
 
 
@@ -38,6 +41,26 @@ def main() -> None:
     changed = catalogs.stale_catalogs(write=True) + editions.stale_files(repository_url(), write=True)
     for path in changed:
         print(f"updated {path.relative_to(COURSE_ROOT)}")
+    _say_what_is_left_to_translate()
+
+
+def _say_what_is_left_to_translate() -> None:
+    """The catalogs' open messages, with the next commands: the editions are written, but show their English."""
+    counts = {
+        f"autograder/locale/{code}/{domain}.po": len(catalog_checks.problems(code, domain))
+        for code in catalog_checks.TRANSLATED
+        for domain in catalog_checks.DOMAINS
+    }
+    left = {path: n for path, n in counts.items() if n}
+    if not left:
+        return
+    for path, n in left.items():
+        print(f"to translate or mend: {n} messages in {path}")
+    print(
+        "Until they are translated, the editions show the English and the fast tier fails. List them with "
+        ".venv/bin/python -m autograder.authoring.catalog_checks, translate them in the .po files "
+        "(docs/translating.md), then run .venv/bin/python -m autograder.authoring again."
+    )
 
 
 if __name__ == "__main__":

@@ -2,7 +2,8 @@
 
 A template of the grader or an f-string keeps every ``{field}``; a markdown block keeps its inline code, its link
 targets, its formulas, its heading level and its table's shape; every message is translated (not empty, not fuzzy).
-``python -m autograder.authoring.catalog_checks ru`` lists what is missing or broken in the Russian catalogs.
+``python -m autograder.authoring.catalog_checks ru`` lists what is missing or broken in the Russian catalogs, and exits
+with status 1 while there is any (0 when every catalog passes).
 """
 
 import re
@@ -73,7 +74,7 @@ def problems(code: str, domain: str) -> list:
     return found
 
 
-def main() -> None:
+def main() -> int:
     codes = sys.argv[1:] or list(TRANSLATED)
     any_found = False
     for code in codes:
@@ -85,7 +86,11 @@ def main() -> None:
                 first = (msgid[0] if isinstance(msgid, tuple) else msgid).split("\n")[0][:90]
                 print(f"  {first!r}: {what}")
     if any_found:
-        print("Translate or mend them in those files (docs/translating.md), then run python -m autograder.authoring.")
+        print(
+            "Translate or mend them in those files (docs/translating.md), "
+            "then run .venv/bin/python -m autograder.authoring."
+        )
+    return 1 if any_found else 0
 
 
 def _shown(code: str, domain: str) -> str:
@@ -94,4 +99,4 @@ def _shown(code: str, domain: str) -> str:
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

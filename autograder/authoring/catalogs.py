@@ -7,9 +7,9 @@ grader     the grader's words: every ``say(...)`` and ``say_n(...)`` of the pack
 notebooks  the notebooks' markdown blocks, code comments and string literals that hold words (release and source)
 course     the course pages' markdown blocks (course/*.md)
 
-``stale_catalogs(write=True)`` extracts the templates and merges them into every catalog: a new English text comes in
-untranslated, a
-changed one keeps its old translation marked fuzzy (which counts as missing until a translator checks it).
+``stale_catalogs(write=True)`` extracts the templates and merges them into every catalog: a new or changed English
+text comes in untranslated (a changed one's old translation is dropped, not kept as a fuzzy suggestion: ``git diff``
+shows it), and the edition shows the English until it is translated.
 ``python -m autograder.authoring.catalogs`` prints how much of each catalog is translated.
 """
 
@@ -131,8 +131,8 @@ def read(code: str, domain: str) -> Catalog:
 
 
 def catalog_files() -> dict:
-    """path -> bytes of every template, and of every edition's catalog merged with it: a new English text comes in
-    untranslated, a changed one keeps its old translation marked fuzzy."""
+    """path -> bytes of every template, and of every edition's catalog merged with it: a new or changed English text
+    comes in untranslated (no fuzzy matching: a changed text's old translation is dropped)."""
     files = {}
     for domain in DOMAINS:
         pot = template(domain)

@@ -183,6 +183,28 @@ def test_every_message_is_translated_and_keeps_what_it_must(code):
         )
 
 
+def test_catalog_checks_exits_1_while_a_message_is_open_and_the_authoring_command_says_what_is_open(
+    monkeypatch, capsys
+):
+    """A maintainer (or a script) can rely on the exit status; the authoring command, which writes the editions with
+    the English in place of what is missing, ends by saying so."""
+    from autograder.authoring import __main__ as authoring
+    from autograder.authoring import catalog_checks
+
+    monkeypatch.setattr("sys.argv", ["catalog_checks"])
+    monkeypatch.setattr(catalog_checks, "problems", lambda code, domain: [])
+    assert catalog_checks.main() == 0
+    authoring._say_what_is_left_to_translate()
+    assert "to translate" not in capsys.readouterr().out
+    open_message = [("d{name} is wrong", "not translated")]
+    monkeypatch.setattr(catalog_checks, "problems", lambda code, domain: open_message if domain == "grader" else [])
+    assert catalog_checks.main() == 1
+    authoring._say_what_is_left_to_translate()
+    out = capsys.readouterr().out
+    assert "to translate or mend: 1 messages in autograder/locale/ru/grader.po" in out
+    assert "show the English" in out and "catalog_checks" in out
+
+
 @pytest.mark.parametrize("code", ["ru", "zh"])
 def test_an_editions_notebooks_are_the_english_ones_in_other_words(code):
     """The committed editions, not a pseudo-translation: the same cells, grade ids, points and code."""
