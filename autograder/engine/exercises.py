@@ -26,7 +26,15 @@ def gradient_check(step: Step, given: tuple = ()) -> Check:
         report = report.with_values(**{"d" + name: grads[name] for name in given})
         return judge_gradient(step, report, forward_values(namespace), grads, seed, tainted)
 
-    return Check("d" + step.name, step.points, judge)
+    return Check("d" + step.name, step.points, judge, **_sent(step, "d" + step.name, given))
+
+
+def _sent(step: Step, answer: str, given: tuple = ()) -> dict:
+    """What a gradient step's hidden test must send: ``report(globals(), answer, *upstream, probe=upstream)``, the
+    given upstream gradients aside (the grader takes those from its reference), so that a slip further up is carried
+    forward and the rule probe can judge the code (tests/fast/test_engine.py holds every notebook to it)."""
+    upstream = [f"d{u}" for u in step.upstream]
+    return {"reports": (answer, *(u for u in upstream if u[1:] not in given)), "probes": tuple(upstream)}
 
 
 def written_with_check(written: WrittenWith) -> Check:
@@ -37,7 +45,7 @@ def written_with_check(written: WrittenWith) -> Check:
         forward, grads = forward_values(namespace), autograd_gradients(namespace)
         return judge_written_with(step, written, report, forward, grads, seed, tainted, code)
 
-    return Check(written.answer, written.points, judge, reads_code=True)
+    return Check(written.answer, written.points, judge, reads_code=True, **_sent(step, written.answer))
 
 
 def value_check(value: Value) -> Check:

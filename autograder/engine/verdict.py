@@ -66,6 +66,10 @@ class Check:
     points: float
     judge: Callable
     reads_code: bool = False
+    # what the graded cell's hidden test must send for the check to judge fairly (a gradient step: its answer and the
+    # upstream gradients the notebook does not give, and every upstream gradient to probe); the fast tier reads them
+    reports: tuple = ()
+    probes: tuple = ()
 
     def __call__(self, report, namespace: dict, seed: int, tainted: set, code: tuple = ()) -> Verdict:
         if self.reads_code:

@@ -1,5 +1,6 @@
 """The grading engine on its own: the rules table, the tolerance, the one setup definition."""
 
+import ast
 import copy
 import re
 
@@ -101,9 +102,10 @@ def test_notebook_self_checks_use_the_graders_tolerance():
 def test_the_words_say_the_graders_tolerance():
     """The notebooks' and the course guide's words give the tolerance by hand ("within 1e-4 of the size of the
     gradient"): a change of RTOL must change them too."""
+    root = SOURCE_DIR.parents[1]
     texts = {
-        p.name: p.read_text()
-        for p in [*sorted(SOURCE_DIR.glob("*.ipynb")), SOURCE_DIR.parents[1] / "course" / "README.md"]
+        str(p.relative_to(root)): p.read_text()
+        for p in [*sorted(SOURCE_DIR.glob("*.ipynb")), root / "course" / "README.md"]
     }
     said = {
         (name, number)
@@ -112,11 +114,19 @@ def test_the_words_say_the_graders_tolerance():
     }
     assert len(said) >= 6
     wrong = sorted(name for name, number in said if float(number) != RTOL)
-    assert not wrong, f"{wrong} give another tolerance than RTOL = {RTOL} (autograder/engine/tolerance.py); edit them"
+    assert not wrong, (
+        f"{wrong} give another tolerance than RTOL = {RTOL} (autograder/engine/tolerance.py): edit their words, run "
+        ".venv/bin/python -m autograder.authoring, and translate the sentences it lists (their number is in the words)"
+    )
 
 
 def test_same_seed_same_loss():
-    assert run_setup(SETUP, 2147483647)["loss"].item() == pytest.approx(3.5577, abs=1e-4)
+    """Exercise 1's setup at the notebook's own SEED: a change of it (its settings, a shared setup cell) shows here."""
+    loss = run_setup(SETUP, 2147483647)["loss"].item()
+    assert loss == pytest.approx(3.5577, abs=1e-4), (
+        f"Exercise 1's setup now gives the loss {loss:.4f} at its SEED: if you changed the setup on purpose, pin the "
+        "new loss here (docs/maintaining.md, 'Changing a notebook's settings')"
+    )
 
 
 def judged(step_name, seed=7, **answers):
@@ -203,13 +213,73 @@ def test_every_graded_cell_is_worth_what_its_check_gives():
             for c in nb.cells
             if c.metadata.get("nbgrader", {}).get("grade")
         }
-        assert sorted(cells) == sorted(checks), f"{name}: the graded cells of the notebook and of CHECKS differ"
+        unjudged, missing = sorted(set(cells) - set(checks)), sorted(set(checks) - set(cells))
+        assert not unjudged, (
+            f"{name}: graded cells {unjudged} have no check, so nbgrader would give their points to any cell that "
+            "runs; add each to CHECKS in autograder/engine/exercises.py "
+            "(docs/maintaining.md, 'Adding a graded cell by hand')"
+        )
+        assert not missing, (
+            f"{name}: CHECKS in autograder/engine/exercises.py judges {missing}, which the notebook has no graded cell "
+            "for; add the cell (grade_id test_<answer>) or remove the entry"
+        )
         for gid, points in cells.items():
             assert float(points) == float(checks[gid].points), (
                 f"{name}, {gid}: the notebook gives {points} points, the engine {checks[gid].points}; set the cell's "
                 "points, its '# Graded: ... (N points)' line and the notebook's table and total of 'How it is "
                 "graded' by hand, then run .venv/bin/python -m autograder.authoring"
             )
+
+
+def _reported(source: str) -> tuple:
+    """The names a test cell's ``report(globals(), ...)`` sends, and those it probes (``probe=(...)``)."""
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Call) and getattr(node.func, "id", "") == "report":
+            sent = [a.value for a in node.args[1:] if isinstance(a, ast.Constant)]
+            probe = next((k.value for k in node.keywords if k.arg == "probe"), ast.Tuple([]))
+            return sent, [e.value for e in probe.elts]
+    return [], []
+
+
+def _unfair_report(check, source: str) -> str | None:
+    """What is wrong with a graded cell's ``report(...)`` for its check (None when it sends what the check needs)."""
+    sent, probed = _reported(source)
+    probe = ", ".join(f'"{n}"' for n in check.probes) + ("," if len(check.probes) == 1 else "")
+    want = ", ".join(f'"{n}"' for n in check.reports) + (f", probe=({probe})" if check.probes else "")
+    fair = sent[:1] == [check.reports[0]] and set(check.reports) <= set(sent) <= set(check.reports + check.probes)
+    if fair and set(check.probes) <= set(probed):
+        return None
+    return f"its hidden test must call report(globals(), {want}); it sends {sent}, probe={probed}"
+
+
+def test_every_gradient_step_reports_its_upstream_gradients_and_probes_them():
+    """A gradient step's hidden test must send the step's upstream gradients (the notebook's given ones aside) and
+    probe them: without them a step right for the student's own wrong upstream gradient is judged against autograd's
+    and loses its points, and the feedback says the upstream gradient is "not defined". Exercises 1 and 5 generate the
+    call; the others write it by hand (docs/maintaining.md, 'Adding a graded cell by hand')."""
+    from autograder.engine.exercises import CHECKS
+
+    for name, checks in CHECKS.items():
+        nb = nbformat.read(SOURCE_DIR / f"{name}.ipynb", as_version=4)
+        for cell in nb.cells:
+            check = checks.get(grade_id(cell))
+            if check and check.reports:
+                problem = _unfair_report(check, cell.source)
+                assert problem is None, f"{name}, {grade_id(cell)}: {problem}"
+
+
+def test_a_hand_written_report_without_its_upstream_gradients_is_caught():
+    """Exercise 2's dh written by hand, as 'Adding an exercise' once read: report(globals(), "dh")."""
+    from autograder.engine.exercises import gradient_check
+
+    check = gradient_check(STEP_BY_NAME["h"])
+    assert (check.reports, check.probes) == (("dh", "dlogits"), ("dlogits",))
+    hidden = "from autograder.in_kernel import report\n\nreport(globals(), {})\n"
+    assert _unfair_report(check, hidden.format('"dh", "dlogits", probe=("dlogits",)')) is None
+    assert 'report(globals(), "dh", "dlogits", probe=("dlogits",))' in _unfair_report(check, hidden.format('"dh"'))
+    assert _unfair_report(check, hidden.format('"dh", "dlogits"'))  # not probed: the rule probe could not run
+    given = gradient_check(STEP_BY_NAME["bngain"], given=("hpreact",))  # Exercise 3: dhpreact is handed out
+    assert _unfair_report(given, hidden.format('"dbngain", probe=("dhpreact",)')) is None
 
 
 def _table_points(text: str) -> dict:

@@ -164,7 +164,11 @@ def _read_grades(nb, problems: list) -> Graded:
         gid = grade_id(cell)
         most[gid] = float(meta.get("points", 0))
         results = [o for o in cell.get("outputs", []) if o.get("output_type") == "execute_result"]
-        points[gid] = float(results[-1]["data"]["text/plain"]) if results else 0.0
+        assert results, (
+            f"{gid}: no verdict of the grader in this graded cell: does CHECKS in autograder/engine/exercises.py judge "
+            "it? (tests/fast/test_engine.py::test_every_graded_cell_is_worth_what_its_check_gives)"
+        )
+        points[gid] = float(results[-1]["data"]["text/plain"])
         messages[gid] = "".join(o.get("text", "") for o in cell.get("outputs", []) if o.get("output_type") == "stream")
         kinds[gid] = results[-1]["metadata"][METADATA]["diagnosis"]
         assert points[gid] <= most[gid], (
