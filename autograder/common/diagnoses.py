@@ -89,9 +89,15 @@ class Reason(str):
 
     def __new__(cls, kind: str, text: Words):
         if kind not in DIAGNOSES and kind != NOTE:
-            raise ValueError(f"no diagnosis kind {kind!r} in common.diagnoses.DIAGNOSES")
+            raise ValueError(
+                f"no diagnosis kind {kind!r} in DIAGNOSES: use one of its keys, or add the kind there "
+                "(autograder/common/diagnoses.py), with the words the class report names it by"
+            )
         if not isinstance(text, Words):
-            raise TypeError(f"a Reason's words are say(...) or say_n(...), not {type(text).__name__}: {text!r:.80}")
+            raise TypeError(
+                f"a Reason's words are say(...) or say_n(...), not {type(text).__name__}: {text!r:.80} "
+                '(write Reason(kind, say("...")), so that the editions can translate it)'
+            )
         reason = super().__new__(cls, str(text))
         reason.kind, reason.words = kind, text
         return reason

@@ -173,3 +173,10 @@ def test_most_frequent_counts_students_per_kind(tmp_path):
         (NB, "test_dbnbias"): [("keepdim", ["ada", "ben", "cy"])],
         (NB, "test_dprobs"): [("wrong_sign", ["ben"])],
     }
+
+
+def test_a_reason_that_cannot_be_made_says_how_to_make_it():
+    with pytest.raises(ValueError, match=r"add the kind there \(autograder/common/diagnoses.py\)"):
+        Reason("no_such_kind", say("d{name} is wrong", name="x"))
+    with pytest.raises(TypeError, match=r"write Reason\(kind, say"):
+        Reason("wrong_sign", "dx has the wrong sign")

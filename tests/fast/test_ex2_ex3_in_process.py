@@ -31,7 +31,9 @@ def graded():
 
 @pytest.mark.parametrize("notebook", [NB2, NB3])
 def test_points_table(graded, notebook):
-    assert graded[notebook]["solution"].max_points == POINTS[notebook]
+    assert graded[notebook]["solution"].max_points == POINTS[notebook], (
+        f"{notebook}'s graded cells and their points are not POINTS in tests/support/cases_ex2_ex3.py: update it there"
+    )
 
 
 @pytest.mark.parametrize("notebook", [NB2, NB3])
