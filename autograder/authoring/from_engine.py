@@ -21,6 +21,7 @@ from pathlib import Path
 
 from ..engine import backward_rules, explain, honesty, operators, tolerance
 from ..engine.bug_hunt import catalogue, checker
+from ..engine.honesty import prose
 from ..engine.probes import judge_rule, rerun, snapshots
 from ..engine.training import network, reference_runs
 
@@ -33,6 +34,8 @@ FUNCTIONS = [
     honesty.assigned_names,
     honesty._assigned_names,
     honesty._prose,
+    prose._text,
+    prose._own_names,
     honesty._uses_autograd,
     honesty._autograd_facts,
     honesty._loaded_names,
@@ -98,6 +101,7 @@ def block() -> str:
         f"FORBIDDEN_ATTRIBUTES = {sorted(honesty.FORBIDDEN_ATTRIBUTES)!r}  # what reads autograd",
         f"FORBIDDEN_NAMES = {sorted(honesty.FORBIDDEN_NAMES)!r}",
         f"FORBIDDEN_WORDS = {honesty.FORBIDDEN_WORDS!r}",
+        f"TEXT_EXCEPTIONS = frozenset({sorted(prose.TEXT_EXCEPTIONS)!r})  # their messages are only words",
         _graph(),
     ]
     sources = [inspect.getsource(f).rstrip("\n") for f in FUNCTIONS]

@@ -30,6 +30,14 @@ AROUND = {
     "exec_in_a_loops_iterable": "for _ in [exec('dW2 = 1')]:\n    pass",
     "exec_in_with": "with open(exec('dW2 = 1')) as f:\n    pass",
     "grad_in_an_except_block": "try:\n    raise ValueError\nexcept ValueError:\n    dW2 = W2.grad.clone()",
+    # a message is only words when it goes to the interpreter's own exception: not through a call, nor to one's own
+    "a_message_through_getattr": "def f(x):\n    assert x is not None, getattr(W2, 'grad')\n    return x\n\n\n"
+    "dW2 = f(h)",
+    "a_raised_call_of_a_string": "def f(x):\n    raise ValueError(torch._C._jit_get_operation('aten::mm_backward'))\n"
+    "\n\ndW2 = f(h)",
+    "ones_own_exception_name": "ValueError = torch._C._jit_get_operation\n\n\ndef f():\n"
+    "    raise ValueError('aten::mm_backward')\n\n\ndW2 = f()",
+    "an_exception_name_as_argument": "def f(ValueError):\n    raise ValueError('aten::mm_backward')\n\n\ndW2 = f(h)",
 }
 
 
@@ -47,6 +55,14 @@ HONEST = {
     "try_except": "try:\n    dW2 = h.T @ dlogits\nexcept RuntimeError as error:\n    print(error)",
     "with_no_grad": "with torch.no_grad():\n    dW2 = h.T @ dlogits",
     "loops": "dW2 = torch.zeros_like(W2)\nfor i in range(n):\n    dW2 += h[i:i+1].T @ dlogits[i:i+1]",
+    # messages that say "gradient" or "backward": an assert's, a built-in exception's (pieces joined by + or % too)
+    "assert_message": "def back(x, W):\n    assert x.shape[1] == W.shape[1], 'gradient has the wrong width'\n"
+    "    return x.T @ W\n\n\ndW2 = back(h, dlogits)",
+    "raised_message": "def back(x, d):\n    if x.shape[0] != d.shape[0]:\n"
+    "        raise RuntimeError('batch sizes differ in the backward pass: %s' % (x.shape,))\n    return x.T @ d\n\n\n"
+    "dW2 = back(h, dlogits)",
+    "printed_pieces": "def back(x, d):\n    print('grad of W2: ' + str(x.shape))\n    return x.T @ d\n\n\n"
+    "dW2 = back(h, dlogits)",
 }
 
 

@@ -10,6 +10,7 @@ from functools import lru_cache
 
 import torch
 
+from .prose import TEXT_EXCEPTIONS, _prose
 from .unread_code import (
     RUNS_CODE,
     STRING_RUNNERS,
@@ -55,22 +56,6 @@ def decoy(grad: torch.Tensor, seed: int, name: str) -> torch.Tensor:
     noise = torch.randn(grad.shape, generator=g, dtype=torch.float64).to(grad.dtype)
     amplitude = 0.5 * max(grad.detach().abs().max().item() if grad.numel() else 0.0, 1e-3)
     return (amplitude * noise).to(grad.dtype)
-
-
-def _prose(node: ast.AST) -> set:
-    """String constants that only talk: docstrings and bare strings, the text of f-strings, print()'s arguments.
-
-    A function whose docstring says "returns the gradients" must not count as reading ``.grad``.
-    """
-    ids = set()
-    for sub in ast.walk(node):
-        if isinstance(sub, ast.Expr) and isinstance(sub.value, ast.Constant):
-            ids.add(id(sub.value))
-        elif isinstance(sub, ast.JoinedStr):
-            ids.update(id(v) for v in sub.values if isinstance(v, ast.Constant))
-        elif isinstance(sub, ast.Call) and isinstance(sub.func, ast.Name) and sub.func.id == "print":
-            ids.update(id(a) for a in [*sub.args, *(k.value for k in sub.keywords)] if isinstance(a, ast.Constant))
-    return ids
 
 
 def _uses_autograd(node: ast.AST, tainted: set) -> bool:
@@ -233,6 +218,11 @@ class AutogradTaint:
             self.tainted |= self.answers
 
     def _statement(self, node: ast.stmt) -> None:
+        self._follow(node)
+        # the student's own ValueError (def, class, =): a message raised with it may be more than words (prose)
+        self.tainted |= (_binds(node) | assigned_names(node)) & TEXT_EXCEPTIONS
+
+    def _follow(self, node: ast.stmt) -> None:
         if _clears_gradient(node):
             return
         code = magic_code(node)
