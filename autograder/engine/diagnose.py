@@ -264,8 +264,8 @@ def changed_after_check(checked: dict, report, answer: str) -> list:
     lines = []
     for name, then in checked.items():
         now = report.raw(name)
-        if name == answer or now is None or now == then:
-            continue
+        if name == answer or now is None or now == then or _missing(then) and _missing(now):
+            continue  # (not defined at its check, and still not: its own cell's report also said what stopped it)
         if report.raw(answer) == now:
             lines.append(
                 Reason(
@@ -291,3 +291,7 @@ def changed_after_check(checked: dict, report, answer: str) -> list:
                 )
             )
     return lines
+
+
+def _missing(entry) -> bool:
+    return isinstance(entry, dict) and entry.get("kind") == "missing"

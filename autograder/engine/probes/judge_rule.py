@@ -9,7 +9,7 @@ from ...common.diagnoses import NOTE, Reason, kind_of
 from ...common.words import say
 from ..backward_rules import SHAPE_ONLY_SHARE, STEP_BY_NAME, Step, local_gradient
 from ..diagnose import diagnose, only_size_one_dims_differ, shape_only_share, shape_problem
-from ..explain import and_list
+from ..explain import and_list, wrong_dtype
 from ..tolerance import close, step_scale
 from .rerun import pin_value
 
@@ -192,12 +192,18 @@ def kept_by_its_rule(verdict, step: Step, report, forward: dict, grads: dict, se
     """A step whose answer is missing, or wrong, where the student's own upstream gradients could not feed its code
     (``broken_upstream``: a slip further up): when the probe finds that code right on upstream gradients of the right
     shape, the step gets what its code gave there (all its points in its shape, its share when only size-1 dimensions
-    differ: a keepdim dropped in its own code is its own slip) and True; False, the verdict as it was, otherwise. A
-    mistake costs its own step, not every later step whose cell raised because of it."""
+    differ: a keepdim dropped in its own code is its own slip) and True; False, the verdict as it was, otherwise (with
+    the dtype its code gives when that is not float32: its own slip too). A mistake costs its own step, not every later
+    step whose cell raised because of it."""
     broken = broken_upstream(step, report, grads)
     if not broken or judge_rule(step, report, forward, seed, answer).verdict != "right":
         return False
-    shape, got = grads[step.name].shape, report.probe_result().shape  # (a tensor: the probe found the rule right)
+    result = report.probe_result()  # (a tensor: the probe found the rule right)
+    shape, got = grads[step.name].shape, result.shape
+    if result.dtype != grads[step.name].dtype:  # float32 in, another dtype out: its own code's slip (a .double())
+        dtype = str(result.dtype).removeprefix("torch.")
+        verdict.lines.append(wrong_dtype(answer, dtype, say("gradients here are float32")))
+        return False
     line = kept_line(answer, broken)
     if tuple(got) == tuple(shape):
         verdict.points, verdict.lines = step.points, [line]
