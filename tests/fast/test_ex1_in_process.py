@@ -17,6 +17,7 @@ from support.cases_ex1 import (
     NB,
     ONE_CELL_SLIPS,
     RULE_MISTAKES,
+    SLIPS_TOGETHER,
     WRONG_VALUES_WRONG_SHAPE,
     submissions,
 )
@@ -129,6 +130,17 @@ def test_a_slip_below_a_broken_upstream_costs_its_own_step_too(graded, student):
     would be with them right: a size-1 dimension dropped or added in the step's own code costs its share (KEEPDIM),
     a typo that stopped its cell before the answer the step, a dC_index_add without index_add_ its cell."""
     assert lost_steps(graded, student) == sorted(BELOW_A_SLIP[student][2]), graded[student].messages
+
+
+@pytest.mark.parametrize("student", SLIPS_TOGETHER)
+def test_slips_beside_other_forms_cost_each_its_own_step_in_one_submission(graded, student):
+    """Twenty slips in one notebook (einsum over the wrong axis, argmin, a mean for a sum, ...): each step after a slip
+    is judged on the student's own upstream values (or, where its cell raised on them, by its rule) and keeps its
+    points; a float64 of its own code costs its step there too. A helper whose assert says "gradient" is a slip, never
+    autograd's; and a gradient that was not defined at its check, nor later, did not "change after its check"."""
+    assert lost_steps(graded, student) == sorted(SLIPS_TOGETHER[student][1]), graded[student].messages
+    messages = graded[student].messages.values()
+    assert not any("computed with autograd" in m or "changed after its check" in m for m in messages), messages
 
 
 @pytest.mark.parametrize("student", WRONG_VALUES_WRONG_SHAPE)

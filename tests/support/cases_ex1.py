@@ -859,6 +859,296 @@ UNCOPIED = {
 }
 
 
+# More correct forms, one per cell per student (``dealt``): einsum, loops, torch.where, one-hots built by hand,
+# scatter_/index_put_, unsqueeze/None/expand/repeat for keepdim, .mT/.t()/permute, out=, float64 detours cast back,
+# answers computed from tensors further up the graph, helpers that read the notebook's names, messages in helpers that
+# say "gradient" or "backward" (an assert's, a raised ValueError's: they lost their points as autograd's before).
+LINEAR_BACK = "def linear_back(dout, x, W):\n    return dout @ W.T, x.T @ dout, dout.sum(0)\n\n\n"
+MORE_FORMS = {
+    "answer_dlogprobs": [
+        "dlogprobs = torch.where(torch.arange(vocab_size) == Yb[:, None], -1.0 / n, 0.0)",
+        "dlogprobs = torch.zeros(logprobs.shape[0], logprobs.shape[1])\nfor i in range(logprobs.shape[0]):\n"
+        "    dlogprobs[i, Yb[i]] = -1.0 / logprobs.shape[0]",
+        "dlogprobs = torch.zeros_like(logprobs)\ndlogprobs.scatter_(1, Yb[:, None], torch.full((n, 1), -1.0 / n))",
+        "dlogprobs = -F.one_hot(Yb, num_classes=logprobs.shape[1]).to(logprobs.dtype) * (1 / Xb.shape[0])",
+        "dlogprobs = torch.zeros_like(logprobs)\ndlogprobs[torch.arange(batch_size), Yb] -= 1 / batch_size",
+        "dlogprobs = (-torch.eye(vocab_size, dtype=torch.float64)[Yb] / n).float()",
+    ],
+    "answer_dprobs": [
+        "dprobs = torch.div(dlogprobs, probs)",
+        "dprobs = dlogprobs * probs.reciprocal()",
+        "dprobs = dlogprobs * counts_sum / counts",  # 1/probs from the tensors that made it
+        "dprobs = torch.empty_like(probs)\nwith torch.no_grad():\n    torch.mul(dlogprobs, 1 / probs, out=dprobs)",
+        "dprobs = -F.one_hot(Yb, vocab_size) / (n * probs)",  # from the loss, past dlogprobs
+    ],
+    "answer_dcounts_sum_inv": [
+        "dcounts_sum_inv = torch.einsum('ij,ij->i', counts, dprobs).unsqueeze(1)",
+        "dcounts_sum_inv = (counts * dprobs).sum(dim=1)[:, None]",
+        "dcounts_sum_inv = (counts * dprobs) @ torch.ones(vocab_size, 1)",
+        "dcounts_sum_inv = torch.zeros_like(counts_sum_inv)\nfor i in range(n):\n"
+        "    dcounts_sum_inv[i] = (counts[i] * dprobs[i]).sum()",
+    ],
+    "answer_dcounts_sum": [
+        "dcounts_sum = -dcounts_sum_inv / counts_sum.pow(2)",
+        "dcounts_sum = -counts_sum_inv * counts_sum_inv * dcounts_sum_inv",
+        "dcounts_sum = torch.neg(counts_sum**-2) * dcounts_sum_inv",
+        "dcounts_sum = -(counts * dprobs).sum(1, keepdim=True) / counts_sum**2",
+    ],
+    "answer_dcounts": [
+        "dcounts = counts_sum_inv * dprobs\ndcounts = dcounts + dcounts_sum.expand(-1, vocab_size)",
+        "dcounts = torch.zeros_like(counts)\ndcounts += counts_sum_inv * dprobs\ndcounts += dcounts_sum",
+        "dcounts = counts_sum_inv * dprobs + dcounts_sum.repeat(1, counts.shape[1])",
+        "dcounts = dprobs / counts_sum + dcounts_sum",
+        "dcounts = (dprobs - (dprobs * probs).sum(1, keepdim=True)) * counts_sum_inv",
+        # dcounts_sum rebound after its check
+        "dcounts_sum = dcounts_sum.expand_as(counts)\ndcounts = counts_sum_inv * dprobs + dcounts_sum",
+    ],
+    "answer_dnorm_logits": [
+        "dnorm_logits = torch.mul(counts, dcounts)",
+        "dnorm_logits = dcounts.mul(norm_logits.exp())",
+        "dnorm_logits = (probs - F.one_hot(Yb, vocab_size)) / n",
+    ],
+    "answer_dlogit_maxes": [
+        "dlogit_maxes = -torch.einsum('ij->i', dnorm_logits).view(-1, 1)",
+        "dlogit_maxes = -dnorm_logits.sum(1)[:, None]",
+        "dlogit_maxes = -(dnorm_logits @ torch.ones(vocab_size, 1))",
+        "dlogit_maxes = dnorm_logits.sum(1, keepdim=True).neg()",
+    ],
+    "answer_dlogits": [
+        "dlogits = dnorm_logits + torch.zeros_like(logits).scatter_(1, logits.argmax(1, keepdim=True), 1.0) "
+        "* dlogit_maxes",
+        "dlogits = dnorm_logits.clone()\nfor i in range(n):\n"
+        "    dlogits[i, torch.argmax(logits[i])] += dlogit_maxes[i].item()",
+        "dlogits = dnorm_logits + F.one_hot(torch.max(logits, dim=1)[1], vocab_size) * dlogit_maxes",
+        "dlogits = dnorm_logits + torch.where(logits == logit_maxes, 1.0, 0.0) * dlogit_maxes",
+        "mask = logits == logits.max(1, keepdim=True).values\ndlogits = dnorm_logits + mask * dlogit_maxes",
+        "dlogits = dnorm_logits.clone()\n"
+        "dlogits.index_put_((torch.arange(n), logits.argmax(1)), dlogit_maxes.squeeze(1), accumulate=True)",
+    ],
+    "answer_dh": [
+        "dh = (W2 @ dlogits.T).T",
+        "dh = torch.mm(dlogits, W2.permute(1, 0))",
+        "def matmul_back(dout, W):\n    assert dout.shape[1] == W.shape[1], 'gradient has the wrong width'\n"
+        "    return dout @ W.T\n\n\ndh = matmul_back(dlogits, W2)",
+        "def dlin():\n    return dlogits @ W2.T\n\n\ndh = dlin()",  # a helper that reads the notebook's names
+        "@torch.no_grad()\ndef lin_back(dout, W):\n    return dout @ W.T\n\n\ndh = lin_back(dlogits, W2)",
+    ],
+    "answer_dW2": [
+        "dW2 = h.mT @ dlogits",
+        "dW2 = (h.unsqueeze(2) * dlogits.unsqueeze(1)).sum(0)",
+        "dW2 = torch.zeros_like(W2)\nfor i in range(n):\n    dW2 += torch.outer(h[i], dlogits[i])",
+        "dW2 = torch.empty_like(W2)\nwith torch.no_grad():\n    torch.matmul(h.T, dlogits, out=dW2)",
+        "def outer_back(x, dout):\n    if x.shape[0] != dout.shape[0]:\n"
+        "        raise RuntimeError('batch sizes differ in the backward pass: ' + str(x.shape))\n"
+        "    return x.T @ dout\n\n\ndW2 = outer_back(h, dlogits)",
+    ],
+    "answer_db2": [
+        "db2 = torch.einsum('ij->j', dlogits)",
+        "db2 = dlogits.mean(0) * n",
+        "db2 = torch.ones(1, n) @ dlogits\ndb2 = db2.squeeze(0)",
+        "db2: torch.Tensor = dlogits.sum(0)",
+    ],
+    "answer_dhpreact": [
+        "dhpreact = dh * (1 - h.square())",
+        "dhpreact = dh - h * h * dh",
+        "dhpreact = dh / torch.cosh(hpreact) ** 2",
+        "def tanh_back(dout, out):\n    assert dout.shape == out.shape, 'grad and output shapes differ'\n"
+        "    return (1 - out**2) * dout\n\n\ndhpreact = tanh_back(dh, h)",
+        "tanh_back = lambda y, dy: (1 - y**2) * dy\ndhpreact = tanh_back(h, dh)",
+        "dhpreact = dh.clone()\ndhpreact.mul_(1 - h**2)",
+    ],
+    "answer_dbngain": [
+        "dbngain = torch.sum(dhpreact * bnraw, dim=0)[None, :]",
+        "dbngain = torch.ones(1, n) @ (bnraw * dhpreact)",
+        "dbngain = (bnraw * dhpreact).mean(0, keepdim=True) * n",
+        "dbngain = torch.einsum('nh,nh->h', bnraw, dhpreact).reshape(1, -1)",
+    ],
+    "answer_dbnbias": [
+        "dbnbias = dhpreact.sum(0)[None]",
+        "dbnbias = torch.ones(1, n) @ dhpreact",
+        "dbnbias = dhpreact.sum(0, keepdim=True).clone()",
+    ],
+    "answer_dbnraw": [
+        "dbnraw = bngain.expand_as(dhpreact) * dhpreact",
+        "dbnraw = dhpreact * bngain.repeat(n, 1)",
+        "def mul_back(a, dout):\n    if a.shape[-1] != dout.shape[-1]:\n"
+        "        raise ValueError('gradient shape mismatch')\n"
+        "    return a * dout\n\n\ndbnraw = mul_back(bngain, dhpreact)",
+        "dbnraw = bngain * (1 - h**2) * dh",
+    ],
+    "answer_dbnvar_inv": [
+        "dbnvar_inv = torch.einsum('ij,ij->j', bndiff, dbnraw).view(1, -1)",
+        "dbnvar_inv = (bnraw / bnvar_inv * dbnraw).sum(0, keepdim=True)",
+        "dbnvar_inv = ((hprebn - hprebn.mean(0, keepdim=True)) * dbnraw).sum(0, keepdim=True)",
+        "bndiff = hprebn - hprebn.mean(0, keepdim=True)\ndbnvar_inv = (bndiff * dbnraw).sum(0, keepdim=True)",
+    ],
+    "answer_dbnvar": [
+        "dbnvar = -0.5 * bnvar_inv.pow(3) * dbnvar_inv",
+        "dbnvar = -0.5 * torch.rsqrt(bnvar + 1e-5) ** 3 * dbnvar_inv",
+        "dbnvar = (-0.5 * (bnvar.double() + 1e-5) ** -1.5 * dbnvar_inv.double()).float()",
+        "dbnvar = -dbnvar_inv / (2 * (bnvar + 1e-5) * torch.sqrt(bnvar + 1e-5))",
+        "dbnvar = -0.5 * bnvar_inv**3 * (bndiff * dbnraw).sum(0, keepdim=True)",
+    ],
+    "answer_dbndiff2": [
+        "dbndiff2 = dbnvar.expand(n, -1) / (n - 1)",
+        "dbndiff2 = (1 / (bndiff2.shape[0] - 1)) * dbnvar.repeat(bndiff2.shape[0], 1)",
+        "dbndiff2 = dbnvar.broadcast_to(bndiff2.shape) / (batch_size - 1)",
+        "dbndiff2 = torch.full_like(bndiff2, 1.0) * dbnvar / (Xb.shape[0] - 1)",
+        "bessel = lambda: 1.0 / (n - 1)\ndbndiff2 = bessel() * torch.ones_like(bndiff2) * dbnvar",
+        "dbnvar = dbnvar.squeeze()\ndbndiff2 = torch.ones_like(bndiff2) * dbnvar / (n - 1)",  # after its check
+    ],
+    "answer_dbndiff": [
+        "dbndiff = torch.addcmul(bnvar_inv * dbnraw, bndiff, dbndiff2, value=2)",
+        "dbndiff = bnvar_inv * dbnraw\ndbndiff.add_(2 * bndiff * dbndiff2)",
+        "dbndiff = bndiff * 2 * dbndiff2 + dbnraw * bnvar_inv",
+        "dbndiff = bnvar_inv * dbnraw + 2 * bndiff * dbnvar / (n - 1)",
+    ],
+    "answer_dbnmeani": [
+        "dbnmeani = -dbndiff.sum(0)[None, :]",
+        "dbnmeani = torch.sum(-dbndiff, dim=0, keepdim=True)",
+        "dbnmeani = -torch.ones(1, n) @ dbndiff",
+        "dbnmeani = -(bnvar_inv * dbnraw + 2 * bndiff * dbndiff2).sum(0, keepdim=True)",
+    ],
+    "answer_dhprebn": [
+        "dhprebn = dbndiff + dbnmeani.expand(n, -1) / n",
+        "dhprebn = dbndiff.clone()\ndhprebn += dbnmeani * (1.0 / n)",
+        "dhprebn = dbndiff + 1 / n * dbnmeani.repeat(n, 1)",
+        "dhprebn = torch.add(dbndiff, dbnmeani, alpha=1 / n)",
+        "dhprebn = bnvar_inv / n * (n * dbnraw - dbnraw.sum(0) - n / (n - 1) * bnraw * (dbnraw * bnraw).sum(0))",
+    ],
+    "answer_dembcat": [
+        "dembcat = dhprebn @ W1.t()",
+        "dembcat = dhprebn.mm(W1.T)",
+        "dembcat = torch.matmul(dhprebn, W1.transpose(1, 0))",
+        "dembcat = (dbndiff + dbnmeani / n) @ W1.T",
+    ],
+    "answer_dW1": [
+        "dW1 = embcat.mT @ dhprebn",
+        "dW1 = (embcat[:, :, None] * dhprebn[:, None, :]).sum(0)",
+        "dW1 = torch.mm(embcat.t(), dhprebn)",
+    ],
+    "answer_db1": [
+        "db1 = dhprebn.sum(axis=0)",
+        "db1 = torch.einsum('nh->h', dhprebn)",
+        "db1 = dhprebn.sum(0).view(b1.shape)",
+    ],
+    "answer_demb": [
+        "demb = dembcat.view(Xb.shape[0], block_size, n_embd)",
+        "demb = torch.reshape(dembcat, emb.shape)",
+        "demb = dembcat.unflatten(-1, (3, 10))",
+        "demb = torch.stack(torch.split(dembcat, n_embd, dim=1), dim=1)",
+        "demb = torch.stack([dembcat[:, i * n_embd : (i + 1) * n_embd] for i in range(block_size)], 1)",
+        "demb = (dhprebn @ W1.T).view(emb.shape)",
+    ],
+    "answer_dC": [
+        "dC = torch.zeros_like(C)\ndC.scatter_add_(0, Xb.view(-1, 1).expand(-1, n_embd), demb.view(-1, n_embd))",
+        "dC = torch.zeros_like(C)\nfor k in range(n):\n    for j in range(block_size):\n"
+        "        dC[Xb[k][j]] = dC[Xb[k][j]] + demb[k][j]",
+        # g: the name of the notebook's generator
+        "dC = torch.zeros_like(C)\nfor ix, g in zip(Xb.flatten(), demb.view(-1, n_embd)):\n    dC[ix] += g",
+        "dC = torch.stack([demb[Xb == i].sum(0) for i in range(vocab_size)])",
+        "m = Xb.numel()\nS = torch.sparse_coo_tensor(torch.stack([Xb.view(-1), torch.arange(m)]), torch.ones(m), "
+        "(vocab_size, m))\ndC = S @ demb.view(m, n_embd)",
+        "dC = torch.zeros_like(C)\nfor c in Xb.unique():\n    dC[c] = demb[Xb == c].sum(0)",
+    ],
+    "answer_dC_index_add": [
+        "dC_index_add = C.new_zeros(C.shape)\ndC_index_add.index_add_(0, Xb.ravel(), demb.reshape(-1, C.shape[1]))",
+        "dC_index_add = torch.zeros(C.shape).index_add_(0, Xb.flatten(), demb.flatten(end_dim=1))",
+        "dC_index_add = torch.zeros_like(C).index_add_(dim=0, index=Xb.view(-1), source=demb.view(-1, n_embd))",
+        "dC_index_add = torch.Tensor.index_add_(torch.zeros_like(C), 0, Xb.view(-1), demb.view(-1, n_embd))",
+        "def emb_back(demb, Xb, C):\n    out = torch.zeros_like(C)\n"
+        "    out.index_add_(0, Xb.view(-1), demb.view(-1, C.shape[1]))\n    return out\n\n\n"
+        "dC_index_add = emb_back(demb, Xb, C)",
+    ],
+}
+# forms that span cells: two answers in one cell (the next one's left with `pass`), one helper for three answers
+MORE_LAYOUTS = [
+    {
+        "answer_dcounts_sum_inv": "dcounts_sum_inv = (counts * dprobs).sum(1, keepdim=True)\n"
+        "dcounts_sum = -counts_sum**-2 * dcounts_sum_inv",
+        "answer_dcounts_sum": "pass",
+    },
+    {
+        "answer_dh": LINEAR_BACK + "dh, _, _ = linear_back(dlogits, h, W2)",
+        "answer_dW2": "_, dW2, _ = linear_back(dlogits, h, W2)",
+        "answer_db2": "db2 = linear_back(dlogits, h, W2)[2]",
+    },
+    {
+        "answer_dembcat": LINEAR_BACK + "dembcat, dW1, db1 = linear_back(dhprebn, embcat, W1)",
+        "answer_dW1": "pass",
+        "answer_db1": "# computed above",
+    },
+]
+
+
+def dealt(forms: dict, layouts: list, prefix: str) -> dict:
+    """student -> answer cells changed: the layouts, then each cell's forms, one per student in turn."""
+    students = []
+    units = [*layouts, *({cell: code} for cell, codes in forms.items() for code in codes)]
+    for unit in units:
+        free = next((s for s in students if not set(unit) & set(s)), None)
+        if free is None:
+            students.append(free := {})
+        free.update(unit)
+    return {f"{prefix}{i}": changes for i, changes in enumerate(students, 1)}
+
+
+ALTERNATIVES.update(dealt(MORE_FORMS, MORE_LAYOUTS, "alt_more_forms_"))
+
+# Slips beside those forms: in one submission, each costs its own step alone (the others are judged by their rule on
+# its wrong values). student -> (answer cells changed, the steps that must lose points)
+SLIPS_TOGETHER = {
+    "m_slips_together_1": (
+        {
+            "answer_dlogprobs": "dlogprobs = torch.where(torch.arange(vocab_size) == Yb[:, None], -1.0, 0.0)",
+            "answer_dcounts_sum_inv": "dcounts_sum_inv = torch.einsum('ij,ij->j', counts, dprobs).unsqueeze(0)",
+            "answer_dcounts": "dcounts = counts_sum_inv * dprobs\n"
+            "dcounts = dcounts + dcounts_sum.expand(-1, vocab_size) / vocab_size",
+            "answer_dlogit_maxes": "dlogit_maxes = torch.einsum('ij->i', dnorm_logits).view(-1, 1)",
+            "answer_dlogits": "dlogits = dnorm_logits + torch.zeros_like(logits).scatter_(1, "
+            "logits.argmin(1, keepdim=True), 1.0) * dlogit_maxes",
+            "answer_dh": "dh = W2 @ dlogits.T",
+            "answer_dW2": "dW2 = (h.unsqueeze(1) * dlogits.unsqueeze(2)).sum(0)",
+            "answer_db2": "db2 = dlogits.mean(0)",
+            "answer_dhpreact": "dhpreact = dh / torch.cosh(hpreact)",
+            "answer_dbngain": "dbngain = torch.ones(1, n) @ dhpreact",
+            "answer_dbnraw": "dbnraw = dhpreact * bnbias.repeat(n, 1)",
+            "answer_dbnvar_inv": "dbnvar_inv = (bnraw * dbnraw).sum(0, keepdim=True)",
+            "answer_dbnvar": "dbnvar = -0.5 * torch.rsqrt(bnvar + 1e-5) * dbnvar_inv",
+            "answer_dbndiff2": "dbndiff2 = dbnvar.expand(n, -1) / n",
+            "answer_dbndiff": "dbndiff = torch.addcmul(bnvar_inv * dbnraw, bndiff, dbndiff2, value=1)",
+            "answer_dbnmeani": "dbnmeani = torch.ones(1, n) @ dbndiff",
+            "answer_dhprebn": "dhprebn = torch.add(dbndiff, dbnmeani, alpha=1)",
+            "answer_dW1": "dW1 = (embcat[:, :, None] * dhprebn[:, None, :]).mean(0)",
+            "answer_demb": "demb = dembcat.unflatten(-1, (10, 3))",
+            "answer_dC": "dC = torch.zeros_like(C)\n"
+            "dC.scatter_(0, Xb.view(-1, 1).expand(-1, n_embd), demb.view(-1, n_embd))",
+        },
+        ["logprobs", "counts_sum_inv", "counts", "logit_maxes", "logits", "h", "W2", "b2", "hpreact", "bngain"]
+        + ["bnraw", "bnvar_inv", "bnvar", "bndiff2", "bndiff", "bnmeani", "hprebn", "W1", "emb", "C"],
+    ),
+    "m_slips_together_2": (
+        {
+            "answer_dlogprobs": "dlogprobs = torch.zeros_like(logprobs)\n"
+            "dlogprobs.scatter_(1, Yb[:, None], torch.full((n, 1), -1.0))",
+            "answer_dcounts_sum_inv": "dcounts_sum_inv = torch.zeros_like(counts_sum_inv)\nfor i in range(n):\n"
+            "    dcounts_sum_inv[i] = (counts[i] * dprobs[i]).mean()",
+            # right values, not the rule: no path through the max
+            "answer_dlogits": "def f():\n    return dnorm_logits.clone()\n\n\ndlogits = f()",
+            # the assert stops it: a slip, not autograd
+            "answer_dh": "def matmul_back(dout, W):\n"
+            "    assert dout.shape[1] == W.shape[1], 'gradient has the wrong width'\n"
+            "    return dout @ W\n\n\ndh = matmul_back(dlogits, W2)",
+            "answer_dbnvar": "dbnvar = -0.5 * (bnvar.double() + 1e-5) ** -1.5 * dbnvar_inv.double()",
+            "answer_demb": "demb = torch.stack(torch.split(dembcat, block_size, dim=1), dim=1)",
+            "answer_dC": "dC = torch.stack([demb[Xb == i].sum(0) / max(1, (Xb == i).sum()) "
+            "for i in range(vocab_size)])",
+        },
+        ["logprobs", "counts_sum_inv", "logits", "h", "bnvar", "emb", "C"],
+    ),
+}
+
+
 def one_cell(release, source, changes: dict, after: str = ""):
     """The submission with every answer (``changes`` in place) in the first answer cell, then ``after``."""
     answers = [grade_id(c) for c in release.cells if grade_id(c).startswith("answer_")]
@@ -882,6 +1172,8 @@ def submissions(release, source) -> dict:
     for student, (changes, after) in LATER_LINES.items():
         class_[student] = one_cell(release, source, changes, after)
     class_["honest_uncopied"] = solved(release, source, UNCOPIED)
+    for student, (changes, _) in SLIPS_TOGETHER.items():
+        class_[student] = solved(release, source, changes)
     class_["alt_split_cells"] = solved(release, source, SPLIT_SECOND_PARTS, list(SPLIT_FIRST_PARTS.items()))
     # shell commands in an answer cell (Colab notebooks have them): they do not run, the rest of the cell does
     shell = {"answer_dh": "!pip install einops\nfiles = !ls\n" + solutions(source)["answer_dh"]}

@@ -471,6 +471,219 @@ ALTERNATIVES["alt_later_lines"] = {
 }
 
 
+# More correct forms, one per answer cell per student: softmax written out (without the max, through log_softmax, by
+# rows in a loop, in numpy), one-hots by scatter_ or torch.where, float64 cast back, probs or counts of the forward
+# pass, n as logits.shape[0] or batch_size; BatchNorm's variance by var_mean, std or with Bessel's factor by hand, the
+# backward pass in the paper's form (dxhat, dvar, dmu), from a helper, column by column, in numpy with ddof=1.
+SOFTMAX_HELPER = (
+    "def softmax(x):\n    e = (x - x.max(1, keepdim=True).values).exp()\n    return e / e.sum(1, keepdim=True)\n\n\n"
+)
+PAPER = (  # the BatchNorm paper's three steps, with this forward pass's n-1 in the variance
+    "dxhat = dhpreact * bngain\n"
+    "dvar = (dxhat * bndiff * -0.5 * (bnvar + 1e-5) ** -1.5).sum(0, keepdim=True)\n"
+    "dmu = (-dxhat * bnvar_inv).sum(0, keepdim=True) + dvar * (-2 * bndiff).sum(0, keepdim=True) / (n - 1)\n"
+    "dhprebn = dxhat * bnvar_inv + dvar * 2 * bndiff / (n - 1) + dmu / n"
+)
+PAPER_BIASED = (
+    "dxhat = dhpreact_biased * bngain\n"
+    "dvar = (dxhat * bndiff_biased * -0.5 * (bnvar_biased + 1e-5) ** -1.5).sum(0, keepdim=True)\n"
+    "dmu = (-dxhat * bnvar_inv_biased).sum(0, keepdim=True) + dvar * (-2 * bndiff_biased).mean(0, keepdim=True)\n"
+    "dhprebn_biased = dxhat * bnvar_inv_biased + dvar * 2 * bndiff_biased / n + dmu / n"
+)
+MORE_FORMS = {
+    NB2: {
+        "answer_loss_fast": [
+            "loss_fast = F.cross_entropy(input=logits, target=Yb)",
+            "loss_fast = -(logits.log_softmax(1) * F.one_hot(Yb, 27)).sum(1).mean()",
+            "loss_fast = F.nll_loss(torch.log(F.softmax(logits, 1)), Yb)",
+            "loss_fast = (logits.logsumexp(1) - logits.gather(1, Yb[:, None]).squeeze(1)).mean()",
+            "loss_fast = F.cross_entropy(logits.double(), Yb).float()",
+        ],
+        "answer_dlogits": [
+            "dlogits = (torch.exp(logits) / torch.exp(logits).sum(1, keepdim=True) - F.one_hot(Yb, vocab_size)) / n",
+            "dlogits = F.softmax(logits, dim=1)\ndlogits[torch.arange(logits.shape[0]), Yb] -= 1\n"
+            "dlogits /= logits.shape[0]",
+            "dlogits = (probs - F.one_hot(Yb, vocab_size)) / n",
+            "sm = F.softmax(logits, 1)\ndlogits = torch.where(F.one_hot(Yb, vocab_size).bool(), sm - 1, sm) / n",
+            "dlogits = torch.zeros_like(logits)\nfor i in range(n):\n    p = logits[i].exp() / logits[i].exp().sum()\n"
+            "    p[Yb[i]] -= 1\n    dlogits[i] = p / n",
+            "dlogits = ((F.softmax(logits.double(), 1) - F.one_hot(Yb, 27)) / n).float()",
+            "dlogits = (F.softmax(logits, 1) - F.one_hot(Yb, vocab_size)) * (1.0 / batch_size)",
+            "dlogits = (F.softmax(logits, 1) - torch.zeros_like(logits).scatter_(1, Yb[:, None], 1)) / n",
+            "dlogits = F.softmax(logits, 1) / n\ndlogits[range(n), Yb] -= 1 / n",
+            "dlogits = counts / counts_sum\ndlogits[range(n), Yb] -= 1\ndlogits /= n",
+            "with torch.no_grad():\n    dlogits = F.softmax(logits, 1)\n    dlogits[range(n), Yb] -= 1\n"
+            "    dlogits /= n",
+            SOFTMAX_HELPER + "dlogits = (softmax(logits) - F.one_hot(Yb, vocab_size).float()) / n",
+            "dlogits = probs\ndlogits[range(n), Yb] -= 1\ndlogits /= n",  # the forward pass's probs, changed in place
+            "import numpy as np\nl = logits.detach().numpy()\ne = np.exp(l - l.max(1, keepdims=True))\n"
+            "p = e / e.sum(1, keepdims=True)\np[np.arange(n), Yb.numpy()] -= 1\ndlogits = torch.from_numpy(p / n)",
+        ],
+    },
+    NB3: {
+        "answer_hpreact_fast": [
+            "hpreact_fast = bngain * (hprebn - hprebn.mean(0, keepdim=True)) "
+            "/ (hprebn.var(0, keepdim=True) + 1e-5).sqrt() + bnbias",
+            "var, mean = torch.var_mean(hprebn, 0, keepdim=True)\n"
+            "hpreact_fast = bngain * (hprebn - mean) / torch.sqrt(var + 1e-5) + bnbias",
+            "hpreact_fast = torch.addcmul(bnbias, bngain, (hprebn - hprebn.mean(0)) "
+            "/ torch.sqrt(hprebn.var(0, unbiased=True) + 1e-5))",
+            "hpreact_fast = bngain * (hprebn - hprebn.mean(0)) / (hprebn.std(0) ** 2 + 1e-5) ** 0.5 + bnbias",
+            "hpreact_fast = bngain * (hprebn - hprebn.mean(0)) "
+            "/ torch.sqrt(hprebn.var(0, unbiased=False) * n / (n - 1) + 1e-5) + bnbias",
+            "m = hprebn.mean(0, keepdim=True)\nvar = ((hprebn**2).mean(0, keepdim=True) - m**2) * n / (n - 1)\n"
+            "hpreact_fast = bngain * (hprebn - m) / torch.sqrt(var + 1e-5) + bnbias",
+        ],
+        "answer_dbngain": [
+            "dbngain = (bnraw * dhpreact).sum(0)[None]",
+            "dbngain = torch.ones(1, n) @ (bnraw * dhpreact)",
+        ],
+        "answer_dbnbias": [
+            "dbnbias = torch.sum(dhpreact, dim=0, keepdim=True)",
+            "dbnbias = dhpreact.sum(0).unsqueeze(0)",
+        ],
+        "answer_dhprebn": [
+            PAPER,
+            "dhprebn = bngain * bnvar_inv * (1 / n) * (n * dhpreact - dhpreact.sum(0) "
+            "- n / (n - 1) * bnraw * (dhpreact * bnraw).sum(0))",
+            "b = batch_size\ndhprebn = bngain * bnvar_inv / b * (b * dhpreact - dhpreact.sum(0) "
+            "- b / (b - 1) * bnraw * (dhpreact * bnraw).sum(0))",
+            "m = hprebn.shape[0]\ndhprebn = bngain * bnvar_inv / m * (m * dhpreact - dhpreact.sum(0) "
+            "- m / (m - 1) * bnraw * (dhpreact * bnraw).sum(0))",
+            "g, s, x, dy = bngain.double(), bnvar_inv.double(), bnraw.double(), dhpreact.double()\n"
+            "dhprebn = (g * s / n * (n * dy - dy.sum(0) - n / (n - 1) * x * (dy * x).sum(0))).float()",
+            "dhprebn = bngain * bnvar_inv / n * (n * dhpreact - torch.einsum('nh->h', dhpreact) "
+            "- n / (n - 1) * bnraw * torch.einsum('nh,nh->h', dhpreact, bnraw))",
+            "std = torch.sqrt(bnvar + 1e-5)\ndhprebn = bngain / std * (dhpreact - dhpreact.mean(0, keepdim=True) "
+            "- bndiff * (dhpreact * bndiff).sum(0, keepdim=True) / ((n - 1) * std**2))",
+            "def bn_back(dout, xhat, inv_std, gamma):\n    m = dout.shape[0]\n"
+            "    return gamma * inv_std / m * (m * dout - dout.sum(0) "
+            "- m / (m - 1) * xhat * (dout * xhat).sum(0))\n\n\n"
+            "dhprebn = bn_back(dhpreact, bnraw, bnvar_inv, bngain)",
+            "dhprebn = torch.zeros_like(hprebn)\nfor j in range(hprebn.shape[1]):\n"
+            "    dy, x = dhpreact[:, j], bnraw[:, j]\n    dhprebn[:, j] = bngain[0, j] * bnvar_inv[0, j] / n * (n * dy "
+            "- dy.sum() - n / (n - 1) * x * (dy * x).sum())",
+            "with torch.no_grad():\n    dout = dhpreact.clone()\n    dhprebn = bngain * bnvar_inv / n * (n * dout "
+            "- dout.sum(0) - n / (n - 1) * bnraw * (dout * bnraw).sum(0))",
+            "mu = hprebn.mean(0, keepdim=True)\nvar = hprebn.var(0, keepdim=True)\ninv = (var + 1e-5).rsqrt()\n"
+            "xhat = (hprebn - mu) * inv\n"
+            "dhprebn = bngain * inv * (dhpreact - dhpreact.mean(0) - xhat * (dhpreact * xhat).sum(0) / (n - 1))",
+            "dxhat = bngain * dhpreact\ndhprebn = bnvar_inv * (dxhat - dxhat.mean(0, keepdim=True) "
+            "- n / (n - 1) * bnraw * (dxhat * bnraw).mean(0, keepdim=True))",
+            "import numpy as np\nx = hprebn.detach().numpy()\ndy = dhpreact.numpy()\nN = x.shape[0]\n"
+            "mu = np.mean(x, axis=0, keepdims=True)\nvar = np.var(x, axis=0, ddof=1, keepdims=True)\n"
+            "inv = 1 / np.sqrt(var + 1e-5)\nxh = (x - mu) * inv\n"
+            "dhprebn = torch.tensor(bngain.detach().numpy() * inv / N * (N * dy - np.sum(dy, axis=0, keepdims=True) "
+            "- N / (N - 1) * xh * np.sum(dy * xh, axis=0, keepdims=True)))",
+        ],
+        "answer_dhprebn_biased": [
+            PAPER_BIASED,
+            "m = hprebn_biased.shape[0]\ndhprebn_biased = bngain * bnvar_inv_biased / m * (m * dhpreact_biased "
+            "- dhpreact_biased.sum(0) - bnraw_biased * (dhpreact_biased * bnraw_biased).sum(0))",
+            "dhprebn_biased = bngain * bnvar_inv_biased / n * (n * dhpreact_biased - torch.einsum('nh->h', "
+            "dhpreact_biased) - bnraw_biased * torch.einsum('nh,nh->h', dhpreact_biased, bnraw_biased))",
+            "dy, x = dhpreact_biased.double(), bnraw_biased.double()\n"
+            "dhprebn_biased = (bngain.double() * bnvar_inv_biased.double() * (dy - dy.mean(0) - x * (dy * x).mean(0)))"
+            ".float()",
+        ],
+    },
+}
+
+
+def dealt(forms: dict, prefix: str) -> dict:
+    """student -> {notebook: answer cells changed}: each cell's forms, one per student in turn, in each notebook."""
+    students = {}
+    for notebook, cells in forms.items():
+        for cell, codes in cells.items():
+            for i, code in enumerate(codes, 1):
+                students.setdefault(f"{prefix}{i}", {}).setdefault(notebook, {})[cell] = code
+    return students
+
+
+ALTERNATIVES.update(dealt(MORE_FORMS, "alt_more_forms_"))
+
+# Slips beside those forms, several in one submission where they are in different cells: each costs its own cells
+DVAR = "dxhat = dhpreact * bngain\ndvar = (dxhat * bndiff * -0.5 * (bnvar + 1e-5) ** -1.5).sum(0, keepdim=True)\n"
+MISTAKES.update(
+    {
+        "dlogits_where_plus_one": (
+            NB2,
+            {
+                "answer_dlogits": "sm = F.softmax(logits, 1)\n"
+                "dlogits = torch.where(F.one_hot(Yb, vocab_size).bool(), sm + 1, sm) / n"
+            },
+            {"test_dlogits": "32 of 864 entries wrong", "test_dlogits_rows": "sum to 0.0625 each, not to zero"},
+        ),
+        "loop_and_loss_without_n": (
+            NB2,
+            {
+                "answer_loss_fast": "loss_fast = -(logits.log_softmax(1) * F.one_hot(Yb, 27)).sum()",
+                "answer_dlogits": "dlogits = torch.zeros_like(logits)\nfor i in range(n):\n"
+                "    p = logits[i].exp() / logits[i].exp().sum()\n    p[Yb[i]] -= 1\n    dlogits[i] = p",
+            },
+            {"test_loss_fast": "n = 32 times too large", "test_dlogits": "n = 32 times too large"},
+        ),
+        "dlogits_helper_over_the_batch": (
+            NB2,
+            {
+                "answer_dlogits": SOFTMAX_HELPER.replace("(1,", "(0,")
+                + "dlogits = (softmax(logits) - F.one_hot(Yb, 27)) / n"
+            },
+            {"test_dlogits": "softmax over the wrong dimension", "test_dlogits_rows": ROWS},
+        ),
+        "paper_form_biased_and_two_more": (
+            NB3,
+            {
+                "answer_hpreact_fast": "var, mean = torch.var_mean(hprebn, 0, keepdim=True, unbiased=False)\n"
+                "hpreact_fast = bngain * (hprebn - mean) / torch.sqrt(var + 1e-5) + bnbias",
+                "answer_dbngain": "dbngain = torch.ones(1, n) @ dhpreact",
+                "answer_dhprebn": DVAR + "dmu = (-dxhat * bnvar_inv).sum(0, keepdim=True)\n"
+                "dhprebn = dxhat * bnvar_inv + dvar * 2 * bndiff / n + dmu / n",
+            },
+            {
+                "test_hpreact_fast": "uses the biased variance",
+                "test_dbngain": "64 of 64 entries wrong",
+                "test_dhprebn": "missing the factor n/(n-1) on the path through the variance",
+            },
+        ),
+        "paper_form_without_the_mean": (
+            NB3,
+            {"answer_dhprebn": DVAR + "dhprebn = dxhat * bnvar_inv + dvar * 2 * bndiff / (n - 1)"},
+            {"test_dhprebn": "missing the path through the mean"},
+        ),
+        "helper_without_bessel": (
+            NB3,
+            {
+                "answer_dhprebn": "def bn_back(dout, xhat, inv_std, gamma):\n    m = dout.shape[0]\n"
+                "    return gamma * inv_std / m * (m * dout - dout.sum(0) - xhat * (dout * xhat).sum(0))\n\n\n"
+                "dhprebn = bn_back(dhpreact, bnraw, bnvar_inv, bngain)"
+            },
+            {"test_dhprebn": "missing the factor n/(n-1)"},
+        ),
+        "columns_without_the_mean": (
+            NB3,
+            {
+                "answer_dhprebn": "dhprebn = torch.zeros_like(hprebn)\nfor j in range(hprebn.shape[1]):\n"
+                "    dy, x = dhpreact[:, j], bnraw[:, j]\n"
+                "    dhprebn[:, j] = bngain[0, j] * bnvar_inv[0, j] / n * (n * dy - n / (n - 1) * x * (dy * x).sum())"
+            },
+            {"test_dhprebn": "missing the path through the mean"},
+        ),
+        "paper_form_biased_keeps_bessel_and_std_without_var": (
+            NB3,
+            {
+                "answer_dhprebn": "std = torch.sqrt(bnvar + 1e-5)\ndhprebn = bngain / std * (dhpreact "
+                "- dhpreact.mean(0, keepdim=True) - bndiff * (dhpreact * bndiff).sum(0, keepdim=True) / (n - 1))",
+                "answer_dhprebn_biased": PAPER_BIASED.replace(
+                    " + dvar * (-2 * bndiff_biased).mean(0, keepdim=True)", ""
+                ).replace("2 * bndiff_biased / n", "2 * bndiff_biased / (n - 1)"),
+            },
+            {"test_dhprebn": "entries wrong", "test_dhprebn_biased": "uses n-1 where this forward pass divides by n"},
+        ),
+    }
+)
+
+
 def submissions(notebook: str, release, source) -> dict:
     """student -> notebook, every case above one student of its own (cheats and alternatives may change both)."""
     class_ = {"solution": solved(release, source), "blank": release}
