@@ -36,6 +36,7 @@ FUNCTIONS = [
     honesty._prose,
     prose._text,
     prose._own_names,
+    prose._grad_modes,
     honesty._uses_autograd,
     honesty._autograd_facts,
     honesty._loaded_names,
@@ -102,6 +103,7 @@ def block() -> str:
         f"FORBIDDEN_NAMES = {sorted(honesty.FORBIDDEN_NAMES)!r}",
         f"FORBIDDEN_WORDS = {honesty.FORBIDDEN_WORDS!r}",
         f"TEXT_EXCEPTIONS = frozenset({sorted(prose.TEXT_EXCEPTIONS)!r})  # their messages are only words",
+        f"GRAD_MODES = frozenset({sorted(prose.GRAD_MODES)!r})  # torch.autograd's switches of its recording",
         _graph(),
     ]
     sources = [inspect.getsource(f).rstrip("\n") for f in FUNCTIONS]

@@ -37,6 +37,13 @@ AROUND = {
     "\n\ndW2 = f(h)",
     "ones_own_exception_name": "ValueError = torch._C._jit_get_operation\n\n\ndef f():\n"
     "    raise ValueError('aten::mm_backward')\n\n\ndW2 = f()",
+    # autograd's recording switched off beside autograd itself, torch.autograd reached through its grad_mode module
+    "grad_beside_no_grad": "@torch.autograd.no_grad()\ndef back(l, w):\n    return torch.autograd.grad(l, w)\n\n\n"
+    "dW2 = back(loss, W2)[0]",
+    "through_grad_mode": "dW2 = torch.autograd.grad_mode.torch.autograd.grad(loss, W2)[0]",
+    "grad_imported_beside_no_grad": "from torch.autograd import grad, no_grad\n\n\ndW2 = grad(loss, W2)[0]",
+    "a_key_of_a_namespace": "dW2 = vars(W2)['grad']",
+    "a_key_to_getattr": "k = {'grad': 1}\ndW2 = getattr(W2, list(k)[0])",
     "an_exception_name_as_argument": "def f(ValueError):\n    raise ValueError('aten::mm_backward')\n\n\ndW2 = f(h)",
 }
 
@@ -61,6 +68,12 @@ HONEST = {
     "raised_message": "def back(x, d):\n    if x.shape[0] != d.shape[0]:\n"
     "        raise RuntimeError('batch sizes differ in the backward pass: %s' % (x.shape,))\n    return x.T @ d\n\n\n"
     "dW2 = back(h, dlogits)",
+    # autograd's recording switched off through torch.autograd, and gradients kept under keys that say so
+    "grad_mode_decorator": "@torch.autograd.no_grad()\ndef back(x, d):\n    return x.T @ d\n\n\ndW2 = back(h, dlogits)",
+    "grad_mode_imported": "from torch.autograd import no_grad\n\n\n@no_grad()\ndef back(x, d):\n"
+    "    return x.T @ d\n\n\ndW2 = back(h, dlogits)",
+    "dict_keys": "def back(x, d):\n    return {'grad_W2': x.T @ d}\n\n\ngrads = back(h, dlogits)\n"
+    "dW2 = grads['grad_W2']",
     "printed_pieces": "def back(x, d):\n    print('grad of W2: ' + str(x.shape))\n    return x.T @ d\n\n\n"
     "dW2 = back(h, dlogits)",
 }

@@ -947,6 +947,7 @@ MORE_FORMS = {
         "db2 = dlogits.mean(0) * n",
         "db2 = torch.ones(1, n) @ dlogits\ndb2 = db2.squeeze(0)",
         "db2: torch.Tensor = dlogits.sum(0)",
+        "@torch.autograd.no_grad()\ndef bias_back(dout):\n    return dout.sum(0)\n\n\ndb2 = bias_back(dlogits)",
     ],
     "answer_dhpreact": [
         "dhpreact = dh * (1 - h.square())",
@@ -967,6 +968,8 @@ MORE_FORMS = {
         "dbnbias = dhpreact.sum(0)[None]",
         "dbnbias = torch.ones(1, n) @ dhpreact",
         "dbnbias = dhpreact.sum(0, keepdim=True).clone()",
+        "def bias_back(dout):\n    return {'grad_b': dout.sum(0, keepdim=True)}\n\n\n"
+        "dbnbias = bias_back(dhpreact)['grad_b']",
     ],
     "answer_dbnraw": [
         "dbnraw = bngain.expand_as(dhpreact) * dhpreact",

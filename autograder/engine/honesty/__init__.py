@@ -10,7 +10,7 @@ from functools import lru_cache
 
 import torch
 
-from .prose import TEXT_EXCEPTIONS, _prose
+from .prose import GRAD_MODES, TEXT_EXCEPTIONS, _grad_modes, _prose
 from .unread_code import (
     RUNS_CODE,
     STRING_RUNNERS,
@@ -77,10 +77,12 @@ def _loaded_names(node: ast.AST):
 
 
 def _reads_autograd(node: ast.AST) -> bool:
-    prose = _prose(node)
+    prose, modes = _prose(node), _grad_modes(node)
     added_to = {id(sub.target) for sub in ast.walk(node) if isinstance(sub, ast.AugAssign)}  # p.grad += g reads it
     called = {id(sub.func) for sub in ast.walk(node) if isinstance(sub, ast.Call)}
     for sub in ast.walk(node):
+        if id(sub) in modes:
+            continue
         if isinstance(sub, ast.Attribute) and (sub.attr in FORBIDDEN_ATTRIBUTES or "backward" in sub.attr):
             if not (_stores_a_gradient(sub) and id(sub) not in added_to):  # run_backward, aten's tanh_backward
                 return True
@@ -240,7 +242,9 @@ class AutogradTaint:
             module = getattr(node, "module", None) or ""
             for alias in node.names:
                 full = f"{module}.{alias.name}"
-                if any(word in full for word in FORBIDDEN_MODULES) or unknown_module(module or alias.name):
+                if module in ("torch.autograd", "torch.autograd.grad_mode") and alias.name in GRAD_MODES:
+                    pass  # from torch.autograd import no_grad: a switch of its recording
+                elif any(word in full for word in FORBIDDEN_MODULES) or unknown_module(module or alias.name):
                     self.tainted.add((alias.asname or alias.name).split(".")[0])
                 if "__main__" in full:
                     self.runners.add((alias.asname or alias.name).split(".")[0])

@@ -3,10 +3,14 @@
 A string that names an attribute or an operator (``getattr(t, "grad")``, an op named by a string) does; a message
 shown to a person does not: a docstring, the text of an f-string, what print() prints, an assert's message, the
 message of a built-in exception raised (``raise ValueError("the gradient has the wrong shape")``), with pieces of
-text joined by ``+`` or ``%`` too.
+text joined by ``+`` or ``%`` too; the key of a dict (``{"grad_b": db}``, ``grads["grad_b"]``). And switching autograd's
+recording off or on (``@torch.autograd.no_grad()``) reads nothing from it (``GRAD_MODES``).
 """
 
 import ast
+
+# torch.autograd's switches of its recording, reached as torch.autograd.X (or .grad_mode.X), or imported from it
+GRAD_MODES = frozenset({"no_grad", "enable_grad", "set_grad_enabled", "inference_mode"})
 
 # exceptions whose arguments are only a message; the student's own thing of one of these names is not one of them
 # (AutogradTaint marks the name, and a statement that binds it reads its message as any other string)
@@ -18,7 +22,9 @@ TEXT_EXCEPTIONS = frozenset(
 
 def _prose(node: ast.AST) -> set:
     """ids of the string constants in ``node`` that only talk: docstrings and bare strings, the text of f-strings,
-    print()'s arguments, an assert's message, the arguments of a built-in exception raised (TEXT_EXCEPTIONS).
+    print()'s arguments, an assert's message, the arguments of a built-in exception raised (TEXT_EXCEPTIONS), the keys
+    of a dict written out and a key read from one (``grads['grad_b']``: what reads a namespace, vars(t) or X.__dict__,
+    is marked for that).
 
     A function whose docstring says "returns the gradients", or that raises ValueError("gradient shape mismatch"),
     must not count as reading ``.grad``.
@@ -37,6 +43,10 @@ def _prose(node: ast.AST) -> set:
         elif isinstance(sub, ast.Raise) and isinstance(sub.exc, ast.Call):
             if getattr(sub.exc.func, "id", None) in TEXT_EXCEPTIONS - own:
                 said = [*sub.exc.args, *(k.value for k in sub.exc.keywords)]
+        elif isinstance(sub, ast.Dict):  # {'grad_b': db}: a key names no attribute
+            said = [k for k in sub.keys if k is not None]
+        elif isinstance(sub, ast.Subscript):  # grads['grad_b']: a namespace (vars(t), X.__dict__) is marked for itself
+            said = [sub.slice]
         for expression in said:
             ids.update(_text(expression))
     return ids
@@ -69,3 +79,20 @@ def _own_names(node: ast.AST) -> set:
         elif isinstance(sub, ast.ExceptHandler) and sub.name:
             names.add(sub.name)
     return names
+
+
+def _grad_modes(node: ast.AST) -> set:
+    """ids of the ``torch.autograd`` (and ``.grad_mode``) in ``torch.autograd.no_grad()`` and the other GRAD_MODES:
+    what reaches only a switch of autograd's recording, which gives no gradient."""
+    ids = set()
+    for sub in ast.walk(node):
+        if isinstance(sub, ast.Attribute) and sub.attr in GRAD_MODES:
+            base = sub.value
+            if isinstance(base, ast.Attribute) and base.attr == "grad_mode":
+                ids.add(id(base))
+                base = base.value
+            if (isinstance(base, ast.Attribute) and base.attr == "autograd") or (
+                isinstance(base, ast.Name) and base.id == "autograd"
+            ):
+                ids.add(id(base))
+    return ids
