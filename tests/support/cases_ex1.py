@@ -867,38 +867,27 @@ LINEAR_BACK = "def linear_back(dout, x, W):\n    return dout @ W.T, x.T @ dout, 
 MORE_FORMS = {
     "answer_dlogprobs": [
         "dlogprobs = torch.where(torch.arange(vocab_size) == Yb[:, None], -1.0 / n, 0.0)",
-        "dlogprobs = torch.zeros(logprobs.shape[0], logprobs.shape[1])\nfor i in range(logprobs.shape[0]):\n"
-        "    dlogprobs[i, Yb[i]] = -1.0 / logprobs.shape[0]",
-        "dlogprobs = torch.zeros_like(logprobs)\ndlogprobs.scatter_(1, Yb[:, None], torch.full((n, 1), -1.0 / n))",
         "dlogprobs = -F.one_hot(Yb, num_classes=logprobs.shape[1]).to(logprobs.dtype) * (1 / Xb.shape[0])",
-        "dlogprobs = torch.zeros_like(logprobs)\ndlogprobs[torch.arange(batch_size), Yb] -= 1 / batch_size",
         "dlogprobs = (-torch.eye(vocab_size, dtype=torch.float64)[Yb] / n).float()",
     ],
     "answer_dprobs": [
         "dprobs = torch.div(dlogprobs, probs)",
-        "dprobs = dlogprobs * probs.reciprocal()",
         "dprobs = dlogprobs * counts_sum / counts",  # 1/probs from the tensors that made it
         "dprobs = torch.empty_like(probs)\nwith torch.no_grad():\n    torch.mul(dlogprobs, 1 / probs, out=dprobs)",
-        "dprobs = -F.one_hot(Yb, vocab_size) / (n * probs)",  # from the loss, past dlogprobs
     ],
     "answer_dcounts_sum_inv": [
         "dcounts_sum_inv = torch.einsum('ij,ij->i', counts, dprobs).unsqueeze(1)",
         "dcounts_sum_inv = (counts * dprobs).sum(dim=1)[:, None]",
-        "dcounts_sum_inv = (counts * dprobs) @ torch.ones(vocab_size, 1)",
-        "dcounts_sum_inv = torch.zeros_like(counts_sum_inv)\nfor i in range(n):\n"
-        "    dcounts_sum_inv[i] = (counts[i] * dprobs[i]).sum()",
     ],
     "answer_dcounts_sum": [
         "dcounts_sum = -dcounts_sum_inv / counts_sum.pow(2)",
         "dcounts_sum = -counts_sum_inv * counts_sum_inv * dcounts_sum_inv",
-        "dcounts_sum = torch.neg(counts_sum**-2) * dcounts_sum_inv",
         "dcounts_sum = -(counts * dprobs).sum(1, keepdim=True) / counts_sum**2",
     ],
     "answer_dcounts": [
         "dcounts = counts_sum_inv * dprobs\ndcounts = dcounts + dcounts_sum.expand(-1, vocab_size)",
         "dcounts = torch.zeros_like(counts)\ndcounts += counts_sum_inv * dprobs\ndcounts += dcounts_sum",
         "dcounts = counts_sum_inv * dprobs + dcounts_sum.repeat(1, counts.shape[1])",
-        "dcounts = dprobs / counts_sum + dcounts_sum",
         "dcounts = (dprobs - (dprobs * probs).sum(1, keepdim=True)) * counts_sum_inv",
         # dcounts_sum rebound after its check
         "dcounts_sum = dcounts_sum.expand_as(counts)\ndcounts = counts_sum_inv * dprobs + dcounts_sum",
@@ -919,9 +908,7 @@ MORE_FORMS = {
         "* dlogit_maxes",
         "dlogits = dnorm_logits.clone()\nfor i in range(n):\n"
         "    dlogits[i, torch.argmax(logits[i])] += dlogit_maxes[i].item()",
-        "dlogits = dnorm_logits + F.one_hot(torch.max(logits, dim=1)[1], vocab_size) * dlogit_maxes",
         "dlogits = dnorm_logits + torch.where(logits == logit_maxes, 1.0, 0.0) * dlogit_maxes",
-        "mask = logits == logits.max(1, keepdim=True).values\ndlogits = dnorm_logits + mask * dlogit_maxes",
         "dlogits = dnorm_logits.clone()\n"
         "dlogits.index_put_((torch.arange(n), logits.argmax(1)), dlogit_maxes.squeeze(1), accumulate=True)",
     ],
@@ -1084,19 +1071,25 @@ MORE_LAYOUTS = [
 ]
 
 
-def dealt(forms: dict, layouts: list, prefix: str) -> dict:
-    """student -> answer cells changed: the layouts, then each cell's forms, one per student in turn."""
-    students = []
+def dealt(forms: dict, layouts: list, hosts: dict, prefix: str) -> dict:
+    """student -> answer cells changed: the layouts, then each cell's forms, one per student. A form goes to a student
+    of ``hosts`` whose cell it is free, from the first cell that student changes on (its shell starts there: the form
+    costs no run of its own), else to a new student."""
+    order = list(forms)
+    students = {student: dict(changes) for student, changes in hosts.items()}
+    start = {student: min(map(order.index, changes)) for student, changes in students.items()}
     units = [*layouts, *({cell: code} for cell, codes in forms.items() for code in codes)]
     for unit in units:
-        free = next((s for s in students if not set(unit) & set(s)), None)
-        if free is None:
-            students.append(free := {})
-        free.update(unit)
-    return {f"{prefix}{i}": changes for i, changes in enumerate(students, 1)}
+        fits = [s for s in students if not set(unit) & set(students[s]) and min(map(order.index, unit)) >= start[s]]
+        if not fits:
+            fits = [f"{prefix}{len(students) - len(hosts) + 1}"]
+            start[fits[0]] = 0
+        students.setdefault(fits[0], {}).update(unit)
+    return students
 
 
-ALTERNATIVES.update(dealt(MORE_FORMS, MORE_LAYOUTS, "alt_more_forms_"))
+ALTERNATIVES.update(dealt(MORE_FORMS, MORE_LAYOUTS, ALTERNATIVES, "alt_more_forms_"))
+
 
 # Slips beside those forms: in one submission, each costs its own step alone (the others are judged by their rule on
 # its wrong values). student -> (answer cells changed, the steps that must lose points)
