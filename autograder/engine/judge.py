@@ -27,6 +27,8 @@ def read_answer(verdict: Verdict, name: str, report: Report, tainted: set, gradi
     added to the verdict, when it was computed with autograd, is not a tensor, or cannot be read. ``gradient``:
     the answer is a gradient (the autograd reason says "write this gradient by hand")."""
     info = report.info(name)
+    if info.get("kind") == "missing" and str(info.get("raised")).startswith(("ModuleNotFoundError", "ImportError")):
+        tainted = tainted - {name}  # a module the kernel has not either (einops): its cell stopped there, say so
     if name in tainted and gradient:
         problem = Reason(
             "autograd",
