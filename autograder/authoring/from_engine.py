@@ -68,6 +68,15 @@ FUNCTIONS = [
 ]
 
 
+def _harmless() -> str:
+    """``prose.HARMLESS`` as a line of Python: module -> the members of it that give no gradient."""
+    members = (
+        f"{module!r}: " + ("GRAD_MODES" if names == prose.GRAD_MODES else f"frozenset({sorted(names)!r})")
+        for module, names in prose.HARMLESS.items()
+    )
+    return "HARMLESS = {" + ", ".join(members) + "}  # members of autograd's modules that give no gradient"
+
+
 def _graph() -> str:
     """Each step of each table as (its forward line, the tensors that consume it, exact zeros right), by name."""
     tables = []
@@ -104,6 +113,7 @@ def block() -> str:
         f"FORBIDDEN_WORDS = {honesty.FORBIDDEN_WORDS!r}",
         f"TEXT_EXCEPTIONS = frozenset({sorted(prose.TEXT_EXCEPTIONS)!r})  # their messages are only words",
         f"GRAD_MODES = frozenset({sorted(prose.GRAD_MODES)!r})  # torch.autograd's switches of its recording",
+        _harmless(),
         _graph(),
     ]
     sources = [inspect.getsource(f).rstrip("\n") for f in FUNCTIONS]

@@ -42,6 +42,7 @@ AROUND = {
     "dW2 = back(loss, W2)[0]",
     "through_grad_mode": "dW2 = torch.autograd.grad_mode.torch.autograd.grad(loss, W2)[0]",
     "grad_imported_beside_no_grad": "from torch.autograd import grad, no_grad\n\n\ndW2 = grad(loss, W2)[0]",
+    "vmap_of_grad": "dW2 = torch.func.vmap(torch.func.grad(f))(h)",
     "a_key_of_a_namespace": "dW2 = vars(W2)['grad']",
     "a_key_to_getattr": "k = {'grad': 1}\ndW2 = getattr(W2, list(k)[0])",
     "an_exception_name_as_argument": "def f(ValueError):\n    raise ValueError('aten::mm_backward')\n\n\ndW2 = f(h)",
@@ -74,6 +75,8 @@ HONEST = {
     "    return x.T @ d\n\n\ndW2 = back(h, dlogits)",
     "dict_keys": "def back(x, d):\n    return {'grad_W2': x.T @ d}\n\n\ngrads = back(h, dlogits)\n"
     "dW2 = grads['grad_W2']",
+    "vmap": "dW2 = torch.func.vmap(torch.outer)(h, dlogits).sum(0)",  # batches, does not derive
+    "vmap_imported": "from torch.func import vmap\n\n\ndW2 = vmap(torch.outer)(h, dlogits).sum(0)",
     "printed_pieces": "def back(x, d):\n    print('grad of W2: ' + str(x.shape))\n    return x.T @ d\n\n\n"
     "dW2 = back(h, dlogits)",
 }

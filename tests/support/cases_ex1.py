@@ -172,6 +172,13 @@ MISTAKES = {
         "ndarray",
     ),
     "m_probs_nan": ({"answer_dprobs": "dprobs = dlogprobs / (probs - probs)"}, "probs", "NaN"),
+    # einops, which Colab has and the grading kernel has not: its cell stops there, and the verdict says so (it said
+    # "computed with autograd" before: a module the grader cannot read)
+    "m_demb_einops": (
+        {"answer_demb": "from einops import rearrange\ndemb = rearrange(dembcat, 'b (t e) -> b t e', t=block_size)"},
+        "emb",
+        "stopped with ModuleNotFoundError: No module named 'einops'",
+    ),
 }
 
 # dC asked for again with index_add_ (dC_index_add): each mistake loses that cell alone (dC keeps its points), with
@@ -925,6 +932,7 @@ MORE_FORMS = {
         "dW2 = (h.unsqueeze(2) * dlogits.unsqueeze(1)).sum(0)",
         "dW2 = torch.zeros_like(W2)\nfor i in range(n):\n    dW2 += torch.outer(h[i], dlogits[i])",
         "dW2 = torch.empty_like(W2)\nwith torch.no_grad():\n    torch.matmul(h.T, dlogits, out=dW2)",
+        "dW2 = torch.func.vmap(torch.outer)(h, dlogits).sum(0)",
         "def outer_back(x, dout):\n    if x.shape[0] != dout.shape[0]:\n"
         "        raise RuntimeError('batch sizes differ in the backward pass: ' + str(x.shape))\n"
         "    return x.T @ dout\n\n\ndW2 = outer_back(h, dlogits)",

@@ -10,7 +10,7 @@ from functools import lru_cache
 
 import torch
 
-from .prose import GRAD_MODES, TEXT_EXCEPTIONS, _grad_modes, _prose
+from .prose import HARMLESS, TEXT_EXCEPTIONS, _grad_modes, _prose
 from .unread_code import (
     RUNS_CODE,
     STRING_RUNNERS,
@@ -242,8 +242,8 @@ class AutogradTaint:
             module = getattr(node, "module", None) or ""
             for alias in node.names:
                 full = f"{module}.{alias.name}"
-                if module in ("torch.autograd", "torch.autograd.grad_mode") and alias.name in GRAD_MODES:
-                    pass  # from torch.autograd import no_grad: a switch of its recording
+                if alias.name in HARMLESS.get(module.split(".")[-1], ()) and module.startswith("torch."):
+                    pass  # from torch.autograd import no_grad, from torch.func import vmap: no gradient
                 elif any(word in full for word in FORBIDDEN_MODULES) or unknown_module(module or alias.name):
                     self.tainted.add((alias.asname or alias.name).split(".")[0])
                 if "__main__" in full:

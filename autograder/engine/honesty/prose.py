@@ -4,13 +4,16 @@ A string that names an attribute or an operator (``getattr(t, "grad")``, an op n
 shown to a person does not: a docstring, the text of an f-string, what print() prints, an assert's message, the
 message of a built-in exception raised (``raise ValueError("the gradient has the wrong shape")``), with pieces of
 text joined by ``+`` or ``%`` too; the key of a dict (``{"grad_b": db}``, ``grads["grad_b"]``). And switching autograd's
-recording off or on (``@torch.autograd.no_grad()``) reads nothing from it (``GRAD_MODES``).
+recording off or on (``@torch.autograd.no_grad()``), or batching with torch.func.vmap, reads nothing from it
+(``HARMLESS``).
 """
 
 import ast
 
 # torch.autograd's switches of its recording, reached as torch.autograd.X (or .grad_mode.X), or imported from it
 GRAD_MODES = frozenset({"no_grad", "enable_grad", "set_grad_enabled", "inference_mode"})
+# what of a module that reads autograd does not: module -> those members (torch.func.vmap batches, it does not derive)
+HARMLESS = {"autograd": GRAD_MODES, "grad_mode": GRAD_MODES, "func": frozenset({"vmap"})}
 
 # exceptions whose arguments are only a message; the student's own thing of one of these names is not one of them
 # (AutogradTaint marks the name, and a statement that binds it reads its message as any other string)
@@ -82,17 +85,16 @@ def _own_names(node: ast.AST) -> set:
 
 
 def _grad_modes(node: ast.AST) -> set:
-    """ids of the ``torch.autograd`` (and ``.grad_mode``) in ``torch.autograd.no_grad()`` and the other GRAD_MODES:
-    what reaches only a switch of autograd's recording, which gives no gradient."""
+    """ids of the ``torch.autograd`` (``.grad_mode``, ``torch.func``) in ``torch.autograd.no_grad()``,
+    ``torch.func.vmap`` and the other members of HARMLESS: what reaches only them, which give no gradient."""
     ids = set()
     for sub in ast.walk(node):
-        if isinstance(sub, ast.Attribute) and sub.attr in GRAD_MODES:
+        if isinstance(sub, ast.Attribute):
             base = sub.value
-            if isinstance(base, ast.Attribute) and base.attr == "grad_mode":
+            if isinstance(base, ast.Attribute) and base.attr == "grad_mode" and sub.attr in GRAD_MODES:
                 ids.add(id(base))
                 base = base.value
-            if (isinstance(base, ast.Attribute) and base.attr == "autograd") or (
-                isinstance(base, ast.Name) and base.id == "autograd"
-            ):
+            module = base.attr if isinstance(base, ast.Attribute) else getattr(base, "id", None)
+            if sub.attr in HARMLESS.get(module, ()):
                 ids.add(id(base))
     return ids
