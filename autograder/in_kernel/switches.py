@@ -12,6 +12,7 @@ from ..common.editions import EDITION_VARIABLE
 from ..common.words import say
 from ..data import SEED_VARIABLE
 from ..engine.honesty import decoy
+from .self_checks_off import skip_self_checks
 from .snapshot_hook import take_snapshots
 
 
@@ -120,7 +121,8 @@ def start_grading(namespace: dict, self_checks=("cmp", "self_check")) -> None:
 
     Every ``.grad`` becomes a decoy (seeded noise at the gradient's scale, which the grader
     recognises), and autograd's entries and torch's backward formulas refuse to run. The visible
-    self-checks compare with ``.grad``, so they are switched off rather than left to mislead.
+    self-checks compare with ``.grad``, so they are switched off rather than left to mislead, and so are the student's
+    own (``assert torch.allclose(dW2, W2.grad)``: ``self_checks_off``).
     From the next cell on, statements take snapshots of what they read, for the rule probes.
     """
     if not grading():
@@ -139,3 +141,4 @@ def start_grading(namespace: dict, self_checks=("cmp", "self_check")) -> None:
         if name in namespace:
             namespace[name] = _skipped
     take_snapshots(namespace)
+    skip_self_checks(_skipped)  # the student's own asserts against .grad, as cmp

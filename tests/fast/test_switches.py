@@ -48,3 +48,32 @@ def test_torchs_own_derivatives_refuse_while_grading():
     assert done.returncode == 0, done.stderr[-2000:]
     refused = "aten,aten overload,torch function,embedding,decomposition,table,engine,sparse,torchscript"
     assert done.stdout.strip() == refused, done
+
+
+SKIPPED = [
+    "assert torch.allclose(dW2, W2.grad)",
+    "assert torch.allclose(dW2, W2.grad, atol=1e-6), 'dW2 is off'",
+    "torch.testing.assert_close(dW2, W2.grad)",
+    "np.testing.assert_allclose(dW2.numpy(), W2.grad.numpy(), rtol=1e-4)",
+    "if not torch.allclose(dW2, W2.grad):\n    raise ValueError('dW2 is off')",
+]
+KEPT = [
+    "assert dW2.shape == W2.shape",  # no .grad: a check the grader's values pass too
+    "dW2 = W2.grad",  # writes a name
+    "print((dW2 - W2.grad).abs().max())",  # prints, stops nothing
+    "assert torch.allclose(dW2.mul_(2), W2.grad)",  # changes dW2
+    "if not torch.allclose(dW2, W2.grad):\n    dW2 = W2.grad.clone()",
+    "assert (d := W2.grad) is not None",
+]
+
+
+def test_a_students_own_check_against_autograd_is_skipped_while_grading_and_nothing_else():
+    """Every .grad holds a decoy while grading: `assert torch.allclose(dW2, W2.grad)` fails there, and in a cell of
+    several answers left the answers after it undefined (one point lost, at least). Such checks are skipped, as cmp
+    is; a statement that also writes or changes something runs as it is."""
+    import ast
+
+    from autograder.in_kernel.self_checks_off import checks_autograd
+
+    assert [code for code in SKIPPED if not checks_autograd(ast.parse(code).body[0])] == []
+    assert [code for code in KEPT if checks_autograd(ast.parse(code).body[0])] == []

@@ -1161,6 +1161,18 @@ def one_cell(release, source, changes: dict, after: str = ""):
     return solved(release, source, {a: "pass" for a in answers[1:]} | {answers[0]: everything})
 
 
+def with_self_checks(code: dict) -> dict:
+    """Each answer followed by the student's own check against autograd's gradient, in three styles: they pass in the
+    student's notebook, and fail while grading (every .grad holds a decoy), where they are skipped as cmp is."""
+    checks = [
+        "assert torch.allclose(d{x}, {x}.grad, atol=1e-6), 'd{x} is off'",
+        "torch.testing.assert_close(d{x}, {x}.grad)",
+        "if not torch.allclose(d{x}, {x}.grad, atol=1e-6):\n    raise ValueError('d{x} is off')",
+    ]
+    answers = [a for a in code if a.startswith("answer_d") and a != "answer_dC_index_add"]
+    return {a: code[a] + "\n" + checks[i % 3].format(x=a.removeprefix("answer_d")) for i, a in enumerate(answers)}
+
+
 def submissions(release, source) -> dict:
     """student -> notebook, for every case above and the special students of Exercise 1."""
     class_ = {"solution": solved(release, source), "blank": release}
@@ -1171,6 +1183,7 @@ def submissions(release, source) -> dict:
     for student, changes in ALTERNATIVES.items():
         class_[student] = solved(release, source, changes)
     class_["alt_one_cell"] = one_cell(release, source, {})
+    class_["alt_one_cell_self_checks"] = one_cell(release, source, with_self_checks(solutions(source)))
     for student, (changes, _) in ONE_CELL_SLIPS.items():
         class_[student] = one_cell(release, source, changes)
     for student, (changes, after) in LATER_LINES.items():

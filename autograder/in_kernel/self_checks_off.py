@@ -1,0 +1,75 @@
+"""While grading, a student's own check against autograd's gradients is skipped, as the notebook's ``cmp`` is.
+
+Every ``.grad`` holds a decoy while grading (``switches.start_grading``), so ``assert torch.allclose(dW2, W2.grad)``,
+``torch.testing.assert_close(dW2, W2.grad)`` or ``if not torch.allclose(dW2, W2.grad): raise ..`` fails there though it
+passed in the student's notebook; in a cell of several answers it stopped the cell, and every answer after it was
+missing. Such a statement (top-level, or in a `with` block) writes no name and reads ``.grad``: IPython's AST hook puts
+a call that says self-checks are skipped in its place. It gives no value to anything: nothing to take from autograd.
+"""
+
+import ast
+import builtins
+
+from IPython import get_ipython
+
+SKIPPED_HOOK = "__backprop_ninja_skipped__"  # a builtin while grading: what stands for a skipped check
+
+
+def skip_self_checks(skipped) -> None:
+    """From the next cell on, each check against ``.grad`` calls ``skipped()`` instead (after the snapshot hook, which
+    numbers the statements as the student wrote them)."""
+    shell = get_ipython()
+    if shell is None:
+        return
+    builtins.__dict__[SKIPPED_HOOK] = skipped
+    if not any(isinstance(t, _ChecksOff) for t in shell.ast_transformers):
+        shell.ast_transformers.append(_ChecksOff())
+
+
+class _ChecksOff(ast.NodeTransformer):
+    def visit(self, node):
+        try:
+            if isinstance(node, ast.Module):
+                node.body = _without_checks(node.body)
+        except Exception:  # the cell runs as it is
+            pass
+        return node
+
+
+def _without_checks(body: list) -> list:
+    new = []
+    for statement in body:
+        if isinstance(statement, ast.With):
+            statement.body = _without_checks(statement.body) or [ast.copy_location(ast.Pass(), statement)]
+        elif checks_autograd(statement):
+            call = ast.Call(ast.Name(SKIPPED_HOOK, ast.Load()), [], [])
+            statement = ast.fix_missing_locations(ast.copy_location(ast.Expr(call), statement))
+        new.append(statement)
+    return new
+
+
+def checks_autograd(statement: ast.stmt) -> bool:
+    """An assert, a call of an assert function, or an `if` that raises, that reads ``.grad`` and writes no name."""
+    subs = list(ast.walk(statement))
+    if not any(isinstance(s, ast.Attribute) and s.attr == "grad" and isinstance(s.ctx, ast.Load) for s in subs):
+        return False
+    if any(isinstance(getattr(s, "ctx", None), (ast.Store, ast.Del)) for s in subs):
+        return False  # it writes a name (or an item, an attribute): not only a check
+    if any(isinstance(s, (ast.NamedExpr, ast.FunctionDef, ast.ClassDef, ast.Lambda)) for s in subs):
+        return False
+    if any(isinstance(s, ast.Call) and _mutates(s) for s in subs):
+        return False  # skipping it would skip a change the student's notebook made
+    if isinstance(statement, ast.Assert):
+        return True
+    if isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Call):
+        func = statement.value.func
+        return "assert" in str(getattr(func, "attr", None) or getattr(func, "id", "")).lower()
+    if isinstance(statement, ast.If):
+        return any(isinstance(s, ast.Raise) for s in subs)
+    return False
+
+
+def _mutates(call: ast.Call) -> bool:
+    """A call of an in-place method (``t.add_(..)``) or one that could change a value (``x.append(..)``)."""
+    name = getattr(call.func, "attr", "")
+    return name.endswith("_") and not name.startswith("_") or name in ("append", "extend", "update", "insert", "pop")
