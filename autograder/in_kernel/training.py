@@ -1,6 +1,7 @@
 """Exercise 4 in the kernel: the student's backward pass is a function and the notebook trains with it. A short fixed
 run, extra training stopped, and backward_pass and training_step each called on the grader's own inputs."""
 
+import linecache
 import sys
 
 import torch
@@ -72,6 +73,16 @@ def call_capturing(function, *args):
     return result, ended.get("locals", {})
 
 
+def raised_at(error: Exception, function) -> str:
+    """The line of ``function`` that was running when ``error`` was raised (a call into a helper: the call), or ""."""
+    code, line, tb = getattr(function, "__code__", None), "", error.__traceback__
+    while tb is not None:
+        if tb.tb_frame.f_code is code:
+            line = linecache.getline(code.co_filename, tb.tb_lineno).strip()
+        tb = tb.tb_next
+    return line[:200]
+
+
 def _backward_on_check_batch(namespace: dict) -> dict:
     """backward_pass(Xb, Yb, cache) on copies of the setup's check batch, at the initial parameters, twice.
 
@@ -131,7 +142,8 @@ def _on_another_batch(namespace: dict, function) -> dict:
     notebook's batch_size, and n when it is the batch size, set to that size for the call (the lecture reads them).
 
     The payload holds d<parameter> of that call ("other_d<name>": by position in the list it returned, or, when it
-    raised, its local variable d<name> as it was then) and how the call went ("other_size")."""
+    raised, its local variable d<name> as it was then) and how the call went ("other_size": when it raised, the line
+    of backward_pass that raised)."""
     from ..engine.training.network import OTHER_BATCH_SIZE, PARAMETER_NAMES, forward, other_batch
 
     try:
@@ -148,6 +160,7 @@ def _on_another_batch(namespace: dict, function) -> dict:
         namespace.update(saved)
     if isinstance(result, Exception):
         status = {"kind": "raised", "type": type(result).__name__, "message": str(result)[:300]}
+        status["line"] = raised_at(result, function)
         values = [variables.get("d" + name) for name in PARAMETER_NAMES]
     else:
         status = {"kind": "returned"}
@@ -199,7 +212,8 @@ def _replay_training_step(namespace: dict) -> dict:
 
     The payload holds the losses ("replay_losses"), how it ended, how often training_step asked for the gradients and
     the first step after which ``parameters`` held other tensors than before, if it did ("replay", "rebound_at": new
-    tensors put into the list leave the notebook's C, W1, ... behind), and the parameters it reached ("replay_<name>").
+    tensors put into the list leave the notebook's C, W1, ... behind), the parameters after the first step
+    ("first_<name>") and the parameters it reached ("replay_<name>").
     The notebook's parameters (the list and its tensors), backward_pass and forward are put back as they were.
     """
     from ..engine.training.network import GRADED_STEPS, PARAMETER_NAMES, manual_backward, minibatches
@@ -218,7 +232,7 @@ def _replay_training_step(namespace: dict) -> dict:
     namespace["backward_pass"] = right_gradients
     forward = namespace.get("forward")
     namespace["forward"] = getattr(forward, "__wrapped__", forward)  # not counted by limit_forward
-    losses, status, rebound = [], {"kind": "returned"}, None
+    losses, status, rebound, first = [], {"kind": "returned"}, None, []
     tensors = list(parameters)  # the objects themselves: training_step must change them, not replace them
 
     def replaced():
@@ -233,10 +247,15 @@ def _replay_training_step(namespace: dict) -> dict:
             for ix, lr in minibatches(X, namespace["SEED"], GRADED_STEPS, namespace["batch_size"]):
                 losses.append(float(step(X[ix], Y[ix], lr)))
                 rebound = rebound or (len(losses) if replaced() else None)
+                if len(losses) == 1:  # where the first update took each parameter: which one went astray
+                    now = namespace.get("parameters")
+                    first = [p.detach().clone() for p in now] if isinstance(now, list) else []
+                    first = first if all(isinstance(p, torch.Tensor) for p in first) else []
         except Exception as error:  # the grader says which error it was, and at which step
             status = {"kind": "raised", "type": type(error).__name__, "message": str(error)[:300]}
         reached = namespace.get("parameters") if isinstance(namespace.get("parameters"), list) else parameters
         payload = {f"replay_{name}": wire.encode(p) for name, p in zip(PARAMETER_NAMES, reached)}
+        payload.update({f"first_{name}": wire.encode(p) for name, p in zip(PARAMETER_NAMES, first)})
         namespace["parameters"], parameters[:] = parameters, tensors
         for p, p1 in zip(parameters, trained):
             p.copy_(p1)

@@ -83,7 +83,46 @@ CASES = {
         {"answer_backward_pass": backward(batchnorm=ONES_32)},
         [],
         {"test_dC": 0, "test_dW1": 0, "test_db1": 0},
-        {"test_dW1": "dW1 " + AT_50 + "backward_pass raised RuntimeError there: The size of tensor a (50) must"},
+        {
+            "test_dW1": "dW1 " + AT_50 + "backward_pass raised RuntimeError there, in the line of dhprebn, on dW1's "
+            "way back from the loss, `dhprebn = bngain * bnvar_inv / n * (n * dhpreact - torch.ones(32, 1) @ "
+        },
+    ),
+    # raises at 50 in a line that only db2 depends on: db2 loses its point, in words that quote the line; the
+    # gradients after it, right on the check batch, keep theirs, with a note that they could not be checked at 50
+    "m_db2_ones_32": (
+        {
+            "answer_backward_pass": backward(
+                layer2=BACKWARD["layer2"].replace("dlogits.sum(0)", "torch.ones(32) @ dlogits")
+            )
+        },
+        [],
+        {"test_db2": 0},
+        {
+            "test_db2": "db2 " + AT_50 + "backward_pass raised RuntimeError there, in db2's own line `db2 = "
+            "torch.ones(32) @ dlogits`",
+            "test_dbngain": "(dbngain could not be checked on a batch of 50 examples: backward_pass raised "
+            "RuntimeError there before it computed dbngain, in a line dbngain does not depend on, `db2 = ",
+        },
+    ),
+    "m_tanh_view_32": (  # raises at 50 in dhpreact's line: every gradient on its way loses, the line named
+        {"answer_backward_pass": backward(tanh="dhpreact = (1.0 - h**2) * dh.view(32, -1)")},
+        [],
+        {g: 0 for g in ("test_dC", "test_dW1", "test_db1", "test_dbngain", "test_dbnbias")},
+        {
+            "test_dbngain": "dbngain " + AT_50 + "backward_pass raised RuntimeError there, in the line of dhpreact, "
+            "on dbngain's way back from the loss, `dhpreact = (1.0 - h**2) * dh.view(32, -1)`"
+        },
+    ),
+    "m_dembcat_view_32": (  # raises at 50 on dC's way only: dW1 and db1, after it in the code, keep their points
+        {
+            "answer_backward_pass": backward(
+                layer1=BACKWARD["layer1"].replace("dW1 =", "dembcat = dembcat.view(32, -1)\ndW1 =")
+            )
+        },
+        [],
+        {"test_dC": 0},
+        {"test_dC": "in the line of dembcat, on dC's way back from the loss, `dembcat = dembcat.view(32, -1)`"},
     ),
     "m_view_32": (
         {"answer_backward_pass": backward(embedding=BACKWARD["embedding"].replace("(emb.shape)", "(32, 3, n_embd)"))},
@@ -141,13 +180,98 @@ CASES = {
         {"test_training": 1},
         {"test_training": "the very first loss differs: training_step must return the loss of forward(Xb, Yb)"},
     ),
+    # one parameter's sign flipped: named from the first update, even when the others then leave autograd's run too
+    # (W2's flip makes the loss climb: the comparison of whole runs could not single it out)
+    "m_sign_of_W2": (
+        {"answer_training_step": EACH + "    p += (lr if i == 3 else -lr) * grad"},
+        [],
+        {"test_training": 0},
+        {"test_training": "; W2 moved the opposite way to autograd's run, while every other parameter followed it"},
+    ),
+    "m_sign_of_bnbias": (
+        {"answer_training_step": EACH + "    p += (lr if i == 6 else -lr) * grad"},
+        [],
+        {"test_training": 1},
+        {"test_training": "; bnbias moved the opposite way to autograd's run"},
+    ),
+    "m_loss_after_the_update": (
+        {"answer_training_step": training_step("p += -lr * grad") + "\nloss, cache = forward(Xb, Yb)"},
+        [],
+        {"test_training": 1},
+        {"test_training": "the very first loss differs: training_step must return the loss of forward(Xb, Yb)"},
+    ),
+    "alt_sub_in_place_by_index": (
+        {
+            "answer_training_step": STEP
+            + "for i in range(len(parameters)):\n    parameters[i].data.add_(grads[i], alpha=-lr)"
+        },
+        [],
+        {},
+        {},
+    ),
     "c_grad_by_getattr": (
         {"answer_training_step": training_step("p += -lr * getattr(p, 'gr' + 'ad')")},
         [],
         {"test_training": 0},
         {"test_training": "training_step uses autograd"},
     ),
+    # backward_pass's own slips
+    "m_sigmoid_derivative": (  # every gradient on the way back through tanh loses, sent to dhpreact
+        {"answer_backward_pass": backward(tanh="dhpreact = h * (1.0 - h) * dh")},
+        [],
+        {g: 0 for g in ("test_dC", "test_dW1", "test_dbngain", "test_dbnbias")},
+        {"test_dbngain": "the first wrong gradient on the way back from the loss is your dhpreact"},
+    ),
+    "m_dbngain_keepdim_dropped": (
+        {"answer_backward_pass": backward(batchnorm=BACKWARD["batchnorm"].replace("(0, keepdim=True)", "(0)", 1))},
+        [],
+        {"test_dbngain": 0.5},
+        {"test_dbngain": "the values are right, so this step earns 0.5 of its 1"},
+    ),
+    "m_dW2_transposed": (
+        {"answer_backward_pass": backward(layer2=BACKWARD["layer2"].replace("h.T @ dlogits", "dlogits.T @ h"))},
+        [],
+        {"test_dW2": 0},
+        {"test_dW2": "it looks transposed"},
+    ),
+    "alt_other_forms": (  # a tuple returned, einsum, [None], tanh from hpreact, index_put_ that accumulates
+        {
+            "answer_backward_pass": backward(
+                tanh="dhpreact = (1 - torch.tanh(cache['hpreact']) ** 2) * dh",
+                batchnorm=BACKWARD["batchnorm"]
+                .replace("(bnraw * dhpreact).sum(0, keepdim=True)", "torch.einsum('ij,ij->j', bnraw, dhpreact)[None]")
+                .replace("dhpreact.sum(0, keepdim=True)", "dhpreact.sum(0).unsqueeze(0)"),
+                embedding="demb = dembcat.view(emb.shape)\n"
+                "dC = torch.zeros_like(C).index_put_((Xb,), demb, accumulate=True)",
+            )
+            + "\nreturn (dC, dW1, db1, dW2, db2, dbngain, dbnbias)"
+        },
+        [],
+        {},
+        {},
+    ),
     # the calibration
+    "alt_calibration_from_forward": (  # the notebook's own forward over the training set: its cache's statistics
+        {
+            "answer_calibration": "_, cache_all = forward(Xtr, Ytr)\nbnmean = cache_all['bnmeani']\n"
+            "bnvar = cache_all['bnvar']"
+        },
+        [],
+        {},
+        {},
+    ),
+    "m_calibration_keepdim_dropped": (  # right values: half of each statistic's point, as any step's shape
+        {"answer_calibration": CALIBRATION.format(X="Xtr").replace(", keepdim=True", "")},
+        [],
+        {"test_calibration": 1},
+        {"test_calibration": "bnvar has shape (200,), but it must be (1, 200)"},
+    ),
+    "m_calibration_std": (
+        {"answer_calibration": CALIBRATION.format(X="Xtr").replace(".var(", ".std(")},
+        [],
+        {"test_calibration": 1},
+        {"test_calibration": "bnvar is the standard deviation: it must be the variance"},
+    ),
     "m_calibration_on_the_validation_split": (
         {"answer_calibration": CALIBRATION.format(X="Xdev")},
         [],
@@ -198,3 +322,13 @@ def test_each_case_loses_exactly_its_own_points_and_says_why(graded, student):
 def test_a_run_that_did_not_diverge_says_nothing_of_it(graded):
     for student in ("solution", "m_lr_of_its_own", "m_calibration_on_the_validation_split"):
         assert "diverged" not in graded[student].messages["test_calibration"], student
+
+
+def test_the_words_of_a_line_that_raised_at_50_and_of_the_first_update_go_through_the_catalog(graded, monkeypatch):
+    """The line that raised on the batch of 50 (its own gradient's, one on the way, one off the way) and the
+    parameter that the first update moved the wrong way: every line a student reads is the catalog's."""
+    from support.words import pseudo_translated, untranslated
+
+    pseudo_translated(monkeypatch)
+    students = ("m_db2_ones_32", "m_tanh_view_32", "m_sign_of_W2", "m_calibration_keepdim_dropped")
+    assert untranslated(NB, {s: graded[s] for s in students}) == []

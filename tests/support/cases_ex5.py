@@ -201,6 +201,35 @@ MISTAKES = {
         {"answer_demb": "demb = dx + dx + dq @ Wq.T + dk @ Wk.T + dv @ Wv.T"},
         {"test_demb": ("path_twice", "the path through x is added twice")},
     ),
+    "leaky_slopes_swapped": (
+        {"answer_dleaky_in": "dleaky_in = torch.where(leaky_in > 0, 0.1 * dleaky_out, dleaky_out)"},
+        {"test_dleaky_in": ("activation_mask", "the two slopes swapped")},
+    ),
+    "lnbias_over_features": (
+        {"answer_dlnbias": "dlnbias = dhln.sum(1, keepdim=True)"},
+        {"test_dlnbias": ("wrong_dimension", "summed over dimension 1 instead of dimension 0")},
+    ),
+    "dropout_times_keep": (
+        {"answer_dhgelu": "dhgelu = dhdrop * drop_mask * (1 - drop_p)"},
+        {"test_dhgelu": ("dropout_mask", "multiplies by 1 - drop_p where the forward pass divides by it")},
+    ),
+    # wrong values without a named cause yet: the cell loses its points, and its words send the student to the
+    # local derivative (the upstream factor left out, erf's 1/√2 left out, the softmax's sum not weighted by att)
+    "relu_without_upstream": (
+        {"answer_drelu_in": "drelu_in = (relu_in > 0).float()"},
+        {"test_drelu_in": ("wrong_values", "Re-derive the local derivative of `relu_out = torch.relu(relu_in)`")},
+    ),
+    "gelu_erf_without_sqrt2": (
+        {
+            "answer_dhln": "dhln = dhgelu * (0.5 * (1 + torch.erf(hln)) "
+            "+ hln * torch.exp(-hln**2 / 2) / (2 * torch.pi) ** 0.5)"
+        },
+        {"test_dhln": ("wrong_values", "entries wrong")},
+    ),
+    "softmax_sum_not_times_att": (
+        {"answer_dscores": "dscores = att * datt - (datt * att).sum(2, keepdim=True)"},
+        {"test_dscores": ("wrong_values", "entries wrong")},
+    ),
     "leaky_default_slope": (
         {"answer_dleaky_in": "dleaky_in = torch.where(leaky_in > 0, dleaky_out, 0.01 * dleaky_out)"},
         {"test_dleaky_in": ("activation_mask", "slope 0.01")},
@@ -359,6 +388,28 @@ ALTERNATIVES = {
         "answer_drelu_in": "drelu_in = torch.where(relu_in > 0, drelu_out, 0.0)",
         "answer_dleaky_in": "dleaky_in = dleaky_out * (leaky_in > 0).float().clamp(min=0.1)",
     },
+}
+
+# One tensor under two names, changed in place afterwards (`demb = dx`, then `demb += ...`): each answer's value is
+# right, and the tensor it changed (dx, dhdrop, datt, dhln, dleaky_out) was graded before, or is the notebook's own
+ALTERNATIVES["alt_f_aliases"] = {
+    "answer_dhgelu": "dhgelu = dhdrop\ndhgelu *= drop_mask\ndhgelu /= 1 - drop_p",
+    "answer_dhln": "dhln = dhgelu * (0.5 * torch.erfc(-hln * 0.5**0.5) "
+    "+ hln * torch.exp(-0.5 * hln**2) * 0.3989422804014327)",
+    "answer_dlngain": "dlngain = (dhln * lnraw).sum(dim=0, keepdim=True)",
+    "answer_dlnbias": "dlnbias = dhln.sum(dim=0, keepdims=True)",
+    "answer_dhpreln": "dlnraw = dhln\ndlnraw *= lngain\ndhpreln = lnvar_inv / n_hidden * (n_hidden * dlnraw "
+    "- dlnraw.sum(1, keepdim=True) - lnraw * (dlnraw * lnraw).sum(1, keepdim=True))",
+    "answer_dx": "dx = torch.matmul(dhpreln, W1.T).view(n, block_size, -1)",
+    "answer_datt_out": "datt_out = dx",
+    "answer_datt": "datt = datt_out @ v.mT",
+    "answer_dv": "dv = att.mT @ datt_out",
+    "answer_dscores": "dscores = datt\ndscores *= att\ndscores -= att * dscores.sum(-1, keepdim=True)",
+    "answer_dq": "import math\ndq = (dscores @ k) / math.sqrt(head_size)",
+    "answer_dk": "dk = dscores.transpose(-2, -1) @ q / math.sqrt(head_size)",
+    "answer_demb": "demb = dx\ndemb += dq @ Wq.T\ndemb += dk @ Wk.T\ndemb += dv @ Wv.T",
+    "answer_drelu_in": "drelu_in = drelu_out * (relu_in > 0).to(drelu_out.dtype)",
+    "answer_dleaky_in": "dleaky_in = dleaky_out\ndleaky_in[leaky_in <= 0] *= 0.1",
 }
 
 # student -> (answer cells changed, {graded cell that must earn nothing: words})

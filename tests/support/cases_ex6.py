@@ -176,6 +176,19 @@ BROKEN_LINES = {
         "dcounts",
         "the path through counts_sum is missing",
     ),
+    # gradients that are about zero (BatchNorm cancels b1; the max's path adds nothing): a line broken there still
+    # shows, by its shape or by values far from zero
+    "broke_db1_keepdim": (
+        {"db1 = dhprebn.sum(0)": "db1 = dhprebn.sum(0, keepdim=True)"},
+        "db1",
+        "dimension 0 of size 1 is one too many",
+    ),
+    "broke_db1_from_dW1": ({"db1 = dhprebn.sum(0)": "db1 = dW1.sum(0)"}, "db1", "entries wrong"),
+    "broke_dlogit_maxes_axis": (
+        {"dlogit_maxes = (-dnorm_logits).sum(1, keepdim=True)": "dlogit_maxes = (-dnorm_logits).sum(0, keepdim=True)"},
+        "dlogit_maxes",
+        "summed over dimension 0 instead of dimension 1",
+    ),
 }
 for _case, (_lines, _gradient, _words) in BROKEN_LINES.items():
     MISTAKES[_case] = (

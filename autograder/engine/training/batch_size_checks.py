@@ -4,14 +4,16 @@ there too. A size written in as a number (n = 32, / 32, torch.ones(32, 1)), or t
 of the function's arguments, is right at one batch size only.
 """
 
-from ...common.diagnoses import Reason
+import re
+
+from ...common.diagnoses import NOTE, Reason
 from ...common.words import say
 from ..backward_rules import STEP_BY_NAME
 from ..explain import constant_factor
 from ..tolerance import close, magnitude, max_difference, step_scale
 from ..wire import Report
 from . import network
-from .reference_runs import other_size_reference
+from .reference_runs import PATHS, other_size_reference
 
 
 def _advice(size: int):
@@ -23,9 +25,16 @@ def _advice(size: int):
     )
 
 
+def _computed_by(line: str) -> str:
+    """The gradient d<name> that a line of backward_pass computes (``db2 = ...``, ``dC.index_add_(...)``), or ""."""
+    match = re.match(r"(d[A-Za-z_]\w*)\b", line)
+    return match.group(1) if match and match.group(1)[1:] in STEP_BY_NAME else ""
+
+
 def at_another_size(name: str, report: Report, namespace: dict) -> Reason | None:
     """Why d<name>, right on the check batch, is not right on the batch of another size; None when it is (or when
-    the kernel did not call backward_pass there: the check batch's call raised)."""
+    the kernel did not call backward_pass there: the check batch's call raised). A NOTE when it could not be checked
+    there because a line it does not depend on raised first: that line's own gradient loses the points."""
     status = report.info("other_size")
     if status.get("kind") not in ("returned", "raised"):
         return None
@@ -55,7 +64,41 @@ def at_another_size(name: str, report: Report, namespace: dict) -> Reason | None
         wrong = say("it has shape {got} there, not {want}", got=tuple(got.shape), want=tuple(want.shape))
     elif status.get("kind") == "raised":
         error, message = str(status.get("type")), str(status.get("message", "")).rstrip(": ").removesuffix(".")
-        wrong = say("backward_pass raised {error} there: {message}", error=error, message=message)
+        line = str(status.get("line") or "")
+        computes = _computed_by(line)
+        if computes and computes != "d" + name and computes[1:] not in PATHS[name]:
+            return Reason(  # another gradient's line: d<name>, right on the check batch, is not on its way
+                NOTE,
+                say(
+                    "(d{name} could not be checked on a batch of {other} examples: backward_pass raised {error} "
+                    "there before it computed d{name}, in a line d{name} does not depend on, `{line}`; that line's "
+                    "gradient loses its points, not d{name})",
+                    name=name,
+                    other=other,
+                    error=error,
+                    line=line,
+                ),
+            )
+        if computes == "d" + name:
+            wrong = say(
+                "backward_pass raised {error} there, in d{name}'s own line `{line}`: {message}",
+                error=error,
+                name=name,
+                line=line,
+                message=message,
+            )
+        elif computes:
+            wrong = say(
+                "backward_pass raised {error} there, in the line of {computes}, on d{name}'s way back from the loss, "
+                "`{line}`: {message}",
+                error=error,
+                computes=computes,
+                name=name,
+                line=line,
+                message=message,
+            )
+        else:
+            wrong = say("backward_pass raised {error} there: {message}", error=error, message=message)
     else:
         wrong = say("backward_pass gave no d{name} there", name=name)
     return Reason(

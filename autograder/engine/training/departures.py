@@ -5,13 +5,13 @@ import torch
 from ...common.diagnoses import Reason
 from ...common.words import say
 from ..explain import comma_list
-from .network import GRADED_STEPS, PARAMETER_NAMES
+from .network import GRADED_STEPS, PARAMETER_NAMES, forward, manual_backward, minibatches
 from .reference_runs import RETURNED, reference_run
 
 
-def why_it_departs(losses, trained, namespace, first: int, backward_calls) -> Reason:
+def why_it_departs(losses, trained, namespace, first: int, backward_calls, after_first=None) -> Reason:
     """Why training_step, given the right gradients (which it asked for ``backward_calls`` times), leaves autograd's
-    run at step ``first``."""
+    run at step ``first``; ``after_first``: the parameters after its first step, when they could be read."""
     unchanged = trained is not None and all(
         torch.equal(t, p0) for t, p0 in zip(trained, namespace["initial_parameters"])
     )
@@ -50,7 +50,9 @@ def why_it_departs(losses, trained, namespace, first: int, backward_calls) -> Re
             "wrong_update",
             say("the very first loss differs: training_step must return the loss of forward(Xb, Yb) before the update"),
         )
-    one = _one_parameter_off(trained, namespace)
+    one = (_off_at_the_first_step(after_first, namespace) if first == 1 else None) or _one_parameter_off(
+        trained, namespace
+    )
     if one:
         return one
     if len(losses) >= 20 and losses[-10:].mean() > losses[:10].mean():
@@ -76,6 +78,54 @@ def why_it_departs(losses, trained, namespace, first: int, backward_calls) -> Re
     )
 
 
+def _off_at_the_first_step(after_first, namespace: dict) -> Reason | None:
+    """The parameter that, alone, the first update did not move by -lr times its gradient, every other one moved so
+    (b1 left out). Read at the first step, before a wrong move of one parameter (W2's sign) sends the others astray
+    too, which hides it from the comparison of whole runs."""
+    if after_first is None:
+        return None
+    initial, X, Y = namespace["initial_parameters"], namespace["Xtr"], namespace["Ytr"]
+    ix, lr = next(minibatches(X, namespace["SEED"], GRADED_STEPS, namespace["batch_size"]))
+    with torch.no_grad():
+        _, cache = forward(initial, X[ix], Y[ix])
+        grads = manual_backward(initial, X[ix], Y[ix], cache)
+    factors = {}
+    for name, p1, p0, grad in zip(PARAMETER_NAMES, after_first, initial, grads):
+        want, moved = (-lr * grad.double()).flatten(), (p1.double() - p0.double()).flatten()
+        if name == "b1" or not (want @ want).item() > 0:
+            continue
+        factor = (moved @ want).item() / (want @ want).item()
+        rest = (moved - factor * want).norm().item() / want.norm().item()
+        factors[name] = factor if rest < 1e-3 else None
+    off = [name for name, factor in factors.items() if factor is None or abs(factor - 1) > 1e-3]
+    if len(off) != 1:
+        return None
+    factor = factors[off[0]]
+    return _said_off(off[0], opposite=factor is not None and abs(factor + 1) < 1e-3)
+
+
+def _said_off(name: str, opposite: bool) -> Reason:
+    if opposite:
+        return Reason(
+            "wrong_sign",
+            say(
+                "{name} moved the opposite way to autograd's run, while every other parameter followed it: its "
+                "update must be -lr times its gradient, like theirs",
+                name=name,
+            ),
+        )
+    return Reason(
+        "wrong_update",
+        say(
+            "{name} moved elsewhere than in autograd's run, while every other parameter followed it: is it updated "
+            "by -lr times its own gradient, d{name} (number {number} of {returned})?",
+            name=name,
+            number=PARAMETER_NAMES.index(name) + 1,
+            returned=RETURNED,
+        ),
+    )
+
+
 def _one_parameter_off(trained, namespace: dict) -> Reason | None:
     """The parameter that, alone, moved elsewhere over the run than in autograd's run from the same start, every
     other one following it (their moves at a cosine above 0.9; b1, whose gradient is rounding noise, left out)."""
@@ -91,22 +141,4 @@ def _one_parameter_off(trained, namespace: dict) -> Reason | None:
     off = [name for name, cosine in cosines.items() if not cosine > 0.9]
     if len(off) != 1:
         return None
-    if cosines[off[0]] < -0.5:
-        return Reason(
-            "wrong_sign",
-            say(
-                "{name} moved the opposite way to autograd's run, while every other parameter followed it: its "
-                "update must be -lr times its gradient, like theirs",
-                name=off[0],
-            ),
-        )
-    return Reason(
-        "wrong_update",
-        say(
-            "{name} moved elsewhere than in autograd's run, while every other parameter followed it: is it updated "
-            "by -lr times its own gradient, d{name} (number {number} of {returned})?",
-            name=off[0],
-            number=PARAMETER_NAMES.index(off[0]) + 1,
-            returned=RETURNED,
-        ),
-    )
+    return _said_off(off[0], opposite=cosines[off[0]] < -0.5)

@@ -180,7 +180,9 @@ def judge_parameter_gradient(name: str, report: Report, namespace: dict, seed: i
     if verdict.passed and changed_on_second_call(name, report, forward, grads):
         return Verdict("d" + name, 0, step.points, [_another_on_second_call(name)])
     other_size = at_another_size(name, report, namespace) if verdict.passed else None
-    if other_size:
+    if other_size is not None and other_size.kind == NOTE:
+        verdict.lines.append(other_size)
+    elif other_size:
         return Verdict("d" + name, 0, step.points, [other_size])
     if verdict.passed:
         return verdict

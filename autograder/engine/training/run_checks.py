@@ -205,7 +205,8 @@ def judge_training(report: Report, namespace: dict, seed: int, tainted: set) -> 
             )
         )
     else:
-        why = why_it_departs(replay, trained, namespace, first, status.get("backward_calls"))
+        after_first = _parameters(report, namespace, "first_")
+        why = why_it_departs(replay, trained, namespace, first, status.get("backward_calls"), after_first)
         verdict.lines.append(
             Reason(
                 kind_of(why),
