@@ -32,6 +32,7 @@ DIAGNOSES = {
     "variance_for_std": "the variance and the standard deviation confused",
     "path_twice": "a path added twice",
     "passed_through": "upstream gradient passed through unchanged",
+    "upstream_missing": "the local derivative alone, the upstream gradient left out (the chain rule)",
     "max_path": "the max's path sent to the wrong logit",
     "not_accumulated": "repeated indices not accumulated",
     "changed_in_place": "changed in place after its check",

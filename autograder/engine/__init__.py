@@ -8,6 +8,7 @@ verdict          what every graded cell runs and returns: a Check, a Verdict
 explain          why an answer differs from its reference (dtype, NaN, a constant factor, wrong entries)
 reference        the grader's own run of a notebook's setup: forward values, autograd's gradients
 judge            the verdict on one graded gradient (error carried forward); diagnose: its messages
+chain_rule       a gradient that is its step's local derivative alone, the upstream gradient left out
 probes/          rule probes: a step's code re-run on random upstream gradients (rerun, on the snapshots of what
                  each statement read when it ran), against the step's rule (judge_rule)
 exposures        which of the grader's inputs exposes which known mistake, and the margins

@@ -5,6 +5,7 @@ import torch
 from ..common.diagnoses import NOTE, Reason
 from ..common.words import say
 from .backward_rules import Step, local_gradient
+from .chain_rule import local_derivative_alone
 from .explain import and_list, constant_factor, difference, factor_message, nothing_added, only_repeated_rows_wrong
 from .tolerance import close, magnitude
 
@@ -163,6 +164,9 @@ def diagnose(
                 continue
             if wrong.shape == a.shape and close(a, wrong, scale):
                 return message
+    alone = local_derivative_alone(a, step, forward, upstream, own)
+    if alone:
+        return alone
     c = constant_factor(a, e, scale)
     factor = factor_message(c, n, "d" + own, a.numel()) if c is not None else None
     if factor:

@@ -54,6 +54,10 @@ MISTAKES = {
     "hpreact": (lambda f, g: 2 * g["hpreact"], "constant_factor"),
     "counts": (lambda f, g: local_gradient(STEP_BY_NAME["counts"], f, g, drop="counts_sum"), "missing_path"),
     "norm_logits": (lambda f, g: g["counts"], "passed_through"),
+    "counts_sum": (
+        lambda f, g: -(f["counts_sum"] ** -2),
+        "upstream_missing",
+    ),  # the chain rule's dcounts_sum_inv left out
     "C": (not_accumulated, "not_accumulated"),
     "bnraw": (lambda f, g: g["bnraw"] / 0, "not_finite"),
     "h": (lambda f, g: torch.zeros_like(g["h"]), "all_zeros"),

@@ -6,6 +6,7 @@ Jupyter as test_visible_checks_judge_as_the_grader.py runs Exercise 1.
 """
 
 import pytest
+import torch
 from support.cases_ex5 import ALTERNATIVES, MISTAKES, NB5
 from test_student_notebooks import HELPERS, release, run_cells, source
 
@@ -23,9 +24,15 @@ def notebook():
     including) step ``stop``; returns what each graded cell printed, by step, and the namespace."""
     setup = tuple(c.source for c in source(NB5).cells if grade_id(c).startswith(SETUP_PREFIX))
     base = dict(run_setup(setup, 2147483647))  # the notebook's own SEED
+    # each run starts from these values: an answer that changes a given tensor in place (dhgelu = dhdrop, then
+    # dhgelu *= ...: tests/support/cases_ex5.py's alt_f_aliases) must not change it for the runs after it
+    values = {k: v.detach().clone() for k, v in base.items() if isinstance(v, torch.Tensor)}
 
     def run(changes=None, stop=None):
         cells = {grade_id(c): c.source for c in solved(release(NB5), source(NB5), changes).cells}
+        with torch.no_grad():
+            for k, v in values.items():
+                base[k].copy_(v)
         namespace = {**base}
         exec(strip_hidden(HELPERS), namespace)
         printed = {}

@@ -213,12 +213,19 @@ MISTAKES = {
         {"answer_dhgelu": "dhgelu = dhdrop * drop_mask * (1 - drop_p)"},
         {"test_dhgelu": ("dropout_mask", "multiplies by 1 - drop_p where the forward pass divides by it")},
     ),
-    # wrong values without a named cause yet: the cell loses its points, and its words send the student to the
-    # local derivative (the upstream factor left out, erf's 1/√2 left out, the softmax's sum not weighted by att)
-    "relu_without_upstream": (
+    "relu_without_upstream": (  # the chain rule's upstream factor left out
         {"answer_drelu_in": "drelu_in = (relu_in > 0).float()"},
-        {"test_drelu_in": ("wrong_values", "Re-derive the local derivative of `relu_out = torch.relu(relu_in)`")},
+        {"test_drelu_in": ("upstream_missing", "the chain rule multiplies it by the upstream gradient, drelu_out")},
     ),
+    "gelu_local_derivative_alone": (
+        {
+            "answer_dhln": "dhln = 0.5 * (1 + torch.erf(hln / 2**0.5)) "
+            "+ hln * torch.exp(-hln**2 / 2) / (2 * torch.pi)**0.5"
+        },
+        {"test_dhln": ("upstream_missing", "dhln is the local derivative of `hgelu = hln * 0.5 * (1 + torch.erf(")},
+    ),
+    # wrong values without a named cause yet: the cell loses its points, and its words send the student to the
+    # local derivative (erf's 1/√2 left out, the softmax's sum not weighted by att)
     "gelu_erf_without_sqrt2": (
         {
             "answer_dhln": "dhln = dhgelu * (0.5 * (1 + torch.erf(hln)) "
