@@ -348,6 +348,77 @@ MISTAKES["still_bessel_in_a_rewritten_pass"] = (
     answers(_NEW, answer_backward_pass=pass_with({**REWRITTEN, **_LEFT_BESSEL})),
     {slot(_NEW, "bessel"): ("bessel", "still")},
 )
+# the course's checker as the notebook's solution writes it, for the cases that change one of its lines
+CHECKER = """grad = torch.zeros_like(x)
+flat, out = x.view(-1), grad.view(-1)
+for i in range(flat.numel()):
+    old = flat[i].item()
+    flat[i] = old + h
+    up = float(f(x))
+    flat[i] = old - h
+    down = float(f(x))
+    flat[i] = old
+    out[i] = (up - down) / (2 * h)
+return grad"""
+# more correct fixes, names and checkers: a fresh tensor by copy_ or * 1.0, torch.arange, scatter_add_, n read from a
+# shape, a power of -3/2, each bug named twice, a checker with .item(), a float32 result, a step of 1e-4
+ALTERNATIVES["alt_lines_d1"] = answers(
+    _ALT_1,
+    answer_backward_pass=pass_with(
+        {
+            BUGS["clipped_loss"].right: "dlogprobs[torch.arange(n), Yb] = -1.0 / n",
+            BUGS["aliased"].right: "dhprebn = torch.empty_like(dbndiff).copy_(dbndiff)",
+        }
+    ),
+    answer_found=f"buggy = {[b.gradient for b in planted(_ALT_1)] * 2!r}",
+    **checker(CHECKER.replace("float(f(x))", "f(x).item()"), default="1e-4"),
+)
+ALTERNATIVES["alt_lines_d2"] = answers(
+    _ALT_2,
+    answer_backward_pass=pass_with(
+        {
+            BUGS["epsilon"].right: "dbnvar = -0.5 * (bnvar + 1e-5) ** (-3 / 2) * dbnvar_inv",
+            BUGS["bessel"].right: "dbndiff2 = torch.ones_like(bndiff2) * dbnvar / (bndiff2.shape[0] - 1)",
+            BUGS["not_accumulated"].right: "dC = torch.zeros_like(C).scatter_add_(0, Xb.view(-1, 1).expand(-1, "
+            "C.shape[1]), demb.view(-1, C.shape[1]))",
+        }
+    ),
+    **checker("grad = torch.zeros(x.shape)\n" + CHECKER.split("\n", 1)[1]),  # a float32 result: still right
+)
+_ALT_1_PLANTED = [b.gradient for b in planted(_ALT_1)]
+MISTAKES.update(
+    {
+        "fix_over_n_minus_1": (  # the loss is a mean over n: the words name the factor
+            answers(
+                _ALT_1,
+                answer_backward_pass=pass_with(
+                    {BUGS["clipped_loss"].right: "dlogprobs[range(n), Yb] = -1.0 / (n - 1)"}
+                ),
+            ),
+            {slot(_ALT_1, "clipped_loss"): ("bessel", "32/31 times too large")},
+        ),
+        "fix_keepdim_dropped": (  # half of its fix: the values are right
+            answers(
+                _ALT_1, answer_backward_pass=pass_with({BUGS["zero_bias"].right: "dbngain = (bnraw * dhpreact).sum(0)"})
+            ),
+            {slot(_ALT_1, "zero_bias"): ("keepdim", "the values are right, so this step earns 0.5 of its 1")},
+        ),
+        "found_one_too_many": (
+            answers(_ALT_1, answer_found=f"buggy = {_ALT_1_PLANTED + ['dW2']!r}"),
+            {"test_found": ("not_a_bug", "dW2 had no bug of its own")},
+        ),
+        # a step of 1e-3: central differences are off by 1.5 h**2 there, more than the 1e-6 asked (the stub's default
+        # is 1e-6; docs/design/bug-hunt.md measures the margins)
+        "checker_step_1e-3": (
+            answers(_ALT_1, **checker(CHECKER, default="1e-3")),
+            {"test_checker": ("inaccurate_difference", "is the default h too large")},
+        ),
+        "checker_entry_not_put_back": (  # each entry left nudged: the later ones are taken at another point
+            answers(_ALT_1, **checker(CHECKER.replace("    flat[i] = old\n", ""))),
+            {"test_checker": ("inaccurate_difference", "is each entry nudged on its own, both ways")},
+        ),
+    }
+)
 SOLVED_IDS = ["ada.lovelace", "  Grace HOPPER ", "s1234567", "b.riemann@example.edu"]  # the first is the source's
 
 # case -> (answer cells changed, {graded cell that must earn nothing: diagnosis kind})
