@@ -1,12 +1,10 @@
 """Exercise 4 in the kernel: the student's backward pass is a function and the notebook trains with it. A short fixed
 run, extra training stopped, and backward_pass and training_step each called on the grader's own inputs."""
 
-import linecache
-import sys
-
 import torch
 
 from ..engine import wire
+from .capture import call_capturing, raised_at
 from .reports import send
 from .switches import grading
 
@@ -51,36 +49,6 @@ def limit_forward(namespace: dict, calls: int) -> None:
 
     forward.__wrapped__ = original
     namespace["forward"] = forward
-
-
-def call_capturing(function, *args):
-    """``function(*args)``: its result (or the exception it raised) and its local variables when it ended."""
-    ended = {}
-    code = getattr(function, "__code__", None)
-
-    def profile(frame, event, arg):
-        if event == "return" and frame.f_code is code:
-            ended["locals"] = dict(frame.f_locals)
-
-    previous = sys.getprofile()
-    sys.setprofile(profile)
-    try:
-        result = function(*args)
-    except Exception as error:  # the grader says which error it was
-        result = error
-    finally:
-        sys.setprofile(previous)
-    return result, ended.get("locals", {})
-
-
-def raised_at(error: Exception, function) -> str:
-    """The line of ``function`` that was running when ``error`` was raised (a call into a helper: the call), or ""."""
-    code, line, tb = getattr(function, "__code__", None), "", error.__traceback__
-    while tb is not None:
-        if tb.tb_frame.f_code is code:
-            line = linecache.getline(code.co_filename, tb.tb_lineno).strip()
-        tb = tb.tb_next
-    return line[:200]
 
 
 def _backward_on_check_batch(namespace: dict) -> dict:
@@ -143,7 +111,7 @@ def _on_another_batch(namespace: dict, function) -> dict:
 
     The payload holds d<parameter> of that call ("other_d<name>": by position in the list it returned, or, when it
     raised, its local variable d<name> as it was then) and how the call went ("other_size": when it raised, the line
-    of backward_pass that raised)."""
+    of backward_pass that raised); and how the calls on the graded run's first batches went ("some_batch")."""
     from ..engine.training.network import OTHER_BATCH_SIZE, PARAMETER_NAMES, forward, other_batch
 
     try:
@@ -167,7 +135,28 @@ def _on_another_batch(namespace: dict, function) -> dict:
         values = list(result) if isinstance(result, (list, tuple)) else []
     status.update(size=OTHER_BATCH_SIZE, rebound=sorted(saved))
     payload = {f"other_d{name}": wire.encode(v) for name, v in zip(PARAMETER_NAMES, values)}
-    return {**payload, "other_size": status}
+    return {**payload, "other_size": status, "some_batch": _on_the_runs_batches(namespace, function)}
+
+
+def _on_the_runs_batches(namespace: dict, function) -> dict:
+    """backward_pass on the graded run's first TRAINING_BATCHES batches, at the parameters as they are, until one
+    raises: how that call went, its step, the line that raised and the gradients d<parameter> it had computed by then
+    ("computed"). A line right on some batches only (F.one_hot(Yb) without num_classes, which a batch without the
+    last character shortens) raises on one of them, at the batch size of the check batch."""
+    from ..engine.training.network import PARAMETER_NAMES, TRAINING_BATCHES, forward, minibatches
+
+    X, Y, parameters = namespace["Xtr"], namespace["Ytr"], namespace["parameters"]
+    for step, (ix, _) in enumerate(minibatches(X, namespace["SEED"], TRAINING_BATCHES, namespace["batch_size"]), 1):
+        try:
+            cache = {k: v.detach() for k, v in forward(parameters, X[ix], Y[ix])[1].items()}
+        except Exception:  # parameters the notebook's forward pass cannot take: the check batch's verdicts say so
+            return {"kind": "returned"}
+        result, variables = call_capturing(function, X[ix], Y[ix], cache)
+        if isinstance(result, Exception):
+            computed = [name for name in PARAMETER_NAMES if isinstance(variables.get("d" + name), torch.Tensor)]
+            status = {"kind": "raised", "type": type(result).__name__, "message": str(result)[:300]}
+            return {**status, "line": raised_at(result, function), "step": step, "computed": computed}
+    return {"kind": "returned"}
 
 
 def _kept(result, variables: dict):

@@ -124,6 +124,19 @@ CASES = {
         {"test_dC": 0},
         {"test_dC": "in the line of dembcat, on dC's way back from the loss, `dembcat = dembcat.view(32, -1)`"},
     ),
+    # right on some batches only: F.one_hot(Yb) without num_classes is as wide as the batch's largest target, and
+    # the first batch of the graded run without the last character makes it raise (here the check batch has one: it
+    # earned every point, its own training run stopped at step 1, and its note blamed gradients that lost nothing)
+    "m_one_hot_without_num_classes": (
+        {"answer_backward_pass": backward(dlogits="dlogits = (F.softmax(logits, 1) - F.one_hot(Yb).float()) / n")},
+        [],
+        {g: 0 for g in GRADIENTS},
+        {
+            "test_dW2": "dW2 is right on the check batch, but backward_pass raised RuntimeError on the batch of step 1 "
+            "of the graded training run, in the line of dlogits, on dW2's way back from the loss, `dlogits = "
+            "(F.softmax(logits, 1) - F.one_hot(Yb).float()) / n`",
+        },
+    ),
     "m_view_32": (
         {"answer_backward_pass": backward(embedding=BACKWARD["embedding"].replace("(emb.shape)", "(32, 3, n_embd)"))},
         [],
@@ -331,4 +344,5 @@ def test_the_words_of_a_line_that_raised_at_50_and_of_the_first_update_go_throug
 
     pseudo_translated(monkeypatch)
     students = ("m_db2_ones_32", "m_tanh_view_32", "m_sign_of_W2", "m_calibration_keepdim_dropped")
+    students += ("m_one_hot_without_num_classes",)
     assert untranslated(NB, {s: graded[s] for s in students}) == []

@@ -10,8 +10,10 @@ down), and a student sees the validation loss that the training run's last point
 import ast
 import contextlib
 import io
+import linecache
 import re
 import textwrap
+import zlib
 
 import nbformat
 import pytest
@@ -371,12 +373,20 @@ def test_a_wrong_dhprebn_says_which_of_its_paths_is_off(ex4):
 # calls it on a batch of another size too), and a calibration after a training run that diverged is no ✔.
 
 
+def as_a_cell(code: str, namespace: dict) -> None:
+    """Run ``code`` as IPython runs a cell: its lines kept in linecache, so that a traceback can quote them."""
+    name = f"<cell {zlib.crc32(code.encode())}>"
+    linecache.cache[name] = (len(code), None, code.splitlines(True), name)
+    exec(compile(code, name, "exec"), namespace)
+
+
 def printed(ex4, backward_pass: str, call: str, **names) -> str:
     """What ``call`` (a check of the notebook) prints after these cells, with ``names`` set in the namespace."""
     setup, cells = ex4
     namespace = {**setup}
-    for code in (shared_cell("self_check_helpers"), cells["training_checks"], backward_pass):
+    for code in (shared_cell("self_check_helpers"), cells["training_checks"]):
         exec(strip_hidden(code), namespace)
+    as_a_cell(backward_pass, namespace)
     namespace.update(names)
     with contextlib.redirect_stdout(io.StringIO()) as out, contextlib.redirect_stderr(io.StringIO()) as err:
         exec(call, namespace)
@@ -399,6 +409,44 @@ def test_a_batch_size_written_in_is_named_under_each_gradient_and_under_step_1(e
     assert divided != right
     out = printed(ex4, divided, 'check_backward("b2")')
     assert "it is 50/32 times autograd's, as if divided by 32 where the batch has 50 examples" in out, out
+
+
+def test_a_line_that_raises_at_50_costs_its_gradient_and_those_on_its_way_only(ex4):
+    """As the grader judges it: the line that raised on the batch of 50 is quoted under its own gradient's cell and
+    under those on its way back from the loss; a gradient that does not depend on it is a tick."""
+    right = ex4[1]["answer_backward_pass"]
+    db2 = right.replace("db2 = dlogits.sum(0)", "db2 = torch.ones(32) @ dlogits")
+    assert db2 != right
+    out = check_backward(ex4, db2, "b2")
+    assert out.startswith(
+        "✘ db2 is right on the check batch of 32 examples, but not on a batch of 50: backward_pass "
+        "raised RuntimeError there, in db2's own line `db2 = torch.ones(32) @ dlogits`"
+    ), out
+    for name in ("W2", "bngain", "C"):
+        assert check_backward(ex4, db2, name).startswith(f"✔ d{name}"), check_backward(ex4, db2, name)
+    tanh = right.replace("(1.0 - h**2) * dh", "(1.0 - h**2) * dh.view(32, -1)")
+    assert tanh != right
+    out = check_backward(ex4, tanh, "bngain")
+    assert "in the line of dhpreact, on dbngain's way back from the loss, `dhpreact = (1.0 - h**2) * dh.view(32" in out
+    assert check_backward(ex4, tanh, "W2").startswith("✔ dW2")
+
+
+def test_a_line_right_on_some_batches_only_is_named_as_the_grader_names_it(ex4):
+    """F.one_hot(Yb) without num_classes is as wide as the batch's largest target: right on a batch that holds the
+    last character, it raises on the first batch of the training run without it."""
+    right = ex4[1]["answer_backward_pass"]
+    one_hot = right.replace(
+        "dlogits = F.softmax(logits, 1)\n", "dlogits = F.softmax(logits, 1) - F.one_hot(Yb).float()\n"
+    ).replace("    dlogits[range(n), Yb] -= 1\n", "")
+    assert one_hot.count("one_hot") == 1 and "-= 1" not in one_hot
+    out = check_backward(ex4, one_hot, "W2")
+    assert out.startswith(
+        "✘ dW2 is right on the check batch, but backward_pass raised RuntimeError on the batch of "
+    ), out
+    assert (
+        "in the line of dlogits, on dW2's way back from the loss, `dlogits = F.softmax(logits, 1) - F.one_hot(" in out
+    )
+    assert "It must work on every batch" in out, out
 
 
 def test_the_lectures_global_n_and_batch_size_are_ticks(ex4):

@@ -1,7 +1,9 @@
 """**Another batch size.** backward_pass is also called on a batch of ``network.OTHER_BATCH_SIZE`` examples, the
 notebook's batch_size (and n) set to that size for the call: a gradient right on the check batch of 32 must be right
-there too. A size written in as a number (n = 32, / 32, torch.ones(32, 1)), or the notebook's own batch read instead
-of the function's arguments, is right at one batch size only.
+there too; then on the graded run's first ``network.TRAINING_BATCHES`` batches, where it must not raise. A size
+written in as a number (n = 32, / 32, torch.ones(32, 1)), or the notebook's own batch read instead of the function's
+arguments, is right at one batch size only; F.one_hot(Yb) without num_classes, on the batches that hold the last
+character only.
 """
 
 import re
@@ -13,7 +15,7 @@ from ..explain import constant_factor
 from ..tolerance import close, magnitude, max_difference, step_scale
 from ..wire import Report
 from . import network
-from .reference_runs import PATHS, other_size_reference
+from .reference_runs import CHAIN, PATHS, other_size_reference
 
 
 def _advice(size: int):
@@ -26,18 +28,75 @@ def _advice(size: int):
 
 
 def _computed_by(line: str) -> str:
-    """The gradient d<name> that a line of backward_pass computes (``db2 = ...``, ``dC.index_add_(...)``), or ""."""
+    """The gradient d<name> that a line of backward_pass computes (``db2 = ...``, ``dC.index_add_(...)``), when it is
+    a parameter's or an intermediate's of the chain, whose place on each parameter's way back is known; or ""."""
     match = re.match(r"(d[A-Za-z_]\w*)\b", line)
-    return match.group(1) if match and match.group(1)[1:] in STEP_BY_NAME else ""
+    return match.group(1) if match and match.group(1)[1:] in (*network.PARAMETER_NAMES, *CHAIN) else ""
+
+
+def _on_a_training_batch(name: str, status: dict) -> Reason:
+    """Why d<name>, right on the check batch, is not right on every batch: backward_pass raised on the batch of a
+    step of the graded run before it computed d<name>, in d<name>'s own line or one on its way back from the loss (a
+    NOTE when the line is one it does not depend on)."""
+    error, message = str(status.get("type")), str(status.get("message", "")).rstrip(": ").removesuffix(".")
+    line, step = str(status.get("line") or ""), status.get("step")
+    computes = _computed_by(line)
+    if computes and computes != "d" + name and computes[1:] not in PATHS[name]:
+        return Reason(
+            NOTE,
+            say(
+                "(d{name} could not be checked on the batch of step {step} of the graded training run: backward_pass "
+                "raised {error} there before it computed d{name}, in a line d{name} does not depend on, `{line}`; "
+                "that line's gradient loses its points, not d{name})",
+                name=name,
+                step=step,
+                error=error,
+                line=line,
+            ),
+        )
+    if computes == "d" + name:
+        words = say(
+            "d{name} is right on the check batch, but backward_pass raised {error} on the batch of step {step} of "
+            "the graded training run, in d{name}'s own line `{line}`: {message}. It must work on every batch",
+            name=name,
+            error=error,
+            step=step,
+            line=line,
+            message=message,
+        )
+    elif computes:
+        words = say(
+            "d{name} is right on the check batch, but backward_pass raised {error} on the batch of step {step} of "
+            "the graded training run, in the line of {computes}, on d{name}'s way back from the loss, `{line}`: "
+            "{message}. It must work on every batch",
+            name=name,
+            error=error,
+            step=step,
+            computes=computes,
+            line=line,
+            message=message,
+        )
+    else:
+        words = say(
+            "d{name} is right on the check batch, but backward_pass raised {error} on the batch of step {step} of "
+            "the graded training run, before it computed d{name}: {message}. It must work on every batch",
+            name=name,
+            error=error,
+            step=step,
+            message=message,
+        )
+    return Reason("raised_error", words)
 
 
 def at_another_size(name: str, report: Report, namespace: dict) -> Reason | None:
     """Why d<name>, right on the check batch, is not right on the batch of another size; None when it is (or when
     the kernel did not call backward_pass there: the check batch's call raised). A NOTE when it could not be checked
     there because a line it does not depend on raised first: that line's own gradient loses the points."""
-    status = report.info("other_size")
+    status, some = report.info("other_size"), report.info("some_batch")
     if status.get("kind") not in ("returned", "raised"):
         return None
+    if some.get("kind") == "raised" and name not in some.get("computed", ()):  # raised on a batch of the graded run
+        return _on_a_training_batch(name, some)  # (a raise at 50 too is then no matter of its size)
     forward, grads = other_size_reference(namespace)
     want, got = grads[name], report.tensor("other_d" + name)
     size, other = namespace["batch_size"], network.OTHER_BATCH_SIZE

@@ -16,6 +16,8 @@ BATCH_SEED_OFFSET = 1  # the minibatches of training come from torch.Generator()
 # backward_pass is also called on a batch of another size than batch_size (32), with the notebook's batch_size (and n)
 # set to it for the call: a size written in as a number (n = 32, / 32, torch.ones(32, 1)) is right at 32 only
 OTHER_BATCH_SIZE, OTHER_BATCH_SEED_OFFSET = 50, 2
+# and on the graded run's first batches, until one raises: a line right on some batches only raises on one of them
+TRAINING_BATCHES = 20
 
 
 def forward(parameters, Xb, Yb):
