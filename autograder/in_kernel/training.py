@@ -1,6 +1,9 @@
 """Exercise 4 in the kernel: the student's backward pass is a function and the notebook trains with it. A short fixed
 run, extra training stopped, and backward_pass and training_step each called on the grader's own inputs."""
 
+import contextlib
+import io
+
 import torch
 
 from ..engine import wire
@@ -151,7 +154,8 @@ def _on_the_runs_batches(namespace: dict, function) -> dict:
             cache = {k: v.detach() for k, v in forward(parameters, X[ix], Y[ix])[1].items()}
         except Exception:  # parameters the notebook's forward pass cannot take: the check batch's verdicts say so
             return {"kind": "returned"}
-        result, variables = call_capturing(function, X[ix], Y[ix], cache)
+        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):  # (its prints)
+            result, variables = call_capturing(function, X[ix], Y[ix], cache)
         if isinstance(result, Exception):
             computed = [name for name in PARAMETER_NAMES if isinstance(variables.get("d" + name), torch.Tensor)]
             status = {"kind": "raised", "type": type(result).__name__, "message": str(result)[:300]}
