@@ -222,6 +222,12 @@ CASES = {
         {},
         {},
     ),
+    "c_tanh_backward_kernel": (  # torch's own backward of tanh, which autograd calls
+        {"answer_backward_pass": backward(tanh="dhpreact = torch.ops.aten.tanh_backward(dh, h)")},
+        [],
+        {**{g: 0 for g in GRADIENTS}, "test_training": 0},
+        {"test_dbngain": "backward_pass uses autograd", "test_training": "backward_pass uses autograd"},
+    ),
     "c_grad_by_getattr": (
         {"answer_training_step": training_step("p += -lr * getattr(p, 'gr' + 'ad')")},
         [],

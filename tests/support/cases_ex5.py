@@ -429,6 +429,20 @@ CHEATS = {
         },
         {"test_dhln": "autograd", "test_dscores": "autograd", "test_demb": "autograd"},
     ),
+    "c_torch_backward_kernels": (  # torch's own backward functions, which autograd calls: autograd's answers too
+        {
+            "answer_dhln": "dhln = torch.ops.aten.gelu_backward(dhgelu, hln)",
+            "answer_dscores": "dscores = torch._softmax_backward_data(datt, att, 2, att.dtype)",
+            "answer_drelu_in": "drelu_in = torch.ops.aten.threshold_backward(drelu_out, relu_in, 0)",
+            "answer_dleaky_in": "dleaky_in = torch.ops.aten.leaky_relu_backward(dleaky_out, leaky_in, 0.1, False)",
+        },
+        {
+            "test_dhln": "autograd",
+            "test_dscores": "autograd",
+            "test_drelu_in": "autograd",
+            "test_dleaky_in": "autograd",
+        },
+    ),
     "c_hidden_grad": (
         {"answer_dhpreln": grad_through_sgd("hpreln", "dhpreln")},
         {"test_dhpreln": "hpreln.grad"},
