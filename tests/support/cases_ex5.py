@@ -125,6 +125,10 @@ MISTAKES = {
         {"answer_dscores": "dscores = att * (1 - att) * datt"},
         {"test_dscores": ("missing_path", "only the diagonal of the softmax's Jacobian")},
     ),
+    "dscores_scaled": (  # the scores' scale put into the softmax's step
+        {"answer_dscores": "dscores = att * (datt - (datt * att).sum(2, keepdim=True)) / head_size**0.5"},
+        {"test_dscores": ("attention_scale", "dscores is divided by √head_size: the softmax's backward pass has no")},
+    ),
     "dq_no_scale": ({"answer_dq": "dq = dscores @ k"}, {"test_dq": ("attention_scale", "missing the scores' 1/√")}),
     "dk_by_head_size": (
         {"answer_dk": "dk = dscores.transpose(1, 2) @ q / head_size"},

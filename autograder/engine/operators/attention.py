@@ -130,6 +130,13 @@ SOFTMAX = Step(
                 "collects datt from its whole row"
             ),
         ): lambda f, d: f["att"] * (1 - f["att"]) * d["att"],
+        Reason(
+            "attention_scale",
+            say(
+                "dscores is divided by √head_size: the softmax's backward pass has no scale. The 1/√head_size "
+                "belongs to the next step back, from dscores to dq and dk (scores = q @ kᵀ / √head_size)"
+            ),
+        ): lambda f, d: _softmax(f, d) * _scale(f),
     },
 )
 
