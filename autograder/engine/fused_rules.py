@@ -47,11 +47,12 @@ def _dhprebn_fused(
     )
 
 
-def _dhprebn_biased(f, d):
-    """The whole formula redone with the biased variance (divided by n), as the BatchNorm paper has it."""
+def _dhprebn_biased(f, d, bessel=1.0):
+    """The whole formula redone with the biased variance (divided by n), as the BatchNorm paper has it; ``bessel``
+    None: the course's formula, n/(n-1) kept, fed bnvar_inv and bnraw recomputed with that variance."""
     bndiff = f["hprebn"] - f["hprebn"].mean(0, keepdim=True)
     s = ((bndiff**2).mean(0, keepdim=True) + 1e-5) ** -0.5
-    return _dhprebn_fused(f, d, bessel=1.0, bnvar_inv=s, bnraw=bndiff * s)
+    return _dhprebn_fused(f, d, bessel=bessel, bnvar_inv=s, bnraw=bndiff * s)
 
 
 def _unbiased(f, d, bessel=None):
@@ -217,6 +218,13 @@ FUSED_STEPS = [
                     "paper; this notebook's variance divides by n-1 (Bessel's correction), like bnvar"
                 ),
             ): _dhprebn_biased,
+            Reason(
+                "bessel",
+                say(
+                    "dhprebn reads a bnvar_inv and a bnraw recomputed with the biased variance (divided by n, "
+                    "unbiased=False): this forward pass's divide by n-1, like bnvar; use its own bnvar_inv and bnraw"
+                ),
+            ): lambda f, d: _dhprebn_biased(f, d, bessel=None),
             Reason(
                 "bessel",
                 say(

@@ -241,6 +241,20 @@ CASES = {
         {g: 0 for g in ("test_dC", "test_dW1", "test_dbngain", "test_dbnbias")},
         {"test_dbngain": "the first wrong gradient on the way back from the loss is your dhpreact"},
     ),
+    "m_bnraw_from_the_biased_variance": (  # bnraw and bnvar_inv recomputed with unbiased=False, n/(n-1) kept
+        {
+            "answer_backward_pass": backward(
+                batchnorm="s = (cache['hprebn'].var(0, keepdim=True, unbiased=False) + 1e-5) ** -0.5\n"
+                "bnraw, bnvar_inv = (cache['hprebn'] - cache['bnmeani']) * s, s\n" + BACKWARD["batchnorm"]
+            )
+        },
+        [],
+        {"test_dC": 0, "test_dW1": 0, "test_dbngain": 0},
+        {
+            "test_dW1": "your dhprebn: dhprebn reads a bnvar_inv and a bnraw recomputed with the biased variance",
+            "test_dbngain": "dbngain is sqrt(n/(n-1)) times too large",
+        },
+    ),
     "m_dbngain_keepdim_dropped": (
         {"answer_backward_pass": backward(batchnorm=BACKWARD["batchnorm"].replace("(0, keepdim=True)", "(0)", 1))},
         [],
