@@ -366,3 +366,21 @@ def test_the_words_of_a_line_that_raised_at_50_and_of_the_first_update_go_throug
     students = ("m_db2_ones_32", "m_tanh_view_32", "m_sign_of_W2", "m_calibration_keepdim_dropped")
     students += ("m_one_hot_without_num_classes",)
     assert untranslated(NB, {s: graded[s] for s in students}) == []
+
+
+def test_a_raise_on_a_batch_of_the_run_costs_the_gradients_on_the_lines_way_only():
+    """The words and kinds for a line that raised on a batch of the graded run, by where the line is: the gradient's
+    own, on its way back from the loss, on no way of it (a note: it keeps its points), or not known."""
+    from autograder.engine.training.batch_size_checks import _on_a_training_batch
+
+    status = {"kind": "raised", "type": "RuntimeError", "message": "no.", "step": 3}
+    own = _on_a_training_batch("b2", {**status, "line": "db2 = F.one_hot(Yb).sum(0) @ dlogits"})
+    assert own.kind == "raised_error" and "in db2's own line `db2 = F.one_hot(Yb)" in own, own
+    on_the_way = _on_a_training_batch("W1", {**status, "line": "dhpreact = dh * mask[Yb]"})
+    assert (
+        on_the_way.kind == "raised_error" and "in the line of dhpreact, on dW1's way back from the loss" in on_the_way
+    )
+    elsewhere = _on_a_training_batch("bngain", {**status, "line": "db2 = F.one_hot(Yb).sum(0) @ dlogits"})
+    assert elsewhere.kind == "note" and "that line's gradient loses its points, not dbngain" in elsewhere, elsewhere
+    unknown = _on_a_training_batch("C", {**status, "line": "tmp = helper(Yb)"})
+    assert unknown.kind == "raised_error" and "before it computed dC: no. It must work on every batch" in unknown
