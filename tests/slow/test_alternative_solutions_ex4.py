@@ -260,9 +260,9 @@ MISTAKES = {
         {"answer_calibration": CALIBRATION.format(X="Xdev")},
         {"test_calibration": (0, "over the validation set")},
     ),
-    "calibration_no_keepdim": (
+    "calibration_no_keepdim": (  # right values: half of each statistic's point, as any step's shape
         calibration("bnmean = hprebn_all.mean(0)\nbnvar = hprebn_all.var(0)"),
-        {"test_calibration": (0, "keep dimension 0 (keepdim=True)")},
+        {"test_calibration": (1, "keep dimension 0 (keepdim=True)")},
     ),
 }
 BUFFER = [("answer_backward_pass", "dC_total = torch.zeros_like(C)")]  # a cell of the student's
