@@ -269,7 +269,7 @@ def changed_after_check(checked: dict, report, answer: str) -> list:
     for name, then in checked.items():
         now = report.raw(name)
         if name == answer or now is None or now == then or _missing(then) and _missing(now):
-            continue  # (not defined at its check, and still not: its own cell's report also said what stopped it)
+            continue  # (_missing: not defined at its check, and still not: its own cell's report said what stopped it)
         if report.raw(answer) == now:
             lines.append(
                 Reason(
@@ -297,5 +297,4 @@ def changed_after_check(checked: dict, report, answer: str) -> list:
     return lines
 
 
-def _missing(entry) -> bool:
-    return isinstance(entry, dict) and entry.get("kind") == "missing"
+_missing = lambda entry: isinstance(entry, dict) and entry.get("kind") == "missing"
