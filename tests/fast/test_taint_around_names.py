@@ -46,6 +46,27 @@ AROUND = {
     "a_key_of_a_namespace": "dW2 = vars(W2)['grad']",
     "a_key_to_getattr": "k = {'grad': 1}\ndW2 = getattr(W2, list(k)[0])",
     "an_exception_name_as_argument": "def f(ValueError):\n    raise ValueError('aten::mm_backward')\n\n\ndW2 = f(h)",
+    # attributes read by names written where the reading did not look: a class pattern's keywords, getattr's constant
+    "a_class_pattern": "match torch:\n    case object(sys=object(modules=m)):\n        dW2 = m['x'].f()",
+    "a_class_pattern_captured": "match torch:\n    case object(sys=object(modules=m)):\n        pass\ndW2 = m['x'].f()",
+    "a_class_pattern_around": "match print:\n    case object(__self__=b):\n        pass\ndW2 = h.T @ dlogits",
+    "getattr_of_modules": "s = getattr(torch, 'sys')\nm = getattr(s, 'modules')\ndW2 = m['x'].f()",
+    # what reaches any module or attribute by a name in a string (the string made of pieces, or an f-string's text)
+    "formatter_fields": "import string\nbox = []\n\n\nclass Grab(string.Formatter):\n"
+    "    def format_field(self, value, spec):\n        box.append(value)\n        return ''\n\n\n"
+    "Grab().format(f'{{0.sys.modules[autograder.engine.backward_rules]}}', torch)\ndW2 = box[0].f()",
+    "formatter_imported": "from string import Formatter\n\n\nclass Grab(Formatter):\n    pass\n\n\ndW2 = Grab()",
+    "logging_config": "import logging.config\nm = logging.config.BaseConfigurator({}).resolve('a' + 'b')\ndW2 = m.f()",
+    "logging_config_attribute": "import logging\nm = logging.config.BaseConfigurator({}).resolve('a')\ndW2 = m.f()",
+    "pydoc": "import pydoc\nm = pydoc.safeimport('a' + 'b')\ndW2 = m.f()",
+    "mock_patch_target": "from unittest import mock\nm = mock.patch('a.b').getter()\ndW2 = m.f()",
+    "annotation_evaluated": "import typing\n\n\ndef f(x: 'lambda: 1'):\n    pass\n\n\n"
+    "dW2 = typing.get_type_hints(f)['x']()",
+    "annotation_evaluated_imported": "from typing import get_type_hints\n\n\ndef f(x: 'sys'):\n    pass\n\n\n"
+    "dW2 = get_type_hints(f)['x']",
+    "annotations_eval_str": "import inspect\n\n\ndef f(x: 'sys'):\n    pass\n\n\n"
+    "dW2 = inspect.get_annotations(f, eval_str=True)['x']",
+    "numpy_pickle": "import numpy as np\ndW2 = torch.tensor(np.load('w.npy', allow_pickle=True))",
 }
 
 
@@ -77,6 +98,9 @@ HONEST = {
     "dW2 = grads['grad_W2']",
     "vmap": "dW2 = torch.func.vmap(torch.outer)(h, dlogits).sum(0)",  # batches, does not derive
     "vmap_imported": "from torch.func import vmap\n\n\ndW2 = vmap(torch.outer)(h, dlogits).sum(0)",
+    "match_on_a_shape": "match dlogits.shape:\n    case (rows, cols):\n        dW2 = h.T @ dlogits",
+    "getattr_of_a_plain_name": "dW2 = getattr(h, 'T') @ dlogits",
+    "numpy_load_safely": "import numpy as np\nw = np.load('w.npy', allow_pickle=False)\ndW2 = h.T @ dlogits",
     "printed_pieces": "def back(x, d):\n    print('grad of W2: ' + str(x.shape))\n    return x.T @ d\n\n\n"
     "dW2 = back(h, dlogits)",
 }

@@ -335,6 +335,7 @@ ENGINE_ARGS = "(l,), (torch.ones_like(l),), False, False, (w,), False, False"  #
 
 RULES_MODULE = "''.join(reversed('selur_drawkcab.enigne.redargotua'))"  # the grader's rules table, by a computed name
 RULES_DW2 = "rules.local_gradient(rules.STEP_BY_NAME['W2'], {'h': h.detach()}, {'logits': dlogits})"
+RULES_DW2_LINE = f"dW2 = {RULES_DW2}"
 DENSE_DC = "(demb, Xb, C.shape[0], -1, False)"  # embedding_dense_backward's arguments: dC
 RULES_DC = "rules.local_gradient(rules.STEP_BY_NAME['C'], {'C': C.detach(), 'Xb': Xb}, {'emb': demb})"
 # code the grader cannot read marks every answer from its cell on (it may have put in a hook): the steps from dW2's
@@ -645,6 +646,86 @@ CHEATS = {
         "autograd",
     ),
 }
+
+# Found in a second attacker's review: the grader's rules table (or torch's own derivative formula, a node of the
+# graph reached through torch._C.TensorBase's grad_fn, which torch.Tensor's property hides but cannot remove) reached
+# by names the reading did not see: a class pattern's keywords, getattr's constant, and what resolves a name in a string
+# (the name as an f-string's text, which is prose). Each earned dW2's point; code that resolves names marks every answer
+# from its cell on, as exec does
+RULES_BY_F_STRING = "f'autograder.engine.backward_rules'"
+CHEATS.update(
+    {
+        "c_class_pattern": (
+            {
+                "answer_dW2": "match torch:\n    case object(sys=object(modules=m)):\n        pass\n"
+                f"rules = m[{RULES_MODULE}]\n{RULES_DW2_LINE}"
+            },
+            [],
+            ["W2"],
+            "autograd",
+        ),
+        "c_node_through_tensorbase": (
+            {
+                "answer_dW2": "match torch._C:\n    case object(TensorBase=object(grad_fn=node_of)):\n        pass\n"
+                "w = W2.detach().clone().requires_grad_(True)\ndW2 = node_of.__get__(h.detach() @ w)(dlogits)[1]"
+            },
+            [],
+            ["W2"],
+            "autograd",
+        ),
+        "c_getattr_of_modules": (
+            {"answer_dW2": f"rules = getattr(getattr(torch, 'sys'), 'modules')[{RULES_MODULE}]\n{RULES_DW2_LINE}"},
+            [],
+            ["W2"],
+            "autograd",
+        ),
+        "c_formatter_fields": (
+            {
+                "answer_dW2": "import string\nbox = []\n\n\nclass Grab(string.Formatter):\n"
+                "    def format_field(self, value, spec):\n        box.append(value)\n        return ''\n\n\n"
+                "Grab().format(f'{{0.sys.modules[autograder.engine.backward_rules]}}', torch)\n"
+                f"rules = box[0]\n{RULES_DW2_LINE}"
+            },
+            [],
+            FROM_DW2,
+            "autograd",
+        ),
+        "c_logging_config_resolver": (
+            {
+                "answer_dW2": "import logging.config\n"
+                f"rules = logging.config.BaseConfigurator({{}}).resolve({RULES_BY_F_STRING})\n{RULES_DW2_LINE}"
+            },
+            [],
+            FROM_DW2,
+            "autograd",
+        ),
+        "c_pydoc_safeimport": (
+            {"answer_dW2": f"import pydoc\nrules = pydoc.safeimport({RULES_BY_F_STRING})\n{RULES_DW2_LINE}"},
+            [],
+            FROM_DW2,
+            "autograd",
+        ),
+        "c_mock_patch_target": (
+            {
+                "answer_dW2": "from unittest import mock\n"
+                f"rules = mock.patch({RULES_BY_F_STRING} + '.x').getter()\n{RULES_DW2_LINE}"
+            },
+            [],
+            FROM_DW2,
+            "autograd",
+        ),
+        "c_annotation_evaluated": (
+            {
+                "answer_dW2": "import typing\n\n\ndef f(x: f\"lambda: __import__('sys').modules"
+                "['autograder.engine.backward_rules']\"):\n    pass\n\n\n"
+                f"rules = typing.get_type_hints(f)['x']()\n{RULES_DW2_LINE}"
+            },
+            [],
+            FROM_DW2,
+            "autograd",
+        ),
+    }
+)
 
 # Issue 12: mistakes that give the right values on every batch, or nearly (their term is about zero on a real
 # network). The rule probe (random upstream gradients) or the chosen inputs (neuron 0's variance at the epsilon)

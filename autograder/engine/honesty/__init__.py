@@ -14,9 +14,11 @@ from .prose import HARMLESS, TEXT_EXCEPTIONS, _grad_modes, _prose
 from .unread_code import (
     RUNS_CODE,
     STRING_RUNNERS,
+    UNREAD_ATTRIBUTES,
     _runs_a_file,
     magic_code,
     passes_code,
+    resolves_names,
     runs_unread_code,
     unknown_module,
 )
@@ -86,6 +88,12 @@ def _reads_autograd(node: ast.AST) -> bool:
         if isinstance(sub, ast.Attribute) and (sub.attr in FORBIDDEN_ATTRIBUTES or "backward" in sub.attr):
             if not (_stores_a_gradient(sub) and id(sub) not in added_to):  # run_backward, aten's tanh_backward
                 return True
+        # attributes read by a name written out elsewhere: a class pattern (case object(modules=m)), getattr(t, "x")
+        named = sub.kwd_attrs if isinstance(sub, ast.MatchClass) else ()
+        if isinstance(sub, ast.Call) and getattr(sub.func, "id", None) in ("getattr", "hasattr") and len(sub.args) > 1:
+            named = [getattr(sub.args[1], "value", "")]
+        if any(isinstance(a, str) and (a in FORBIDDEN_ATTRIBUTES or "backward" in a or a == "modules") for a in named):
+            return True
         if isinstance(sub, ast.Attribute) and sub.attr == "modules" and id(sub) not in called:
             return True  # sys.modules (import sys as s: s.modules) reaches every module imported, the grader's too
         if isinstance(sub, ast.Name) and sub.id in ("getattr", "setattr", "delattr") and id(sub) not in called:
@@ -154,6 +162,10 @@ def _assigned_names(node: ast.AST) -> set:
                 base = base.value
             if isinstance(base, ast.Name):
                 names.add(base.id)
+        elif isinstance(sub, (ast.MatchAs, ast.MatchStar)) and sub.name:  # case object(modules=m): m
+            names.add(sub.name)
+        elif isinstance(sub, ast.MatchMapping) and sub.rest:
+            names.add(sub.rest)
         elif isinstance(sub, ast.Call) and isinstance(sub.func, ast.Attribute) and sub.func.attr.endswith("_"):
             base = sub.func.value  # an in-place method: dC.index_add_(0, ix, demb)
             while isinstance(base, (ast.Subscript, ast.Attribute)):
@@ -246,6 +258,8 @@ class AutogradTaint:
                     pass  # from torch.autograd import no_grad, from torch.func import vmap: no gradient
                 elif any(word in full for word in FORBIDDEN_MODULES) or unknown_module(module or alias.name):
                     self.tainted.add((alias.asname or alias.name).split(".")[0])
+                if alias.name in UNREAD_ATTRIBUTES or resolves_names(module or alias.name):
+                    self.runners.add((alias.asname or alias.name).split(".")[0])  # from string import Formatter
                 if "__main__" in full:
                     self.runners.add((alias.asname or alias.name).split(".")[0])
                 elif (module or alias.name).split(".")[0] in STRING_RUNNERS:

@@ -36,7 +36,19 @@ SHELL_HOOKS |= {"ast_transformers", "settrace", "setprofile", "addaudithook", "d
 AROUND = {"builtins", "__self__", "importlib", "import_module", "__import__", "reload", "getmodule", "__loader__"}
 AROUND |= {"exec_module", "load_module", "getmembers_static", "CodeType", "FunctionType", "pickle", "_pickle"}
 AROUND |= {"_registry", "currentframe", "f_back"}
-UNREAD_ATTRIBUTES = SHELL_HOOKS | AROUND
+# what reaches any module or attribute by a name in a string, as importlib does: a Formatter's fields
+# ("{0.sys.modules[..]}" captured by its format_field), logging.config's resolver, pydoc.safeimport, unittest.mock's
+# patch target, annotations evaluated from strings (typing.get_type_hints, inspect.get_annotations(eval_str=True))
+RESOLVERS = {"Formatter", "BaseConfigurator", "DictConfigurator", "dictConfig", "fileConfig", "_resolve", "importer"}
+RESOLVERS |= {"safeimport", "importfile", "locate", "getter", "_get_target", "patch", "mock", "ForkingPickler"}
+RESOLVERS |= {"get_type_hints", "ForwardRef", "_eval_type", "_evaluate", "get_annotations"}
+RESOLVER_MODULES = ("pydoc", "logging.config", "unittest.mock", "shelve")  # an import of one: every use of it
+UNREAD_ATTRIBUTES = SHELL_HOOKS | AROUND | RESOLVERS
+
+
+def resolves_names(module: str) -> bool:
+    """A module whose functions reach modules and attributes by names in strings (``RESOLVER_MODULES``)."""
+    return any(module == m or module.startswith(m + ".") for m in RESOLVER_MODULES)
 
 
 def runs_unread_code(node: ast.AST) -> bool:
@@ -59,11 +71,22 @@ def _runs_unread_code(node: ast.AST) -> bool:
             return True
         if _runs_a_file(sub) or (isinstance(sub, ast.Attribute) and sub.attr in UNREAD_ATTRIBUTES):
             return True
+        if isinstance(sub, ast.MatchClass) and not UNREAD_ATTRIBUTES.isdisjoint(sub.kwd_attrs):
+            return True  # case object(__self__=b): an attribute read by a class pattern
+        if getattr(called, "id", None) in ("getattr", "hasattr") and len(sub.args) > 1:
+            if getattr(sub.args[1], "value", None) in UNREAD_ATTRIBUTES:
+                return True  # getattr(inspect, "builtins")
+        if isinstance(sub, ast.keyword) and sub.arg in ("eval_str", "allow_pickle") and not _false(sub.value):
+            return True  # inspect.get_annotations(f, eval_str=True), numpy.load(.., allow_pickle=True)
         if called is not None and any(k.arg == "weights_only" and not _true(k.value) for k in sub.keywords):
             return True  # torch.load(.., weights_only=False): a pickle runs what it names
         if isinstance(sub, ast.Name) and sub.id == "get_ipython" and id(sub) not in shells:
             return True
     return False
+
+
+def _false(node: ast.AST) -> bool:
+    return isinstance(node, ast.Constant) and node.value is False
 
 
 def _true(node: ast.AST) -> bool:
