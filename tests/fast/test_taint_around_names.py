@@ -66,6 +66,13 @@ AROUND = {
     "dW2 = get_type_hints(f)['x']",
     "annotations_eval_str": "import inspect\n\n\ndef f(x: 'sys'):\n    pass\n\n\n"
     "dW2 = inspect.get_annotations(f, eval_str=True)['x']",
+    "a_frames_builtins": "try:\n    raise ValueError('x')\nexcept ValueError as e:\n"
+    "    b = e.__traceback__.tb_frame.f_builtins\nm = b['__imp' + 'ort__']('a' + 'b')\ndW2 = m.f()",
+    "closure_variables": "import inspect\ng = inspect.getclosurevars(cmp).globals\ndW2 = h.T @ dlogits",
+    "trace_runs_a_string": "import trace\ntrace.Trace(count=0, trace=0).run('dW2 = ' + 'h.T @ dlogits')",
+    "a_magic_of_code_made_as_it_runs": "code = 'dW2 = ' + 'h.T @ dlogits'\n"
+    "get_ipython().run_cell_magic('time', '', code)",
+    "timeit_of_a_name": "import timeit\ncode = 'import sys'\ntimeit.timeit(code, number=1)\ndW2 = h.T @ dlogits",
     "numpy_pickle": "import numpy as np\ndW2 = torch.tensor(np.load('w.npy', allow_pickle=True))",
 }
 
@@ -98,6 +105,9 @@ HONEST = {
     "dW2 = grads['grad_W2']",
     "vmap": "dW2 = torch.func.vmap(torch.outer)(h, dlogits).sum(0)",  # batches, does not derive
     "vmap_imported": "from torch.func import vmap\n\n\ndW2 = vmap(torch.outer)(h, dlogits).sum(0)",
+    "a_magic_of_its_own_code": "get_ipython().run_cell_magic('time', '', 'dW2 = h.T @ dlogits')",
+    "timeit_of_a_function": "import timeit\n\n\ndef f():\n    return h.T @ dlogits\n\n\n"
+    "t = timeit.timeit(f, number=1)\ndW2 = f()",
     "match_on_a_shape": "match dlogits.shape:\n    case (rows, cols):\n        dW2 = h.T @ dlogits",
     "getattr_of_a_plain_name": "dW2 = getattr(h, 'T') @ dlogits",
     "numpy_load_safely": "import numpy as np\nw = np.load('w.npy', allow_pickle=False)\ndW2 = h.T @ dlogits",

@@ -714,6 +714,25 @@ CHEATS.update(
             FROM_DW2,
             "autograd",
         ),
+        "c_frames_builtins": (  # __import__ from the builtins of a traceback's frame
+            {
+                "answer_dW2": "try:\n    raise ValueError('x')\nexcept ValueError as e:\n"
+                "    b = e.__traceback__.tb_frame.f_builtins\n"
+                f"rules = b['__imp' + 'ort__']({RULES_MODULE}, fromlist=['x'])\n{RULES_DW2_LINE}"
+            },
+            [],
+            FROM_DW2,
+            "autograd",
+        ),
+        "c_magic_of_code_made_as_it_runs": (
+            {
+                "answer_dW2": f"code = 'import sys\\nrules = sys.modules[' + \"{RULES_MODULE}\" + ']\\n'\n"
+                f"code += \"{RULES_DW2_LINE}\"\nget_ipython().run_cell_magic('time', '', code)"
+            },
+            [],
+            FROM_DW2,
+            "autograd",
+        ),
         "c_annotation_evaluated": (
             {
                 "answer_dW2": "import typing\n\n\ndef f(x: f\"lambda: __import__('sys').modules"

@@ -17,6 +17,7 @@ from .unread_code import (
     UNREAD_ATTRIBUTES,
     _runs_a_file,
     magic_code,
+    makes_text,
     passes_code,
     resolves_names,
     runs_unread_code,
@@ -198,12 +199,15 @@ class AutogradTaint:
         self.answers = set(answers)
         self.runners = set()  # functions that run code from a string or a file (exec, %run); import __main__
         self.string_runners = set()  # modules that run code handed over as a string (timeit, pdb)
+        self.texts = set()  # names that hold a string made in the cells: code a string runner may be handed
         self.refused = set()  # what cells stopped by the kernel's autograd switch assign (``refuse``)
         self.unread = False  # code it cannot read ran: it may rewrite any later answer (a hook), so all stay marked
         self.graders = set()  # what the locked cells' hidden tests imported from the grader's package (report, ...)
 
     def _hands_over_code(self, node: ast.AST, names) -> bool:
-        return not self.string_runners.isdisjoint(names) and passes_code(node)
+        if self.string_runners.isdisjoint(names):
+            return False
+        return passes_code(node) or not self.texts.isdisjoint(names)  # code = 'dW2 = ..'; timeit.timeit(code)
 
     def refuse(self, source: str) -> None:
         """A cell that the kernel's switch stopped (AutogradIsOff): it reached autograd by a way the static reading
@@ -279,6 +283,8 @@ class AutogradTaint:
                         self.tainted |= assigned_names(node)  # for x in t.grad: ...
             return
         targets, names = assigned_names(node), _autograd_facts(node)[1]
+        if isinstance(node, ast.Assign):
+            self.texts = (self.texts | targets) if makes_text(node.value) else (self.texts - targets)
         if runs_unread_code(node) or not self._runners().isdisjoint(names) or self._hands_over_code(node, names):
             self.unread = True
             self.tainted |= self.answers | targets

@@ -24,6 +24,7 @@ SHELL = ("system", "getoutput")  # !cmd, x = !cmd: not run while grading (in_ker
 # modules that run code handed over as a string (timeit.timeit("..."), pdb.run, code.interact): a statement that
 # hands one code marks every answer, as exec does (and import __main__, the namespace itself, any use of it)
 STRING_RUNNERS = {"timeit", "cProfile", "profile", "pdb", "bdb", "code", "codeop", "doctest", "imp", "zipimport"}
+STRING_RUNNERS |= {"trace"}  # trace.Trace().run("dW2 = ..") runs it in __main__, the kernel's namespace
 # the kernel's own hooks: code run before or after a cell, or values put into the namespace, out of the cells' sight
 SHELL_HOOKS = {"events", "push", "user_ns", "user_global_ns", "input_transformers_cleanup", "input_transformers_post"}
 SHELL_HOOKS |= {"ast_transformers", "settrace", "setprofile", "addaudithook", "displayhook"}
@@ -35,7 +36,7 @@ SHELL_HOOKS |= {"ast_transformers", "settrace", "setprofile", "addaudithook", "d
 # switches can be undone: every answer from then on may be autograd's
 AROUND = {"builtins", "__self__", "importlib", "import_module", "__import__", "reload", "getmodule", "__loader__"}
 AROUND |= {"exec_module", "load_module", "getmembers_static", "CodeType", "FunctionType", "pickle", "_pickle"}
-AROUND |= {"_registry", "currentframe", "f_back"}
+AROUND |= {"_registry", "currentframe", "f_back", "f_builtins", "getclosurevars"}  # tb_frame.f_builtins['__import__']
 # what reaches any module or attribute by a name in a string, as importlib does: a Formatter's fields
 # ("{0.sys.modules[..]}" captured by its format_field), logging.config's resolver, pydoc.safeimport, unittest.mock's
 # patch target, annotations evaluated from strings (typing.get_type_hints, inspect.get_annotations(eval_str=True))
@@ -71,6 +72,8 @@ def _runs_unread_code(node: ast.AST) -> bool:
             return True
         if _runs_a_file(sub) or (isinstance(sub, ast.Attribute) and sub.attr in UNREAD_ATTRIBUTES):
             return True
+        if getattr(called, "attr", None) in MAGICS and not all(_a_string(a) for a in sub.args):
+            return True  # get_ipython().run_cell_magic('time', '', code): code made as the cell runs
         if isinstance(sub, ast.MatchClass) and not UNREAD_ATTRIBUTES.isdisjoint(sub.kwd_attrs):
             return True  # case object(__self__=b): an attribute read by a class pattern
         if getattr(called, "id", None) in ("getattr", "hasattr") and len(sub.args) > 1:
@@ -85,6 +88,10 @@ def _runs_unread_code(node: ast.AST) -> bool:
     return False
 
 
+def _a_string(node: ast.AST) -> bool:
+    return isinstance(node, ast.Constant) and isinstance(node.value, str)
+
+
 def _false(node: ast.AST) -> bool:
     return isinstance(node, ast.Constant) and node.value is False
 
@@ -93,13 +100,24 @@ def _true(node: ast.AST) -> bool:
     return isinstance(node, ast.Constant) and node.value is True
 
 
+def makes_text(node: ast.AST) -> bool:
+    """A string written or built: 'dW2 = ..', f'..', pieces joined by + or %, ''.join(..), '..'.format(..), str(..)."""
+    if isinstance(node, (ast.JoinedStr, ast.Constant)):
+        return isinstance(node, ast.JoinedStr) or isinstance(node.value, str)
+    if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Mod)):
+        return makes_text(node.left) or makes_text(node.right)
+    if isinstance(node, ast.Call):
+        return (
+            getattr(node.func, "attr", None) in ("join", "format", "replace") or getattr(node.func, "id", "") == "str"
+        )
+    return False
+
+
 def passes_code(node: ast.AST) -> bool:
     """A call that hands code over as a string, or a namespace: timeit.timeit("dW2 = ..", globals=..), pdb.run(".."),
     not timeit.default_timer() or pdb.set_trace()."""
     calls = [sub for sub in ast.walk(node) if isinstance(sub, ast.Call)]
-    strings = (
-        isinstance(a, ast.JoinedStr) or isinstance(getattr(a, "value", None), str) for c in calls for a in c.args
-    )
+    strings = (makes_text(a) for c in calls for a in c.args)  # timeit.timeit('dW2' + ' = ..')
     return any(strings) or any(k.arg in ("globals", "locals", "local") for c in calls for k in c.keywords)
 
 
