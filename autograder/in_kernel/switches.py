@@ -64,7 +64,19 @@ def _take_autograd_away() -> None:
     # a node of the graph called by hand (t.grad_fn(g)) runs its derivative without the engine; printing still works
     torch.Tensor.grad_fn = torch.Tensor._grad_fn = property(lambda tensor: None)
     torch._C._jit_differentiate = _refusal()  # TorchScript's symbolic derivatives, run without the engine
+    _no_recording()
     _take_backward_kernels_away()
+
+
+def _no_recording() -> None:
+    """autograd records no graph while grading, and switching it on (torch.enable_grad(), set_grad_enabled(True),
+    aten's set_grad_enabled) leaves it off: a node of the graph, reached through torch._C.TensorBase's own grad_fn
+    (which torch.Tensor's property hides but cannot take away: that type cannot change), runs torch's derivative
+    formula when called by hand. Nothing else needs a graph while autograd refuses."""
+    switch = torch._C._set_grad_enabled
+    switch(False)
+    torch._C._set_grad_enabled = lambda mode: switch(False)
+    torch.ops.aten.set_grad_enabled = lambda mode: switch(False)
 
 
 # where ATen keeps backward kernels that compute (Meta's give shapes alone): a sparse or nested tensor reaches its own

@@ -35,7 +35,15 @@ for name, attempt in [
     except switches.AutogradIsOff:
         refused.append(name)
 out = x @ w
-assert out.grad_fn is None and out._grad_fn is None and "requires_grad=True" in repr(out), repr(out)
+assert out.grad_fn is None and out._grad_fn is None, repr(out)
+# no graph is recorded, however recording is switched on: torch._C.TensorBase's own grad_fn finds no node to call
+node_of = vars(torch._C.TensorBase)["grad_fn"]
+with torch.enable_grad():
+    torch.set_grad_enabled(True)
+    torch.ops.aten.set_grad_enabled(True)
+    assert node_of.__get__(x @ w) is None and w.requires_grad
+torch.set_grad_enabled(True)
+assert node_of.__get__(x @ w) is None and not torch.is_grad_enabled()
 # the forward pass and the course's hand-written formulas still run
 logits = torch.tanh(x @ w.detach())
 F.cross_entropy(logits, torch.tensor([0, 1])), F.embedding(torch.tensor([1]), w.detach())
