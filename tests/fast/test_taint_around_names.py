@@ -73,6 +73,15 @@ AROUND = {
     "a_magic_of_code_made_as_it_runs": "code = 'dW2 = ' + 'h.T @ dlogits'\n"
     "get_ipython().run_cell_magic('time', '', code)",
     "timeit_of_a_name": "import timeit\ncode = 'import sys'\ntimeit.timeit(code, number=1)\ndW2 = h.T @ dlogits",
+    "an_annotation_that_assigns": "import functools\n\n\n@functools.singledispatch\ndef f(x):\n    pass\n\n\n"
+    "@f.register\ndef _(x: \"(m := __import__('sys')) and int\"):\n    pass\n\n\ndW2 = m.f()",
+    "the_shell_around_get_ipython": "code = 'dW2 = ' + 'h.T @ dlogits'\n"
+    "exit._ip.magics_manager.magics['cell']['time']('', code)",
+    "torch_fx_runs_a_string": "import torch.fx.graph_module as gm\nbox = {}\ngm._exec_with_source(c, box)\n"
+    "dW2 = box['d']",
+    "torch_fx_runner_imported": "from torch.fx.graph_module import _exec_with_source as run\nbox = {}\nrun(c, box)\n"
+    "dW2 = box['d']",
+    "torch_hub_runs_a_file": "m = torch.hub._import_module('m', 'm.py')\ndW2 = m.f()",
     "numpy_pickle": "import numpy as np\ndW2 = torch.tensor(np.load('w.npy', allow_pickle=True))",
 }
 
@@ -108,6 +117,8 @@ HONEST = {
     "a_magic_of_its_own_code": "get_ipython().run_cell_magic('time', '', 'dW2 = h.T @ dlogits')",
     "timeit_of_a_function": "import timeit\n\n\ndef f():\n    return h.T @ dlogits\n\n\n"
     "t = timeit.timeit(f, number=1)\ndW2 = f()",
+    "annotations_of_types": "def back(x: 'torch.Tensor', d: 'list[int] | None' = None) -> 'torch.Tensor':\n"
+    "    return x.T\n\n\ndW2: 'torch.Tensor' = back(h) @ dlogits",
     "match_on_a_shape": "match dlogits.shape:\n    case (rows, cols):\n        dW2 = h.T @ dlogits",
     "getattr_of_a_plain_name": "dW2 = getattr(h, 'T') @ dlogits",
     "numpy_load_safely": "import numpy as np\nw = np.load('w.npy', allow_pickle=False)\ndW2 = h.T @ dlogits",

@@ -733,6 +733,36 @@ CHEATS.update(
             FROM_DW2,
             "autograd",
         ),
+        "c_annotation_that_assigns": (  # functools.singledispatch evaluates the annotation as the def runs
+            {
+                "answer_dW2": "import functools\n\n\n@functools.singledispatch\ndef f(x):\n    pass\n\n\n"
+                "@f.register\ndef _(x: \"(rules := __import__('sys').modules['autogr' 'ader.engine.backward_rules']) "
+                f'and int"):\n    pass\n\n\n{RULES_DW2_LINE}'
+            },
+            [],
+            FROM_DW2,
+            "autograd",
+        ),
+        "c_shell_around_get_ipython": (  # the shell as exit._ip, its %%time called as a function
+            {
+                "answer_dW2": f"code = 'import sys\\nrules = sys.modules[' + \"{RULES_MODULE}\" + ']\\n'\n"
+                f"code += \"{RULES_DW2_LINE}\"\nexit._ip.magics_manager.magics['cell']['time']('', code)"
+            },
+            [],
+            FROM_DW2,
+            "autograd",
+        ),
+        "c_torch_fx_runs_a_string": (
+            {
+                "answer_dW2": "import torch.fx.graph_module as gm\n"
+                f"code = 'import sys\\nrules = sys.modules[' + \"{RULES_MODULE}\" + ']\\n'\n"
+                f"code += \"{RULES_DW2_LINE}\"\nbox = {{'h': h, 'dlogits': dlogits}}\n"
+                "gm._exec_with_source(code, box)\ndW2 = box['dW2']"
+            },
+            [],
+            FROM_DW2,
+            "autograd",
+        ),
         "c_annotation_evaluated": (
             {
                 "answer_dW2": "import typing\n\n\ndef f(x: f\"lambda: __import__('sys').modules"

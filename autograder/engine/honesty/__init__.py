@@ -16,6 +16,7 @@ from .unread_code import (
     STRING_RUNNERS,
     UNREAD_ATTRIBUTES,
     _runs_a_file,
+    defines_code_in_annotations,
     magic_code,
     makes_text,
     passes_code,
@@ -40,9 +41,8 @@ FORBIDDEN_ATTRIBUTES |= {"__globals__", "__closure__", "__builtins__", "__code__
 FORBIDDEN_ATTRIBUTES |= {"f_locals", "get_objects", "get_referents", "get_referrers", "_get_operation_overload"}
 FORBIDDEN_ATTRIBUTES |= RUNS_CODE  # code run from a string or a file (unread_code)
 FORBIDDEN_NAMES = {"autograd", "functorch", "eval", "exec", "compile", "__import__", "vars", "globals", "locals"}
-FORBIDDEN_NAMES |= {"autograder", "importlib"}  # the grader's own code, and modules imported by a computed name
+FORBIDDEN_NAMES |= {"autograder", "importlib", "__builtins__"}  # the grader's code, modules by a computed name
 FORBIDDEN_NAMES |= {"attrgetter", "methodcaller", "getattr_static", "resolve_name", "locate", "import_item"}
-FORBIDDEN_NAMES |= {"__builtins__"}
 FORBIDDEN_MODULES = ("autograd", "functorch", "torch.func", "autograder", "importlib")  # an import of one marks it
 FORBIDDEN_MODULES += ("Engine", "_dual", "dual_level", "backward")  # from torch._C import _ImperativeEngine
 FORBIDDEN_MODULES += ("sys.modules", "_decomp", "ctypes", "pickle", "marshal", "copyreg", "runpy", "pkgutil")
@@ -129,8 +129,7 @@ def _binds(node: ast.stmt) -> set:
 
 
 def _stores_a_gradient(attribute: ast.Attribute) -> bool:
-    """``p.grad = g``: a student handing their own gradients to ``torch.optim``. The store reads nothing from autograd;
-    what the value reads is judged on its own, and while grading autograd cannot fill ``.grad`` again."""
+    """``p.grad = g`` (one's own gradients handed to ``torch.optim``) reads nothing; the value is judged on its own."""
     return attribute.attr == "grad" and isinstance(attribute.ctx, (ast.Store, ast.Del))
 
 
@@ -249,6 +248,8 @@ class AutogradTaint:
                 self._statement(statement)
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             names = _autograd_facts(node)[1]
+            if defines_code_in_annotations(node):
+                self.unread, self.tainted = True, self.tainted | self.answers
             if runs_unread_code(node) or not self._runners().isdisjoint(names) or self._hands_over_code(node, names):
                 self.runners.add(node.name)  # calling it runs code the grader cannot read
             if _uses_autograd(node, self.tainted):
@@ -262,7 +263,7 @@ class AutogradTaint:
                     pass  # from torch.autograd import no_grad, from torch.func import vmap: no gradient
                 elif any(word in full for word in FORBIDDEN_MODULES) or unknown_module(module or alias.name):
                     self.tainted.add((alias.asname or alias.name).split(".")[0])
-                if alias.name in UNREAD_ATTRIBUTES or resolves_names(module or alias.name):
+                if alias.name in UNREAD_ATTRIBUTES | RUNS_CODE or resolves_names(module or alias.name):
                     self.runners.add((alias.asname or alias.name).split(".")[0])  # from string import Formatter
                 if "__main__" in full:
                     self.runners.add((alias.asname or alias.name).split(".")[0])

@@ -10,6 +10,8 @@ from functools import lru_cache
 # .eval: a module's eval() is no code)
 RUNS_CODE = {"ev", "ex", "run_cell", "run_cell_async", "run_code", "runcode", "runsource", "run_ast_nodes"}
 RUNS_CODE |= {"safe_execfile", "safe_execfile_ipy", "safe_run_module", "run_path", "run_module", "exec"}
+# torch's own runners of code from a string or a file: torch.fx's, torch.hub's (a hubconf.py one wrote), torch.package
+RUNS_CODE |= {"_exec_with_source", "_forward_from_src", "_method_from_src", "_import_module", "hub", "PackageImporter"}
 
 
 def _runs_a_file(node: ast.AST) -> bool:
@@ -28,6 +30,8 @@ STRING_RUNNERS |= {"trace"}  # trace.Trace().run("dW2 = ..") runs it in __main__
 # the kernel's own hooks: code run before or after a cell, or values put into the namespace, out of the cells' sight
 SHELL_HOOKS = {"events", "push", "user_ns", "user_global_ns", "input_transformers_cleanup", "input_transformers_post"}
 SHELL_HOOKS |= {"ast_transformers", "settrace", "setprofile", "addaudithook", "displayhook"}
+# the shell reached around get_ipython (exit._ip), and its magics called as functions with code made as the cell runs
+SHELL_HOOKS |= {"_ip", "shell", "kernel", "magics_manager", "find_magic", "find_line_magic", "find_cell_magic"}
 # the interpreter's own functions and any module, reached through an attribute around the names above: the builtins
 # module (inspect.builtins.eval, print.__self__.getattr), importlib (inspect.importlib.import_module), a module of a
 # function (inspect.getmodule(f): the grader's, from a name its hidden cells left), code built from bytes
@@ -74,6 +78,8 @@ def _runs_unread_code(node: ast.AST) -> bool:
             return True
         if getattr(called, "attr", None) in MAGICS and not all(_a_string(a) for a in sub.args):
             return True  # get_ipython().run_cell_magic('time', '', code): code made as the cell runs
+        if code_in_annotation(sub):
+            return True
         if isinstance(sub, ast.MatchClass) and not UNREAD_ATTRIBUTES.isdisjoint(sub.kwd_attrs):
             return True  # case object(__self__=b): an attribute read by a class pattern
         if getattr(called, "id", None) in ("getattr", "hasattr") and len(sub.args) > 1:
@@ -86,6 +92,37 @@ def _runs_unread_code(node: ast.AST) -> bool:
         if isinstance(sub, ast.Name) and sub.id == "get_ipython" and id(sub) not in shells:
             return True
     return False
+
+
+TYPE_NODES = (ast.Name, ast.Attribute, ast.Subscript, ast.Tuple, ast.List, ast.Constant, ast.BinOp, ast.BitOr)
+TYPE_NODES += (ast.Load, ast.Expression)
+
+
+def code_in_annotation(node: ast.AST) -> bool:
+    """An annotation written as a string that is more than a type ('torch.Tensor', 'list[int] | None'): typing,
+    functools.singledispatch or dataclasses may evaluate it, and "(rules := ..) and int" assigns out of sight."""
+    if isinstance(node, ast.arg):
+        annotation = node.annotation
+    elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        annotation = node.returns
+    elif isinstance(node, ast.AnnAssign):
+        annotation = node.annotation
+    else:
+        return False
+    if isinstance(annotation, ast.JoinedStr):
+        return True
+    if not _a_string(annotation):
+        return False
+    try:
+        parsed = ast.parse(annotation.value.strip(), mode="eval")
+    except SyntaxError:
+        return True
+    return not all(isinstance(sub, TYPE_NODES) for sub in ast.walk(parsed))
+
+
+def defines_code_in_annotations(node: ast.AST) -> bool:
+    """A def whose annotations hold code: a decorator may evaluate them as it is defined (functools.singledispatch)."""
+    return hasattr(node, "args") and any(code_in_annotation(sub) for sub in [node, *ast.walk(node.args)])
 
 
 def _a_string(node: ast.AST) -> bool:
