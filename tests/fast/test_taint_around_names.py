@@ -134,3 +134,10 @@ def test_honest_code_is_not_marked(case):
 
 def test_a_hidden_name_rebound_inside_a_function_is_still_the_graders():
     assert marked("def f():\n    grading_seed = 0\n", "import inspect\nm = inspect.getmodule(grading_seed)")
+
+
+def test_code_too_deep_for_the_parser_is_read_without_raising():
+    """A cell nested too deep (MemoryError, RecursionError in the parser) failed in the kernel, and the grader's reading
+    of it raised: the class's grading stopped. It assigns nothing; an annotation too deep to read is code."""
+    assert not marked("x = " + "-" * 100_000 + "1")
+    assert marked("def f(a: '" + "-" * 5_000 + "1'):\n    pass\n\n\ndW2 = h.T @ dlogits")

@@ -171,6 +171,9 @@ MISTAKES = {
         "bngain",
         "ndarray",
     ),
+    # a cell nested too deep for Python's parser: it stops in the kernel; the grader's own reading of it raised
+    # MemoryError before, and the class's grading stopped there (every student of the run)
+    "m_dW2_cell_too_deep": ({"answer_dW2": "dW2 = h.T @ dlogits\nx = " + "-" * 100_000 + "1"}, "W2", "MemoryError"),
     "m_probs_nan": ({"answer_dprobs": "dprobs = dlogprobs / (probs - probs)"}, "probs", "NaN"),
     # einops, which Colab has and the grading kernel has not: its cell stops there, and the verdict says so (it said
     # "computed with autograd" before: a module the grader cannot read)

@@ -182,7 +182,7 @@ def _cell_statements(source: str) -> tuple:
 
     try:
         return tuple(ast.parse(TransformerManager().transform_cell(source)).body)
-    except (SyntaxError, ValueError):
+    except (SyntaxError, ValueError, MemoryError, RecursionError):  # x = ------..1, 100,000 deep
         return ()  # the cell fails in the kernel too; nothing it assigns exists
 
 

@@ -115,7 +115,7 @@ def code_in_annotation(node: ast.AST) -> bool:
         return False
     try:
         parsed = ast.parse(annotation.value.strip(), mode="eval")
-    except SyntaxError:
+    except (SyntaxError, ValueError, MemoryError, RecursionError):  # too deep to read: more than a type
         return True
     return not all(isinstance(sub, TYPE_NODES) for sub in ast.walk(parsed))
 

@@ -43,7 +43,7 @@ def parsed(source: str, depth: int = 0) -> tuple:
     history holds ``get_ipython().run_cell_magic('time', '', code)``) has the statements of the code it ran."""
     try:
         body = ast.parse(source).body
-    except (SyntaxError, ValueError):
+    except (SyntaxError, ValueError, MemoryError, RecursionError):
         return ()  # it failed in the kernel too
     call = getattr(body[0], "value", None) if len(body) == 1 else None
     args = getattr(call, "args", None) or ()

@@ -122,7 +122,7 @@ def _names(cell) -> tuple | None:
     """(names the cell's code reads, names it assigns), ``x += ...`` both; None when it is no Python (a magic)."""
     try:
         tree = ast.parse(_source(cell))
-    except (SyntaxError, ValueError):
+    except (SyntaxError, ValueError, MemoryError, RecursionError):  # nested too deep for the parser
         return None
     names = [n for n in ast.walk(tree) if isinstance(n, ast.Name)]
     changed = {n.target.id for n in ast.walk(tree) if isinstance(n, ast.AugAssign) and isinstance(n.target, ast.Name)}
