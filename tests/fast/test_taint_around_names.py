@@ -82,6 +82,12 @@ AROUND = {
     "torch_fx_runner_imported": "from torch.fx.graph_module import _exec_with_source as run\nbox = {}\nrun(c, box)\n"
     "dW2 = box['d']",
     "torch_hub_runs_a_file": "m = torch.hub._import_module('m', 'm.py')\ndW2 = m.f()",
+    # names a def or a class sets in the namespace: global, (x := ..) in a default (run as it is defined)
+    "a_default_that_assigns": "def f(x=(m := sys.modules['a'])):\n    pass\n\n\ndW2 = m.f()",
+    "a_class_body_global": "class A:\n    global m\n    m = sys.modules['a']\n\n\ndW2 = m.f()",
+    "a_function_global": "def f():\n    global m\n    m = sys.modules['a']\n\n\nf()\ndW2 = m.f()",
+    "main_imported_in_a_def": "def f():\n    import __main__\n\n    __main__.dW2 = 1\n\n\nf()",
+    "annotations_set": "def g(x):\n    pass\n\n\ng.__annotations__ = {'x': '(m := 1) and int'}\ndW2 = h.T @ dlogits",
     "numpy_pickle": "import numpy as np\ndW2 = torch.tensor(np.load('w.npy', allow_pickle=True))",
 }
 
@@ -119,6 +125,8 @@ HONEST = {
     "t = timeit.timeit(f, number=1)\ndW2 = f()",
     "annotations_of_types": "def back(x: 'torch.Tensor', d: 'list[int] | None' = None) -> 'torch.Tensor':\n"
     "    return x.T\n\n\ndW2: 'torch.Tensor' = back(h) @ dlogits",
+    "a_helper_with_a_global_counter": "calls = 0\n\n\ndef back(x, d):\n    global calls\n    calls += 1\n"
+    "    return x.T @ d\n\n\ndW2 = back(h, dlogits)",
     "match_on_a_shape": "match dlogits.shape:\n    case (rows, cols):\n        dW2 = h.T @ dlogits",
     "getattr_of_a_plain_name": "dW2 = getattr(h, 'T') @ dlogits",
     "numpy_load_safely": "import numpy as np\nw = np.load('w.npy', allow_pickle=False)\ndW2 = h.T @ dlogits",

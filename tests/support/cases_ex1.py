@@ -766,6 +766,47 @@ CHEATS.update(
             FROM_DW2,
             "autograd",
         ),
+        # the namespace's names set by a def or a class, the grader's module named in the clear: before, only the
+        # def's own name was marked
+        "c_default_that_assigns": (
+            {
+                "answer_dW2": f"import sys\n\n\ndef f(x=(rules := sys.modules[{RULES_MODULE}])):\n    pass\n\n\n"
+                f"{RULES_DW2_LINE}"
+            },
+            [],
+            ["W2"],
+            "autograd",
+        ),
+        "c_class_body_global": (
+            {
+                "answer_dW2": f"import sys\n\n\nclass A:\n    global rules\n"
+                f"    rules = sys.modules[{RULES_MODULE}]\n\n\n"
+                f"{RULES_DW2_LINE}"
+            },
+            [],
+            ["W2"],
+            "autograd",
+        ),
+        "c_function_global": (
+            {
+                "answer_dW2": f"import sys\n\n\ndef f():\n    global rules\n"
+                f"    rules = sys.modules[{RULES_MODULE}]\n\n\n"
+                f"f()\n{RULES_DW2_LINE}"
+            },
+            [],
+            ["W2"],
+            "autograd",
+        ),
+        "c_annotations_set": (  # functools.singledispatch's register evaluates them
+            {
+                "answer_dW2": "import functools\n\n\n@functools.singledispatch\ndef f(x):\n    pass\n\n\n"
+                "def g(x):\n    pass\n\n\ng.__annotations__ = {'x': \"(rules := __import__('sys').modules"
+                f"['autogr' 'ader.engine.backward_rules']) and int\"}}\nf.register(g)\n{RULES_DW2_LINE}"
+            },
+            [],
+            FROM_DW2,
+            "autograd",
+        ),
         "c_annotation_evaluated": (
             {
                 "answer_dW2": "import typing\n\n\ndef f(x: f\"lambda: __import__('sys').modules"

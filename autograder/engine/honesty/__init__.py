@@ -22,6 +22,7 @@ from .unread_code import (
     passes_code,
     resolves_names,
     runs_unread_code,
+    set_by_def,
     unknown_module,
 )
 
@@ -32,8 +33,7 @@ FORBIDDEN_ATTRIBUTES |= {"_enter_dual_level", "dual_level", "_make_dual", "make_
 # a node of autograd's graph called by hand runs torch's derivative formula; torch._decomp writes them in Python
 FORBIDDEN_ATTRIBUTES |= {"_grad_fn", "next_functions", "_decomp", "decomposition_table"}
 FORBIDDEN_ATTRIBUTES |= {"_jit_differentiate"}  # TorchScript's own differentiation of a scripted function
-# attributes reached by a computed name (operator.attrgetter(name), functools.reduce(getattr, ..), X.__dict__[name],
-# pkgutil.resolve_name), and objects reached around their names (object.__subclasses__(), gc, frames, closures)
+# attributes by a computed name (attrgetter, reduce(getattr, ..), X.__dict__[..]), objects around names (gc, frames)
 FORBIDDEN_ATTRIBUTES |= {"attrgetter", "methodcaller", "getattr_static", "getmembers", "resolve_name", "locate"}
 FORBIDDEN_ATTRIBUTES |= {"get_field", "_dot_lookup", "_importer", "import_item", "_import_dotted_name"}  # by a string
 FORBIDDEN_ATTRIBUTES |= {"__dict__", "__getattribute__", "__getattr__", "__subclasses__", "__mro__", "__bases__"}
@@ -253,7 +253,7 @@ class AutogradTaint:
             if runs_unread_code(node) or not self._runners().isdisjoint(names) or self._hands_over_code(node, names):
                 self.runners.add(node.name)  # calling it runs code the grader cannot read
             if _uses_autograd(node, self.tainted):
-                self.tainted.add(node.name)
+                self.tainted |= {node.name} | set_by_def(node)  # global x in it, (x := ..) in its defaults
             return
         if isinstance(node, (ast.Import, ast.ImportFrom)):
             module = getattr(node, "module", None) or ""

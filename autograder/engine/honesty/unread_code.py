@@ -40,7 +40,14 @@ SHELL_HOOKS |= {"_ip", "shell", "kernel", "magics_manager", "find_magic", "find_
 # switches can be undone: every answer from then on may be autograd's
 AROUND = {"builtins", "__self__", "importlib", "import_module", "__import__", "reload", "getmodule", "__loader__"}
 AROUND |= {"exec_module", "load_module", "getmembers_static", "CodeType", "FunctionType", "pickle", "_pickle"}
-AROUND |= {"_registry", "currentframe", "f_back", "f_builtins", "getclosurevars"}  # tb_frame.f_builtins['__import__']
+AROUND |= {
+    "_registry",
+    "currentframe",
+    "f_back",
+    "f_builtins",
+    "getclosurevars",
+    "__annotations__",
+}  # tb_frame.f_builtins['__import__']
 # what reaches any module or attribute by a name in a string, as importlib does: a Formatter's fields
 # ("{0.sys.modules[..]}" captured by its format_field), logging.config's resolver, pydoc.safeimport, unittest.mock's
 # patch target, annotations evaluated from strings (typing.get_type_hints, inspect.get_annotations(eval_str=True))
@@ -80,6 +87,9 @@ def _runs_unread_code(node: ast.AST) -> bool:
             return True  # get_ipython().run_cell_magic('time', '', code): code made as the cell runs
         if code_in_annotation(sub):
             return True
+        if isinstance(sub, (ast.Import, ast.ImportFrom)):  # import __main__ (in a def too): the namespace itself
+            if any("__main__" in f"{getattr(sub, 'module', None)}.{alias.name}" for alias in sub.names):
+                return True
         if isinstance(sub, ast.MatchClass) and not UNREAD_ATTRIBUTES.isdisjoint(sub.kwd_attrs):
             return True  # case object(__self__=b): an attribute read by a class pattern
         if getattr(called, "id", None) in ("getattr", "hasattr") and len(sub.args) > 1:
@@ -118,6 +128,13 @@ def code_in_annotation(node: ast.AST) -> bool:
     except (SyntaxError, ValueError, MemoryError, RecursionError):  # too deep to read: more than a type
         return True
     return not all(isinstance(sub, TYPE_NODES) for sub in ast.walk(parsed))
+
+
+def set_by_def(node: ast.AST) -> set:
+    """The namespace's names a def or a class may set: those it declares global, and (x := ..) anywhere in it (its
+    defaults, decorators and annotations run as it is defined, a class's body too)."""
+    names = {name for sub in ast.walk(node) if isinstance(sub, ast.Global) for name in sub.names}
+    return names | {sub.target.id for sub in ast.walk(node) if isinstance(sub, ast.NamedExpr)}
 
 
 def defines_code_in_annotations(node: ast.AST) -> bool:
