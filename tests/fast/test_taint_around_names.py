@@ -88,6 +88,10 @@ AROUND = {
     "a_function_global": "def f():\n    global m\n    m = sys.modules['a']\n\n\nf()\ndW2 = m.f()",
     "main_imported_in_a_def": "def f():\n    import __main__\n\n    __main__.dW2 = 1\n\n\nf()",
     "annotations_set": "def g(x):\n    pass\n\n\ng.__annotations__ = {'x': '(m := 1) and int'}\ndW2 = h.T @ dlogits",
+    # what a statement that assigns nothing may change: a list appended to, an argument of a marked function
+    "appended_to": "box = []\nbox.append(sys.modules['a'])\ndW2 = box[0].f()",
+    "an_argument_changed": "def f(b):\n    b.append(sys.modules['a'])\n\n\nbox = []\nf(box)\ndW2 = box[0].f()",
+    "set_on_an_object": "ns = types.SimpleNamespace()\nsetattr(ns, 'm', sys.modules['a'])\ndW2 = ns.m.f()",
     "numpy_pickle": "import numpy as np\ndW2 = torch.tensor(np.load('w.npy', allow_pickle=True))",
 }
 
@@ -127,6 +131,8 @@ HONEST = {
     "    return x.T\n\n\ndW2: 'torch.Tensor' = back(h) @ dlogits",
     "a_helper_with_a_global_counter": "calls = 0\n\n\ndef back(x, d):\n    global calls\n    calls += 1\n"
     "    return x.T @ d\n\n\ndW2 = back(h, dlogits)",
+    "own_check_beside_a_list": "losses = []\nassert torch.allclose(dW2, W2.grad)\nprint(dW2, W2.grad)\n"
+    "losses.append(h.sum().item())\ndW2 = h.T @ dlogits",
     "match_on_a_shape": "match dlogits.shape:\n    case (rows, cols):\n        dW2 = h.T @ dlogits",
     "getattr_of_a_plain_name": "dW2 = getattr(h, 'T') @ dlogits",
     "numpy_load_safely": "import numpy as np\nw = np.load('w.npy', allow_pickle=False)\ndW2 = h.T @ dlogits",

@@ -807,6 +807,16 @@ CHEATS.update(
             FROM_DW2,
             "autograd",
         ),
+        # what a statement that assigns nothing changes: before, box was not marked, and dW2 earned its point
+        "c_appended_to": (
+            {
+                "answer_dW2": f"import sys\nbox = []\nbox.append(sys.modules[{RULES_MODULE}])\n"
+                f"rules = box[0]\n{RULES_DW2_LINE}"
+            },
+            [],
+            ["W2"],
+            "autograd",
+        ),
         "c_annotation_evaluated": (
             {
                 "answer_dW2": "import typing\n\n\ndef f(x: f\"lambda: __import__('sys').modules"

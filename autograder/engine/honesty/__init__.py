@@ -15,7 +15,9 @@ from .unread_code import (
     RUNS_CODE,
     STRING_RUNNERS,
     UNREAD_ATTRIBUTES,
+    _binds,
     _runs_a_file,
+    changed_by,
     defines_code_in_annotations,
     magic_code,
     makes_text,
@@ -114,18 +116,6 @@ def _reads_autograd(node: ast.AST) -> bool:
             if len(sub.args) < 2 or not isinstance(sub.args[1], ast.Constant):
                 return True
     return False
-
-
-def _binds(node: ast.stmt) -> set:
-    """The names a top-level statement itself binds (x = .., def x, import x): not those bound inside a function."""
-    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-        return {node.name}
-    if isinstance(node, (ast.Import, ast.ImportFrom)):
-        return {(alias.asname or alias.name).split(".")[0] for alias in node.names}
-    targets = node.targets if isinstance(node, ast.Assign) else [getattr(node, "target", None)]
-    return (
-        {t.id for t in targets if isinstance(t, ast.Name)} if isinstance(node, (ast.Assign, ast.AnnAssign)) else set()
-    )
 
 
 def _stores_a_gradient(attribute: ast.Attribute) -> bool:
@@ -290,7 +280,10 @@ class AutogradTaint:
             self.unread = True
             self.tainted |= self.answers | targets
             return
-        if not targets:
+        if not targets:  # box.append(x), f(box), setattr(ns, 'x', ..): what it may change carries what it reads
+            self.tainted |= (
+                changed_by(node, self.tainted) if _uses_autograd(node, self.tainted - self.answers) else set()
+            )
             return
         if _uses_autograd(node, self.tainted - self.answers):
             self.tainted |= targets

@@ -130,6 +130,26 @@ def code_in_annotation(node: ast.AST) -> bool:
     return not all(isinstance(sub, TYPE_NODES) for sub in ast.walk(parsed))
 
 
+MUTATORS = {"append", "extend", "insert", "update", "add", "setdefault", "appendleft", "extendleft", "put", "push"}
+MUTATORS |= {"__setitem__", "__setattr__", "put_nowait", "send"}
+
+
+def changed_by(node: ast.AST, tainted: set) -> set:
+    """The names a statement that assigns none may change: the receiver of a method that changes it (box.append(..)),
+    the Name arguments of setattr and of a function already marked (f(box))."""
+    names = set()
+    for call in (sub for sub in ast.walk(node) if isinstance(sub, ast.Call)):
+        func = call.func
+        if isinstance(func, ast.Attribute) and func.attr in MUTATORS:
+            base = func.value
+            while isinstance(base, (ast.Attribute, ast.Subscript, ast.Call)):
+                base = base.func if isinstance(base, ast.Call) else base.value
+            names |= {base.id} if isinstance(base, ast.Name) else set()
+        if getattr(func, "id", None) == "setattr" or getattr(func, "id", None) in tainted:
+            names |= {a.id for a in call.args if isinstance(a, ast.Name)}
+    return names
+
+
 def set_by_def(node: ast.AST) -> set:
     """The namespace's names a def or a class may set: those it declares global, and (x := ..) anywhere in it (its
     defaults, decorators and annotations run as it is defined, a class's body too)."""
@@ -198,3 +218,15 @@ def unknown_module(name: str) -> bool:
         return importlib.util.find_spec(top) is None
     except (ImportError, ValueError):
         return True
+
+
+def _binds(node: ast.stmt) -> set:
+    """The names a top-level statement itself binds (x = .., def x, import x): not those bound inside a function."""
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return {node.name}
+    if isinstance(node, (ast.Import, ast.ImportFrom)):
+        return {(alias.asname or alias.name).split(".")[0] for alias in node.names}
+    targets = node.targets if isinstance(node, ast.Assign) else [getattr(node, "target", None)]
+    return (
+        {t.id for t in targets if isinstance(t, ast.Name)} if isinstance(node, (ast.Assign, ast.AnnAssign)) else set()
+    )
