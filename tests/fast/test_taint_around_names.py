@@ -92,6 +92,11 @@ AROUND = {
     "appended_to": "box = []\nbox.append(sys.modules['a'])\ndW2 = box[0].f()",
     "an_argument_changed": "def f(b):\n    b.append(sys.modules['a'])\n\n\nbox = []\nf(box)\ndW2 = box[0].f()",
     "set_on_an_object": "ns = types.SimpleNamespace()\nsetattr(ns, 'm', sys.modules['a'])\ndW2 = ns.m.f()",
+    # what an exception raised carries: its arguments, read back from the handler's name
+    "raised_and_caught": "try:\n    raise ValueError(sys.modules['a'])\nexcept ValueError as e:\n    m = e.args[0]\n"
+    "dW2 = m.f()",
+    "asserted_and_caught": "try:\n    assert False, sys.modules['a']\nexcept AssertionError as e:\n    m = e.args[0]\n"
+    "dW2 = m.f()",
     "numpy_pickle": "import numpy as np\ndW2 = torch.tensor(np.load('w.npy', allow_pickle=True))",
 }
 

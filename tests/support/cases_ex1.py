@@ -817,6 +817,15 @@ CHEATS.update(
             ["W2"],
             "autograd",
         ),
+        "c_raised_and_caught": (  # an exception's arguments carry the module out of the try
+            {
+                "answer_dW2": f"import sys\ntry:\n    raise ValueError(sys.modules[{RULES_MODULE}])\n"
+                f"except ValueError as e:\n    rules = e.args[0]\n{RULES_DW2_LINE}"
+            },
+            [],
+            ["W2"],
+            "autograd",
+        ),
         "c_annotation_evaluated": (
             {
                 "answer_dW2": "import typing\n\n\ndef f(x: f\"lambda: __import__('sys').modules"

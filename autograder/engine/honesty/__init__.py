@@ -193,6 +193,9 @@ class AutogradTaint:
         self.unread = False  # code it cannot read ran: it may rewrite any later answer (a hook), so all stay marked
         self.graders = set()  # what the locked cells' hidden tests imported from the grader's package (report, ...)
 
+    def _carries(self, body: list) -> bool:
+        return any(_uses_autograd(statement, self.tainted) for statement in body)
+
     def _hands_over_code(self, node: ast.AST, names) -> bool:
         if self.string_runners.isdisjoint(names):
             return False
@@ -260,6 +263,8 @@ class AutogradTaint:
                 elif (module or alias.name).split(".")[0] in STRING_RUNNERS:
                     self.string_runners.add((alias.asname or alias.name).split(".")[0])
             return
+        if isinstance(node, (ast.Try, getattr(ast, "TryStar", ast.Try))) and self._carries(node.body):
+            self.tainted |= {handler.name for handler in node.handlers if handler.name}  # raise ValueError(x): e.args
         if isinstance(node, (ast.For, ast.While, ast.If, ast.With, ast.Try)):
             for child in ast.iter_child_nodes(node):
                 if isinstance(child, ast.stmt):
