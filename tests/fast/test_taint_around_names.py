@@ -91,6 +91,9 @@ AROUND = {
     # what a statement that assigns nothing may change: a list appended to, an argument of a marked function
     "appended_to": "box = []\nbox.append(sys.modules['a'])\ndW2 = box[0].f()",
     "an_argument_changed": "def f(b):\n    b.append(sys.modules['a'])\n\n\nbox = []\nf(box)\ndW2 = box[0].f()",
+    "an_answer_changed": "def f(d):\n    d.copy_(sys.modules['a'].f())\n\n\ndW2 = torch.zeros(3)\nf(dW2)",
+    "an_answer_changed_by_a_grad_reader_too": "def f(d, t):\n    d.copy_(t.grad + sys.modules['a'].f())\n\n\n"
+    "dW2 = torch.zeros(3)\nf(dW2, W2)",
     "set_on_an_object": "ns = types.SimpleNamespace()\nsetattr(ns, 'm', sys.modules['a'])\ndW2 = ns.m.f()",
     # what an exception raised carries: its arguments, read back from the handler's name
     "raised_and_caught": "try:\n    raise ValueError(sys.modules['a'])\nexcept ValueError as e:\n    m = e.args[0]\n"
@@ -143,6 +146,11 @@ HONEST = {
     "numpy_load_safely": "import numpy as np\nw = np.load('w.npy', allow_pickle=False)\ndW2 = h.T @ dlogits",
     "printed_pieces": "def back(x, d):\n    print('grad of W2: ' + str(x.shape))\n    return x.T @ d\n\n\n"
     "dW2 = back(h, dlogits)",
+    # the lecture's own checking helper, pasted in and called with each answer: it reads .grad, which holds a decoy
+    # while grading, so what it hands its arguments is a decoy at most (the kernel's decoy sign judges that)
+    "the_lectures_cmp": "def cmp(s, dt, t):\n    ex = torch.all(dt == t.grad).item()\n    app = torch.allclose(dt, t.grad)\n"
+    "    print(f'{s:15s} | exact: {str(ex):5s} | approximate: {str(app):5s}')\n\n\n"
+    "dW2 = h.T @ dlogits\ncmp('W2', dW2, W2)",
 }
 
 

@@ -81,7 +81,7 @@ def _loaded_names(node: ast.AST):
     return (sub.id for sub in ast.walk(node) if isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Load))
 
 
-def _reads_autograd(node: ast.AST) -> bool:
+def _reads_autograd(node: ast.AST, skip_grad: bool = False) -> bool:
     prose, modes = _prose(node), _grad_modes(node)
     added_to = {id(sub.target) for sub in ast.walk(node) if isinstance(sub, ast.AugAssign)}  # p.grad += g reads it
     called = {id(sub.func) for sub in ast.walk(node) if isinstance(sub, ast.Call)}
@@ -89,7 +89,8 @@ def _reads_autograd(node: ast.AST) -> bool:
         if id(sub) in modes:
             continue
         if isinstance(sub, ast.Attribute) and (sub.attr in FORBIDDEN_ATTRIBUTES or "backward" in sub.attr):
-            if not (_stores_a_gradient(sub) and id(sub) not in added_to):  # run_backward, aten's tanh_backward
+            skipped = skip_grad and sub.attr == "grad" and isinstance(sub.ctx, ast.Load)
+            if not skipped and not (_stores_a_gradient(sub) and id(sub) not in added_to):  # run_backward, tanh_backward
                 return True
         # attributes read by a name written out elsewhere: a class pattern (case object(modules=m)), getattr(t, "x")
         named = sub.kwd_attrs if isinstance(sub, ast.MatchClass) else ()
@@ -177,11 +178,9 @@ def _cell_statements(source: str) -> tuple:
 
 
 class AutogradTaint:
-    """Follows, statement by statement, which variables carry a value obtained from autograd.
-
-    ``answers`` are the graded variables: each is judged on its own, so one computed by hand
-    from a copied answer is the student's work and is not marked (error carried forward).
-    """
+    """Follows, statement by statement, which variables carry a value obtained from autograd. ``answers`` are the
+    graded variables: each is judged on its own, so one computed by hand from a copied answer is the student's work
+    and is not marked (error carried forward)."""
 
     def __init__(self, answers=()):
         self.tainted = set()
@@ -192,6 +191,7 @@ class AutogradTaint:
         self.refused = set()  # what cells stopped by the kernel's autograd switch assign (``refuse``)
         self.unread = False  # code it cannot read ran: it may rewrite any later answer (a hook), so all stay marked
         self.graders = set()  # what the locked cells' hidden tests imported from the grader's package (report, ...)
+        self.grad_readers = set()  # defs that reach autograd by reading .grad only (a decoy while grading: cmp(..))
 
     def _carries(self, body: list) -> bool:
         return any(_uses_autograd(statement, self.tainted) for statement in body)
@@ -202,8 +202,8 @@ class AutogradTaint:
         return passes_code(node) or not self.texts.isdisjoint(names)  # code = 'dW2 = ..'; timeit.timeit(code)
 
     def refuse(self, source: str) -> None:
-        """A cell that the kernel's switch stopped (AutogradIsOff): it reached autograd by a way the static reading
-        does not follow. What it assigns counts as autograd's where it is missing (not where it was made before)."""
+        """A cell the kernel's switch stopped (AutogradIsOff) reached autograd by a way the static reading does not
+        follow: what it assigns counts as autograd's where it is missing (not where it was made before)."""
         self.refused |= {name for statement in _cell_statements(source) for name in assigned_names(statement)}
 
     def _runners(self) -> set:
@@ -247,6 +247,8 @@ class AutogradTaint:
                 self.runners.add(node.name)  # calling it runs code the grader cannot read
             if _uses_autograd(node, self.tainted):
                 self.tainted |= {node.name} | set_by_def(node)  # global x in it, (x := ..) in its defaults
+            only_grad = not _reads_autograd(node, skip_grad=True) and names.isdisjoint(self.tainted - {node.name})
+            self.grad_readers = (self.grad_readers | {node.name}) if only_grad else self.grad_readers - {node.name}
             return
         if isinstance(node, (ast.Import, ast.ImportFrom)):
             module = getattr(node, "module", None) or ""
@@ -286,9 +288,8 @@ class AutogradTaint:
             self.tainted |= self.answers | targets
             return
         if not targets:  # box.append(x), f(box), setattr(ns, 'x', ..): what it may change carries what it reads
-            self.tainted |= (
-                changed_by(node, self.tainted) if _uses_autograd(node, self.tainted - self.answers) else set()
-            )
+            changed = changed_by(node, self.tainted - self.grad_readers)  # (cmp(s, dt, t) puts a decoy at most)
+            self.tainted |= changed if _uses_autograd(node, self.tainted - self.answers) else set()
             return
         if _uses_autograd(node, self.tainted - self.answers):
             self.tainted |= targets
