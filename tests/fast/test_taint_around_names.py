@@ -148,7 +148,8 @@ HONEST = {
     "dW2 = back(h, dlogits)",
     # the lecture's own checking helper, pasted in and called with each answer: it reads .grad, which holds a decoy
     # while grading, so what it hands its arguments is a decoy at most (the kernel's decoy sign judges that)
-    "the_lectures_cmp": "def cmp(s, dt, t):\n    ex = torch.all(dt == t.grad).item()\n    app = torch.allclose(dt, t.grad)\n"
+    "the_lectures_cmp": "def cmp(s, dt, t):\n    ex = torch.all(dt == t.grad).item()\n"
+    "    app = torch.allclose(dt, t.grad)\n"
     "    print(f'{s:15s} | exact: {str(ex):5s} | approximate: {str(app):5s}')\n\n\n"
     "dW2 = h.T @ dlogits\ncmp('W2', dW2, W2)",
 }
