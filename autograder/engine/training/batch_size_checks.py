@@ -34,14 +34,29 @@ def _computed_by(line: str) -> str:
     return match.group(1) if match and match.group(1)[1:] in (*network.PARAMETER_NAMES, *CHAIN) else ""
 
 
+def _raised(name: str, status: dict) -> tuple:
+    """How a call of backward_pass that raised reads for d<name>: (where, error, message, line, computes), where is
+    "own" (d<name>'s own line), "on its way" (a line on d<name>'s way back from the loss), "elsewhere" (a line
+    d<name> does not depend on) or "" (a line that computes no gradient of the chain)."""
+    error, message = str(status.get("type")), str(status.get("message", "")).rstrip(": ").removesuffix(".")
+    line = str(status.get("line") or "")
+    computes = _computed_by(line)
+    if not computes:
+        where = ""
+    elif computes == "d" + name:
+        where = "own"
+    else:
+        where = "on its way" if computes[1:] in PATHS[name] else "elsewhere"
+    return where, error, message, line, computes
+
+
 def _on_a_training_batch(name: str, status: dict) -> Reason:
     """Why d<name>, right on the check batch, is not right on every batch: backward_pass raised on the batch of a
     step of the graded run before it computed d<name>, in d<name>'s own line or one on its way back from the loss (a
     NOTE when the line is one it does not depend on)."""
-    error, message = str(status.get("type")), str(status.get("message", "")).rstrip(": ").removesuffix(".")
-    line, step = str(status.get("line") or ""), status.get("step")
-    computes = _computed_by(line)
-    if computes and computes != "d" + name and computes[1:] not in PATHS[name]:
+    where, error, message, line, computes = _raised(name, status)
+    step = status.get("step")
+    if where == "elsewhere":
         return Reason(
             NOTE,
             say(
@@ -54,7 +69,7 @@ def _on_a_training_batch(name: str, status: dict) -> Reason:
                 line=line,
             ),
         )
-    if computes == "d" + name:
+    if where == "own":
         words = say(
             "d{name} is right on the check batch, but backward_pass raised {error} on the batch of step {step} of "
             "the graded training run, in d{name}'s own line `{line}`: {message}. It must work on every batch",
@@ -64,7 +79,7 @@ def _on_a_training_batch(name: str, status: dict) -> Reason:
             line=line,
             message=message,
         )
-    elif computes:
+    elif where == "on its way":
         words = say(
             "d{name} is right on the check batch, but backward_pass raised {error} on the batch of step {step} of "
             "the graded training run, in the line of {computes}, on d{name}'s way back from the loss, `{line}`: "
@@ -122,10 +137,8 @@ def at_another_size(name: str, report: Report, namespace: dict) -> Reason | None
     elif got is not None and got.is_floating_point():
         wrong = say("it has shape {got} there, not {want}", got=tuple(got.shape), want=tuple(want.shape))
     elif status.get("kind") == "raised":
-        error, message = str(status.get("type")), str(status.get("message", "")).rstrip(": ").removesuffix(".")
-        line = str(status.get("line") or "")
-        computes = _computed_by(line)
-        if computes and computes != "d" + name and computes[1:] not in PATHS[name]:
+        where, error, message, line, computes = _raised(name, status)
+        if where == "elsewhere":
             return Reason(  # another gradient's line: d<name>, right on the check batch, is not on its way
                 NOTE,
                 say(
@@ -138,7 +151,7 @@ def at_another_size(name: str, report: Report, namespace: dict) -> Reason | None
                     line=line,
                 ),
             )
-        if computes == "d" + name:
+        if where == "own":
             wrong = say(
                 "backward_pass raised {error} there, in d{name}'s own line `{line}`: {message}",
                 error=error,
@@ -146,7 +159,7 @@ def at_another_size(name: str, report: Report, namespace: dict) -> Reason | None
                 line=line,
                 message=message,
             )
-        elif computes:
+        elif where == "on its way":
             wrong = say(
                 "backward_pass raised {error} there, in the line of {computes}, on d{name}'s way back from the loss, "
                 "`{line}`: {message}",
