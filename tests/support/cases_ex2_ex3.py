@@ -544,6 +544,10 @@ MORE_FORMS = {
         ],
         "answer_dhprebn": [
             PAPER,
+            "m = hprebn.mean(0, keepdim=True)\n"
+            "s = (((hprebn**2).mean(0, keepdim=True) - m**2) * n / (n - 1) + 1e-5) ** -0.5\n"
+            "xhat = (hprebn - m) * s\ndhprebn = bngain * s / n * (n * dhpreact - dhpreact.sum(0) "
+            "- n / (n - 1) * xhat * (dhpreact * xhat).sum(0))",
             "dhprebn = bngain * bnvar_inv * (1 / n) * (n * dhpreact - dhpreact.sum(0) "
             "- n / (n - 1) * bnraw * (dhpreact * bnraw).sum(0))",
             "b = batch_size\ndhprebn = bngain * bnvar_inv / b * (b * dhpreact - dhpreact.sum(0) "
