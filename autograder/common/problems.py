@@ -6,7 +6,7 @@ read the same ``KINDS`` table, in its order (most serious first).
 """
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from .editions import METADATA
@@ -111,6 +111,9 @@ class Problem:
     """One of ``KINDS`` (written as ``"problem"`` in problems.json)."""
     detail: str
     """What happened, with the file, cell or limit, in words an instructor can act on."""
+    words: object = field(default=None, compare=False, repr=False)
+    """The detail as ``common.words.Words``, when a student reads it (the page of a notebook not graded), in their
+    language; None: the English ``detail`` alone (a problem read from problems.json)."""
 
     def __post_init__(self):
         if self.kind not in KINDS:
@@ -128,6 +131,11 @@ class Problem:
             kind, detail = "other", f"{kind or 'unnamed'}: {detail}"
         notebook = data.get("notebook")
         return cls(str(data.get("student", "")), None if notebook is None else str(notebook), kind, detail)
+
+    @classmethod
+    def said(cls, student: str, notebook: str | None, kind: str, words, instructor_only: str = "") -> "Problem":
+        """A problem whose detail is ``words``; problems.json has them in English, ``instructor_only`` after them."""
+        return cls(student, notebook, kind, words.render() + instructor_only, words)
 
     @property
     def order(self) -> tuple:

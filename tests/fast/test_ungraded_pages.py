@@ -6,6 +6,7 @@ import html
 import nbformat
 import pytest
 from nbformat.v4 import new_markdown_cell, new_notebook
+from support.course import REPO
 
 from autograder.common.editions import TRANSLATED
 from autograder.common.problems import KINDS, Problem
@@ -114,3 +115,41 @@ def test_pages_go_where_feedback_is_never_over_a_real_one_and_leave_once_graded(
     assert "OLD" in (ben / f"{NB}.html").read_text()
     write_pages(root, A, [NB, OTHER], {"ben": [OTHER]}, problems[1:2], True, regraded={"ben"})
     assert "OLD" not in (ben / f"{NB}.html").read_text()
+
+
+@pytest.mark.parametrize("code", TRANSLATED)
+def test_what_the_grader_found_in_the_students_file_is_in_their_language_and_in_english_for_the_instructor(
+    tmp_path, code
+):
+    """The detail under "What the grader found" on the page of a notebook not graded was the instructor's English
+    sentence in a Russian or Chinese page. The intake makes it as words: the page renders them in the student's
+    language, problems.json keeps the English (and the instructor's own hint about --from submitted)."""
+    from autograder.grading.intake.prepare import FOR_THE_INSTRUCTOR, stage_student
+    from autograder.grading.intake.repair import repair
+
+    release = nbformat.read(REPO / "release" / A / f"{NB}.ipynb", as_version=4)
+    other = (REPO / "release" / A / f"{OTHER}.ipynb").read_bytes()
+    found = [
+        repair(b"%PDF-1.7 my notes", release, NB, "ada")[1],
+        repair(b'{"cells": 3}', release, NB, "ada")[1],
+        repair(other, release, NB, "ada", {OTHER: nbformat.reads(other, as_version=4)})[1],
+    ]
+    folder = tmp_path / "submitted" / "ada" / A
+    folder.mkdir(parents=True)
+    (folder / f"{NB} (1).ipynb").write_bytes(b"{}")  # a browser's copy: the instructor is told to use --from
+    found.append(stage_student(tmp_path, A, "ada", [NB], {NB: release})[1])
+    kinds = [[p.kind for p in problems] for problems in found]
+    assert kinds == [["not_a_notebook"], ["not_a_notebook"], ["wrong_notebook"], ["missing_notebook"]]
+    problems = [p for problems in found for p in problems]
+    english = [p.detail for p in problems]
+    assert "a PDF document, not a Jupyter notebook" in english[0] and f"{OTHER}.ipynb saved under" in english[2]
+    assert english[3].endswith(FOR_THE_INSTRUCTOR) and f"{NB} (1).ipynb" in english[3]
+    for problem in problems:
+        shown = text(page(NB, [problem], code, root=tmp_path))
+        students = problem.words.render(code)
+        assert students in shown and students != problem.words.render()  # their language, not the English
+        assert problem.detail.replace(FOR_THE_INSTRUCTOR, "") not in shown and "backprop-ninja grade" not in shown
+        assert problem.to_json()["detail"] == problem.detail  # problems.json: the instructor's English
+    assert f"{OTHER}.ipynb" in text(page(NB, problems[2:3], code)) and f"{NB} (1).ipynb" in text(
+        page(NB, problems[3:], code, root=tmp_path)
+    )

@@ -12,6 +12,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from ...common.problems import Problem
+from ...common.words import say
 from .download import MAX_ENTRY_BYTES, SKIPPED, Entry, read
 from .download import entries as entries_of
 from .student_zip import newest_readable, opened, read_or_none
@@ -165,16 +166,17 @@ def collect(download, course_root, assignment: str, notebooks) -> tuple[dict, li
         notebook = match_notebook(name, notebooks)
         if notebook is None:
             why = (
-                "its name matches none of the notebooks " + ", ".join(notebooks)
+                say("its name matches none of the notebooks {notebooks}", notebooks=", ".join(notebooks))
                 if name.lower().endswith(".ipynb")
-                else "not a notebook file (.ipynb)"
+                else say("not a notebook file (.ipynb)")
             )
             if student == UNKNOWN_STUDENT:
-                why += "; whose file it is cannot be told from its name"
-            report(student, None, "unmatched_file", f"{shown}: {why}")
+                why = say("{why}; whose file it is cannot be told from its name", why=why)
+            problems.append(Problem.said(student, None, "unmatched_file", say("{file}: {why}", file=shown, why=why)))
             continue
         if entry.size > MAX_ENTRY_BYTES:
-            report(student, notebook, "too_large", f"{shown}: {entry.size / 2**20:.0f} MB, not collected")
+            words = say("{file}: {size:.0f} MB, not collected", file=shown, size=entry.size / 2**20)
+            problems.append(Problem.said(student, notebook, "too_large", words))
             continue
         chosen.setdefault((student, notebook), []).append((entry, shown))
 

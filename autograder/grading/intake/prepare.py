@@ -4,6 +4,7 @@ submitted/ keeps what the students handed in; the copies nbgrader grades are reb
 ``repair`` into .grading/staged/<student>/<assignment>/ (with timestamp.txt, for late penalties).
 """
 
+import functools
 import os
 import shutil
 from pathlib import Path
@@ -11,6 +12,7 @@ from pathlib import Path
 import nbformat
 
 from ...common.problems import Problem, tell_student
+from ...common.words import say
 from .collect import MAX_ENTRY_BYTES, match_notebook
 from .exchange import MAX_SMALL_BYTES, read_owned
 from .repair import repair
@@ -44,16 +46,21 @@ def stage_student(root: Path, assignment: str, student: str, notebooks: list, re
         # by hand could name any file of the machine), never a pipe, never more than a collect takes
         data = None if linked else read_owned(str(source / f"{notebook}.ipynb"), None, MAX_ENTRY_BYTES)
         if data is None:
-            detail = f"no {notebook}.ipynb was handed in as a regular file"
+            more, instructor_only = "", ""
             if linked:
-                detail += f" (submitted/{student}/{assignment} is a link, not read)"
+                more = say(" (submitted/{folder} is a link, not read)", folder=f"{student}/{assignment}")
             elif others := named_otherwise(root / "submitted" / student, assignment, notebook, notebooks):
-                detail += f"; the student's folder holds {', '.join(others)}{FOR_THE_INSTRUCTOR}"
+                more = say("; the student's folder holds {files}", files=", ".join(others))
+                instructor_only = FOR_THE_INSTRUCTOR
             elif handed := [
-                p.detail for p in collected if (p.student, p.kind, p.notebook) == (student, "unmatched_file", None)
-            ]:
-                detail += "; what was handed in matches no notebook: " + "; ".join(handed[:3])  # a PDF, a .py, a .zip
-            problems.append(Problem(student, notebook, "missing_notebook", detail))
+                p.words or p.detail
+                for p in collected
+                if (p.student, p.kind, p.notebook) == (student, "unmatched_file", None)
+            ]:  # a PDF, a .py, a .zip
+                files = functools.reduce(lambda first, then: say("{first}; {then}", first=first, then=then), handed[:3])
+                more = say("; what was handed in matches no notebook: {files}", files=files)
+            words = say("no {file} was handed in as a regular file{more}", file=f"{notebook}.ipynb", more=more)
+            problems.append(Problem.said(student, notebook, "missing_notebook", words, instructor_only))
             continue
         try:
             course = {n: r for n, r in releases.items() if n != notebook}

@@ -17,13 +17,14 @@ from nbformat.v4 import new_notebook
 from ...common.edition_text import edition_of, translated_cell_source
 from ...common.editions import ENGLISH
 from ...common.problems import Problem, tell_student
+from ...common.words import say
 
 MAX_BYTES = 100 * 2**20  # a notebook with a few plots is a few MB; outputs are dropped anyway
 NOT_NOTEBOOKS = (  # what students hand in under a notebook's name instead: the first bytes, and what it is
-    (b"pk\x03\x04", "a zip archive"),
-    (b"%pdf", "a PDF document"),
-    (b"<!doctype html", "a web page (HTML)"),
-    (b"<html", "a web page (HTML)"),
+    (b"pk\x03\x04", say("a zip archive")),
+    (b"%pdf", say("a PDF document")),
+    (b"<!doctype html", say("a web page (HTML)")),
+    (b"<html", say("a web page (HTML)")),
 )
 # nbgrader's keys that change what a cell is; its points are the release's too, unreported: an older release's
 # points are in every notebook handed in before the instructor changed them
@@ -66,28 +67,29 @@ def _looks_like(cell, want, code: str) -> bool:
 
 
 def load(raw: bytes):
-    """The notebook in ``raw``, or (None, reason) when it is not one."""
+    """The notebook in ``raw``, or (None, why: ``Words``) when it is not one."""
     if not raw.strip():
-        return None, "the file is empty"
+        return None, say("the file is empty")
     if len(raw) > MAX_BYTES:
-        return None, f"the file is {len(raw) / 2**20:.0f} MB, over the {MAX_BYTES / 2**20:.0f} MB limit"
+        size, limit = len(raw) / 2**20, MAX_BYTES / 2**20
+        return None, say("the file is {size:.0f} MB, over the {limit:.0f} MB limit", size=size, limit=limit)
     for magic, what in NOT_NOTEBOOKS:
         if raw.lstrip()[: len(magic)].lower() == magic:
-            return None, f"{what}, not a Jupyter notebook: hand in the .ipynb file itself"
+            return None, say("{what}, not a Jupyter notebook: hand in the .ipynb file itself", what=what)
     try:
         data = json.loads(raw.decode("utf-8-sig"))
     except (UnicodeDecodeError, ValueError, RecursionError) as error:  # RecursionError: [[[[... nested 100,000 deep
-        return None, f"not JSON ({str(error)[:80]}): not a Jupyter notebook"
+        return None, say("not JSON ({error}): not a Jupyter notebook", error=str(error)[:80])
     if not isinstance(data, dict) or not isinstance(data.get("cells", data.get("worksheets")), list):
-        return None, "JSON without notebook cells: not a Jupyter notebook"
+        return None, say("JSON without notebook cells: not a Jupyter notebook")
     try:
         with warnings.catch_warnings():  # duplicate cell ids and the like: the notebook is rebuilt anyway
             warnings.simplefilter("ignore")
             nb = nbformat.reads(json.dumps(data), as_version=4)
     except Exception as error:  # nbformat raises many kinds on odd input
-        return None, f"not a readable notebook ({type(error).__name__}: {str(error)[:80]})"
+        return None, say("not a readable notebook ({error})", error=f"{type(error).__name__}: {str(error)[:80]}")
     if not isinstance(nb.get("cells"), list) or not all(isinstance(c, dict) for c in nb.cells):
-        return None, "JSON without notebook cells: not a Jupyter notebook"
+        return None, say("JSON without notebook cells: not a Jupyter notebook")
     return nb, None
 
 
@@ -174,7 +176,8 @@ def repair(raw: bytes, release, notebook: str, student: str = "", course: dict |
     problem = lambda kind, detail: Problem(student, notebook, kind, detail)
     nb, reason = load(raw)
     if nb is None:
-        return None, [problem("too_large" if "limit" in reason else "not_a_notebook", reason)]
+        kind = "too_large" if len(raw) > MAX_BYTES else "not_a_notebook"
+        return None, [Problem.said(student, notebook, kind, reason)]
     problems = []
     cells = [_rebuild(c) for c in nb.cells]
     known = {_gid(c): _meta(c) for c in release.cells if _gid(c)}
@@ -258,15 +261,17 @@ def repair(raw: bytes, release, notebook: str, student: str = "", course: dict |
     others = len(set(foreign))  # cells of another notebook: the course's notebooks share their setup cells
     if (found < len(wanted) / 2 and not _cut_short(wanted, set(restored + absent), others)) or others > found:
         # not graded: its cells' repairs are beside the point
-        return None, [
-            problem(
-                "wrong_notebook",
-                f"only {found} of the {len(wanted)} answer and locked cells of {notebook} are in it"
-                + (" (and no cell has nbgrader metadata)" if stripped else "")
-                + (f", and {others} cells of another notebook" if others > found else "")
-                + f": {_which(set(foreign), course or {}) or 'another notebook'} saved under this name? Not graded",
-            )
-        ]
+        words = say(
+            "only {found} of the {wanted} answer and locked cells of {notebook} are in it{stripped}{others}: {which} "
+            "saved under this name? Not graded",
+            found=found,
+            wanted=len(wanted),
+            notebook=notebook,
+            stripped=say(" (and no cell has nbgrader metadata)") if stripped else "",
+            others=say(", and {cells} cells of another notebook", cells=others) if others > found else "",
+            which=_which(set(foreign), course or {}) or say("another notebook"),
+        )
+        return None, [Problem.said(student, notebook, "wrong_notebook", words)]
     if matched:
         problems.append(
             problem(

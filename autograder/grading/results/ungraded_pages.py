@@ -16,7 +16,7 @@ from pathlib import Path
 from ...common.edition_text import edition_of
 from ...common.editions import EDITIONS, ENGLISH, edition
 from ...common.problems import KINDS, rank
-from ...common.words import say
+from ...common.words import render, say
 from ..intake.exchange import KEPT, MAX_SMALL_BYTES, read_owned, secret_beside_feedback
 from ..intake.prepare import FOR_THE_INSTRUCTOR
 from ..intake.repair import MAX_BYTES, load
@@ -76,12 +76,13 @@ def is_ours(path: Path) -> bool:
 
 def reason(problems: list) -> tuple:
     """(kind or None, why, what to do, detail or None) for a notebook with these problems (the student's for it and
-    for no single notebook): the most serious one's; the detail only when it is about the student's own file."""
+    for no single notebook): the most serious one's; the detail only when it is about the student's own file (in words
+    a student reads, when the problem has them)."""
     if not problems:
         return None, *DEFAULT, None
     worst = min(problems, key=lambda p: rank(p.kind))
     why, todo = REASONS.get(worst.kind, DEFAULT)
-    detail = worst.detail.replace(FOR_THE_INSTRUCTOR, "") if worst.kind in SHOWN else None
+    detail = (worst.words or worst.detail.replace(FOR_THE_INSTRUCTOR, "")) if worst.kind in SHOWN else None
     return worst.kind, why, todo, detail
 
 
@@ -97,6 +98,7 @@ def page(notebook: str, problems: list, code: str, root: Path | None = None) -> 
         lead = f"<p>{text(say('This notebook could not be graded, so it has no score and no feedback.'))}</p>\n"
     note = ""
     if detail:
+        detail = render(detail, code)
         detail = detail.replace(str(root), "…") if root is not None else detail  # (never the grader's own paths)
         note = f"<p>{text(say('What the grader found:'))}</p>\n<pre>{html.escape(detail)}</pre>\n"
     return (
