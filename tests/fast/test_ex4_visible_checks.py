@@ -24,7 +24,7 @@ from autograder.authoring import SOURCE_DIR, shared_cell
 from autograder.authoring.submissions import grade_id, solved
 from autograder.common.naming import SETUP_PREFIX
 from autograder.engine.reference import run_setup, strip_hidden
-from autograder.engine.training.network import OTHER_BATCH_SIZE
+from autograder.engine.training.network import OTHER_BATCH_SIZE, TRAINING_BATCHES
 from autograder.engine.training.reference_runs import REACH_LOSS, reference_run
 
 EX4 = "ex4_manual_training"
@@ -495,10 +495,14 @@ def test_a_calibration_after_a_run_that_went_down_is_a_tick(ex4):
 
 
 def test_the_notebook_says_the_other_batch_size_the_grader_uses():
-    """The markdown over the exercise names the size of the second batch: the engine's, which the helper cell's
-    OTHER_BATCH_SIZE (generated from it) is too."""
-    cells = nbformat.read(SOURCE_DIR / f"{EX4}.ipynb", as_version=4).cells
-    assert f"and on a batch of {OTHER_BATCH_SIZE} examples" in cells[0].source
-    check_it = next(c.source for c in cells if c.source.startswith("## Check it"))  # what the lines under them check
-    assert f"on a batch of {OTHER_BATCH_SIZE} examples as the autograder does" in check_it
-    assert f"OTHER_BATCH_SIZE = {OTHER_BATCH_SIZE}  #" in shared_cell("self_check_helpers")
+    """The markdown over the exercise names the size of the second batch and how many of the training run's batches
+    backward_pass must run on: the engine's, which the helper cell's OTHER_BATCH_SIZE and TRAINING_BATCHES (generated
+    from them) are too."""
+    cells = [" ".join(c.source.split()) for c in nbformat.read(SOURCE_DIR / f"{EX4}.ipynb", as_version=4).cells]
+    run = f"on the training run's first {TRAINING_BATCHES} batches"
+    assert f"and on a batch of {OTHER_BATCH_SIZE} examples" in cells[0] and run in cells[0]
+    check_it = next(c for c in cells if c.startswith("## Check it"))  # what the lines under them check
+    assert f"on a batch of {OTHER_BATCH_SIZE} examples, and runs it {run}, as the autograder does" in check_it
+    helpers = shared_cell("self_check_helpers")
+    assert f"OTHER_BATCH_SIZE = {OTHER_BATCH_SIZE}  #" in helpers
+    assert f"TRAINING_BATCHES = {TRAINING_BATCHES}  #" in helpers
