@@ -11,6 +11,22 @@ from .common.errors import GradingError
 from .common.problems import help_lines
 from .common.tools import MissingTool, require_tools, start_up
 
+
+def number(kind, least: int):
+    """An argparse type: a number of ``kind`` (int or float), at least ``least``; said in one line otherwise."""
+
+    def parse(text: str):
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not {'a whole number' if kind is int else 'a number'}")
+        if not value >= least:  # (NaN too)
+            raise argparse.ArgumentTypeError(f"{text} is below {least}" + (" (0: no limit)" if least == 0 else ""))
+        return value
+
+    return parse
+
+
 GRADE_HELP = """Grade every student of the course with nbgrader's autograde, each kernel in the sandbox.
 
 The instructor's workflow, in the course root:
@@ -80,7 +96,7 @@ def main(argv=None) -> None:
     )
     grade.add_argument(
         "--workers",
-        type=int,
+        type=number(int, 1),
         default=os.cpu_count() or 1,
         help="students graded at once (default: the number of cores, %(default)s here)",
     )
@@ -110,25 +126,25 @@ def main(argv=None) -> None:
     )
     grade.add_argument(
         "--notebook-timeout",
-        type=int,
+        type=number(int, 0),
         metavar="SECONDS",
-        help="wall-clock limit of one notebook (default: GradingExecute.notebook_timeout, 600)",
+        help="wall-clock limit of one notebook, 0 for none (default: GradingExecute.notebook_timeout, 600)",
     )
     grade.add_argument(
         "--cell-timeout",
-        type=int,
+        type=number(int, 0),
         metavar="SECONDS",
-        help="limit of one cell, which is then interrupted (default: Execute.timeout in nbgrader_config.py)",
+        help="limit of one cell, which is then interrupted, 0 for none (default: nbgrader_config.py's Execute.timeout)",
     )
     grade.add_argument(
         "--memory-limit",
-        type=float,
+        type=number(float, 0),
         metavar="GB",
-        help="address space of one sandboxed kernel (default: SandboxedKernelManager.memory_limit, 4)",
+        help="address space of one sandboxed kernel, 0 for none (default: SandboxedKernelManager.memory_limit, 4)",
     )
     grade.add_argument(
         "--grader-time-limit",
-        type=float,
+        type=number(float, 1),
         metavar="SECONDS",
         help="limit of the grader's own work for one student, its notebooks' run left out (nbgrader's bookkeeping, "
         "feedback): over it, the student gets grader_time_limit and the worker goes on (default: 120)",
@@ -179,7 +195,9 @@ def main(argv=None) -> None:
         "`backprop-ninja grade --scheduler`: one grading slot per core, one thread per slot, this course's Python.",
     )
     slurm.add_argument("--scheduler", required=True, help="the scheduler's address, e.g. tcp://10.0.0.5:8786")
-    slurm.add_argument("--cores", type=int, required=True, help="cores per job: the students it grades at once")
+    slurm.add_argument(
+        "--cores", type=number(int, 1), required=True, help="cores per job: the students it grades at once"
+    )
     slurm.add_argument("--memory", required=True, help="memory per job, e.g. 16GB (about 2 GB a core)")
     slurm.add_argument("--walltime", required=True, help="the job's time limit, e.g. 02:00:00")
     slurm.add_argument("--queue", help="the Slurm partition (#SBATCH -p)")

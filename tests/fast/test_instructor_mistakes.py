@@ -46,6 +46,26 @@ def test_a_wrong_course_or_assignment_is_named_with_what_is_there(tmp_path, args
     assert not (root / "submitted").exists() and not (root / ".grading").exists()
 
 
+@pytest.mark.parametrize(
+    "args, said",
+    [
+        (["--workers", "0"], "argument --workers: 0 is below 1"),
+        (["--memory-limit", "-1"], "argument --memory-limit: -1 is below 0 (0: no limit)"),
+        (["--cell-timeout", "-5"], "argument --cell-timeout: -5 is below 0 (0: no limit)"),
+        (["--notebook-timeout", "10m"], "argument --notebook-timeout: '10m' is not a whole number"),
+        (["--grader-time-limit", "0"], "argument --grader-time-limit: 0 is below 1"),
+        (["--grader-time-limit", "two"], "argument --grader-time-limit: 'two' is not a number"),
+    ],
+)
+def test_a_number_the_command_cannot_mean_is_refused_before_anything_runs(tmp_path, capsys, args, said):
+    """--grader-time-limit 0 put every student over the grader's time at once (not graded); --workers 0 graded with
+    one worker, saying nothing; a negative limit meant no limit, as 0 does. Each is one line of argparse now."""
+    root = small_course(tmp_path)
+    assert grade("--course", str(root), *args) == "2"  # argparse's exit status, with its message on stderr
+    assert said in capsys.readouterr().err
+    assert not (root / "submitted").exists() and not (root / ".grading").exists()
+
+
 def test_a_download_that_does_not_exist_is_not_called_a_damaged_zip(tmp_path):
     with pytest.raises(GradingError, match=r"missing.zip: no such file or folder \(--from names the LMS's download"):
         collect(tmp_path / "missing.zip", tmp_path, ASSIGNMENT, [NB])
