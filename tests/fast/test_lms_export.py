@@ -1,5 +1,6 @@
 """``backprop-ninja export``: grades.csv as Canvas and Moodle import it, matched to their rosters (no kernels)."""
 
+import codecs
 import csv
 
 import pytest
@@ -145,6 +146,45 @@ def test_names_in_any_script_are_matched_to_the_roster(course):
         ["dima@example.org", "30"],
         ["xiaoming@example.org", "31"],
     ]
+
+
+@pytest.mark.parametrize(
+    "encoding, separator",
+    [("utf-8", ";"), ("utf-8-sig", "\t"), ("utf-16", "\t"), ("utf-16-be", ",")],
+    ids=["semicolons", "tabs-with-a-byte-order-mark", "unicode-text", "utf-16-be"],
+)
+def test_a_roster_saved_by_a_spreadsheet_is_read_as_the_lms_wrote_it(course, encoding, separator):
+    """A roster opened in a spreadsheet and saved again: semicolons where decimals are written with commas (Russian,
+    German), tabs and UTF-16 for "Unicode text"; Moodle's own export offers the separators too. Each was "neither a
+    Canvas gradebook export nor a Moodle export", or could not be read."""
+    rows = [["First name", "Last name", "Email address"], ["Дмитрий", "Иванов", "dima@example.org"]]
+    text = "\r\n".join(separator.join(row) for row in rows) + "\r\n"
+    data = text.encode(encoding)
+    if encoding == "utf-16-be":
+        data = codecs.BOM_UTF16_BE + data
+    (course / "moodle.csv").write_bytes(data)
+    with open(course / "grades.csv", "w", newline="", encoding="utf-8") as f:
+        writer = csv.DictWriter(f, fieldnames=list(GRADES[0]))
+        writer.writeheader()
+        writer.writerow({"student": "Дмитрий_Иванов_1004", "total": "30", "max_total": "33", "late_penalty": ""})
+    out = course / "moodle_import.csv"
+    main(
+        ["export", "--course", str(course), "--format", "moodle", "--roster", str(course / "moodle.csv")]
+        + ["--out", str(out)]
+    )
+    assert read_rows(out) == [["Email address", "backprop_ninja"], ["dima@example.org", "30"]]
+
+
+def test_a_roster_in_a_spreadsheets_own_encoding_is_named_with_what_to_do(course):
+    (course / "moodle.csv").write_bytes("Имя;Фамилия\r\nДмитрий;Иванов\r\n".encode("cp1251"))
+    with pytest.raises(SystemExit) as stop:
+        main(
+            ["export", "--course", str(course), "--format", "moodle", "--roster", str(course / "moodle.csv")]
+            + ["--out", str(course / "x.csv")]
+        )
+    assert 'is not UTF-8 text. Export it from the LMS again, or save it from your spreadsheet as "CSV UTF-8"' in str(
+        stop.value.code
+    )
 
 
 def test_plain_csv_and_the_mistakes_an_instructor_can_make(course):

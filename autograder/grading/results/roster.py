@@ -4,7 +4,9 @@ A student is matched by an identifier on the roster, else by name compared as lo
 two entries share matches neither and is listed, never guessed (docs/instructors.md).
 """
 
+import codecs
 import csv
+import io
 import re
 import unicodedata
 from dataclasses import dataclass
@@ -47,13 +49,32 @@ class Roster:
     """Canvas: column -> the Points Possible row's value (empty for Moodle)."""
 
 
-def read_roster(path: Path) -> Roster:
-    """The roster in ``path``, a Canvas or Moodle CSV export (UTF-8, a byte-order mark allowed)."""
+def _rows(path: Path) -> list:
+    """The rows of the CSV file ``path``: UTF-8, or UTF-16 with its byte-order mark (a spreadsheet's "Unicode text");
+    separated by commas, or by semicolons or tabs (Moodle's export offers them; a spreadsheet in a language that writes
+    decimal commas uses semicolons)."""
     try:
-        with open(path, newline="", encoding="utf-8-sig") as f:
-            rows = list(csv.reader(f))
-    except (OSError, UnicodeDecodeError) as error:
+        data = Path(path).read_bytes()
+    except OSError as error:
         raise GradingError(f"cannot read the roster {path}: {error}") from None
+    encoding = "utf-16" if data[:2] in (codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE) else "utf-8-sig"
+    try:
+        text = data.decode(encoding)
+    except UnicodeDecodeError:
+        raise GradingError(
+            f"cannot read the roster {path}: it is not UTF-8 text. Export it from the LMS again, or save it from your "
+            'spreadsheet as "CSV UTF-8"'
+        ) from None
+    try:
+        dialect = csv.Sniffer().sniff(text.split("\n", 1)[0], delimiters=",;\t")
+    except csv.Error:  # one column, or no separator the header shows
+        dialect = csv.excel
+    return list(csv.reader(io.StringIO(text, newline=""), delimiter=dialect.delimiter))
+
+
+def read_roster(path: Path) -> Roster:
+    """The roster in ``path``, a Canvas or Moodle CSV export (``_rows``)."""
+    rows = _rows(path)
     if not rows:
         raise GradingError(f"the roster {path} is empty")
     header = [h.strip() for h in rows[0]]
