@@ -97,7 +97,8 @@ def read_roster(path: Path) -> Roster:
         return Roster("moodle", header, people, {})
     raise GradingError(
         f"{path} is neither a Canvas gradebook export (columns {', '.join(CANVAS_COLUMNS)}) nor a Moodle "
-        "export (First name, Last name, Email address or ID number)"
+        "export (First name, Last name, Email address or ID number); an LMS in another language names them in it: "
+        "export the roster with your LMS set to English"
     )
 
 
