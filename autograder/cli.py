@@ -9,6 +9,7 @@ from pathlib import Path
 
 from .common.errors import GradingError
 from .common.problems import help_lines
+from .common.shown import for_terminal
 from .common.tools import MissingTool, require_tools, start_up
 
 
@@ -216,8 +217,8 @@ def main(argv=None) -> None:
         sys.exit(f"backprop-ninja: {error}")
     try:
         run(args)
-    except GradingError as error:
-        sys.exit(str(error))
+    except GradingError as error:  # it may name a file of a download, or a student: shown literally
+        sys.exit(for_terminal(error, lines=True))
     except KeyboardInterrupt:
         sys.exit("interrupted: the students graded so far are in the gradebook; run again to go on")
 
@@ -285,10 +286,10 @@ def run(args) -> None:
             args.assignment or find_assignment(root),
             args.column,
         )
-        for what, who, why in done.unmatched:
-            print(f"  {what}: {who} ({why})", file=sys.stderr)
+        for what, who, why in done.unmatched:  # names from the roster and grades.csv: shown literally
+            print(f"  {what}: {for_terminal(who)} ({for_terminal(why)})", file=sys.stderr)
         for warning in done.warnings:
-            print(f"WARNING: {warning}", file=sys.stderr)
+            print(f"WARNING: {for_terminal(warning)}", file=sys.stderr)
         print(f"wrote {done.out} ({done.rows} rows); {len(done.unmatched)} listed in {done.unmatched_csv}")
 
 

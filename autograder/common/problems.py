@@ -6,10 +6,12 @@ read the same ``KINDS`` table, in its order (most serious first).
 """
 
 import json
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from .editions import METADATA
+from .shown import UNSHOWN_BEYOND_C0
 
 # kind -> what it means, one line each; the order is the order of the report and the summary
 KINDS = {
@@ -99,6 +101,9 @@ KINDS = {
 }
 
 
+MAX_DETAIL = 2000  # characters of a problem's detail, in problems.json, the report and the terminal
+
+
 @dataclass(frozen=True)
 class Problem:
     """One thing that went wrong for one student; problems.json holds a list of them."""
@@ -118,6 +123,9 @@ class Problem:
     def __post_init__(self):
         if self.kind not in KINDS:
             raise ValueError(f"unknown problem kind {self.kind!r}: add it to grading/problems.py's KINDS")
+        if len(self.detail) > MAX_DETAIL:  # it quotes a submission (a grade_id, a file name, an error): any length
+            kept = MAX_DETAIL - 40
+            object.__setattr__(self, "detail", f"{self.detail[:kept]}… ({len(self.detail) - kept:,} characters more)")
 
     def to_json(self) -> dict:
         """The problems.json shape: student, notebook, problem, detail."""
@@ -159,6 +167,8 @@ TOLD = (
 )
 assert set(TOLD) <= set(KINDS), set(TOLD) - set(KINDS)
 REPAIRS = "repairs"
+# DEL, C1 controls (CSI for a terminal that cats the file), bidi controls, line separators: inside JSON's strings
+UNSHOWN_IN_JSON = re.compile(f"[{UNSHOWN_BEYOND_C0}]")
 TOLD_CELLS = 8  # the cells a repair names on the page: a notebook whose metadata was all stripped has 60
 
 
@@ -189,7 +199,9 @@ def rank(kind: str) -> int:
 def write_problems(path: Path, problems) -> None:
     """problems.json: every problem, in ``Problem.order``."""
     entries = [p.to_json() for p in sorted(problems, key=lambda p: p.order)]
-    path.write_text(json.dumps(entries, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    text = json.dumps(entries, indent=1, ensure_ascii=False)  # letters of every script as they are; JSON escapes C0
+    text = UNSHOWN_IN_JSON.sub(lambda m: f"\\u{ord(m.group()):04x}", text)  # the other controls escaped too (a cat)
+    path.write_text(text + "\n", encoding="utf-8")
 
 
 def read_problems(path: Path) -> list:

@@ -29,7 +29,7 @@ from .results.history import Change, append_history
 from .results.merge import Lateness, Merger
 from .results.ungraded_pages import write_pages
 from .stopping import keep_logs
-from .summary import Summary
+from .summary import Summary, for_terminal  # what the command prints: a student's words shown literally
 from .workers.pool import GraderSettings, Worker, WorkerPool
 from .workers.worker import error_cause
 
@@ -263,7 +263,7 @@ class ClassGrading:
             if time.monotonic() - self.saved_at >= STATE_SAVE_SECONDS:
                 self.state.save()
                 self.saved_at = time.monotonic()
-            self.progress.set_postfix_str(student, refresh=False)
+            self.progress.set_postfix_str(for_terminal(student, 40), refresh=False)  # a student's id: their words
             self.progress.update()
 
     def write(self, students: list, problems: list) -> tuple:

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..common.problems import KINDS, rank
+from ..common.shown import for_terminal
 
 KIND_WIDTH = max(map(len, KINDS))
 
@@ -55,9 +56,10 @@ def print_summary(summary: Summary, file=None, shown: int = 30) -> None:
             + ", ".join(f"{n} {kind}" for kind, n in counts.items()),
             file=file,
         )
-        for p in s.problems[:shown]:
-            columns = padded(p.student, 20), padded(p.notebook or "-", 28), padded(p.kind, KIND_WIDTH)
-            print("  " + " ".join(columns), p.detail, file=file)
+        for p in s.problems[:shown]:  # a student's id, file names, a grade_id: the submission's words, shown literally
+            student, notebook = for_terminal(p.student, 60), for_terminal(p.notebook or "-", 60)
+            columns = padded(student, 20), padded(notebook, 28), padded(p.kind, KIND_WIDTH)
+            print("  " + " ".join(columns), for_terminal(p.detail), file=file)
         if len(s.problems) > shown:
             print(f"  ... and {len(s.problems) - shown} more", file=file)
     else:

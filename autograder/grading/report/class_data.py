@@ -11,7 +11,7 @@ from urllib.parse import quote
 
 from ...common.problems import rank, read_problems
 from ..results.gradebook import exists, sqlite_url
-from ..results.grades_csv import number
+from ..results.grades_csv import number, read_student
 from ..results.history import read_history
 from .misconceptions import read_diagnoses
 
@@ -48,7 +48,7 @@ class ClassData:
                 self.notes.append(f"No grades: {path} has no 'student' column.")
                 return
             for row in reader:
-                self.rows.append({k: (v if k == "student" else number(v)) for k, v in row.items() if k})
+                self.rows.append({k: (read_student(v) if k == "student" else number(v)) for k, v in row.items() if k})
         for column in columns:
             if column in ("student", "total", "max_total", "late_penalty"):
                 continue

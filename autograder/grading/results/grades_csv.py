@@ -9,6 +9,8 @@ from pathlib import Path
 
 import nbformat
 
+from ...common.shown import from_cell, to_cell
+
 FIXED_COLUMNS = ["student", "total", "max_total", "late_penalty"]
 
 
@@ -79,6 +81,11 @@ def _fmt(x) -> str:
     return "" if x is None else f"{float(x):g}"
 
 
+def read_student(text) -> str:
+    """A student's id as grades.csv (or the history) holds it (``to_cell``), as it is."""
+    return from_cell(text)
+
+
 def number(text):
     """A cell of grades.csv (or of the history) as a number; None when it is empty or not a number."""
     try:
@@ -94,4 +101,5 @@ def write_grades_csv(path: Path, rows: list, notebooks: list, steps: dict) -> No
     with open(path, "w", newline="", encoding="utf-8") as f:
         writer = csv.DictWriter(f, fieldnames=header, restval="")
         writer.writeheader()
-        writer.writerows({k: (v if k == "student" else _fmt(v)) for k, v in row.items()} for row in rows)
+        # a student's id is theirs to choose (a folder's name): a cell that a spreadsheet shows, never runs
+        writer.writerows({k: (to_cell(v) if k == "student" else _fmt(v)) for k, v in row.items()} for row in rows)

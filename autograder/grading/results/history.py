@@ -7,7 +7,8 @@ import csv
 from dataclasses import dataclass
 from pathlib import Path
 
-from .grades_csv import number
+from ...common.shown import to_cell
+from .grades_csv import number, read_student
 
 COLUMNS = ["time", "student", "old_total", "new_total", "reason"]
 
@@ -35,7 +36,7 @@ def append_history(path: Path, changes: list) -> None:
             writer.writerow(COLUMNS)
         for c in changes:
             fmt = lambda x: "" if x is None else f"{x:g}"
-            writer.writerow([c.time, c.student, fmt(c.old_total), fmt(c.new_total), c.reason])
+            writer.writerow([c.time, to_cell(c.student), fmt(c.old_total), fmt(c.new_total), c.reason])
 
 
 def read_history(path: Path) -> list:
@@ -44,7 +45,7 @@ def read_history(path: Path) -> list:
         return []
     with open(path, newline="", encoding="utf-8") as f:
         return [
-            Change(r["time"], r["student"], number(r["old_total"]), number(r["new_total"]), r["reason"])
+            Change(r["time"], read_student(r["student"]), number(r["old_total"]), number(r["new_total"]), r["reason"])
             for r in csv.DictReader(f)
             if set(COLUMNS) <= set(r)
         ]

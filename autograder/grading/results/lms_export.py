@@ -10,6 +10,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ...common.errors import GradingError
+from ...common.shown import to_cell
+from .grades_csv import read_student
 from .roster import CANVAS_COLUMNS, Roster, match, name_key, read_roster
 
 FORMATS = ("canvas", "moodle", "csv")
@@ -37,7 +39,7 @@ def read_grades(path: Path) -> dict:
     if not Path(path).is_file():
         raise GradingError(f"no grades: {path} does not exist (run backprop-ninja grade first)")
     with open(path, newline="", encoding="utf-8") as f:
-        rows = {r["student"]: r for r in csv.DictReader(f) if r.get("student")}
+        rows = {read_student(r["student"]): r for r in csv.DictReader(f) if r.get("student")}
     return rows
 
 
@@ -98,8 +100,9 @@ def export_grades(
                     f"{heading} is worth {points} points in Canvas but {max_total} here: the totals are points out "
                     f"of {max_total}; change the assignment's points in Canvas to {max_total} before importing"
                 )
-            for p in roster.people:
-                writer.writerow([p.row.get(c, "") for c in CANVAS_COLUMNS] + [total(student_of.get(id(p), ""))])
+            for p in roster.people:  # a name as a spreadsheet shows it (Canvas matches by ID); the ids as they are
+                ids = [p.row.get(c, "") for c in CANVAS_COLUMNS[1:]]
+                writer.writerow([to_cell(p.row.get("Student", "")), *ids, total(student_of.get(id(p), ""))])
             count = len(roster.people)
         elif fmt == "moodle":
             people = list(person_of.items())
@@ -115,12 +118,14 @@ def export_grades(
             for student in sorted(grades):
                 row = grades[student]
                 name = person_of[student].name if student in person_of else ""
-                writer.writerow([student, name, row["total"], row["max_total"], row.get("late_penalty", "")])
+                writer.writerow(
+                    [to_cell(student), to_cell(name), row["total"], row["max_total"], row.get("late_penalty", "")]
+                )
             count = len(grades)
 
     unmatched_csv = out.with_name(out.stem + ".unmatched.csv")
     with open(unmatched_csv, "w", newline="", encoding="utf-8") as f:
         writer = csv.writer(f)
         writer.writerow(["what", "who", "why"])
-        writer.writerows(unmatched)
+        writer.writerows((what, to_cell(who), to_cell(why)) for what, who, why in unmatched)
     return Export(out, count, unmatched, unmatched_csv, warnings)
