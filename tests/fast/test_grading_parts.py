@@ -333,11 +333,31 @@ def test_a_file_canvas_marked_late_is_collected_and_named_for_its_missing_time(t
         z.writestr(f"bitdiddleben_1235_5679_{NB}.ipynb", "{}")
         z.writestr("hackerly_LATE_1236_5680_notes.txt", "")
     collected, problems = collect(canvas, tmp_path / "course", ASSIGNMENT, [NB])
-    assert collected == {"bitdiddleben": [NB], "lovelaceada": [NB]}
+    assert collected == {"bitdiddleben_1235": [NB], "lovelaceada_1234": [NB]}
     late = [(p.student, p.notebook, p.detail) for p in problems if p.kind == "marked_late"]
     assert late == [
-        ("lovelaceada", NB, f"lovelaceada_LATE_1234_5678_{NB}-1.ipynb: marked LATE by the LMS; no time of submission")
+        (
+            "lovelaceada_1234",
+            NB,
+            f"lovelaceada_LATE_1234_5678_{NB}-1.ipynb: marked LATE by the LMS; no time of submission",
+        )
     ]
+
+
+def test_two_canvas_students_of_one_name_are_two_students(tmp_path):
+    """Canvas names a file after the student's name (which a student may change) and their user id: two Ada
+    Lovelaces were one student "lovelaceada", the newer file was graded and the other Ada's dropped as a
+    duplicate_file, in one download or in a later one (a classmate who takes Ada's name hands in a blank notebook
+    after her and she scores 0). Each is now her own student, by the user id."""
+    for n, files in enumerate([["1001_9001", "1002_9002"], ["1001_9001"], ["1002_9003"]]):
+        with zipfile.ZipFile(tmp_path / f"{n}.zip", "w") as z:
+            for ids in files:
+                z.writestr(f"lovelaceada_{ids}_{NB}.ipynb", ids)
+        collected, problems = collect(tmp_path / f"{n}.zip", tmp_path / "course", ASSIGNMENT, [NB])
+        assert sorted(collected) == [f"lovelaceada_{ids[:4]}" for ids in files] and problems == []
+    submitted = tmp_path / "course" / "submitted"
+    assert (submitted / "lovelaceada_1001" / ASSIGNMENT / f"{NB}.ipynb").read_text() == "1001_9001"
+    assert (submitted / "lovelaceada_1002" / ASSIGNMENT / f"{NB}.ipynb").read_text() == "1002_9003"
 
 
 def test_collecting_submitted_in_place_never_writes_over_the_file_under_its_own_name(tmp_path):

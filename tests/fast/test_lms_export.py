@@ -219,3 +219,28 @@ def test_an_export_that_matched_nobody_says_so(course, capsys):
     )
     assert "WARNING: nobody in grades.csv matched anyone on the roster" in capsys.readouterr().err
     assert [row[-1] for row in read_rows(out)[2:]] == [""]
+
+
+def test_two_students_of_one_name_are_matched_by_their_canvas_user_id(course):
+    """Two John Smiths on the roster: a Canvas download names them smithjohn_105 and smithjohn_106 (their user ids),
+    and each gets their own grade; a name alone (smithjohn, above) still matches neither."""
+    write_rows(
+        course / "grades.csv", [list(GRADES[0]), ["smithjohn_105", "20", "33", ""], ["smithjohn_106", "30", "33", ""]]
+    )
+    write_rows(course / "roster.csv", CANVAS_ROSTER)
+    out = course / "canvas_import.csv"
+    main(
+        [
+            "export",
+            "--course",
+            str(course),
+            "--format",
+            "canvas",
+            "--roster",
+            str(course / "roster.csv"),
+            "--out",
+            str(out),
+        ]
+    )
+    grades = {row[3]: row[-1] for row in read_rows(out)[2:]}
+    assert grades["jsmith1"] == "20" and grades["jsmith2"] == "30"

@@ -114,8 +114,8 @@ def test_a_notebook_in_a_zip_canvas_marked_late_is_marked_late_too(tmp_path):
         z.writestr("ada_LATE_1234_5678_work.zip", _zip_bytes({f"{NB}.ipynb": "{}"}))
         z.writestr("ben_1235_5679_work.zip", _zip_bytes({f"{NB}.ipynb": "{}"}))
     collected, problems = collect(download, tmp_path / "course", ASSIGNMENT, [NB])
-    assert collected == {"ada": [NB], "ben": [NB]}
-    assert [(p.student, p.kind) for p in problems] == [("ada", "marked_late")], problems
+    assert collected == {"ada_1234": [NB], "ben_1235": [NB]}
+    assert [(p.student, p.kind) for p in problems] == [("ada_1234", "marked_late")], problems
 
 
 def _problems_after_each(tmp_path, downloads: dict, notebooks: list, shown) -> list:
@@ -231,7 +231,7 @@ def test_the_notebooks_in_a_zip_a_student_handed_in_are_collected_as_theirs(tmp_
     with zipfile.ZipFile(canvas, "w") as z:
         z.writestr("lovelaceada_1234_5678_ex1.zip", _zip_bytes({f"{NB}.ipynb": "{}", f"{NB} (1).ipynb": "{ }"}))
     collected, problems = collect(canvas, tmp_path / "canvas-course", ASSIGNMENT, [NB])
-    assert collected == {"lovelaceada": [NB]}
+    assert collected == {"lovelaceada_1234": [NB]}
     [duplicate] = problems
     assert duplicate.kind == "duplicate_file" and "lovelaceada_1234_5678_ex1.zip/" in duplicate.detail
 

@@ -48,10 +48,10 @@ FAKE_SECRETS = {  # in the environment of the graded run: JupyterHub's token, an
     "OPENAI_API_KEY": "FAKE-API-KEY-5",
 }
 
-CONTROLS = {  # student (Canvas ids have no underscore) -> answer cells changed; also graded alone
-    "goodperfect": {},
-    "goodsign": {"answer_dprobs": "dprobs = -(1.0 / probs) * dlogprobs"},
-    "goodtransposed": {"answer_dW2": "dW2 = dlogits.T @ h"},
+CONTROLS = {  # student (Canvas's name and user id) -> answer cells changed; also graded alone
+    "goodperfect_1234": {},
+    "goodsign_1235": {"answer_dprobs": "dprobs = -(1.0 / probs) * dlogprobs"},
+    "goodtransposed_1236": {"answer_dW2": "dW2 = dlogits.T @ h"},
 }
 
 
@@ -117,17 +117,17 @@ def hostile_class(course: Course, listener: Listener) -> dict:
         "../../../gradebook.db",
         str(root / "source" / ASSIGNMENT / f"{NB}.ipynb"),
         f"../../../source/{ASSIGNMENT}/{NB}.ipynb",
-        str(root / "submitted" / "goodperfect" / ASSIGNMENT / f"{NB}.ipynb"),
-        str(root / "autograded" / "goodperfect" / ASSIGNMENT / f"{NB}.ipynb"),
+        str(root / "submitted" / "goodperfect_1234" / ASSIGNMENT / f"{NB}.ipynb"),
+        str(root / "autograded" / "goodperfect_1234" / ASSIGNMENT / f"{NB}.ipynb"),
     ]
     targets = [
         str(root / "hack.txt"),
         "../../../hack.txt",
         str(root / "gradebook.db"),
-        f"../../goodperfect/{ASSIGNMENT}/{NB}.ipynb",
-        f"../../goodperfect/{ASSIGNMENT}/hack.txt",
-        str(root / "submitted" / "goodperfect" / ASSIGNMENT / f"{NB}.ipynb"),
-        str(root / "autograded" / "goodperfect" / ASSIGNMENT / f"{NB}.ipynb"),
+        f"../../goodperfect_1234/{ASSIGNMENT}/{NB}.ipynb",
+        f"../../goodperfect_1234/{ASSIGNMENT}/hack.txt",
+        str(root / "submitted" / "goodperfect_1234" / ASSIGNMENT / f"{NB}.ipynb"),
+        str(root / "autograded" / "goodperfect_1234" / ASSIGNMENT / f"{NB}.ipynb"),
     ]
     probe = (
         "import os\nfor path in {paths!r}:\n    try:\n        {action}\n"
@@ -371,8 +371,9 @@ def graded(ex1_course, listener, planted):
     cases = hostile_class(course, listener)
     download = planted[0] / "download.zip"
     with zipfile.ZipFile(download, "w") as z:
-        for student, changes in CONTROLS.items():  # Canvas: flat files named <student>_<ids>_<notebook>
-            z.writestr(f"{student}_LATE_1234_5678_{NB}.ipynb", nbformat.writes(solved(release, source, changes)))
+        for student, changes in CONTROLS.items():  # Canvas: flat files named <name>_<user id>_<file id>_<notebook>
+            name, user = student.rsplit("_", 1)
+            z.writestr(f"{name}_LATE_{user}_5678_{NB}.ipynb", nbformat.writes(solved(release, source, changes)))
         z.writestr("goodperfect_1234_5678_notes.txt", "my notes")  # not a notebook: reported, not graded
         for student, (data, _, _) in cases.items():  # a folder per student
             name = f"Copy of {NB}.ipynb" if student == "bad_colab" else f"{NB}.ipynb"
@@ -444,9 +445,9 @@ def test_good_students_get_exactly_their_grades_alone(graded, alone):
         assert float(row["total"]) == sum(scores.values())
         # Canvas named their files LATE: said (marked_late), without a penalty; their notes.txt: not a notebook
         assert {k for k in kinds(course, student) if k[1] != "unmatched_file"} == {(NB, "marked_late")}, student
-    assert lost(rows(course)["goodperfect"]) == []
-    assert lost(rows(course)["goodsign"]) == ["probs"]
-    assert lost(rows(course)["goodtransposed"]) == ["W2"]
+    assert lost(rows(course)["goodperfect_1234"]) == []
+    assert lost(rows(course)["goodsign_1235"]) == ["probs"]
+    assert lost(rows(course)["goodtransposed_1236"]) == ["W2"]
 
 
 @pytest.mark.parametrize(
@@ -577,7 +578,7 @@ def test_lms_names_are_normalised_and_leftovers_reported(graded):
     assert (course.root / "submitted" / "bad_colab" / ASSIGNMENT / f"{NB}.ipynb").is_file()
     assert lost(rows(course)["Ada_Lovelace_1234"]) == []
     assert lost(rows(course)["dup_student"]) == []  # the newer "(1)" copy, fully solved, was taken
-    assert (None, "unmatched_file") in kinds(course, "goodperfect")
+    assert (None, "unmatched_file") in kinds(course, "goodperfect_1234")
     assert {(None, "unmatched_file"), (NB, "missing_notebook")} <= kinds(course, "nothing_student")
     assert (NB, "duplicate_file") in kinds(course, "dup_student")
     assert any(p["problem"] == "unmatched_file" and "README" in p["detail"] for p in problems(course))
@@ -610,12 +611,14 @@ def test_rerun_regrades_only_what_changed(graded):
     assert " 0 (re)graded" in again.stdout, again.stdout
     assert rows(course) == before and problems(course) == before_problems
     release, source = course.notebook("release", NB), course.notebook("source", NB)
-    course.submit("goodsign", NB, solved(release, source))  # the student fixed the sign
+    course.submit("goodsign_1235", NB, solved(release, source))  # the student fixed the sign
     fixed = grade(course)
     assert " 1 (re)graded" in fixed.stdout, fixed.stdout
     after = rows(course)
-    assert lost(after["goodsign"]) == []
-    assert {s: r for s, r in after.items() if s != "goodsign"} == {s: r for s, r in before.items() if s != "goodsign"}
+    assert lost(after["goodsign_1235"]) == []
+    assert {s: r for s, r in after.items() if s != "goodsign_1235"} == {
+        s: r for s, r in before.items() if s != "goodsign_1235"
+    }
 
 
 def test_fails_closed_when_the_sandbox_cannot_start(ex1_course):

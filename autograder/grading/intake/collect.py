@@ -18,6 +18,8 @@ from .download import entries as entries_of
 from .student_zip import newest_readable, opened, read_or_none
 
 UNKNOWN_STUDENT = "(unknown)"
+# Canvas's flat files: <name>_[LATE_]<user id>_<file id>_<the file handed in>; the name is the student's to change
+CANVAS_FILE = re.compile(r"([^_]+)_(?:LATE_)?(\d+)_\d+_")
 UNWRAPPED_DEPTH = 3  # the folders around a download that collect looks through at most
 
 
@@ -57,6 +59,9 @@ def _owner(parts: tuple) -> str:
     if parts[0] == "submitted" and len(parts) > 2:  # a whole nbgrader submitted/ folder
         parts = parts[1:]
     if len(parts) == 1:  # a flat file, named by the LMS
+        canvas = CANVAS_FILE.match(parts[0])
+        if canvas:  # with the user's id, as Moodle's folders: two Ada Lovelaces (or a name copied) are two students
+            return student_id(f"{canvas[1]}_{canvas[2]}")
         prefix, sep, _ = parts[0].partition("_")
         return student_id(prefix) if sep else UNKNOWN_STUDENT
     return student_id(parts[0])

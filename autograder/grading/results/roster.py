@@ -125,6 +125,9 @@ def match(students: list, roster: Roster) -> Matching:
     matched, not_on_roster = {}, {}
     for student in students:
         found = by_id.get(student.lower()) or by_name.get(name_key(student), [])
+        user = re.search(r"_(\d+)$", student) if roster.lms == "canvas" else None  # Canvas's user id (collect)
+        if len(found) > 1 and user and len([p for p in found if p.row.get("ID") == user[1]]) == 1:
+            found = [p for p in found if p.row.get("ID") == user[1]]  # one of several of this name: this user
         taken = [p for p in found if p not in matched.values()]
         if len(found) == 1 and taken:
             matched[student] = found[0]
