@@ -19,11 +19,11 @@ TERMINAL_CHARS = 2000  # of one thing printed: the rest is in problems.json
 FORMULA = ("=", "+", "-", "@", "\t", "\r", "'")  # a spreadsheet's formula starts; "'" too, so that it reads back
 
 
-def for_terminal(text, limit: int = TERMINAL_CHARS, lines: bool = False) -> str:
+def for_terminal(text, limit: int | None = TERMINAL_CHARS, lines: bool = False) -> str:
     """``text`` as one line of a terminal shows it literally: each control character a ``?``, at most ``limit``
     characters (``lines``: tabs and line breaks kept, for a message of several lines)."""
     text = (_LINES if lines else _ONE_LINE).sub("?", str(text))
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    return text if limit is None or len(text) <= limit else text[: limit - 1] + "…"
 
 
 def to_cell(text) -> str:

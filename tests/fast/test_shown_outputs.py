@@ -139,3 +139,17 @@ def test_the_lms_exports_hold_no_formula_and_the_terminal_no_escape(tmp_path, ca
             assert sorted(r[0].removeprefix("'") for r in written[1:]) == sorted(students)
     err = capsys.readouterr().err
     assert "mallory?]0;PWNED" in err and not [c for c in UNSHOWN if c in err]
+
+
+def test_the_class_report_shows_ids_and_details_as_text(tmp_path):
+    """Autoescaped, the report held no markup of a student's, but their control characters as they were: a bidi
+    override in an id (a folder of submitted/ placed by hand) or a file name reordered the rest of its cell."""
+    from autograder.grading.report.class_report import write_report
+
+    students = [f"<b>{HOSTILE}</b>", *NAMES]
+    rows = [{"student": s, "total": 1.0, "max_total": 2.0, NB: 1.0} for s in students]
+    write_grades_csv(tmp_path / "grades.csv", rows, [NB], {NB: []})
+    write_problems(tmp_path / "problems.json", [Problem(s, NB, "unmatched_file", f"{s}: {HOSTILE}") for s in students])
+    page = write_report(tmp_path).read_text(encoding="utf-8")
+    assert not [c for c in UNSHOWN if c in page] and "<b>" not in page
+    assert "&lt;b&gt;?]0;PWNED" in page and all(name in page for name in NAMES)

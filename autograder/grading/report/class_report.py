@@ -13,6 +13,7 @@ from markupsafe import Markup, escape
 
 from ...common.diagnoses import NOT_ATTEMPTED, label
 from ...common.problems import KINDS
+from ...common.shown import for_terminal
 from ..intake.changes import FIRST_GRADING
 from . import charts
 from .class_data import ASSIGNMENT, ClassData
@@ -28,6 +29,11 @@ TEMPLATES = jinja2.Environment(
     loader=jinja2.PackageLoader("autograder.grading.report", "templates"),
     autoescape=True,
     undefined=jinja2.StrictUndefined,  # a misspelt name in the template fails loudly
+    # every string shown as text, and its control characters as ?: a bidi override in an id or a file name
+    # reordered the rest of its cell, or the names after it (the charts are Markup, each string escaped there)
+    finalize=lambda value: (
+        value if isinstance(value, Markup) or not isinstance(value, str) else for_terminal(value, None)
+    ),
 )
 
 
