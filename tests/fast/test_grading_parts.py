@@ -324,6 +324,19 @@ def test_students_named_in_any_script_keep_their_names(tmp_path):
     assert sorted(p.name for p in (tmp_path / "course" / "submitted").iterdir()) == sorted(collected)
 
 
+def test_names_with_marks_keep_them_and_a_letter_that_shows_nothing_is_left_out(tmp_path):
+    """A Hindi or Thai name's vowel signs are marks, not letters: "हिन्दी शर्मा_1007" was collected as student
+    "ह_न_द_शर_म__1007" (two names could become one). A Hangul filler is a letter that shows nothing: "lovelaceada"
+    and "lovelaceada" with one after it were two students in grades.csv and the report who looked like one."""
+    canvas = tmp_path / "download.zip"
+    with zipfile.ZipFile(canvas, "w") as z:
+        for name in ("हिन्दी शर्मा_1007", "สมชาย ใจดี_1008", "Nguyễn Văn An_1009"):
+            z.writestr(f"{name}_assignsubmission_file_/{NB}.ipynb", "{}")
+        z.writestr(f"lovelaceada\u3164_1006_9006_{NB}.ipynb", "{}")
+    collected, _ = collect(canvas, tmp_path / "course", ASSIGNMENT, [NB])
+    assert sorted(collected) == sorted(["हिन्दी_शर्मा_1007", "สมชาย_ใจดี_1008", "Nguyễn_Văn_An_1009", "lovelaceada_1006"])
+
+
 def test_a_file_canvas_marked_late_is_collected_and_named_for_its_missing_time(tmp_path):
     """Canvas puts LATE in a late file's name and gives no time: the file is collected, and a marked_late problem
     says that no penalty was taken (nbgrader's penalty needs a timestamp.txt)."""

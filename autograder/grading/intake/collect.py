@@ -18,16 +18,25 @@ from .download import entries as entries_of
 from .student_zip import newest_readable, opened, read_or_none
 
 UNKNOWN_STUDENT = "(unknown)"
+# letters and marks that show nothing (Unicode's default ignorables among them): Hangul fillers, the combining
+# grapheme joiner, Khmer's inherent vowels, Mongolian's variation selectors, variation selectors
+INVISIBLE = set("\u034f\u115f\u1160\u17b4\u17b5\u180b\u180c\u180d\u180f\u3164\uffa0") | {
+    chr(c) for c in [*range(0xFE00, 0xFE10), *range(0xE0100, 0xE01F0)]
+}
 # Canvas's flat files: <name>_[LATE_]<user id>_<file id>_<the file handed in>; the name is the student's to change
 CANVAS_FILE = re.compile(r"([^_]+)_(?:LATE_)?(\d+)_\d+_")
 UNWRAPPED_DEPTH = 3  # the folders around a download that collect looks through at most
 
 
 def student_id(name: str) -> str:
-    """A folder or file-name prefix as an nbgrader student id: letters and digits of any script (NFC: a zip made on
-    macOS spells é as e and an accent), ``_ . @ -``; "Дмитрий Иванов_1004" stays a name, not a number."""
+    """A folder or file-name prefix as an nbgrader student id: letters, digits and marks of any script (NFC: a zip made
+    on macOS spells é as e and an accent; a Hindi or Thai vowel sign is a mark of its own), ``_ . @ -``; "Дмитрий
+    Иванов_1004" stays a name, not a number. A letter that shows nothing (a Hangul filler) is left out: "ada" and
+    "ada" with one after it were two students who looked like one."""
     name = re.sub(r"_assignsubmission_\w*$", "", unicodedata.normalize("NFC", name.strip()))
-    return re.sub(r"[^\w.@-]+", "_", name).strip("._-") or UNKNOWN_STUDENT
+    kept = "".join(c if c.isalnum() or c in "_.@-" or unicodedata.category(c)[0] == "M" else " " for c in name)
+    kept = "".join(c for c in kept if c not in INVISIBLE)
+    return re.sub(r" +", "_", kept).strip("._- ") or UNKNOWN_STUDENT
 
 
 def _normal(text: str) -> str:
