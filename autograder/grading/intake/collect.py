@@ -25,6 +25,7 @@ INVISIBLE = set("\u034f\u115f\u1160\u17b4\u17b5\u180b\u180c\u180d\u180f\u3164\uf
 }
 # Canvas's flat files: <name>_[LATE_]<user id>_<file id>_<the file handed in>; the name is the student's to change
 CANVAS_FILE = re.compile(r"([^_]+)_(?:LATE_)?(\d+)_\d+_")
+UNMATCHED_NAMED = 20  # a student's files that match no notebook, each named in a problem of its own
 UNWRAPPED_DEPTH = 3  # the folders around a download that collect looks through at most
 
 
@@ -150,7 +151,13 @@ def collect(download, course_root, assignment: str, notebooks) -> tuple[dict, li
     problems, chosen, seen = [], {}, set()  # chosen: (student, notebook) -> [(Entry, name shown)]
     timestamps = {}
 
+    unmatched = {}  # student -> their files that match nothing: the first few named, the rest counted
+
     def report(student, notebook, problem, detail):
+        if problem == "unmatched_file" and notebook is None:
+            unmatched[student] = unmatched.get(student, 0) + 1
+            if unmatched[student] > UNMATCHED_NAMED:
+                return
         problems.append(Problem(student, notebook, problem, detail))
 
     entries, unsafe = entries_of(download)
@@ -227,6 +234,10 @@ def collect(download, course_root, assignment: str, notebooks) -> tuple[dict, li
         if target.is_symlink() or not target.is_file() or target.read_bytes() != data:
             _write(target, data)
         collected.setdefault(student, []).append(notebook)
+    for student, n in unmatched.items():  # 20,000 files of one student's were 20,000 problems: a report of 32 MB
+        if n > UNMATCHED_NAMED:
+            more = f"and {n - UNMATCHED_NAMED} more files that match no notebook, not named here"
+            problems.append(Problem(student, None, "unmatched_file", more))
     for student in seen - set(collected):  # handed in nothing gradable: still in the class, with a problem
         _own_folder(course_root, student, assignment)
     for student, entry in timestamps.items():
