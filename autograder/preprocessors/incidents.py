@@ -23,6 +23,7 @@ class Limits:
 
 
 FIRST_LINE_CHARS = 60  # of a cell without a grade_id, shown to name it
+PER_KIND = 10  # a notebook's incidents of one kind named cell by cell; the rest counted (a student may add cells)
 
 
 def cell_name(nb, index: int) -> str:
@@ -39,7 +40,10 @@ def cell_name(nb, index: int) -> str:
     if grade_id:
         shown.append(str(grade_id))
     elif first:
-        shown.append(json.dumps(first[:FIRST_LINE_CHARS] + ("..." if len(first) > FIRST_LINE_CHARS else "")))
+        # quoted, in its own letters (a Russian comment read \u041c\u043e\u0439); controls are escaped where shown
+        shown.append(
+            json.dumps(first[:FIRST_LINE_CHARS] + ("..." if len(first) > FIRST_LINE_CHARS else ""), ensure_ascii=False)
+        )
     return f"cell {index + 1}" + (f" ({', '.join(shown)})" if shown else "")
 
 
@@ -184,4 +188,15 @@ def notebook_incidents(nb, state: dict, limits: Limits, truncated, left_behind, 
                     f"together passed {together:g} MB: not kept; the notebook went on",
                 )
             )
-    return found
+    return _bounded(found)
+
+
+def _bounded(found: list) -> list:
+    """``found`` with at most ``PER_KIND`` incidents of a kind, and one that counts the rest: 3,000 cells that each
+    raised MemoryError were 3,000 problems (problems.json 750 KB, the class report 620 KB for one student)."""
+    kept, counts = [], {}
+    for kind, detail in found:
+        counts[kind] = counts.get(kind, 0) + 1
+        if counts[kind] <= PER_KIND:
+            kept.append((kind, detail))
+    return kept + [(k, f"and {n - PER_KIND} more cells with this problem") for k, n in counts.items() if n > PER_KIND]

@@ -78,3 +78,14 @@ def test_a_graded_cell_without_an_answer_says_why():
     message, ran = why_no_answer(silent, 5, {**state, "notebook_time_limit_in": 5}, timed_out=set())
     assert not ran and "time limit" in message
     assert "crashed" not in why_no_answer(silent, 5, state, timed_out=set())[0]
+
+
+def test_a_student_who_adds_thousands_of_failing_cells_makes_a_few_problems_named_in_their_letters():
+    """3,000 cells that each raised MemoryError were 3,000 problems (problems.json 750 KB, the class report 620 KB
+    for one student), each naming its cell by a first line in escapes ("# \\u041c\\u043e\\u0439"): ten of a kind
+    are named, in the cell's own letters, and the rest counted."""
+    cells = [new_code_cell(f"# Мой цикл {i}\nraise MemoryError()", outputs=[error("MemoryError")]) for i in range(300)]
+    found = incidents(new_notebook(cells=cells))
+    assert [kind for kind, _ in found] == ["memory_limit"] * 11
+    assert found[0][1] == 'cell 1 ("# Мой цикл 0") ran out of memory (MemoryError); the notebook went on'
+    assert found[-1][1] == "and 290 more cells with this problem"
