@@ -244,3 +244,40 @@ def test_two_students_of_one_name_are_matched_by_their_canvas_user_id(course):
     )
     grades = {row[3]: row[-1] for row in read_rows(out)[2:]}
     assert grades["jsmith1"] == "20" and grades["jsmith2"] == "30"
+
+
+def test_a_student_who_takes_a_classmates_name_takes_no_grade_of_theirs(course):
+    """Eve renames herself Ada Lovelace on the LMS after the roster was exported. Moodle names her folder
+    Ada_Lovelace_1000: both students matched Ada's row by name, the first in order took it, and Eve's 33 went into
+    Ada's row of the import (Ada's own grade listed as unmatched). A row two students claim by name goes to neither;
+    on Canvas, each is matched by the user id their id ends in."""
+    grades = [["student", "total", "max_total", "late_penalty"], ["Ada_Lovelace_1000", "33", "33", ""]]
+    write_rows(course / "grades.csv", [*grades, ["Ada_Lovelace_1234", "20", "33", ""]])
+    roster = [["First name", "Last name", "Email address"], ["Ada", "Lovelace", "ada@x.org"], ["Eve", "M", "eve@x.org"]]
+    write_rows(course / "moodle.csv", roster)
+    out = course / "moodle_import.csv"
+    main(
+        ["export", "--course", str(course), "--format", "moodle", "--roster", str(course / "moodle.csv")]
+        + [
+            "--out",
+            str(out),
+        ]
+    )
+    assert read_rows(out)[1:] == []  # nobody's grade in Ada's row
+    why = {who: why for _, who, why in read_rows(course / "moodle_import.unmatched.csv")[1:]}
+    assert "also claimed by Ada_Lovelace_1234: neither is matched" in why["Ada_Lovelace_1000"]
+
+    write_rows(
+        course / "grades.csv", [*grades, ["lovelaceada_101", "20", "33", ""], ["lovelaceada_100", "33", "33", ""]]
+    )
+    canvas = [*CANVAS_ROSTER[:3], ["M, Eve", "100", "9100", "eve", "Section A", "", "", ""]]
+    write_rows(course / "roster.csv", canvas)
+    out = course / "canvas_import.csv"
+    main(
+        ["export", "--course", str(course), "--format", "canvas", "--roster", str(course / "roster.csv")]
+        + [
+            "--out",
+            str(out),
+        ]
+    )
+    assert {row[3]: row[-1] for row in read_rows(out)[2:]} == {"alovelace": "20", "eve": "33"}

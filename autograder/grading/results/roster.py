@@ -122,23 +122,37 @@ def match(students: list, roster: Roster) -> Matching:
     by_name = {}
     for person in roster.people:
         by_name.setdefault(name_key(person.name), []).append(person)
-    matched, not_on_roster = {}, {}
+    chosen, by_identifier, why = {}, set(), {}  # student -> the one person of their name or id; why not
+    by_user = {}  # Canvas's user id (ID), which a Canvas download's student ids end in (collect)
+    for person in roster.people if roster.lms == "canvas" else ():
+        by_user.setdefault(person.row.get("ID"), []).append(person)
     for student in students:
-        found = by_id.get(student.lower()) or by_name.get(name_key(student), [])
-        user = re.search(r"_(\d+)$", student) if roster.lms == "canvas" else None  # Canvas's user id (collect)
-        if len(found) > 1 and user and len([p for p in found if p.row.get("ID") == user[1]]) == 1:
-            found = [p for p in found if p.row.get("ID") == user[1]]  # one of several of this name: this user
-        taken = [p for p in found if p not in matched.values()]
-        if len(found) == 1 and taken:
-            matched[student] = found[0]
-        elif len(found) > 1:
-            not_on_roster[student] = f"{len(found)} people on the roster have this name: " + "; ".join(
-                p.name for p in found
-            )
-        elif found:
-            other = next(s for s, p in matched.items() if p == found[0])
-            not_on_roster[student] = f"{found[0].name} on the roster is already matched to {other}"
+        user = re.search(r"_(\d+)$", student)
+        found = by_id.get(student.lower()) or (by_user.get(user[1]) if user else None) or []
+        if len(found) == 1:
+            by_identifier.add(student)
         else:
-            not_on_roster[student] = "no one on the roster has this name or id"
+            found = found or by_name.get(name_key(student), [])
+        if len(found) == 1:
+            chosen[student] = found[0]
+        elif found:
+            why[student] = f"{len(found)} people on the roster have this name: " + "; ".join(p.name for p in found)
+        else:
+            why[student] = "no one on the roster has this name or id"
+    claims = {}
+    for student, person in chosen.items():
+        claims.setdefault(person, []).append(student)
+    matched = {}
+    for student, person in chosen.items():  # a person several students claim by name goes to none of them: a student
+        rivals = claims[person]  # who took a classmate's name on the LMS after the roster was exported took their grade
+        sure = [s for s in rivals if s in by_identifier]
+        if rivals == [student] or sure == [student]:
+            matched[student] = person
+        else:
+            others = ", ".join(s for s in rivals if s != student)
+            why[student] = f"{person.name} on the roster is also claimed by {others}: " + (
+                f"matched to {sure[0]} by their id" if len(sure) == 1 else "neither is matched, never guessed"
+            )
+    not_on_roster = {s: why[s] for s in students if s in why}
     no_submission = [p for p in roster.people if p not in matched.values()]
     return Matching(matched, no_submission, not_on_roster)
