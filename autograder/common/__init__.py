@@ -12,4 +12,5 @@ setup_cells which setup cells need no seed: done once, by the kernel parent and 
 links      the course's addresses on the web, from the one repository address
 errors     GradingError, the one exception library code raises when a command cannot go on
 tools      what every grading process sets up first (``start_up``)
+shown      a submission's words as a terminal line and a spreadsheet cell show them: as text (the output boundary)
 """
