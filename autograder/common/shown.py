@@ -11,8 +11,8 @@ CSV file that a spreadsheet opens, a cell starting with ``=``, ``+``, ``-`` or `
 import re
 
 # C0 and C1 controls and DEL (escape sequences, \r, the bell), the bidi controls (they reorder the rest of the line)
-# and the line and paragraph separators
-UNSHOWN_BEYOND_C0 = "\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\u2028\u2029"
+# the line and paragraph separators, and lone surrogates (a file name of another encoding: no text to write)
+UNSHOWN_BEYOND_C0 = "\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\u2028\u2029\ud800-\udfff"
 _ONE_LINE = re.compile(f"[\x00-\x1f{UNSHOWN_BEYOND_C0}]")
 _LINES = re.compile(f"[\x00-\x08\x0b-\x1f{UNSHOWN_BEYOND_C0}]")  # \t and \n kept
 TERMINAL_CHARS = 2000  # of one thing printed: the rest is in problems.json

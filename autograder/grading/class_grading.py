@@ -20,7 +20,7 @@ from . import preflight
 from .intake import changes
 from .intake.collect import collect
 from .intake.exchange import from_exchange, secret_beside_feedback
-from .intake.prepare import GRADING_DIR, read_releases, stage_student
+from .intake.prepare import GRADING_DIR, read_releases, stage_student, submitted_students, unnamed_folders
 from .intake.state import GradingState, StudentRecord
 from .results.bug_hunt_ids import shared_ids
 from .results.gradebook import course_url, make_template
@@ -132,7 +132,8 @@ class ClassGrading:
             problems = sorted(
                 self.state.collect_problems
                 + [p for s in students for p in self.records[s].problems]
-                + shared_ids(self.root, self.assignment, students),
+                + shared_ids(self.root, self.assignment, students)
+                + unnamed_folders(self.root),
                 key=lambda p: p.order,
             )
             outputs = self.write(students, problems)  # while the last worker ends its sandbox
@@ -178,9 +179,8 @@ class ClassGrading:
         return bool(graded)
 
     def submitted(self) -> list:
-        """Every student with a folder in submitted/, sorted."""
-        submitted = self.root / "submitted"
-        return sorted(p.name for p in submitted.iterdir() if p.is_dir()) if submitted.is_dir() else []
+        """Every student with a folder in submitted/ (its name text), sorted."""
+        return submitted_students(self.root)
 
     def _autograded(self, student: str, record: StudentRecord) -> bool:
         folder = self.root / "autograded" / student / self.assignment

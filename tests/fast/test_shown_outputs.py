@@ -170,3 +170,27 @@ def test_a_student_with_thousands_of_stray_files_makes_a_few_problems_not_thousa
     mallory = [p.detail for p in problems if p.student == "mallory_1"]
     assert len(mallory) == 21 and mallory[-1] == "and 280 more files that match no notebook, not named here"
     assert len([p for p in problems if p.student == "(unknown)"]) == 21
+
+
+def test_a_lone_surrogate_or_a_name_of_another_encoding_stops_nobodys_grading(tmp_path):
+    """JSON can spell a lone surrogate (\\ud800), and a folder unpacked from a zip in another encoding (cp1251, GBK)
+    has a name Python reads as lone surrogates: neither can be written as UTF-8. A notebook with one in a cell, or
+    such a folder in submitted/, stopped the class's grading ("grading worker 0 failed: 'utf-8' codec can't encode
+    character"); now the notebook is graded and the folder is named as a problem."""
+    import os
+
+    from autograder.grading.intake.prepare import submitted_students, unnamed_folders
+
+    release = nbformat.read(REPO / "release" / "backprop_ninja" / f"{NB}.ipynb", as_version=4)
+    nb = json.loads(nbformat.writes(release))
+    nb["cells"].append(nbformat.v4.new_code_cell("# \ud800\nx = 1", metadata={"nbgrader": {"grade_id": "a\udfffb"}}))
+    graded, found = repair(json.dumps(nb).encode(), release, NB, "ada")
+    nbformat.writes(graded).encode("utf-8")  # written as the grader writes it
+    assert "# ?\nx = 1" in [c.source for c in graded.cells]
+    (tmp_path / "submitted" / "ada" / "backprop_ninja").mkdir(parents=True)
+    os.makedirs(os.path.join(os.fsencode(tmp_path), b"submitted", "Дмитрий".encode("cp1251"), b"backprop_ninja"))
+    assert submitted_students(tmp_path) == ["ada"]
+    problems = found + unnamed_folders(tmp_path) + [Problem("\udcc4\udcec", NB, "unmatched_file", "x\udcff.txt")]
+    write_problems(tmp_path / "problems.json", problems)
+    assert "submitted/\ufffd" in (tmp_path / "problems.json").read_text(encoding="utf-8")
+    assert "x?.txt" in printed(problems).encode("utf-8").decode()  # the terminal's UTF-8: a ? for a lone surrogate

@@ -13,7 +13,7 @@ import nbformat
 
 from ...common.problems import Problem, tell_student
 from ...common.words import say
-from .collect import MAX_ENTRY_BYTES, match_notebook
+from .collect import MAX_ENTRY_BYTES, UNKNOWN_STUDENT, match_notebook
 from .exchange import MAX_SMALL_BYTES, read_owned
 from .repair import repair
 
@@ -135,3 +135,24 @@ def named_otherwise(folder: Path, assignment: str, notebook: str, notebooks: lis
             if path.is_file() and match_notebook(name, notebooks) == notebook:
                 found.append(str(path.relative_to(folder)))
     return found
+
+
+def submitted_students(root: Path) -> list:
+    """Every student with a folder in submitted/, sorted; a folder whose name is no text is none (unnamed_folders)."""
+    folder = Path(root) / "submitted"
+    return sorted(p.name for p in folder.iterdir() if p.is_dir() and _is_text(p.name)) if folder.is_dir() else []
+
+
+def unnamed_folders(root: Path) -> list:
+    """A problem for each folder of submitted/ whose name is bytes of another encoding than UTF-8 (a Russian or Chinese
+    class's zip unpacked by ``unzip``): taken for a student, it stopped the class's grading where it was written."""
+    folder = Path(root) / "submitted"
+    names = [p.name for p in folder.iterdir() if p.is_dir() and not _is_text(p.name)] if folder.is_dir() else []
+    shown = lambda name: name.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+    why = "a folder whose name is not UTF-8 text (a zip unpacked in another encoding?): not graded; rename it"
+    return [Problem(UNKNOWN_STUDENT, None, "unmatched_file", f"submitted/{shown(name)}: {why}") for name in names]
+
+
+def _is_text(name: str) -> bool:
+    """Whether a file name read from the disk is text (Python reads other bytes as lone surrogates)."""
+    return not any("\udc80" <= c <= "\udcff" for c in name)

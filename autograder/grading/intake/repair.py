@@ -85,7 +85,9 @@ def load(raw: bytes):
     try:
         with warnings.catch_warnings():  # duplicate cell ids and the like: the notebook is rebuilt anyway
             warnings.simplefilter("ignore")
-            nb = nbformat.reads(json.dumps(data), as_version=4)
+            # a lone surrogate (\ud800, which JSON can spell) is no text: written out, it stopped the class's grading
+            text = json.dumps(data, ensure_ascii=False).encode("utf-8", "replace").decode("utf-8")
+            nb = nbformat.reads(text, as_version=4)
     except Exception as error:  # nbformat raises many kinds on odd input
         return None, say("not a readable notebook ({error})", error=f"{type(error).__name__}: {str(error)[:80]}")
     if not isinstance(nb.get("cells"), list) or not all(isinstance(c, dict) for c in nb.cells):
