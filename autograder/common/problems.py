@@ -97,6 +97,11 @@ KINDS = {
         "several students entered the same BUG_HUNT_ID in the bug hunt, so they had the same bugs: a copied notebook, "
         "or an id that is not their own; their grades stand, the instructor decides"
     ),
+    "lookalike_ids": (
+        "students' ids look alike (the same letters once case, accents, the LMS's number and letters of another script "
+        "that look Latin are set aside): students of one name, or one who took a classmate's name; their grades "
+        "stand: tell who is who before exporting grades"
+    ),
     "other": "a problem this version of the grader has no name for (read from an older problems.json)",
 }
 

@@ -12,6 +12,7 @@ cluster/       coordinator (grade --scheduler), remote (what a Dask worker does)
                is refused), slurm (the worker's batch job)
 results/       gradebook (its URL, the graders' template, a student's grades), merge (into the course's gradebook,
                in batches beside the grading), grades_csv, history (grade_history.csv), roster, lms_export,
-               bug_hunt_ids (Exercise 6's ids that several students entered)
+               bug_hunt_ids (Exercise 6's ids that several students entered), lookalike_ids (student ids that read
+               alike, and folders of submitted/ that are no student)
 report/        class_data (the class's files, read once), misconceptions, charts, class_report
 """

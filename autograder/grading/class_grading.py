@@ -20,12 +20,13 @@ from . import preflight
 from .intake import changes
 from .intake.collect import collect
 from .intake.exchange import from_exchange, secret_beside_feedback
-from .intake.prepare import GRADING_DIR, read_releases, stage_student, submitted_students, unnamed_folders
+from .intake.prepare import GRADING_DIR, read_releases, stage_student, submitted_students
 from .intake.state import GradingState, StudentRecord
 from .results.bug_hunt_ids import shared_ids
 from .results.gradebook import course_url, make_template
 from .results.grades_csv import grade_rows, step_columns, write_grades_csv
 from .results.history import Change, append_history
+from .results.lookalike_ids import name_problems
 from .results.merge import Lateness, Merger
 from .results.ungraded_pages import write_pages
 from .stopping import keep_logs
@@ -119,7 +120,7 @@ class ClassGrading:
         if self.o.download or self.o.exchange:
             where = self.o.download or f"{self.assignment} in nbgrader's exchange"
             print(f"collected {where} into {self.root / 'submitted'}", file=sys.stderr)
-        pool, submitted = None, self.submitted()
+        pool, submitted = None, submitted_students(self.root)  # every student with a folder in submitted/
         if not cluster:  # the workers that surely get a student start now: their imports overlap the planning
             pool = self.local_pool(len(submitted))
             old = {} if self.o.regrade_all else self.state.students
@@ -133,7 +134,7 @@ class ClassGrading:
                 self.state.collect_problems
                 + [p for s in students for p in self.records[s].problems]
                 + shared_ids(self.root, self.assignment, students)
-                + unnamed_folders(self.root),
+                + name_problems(self.root, students),
                 key=lambda p: p.order,
             )
             outputs = self.write(students, problems)  # while the last worker ends its sandbox
@@ -146,7 +147,7 @@ class ClassGrading:
     def plan(self) -> tuple:
         """Who is graded: every student whose files (or the exercises) changed; (students, todo, unchanged). Each is
         staged as the pool hands them out (``stage``), beside the grading of the others."""
-        students = self.submitted()
+        students = submitted_students(self.root)
         self.releases = read_releases(self.root, self.assignment, self.notebooks)
         course = changes.course_key(self.root, self.assignment, self.notebooks, self.gradebook)
         todo, unchanged = [], []
@@ -177,10 +178,6 @@ class ClassGrading:
                 self.ungradable.add(student)
                 self.merger.add(student, None)  # not graded: the merge drops their old grades (none may stay)
         return bool(graded)
-
-    def submitted(self) -> list:
-        """Every student with a folder in submitted/ (its name text), sorted."""
-        return submitted_students(self.root)
 
     def _autograded(self, student: str, record: StudentRecord) -> bool:
         folder = self.root / "autograded" / student / self.assignment

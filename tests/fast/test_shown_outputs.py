@@ -194,3 +194,28 @@ def test_a_lone_surrogate_or_a_name_of_another_encoding_stops_nobodys_grading(tm
     write_problems(tmp_path / "problems.json", problems)
     assert "submitted/\ufffd" in (tmp_path / "problems.json").read_text(encoding="utf-8")
     assert "x?.txt" in printed(problems).encode("utf-8").decode()  # the terminal's UTF-8: a ? for a lone surrogate
+
+
+def test_ids_that_look_alike_are_named_and_a_class_of_other_scripts_is_not(tmp_path):
+    """A classmate who takes Ada's name on Canvas in letters of another script ("lоvelaceada", a Cyrillic о) was a
+    row of grades.csv and the report that read as hers, with nothing said. Both are now named (lookalike_ids), and
+    which letters are not Latin; a Russian or Chinese class of different names is not."""
+    from autograder.grading.results.lookalike_ids import name_problems
+
+    download = tmp_path / "download.zip"
+    with zipfile.ZipFile(download, "w") as z:
+        for name in ("lovelaceada_1001", "l\u043evelaceada_1005", "bitdiddleben_1002"):
+            z.writestr(f"{name}_9001_{NB}.ipynb", "{}")
+    collected, _ = collect(download, tmp_path, "backprop_ninja", [NB])
+    students = sorted(collected) + NAMES + ["Дмитрий_Петров_1006", "王小红_1007", "Chloe_Dupont-Muller_1008"]
+    found = {p.student: p.detail for p in name_problems(tmp_path, students) if p.kind == "lookalike_ids"}
+    assert sorted(found) == [
+        "Chloe_Dupont-Muller_1008",
+        "Chloé_Dupont-Müller_1003",
+        "lovelaceada_1001",
+        "lоvelaceada_1005",
+    ]
+    assert found["lоvelaceada_1005"].startswith(
+        "looks like lovelaceada_1001 (letters of another script: Cyrillic о (U+043E))"
+    )
+    assert "students of one name?" in found["Chloe_Dupont-Muller_1008"]
