@@ -147,7 +147,10 @@ class Problem:
 
     @classmethod
     def said(cls, student: str, notebook: str | None, kind: str, words, instructor_only: str = "") -> "Problem":
-        """A problem whose detail is ``words``; problems.json has them in English, ``instructor_only`` after them."""
+        """A problem whose detail is ``words``: ``Words`` (problems.json has them in English, ``instructor_only`` after
+        them), or the instructor's text alone."""
+        if isinstance(words, str):
+            return cls(student, notebook, kind, words + instructor_only)
         return cls(student, notebook, kind, words.render() + instructor_only, words)
 
     @property

@@ -158,7 +158,7 @@ def collect(download, course_root, assignment: str, notebooks) -> tuple[dict, li
             unmatched[student] = unmatched.get(student, 0) + 1
             if unmatched[student] > UNMATCHED_NAMED:
                 return
-        problems.append(Problem(student, notebook, problem, detail))
+        problems.append(Problem.said(student, notebook, problem, detail))
 
     entries, unsafe = entries_of(download)
     held = {}  # the student's zip open now
@@ -193,11 +193,15 @@ def collect(download, course_root, assignment: str, notebooks) -> tuple[dict, li
             )
             if student == UNKNOWN_STUDENT:
                 why = say("{why}; whose file it is cannot be told from its name", why=why)
-            problems.append(Problem.said(student, None, "unmatched_file", say("{file}: {why}", file=shown, why=why)))
+            report(student, None, "unmatched_file", say("{file}: {why}", file=shown, why=why))
             continue
         if entry.size > MAX_ENTRY_BYTES:
-            words = say("{file}: {size:.0f} MB, not collected", file=shown, size=entry.size / 2**20)
-            problems.append(Problem.said(student, notebook, "too_large", words))
+            report(
+                student,
+                notebook,
+                "too_large",
+                say("{file}: {size:.0f} MB, not collected", file=shown, size=entry.size / 2**20),
+            )
             continue
         chosen.setdefault((student, notebook), []).append((entry, shown))
 
