@@ -145,7 +145,9 @@ def _on_the_runs_batches(namespace: dict, function) -> dict:
     """backward_pass on the graded run's first TRAINING_BATCHES batches, at the parameters as they are, until one
     raises: how that call went, its step, the line that raised and the gradients d<parameter> it had computed by then
     ("computed"). A line right on some batches only (F.one_hot(Yb) without num_classes, which a batch without the
-    last character shortens) raises on one of them, at the batch size of the check batch."""
+    last character shortens) raises on one of them, at the batch size of the check batch; or, when nothing raises,
+    the first of them whose gradients do not all have their parameters' shapes ("shape": d<name> -> its shape there,
+    F.one_hot(Xb) without num_classes in dC's product)."""
     from ..engine.training.network import PARAMETER_NAMES, TRAINING_BATCHES, forward, minibatches
 
     X, Y, parameters = namespace["Xtr"], namespace["Ytr"], namespace["parameters"]
@@ -160,6 +162,14 @@ def _on_the_runs_batches(namespace: dict, function) -> dict:
             computed = [name for name in PARAMETER_NAMES if isinstance(variables.get("d" + name), torch.Tensor)]
             status = {"kind": "raised", "type": type(result).__name__, "message": str(result)[:300]}
             return {**status, "line": raised_at(result, function), "step": step, "computed": computed}
+        values = list(result) if isinstance(result, (list, tuple)) else []
+        shapes = {
+            name: list(value.shape)
+            for name, value, p in zip(PARAMETER_NAMES, values, parameters)
+            if isinstance(value, torch.Tensor) and value.shape != p.shape
+        }
+        if shapes:  # a size read from the batch's values (F.one_hot(Xb) without num_classes) that raised nothing
+            return {"kind": "shape", "step": step, "shapes": shapes}
     return {"kind": "returned"}
 
 

@@ -3,7 +3,7 @@ notebook's batch_size (and n) set to that size for the call: a gradient right on
 there too; then on the graded run's first ``network.TRAINING_BATCHES`` batches, where it must not raise. A size
 written in as a number (n = 32, / 32, torch.ones(32, 1)), or the notebook's own batch read instead of the function's
 arguments, is right at one batch size only; F.one_hot(Yb) without num_classes, on the batches that hold the last
-character only.
+character only (it raises on the others, and F.one_hot(Xb) returns dC in another shape there).
 """
 
 import re
@@ -113,6 +113,21 @@ def at_another_size(name: str, report: Report, namespace: dict) -> Reason | None
     if some.get("kind") == "raised" and name not in some.get("computed", ()):  # raised on a batch of the graded run
         return _on_a_training_batch(name, some)  # (a raise at 50 too is then no matter of its size)
     forward, grads = other_size_reference(namespace)
+    shapes = some.get("shapes") if some.get("kind") == "shape" else None
+    if isinstance(shapes, dict) and isinstance(shapes.get(name), list):  # returned in another shape there
+        return Reason(
+            "wrong_shape",
+            say(
+                "d{name} is right on the check batch, but on the batch of step {step} of the graded training run "
+                "backward_pass returned it in shape {got}, not {want}: a size taken from the batch's values "
+                "(F.one_hot without num_classes is as wide as the largest index the batch holds) changes from batch "
+                "to batch. It must work on every batch",
+                name=name,
+                step=some.get("step"),
+                got=tuple(int(k) for k in shapes[name] if isinstance(k, int))[:4],
+                want=tuple(grads[name].shape),
+            ),
+        )
     want, got = grads[name], report.tensor("other_d" + name)
     size, other = namespace["batch_size"], network.OTHER_BATCH_SIZE
     step = STEP_BY_NAME[name]
