@@ -449,6 +449,24 @@ def test_a_line_right_on_some_batches_only_is_named_as_the_grader_names_it(ex4):
     assert "It must work on every batch" in out, out
 
 
+def test_a_gradient_in_another_shape_on_some_batches_is_named_as_the_grader_names_it(ex4):
+    """dC from F.one_hot(Xb) without num_classes raises nothing: right on a check batch whose contexts hold the last
+    character, in shape (26, 10) on the first batch of the training run without it, which the check says as the
+    grader does."""
+    right = ex4[1]["answer_backward_pass"]
+    one_hot = right.replace(INDEX_ADD, "dC = F.one_hot(Xb.view(-1)).float().T @ demb.view(-1, n_embd)")
+    assert one_hot != right
+    setup = ex4[0]
+    Xtr, Ytr = setup["Xtr"], setup["Ytr"]
+    ix = torch.cat([(Xtr == Xtr.max()).any(1).nonzero()[:1, 0], torch.arange(31)])  # the last character, then 31
+    cache = {k: v.detach() for k, v in setup["forward"](Xtr[ix], Ytr[ix])[1].items()}
+    out = check_backward(ex4, one_hot, "C", check_batch=(Xtr[ix], Ytr[ix], cache))
+    assert out.startswith("✘ dC is right on the check batch, but on the batch of step "), out
+    assert "returned it in shape (26, 10), not (27, 10)" in out and "It must work on every batch" in out, out
+    out = check_backward(ex4, one_hot, "W2", check_batch=(Xtr[ix], Ytr[ix], cache))
+    assert out.startswith("✔ dW2"), out
+
+
 def test_the_lectures_global_n_and_batch_size_are_ticks(ex4):
     """The lecture reads n (the notebook's batch size) from outside backward_pass: the check sets it to the other
     batch's size for its call, as the grader does, and puts it back."""

@@ -63,6 +63,13 @@ MISTAKES = {
         "counts",
         "the path through counts_sum is added twice: did a cell run twice?",
     ),
+    # published: the max's path added as the argmax's index (not its one-hot) times dlogit_maxes, broadcast over every
+    # column; about zero on the batch (dlogit_maxes is), so its rule probe finds it
+    "m_logits_max_path_index": (
+        {"answer_dlogits": "dlogits = dnorm_logits.clone()\ndlogits += logits.argmax(1, keepdim=True) * dlogit_maxes"},
+        "logits",
+        "not its backward rule",
+    ),
     "m_norm_logits_passthrough": (
         {"answer_dnorm_logits": "dnorm_logits = dcounts"},
         "norm_logits",
@@ -1289,6 +1296,59 @@ def dealt(forms: dict, layouts: list, hosts: dict, prefix: str) -> dict:
     return students
 
 
+# Forms read in a third round of the notebooks students of the lecture published (December 2026), in our own names and
+# code, beside the ways of writing them the lecture did not show (in place, einsum, numpy, a loop over the batch, a
+# device round trip, torch.where or masked_fill): each keeps every point
+PUBLISHED_FORMS = {
+    "answer_dlogprobs": [
+        "dlogprobs = torch.zeros((32, 27))\ndlogprobs[range(n), Yb] = -1 * (1 / batch_size)",
+        "dlogprobs = torch.where(F.one_hot(Yb, vocab_size).bool(), -1.0 / n, 0.0)",
+    ],
+    "answer_dprobs": ["dprobs = dlogprobs.clone()\ndprobs.div_(probs)"],
+    "answer_dcounts_sum_inv": ["dcounts_sum_inv = (counts * dprobs) @ torch.ones(vocab_size, 1)"],
+    "answer_dcounts": [
+        "dcounts = counts_sum_inv * dprobs + (dcounts_sum * 1)",
+        "dcounts = counts_sum_inv * dprobs + torch.ones((batch_size, vocab_size)) * dcounts_sum",
+    ],
+    "answer_dnorm_logits": ["dnorm_logits = counts.clone().mul_(dcounts)"],
+    "answer_dlogits": [
+        "dlogits = dnorm_logits + torch.zeros_like(logits).masked_fill(logits == logit_maxes, 1.0) * dlogit_maxes",
+        "at = logits.argmax(1)\ndlogits = dnorm_logits.clone()\n"
+        "dlogits[torch.arange(n), at] = dlogits[torch.arange(n), at] + dlogit_maxes[:, 0]",
+    ],
+    "answer_dh": ["dh = torch.einsum('nk,hk->nh', dlogits, W2)"],
+    "answer_dW2": [
+        "import numpy as np\ndW2 = torch.from_numpy(h.detach().numpy().T @ dlogits.detach().numpy())",
+        "dW2 = (h.T.to('cpu') @ dlogits.to('cpu')).to(W2.device)",
+    ],
+    "answer_dhpreact": ["dhpreact = dh * (2 / (hpreact.exp() + (-1 * hpreact).exp())) ** 2"],  # sech² from exp
+    "answer_dbngain": ["dbngain = torch.zeros_like(bngain)\nfor i in range(n):\n    dbngain += bnraw[i] * dhpreact[i]"],
+    "answer_dbnbias": ["dbnbias = torch.zeros(1, n_hidden)\nfor row in dhpreact:\n    dbnbias += row"],
+    "answer_dbndiff2": ["dbndiff2 = (1 / (n - 1) * dbnvar).expand(n, -1) * torch.ones(1)"],
+    "answer_dhprebn": [
+        "dhprebn = dbndiff - dbndiff.mean(0, keepdim=True)",  # dbnmeani / n is minus the mean of dbndiff
+        "dhprebn = 1 * dbndiff + dbnmeani * 1 / n",
+    ],
+    "answer_dembcat": ["dembcat = torch.einsum('nj,ij->ni', dhprebn, W1)"],
+    "answer_dW1": ["dW1 = torch.einsum('ni,nj->ij', embcat, dhprebn)"],
+    "answer_dC": [
+        "dC = torch.einsum('bti,btj->ij', F.one_hot(Xb, vocab_size).float(), demb)",
+        "dC = torch.zeros_like(C).scatter_add(0, Xb.reshape(-1, 1).repeat(1, n_embd), demb.reshape(-1, n_embd))",
+    ],
+    "answer_dC_index_add": [
+        "dC_index_add = torch.zeros_like(C).index_add(0, Xb.flatten(), demb.flatten(0, 1)).type_as(C)"
+    ],
+}
+for _cell, _codes in PUBLISHED_FORMS.items():
+    MORE_FORMS[_cell] = [*MORE_FORMS.get(_cell, []), *_codes]
+# the lecture's order, dbndiff's first path in the cell of dbnvar_inv, and dbndiff2 shaped by ones_like(dbndiff)
+MORE_LAYOUTS.append(
+    {
+        "answer_dbnvar_inv": "dbndiff = bnvar_inv * dbnraw\ndbnvar_inv = (bndiff * dbnraw).sum(0, keepdim=True)",
+        "answer_dbndiff2": "dbndiff2 = (1.0 / (n - 1)) * torch.ones_like(dbndiff) * dbnvar",
+        "answer_dbndiff": "dbndiff += 2 * bndiff * dbndiff2",
+    }
+)
 ALTERNATIVES.update(dealt(MORE_FORMS, MORE_LAYOUTS, ALTERNATIVES, "alt_more_forms_"))
 
 

@@ -594,6 +594,22 @@ MORE_FORMS = {
 }
 
 
+# Forms read in a third round of the notebooks students of the lecture published (December 2026), in our own names
+# and code: the target's -1/n put in a one-hot of its own and probs/n added; softmax without the max; a fused BatchNorm
+# whose n/(n-1) and 1/n are folded into 1/(n-1) and 1/n
+MORE_FORMS[NB2]["answer_loss_fast"] += [
+    "loss_fast = -(logits - logits.logsumexp(1, keepdim=True))[range(n), Yb].mean()",
+]
+MORE_FORMS[NB2]["answer_dlogits"] += [
+    "dlogprobs = torch.zeros_like(logits)\ndlogprobs[range(n), Yb] = -1 / n\ndlogits = dlogprobs + probs / n",
+    "e = logits.exp()\ndlogits = e / e.sum(1, keepdim=True)\ndlogits[torch.arange(n), Yb] -= 1\ndlogits = dlogits / n",
+]
+MORE_FORMS[NB3]["answer_dhprebn"] += [
+    "dhprebn = bngain * bnvar_inv * (dhpreact - (1 / n) * dhpreact.sum(0, keepdim=True) "
+    "- 1 / (n - 1) * bnraw * (dhpreact * bnraw).sum(0, keepdim=True))",
+]
+
+
 def dealt(forms: dict, prefix: str) -> dict:
     """student -> {notebook: answer cells changed}: each cell's forms, one per student in turn, in each notebook."""
     students = {}

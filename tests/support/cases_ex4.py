@@ -179,11 +179,20 @@ MISTAKES = {
             "'demb_rows' is not defined. Run Step 1",  # the training run's batches are not the check batch
         },
     ),
-    "m_no_calibration": (
-        {"answer_calibration": "pass"},
+    # Two slips in one submission, each costing its own cell. dC from F.one_hot(Xb) without num_classes (published with
+    # it): right on a batch whose contexts hold the last character, in shape (26, 10) on one without it. backward_pass
+    # raises nothing there, so the training run's batches checked only raises, and dC kept its 2 points
+    "m_no_calibration_dC_one_hot_no_classes": (
+        {
+            "answer_calibration": "pass",
+            "answer_backward_pass": backward(
+                embedding="demb = dembcat.view(emb.shape)\n"
+                "dC = F.one_hot(Xb.view(-1)).float().T @ demb.view(-1, n_embd)"
+            ),
+        },
         [],
-        {"test_calibration": 0},
-        {"test_calibration": "not calibrated yet"},
+        {"test_calibration": 0, "test_dC": 0},
+        {"test_calibration": "not calibrated yet", "test_dC": "returned it in shape (26, 10), not (27, 10)"},
     ),
     "m_calibration_one_batch": (
         {"answer_calibration": CALIBRATION.format(X="Xb")},
@@ -235,8 +244,20 @@ ALTERNATIVES["alt_data_assigned"] = {"answer_training_step": training_step("p.da
 ALTERNATIVES["alt_db1_zero"] = {  # BatchNorm cancels b1: its gradient is exactly zero
     "answer_backward_pass": backward(
         layer1="dembcat = dhprebn @ W1.T\ndW1 = embcat.T @ dhprebn\ndb1 = torch.zeros_like(b1)"
-    )
+    ),
+    "answer_training_step": training_step("p.data.add_(grad, alpha=-lr)"),  # (published)
 }
+# published forms (a third round, December 2026): Exercise 3's fused BatchNorm with 1/(n-1), softmax written out, dC by
+# einsum over a one-hot of Xb
+ALTERNATIVES["alt_data_assigned"]["answer_backward_pass"] = backward(
+    dlogits="counts = (logits - logits.max(1, keepdim=True).values).exp()\n"
+    "dlogits = (counts / counts.sum(1, keepdim=True) - F.one_hot(Yb, vocab_size)) / n",
+    batchnorm="dbngain = (bnraw * dhpreact).sum(0, keepdim=True)\ndbnbias = (dhpreact).sum(0, keepdim=True)\n"
+    "dhprebn = bngain * bnvar_inv * (dhpreact - (1 / n) * dhpreact.sum(0, keepdim=True) "
+    "- 1 / (n - 1) * bnraw * (dhpreact * bnraw).sum(0, keepdim=True))",
+    embedding="demb = dembcat.view(emb.shape)\n"
+    "dC = torch.einsum('bti,btj->ij', F.one_hot(Xb, vocab_size).float(), demb)",
+)
 
 # student -> (changes, extra cells, {graded cell: points it must keep}, {graded cell: words})
 CHEATS = {
