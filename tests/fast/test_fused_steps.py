@@ -35,9 +35,12 @@ def test_fused_rules_agree_with_autograd_and_each_known_mistake_gets_its_own_mes
         for message, variants in step.mistakes.items():
             for variant in variants if isinstance(variants, tuple) else (variants,):
                 wrong = variant(forward, upstream).float()
-                assert not close(wrong, grads[step.name], 10 * scale), (  # far outside the tolerance
-                    f"d{step.name}'s known mistake ({message.kind}: {message}) lands within 10 times the tolerance on "
-                    f"{NB3}'s setup at seed {seed}: a change of the setup (its settings, the batch) narrowed it; "
+                # far outside the tolerance; Bessel's n/(n-1) only outside it: its value is thin on some seeds by
+                # nature, and the rule probe guards it (docs/design/engine.md, 'The tolerance')
+                far = 1 if message.kind == "bessel" else 10
+                assert not close(wrong, grads[step.name], far * scale), (
+                    f"d{step.name}'s known mistake ({message.kind}: {message}) lands within {far} times the tolerance "
+                    f"on {NB3}'s setup at seed {seed}: a change of the setup (its settings, the batch) narrowed it; "
                     "see docs/maintaining.md, 'Changing a notebook's settings'"
                 )
                 assert diagnose(wrong.double(), grads[step.name].double(), step, forward, upstream) == message

@@ -451,7 +451,7 @@ def test_notebook_runs_in_jupyterlab_in_a_browser(tmp_path):
             lab.wait(10)
         log.close()
     assert title == f"{EX1}.ipynb"
-    assert setup_text.startswith("loss 3.5577")
+    assert setup_text.startswith("loss 3.3585")
     assert line.startswith("✔ dlogprobs: shape (32, 27) ok, values match autograd's"), line
     assert table.startswith("1 of 8 gradients match autograd. Next: dprobs."), table
     assert table.count("not answered yet") == 7 and "max difference" in table

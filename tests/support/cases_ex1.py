@@ -45,6 +45,13 @@ MISTAKES = {
         "dimension 1 of size 1 was dropped",
     ),
     "m_one_hot_no_classes": ({"answer_dlogprobs": "dlogprobs = -F.one_hot(Yb).float() / n"}, "logprobs", "shape"),
+    # F.one_hot(Xb) without num_classes (published beside a one-hot dC): (26, 10) on every grading batch, whose examples
+    # hold no last character (setup_batch); right on 5 of 12 grading seeds before, those whose contexts held one
+    "m_dC_one_hot_no_classes": (
+        {"answer_dC": "dC = F.one_hot(Xb.view(-1)).float().T @ demb.view(-1, n_embd)"},
+        "C",
+        "dC has shape (26, 10), but C has shape (27, 10)",
+    ),
     "m_logprobs_float64": (
         {"answer_dlogprobs": "dlogprobs = -F.one_hot(Yb, vocab_size).double() / n"},
         "logprobs",

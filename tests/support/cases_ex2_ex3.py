@@ -85,6 +85,13 @@ MISTAKES = {
         {"answer_dlogits": "dlogits = F.softmax(logits, 1) / n"},
         {"test_dlogits": "no term for the target", "test_dlogits_rows": ROWS},
     ),
+    # F.one_hot(Yb) without num_classes: 26 columns on every grading batch (no target is the last character), so the
+    # cell stops; right on 3 of 12 grading seeds before, those whose targets held one
+    "dlogits_one_hot_no_classes": (
+        NB2,
+        {"answer_dlogits": "dlogits = (F.softmax(logits, 1) - F.one_hot(Yb)) / n"},
+        {"test_dlogits": "must match the size of tensor b (26)", "test_dlogits_rows": "RuntimeError"},
+    ),
     "dlogits_one_hot_alone_by_n": (  # parentheses left out: every row sums to 1 - 1/n, said once, not as a range
         NB2,
         {"answer_dlogits": "dlogits = F.softmax(logits, 1) - F.one_hot(Yb, 27) / n"},
