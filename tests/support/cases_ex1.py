@@ -1316,7 +1316,9 @@ PUBLISHED_FORMS = {
     "answer_dcounts": [
         "dcounts = counts_sum_inv * dprobs + (dcounts_sum * 1)",
         "dcounts = counts_sum_inv * dprobs + torch.ones((batch_size, vocab_size)) * dcounts_sum",
+        "dcounts = torch.ones_like(counts)\ndcounts *= dcounts_sum\ndcounts += counts_sum_inv * dprobs",
     ],
+    "answer_demb": ["demb = dembcat.clone().view(emb.shape)"],
     "answer_dnorm_logits": ["dnorm_logits = counts.clone().mul_(dcounts)"],
     "answer_dlogits": [
         "dlogits = dnorm_logits + torch.zeros_like(logits).masked_fill(logits == logit_maxes, 1.0) * dlogit_maxes",
@@ -1340,6 +1342,7 @@ PUBLISHED_FORMS = {
     "answer_dW1": ["dW1 = torch.einsum('ni,nj->ij', embcat, dhprebn)"],
     "answer_dC": [
         "dC = torch.einsum('bti,btj->ij', F.one_hot(Xb, vocab_size).float(), demb)",
+        "dC = torch.tensordot(F.one_hot(Xb, num_classes=vocab_size).float(), demb, dims=([0, 1], [0, 1]))",
         "dC = torch.zeros_like(C).scatter_add(0, Xb.reshape(-1, 1).repeat(1, n_embd), demb.reshape(-1, n_embd))",
     ],
     "answer_dC_index_add": [
