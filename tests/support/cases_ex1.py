@@ -72,6 +72,8 @@ MISTAKES = {
     ),
     # published: the max's path added as the argmax's index (not its one-hot) times dlogit_maxes, broadcast over every
     # column; about zero on the batch (dlogit_maxes is), so its rule probe finds it
+    # published: bndiff for the 1/(n-1) of the variance's sum
+    "m_bndiff2_times_bndiff": ({"answer_dbndiff2": "dbndiff2 = bndiff * dbnvar"}, "bndiff2", "entries wrong"),
     "m_logits_max_path_index": (
         {"answer_dlogits": "dlogits = dnorm_logits.clone()\ndlogits += logits.argmax(1, keepdim=True) * dlogit_maxes"},
         "logits",
@@ -1311,12 +1313,16 @@ PUBLISHED_FORMS = {
         "dlogprobs = torch.zeros((32, 27))\ndlogprobs[range(n), Yb] = -1 * (1 / batch_size)",
         "dlogprobs = torch.where(F.one_hot(Yb, vocab_size).bool(), -1.0 / n, 0.0)",
     ],
-    "answer_dprobs": ["dprobs = dlogprobs.clone()\ndprobs.div_(probs)"],
+    "answer_dprobs": [
+        "dprobs = dlogprobs.clone()\ndprobs.div_(probs)",
+        "dprobs = 1 / (counts * counts_sum_inv) * dlogprobs",  # probs recomputed
+    ],
     "answer_dcounts_sum_inv": ["dcounts_sum_inv = (counts * dprobs) @ torch.ones(vocab_size, 1)"],
     "answer_dcounts": [
         "dcounts = counts_sum_inv * dprobs + (dcounts_sum * 1)",
         "dcounts = counts_sum_inv * dprobs + torch.ones((batch_size, vocab_size)) * dcounts_sum",
         "dcounts = torch.ones_like(counts)\ndcounts *= dcounts_sum\ndcounts += counts_sum_inv * dprobs",
+        "dcounts = (dcounts_sum * 1).expand_as(counts) + (dprobs * counts_sum_inv).expand_as(counts)",
     ],
     "answer_demb": ["demb = dembcat.clone().view(emb.shape)"],
     "answer_dnorm_logits": ["dnorm_logits = counts.clone().mul_(dcounts)"],
