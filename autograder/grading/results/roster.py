@@ -35,6 +35,9 @@ class Person:
     """The roster's row as read, to write its identifying columns back."""
     ids: tuple
     """Every identifier a folder of submitted/ might be named by (LMS id, SIS ids, email, username)."""
+    other_names: tuple = ()
+    """The name in the other order too (Moodle: "Lovelace Ada"): a site whose names show family name first (usual in
+    Chinese, Japanese, Hungarian) names its download's folders "李娜_1005_…" for First name 娜, Last name 李."""
 
 
 @dataclass
@@ -91,7 +94,12 @@ def read_roster(path: Path) -> Roster:
     last = next((c for c in ("Last name", "Surname") if c in header), None)
     if "First name" in header and last:
         people = [
-            Person(f"{r['First name']} {r[last]}".strip(), r, tuple(r[c] for c in MOODLE_ID_COLUMNS if r.get(c)))
+            Person(
+                f"{r['First name']} {r[last]}".strip(),
+                r,
+                tuple(r[c] for c in MOODLE_ID_COLUMNS if r.get(c)),
+                (f"{r[last]} {r['First name']}".strip(),),
+            )
             for r in records
         ]
         return Roster("moodle", header, people, {})
@@ -121,7 +129,10 @@ def match(students: list, roster: Roster) -> Matching:
             by_id.setdefault(identifier.lower(), []).append(person)
     by_name = {}
     for person in roster.people:
-        by_name.setdefault(name_key(person.name), []).append(person)
+        for name in (person.name, *person.other_names):
+            same = by_name.setdefault(name_key(name), [])
+            if person not in same:
+                same.append(person)
     chosen, by_identifier, why = {}, set(), {}  # student -> the one person of their name or id; why not
     by_user = {}  # Canvas's user id (ID), which a Canvas download's student ids end in (collect)
     for person in roster.people if roster.lms == "canvas" else ():
