@@ -284,7 +284,7 @@ def test_a_notebook_handed_in_under_another_name_is_named_when_submitted_is_grad
         details[student] = problems[0].detail
     assert f"holds {ASSIGNMENT}/{NB} (1).ipynb: `backprop-ninja grade --from submitted`" in details["ada"]
     assert "holds Exercise 1.ipynb:" in details["ben"]
-    assert details["cy"] == f"no {NB}.ipynb was handed in as a regular file"
+    assert details["cy"] == f"no {NB}.ipynb was handed in"  # a link named so is not named
 
 
 @pytest.mark.parametrize("stamp", [b"\xff\xfe2\x00", b"handed in on Tuesday"])
@@ -396,3 +396,38 @@ def test_a_deleted_cell_of_a_translated_notebook_is_put_back_in_its_own_words(co
     put_back = next(c.source for c in fixed.cells if grade_id(c) == "test_dh")
     assert put_back == next(c.source for c in edition.cells if grade_id(c) == "test_dh")
     assert put_back != next(c.source for c in release.cells if grade_id(c) == "test_dh")  # (its comment is translated)
+
+
+def test_a_notebook_exported_as_a_script_is_that_notebooks_problem_not_every_missing_ones(tmp_path):
+    """A student who handed in ex1 as a .py (Colab's File → Download → .py) got missing_notebook for ex1 "no
+    ex1_atomic_backward.ipynb was handed in as a regular file; what was handed in matches no notebook: …py", and the
+    same sentence about the .py on every other notebook they had not handed in; their ex1 page said no file was
+    found. Now ex1 is not_a_notebook, naming the .py (its page: "is not a Jupyter notebook… hand in
+    ex1_atomic_backward.ipynb again"), and the others are plainly missing. Beside a notebook for it, the .py is a
+    stray file (unmatched_file), as before."""
+    from autograder.grading.intake.collect import collect
+
+    nb1, nb2 = NB, "ex2_cross_entropy_backward"
+    download = tmp_path / "canvas"
+    download.mkdir()
+    text = (REPO / "release" / ASSIGNMENT / f"{nb1}.ipynb").read_text()
+    (download / f"hoppergrace_3456_7890_{nb1}.py").write_text("# %%\nimport torch\n")
+    (download / "hoppergrace_3456_7891_notes.txt").write_text("my notes\n")
+    (download / f"lovelaceada_1234_5678_{nb1}.html").write_text("<html></html>")
+    (download / f"lovelaceada_1234_5679_Copy of {nb1}.ipynb").write_text(text)
+    root = tmp_path / "course"
+    collected, problems = collect(download, root, ASSIGNMENT, [nb1, nb2])
+    assert collected == {"lovelaceada": [nb1]}
+    found = {(p.student, p.notebook, p.kind): p.detail for p in problems}
+    assert found == {
+        ("hoppergrace", nb1, "not_a_notebook"): f"hoppergrace_3456_7890_{nb1}.py: not a notebook file (.ipynb)",
+        ("hoppergrace", None, "unmatched_file"): "hoppergrace_3456_7891_notes.txt: not a notebook file (.ipynb)",
+        ("lovelaceada", None, "unmatched_file"): f"lovelaceada_1234_5678_{nb1}.html: not a notebook file (.ipynb)",
+    }
+    releases = {n: nbformat.read(REPO / "release" / ASSIGNMENT / f"{n}.ipynb", as_version=4) for n in (nb1, nb2)}
+    graded, staged = stage_student(root, ASSIGNMENT, "hoppergrace", [nb1, nb2], releases, problems)
+    assert graded == [] and [(p.kind, p.notebook) for p in staged] == [("missing_notebook", nb2)]
+    assert staged[0].detail == (  # the stray file still told, the .py not: it is ex1's
+        f"no {nb2}.ipynb was handed in; what was handed in matches no notebook: "
+        "hoppergrace_3456_7891_notes.txt: not a notebook file (.ipynb)"
+    )

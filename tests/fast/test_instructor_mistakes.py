@@ -133,10 +133,7 @@ def test_a_missing_notebook_names_what_the_student_handed_in_instead(tmp_path):
     ]
     staged, problems = stage_student(tmp_path, ASSIGNMENT, "Eli_1005", [NB], {}, collected)
     assert staged == [] and [(p.kind, p.notebook) for p in problems] == [("missing_notebook", NB)]
-    assert (
-        problems[0].detail
-        == f"no {NB}.ipynb was handed in as a regular file; what was handed in matches no notebook: {pdf}"
-    )
+    assert problems[0].detail == f"no {NB}.ipynb was handed in; what was handed in matches no notebook: {pdf}"
 
 
 def test_the_summary_counts_one_problem_as_one_problem():

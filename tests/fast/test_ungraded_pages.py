@@ -53,7 +53,7 @@ def test_what_the_student_controls_is_escaped_and_the_courses_own_path_left_out(
 def test_a_notebook_handed_in_under_another_name_is_named_without_the_instructors_command(tmp_path):
     from autograder.grading.intake.prepare import FOR_THE_INSTRUCTOR
 
-    detail = f"no {NB}.ipynb was handed in as a regular file; the student's folder holds {NB} (1).ipynb"
+    detail = f"no {NB}.ipynb was handed in; the student's folder holds {NB} (1).ipynb"
     made = page(NB, [Problem("ada", NB, "missing_notebook", detail + FOR_THE_INSTRUCTOR)], "en", root=tmp_path)
     assert html.escape(detail) in made and "backprop-ninja grade" not in made
 

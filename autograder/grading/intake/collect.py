@@ -64,6 +64,13 @@ def match_notebook(filename: str, notebooks) -> str | None:
     return found[0] if len(found) == 1 else None
 
 
+def _exported(filename: str, notebooks) -> str | None:
+    """The notebook a file that is no .ipynb is named after (``ex1_atomic_backward.py``, Jupyter's or Colab's export
+    as a script, a web page or a PDF), or None: what its student handed in for that notebook, though no notebook."""
+    stem, dot, _ = filename.rpartition(".")
+    return match_notebook(f"{stem if dot else filename}.ipynb", notebooks)
+
+
 def _owner(parts: tuple) -> str:
     """The student a file of a download belongs to, by its path: its first folder, or a flat file's name prefix."""
     if parts[0] == "submitted" and len(parts) > 2:  # a whole nbgrader submitted/ folder
@@ -150,6 +157,7 @@ def collect(download, course_root, assignment: str, notebooks) -> tuple[dict, li
     download, course_root = Path(download), Path(course_root)
     problems, chosen, seen = [], {}, set()  # chosen: (student, notebook) -> [(Entry, name shown)]
     timestamps = {}
+    exported = []  # (student, notebook, words): a file named after a notebook that is none (.py, .html, .pdf)
 
     unmatched = {}  # student -> their files that match nothing: the first few named, the rest counted
 
@@ -185,6 +193,9 @@ def collect(download, course_root, assignment: str, notebooks) -> tuple[dict, li
             timestamps[student] = entry
             continue
         notebook = match_notebook(name, notebooks)
+        if notebook is None and student != UNKNOWN_STUDENT and (meant := _exported(name, notebooks)):
+            exported.append((student, meant, say("{file}: {why}", file=shown, why=say("not a notebook file (.ipynb)"))))
+            continue
         if notebook is None:
             why = (
                 say("its name matches none of the notebooks {notebooks}", notebooks=", ".join(notebooks))
@@ -238,6 +249,9 @@ def collect(download, course_root, assignment: str, notebooks) -> tuple[dict, li
         if target.is_symlink() or not target.is_file() or target.read_bytes() != data:
             _write(target, data)
         collected.setdefault(student, []).append(notebook)
+    for student, notebook, words in exported:  # that notebook's problem when no notebook came for it, else a stray
+        kind = "unmatched_file" if notebook in collected.get(student, []) else "not_a_notebook"
+        problems.append(Problem.said(student, None if kind == "unmatched_file" else notebook, kind, words))
     for student, n in unmatched.items():  # 20,000 files of one student's were 20,000 problems: a report of 32 MB
         if n > UNMATCHED_NAMED:
             more = f"and {n - UNMATCHED_NAMED} more files that match no notebook, not named here"

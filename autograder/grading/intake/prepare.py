@@ -45,10 +45,15 @@ def stage_student(root: Path, assignment: str, student: str, notebooks: list, re
         # Read as the regular file it must be, never through a link (as root, a link in a folder put in submitted/
         # by hand could name any file of the machine), never a pipe, never more than a collect takes
         data = None if linked else read_owned(str(source / f"{notebook}.ipynb"), None, MAX_ENTRY_BYTES)
+        if data is None and any(
+            (p.student, p.kind, p.notebook) == (student, "not_a_notebook", notebook) for p in collected
+        ):
+            continue  # handed in as a .py or .html, say: the collection's not_a_notebook names the file
         if data is None:
             more, instructor_only = "", ""
-            if linked:
-                more = say(" (submitted/{folder} is a link, not read)", folder=f"{student}/{assignment}")
+            if linked or (source / f"{notebook}.ipynb").is_symlink():
+                folder = f"{student}/{assignment}" + ("" if linked else f"/{notebook}.ipynb")
+                more = say(" (submitted/{folder} is a link, not read)", folder=folder)
             elif others := named_otherwise(root / "submitted" / student, assignment, notebook, notebooks):
                 more = say("; the student's folder holds {files}", files=", ".join(others))
                 instructor_only = FOR_THE_INSTRUCTOR
@@ -59,7 +64,7 @@ def stage_student(root: Path, assignment: str, student: str, notebooks: list, re
             ]:  # a PDF, a .py, a .zip
                 files = functools.reduce(lambda first, then: say("{first}; {then}", first=first, then=then), handed[:3])
                 more = say("; what was handed in matches no notebook: {files}", files=files)
-            words = say("no {file} was handed in as a regular file{more}", file=f"{notebook}.ipynb", more=more)
+            words = say("no {file} was handed in{more}", file=f"{notebook}.ipynb", more=more)
             problems.append(Problem.said(student, notebook, "missing_notebook", words, instructor_only))
             continue
         try:
