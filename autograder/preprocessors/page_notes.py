@@ -1,5 +1,6 @@
-"""The notes under the feedback's table of steps: the repairs made to the notebook before it was graded, the late
-penalty, the instructor's comments, the order of the gradients, where the page's numbers come from, where to get help.
+"""The notes under the feedback's table of steps: the repairs made to the notebook before it was graded, the
+instructor's comments, the order of the gradients, where the page's numbers come from, where to get help; and the
+headline's late penalty.
 
 The instructor reads every repair in problems.json; the student read nothing of them, and a "34 / 34", or a step lost,
 on a notebook the grader had changed was a mystery. The intake and RestoreLockedCells note each repair in the graded
@@ -95,18 +96,23 @@ def repair_notes(told: dict, code: str) -> list:
     return notes
 
 
-def notes_html(late_penalty: float, commented: list, repository: str, code: str, reordered: bool) -> list:
+def late_note(late_penalty: float, code: str) -> str:
+    """The sentence on the late penalty, in the language of edition ``code`` ("" when none): the headline's, beside
+    the score it explains (under a table of 27 steps, a "27.2 of 34" over "All 27 graded cells are right" was a
+    mystery)."""
+    if not late_penalty:
+        return ""
+    return say_n(
+        "Late submission: {count:g} point off (the score above is after it).",
+        "Late submission: {count:g} points off (the score above is after it).",
+        late_penalty,
+    ).render(code)
+
+
+def notes_html(commented: list, repository: str, code: str, reordered: bool) -> list:
     """The notes after the repairs, in the language of edition ``code``, as HTML: ``reordered``, the gradients are
     listed in backward order, not the notebook's, and a step is wrong."""
     notes = []
-    if late_penalty:
-        notes.append(
-            say_n(
-                "Late submission: {count:g} point off (the score above is after it).",
-                "Late submission: {count:g} points off (the score above is after it).",
-                late_penalty,
-            )
-        )
     if commented:
         links = ", ".join(f'<a href="#comment-{html.escape(g)}">{html.escape(g)}</a>' for g in commented)
         notes.append(say("Your instructor commented on {links}.", links=links))

@@ -18,7 +18,7 @@ from ..common.editions import ENGLISH, notebook_edition
 from ..common.links import repository_url
 from ..common.problems import told_student
 from ..common.words import say, say_n
-from .page_notes import notes_html, repair_notes
+from .page_notes import late_note, notes_html, repair_notes
 
 STEP_LINES = 3  # reason lines of a wrong step (or a right one of several points) in the table; its cell has all
 AUTOMATIC_COMMENT = "No response."  # nbgrader's own comment on an answer cell left as released: not the instructor's
@@ -217,6 +217,8 @@ def table_html(
     """
     first = next((row for row in rows if not row.right), None)
     headline = headline_html(rows, first, code)
+    if late := late_note(late_penalty, code):  # a space between sentences, not after a full-width stop
+        headline += ("" if headline.endswith(("。", "！", "？")) else " ") + late
     # a row is a graded cell, as every notebook calls it (Exercise 4's Step 1 and Step 2, and its training steps,
     # are other things)
     heads = [say("graded cell").render(code), say("points").render(code), say("what the grader found").render(code)]
@@ -246,7 +248,7 @@ def table_html(
             f'<div class="step-reason">{"".join(f"<div>{html.escape(r)}</div>" for r in reasons)}</div></div>'
         )
     lines.append("</div>")
-    notes = [*repairs, *notes_html(late_penalty, commented, repository, code, reordered and first is not None)]
+    notes = [*repairs, *notes_html(commented, repository, code, reordered and first is not None)]
     lines += [f'<div class="steps-notes">{note}</div>' for note in notes]
     lines.append("</div>")
     return "\n".join(lines)

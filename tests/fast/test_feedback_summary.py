@@ -180,15 +180,17 @@ def test_a_blank_exercise_4_is_sent_to_the_one_answer_its_gradients_wait_for():
     assert [r.first for r in page.rows] == [True] + [False] * 7
 
 
-def test_notes_under_the_table_late_penalty_comments_and_absolute_course_links():
+def test_the_late_penalty_in_the_headline_comments_and_absolute_course_links_in_the_notes():
     answer = new_code_cell("dW2 = ...")
     answer.metadata.nbgrader = {"solution": True, "grade": False, "grade_id": "answer_dW2", "comment": "See me"}
     blank = new_code_cell("# YOUR CODE HERE")  # nbgrader's own comment on an answer left as released
     blank.metadata.nbgrader = {"solution": True, "grade": False, "grade_id": "answer_dW1", "comment": "No response."}
     nb, _ = summarize([answer, blank, *EX4], late_penalty=2)
     page = FeedbackPage(clean_html(nb.cells[0].source))
-    assert page.notes[0] == "Late submission: 2 points off (the score above is after it)."
-    assert page.notes[1] == "Your instructor commented on answer_dW2." and "#comment-answer_dW2" in page.links
+    # the late penalty beside the score it explains, in the headline (it was a note under the whole table)
+    assert page.headline.endswith(" Late submission: 2 points off (the score above is after it).")
+    assert not any("Late submission" in note for note in page.notes)
+    assert page.notes[0] == "Your instructor commented on answer_dW2." and "#comment-answer_dW2" in page.links
     course = [link for link in page.links if not link.startswith("#")]
     assert course == [
         f"{REPOSITORY}/blob/main/course/README.md#when-you-are-stuck",

@@ -170,10 +170,10 @@ def test_a_russian_number_never_stands_before_a_word_that_must_agree_with_it_out
 def test_points_in_the_feedback_agree_with_their_number(points, russian, chinese, both):
     """... and Russian writes a fraction of a point with its decimal comma ("0,5 балла"); Chinese and English with a
     point."""
-    from autograder.preprocessors.page_notes import notes_html
+    from autograder.preprocessors.page_notes import late_note
     from autograder.preprocessors.summarize_steps import Row, headline_html
 
-    late = {code: notes_html(points, [], "https://example.org/course", code, False)[0] for code in ("en", "ru", "zh")}
+    late = {code: late_note(points, code) for code in ("en", "ru", "zh")}
     assert late["en"].startswith(f"Late submission: {points:g} point{'s' if points != 1 else ''} off")
     assert russian in late["ru"] and chinese in late["zh"]
     # what two graded cells lose for one reason: the points agree with their own number, not with the cells'
