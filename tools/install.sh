@@ -55,6 +55,14 @@ if ! cmp -s requirements.lock "$stamp"; then
     ! .venv/bin/python -m pip config list 2>/dev/null | grep -Eq '\.(index-url|extra-index-url|find-links)='; then
     torch_index=(--extra-index-url "$TORCH_INDEX")
   fi
+  # An unreachable index costs pip five retries a package, tens of minutes of silence before it fails: say so at once
+  # (a warning only: pip may reach it where this cannot, through pip's own proxy or certificates)
+  if [ ${#torch_index[@]} -gt 0 ] && ! .venv/bin/python -c 'import sys, urllib.request
+urllib.request.urlopen(sys.argv[1] + "/torch/", timeout=15)' "$TORCH_INDEX" > /dev/null 2>&1; then
+    echo "warning: cannot reach PyTorch's index ($TORCH_INDEX), which serves torch==2.13.0+cpu; pip will retry" \
+      "every package for many minutes before it fails. If this machine has no way there, stop it (Ctrl-C) and point" \
+      "PIP_EXTRA_INDEX_URL or PIP_FIND_LINKS at a mirror or a folder of wheels (README, Two commands)"
+  fi
   echo "installing the course's Python packages into .venv (a minute or two; log: .venv/pip.log)"
   { .venv/bin/python -m pip install "${torch_index[@]}" --require-hashes -r requirements.lock &&
     .venv/bin/python -m pip install --no-deps --no-build-isolation -e .; } \
