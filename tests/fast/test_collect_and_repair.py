@@ -431,3 +431,43 @@ def test_a_notebook_exported_as_a_script_is_that_notebooks_problem_not_every_mis
         f"no {nb2}.ipynb was handed in; what was handed in matches no notebook: "
         "hoppergrace_3456_7891_notes.txt: not a notebook file (.ipynb)"
     )
+
+
+def test_a_notebook_named_after_none_is_matched_by_its_cells(tmp_path):
+    """Untitled0.ipynb (work saved in a new notebook, or renamed) was an unmatched_file and its notebook missing,
+    however plainly it held Exercise 2's cells; now it is collected as the notebook most of whose own cells it holds,
+    unless a file named after that notebook was handed in too. A notebook with no cell of the course, or the setup
+    cells only (which the notebooks share), stays an unmatched_file."""
+    from autograder.authoring.submissions import copy_notebook
+    from autograder.grading.intake.collect import collect
+
+    nb1, nb2 = NB, "ex2_cross_entropy_backward"
+    download = tmp_path / "moodle"
+    release = {n: nbformat.read(REPO / "release" / ASSIGNMENT / f"{n}.ipynb", as_version=4) for n in (nb1, nb2)}
+    setup_only = copy_notebook(release[nb2])
+    setup_only.cells = [c for c in setup_only.cells if grade_id(c) and grade_id(c).startswith("setup")]
+    files = {
+        "Ada Lovelace_1_assignsubmission_file_/Untitled0.ipynb": nbformat.writes(release[nb2]),
+        "Ben Sign_2_assignsubmission_file_/lab.ipynb": nbformat.writes(release[nb2]),
+        f"Ben Sign_2_assignsubmission_file_/{nb2}.ipynb": nbformat.writes(release[nb2]).replace("Exercise", "Ex"),
+        "Cy Young_3_assignsubmission_file_/scratch.ipynb": nbformat.writes(nbformat.v4.new_notebook()),
+        "Cy Young_3_assignsubmission_file_/setup.ipynb": nbformat.writes(setup_only),
+        "Cy Young_3_assignsubmission_file_/broken.ipynb": '{"cells": [',
+    }
+    for name, text in files.items():
+        (download / name).parent.mkdir(parents=True, exist_ok=True)
+        (download / name).write_text(text)
+    root = tmp_path / "course"
+    shutil.copytree(REPO / "release" / ASSIGNMENT, root / "release" / ASSIGNMENT)
+    collected, problems = collect(download, root, ASSIGNMENT, [nb1, nb2])
+    assert collected == {"Ada_Lovelace_1": [nb2], "Ben_Sign_2": [nb2]}
+    assert (root / "submitted" / "Ada_Lovelace_1" / ASSIGNMENT / f"{nb2}.ipynb").read_text() == files[
+        "Ada Lovelace_1_assignsubmission_file_/Untitled0.ipynb"
+    ]
+    assert "Ex 2" in (root / "submitted" / "Ben_Sign_2" / ASSIGNMENT / f"{nb2}.ipynb").read_text()  # the named one
+    assert sorted((p.student, p.kind, p.detail.split(":")[0]) for p in problems) == [
+        ("Ben_Sign_2", "unmatched_file", "Ben Sign_2_assignsubmission_file_/lab.ipynb"),
+        ("Cy_Young_3", "unmatched_file", "Cy Young_3_assignsubmission_file_/broken.ipynb"),
+        ("Cy_Young_3", "unmatched_file", "Cy Young_3_assignsubmission_file_/scratch.ipynb"),
+        ("Cy_Young_3", "unmatched_file", "Cy Young_3_assignsubmission_file_/setup.ipynb"),
+    ]

@@ -388,7 +388,8 @@ def graded(ex1_course, listener, planted):
             zipfile.ZipInfo(f"dup_student/{NB} (1).ipynb", (2026, 1, 2, 10, 0, 0)),
             nbformat.writes(solved(release, source)),
         )
-        z.writestr("nothing_student/homework.ipynb", nbformat.writes(release))  # matches no notebook
+        homework = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("print('my homework')")])
+        z.writestr("nothing_student/homework.ipynb", nbformat.writes(homework))  # matches no notebook, nor its cells
         z.writestr("README", "not a student")
     with zipfile.ZipFile(download) as z:  # instructors unzip it too
         z.extractall(planted[0] / "download")

@@ -5,12 +5,14 @@ assignment's notebooks after removing what Colab and LMSs add. Nothing is droppe
 placed is a problem (docs/instructors.md, "Collecting submissions").
 """
 
+import json
 import os
 import re
 import unicodedata
 from dataclasses import replace
 from pathlib import Path
 
+from ...common.errors import GradingError
 from ...common.problems import Problem
 from ...common.words import say
 from .download import MAX_ENTRY_BYTES, SKIPPED, Entry, read
@@ -69,6 +71,35 @@ def _exported(filename: str, notebooks) -> str | None:
     as a script, a web page or a PDF), or None: what its student handed in for that notebook, though no notebook."""
     stem, dot, _ = filename.rpartition(".")
     return match_notebook(f"{stem if dot else filename}.ipynb", notebooks)
+
+
+def _own_cells(course_root: Path, assignment: str, notebooks) -> dict:
+    """notebook -> the grade_ids of its release that no other notebook of the course has (their setup cells share
+    theirs); {} without a release."""
+    ids = {}
+    for notebook in notebooks:
+        try:
+            cells = json.loads((course_root / "release" / assignment / f"{notebook}.ipynb").read_bytes())["cells"]
+        except (OSError, ValueError, KeyError):
+            return {}
+        ids[notebook] = {c.get("metadata", {}).get("nbgrader", {}).get("grade_id") for c in cells} - {None}
+    return {n: own - set().union(*(ids[m] for m in ids if m != n)) for n, own in ids.items()}
+
+
+def _by_cells(entry: Entry, download: Path, own: dict) -> str | None:
+    """The one notebook most of whose own cells (``_own_cells``) the notebook ``entry`` holds, or None (none, a tie, a
+    file that is no notebook or cannot be read: it stays an unmatched_file)."""
+    if entry.size > MAX_ENTRY_BYTES or not own:
+        return None
+    try:
+        cells = json.loads(read_or_none(entry, download) or b"")["cells"]
+        held = {c["metadata"]["nbgrader"]["grade_id"] for c in cells if "grade_id" in c["metadata"].get("nbgrader", {})}
+    except (GradingError, ValueError, KeyError, TypeError, AttributeError):
+        return None
+    shares = {n: len(held & ids) / len(ids) for n, ids in own.items() if ids}
+    best = max(shares.values(), default=0)
+    found = [n for n, share in shares.items() if share == best]
+    return found[0] if best > 0.5 and len(found) == 1 else None
 
 
 def _owner(parts: tuple) -> str:
@@ -158,6 +189,7 @@ def collect(download, course_root, assignment: str, notebooks) -> tuple[dict, li
     problems, chosen, seen = [], {}, set()  # chosen: (student, notebook) -> [(Entry, name shown)]
     timestamps = {}
     exported = []  # (student, notebook, words): a file named after a notebook that is none (.py, .html, .pdf)
+    unnamed = []  # (student, Entry, name shown): a notebook named after none of the course's
 
     unmatched = {}  # student -> their files that match nothing: the first few named, the rest counted
 
@@ -196,6 +228,9 @@ def collect(download, course_root, assignment: str, notebooks) -> tuple[dict, li
         if notebook is None and student != UNKNOWN_STUDENT and (meant := _exported(name, notebooks)):
             exported.append((student, meant, say("{file}: {why}", file=shown, why=say("not a notebook file (.ipynb)"))))
             continue
+        if notebook is None and student != UNKNOWN_STUDENT and name.lower().endswith(".ipynb"):
+            unnamed.append((student, entry, shown))  # Untitled0.ipynb, lab4.ipynb: matched by its cells, below
+            continue
         if notebook is None:
             why = (
                 say("its name matches none of the notebooks {notebooks}", notebooks=", ".join(notebooks))
@@ -215,6 +250,14 @@ def collect(download, course_root, assignment: str, notebooks) -> tuple[dict, li
             )
             continue
         chosen.setdefault((student, notebook), []).append((entry, shown))
+    own = _own_cells(course_root, assignment, notebooks) if unnamed else {}
+    for student, entry, shown in unnamed:  # only for a notebook that no file handed in names
+        notebook = _by_cells(entry, download, own)
+        if notebook is not None and (student, notebook) not in chosen:
+            chosen[(student, notebook)] = [(entry, shown)]
+            continue
+        why = say("its name matches none of the notebooks {notebooks}", notebooks=", ".join(notebooks))
+        problems.append(Problem.said(student, None, "unmatched_file", say("{file}: {why}", file=shown, why=why)))
 
     collected = {}
     for (student, notebook), copies in sorted(chosen.items()):
