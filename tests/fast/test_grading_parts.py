@@ -373,6 +373,22 @@ def test_two_canvas_students_of_one_name_are_two_students(tmp_path):
     assert (submitted / "lovelaceada_1002" / ASSIGNMENT / f"{NB}.ipynb").read_text() == "1002_9003"
 
 
+def test_a_canvas_file_marked_late_with_a_time_given_beside_it_is_not_said_to_have_none(tmp_path):
+    """To take a late penalty from a Canvas download (flat files, no time), the instructor puts a timestamp.txt in a
+    folder named as the student's id (name and user id) beside the files: it was collected, and yet marked_late still said "no time of
+    submission", for a student whose penalty was taken. Now the time decides, and marked_late is not said."""
+    canvas = tmp_path / "canvas.zip"
+    with zipfile.ZipFile(canvas, "w") as z:
+        z.writestr(f"lovelaceada_LATE_1234_5678_{NB}-1.ipynb", "{}")
+        z.writestr("lovelaceada_1234/timestamp.txt", "2026-12-16 10:00:00.000000 UTC")
+        z.writestr(f"turingalan_LATE_1235_5679_{NB}.ipynb", "{}")
+    collected, problems = collect(canvas, tmp_path / "course", ASSIGNMENT, [NB])
+    assert collected == {"lovelaceada_1234": [NB], "turingalan_1235": [NB]}
+    stamp = tmp_path / "course" / "submitted" / "lovelaceada_1234" / ASSIGNMENT / "timestamp.txt"
+    assert stamp.read_text() == "2026-12-16 10:00:00.000000 UTC"
+    assert [(p.student, p.kind) for p in problems] == [("turingalan_1235", "marked_late")]
+
+
 def test_collecting_submitted_in_place_never_writes_over_the_file_under_its_own_name(tmp_path):
     """``grade --from submitted`` with a student's work under the notebook's name and a newer, blank browser copy
     "(1)" beside it: the newest copy was written over the student's file, which was lost, and the grade fell from

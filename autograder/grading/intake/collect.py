@@ -283,7 +283,8 @@ def collect(download, course_root, assignment: str, notebooks) -> tuple[dict, li
                 f"{len(copies)} files for {notebook}: took {shown} ({why}); "
                 f"ignored {', '.join(s for _, s in copies[1:])}",
             )
-        if len(entry.parts) == 1 and entry.parts[0].partition("_")[2].startswith("LATE_"):  # Canvas's marker
+        late = entry.parts[0].partition("_")[2].startswith("LATE_") and student not in timestamps  # Canvas's marker
+        if len(entry.parts) == 1 and late:  # (a timestamp.txt beside it, in a folder of the student's name, decides)
             report(student, notebook, "marked_late", f"{shown}: marked LATE by the LMS; no time of submission")
         if target.is_dir() and not target.is_symlink() and not folder.is_symlink() and not folder.parent.is_symlink():
             report(student, notebook, "unmatched_file", f"{shown}: not collected: {notebook}.ipynb there is a folder")
