@@ -27,7 +27,10 @@ def course_root(folder: Path) -> Path:
     if not root.is_dir():
         raise GradingError(f"{root} does not exist: --course names the course root, the folder with nbgrader_config.py")
     if not (root / "nbgrader_config.py").is_file():
-        raise GradingError(f"{root} is not a course root: it has no nbgrader_config.py")
+        raise GradingError(
+            f"{root} is not a course root: it has no nbgrader_config.py (run the command in the course root, the "
+            "repository's top folder, or name it with --course)"
+        )
     return root
 
 

@@ -35,7 +35,7 @@ def grade(*args) -> str:
     "args, said",
     [
         (["--course", "{root}/nope"], r"/nope does not exist: --course names the course root"),
-        (["--course", "{root}/source"], r"/source is not a course root: it has no nbgrader_config.py"),
+        (["--course", "{root}/source"], r"/source is not a course root: it has no nbgrader_config.py \(run the "),
         (["--course", "{root}", "--assignment", "ninja"], rf"has no assignment ninja: it has {ASSIGNMENT}$"),
     ],
 )
