@@ -222,6 +222,21 @@ def test_a_roster_in_a_spreadsheets_own_encoding_is_named_with_what_to_do(course
     )
 
 
+def test_a_grades_csv_written_over_by_nbgrader_export_is_named_not_exported_empty(course):
+    """``nbgrader export`` writes grades.csv by default, over the grader's: export then matched no one and wrote a
+    Canvas import with every grade empty (and no points possible), exit code 0. Now it stops and says what to do."""
+    nbgrader_columns = "assignment,duedate,timestamp,student_id,last_name,first_name,email,raw_score,score,max_score"
+    (course / "grades.csv").write_text(nbgrader_columns + "\nbackprop_ninja,,,lovelaceada,,,,29.7,29.7,33.0\n")
+    write_rows(course / "roster.csv", CANVAS_ROSTER)
+    out = course / "canvas_import.csv"
+    with pytest.raises(SystemExit) as stop:
+        main(["export", "--course", str(course), "--format", "canvas", "--roster", str(course / "roster.csv")]
+             + ["--out", str(out)])  # fmt: skip
+    said = str(stop.value.code)
+    assert "is not the grades.csv backprop-ninja grade writes (its columns: assignment, duedate" in said, said
+    assert "nbgrader export --to nbgrader-grades.csv" in said and not out.exists()
+
+
 def test_plain_csv_and_the_mistakes_an_instructor_can_make(course):
     out = course / "plain.csv"
     main(["export", "--course", str(course), "--format", "csv", "--out", str(out)])

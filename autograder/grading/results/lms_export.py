@@ -39,7 +39,15 @@ def read_grades(path: Path) -> dict:
     if not Path(path).is_file():
         raise GradingError(f"no grades: {path} does not exist (run backprop-ninja grade first)")
     with open(path, newline="", encoding="utf-8") as f:
-        rows = {read_student(r["student"]): r for r in csv.DictReader(f) if r.get("student")}
+        reader = csv.DictReader(f)
+        if not {"student", "total"} <= set(reader.fieldnames or ()):  # nbgrader export writes grades.csv by default
+            raise GradingError(
+                f"{path} is not the grades.csv backprop-ninja grade writes (its columns: "
+                f"{', '.join((reader.fieldnames or ['none'])[:6])}…; `nbgrader export` writes such a file, by default "
+                "under this name): run backprop-ninja grade again, which writes it anew without regrading anyone, and "
+                "give nbgrader export a file of its own (nbgrader export --to nbgrader-grades.csv)"
+            )
+        rows = {read_student(r["student"]): r for r in reader if r.get("student")}
     return rows
 
 
