@@ -323,8 +323,8 @@ def test_misconceptions_feedback_links_and_history(tmp_path):
     assert ["2026-12-02T09:00:00+00:00", "ben", "1", "2", "new submission"] in page.rows
     assert not [r for r in page.rows if r[:2] == ["2026-12-02T09:00:00+00:00", "ada"]]
     assert (
-        "The last run (2026-12-02T09:00:00+00:00) graded 2 students: 0 for the first time, 1 with a changed total."
-        in text
+        "The last run that graded anyone (2026-12-02T09:00:00+00:00) graded 2 students: 0 for the first time, 1 with a "
+        "changed total." in text
     )
     assert not [r for r in page.rows if "first grading" in r]  # a first grading is no regrade
 

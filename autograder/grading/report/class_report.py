@@ -142,7 +142,7 @@ def _history(data) -> tuple:
     graded = [c for c in data.history if c.time == last]
     changed = sum(c.changed for c in graded if c.reason != FIRST_GRADING)
     line = (
-        f"The last run ({last}) graded {len(graded)} student{'s' if len(graded) != 1 else ''}: "
+        f"The last run that graded anyone ({last}) graded {len(graded)} student{'s' if len(graded) != 1 else ''}: "
         f"{sum(c.reason == FIRST_GRADING for c in graded)} for the first time, {changed} with a changed total."
     )
     changed = [c for c in reversed(data.history) if c.changed and c.reason != FIRST_GRADING][:HISTORY_SHOWN]
