@@ -56,12 +56,15 @@ def print_summary(summary: Summary, file=None, shown: int = 30) -> None:
             + ", ".join(f"{n} {kind}" for kind, n in counts.items()),
             file=file,
         )
-        for p in s.problems[:shown]:  # a student's id, file names, a grade_id: the submission's words, shown literally
+        # all in problems.json's order; when they do not fit, the most serious (a kernel that died, not the 30th
+        # missing_notebook of a class that skipped an exercise), each kind in that order
+        listed = s.problems if len(s.problems) <= shown else sorted(s.problems, key=lambda p: rank(p.kind))[:shown]
+        for p in listed:  # a student's id, file names, a grade_id: the submission's words, shown literally
             student, notebook = for_terminal(p.student, 60), for_terminal(p.notebook or "-", 60)
             columns = padded(student, 20), padded(notebook, 28), padded(p.kind, KIND_WIDTH)
             print("  " + " ".join(columns), for_terminal(p.detail), file=file)
         if len(s.problems) > shown:
-            print(f"  ... and {len(s.problems) - shown} more", file=file)
+            print(f"  ... and {len(s.problems) - shown} more, less serious (all in {s.problems_json})", file=file)
     else:
         print("no problems", file=file)
     print(f"grades:   {s.grades_csv}\nproblems: {s.problems_json}\nhistory:  {s.history_csv}", file=file)

@@ -375,8 +375,9 @@ def test_two_canvas_students_of_one_name_are_two_students(tmp_path):
 
 def test_a_canvas_file_marked_late_with_a_time_given_beside_it_is_not_said_to_have_none(tmp_path):
     """To take a late penalty from a Canvas download (flat files, no time), the instructor puts a timestamp.txt in a
-    folder named as the student's id (name and user id) beside the files: it was collected, and yet marked_late still said "no time of
-    submission", for a student whose penalty was taken. Now the time decides, and marked_late is not said."""
+    folder named as the student's id (name and user id) beside the files: it was collected, and yet marked_late still
+    said "no time of submission", for a student whose penalty was taken. Now the time decides, and marked_late is not
+    said."""
     canvas = tmp_path / "canvas.zip"
     with zipfile.ZipFile(canvas, "w") as z:
         z.writestr(f"lovelaceada_LATE_1234_5678_{NB}-1.ipynb", "{}")
@@ -483,6 +484,27 @@ def test_the_summary_keeps_its_columns_for_names_in_any_script():
     lines = [line for line in out.getvalue().splitlines() if "DETAIL" in line]
     for line, (name, columns) in zip(lines, names.items()):
         assert line.startswith(f"  {name}{' ' * (20 - columns)} {NB}"), line
+
+
+def test_a_long_list_of_problems_shows_the_most_serious_first():
+    """A class that skipped an optional notebook has a missing_notebook a student: the terminal showed the first 30
+    problems in the students' order, so a kernel that died for a student late in the alphabet was behind "... and 11
+    more". When they do not fit, the most serious are listed; when they do, problems.json's order, as before."""
+    import io
+
+    from autograder.grading.summary import Summary, print_summary
+
+    missing = [Problem(f"s{i:02}", NB, "missing_notebook", "no file") for i in range(40)]
+    died = Problem("zoe", NB, "kernel_died", "the kernel died")
+    out = io.StringIO()
+    print_summary(Summary(["zoe"], ["zoe"], [], [*missing, died], "g", "p.json", "h", None, 1.0), out)
+    lines = [line for line in out.getvalue().splitlines() if line.startswith("  ")]
+    assert "kernel_died" in lines[0] and "s00" in lines[1] and len(lines) == 31
+    assert lines[-1] == "  ... and 11 more, less serious (all in p.json)"
+    out = io.StringIO()
+    print_summary(Summary(["zoe"], ["zoe"], [], [*missing[:3], died], "g", "p.json", "h", None, 1.0), out)
+    lines = [line for line in out.getvalue().splitlines() if line.startswith("  ")]
+    assert ["s00" in lines[0], "zoe" in lines[3]] == [True, True]
 
 
 def test_a_worker_has_each_notebooks_configured_limit_before_it_is_killed():
