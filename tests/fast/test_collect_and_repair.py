@@ -417,15 +417,15 @@ def test_a_notebook_exported_as_a_script_is_that_notebooks_problem_not_every_mis
     (download / f"lovelaceada_1234_5679_Copy of {nb1}.ipynb").write_text(text)
     root = tmp_path / "course"
     collected, problems = collect(download, root, ASSIGNMENT, [nb1, nb2])
-    assert collected == {"lovelaceada": [nb1]}
+    assert collected == {"lovelaceada_1234": [nb1]}
     found = {(p.student, p.notebook, p.kind): p.detail for p in problems}
     assert found == {
-        ("hoppergrace", nb1, "not_a_notebook"): f"hoppergrace_3456_7890_{nb1}.py: not a notebook file (.ipynb)",
-        ("hoppergrace", None, "unmatched_file"): "hoppergrace_3456_7891_notes.txt: not a notebook file (.ipynb)",
-        ("lovelaceada", None, "unmatched_file"): f"lovelaceada_1234_5678_{nb1}.html: not a notebook file (.ipynb)",
+        ("hoppergrace_3456", nb1, "not_a_notebook"): f"hoppergrace_3456_7890_{nb1}.py: not a notebook file (.ipynb)",
+        ("hoppergrace_3456", None, "unmatched_file"): "hoppergrace_3456_7891_notes.txt: not a notebook file (.ipynb)",
+        ("lovelaceada_1234", None, "unmatched_file"): f"lovelaceada_1234_5678_{nb1}.html: not a notebook file (.ipynb)",
     }
     releases = {n: nbformat.read(REPO / "release" / ASSIGNMENT / f"{n}.ipynb", as_version=4) for n in (nb1, nb2)}
-    graded, staged = stage_student(root, ASSIGNMENT, "hoppergrace", [nb1, nb2], releases, problems)
+    graded, staged = stage_student(root, ASSIGNMENT, "hoppergrace_3456", [nb1, nb2], releases, problems)
     assert graded == [] and [(p.kind, p.notebook) for p in staged] == [("missing_notebook", nb2)]
     assert staged[0].detail == (  # the stray file still told, the .py not: it is ex1's
         f"no {nb2}.ipynb was handed in; what was handed in matches no notebook: "
