@@ -51,7 +51,7 @@ NOTEBOOKS = ["ex1_atomic_backward", "ex2_cross_entropy_backward", "ex3_batchnorm
     ],
 )
 def test_lms_file_names_are_matched_to_notebooks(name, notebook):
-    from autograder.grading.intake.collect import match_notebook
+    from autograder.grading.intake.which_notebook import match_notebook
 
     assert match_notebook(name, NOTEBOOKS) == notebook
 

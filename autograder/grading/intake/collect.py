@@ -5,19 +5,18 @@ assignment's notebooks after removing what Colab and LMSs add. Nothing is droppe
 placed is a problem (docs/instructors.md, "Collecting submissions").
 """
 
-import json
 import os
 import re
 import unicodedata
 from dataclasses import replace
 from pathlib import Path
 
-from ...common.errors import GradingError
 from ...common.problems import Problem
 from ...common.words import say
 from .download import MAX_ENTRY_BYTES, SKIPPED, Entry, read
 from .download import entries as entries_of
 from .student_zip import newest_readable, opened, read_or_none
+from .which_notebook import by_cells, export_of, match_notebook, own_cells
 
 UNKNOWN_STUDENT = "(unknown)"
 # letters and marks that show nothing (Unicode's default ignorables among them): Hangul fillers, the combining
@@ -40,66 +39,6 @@ def student_id(name: str) -> str:
     kept = "".join(c if c.isalnum() or c in "_.@-" or unicodedata.category(c)[0] == "M" else " " for c in name)
     kept = "".join(c for c in kept if c not in INVISIBLE)
     return re.sub(r" +", "_", kept).strip("._- ") or UNKNOWN_STUDENT
-
-
-def _normal(text: str) -> str:
-    text = text.lower()
-    text = re.sub(r"copy of\s+", "", text)
-    text = re.sub(r"\s*\(\d+\)\s*$", "", text)  # "name (1)"
-    text = re.sub(r"-\d+$", "", text)  # Canvas: "name-1"
-    text = re.sub(r"exercise[\s_-]*(\d)", r"ex\1", text)
-    return re.sub(r"[\s.\-]+", "_", text).strip("_")
-
-
-def match_notebook(filename: str, notebooks) -> str | None:
-    """The notebook (a name from source/) that ``filename`` is a copy of, or None."""
-    if not filename.lower().endswith(".ipynb"):
-        return None
-    stem = _normal(filename[: -len(".ipynb")])
-    found = [n for n in notebooks if _normal(n) in stem]
-    if found:
-        longest = max(len(n) for n in found)
-        found = [n for n in found if len(n) == longest]
-        return found[0] if len(found) == 1 else None
-    tokens = set(stem.split("_"))
-    found = [n for n in notebooks if _normal(n).split("_")[0] in tokens]
-    return found[0] if len(found) == 1 else None
-
-
-def _exported(filename: str, notebooks) -> str | None:
-    """The notebook a file that is no .ipynb is named after (``ex1_atomic_backward.py``, Jupyter's or Colab's export
-    as a script, a web page or a PDF), or None: what its student handed in for that notebook, though no notebook."""
-    stem, dot, _ = filename.rpartition(".")
-    return match_notebook(f"{stem if dot else filename}.ipynb", notebooks)
-
-
-def _own_cells(course_root: Path, assignment: str, notebooks) -> dict:
-    """notebook -> the grade_ids of its release that no other notebook of the course has (their setup cells share
-    theirs); {} without a release."""
-    ids = {}
-    for notebook in notebooks:
-        try:
-            cells = json.loads((course_root / "release" / assignment / f"{notebook}.ipynb").read_bytes())["cells"]
-        except (OSError, ValueError, KeyError):
-            return {}
-        ids[notebook] = {c.get("metadata", {}).get("nbgrader", {}).get("grade_id") for c in cells} - {None}
-    return {n: own - set().union(*(ids[m] for m in ids if m != n)) for n, own in ids.items()}
-
-
-def _by_cells(entry: Entry, download: Path, own: dict) -> str | None:
-    """The one notebook most of whose own cells (``_own_cells``) the notebook ``entry`` holds, or None (none, a tie, a
-    file that is no notebook or cannot be read: it stays an unmatched_file)."""
-    if entry.size > MAX_ENTRY_BYTES or not own:
-        return None
-    try:
-        cells = json.loads(read_or_none(entry, download) or b"")["cells"]
-        held = {c["metadata"]["nbgrader"]["grade_id"] for c in cells if "grade_id" in c["metadata"].get("nbgrader", {})}
-    except (GradingError, ValueError, KeyError, TypeError, AttributeError):
-        return None
-    shares = {n: len(held & ids) / len(ids) for n, ids in own.items() if ids}
-    best = max(shares.values(), default=0)
-    found = [n for n, share in shares.items() if share == best]
-    return found[0] if best > 0.5 and len(found) == 1 else None
 
 
 def _owner(parts: tuple) -> str:
@@ -225,7 +164,7 @@ def collect(download, course_root, assignment: str, notebooks) -> tuple[dict, li
             timestamps[student] = entry
             continue
         notebook = match_notebook(name, notebooks)
-        if notebook is None and student != UNKNOWN_STUDENT and (meant := _exported(name, notebooks)):
+        if notebook is None and student != UNKNOWN_STUDENT and (meant := export_of(name, notebooks)):
             exported.append((student, meant, say("{file}: {why}", file=shown, why=say("not a notebook file (.ipynb)"))))
             continue
         if notebook is None and student != UNKNOWN_STUDENT and name.lower().endswith(".ipynb"):
@@ -250,9 +189,9 @@ def collect(download, course_root, assignment: str, notebooks) -> tuple[dict, li
             )
             continue
         chosen.setdefault((student, notebook), []).append((entry, shown))
-    own = _own_cells(course_root, assignment, notebooks) if unnamed else {}
+    own = own_cells(course_root, assignment, notebooks) if unnamed else {}
     for student, entry, shown in unnamed:  # only for a notebook that no file handed in names
-        notebook = _by_cells(entry, download, own)
+        notebook = by_cells(entry, download, own)
         if notebook is not None and (student, notebook) not in chosen:
             chosen[(student, notebook)] = [(entry, shown)]
             continue

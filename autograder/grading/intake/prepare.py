@@ -13,9 +13,10 @@ import nbformat
 
 from ...common.problems import Problem, tell_student
 from ...common.words import say
-from .collect import MAX_ENTRY_BYTES, UNKNOWN_STUDENT, match_notebook
+from .collect import MAX_ENTRY_BYTES, UNKNOWN_STUDENT
 from .exchange import MAX_SMALL_BYTES, read_owned
 from .repair import repair
+from .which_notebook import match_notebook
 
 GRADING_DIR = ".grading"  # the grader's own working folder in the course root
 STAGED = f"{GRADING_DIR}/staged"  # nbgrader's submitted_directory for the workers
