@@ -13,7 +13,7 @@ from ..common.diagnoses import NOTE, Reason
 from ..common.words import say, say_n
 from .backward_rules import SHAPE_ONLY_SHARE, Step, WrittenWith, local_gradient
 from .diagnose import diagnose, only_size_one_dims_differ, shape_only_share, shape_problem
-from .explain import and_list, not_a_tensor, not_finite, wrong_dtype
+from .explain import and_list, constant_factor, not_a_tensor, not_finite, wrong_dtype
 from .honesty import decoy
 from .probes.judge_rule import judge_rule, kept_by_its_rule, kept_line
 from .probes.written_with import not_written_with
@@ -162,7 +162,9 @@ def judge_gradient(
         else:
             words = say("correct: max difference {difference:.2g} (not bit-exact, which is fine)", difference=off)
         verdict.lines.append(Reason(NOTE, words))
-        return _and_by_its_rule(verdict, step, report, forward, seed, answer_name)
+        factors = {u: constant_factor(student_up[u], ref_up[u], magnitude(ref_up[u])) for u in wrong_up}
+        factors = {u: c for u, c in factors.items() if c}  # an upstream gradient off by a constant factor only
+        return _and_by_its_rule(verdict, step, report, forward, seed, answer_name, factors)
 
     # Error carried forward: right for the student's own upstream gradients, which differ from autograd's?
     carried = None
@@ -234,9 +236,12 @@ def autograd_answer(name: str) -> Reason:
     )
 
 
-def _and_by_its_rule(verdict: Verdict, step: Step, report: Report, forward: dict, seed: int, answer: str) -> Verdict:
-    """A verdict whose values passed, with the rule probe's word (``probes.judge_rule``): a wrong rule earns nothing."""
-    outcome = judge_rule(step, report, forward, seed, answer)
+def _and_by_its_rule(
+    verdict: Verdict, step: Step, report: Report, forward: dict, seed: int, answer: str, factors: dict | None = None
+) -> Verdict:
+    """A verdict whose values passed, with the rule probe's word (``probes.judge_rule``): a wrong rule earns nothing.
+    ``factors``: upstream -> c, for the student's upstream gradients that are c times autograd's (``judge_rule``)."""
+    outcome = judge_rule(step, report, forward, seed, answer, factors)
     if outcome.verdict == "wrong":
         verdict.points, verdict.lines = 0, [outcome.line, *([outcome.note] if outcome.note else [])]
     elif outcome.line:

@@ -8,9 +8,11 @@ from ..engine.backward_rules import STEP_BY_NAME
 from ..engine.bug_hunt.catalogue import FUNCTION, GRADIENTS, ID, NAMED, TENSORS, planted, section
 from ..engine.bug_hunt.checker import FUNCTION as CHECKER
 from ..engine.bug_hunt.checker import cases, run_case
+from ..engine.bug_hunt.rerun import RERUN
+from .bug_hunt_rerun import run_again
 from .probe_runner import STUDENT_ERRORS, apart_from_the_kernel
 from .reports import send
-from .switches import grading, grading_seed
+from .switches import AutogradIsOff, grading, grading_seed
 
 _point = {}  # the forward pass's tensors as the setup made them for the grading seed (keep_grading_point)
 _calls = {}  # id(backward_pass) -> (it, how the call went, the gradients it returned at the grading point)
@@ -45,6 +47,16 @@ def _call(namespace: dict) -> tuple:
             _calls[id(function)] = function, status, result if ok else {}
         except STUDENT_ERRORS as error:  # the student's code: the grader says which error it was
             _calls[id(function)] = function, _raised(error), {}
+            if isinstance(error, AutogradIsOff):  # autograd refused: every gradient is autograd's (the grader says)
+                return _calls[id(function)][1:]
+            point = {k: v.clone() if isinstance(v, torch.Tensor) else v for k, v in _point.items()}
+            try:
+                with apart_from_the_kernel():
+                    again = run_again(function, point, grading_seed(0))
+            except STUDENT_ERRORS:
+                again = None
+            if again is not None:  # one line that raised costs the fix whose part holds it, no other
+                _calls[id(function)] = function, {"kind": "returned", RERUN: again[1]}, again[0]
     return _calls[id(function)][1:]
 
 

@@ -61,6 +61,15 @@ def test_later_steps_keep_their_points_and_name_the_step_to_fix(graded):
         assert messages[cell].startswith("✔") and "fix dhgelu first" in messages[cell], messages[cell]
 
 
+def test_a_factor_moved_up_a_step_costs_that_step_only_and_the_next_says_why(graded):
+    """dscores / √head_size with dq = dscores @ k: dq's and dk's values are autograd's on every input, and the rule
+    probe's random dscores no longer takes their points (it cost 7 points: dscores 3, dq and dk 2 each)."""
+    messages = graded["scale_moved_into_dscores"].messages
+    for cell, answer in [("test_dq", "dq"), ("test_dk", "dk")]:
+        assert messages[cell].startswith("✔"), messages[cell]
+        assert f"{answer} is right only together with your dscores" in messages[cell], messages[cell]
+
+
 def test_a_keepdim_dropped_earns_half(graded):
     assert graded["lnbias_keepdim"].points["test_dlnbias"] == 0.5
 

@@ -59,6 +59,13 @@ def test_every_known_mistake_is_a_cross_under_its_cell(notebook, mistake):
         assert printed[name].startswith(f"✘ d{name}"), printed[name]
 
 
+def test_a_factor_moved_up_a_step_is_a_cross_under_that_step_only(notebook):
+    """As the grader judges it: dscores / √head_size is wrong, and dq and dk without the scale are right with it."""
+    printed, _, _ = notebook(MISTAKES["scale_moved_into_dscores"][0], stop="emb")
+    assert printed["scores"].startswith("✘ dscores"), printed["scores"]
+    assert printed["q"].startswith("✔ dq") and printed["k"].startswith("✔ dk"), (printed["q"], printed["k"])
+
+
 def test_a_rule_right_only_on_this_batch_is_named_under_its_cell(notebook):
     printed, _, _ = notebook(MISTAKES["dropout_for_small_gradients_only"][0])
     assert printed["hgelu"].startswith("✘ dhgelu: the values are right on this batch, but not the backward rule")

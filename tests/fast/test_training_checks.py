@@ -166,13 +166,13 @@ def test_torchs_own_not_implemented_error_is_what_stopped_backward_pass_not_an_u
     """The blank notebook's ``raise NotImplementedError()`` has no message; torch's own (an operation it lacks for a
     tensor's layout or dtype) has one, and was told "not answered yet: backward_pass still raises
     NotImplementedError", as if nothing had been written."""
-    from autograder.engine.bug_hunt import checks
+    from autograder.engine.bug_hunt import rerun as checks
 
     stub = {"kind": "raised", "type": "NotImplementedError", "message": ""}
     torchs = {**stub, "message": "Could not run 'aten::view' with arguments from the 'SparseCPU' backend."}
     assert call_problem(wire.Report({"backward_pass": stub}), 0).kind == "not_answered"
     said = call_problem(wire.Report({"backward_pass": torchs}), 0)
     assert said.kind == "raised_error" and "Could not run 'aten::view'" in said, said
-    assert checks._call_problem(wire.Report({checks.FUNCTION: stub}), "dW2").kind == "not_answered"
-    said = checks._call_problem(wire.Report({checks.FUNCTION: torchs}), "dW2")
+    assert checks.call_problem(wire.Report({checks.FUNCTION: stub}), "dW2", {}).kind == "not_answered"
+    said = checks.call_problem(wire.Report({checks.FUNCTION: torchs}), "dW2", {})
     assert said.kind == "raised_error" and "Could not run 'aten::view'" in said, said

@@ -129,6 +129,16 @@ MISTAKES = {
         {"answer_dscores": "dscores = att * (datt - (datt * att).sum(2, keepdim=True)) / head_size**0.5"},
         {"test_dscores": ("attention_scale", "dscores is divided by √head_size: the softmax's backward pass has no")},
     ),
+    # the scale moved up into dscores, and left out of dq and dk: one slip, which costs dscores alone; dq and dk,
+    # right together with it on every input, keep theirs (and say why)
+    "scale_moved_into_dscores": (
+        {
+            "answer_dscores": "dscores = att * (datt - (datt * att).sum(2, keepdim=True)) / head_size**0.5",
+            "answer_dq": "dq = dscores @ k",
+            "answer_dk": "dk = dscores.transpose(1, 2) @ q",
+        },
+        {"test_dscores": ("attention_scale", "The 1/√head_size belongs to the next step back")},
+    ),
     "dq_no_scale": ({"answer_dq": "dq = dscores @ k"}, {"test_dq": ("attention_scale", "missing the scores' 1/√")}),
     "dk_by_head_size": (
         {"answer_dk": "dk = dscores.transpose(1, 2) @ q / head_size"},

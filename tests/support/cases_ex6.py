@@ -419,6 +419,114 @@ MISTAKES.update(
         ),
     }
 )
+# one line of the pass that raises (a slip while fixing, or a shape from further up): the pass is run again line by
+# line, and only the fix whose part holds that line loses; a later fix is judged on the random gradient that stood in
+_RAISES = id_with("clipped_loss", "zero_bias", "not_accumulated")
+_RAISES_2 = id_with("bessel", "aliased", "epsilon")
+_INDEX_2D = {BUGS["not_accumulated"].right: "dC.index_add_(0, Xb, demb)"}  # Xb is 2-D: index_add_ wants a vector
+_COLUMN = {BUGS["clipped_loss"].right: "dlogprobs[range(n), Yb] = -torch.ones(n, 1) / n"}  # (32, 1) for 32 entries
+_RAISED = "backward_pass raised"
+MISTAKES.update(
+    {
+        "raises_in_the_last_fix": (
+            answers(_RAISES, answer_backward_pass=pass_with(_INDEX_2D)),
+            {
+                slot(_RAISES, "not_accumulated"): (
+                    "raised_error",
+                    f"{_RAISED} IndexError at `dC.index_add_(0, Xb, demb)`",
+                )
+            },
+        ),
+        "raises_in_the_first_fix": (
+            answers(_RAISES, answer_backward_pass=pass_with(_COLUMN)),
+            {slot(_RAISES, "clipped_loss"): ("raised_error", f"{_RAISED} RuntimeError at `dlogprobs[range(n), Yb]")},
+        ),
+        "raises_in_the_middle_fix": (
+            answers(
+                _RAISES,
+                answer_backward_pass=pass_with(
+                    {BUGS["zero_bias"].right: "dbngain = (bnraw @ dhpreact).sum(0, keepdim=True)"}
+                ),
+            ),
+            {slot(_RAISES, "zero_bias"): ("raised_error", "random dbngain in its place")},
+        ),
+        "raises_in_two_fixes": (
+            answers(_RAISES, answer_backward_pass=pass_with({**_INDEX_2D, **_COLUMN})),
+            {
+                slot(_RAISES, "clipped_loss"): ("raised_error", "dlogprobs is computed there"),
+                slot(_RAISES, "not_accumulated"): ("raised_error", "dC is computed there"),
+            },
+        ),
+        "raises_on_a_line_without_a_bug": (  # W2 not transposed: dh's line raises, in one fix's part
+            answers(_RAISES, answer_backward_pass=pass_with({"dh = dlogits @ W2.T": "dh = dlogits @ W2"})),
+            {owner(_RAISES, "dh"): ("broke_a_right_line", "at `dh = dlogits @ W2`")},
+        ),
+        "a_shape_further_up_makes_the_next_fix_raise": (  # dbndiff2 of shape (32,): `dbndiff += ...` raises
+            answers(
+                _RAISES_2,
+                answer_backward_pass=pass_with(
+                    {BUGS["bessel"].right: "dbndiff2 = (1.0 / (n - 1)) * (torch.ones_like(bndiff2) * dbnvar).sum(1)"}
+                ),
+            ),
+            {slot(_RAISES_2, "bessel"): ("wrong_shape", "dbndiff2 has shape (32,)")},
+        ),
+        # more slips of a student fixing the bugs: .float() of a float32 tensor is the tensor itself; index_add
+        # without its _ changes nothing; a mean for a sum; a gradient clipped instead of the loss
+        "dhprebn_float_of_dbndiff": (
+            answers(_RAISES_2, answer_backward_pass=pass_with({BUGS["aliased"].right: "dhprebn = dbndiff.float()"})),
+            {slot(_RAISES_2, "aliased"): ("aliased", "shares dbndiff's memory")},
+        ),
+        "dC_index_add_not_in_place": (
+            answers(
+                _RAISES,
+                answer_backward_pass=pass_with(
+                    {BUGS["not_accumulated"].right: "dC.index_add(0, Xb.view(-1), demb.view(-1, C.shape[1]))"}
+                ),
+            ),
+            {slot(_RAISES, "not_accumulated"): ("all_zeros", "without the final _ return a new tensor")},
+        ),
+        "dbngain_mean": (
+            answers(
+                _RAISES,
+                answer_backward_pass=pass_with(
+                    {BUGS["zero_bias"].right: "dbngain = (bnraw * dhpreact).mean(0, keepdim=True)"}
+                ),
+            ),
+            {slot(_RAISES, "zero_bias"): ("batch_size", "n = 32 times too small")},
+        ),
+        "dlogprobs_gradient_clipped": (
+            answers(
+                _RAISES,
+                answer_backward_pass=pass_with(
+                    {BUGS["clipped_loss"].right: "dlogprobs[range(n), Yb] = (-1.0 / n * torch.ones(n)).clamp(-0.01)"}
+                ),
+            ),
+            {slot(_RAISES, "clipped_loss"): ("constant_factor", "constant factor")},
+        ),
+    }
+)
+ALTERNATIVES["alt_lines_e1"] = answers(  # a copy by detach().clone(), the out-of-place index_add assigned, -1.5
+    _RAISES_2,
+    answer_backward_pass=pass_with(
+        {
+            BUGS["aliased"].right: "dhprebn = dbndiff.detach().clone()",
+            BUGS["epsilon"].right: "dbnvar = -0.5 * (bnvar + 1e-5) ** (-1.5) * dbnvar_inv",
+            BUGS[
+                "bessel"
+            ].right: "with torch.no_grad():\n    dbndiff2 = 1 / (n - 1) * dbnvar * torch.ones_like(bndiff2)",
+        }
+    ),
+)
+ALTERNATIVES["alt_lines_e2"] = answers(
+    _RAISES,
+    answer_backward_pass=pass_with(
+        {
+            BUGS["clipped_loss"].right: "dlogprobs[range(n), Yb] = -1 / n",
+            BUGS["zero_bias"].right: "dbngain = (bnraw * dhpreact).sum(dim=0, keepdims=True)",
+            BUGS["not_accumulated"].right: "dC = torch.zeros_like(C).index_add(0, Xb.flatten(), demb.flatten(0, 1))",
+        }
+    ),
+)
 SOLVED_IDS = ["ada.lovelace", "  Grace HOPPER ", "s1234567", "b.riemann@example.edu"]  # the first is the source's
 
 # case -> (answer cells changed, {graded cell that must earn nothing: diagnosis kind})

@@ -15,7 +15,8 @@ from ..reference import autograd_gradients, forward_values
 from ..verdict import Check, Verdict
 from ..wire import Report
 from .catalogue import FUNCTION, GRADIENTS, ID, NAMED, PER_STUDENT, normalised_id, planted
-from .untouched import broken_lines, not_returned
+from .rerun import autograd_used, call_problem, rerun_of, with_pins
+from .untouched import broken_lines
 
 POINTS_PER_FIX = 2
 FOUND_POINTS = PER_STUDENT  # a point for each bug named, less one for each gradient named that has none
@@ -105,47 +106,6 @@ def no_id() -> Reason:
     )
 
 
-def _call_problem(report: Report, name: str):
-    """Why backward_pass gave no gradient ``name`` to judge, if it did not."""
-    status = report.info(FUNCTION)
-    kind = status.get("kind", "missing")
-    if kind == "missing":
-        return Reason(
-            "not_answered", say("not answered yet: backward_pass is not defined (did its cell run without an error?)")
-        )
-    if kind == "raised":
-        if status.get("type") == "NotImplementedError" and not status.get("message"):  # the blank stub's
-            return Reason("not_answered", say("not answered yet: backward_pass still raises NotImplementedError"))
-        if status.get("type") == "AutogradIsOff":
-            return _autograd()
-        return Reason(
-            "raised_error",
-            say(
-                "backward_pass raised {error} on the grader's batch: {message}",
-                error=str(status.get("type")),
-                message=str(status.get("message", "")),
-            ),
-        )
-    if kind != "returned":
-        return Reason(
-            "wrong_return",
-            say(
-                "backward_pass returned a {kind}: it must return a dict of the gradients", kind=str(status.get("type"))
-            ),
-        )
-    return not_returned(report, name)
-
-
-def _autograd() -> Reason:
-    return Reason(
-        "autograd",
-        say(
-            "backward_pass uses autograd (.grad, backward or torch.autograd), so none of its gradients count: "
-            "compute every gradient by hand"
-        ),
-    )
-
-
 def judge_fix(slot: int, report: Report, namespace: dict, seed: int, tainted: set) -> Verdict:
     """The gradient of the student's ``slot``-th bug (in the order of the pass), from their fixed backward_pass."""
     text = report.text(ID)
@@ -154,11 +114,13 @@ def judge_fix(slot: int, report: Report, namespace: dict, seed: int, tainted: se
         return Verdict(say("bug {slot}", slot=slot), 0, POINTS_PER_FIX, [no_id()])
     bug = bugs[slot - 1]
     title, facts = say("bug {slot}: {gradient}", slot=slot, gradient=bug.gradient), {"bug_hunt_id": normalised_id(text)}
-    problem = _autograd() if FUNCTION in tainted else _call_problem(report, bug.gradient)
+    raised, replaced = rerun_of(report)  # a line of the pass that raised: its own gradients lose, no others
+    problem = autograd_used() if FUNCTION in tainted else call_problem(report, bug.gradient, raised)
     if problem:
         return Verdict(title, 0, POINTS_PER_FIX, [problem], facts=facts)
     step, forward, grads = step_of(bug), forward_values(namespace), autograd_gradients(namespace)
-    verdict = judge_gradient(step, report, forward, grads, seed, set())
+    view = with_pins(report, step.upstream, replaced, forward, seed)
+    verdict = judge_gradient(step, view, forward, grads, seed, set())
     verdict.title, verdict.max_points, verdict.facts = title, POINTS_PER_FIX, facts
     verdict.points = verdict.points * POINTS_PER_FIX / step.points
     share, broken = broken_lines(slot, bugs, report, forward, grads, seed)  # a right line of its part made wrong

@@ -6,18 +6,10 @@ only right for a wrong gradient further up, a bug left in) costs that fix its po
 from ...common.diagnoses import Reason
 from ...common.words import say
 from ..backward_rules import STEP_BY_NAME
-from ..explain import not_a_tensor
 from ..judge import judge_gradient
 from ..wire import Report
 from .catalogue import GRADIENTS, section
-
-
-def not_returned(report: Report, name: str) -> Reason | None:
-    """Why the gradient ``name`` that backward_pass returned is no tensor to judge, if it is not."""
-    if report.info(name).get("kind", "missing") == "missing":
-        why = say("backward_pass returns no {name}: its dict must hold every gradient, {name} among them", name=name)
-        return Reason("wrong_return", why)
-    return not_a_tensor(name, report.info(name))
+from .rerun import not_returned, raised_line, rerun_of, with_pins
 
 
 def changed_later(report: Report) -> set:
@@ -33,14 +25,18 @@ def broken_lines(slot: int, bugs: tuple, report: Report, forward: dict, grads: d
     part of the pass: each judged as its step is, error carried forward included; the worst one sets the share."""
     share, lines, planted_gradients = 1.0, [], [bug.gradient for bug in bugs]
     part, unread = section(planted_gradients, slot, GRADIENTS), changed_later(report)
+    raised, replaced = rerun_of(report)
     for name in part:
         step = STEP_BY_NAME[name[1:]]
         if name in planted_gradients or unread & {"d" + u for u in step.upstream}:  # (what it read is not known)
             continue
-        if problem := not_returned(report, name):
+        if name in raised:
+            kept, why = 0.0, [raised_line(name, raised[name])]
+        elif problem := not_returned(report, name):
             kept, why = 0.0, [problem]
         else:
-            verdict = judge_gradient(step, report, forward, grads, seed, set())
+            view = with_pins(report, step.upstream, replaced, forward, seed)
+            verdict = judge_gradient(step, view, forward, grads, seed, set())
             if verdict.passed:
                 continue
             kept, why = verdict.points / step.points, verdict.lines

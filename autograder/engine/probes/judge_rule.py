@@ -90,9 +90,12 @@ def consistent_pins(pins: dict, forward: dict, zero: set) -> dict:
     return consistent
 
 
-def judge_rule(step: Step, report, forward: dict, seed: int, answer: str = "") -> Outcome:
+def judge_rule(step: Step, report, forward: dict, seed: int, answer: str = "", factors: dict | None = None) -> Outcome:
     """The probe of d<step.name> (or of ``answer``, the variable that holds it): its code, re-run on random upstream
-    gradients, against the step's rule."""
+    gradients, against the step's rule. ``factors``: upstream -> c, when the answer's values are autograd's and the
+    student's own upstream gradient is c times autograd's: a code that divides by c (a factor moved into the step above,
+    `dscores / √head_size` with `dq = dscores @ k`) is right together with it, for every input: the slip is the upstream
+    step's, which loses its own points, so this step keeps its own (``_made_up_for``)."""
     answer = answer or "d" + step.name
     probe, outcome = read_probe(report, answer, {"d" + u for u in step.upstream})
     if outcome:
@@ -147,6 +150,8 @@ def judge_rule(step: Step, report, forward: dict, seed: int, answer: str = "") -
     changed = any(consistent[u] is not pins[u] for u in pins)
     if changed and close(result, local_gradient(step, forward, consistent).double(), scale):
         return Outcome("right")
+    if made_up := _made_up_for(step, forward, pins, factors or {}, result, answer):
+        return made_up
     why = diagnose(result, expected, step, forward, pins, answer)
     return Outcome(
         "wrong",
@@ -161,6 +166,32 @@ def judge_rule(step: Step, report, forward: dict, seed: int, answer: str = "") -
             ),
         ),
         _left_out(probe.get("left_out"), answer),
+    )
+
+
+def _made_up_for(step: Step, forward: dict, pins: dict, factors: dict, result, answer: str):
+    """An Outcome "right", when the code re-run gives the rule for the pins divided by the factors of the student's own
+    upstream gradients: it leaves out the factor those hold, and the two make up for each other on every input."""
+    if not factors:
+        return None
+    scaled = {u: pins[u] / factors.get(u, 1.0) for u in pins}
+    if not close(result, local_gradient(step, forward, scaled).double(), step_scale(step, forward, scaled)):
+        return None
+    (upstream, factor), *_ = factors.items()
+    return Outcome(
+        "right",
+        Reason(
+            NOTE,
+            say(
+                "{answer} is right only together with your d{upstream}, which is {factor:.4g} times autograd's: your "
+                "code for {answer} leaves out that same factor, which belongs in this step's rule, not in d{upstream}. "
+                "The two make up for each other, so this step keeps its points and d{upstream} loses its own. Move the "
+                "factor into this step",
+                answer=answer,
+                upstream=upstream,
+                factor=factor,
+            ),
+        ),
     )
 
 
