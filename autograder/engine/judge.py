@@ -162,8 +162,12 @@ def judge_gradient(
         else:
             words = say("correct: max difference {difference:.2g} (not bit-exact, which is fine)", difference=off)
         verdict.lines.append(Reason(NOTE, words))
-        factors = {u: constant_factor(student_up[u], ref_up[u], magnitude(ref_up[u])) for u in wrong_up}
-        factors = {u: c for u, c in factors.items() if c}  # an upstream gradient off by a constant factor only
+        factors = {  # an upstream gradient of the right shape, off by a constant factor only
+            u: constant_factor(student_up[u], ref_up[u], magnitude(ref_up[u]))
+            for u in wrong_up
+            if student_up[u].shape == ref_up[u].shape
+        }
+        factors = {u: c for u, c in factors.items() if c}
         return _and_by_its_rule(verdict, step, report, forward, seed, answer_name, factors)
 
     # Error carried forward: right for the student's own upstream gradients, which differ from autograd's?
