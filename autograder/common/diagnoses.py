@@ -55,6 +55,7 @@ DIAGNOSES = {
     "attention_scale": "the 1/√d of the attention scores missing or wrong",
     "skip_connection": "the skip connection's gradient lost or split",
     "activation_mask": "an activation's slope wrong where its input is negative or at the kink",
+    "precedence": "brackets missing: Python's order of operations (x ** -3/2, 1.0 / n - 1)",
     "wrong_values": "wrong values (re-derive the local derivative)",
     "other_forward_pass": "computed from the tensors of another forward pass (n-1 where n belongs)",
     "not_asked_function": "not computed with the function its cell asks for (dC with index_add_)",

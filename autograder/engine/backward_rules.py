@@ -149,7 +149,14 @@ STEPS = [
         mistakes={
             Reason("epsilon", say("dbnvar is missing BatchNorm's epsilon: {why}", why=EPSILON_WORDS)): lambda f, d: (
                 -0.5 * f["bnvar"] ** -1.5 * d["bnvar_inv"]
-            )
+            ),
+            Reason(
+                "precedence",
+                say(
+                    "dbnvar raises to the power -3 and then halves: `x ** -3 / 2` is (x ** -3) / 2, because Python "
+                    "takes ** before /. The power -3/2 needs its brackets, ** (-3 / 2), or write ** -1.5"
+                ),
+            ): lambda f, d: -0.5 * (f["bnvar"] + 1e-5) ** -3 / 2 * d["bnvar_inv"],
         },
     ),
     Step(

@@ -253,6 +253,16 @@ def factor_message(c: float, n: int, name: str, entries: int = 2) -> Reason | No
                 n_1=n - 1,
             ),
         ),
+        (
+            (1.0 / n - 1) * (n - 1),
+            "precedence",
+            say(
+                "{name} is {c:.4g} times the right value, what 1.0 / n - 1 gives where 1.0 / (n - 1) belongs: Python "
+                "divides before it subtracts, so n - 1 needs its brackets",
+                name=name,
+                c=(1.0 / n - 1) * (n - 1),
+            ),
+        ),
     ]
     for factor, kind, words in named:
         if abs(c - factor) <= 1e-3 * abs(factor):

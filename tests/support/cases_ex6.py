@@ -494,6 +494,25 @@ MISTAKES.update(
             ),
             {slot(_RAISES, "zero_bias"): ("batch_size", "n = 32 times too small")},
         ),
+        # Python's order of operations: the power -3/2 and the division by n - 1 written without their brackets
+        "dbnvar_power_without_brackets": (
+            answers(
+                _RAISES_2,
+                answer_backward_pass=pass_with(
+                    {BUGS["epsilon"].right: "dbnvar = -0.5 * (bnvar + 1e-5) ** -3 / 2 * dbnvar_inv"}
+                ),
+            ),
+            {slot(_RAISES_2, "epsilon"): ("precedence", "`x ** -3 / 2` is (x ** -3) / 2")},
+        ),
+        "dbndiff2_n_minus_1_without_brackets": (
+            answers(
+                _RAISES_2,
+                answer_backward_pass=pass_with(
+                    {BUGS["bessel"].right: "dbndiff2 = (1.0 / n - 1) * torch.ones_like(bndiff2) * dbnvar"}
+                ),
+            ),
+            {slot(_RAISES_2, "bessel"): ("precedence", "n - 1 needs its brackets")},
+        ),
         "dlogprobs_gradient_clipped": (
             answers(
                 _RAISES,

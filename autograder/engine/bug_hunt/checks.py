@@ -63,8 +63,8 @@ STILL = {
         _aliased,
         say(
             "dbndiff still holds the values of dhprebn: dhprebn still shares dbndiff's memory (as it does after `=`, "
-            ".detach(), [:] or .view), so adding to dhprebn in place changes dbndiff too. Make dhprebn a tensor of "
-            "its own (.clone())"
+            ".detach(), [:], .view, or .float() of a tensor that is float32 already), so adding to dhprebn in place "
+            "changes dbndiff too. Make dhprebn a tensor of its own (.clone())"
         ),
     ),
     "epsilon": (

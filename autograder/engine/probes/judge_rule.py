@@ -184,9 +184,9 @@ def _made_up_for(step: Step, forward: dict, pins: dict, factors: dict, result, a
             NOTE,
             say(
                 "{answer} is right only together with your d{upstream}, which is {factor:.4g} times autograd's: your "
-                "code for {answer} leaves out that same factor, which belongs in this step's rule, not in d{upstream}. "
-                "The two make up for each other, so this step keeps its points and d{upstream} loses its own. Move the "
-                "factor into this step",
+                "code for {answer} undoes that factor, so the two make up for each other. This step keeps its points "
+                "and d{upstream} loses its own. Fix both together: d{upstream} must be the gradient of the loss with "
+                "respect to {upstream} itself, and the code for {answer} must then undo nothing",
                 answer=answer,
                 upstream=upstream,
                 factor=factor,
