@@ -55,6 +55,8 @@ DIAGNOSES = {
     "attention_scale": "the 1/√d of the attention scores missing or wrong",
     "skip_connection": "the skip connection's gradient lost or split",
     "activation_mask": "an activation's slope wrong where its input is negative or at the kink",
+    "factor_outside_sum": "a factor that varies along a sum taken out of it (lngain outside LayerNorm's sums)",
+    "input_for_output": "an operator's input read where its output belongs (scores for att)",
     "precedence": "brackets missing: Python's order of operations (x ** -3/2, 1.0 / n - 1)",
     "wrong_values": "wrong values (re-derive the local derivative)",
     "other_forward_pass": "computed from the tensors of another forward pass (n-1 where n belongs)",

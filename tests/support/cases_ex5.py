@@ -139,6 +139,34 @@ MISTAKES = {
         },
         {"test_dscores": ("attention_scale", "The 1/√head_size belongs to the next step back")},
     ),
+    # the dropout's rescaling moved down into GELU's step: it costs dhgelu alone, as the scale above costs dscores
+    "dropout_rescaled_one_step_late": (
+        {
+            "answer_dhgelu": "dhgelu = dhdrop * drop_mask",
+            "answer_dhln": "dhln = dhgelu / (1 - drop_p) * (0.5 * (1 + torch.erf(hln / 2**0.5)) "
+            "+ hln * torch.exp(-hln**2 / 2) / (2 * torch.pi) ** 0.5)",
+        },
+        {"test_dhgelu": ("dropout_mask", "masked but not rescaled")},
+    ),
+    # Exercise 3's fused BatchNorm formula copied over: lngain in front of the sums, n (the batch) for n_hidden
+    "layernorm_gain_outside_the_sums": (
+        {
+            "answer_dhpreln": "dhpreln = lngain * lnvar_inv / n_hidden * (n_hidden * dhln - dhln.sum(1, keepdim=True) "
+            "- lnraw * (dhln * lnraw).sum(1, keepdim=True))"
+        },
+        {"test_dhpreln": ("factor_outside_sum", "lngain has one value per feature")},
+    ),
+    "layernorm_over_n": (
+        {
+            "answer_dhpreln": "dy = lngain * dhln\ndhpreln = lnvar_inv / n * (n * dy - dy.sum(1, keepdim=True) "
+            "- lnraw * (dy * lnraw).sum(1, keepdim=True))"
+        },
+        {"test_dhpreln": ("batch_size", "the count in its backward pass is n_hidden")},
+    ),
+    "softmax_from_scores": (
+        {"answer_dscores": "dscores = scores * (datt - (datt * scores).sum(2, keepdim=True))"},
+        {"test_dscores": ("input_for_output", "dscores reads scores where att belongs")},
+    ),
     "dq_no_scale": ({"answer_dq": "dq = dscores @ k"}, {"test_dq": ("attention_scale", "missing the scores' 1/√")}),
     "dk_by_head_size": (
         {"answer_dk": "dk = dscores.transpose(1, 2) @ q / head_size"},
@@ -409,6 +437,25 @@ ALTERNATIVES = {
         "answer_drelu_in": "drelu_in = torch.where(relu_in > 0, drelu_out, 0.0)",
         "answer_dleaky_in": "dleaky_in = dleaky_out * (leaky_in > 0).float().clamp(min=0.1)",
     },
+}
+
+ALTERNATIVES["alt_g"] = {  # math's constants, Φ read off the forward pass (hgelu / hln), ReLU by indexing
+    "answer_dhgelu": "dhgelu = dhdrop * drop_mask * (1.0 / (1.0 - drop_p))",
+    "answer_dhln": "dhln = dhgelu * (hgelu / hln + hln * torch.exp(-hln**2 / 2) / (2 * torch.pi) ** 0.5)",
+    "answer_dlngain": "dlngain = (dhln * (hln - lnbias) / lngain).sum(0, keepdim=True)",
+    "answer_dlnbias": "dlnbias = dhln.sum(dim=0, keepdim=True)",
+    "answer_dhpreln": "D = hpreln.shape[1]\ndy = lngain * dhln\ndhpreln = lnvar_inv / D * (D * dy "
+    "- dy.sum(1, keepdim=True) - lnraw * (dy * lnraw).sum(1, keepdim=True))",
+    "answer_dx": "dx = dhpreln @ W1.T\ndx = dx.view(n, block_size, n_embd)",
+    "answer_datt_out": "datt_out = dx.clone()",
+    "answer_datt": "datt = datt_out @ v.transpose(-2, -1)",
+    "answer_dv": "dv = att.transpose(-2, -1) @ datt_out",
+    "answer_dscores": "dscores = att * (datt - (att * datt).sum(dim=-1, keepdim=True))",
+    "answer_dq": "import math\ndq = dscores @ k / math.sqrt(k.shape[-1])",
+    "answer_dk": "dk = (dscores / head_size**0.5).transpose(1, 2) @ q",
+    "answer_demb": "demb = dx.clone()\nfor dp, Wp in [(dq, Wq), (dk, Wk), (dv, Wv)]:\n    demb += dp @ Wp.T",
+    "answer_drelu_in": "drelu_in = drelu_out.clone()\ndrelu_in[relu_in <= 0] = 0",
+    "answer_dleaky_in": "dleaky_in = torch.where(leaky_out > 0, dleaky_out, 0.1 * dleaky_out)",
 }
 
 # One tensor under two names, changed in place afterwards (`demb = dx`, then `demb += ...`): each answer's value is

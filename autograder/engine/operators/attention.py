@@ -131,6 +131,13 @@ SOFTMAX = Step(
             ),
         ): lambda f, d: f["att"] * (1 - f["att"]) * d["att"],
         Reason(
+            "input_for_output",
+            say(
+                "dscores reads scores where att belongs: the softmax's derivative is written in its outputs, the "
+                "weights att (att·(datt − Σ datt·att)), not in its inputs"
+            ),
+        ): lambda f, d: _softmax({"att": f["scores"]}, d),
+        Reason(
             "attention_scale",
             say(
                 "dscores is divided by √head_size: the softmax's backward pass has no scale. The 1/√head_size "

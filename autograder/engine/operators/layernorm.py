@@ -7,17 +7,24 @@ from ...common.words import say
 from ..backward_rules import Step
 
 
-def _dhpreln(f, d, dim=1, bessel=1.0, mean_term=1.0, variance_term=1.0, gain=True, scale=True):
+def _dhpreln(f, d, dim=1, bessel=1.0, mean_term=1.0, variance_term=1.0, gain=True, scale=True, **habit):
     """LayerNorm's backward pass in one expression, from lnvar_inv and lnraw; the keywords make its known variants.
 
-    ``dim``: the axis the sums run over (and whose size divides), 1 for LayerNorm, 0 for BatchNorm's habit."""
+    ``dim``: the axis the sums run over (and whose size divides), 1 for LayerNorm, 0 for BatchNorm's habit. ``habit``:
+    Exercise 3's fused formula copied over: ``gain_outside`` (lngain in front, out of the sums, as bngain may be),
+    ``count`` (a number to divide by: n, the batch size, where the features' count belongs)."""
     s, xhat = f["lnvar_inv"] if scale else 1.0, f["lnraw"]
-    dy = d["hln"] * (f["lngain"] if gain else 1.0)
-    count = xhat.shape[dim]
-    return (s / count) * (
-        count * dy
-        - mean_term * dy.sum(dim, keepdim=True)
-        - variance_term * bessel * xhat * (dy * xhat).sum(dim, keepdim=True)
+    outside = habit.get("gain_outside", False)
+    dy = d["hln"] * (f["lngain"] if gain and not outside else 1.0)
+    count = habit.get("count") or xhat.shape[dim]
+    return (
+        (f["lngain"] if outside else 1.0)
+        * (s / count)
+        * (
+            count * dy
+            - mean_term * dy.sum(dim, keepdim=True)
+            - variance_term * bessel * xhat * (dy * xhat).sum(dim, keepdim=True)
+        )
     )
 
 
@@ -112,6 +119,21 @@ LAYERNORM = Step(
             "missing_factor",
             say("dhpreln is missing lngain: the normalised value is multiplied by lngain before it becomes hln"),
         ): lambda f, d: _dhpreln(f, d, gain=False),
+        Reason(
+            "factor_outside_sum",
+            say(
+                "dhpreln multiplies by lngain outside the sums, as Exercise 3's formula may with bngain: lngain has "
+                "one value per feature, and the sums here run over the features, so it must multiply dhln inside "
+                "them (dy = lngain * dhln, then the sums of dy)"
+            ),
+        ): lambda f, d: _dhpreln(f, d, gain_outside=True),
+        Reason(
+            "batch_size",
+            say(
+                "dhpreln divides by n, the batch size, as Exercise 3's formula does: LayerNorm's mean and variance "
+                "run over each example's n_hidden features, so the count in its backward pass is n_hidden"
+            ),
+        ): lambda f, d: _dhpreln(f, d, count=f["lnraw"].shape[0]),
         Reason(
             "missing_factor",
             say(
