@@ -70,7 +70,8 @@ def _line(statement, error) -> dict:
 
 def run_again(function, point: dict, seed: int):
     """(the gradients, the RERUN entry) of ``function`` at ``point`` (a fresh copy), or None when it cannot be run
-    statement by statement."""
+    statement by statement, or its return statement does not give a dict then (the call's error then stands for every
+    gradient, as before)."""
     parsed = _body(function)
     if parsed is None:
         return None
@@ -92,8 +93,12 @@ def run_again(function, point: dict, seed: int):
             continue
         if isinstance(error, AutogradIsOff):  # autograd refused: the grader says so of the whole pass
             return None
-        reads = loaded_names(statement)
-        broken = [g for g in shapes if g in reads and g not in pinned and not _fits(space.get(g), shapes[g])]
+        reads, writes = loaded_names(statement), assigned_names(statement)
+        broken = [  # (a gradient it also writes, dbndiff in `dbndiff += ...`, is its own line's: it raised there)
+            g
+            for g in shapes
+            if g in reads and g not in writes and g not in pinned and not _fits(space.get(g), shapes[g])
+        ]
         if broken:  # a gradient further up cannot feed it: again, with random ones of the right shape in its place
             saved = {g: space[g] for g in broken if g in space}
             space.update({g: pin_value(seed, PINS, g, shapes[g]) for g in broken})
@@ -104,13 +109,13 @@ def run_again(function, point: dict, seed: int):
             for g in broken:
                 space.pop(g) if g not in saved else space.__setitem__(g, saved[g])
         why = next((failed[name] for name in reads if name in failed), None) or _line(statement, error)
-        for name in assigned_names(statement):
+        for name in writes:
             if name in shapes:
                 space[name], raised[name] = pin_value(seed, PINS, name, shapes[name]), why
             else:
                 failed[name] = why
-    if not returned or not isinstance(result, dict):
-        result = {g: space[g] for g in shapes if g in space}
+    if not returned or not isinstance(result, dict):  # (gradients under other names, a return inside a block)
+        return None
     gradients = {k: v for k, v in result.items() if k not in raised}
     gradients.update({g: v for g, v in own.items() if v is not None})
     for g, v in own.items():

@@ -6,6 +6,8 @@ import collections
 import contextlib
 import io
 import itertools
+import linecache
+import zlib
 
 import nbformat
 import pytest
@@ -31,8 +33,11 @@ from autograder.engine.bug_hunt.catalogue import (
     planted,
 )
 from autograder.engine.bug_hunt.checks import judge_fix, step_of
+from autograder.engine.bug_hunt.rerun import PINS
+from autograder.engine.probes.rerun import pin_value
 from autograder.engine.reference import autograd_gradients, forward_values, run_setup, strip_hidden
 from autograder.engine.tolerance import RTOL, max_difference, step_scale
+from autograder.in_kernel.bug_hunt_rerun import run_again
 
 NB = "ex6_bug_hunt"
 SOURCE = nbformat.read(SOURCE_DIR / f"{NB}.ipynb", as_version=4)
@@ -236,3 +241,33 @@ def test_check_found_counts_and_names_as_the_grader_reads_names(notebook):
     assert out.startswith("✘ buggy names 2 gradients, and your colleague planted 3 bugs"), out
     out = said(notebook, "check_found()", buggy=["bnvar", "dloss", "dC"])
     assert out.startswith("✘ buggy: not gradients of backward_pass: ['dloss']"), out
+
+
+def _defined(code: str):
+    """backward_pass defined from ``code`` as a notebook cell defines it: with its source where inspect finds it."""
+    name = f"<cell {zlib.crc32(code.encode())}>"
+    linecache.cache[name] = (len(code), None, code.splitlines(True), name)
+    space = {"torch": torch, "F": torch.nn.functional, "TENSORS": TENSORS}
+    exec(compile(code, name, "exec"), space)
+    return space["backward_pass"]
+
+
+def test_a_pass_that_raises_is_run_again_line_by_line_on_random_gradients():
+    """The kernel's side (in_kernel/bug_hunt_rerun.py): the line that raised leaves a random gradient of its shape in
+    its place, drawn as the grader draws it, and the lines after it compute from that; a pass it cannot read line by
+    line, or whose return then fails, is left to the call's error."""
+    namespace = run_setup(SETUP, 101)
+    f = forward_values(namespace)
+    t = {**{k: f[k] for k in TENSORS}, "n": namespace["n"], "Xb": f["Xb"], "Yb": f["Yb"]}
+    gradients, entry = run_again(_defined(pass_with({"dh = dlogits @ W2.T": "dh = dlogits @ W2"})), t, 101)
+    assert set(entry["raised"]) == {"dh"} and entry["pinned"] == [] and "dh" not in gradients
+    assert entry["raised"]["dh"]["line"] == "dh = dlogits @ W2" and entry["raised"]["dh"]["type"] == "RuntimeError"
+    pin = pin_value(101, PINS, "dh", tuple(f["h"].shape))
+    assert torch.allclose(gradients["dhpreact"], (1.0 - f["h"] ** 2) * pin)
+    assert torch.equal(gradients["dW2"], _run(PASS, t)["dW2"])  # a line that does not read dh, as it was
+    renamed = "def backward_pass(t):\n    x = t['n'] / 0\n    return {'dlogprobs': x}"
+    closure = (
+        "def outer():\n    k = 1\n    def backward_pass(t):\n        return {'dC': k / 0}\n    return backward_pass\n"
+    )
+    assert run_again(_defined(renamed), t, 101) is None
+    assert run_again(_defined(closure + "backward_pass = outer()"), t, 101) is None
