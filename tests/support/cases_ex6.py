@@ -413,6 +413,20 @@ MISTAKES.update(
             answers(_ALT_1, **checker(CHECKER, default="1e-3")),
             {"test_checker": ("inaccurate_difference", "is the default h too large")},
         ),
+        "checker_over_2_times_h": (  # / 2 * h is (/ 2) * h: the gradient times h**2
+            answers(_ALT_1, **checker(CHECKER.replace("/ (2 * h)", "/ 2 * h"))),
+            {"test_checker": ("precedence", "Put 2 * h in brackets")},
+        ),
+        "checker_nudges_rows": (  # x[i] is a whole row of a 2-D x: the sines' case, not a step too large
+            answers(
+                _ALT_1,
+                **checker(
+                    "grad = torch.zeros_like(x)\nfor i in range(len(x)):\n    xp, xm = x.clone(), x.clone()\n"
+                    "    xp[i] += h\n    xm[i] -= h\n    grad[i] = (f(xp) - f(xm)) / (2 * h)\nreturn grad"
+                ),
+            ),
+            {"test_checker": ("inaccurate_difference", "one entry, not a whole row")},
+        ),
         "checker_entry_not_put_back": (  # each entry left nudged: the later ones are taken at another point
             answers(_ALT_1, **checker(CHECKER.replace("    flat[i] = old\n", ""))),
             {"test_checker": ("inaccurate_difference", "is each entry nudged on its own, both ways")},
@@ -534,6 +548,15 @@ ALTERNATIVES["alt_lines_e1"] = answers(  # a copy by detach().clone(), the out-o
                 "bessel"
             ].right: "with torch.no_grad():\n    dbndiff2 = 1 / (n - 1) * dbnvar * torch.ones_like(bndiff2)",
         }
+    ),
+)
+ALTERNATIVES["alt_checker_by_index"] = answers(  # every index of x by itertools.product, on clones
+    _RAISES,
+    **checker(
+        "import itertools\ngrad = torch.zeros_like(x)\nfor idx in itertools.product(*[range(s) for s in x.shape]):\n"
+        "    xp, xm = x.clone(), x.clone()\n    xp[idx] += h\n    xm[idx] -= h\n"
+        "    grad[idx] = (f(xp) - f(xm)) / (2 * h)\nreturn grad",
+        default="1e-5",
     ),
 )
 ALTERNATIVES["alt_lines_e2"] = answers(

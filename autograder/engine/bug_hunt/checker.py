@@ -22,6 +22,9 @@ FUNCTION = "numerical_gradient"
 POINTS = 3
 METHOD_STEP = 1e-3  # the step given in the first case: a one-sided difference is off by about this much
 ACCURACY = 1e-6  # the largest error allowed, relative to the largest entry of the gradient
+# An error on the sines that no step explains: a central difference is off by 1 - sin(3h)/(3h), 0.5 only at h = 0.63;
+# float32 arithmetic at h = 1e-6 is off by a few hundredths. A whole row nudged at once is off by about 1 or more.
+FAR = 0.5
 
 
 @dataclass(frozen=True)
@@ -136,11 +139,25 @@ def _off(case: Case, result: torch.Tensor, error: float) -> Reason:
     if relative_error(result, 2 * expected_gradient(case)) <= ACCURACY:
         why = say("numerical_gradient gives twice the gradient: x + h and x - h are 2 h apart, so divide by 2 h")
         return Reason("constant_factor", why)
+    if case.h is not None and relative_error(result, case.h**2 * expected_gradient(case)) <= ACCURACY:
+        why = say(
+            "numerical_gradient gives the gradient times h**2: (f(x + h) - f(x - h)) / 2 * h divides by 2 and then "
+            "multiplies by h, since Python takes / and * from left to right. Put 2 * h in brackets"
+        )
+        return Reason("precedence", why)
     if case.h is not None:
         why = say(
             "with h = {h:g} on a quadratic, where central differences are exact up to rounding, numerical_gradient is "
             "off by {error:.1e} of the gradient: is each entry nudged on its own, both ways, and divided by 2 h?",
             h=case.h,
+            error=error,
+        )
+        return Reason("inaccurate_difference", why)
+    if error > FAR:  # no step of a central difference is that far off on these sines: not the step's error
+        why = say(
+            "with its own default step, numerical_gradient is off by {error:.1e} of the gradient of a smooth function, "
+            "far more than a step size or float32 explains: is each entry nudged on its own (for an x of several "
+            "dimensions, one entry, not a whole row), both ways, and divided by 2 h?",
             error=error,
         )
         return Reason("inaccurate_difference", why)
