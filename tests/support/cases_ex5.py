@@ -156,16 +156,16 @@ MISTAKES = {
         },
         {"test_dhpreln": ("factor_outside_sum", "lngain has one value per feature")},
     ),
-    "layernorm_over_n": (
+    "layernorm_over_n_and_softmax_from_scores": (  # two slips, each its own step's: dscores judged from its own datt
         {
             "answer_dhpreln": "dy = lngain * dhln\ndhpreln = lnvar_inv / n * (n * dy - dy.sum(1, keepdim=True) "
-            "- lnraw * (dy * lnraw).sum(1, keepdim=True))"
+            "- lnraw * (dy * lnraw).sum(1, keepdim=True))",
+            "answer_dscores": "dscores = scores * (datt - (datt * scores).sum(2, keepdim=True))",
         },
-        {"test_dhpreln": ("batch_size", "the count in its backward pass is n_hidden")},
-    ),
-    "softmax_from_scores": (
-        {"answer_dscores": "dscores = scores * (datt - (datt * scores).sum(2, keepdim=True))"},
-        {"test_dscores": ("input_for_output", "dscores reads scores where att belongs")},
+        {
+            "test_dhpreln": ("batch_size", "the count in its backward pass is n_hidden"),
+            "test_dscores": ("input_for_output", "dscores reads scores where att belongs"),
+        },
     ),
     "dq_no_scale": ({"answer_dq": "dq = dscores @ k"}, {"test_dq": ("attention_scale", "missing the scores' 1/√")}),
     "dk_by_head_size": (

@@ -413,20 +413,6 @@ MISTAKES.update(
             answers(_ALT_1, **checker(CHECKER, default="1e-3")),
             {"test_checker": ("inaccurate_difference", "is the default h too large")},
         ),
-        "checker_over_2_times_h": (  # / 2 * h is (/ 2) * h: the gradient times h**2
-            answers(_ALT_1, **checker(CHECKER.replace("/ (2 * h)", "/ 2 * h"))),
-            {"test_checker": ("precedence", "Put 2 * h in brackets")},
-        ),
-        "checker_nudges_rows": (  # x[i] is a whole row of a 2-D x: the sines' case, not a step too large
-            answers(
-                _ALT_1,
-                **checker(
-                    "grad = torch.zeros_like(x)\nfor i in range(len(x)):\n    xp, xm = x.clone(), x.clone()\n"
-                    "    xp[i] += h\n    xm[i] -= h\n    grad[i] = (f(xp) - f(xm)) / (2 * h)\nreturn grad"
-                ),
-            ),
-            {"test_checker": ("inaccurate_difference", "one entry, not a whole row")},
-        ),
         "checker_entry_not_put_back": (  # each entry left nudged: the later ones are taken at another point
             answers(_ALT_1, **checker(CHECKER.replace("    flat[i] = old\n", ""))),
             {"test_checker": ("inaccurate_difference", "is each entry nudged on its own, both ways")},
@@ -442,27 +428,22 @@ _COLUMN = {BUGS["clipped_loss"].right: "dlogprobs[range(n), Yb] = -torch.ones(n,
 _RAISED = "backward_pass raised"
 MISTAKES.update(
     {
-        "raises_in_the_last_fix": (
-            answers(_RAISES, answer_backward_pass=pass_with(_INDEX_2D)),
-            {
-                slot(_RAISES, "not_accumulated"): (
-                    "raised_error",
-                    f"{_RAISED} IndexError at `dC.index_add_(0, Xb, demb)`",
-                )
-            },
-        ),
         "raises_in_the_first_fix": (
             answers(_RAISES, answer_backward_pass=pass_with(_COLUMN)),
             {slot(_RAISES, "clipped_loss"): ("raised_error", f"{_RAISED} RuntimeError at `dlogprobs[range(n), Yb]")},
         ),
-        "raises_in_the_middle_fix": (
+        "raises_in_the_middle_fix_and_checker_over_2_times_h": (  # (..) / 2 * h: the gradient times h**2
             answers(
                 _RAISES,
                 answer_backward_pass=pass_with(
                     {BUGS["zero_bias"].right: "dbngain = (bnraw @ dhpreact).sum(0, keepdim=True)"}
                 ),
+                **checker(CHECKER.replace("/ (2 * h)", "/ 2 * h")),
             ),
-            {slot(_RAISES, "zero_bias"): ("raised_error", "random dbngain in its place")},
+            {
+                slot(_RAISES, "zero_bias"): ("raised_error", "random dbngain in its place"),
+                "test_checker": ("precedence", "Put 2 * h in brackets"),
+            },
         ),
         "raises_in_two_fixes": (
             answers(_RAISES, answer_backward_pass=pass_with({**_INDEX_2D, **_COLUMN})),
@@ -484,57 +465,68 @@ MISTAKES.update(
             ),
             {slot(_RAISES_2, "bessel"): ("wrong_shape", "dbndiff2 has shape (32,)")},
         ),
-        # more slips of a student fixing the bugs: .float() of a float32 tensor is the tensor itself; index_add
-        # without its _ changes nothing; a mean for a sum; a gradient clipped instead of the loss
-        "dhprebn_float_of_dbndiff": (
-            answers(_RAISES_2, answer_backward_pass=pass_with({BUGS["aliased"].right: "dhprebn = dbndiff.float()"})),
-            {slot(_RAISES_2, "aliased"): ("aliased", "shares dbndiff's memory")},
-        ),
-        "dC_index_add_not_in_place": (
+        # more slips of a student fixing the bugs, two to a student (each costs its own cell): .float() of a float32
+        # tensor is the tensor itself, and a checker that nudges whole rows; ** -3 / 2 is (** -3) / 2, and 1.0 / n - 1
+        # is (1/n) - 1; index_add without its _ changes nothing, and a mean for a sum; a gradient clipped instead of
+        # the loss, beside a line that raises
+        "dhprebn_float_and_checker_nudges_rows": (  # x[i] is a whole row of the sines' 2-D x
             answers(
-                _RAISES,
-                answer_backward_pass=pass_with(
-                    {BUGS["not_accumulated"].right: "dC.index_add(0, Xb.view(-1), demb.view(-1, C.shape[1]))"}
+                _RAISES_2,
+                answer_backward_pass=pass_with({BUGS["aliased"].right: "dhprebn = dbndiff.float()"}),
+                **checker(
+                    "grad = torch.zeros_like(x)\nfor i in range(len(x)):\n    xp, xm = x.clone(), x.clone()\n"
+                    "    xp[i] += h\n    xm[i] -= h\n    grad[i] = (f(xp) - f(xm)) / (2 * h)\nreturn grad"
                 ),
             ),
-            {slot(_RAISES, "not_accumulated"): ("all_zeros", "without the final _ return a new tensor")},
+            {
+                slot(_RAISES_2, "aliased"): ("aliased", "shares dbndiff's memory"),
+                "test_checker": ("inaccurate_difference", "one entry, not a whole row"),
+            },
         ),
-        "dbngain_mean": (
-            answers(
-                _RAISES,
-                answer_backward_pass=pass_with(
-                    {BUGS["zero_bias"].right: "dbngain = (bnraw * dhpreact).mean(0, keepdim=True)"}
-                ),
-            ),
-            {slot(_RAISES, "zero_bias"): ("batch_size", "n = 32 times too small")},
-        ),
-        # Python's order of operations: the power -3/2 and the division by n - 1 written without their brackets
-        "dbnvar_power_without_brackets": (
+        "dbnvar_and_dbndiff2_without_brackets": (
             answers(
                 _RAISES_2,
                 answer_backward_pass=pass_with(
-                    {BUGS["epsilon"].right: "dbnvar = -0.5 * (bnvar + 1e-5) ** -3 / 2 * dbnvar_inv"}
+                    {
+                        BUGS["epsilon"].right: "dbnvar = -0.5 * (bnvar + 1e-5) ** -3 / 2 * dbnvar_inv",
+                        BUGS["bessel"].right: "dbndiff2 = (1.0 / n - 1) * torch.ones_like(bndiff2) * dbnvar",
+                    }
                 ),
             ),
-            {slot(_RAISES_2, "epsilon"): ("precedence", "`x ** -3 / 2` is (x ** -3) / 2")},
+            {
+                slot(_RAISES_2, "epsilon"): ("precedence", "`x ** -3 / 2` is (x ** -3) / 2"),
+                slot(_RAISES_2, "bessel"): ("precedence", "n - 1 needs its brackets"),
+            },
         ),
-        "dbndiff2_n_minus_1_without_brackets": (
-            answers(
-                _RAISES_2,
-                answer_backward_pass=pass_with(
-                    {BUGS["bessel"].right: "dbndiff2 = (1.0 / n - 1) * torch.ones_like(bndiff2) * dbnvar"}
-                ),
-            ),
-            {slot(_RAISES_2, "bessel"): ("precedence", "n - 1 needs its brackets")},
-        ),
-        "dlogprobs_gradient_clipped": (
+        "dC_index_add_not_in_place_and_dbngain_mean": (
             answers(
                 _RAISES,
                 answer_backward_pass=pass_with(
-                    {BUGS["clipped_loss"].right: "dlogprobs[range(n), Yb] = (-1.0 / n * torch.ones(n)).clamp(-0.01)"}
+                    {
+                        BUGS["not_accumulated"].right: "dC.index_add(0, Xb.view(-1), demb.view(-1, C.shape[1]))",
+                        BUGS["zero_bias"].right: "dbngain = (bnraw * dhpreact).mean(0, keepdim=True)",
+                    }
                 ),
             ),
-            {slot(_RAISES, "clipped_loss"): ("constant_factor", "constant factor")},
+            {
+                slot(_RAISES, "not_accumulated"): ("all_zeros", "without the final _ return a new tensor"),
+                slot(_RAISES, "zero_bias"): ("batch_size", "n = 32 times too small"),
+            },
+        ),
+        "dlogprobs_gradient_clipped_and_dC_raises": (
+            answers(
+                _RAISES,
+                answer_backward_pass=pass_with(
+                    {
+                        BUGS["clipped_loss"].right: "dlogprobs[range(n), Yb] = (-1.0 / n * torch.ones(n)).clamp(-0.01)",
+                        **_INDEX_2D,
+                    }
+                ),
+            ),
+            {
+                slot(_RAISES, "clipped_loss"): ("constant_factor", "constant factor"),
+                slot(_RAISES, "not_accumulated"): ("raised_error", f"{_RAISED} IndexError"),
+            },
         ),
     }
 )
@@ -550,15 +542,6 @@ ALTERNATIVES["alt_lines_e1"] = answers(  # a copy by detach().clone(), the out-o
         }
     ),
 )
-ALTERNATIVES["alt_checker_by_index"] = answers(  # every index of x by itertools.product, on clones
-    _RAISES,
-    **checker(
-        "import itertools\ngrad = torch.zeros_like(x)\nfor idx in itertools.product(*[range(s) for s in x.shape]):\n"
-        "    xp, xm = x.clone(), x.clone()\n    xp[idx] += h\n    xm[idx] -= h\n"
-        "    grad[idx] = (f(xp) - f(xm)) / (2 * h)\nreturn grad",
-        default="1e-5",
-    ),
-)
 ALTERNATIVES["alt_lines_e2"] = answers(
     _RAISES,
     answer_backward_pass=pass_with(
@@ -567,6 +550,12 @@ ALTERNATIVES["alt_lines_e2"] = answers(
             BUGS["zero_bias"].right: "dbngain = (bnraw * dhpreact).sum(dim=0, keepdims=True)",
             BUGS["not_accumulated"].right: "dC = torch.zeros_like(C).index_add(0, Xb.flatten(), demb.flatten(0, 1))",
         }
+    ),
+    **checker(  # every index of x by itertools.product, on clones
+        "import itertools\ngrad = torch.zeros_like(x)\nfor idx in itertools.product(*[range(s) for s in x.shape]):\n"
+        "    xp, xm = x.clone(), x.clone()\n    xp[idx] += h\n    xm[idx] -= h\n"
+        "    grad[idx] = (f(xp) - f(xm)) / (2 * h)\nreturn grad",
+        default="1e-5",
     ),
 )
 SOLVED_IDS = ["ada.lovelace", "  Grace HOPPER ", "s1234567", "b.riemann@example.edu"]  # the first is the source's
