@@ -8,7 +8,7 @@ from ..engine.backward_rules import STEP_BY_NAME
 from ..engine.bug_hunt.catalogue import FUNCTION, GRADIENTS, ID, NAMED, TENSORS, planted, section
 from ..engine.bug_hunt.checker import FUNCTION as CHECKER
 from ..engine.bug_hunt.checker import cases, run_case
-from ..engine.bug_hunt.rerun import RERUN
+from ..engine.bug_hunt.rerun import RERUN, SHARED
 from .bug_hunt_rerun import run_again
 from .probe_runner import STUDENT_ERRORS, apart_from_the_kernel
 from .reports import send
@@ -60,6 +60,33 @@ def _call(namespace: dict) -> tuple:
     return _calls[id(function)][1:]
 
 
+def _same_memory(a, b) -> bool:
+    """Whether two tensors are one set of entries (``dhprebn = dbndiff``, .float() of a float32 one, [:], .view_as)."""
+    try:
+        return (
+            a.untyped_storage().data_ptr() == b.untyped_storage().data_ptr()
+            and a.storage_offset() == b.storage_offset()
+            and a.shape == b.shape
+            and a.stride() == b.stride()
+        )
+    except (RuntimeError, TypeError, AttributeError, NotImplementedError):
+        return False
+
+
+def shared_later(gradients: dict, names) -> dict:
+    """name -> the gradients computed after it that the pass returned as its very tensor, for each of ``names``: its
+    entries are theirs, so a later line that changes them in place changed it too."""
+    tensors = {g: gradients[g] for g in GRADIENTS if isinstance(gradients.get(g), torch.Tensor)}
+    order = list(tensors)
+    shared = {}
+    for name in names:
+        if name in tensors:
+            later = [g for g in order[order.index(name) + 1 :] if _same_memory(tensors[name], tensors[g])]
+            if later:
+                shared[name] = later
+    return shared
+
+
 def _with_id(namespace: dict) -> dict:
     return {ID: wire.encode_text(namespace.get(ID), ID in namespace)}
 
@@ -73,9 +100,10 @@ def report_fix(namespace: dict, slot: int) -> None:
     payload, bugs = _with_id(namespace), planted(namespace.get(ID))
     if len(bugs) >= slot:
         status, gradients = _call(namespace)
-        payload[FUNCTION] = status
         part = section([bug.gradient for bug in bugs], slot, GRADIENTS)  # the bug's gradient among them
-        for name in dict.fromkeys(d for g in part for d in [g, *("d" + u for u in STEP_BY_NAME[g[1:]].upstream)]):
+        names = list(dict.fromkeys(d for g in part for d in [g, *("d" + u for u in STEP_BY_NAME[g[1:]].upstream)]))
+        payload[FUNCTION] = {**status, SHARED: shared_later(gradients, names)}
+        for name in names:
             payload[name] = wire.encode(gradients.get(name), name in gradients)
     send(payload)
 

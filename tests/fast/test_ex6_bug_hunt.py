@@ -271,3 +271,18 @@ def test_a_pass_that_raises_is_run_again_line_by_line_on_random_gradients():
     )
     assert run_again(_defined(renamed), t, 101) is None
     assert run_again(_defined(closure + "backward_pass = outer()"), t, 101) is None
+
+
+def test_the_visible_checks_judge_one_tensor_not_equal_values(notebook):
+    """As the grader (cases_ex6's dhprebn_float_and_dbnvar_without_brackets, broke_dhprebn_mean_path): dbndiff that is
+    dhprebn's very tensor is not right for a dbndiff2 made far too large, however near its rule it comes; a dhprebn
+    that is a copy of dbndiff, left without its `+=` line, is judged on the dbndiff it read."""
+    text = id_with("bessel", "aliased", "epsilon")
+    wrong_power = {BUGS["epsilon"].right: "dbnvar = -0.5 * (bnvar + 1e-5) ** -3 / 2 * dbnvar_inv"}
+    exec(pass_with({BUGS["aliased"].right: "dhprebn = dbndiff.float()", **wrong_power}), notebook)
+    slot = 1 + [bug.key for bug in planted(text)].index("aliased")
+    assert said(notebook, f"check_fix({slot})", BUG_HUNT_ID=text).startswith(f"✘ bug {slot} of 3: not fixed yet")
+    exec(pass_with(wrong_power), notebook)
+    assert said(notebook, f"check_fix({slot})").startswith("✔")
+    exec(pass_with({"dhprebn += 1.0 / n * (torch.ones_like(hprebn) * dbnmeani)": "pass"}), notebook)
+    assert "wrong now: dhprebn" in said(notebook, f"check_fix({slot})")

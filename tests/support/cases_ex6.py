@@ -176,6 +176,13 @@ BROKEN_LINES = {
         "dcounts",
         "the path through counts_sum is missing",
     ),
+    # dhprebn left equal to dbndiff, a tensor of its own: judged on the dbndiff it read (once taken for `dhprebn =
+    # dbndiff` by its equal values, and skipped)
+    "broke_dhprebn_mean_path": (
+        {"dhprebn += 1.0 / n * (torch.ones_like(hprebn) * dbnmeani)": "pass"},
+        "dhprebn",
+        "only part of the gradient",
+    ),
     # gradients that are about zero (BatchNorm cancels b1; the max's path adds nothing): a line broken there still
     # shows, by its shape or by values far from zero
     "broke_db1_keepdim": (
@@ -496,6 +503,23 @@ MISTAKES.update(
             {
                 slot(_RAISES_2, "epsilon"): ("precedence", "`x ** -3 / 2` is (x ** -3) / 2"),
                 slot(_RAISES_2, "bessel"): ("precedence", "n - 1 needs its brackets"),
+            },
+        ),
+        # ** -3 / 2 makes dbndiff2 so large that dbndiff with `.float()` left in was within the tolerance of its rule
+        # (2 of 2 points): the kernel says dhprebn is dbndiff's very tensor, and its values are the bug's
+        "dhprebn_float_and_dbnvar_without_brackets": (
+            answers(
+                _RAISES_2,
+                answer_backward_pass=pass_with(
+                    {
+                        BUGS["aliased"].right: "dhprebn = dbndiff.float()",
+                        BUGS["epsilon"].right: "dbnvar = -0.5 * (bnvar + 1e-5) ** -3 / 2 * dbnvar_inv",
+                    }
+                ),
+            ),
+            {
+                slot(_RAISES_2, "epsilon"): ("precedence", "`x ** -3 / 2` is (x ** -3) / 2"),
+                slot(_RAISES_2, "aliased"): ("aliased", "shares dbndiff's memory"),
             },
         ),
         "dC_index_add_not_in_place_and_dbngain_mean": (

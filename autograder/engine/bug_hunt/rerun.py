@@ -13,6 +13,15 @@ from .catalogue import FUNCTION, GRADIENTS
 
 PINS = "backward_pass"  # the answer the random gradients are drawn for (``pin_value``), on both sides
 RERUN = "backward_pass_rerun"  # the entry of the call's status that says what the run again found
+SHARED = "shared_later"  # the entry that names, for each gradient of the fix's part, later ones that are its tensor
+
+
+def shared_later(report: Report, name: str) -> list:
+    """The gradients computed after ``name`` that the pass returned as its very tensor (the kernel's word, read
+    without trusting it: a student can only make it say more, which costs their own fix)."""
+    entry = report.info(FUNCTION).get(SHARED)
+    later = entry.get(name) if isinstance(entry, dict) else None
+    return [g for g in later if g in GRADIENTS] if isinstance(later, list) else []
 
 
 def _text(value) -> str:

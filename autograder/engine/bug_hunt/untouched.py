@@ -8,13 +8,17 @@ from ...common.words import say
 from ..backward_rules import STEP_BY_NAME
 from ..judge import judge_gradient
 from ..wire import Report
-from .catalogue import GRADIENTS, section
-from .rerun import not_returned, raised_line, rerun_of, with_pins
+from .catalogue import FUNCTION, GRADIENTS, section
+from .rerun import SHARED, not_returned, raised_line, rerun_of, shared_later, with_pins
 
 
 def changed_later(report: Report) -> set:
     """The gradients the pass returned as one tensor with a gradient computed after them (``dhprebn = dbndiff``, then
-    ``dhprebn += ...``): changed in place after the lines that read them, so what those lines read was not returned."""
+    ``dhprebn += ...``): changed in place after the lines that read them, so what those lines read was not returned.
+    The kernel says which share their memory; a notebook graded with an older hidden test, only their values (then a
+    later gradient that merely equals one, `dhprebn = dbndiff.clone()` without its `+=` line, is taken for it too)."""
+    if isinstance(report.info(FUNCTION).get(SHARED), dict):
+        return {name for name in GRADIENTS if shared_later(report, name)}
     raws = {name: report.raw(name) for name in GRADIENTS if report.kind(name) == "tensor"}
     names = list(raws)
     return {a for i, a in enumerate(names) if any(raws[a] == raws[b] for b in names[i + 1 :])}
