@@ -68,6 +68,7 @@ DIAGNOSES = {
     "zero_bias": "a formula right only at zero bias and unit gain",
     "aliased": "one tensor under two names, changed in place (.clone() missing)",
     "broke_a_right_line": "a line without a planted bug made wrong while fixing the others",
+    "fix_unseen": "a fix computed from wrong gradients on which the bug and its fix agree (all zeros)",
     "bugs_missed": "a planted bug not named",
     "not_a_bug": "a gradient without a bug named as buggy",
     "one_sided_difference": "a one-sided difference instead of the central one",

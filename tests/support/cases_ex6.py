@@ -606,6 +606,18 @@ CHEATS = {
         {c: "autograd" for c in FIXES},
     ),
 }
+# every bug left in, and dlogprobs left zeros: every gradient below is zeros, where each bug gives what its fix gives,
+# so error carried forward kept the two fixes below the first (4 of 6 points for fixing nothing)
+_ZEROED = id_with("zero_bias", avoid=("clipped_loss",))
+CHEATS["c_zeroed_loss_gradient"] = (
+    answers(
+        _ZEROED,
+        answer_backward_pass=with_bug(*(b.key for b in planted(_ZEROED))).replace(
+            BUGS["clipped_loss"].right, "pass  # the loss's gradient left zeros"
+        ),
+    ),
+    {c: "fix_unseen" for c in FIXES},
+)
 
 
 def copier() -> tuple:

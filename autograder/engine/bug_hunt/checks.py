@@ -15,7 +15,8 @@ from ..reference import autograd_gradients, forward_values
 from ..verdict import Check, Verdict
 from ..wire import Report
 from .catalogue import FUNCTION, GRADIENTS, ID, NAMED, PER_STUDENT, normalised_id, planted
-from .rerun import autograd_used, call_problem, rerun_of, shared_later, with_pins
+from .own_upstream import changed_in_place_as_the_bug, fix_unseen
+from .rerun import autograd_used, call_problem, rerun_of, with_pins
 from .untouched import broken_lines
 
 POINTS_PER_FIX = 2
@@ -106,29 +107,6 @@ def no_id() -> Reason:
     )
 
 
-def _changed_in_place_as_the_bug(bug, view: Report, forward: dict) -> bool:
-    """Whether the bug's gradient, returned as the very tensor of a gradient computed after it (so changed by that
-    one's lines in place), is nearer what the bug gives than the rule, from the student's own upstream gradients: the
-    tolerance cannot tell them apart when those are far too large (``** -3 / 2`` above ``dhprebn = dbndiff.float()``),
-    the memory can. An answer of its own memory is judged by its values alone."""
-    if not shared_later(view, bug.gradient):
-        return False
-    step = STEP_BY_NAME[bug.gradient[1:]]
-    upstream = {u: view.tensor("d" + u) for u in step.upstream}
-    mine = view.tensor(bug.gradient)
-    if mine is None or any(not isinstance(v, torch.Tensor) for v in upstream.values()):
-        return False
-    try:
-        right = local_gradient(step, forward, upstream).double()
-        still = STILL[bug.key][0](forward, upstream).double()
-    except (RuntimeError, IndexError, ValueError):
-        return False
-    if not (mine.shape == right.shape == still.shape):
-        return False
-    mine = mine.double()
-    return bool((mine - still).norm() < (mine - right).norm())
-
-
 def judge_fix(slot: int, report: Report, namespace: dict, seed: int, tainted: set) -> Verdict:
     """The gradient of the student's ``slot``-th bug (in the order of the pass), from their fixed backward_pass."""
     text = report.text(ID)
@@ -146,8 +124,11 @@ def judge_fix(slot: int, report: Report, namespace: dict, seed: int, tainted: se
     verdict = judge_gradient(step, view, forward, grads, seed, set())
     verdict.title, verdict.max_points, verdict.facts = title, POINTS_PER_FIX, facts
     verdict.points = verdict.points * POINTS_PER_FIX / step.points
-    if verdict.points and _changed_in_place_as_the_bug(bug, view, forward):
-        verdict.points, verdict.lines = 0, [Reason(bug.key, STILL[bug.key][1])]
+    variant, words = STILL[bug.key]
+    if verdict.points and changed_in_place_as_the_bug(bug.gradient, variant, view, forward):
+        verdict.points, verdict.lines = 0, [Reason(bug.key, words)]
+    elif verdict.points and (unseen := fix_unseen(bug.gradient, variant, view, forward, verdict.carried_from)):
+        verdict.points, verdict.lines = 0, [unseen]
     share, broken = broken_lines(slot, bugs, report, forward, grads, seed)  # a right line of its part made wrong
     carried = carried_forward(list(verdict.wrong_from or verdict.carried_from)) if verdict.carried_from else None
     if carried in verdict.lines:  # right for upstream gradients that a bug further up made wrong: say so
