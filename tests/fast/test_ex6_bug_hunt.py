@@ -286,3 +286,14 @@ def test_the_visible_checks_judge_one_tensor_not_equal_values(notebook):
     assert said(notebook, f"check_fix({slot})").startswith("✔")
     exec(pass_with({"dhprebn += 1.0 / n * (torch.ones_like(hprebn) * dbnmeani)": "pass"}), notebook)
     assert "wrong now: dhprebn" in said(notebook, f"check_fix({slot})")
+
+
+def test_the_visible_checks_see_no_fix_below_a_gradient_left_zeros(notebook):
+    """As the grader (cases_ex6's c_zeroed_loss_gradient): with dlogprobs left zeros, every bug below it gives what its
+    fix gives, so the fixes below do not show and the line under them says so."""
+    text = id_with("zero_bias", avoid=("clipped_loss",))
+    keys = [b.key for b in planted(text)]
+    exec(with_bug(*keys).replace(BUGS["clipped_loss"].right, "pass"), notebook)
+    assert keys[1] != "aliased"  # (dbndiff left dhprebn's very tensor is "not fixed yet" whatever it is computed from)
+    assert "are all zeros" in said(notebook, "check_fix(2)", BUG_HUNT_ID=text)
+    assert all(said(notebook, f"check_fix({slot})").startswith("✘") for slot in (1, 2, 3))

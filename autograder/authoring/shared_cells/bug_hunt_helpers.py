@@ -299,6 +299,12 @@ def _same_memory(a, b):
             and a.shape == b.shape and a.stride() == b.stride())
 
 
+def _all_zeros_upstream(gradient, grads):
+    """Whether every gradient that `gradient` is computed from is all zeros (the autograder gives no point there)."""
+    ups = [grads.get("d" + u) for u in STEP_BY_NAME[gradient[1:]].upstream]
+    return bool(ups) and all(isinstance(u, torch.Tensor) and not u.any() for u in ups)
+
+
 def _changed_later(grads):
     """The gradients returned as one tensor with a gradient computed after them (`dhprebn = dbndiff`, then
     `dhprebn += ...`): what the lines that read them read is not what was returned, so those lines are not judged.
@@ -329,6 +335,9 @@ def check_fix(slot):
         print(f"✘ bug {slot} of {len(bugs)}: {problem}", file=sys.stderr)
     elif fixed == "wrong":
         print(f"✘ bug {slot} of {len(bugs)}: not fixed yet", file=sys.stderr)
+    elif fixed == "carried" and _all_zeros_upstream(bugs[slot - 1], grads):
+        print(f"✘ bug {slot} of {len(bugs)}: the gradients it is computed from are all zeros, where a bug and its fix "
+              "give the same values, so the fix does not show: make them right first", file=sys.stderr)
     elif broken:
         print(f"✘ bug {slot} of {len(bugs)}: wrong now: {', '.join(broken)}, in this fix's part of the pass, on lines "
               "your colleague had right. Put them back as they were", file=sys.stderr)
