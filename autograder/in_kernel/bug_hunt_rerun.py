@@ -51,6 +51,13 @@ def _fits(value, shape) -> bool:
     return isinstance(value, torch.Tensor) and tuple(value.shape) == shape and value.dtype == torch.float32
 
 
+def _same(value, pin) -> bool:
+    try:
+        return value.shape == pin.shape and bool(torch.equal(value, pin))
+    except (RuntimeError, TypeError):
+        return False
+
+
 def _run(statement, space: dict):
     """None, or the error the statement raised."""
     try:
@@ -116,9 +123,14 @@ def run_again(function, point: dict, seed: int):
                 failed[name] = why
     if not returned or not isinstance(result, dict):  # (gradients under other names, a return inside a block)
         return None
-    gradients = {k: v for k, v in result.items() if k not in raised}
+    altered = [  # changed after its line, in place or anew (`dbndiff += ...` below a `dbndiff = ...` that raised)
+        g
+        for g in raised
+        if isinstance(result.get(g), torch.Tensor) and not _same(result[g], pin_value(seed, PINS, g, shapes[g]))
+    ]
+    gradients = {k: v for k, v in result.items() if k not in raised or k in altered}  # altered: what later lines read
     gradients.update({g: v for g, v in own.items() if v is not None})
     for g, v in own.items():
         if v is None:
             gradients.pop(g, None)
-    return gradients, {"raised": raised, "pinned": [g for g in pinned if g not in raised]}
+    return gradients, {"raised": raised, "pinned": [g for g in pinned if g not in raised], "altered": altered}

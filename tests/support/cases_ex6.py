@@ -433,8 +433,19 @@ _RAISES_2 = id_with("bessel", "aliased", "epsilon")
 _INDEX_2D = {BUGS["not_accumulated"].right: "dC.index_add_(0, Xb, demb)"}  # Xb is 2-D: index_add_ wants a vector
 _COLUMN = {BUGS["clipped_loss"].right: "dlogprobs[range(n), Yb] = -torch.ones(n, 1) / n"}  # (32, 1) for 32 entries
 _RAISED = "backward_pass raised"
+_ALIAS_DC = id_with("aliased", "not_accumulated")
 MISTAKES.update(
     {
+        # dbndiff's first line raises and `dbndiff += ...` then changes the random dbndiff: the lines below read that
+        # (dhprebn and dbnmeani, the dC fix's part), not the random one, and are judged on it (dC's fix lost its 2
+        # points as if dhprebn were wrong)
+        "raises_where_dbndiff_is_first_written": (
+            answers(
+                _ALIAS_DC,
+                answer_backward_pass=pass_with({"dbndiff = bnvar_inv * dbnraw": "dbndiff = bnvar_inv * dbnraw.T"}),
+            ),
+            {slot(_ALIAS_DC, "aliased"): ("raised_error", f"{_RAISED} RuntimeError at `dbndiff = bnvar_inv")},
+        ),
         "raises_in_the_first_fix": (
             answers(_RAISES, answer_backward_pass=pass_with(_COLUMN)),
             {slot(_RAISES, "clipped_loss"): ("raised_error", f"{_RAISED} RuntimeError at `dlogprobs[range(n), Yb]")},

@@ -55,10 +55,19 @@ def raised_line(name: str, why: dict) -> Reason:
     )
 
 
+def altered(report: Report) -> set:
+    """The gradients whose line raised but that a later line changed (``dbndiff += ...`` below a ``dbndiff = ...``
+    that raised): the lines below read what the pass returned for them, not the random value."""
+    entry = report.info(FUNCTION).get(RERUN)
+    names = entry.get("altered") if isinstance(entry, dict) else None
+    return {g for g in names if g in GRADIENTS} if isinstance(names, list) else set()
+
+
 def with_pins(report: Report, upstream, replaced: set, forward: dict, seed: int) -> Report:
     """The report with each gradient of ``upstream`` (names without the d) that was replaced in the kernel given the
-    random value the kernel's lines read in its place: what a gradient computed from it is right for."""
-    names = {"d" + u for u in upstream} & replaced
+    random value the kernel's lines read in its place: what a gradient computed from it is right for (for one a later
+    line changed, ``altered``, what the pass returned for it)."""
+    names = {"d" + u for u in upstream} & replaced - altered(report)
     return report.with_values(**{g: pin_value(seed, PINS, g, tuple(forward[g[1:]].shape)) for g in names})
 
 
