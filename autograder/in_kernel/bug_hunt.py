@@ -69,7 +69,7 @@ def _same_memory(a, b) -> bool:
             and a.shape == b.shape
             and a.stride() == b.stride()
         )
-    except (RuntimeError, TypeError, AttributeError, NotImplementedError):
+    except Exception:  # a tensor of the student's own kind: then no memory in common
         return False
 
 
