@@ -49,6 +49,25 @@ def read_rows(path):
         return list(csv.reader(f))
 
 
+def write_grades(course, totals):
+    """grades.csv with a row for each (student, total), out of 33."""
+    with open(course / "grades.csv", "w", newline="", encoding="utf-8") as f:
+        writer = csv.DictWriter(f, fieldnames=list(GRADES[0]))
+        writer.writeheader()
+        for student, total in totals:
+            writer.writerow({"student": student, "total": total, "max_total": "33", "late_penalty": ""})
+
+
+def export_moodle(course):
+    """backprop-ninja export for Moodle with the course's moodle.csv as the roster; the file written."""
+    out = course / "moodle_import.csv"
+    main(
+        ["export", "--course", str(course), "--format", "moodle", "--roster", str(course / "moodle.csv")]
+        + ["--out", str(out)]
+    )
+    return out
+
+
 def test_canvas_import_file_from_a_canvas_roster(course, capsys):
     write_rows(course / "roster.csv", CANVAS_ROSTER)
     out = course / "canvas_import.csv"
@@ -120,11 +139,7 @@ def test_moodle_import_file_from_a_moodle_roster(course):
 def test_names_in_any_script_are_matched_to_the_roster(course):
     """A Russian or Chinese class: Moodle's folders keep the students' names, and so does the roster; matched by
     name as an English one is (accents aside), never all as one empty name."""
-    with open(course / "grades.csv", "w", newline="", encoding="utf-8") as f:
-        writer = csv.DictWriter(f, fieldnames=list(GRADES[0]))
-        writer.writeheader()
-        for student, total in (("Дмитрий_Иванов_1004", "30"), ("王小明_1005", "31"), ("Chloé_Dupont-Müller_7", "32")):
-            writer.writerow({"student": student, "total": total, "max_total": "33", "late_penalty": ""})
+    write_grades(course, [("Дмитрий_Иванов_1004", "30"), ("王小明_1005", "31"), ("Chloé_Dupont-Müller_7", "32")])
     write_rows(
         course / "moodle.csv",
         [
@@ -136,11 +151,7 @@ def test_names_in_any_script_are_matched_to_the_roster(course):
             ["Анна", "Смирнова", "anna@example.org"],
         ],
     )
-    out = course / "moodle_import.csv"
-    main(
-        ["export", "--course", str(course), "--format", "moodle", "--roster", str(course / "moodle.csv")]
-        + ["--out", str(out)]
-    )
+    out = export_moodle(course)
     assert sorted(read_rows(out)[1:]) == [
         ["chloe@example.org", "32"],
         ["dima@example.org", "30"],
@@ -163,15 +174,8 @@ def test_a_roster_saved_by_a_spreadsheet_is_read_as_the_lms_wrote_it(course, enc
     if encoding == "utf-16-be":
         data = codecs.BOM_UTF16_BE + data
     (course / "moodle.csv").write_bytes(data)
-    with open(course / "grades.csv", "w", newline="", encoding="utf-8") as f:
-        writer = csv.DictWriter(f, fieldnames=list(GRADES[0]))
-        writer.writeheader()
-        writer.writerow({"student": "Дмитрий_Иванов_1004", "total": "30", "max_total": "33", "late_penalty": ""})
-    out = course / "moodle_import.csv"
-    main(
-        ["export", "--course", str(course), "--format", "moodle", "--roster", str(course / "moodle.csv")]
-        + ["--out", str(out)]
-    )
+    write_grades(course, [("Дмитрий_Иванов_1004", "30")])
+    out = export_moodle(course)
     assert read_rows(out) == [["Email address", "backprop_ninja"], ["dima@example.org", "30"]]
 
 
@@ -179,12 +183,9 @@ def test_moodle_names_family_name_first_are_matched(course):
     """A Moodle site that shows names family name first (usual in Chinese) names its download's folders "李娜_1005_…"
     for First name 娜, Last name 李: matched all the same (before, the whole class was "not on the roster"); a name two
     people share in either order matches neither."""
-    with open(course / "grades.csv", "w", newline="", encoding="utf-8") as f:
-        writer = csv.DictWriter(f, fieldnames=list(GRADES[0]))
-        writer.writeheader()
-        for student, total in (("李娜_1005", "46"), ("Иванов_Дмитрий_1004", "30"), ("Ada_Lovelace_7", "33")):
-            writer.writerow({"student": student, "total": total, "max_total": "33", "late_penalty": ""})
-        writer.writerow({"student": "Kim_Lee_8", "total": "20", "max_total": "33", "late_penalty": ""})
+    write_grades(
+        course, [("李娜_1005", "46"), ("Иванов_Дмитрий_1004", "30"), ("Ada_Lovelace_7", "33"), ("Kim_Lee_8", "20")]
+    )
     write_rows(
         course / "moodle.csv",
         [
@@ -196,11 +197,7 @@ def test_moodle_names_family_name_first_are_matched(course):
             ["Lee", "Kim", "lee.kim@example.org"],
         ],
     )
-    out = course / "moodle_import.csv"
-    main(
-        ["export", "--course", str(course), "--format", "moodle", "--roster", str(course / "moodle.csv")]
-        + ["--out", str(out)]
-    )
+    out = export_moodle(course)
     assert sorted(read_rows(out)[1:]) == [
         ["ada@example.org", "33"],
         ["dima@example.org", "30"],
