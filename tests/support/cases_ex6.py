@@ -630,6 +630,25 @@ CHEATS["c_zeroed_loss_gradient"] = (
     {c: "fix_unseen" for c in FIXES},
 )
 
+# the pass raises and leaves two bugs in, and a cell puts the fixed pass in linecache, where inspect reads the source
+# of backward_pass from: run again statement by statement, that text earned the two fixes (4 of 6 points for fixing
+# nothing); the source is now run again only when it compiles to the function's own code
+_SHOWN = with_bug("clipped_loss", "zero_bias").replace(
+    BUGS["not_accumulated"].right, _INDEX_2D[BUGS["not_accumulated"].right]
+)
+CHEATS["c_source_shown_otherwise"] = (
+    answers(
+        _RAISES,
+        answer_backward_pass=_SHOWN
+        + "\nimport linecache\n_code = backward_pass.__code__\n"
+        + "_file, _first = _code.co_filename, _code.co_firstlineno\n"
+        + f"_fixed = {pass_with(_INDEX_2D)!r}.split('\\n')\n"
+        + "_shown = linecache.getlines(_file)[: _first - 1] + [line + '\\n' for line in _fixed]\n"
+        + "linecache.cache[_file] = (sum(map(len, _shown)), None, _shown, _file)",
+    ),
+    {c: "raised_error" for c in FIXES},
+)
+
 
 def copier() -> tuple:
     """(the classmate's id, the copier's own id): two ids with no bug in common."""
