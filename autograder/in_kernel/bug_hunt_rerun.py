@@ -12,9 +12,6 @@ gradient's place, which later lines read too; the gradient's own step is judged 
 """
 
 import ast
-import inspect
-import textwrap
-import types
 
 import torch
 
@@ -23,6 +20,7 @@ from ..engine.bug_hunt.rerun import PINS
 from ..engine.honesty import assigned_names
 from ..engine.probes.rerun import flattened, pin_value
 from ..engine.probes.snapshots import loaded_names
+from .capture import own_source
 from .probe_runner import STUDENT_ERRORS
 from .switches import AutogradIsOff
 
@@ -35,33 +33,14 @@ def _body(function):
     code = getattr(function, "__code__", None)
     if code is None or code.co_freevars or not isinstance(getattr(function, "__globals__", None), dict):
         return None
-    try:
-        tree = ast.parse(textwrap.dedent(inspect.getsource(function)))
-    except (OSError, TypeError, SyntaxError, ValueError):
-        return None
-    if len(tree.body) != 1 or not isinstance(tree.body[0], ast.FunctionDef) or not _is_its_code(tree, code):
+    tree = own_source(function)  # (None: no source, or one linecache was told that is not the function's)
+    if tree is None or len(tree.body) != 1 or not isinstance(tree.body[0], ast.FunctionDef):
         return None
     definition, arguments = tree.body[0], tree.body[0].args
     plain = not (definition.decorator_list or arguments.vararg or arguments.kwarg or arguments.kwonlyargs)
     if not plain or len(arguments.posonlyargs + arguments.args) != 1:
         return None
     return (arguments.posonlyargs + arguments.args)[0].arg, flattened(definition.body)
-
-
-def _is_its_code(tree, code) -> bool:
-    """Whether the source read for the function compiles to the function's own code: inspect reads it from linecache,
-    which a cell can fill with any text (a pass that raises, shown as one that fixes every bug)."""
-    try:
-        made = compile(tree, code.co_filename, "exec", dont_inherit=True).co_consts
-    except (SyntaxError, ValueError, TypeError):
-        return False
-    return any(isinstance(c, types.CodeType) and _print(c) == _print(code) for c in made)
-
-
-def _print(code) -> tuple:
-    """What a function's code object does: its bytecode, names and constants, its nested functions' too."""
-    consts = tuple(_print(c) if isinstance(c, types.CodeType) else (type(c), repr(c)) for c in code.co_consts)
-    return code.co_code, code.co_names, code.co_varnames, consts
 
 
 def _fits(value, shape) -> bool:

@@ -1,8 +1,13 @@
 """A call of the student's function that keeps what the grader needs to tell what it did: its result or the error it
-raised, its local variables when it ended, and the line of it that raised."""
+raised, its local variables when it ended, and the line of it that raised; and the function's source, read only when it
+is the function's own."""
 
+import ast
+import inspect
 import linecache
 import sys
+import textwrap
+import types
 
 
 def call_capturing(function, *args):
@@ -28,8 +33,28 @@ def call_capturing(function, *args):
 def raised_at(error: Exception, function) -> str:
     """The line of ``function`` that was running when ``error`` was raised (a call into a helper: the call), or ""."""
     code, line, tb = getattr(function, "__code__", None), "", error.__traceback__
+    if own_source(function) is None:  # a line linecache was told, not the function's: where it raised is unknown
+        return ""
     while tb is not None:
         if tb.tb_frame.f_code is code:
             line = linecache.getline(code.co_filename, tb.tb_lineno).strip()
         tb = tb.tb_next
     return line[:200]
+
+
+def own_source(function):
+    """The syntax tree of ``function``'s source, or None when there is none or it does not compile to the function's
+    own code: inspect and linecache read the source from a cache that a cell can fill with any text."""
+    code = getattr(function, "__code__", None)
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(function)))
+        made = compile(tree, code.co_filename, "exec", dont_inherit=True).co_consts
+    except (OSError, TypeError, SyntaxError, ValueError, AttributeError):
+        return None
+    return tree if any(isinstance(c, types.CodeType) and _print(c) == _print(code) for c in made) else None
+
+
+def _print(code) -> tuple:
+    """What a function's code object does: its bytecode, names and constants, its nested functions' too."""
+    consts = tuple(_print(c) if isinstance(c, types.CodeType) else (type(c), repr(c)) for c in code.co_consts)
+    return code.co_code, code.co_names, code.co_varnames, consts
