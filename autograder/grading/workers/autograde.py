@@ -13,6 +13,7 @@ from pathlib import Path
 from nbgrader.converters import Autograde
 from nbgrader.utils import capture_log, temp_attrs
 
+from ...common.shown import for_terminal
 from ...sandbox import SandboxError
 
 TIMESTAMP_BYTES = 1000
@@ -66,8 +67,7 @@ def log_warnings(student: str, log: str | None, out=None) -> list:
         notebook = named.group(0) if named else notebook
         if line.startswith(("[WARNING]", "[ERROR]", "[CRITICAL]")) and ROUTINE not in line:
             # a submission's words may be in it: no control character reaches the terminal that shows the log
-            line = f"{student} {notebook} {line}"[:LINE_CHARS]
-            found.append("".join(c if c.isprintable() else "?" for c in line))
+            found.append(for_terminal(f"{student} {notebook} {line}"[: LINE_CHARS + 1], LINE_CHARS))
     if found:
         print("\n".join(found), file=out or sys.stderr, flush=True)
     return found
