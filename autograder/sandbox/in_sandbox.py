@@ -37,8 +37,8 @@ def empty_private_folders() -> bool:
         for folder in PRIVATE_FOLDERS:
             if os.path.isdir(folder):
                 remove_inside(folder, os.lstat(folder).st_dev, budget)
-    except (TooMany, RecursionError):  # a chain of some 1,100 folders recurses too deep before a path is too long
-        return False
+    except (TooMany, RecursionError, OSError):  # a chain of some 1,100 folders recurses too deep before a path is too
+        return False  # long; as an ordinary user a private folder itself is the kernel's, which may make it unlistable
     # Nothing is left but what bwrap made, each where and as it made it (the folders on the way to a mount, and the
     # mount points): an ordinary user's kernel owns those folders, and moved its stage and connection folders into one
     # it made under the old name, so that the next student's kernel found no connection file and the run stopped

@@ -320,3 +320,30 @@ def test_a_kernel_that_moves_its_connection_and_stage_folders_ends_the_sandbox(m
         as_the_parents_uid(moved_and_cleared(True))  # moved: not cleared, the grader ends the sandbox
     finally:
         shutil.rmtree(top)
+
+
+def test_a_private_folder_the_kernel_made_unlistable_ends_the_sandbox_and_keeps_the_summary(monkeypatch):
+    """As an ordinary user, /tmp, /dev/shm, /sockets and the scratch themselves are the kernel's: one made /tmp mode 0.
+    The clear's child raised PermissionError, the parent answered with an error, and the summary of what the kernel
+    left was lost (the instructor had no kernel_files_discarded); now the clear says the sandbox is not cleared (the
+    grader ends it, as before) and the summary comes back."""
+    monkeypatch.setattr(os, "kill", lambda *args: None)  # clear_sandbox kills all it may: here, never
+
+    def check():
+        top = tempfile.mkdtemp()  # the kernel's /tmp and scratch at once
+        kernel_parent.PRIVATE_FOLDERS, kernels_folder.SCRATCH = (top,), top
+        kernel_parent._state, kernel_parent._filled = os.memfd_create("copied"), True
+        os.write(kernel_parent._state, b'{"copied": {}, "left_out": null}')
+        os.symlink("/etc/shadow", os.path.join(top, "planted_link"))
+        os.chmod(top, 0)
+        try:
+            replies, answer = os.pipe()
+            done = kernel_parent.clear(answer)
+            os.close(answer)
+            reply = json.loads(os.read(replies, 65536)) if done is None else done
+        finally:
+            os.chmod(top, 0o700)
+            shutil.rmtree(top)
+        return reply.get("cleared") is False and reply["left"]["unread"] == 1
+
+    as_the_parents_uid(check)
