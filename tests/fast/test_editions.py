@@ -292,3 +292,22 @@ def test_a_lecture_chapter_keeps_its_english_title_with_the_editions_beside_it(c
                     if not cell.source[found.end() :].startswith((" (", "（")):
                         bare.append((path.stem, title))
     assert bare == []
+
+
+@pytest.mark.parametrize("code", TRANSLATED)
+def test_a_progress_bar_speaks_the_editions_words(code):
+    """What tqdm shows beside its bar is words: a one-word English desc ("training") is not taken for words by the
+    extraction, and a keyword's name (set_postfix(loss=...)) is not extracted at all, so neither may stand there."""
+    shown, keywords = [], []
+    for path in sorted((REPO / "editions" / code / "backprop_ninja").glob("*.ipynb")):
+        for cell in nbformat.read(path, as_version=4).cells:
+            if cell.cell_type == "code" and "tqdm" in cell.source:
+                for node in ast.walk(ast.parse(cell.source)):
+                    name = getattr(node, "func", None) and getattr(node.func, "attr", getattr(node.func, "id", ""))
+                    if name == "tqdm":
+                        shown += [ast.literal_eval(k.value) for k in node.keywords if k.arg == "desc"]
+                    elif name == "set_postfix_str":
+                        shown += [ast.unparse(node.args[0])]
+                    elif name == "set_postfix":
+                        keywords += [k.arg for k in node.keywords]
+    assert shown and not keywords and all(not text.isascii() for text in shown), (shown, keywords)

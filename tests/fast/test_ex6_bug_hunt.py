@@ -136,6 +136,20 @@ def test_the_chinese_notebook_prints_the_same_pass_in_its_words(notebook):
     assert "交叉熵损失" in shown[words[1]] and "批归一化层" in shown[words[3]]
 
 
+@pytest.mark.parametrize("edition", ["ru", "zh"])
+def test_a_planted_lines_comment_is_in_the_editions_words_too(notebook, edition):
+    """A bug's line may say what it means to do (# clip each example's loss at 3.5): in the edition's words too."""
+    commented = [key for key, bug in BUGS.items() if "#" in bug.wrong]
+    assert commented  # (else this test checks nothing)
+    translated = nbformat.read(REPO / "editions" / edition / "backprop_ninja" / f"{NB}.ipynb", as_version=4)
+    namespace = dict(notebook)
+    exec(strip_hidden(next(c.source for c in translated.cells if grade_id(c) == "bug_hunt_helpers")), namespace)
+    for key in commented:
+        shown = said(namespace, "show_colleague_pass()", BUG_HUNT_ID=id_with(key))
+        comments = [line.split("# ", 1)[1] for line in shown.splitlines() if "# " in line]
+        assert len(comments) == 5 and all(not comment.isascii() for comment in comments), comments
+
+
 def _wrong_rows(namespace, code: str, point: str) -> list:
     exec(code, namespace)
     table = said(namespace, f"check_gradients(backward_pass, {point})")

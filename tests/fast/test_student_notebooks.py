@@ -297,7 +297,10 @@ def test_check_answer_prints_to_stderr_only_when_something_is_wrong(notebook_nam
     assert out.startswith("✔ dlogprobs: shape (32, 27) ok") and out.count("\n") == 1
     lines = err.splitlines()
     assert lines[0].startswith("✘ dprobs: values differ from autograd's") and "wrong sign" in lines[0]
-    assert "dprobs above is not right yet: fix it first" in lines[1]  # the downstream step points upstream
+    assert lines[1] == (  # the downstream step, right for its wrong upstream gradient, points upstream
+        "✘ dcounts_sum_inv: right for the gradients it is computed from as you have them, but dprobs above is not "
+        "right yet: this step keeps its points; fix dprobs first, then run this cell again"
+    )
     assert lines[2] == "✘ dcounts: not answered yet"
 
 

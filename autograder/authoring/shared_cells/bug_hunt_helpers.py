@@ -20,6 +20,7 @@ PASS_WORDS = [
     "second layer and tanh",
     "BatchNorm layer",
     "first layer and the embedding",
+    "clip each example's loss at 3.5",
 ]
 
 
