@@ -124,6 +124,17 @@ def test_the_notebook_chooses_the_graders_bugs_and_prints_the_graders_pass(noteb
     assert "No BUG_HUNT_ID yet" in said(notebook, "show_colleague_pass()", BUG_HUNT_ID="")
 
 
+def test_an_id_written_as_a_number_is_told_to_be_a_string(notebook):
+    """A student number without quotes chooses no bugs (the grader reads a string): the checks say so, not "no id"."""
+    said_here = [said(notebook, code, BUG_HUNT_ID=1234567) for code in ("show_colleague_pass()", "check_fix(1)")]
+    for out in said_here + [said(notebook, "check_found()", BUG_HUNT_ID=1234567, buggy=["dC"])]:
+        assert (
+            'BUG_HUNT_ID = 1234567 is not a string, so it chooses no bugs: write it in quotes, BUG_HUNT_ID = "1234567"'
+            in out
+        )
+        assert "no BUG_HUNT_ID yet" not in out.replace("No", "no"), out
+
+
 def test_the_chinese_notebook_prints_the_same_pass_in_its_words(notebook):
     """The colleague's docstring and comments in the edition's words, every line of code as the grader's."""
     chinese = nbformat.read(REPO / "editions" / "zh" / "backprop_ninja" / f"{NB}.ipynb", as_version=4)

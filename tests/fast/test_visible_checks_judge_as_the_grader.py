@@ -258,6 +258,8 @@ def test_a_check_under_an_answer_cell_that_stopped_with_an_error_says_so(ex1_up_
     assert out.startswith("✘ dh: the cell that computes dh still raises NotImplementedError: delete its line"), out
     table = ran(namespace, 'self_check("h")')
     assert hint(table, "dh").startswith("the cell that computes dh still raises NotImplementedError")
+    table = ran(namespace, "cmp('h', dh, h)")  # (Exercise 2's table under its one answer)
+    assert hint(table, "dh").startswith("the cell that computes dh still raises NotImplementedError")
 
 
 def test_an_answer_cell_that_assigns_nothing_is_told_so(ex1_up_to):

@@ -30,12 +30,24 @@ def _planted(text):
     return [_HUNT["gradient"][key] for key in keys]
 
 
+def _not_a_string():
+    """Why BUG_HUNT_ID chooses no bugs when it is set but is no string (a student number written without quotes)."""
+    text = globals().get("BUG_HUNT_ID")
+    if text is None or isinstance(text, str):
+        return None
+    return (f"BUG_HUNT_ID = {text!r} is not a string, so it chooses no bugs: write it in quotes, "
+            f"BUG_HUNT_ID = \"{text}\", and run its cell again")
+
+
 def show_colleague_pass():
     """Print your colleague's backward_pass, the one for your BUG_HUNT_ID."""
     text = globals().get("BUG_HUNT_ID")
     if not _planted(text):
-        print("✘ No BUG_HUNT_ID yet: write it in the cell above (BUG_HUNT_ID = \"...\", the id your instructor "
-              "asked for), run that cell, then this one.", file=sys.stderr)
+        if _not_a_string():
+            print(f"✘ {_not_a_string()}", file=sys.stderr)
+        else:
+            print("✘ No BUG_HUNT_ID yet: write it in the cell above (BUG_HUNT_ID = \"...\", the id your instructor "
+                  "asked for), run that cell, then this one.", file=sys.stderr)
         return
     keys = bug_keys(text, _HUNT["salt"], _HUNT["showing"], _HUNT["hiding"], _HUNT["gradient"], GRADIENTS)
     code = with_bugs(_HUNT["pass"], keys, _HUNT["lines"])
@@ -323,7 +335,8 @@ def check_fix(slot):
         return
     bugs = _planted(globals().get("BUG_HUNT_ID"))
     if not bugs:
-        print(f"✘ bug {slot}: no BUG_HUNT_ID yet", file=sys.stderr)
+        why = _not_a_string() or "no BUG_HUNT_ID yet"
+        print(f"✘ bug {slot}: {why}", file=sys.stderr)
         return
     part = section(bugs, slot, GRADIENTS)
     with _one_thread():
@@ -356,7 +369,8 @@ def check_found():
         return
     bugs, named = _planted(globals().get("BUG_HUNT_ID")), globals().get("buggy")
     if not bugs:
-        print("✘ buggy: no BUG_HUNT_ID yet", file=sys.stderr)
+        why = _not_a_string() or "no BUG_HUNT_ID yet"
+        print(f"✘ buggy: {why}", file=sys.stderr)
     elif not isinstance(named, (list, tuple, set)) or not all(isinstance(x, str) for x in named):
         print("✘ buggy must be a list of the names of gradients, like [\"dprobs\", \"dW1\"]", file=sys.stderr)
     elif unknown := [x for x in named if x.strip() not in GRADIENTS and "d" + x.strip() not in GRADIENTS]:

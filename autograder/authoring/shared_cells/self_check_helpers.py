@@ -483,7 +483,11 @@ class CheckTable:
 
 def cmp(name, dt, t):
     """Show one row: your gradient dt against autograd's t.grad."""
-    display(CheckTable([_compare(name, dt, _autograd_gradient(name, t))]))
+    row = _compare(name, dt, _autograd_gradient(name, t))
+    ran = _ran_problem("d" + name, dt) if dt is not None and globals().get("d" + name) is dt else None
+    if ran:
+        row.update(status="wrong", hint=ran)
+    display(CheckTable([row]))
 
 
 def self_check(*names, checklist=False):
