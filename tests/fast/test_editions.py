@@ -311,3 +311,11 @@ def test_a_progress_bar_speaks_the_editions_words(code):
                     elif name == "set_postfix":
                         keywords += [k.arg for k in node.keywords]
     assert shown and not keywords and all(not text.isascii() for text in shown), (shown, keywords)
+
+
+@pytest.mark.parametrize("code", TRANSLATED)
+def test_the_colab_badge_table_is_titled_in_the_editions_words(code):
+    """The first table of an edition's course guide, where a student opens the notebooks, had English column titles."""
+    guide = (REPO / "editions" / code / "course" / "README.md").read_text().splitlines()
+    head = guide[guide.index("<!-- colab-badges -->") + 1]
+    assert head.count(" | ") == 1 and "notebook" not in head and not head.replace("Colab", "").isascii(), head

@@ -524,3 +524,29 @@ def test_the_notebook_says_the_other_batch_size_the_grader_uses():
     helpers = shared_cell("self_check_helpers")
     assert f"OTHER_BATCH_SIZE = {OTHER_BATCH_SIZE}  #" in helpers
     assert f"TRAINING_BATCHES = {TRAINING_BATCHES}  #" in helpers
+
+
+def test_gradients_returned_in_another_order_are_named_as_such(ex4):
+    """[dW1, dC, ...] for [dC, dW1, ...]: under dC, not "dimension 0 is 30 but must be 27: summed over the wrong
+    dimension?" and "the error is in dC's own line", but the order; a gradient merely of another's shape is not."""
+    right = ex4[1]["answer_backward_pass"]
+    swapped = right.replace("return [dC, dW1,", "return [dW1, dC,")
+    assert swapped != right
+    for name, other in (("C", "W1"), ("W1", "C")):
+        out = check_backward(ex4, swapped, name)
+        assert out == (
+            f"✘ d{name}: in d{name}'s place, backward_pass returns d{other}'s gradient: return the gradients in the "
+            "order of parameters, [dC, dW1, db1, dW2, db2, dbngain, dbnbias]\n"
+        ), out
+    out = check_backward(
+        ex4,
+        right.replace("dbngain = (bnraw * dhpreact).sum(0, keepdim=True)", "dbngain = (bnraw * dhpreact).sum(0)"),
+        "bngain",
+    )  # (200,): db1's shape
+    assert "order of parameters" not in out and "keepdim" in out, out
+
+
+def test_a_backward_pass_that_raises_says_in_which_line(ex4):
+    right = ex4[1]["answer_backward_pass"]
+    out = check_backward(ex4, right.replace("dW1 = embcat.T @ dhprebn", "dW1 = embcat @ dhprebn"), "W2")
+    assert out.startswith("✘ dW2: backward_pass raised RuntimeError (in its line `dW1 = embcat @ dhprebn`): mat1"), out
