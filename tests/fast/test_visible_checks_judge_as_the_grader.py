@@ -206,6 +206,9 @@ def test_a_step_right_for_its_own_wrong_upstream_gradient_is_told_so_as_the_grad
     assert hint(table, "dnorm_logits").startswith("right for the gradients it is computed from as you have them")
     out = run_cells(namespace, "dnorm_logits = norm_logits * dcounts", cells["test_dnorm_logits"])
     assert "dcounts above is not right yet: fix it first" in out and "keeps its points" not in out, out
+    run_cells(namespace, "dcounts = torch.zeros_like(counts)", cells["test_dcounts"])  # any product of it is zeros
+    out = run_cells(namespace, "dnorm_logits = norm_logits * dcounts", cells["test_dnorm_logits"])
+    assert "keeps its points" not in out, out
 
 
 def test_a_missing_epsilon_is_no_constant_factor(ex1_up_to):
