@@ -354,6 +354,19 @@ def test_a_path_added_twice_is_named(answered_up_to):
     assert "did a cell run twice?" in twice
 
 
+def test_an_answer_cell_that_begins_with_an_update_is_named(answered_up_to):
+    """`dcounts += ...` as the cell's first line adds to what dcounts held: not "re-derive the local derivative"."""
+    namespace, cells = answered_up_to("counts")
+    run_cells(namespace, cells["answer_dcounts"], cells["test_dcounts"])
+    out = run_cells(namespace, "dcounts += counts_sum_inv * dprobs", cells["test_dcounts"])
+    assert out == (
+        "✘ dcounts: values differ from autograd's (max difference 2.6e-01): the last cell that computes dcounts "
+        "begins with `dcounts += ...`: it changes what dcounts held before that cell ran, and again at every run. "
+        "Start that cell with `dcounts = ...`\n"
+    ), out
+    assert run_cells(namespace, cells["answer_dcounts"], cells["test_dcounts"]).startswith("✔ dcounts")
+
+
 def test_a_gradient_changed_in_place_after_its_check_is_named_where_it_happens(answered_up_to):
     namespace, cells = answered_up_to("hprebn")
     aliased = "dhprebn = dbndiff\ndhprebn += 1.0 / n * torch.ones_like(hprebn) * dbnmeani"

@@ -267,13 +267,28 @@ def _added_twice(name):
             f"and run that cell again")
 
 
+def _begins_with_an_update(name):
+    """The hint when the last cell that computes d<name> updates it (`d<name> += ...`) before any `d<name> = ...`: it
+    adds to whatever d<name> held before that cell ran, again at every run."""
+    writes = re.compile(rf"^\s*d{name}\s*(\[.*\])?\s*([-+*/@]?)=(?!=)")
+    for source in reversed([str(cell) for cell in (globals().get("In") or [])[:-1]]):  # [:-1]: this check's cell
+        found = [m for m in map(writes.match, source.splitlines()) if m]
+        if found and found[0].group(2) and not found[0].group(1):
+            return (f"the last cell that computes d{name} begins with `d{name} {found[0].group(2)}= ...`: it changes "
+                    f"what d{name} held before that cell ran, and again at every run. Start that cell with "
+                    f"`d{name} = ...`")
+        if found:
+            return None
+    return None
+
+
 def _value_hint(got, want, name, n, indices=None):
     """Why got is not want, the gradient of `name`; `indices`: the batch that reads C (emb = C[Xb]), for dC."""
     g, w = got.double(), want.double()
     scale = max(w.abs().max().item(), 1e-3)
     if g.abs().max().item() == 0:
         return "all zeros: is the answer cell finished?"
-    twice = _added_twice(name)
+    twice = _added_twice(name) or _begins_with_an_update(name)
     if twice:
         return twice
     chain = _chain_hint(g, name, scale)
