@@ -121,6 +121,29 @@ def test_the_words_say_the_graders_tolerance():
     )
 
 
+# Exercises 4 and 6's own limits, said by hand in their notebooks: (notebook, the words, the constant, where it is)
+OTHER_LIMITS = [
+    ("ex4_manual_training", r"within ([0-9.e-]+) of autograd's", "LOSS_TOLERANCE", "engine/training/reference_runs.py"),
+    ("ex6_bug_hunt", r"within ([0-9.e-]+) of the gradient", "ACCURACY", "engine/bug_hunt/checker.py"),
+    ("ex6_bug_hunt", r"with `h = ([0-9.e-]+)`", "METHOD_STEP", "engine/bug_hunt/checker.py"),
+]
+
+
+@pytest.mark.parametrize("notebook, words, name, module", OTHER_LIMITS, ids=lambda v: v if v.isidentifier() else "")
+def test_the_words_say_the_limits_of_exercises_4_and_6(notebook, words, name, module):
+    """Changing LOSS_TOLERANCE to 2e-5 left Exercise 4 saying 'within 1e-05 of autograd's' and no test failed."""
+    from autograder.engine.bug_hunt import checker
+    from autograder.engine.training import reference_runs
+
+    value = getattr(reference_runs if "training" in module else checker, name)
+    said = re.findall(words, (SOURCE_DIR / f"{notebook}.ipynb").read_text())
+    assert said, f"{notebook}: no words r'{words}' give {name} any more: update OTHER_LIMITS here"
+    assert {float(n) for n in said} == {value}, (
+        f"{notebook} says {said}, {name} in autograder/{module} is {value}: edit the words, run "
+        ".venv/bin/python -m autograder.authoring, and translate the sentences it lists"
+    )
+
+
 def test_same_seed_same_loss():
     """Exercise 1's setup at the notebook's own SEED: a change of it (its settings, a shared setup cell) shows here."""
     loss = run_setup(SETUP, 2147483647)["loss"].item()

@@ -283,7 +283,7 @@ def check_numerical_gradient():
                 print(f"✘ with its own default h, numerical_gradient is off by {error:.1e}, more than {ACCURACY:.0e}: "
                       "is h too large (1e-5 to 1e-6 suits float64), or is it computed in float32?", file=sys.stderr)
             return
-    print("✔ numerical_gradient: central differences, within 1e-6 of the gradient on both checks")
+    print(f"✔ numerical_gradient: central differences, within {ACCURACY:.0e} of the gradient on both checks")
 
 
 def _judged(gradient, grads):
