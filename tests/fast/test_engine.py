@@ -16,7 +16,7 @@ from autograder.engine.backward_rules import SHAPE_ONLY_SHARE, STEP_BY_NAME, STE
 from autograder.engine.diagnose import changed_after_check
 from autograder.engine.judge import judge_gradient
 from autograder.engine.reference import autograd_gradients, forward_values, run_setup
-from autograder.engine.tolerance import RTOL, close, step_scale
+from autograder.engine.tolerance import FACTOR_MATCH, RTOL, close, step_scale
 
 EX1 = nbformat.read(SOURCE_DIR / "ex1_atomic_backward.ipynb", as_version=4)
 
@@ -98,6 +98,11 @@ def test_notebook_self_checks_use_the_graders_tolerance():
     helpers = shared_cell("self_check_helpers")
     assert float(re.search(r"^RTOL = ([0-9.e-]+)", helpers, re.M).group(1)) == RTOL
     assert re.search(r"^TOLERANCE = RTOL\b", helpers, re.M)
+    # and the share within which a ratio is named as a factor (n times too large), which the grader's feedback reads
+    assert float(re.search(r"^FACTOR_MATCH = ([0-9.e-]+)", helpers, re.M).group(1)) == FACTOR_MATCH
+    written = {p.name: p.read_text() for p in SOURCE_DIR.glob("*.ipynb")} | {"self_check_helpers": helpers}
+    factor_share = re.compile(r"abs\(c - [\w /]+\) [<>]=? 1e-3\b")  # the share written in again, not FACTOR_MATCH
+    assert not [name for name, text in written.items() if factor_share.search(text)], "use FACTOR_MATCH there"
 
 
 def test_the_words_say_the_graders_tolerance():
