@@ -357,6 +357,10 @@ def test_how_it_is_graded_says_the_points_of_the_cells(path):
     assert total == sum(cells.values()), (
         f"{path.name}: it says {total} points, its cells give {sum(cells.values())}; {fix}"
     )
+    count = re.search(r"(\d+) graded cells", intro)  # Exercise 1 counts them: a new step makes one more
+    assert count is None or int(count.group(1)) == len(cells), (
+        f"{path.name}: it says {count.group(0)}, it has {len(cells)}; {fix}"
+    )
     rows = _table_total(intro)
     assert rows in (None, total), (
         f"{path.name}: the rows of its table add up to {rows} points, the cells give {total}: a graded cell with no "
