@@ -134,6 +134,15 @@ def test_the_goal_is_within_reach_of_autograds_run_on_the_notebooks_setup(seed):
     )
 
 
+def test_the_other_batch_size_is_another_size(ex4):
+    """backward_pass is checked again at OTHER_BATCH_SIZE to catch a batch size written in as a number: a setup whose
+    batch_size is that size would let `/ 32`-style answers through unseen."""
+    assert ex4[0]["batch_size"] != OTHER_BATCH_SIZE, (
+        f"Exercise 4's batch_size is OTHER_BATCH_SIZE ({OTHER_BATCH_SIZE}, autograder/engine/training/network.py): "
+        "change one of them (docs/maintaining.md, 'Changing a notebook's settings')"
+    )
+
+
 def test_a_validation_loss_above_the_bound_is_not_a_tick(ex4):
     line = validation_line(check_training(ex4, TOO_SLOW))
     shown = float(line.split(": ")[1].split(",")[0])
