@@ -26,7 +26,7 @@ from ..engine.probes.rerun import (
     replay,
     writes,
 )
-from .snapshot_hook import finished, forward_shapes, snapshots, watched
+from .snapshot_hook import finished, forward_shapes, since, snapshots, watched
 
 
 class ProbeTimeLimit(BaseException):
@@ -46,7 +46,9 @@ def run_probe(namespace: dict, answer: str, names: tuple) -> dict:
         shapes = {name: v.shape for name, v in namespace.items() if isinstance(v, torch.Tensor)} | forward_shapes
         pins = pinned_inputs(namespace, seed, answer, names, shapes)
         found["pins"] = {name: {"zero": not pin.any(), "shape": list(pin.shape)} for name, pin in pins.items()}
-        code = answer_code(cells, answer, names)
+        code = answer_code(
+            cells, answer, names, since[0] if since else 0
+        )  # the course's cells before it stay as they ran
         plan = replay(code, snapshots, pins, cells)
     except NoAnswerCode as error:
         found["reason"] = str(error)

@@ -21,6 +21,7 @@ watched, finished = set(), set()
 _shown_last = set()  # (cell, statement) of the expression that ends the cell running now
 raised = {}  # history index of a cell -> the error that stopped it, as "Type: message"
 forward_shapes = {}  # name -> shape of each tensor when grading started: the pins' shapes, whatever came later
+since = []  # the history index of the first cell whose statements take snapshots (the one after start_grading's)
 
 
 def take_snapshots(namespace: dict) -> None:
@@ -31,6 +32,7 @@ def take_snapshots(namespace: dict) -> None:
     shell = get_ipython()
     if shell is None:
         return
+    since[:] = since or [len(shell.history_manager.input_hist_parsed)]  # (the cell running now is the last entry)
     builtins.__dict__[SNAPSHOT_HOOK] = functools.partial(_snapshot, namespace)
     if not any(isinstance(t, _SnapshotCalls) for t in shell.ast_transformers):
         shell.ast_transformers.append(_SnapshotCalls())

@@ -418,6 +418,28 @@ RULE_MISTAKES = {
         {"answer_hpreact_fast": "hpreact_fast = bngain * torch.stack([t for t in bnraw.T], 1) + bnbias"},
         {"test_hpreact_fast": "does not follow hprebn: it reads bnraw"},
     ),
+    # Found in an attacker's review: a copy that also reads a name the course's cells bound before grading started
+    # (the helper cell's GRADIENTS, setup_biased's loop variable t, a def's lambda reading its own argument t) made
+    # the probe re-run those cells, which took no snapshots: it could not judge, and the copy earned its points by
+    # value. The course's cells before the start now stay as they ran (rerun.answer_code's ``since``).
+    "loss_copied_beside_a_helper_name": (
+        NB2,
+        {"answer_loss_fast": "loss_fast = loss.detach().clone() + 0 * len(GRADIENTS)"},
+        {"test_loss_fast": "does not follow logits: it reads loss"},
+    ),
+    "hpreact_copied_beside_a_setup_name": (
+        NB3,
+        {"answer_hpreact_fast": "hpreact_fast = hpreact.detach().clone() + 0 * t.detach().sum()"},
+        {"test_hpreact_fast": "does not follow hprebn: it reads hpreact"},
+    ),
+    "hpreact_copied_by_a_closure": (
+        NB3,
+        {
+            "answer_hpreact_fast": "def make(t):\n    return lambda: t.detach().clone()\n\n\n"
+            "get = make(hpreact)\nhpreact_fast = get()"
+        },
+        {"test_hpreact_fast": "does not follow hprebn: it reads hpreact"},
+    ),
     "hpreact_no_epsilon": (
         NB3,
         {"answer_hpreact_fast": "hpreact_fast = bngain * (hprebn - hprebn.mean(0)) / hprebn.std(0) + bnbias"},

@@ -127,12 +127,13 @@ def _reads(node: ast.stmt) -> frozenset:
     return frozenset(names)
 
 
-def answer_code(cells, answer: str, pins) -> AnswerCode:
+def answer_code(cells, answer: str, pins, since: int = 0) -> AnswerCode:
     """The code of ``answer`` in the cells the kernel ran (in order), with ``pins`` standing for those names.
 
     It starts at the latest fresh assignment of the answer, or earlier at the latest of a pinned gradient (what is
     computed from a pinned gradient comes after it), or at the cell after the one that computes a pinned forward
-    value (the chunked forward pass that computes it is not the student's answer: it stays as it ran). A statement
+    value (the chunked forward pass that computes it is not the student's answer: it stays as it ran), never before
+    the cell ``since`` (the course's cells before it, which ran before grading started, stay as they ran). A statement
     that writes a pin is the pin's own computation, which the pin stands for, and is left out; but one in the answer's
     cell, before the answer, that changes a pin from the value it came with into the cell (``dhpreact *= bngain``,
     ``dhdrop = dhdrop * mask``) is the answer's code: it runs on the pin.
@@ -152,6 +153,7 @@ def answer_code(cells, answer: str, pins) -> AnswerCode:
         elif bound:
             cell = statements[bound[0]][0]
             start = min(start, next((k for k, (i, _) in enumerate(statements) if i > cell), start))
+    start = max(start, next((k for k, (i, _) in enumerate(statements) if i >= since), len(statements)))
     changes, computed_here = {}, set()  # the answer's own changes of a pin from the value it was handed over with
     for k, (i, s) in enumerate(statements[: fresh[-1]]):
         written = writes(s) & pins
@@ -199,8 +201,7 @@ def answer_code(cells, answer: str, pins) -> AnswerCode:
 
 
 def calls_function(code: AnswerCode, function: str) -> bool:
-    """Whether the statements of ``code`` call ``function`` or its in-place twin: ``x.index_add_(...)``,
-    ``x.index_add(...)``, ``torch.index_add(...)``, ``index_add(...)``."""
+    """Whether ``code``'s statements call ``function`` or its in-place twin: ``x.index_add_(..)``, ``index_add(..)``."""
     for node in (sub for statement in code.statements for sub in ast.walk(statement)):
         if isinstance(node, ast.Call):
             called = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
@@ -211,7 +212,6 @@ def calls_function(code: AnswerCode, function: str) -> bool:
 
 def pin_value(seed: int, answer: str, name: str, shape) -> torch.Tensor:
     """The random tensor that stands for ``name`` in the probe of ``answer``: the same in the kernel and the grader.
-
     Gradients are standard normal; a forward input is five times wider, so that what it gives is far from what the
     notebook's own gives (the loss of such logits is about 8, a real one about 3.3: a copied loss is far off)."""
     generator = torch.Generator().manual_seed(zlib.crc32(f"{seed}/{answer}/{name}".encode()))
