@@ -21,7 +21,7 @@ from pathlib import Path
 
 from ..engine import backward_rules, explain, honesty, operators, tolerance
 from ..engine.bug_hunt import catalogue, checker
-from ..engine.honesty import prose
+from ..engine.honesty import prose, unread_code
 from ..engine.probes import judge_rule, rerun, snapshots
 from ..engine.training import network, reference_runs
 
@@ -32,6 +32,7 @@ MARKER = "# @from-engine: the grader's rule probes and tolerance"
 
 FUNCTIONS = [
     honesty.assigned_names,
+    unread_code.changes_its_receiver,
     honesty._assigned_names,
     honesty._prose,
     prose._text,

@@ -49,10 +49,10 @@ def written_with_check(written: WrittenWith) -> Check:
 
 
 def value_check(value: Value) -> Check:
-    def judge(report, namespace, seed, tainted):
-        return judge_value(value, report, forward_values(namespace), seed, tainted)
+    def judge(report, namespace, seed, tainted, code):
+        return judge_value(value, report, forward_values(namespace), seed, tainted, code)
 
-    return Check(value.name, value.points, judge)
+    return Check(value.name, value.points, judge, reads_code=True)
 
 
 def rows_sum_to_zero_check(name: str, points: int) -> Check:

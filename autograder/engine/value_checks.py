@@ -14,6 +14,7 @@ from .fast_forwards import Value
 from .honesty import decoy
 from .judge import autograd_answer, read_answer
 from .probes.judge_rule import Outcome, pinned, read_probe
+from .probes.written_with import reads_as_written
 from .tolerance import RTOL, close, magnitude, max_difference
 from .verdict import Verdict
 from .wire import Report
@@ -67,8 +68,9 @@ def _shape_problem(name: str, got: tuple, want: tuple, of: str) -> Reason:
     )
 
 
-def judge_value(value: Value, report: Report, forward: dict, seed: int, tainted: set) -> Verdict:
-    """``value.name`` against the setup's ``value.reference``, with the tolerance of a gradient step."""
+def judge_value(value: Value, report: Report, forward: dict, seed: int, tainted: set, code: tuple = ()) -> Verdict:
+    """``value.name`` against the setup's ``value.reference``, with the tolerance of a gradient step; ``code``: the
+    code cells that ran before its graded cell (``judge_copy``)."""
     verdict = Verdict(value.name, 0, value.points)
     answer = _answer(verdict, value.name, report, tainted)
     if answer is None:
@@ -94,7 +96,7 @@ def judge_value(value: Value, report: Report, forward: dict, seed: int, tainted:
                 ),
             )
         )
-        outcome = judge_copy(value, report, forward, seed)
+        outcome = judge_copy(value, report, forward, seed, code)
         if outcome.verdict == "wrong":
             verdict.points, verdict.lines = 0, [outcome.line]
         elif outcome.line:
@@ -131,18 +133,19 @@ def judge_value(value: Value, report: Report, forward: dict, seed: int, tainted:
     return verdict
 
 
-def judge_copy(value: Value, report: Report, forward: dict, seed: int) -> Outcome:
+def judge_copy(value: Value, report: Report, forward: dict, seed: int, code: tuple = ()) -> Outcome:
     """The probe of a value: the student's code re-run with another ``value.input`` must give ``value.compute`` of
-    it. A copy of the chunked value (``loss_fast = loss.clone()``) gives the old value and earns nothing."""
+    it. A copy of the chunked value (``loss_fast = loss.clone()``) gives the old value and earns nothing: it reads a
+    chunked value in the kernel's report or in ``code``, the cells as the grader holds them (a report can be forged)."""
     probe, outcome = read_probe(report, value.name, {value.input})
-    if outcome:
-        return outcome
-    other = {**forward, **pinned(probe, seed, value.name, {value.input: tuple(forward[value.input].shape)})}
-    expected = value.compute(other).double()
-    result = report.probe_result()
+    written = reads_as_written(code, value.name, {value.input}) if code else frozenset()
+    result, expected = None, None
+    if not outcome:
+        other = {**forward, **pinned(probe, seed, value.name, {value.input: tuple(forward[value.input].shape)})}
+        expected, result = value.compute(other).double(), report.probe_result()
     if result is not None and result.shape == expected.shape and close(result.double(), expected, magnitude(expected)):
         return Outcome("right")
-    copied = [name for name in value.chunked if name in (probe.get("reads") or ())]
+    copied = [name for name in value.chunked if name in {*((probe or {}).get("reads") or ()), *written}]
     if copied:
         return Outcome(
             "wrong",
@@ -160,6 +163,8 @@ def judge_copy(value: Value, report: Report, forward: dict, seed: int) -> Outcom
                 ),
             ),
         )
+    if outcome:
+        return outcome
     if not probe.get("pins_read") or result is None:
         return Outcome(
             "inconclusive",

@@ -399,6 +399,14 @@ CHEATS = {
     ),
 }
 
+# what a graded cell's report becomes on its way out of the kernel: ``change`` made to each of its dicts
+OUTGOING = (
+    "from IPython.core.interactiveshell import InteractiveShell\n\npub = InteractiveShell.instance().display_pub\n"
+    "sent = pub.publish\n\n\ndef publish(data, *args, **kwargs):\n    for v in data.values():\n"
+    "        if isinstance(v, dict):\n            {change}\n    return sent(data, *args, **kwargs)\n\n\n"
+    "pub.publish = publish\n"
+)
+
 # Issue 12: answers right on the notebook's own batch that copy the chunked forward pass or drop the epsilon.
 RULE_MISTAKES = {
     "loss_copied": (
@@ -440,6 +448,33 @@ RULE_MISTAKES = {
         },
         {"test_hpreact_fast": "does not follow hprebn: it reads hpreact"},
     ),
+    # and a copy through a container, whose append or update the probes did not see change it: the re-run read an
+    # empty list (IndexError), could not judge, and the copy kept its points by value
+    "loss_copied_through_a_list": (
+        NB2,
+        {"answer_loss_fast": "keep = []\nkeep.append(loss)\nloss_fast = keep[0].detach().clone()"},
+        {"test_loss_fast": "does not follow logits: it reads loss"},
+    ),
+    "hpreact_copied_through_a_dict": (
+        NB3,
+        {"answer_hpreact_fast": "keep = {}\nkeep.update(v=hpreact)\nhpreact_fast = keep['v'].detach().clone()"},
+        {"test_hpreact_fast": "does not follow hprebn: it reads hpreact"},
+    ),
+    # and a copy whose re-run the submission took out of the report, or marked as not run, on its way out of the
+    # kernel: the grader now reads what the answer's code reads in the notebook it holds
+    "loss_copied_probe_taken_out": (
+        NB2,
+        {"answer_loss_fast": OUTGOING.format(change='v.pop("(pro" + "be)", None)') + "loss_fast = loss.detach() * 1"},
+        {"test_loss_fast": "does not follow logits: it reads loss"},
+    ),
+    "hpreact_copied_probe_not_run": (
+        NB3,
+        {
+            "answer_hpreact_fast": OUTGOING.format(change='v.get("(pro" + "be)", {})["status"] = "no"')
+            + "hpreact_fast = hpreact.detach() * 1"
+        },
+        {"test_hpreact_fast": "does not follow hprebn: it reads hpreact"},
+    ),
     "hpreact_no_epsilon": (
         NB3,
         {"answer_hpreact_fast": "hpreact_fast = bngain * (hprebn - hprebn.mean(0)) / hprebn.std(0) + bnbias"},
@@ -475,6 +510,13 @@ ALTERNATIVES["alt_gain_folded_into_dhpreact"] = {  # the answer changes its give
     NB3: {
         "answer_dhprebn": "dhpreact *= bngain\n"
         "dhprebn = bnvar_inv / n * (n * dhpreact - dhpreact.sum(0) - n / (n - 1) * bnraw * (dhpreact * bnraw).sum(0))"
+    }
+}
+
+ALTERNATIVES["alt_terms_in_a_list"] = {  # checked by its rule: the probe sees the appends change terms
+    NB3: {
+        "answer_dhprebn": "terms = []\nterms.append(n * dhpreact)\nterms.append(-dhpreact.sum(0))\n"
+        "terms.append(-n / (n - 1) * bnraw * (dhpreact * bnraw).sum(0))\ndhprebn = bngain * bnvar_inv / n * sum(terms)"
     }
 }
 

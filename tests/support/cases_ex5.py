@@ -480,6 +480,17 @@ ALTERNATIVES["alt_f_aliases"] = {
     "answer_dleaky_in": "dleaky_in = dleaky_out\ndleaky_in[leaky_in <= 0] *= 0.1",
 }
 
+# Paths gathered in a container (found in an attacker's review): the probes did not see ``parts.append(..)`` change
+# parts, so `demb = sum(parts)` read no upstream gradient and went unchecked by its rule (a copy so made kept its
+# points); now each is re-run on the pins and checked
+ALTERNATIVES["alt_h_containers"] = {
+    **ALTERNATIVES["alt_g"],
+    "answer_demb": "parts = []\nparts.append(dx)\nparts.append(dq @ Wq.T)\nparts.append(dk @ Wk.T)\n"
+    "parts.append(dv @ Wv.T)\ndemb = sum(parts)",
+    "answer_dhpreln": "grads = {}\ngrads.update(lnraw=lngain * dhln)\ng = grads['lnraw']\n"
+    "dhpreln = lnvar_inv * (g - g.mean(1, keepdim=True) - lnraw * (g * lnraw).mean(1, keepdim=True))",
+}
+
 # student -> (answer cells changed, {graded cell that must earn nothing: words})
 CHEATS = {
     "c_copy_grad": (

@@ -18,6 +18,7 @@ from .unread_code import (
     _binds,
     _runs_a_file,
     changed_by,
+    changes_its_receiver,
     defines_code_in_annotations,
     magic_code,
     makes_text,
@@ -157,8 +158,8 @@ def _assigned_names(node: ast.AST) -> set:
             names.add(sub.name)
         elif isinstance(sub, ast.MatchMapping) and sub.rest:
             names.add(sub.rest)
-        elif isinstance(sub, ast.Call) and isinstance(sub.func, ast.Attribute) and sub.func.attr.endswith("_"):
-            base = sub.func.value  # an in-place method: dC.index_add_(0, ix, demb)
+        elif isinstance(sub, ast.Call) and changes_its_receiver(sub.func):
+            base = sub.func.value  # an in-place method: dC.index_add_(0, ix, demb), parts.append(dx)
             while isinstance(base, (ast.Subscript, ast.Attribute)):
                 base = base.value
             if isinstance(base, ast.Name):

@@ -134,6 +134,13 @@ MUTATORS = {"append", "extend", "insert", "update", "add", "setdefault", "append
 MUTATORS |= {"__setitem__", "__setattr__", "put_nowait", "send"}
 
 
+def changes_its_receiver(func: ast.expr) -> bool:
+    """Whether a call of ``func`` changes the object it is a method of: torch's in-place methods (``dC.index_add_``),
+    a container's (``parts.append(dx)``, ``d.update(..)``); not ``x.add(y)``, which makes a new tensor."""
+    in_place = ("append", "extend", "insert", "update", "setdefault", "appendleft", "extendleft")
+    return isinstance(func, ast.Attribute) and (func.attr.endswith("_") or func.attr in in_place)
+
+
 def changed_by(node: ast.AST, tainted: set) -> set:
     """The names a statement that assigns none may change: the receiver of a method that changes it (box.append(..)),
     the Name arguments of setattr and of a function already marked (f(box))."""

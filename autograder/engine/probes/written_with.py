@@ -50,3 +50,12 @@ def not_written_with(cells, answer: str, pins, function: str, again: str) -> Rea
             again=again,
         ),
     )
+
+
+def reads_as_written(cells, answer: str, pins) -> frozenset:
+    """The names the code of ``answer`` in ``cells`` (the code cells that ran before its graded cell, in order) reads
+    before it writes them, as the notebook the grader holds has it: what a copy reads, whatever the kernel reported."""
+    try:
+        return answer_code([as_run(source) for source in cells], answer, pins).reads
+    except NoAnswerCode:
+        return frozenset()
