@@ -8,7 +8,7 @@ its version with means and the atomic chain.
 """
 
 import pytest
-from support.cases_ex2_ex3 import CHEATS, MISTAKES, NB2, NB3, POINTS, submissions
+from support.cases_ex2_ex3 import CHEATS, LAID_OUT, MISTAKES, NB2, NB3, POINTS, submissions
 from support.course import ASSIGNMENT
 
 from autograder.authoring.submissions import solved
@@ -44,7 +44,7 @@ def graded(course):
     for nb in (NB2, NB3):
         release, source = course.notebook("release", nb), course.notebook("source", nb)
         class_ = submissions(nb, release, source)
-        for student in ["solution", "blank", *ALTERNATIVES, "c_copy_grad"]:
+        for student in ["solution", "blank", *ALTERNATIVES, "c_copy_grad", "c_read_above_the_start"]:
             course.submit(student, nb, class_[student])
         for student in PACKED:
             course.submit(student, nb, packed(student, nb, release, source))
@@ -100,6 +100,17 @@ def test_answers_from_autograd_earn_nothing(graded):
     for notebook in changes:
         assert lost(graded, "c_copy_grad", notebook) == sorted(expected[notebook])
         messages = graded.messages("c_copy_grad", notebook)
+        for cell, words in expected[notebook].items():
+            assert words in messages[cell], messages[cell]
+
+
+def test_a_cell_above_the_start_runs_after_it(graded):
+    """GradingExecute runs the student's cell added above the cell that starts grading right after that cell: what it
+    read from .grad is a decoy (common.setup_cells.execution_order)."""
+    changes, expected = LAID_OUT["c_read_above_the_start"]
+    for notebook in changes:
+        messages = graded.messages("c_read_above_the_start", notebook)
+        assert lost(graded, "c_read_above_the_start", notebook) == sorted(expected[notebook]), messages
         for cell, words in expected[notebook].items():
             assert words in messages[cell], messages[cell]
 
