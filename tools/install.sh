@@ -10,6 +10,8 @@
 #                             and npm; then from the npm registry, as their package-lock.json pins them, axe-core
 #                             (tools/axe, the accessibility test) into .venv/axe and configurable-http-proxy (tools/chp,
 #                             JupyterHub's proxy, the hub's test) into .venv/chp
+#   tools/install.sh --hub    also what a JupyterHub on this machine needs (docs/jupyterhub.md): npm, then
+#                             configurable-http-proxy (tools/chp) into .venv/chp; JupyterHub itself is in the lock
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PYTHON=${PYTHON:-python3}
@@ -21,6 +23,8 @@ if [ "${1:-}" = "--test" ]; then
   wanted+=("chromium:chromium" "chromium-driver:chromedriver" "postgresql:/usr/lib/postgresql/*/bin/initdb"
     "iproute2:ip" "faketime:faketime" "fonts-noto-cjk:/usr/share/fonts/opentype/noto/NotoSansCJK-Regular.ttc"
     "npm:npm")
+elif [ "${1:-}" = "--hub" ]; then
+  wanted+=("npm:npm")
 fi
 missing=()
 for entry in "${wanted[@]}"; do
@@ -77,9 +81,11 @@ fi
 
 # The npm packages of the tests, each only when its lock changed since the last install (npm ci checks every package
 # against the lock's integrity hash): tools/axe (axe-core, the accessibility test) into .venv/axe, tools/chp
-# (configurable-http-proxy, JupyterHub's proxy: the hub's test) into .venv/chp
-if [ "${1:-}" = "--test" ]; then
-  for name in axe chp; do
+# (configurable-http-proxy, JupyterHub's proxy: the hub's test, and a hub's --hub) into .venv/chp
+npm_tools=()
+case "${1:-}" in --test) npm_tools=(axe chp) ;; --hub) npm_tools=(chp) ;; esac
+if [ ${#npm_tools[@]} -gt 0 ]; then
+  for name in "${npm_tools[@]}"; do
     if ! cmp -s "tools/$name/package-lock.json" ".venv/$name/.installed-package-lock.json"; then
       echo "installing tools/$name into .venv/$name (log: .venv/$name/npm.log)"
       mkdir -p ".venv/$name"
