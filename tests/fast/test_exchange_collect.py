@@ -78,3 +78,62 @@ def test_a_folder_or_a_pipe_under_a_notebooks_name_is_no_file_handed_in(tmp_path
     assert read_owned(str(folder / "timestamp.txt"), None, 2**20) is None
     staged, problems = stage_student(tmp_path, ASSIGNMENT, "dirk", ["answers"], {})
     assert staged == [] and [p.kind for p in problems] == ["missing_notebook"]
+
+
+def collect_folder(tmp_path, files: dict):
+    """OwnedCollect on one submission of the user running the tests, holding ``files`` (name -> (cells' source,
+    mtime)), for a release of ``NB`` and other.ipynb: (the collect, the submitted folder)."""
+    me = pwd.getpwuid(os.getuid()).pw_name
+    course, exchange = tmp_path / "course", tmp_path / "exchange"
+    release = course / "release" / ASSIGNMENT
+    release.mkdir(parents=True)
+    for name in (NB, "other.ipynb"):
+        nbformat.write(nbformat.v4.new_notebook(), release / name)
+    submission = exchange / "course101" / "inbound" / f"{me}+{ASSIGNMENT}+2026-12-01 10:00:00.000000 UTC"
+    submission.mkdir(parents=True)
+    for name, (source, mtime) in files.items():
+        nbformat.write(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(source, id="c")]), submission / name)
+        os.utime(submission / name, (mtime, mtime))
+    config = Config()
+    config.CourseDirectory.root = str(course)
+    config.CourseDirectory.course_id = "course101"
+    config.CourseDirectory.assignment_id = ASSIGNMENT
+    config.Exchange.root = str(exchange)
+    collect = OwnedCollect(
+        coursedir=CourseDirectory(config=config), authenticator=Authenticator(config=config), config=config
+    )
+    collect.start()
+    return collect, course / "submitted" / me / ASSIGNMENT
+
+
+def cells(path):
+    return [c.source for c in nbformat.read(path, as_version=4).cells]
+
+
+def test_a_notebook_worked_on_in_a_copy_is_taken_as_from_a_download(tmp_path):
+    """cleo duplicated ex1 in JupyterLab (ex1-Copy1.ipynb), worked there, and submitted: the exchange's collect took
+    only the untouched ex1 of its name, never looked at the copy, and she got 0 with no word of why; an LMS's
+    download of the same files took the copy. Now the newest is taken, the others listed (duplicate_file), as there."""
+    me = pwd.getpwuid(os.getuid()).pw_name
+    stem = NB[: -len(".ipynb")]
+    collect, got = collect_folder(
+        tmp_path,
+        {
+            NB: ("", 1_000_000),  # as fetched
+            f"{stem}-Copy1.ipynb": ("her work", 2_000_000),
+            "other.ipynb": ("other, as it is", 2_000_000),
+            "other (1).ipynb": ("other, as it is", 1_000_000),  # the same: no copy to tell of
+            "notes.ipynb": ("not a notebook of the assignment", 3_000_000),
+        },
+    )
+    assert sorted(p.name for p in got.iterdir()) == [NB, "other.ipynb", "timestamp.txt"]
+    assert cells(got / NB) == ["her work"] and cells(got / "other.ipynb") == ["other, as it is"]
+    assert collect.duplicates == [(me, stem, f"{stem}-Copy1.ipynb", [NB])]
+
+
+def test_the_notebook_of_its_name_is_taken_when_it_is_the_newest(tmp_path):
+    me = pwd.getpwuid(os.getuid()).pw_name
+    stem = NB[: -len(".ipynb")]
+    collect, got = collect_folder(tmp_path, {NB: ("final", 3_000_000), f"{stem} (1).ipynb": ("draft", 2_000_000)})
+    assert cells(got / NB) == ["final"]
+    assert collect.duplicates == [(me, stem, NB, [f"{stem} (1).ipynb"])]

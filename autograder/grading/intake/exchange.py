@@ -65,6 +65,14 @@ def from_exchange(root: Path, assignment: str) -> list:
     return [
         Problem(owner, None, "not_their_submission", f"{folder} in the exchange names {named} but was made by {owner}")
         for folder, named, owner in answer["refused"]
+    ] + [  # as collect.collect words it for a download
+        Problem(
+            student,
+            notebook,
+            "duplicate_file",
+            f"{1 + len(others)} files for {notebook}: took {taken} (the newest); ignored {', '.join(others)}",
+        )
+        for student, notebook, taken, others in answer.get("duplicates", [])
     ]
 
 

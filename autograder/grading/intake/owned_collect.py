@@ -8,10 +8,15 @@ own process wrote; and it copies the whole folder, following links and reading p
 when its folder and every file taken from it belong to the student it names; its time is the later of the time it
 claims and the last change of its folder (which no student can set back); and only the notebooks, timestamp.txt and
 submission_secret.txt (which ``nbgrader release_feedback`` reads) are copied, as regular files, never through a link.
+A notebook the student kept working on in a copy (JupyterLab's ``ex1_atomic_backward-Copy1.ipynb``, a browser's
+``(1)``) is handed in beside the one of its own name: the newest of them is taken, as from an LMS's download
+(``collect.collect``), and the others are listed as duplicate_file; before, the copy was never looked at, and the
+untouched notebook of its name was graded, silently, to 0.
 """
 
 import datetime
 import glob
+import itertools
 import json
 import os
 import shutil
@@ -24,6 +29,9 @@ from nbgrader.exchange.default.collect import ExchangeCollect
 
 from .collect import MAX_ENTRY_BYTES
 from .exchange import KEPT, MAX_SMALL_BYTES, owner_name, read_owned
+from .which_notebook import match_notebook
+
+LOOKED_AT = 500  # the entries of a submission looked at for a copy of a notebook (a folder may hold a million)
 
 
 class OwnedCollect(ExchangeCollect):
@@ -34,6 +42,7 @@ class OwnedCollect(ExchangeCollect):
     def init_src(self):
         super().init_src()  # nbgrader's checks and the due date; its choice, by name alone, is made again here
         self.refused, self.collected = [], []  # (folder, the student it names, its owner); student ids
+        self.duplicates = []  # (student, notebook, the file taken, [the files ignored])
         pattern = os.path.join(
             self.inbound_path, f"{self.coursedir.student_id or '*'}+{self.coursedir.assignment_id}+*"
         )
@@ -65,25 +74,77 @@ class OwnedCollect(ExchangeCollect):
                 return found
         return []
 
+    def copies(self, source: str, uid: int, wanted: list) -> dict:
+        """notebook file name -> the student's own regular files in ``source`` that hand it in, newest first (its own
+        name first of equals): the file of its name and its copies under other names (``match_notebook``, as a
+        download's files are matched), among the folder's first LOOKED_AT entries."""
+        stems, found = [n[: -len(".ipynb")] for n in wanted], {}
+        try:
+            with os.scandir(source) as entries:
+                names = [e.name for e in itertools.islice(entries, LOOKED_AT)]
+        except OSError:
+            names = []
+        for name in dict.fromkeys([*wanted, *names]):  # its own name always, however many entries come first
+            notebook = match_notebook(name, stems)
+            try:
+                st = os.lstat(os.path.join(source, name))
+            except OSError:
+                continue
+            if notebook is not None and (name in wanted or stat.S_ISREG(st.st_mode) and st.st_uid == uid):
+                found.setdefault(f"{notebook}.ipynb", []).append((st.st_mtime_ns, name == f"{notebook}.ipynb", name))
+        return {notebook: [c[2] for c in sorted(c, reverse=True)] for notebook, c in found.items()}
+
+    def take(self, student: str, source: str, uid: int, notebook: str, names: list) -> bytes | None:
+        """The bytes of the newest of ``names`` (``copies``) that is the student's regular file; the others that differ
+        from it are listed in ``duplicates``."""
+        limit = MAX_ENTRY_BYTES
+        for i, name in enumerate(names):
+            data = read_owned(os.path.join(source, name), uid, limit)
+            if data is None:
+                self.log.warning(f"{source}/{name}: not a regular file of {student}'s: not collected")
+                continue
+            others = [n for n in names[i + 1 :] if not self.same(os.path.join(source, n), uid, data)]
+            if others:
+                self.duplicates.append((student, notebook[: -len(".ipynb")], name, others))
+            return data
+        return None
+
+    @staticmethod
+    def same(path: str, uid: int, data: bytes) -> bool:
+        """Whether ``path`` holds ``data`` (or is no file of the student's to take): no copy to tell of."""
+        try:
+            if os.lstat(path).st_size != len(data):
+                return read_owned(path, uid, MAX_ENTRY_BYTES) is None
+        except OSError:
+            return True
+        return read_owned(path, uid, MAX_ENTRY_BYTES) in (None, data)
+
     def copy_files(self):
         wanted = self.notebooks()
         for record in self.src_records:
             student, source = record["username"], os.path.join(self.inbound_path, record["filename"])
+            copies = self.copies(source, record["uid"], wanted)
             dest = Path(
                 self.coursedir.format_path(self.coursedir.submitted_directory, student, self.coursedir.assignment_id)
             )
             existing = self.coursedir.get_existing_timestamp(str(dest)) if dest.is_dir() else None
             if dest.is_dir() and not (self.update and (existing is None or record["timestamp"] > existing)):
                 self.log.info(f"Submission already collected: {student} {self.coursedir.assignment_id}")
+                for name, names in copies.items():  # its duplicates, listed again (problems.json is each run's)
+                    if len(names) > 1:
+                        self.take(student, source, record["uid"], name, names)
                 continue
             new = dest.with_name(f".{dest.name}.collecting")  # written whole, then put in place
             shutil.rmtree(new, ignore_errors=True)
             new.mkdir(parents=True)
-            for name in [*wanted, *KEPT]:  # one at a time: at most one notebook is held
+            for name, names in copies.items():  # one at a time: at most one notebook is held
+                data = self.take(student, source, record["uid"], name, names)
+                if data is not None:
+                    (new / name).write_bytes(data)
+            for name in KEPT:
                 if not os.path.lexists(os.path.join(source, name)):
                     continue
-                limit = MAX_ENTRY_BYTES if name.endswith(".ipynb") else MAX_SMALL_BYTES
-                data = read_owned(os.path.join(source, name), record["uid"], limit)
+                data = read_owned(os.path.join(source, name), record["uid"], MAX_SMALL_BYTES)
                 if data is None:
                     self.log.warning(f"{source}/{name}: not a regular file of {student}'s: not collected")
                 else:
@@ -114,7 +175,12 @@ def collect_exchange(assignment: str) -> dict:
         collect.start()
     except ExchangeError as error:
         return {"error": str(error)}
-    return {"collected": sorted(collect.collected), "refused": collect.refused, "course": app.coursedir.course_id}
+    return {
+        "collected": sorted(collect.collected),
+        "refused": collect.refused,
+        "duplicates": collect.duplicates,
+        "course": app.coursedir.course_id,
+    }
 
 
 if __name__ == "__main__":
