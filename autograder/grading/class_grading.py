@@ -95,6 +95,7 @@ class ClassGrading:
         started = time.monotonic()
         preflight.check_temporary_folder()
         preflight.check_writable(self.root, self.o.profile)
+        preflight.check_one_grader(self.root)
         self.started_at = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
         cluster = None
         if self.o.scheduler:  # reach the cluster before anything is graded (its workers check their own tools)

@@ -4,6 +4,7 @@ and the gradebook's copy of it, and the sandbox's tools on this machine."""
 import contextlib
 import datetime
 import fcntl
+import hashlib
 import os
 import pwd
 import shutil
@@ -82,6 +83,30 @@ def check_writable(root: Path, profile: Path | None = None) -> None:
             open(profile, "a").close()
         except OSError as error:
             raise GradingError(f"cannot write the profile {profile} ({error.strerror}): name another file") from None
+
+
+def check_one_grader(root: Path) -> None:
+    """The grading workers and the exchange's collect start as ``python -m autograder...`` in the course root, and
+    Python imports the root's own ``autograder/`` before the installed one: a course root with another version of
+    the package (an instructor's clone beside the admin's install, docs/jupyterhub.md) graded with two versions in
+    one run, the collect and the workers the clone's, the rest the install's. Stops before anything runs."""
+    ours, theirs = Path(__file__).resolve().parents[1], root / "autograder"  # (this module: autograder/grading/)
+    if not (theirs / "__init__.py").is_file() or theirs.resolve() == ours or _digest(theirs) == _digest(ours):
+        return
+    raise GradingError(
+        f"{theirs} is another version of the grader than the one this command runs ({ours}): its grading workers "
+        f"would run the course root's (Python imports it first there). Bring the course root to the installed "
+        f"version (git pull, or git checkout of the install's commit), then grade again. Nothing was graded."
+    )
+
+
+def _digest(package: Path) -> str:
+    """A hash of the package's Python files, names and contents."""
+    h = hashlib.sha256()
+    for path in sorted(package.rglob("*.py")):
+        if "__pycache__" not in path.parts:
+            h.update(str(path.relative_to(package)).encode() + b"\0" + path.read_bytes() + b"\0")
+    return h.hexdigest()
 
 
 @contextlib.contextmanager

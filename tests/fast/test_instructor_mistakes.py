@@ -4,6 +4,7 @@ says what is wrong and what to do, before anything is written."""
 import fcntl
 import re
 import zipfile
+from pathlib import Path
 
 import pytest
 from support.course import ASSIGNMENT
@@ -147,3 +148,22 @@ def test_the_summary_counts_one_problem_as_one_problem():
         out = io.StringIO()
         print_summary(Summary(["s0", "s1"], ["s0", "s1"], [], found, "g", "p", "h", None, 1.0), out)
         assert said in out.getvalue(), out.getvalue()
+
+
+def test_a_course_root_with_another_version_of_the_grader_is_refused_before_grading(tmp_path):
+    """On a hub the instructor's course root is a clone, with its own autograder/, and the commands are the admin's
+    install: the workers and the exchange's collect (``python -m`` in the course root) imported the clone's, the rest
+    the install's; after the admin updated the install, a fix of the collect did not run at all (measured: cleo's
+    copied notebook still graded 0). A root with the same package, or none, is graded as before."""
+    import shutil
+
+    import autograder
+    from autograder.grading.preflight import check_one_grader
+
+    ours = Path(autograder.__file__).resolve().parent
+    check_one_grader(tmp_path)  # no autograder/ in the course root
+    shutil.copytree(ours, tmp_path / "autograder", ignore=shutil.ignore_patterns("__pycache__"))
+    check_one_grader(tmp_path)  # the same version
+    (tmp_path / "autograder" / "grading" / "intake" / "owned_collect.py").write_text("# an older collect\n")
+    with pytest.raises(GradingError, match=r"another version of the grader.*Nothing was graded"):
+        check_one_grader(tmp_path)
