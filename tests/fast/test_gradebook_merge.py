@@ -175,3 +175,13 @@ def test_a_merge_that_fails_stops_the_grading_and_says_why(course_gradebook, tmp
         "test_dh": [None, True],
         "task_explain": [None, True],
     }
+
+
+def test_a_late_notebook_that_lost_one_point_says_one_point():
+    """The class's problems said "1 points taken off" (cleo's ex6_bug_hunt on a hub, 10% of 10 points)."""
+    due = datetime.datetime(2026, 12, 6, 23, 15)
+    said = [p.detail for p in Lateness(900.0, due, {"ex6_bug_hunt": 1.0, "ex5_new_operators": 2.6}).problems("cleo")]
+    assert said == [
+        "handed in 0.2 hours after the due date (2026-12-06 23:15 UTC): 2.6 points taken off",
+        "handed in 0.2 hours after the due date (2026-12-06 23:15 UTC): 1 point taken off",
+    ]

@@ -38,7 +38,12 @@ class Lateness:
             return []
         when = f"{self.seconds / 3600:.1f} hours after the due date ({self.due:%Y-%m-%d %H:%M} UTC)"
         return [
-            Problem(student, notebook, "late_submission", f"handed in {when}: {points:g} points taken off")
+            Problem(
+                student,
+                notebook,
+                "late_submission",
+                f"handed in {when}: {points:g} point{'' if points == 1 else 's'} taken off",
+            )
             for notebook, points in sorted(self.penalties.items())
         ]
 
