@@ -137,3 +137,24 @@ def test_the_notebook_of_its_name_is_taken_when_it_is_the_newest(tmp_path):
     collect, got = collect_folder(tmp_path, {NB: ("final", 3_000_000), f"{stem} (1).ipynb": ("draft", 2_000_000)})
     assert cells(got / NB) == ["final"]
     assert collect.duplicates == [(me, stem, NB, [f"{stem} (1).ipynb"])]
+
+
+def test_grade_from_the_exchange_lists_the_copies_it_did_not_take(tmp_path):
+    """What ``grade --from-exchange`` gets of the collect (run as its own process in the course root): the
+    duplicate_file problem, worded as for a download, which the student's page and problems.json carry."""
+    from autograder.grading.intake.exchange import from_exchange
+
+    me = pwd.getpwuid(os.getuid()).pw_name
+    stem = NB[: -len(".ipynb")]
+    collect_folder(tmp_path, {NB: ("", 1_000_000), f"{stem}-Copy1.ipynb": ("her work", 2_000_000)})
+    root = tmp_path / "course"
+    (root / "nbgrader_config.py").write_text(
+        "c = get_config()\n"
+        "c.CourseDirectory.course_id = 'course101'\n"
+        f"c.Exchange.root = {str(tmp_path / 'exchange')!r}\n"
+        "c.ExchangeFactory.collect = 'autograder.grading.intake.owned_collect.OwnedCollect'\n"
+    )
+    problems = from_exchange(root, ASSIGNMENT)  # (collected already: its copies are listed again)
+    assert [(p.student, p.notebook, p.kind, p.detail) for p in problems] == [
+        (me, stem, "duplicate_file", f"2 files for {stem}: took {stem}-Copy1.ipynb (the newest); ignored {NB}")
+    ]
