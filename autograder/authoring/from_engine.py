@@ -21,6 +21,7 @@ from pathlib import Path
 
 from ..engine import backward_rules, explain, honesty, operators, tolerance
 from ..engine.bug_hunt import catalogue, checker
+from ..engine.bug_hunt import rerun as bug_hunt_rerun
 from ..engine.honesty import prose
 from ..engine.probes import judge_rule, rerun, snapshots
 from ..engine.training import network, reference_runs
@@ -133,6 +134,7 @@ BUG_HUNT_FUNCTIONS = [
     checker.relative_error,
     checker.one_sided,
     checker.run_case,
+    bug_hunt_rerun.changed_after_their_lines,
 ]
 
 

@@ -297,3 +297,27 @@ def test_the_visible_checks_see_no_fix_below_a_gradient_left_zeros(notebook):
     assert keys[1] != "aliased"  # (dbndiff left dhprebn's very tensor is "not fixed yet" whatever it is computed from)
     assert "are all zeros" in said(notebook, "check_fix(2)", BUG_HUNT_ID=text)
     assert all(said(notebook, f"check_fix({slot})").startswith("✘") for slot in (1, 2, 3))
+
+
+def _pasted(namespace, code: str) -> None:
+    """backward_pass defined in the notebook as a cell defines it: its source where inspect finds it."""
+    name = f"<cell {zlib.crc32(code.encode())}>"
+    linecache.cache[name] = (len(code), None, code.splitlines(True), name)
+    exec(compile(code, name, "exec"), namespace)
+
+
+def test_a_tensor_no_later_line_changed_is_judged_as_what_its_readers_read(notebook):
+    """As the grader (cases_ex6's alias_kept_and_mean_path_deleted): `dhprebn = dbndiff` with its `+=` line deleted
+    makes dbndiff right and dhprebn wrong; the two are one tensor, but no later line changed it, so dhprebn is judged
+    on it (it was skipped, and every fix said ✔); with the `+=` line kept, the bug stays the aliased fix's alone."""
+    text = id_with("bessel", "aliased", "epsilon")
+    slot = 1 + [bug.key for bug in planted(text)].index("aliased")
+    deleted = {
+        BUGS["aliased"].right: "dhprebn = dbndiff",
+        "dhprebn += 1.0 / n * (torch.ones_like(hprebn) * dbnmeani)": "pass",
+    }
+    _pasted(notebook, pass_with(deleted))
+    assert "wrong now: dhprebn" in said(notebook, f"check_fix({slot})", BUG_HUNT_ID=text)
+    _pasted(notebook, with_bug("aliased"))
+    assert said(notebook, f"check_fix({slot})").startswith(f"✘ bug {slot} of 3: not fixed yet")
+    assert all(said(notebook, f"check_fix({k})").startswith("✔") for k in (1, 2, 3) if k != slot)

@@ -3,8 +3,10 @@
 import base64
 import contextlib
 import hashlib
+import inspect
 import itertools
 import json
+import textwrap
 import zlib
 from typing import Callable
 
@@ -273,14 +275,14 @@ def check_numerical_gradient():
     print("✔ numerical_gradient: central differences, within 1e-6 of the gradient on both checks")
 
 
-def _judged(gradient, grads):
+def _judged(gradient, grads, unread):
     """Whether your `gradient` is right as the autograder judges it: against autograd at this notebook's parameters
     ("right"), or right for the gradients it is computed from when a bug further up makes them wrong ("carried")."""
     name = gradient[1:]
     row = _compare(name, grads.get(gradient), getattr(globals().get(name), "grad", None))
     if row["status"] == "ok":
         return "right"
-    if gradient in _changed_later(grads):  # changed in place by a later line: only autograd's values count
+    if gradient in unread:  # changed in place by a later line: only autograd's values count
         return "wrong"
     step, point = STEP_BY_NAME[name], {k: v.detach() for k, v in test_point().items() if isinstance(v, torch.Tensor)}
     try:
@@ -305,12 +307,22 @@ def _all_zeros_upstream(gradient, grads):
     return bool(ups) and all(isinstance(u, torch.Tensor) and not u.any() for u in ups)
 
 
-def _changed_later(grads):
+def _changed_later(grads, backward, point):
     """The gradients returned as one tensor with a gradient computed after them (`dhprebn = dbndiff`, then
     `dhprebn += ...`): what the lines that read them read is not what was returned, so those lines are not judged.
-    One tensor, not equal values: a copy of its own that a later line leaves as it is is judged as any other."""
+    One tensor, not equal values: a copy of its own that a later line leaves as it is is judged as any other, and so
+    is one tensor that no later line changed (the `+=` deleted), when the pass's source can be run again line by line."""
     got = [g for g in GRADIENTS if isinstance(grads.get(g), torch.Tensor)]
-    return {a for i, a in enumerate(got) if any(_same_memory(grads[a], grads[b]) for b in got[i + 1:])}
+    shared = {a for i, a in enumerate(got) if any(_same_memory(grads[a], grads[b]) for b in got[i + 1:])}
+    try:
+        definition = ast.parse(textwrap.dedent(inspect.getsource(backward))).body[0]
+        parameter, body = definition.args.args[0].arg, flattened(definition.body)
+    except Exception:  # no source to read (a pass defined by exec, say): every one of them counts as changed
+        return shared
+    fresh = {k: v.clone() if isinstance(v, torch.Tensor) else v for k, v in point.items()}
+    with torch.no_grad():
+        changed = changed_after_their_lines(parameter, body, backward.__globals__, fresh, shared) if shared else None
+    return shared if changed is None else changed
 
 
 def check_fix(slot):
@@ -324,13 +336,13 @@ def check_fix(slot):
     if not bugs:
         print(f"✘ bug {slot}: no BUG_HUNT_ID yet", file=sys.stderr)
         return
-    part = section(bugs, slot, GRADIENTS)
+    part, backward, point = section(bugs, slot, GRADIENTS), globals().get("backward_pass"), test_point()
     with _one_thread():
-        grads, problem = _gradients_of(globals().get("backward_pass"), test_point())
-        fixed = None if problem else _judged(bugs[slot - 1], grads)
-        unread = set() if problem else _changed_later(grads)
+        grads, problem = _gradients_of(backward, point)
+        unread = set() if problem else _changed_later(grads, backward, point)
+        fixed = None if problem else _judged(bugs[slot - 1], grads, unread)
         broken = [g for g in part if g not in bugs and not unread & {"d" + u for u in STEP_BY_NAME[g[1:]].upstream}
-                  and _judged(g, grads) == "wrong"] if fixed else []
+                  and _judged(g, grads, unread) == "wrong"] if fixed else []
     if problem:
         print(f"✘ bug {slot} of {len(bugs)}: {problem}", file=sys.stderr)
     elif fixed == "wrong":
