@@ -25,6 +25,8 @@ from ..engine.bug_hunt import rerun as bug_hunt_rerun
 from ..engine.honesty import prose
 from ..engine.probes import judge_rule, rerun, snapshots
 from ..engine.training import network, reference_runs
+from ..in_kernel import bug_hunt_rerun as kernel_rerun
+from ..in_kernel import capture
 
 # table -> its steps: what a notebook's STEP_TABLE names ("atomic" when it names none)
 TABLES = {"atomic": backward_rules.STEPS, "operators": operators.OPERATOR_STEPS}
@@ -135,6 +137,14 @@ BUG_HUNT_FUNCTIONS = [
     checker.one_sided,
     checker.run_case,
     bug_hunt_rerun.changed_after_their_lines,
+    capture.own_source,
+    capture._print,
+    kernel_rerun.parsed_body,
+    kernel_rerun._fits,
+    kernel_rerun._same,
+    kernel_rerun._run,
+    kernel_rerun._line,
+    kernel_rerun.run_again,
 ]
 
 
@@ -180,6 +190,10 @@ def bug_hunt_block() -> str:
         f"GRADIENTS = {catalogue.GRADIENTS!r}",
         f"FORWARD_LINES = {forward_lines()!r}",
         f"METHOD_STEP, ACCURACY = {checker.METHOD_STEP!r}, {checker.ACCURACY!r}",
+        "# a backward pass that raised, run again statement by statement as the autograder does (run_again below)",
+        f"PINS, MAX_LINE = {bug_hunt_rerun.PINS!r}, {kernel_rerun.MAX_LINE!r}",
+        "STUDENT_ERRORS = (Exception,)  # what your code may raise",
+        "AutogradIsOff = type('AutogradIsOff', (RuntimeError,), {})  # (the autograder's: never raised here)",
         "_HUNT = json.loads(zlib.decompress(base64.b64decode(",
         *(f'    "{part}"' for part in textwrap.wrap(packed, 110)),
         ")))",

@@ -321,3 +321,29 @@ def test_a_tensor_no_later_line_changed_is_judged_as_what_its_readers_read(noteb
     _pasted(notebook, with_bug("aliased"))
     assert said(notebook, f"check_fix({slot})").startswith(f"✘ bug {slot} of 3: not fixed yet")
     assert all(said(notebook, f"check_fix({k})").startswith("✔") for k in (1, 2, 3) if k != slot)
+
+
+RAISING = [  # cases_ex6's students whose pass raises on any batch: one line, in one fix's part (or two, in two)
+    "raises_in_the_first_fix",
+    "raises_in_two_fixes",
+    "raises_on_a_line_without_a_bug",
+    "raises_where_dbndiff_is_first_written",
+    "dlogprobs_gradient_clipped_and_dC_raises",
+    "dC_made_in_the_shape_of_demb",
+]
+
+
+@pytest.mark.parametrize("case", RAISING)
+def test_a_line_that_raises_is_named_under_the_fix_whose_part_holds_it_as_the_grader_does(notebook, case):
+    """The line under each fix said "the backward pass raised" for all three, where the grader runs the pass again
+    line by line and takes points from the fix whose part holds the line alone: the visible check now does the same
+    (the same cells ✘ as the grader's table, and the raising one names the line)."""
+    from support.cases_ex6 import MISTAKES
+
+    changes, expected = MISTAKES[case]
+    _pasted(notebook, changes["answer_backward_pass"])
+    for slot in (1, 2, 3):
+        line = said(notebook, f"check_fix({slot})", BUG_HUNT_ID=changes["answer_id"].split("'")[1])
+        assert line.startswith("✘") == (f"test_bug_{slot}" in expected), (slot, line)
+        kind = expected.get(f"test_bug_{slot}", ("",))[0]
+        assert ("the backward pass raised" in line) == (kind in ("raised_error", "broke_a_right_line")), (slot, line)

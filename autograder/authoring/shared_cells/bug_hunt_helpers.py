@@ -7,6 +7,7 @@ import inspect
 import itertools
 import json
 import textwrap
+import types
 import zlib
 from typing import Callable
 
@@ -275,7 +276,7 @@ def check_numerical_gradient():
     print("✔ numerical_gradient: central differences, within 1e-6 of the gradient on both checks")
 
 
-def _judged(gradient, grads, unread):
+def _judged(gradient, grads, unread, pins):
     """Whether your `gradient` is right as the autograder judges it: against autograd at this notebook's parameters
     ("right"), or right for the gradients it is computed from when a bug further up makes them wrong ("carried")."""
     name = gradient[1:]
@@ -286,7 +287,7 @@ def _judged(gradient, grads, unread):
         return "wrong"
     step, point = STEP_BY_NAME[name], {k: v.detach() for k, v in test_point().items() if isinstance(v, torch.Tensor)}
     try:
-        upstream = {u: grads["d" + u].detach().reshape(point[u].shape) for u in step.upstream}
+        upstream = {u: {**grads, **pins}["d" + u].detach().reshape(point[u].shape) for u in step.upstream}
         rule = local_gradient(step, {**point, "n": batch_size}, upstream)
         if upstream and close(grads[gradient].detach().double(), rule.double(), _step_scale(name) or 0.0):
             return "carried"
@@ -325,6 +326,24 @@ def _changed_later(grads, backward, point):
     return shared if changed is None else changed
 
 
+def _run_again_here(backward, point):
+    """As the autograder does with a backward pass that raised: its statements run again one by one, a random tensor
+    in the place of each gradient a line that raised left without a value. (the gradients, gradient -> the line that
+    raised where it is computed, the random tensors the lines below read), or None when it cannot be run so."""
+    fresh = {k: v.clone() if isinstance(v, torch.Tensor) else v for k, v in point.items()}
+    try:
+        with torch.no_grad():
+            again = run_again(backward, fresh, SEED)
+    except Exception:  # your code, run again: the error of the call stands
+        return None
+    if again is None:
+        return None
+    gradients, entry = again
+    replaced = (set(entry["raised"]) | set(entry["pinned"])) - set(entry["altered"])
+    pins = {g: pin_value(SEED, PINS, g, tuple(point[g[1:]].shape)) for g in replaced}
+    return gradients, entry["raised"], pins
+
+
 def check_fix(slot):
     """The line under a graded fix: whether your bug number `slot` (in the order of the backward pass) is fixed, at
     this notebook's parameters, and the lines of its part of the pass that had no bug are still right. It does not say
@@ -339,11 +358,21 @@ def check_fix(slot):
     part, backward, point = section(bugs, slot, GRADIENTS), globals().get("backward_pass"), test_point()
     with _one_thread():
         grads, problem = _gradients_of(backward, point)
-        unread = set() if problem else _changed_later(grads, backward, point)
-        fixed = None if problem else _judged(bugs[slot - 1], grads, unread)
+        raised, pins = {}, {}
+        if problem and callable(backward) and (again := _run_again_here(backward, point)):
+            (grads, raised, pins), problem = again, None  # one line raised: only the fix whose part holds it loses
+        here = [g for g in part if g in raised]
+        unread = set() if problem or here else _changed_later(grads, backward, point)
+        fixed = None if problem or here else _judged(bugs[slot - 1], grads, unread, pins)
         broken = [g for g in part if g not in bugs and not unread & {"d" + u for u in STEP_BY_NAME[g[1:]].upstream}
-                  and _judged(g, grads, unread) == "wrong"] if fixed else []
-    if problem:
+                  and _judged(g, grads, unread, pins) == "wrong"] if fixed else []
+    if here:
+        why = raised[here[0]]
+        print(f"✘ bug {slot} of {len(bugs)}: the backward pass raised {why['type']} at `{why['line']}`: "
+              f"{why['message']}. {here[0]} is computed there, in this fix's part of the pass, so it has no value "
+              f"(the other fixes are checked with a random {here[0]} in its place, as the autograder does)",
+              file=sys.stderr)
+    elif problem:
         print(f"✘ bug {slot} of {len(bugs)}: {problem}", file=sys.stderr)
     elif fixed == "wrong":
         print(f"✘ bug {slot} of {len(bugs)}: not fixed yet", file=sys.stderr)
