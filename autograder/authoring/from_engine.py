@@ -24,7 +24,7 @@ from ..engine.bug_hunt import catalogue, checker
 from ..engine.bug_hunt import rerun as bug_hunt_rerun
 from ..engine.honesty import prose
 from ..engine.probes import judge_rule, rerun, snapshots
-from ..engine.training import network, reference_runs
+from ..engine.training import lines_again, network, reference_runs
 from ..in_kernel import bug_hunt_rerun as kernel_rerun
 from ..in_kernel import capture
 
@@ -68,6 +68,10 @@ FUNCTIONS = [
     tolerance.close,
     tolerance.wrong_entries,
     explain.only_repeated_rows_wrong,
+    lines_again.run_line_by_line,
+    capture.own_source,
+    capture._print,
+    capture.lines_again,
 ]
 
 
@@ -96,6 +100,9 @@ def block() -> str:
         "# ---- The autograder's own code for judging a step by its rule, copied in here so that these checks",
         "# ---- judge each step as the autograder does. You do not need to read it.",
         "import ast",
+        "import inspect",
+        "import textwrap",
+        "import types",
         "import zlib",
         "from dataclasses import dataclass",
         "from functools import lru_cache",
@@ -137,8 +144,6 @@ BUG_HUNT_FUNCTIONS = [
     checker.one_sided,
     checker.run_case,
     bug_hunt_rerun.changed_after_their_lines,
-    capture.own_source,
-    capture._print,
     kernel_rerun.parsed_body,
     kernel_rerun._fits,
     kernel_rerun._same,

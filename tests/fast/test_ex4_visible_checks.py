@@ -524,3 +524,24 @@ def test_the_notebook_says_the_other_batch_size_the_grader_uses():
     helpers = shared_cell("self_check_helpers")
     assert f"OTHER_BATCH_SIZE = {OTHER_BATCH_SIZE}  #" in helpers
     assert f"TRAINING_BATCHES = {TRAINING_BATCHES}  #" in helpers
+
+
+@pytest.mark.parametrize("student", ["m_dC_line_raises", "m_dh_not_transposed", "m_hpreact_not_in_the_cache_it_reads"])
+def test_a_line_that_raises_on_the_check_batch_is_named_under_the_gradients_computed_from_it_only(ex4, student):
+    """As the grader (cases_ex4's raising students): backward_pass run again line by line, a gradient that does not
+    depend on the line that raised is ✔, one that does is ✘ with the line quoted (every cell said "backward_pass
+    raised", and the grader took every gradient's points)."""
+    from support.cases_ex4 import MISTAKES, NB, QUICK_CALIBRATION
+
+    changes, _, keeps, _ = MISTAKES[student]
+    release = nbformat.read(REPO / "release" / ASSIGNMENT / f"{NB}.ipynb", as_version=4)
+    source = nbformat.read(SOURCE_DIR / f"{NB}.ipynb", as_version=4)
+    cell = next(
+        c.source
+        for c in solved(release, source, {**QUICK_CALIBRATION, **changes}).cells
+        if grade_id(c) == "answer_backward_pass"
+    )
+    for name in ("C", "W1", "b1", "W2", "b2", "bngain", "bnbias"):
+        out = printed(ex4, cell, f'check_backward("{name}")')
+        assert out.startswith("✘") == (f"test_d{name}" in keeps), (name, out)
+        assert ("on the check batch, at `" in out) == (f"test_d{name}" in keeps), (name, out)

@@ -162,9 +162,24 @@ MISTAKES = {
         {"test_dbngain": 0, "test_dbnbias": 0},
         {"test_dbngain": "it is dbnbias: backward_pass must return the gradients in the order of parameters"},
     ),
-    # A real error, not the stub's NotImplementedError: every gradient's cell gives that error as its reason, and the
-    # feedback's headline sends the student to it rather than to dW2, the first row of its table
+    # A real error, not the stub's NotImplementedError, in dlogits' line: every gradient is computed from it, so every
+    # gradient's cell gives that error as its reason, and the feedback's headline sends the student to it rather than
+    # to dW2, the first row of its table
     "m_backward_raises": (
+        {"answer_backward_pass": backward(dlogits=BACKWARD["dlogits"].replace("/= n", "/= n_rows"))},
+        [],
+        {g: 0 for g in GRADIENTS},
+        {
+            "test_dW2": "backward_pass raised NameError on the check batch, at `dlogits /= n_rows`: name 'n_rows' is "
+            "not defined. Every gradient computed from that line has no value and loses its points",
+            "test_training": "your own training run stopped after 0 of 300 steps: backward_pass raised NameError: name "
+            "'n_rows' is not defined. Run Step 1",  # the training run's batches are not the check batch
+        },
+    ),
+    # A line that raises on the check batch costs the gradients computed from it, no other: backward_pass is run
+    # again line by line, the raising line and those that read what it left without a value skipped. (Every gradient
+    # lost its points: 8 for dC's own slip here, 5 for dh's, whose dW2 and db2 do not depend on it.)
+    "m_dC_line_raises": (
         {
             "answer_backward_pass": backward(
                 embedding="demb = dembcat.view(emb.shape)\ndC = torch.zeros_like(C)\n"
@@ -172,12 +187,26 @@ MISTAKES = {
             )
         },
         [],
-        {g: 0 for g in GRADIENTS},
-        {
-            "test_dW2": "backward_pass raised NameError on the check batch: name 'demb_rows' is not defined",
-            "test_training": "your own training run stopped after 0 of 300 steps: backward_pass raised NameError: name "
-            "'demb_rows' is not defined. Run Step 1",  # the training run's batches are not the check batch
-        },
+        {"test_dC": 0},
+        {"test_dC": "backward_pass raised NameError on the check batch, at `dC.index_add_(0, Xb.view(-1), demb_rows)`"},
+    ),
+    "m_dh_not_transposed": (
+        {"answer_backward_pass": backward(layer2=BACKWARD["layer2"].replace("W2.T", "W2"))},
+        [],
+        {g: 0 for g in ("test_dC", "test_dW1", "test_db1", "test_dbngain", "test_dbnbias")},
+        {"test_dbngain": "at `dh = dlogits @ W2`: mat1 and mat2 shapes cannot be multiplied"},
+    ),
+    "m_dembcat_not_transposed": (  # dW1 and db1, after it in the code, do not read dembcat: they keep their points
+        {"answer_backward_pass": backward(layer1=BACKWARD["layer1"].replace("dhprebn @ W1.T", "dhprebn @ W1"))},
+        [],
+        {"test_dC": 0},
+        {"test_dC": "at `dembcat = dhprebn @ W1`"},
+    ),
+    "m_hpreact_not_in_the_cache_it_reads": (  # a global name of the lecture's notebook, not this one's
+        {"answer_backward_pass": backward(tanh="dhpreact = (1.0 - torch.tanh(hpreact) ** 2) * dh")},
+        [],
+        {g: 0 for g in ("test_dC", "test_dW1", "test_db1", "test_dbngain", "test_dbnbias")},
+        {"test_dW1": "NameError on the check batch, at `dhpreact = (1.0 - torch.tanh(hpreact) ** 2) * dh`"},
     ),
     # Two slips in one submission, each costing its own cell. dC from F.one_hot(Xb) without num_classes (published with
     # it): right on a batch whose contexts hold the last character, in shape (26, 10) on one without it. backward_pass

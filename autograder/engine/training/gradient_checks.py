@@ -38,6 +38,21 @@ def call_problem(report: Report, position: int, on_check_batch: bool = True) -> 
         error, message = str(status.get("type")), str(status.get("message", "")).rstrip(": ").removesuffix(".")
         if not on_check_batch:
             return Reason("raised_error", _raised(error, message))
+        computed, line = status.get("computed"), status.get("line")
+        if isinstance(computed, list) and isinstance(line, str) and line:  # its lines run again one by one
+            if PARAMETER_NAMES[position] in computed and report.tensor("d" + PARAMETER_NAMES[position]) is not None:
+                return None  # computed without the raising line's values: judged as any gradient
+            return Reason(
+                "raised_error",
+                say(
+                    "backward_pass raised {error} on the check batch, at `{line}`: {message}. Every gradient "
+                    "computed from that line has no value and loses its points; the grader ran the other lines "
+                    "again and judged their gradients on their own",
+                    error=error,
+                    line=line[:160],
+                    message=message,
+                ),
+            )
         if message:  # the student's error message, as their code raised it
             return Reason(
                 "raised_error",
