@@ -545,3 +545,35 @@ def test_a_line_that_raises_on_the_check_batch_is_named_under_the_gradients_comp
         out = printed(ex4, cell, f'check_backward("{name}")')
         assert out.startswith("✘") == (f"test_d{name}" in keeps), (name, out)
         assert ("on the check batch, at `" in out) == (f"test_d{name}" in keeps), (name, out)
+
+
+@pytest.mark.parametrize(
+    "student, names",
+    [
+        ("m_dlogits_not_over_n_grads_reversed_calibration_subset", ("b1", "b2")),
+        ("m_tanh_precedence_last_parameter_only", ("b1",)),
+        ("m_db1_left_out_of_the_list", ("C", "W1", "b1", "bnbias")),
+    ],
+)
+def test_the_check_under_a_gradient_says_what_the_grader_says_of_it(ex4, student, names):
+    """Where they differed (a check over every case of cases_ex4 that changes backward_pass): db1, about zero, is
+    judged against its step's size as the grader judges it (a wrong dlogits or dhpreact upstream made its rounding
+    noise larger than 1e-4 of its own size: ✘ "a constant factor", where the grader gave the point); and with six
+    gradients returned each is read by its place, as the grader reads it (dC and dW1 were ✘ "must return a list of
+    7", where the grader gave their points)."""
+    from support.cases_ex4 import MISTAKES, NB, QUICK_CALIBRATION
+
+    changes, _, keeps, _ = MISTAKES[student]
+    release = nbformat.read(REPO / "release" / ASSIGNMENT / f"{NB}.ipynb", as_version=4)
+    source = nbformat.read(SOURCE_DIR / f"{NB}.ipynb", as_version=4)
+    cell = next(
+        c.source
+        for c in solved(release, source, {**QUICK_CALIBRATION, **changes}).cells
+        if grade_id(c) == "answer_backward_pass"
+    )
+    for name in names:
+        out = printed(ex4, cell, f'check_backward("{name}")')
+        assert out.startswith("✘") == (f"test_d{name}" in keeps), (name, out)
+    if student == "m_db1_left_out_of_the_list":
+        out = printed(ex4, cell, 'check_backward("bnbias")')
+        assert out.startswith("✘ dbnbias: backward_pass returned 6 gradients; dbnbias is number 7 of the list"), out
