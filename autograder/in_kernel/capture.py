@@ -9,6 +9,8 @@ import sys
 import textwrap
 import types
 
+import torch
+
 from ..engine.probes.rerun import flattened
 from ..engine.training.lines_again import run_line_by_line
 
@@ -78,3 +80,25 @@ def lines_again(function, *args):
     space = {**function.__globals__, **dict(zip(names, args))}
     value, first, _ = run_line_by_line(flattened(definition.body), space)
     return (list(value), first, space) if first is not None and isinstance(value, (list, tuple)) else None
+
+
+def same_tensor_as(variables: dict, names) -> dict:
+    """name -> the other local variables that are its very tensor (``dbnraw = dhpreact``, then ``dbnraw *= bngain``:
+    a line that changes one in place changes the other), for each of ``names`` among ``variables``."""
+    found = {}
+    for name in names:
+        a = variables.get(name)
+        if not isinstance(a, torch.Tensor):
+            continue
+        try:
+            key = (a.untyped_storage().data_ptr(), a.storage_offset(), a.shape, a.stride())
+            found[name] = sorted(
+                k
+                for k, b in variables.items()
+                if k != name
+                and isinstance(b, torch.Tensor)
+                and (b.untyped_storage().data_ptr(), b.storage_offset(), b.shape, b.stride()) == key
+            )
+        except Exception:  # a tensor of the student's own kind: no memory in common to tell
+            continue
+    return {k: v for k, v in found.items() if v}

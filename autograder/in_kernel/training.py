@@ -7,7 +7,7 @@ import io
 import torch
 
 from ..engine import wire
-from .capture import call_capturing, lines_again, raised_at
+from .capture import call_capturing, lines_again, raised_at, same_tensor_as
 from .reports import send
 from .switches import AutogradIsOff, grading
 
@@ -81,7 +81,8 @@ def _backward_on_check_batch(namespace: dict) -> dict:
         now = [p.detach().clone() for p in parameters]
         for p, p0 in zip(parameters, initial):
             p.copy_(p0)
-        result, variables = _kept(*call_capturing(function, *inputs()))
+        result, ended = call_capturing(function, *inputs())
+        shared, (result, variables) = same_tensor_as(ended, BACKWARD_CHAIN), _kept(result, ended)
         # raised: its lines run again one by one, each gradient that the raising line did not feed judged on its own
         raised = isinstance(result, Exception) and not isinstance(result, AutogradIsOff)
         lines = lines_again(function, *inputs()) if raised else None
@@ -104,7 +105,7 @@ def _backward_on_check_batch(namespace: dict) -> dict:
             "type": type(result).__name__,
             "length": len(result) if isinstance(result, (list, tuple)) else None,
         }
-    payload = {"backward_pass": status}
+    payload = {"backward_pass": {**status, "shared": shared}}
     for i, name in enumerate(PARAMETER_NAMES):
         payload["d" + name] = wire.encode(values[i] if i < len(values) else None, i < len(values))
     for name in BACKWARD_CHAIN:

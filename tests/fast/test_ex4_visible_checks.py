@@ -577,3 +577,18 @@ def test_the_check_under_a_gradient_says_what_the_grader_says_of_it(ex4, student
     if student == "m_db1_left_out_of_the_list":
         out = printed(ex4, cell, 'check_backward("bnbias")')
         assert out.startswith("✘ dbnbias: backward_pass returned 6 gradients; dbnbias is number 7 of the list"), out
+
+
+def test_a_gradient_changed_in_place_under_another_name_is_named_so(ex4):
+    """As the grader (cases_ex4's m_dhpreact_changed_through_dbnraw...): `dbnraw = dhpreact`, then `dbnraw *= bngain`:
+    the check under dbngain names the shared tensor, where it sent the student to re-derive tanh's step."""
+    from support.cases_ex4 import MISTAKES, NB, QUICK_CALIBRATION
+
+    changes = MISTAKES["m_dhpreact_changed_through_dbnraw_lr_decayed_in_step"][0]
+    release = nbformat.read(REPO / "release" / ASSIGNMENT / f"{NB}.ipynb", as_version=4)
+    source = nbformat.read(SOURCE_DIR / f"{NB}.ipynb", as_version=4)
+    cells = solved(release, source, {**QUICK_CALIBRATION, **changes}).cells
+    cell = next(c.source for c in cells if grade_id(c) == "answer_backward_pass")
+    out = printed(ex4, cell, 'check_backward("bngain")')
+    assert out.startswith("✘ dbngain") and "your dhpreact: it is the very tensor of dbnraw" in out, out
+    assert printed(ex4, cell, 'check_backward("W1")').startswith("✔ dW1")

@@ -533,3 +533,37 @@ ALTERNATIVES.update(
         },
     }
 )
+# dbnraw = dhpreact, then dbnraw *= bngain: dhpreact changed in place after its own line, and dbngain, read after it,
+# wrong (its words sent the student to re-derive tanh's step, which is right: they now name the shared tensor)
+MISTAKES["m_dhpreact_changed_through_dbnraw_lr_decayed_in_step"] = (
+    {
+        "answer_backward_pass": backward(
+            batchnorm="dbnbias = dhpreact.sum(0, keepdim=True)\ndbnraw = dhpreact\ndbnraw *= bngain\n"
+            "dbngain = (bnraw * dhpreact).sum(0, keepdim=True)\n"
+            "dhprebn = bnvar_inv / n * (n * dbnraw - dbnraw.sum(0) - n / (n - 1) * bnraw * (dbnraw * bnraw).sum(0))"
+        ),
+        "answer_training_step": training_step("p += -lr * 0.999 * grad"),
+    },
+    [],
+    {"test_dbngain": 0, "test_training": 1},
+    {"test_dbngain": "your dhpreact: it is the very tensor of dbnraw (`dbnraw = dhpreact` makes no copy)"},
+)
+MISTAKES["m_fused_formula_given_dh"] = (  # the tanh step skipped inside the fused BatchNorm formula
+    {
+        "answer_backward_pass": backward(
+            batchnorm=BACKWARD["batchnorm"].split("\ndhprebn")[0] + "\ndhprebn = bngain * bnvar_inv / n * (n * dh - "
+            "dh.sum(0) - n / (n - 1) * bnraw * (dh * bnraw).sum(0))"
+        )
+    },
+    [],
+    {"test_dC": 0, "test_dW1": 0},
+    {"test_dW1": "the first wrong gradient on the way back from the loss is your dhprebn"},
+)
+ALTERNATIVES["alt_packed_e"] = {  # a detached cache, a detached softmax, dh changed in place once read, float64 steps
+    "answer_backward_pass": backward(
+        dlogits=BACKWARD["dlogits"].replace("F.softmax(logits, 1)", "F.softmax(logits.detach(), dim=1)"),
+        tanh="dhpreact = dh\ndhpreact *= 1.0 - h**2",
+    ),
+    "answer_training_step": "cache = {k: v.detach() for k, v in cache.items()}\n"
+    + training_step("p += -lr * grad.double()"),
+}
