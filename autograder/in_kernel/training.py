@@ -91,7 +91,7 @@ def _backward_on_check_batch(namespace: dict) -> dict:
         values = lines[0] if lines else list(result) if isinstance(result, (list, tuple)) else []
         # (before the call on another batch, which may change in place what the second call returned)
         again = _differences(values[: len(PARAMETER_NAMES)], again)
-        other = {} if isinstance(result, Exception) else _on_another_batch(namespace, function)
+        other = {} if isinstance(result, Exception) and not lines else _on_another_batch(namespace, function)
         for p, p1 in zip(parameters, now):
             p.copy_(p1)
     if isinstance(result, Exception):

@@ -567,3 +567,14 @@ ALTERNATIVES["alt_packed_e"] = {  # a detached cache, a detached softmax, dh cha
     "answer_training_step": "cache = {k: v.detach() for k, v in cache.items()}\n"
     + training_step("p += -lr * grad.double()"),
 }
+# a line that raises on the check batch, and n written in: the batch of 50 still checks the gradients the raising
+# line does not feed (once the raise stopped every check, then these kept their points unchecked at 50)
+MISTAKES["m_dembcat_not_transposed_and_n_written_in"] = (
+    {
+        "answer_backward_pass": "n = 32\n"
+        + backward(layer1=BACKWARD["layer1"].replace("dhprebn @ W1.T", "dhprebn @ W1"))
+    },
+    [],
+    {g: 0 for g in GRADIENTS},
+    {"test_dW1": "dW1 is right on the check batch of 32 examples, but not on a batch of 50"},
+)
