@@ -578,3 +578,11 @@ MISTAKES["m_dembcat_not_transposed_and_n_written_in"] = (
     {g: 0 for g in GRADIENTS},
     {"test_dW1": "dW1 is right on the check batch of 32 examples, but not on a batch of 50"},
 )
+# the stub's raise left above the student's lines: no call ever gets past it, so the lines run again one by one must
+# not judge the lines below it either (they would have earned every gradient's points)
+MISTAKES["m_stub_raise_left_above_the_answer"] = (
+    {"answer_backward_pass": "raise NotImplementedError()\n" + backward()},
+    [],
+    {g: 0 for g in GRADIENTS},
+    {"test_dC": "not answered yet: backward_pass still raises NotImplementedError"},
+)

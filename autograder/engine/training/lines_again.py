@@ -18,6 +18,8 @@ def run_line_by_line(body: list, space: dict) -> tuple:
     the names it and the statements that read them left without a value, which read as None in the return)."""
     failed, first = set(), None
     for statement in body:
+        if isinstance(statement, ast.Raise):  # (the stub's `raise NotImplementedError()` left in: no line after it
+            return None, first, failed  # ever runs, so none is judged)
         if isinstance(statement, ast.Return):
             try:
                 value = eval(compile(ast.Expression(statement.value), "<backward_pass>", "eval"), space)
