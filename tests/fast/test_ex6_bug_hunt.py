@@ -347,3 +347,13 @@ def test_a_line_that_raises_is_named_under_the_fix_whose_part_holds_it_as_the_gr
         assert line.startswith("✘") == (f"test_bug_{slot}" in expected), (slot, line)
         kind = expected.get(f"test_bug_{slot}", ("",))[0]
         assert ("the backward pass raised" in line) == (kind in ("raised_error", "broke_a_right_line")), (slot, line)
+
+
+def test_a_raise_of_the_pass_itself_is_not_run_past():
+    """`raise NotImplementedError()` left at the top of the pasted pass: no call gets past it, so the run again line
+    by line gives nothing to judge (the lines below it earned the fixes)."""
+    namespace = run_setup(SETUP, 101)
+    f = forward_values(namespace)
+    t = {**{k: f[k] for k in TENSORS}, "n": namespace["n"], "Xb": f["Xb"], "Yb": f["Yb"]}
+    head, body = PASS.split("\n", 1)
+    assert run_again(_defined(f"{head}\n    raise NotImplementedError()\n{body}"), t, 101) is None
