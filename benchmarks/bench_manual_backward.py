@@ -31,8 +31,9 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from autograder.authoring.submissions import grade_id  # noqa: E402
+from autograder.common.naming import SETUP_PREFIX  # noqa: E402
 from autograder.data import NAMES_VARIABLE, names_path  # noqa: E402
-from autograder.engine.reference import SETUP_PREFIX, run_setup  # noqa: E402
+from autograder.engine.reference import run_setup  # noqa: E402
 from autograder.engine.training.network import forward, manual_backward  # noqa: E402
 
 NOTEBOOK = REPO / "source" / "backprop_ninja" / "ex4_manual_training.ipynb"

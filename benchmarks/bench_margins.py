@@ -8,8 +8,8 @@ on the grader's batch: the nearest ones (GELU's tanh approximation, LayerNorm's 
     .venv/bin/python benchmarks/bench_margins.py [N]    (default 100 seeds; about a second for ten, per notebook)
 """
 
+import argparse
 import os
-import sys
 import time
 
 import nbformat
@@ -75,4 +75,6 @@ def main(seeds: int) -> None:
 
 
 if __name__ == "__main__":
-    main(int(sys.argv[1]) if len(sys.argv) > 1 else 100)
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("seeds", nargs="?", type=int, default=100, help="how many grading seeds (default 100)")
+    main(parser.parse_args().seeds)

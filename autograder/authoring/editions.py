@@ -16,6 +16,7 @@ from ..common.edition_text import catalog_lookup, translated_cell_source, withou
 from ..common.editions import METADATA, TRANSLATED
 from ..common.links import EDITIONS_DIR, colab_url, edition_anchor, edition_path
 from ..common.translate import translate_markdown
+from ..common.words import render, say
 from .badges import BADGE, END, START
 from .catalogs import RELEASE_DIR, UNTRANSLATED_PAGES, course_pages
 from .notebooks import COURSE_DIR, COURSE_ROOT, stable_text
@@ -63,7 +64,8 @@ def _relative_links(text: str, page: Path, code: str) -> str:
 
 def badge_table(code: str, repository: str) -> str:
     """The Colab badges of the edition's notebooks, for its course/README.md."""
-    rows = ["| notebook | Colab |", "|---|---|"]
+    header = render(say("notebook | open it in Colab"), code)  # (a table's column titles, split at " | ")
+    rows = [f"| {header} |", "|---|---|"]
     for english in warmups() + release_notebooks():
         path = COURSE_ROOT / edition_path(english.relative_to(COURSE_ROOT).as_posix(), code)
         relative = Path(os.path.relpath(path, EDITIONS_DIR / code / "course")).as_posix()

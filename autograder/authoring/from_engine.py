@@ -68,6 +68,7 @@ FUNCTIONS = [
     tolerance.close,
     tolerance.wrong_entries,
     explain.only_repeated_rows_wrong,
+    explain.constant_factor,
     lines_again.run_line_by_line,
     capture.own_source,
     capture._print,
@@ -165,12 +166,17 @@ def forward_lines() -> list:
 
 
 def pass_words() -> list:
-    """The colleague's words in the pass, as a student reads them: its docstring, then each comment, in order. The
-    helper cell's ``PASS_WORDS`` holds the same in the notebook's language, put in their place when it is shown."""
+    """The colleague's words in the pass, as a student reads them: its docstring, then each comment, in order, then
+    the comments of the bugs' lines (a planted line may say what it means to do). The helper cell's ``PASS_WORDS``
+    holds the same in the notebook's language, put in their place when it is shown."""
     docstring = ast.get_docstring(ast.parse(catalogue.PASS).body[0], clean=False)
-    tokens = tokenize.generate_tokens(io.StringIO(catalogue.PASS).readline)
-    comments = [token.string.removeprefix("# ") for token in tokens if token.type == tokenize.COMMENT]
-    return [docstring, *comments]
+    comments = lambda code: [
+        t.string.removeprefix("# ")
+        for t in tokenize.generate_tokens(io.StringIO(code).readline)
+        if t.type == tokenize.COMMENT
+    ]
+    planted = [c for bug in catalogue.BUGS.values() for c in comments(bug.wrong + "\n")]
+    return [docstring, *comments(catalogue.PASS), *dict.fromkeys(planted)]
 
 
 def bug_hunt_block() -> str:

@@ -19,7 +19,7 @@ from ..data import SEED_VARIABLE
 from .environment import NOTEBOOK_VARIABLES
 from .policy import CPU_SLACK, SCRATCH, SOCKETS
 from .process_guards import in_child, kill_the_rest, load_seccomp_filter, reap_helpers, refuse_exec, set_dumpable
-from .scratch import MAX_ENTRIES, TooMany, fill_scratch, left_behind, remove_inside, write_all
+from .scratch import MAX_ENTRIES, TooMany, fill_scratch, left_behind, remove_inside, skeleton, write_all
 from .warm_up import warm_up
 
 KERNEL_MODULE = "ipykernel_launcher"  # a kernel command a parent can fork: [python, -m, KERNEL_MODULE, ...]
@@ -29,16 +29,23 @@ PRIVATE_FOLDERS = ("/tmp", "/dev/shm", SOCKETS, SCRATCH)  # the sandbox's own tm
 
 def empty_private_folders() -> bool:
     """Empty the private folders; False when they hold more than MAX_ENTRIES, or when anything the parent did not find
-    there at its start is left (a folder nested deeper than a path can name): then only ending the sandbox clears
-    them. It reads the names a kernel chose: only in a child of the parent (``in_child``)."""
+    there at its start is left (a folder nested deeper than a path can name), or is no longer where it was (bwrap's
+    folders on the way to a mount, moved): then only ending the sandbox clears them. It reads the names a kernel
+    chose: only in a child of the parent (``in_child``)."""
     budget = [MAX_ENTRIES]
     try:
         for folder in PRIVATE_FOLDERS:
             if os.path.isdir(folder):
                 remove_inside(folder, os.lstat(folder).st_dev, budget)
-    except (TooMany, RecursionError):  # a chain of some 1,100 folders recurses too deep before a path is too long
+    except (TooMany, RecursionError, OSError):  # a chain of some 1,100 folders recurses too deep before a path is too
+        return False  # long; as an ordinary user a private folder itself is the kernel's, which may make it unlistable
+    # Nothing is left but what bwrap made, each where and as it made it (the folders on the way to a mount, and the
+    # mount points): an ordinary user's kernel owns those folders, and moved its stage and connection folders into one
+    # it made under the old name, so that the next student's kernel found no connection file and the run stopped
+    try:
+        return all(skeleton(f) == _found_at_start.get(f, {}) for f in PRIVATE_FOLDERS if os.path.isdir(f))
+    except (TooMany, RecursionError, OSError):  # (OSError: a folder left that cannot be listed)
         return False
-    return all(set(os.listdir(f)) <= _found_at_start.get(f, set()) for f in PRIVATE_FOLDERS if os.path.isdir(f))
 
 
 NOT_CLEARED = 3  # a child's exit status: the private folders could not be emptied (the sandbox must end)
@@ -55,7 +62,7 @@ def clear_sandbox(then=None) -> bool:
     return status == 0
 
 
-_found_at_start = {}  # private folder -> what it held when the parent started (a mount point bwrap made may stay)
+_found_at_start = {}  # private folder -> its ``skeleton`` when the parent started (what bwrap made there may stay)
 _ahead = {}  # (setup cells, the notebook variables but the seed) -> their RunAhead (None: they cannot be run ahead)
 _started_in = "/"  # the folder shown when the parent started (``main``), on sys.path: a student's, or the stage
 
@@ -218,7 +225,7 @@ def poll(pid: int) -> dict:
 def main() -> None:
     global _started_in
     _started_in = os.getcwd()
-    _found_at_start.update((f, set(os.listdir(f))) for f in PRIVATE_FOLDERS if os.path.isdir(f))
+    _found_at_start.update((f, skeleton(f)) for f in PRIVATE_FOLDERS if os.path.isdir(f))
     set_dumpable(False)
     lift_cpu_limit()
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the one signal Python handles: a kernel's would stop the parent

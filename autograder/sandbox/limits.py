@@ -46,6 +46,15 @@ class SandboxLimits(Configurable):
             "notebook cannot fill the grading disk with one file."
         ),
     )
+    signal_queue_limit = Integer(
+        1024,
+        config=True,
+        help=(
+            "RLIMIT_SIGPENDING: signals queued to the kernel's processes at once (0: none). Linux counts them per user "
+            "of the machine: without it, an ordinary user's kernel (their uid in a user namespace) queued all 96,367 "
+            "of the grading user's, whose own programs then could queue none (sigqueue, timers: EAGAIN)."
+        ),
+    )
     tmp_size = Integer(
         512 * 2**20,
         config=True,
@@ -90,4 +99,5 @@ class SandboxLimits(Configurable):
             ("cpu", self.cpu_time_limit),
             ("nproc", self.process_limit),
             ("fsize", self.file_size_limit),
+            ("sigpending", self.signal_queue_limit),
         )

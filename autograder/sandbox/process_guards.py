@@ -40,10 +40,13 @@ import sys
 # request_key, keyctl (a kernel's keyrings: the uid's keyring outlives every sandbox of that uid, as root a worker's),
 # then io_uring_setup, io_uring_enter, io_uring_register (the same numbers on both): io_uring runs a process's reads,
 # writes, opens and sockets inside Linux, where no seccomp filter sees them, and has been the way into the Linux
-# kernel of many privilege escalations; nothing a notebook runs uses it (a sandboxed kernel could set one up)
+# kernel of many privilege escalations; nothing a notebook runs uses it (a sandboxed kernel could set one up); then
+# inotify_init, inotify_init1 and fanotify_init: Linux counts their instances per user of the machine, whatever the
+# user namespace, so an ordinary user's kernels (their uid) took all 128 of fs.inotify.max_user_instances, and the
+# instructor's own programs (a Jupyter server, an editor) could watch no file while the kernel ran
 REFUSED = {
-    "x86_64": (0xC000003E, (29, 64, 68, 240, 248, 249, 250, 425, 426, 427)),  # AUDIT_ARCH_X86_64
-    "aarch64": (0xC00000B7, (194, 190, 186, 180, 217, 218, 219, 425, 426, 427)),  # AUDIT_ARCH_AARCH64
+    "x86_64": (0xC000003E, (29, 64, 68, 240, 248, 249, 250, 425, 426, 427, 253, 294, 300)),  # AUDIT_ARCH_X86_64
+    "aarch64": (0xC00000B7, (194, 190, 186, 180, 217, 218, 219, 425, 426, 427, 26, 262)),  # AUDIT_ARCH_AARCH64
 }
 # clone and unshare, whose first argument holds the flags; clone3, the same number on both
 NAMESPACE_CALLS = {"x86_64": (56, 272), "aarch64": (220, 97)}

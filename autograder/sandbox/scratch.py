@@ -147,6 +147,26 @@ def remove_inside(folder: str, device: int, budget: list) -> None:
                 raise TooMany(entry.path) from None
 
 
+def skeleton(folder: str, budget: int = MAX_ENTRIES) -> dict:
+    """What ``folder`` holds, as {relative path: (device, inode)}: its own entries, and the mount points in it (bwrap's,
+    on the way to a granted folder) without what they hold. Kept at the parent's start, so that a clear can tell that
+    what it could not remove is what bwrap made, where bwrap made it: as an ordinary user the folders on the way are
+    the kernel's, and a kernel moved the connection and stage folders inside one of them (TooMany past ``budget``)."""
+    found, folders, device = {}, [""], os.lstat(folder).st_dev
+    while folders:
+        relative = folders.pop()
+        with os.scandir(os.path.join(folder, relative)) as entries:
+            for entry in entries:
+                budget -= 1
+                if budget < 0:
+                    raise TooMany(folder)
+                path, st = os.path.join(relative, entry.name), entry.stat(follow_symlinks=False)
+                found[path] = (st.st_dev, st.st_ino)
+                if stat.S_ISDIR(st.st_mode) and st.st_dev == device:
+                    folders.append(path)
+    return found
+
+
 def write_all(fd: int, data: bytes, at: int | None = 0) -> None:
     """Write ``data`` to ``fd`` (a file emptied first, from offset ``at``; None: a pipe)."""
     if at is not None:

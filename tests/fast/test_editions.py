@@ -174,13 +174,18 @@ def test_every_notebook_of_an_edition_is_read_as_that_edition(code):
 def test_every_message_is_translated_and_keeps_what_it_must(code):
     from autograder.authoring.catalog_checks import problems
 
-    for domain in catalogs.DOMAINS:
-        found = problems(code, domain)
-        assert not found, (
-            f"autograder/locale/{code}/{domain}.po: {len(found)} messages to translate or mend, e.g. {found[:3]}; "
-            f"list them with .venv/bin/python -m autograder.authoring.catalog_checks {code}, edit the .po "
-            "(docs/translating.md), then run .venv/bin/python -m autograder.authoring to write editions/"
-        )
+    # every catalog at once: a reworded hint and a reworded paragraph once showed only grader.po's message open, and
+    # notebooks.po's only after it was translated and the module run again
+    found = {domain: problems(code, domain) for domain in catalogs.DOMAINS}
+    said = [
+        f"autograder/locale/{code}/{d}.po: {len(p)} messages to translate or mend, e.g. {p[:3]}"
+        for d, p in found.items()
+        if p
+    ]
+    assert not said, (
+        "; ".join(said) + f"; list them with .venv/bin/python -m autograder.authoring.catalog_checks {code}, edit the "
+        ".po (docs/translating.md), then run .venv/bin/python -m autograder.authoring to write editions/"
+    )
 
 
 def test_catalog_checks_exits_1_while_a_message_is_open_and_the_authoring_command_says_what_is_open(
@@ -292,3 +297,30 @@ def test_a_lecture_chapter_keeps_its_english_title_with_the_editions_beside_it(c
                     if not cell.source[found.end() :].startswith((" (", "（")):
                         bare.append((path.stem, title))
     assert bare == []
+
+
+@pytest.mark.parametrize("code", TRANSLATED)
+def test_a_progress_bar_speaks_the_editions_words(code):
+    """What tqdm shows beside its bar is words: a one-word English desc ("training") is not taken for words by the
+    extraction, and a keyword's name (set_postfix(loss=...)) is not extracted at all, so neither may stand there."""
+    shown, keywords = [], []
+    for path in sorted((REPO / "editions" / code / "backprop_ninja").glob("*.ipynb")):
+        for cell in nbformat.read(path, as_version=4).cells:
+            if cell.cell_type == "code" and "tqdm" in cell.source:
+                for node in ast.walk(ast.parse(cell.source)):
+                    name = getattr(node, "func", None) and getattr(node.func, "attr", getattr(node.func, "id", ""))
+                    if name == "tqdm":
+                        shown += [ast.literal_eval(k.value) for k in node.keywords if k.arg == "desc"]
+                    elif name == "set_postfix_str":
+                        shown += [ast.unparse(node.args[0])]
+                    elif name == "set_postfix":
+                        keywords += [k.arg for k in node.keywords]
+    assert shown and not keywords and all(not text.isascii() for text in shown), (shown, keywords)
+
+
+@pytest.mark.parametrize("code", TRANSLATED)
+def test_the_colab_badge_table_is_titled_in_the_editions_words(code):
+    """The first table of an edition's course guide, where a student opens the notebooks, had English column titles."""
+    guide = (REPO / "editions" / code / "course" / "README.md").read_text().splitlines()
+    head = guide[guide.index("<!-- colab-badges -->") + 1]
+    assert head.count(" | ") == 1 and "notebook" not in head and not head.replace("Colab", "").isascii(), head

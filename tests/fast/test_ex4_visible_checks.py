@@ -602,3 +602,35 @@ def test_a_gradient_changed_in_place_under_another_name_is_named_so(ex4):
     out = printed(ex4, cell, 'check_backward("bngain")')
     assert out.startswith("✘ dbngain") and "your dhpreact: it is the very tensor of dbnraw" in out, out
     assert printed(ex4, cell, 'check_backward("W1")').startswith("✔ dW1")
+
+
+def test_gradients_returned_in_another_order_are_named_as_such(ex4):
+    """[dW1, dC, ...] for [dC, dW1, ...]: under dC, not "dimension 0 is 30 but must be 27: summed over the wrong
+    dimension?" and "the error is in dC's own line", but the order; a gradient merely of another's shape is not."""
+    right = ex4[1]["answer_backward_pass"]
+    swapped = right.replace("return [dC, dW1,", "return [dW1, dC,")
+    assert swapped != right
+    for name, other in (("C", "W1"), ("W1", "C")):
+        out = check_backward(ex4, swapped, name)
+        assert out == (
+            f"✘ d{name}: in d{name}'s place, backward_pass returns d{other}'s gradient: return the gradients in the "
+            "order of parameters, [dC, dW1, db1, dW2, db2, dbngain, dbnbias]\n"
+        ), out
+    out = check_backward(
+        ex4,
+        right.replace("dbngain = (bnraw * dhpreact).sum(0, keepdim=True)", "dbngain = (bnraw * dhpreact).sum(0)"),
+        "bngain",
+    )  # (200,): db1's shape
+    assert "order of parameters" not in out and "keepdim" in out, out
+
+
+def test_a_backward_pass_that_raises_says_in_which_line(ex4):
+    """The line that raised is named under the gradients computed from it; the others (dW2 here), computed by the
+    other lines run again one by one, as the grader runs them, are judged on their own."""
+    right = ex4[1]["answer_backward_pass"]
+    raises = right.replace("dW1 = embcat.T @ dhprebn", "dW1 = embcat @ dhprebn")
+    out = check_backward(ex4, raises, "W1")
+    assert out.startswith(
+        "✘ dW1: backward_pass raised RuntimeError on the check batch, at `dW1 = embcat @ dhprebn`: mat1"
+    ), out
+    assert check_backward(ex4, raises, "W2").startswith("✔ dW2"), check_backward(ex4, raises, "W2")

@@ -124,6 +124,17 @@ def test_the_notebook_chooses_the_graders_bugs_and_prints_the_graders_pass(noteb
     assert "No BUG_HUNT_ID yet" in said(notebook, "show_colleague_pass()", BUG_HUNT_ID="")
 
 
+def test_an_id_written_as_a_number_is_told_to_be_a_string(notebook):
+    """A student number without quotes chooses no bugs (the grader reads a string): the checks say so, not "no id"."""
+    said_here = [said(notebook, code, BUG_HUNT_ID=1234567) for code in ("show_colleague_pass()", "check_fix(1)")]
+    for out in said_here + [said(notebook, "check_found()", BUG_HUNT_ID=1234567, buggy=["dC"])]:
+        assert (
+            'BUG_HUNT_ID = 1234567 is not a string, so it chooses no bugs: write it in quotes, BUG_HUNT_ID = "1234567"'
+            in out
+        )
+        assert "no BUG_HUNT_ID yet" not in out.replace("No", "no"), out
+
+
 def test_the_chinese_notebook_prints_the_same_pass_in_its_words(notebook):
     """The colleague's docstring and comments in the edition's words, every line of code as the grader's."""
     chinese = nbformat.read(REPO / "editions" / "zh" / "backprop_ninja" / f"{NB}.ipynb", as_version=4)
@@ -134,6 +145,20 @@ def test_the_chinese_notebook_prints_the_same_pass_in_its_words(notebook):
     words = [i for i, (a, b) in enumerate(zip(shown, english, strict=True)) if a != b]
     assert [english[i].strip()[:3] for i in words] == ['"""', "# c", "# s", "# B", "# f"]  # the docstring, 4 comments
     assert "交叉熵损失" in shown[words[1]] and "批归一化层" in shown[words[3]]
+
+
+@pytest.mark.parametrize("edition", ["ru", "zh"])
+def test_a_planted_lines_comment_is_in_the_editions_words_too(notebook, edition):
+    """A bug's line may say what it means to do (# clip each example's loss at 3.5): in the edition's words too."""
+    commented = [key for key, bug in BUGS.items() if "#" in bug.wrong]
+    assert commented  # (else this test checks nothing)
+    translated = nbformat.read(REPO / "editions" / edition / "backprop_ninja" / f"{NB}.ipynb", as_version=4)
+    namespace = dict(notebook)
+    exec(strip_hidden(next(c.source for c in translated.cells if grade_id(c) == "bug_hunt_helpers")), namespace)
+    for key in commented:
+        shown = said(namespace, "show_colleague_pass()", BUG_HUNT_ID=id_with(key))
+        comments = [line.split("# ", 1)[1] for line in shown.splitlines() if "# " in line]
+        assert len(comments) == 5 and all(not comment.isascii() for comment in comments), comments
 
 
 def _wrong_rows(namespace, code: str, point: str) -> list:

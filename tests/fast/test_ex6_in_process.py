@@ -52,7 +52,8 @@ def test_a_blank_notebook_gets_zero_with_clear_messages(graded):
 def test_without_an_id_only_the_checker_counts(graded):
     student = graded["no_id"]
     assert student.lost() == ["test_bug_1", "test_bug_2", "test_bug_3", "test_found"]
-    assert all("BUG_HUNT_ID is not set" in student.messages[c] for c in student.lost())
+    assert all("BUG_HUNT_ID is not set as a string" in student.messages[c] for c in student.lost())
+    assert all(student.messages[c].rstrip().endswith("in quotes") for c in student.lost())  # (a number: no id)
 
 
 @pytest.mark.parametrize("case", MISTAKES)

@@ -553,3 +553,44 @@ def test_each_grading_run_draws_its_own_seeds():
     another_run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     this_run = GradingExecute().grading_seed(resources)
     assert GradingExecute().grading_seed(resources) == this_run != int(another_run.stdout)
+
+
+def test_grading_on_a_hubs_machine_needs_no_hub_user(tmp_path, monkeypatch):
+    """docs/jupyterhub.md puts nbgrader.auth.JupyterHubAuthPlugin in the machine's /etc/jupyter. NbGraderAPI lists the
+    exchange when it starts, and that plugin then asks the hub, which needs JUPYTERHUB_USER: every worker of a
+    ``grade`` run over ssh or cron stopped ("a grading worker did not start"). The worker gives it no exchange."""
+    from nbgrader.apps.api import NbGraderAPI
+    from nbgrader.auth.jupyterhub import JupyterhubEnvironmentError
+    from nbgrader.coursedir import CourseDirectory
+    from traitlets.config import Config
+
+    from autograder.grading.workers.worker import no_exchange
+
+    monkeypatch.delenv("JUPYTERHUB_USER", raising=False)
+    config = Config()
+    config.Authenticator.plugin_class = "nbgrader.auth.JupyterHubAuthPlugin"
+    config.Exchange.root = str(tmp_path / "exchange")
+    config.CourseDirectory.root = str(tmp_path)
+    (tmp_path / "exchange").mkdir(mode=0o777)
+    coursedir = CourseDirectory(config=config)
+    with pytest.raises(JupyterhubEnvironmentError):
+        NbGraderAPI(coursedir=coursedir, config=config)
+    app = NbGraderAPI(coursedir=coursedir, config=config, exchange=no_exchange(None))
+    assert app.exchange_missing
+
+
+def test_a_worker_that_did_not_start_is_told_with_the_exception_that_ended_it(tmp_path):
+    from autograder.grading.workers.worker import cause_in_log
+
+    log = tmp_path / "worker-0.log"
+    assert cause_in_log(log) == ""  # no log at all
+    log.write_text(
+        "starting\n" * 20000 + 'Traceback (most recent call last):\n  File "x.py", line 1\n'
+        "nbgrader.auth.jupyterhub.JupyterhubEnvironmentError: JUPYTERHUB_USER env is required\x1b[2J\n"
+    )
+    assert (
+        cause_in_log(log)
+        == ": nbgrader.auth.jupyterhub.JupyterhubEnvironmentError: JUPYTERHUB_USER env is required?[2J"
+    )
+    log.write_text("nothing went wrong that it says\n")
+    assert cause_in_log(log) == ""

@@ -68,6 +68,22 @@ def test_io_uring_is_refused():
     assert in_a_filtered_child(lambda libc: outcome(libc.syscall(425, 8, params))) == "EPERM"  # io_uring_setup
 
 
+def test_no_file_watch_can_be_made():
+    """inotify and fanotify instances are counted per user of the machine: an ordinary user's kernels, of the grader's
+    uid in a user namespace, took all 128 of fs.inotify.max_user_instances, and the instructor's own programs could
+    watch no file (EMFILE) while the kernel ran. Nothing a notebook runs needs them."""
+    inotify_init1, fanotify_init = {"x86_64": (294, 300), "aarch64": (26, 262)}[platform.machine()]
+
+    def calls(libc):
+        found = {"inotify_init1": outcome(libc.syscall(inotify_init1, 0)), "fanotify_init": ""}
+        found["fanotify_init"] = outcome(libc.syscall(fanotify_init, 0x200, 0))  # FAN_REPORT_FID: unprivileged
+        if platform.machine() == "x86_64":
+            found["inotify_init"] = outcome(libc.syscall(253))
+        return found
+
+    assert set(in_a_filtered_child(calls).values()) == {"EPERM"}
+
+
 def test_a_user_namespace_cannot_be_made():
     clone_newuser, clone_newns = 0x10000000, 0x00020000
 

@@ -1,12 +1,15 @@
 """The sandbox's allow-list as data: the bubblewrap command line and the environment for given paths (no kernels)."""
 
 import os
+import shutil
+import subprocess
 import sys
 
 import pytest
 
 from autograder.sandbox import SandboxError, environment, policy
 from autograder.sandbox.kernel_manager import PACKAGE_DIR
+from autograder.sandbox.limits import SandboxLimits
 
 TOOLS = policy.Tools(bwrap="/usr/bin/bwrap", prlimit="/usr/bin/prlimit", setpriv="/usr/bin/setpriv")
 tools = lambda m: policy.Tools(bwrap="/usr/bin/bwrap", prlimit=f"{m}/usr/bin/prlimit", setpriv=f"{m}/usr/bin/setpriv")
@@ -173,6 +176,21 @@ def test_without_root_the_kernel_gets_a_user_namespace(machine):
     assert tail[-len(KERNEL) - 4 :] == ["/usr/bin/choom", "-n", "1000", "--", *KERNEL]
     assert "/usr/bin/setpriv" not in argv and "--cap-drop" not in argv
     assert argv.index("--as-pid-1") < argv.index("--die-with-parent")  # the kernel parent is the sandbox's init
+
+
+@pytest.mark.skipif(shutil.which("prlimit") is None, reason="prlimit (util-linux) is not installed")
+def test_the_signals_a_kernel_may_queue_are_bounded(machine):
+    """Linux counts queued signals per user of the machine, whatever the user namespace: an ordinary user's kernel
+    queued all of the grading user's (96,367 here), whose own programs then got EAGAIN from sigqueue while it ran.
+    The sandbox's prlimit gives its processes RLIMIT_SIGPENDING; here its part of the command line is run alone."""
+    prlimit = shutil.which("prlimit")
+    tools = policy.Tools(bwrap="/usr/bin/bwrap", prlimit=prlimit)
+    show = [sys.executable, "-c", "import resource; print(*resource.getrlimit(resource.RLIMIT_SIGPENDING))"]
+    limits = dict(SandboxLimits()._limits())
+    argv = policy.command_line(show, paths(machine), tools, limits, tmp_size=512, run_as=None)
+    ours = argv[argv.index("--core=0") - 1 :]  # prlimit's part (its path is granted before, too)
+    shown = subprocess.run(ours, capture_output=True, text=True, check=True).stdout.split()
+    assert shown == [str(limits["sigpending"])] * 2 and 0 < limits["sigpending"] <= 4096
 
 
 def test_a_python_in_usr_gets_its_bin_and_lib_not_all_of_usr(machine):

@@ -274,9 +274,76 @@ def test_a_deep_folder_inside_one_found_at_the_start_ends_the_sandbox_too(scratc
     monkeypatch.setattr(os, "kill", lambda *args: None)
     monkeypatch.setattr(kernel_parent, "PRIVATE_FOLDERS", (str(scratch),))
     (scratch / "made-by-bwrap").mkdir()
-    monkeypatch.setitem(kernel_parent._found_at_start, str(scratch), {"made-by-bwrap"})
+    monkeypatch.setitem(kernel_parent._found_at_start, str(scratch), kernels_folder.skeleton(str(scratch)))
     deep_tree(scratch / "made-by-bwrap")
     try:
         assert kernel_parent.clear_sandbox() is False
     finally:
         shutil.rmtree(scratch / "made-by-bwrap" / ("d" * 250))
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="a stand-in for a mount point is a folder of root's, which needs root")
+def test_a_kernel_that_moves_its_connection_and_stage_folders_ends_the_sandbox(monkeypatch):
+    """As an ordinary user, the folder bwrap makes in /tmp on the way to the connection and stage folders (the grader's
+    private folder lies in the host's /tmp) is the kernel's: a kernel moved it into one it made under the old name. The
+    clear could not remove the mount points, found the same names at the top of /tmp, and said the sandbox cleared;
+    the next student's kernel found no connection file, and `grade` stopped for the whole class ("the sandbox could not
+    start a kernel for z_victim"). Here root's folders stand for the mount points, which the parent's uid cannot
+    remove."""
+    monkeypatch.setattr(os, "kill", lambda *args: None)  # clear_sandbox kills all it may: here, never
+    top = tempfile.mkdtemp()  # the sandbox's /tmp: open to all, with the sticky bit
+    os.chmod(top, 0o1777)
+    on_the_way = os.path.join(top, "nbgrader-sandbox-x")
+    os.mkdir(on_the_way)
+    os.chown(on_the_way, 65534, 65534)  # bwrap made it as the kernels' uid
+    for mount in ("connection", "stage"):
+        os.mkdir(os.path.join(on_the_way, mount))
+        open(os.path.join(on_the_way, mount, "held"), "w").close()
+    monkeypatch.setattr(kernel_parent, "PRIVATE_FOLDERS", (top,))
+    monkeypatch.setitem(kernel_parent._found_at_start, top, kernels_folder.skeleton(top))
+
+    def moved_and_cleared(move: bool):
+        def check():
+            if move:  # what the kernel did (then it may plant a connection file and a student's folder of its own)
+                os.rename(on_the_way, os.path.join(top, "away"))
+                os.mkdir(on_the_way)
+                os.rename(os.path.join(top, "away"), os.path.join(on_the_way, "inner"))
+                os.makedirs(os.path.join(on_the_way, "stage", "student"))
+            open(os.path.join(on_the_way, "planted"), "w").close()
+            return kernel_parent.clear_sandbox() is (not move)
+
+        return check
+
+    try:
+        as_the_parents_uid(moved_and_cleared(False))  # a kernel that moves nothing: the clear keeps bwrap's folders
+        assert set(kernels_folder.skeleton(top)) == {"nbgrader-sandbox-x", *kernel_parent._found_at_start[top]}
+        as_the_parents_uid(moved_and_cleared(True))  # moved: not cleared, the grader ends the sandbox
+    finally:
+        shutil.rmtree(top)
+
+
+def test_a_private_folder_the_kernel_made_unlistable_ends_the_sandbox_and_keeps_the_summary(monkeypatch):
+    """As an ordinary user, /tmp, /dev/shm, /sockets and the scratch themselves are the kernel's: one made /tmp mode 0.
+    The clear's child raised PermissionError, the parent answered with an error, and the summary of what the kernel
+    left was lost (the instructor had no kernel_files_discarded); now the clear says the sandbox is not cleared (the
+    grader ends it, as before) and the summary comes back."""
+    monkeypatch.setattr(os, "kill", lambda *args: None)  # clear_sandbox kills all it may: here, never
+
+    def check():
+        top = tempfile.mkdtemp()  # the kernel's /tmp and scratch at once
+        kernel_parent.PRIVATE_FOLDERS, kernels_folder.SCRATCH = (top,), top
+        kernel_parent._state, kernel_parent._filled = os.memfd_create("copied"), True
+        os.write(kernel_parent._state, b'{"copied": {}, "left_out": null}')
+        os.symlink("/etc/shadow", os.path.join(top, "planted_link"))
+        os.chmod(top, 0)
+        try:
+            replies, answer = os.pipe()
+            done = kernel_parent.clear(answer)
+            os.close(answer)
+            reply = json.loads(os.read(replies, 65536)) if done is None else done
+        finally:
+            os.chmod(top, 0o700)
+            shutil.rmtree(top)
+        return reply.get("cleared") is False and reply["left"]["unread"] == 1
+
+    as_the_parents_uid(check)

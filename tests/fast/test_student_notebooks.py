@@ -297,7 +297,10 @@ def test_check_answer_prints_to_stderr_only_when_something_is_wrong(notebook_nam
     assert out.startswith("✔ dlogprobs: shape (32, 27) ok") and out.count("\n") == 1
     lines = err.splitlines()
     assert lines[0].startswith("✘ dprobs: values differ from autograd's") and "wrong sign" in lines[0]
-    assert "dprobs above is not right yet: fix it first" in lines[1]  # the downstream step points upstream
+    assert lines[1] == (  # the downstream step, right for its wrong upstream gradient, points upstream
+        "✘ dcounts_sum_inv: right for the gradients it is computed from as you have them, but dprobs above is not "
+        "right yet: this step keeps its points; fix dprobs first, then run this cell again"
+    )
     assert lines[2] == "✘ dcounts: not answered yet"
 
 
@@ -349,6 +352,19 @@ def test_a_path_added_twice_is_named(answered_up_to):
     twice = run_cells(namespace, "dcounts += torch.ones_like(counts) * dcounts_sum", cells["test_dcounts"])
     assert twice.startswith("✘ dcounts: values differ") and "the path through counts_sum is added twice" in twice
     assert "did a cell run twice?" in twice
+
+
+def test_an_answer_cell_that_begins_with_an_update_is_named(answered_up_to):
+    """`dcounts += ...` as the cell's first line adds to what dcounts held: not "re-derive the local derivative"."""
+    namespace, cells = answered_up_to("counts")
+    run_cells(namespace, cells["answer_dcounts"], cells["test_dcounts"])
+    out = run_cells(namespace, "dcounts += counts_sum_inv * dprobs", cells["test_dcounts"])
+    assert out == (
+        "✘ dcounts: values differ from autograd's (max difference 2.6e-01): the last cell that computes dcounts "
+        "begins with `dcounts += ...`: it changes what dcounts held before that cell ran, and again at every run. "
+        "Start that cell with `dcounts = ...`\n"
+    ), out
+    assert run_cells(namespace, cells["answer_dcounts"], cells["test_dcounts"]).startswith("✔ dcounts")
 
 
 def test_a_gradient_changed_in_place_after_its_check_is_named_where_it_happens(answered_up_to):

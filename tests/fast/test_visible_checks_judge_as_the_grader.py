@@ -188,7 +188,94 @@ def test_fix_first_names_a_gradient_above_whose_values_are_off_not_one_failing_o
     out = run_cells(namespace, "dbnvar = -0.5 * (bnvar + 1e-5) ** -0.5 * dbnvar_inv", cells["test_dbnvar"])
     assert out.startswith("✘ dbnvar: values differ") and "above is not right yet" not in out, out
     out = run_cells(namespace, cells["answer_dbndiff2"], cells["test_dbndiff2"])
-    assert "dbnvar above is not right yet: fix it first" in out, out
+    assert "but dbnvar above is not right yet" in out, out
+
+
+def test_a_step_right_for_its_own_wrong_upstream_gradient_is_told_so_as_the_grader_tells_it(ex1_up_to):
+    """The grader gives such a step its points (error carried forward): its check says so, and names what to fix;
+    a step with a mistake of its own below a wrong one still hears "fix it first, then this one"."""
+    run, cells = ex1_up_to
+    namespace = run("counts")
+    run_cells(namespace, "dcounts = counts_sum_inv * dprobs", cells["test_dcounts"])  # one path only
+    out = run_cells(namespace, cells["answer_dnorm_logits"], cells["test_dnorm_logits"])
+    assert out == (
+        "✘ dnorm_logits: right for the gradients it is computed from as you have them, but dcounts above is not "
+        "right yet: this step keeps its points; fix dcounts first, then run this cell again\n"
+    )
+    table = run_cells(namespace, 'self_check("norm_logits")')
+    assert hint(table, "dnorm_logits").startswith("right for the gradients it is computed from as you have them")
+    out = run_cells(namespace, "dnorm_logits = norm_logits * dcounts", cells["test_dnorm_logits"])
+    assert "dcounts above is not right yet: fix it first" in out and "keeps its points" not in out, out
+    run_cells(namespace, "dcounts = torch.zeros_like(counts)", cells["test_dcounts"])  # any product of it is zeros
+    out = run_cells(namespace, "dnorm_logits = norm_logits * dcounts", cells["test_dnorm_logits"])
+    assert "keeps its points" not in out, out
+
+
+def test_a_missing_epsilon_is_no_constant_factor(ex1_up_to):
+    """Without BatchNorm's 1e-5, dbnvar is 2.8 times the right value at neuron 0 only (its batch variance is about
+    1e-5) and right elsewhere: the grader names no factor there, nor does the check; it says where, and what."""
+    run, cells = ex1_up_to
+    out = run_cells(run("bnvar"), "dbnvar = -0.5 * bnvar**-1.5 * dbnvar_inv", cells["test_dbnvar"])
+    assert "times the right values" not in out and "constant factor" not in out, out
+    assert "all in column 0 of 64: the forward line adds 1e-5 (ε)" in out, out
+    out = run_cells(run("bnvar"), "dbnvar = -1.0 * (bnvar + 1e-5) ** -1.5 * dbnvar_inv", cells["test_dbnvar"])
+    assert "twice the right values" in out, out  # a factor of every entry is still named
+
+
+def test_a_sum_in_the_forward_pass_asks_for_a_broadcast_not_another_sum(ex1_up_to):
+    run, cells = ex1_up_to
+    out = run_cells(run("bndiff2"), "dbndiff2 = 1.0 / (n - 1) * dbnvar", cells["test_dbndiff2"])
+    assert "dimension 0 is 1 but must be 32: the forward pass sums bndiff2 over dimension 0" in out, out
+    out = run_cells(run("counts"), "dcounts = dcounts_sum", cells["test_dcounts"])
+    assert "dimension 1 is 1 but must be 27: the forward pass sums counts over dimension 1" in out, out
+    out = run_cells(  # counts_sum_inv is summed over nowhere: its sum over the wrong dimension is named as before
+        run("counts_sum_inv"), "dcounts_sum_inv = (counts * dprobs).sum(0, keepdim=True)", cells["test_dcounts_sum_inv"]
+    )
+    assert "dimension 0 is 1 but must be 32: summed over the wrong dimension" in out, out
+
+
+def ran(namespace, *cells):
+    """Run cells as IPython does, with the helpers' post_run_cell record (In, and each cell's error, if any)."""
+    out = []
+    for code in cells:
+        error = None
+        try:
+            out.append(run_cells(namespace, code))
+        except Exception as raised:
+            error = raised
+        namespace["_RAN"].append((code, error))
+    return "".join(out)
+
+
+def test_a_check_under_an_answer_cell_that_stopped_with_an_error_says_so(ex1_up_to):
+    """The value a check sees is not the cell's when the cell stopped: not 'not answered yet', nor an old ✔."""
+    run, cells = ex1_up_to
+    namespace = run("h")
+    out = ran(namespace, "# dh: ...\ndh = dlogits @ W2", cells["test_dh"])  # (the shapes do not multiply)
+    assert out.startswith("✘ dh: the last cell that computes dh stopped with RuntimeError (see its output)"), out
+    ran(namespace, cells["answer_dh"])
+    assert ran(namespace, cells["test_dh"]).startswith("✔ dh: shape")
+    out = ran(namespace, "# dh: ...\ndh = dlogits @ W2.T\nprint(dh.shape())", cells["test_dh"])  # an old ✔ no more
+    assert out.startswith("✘ dh: the last cell that computes dh stopped with TypeError"), out
+    out = ran(namespace, "# dh: ...\ndh = dlogits @ W2.T\nraise NotImplementedError()", cells["test_dh"])
+    assert out.startswith("✘ dh: the cell that computes dh still raises NotImplementedError: delete its line"), out
+    table = ran(namespace, 'self_check("h")')
+    assert hint(table, "dh").startswith("the cell that computes dh still raises NotImplementedError")
+    table = ran(namespace, "cmp('h', dh, h)")  # (Exercise 2's table under its one answer)
+    assert hint(table, "dh").startswith("the cell that computes dh still raises NotImplementedError")
+
+
+def test_an_answer_cell_that_assigns_nothing_is_told_so(ex1_up_to):
+    run, cells = ex1_up_to
+    namespace = run("W2")
+    out = ran(namespace, "# dW2: the gradient of loss with respect to W2\nh.T @ dlogits", cells["test_dW2"])
+    assert out == "✘ dW2: the cell for dW2 ran, but it assigns no dW2: write its answer as `dW2 = ...`\n", out
+    out = ran(namespace, "# dW2：损失对 W2 的梯度\nh.T @ dlogits", cells["test_dW2"])  # (the Chinese edition's colon)
+    assert "it assigns no dW2" in out, out
+    out = ran(namespace, "# dW2_by_loop: not this answer's cell\nh.T @ dlogits", cells["test_dW2"])
+    assert out == "✘ dW2: not answered yet\n", out
+    out = ran(namespace, "# dW2: the gradient of loss with respect to W2\ndW2 = h.T @ dlogits", cells["test_dW2"])
+    assert out.startswith("✔ dW2: shape (64, 27) ok"), out
 
 
 @pytest.mark.parametrize(

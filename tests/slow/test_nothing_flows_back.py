@@ -446,12 +446,36 @@ def test_a_kernel_leaves_nothing_in_dev_for_the_next_student(next_students):
     assert all(grades(root)[student]["total"] == FULL for student in ("ada_perfect", "h_dev", "h_dev_victim"))
 
 
+MOVE_THE_MOUNTS = """import glob, os
+for _on_the_way in glob.glob("/tmp/nbgrader-sandbox-*"):  # bwrap's folder on the way to the connection and stage
+    try:
+        os.rename(_on_the_way, "/tmp/away")
+        os.mkdir(_on_the_way)
+        os.rename("/tmp/away", _on_the_way + "/inner")
+        print("MOVED", sorted(os.listdir(_on_the_way + "/inner")))
+    except OSError as _error:
+        print("NOT MOVED", type(_error).__name__)
+"""
+
+
+def test_a_kernel_that_moves_its_connection_and_stage_folders_stops_nobody(next_students):
+    """The grader's private folder lies in the host's /tmp, so bwrap makes a folder in the kernel's /tmp on the way to
+    the connection and stage folders it binds there; as an ordinary user that folder is the kernel's. A kernel moved it
+    into one it made under the old name: the clear said the sandbox cleared, the next student's kernel found no
+    connection file, and `grade` stopped for the whole class ("the sandbox could not start a kernel for
+    h_w_move_victim"). Now the clear sees it and the sandbox ends; the next student is graded in a new one."""
+    root = next_students
+    moved = answer_output(root, "h_w_move")
+    assert "MOVED ['connection', 'stage']" in moved or (ROOT and "NOT MOVED" in moved), moved
+    assert all(grades(root)[student]["total"] == FULL for student in ("h_w_move", "h_w_move_victim"))
+
+
 @pytest.fixture(scope="module")
 def next_students(grader):
     """Hostile students, each graded just before the student the same sandbox serves next, by one worker in one run of
     ``grade`` (it takes the students in alphabetical order): ada_perfect; h_dev, then h_dev_victim; h_leave, then
-    h_search; h_trace, then h_victim. (One run for the three tests above: a run of its own for each pair cost 7-11 s
-    more.)"""
+    h_search; h_trace, then h_victim; h_w_move, then h_w_move_victim. (One run for the tests around: a run of its own
+    for each pair cost 7-11 s more.)"""
     token = uuid.uuid4().hex
     shift = lambda text: bytes((b + 1) % 256 for b in text.encode()).hex()  # never in memory as it is searched for
     handed_in = f"handed-in-by-h-leave-{uuid.uuid4().hex}.txt"  # a name of their folder, which the parent copies
@@ -464,11 +488,19 @@ def next_students(grader):
         ),
         "h_trace": TRACE,
         "h_victim": LOOK_AROUND,
+        "h_w_move": MOVE_THE_MOUNTS,
+        "h_w_move_victim": "",
     }
     root = grader.course(hostile, controls=CONTROLS[:1], name="next")
     (root / "submitted" / "h_leave" / ASSIGNMENT / handed_in).write_text("x")
     grader.grade(root, "--quiet", "--workers", "1")
-    for first, then in [("h_dev", "h_dev_victim"), ("h_leave", "h_search"), ("h_trace", "h_victim")]:
+    pairs = [
+        ("h_dev", "h_dev_victim"),
+        ("h_leave", "h_search"),
+        ("h_trace", "h_victim"),
+        ("h_w_move", "h_w_move_victim"),
+    ]
+    for first, then in pairs:
         assert ran_at(root, first) < ran_at(root, then), (first, then)  # one after the other, in one sandbox
     return root
 

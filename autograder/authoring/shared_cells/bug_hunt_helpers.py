@@ -23,6 +23,7 @@ PASS_WORDS = [
     "second layer and tanh",
     "BatchNorm layer",
     "first layer and the embedding",
+    "clip each example's loss at 3.5",
 ]
 
 
@@ -32,12 +33,24 @@ def _planted(text):
     return [_HUNT["gradient"][key] for key in keys]
 
 
+def _not_a_string():
+    """Why BUG_HUNT_ID chooses no bugs when it is set but is no string (a student number written without quotes)."""
+    text = globals().get("BUG_HUNT_ID")
+    if text is None or isinstance(text, str):
+        return None
+    return (f"BUG_HUNT_ID = {text!r} is not a string, so it chooses no bugs: write it in quotes, "
+            f"BUG_HUNT_ID = \"{text}\", and run its cell again")
+
+
 def show_colleague_pass():
     """Print your colleague's backward_pass, the one for your BUG_HUNT_ID."""
     text = globals().get("BUG_HUNT_ID")
     if not _planted(text):
-        print("✘ No BUG_HUNT_ID yet: write it in the cell above (BUG_HUNT_ID = \"...\", the id your instructor "
-              "asked for), run that cell, then this one.", file=sys.stderr)
+        if _not_a_string():
+            print(f"✘ {_not_a_string()}", file=sys.stderr)
+        else:
+            print("✘ No BUG_HUNT_ID yet: write it in the cell above (BUG_HUNT_ID = \"...\", the id your instructor "
+                  "asked for), run that cell, then this one.", file=sys.stderr)
         return
     keys = bug_keys(text, _HUNT["salt"], _HUNT["showing"], _HUNT["hiding"], _HUNT["gradient"], GRADIENTS)
     code = with_bugs(_HUNT["pass"], keys, _HUNT["lines"])
@@ -273,7 +286,7 @@ def check_numerical_gradient():
                 print(f"✘ with its own default h, numerical_gradient is off by {error:.1e}, more than {ACCURACY:.0e}: "
                       "is h too large (1e-5 to 1e-6 suits float64), or is it computed in float32?", file=sys.stderr)
             return
-    print("✔ numerical_gradient: central differences, within 1e-6 of the gradient on both checks")
+    print(f"✔ numerical_gradient: central differences, within {ACCURACY:.0e} of the gradient on both checks")
 
 
 def _judged(gradient, grads, unread, pins):
@@ -353,7 +366,8 @@ def check_fix(slot):
         return
     bugs = _planted(globals().get("BUG_HUNT_ID"))
     if not bugs:
-        print(f"✘ bug {slot}: no BUG_HUNT_ID yet", file=sys.stderr)
+        why = _not_a_string() or "no BUG_HUNT_ID yet"
+        print(f"✘ bug {slot}: {why}", file=sys.stderr)
         return
     part, backward, point = section(bugs, slot, GRADIENTS), globals().get("backward_pass"), test_point()
     with _one_thread():
@@ -396,7 +410,8 @@ def check_found():
         return
     bugs, named = _planted(globals().get("BUG_HUNT_ID")), globals().get("buggy")
     if not bugs:
-        print("✘ buggy: no BUG_HUNT_ID yet", file=sys.stderr)
+        why = _not_a_string() or "no BUG_HUNT_ID yet"
+        print(f"✘ buggy: {why}", file=sys.stderr)
     elif not isinstance(named, (list, tuple, set)) or not all(isinstance(x, str) for x in named):
         print("✘ buggy must be a list of the names of gradients, like [\"dprobs\", \"dW1\"]", file=sys.stderr)
     elif unknown := [x for x in named if x.strip() not in GRADIENTS and "d" + x.strip() not in GRADIENTS]:

@@ -217,7 +217,11 @@ def _shape_hint(got, want, name):
     if len(got) == len(want) + 1 and got[1:] == want:
         return f"{name} was broadcast over the batch (dimension 0): sum its gradient over that dimension"
     if len(got) == len(want):
+        forward = getattr(STEP_BY_NAME.get(name), "forward", "")
         for i, (g, w) in enumerate(zip(got, want)):
+            if g == 1 and w != 1 and re.search(rf"\b{name}\.sum\({i}\b", forward):
+                return (f"dimension {i} is 1 but must be {w}: the forward pass sums {name} over dimension {i}, and a "
+                        f"sum is a broadcast in the backward pass: every summed entry gets the same gradient")
             if g != w and w == 1:
                 return (f"dimension {i} is {g} but must be 1: {name} was broadcast along dimension {i}, "
                         f"so sum over it (keepdim=True)")
@@ -268,24 +272,37 @@ def _added_twice(name):
             f"and run that cell again")
 
 
+def _begins_with_an_update(name):
+    """The hint when the last cell that computes d<name> updates it (`d<name> += ...`) before any `d<name> = ...`: it
+    adds to whatever d<name> held before that cell ran, again at every run."""
+    writes = re.compile(rf"^\s*d{name}\s*(\[.*\])?\s*([-+*/@]?)=(?!=)")
+    for source in reversed([str(cell) for cell in (globals().get("In") or [])[:-1]]):  # [:-1]: this check's cell
+        found = [m for m in map(writes.match, source.splitlines()) if m]
+        if found and found[0].group(2) and not found[0].group(1):
+            return (f"the last cell that computes d{name} begins with `d{name} {found[0].group(2)}= ...`: it changes "
+                    f"what d{name} held before that cell ran, and again at every run. Start that cell with "
+                    f"`d{name} = ...`")
+        if found:
+            return None
+    return None
+
+
 def _value_hint(got, want, name, n, indices=None):
     """Why got is not want, the gradient of `name`; `indices`: the batch that reads C (emb = C[Xb]), for dC."""
     g, w = got.double(), want.double()
     scale = max(w.abs().max().item(), 1e-3)
     if g.abs().max().item() == 0:
         return "all zeros: is the answer cell finished?"
-    twice = _added_twice(name)
+    twice = _added_twice(name) or _begins_with_an_update(name)
     if twice:
         return twice
     chain = _chain_hint(g, name, scale)
     if chain:
         return chain
-    if (w * w).sum().item() > 0:
-        c = (g * w).sum().item() / (w * w).sum().item()
-        # (a factor of thousands says that the right values are about zero, as for logit_maxes: no factor to name)
-        if (1e-3 < abs(c) < 1e3 and abs(c - 1) > 1e-3
-                and (g - c * w).abs().max().item() <= TOLERANCE * scale * max(1.0, abs(c))):
-            return _factor_hint(c, n, name)
+    c = constant_factor(g, w, scale)  # the grader's: every entry of a size that counts off by the same factor
+    # (a factor of thousands says that the right values are about zero, as for logit_maxes: no factor to name)
+    if c is not None and 1e-3 < abs(c) < 1e3:
+        return _factor_hint(c, n, name)
     with contextlib.suppress(Exception):  # indices that are not this table's: no word about them
         if name == "C" and indices is not None and only_repeated_rows_wrong(g, w, indices, scale):
             return ("right for characters that appear once in the batch, wrong for those that appear several times: "
@@ -299,6 +316,10 @@ def _value_hint(got, want, name, n, indices=None):
     # one column of many: a per-neuron term (Exercise 3's neuron 0 has a tiny variance: only there does n/(n-1) show)
     where = f", all in column {columns[0]} of {g.shape[1]}" if len(columns) == 1 and g.shape[1] > 2 else ""
     advice = f"{wrong} of {g.numel()} entries differ{where}: re-derive the local derivative"
+    if where and "1e-5" in getattr(STEP_BY_NAME.get(name), "forward", ""):  # BatchNorm's epsilon, where it counts
+        advice = (f"{wrong} of {g.numel()} entries differ{where}: the forward line adds 1e-5 (ε): does your derivative "
+                  f"keep it? It counts only where a neuron's batch variance is about as small as ε, as column "
+                  f"{columns[0]}'s is here")
     feeds = list(getattr(STEP_BY_NAME.get(name), "upstream", []))
     if not any(isinstance(globals().get("d" + u), torch.Tensor) for u in feeds):  # one formula for the whole block
         feeds = [u for u in feeds if not getattr(STEP_BY_NAME.get(u), "zero", False)]  # (a path about 0: not in it)
@@ -337,10 +358,30 @@ def _chain_hint(g, name, scale):
     return None
 
 
-def _fix_first(earlier, hint):
-    """The hint of a step computed from a gradient above it that is off: that one first, then this one's own hint."""
+def _fix_first(earlier, hint, name=None, dt=None):
+    """The hint of a step computed from a gradient above it that is off: that one first, then this one's own hint;
+    or, when d<name> (dt) is right for the gradients it is computed from as you have them, only that one."""
+    if name is not None and _carried_forward(name, dt):
+        return (f"right for the gradients it is computed from as you have them, but {earlier} above is not right yet: "
+                f"this step keeps its points; fix {earlier} first, then run this cell again")
     return (f"{earlier} above is not right yet: fix it first, this one may follow from it. "
             f"If this one is still off after that: {hint}")
+
+
+def _carried_forward(name, dt):
+    """Whether dt follows d<name>'s rule from your own upstream gradients (as the autograder judges a step below a
+    wrong one: error carried forward); False when it does not or cannot be told."""
+    step, space = STEP_BY_NAME.get(name), globals()
+    with contextlib.suppress(Exception):
+        forward = {k: v.detach() if isinstance(v, torch.Tensor) else v for k, v in space.items()
+                   if isinstance(v, (torch.Tensor, int, float))}
+        yours = {u: space["d" + u].detach() for u in step.upstream}
+        if not all(bool(g.any()) for g in yours.values()):  # (zeros: any rule that multiplies them gives zeros too)
+            return False
+        expected = local_gradient(step, forward, yours).double()
+        got = dt.detach().double()
+        return bool(torch.isfinite(expected).all()) and close(got, expected, magnitude(expected))
+    return False
 
 
 def _wrong_upstream(name):
@@ -464,7 +505,11 @@ class CheckTable:
 
 def cmp(name, dt, t):
     """Show one row: your gradient dt against autograd's t.grad."""
-    display(CheckTable([_compare(name, dt, _autograd_gradient(name, t))]))
+    row = _compare(name, dt, _autograd_gradient(name, t))
+    ran = _ran_problem("d" + name, dt) if dt is not None and globals().get("d" + name) is dt else None
+    if ran:
+        row.update(status="wrong", hint=ran)
+    display(CheckTable([row]))
 
 
 def self_check(*names, checklist=False):
@@ -472,19 +517,58 @@ def self_check(*names, checklist=False):
     rows = []
     for name in names:
         row = _compare(name, globals().get("d" + name), _autograd_gradient(name))
-        changed = _changed_since_check(name)
-        if changed and row["status"] == "wrong":
+        changed, ran = _changed_since_check(name), _ran_problem("d" + name, globals().get("d" + name))
+        if ran:
+            row.update(status="wrong", hint=ran)
+        elif changed and row["status"] == "wrong":
             row["hint"] = changed
         elif row.get("close") is False or row["shape"].startswith("✘") and row.get("close") is not True:
             earlier = _wrong_upstream(name)
             if earlier:
-                row["hint"] = _fix_first(earlier, row["hint"])
+                row["hint"] = _fix_first(earlier, row["hint"], name, globals().get("d" + name))
         if row["status"] == "ok":  # the rule too, as the line under its graded cell and the autograder judge it
             wrong_rule = _autograd_problem("d" + name) or _rule_problem(name)
             if wrong_rule:
                 row.update(status="wrong", hint=wrong_rule)
         rows.append(row)
     display(CheckTable(rows, checklist))
+
+
+_RAN = []  # the cells run since this one, as IPython ran them: (their code, the error that stopped them or None)
+
+
+def _remember_cell(result):
+    """IPython's post_run_cell hook: each cell's code, and the error it stopped with."""
+    _RAN.append((getattr(result.info, "raw_cell", "") or "", result.error_before_exec or result.error_in_exec))
+    del _RAN[:-100]
+
+
+if os.environ.get("NBGRADER_EXECUTION") != "autograde":
+    with contextlib.suppress(Exception):  # (outside IPython: no cells to remember)
+        _events = get_ipython().events
+        for _hook in [f for f in _events.callbacks["post_run_cell"] if getattr(f, "__name__", "") == "_remember_cell"]:
+            _events.unregister("post_run_cell", _hook)
+        _events.register("post_run_cell", _remember_cell)
+
+
+def _ran_problem(answer, dt):
+    """Why `answer` (dt) is not what its cell computes: the last cell run that assigns it stopped with an error (the
+    value is from before that cell, or only part of it), or the cell just run, the one for it, assigns no `answer`.
+    None when neither, or outside IPython."""
+    writes = re.compile(rf"(?m)^\s*{answer}\s*(\[.*\])?\s*[-+*/@]?=(?!=)|\b{answer}\.\w+_\(")
+    for source, error in reversed(_RAN):
+        if not writes.search(source):
+            continue
+        if error is None:
+            return None
+        if isinstance(error, NotImplementedError):
+            return (f"the cell that computes {answer} still raises NotImplementedError: delete its line "
+                    f"`raise NotImplementedError()` and run the cell again")
+        return (f"the last cell that computes {answer} stopped with {type(error).__name__} (see its output), so "
+                f"{answer} here may not be what that cell computes: fix the error and run that cell again")
+    if dt is None and _RAN and _RAN[-1][1] is None and re.match(rf"\s*#\s*{answer}(?!\w)", _RAN[-1][0]):
+        return f"the cell for {answer} ran, but it assigns no {answer}: write its answer as `{answer} = ...`"
+    return None
 
 
 _answer_checks = {}  # name -> passed, in the order the graded cells ran
@@ -524,7 +608,10 @@ def check_answer(name, want=None, answer=None, calls=None, indices=None):
     key = answer[1:]  # what this check is remembered as: name, or e.g. C_index_add
     dt = globals().get(answer)
     row = _compare(name, dt, want, indices)
-    if row["status"] == "ok":
+    ran = _ran_problem(answer, dt)
+    if ran:
+        row.update(status="wrong", hint=ran, close=None)
+    elif row["status"] == "ok":
         wrong_rule = (_autograd_problem(answer) or _rule_problem(name, answer)
                       or (calls and _calls_problem(name, answer, calls)))
         if wrong_rule:
@@ -533,7 +620,7 @@ def check_answer(name, want=None, answer=None, calls=None, indices=None):
         row["hint"] = _other_forward_pass(answer) or row["hint"]
     _answer_checks.pop(key, None)
     # values or a shape off (not only the rule: then the values are right) may follow from a gradient above
-    off = row.get("close") is False or row["shape"].startswith("✘") and row.get("close") is not True
+    off = not ran and (row.get("close") is False or row["shape"].startswith("✘") and row.get("close") is not True)
     earlier = _wrong_upstream(name) if off and own_batch else None
     _answer_checks[key] = row["status"] == "ok"
     _at_check[key] = (dt, dt.detach().clone()) if isinstance(dt, torch.Tensor) else (None, None)
@@ -545,7 +632,7 @@ def check_answer(name, want=None, answer=None, calls=None, indices=None):
         if row.get("close") is False:
             problem = f"values differ from autograd's (max difference {row['max difference']}): {problem}"
         if earlier and dt is not None:
-            problem = _fix_first(earlier, problem)
+            problem = _fix_first(earlier, problem, name, dt)
         print(f"✘ {answer}: {problem}", file=sys.stderr)
     for other in [k for k in _at_check if k != key and k not in _told]:  # what this cell did to earlier answers
         changed = _changed_since_check(other)

@@ -101,8 +101,8 @@ def no_id() -> Reason:
     return Reason(
         "not_answered",
         say(
-            "not answered yet: BUG_HUNT_ID is not set, so the grader cannot tell which bugs were yours. Write the id "
-            "your instructor asked for in its cell"
+            "not answered yet: BUG_HUNT_ID is not set as a string, so the grader cannot tell which bugs were yours. "
+            "Write the id your instructor asked for in its cell, in quotes"
         ),
     )
 

@@ -23,7 +23,7 @@ from ...sandbox.uids import claim_sandbox_uid
 from ..intake.prepare import GRADING_DIR, STAGED
 from ..stopping import CtrlC, grading_stopped
 from .fork_server import ForkedWorker, ForkServer
-from .worker import TIME_LIMIT_OPTION, WorkerResult
+from .worker import TIME_LIMIT_OPTION, WorkerResult, cause_in_log
 
 START_SECONDS = 300  # a worker's start, at least
 
@@ -138,8 +138,8 @@ class Worker:
         ready = self._next(max(START_SECONDS, self.settings.grader_time_limit or 0))
         if not ready or not ready.get("ready"):
             self.kill()
-            ended = self.server and self.server.proc.poll() is not None
-            raise GradingError(f"a grading worker did not start; see {self.server.log if ended else self.log}")
+            log = self.server.log if self.server and self.server.proc.poll() is not None else self.log
+            raise GradingError(f"a grading worker did not start{cause_in_log(log)}; see {log}")
         self.notebook_seconds = ready.get("notebook_seconds")
 
     @staticmethod

@@ -17,6 +17,7 @@ import traceback
 from dataclasses import asdict, dataclass, field
 
 from ...common.problems import Problem
+from ...common.shown import for_terminal
 from ...common.tools import start_up
 from ..results.gradebook import GradedSubmission, read_submission
 from .watchdog import Watchdog
@@ -69,6 +70,36 @@ def error_cause(error: str) -> str:
     lines = error.strip().splitlines() or ["?"]
     causes = [line.strip() for line in lines if EXCEPTION_LINE.match(line) and "NbGraderException" not in line]
     return (causes or lines)[-1][:300]
+
+
+def cause_in_log(log) -> str:
+    """ ": <the exception that ended it>" from the end of a worker's log (``error_cause``), or "" when none is named."""
+    try:
+        with open(log, "rb") as f:
+            f.seek(max(0, os.fstat(f.fileno()).st_size - 65536))
+            tail = f.read().decode("utf-8", "replace")
+    except OSError:
+        return ""
+    named = [line for line in tail.splitlines() if EXCEPTION_LINE.match(line)]
+    return f": {for_terminal(error_cause(named[-1]))}" if named else ""
+
+
+def no_exchange(app):
+    """The exchange grading gives NbGraderAPI, which lists the real one when it starts: with the hub's
+    JupyterHubAuthPlugin (docs/jupyterhub.md) that listing asks the hub and needs JUPYTERHUB_USER, so that ``grade``
+    over ssh or from cron on the hub's machine stopped at "a grading worker did not start". Grading reads and writes
+    the course folder only."""
+    from nbgrader.exchange import ExchangeError, ExchangeFactory
+
+    class Unlisted:
+        def start(self):
+            raise ExchangeError("grading does not use the exchange")
+
+    class NoExchange(ExchangeFactory):
+        def List(self, *args, **kwargs):
+            return Unlisted()
+
+    return NoExchange(parent=app)
 
 
 def exit_with_parent() -> None:
@@ -184,7 +215,7 @@ def main(argv=None) -> None:
     load()
 
     scratch_gradebook(app.coursedir.db_url)
-    api = NbGraderAPI(coursedir=app.coursedir, parent=app)
+    api = NbGraderAPI(coursedir=app.coursedir, exchange=no_exchange(app), parent=app)
     database = DatabaseClock()
     database.listen()
     answering = threading.Lock()
