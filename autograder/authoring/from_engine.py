@@ -109,6 +109,7 @@ def block() -> str:
         "from functools import lru_cache",
         "",
         f"RTOL = {tolerance.RTOL!r}",
+        f"FACTOR_MATCH = {tolerance.FACTOR_MATCH!r}",
         f"OWN_SHARE, NOISE = {tolerance.OWN_SHARE!r}, {tolerance.NOISE!r}  # what a count of wrong entries counts",
         f"RUN_IN_PLACE = {rerun.RUN_IN_PLACE!r}  # magics that run their code once, in the notebook's namespace",
         f"MAGIC_DEPTH = {rerun.MAGIC_DEPTH!r}  # magics over magics read through",

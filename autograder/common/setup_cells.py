@@ -1,11 +1,14 @@
 """Which of a notebook's setup cells need no seed: the same work for every student, so done once (a kernel parent
 runs them ahead of its kernels, ``in_kernel.setup_ahead``; the grader's reference caches them, ``engine.reference``).
+And the order autograde runs a notebook's cells in (``execution_order``).
 """
 
 import ast
 import re
 
-from .naming import SETUP_PREFIX
+from .naming import SETUP_PREFIX, grade_id
+
+START_CELL = "self_check_helpers"  # the locked cell whose hidden tests start grading (in_kernel.start_grading)
 
 SEED_DEFINED = re.compile(r"^SEED\s*=", re.M)
 
@@ -58,3 +61,34 @@ def setup_to_run_ahead(cells) -> dict | None:
             sources.append(cell.source)
     free = seed_free_cells(sources)
     return {"cells": sources[: free.stop], "ahead": list(free), "locked": locked} if locked else None
+
+
+def execution_order(cells) -> list:
+    """The indices of ``cells`` (as nbgrader restored them) in the order autograde runs them: the locked setup cells,
+    then the cell that starts grading, then every other cell, each group in the notebook's order; the notebook's own
+    order when it has no start cell. Until the start cell has run, every ``.grad`` holds autograd's own gradient and
+    autograd works: a cell of the student's above it (or the start cell moved below the answers) read them out of the
+    static reading's sight (torch.optim's step reads ``.grad``) and earned every point. The course's notebooks, and any
+    notebook whose added cells come after the start cell, run in their own order."""
+
+    def course(cell) -> bool:
+        return cell.cell_type == "code" and bool(cell.metadata.get("nbgrader", {}).get("locked"))
+
+    start = next((i for i, cell in enumerate(cells) if course(cell) and grade_id(cell) == START_CELL), None)
+    if start is None:
+        return list(range(len(cells)))
+    first = [i for i, cell in enumerate(cells) if course(cell) and grade_id(cell).startswith(SETUP_PREFIX)] + [start]
+    taken = set(first)
+    return first + [i for i in range(len(cells)) if i not in taken]
+
+
+def due_at(order: list) -> dict:
+    """For an executor that comes to the cells in the notebook's order (nbconvert's): at each, the cells of ``order``
+    that can run by then (each once it has been come to), in ``order``; at the last, all that are left."""
+    due, next_up = {}, 0
+    for index in range(len(order)):
+        due[index] = []
+        while next_up < len(order) and order[next_up] <= index:
+            due[index].append(order[next_up])
+            next_up += 1
+    return due

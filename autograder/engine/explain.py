@@ -11,7 +11,7 @@ import torch
 
 from ..common.diagnoses import Reason
 from ..common.words import Words, say, say_n
-from .tolerance import RTOL, close, wrong_entries
+from .tolerance import FACTOR_MATCH, RTOL, close, wrong_entries
 
 
 def not_a_tensor(name: str, info: dict) -> Reason | None:
@@ -139,7 +139,7 @@ def constant_factor(answer: torch.Tensor, expected: torch.Tensor, scale: float) 
     if energy == 0 or not a.abs().max().item() > 0:
         return None
     c = (a * e).sum().item() / energy
-    if abs(c - 1) <= 1e-3 or not close(a, c * e, scale):
+    if abs(c - 1) <= FACTOR_MATCH or not close(a, c * e, scale):
         return None
     # A factor must show in more than one entry: where one entry dwarfs the rest (neuron 0's gradient through
     # its small variance), the tolerance cannot tell the others apart, and one ratio is no constant factor. There
@@ -149,7 +149,7 @@ def constant_factor(answer: torch.Tensor, expected: torch.Tensor, scale: float) 
     if large.sum().item() < min(2, e.numel()):
         large = e.abs() > 1e-6 * e.abs().max()
     ratios = a[large] / e[large]
-    if large.sum().item() < min(2, e.numel()) or (ratios - c).abs().max().item() > 1e-3 * abs(c):
+    if large.sum().item() < min(2, e.numel()) or (ratios - c).abs().max().item() > FACTOR_MATCH * abs(c):
         return None
     return c
 
@@ -265,7 +265,7 @@ def factor_message(c: float, n: int, name: str, entries: int = 2) -> Reason | No
         ),
     ]
     for factor, kind, words in named:
-        if abs(c - factor) <= 1e-3 * abs(factor):
+        if abs(c - factor) <= FACTOR_MATCH * abs(factor):
             return Reason(kind, words)
     if entries == 1:
         return None

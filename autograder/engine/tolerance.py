@@ -9,6 +9,10 @@ mistake: docs/design/engine.md, "The tolerance".
 import torch
 
 RTOL = 1e-4
+# A ratio of an answer to the right value counts as a factor that the feedback names (-1, 2, n, n/(n-1), 50/32) when
+# within this share of it: only to explain, never to pass. The grader's diagnoses and the notebooks' self-checks (which
+# the authoring command gives it) read this one number.
+FACTOR_MATCH = 1e-3
 
 
 def max_difference(a: torch.Tensor, b: torch.Tensor) -> float:

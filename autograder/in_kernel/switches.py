@@ -15,9 +15,16 @@ from ..engine.honesty import decoy
 from .self_checks_off import skip_self_checks
 from .snapshot_hook import take_snapshots
 
+_started = []  # start_grading ran in this kernel
+
 
 def grading() -> bool:
     return os.environ.get("NBGRADER_EXECUTION") == "autograde" and SEED_VARIABLE in os.environ
+
+
+def started() -> bool:
+    """Whether start_grading ran: before it, every ``.grad`` holds autograd's own gradient and autograd works."""
+    return bool(_started)
 
 
 def grading_seed(default: int) -> int:
@@ -154,3 +161,4 @@ def start_grading(namespace: dict, self_checks=("cmp", "self_check")) -> None:
             namespace[name] = _skipped
     take_snapshots(namespace)
     skip_self_checks(_skipped)  # the student's own asserts against .grad, as cmp
+    _started.append(True)

@@ -27,7 +27,7 @@ from ..common.phases import (
     SETUP_CELLS,
     process_tree_cpu,
 )
-from ..common.setup_cells import setup_to_run_ahead
+from ..common.setup_cells import due_at, execution_order, setup_to_run_ahead
 from ..common.words import say
 from ..data import NAMES_VARIABLE, SEED_VARIABLE, names_path
 from ..sandbox import SandboxedKernelManager
@@ -102,6 +102,7 @@ class GradingExecute(OutputBudget, Execute):
     _left_behind = None  # what the notebook's kernel left in its folder (kernel_parent.left_behind), or None
     _oversized, _message_bytes = None, 0  # {cell index: [bytes of each message the relay dropped]}, and its limit
     _edition = ENGLISH  # the language of the lines this step adds to the notebook (the student's edition)
+    _due = None  # the index of a cell nbconvert comes to -> the cells to run then, in execution_order
     _setup_ahead = None  # the setup cells the sandbox's kernel parent may run ahead of the kernel (setup_to_run_ahead)
 
     def __init__(self, *args, **kwargs):
@@ -158,6 +159,13 @@ class GradingExecute(OutputBudget, Execute):
         return int.from_bytes(hashlib.sha256(key.encode()).digest()[:4], "big") % 2**31
 
     def preprocess_cell(self, cell, resources, index):
+        """The cells due when nbconvert comes to cell ``index``, in ``execution_order``: none of the student's runs
+        before the cell that starts grading, which runs right after the setup cells wherever it stands."""
+        for due in self._due.pop(index, ()) if self._due is not None else [index]:
+            self.nb.cells[due], resources = self._execute_one(self.nb.cells[due], resources, due)
+        return self.nb.cells[index], resources
+
+    def _execute_one(self, cell, resources, index):
         """Like Execute's, but a dead kernel ends the run instead of failing the whole submission.
 
         The cells that ran keep their results; the rest are left unexecuted, and JudgeAnswers
@@ -258,7 +266,9 @@ class GradingExecute(OutputBudget, Execute):
         self._notebook = resources.get("nbgrader", {}).get("notebook")
         # the edition the student handed in, as RestoreLockedCells read it: the language of the lines added here
         self._edition = notebook_edition(nb.metadata)
-        self._setup_ahead = setup_to_run_ahead(nb.cells) if self.sandbox else None
+        order = execution_order(nb.cells)
+        self._due = due_at(order)
+        self._setup_ahead = setup_to_run_ahead([nb.cells[i] for i in order]) if self.sandbox else None
         variables = self.kernel_variables(seed)
         resources["backprop_ninja"] = {
             **resources.get("backprop_ninja", {}),

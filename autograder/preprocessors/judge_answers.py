@@ -17,6 +17,7 @@ from ..common.diagnoses import METADATA, Reason
 from ..common.editions import ENGLISH
 from ..common.naming import ANSWER_MIME, SETUP_PREFIX, grade_id
 from ..common.phases import JUDGING, PHASES, REFERENCE
+from ..common.setup_cells import execution_order
 from ..common.words import render, say
 from ..data import NAMES_VARIABLE
 from .grading_execute import environment
@@ -162,7 +163,8 @@ class JudgeAnswers(NbGraderPreprocessor):
         checked = {}  # each graded answer's report at its own graded cell
         verdicts = {}  # the verdicts so far, by what they graded
         history = []  # the code cells before this one, in the order the kernel ran them
-        for index, cell in enumerate(nb.cells):
+        for index in execution_order(nb.cells):
+            cell = nb.cells[index]
             if cell.cell_type != "code":
                 continue
             before = tuple(history)

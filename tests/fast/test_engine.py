@@ -16,7 +16,7 @@ from autograder.engine.backward_rules import SHAPE_ONLY_SHARE, STEP_BY_NAME, STE
 from autograder.engine.diagnose import changed_after_check
 from autograder.engine.judge import judge_gradient
 from autograder.engine.reference import autograd_gradients, forward_values, run_setup
-from autograder.engine.tolerance import RTOL, close, step_scale
+from autograder.engine.tolerance import FACTOR_MATCH, RTOL, close, step_scale
 
 EX1 = nbformat.read(SOURCE_DIR / "ex1_atomic_backward.ipynb", as_version=4)
 
@@ -98,6 +98,11 @@ def test_notebook_self_checks_use_the_graders_tolerance():
     helpers = shared_cell("self_check_helpers")
     assert float(re.search(r"^RTOL = ([0-9.e-]+)", helpers, re.M).group(1)) == RTOL
     assert re.search(r"^TOLERANCE = RTOL\b", helpers, re.M)
+    # and the share within which a ratio is named as a factor (n times too large), which the grader's feedback reads
+    assert float(re.search(r"^FACTOR_MATCH = ([0-9.e-]+)", helpers, re.M).group(1)) == FACTOR_MATCH
+    written = {p.name: p.read_text() for p in SOURCE_DIR.glob("*.ipynb")} | {"self_check_helpers": helpers}
+    factor_share = re.compile(r"abs\(c - [\w /]+\) [<>]=? 1e-3\b")  # the share written in again, not FACTOR_MATCH
+    assert not [name for name, text in written.items() if factor_share.search(text)], "use FACTOR_MATCH there"
 
 
 def test_the_words_say_the_graders_tolerance():
@@ -121,25 +126,33 @@ def test_the_words_say_the_graders_tolerance():
     )
 
 
-# Exercises 4 and 6's own limits, said by hand in their notebooks: (notebook, the words, the constant, where it is)
+# Exercises 4 and 6's own limits, said by hand in words: (file, the words, the constant, its module under autograder/)
+EX4, EX6 = "source/backprop_ninja/ex4_manual_training.ipynb", "source/backprop_ninja/ex6_bug_hunt.ipynb"
+TRAINING = "engine/training/"
 OTHER_LIMITS = [
-    ("ex4_manual_training", r"within ([0-9.e-]+) of autograd's", "LOSS_TOLERANCE", "engine/training/reference_runs.py"),
-    ("ex6_bug_hunt", r"within ([0-9.e-]+) of the gradient", "ACCURACY", "engine/bug_hunt/checker.py"),
-    ("ex6_bug_hunt", r"with `h = ([0-9.e-]+)`", "METHOD_STEP", "engine/bug_hunt/checker.py"),
+    (EX4, r"within ([0-9.e-]+) of autograd's", "LOSS_TOLERANCE", TRAINING + "reference_runs.py"),
+    (
+        EX4,
+        r"(?:run of|runs it for|for|its own|autograder's) (\d+) steps\b(?! of)",
+        "GRADED_STEPS",
+        TRAINING + "network.py",
+    ),
+    ("course/README.md", r"its own (\d+) steps", "GRADED_STEPS", TRAINING + "network.py"),
+    (EX6, r"within ([0-9.e-]+) of the gradient", "ACCURACY", "engine/bug_hunt/checker.py"),
+    (EX6, r"with `h = ([0-9.e-]+)`", "METHOD_STEP", "engine/bug_hunt/checker.py"),
 ]
 
 
-@pytest.mark.parametrize("notebook, words, name, module", OTHER_LIMITS, ids=lambda v: v if v.isidentifier() else "")
-def test_the_words_say_the_limits_of_exercises_4_and_6(notebook, words, name, module):
+@pytest.mark.parametrize("path, words, name, module", OTHER_LIMITS, ids=lambda v: v if v.isidentifier() else "")
+def test_the_words_say_the_limits_of_exercises_4_and_6(path, words, name, module):
     """Changing LOSS_TOLERANCE to 2e-5 left Exercise 4 saying 'within 1e-05 of autograd's' and no test failed."""
-    from autograder.engine.bug_hunt import checker
-    from autograder.engine.training import reference_runs
+    import importlib
 
-    value = getattr(reference_runs if "training" in module else checker, name)
-    said = re.findall(words, (SOURCE_DIR / f"{notebook}.ipynb").read_text())
-    assert said, f"{notebook}: no words r'{words}' give {name} any more: update OTHER_LIMITS here"
+    value = getattr(importlib.import_module("autograder." + module.removesuffix(".py").replace("/", ".")), name)
+    said = re.findall(words, (SOURCE_DIR.parents[1] / path).read_text())
+    assert said, f"{path}: no words r'{words}' give {name} any more: update OTHER_LIMITS here"
     assert {float(n) for n in said} == {value}, (
-        f"{notebook} says {said}, {name} in autograder/{module} is {value}: edit the words, run "
+        f"{path} says {said}, {name} in autograder/{module} is {value}: edit the words, run "
         ".venv/bin/python -m autograder.authoring, and translate the sentences it lists"
     )
 
@@ -343,6 +356,10 @@ def test_how_it_is_graded_says_the_points_of_the_cells(path):
     total = int(re.search(r"(\d+) points", intro).group(1))
     assert total == sum(cells.values()), (
         f"{path.name}: it says {total} points, its cells give {sum(cells.values())}; {fix}"
+    )
+    count = re.search(r"(\d+) graded cells", intro)  # Exercise 1 counts them: a new step makes one more
+    assert count is None or int(count.group(1)) == len(cells), (
+        f"{path.name}: it says {count.group(0)}, it has {len(cells)}; {fix}"
     )
     rows = _table_total(intro)
     assert rows in (None, total), (

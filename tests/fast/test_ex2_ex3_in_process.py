@@ -8,6 +8,7 @@ from support.cases_ex2_ex3 import (
     ALTERNATIVES,
     CHEATS,
     KINDS,
+    LAID_OUT,
     MISTAKES,
     NB2,
     NB3,
@@ -111,6 +112,18 @@ def test_answers_from_autograd_earn_nothing(graded, student):
         assert got.lost() == sorted(expected[notebook]), got.messages
         for cell, words in expected[notebook].items():
             assert words in got.messages[cell], got.messages[cell]
+
+
+@pytest.mark.parametrize("student", LAID_OUT)
+def test_cells_above_the_start_run_after_it(graded, student):
+    """A cell of the student's above the cell that starts grading (or that cell moved down) runs after it, as autograde
+    runs them: what it reads from .grad is a decoy, and an honest student's module and helper there serve as before."""
+    changes, expected = LAID_OUT[student]
+    for notebook in changes:
+        got = graded[notebook][student]
+        assert got.lost() == sorted(expected[notebook]), got.messages
+        for cell, words in expected[notebook].items():
+            assert words in got.messages[cell] and "earns nothing" in got.messages[cell], got.messages[cell]
 
 
 def test_pasted_values_earn_nothing(graded):

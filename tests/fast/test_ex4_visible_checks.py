@@ -117,6 +117,32 @@ def test_the_validation_loss_the_training_run_is_graded_on_is_shown(ex4):
     assert f", below {REACH_LOSS:g}, the goal the autograder grades" in line, line
 
 
+@pytest.mark.parametrize("seed", [2147483647, 1, 2])
+def test_the_goal_is_within_reach_of_autograds_run_on_the_notebooks_setup(seed):
+    """A right training_step earns the last point only when autograd's run from the same start gets below REACH_LOSS,
+    measured with n_hidden = 200 and batch_size = 32. With n_hidden = 2 in setup_settings every right student of
+    test_ex4_in_process lost it, shown only as 'assert {'test_training': 3.0} == {}'; here the cause is named."""
+    nb = nbformat.read(SOURCE_DIR / f"{EX4}.ipynb", as_version=4)
+    setup = dict(run_setup(tuple(c.source for c in nb.cells if grade_id(c).startswith(SETUP_PREFIX)), seed))
+    reached = reference_run(setup)["val_loss"]
+    assert reached <= REACH_LOSS - 0.05, (
+        f"at seed {seed} autograd's own run on Exercise 4's setup (n_hidden = {setup['n_hidden']}, batch_size = "
+        f"{setup['batch_size']}) reaches a validation loss of {reached:.3f}, not clearly below REACH_LOSS = "
+        f"{REACH_LOSS}: "
+        "a right training_step would lose its point. Measure REACH_LOSS and LOSS_TOLERANCE again for the new settings "
+        "(autograder/engine/training/reference_runs.py; docs/maintaining.md, 'Changing a notebook's settings')"
+    )
+
+
+def test_the_other_batch_size_is_another_size(ex4):
+    """backward_pass is checked again at OTHER_BATCH_SIZE to catch a batch size written in as a number: a setup whose
+    batch_size is that size would let `/ 32`-style answers through unseen."""
+    assert ex4[0]["batch_size"] != OTHER_BATCH_SIZE, (
+        f"Exercise 4's batch_size is OTHER_BATCH_SIZE ({OTHER_BATCH_SIZE}, autograder/engine/training/network.py): "
+        "change one of them (docs/maintaining.md, 'Changing a notebook's settings')"
+    )
+
+
 def test_a_validation_loss_above_the_bound_is_not_a_tick(ex4):
     line = validation_line(check_training(ex4, TOO_SLOW))
     shown = float(line.split(": ")[1].split(",")[0])

@@ -3,7 +3,7 @@ autograde, the real JudgeAnswers judges their reports. tests/slow/test_ex5_pipel
 
 import nbformat
 import pytest
-from support.cases_ex5 import ALTERNATIVES, CHEATS, MISTAKES, NB5, POINTS, RAISING, submissions
+from support.cases_ex5 import ALTERNATIVES, CHEATS, LAID_OUT, MISTAKES, NB5, POINTS, RAISING, submissions
 from support.course import REPO
 from support.in_process import autograde, source_notebook
 
@@ -94,6 +94,17 @@ def test_answers_from_autograd_earn_nothing(graded, student):
     assert got.lost() == sorted(expected), got.messages
     for cell, words in expected.items():
         assert words in got.messages[cell] and got.diagnoses[cell] == "autograd", got.messages[cell]
+
+
+@pytest.mark.parametrize("student", LAID_OUT)
+def test_cells_above_the_start_run_after_it(graded, student):
+    """What a cell of the student's above the cell that starts grading reads from .grad is a decoy, as is what an
+    answer reads with that cell moved below it; with the cell deleted, no answer is reported."""
+    _, _, expected = LAID_OUT[student]
+    got = graded[student]
+    assert got.lost() == sorted(expected), got.messages
+    for cell, words in expected.items():
+        assert words in got.messages[cell], got.messages[cell]
 
 
 def test_pasted_values_earn_nothing(graded):

@@ -13,7 +13,7 @@ import re
 import nbformat
 import pytest
 
-from autograder.authoring import SOURCE_DIR
+from autograder.authoring import SHARED_CELLS, SOURCE_DIR
 from autograder.authoring.submissions import grade_id
 from autograder.common.naming import SETUP_PREFIX
 from autograder.engine.reference import run_setup
@@ -23,6 +23,9 @@ NOTEBOOKS = sorted(SOURCE_DIR.glob("*.ipynb"))
 # a shape in words: (n, 64), (1, 64), (n, 3, 10), (64,); not a call's arguments (.transpose(1, 2))
 SHAPE = re.compile(r"(?<![\w.])\(((?:n|\d+)(?:, ?(?:n|\d+))*(?:, ?(?:n|\d+)|,))\)")
 SETTING = re.compile(r"`?\b(n_embd|n_hidden|batch_size|head_size|block_size)\b`?\s*=\s*(\d+)`?")
+COUNT = re.compile(
+    r"\ball (\d+)(?=[.,;:]| columns)|\b(\d+) (?:numbers|features|neurons|hidden units)\b"
+)  # of one dimension
 BATCH = re.compile(r"\bn = (\d+)\b|\bbatch of (\d+)\b|\b(\d+) examples\b")
 PARAMETERS = re.compile(r"\b(\d[\d,]*) parameters\b")
 
@@ -37,11 +40,12 @@ def sizes(nb) -> dict:
 
 
 def words(nb):
-    """(cell id, text) for what a student reads as words: markdown, and the comments of code cells not generated."""
+    """(cell id, text) for what a student reads as words: markdown, and the comments of the code cells written in the
+    notebook (not the shared cells, which serve every notebook's sizes, nor setup_settings, the sizes themselves)."""
     for cell in nb.cells:
         if cell.cell_type == "markdown":
             yield cell.id, cell.source
-        elif not grade_id(cell).startswith(SETUP_PREFIX):
+        elif grade_id(cell) not in {*(p.stem for p in SHARED_CELLS.glob("*.py")), "setup_settings"}:
             yield cell.id, "\n".join(line.split("#", 1)[1] for line in cell.source.splitlines() if "#" in line)
 
 
@@ -60,6 +64,9 @@ def stale_sizes(nb) -> list:
             name, number = said.group(1), int(said.group(2))
             if size.get(name) != number:
                 stale.append((cell_id, said.group(0), f"{name} = {size.get(name)}"))
+        for said in COUNT.finditer(text):
+            if int(next(g for g in said.groups() if g)) not in dimensions:
+                stale.append((cell_id, said.group(0), f"dimensions {sorted(dimensions)}"))
         for said in BATCH.finditer(text):
             if int(next(g for g in said.groups() if g)) not in batches:
                 stale.append((cell_id, said.group(0), f"batch_size = {size['batch_size']} (or {OTHER_BATCH_SIZE})"))
@@ -86,5 +93,7 @@ def test_a_changed_setting_leaves_the_old_sizes_named():
     settings.source = settings.source.replace("n_hidden = 64", "n_hidden = 100").replace(
         "batch_size = 32", "batch_size = 40"
     )
-    said = {words for _, words, _ in stale_sizes(nb)}
-    assert {"(n, 64)", "(1, 64)", "n = 32", "batch of 32"} <= said, said
+    stale = stale_sizes(nb)
+    said = {words for _, words, _ in stale}
+    assert {"(n, 64)", "(1, 64)", "all 64", "n = 32", "batch of 32"} <= said, said
+    assert "setup-upstream" in {cell for cell, _, _ in stale}  # a locked setup cell of the notebook's own

@@ -413,6 +413,13 @@ def ex2_namespace():
     return namespace, {grade_id(c): c.source for c in solved(release(EX2), nb).cells}
 
 
+def test_an_all_zero_dlogits_does_not_pass_the_rows_check(ex2_namespace):
+    """The grader gives the rows' point nothing for an all-zero dlogits (its rows sum to zero, but it is no gradient:
+    value_checks' all_zeros); the line under the cell said '✔ dlogits_row_sums' for it, a zero within any tolerance."""
+    out = run_in_ex3(ex2_namespace, "dlogits = torch.zeros_like(logits)", ex2_namespace[1]["test_dlogits_rows"])
+    assert "✘ dlogits_row_sums" in out and "✔" not in out, out
+
+
 def test_a_one_formula_dlogits_is_not_sent_down_the_path_through_logit_maxes(ex2_namespace):
     """Exercise 2 says the subtraction of logit_maxes is not in the formula: the hint must not ask for its path. The
     table of one gradient says its verdict in words for one, and the rows' check says the sums must be zero."""

@@ -7,7 +7,7 @@ few representative ones through the real nbgrader pipeline (tests/slow/test_ex2_
 from autograder.authoring.submissions import grade_id, solved
 from autograder.common.naming import SETUP_PREFIX
 from autograder.engine.reference import run_setup
-from support.read_grad import grad_through_sgd
+from support.read_grad import above_the_start, grad_through_sgd, read_above_the_start, start_moved_down
 
 NB2, NB3 = "ex2_cross_entropy_backward", "ex3_batchnorm_backward"
 POINTS = {
@@ -711,6 +711,73 @@ MISTAKES.update(
 )
 
 
+# Found in an attacker's review: a cell of the student's above the cell that starts grading, or that cell moved below
+# the answers, ran while every .grad held autograd's own gradient and autograd worked; torch.optim read them out of
+# the static reading's sight, and the answers copied from them earned every point (Exercise 2: 6 of 6, Exercise 3: 10
+# of 10).
+# Autograde runs the setup cells and the start cell first now (common.setup_cells.execution_order): they read decoys.
+# student -> ({notebook: (answer cells changed, what the student did to the notebook)}, {notebook: {cell: words}})
+LAID_OUT = {
+    "c_read_above_the_start": (
+        {
+            NB2: (
+                {"answer_dlogits": "dlogits = logits_read.clone()"},
+                lambda nb: above_the_start(nb, read_above_the_start(["logits"])),
+            ),
+            NB3: (
+                {
+                    "answer_dbngain": "dbngain = bngain_read",
+                    "answer_dhprebn": "dhprebn = hprebn_read * 1.0",
+                    "answer_dhprebn_biased": "dhprebn_biased = hprebn_biased_read.clone()",
+                },
+                lambda nb: above_the_start(nb, read_above_the_start(["bngain", "hprebn", "hprebn_biased"])),
+            ),
+        },
+        {
+            NB2: {"test_dlogits": "logits.grad", "test_dlogits_rows": "logits.grad"},
+            NB3: {
+                "test_dbngain": "bngain.grad",
+                "test_dhprebn": "hprebn.grad",
+                "test_dhprebn_biased": "hprebn_biased.grad",
+            },
+        },
+    ),
+    "c_start_moved_down": (
+        {
+            NB2: ({"answer_dlogits": grad_through_sgd("logits", "dlogits")}, start_moved_down),
+            NB3: ({"answer_dhprebn": grad_through_sgd("hprebn", "dhprebn")}, start_moved_down),
+        },
+        {
+            NB2: {"test_dlogits": "logits.grad", "test_dlogits_rows": "logits.grad"},
+            NB3: {"test_dhprebn": "hprebn.grad"},
+        },
+    ),
+    # an honest student's cells above the setup and above the start cell: a module and a helper the answers use
+    "alt_cells_above_the_start": (
+        {
+            notebook: (
+                {
+                    "answer_dlogits": "dlogits = torch.from_numpy(np.asarray(rows_softmax(logits.detach()) "
+                    "- F.one_hot(Yb, 27))) / n"
+                }
+                if notebook == NB2
+                else {
+                    "answer_dbnbias": "dbnbias = np.sum("
+                    "dhpreact.numpy(), 0, keepdims=True)\ndbnbias = torch.from_numpy(dbnbias)"
+                },
+                lambda nb: above_the_start(
+                    above_the_start(nb, "def rows_softmax(x):\n    return x.softmax(1)\n"),
+                    "import numpy as np",
+                    top=True,
+                ),
+            )
+            for notebook in (NB2, NB3)
+        },
+        {NB2: {}, NB3: {}},
+    ),
+}
+
+
 def submissions(notebook: str, release, source) -> dict:
     """student -> notebook, every case above one student of its own (cheats and alternatives may change both)."""
     class_ = {"solution": solved(release, source), "blank": release}
@@ -722,6 +789,10 @@ def submissions(notebook: str, release, source) -> dict:
     for student, (changes, _) in CHEATS.items():
         if notebook in changes:
             class_[student] = solved(release, source, changes[notebook])
+    for student, (laid_out, _) in LAID_OUT.items():
+        if notebook in laid_out:
+            changes, lay_out = laid_out[notebook]
+            class_[student] = lay_out(solved(release, source, changes))
     visible = run_setup(tuple(c.source for c in source.cells if grade_id(c).startswith(SETUP_PREFIX)), 2147483647)
     pasted = (
         {"answer_dlogits": f"dlogits = torch.tensor({visible['logits'].grad.tolist()})"}

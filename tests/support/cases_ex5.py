@@ -9,7 +9,7 @@ from autograder.authoring.submissions import grade_id, solved
 from autograder.common.naming import SETUP_PREFIX
 from autograder.engine.operators import NOTEBOOK, OPERATOR_STEPS
 from autograder.engine.reference import run_setup
-from support.read_grad import grad_through_sgd
+from support.read_grad import above_the_start, grad_through_sgd, read_above_the_start, start_deleted, start_moved_down
 
 NB5 = NOTEBOOK
 POINTS = {f"test_d{step.name}": step.points for step in OPERATOR_STEPS}
@@ -511,6 +511,33 @@ CHEATS = {
 }
 
 
+# Found in an attacker's review: cells that ran before the cell that starts grading read autograd's own gradients
+# through torch.optim, out of the static reading's sight (26 of 26 points). Autograde runs the setup cells and the start
+# cell first now, and the hidden tests report nothing when the start cell never ran.
+# student -> (answer cells changed, what the student did to the notebook, {graded cell that must earn nothing: words})
+LAID_OUT = {
+    "c_read_above_the_start": (
+        {
+            "answer_dhln": "dhln = hln_read.clone()",
+            "answer_dhpreln": "dhpreln = hpreln_read.clone()",
+            "answer_dscores": "dscores = scores_read.clone()",
+        },
+        lambda nb: above_the_start(nb, read_above_the_start(["hln", "hpreln", "scores"])),
+        {"test_dhln": "hln.grad", "test_dhpreln": "hpreln.grad", "test_dscores": "scores.grad"},
+    ),
+    "c_start_moved_down": (
+        {"answer_dhpreln": grad_through_sgd("hpreln", "dhpreln")},
+        start_moved_down,
+        {"test_dhpreln": "hpreln.grad"},
+    ),
+    "c_start_deleted": (
+        {"answer_dhpreln": grad_through_sgd("hpreln", "dhpreln")},
+        start_deleted,
+        {f"test_d{step.name}": "reported nothing" for step in OPERATOR_STEPS},
+    ),
+}
+
+
 def submissions(release, source) -> dict:
     """student -> notebook: the solution, a blank one, every case above, and values pasted from the notebook's run."""
     class_ = {"solution": solved(release, source), "blank": release}
@@ -520,6 +547,8 @@ def submissions(release, source) -> dict:
         class_[student] = solved(release, source, changes)
     for student, (changes, _) in CHEATS.items():
         class_[student] = solved(release, source, changes)
+    for student, (changes, lay_out, _) in LAID_OUT.items():
+        class_[student] = lay_out(solved(release, source, changes))
     visible = run_setup(tuple(c.source for c in source.cells if grade_id(c).startswith(SETUP_PREFIX)), 2147483647)
     pasted = {"answer_dlnbias": f"dlnbias = torch.tensor({visible['lnbias'].grad.tolist()})"}
     class_["c_pasted_values"] = solved(release, source, pasted)

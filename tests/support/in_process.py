@@ -42,7 +42,7 @@ from autograder.common.edition_text import edition_of, translated_cell_source
 from autograder.common.editions import ENGLISH
 from autograder.common.editions import METADATA as EDITION_METADATA
 from autograder.common.naming import grade_id
-from autograder.common.setup_cells import setup_to_run_ahead
+from autograder.common.setup_cells import execution_order, setup_to_run_ahead
 from autograder.data import EMBEDDED_NAMES, NAMES_VARIABLE, SEED_VARIABLE
 from autograder.engine.exercises import CHECKS
 from autograder.in_kernel import known_cells
@@ -188,6 +188,8 @@ def _read_grades(nb, problems: list) -> Graded:
 def _execute(runs: dict, seed: int) -> dict:
     """student -> ({cell index: outputs}, the kernel state JudgeAnswers reads), every notebook run to its end."""
     folder = Path(tempfile.mkdtemp(prefix="backprop-ninja-in-process-"))
+    _ORDERS.clear()
+    _ORDERS.update({student: execution_order(nb.cells) for student, nb in runs.items()})  # as GradingExecute runs them
     slots = multiprocessing.get_context("fork").Semaphore(WORKERS)
     children = {}
     try:
@@ -329,16 +331,18 @@ def _run_group(shell: InteractiveShell, runs: dict, students: list, start: int, 
 
     At most WORKERS processes run cells at a time: each is forked holding a slot, and hands it back when it
     branches (its children get slots of their own)."""
-    index = start
+    index = start  # the step of execution_order
     while True:
-        sources = {s: _code_source(runs[s], index) for s in students}
+        cells = {s: _code_cell(runs[s], _ORDERS[s], index) for s in students}
+        sources = {s: source for s, (_, source) in cells.items()}
         if len(set(sources.values())) > 1:
             break
         source = sources[students[0]]
         if source is _END:
             return
         if source.strip():  # nbclient skips empty cells and cells of other kinds
-            _record(folder, {"students": students, "cell": index, "outputs": _run_cell(shell, source)})
+            at = {s: cell for s, (cell, _) in cells.items()}
+            _record(folder, {"students": students, "cells": at, "outputs": _run_cell(shell, source)})
         index += 1
     branches = {}
     for student, source in sources.items():
@@ -352,14 +356,15 @@ def _run_group(shell: InteractiveShell, runs: dict, students: list, start: int, 
 
 
 _END = "\0end of the notebook"
+_ORDERS = {}  # student -> the order autograde runs the cells of their notebook in (execution_order)
 
 
-def _code_source(nb, index: int):
-    """The source of code cell ``index`` ("" for a cell of another kind), or _END past the last cell."""
-    if index >= len(nb.cells):
-        return _END
-    cell = nb.cells[index]
-    return cell.source if cell.cell_type == "code" else ""
+def _code_cell(nb, order: list, step: int) -> tuple:
+    """(index, source) of the cell run at ``step`` of ``order`` ("" for a cell of another kind), _END past the last."""
+    if step >= len(order):
+        return None, _END
+    cell = nb.cells[order[step]]
+    return order[step], cell.source if cell.cell_type == "code" else ""
 
 
 def _records(path: Path):
@@ -376,15 +381,15 @@ def _collect(runs: dict, folder: Path) -> dict:
     entries = [entry for path in folder.glob("*.records") for entry in _records(path)]
     results = {s: ({}, {"kernel_died_in": None, "notebook_time_limit_in": None}) for s in runs}
     for entry in entries:
-        if "cell" in entry:
+        if "cells" in entry:
             outputs = [nbformat.from_dict(o) for o in entry["outputs"]]  # once for all the students of the record
             for student in entry["students"]:
-                results[student][0][entry["cell"]] = outputs
-    for entry in entries:  # a process that died or was stopped: in the first code cell that has no outputs
+                results[student][0][entry["cells"][student]] = outputs
+    for entry in entries:  # a process that died or was stopped: in the first code cell run that has no outputs
         for student in entry["students"] if "stopped" in entry else ():
             outputs, state = results[student]
             cells = runs[student].cells
             state[entry["stopped"]] = next(
-                (i for i, c in enumerate(cells) if c.cell_type == "code" and i not in outputs), len(cells) - 1
+                (i for i in _ORDERS[student] if cells[i].cell_type == "code" and i not in outputs), len(cells) - 1
             )
     return results

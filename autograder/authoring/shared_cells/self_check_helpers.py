@@ -165,7 +165,7 @@ def _made_up_for(step, space, pinned):
             continue
         mine, theirs = mine.detach().double(), theirs.detach().double()
         c = ((mine * theirs).sum() / (theirs * theirs).sum()).item() if theirs.any() else 1.0
-        if abs(c - 1) > 1e-3 and close(mine, c * theirs, 0.0):
+        if abs(c - 1) > FACTOR_MATCH and close(mine, c * theirs, 0.0):
             made_up[u] = pinned[u] / c
     return made_up if any(made_up[u] is not pinned[u] for u in pinned) else None
 
@@ -248,7 +248,7 @@ def _factor_hint(c, n, name=None):
                   ((n - 1) / n, "(n-1)/n times too small: did you divide by n where the forward pass divides "
                                 "by n-1 (Bessel's correction)?")]
     for factor, hint in named:
-        if abs(c - factor) <= 1e-3 * abs(factor):
+        if abs(c - factor) <= FACTOR_MATCH * abs(factor):
             return hint
     return f"{c:.4g} times the right values: a constant factor is missing or wrong"
 

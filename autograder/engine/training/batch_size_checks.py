@@ -12,7 +12,7 @@ from ...common.diagnoses import NOTE, Reason
 from ...common.words import say
 from ..backward_rules import STEP_BY_NAME
 from ..explain import constant_factor
-from ..tolerance import close, magnitude, max_difference, step_scale
+from ..tolerance import FACTOR_MATCH, close, magnitude, max_difference, step_scale
 from ..wire import Report
 from . import network
 from .reference_runs import CHAIN, PATHS, other_size_reference
@@ -140,7 +140,7 @@ def at_another_size(name: str, report: Report, namespace: dict) -> Reason | None
         if close(got, want.double(), scale):
             return on_run
         factor = constant_factor(got, want.double(), scale)
-        if factor is not None and abs(factor - other / size) <= 1e-3 * other / size:
+        if factor is not None and abs(factor - other / size) <= FACTOR_MATCH * other / size:
             wrong = say(
                 "it is {other}/{size} times autograd's, as if divided by {size} where the batch has {other} examples",
                 other=other,

@@ -5,6 +5,7 @@ import torch
 from ...common.diagnoses import Reason
 from ...common.words import say
 from ..explain import comma_list
+from ..tolerance import FACTOR_MATCH
 from .network import GRADED_STEPS, PARAMETER_NAMES, forward, manual_backward, minibatches
 from .reference_runs import RETURNED, reference_run
 
@@ -97,11 +98,11 @@ def _off_at_the_first_step(after_first, namespace: dict) -> Reason | None:
         factor = (moved @ want).item() / (want @ want).item()
         rest = (moved - factor * want).norm().item() / want.norm().item()
         factors[name] = factor if rest < 1e-3 else None
-    off = [name for name, factor in factors.items() if factor is None or abs(factor - 1) > 1e-3]
+    off = [name for name, factor in factors.items() if factor is None or abs(factor - 1) > FACTOR_MATCH]
     if len(off) != 1:
         return None
     factor = factors[off[0]]
-    return _said_off(off[0], opposite=factor is not None and abs(factor + 1) < 1e-3)
+    return _said_off(off[0], opposite=factor is not None and abs(factor + 1) < FACTOR_MATCH)
 
 
 def _said_off(name: str, opposite: bool) -> Reason:
