@@ -21,9 +21,12 @@ from pathlib import Path
 
 from ..engine import backward_rules, explain, honesty, operators, tolerance
 from ..engine.bug_hunt import catalogue, checker
+from ..engine.bug_hunt import rerun as bug_hunt_rerun
 from ..engine.honesty import prose, unread_code
 from ..engine.probes import judge_rule, rerun, snapshots
-from ..engine.training import network, reference_runs
+from ..engine.training import lines_again, network, reference_runs
+from ..in_kernel import bug_hunt_rerun as kernel_rerun
+from ..in_kernel import capture
 
 # table -> its steps: what a notebook's STEP_TABLE names ("atomic" when it names none)
 TABLES = {"atomic": backward_rules.STEPS, "operators": operators.OPERATOR_STEPS}
@@ -67,6 +70,10 @@ FUNCTIONS = [
     tolerance.wrong_entries,
     explain.only_repeated_rows_wrong,
     explain.constant_factor,
+    lines_again.run_line_by_line,
+    capture.own_source,
+    capture._print,
+    capture.lines_again,
 ]
 
 
@@ -95,6 +102,9 @@ def block() -> str:
         "# ---- The autograder's own code for judging a step by its rule, copied in here so that these checks",
         "# ---- judge each step as the autograder does. You do not need to read it.",
         "import ast",
+        "import inspect",
+        "import textwrap",
+        "import types",
         "import zlib",
         "from dataclasses import dataclass",
         "from functools import lru_cache",
@@ -136,6 +146,13 @@ BUG_HUNT_FUNCTIONS = [
     checker.relative_error,
     checker.one_sided,
     checker.run_case,
+    bug_hunt_rerun.changed_after_their_lines,
+    kernel_rerun.parsed_body,
+    kernel_rerun._fits,
+    kernel_rerun._same,
+    kernel_rerun._run,
+    kernel_rerun._line,
+    kernel_rerun.run_again,
 ]
 
 
@@ -186,6 +203,10 @@ def bug_hunt_block() -> str:
         f"GRADIENTS = {catalogue.GRADIENTS!r}",
         f"FORWARD_LINES = {forward_lines()!r}",
         f"METHOD_STEP, ACCURACY = {checker.METHOD_STEP!r}, {checker.ACCURACY!r}",
+        "# a backward pass that raised, run again statement by statement as the autograder does (run_again below)",
+        f"PINS, MAX_LINE = {bug_hunt_rerun.PINS!r}, {kernel_rerun.MAX_LINE!r}",
+        "STUDENT_ERRORS = (Exception,)  # what your code may raise",
+        "AutogradIsOff = type('AutogradIsOff', (RuntimeError,), {})  # (the autograder's: never raised here)",
         "_HUNT = json.loads(zlib.decompress(base64.b64decode(",
         *(f'    "{part}"' for part in textwrap.wrap(packed, 110)),
         ")))",

@@ -8,14 +8,15 @@ from ..engine.backward_rules import STEP_BY_NAME
 from ..engine.bug_hunt.catalogue import FUNCTION, GRADIENTS, ID, NAMED, TENSORS, planted, section
 from ..engine.bug_hunt.checker import FUNCTION as CHECKER
 from ..engine.bug_hunt.checker import cases, run_case
-from ..engine.bug_hunt.rerun import RERUN, SHARED
-from .bug_hunt_rerun import run_again
+from ..engine.bug_hunt.rerun import RERUN, SHARED, changed_after_their_lines
+from .bug_hunt_rerun import parsed_body, run_again
 from .probe_runner import STUDENT_ERRORS, apart_from_the_kernel
 from .reports import send
 from .switches import AutogradIsOff, grading, grading_seed
 
 _point = {}  # the forward pass's tensors as the setup made them for the grading seed (keep_grading_point)
 _calls = {}  # id(backward_pass) -> (it, how the call went, the gradients it returned at the grading point)
+_left_alone = {}  # id(backward_pass) -> gradients returned as a later one's tensor that no later line changed
 
 
 def keep_grading_point(namespace: dict) -> None:
@@ -45,6 +46,7 @@ def _call(namespace: dict) -> tuple:
             ok = isinstance(result, dict)
             status = {"kind": "returned"} if ok else {"kind": "other", "type": type(result).__name__}
             _calls[id(function)] = function, status, result if ok else {}
+            _left_alone[id(function)] = _not_changed_later(function, result) if ok else set()
         except STUDENT_ERRORS as error:  # the student's code: the grader says which error it was
             _calls[id(function)] = function, _raised(error), {}
             if isinstance(error, AutogradIsOff):  # autograd refused: every gradient is autograd's (the grader says)
@@ -58,6 +60,22 @@ def _call(namespace: dict) -> tuple:
             if again is not None:  # one line that raised costs the fix whose part holds it, no other
                 _calls[id(function)] = function, {"kind": "returned", RERUN: again[1]}, again[0]
     return _calls[id(function)][1:]
+
+
+def _not_changed_later(function, gradients: dict) -> set:
+    """The gradients the pass returned as the very tensor of a later one (``dhprebn = dbndiff``) whose entries no
+    later line changed (its `dhprebn += ...` deleted): those hold what the lines that read them read."""
+    shared = shared_later(gradients, GRADIENTS)
+    parsed = parsed_body(function) if shared else None
+    if parsed is None:
+        return set()
+    point = {k: v.clone() if isinstance(v, torch.Tensor) else v for k, v in _point.items()}
+    try:
+        with apart_from_the_kernel():
+            changed = changed_after_their_lines(parsed[0], parsed[1], function.__globals__, point, shared)
+    except STUDENT_ERRORS:
+        changed = None
+    return set() if changed is None else set(shared) - changed
 
 
 def _same_memory(a, b) -> bool:
@@ -102,7 +120,9 @@ def report_fix(namespace: dict, slot: int) -> None:
         status, gradients = _call(namespace)
         part = section([bug.gradient for bug in bugs], slot, GRADIENTS)  # the bug's gradient among them
         names = list(dict.fromkeys(d for g in part for d in [g, *("d" + u for u in STEP_BY_NAME[g[1:]].upstream)]))
-        payload[FUNCTION] = {**status, SHARED: shared_later(gradients, names)}
+        alone = _left_alone.get(id(namespace.get(FUNCTION)), set())
+        shared = {name: later for name, later in shared_later(gradients, names).items() if name not in alone}
+        payload[FUNCTION] = {**status, SHARED: shared}
         for name in names:
             payload[name] = wire.encode(gradients.get(name), name in gradients)
     send(payload)

@@ -27,7 +27,7 @@ from .switches import AutogradIsOff
 MAX_LINE = 160
 
 
-def _body(function):
+def parsed_body(function):
     """(its parameter's name, the statements of its body, a with block's own in its place), or None when the
     function cannot be read as one plain function of one argument (a closure, a decorator, no source)."""
     code = getattr(function, "__code__", None)
@@ -75,7 +75,7 @@ def run_again(function, point: dict, seed: int):
     """(the gradients, the RERUN entry) of ``function`` at ``point`` (a fresh copy), or None when it cannot be run
     statement by statement, or its return statement does not give a dict then (the call's error then stands for every
     gradient, as before)."""
-    parsed = _body(function)
+    parsed = parsed_body(function)
     if parsed is None:
         return None
     parameter, body = parsed
@@ -84,6 +84,8 @@ def run_again(function, point: dict, seed: int):
     raised, pinned, own, failed = {}, [], {}, {}  # failed: a name a statement that raised would have written
     result, returned = None, False
     for statement in body:
+        if isinstance(statement, ast.Raise):  # (a raise of the body itself: no call gets past it, none is judged)
+            return None
         if isinstance(statement, ast.Return):
             try:
                 result = eval(compile(ast.Expression(statement.value), "<backward_pass>", "eval"), space)

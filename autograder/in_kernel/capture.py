@@ -9,6 +9,11 @@ import sys
 import textwrap
 import types
 
+import torch
+
+from ..engine.probes.rerun import flattened
+from ..engine.training.lines_again import run_line_by_line
+
 
 def call_capturing(function, *args):
     """``function(*args)``: its result (or the exception it raised) and its local variables when it ended."""
@@ -58,3 +63,42 @@ def _print(code) -> tuple:
     """What a function's code object does: its bytecode, names and constants, its nested functions' too."""
     consts = tuple(_print(c) if isinstance(c, types.CodeType) else (type(c), repr(c)) for c in code.co_consts)
     return code.co_code, code.co_names, code.co_varnames, consts
+
+
+def lines_again(function, *args):
+    """(the list ``function(*args)`` returns when its statements run again one by one, a line that raised and every
+    line that reads what it left without a value skipped, with None for those; the line that raised; the namespace
+    its lines ran in), or None when its source is not its own, it is no plain function of these arguments, no line
+    raised, or it gives no list."""
+    code, tree = getattr(function, "__code__", None), own_source(function)
+    if tree is None or code.co_freevars or len(tree.body) != 1 or not isinstance(tree.body[0], ast.FunctionDef):
+        return None
+    definition, a = tree.body[0], tree.body[0].args
+    names = [x.arg for x in a.posonlyargs + a.args]
+    if definition.decorator_list or a.vararg or a.kwarg or a.kwonlyargs or len(names) != len(args):
+        return None
+    space = {**function.__globals__, **dict(zip(names, args))}
+    value, first, _ = run_line_by_line(flattened(definition.body), space)
+    return (list(value), first, space) if first is not None and isinstance(value, (list, tuple)) else None
+
+
+def same_tensor_as(variables: dict, names) -> dict:
+    """name -> the other local variables that are its very tensor (``dbnraw = dhpreact``, then ``dbnraw *= bngain``:
+    a line that changes one in place changes the other), for each of ``names`` among ``variables``."""
+    found = {}
+    for name in names:
+        a = variables.get(name)
+        if not isinstance(a, torch.Tensor):
+            continue
+        try:
+            key = (a.untyped_storage().data_ptr(), a.storage_offset(), a.shape, a.stride())
+            found[name] = sorted(
+                k
+                for k, b in variables.items()
+                if k != name
+                and isinstance(b, torch.Tensor)
+                and (b.untyped_storage().data_ptr(), b.storage_offset(), b.shape, b.stride()) == key
+            )
+        except Exception:  # a tensor of the student's own kind: no memory in common to tell
+            continue
+    return {k: v for k, v in found.items() if v}

@@ -7,9 +7,9 @@ import io
 import torch
 
 from ..engine import wire
-from .capture import call_capturing, raised_at
+from .capture import call_capturing, lines_again, raised_at, same_tensor_as
 from .reports import send
-from .switches import grading
+from .switches import AutogradIsOff, grading
 
 BACKWARD_CHAIN = ("dlogits", "dh", "dhpreact", "dhprebn", "dembcat", "demb")  # backward_pass's locals, reported
 _backward_calls = {}  # backward_pass -> what it gave on the check batch (it runs once per definition)
@@ -81,23 +81,31 @@ def _backward_on_check_batch(namespace: dict) -> dict:
         now = [p.detach().clone() for p in parameters]
         for p, p0 in zip(parameters, initial):
             p.copy_(p0)
-        result, variables = _kept(*call_capturing(function, *inputs()))
+        result, ended = call_capturing(function, *inputs())
+        shared, (result, variables) = same_tensor_as(ended, BACKWARD_CHAIN), _kept(result, ended)
+        # raised: its lines run again one by one, each gradient that the raising line did not feed judged on its own
+        raised = isinstance(result, Exception) and not isinstance(result, AutogradIsOff)
+        lines = lines_again(function, *inputs()) if raised else None
         again = None if isinstance(result, Exception) else call_capturing(function, *inputs())[0]
-        values = list(result) if isinstance(result, (list, tuple)) else []
+        again = (lines_again(function, *inputs()) or [None])[0] if lines else again
+        values = lines[0] if lines else list(result) if isinstance(result, (list, tuple)) else []
         # (before the call on another batch, which may change in place what the second call returned)
         again = _differences(values[: len(PARAMETER_NAMES)], again)
-        other = {} if isinstance(result, Exception) else _on_another_batch(namespace, function)
+        other = {} if isinstance(result, Exception) and not lines else _on_another_batch(namespace, function)
         for p, p1 in zip(parameters, now):
             p.copy_(p1)
     if isinstance(result, Exception):
         status = {"kind": "raised", "type": type(result).__name__, "message": str(result)[:300]}
+        if lines:  # (the gradients computed without the raising line's values: judged as any)
+            computed = [n for n, v in zip(PARAMETER_NAMES, values) if isinstance(v, torch.Tensor)]
+            status.update(line=lines[1]["line"], computed=computed)
     else:
         status = {
             "kind": "returned",
             "type": type(result).__name__,
             "length": len(result) if isinstance(result, (list, tuple)) else None,
         }
-    payload = {"backward_pass": status}
+    payload = {"backward_pass": {**status, "shared": shared}}
     for i, name in enumerate(PARAMETER_NAMES):
         payload["d" + name] = wire.encode(values[i] if i < len(values) else None, i < len(values))
     for name in BACKWARD_CHAIN:

@@ -88,8 +88,10 @@ def test_a_backward_pass_that_raises_is_named_in_the_headline_not_dW2(graded):
     page = FeedbackPage(clean_html(summary_html(rendered(graded["m_backward_raises"], ENGLISH)[1], ENGLISH)))
     assert page.headline == (
         "2 of 9 graded cells right. Fix first: the one error behind 7 graded cells (8 points), the first of them "
-        "marked below: backward_pass raised NameError on the check batch: name 'demb_rows' is not defined. Run Step 1 "
-        "(your gradients beside autograd's) to see where Late submission: 1.5 points off (the score above is after it)."
+        "marked below: backward_pass raised NameError on the check batch, at `dlogits /= n_rows`: name 'n_rows' is not "
+        "defined. Every gradient computed from that line has no value and loses its points; the grader ran the other "
+        "lines again and judged their gradients on their own Late submission: 1.5 points off (the score above is after "
+        "it)."
     ), page.headline  # (support.words.summary_html's page is late by 1.5 points, for its note's words)
     assert page.first_to_fix() == ["test_dW2"]  # the first row that error left without an answer: marked, not named
 

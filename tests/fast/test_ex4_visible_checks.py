@@ -552,6 +552,84 @@ def test_the_notebook_says_the_other_batch_size_the_grader_uses():
     assert f"TRAINING_BATCHES = {TRAINING_BATCHES}  #" in helpers
 
 
+@pytest.mark.parametrize(
+    "student",
+    [
+        "m_dC_line_raises",
+        "m_dh_not_transposed",
+        "m_hpreact_not_in_the_cache_it_reads",
+        "m_dembcat_not_transposed",
+        "m_dembcat_not_transposed_and_n_written_in",
+    ],
+)
+def test_a_line_that_raises_on_the_check_batch_is_named_under_the_gradients_computed_from_it_only(ex4, student):
+    """As the grader (cases_ex4's raising students): backward_pass run again line by line, a gradient that does not
+    depend on the line that raised is ✔, one that does is ✘ with the line quoted (every cell said "backward_pass
+    raised", and the grader took every gradient's points)."""
+    from support.cases_ex4 import MISTAKES, NB, QUICK_CALIBRATION
+
+    changes, _, keeps, _ = MISTAKES[student]
+    release = nbformat.read(REPO / "release" / ASSIGNMENT / f"{NB}.ipynb", as_version=4)
+    source = nbformat.read(SOURCE_DIR / f"{NB}.ipynb", as_version=4)
+    cell = next(
+        c.source
+        for c in solved(release, source, {**QUICK_CALIBRATION, **changes}).cells
+        if grade_id(c) == "answer_backward_pass"
+    )
+    for name in ("C", "W1", "b1", "W2", "b2", "bngain", "bnbias"):
+        out = printed(ex4, cell, f'check_backward("{name}")')
+        assert out.startswith("✘") == (f"test_d{name}" in keeps), (name, out)
+        if not student.endswith("_and_n_written_in"):  # (there the batch of 50 takes the others' points)
+            assert ("on the check batch, at `" in out) == (f"test_d{name}" in keeps), (name, out)
+
+
+@pytest.mark.parametrize(
+    "student, names",
+    [
+        ("m_dlogits_not_over_n_grads_reversed_calibration_subset", ("b1", "b2")),
+        ("m_tanh_precedence_last_parameter_only", ("b1",)),
+        ("m_db1_left_out_of_the_list", ("C", "W1", "b1", "bnbias")),
+    ],
+)
+def test_the_check_under_a_gradient_says_what_the_grader_says_of_it(ex4, student, names):
+    """Where they differed (a check over every case of cases_ex4 that changes backward_pass): db1, about zero, is
+    judged against its step's size as the grader judges it (a wrong dlogits or dhpreact upstream made its rounding
+    noise larger than 1e-4 of its own size: ✘ "a constant factor", where the grader gave the point); and with six
+    gradients returned each is read by its place, as the grader reads it (dC and dW1 were ✘ "must return a list of
+    7", where the grader gave their points)."""
+    from support.cases_ex4 import MISTAKES, NB, QUICK_CALIBRATION
+
+    changes, _, keeps, _ = MISTAKES[student]
+    release = nbformat.read(REPO / "release" / ASSIGNMENT / f"{NB}.ipynb", as_version=4)
+    source = nbformat.read(SOURCE_DIR / f"{NB}.ipynb", as_version=4)
+    cell = next(
+        c.source
+        for c in solved(release, source, {**QUICK_CALIBRATION, **changes}).cells
+        if grade_id(c) == "answer_backward_pass"
+    )
+    for name in names:
+        out = printed(ex4, cell, f'check_backward("{name}")')
+        assert out.startswith("✘") == (f"test_d{name}" in keeps), (name, out)
+    if student == "m_db1_left_out_of_the_list":
+        out = printed(ex4, cell, 'check_backward("bnbias")')
+        assert out.startswith("✘ dbnbias: backward_pass returned 6 gradients; dbnbias is number 7 of the list"), out
+
+
+def test_a_gradient_changed_in_place_under_another_name_is_named_so(ex4):
+    """As the grader (cases_ex4's m_dhpreact_changed_through_dbnraw...): `dbnraw = dhpreact`, then `dbnraw *= bngain`:
+    the check under dbngain names the shared tensor, where it sent the student to re-derive tanh's step."""
+    from support.cases_ex4 import MISTAKES, NB, QUICK_CALIBRATION
+
+    changes = MISTAKES["m_dhpreact_changed_through_dbnraw_lr_decayed_in_step"][0]
+    release = nbformat.read(REPO / "release" / ASSIGNMENT / f"{NB}.ipynb", as_version=4)
+    source = nbformat.read(SOURCE_DIR / f"{NB}.ipynb", as_version=4)
+    cells = solved(release, source, {**QUICK_CALIBRATION, **changes}).cells
+    cell = next(c.source for c in cells if grade_id(c) == "answer_backward_pass")
+    out = printed(ex4, cell, 'check_backward("bngain")')
+    assert out.startswith("✘ dbngain") and "your dhpreact: it is the very tensor of dbnraw" in out, out
+    assert printed(ex4, cell, 'check_backward("W1")').startswith("✔ dW1")
+
+
 def test_gradients_returned_in_another_order_are_named_as_such(ex4):
     """[dW1, dC, ...] for [dC, dW1, ...]: under dC, not "dimension 0 is 30 but must be 27: summed over the wrong
     dimension?" and "the error is in dC's own line", but the order; a gradient merely of another's shape is not."""
@@ -573,6 +651,12 @@ def test_gradients_returned_in_another_order_are_named_as_such(ex4):
 
 
 def test_a_backward_pass_that_raises_says_in_which_line(ex4):
+    """The line that raised is named under the gradients computed from it; the others (dW2 here), computed by the
+    other lines run again one by one, as the grader runs them, are judged on their own."""
     right = ex4[1]["answer_backward_pass"]
-    out = check_backward(ex4, right.replace("dW1 = embcat.T @ dhprebn", "dW1 = embcat @ dhprebn"), "W2")
-    assert out.startswith("✘ dW2: backward_pass raised RuntimeError (in its line `dW1 = embcat @ dhprebn`): mat1"), out
+    raises = right.replace("dW1 = embcat.T @ dhprebn", "dW1 = embcat @ dhprebn")
+    out = check_backward(ex4, raises, "W1")
+    assert out.startswith(
+        "✘ dW1: backward_pass raised RuntimeError on the check batch, at `dW1 = embcat @ dhprebn`: mat1"
+    ), out
+    assert check_backward(ex4, raises, "W2").startswith("✔ dW2"), check_backward(ex4, raises, "W2")

@@ -322,3 +322,63 @@ def test_the_visible_checks_see_no_fix_below_a_gradient_left_zeros(notebook):
     assert keys[1] != "aliased"  # (dbndiff left dhprebn's very tensor is "not fixed yet" whatever it is computed from)
     assert "are all zeros" in said(notebook, "check_fix(2)", BUG_HUNT_ID=text)
     assert all(said(notebook, f"check_fix({slot})").startswith("✘") for slot in (1, 2, 3))
+
+
+def _pasted(namespace, code: str) -> None:
+    """backward_pass defined in the notebook as a cell defines it: its source where inspect finds it."""
+    name = f"<cell {zlib.crc32(code.encode())}>"
+    linecache.cache[name] = (len(code), None, code.splitlines(True), name)
+    exec(compile(code, name, "exec"), namespace)
+
+
+def test_a_tensor_no_later_line_changed_is_judged_as_what_its_readers_read(notebook):
+    """As the grader (cases_ex6's alias_kept_and_mean_path_deleted): `dhprebn = dbndiff` with its `+=` line deleted
+    makes dbndiff right and dhprebn wrong; the two are one tensor, but no later line changed it, so dhprebn is judged
+    on it (it was skipped, and every fix said ✔); with the `+=` line kept, the bug stays the aliased fix's alone."""
+    text = id_with("bessel", "aliased", "epsilon")
+    slot = 1 + [bug.key for bug in planted(text)].index("aliased")
+    deleted = {
+        BUGS["aliased"].right: "dhprebn = dbndiff",
+        "dhprebn += 1.0 / n * (torch.ones_like(hprebn) * dbnmeani)": "pass",
+    }
+    _pasted(notebook, pass_with(deleted))
+    assert "wrong now: dhprebn" in said(notebook, f"check_fix({slot})", BUG_HUNT_ID=text)
+    _pasted(notebook, with_bug("aliased"))
+    assert said(notebook, f"check_fix({slot})").startswith(f"✘ bug {slot} of 3: not fixed yet")
+    assert all(said(notebook, f"check_fix({k})").startswith("✔") for k in (1, 2, 3) if k != slot)
+
+
+RAISING = [  # cases_ex6's students whose pass raises on any batch: one line, in one fix's part (or two, in two)
+    "raises_in_the_first_fix",
+    "raises_in_two_fixes",
+    "raises_on_a_line_without_a_bug",
+    "raises_where_dbndiff_is_first_written",
+    "dlogprobs_gradient_clipped_and_dC_raises",
+    "dC_made_in_the_shape_of_demb",
+]
+
+
+@pytest.mark.parametrize("case", RAISING)
+def test_a_line_that_raises_is_named_under_the_fix_whose_part_holds_it_as_the_grader_does(notebook, case):
+    """The line under each fix said "the backward pass raised" for all three, where the grader runs the pass again
+    line by line and takes points from the fix whose part holds the line alone: the visible check now does the same
+    (the same cells ✘ as the grader's table, and the raising one names the line)."""
+    from support.cases_ex6 import MISTAKES
+
+    changes, expected = MISTAKES[case]
+    _pasted(notebook, changes["answer_backward_pass"])
+    for slot in (1, 2, 3):
+        line = said(notebook, f"check_fix({slot})", BUG_HUNT_ID=changes["answer_id"].split("'")[1])
+        assert line.startswith("✘") == (f"test_bug_{slot}" in expected), (slot, line)
+        kind = expected.get(f"test_bug_{slot}", ("",))[0]
+        assert ("the backward pass raised" in line) == (kind in ("raised_error", "broke_a_right_line")), (slot, line)
+
+
+def test_a_raise_of_the_pass_itself_is_not_run_past():
+    """`raise NotImplementedError()` left at the top of the pasted pass: no call gets past it, so the run again line
+    by line gives nothing to judge (the lines below it earned the fixes)."""
+    namespace = run_setup(SETUP, 101)
+    f = forward_values(namespace)
+    t = {**{k: f[k] for k in TENSORS}, "n": namespace["n"], "Xb": f["Xb"], "Yb": f["Yb"]}
+    head, body = PASS.split("\n", 1)
+    assert run_again(_defined(f"{head}\n    raise NotImplementedError()\n{body}"), t, 101) is None

@@ -162,9 +162,24 @@ MISTAKES = {
         {"test_dbngain": 0, "test_dbnbias": 0},
         {"test_dbngain": "it is dbnbias: backward_pass must return the gradients in the order of parameters"},
     ),
-    # A real error, not the stub's NotImplementedError: every gradient's cell gives that error as its reason, and the
-    # feedback's headline sends the student to it rather than to dW2, the first row of its table
+    # A real error, not the stub's NotImplementedError, in dlogits' line: every gradient is computed from it, so every
+    # gradient's cell gives that error as its reason, and the feedback's headline sends the student to it rather than
+    # to dW2, the first row of its table
     "m_backward_raises": (
+        {"answer_backward_pass": backward(dlogits=BACKWARD["dlogits"].replace("/= n", "/= n_rows"))},
+        [],
+        {g: 0 for g in GRADIENTS},
+        {
+            "test_dW2": "backward_pass raised NameError on the check batch, at `dlogits /= n_rows`: name 'n_rows' is "
+            "not defined. Every gradient computed from that line has no value and loses its points",
+            "test_training": "your own training run stopped after 0 of 300 steps: backward_pass raised NameError: name "
+            "'n_rows' is not defined. Run Step 1",  # the training run's batches are not the check batch
+        },
+    ),
+    # A line that raises on the check batch costs the gradients computed from it, no other: backward_pass is run
+    # again line by line, the raising line and those that read what it left without a value skipped. (Every gradient
+    # lost its points: 8 for dC's own slip here, 5 for dh's, whose dW2 and db2 do not depend on it.)
+    "m_dC_line_raises": (
         {
             "answer_backward_pass": backward(
                 embedding="demb = dembcat.view(emb.shape)\ndC = torch.zeros_like(C)\n"
@@ -172,12 +187,26 @@ MISTAKES = {
             )
         },
         [],
-        {g: 0 for g in GRADIENTS},
-        {
-            "test_dW2": "backward_pass raised NameError on the check batch: name 'demb_rows' is not defined",
-            "test_training": "your own training run stopped after 0 of 300 steps: backward_pass raised NameError: name "
-            "'demb_rows' is not defined. Run Step 1",  # the training run's batches are not the check batch
-        },
+        {"test_dC": 0},
+        {"test_dC": "backward_pass raised NameError on the check batch, at `dC.index_add_(0, Xb.view(-1), demb_rows)`"},
+    ),
+    "m_dh_not_transposed": (
+        {"answer_backward_pass": backward(layer2=BACKWARD["layer2"].replace("W2.T", "W2"))},
+        [],
+        {g: 0 for g in ("test_dC", "test_dW1", "test_db1", "test_dbngain", "test_dbnbias")},
+        {"test_dbngain": "at `dh = dlogits @ W2`: mat1 and mat2 shapes cannot be multiplied"},
+    ),
+    "m_dembcat_not_transposed": (  # dW1 and db1, after it in the code, do not read dembcat: they keep their points
+        {"answer_backward_pass": backward(layer1=BACKWARD["layer1"].replace("dhprebn @ W1.T", "dhprebn @ W1"))},
+        [],
+        {"test_dC": 0},
+        {"test_dC": "at `dembcat = dhprebn @ W1`"},
+    ),
+    "m_hpreact_not_in_the_cache_it_reads": (  # a global name of the lecture's notebook, not this one's
+        {"answer_backward_pass": backward(tanh="dhpreact = (1.0 - torch.tanh(hpreact) ** 2) * dh")},
+        [],
+        {g: 0 for g in ("test_dC", "test_dW1", "test_db1", "test_dbngain", "test_dbnbias")},
+        {"test_dW1": "NameError on the check batch, at `dhpreact = (1.0 - torch.tanh(hpreact) ** 2) * dh`"},
     ),
     # Two slips in one submission, each costing its own cell. dC from F.one_hot(Xb) without num_classes (published with
     # it): right on a batch whose contexts hold the last character, in shape (26, 10) on one without it. backward_pass
@@ -318,3 +347,242 @@ def submissions(release, source) -> dict:
     loop = "with torch.no_grad():\n    for i in range(200_000):\n        training_step(*check_batch[:2], 0.1)"
     class_["alt_extra_loop"] = solved(release, source, QUICK_CALIBRATION, [("answer_training_step", loop)])
     return class_
+
+
+# A third review (December 2026): more slips of a student who writes the loop by hand, packed several to a student
+# where their cells differ (a wrong gradient, training_step and the calibration are graded apart: training_step with
+# the right gradients in place of the student's backward_pass), and more correct forms, packed likewise.
+def _swap(part: str, old: str, new: str) -> str:
+    """BACKWARD[part] with ``old`` replaced by ``new``."""
+    assert old in BACKWARD[part], (part, old)
+    return BACKWARD[part].replace(old, new)
+
+
+_STEP = "grads = backward_pass(Xb, Yb, cache)\n"
+_CAL = CALIBRATION.format(X="Xtr")
+_DBNGAIN = "(bnraw * dhpreact).sum(0, keepdim=True)"
+_PACKED = {  # student -> (answer cells changed, extra cells, {cell: points kept}, {cell: words})
+    "m_packed_own_lines_a": (
+        {
+            "answer_backward_pass": backward(
+                batchnorm=_swap("batchnorm", _DBNGAIN, "(cache['hpreact'] * dhpreact).sum(0, keepdim=True)").replace(
+                    "dbnbias = dhpreact.sum(0, keepdim=True)", "dbnbias = dhpreact.mean(0, keepdim=True)"
+                ),
+                layer1=_swap("layer1", "dW1 = embcat.T @ dhprebn", "dW1 = embcat.T @ dhpreact"),
+                embedding=_swap("embedding", "Xb.view(-1)", "Xb.T.reshape(-1)"),
+            ),
+            "answer_training_step": training_step("p += -lr * (grad + 1e-4 * p)"),  # weight decay
+            "answer_calibration": _CAL.replace(" + b1", ""),
+        },
+        [],
+        {"test_dbngain": 0, "test_dbnbias": 0, "test_dW1": 0, "test_dC": 0, "test_training": 1, "test_calibration": 1},
+        {
+            "test_dbnbias": "32 times too small",
+            "test_dW1": "the mistake is in dW1's own line",
+            "test_dC": "the mistake is in dC's own line",
+            "test_training": "with the right gradients, your training_step leaves autograd's run",
+        },
+    ),
+    "m_packed_own_lines_b": (
+        {
+            "answer_backward_pass": backward(
+                batchnorm=_swap("batchnorm", _DBNGAIN, "(bnraw * dhpreact).sum(1, keepdim=True)"),
+                layer1=_swap("layer1", "db1 = dhprebn.sum(0)", "db1 = dhprebn.sum(0, keepdim=True)"),
+            ),
+            "answer_training_step": training_step("p += -lr * grad.clamp(-0.01, 0.01)"),
+            "answer_calibration": _CAL.split("\nbnvar")[0],  # bnvar left out
+        },
+        [],
+        {"test_dbngain": 0, "test_db1": 0.5, "test_training": 1, "test_calibration": 1},
+        {"test_dbngain": "summed over dimension 1 instead of dimension 0", "test_db1": "earns 0.5 of its 1"},
+    ),
+    "m_packed_own_lines_c": (
+        {
+            "answer_backward_pass": backward(layer2=_swap("layer2", "db2 = dlogits.sum(0)", "db2 = dlogits.sum(1)")),
+            "answer_training_step": _STEP + "for p, grad in zip(parameters, grads):\n    p += -lr * grad\n"
+            "    p += -lr * grad",  # each parameter updated twice
+            "answer_calibration": _CAL.replace(
+                "C[Xtr].view(Xtr.shape[0], -1)", "C[Xtr].transpose(1, 2).reshape(Xtr.shape[0], -1)"
+            ),
+        },
+        [],
+        {"test_db2": 0, "test_training": 1, "test_calibration": 0},
+        {"test_db2": "db2 has shape (32,), but b2 has shape (27,)"},
+    ),
+    "m_dlogits_not_over_n_grads_reversed_calibration_subset": (
+        {
+            "answer_backward_pass": backward(dlogits=_swap("dlogits", "\ndlogits /= n", "")),
+            "answer_training_step": _STEP + "for p, grad in zip(parameters, reversed(grads)):\n    p += -lr * grad",
+            "answer_calibration": CALIBRATION.format(X="Xtr[:1000]"),
+        },
+        [],
+        {**{g: 0 for g in GRADIENTS if g != "test_db1"}, "test_training": 0, "test_calibration": 0},
+        {"test_dW2": "your dlogits: dlogits is n = 32 times too large"},
+    ),
+    "m_softmax_over_the_batch_lr_over_n_calibration_of_hpreact": (
+        {
+            "answer_backward_pass": backward(dlogits=_swap("dlogits", "F.softmax(logits, 1)", "F.softmax(logits, 0)")),
+            "answer_training_step": training_step("p += -lr * grad / Xb.shape[0]"),
+            "answer_calibration": "hpreact_all = bngain * (C[Xtr].view(Xtr.shape[0], -1) @ W1 + b1 - "
+            "cache['bnmeani']) * cache['bnvar_inv'] + bnbias\nbnmean = hpreact_all.mean(0, keepdim=True)\n"
+            "bnvar = hpreact_all.var(0, keepdim=True)",
+        },
+        [],
+        {**{g: 0 for g in GRADIENTS if g != "test_db1"}, "test_training": 0, "test_calibration": 0},
+        {"test_dW2": "dlogits takes the softmax over the wrong dimension"},
+    ),
+    "m_tanh_of_h_grads_of_the_check_batch": (
+        {
+            "answer_backward_pass": backward(tanh=_swap("tanh", "(1.0 - h**2)", "(1.0 - torch.tanh(h)**2)")),
+            "answer_training_step": "grads = backward_pass(*check_batch)\nfor p, grad in zip(parameters, grads):\n"
+            "    p += -lr * grad",
+        },
+        [],
+        {g: 0 for g in ("test_dC", "test_dW1", "test_dbngain", "test_dbnbias", "test_training")},
+        {"test_dbngain": "the first wrong gradient on the way back from the loss is your dhpreact"},
+    ),
+    "m_tanh_precedence_last_parameter_only": (
+        {
+            "answer_backward_pass": backward(tanh=_swap("tanh", "(1.0 - h**2) * dh", "1.0 - h**2 * dh")),
+            "answer_training_step": _STEP + "for p, grad in zip(parameters, grads):\n    pass\np += -lr * grad",
+        },
+        [],
+        {g: 0 for g in ("test_dC", "test_dW1", "test_dbngain", "test_dbnbias", "test_training")},
+        {"test_dbnbias": "your dhpreact"},
+    ),
+    # the lecture's running statistics, updated in training_step, taken as the calibration: the training run keeps
+    # its points (the update is right), the calibration (300 steps of a running mean) loses its
+    "m_dhprebn_without_bngain_running_statistics": (
+        {
+            "answer_backward_pass": backward(
+                batchnorm=_swap("batchnorm", "dhprebn = bngain * bnvar_inv", "dhprebn = bnvar_inv")
+            ),
+            "answer_training_step": training_step("p += -lr * grad") + "\nglobal bnmean_running, bnvar_running\n"
+            "bnmean_running = 0.999 * bnmean_running + 0.001 * cache['bnmeani']\n"
+            "bnvar_running = 0.999 * bnvar_running + 0.001 * cache['bnvar']",
+            "answer_calibration": "bnmean, bnvar = bnmean_running, bnvar_running",
+        },
+        [
+            (
+                "answer_training_step",
+                "bnmean_running = torch.zeros(1, n_hidden)\nbnvar_running = torch.ones(1, n_hidden)",
+            )
+        ],
+        {"test_dC": 0, "test_dW1": 0, "test_calibration": 0},
+        {"test_dW1": "dhprebn is missing bngain"},
+    ),
+    "m_dhprebn_bessel_upside_down": (
+        {"answer_backward_pass": backward(batchnorm=_swap("batchnorm", "n / (n - 1) * bnraw", "(n - 1) / n * bnraw"))},
+        [],
+        {"test_dC": 0, "test_dW1": 0},
+        {"test_dW1": "your dhprebn"},
+    ),
+    # six gradients returned, db1 left out: each is read in the place of the one before it, and the message says so
+    "m_db1_left_out_of_the_list": (
+        {"answer_backward_pass": backward() + "\nreturn [dC, dW1, dW2, db2, dbngain, dbnbias]"},
+        [],
+        {g: 0 for g in ("test_db1", "test_dW2", "test_db2", "test_dbngain", "test_dbnbias")},
+        {
+            "test_dW2": "it is db2: backward_pass must return the gradients in the order of parameters",
+            "test_dbnbias": "backward_pass returned 6 gradients; dbnbias is number 7",
+        },
+    ),
+}
+MISTAKES.update(_PACKED)
+ALTERNATIVES.update(
+    {
+        "alt_packed_a": {  # softmax by a method and clone, dC by flatten, sub_, statistics in float64 chunks
+            "answer_backward_pass": backward(
+                dlogits=_swap(
+                    "dlogits",
+                    "dlogits = F.softmax(logits, 1)\ndlogits[range(n), Yb] -= 1",
+                    "probs = logits.softmax(-1)\ndlogits = probs.clone()\ndlogits[torch.arange(n), Yb] -= 1",
+                ),
+                embedding="demb = dembcat.view(emb.shape)\n"
+                "dC = torch.zeros_like(C).index_add_(0, Xb.flatten(), demb.flatten(0, 1))",
+            ),
+            "answer_training_step": training_step("p.data.sub_(lr * grad)"),
+            "answer_calibration": "s = torch.zeros(1, n_hidden, dtype=torch.float64)\ns2 = torch.zeros_like(s)\n"
+            "for i in range(0, Xtr.shape[0], 20000):\n    hb = (C[Xtr[i:i + 20000]].view(-1, 30) @ W1 + b1).double()\n"
+            "    s += hb.sum(0, keepdim=True)\n    s2 += (hb**2).sum(0, keepdim=True)\nN = Xtr.shape[0]\n"
+            "bnmean = (s / N).float()\nbnvar = ((s2 - N * (s / N) ** 2) / (N - 1)).float()",
+        },
+        "alt_packed_b": {  # bnvar_inv from bnvar, tanh's derivative factored, _foreach_add_, torch.var_mean
+            "answer_backward_pass": backward(
+                tanh="dhpreact = dh * (1 - h) * (1 + h)",
+                batchnorm=_swap(
+                    "batchnorm", "dhprebn = bngain * bnvar_inv", "dhprebn = bngain * (cache['bnvar'] + 1e-5) ** -0.5"
+                ),
+            ),
+            "answer_training_step": _STEP + "torch._foreach_add_(parameters, list(grads), alpha=-lr)",
+            "answer_calibration": "hprebn_all = C[Xtr].view(Xtr.shape[0], -1) @ W1 + b1\n"
+            "bnvar, bnmean = torch.var_mean(hprebn_all, 0, keepdim=True)",
+        },
+        "alt_packed_c": {  # n from len(Yb), dW1 by einsum, loss.item() returned, the variance written out
+            "answer_backward_pass": backward(
+                layer1=_swap("layer1", "dW1 = embcat.T @ dhprebn", "dW1 = torch.einsum('ni,nj->ij', embcat, dhprebn)")
+            ).replace("dlogits = F.softmax", "n = len(Yb)\ndlogits = F.softmax"),
+            "answer_training_step": training_step("p -= lr * grad") + "\nreturn loss.item()",
+            "answer_calibration": "emb_all = C[Xtr]\nembcat_all = emb_all.view(emb_all.shape[0], -1)\n"
+            "hprebn_all = embcat_all @ W1 + b1\nbnmean = hprebn_all.mean(0, keepdim=True)\n"
+            "bnvar = ((hprebn_all - bnmean) ** 2).sum(0, keepdim=True) / (hprebn_all.shape[0] - 1)",
+        },
+        "alt_packed_d": {  # the parameters by index, add_ with alpha, under a no_grad of its own
+            "answer_training_step": "with torch.no_grad():\n    " + _STEP.strip() + "\n    for i, p in "
+            "enumerate(parameters):\n        p.add_(grads[i], alpha=-lr)",
+        },
+    }
+)
+# dbnraw = dhpreact, then dbnraw *= bngain: dhpreact changed in place after its own line, and dbngain, read after it,
+# wrong (its words sent the student to re-derive tanh's step, which is right: they now name the shared tensor)
+MISTAKES["m_dhpreact_changed_through_dbnraw_lr_decayed_in_step"] = (
+    {
+        "answer_backward_pass": backward(
+            batchnorm="dbnbias = dhpreact.sum(0, keepdim=True)\ndbnraw = dhpreact\ndbnraw *= bngain\n"
+            "dbngain = (bnraw * dhpreact).sum(0, keepdim=True)\n"
+            "dhprebn = bnvar_inv / n * (n * dbnraw - dbnraw.sum(0) - n / (n - 1) * bnraw * (dbnraw * bnraw).sum(0))"
+        ),
+        "answer_training_step": training_step("p += -lr * 0.999 * grad"),
+    },
+    [],
+    {"test_dbngain": 0, "test_training": 1},
+    {"test_dbngain": "your dhpreact: it is the very tensor of dbnraw (`dbnraw = dhpreact` makes no copy)"},
+)
+MISTAKES["m_fused_formula_given_dh"] = (  # the tanh step skipped inside the fused BatchNorm formula
+    {
+        "answer_backward_pass": backward(
+            batchnorm=BACKWARD["batchnorm"].split("\ndhprebn")[0] + "\ndhprebn = bngain * bnvar_inv / n * (n * dh - "
+            "dh.sum(0) - n / (n - 1) * bnraw * (dh * bnraw).sum(0))"
+        )
+    },
+    [],
+    {"test_dC": 0, "test_dW1": 0},
+    {"test_dW1": "the first wrong gradient on the way back from the loss is your dhprebn"},
+)
+ALTERNATIVES["alt_packed_e"] = {  # a detached cache, a detached softmax, dh changed in place once read, float64 steps
+    "answer_backward_pass": backward(
+        dlogits=BACKWARD["dlogits"].replace("F.softmax(logits, 1)", "F.softmax(logits.detach(), dim=1)"),
+        tanh="dhpreact = dh\ndhpreact *= 1.0 - h**2",
+    ),
+    "answer_training_step": "cache = {k: v.detach() for k, v in cache.items()}\n"
+    + training_step("p += -lr * grad.double()"),
+}
+# a line that raises on the check batch, and n written in: the batch of 50 still checks the gradients the raising
+# line does not feed (once the raise stopped every check, then these kept their points unchecked at 50)
+MISTAKES["m_dembcat_not_transposed_and_n_written_in"] = (
+    {
+        "answer_backward_pass": "n = 32\n"
+        + backward(layer1=BACKWARD["layer1"].replace("dhprebn @ W1.T", "dhprebn @ W1"))
+    },
+    [],
+    {g: 0 for g in GRADIENTS},
+    {"test_dW1": "dW1 is right on the check batch of 32 examples, but not on a batch of 50"},
+)
+# the stub's raise left above the student's lines: no call ever gets past it, so the lines run again one by one must
+# not judge the lines below it either (they would have earned every gradient's points)
+MISTAKES["m_stub_raise_left_above_the_answer"] = (
+    {"answer_backward_pass": "raise NotImplementedError()\n" + backward()},
+    [],
+    {g: 0 for g in GRADIENTS},
+    {"test_dC": "not answered yet: backward_pass still raises NotImplementedError"},
+)

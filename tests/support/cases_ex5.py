@@ -564,3 +564,140 @@ def submissions(release, source) -> dict:
     pasted = {"answer_dlnbias": f"dlnbias = torch.tensor({visible['lnbias'].grad.tolist()})"}
     class_["c_pasted_values"] = solved(release, source, pasted)
     return class_
+
+
+# A third review (December 2026): more of a student's own slips, several to a student where their steps differ (each
+# step is judged from the student's own upstream gradients, so each costs its own cell), and two more sets of correct
+# forms. These are appended to MISTAKES and RAISING as packed students: {student: (changes, {cell: (kind, words)})}.
+_ENTRIES = "entries wrong"
+MISTAKES.update(
+    {
+        "packed_slips_a": (
+            {
+                "answer_dhgelu": "dhgelu = dhdrop * (hdrop > 0) / (1 - drop_p)",  # mask: hdrop > 0
+                "answer_dhln": "dhln = dhgelu * (0.5 * (1 + torch.erf(hln / 2**0.5)) + hln * torch.exp(-hgelu**2 / 2) "
+                "/ (2 * torch.pi) ** 0.5)",
+                "answer_dlngain": "dlngain = (hpreln * dhln).sum(0, keepdim=True)",
+                "answer_dlnbias": "dlnbias = dhgelu.sum(0, keepdim=True)",
+                "answer_dhpreln": "dlnraw = lngain * dhln\ndhpreln = lnvar_inv / n_hidden * (n_hidden * dlnraw - "
+                "dhln.sum(1, keepdim=True) - lnraw * (dlnraw * lnraw).sum(1, keepdim=True))",
+                "answer_dscores": "dscores = att * (datt - datt.sum(2, keepdim=True))",
+                "answer_dq": "dq = dscores.transpose(1, 2) @ k / head_size**0.5",
+                "answer_demb": "demb = dx + dq @ Wq.T + dk @ Wq.T + dv @ Wv.T",  # Wq copied for Wk
+                "answer_drelu_in": "drelu_in = drelu_out * relu_in",
+                "answer_dleaky_in": "dleaky_in = 0.1 * dleaky_out",
+            },
+            {
+                "test_dhgelu": ("wrong_values", _ENTRIES),
+                "test_dhln": ("wrong_values", _ENTRIES),
+                "test_dlngain": ("wrong_values", _ENTRIES),
+                "test_dlnbias": ("wrong_values", _ENTRIES),
+                "test_dhpreln": ("wrong_values", _ENTRIES),
+                "test_dscores": ("wrong_values", _ENTRIES),
+                "test_dq": ("transposed", "dq reads dscores transposed"),
+                "test_demb": ("wrong_values", _ENTRIES),
+                "test_drelu_in": ("wrong_values", _ENTRIES),
+                "test_dleaky_in": ("wrong_values", _ENTRIES),
+            },
+        ),
+        "packed_slips_b": (
+            {
+                "answer_dhln": "dhln = dhgelu * ((1 + torch.erf(hln / 2**0.5)) + hln * torch.exp(-hln**2 / 2) "
+                "/ (2 * torch.pi) ** 0.5)",
+                "answer_dlngain": "dlngain = (lnraw * dhln).sum(0)",
+                "answer_dhpreln": "dlnraw = lngain * dhln\ndhpreln = lnvar / n_hidden * (n_hidden * dlnraw - "
+                "dlnraw.sum(1, keepdim=True) - lnraw * (dlnraw * lnraw).sum(1, keepdim=True))",
+            },
+            {
+                "test_dhln": ("wrong_values", _ENTRIES),
+                "test_dlngain": ("keepdim", "the values are right, so this step earns 0.5 of its 1"),
+                "test_dhpreln": ("wrong_values", _ENTRIES),
+            },
+        ),
+        "packed_slips_c": (
+            {
+                "answer_dhln": "dhln = dhgelu * (0.5 * (1 + torch.erf(hln / 2**0.5)) + hln * torch.exp(-hln**2) "
+                "/ (2 * torch.pi) ** 0.5)",
+                "answer_dhpreln": "dlnraw = lngain * dhln\ndhpreln = lnvar_inv / n_hidden * (n_hidden * dlnraw - "
+                "dlnraw.sum(1, keepdim=True) + lnraw * (dlnraw * lnraw).sum(1, keepdim=True))",  # the sign
+            },
+            {
+                "test_dhln": ("missing_factor", "where the normal density has exp(-x²/2)"),
+                "test_dhpreln": ("wrong_values", _ENTRIES),
+            },
+        ),
+        "packed_slips_d": (
+            {
+                "answer_dhpreln": "dlnraw = lngain * dhln\ndhpreln = lnvar_inv / n_hidden * (n_hidden * dlnraw - "
+                "dlnraw.sum(0, keepdim=True) - lnraw * (dlnraw * lnraw).sum(1, keepdim=True))",  # a batch mean
+                "answer_datt_out": "datt_out = torch.zeros_like(dx)",
+            },
+            {"test_dhpreln": ("wrong_values", _ENTRIES), "test_datt_out": ("all_zeros", "datt_out is all zeros")},
+        ),
+    }
+)
+RAISING.update(
+    {
+        "dx_W1_not_transposed": (
+            {"answer_dx": "dx = (dhpreln @ W1).view(x.shape)"},
+            {"test_dx": ("raised_error", "dx's cell stopped with RuntimeError")},
+        ),
+        "datt_and_dv_without_their_transposes": (  # both cells raise: the cells that need datt and dv keep theirs
+            {"answer_datt": "datt = datt_out @ v", "answer_dv": "dv = datt_out @ att"},
+            {
+                "test_datt": ("raised_error", "datt's cell stopped with RuntimeError"),
+                "test_dv": ("raised_error", "dv's cell stopped with RuntimeError"),
+            },
+        ),
+        "dk_from_dq": (
+            {"answer_dk": "dk = dq.transpose(1, 2) @ q / head_size**0.5"},
+            {"test_dk": ("wrong_shape", "dk has shape (32, 16, 16)")},
+        ),
+        "demb_Wq_not_transposed": (
+            {"answer_demb": "demb = dx + dq @ Wq + dk @ Wk.T + dv @ Wv.T"},
+            {"test_demb": ("raised_error", "demb's cell stopped with RuntimeError")},
+        ),
+        "dx_viewed_in_the_wrong_order": (  # (n, 10, 3): the cells after it raise, and keep their points by their rule
+            {"answer_dx": "dx = (dhpreln @ W1.T).view(n, n_embd, block_size)"},
+            {"test_dx": ("transposed", "the dimensions are in the wrong order")},
+        ),
+    }
+)
+ALTERNATIVES["alt_h"] = {  # numpy-style axis=, math.sqrt, an exact 10/9, einsum over a transpose, add_ in a chain
+    "answer_dhgelu": "dhgelu = dhdrop * drop_mask * (10 / 9)",
+    "answer_dhln": "import math\ndhln = dhgelu * (0.5 * (1 + torch.special.erf(hln / math.sqrt(2))) "
+    "+ hln * torch.exp(-hln**2 / 2) / math.sqrt(2 * math.pi))",
+    "answer_dlngain": "dlngain = (dhln * lnraw).sum(axis=0, keepdims=True)",
+    "answer_dlnbias": "dlnbias = dhln.sum(axis=0)[None]",
+    "answer_dhpreln": "H = hpreln.size(-1)\ng = lngain * dhln\ndhpreln = lnvar_inv * (g - g.sum(-1, keepdim=True) / H "
+    "- lnraw * (g * lnraw).sum(-1, keepdim=True) / H)",
+    "answer_dx": "dx = dhpreln.matmul(W1.T).reshape(x.shape)",
+    "answer_datt_out": "datt_out = dx.detach().clone()",
+    "answer_datt": "datt = (datt_out.unsqueeze(2) * v.unsqueeze(1)).sum(-1)",
+    "answer_dv": "dv = torch.einsum('bij,bjd->bid', att.transpose(1, 2), datt_out)",
+    "answer_dscores": "dscores = att * (datt - torch.einsum('bij,bij->bi', datt, att)[..., None])",
+    "answer_dq": "dq = dscores @ k * (1 / math.sqrt(head_size))",
+    "answer_dk": "dk = torch.einsum('bij,bid->bjd', dscores, q) / math.sqrt(head_size)",
+    "answer_demb": "demb = dx.clone().add_(dq @ Wq.T).add_(dk @ Wk.T).add_(dv @ Wv.T)",
+    "answer_drelu_in": "drelu_in = drelu_out * relu_in.gt(0)",
+    "answer_dleaky_in": "dleaky_in = torch.where(leaky_in > 0, 1.0, 0.1) * dleaky_out",
+}
+ALTERNATIVES["alt_i"] = {  # two steps rebinding, decimal constants, float64 LayerNorm, broadcast sums, a where on <= 0
+    "answer_dhgelu": "dhgelu = dhdrop * drop_mask\ndhgelu = dhgelu / (1 - drop_p)",
+    "answer_dhln": "cdf = 0.5 * (1.0 + torch.erf(hln * 0.7071067811865476))\npdf = torch.exp(-0.5 * hln**2) "
+    "* 0.3989422804014327\ndhln = dhgelu * (cdf + hln * pdf)",
+    "answer_dlngain": "dlngain = torch.sum(dhln * (hpreln - lnmean) * lnvar_inv, 0, keepdim=True)",
+    "answer_dlnbias": "dlnbias = torch.ones(1, dhln.shape[0]) @ dhln",
+    "answer_dhpreln": "g = (lngain * dhln).double()\nr = lnraw.double()\ndhpreln = (lnvar_inv.double() * (g - "
+    "g.mean(1, keepdim=True) - r * (g * r).mean(1, keepdim=True))).to(dhln.dtype)",
+    "answer_dx": "dx = (dhpreln @ W1.transpose(0, 1)).view(n, block_size, n_embd)",
+    "answer_datt_out": "datt_out = dx.clone().detach()",
+    "answer_datt": "datt = datt_out @ v.swapaxes(1, 2)",
+    "answer_dv": "dv = (att.unsqueeze(3) * datt_out.unsqueeze(2)).sum(1)",
+    "answer_dscores": "s = (att * datt).sum(dim=2, keepdim=True)\ndscores = att * datt - att * s",
+    "answer_dq": "dq = (dscores @ k) * head_size**-0.5",
+    "answer_dk": "dk = torch.matmul(dscores.transpose(-1, -2), q) / head_size**0.5",
+    "answer_demb": "demb = dx + dq @ Wq.T\ndemb = demb + dk @ Wk.T\ndemb = demb + dv @ Wv.T",
+    "answer_drelu_in": "drelu_in = drelu_out * (relu_in > 0).float()",
+    "answer_dleaky_in": "dleaky_in = torch.where(leaky_in <= 0, dleaky_out * 0.1, dleaky_out)",
+}

@@ -679,3 +679,167 @@ def submissions(release, source) -> dict:
         extra_cells=[("answer_id", "with torch.no_grad():\n    bngain.fill_(1.0)\n    bnbias.zero_()")],
     )
     return class_
+
+
+# A third review (December 2026): fixes written the wrong way, three to a student where their fixes differ (each costs
+# its own cell), two bugs' lines merged, a new bug brought in while fixing, and `dhprebn = dbndiff` kept with its
+# `+=` line deleted (dbndiff right, dhprebn wrong: it earned 6 of 6, as dhprebn, one tensor with dbndiff, was not
+# judged at all; now the kernel runs the pass again line by line and sees that no later line changed that tensor)
+_MEAN_PATH = "dhprebn += 1.0 / n * (torch.ones_like(hprebn) * dbnmeani)"
+_KEPT_ALIAS = {BUGS["aliased"].right: "dhprebn = dbndiff", _MEAN_PATH: "pass"}
+_ENTRIES = "entries wrong"
+_FIXES_3 = {  # student -> (id, {line: new}, {cell: (kind, words)}), the cells by slot of the id's bugs
+    "clip_inverted_dbngain_over_rows_dC_a_row_at_a_time": (
+        _RAISES,
+        {
+            BUGS["clipped_loss"].right: "dlogprobs[range(n), Yb] = -1.0 / n * (-logprobs[range(n), Yb] > 3.5)",
+            BUGS["zero_bias"].right: "dbngain = (bnraw * dhpreact).sum(1, keepdim=True)",
+            BUGS["not_accumulated"].right: "for i in range(n):\n    dC[Xb[i]] += demb[i]",
+        },
+        {
+            "clipped_loss": ("wrong_values", _ENTRIES),
+            "zero_bias": ("wrong_dimension", "summed over dimension 1 instead of dimension 0"),
+            "not_accumulated": ("not_accumulated", "even a row at a time"),
+        },
+    ),
+    "clip_without_n_dbngain_from_bndiff_dC_from_Xb_T": (
+        _RAISES,
+        {
+            BUGS["clipped_loss"].right: "dlogprobs[range(n), Yb] = -1.0",
+            BUGS["zero_bias"].right: "dbngain = (bndiff * dhpreact).sum(0, keepdim=True)",
+            BUGS["not_accumulated"].right: "dC.index_add_(0, Xb.T.reshape(-1), demb.view(-1, C.shape[1]))",
+        },
+        {
+            "clipped_loss": ("batch_size", "n = 32 times too large"),
+            "zero_bias": ("wrong_values", _ENTRIES),
+            "not_accumulated": ("wrong_values", _ENTRIES),
+        },
+    ),
+    "clip_every_column_dbngain_without_bias_dC_assigned_a_sum": (
+        _RAISES,
+        {
+            BUGS["clipped_loss"].right: "dlogprobs[:, Yb] = -1.0 / n",
+            BUGS["zero_bias"].right: "dbngain = (hpreact / bngain * dhpreact).sum(0, keepdim=True)",
+            BUGS["not_accumulated"].right: "dC[Xb] = dC[Xb] + demb",
+        },
+        {
+            "clipped_loss": ("wrong_values", _ENTRIES),
+            "zero_bias": ("wrong_values", _ENTRIES),
+            "not_accumulated": ("not_accumulated", "keeps only one of its contributions"),
+        },
+    ),
+    "power_sign_dbndiff2_unbroadcast_alias_by_copy_": (
+        _RAISES_2,
+        {
+            BUGS["epsilon"].right: "dbnvar = (-0.5 * (bnvar + 1e-5) ** 1.5) * dbnvar_inv",
+            BUGS["bessel"].right: "dbndiff2 = (1.0 / (n - 1)) * dbnvar",
+            BUGS["aliased"].right: "dhprebn = dbndiff.copy_(dbndiff)",
+        },
+        {
+            "epsilon": ("wrong_values", _ENTRIES),
+            "bessel": ("wrong_shape", "dbndiff2 has shape (1, 64), but bndiff2 has shape (32, 64)"),
+            "aliased": ("aliased", "shares dbndiff's memory"),
+        },
+    ),
+    # the clone taken before dbndiff's `+=` (a new bug while fixing): dhprebn, in the aliased fix's part, goes wrong
+    "epsilon_1e-3_n_from_columns_clone_too_early": (
+        _RAISES_2,
+        {
+            BUGS["epsilon"].right: "dbnvar = (-0.5 * (bnvar + 1e-3) ** -1.5) * dbnvar_inv",
+            BUGS["bessel"].right: "dbndiff2 = (1.0 / (bndiff2.shape[1] - 1)) * torch.ones_like(bndiff2) * dbnvar",
+            "dbndiff += (2 * bndiff) * dbndiff2": "dhprebn = dbndiff.clone()\ndbndiff += (2 * bndiff) * dbndiff2",
+            BUGS["aliased"].right: "pass",
+        },
+        {
+            "epsilon": ("wrong_values", _ENTRIES),
+            "bessel": ("constant_factor", "constant factor"),
+            "aliased": ("broke_a_right_line", f"dhprebn {_HEAD}"),
+        },
+    ),
+    "power_of_bnvar_inv_alias_kept_mean_path_deleted": (
+        _RAISES_2,
+        {BUGS["epsilon"].right: "dbnvar = (-0.5 * bnvar_inv ** 1.5) * dbnvar_inv", **_KEPT_ALIAS},
+        {"epsilon": ("wrong_values", _ENTRIES), "aliased": ("broke_a_right_line", "has only part of the gradient")},
+    ),
+    # here dhprebn is in the part of the dC fix, after the aliased fix's dbndiff: that fix loses, as for the `+=` line
+    # deleted alone (broke_dhprebn_mean_path)
+    "dbnvar_without_its_half_alias_kept_mean_path_deleted": (
+        id_with("epsilon", "aliased", "not_accumulated"),
+        {BUGS["epsilon"].right: "dbnvar = (bnvar + 1e-5) ** -1.5 * dbnvar_inv", **_KEPT_ALIAS},
+        {
+            "epsilon": ("constant_factor", "-2 times the right value"),
+            "not_accumulated": ("broke_a_right_line", "dhprebn"),
+        },
+    ),
+    # two bugs' lines merged: dbndiff2 right, from dbnvar's formula fixed inline, dbnvar's own line left as it was
+    "two_bugs_fixed_in_one_line": (
+        _RAISES_2,
+        {
+            BUGS["bessel"].right: "dbndiff2 = (1.0 / (n - 1)) * torch.ones_like(bndiff2) * (-0.5 * (bnvar + 1e-5) "
+            "** -1.5) * dbnvar_inv",
+            BUGS["epsilon"].right: BUGS["epsilon"].wrong,
+        },
+        {"epsilon": ("epsilon", "still leaves out BatchNorm's epsilon")},
+    ),
+    "dC_made_in_the_shape_of_demb": (  # index_add_ then raises: the dC fix alone loses
+        _RAISES,
+        {"dC = torch.zeros_like(C)": "dC = torch.zeros_like(demb)"},
+        {"not_accumulated": ("raised_error", f"{_RAISED} RuntimeError at `dC.index_add_(0, Xb.view(-1)")},
+    ),
+}
+for _case, (_text, _lines, _lost) in _FIXES_3.items():
+    MISTAKES[_case] = (
+        answers(_text, answer_backward_pass=pass_with(_lines)),
+        {slot(_text, key): why for key, why in _lost.items()},
+    )
+# more correct fixes, a student each: a copy by + 0 or * 1 or torch.tensor, 1/sqrt by rsqrt, expand, both lines of
+# epsilon and Bessel written anew, np.add.at into dC's memory, torch.where, bnraw from the cache, a loop over the
+# characters of the batch
+_ALT_1_ALIAS = id_with("aliased", "not_accumulated")
+ALTERNATIVES.update(
+    {
+        "alt_lines_f2": answers(
+            _RAISES_2,
+            answer_backward_pass=pass_with(
+                {
+                    BUGS["aliased"].right: "dhprebn = dbndiff + 0",
+                    BUGS["epsilon"].right: "dbnvar = -0.5 * torch.rsqrt(bnvar + 1e-5) / (bnvar + 1e-5) * dbnvar_inv",
+                    BUGS["bessel"].right: "dbndiff2 = (dbnvar / (n - 1)).expand(n, -1).clone()",
+                }
+            ),
+        ),
+        "alt_lines_g2": answers(
+            _RAISES_2,
+            answer_backward_pass=pass_with(
+                {
+                    BUGS["aliased"].right: "dhprebn = torch.tensor(dbndiff)",
+                    BUGS["epsilon"].right: "dbnvar = (-0.5 * (bnvar + 1e-5) ** -1.5) * dbnvar_inv",
+                    BUGS["bessel"].right: "dbndiff2 = torch.ones_like(bndiff2) * (-0.5 * (bnvar + 1e-5) ** -1.5) "
+                    "* dbnvar_inv / (n - 1)",
+                }
+            ),
+        ),
+        "alt_lines_f1": answers(
+            _RAISES,
+            answer_backward_pass=pass_with(
+                {
+                    BUGS["clipped_loss"].right: "dlogprobs = torch.where(F.one_hot(Yb, logprobs.shape[1]).bool(), "
+                    "-1.0 / n, 0.0)",
+                    BUGS["zero_bias"].right: "dbngain = (((hprebn - bnmeani) * bnvar_inv) * dhpreact).sum(0, "
+                    "keepdim=True)",
+                    BUGS["not_accumulated"].right: "import numpy as np\nnp.add.at(dC.numpy(), Xb.view(-1).numpy(), "
+                    "demb.reshape(-1, C.shape[1]).numpy())",
+                }
+            ),
+        ),
+        "alt_lines_g1": answers(
+            _ALT_1_ALIAS,
+            answer_backward_pass=pass_with(
+                {
+                    BUGS["aliased"].right: "dhprebn = dbndiff * 1",
+                    BUGS["not_accumulated"].right: "for ch in Xb.unique():\n    dC[ch] += demb[Xb == ch].sum(0)",
+                }
+            ),
+        ),
+    }
+)

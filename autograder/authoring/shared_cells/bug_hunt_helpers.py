@@ -3,8 +3,11 @@
 import base64
 import contextlib
 import hashlib
+import inspect
 import itertools
 import json
+import textwrap
+import types
 import zlib
 from typing import Callable
 
@@ -286,18 +289,18 @@ def check_numerical_gradient():
     print(f"✔ numerical_gradient: central differences, within {ACCURACY:.0e} of the gradient on both checks")
 
 
-def _judged(gradient, grads):
+def _judged(gradient, grads, unread, pins):
     """Whether your `gradient` is right as the autograder judges it: against autograd at this notebook's parameters
     ("right"), or right for the gradients it is computed from when a bug further up makes them wrong ("carried")."""
     name = gradient[1:]
     row = _compare(name, grads.get(gradient), getattr(globals().get(name), "grad", None))
     if row["status"] == "ok":
         return "right"
-    if gradient in _changed_later(grads):  # changed in place by a later line: only autograd's values count
+    if gradient in unread:  # changed in place by a later line: only autograd's values count
         return "wrong"
     step, point = STEP_BY_NAME[name], {k: v.detach() for k, v in test_point().items() if isinstance(v, torch.Tensor)}
     try:
-        upstream = {u: grads["d" + u].detach().reshape(point[u].shape) for u in step.upstream}
+        upstream = {u: {**grads, **pins}["d" + u].detach().reshape(point[u].shape) for u in step.upstream}
         rule = local_gradient(step, {**point, "n": batch_size}, upstream)
         if upstream and close(grads[gradient].detach().double(), rule.double(), _step_scale(name) or 0.0):
             return "carried"
@@ -318,12 +321,40 @@ def _all_zeros_upstream(gradient, grads):
     return bool(ups) and all(isinstance(u, torch.Tensor) and not u.any() for u in ups)
 
 
-def _changed_later(grads):
+def _changed_later(grads, backward, point):
     """The gradients returned as one tensor with a gradient computed after them (`dhprebn = dbndiff`, then
     `dhprebn += ...`): what the lines that read them read is not what was returned, so those lines are not judged.
-    One tensor, not equal values: a copy of its own that a later line leaves as it is is judged as any other."""
+    One tensor, not equal values: a copy of its own that a later line leaves as it is is judged as any other, and so
+    is one tensor that no later line changed (the `+=` deleted), when the pass's source can be run again line by line."""
     got = [g for g in GRADIENTS if isinstance(grads.get(g), torch.Tensor)]
-    return {a for i, a in enumerate(got) if any(_same_memory(grads[a], grads[b]) for b in got[i + 1:])}
+    shared = {a for i, a in enumerate(got) if any(_same_memory(grads[a], grads[b]) for b in got[i + 1:])}
+    try:
+        definition = ast.parse(textwrap.dedent(inspect.getsource(backward))).body[0]
+        parameter, body = definition.args.args[0].arg, flattened(definition.body)
+    except Exception:  # no source to read (a pass defined by exec, say): every one of them counts as changed
+        return shared
+    fresh = {k: v.clone() if isinstance(v, torch.Tensor) else v for k, v in point.items()}
+    with torch.no_grad():
+        changed = changed_after_their_lines(parameter, body, backward.__globals__, fresh, shared) if shared else None
+    return shared if changed is None else changed
+
+
+def _run_again_here(backward, point):
+    """As the autograder does with a backward pass that raised: its statements run again one by one, a random tensor
+    in the place of each gradient a line that raised left without a value. (the gradients, gradient -> the line that
+    raised where it is computed, the random tensors the lines below read), or None when it cannot be run so."""
+    fresh = {k: v.clone() if isinstance(v, torch.Tensor) else v for k, v in point.items()}
+    try:
+        with torch.no_grad():
+            again = run_again(backward, fresh, SEED)
+    except Exception:  # your code, run again: the error of the call stands
+        return None
+    if again is None:
+        return None
+    gradients, entry = again
+    replaced = (set(entry["raised"]) | set(entry["pinned"])) - set(entry["altered"])
+    pins = {g: pin_value(SEED, PINS, g, tuple(point[g[1:]].shape)) for g in replaced}
+    return gradients, entry["raised"], pins
 
 
 def check_fix(slot):
@@ -338,14 +369,24 @@ def check_fix(slot):
         why = _not_a_string() or "no BUG_HUNT_ID yet"
         print(f"✘ bug {slot}: {why}", file=sys.stderr)
         return
-    part = section(bugs, slot, GRADIENTS)
+    part, backward, point = section(bugs, slot, GRADIENTS), globals().get("backward_pass"), test_point()
     with _one_thread():
-        grads, problem = _gradients_of(globals().get("backward_pass"), test_point())
-        fixed = None if problem else _judged(bugs[slot - 1], grads)
-        unread = set() if problem else _changed_later(grads)
+        grads, problem = _gradients_of(backward, point)
+        raised, pins = {}, {}
+        if problem and callable(backward) and (again := _run_again_here(backward, point)):
+            (grads, raised, pins), problem = again, None  # one line raised: only the fix whose part holds it loses
+        here = [g for g in part if g in raised]
+        unread = set() if problem or here else _changed_later(grads, backward, point)
+        fixed = None if problem or here else _judged(bugs[slot - 1], grads, unread, pins)
         broken = [g for g in part if g not in bugs and not unread & {"d" + u for u in STEP_BY_NAME[g[1:]].upstream}
-                  and _judged(g, grads) == "wrong"] if fixed else []
-    if problem:
+                  and _judged(g, grads, unread, pins) == "wrong"] if fixed else []
+    if here:
+        why = raised[here[0]]
+        print(f"✘ bug {slot} of {len(bugs)}: the backward pass raised {why['type']} at `{why['line']}`: "
+              f"{why['message']}. {here[0]} is computed there, in this fix's part of the pass, so it has no value "
+              f"(the other fixes are checked with a random {here[0]} in its place, as the autograder does)",
+              file=sys.stderr)
+    elif problem:
         print(f"✘ bug {slot} of {len(bugs)}: {problem}", file=sys.stderr)
     elif fixed == "wrong":
         print(f"✘ bug {slot} of {len(bugs)}: not fixed yet", file=sys.stderr)

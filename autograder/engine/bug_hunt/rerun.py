@@ -4,9 +4,14 @@ and the random gradients that stood in for them, or for one that could not feed 
 the grading seed.
 """
 
+import ast
+
+import torch
+
 from ...common.diagnoses import Reason
 from ...common.words import say
 from ..explain import not_a_tensor
+from ..honesty import assigned_names
 from ..probes.rerun import pin_value
 from ..wire import Report
 from .catalogue import FUNCTION, GRADIENTS
@@ -22,6 +27,31 @@ def shared_later(report: Report, name: str) -> list:
     entry = report.info(FUNCTION).get(SHARED)
     later = entry.get(name) if isinstance(entry, dict) else None
     return [g for g in later if g in GRADIENTS] if isinstance(later, list) else []
+
+
+def changed_after_their_lines(parameter: str, body: list, space: dict, point: dict, shared) -> set | None:
+    """Of ``shared``, gradients the pass returned as the very tensor of a later one, those whose entries a later line
+    changed after the last line that wrote them by name (``dhprebn = dbndiff``, then ``dhprebn += ...``): the lines
+    that read them read something else than what was returned. One that no later line changed (the `+=` deleted) is
+    what those lines read, and is judged as any other. The statements ``body`` of the pass run again one after the
+    other in ``space``, ``point`` as its argument ``parameter``; None when one raises or the return gives no dict."""
+    space, left = {**space, parameter: point}, {}
+    for statement in body:
+        try:
+            if isinstance(statement, ast.Return):
+                result = eval(compile(ast.Expression(statement.value), "<backward_pass>", "eval"), space)
+                break
+            exec(compile(ast.Module([statement], []), "<backward_pass, run again>", "exec"), space)
+        except Exception:  # the student's code: then what the lines read is not known
+            return None
+        written = assigned_names(statement) & set(shared)
+        left.update({g: space[g].clone() for g in written if isinstance(space.get(g), torch.Tensor)})
+    else:
+        return None
+    if not isinstance(result, dict):
+        return None
+    same = {g for g in left if isinstance(result.get(g), torch.Tensor) and left[g].shape == result[g].shape}
+    return set(shared) - {g for g in same if bool(torch.equal(left[g], result[g]))}
 
 
 def _text(value) -> str:

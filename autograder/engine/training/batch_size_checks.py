@@ -110,8 +110,11 @@ def at_another_size(name: str, report: Report, namespace: dict) -> Reason | None
     status, some = report.info("other_size"), report.info("some_batch")
     if status.get("kind") not in ("returned", "raised"):
         return None
-    if some.get("kind") == "raised" and name not in some.get("computed", ()):  # raised on a batch of the graded run
-        return _on_a_training_batch(name, some)  # (a raise at 50 too is then no matter of its size)
+    on_run = None  # raised on a batch of the graded run: a raise at 50 too is then no matter of its size, unless
+    if some.get("kind") == "raised" and name not in some.get("computed", ()):  # in a line d<name> does not depend on
+        on_run = _on_a_training_batch(name, some)
+        if on_run.kind != NOTE:
+            return on_run
     forward, grads = other_size_reference(namespace)
     shapes = some.get("shapes") if some.get("kind") == "shape" else None
     if isinstance(shapes, dict) and isinstance(shapes.get(name), list):  # returned in another shape there
@@ -135,7 +138,7 @@ def at_another_size(name: str, report: Report, namespace: dict) -> Reason | None
     if got is not None and got.is_floating_point() and got.shape == want.shape:
         got = got.double()
         if close(got, want.double(), scale):
-            return None
+            return on_run
         factor = constant_factor(got, want.double(), scale)
         if factor is not None and abs(factor - other / size) <= FACTOR_MATCH * other / size:
             wrong = say(

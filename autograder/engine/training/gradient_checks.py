@@ -38,6 +38,21 @@ def call_problem(report: Report, position: int, on_check_batch: bool = True) -> 
         error, message = str(status.get("type")), str(status.get("message", "")).rstrip(": ").removesuffix(".")
         if not on_check_batch:
             return Reason("raised_error", _raised(error, message))
+        computed, line = status.get("computed"), status.get("line")
+        if isinstance(computed, list) and isinstance(line, str) and line:  # its lines run again one by one
+            if PARAMETER_NAMES[position] in computed and report.tensor("d" + PARAMETER_NAMES[position]) is not None:
+                return None  # computed without the raising line's values: judged as any gradient
+            return Reason(
+                "raised_error",
+                say(
+                    "backward_pass raised {error} on the check batch, at `{line}`: {message}. Every gradient "
+                    "computed from that line has no value and loses its points; the grader ran the other lines "
+                    "again and judged their gradients on their own",
+                    error=error,
+                    line=line[:160],
+                    message=message,
+                ),
+            )
         if message:  # the student's error message, as their code raised it
             return Reason(
                 "raised_error",
@@ -105,6 +120,18 @@ def _first_wrong_intermediate(name: str, report: Report, forward: dict, grads: d
         upstream = {c: grads[c] for c in step.upstream}
         if close(got.double(), grads[inter].double(), step_scale(step, forward, upstream)):
             continue
+        others = _same_tensor(report, "d" + inter)
+        if others:  # changed in place under another name after its own line: that line may well be right
+            return inter, Reason(
+                "aliased",
+                say(
+                    "it is the very tensor of {other} (`{other} = d{inter}` makes no copy), so a line that changed "
+                    "{other} in place changed d{inter} too, after d{inter}'s own line: the lines that read d{inter} "
+                    "after that read another value than its line made. Make {other} a tensor of its own (.clone())",
+                    other=others[0],
+                    inter=inter,
+                ),
+            )
         if tuple(got.shape) != tuple(grads[inter].shape):
             return inter, Reason(
                 "wrong_shape",
@@ -117,6 +144,14 @@ def _first_wrong_intermediate(name: str, report: Report, forward: dict, grads: d
             )
         return inter, diagnose(got.double(), grads[inter].double(), step, forward, upstream)
     return None, unknown
+
+
+def _same_tensor(report: Report, name: str) -> list:
+    """The other local variables of backward_pass that were ``name``'s very tensor when it ended (the kernel's word,
+    read without trusting it)."""
+    shared = report.info("backward_pass").get("shared")
+    others = shared.get(name) if isinstance(shared, dict) else None
+    return [str(o)[:40] for o in others if isinstance(o, str)] if isinstance(others, list) else []
 
 
 def _right_for_own_upstream(step, answer, report: Report, forward: dict, grads: dict) -> bool:
