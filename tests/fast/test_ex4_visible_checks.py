@@ -552,6 +552,17 @@ def test_the_notebook_says_the_other_batch_size_the_grader_uses():
     assert f"TRAINING_BATCHES = {TRAINING_BATCHES}  #" in helpers
 
 
+def backward_pass_of(student: str) -> tuple:
+    """(the graded cells cases_ex4 says the student keeps, their backward_pass cell)."""
+    from support.cases_ex4 import MISTAKES, NB, QUICK_CALIBRATION
+
+    changes, _, keeps, _ = MISTAKES[student]
+    release = nbformat.read(REPO / "release" / ASSIGNMENT / f"{NB}.ipynb", as_version=4)
+    source = nbformat.read(SOURCE_DIR / f"{NB}.ipynb", as_version=4)
+    solved_cells = solved(release, source, {**QUICK_CALIBRATION, **changes}).cells
+    return keeps, next(c.source for c in solved_cells if grade_id(c) == "answer_backward_pass")
+
+
 @pytest.mark.parametrize(
     "student",
     [
@@ -566,16 +577,7 @@ def test_a_line_that_raises_on_the_check_batch_is_named_under_the_gradients_comp
     """As the grader (cases_ex4's raising students): backward_pass run again line by line, a gradient that does not
     depend on the line that raised is ✔, one that does is ✘ with the line quoted (every cell said "backward_pass
     raised", and the grader took every gradient's points)."""
-    from support.cases_ex4 import MISTAKES, NB, QUICK_CALIBRATION
-
-    changes, _, keeps, _ = MISTAKES[student]
-    release = nbformat.read(REPO / "release" / ASSIGNMENT / f"{NB}.ipynb", as_version=4)
-    source = nbformat.read(SOURCE_DIR / f"{NB}.ipynb", as_version=4)
-    cell = next(
-        c.source
-        for c in solved(release, source, {**QUICK_CALIBRATION, **changes}).cells
-        if grade_id(c) == "answer_backward_pass"
-    )
+    keeps, cell = backward_pass_of(student)
     for name in ("C", "W1", "b1", "W2", "b2", "bngain", "bnbias"):
         out = printed(ex4, cell, f'check_backward("{name}")')
         assert out.startswith("✘") == (f"test_d{name}" in keeps), (name, out)
@@ -597,16 +599,7 @@ def test_the_check_under_a_gradient_says_what_the_grader_says_of_it(ex4, student
     noise larger than 1e-4 of its own size: ✘ "a constant factor", where the grader gave the point); and with six
     gradients returned each is read by its place, as the grader reads it (dC and dW1 were ✘ "must return a list of
     7", where the grader gave their points)."""
-    from support.cases_ex4 import MISTAKES, NB, QUICK_CALIBRATION
-
-    changes, _, keeps, _ = MISTAKES[student]
-    release = nbformat.read(REPO / "release" / ASSIGNMENT / f"{NB}.ipynb", as_version=4)
-    source = nbformat.read(SOURCE_DIR / f"{NB}.ipynb", as_version=4)
-    cell = next(
-        c.source
-        for c in solved(release, source, {**QUICK_CALIBRATION, **changes}).cells
-        if grade_id(c) == "answer_backward_pass"
-    )
+    keeps, cell = backward_pass_of(student)
     for name in names:
         out = printed(ex4, cell, f'check_backward("{name}")')
         assert out.startswith("✘") == (f"test_d{name}" in keeps), (name, out)
