@@ -306,8 +306,11 @@ def hostile_class(course: Course, listener: Listener) -> dict:
     return c
 
 
-SEARCH = f"""import fnmatch, os
+# (the patterns as one expression: four fnmatch calls a name took 6 s over /usr's 125,000 files, and over the cell
+# limit on a busy machine; one match 0.5 s)
+SEARCH = f"""import fnmatch, os, re
 wanted = ("*.ipynb", "gradebook.db", "names.txt", "*{PLANTED}*")
+match = re.compile("|".join(fnmatch.translate(pattern) for pattern in wanted)).match
 walked = 0
 for folder, dirs, files in os.walk("/"):
     if folder in ("/proc", "/dev"):
@@ -315,7 +318,7 @@ for folder, dirs, files in os.walk("/"):
         continue
     walked += len(files)
     for name in dirs + files:
-        if any(fnmatch.fnmatch(name, pattern) for pattern in wanted):
+        if match(name):
             print("FOUND", os.path.join(folder, name))
 print("WALKED", walked)
 print("CWD", os.getcwd())
