@@ -111,13 +111,15 @@ class OwnedCollect(ExchangeCollect):
 
     @staticmethod
     def same(path: str, uid: int, data: bytes) -> bool:
-        """Whether ``path`` holds ``data`` (or is no file of the student's to take): no copy to tell of."""
+        """Whether ``path`` holds ``data`` (or is no file of the student's to take): no copy to tell of. Only a file of
+        the same size is read (a student's flood of large copies is not read whole at every run)."""
         try:
-            if os.lstat(path).st_size != len(data):
-                return read_owned(path, uid, MAX_ENTRY_BYTES) is None
+            st = os.lstat(path)
         except OSError:
             return True
-        return read_owned(path, uid, MAX_ENTRY_BYTES) in (None, data)
+        if not stat.S_ISREG(st.st_mode) or st.st_uid != uid or st.st_size > MAX_ENTRY_BYTES:
+            return True
+        return st.st_size == len(data) and read_owned(path, uid, MAX_ENTRY_BYTES) in (None, data)
 
     def copy_files(self):
         wanted = self.notebooks()
