@@ -14,7 +14,7 @@ from ..common.words import say, say_n
 from .backward_rules import SHAPE_ONLY_SHARE, Step, WrittenWith, local_gradient
 from .diagnose import diagnose, only_size_one_dims_differ, shape_only_share, shape_problem
 from .explain import and_list, constant_factor, not_a_tensor, not_finite, wrong_dtype
-from .honesty import decoy
+from .honesty.decoy import decoy
 from .probes.judge_rule import judge_rule, kept_by_its_rule, kept_line
 from .probes.written_with import not_written_with
 from .tolerance import close, magnitude, max_difference, step_scale

@@ -55,13 +55,19 @@ def run_setup(sources: tuple, seed: int) -> dict:
 
 def forward_values(namespace: dict) -> dict:
     """Every tensor of the setup, detached: what the backward rules read."""
-    return {k: v.detach() for k, v in namespace.items() if isinstance(v, torch.Tensor)}
+    return dict(_views(namespace)[0])
 
 
 def autograd_gradients(namespace: dict) -> dict:
     """``<name> -> <name>.grad`` for every tensor whose gradient autograd kept."""
-    return {
-        k: v.grad.detach()
-        for k, v in namespace.items()
-        if isinstance(v, torch.Tensor) and (v.is_leaf or v.retains_grad) and v.grad is not None
-    }
+    return dict(_views(namespace)[1])
+
+
+def _views(namespace: dict) -> tuple:
+    """(forward values, gradients) of a setup namespace, made once: every check of every student reads them, and
+    the namespace (``run_setup``'s, per seed) never changes after its cells ran."""
+    if "__views__" not in namespace:
+        tensors = {k: v for k, v in namespace.items() if isinstance(v, torch.Tensor)}
+        grads = {k: v.grad.detach() for k, v in tensors.items() if (v.is_leaf or v.retains_grad) and v.grad is not None}
+        namespace["__views__"] = ({k: v.detach() for k, v in tensors.items()}, grads)
+    return namespace["__views__"]

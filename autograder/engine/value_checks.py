@@ -11,7 +11,7 @@ from ..common.words import Words, say
 from .backward_rules import batch_size
 from .explain import comma_list, constant_factor, difference, factor_message, not_finite, wrong_dtype
 from .fast_forwards import Value
-from .honesty import decoy
+from .honesty.decoy import decoy
 from .judge import autograd_answer, read_answer
 from .probes.judge_rule import Outcome, pinned, read_probe
 from .probes.written_with import reads_as_written

@@ -11,7 +11,7 @@ from IPython.utils.text import SList
 from ..common.editions import EDITION_VARIABLE
 from ..common.words import say
 from ..data import SEED_VARIABLE
-from ..engine.honesty import decoy
+from ..engine.honesty.decoy import decoy
 from .self_checks_off import skip_self_checks
 from .snapshot_hook import take_snapshots
 

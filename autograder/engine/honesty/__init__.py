@@ -5,11 +5,8 @@ code it cannot read (static), and a decoy in every ``.grad`` while grading (dyna
 """
 
 import ast
-import zlib
-from functools import lru_cache
 
-import torch
-
+from .cell_code import statements
 from .prose import HARMLESS, TEXT_EXCEPTIONS, _grad_modes, _prose
 from .unread_code import (
     RUNS_CODE,
@@ -52,16 +49,7 @@ FORBIDDEN_MODULES += ("sys.modules", "_decomp", "ctypes", "pickle", "marshal", "
 FORBIDDEN_MODULES += ("builtins",)  # builtins.eval, builtins.getattr: the forbidden names under another one
 FORBIDDEN_WORDS = ("grad", "backward")  # in string constants: getattr(t, "grad")
 GRADER = __name__.split(".")[0]  # the grader's own package
-
-
-def decoy(grad: torch.Tensor, seed: int, name: str) -> torch.Tensor:
-    """What ``<name>.grad`` holds while grading; the grader computes the same from its reference. Seeded noise at the
-    gradient's scale, and nothing of the gradient itself: the kernel knows the seed, so noise added to the right
-    gradient could be rebuilt and taken off again."""
-    g = torch.Generator().manual_seed((seed * 1_000_003 + zlib.crc32(name.encode())) % 2**63)
-    noise = torch.randn(grad.shape, generator=g, dtype=torch.float64).to(grad.dtype)
-    amplitude = 0.5 * max(grad.detach().abs().max().item() if grad.numel() else 0.0, 1e-3)
-    return (amplitude * noise).to(grad.dtype)
+_AFTER_CELL, _AFTER_CELL_MOST = {}, 4096  # (state before, cell) -> state after (AutogradTaint.add_cell)
 
 
 def _uses_autograd(node: ast.AST, tainted: set) -> bool:
@@ -167,17 +155,6 @@ def _assigned_names(node: ast.AST) -> set:
     return names
 
 
-@lru_cache(maxsize=1024)  # a class hands in the same cells many times
-def _cell_statements(source: str) -> tuple:
-    """The statements of a cell as the kernel runs it (magics turned into Python); none if it does not parse."""
-    from IPython.core.inputtransformer2 import TransformerManager
-
-    try:
-        return tuple(ast.parse(TransformerManager().transform_cell(source)).body)
-    except (SyntaxError, ValueError, MemoryError, RecursionError):  # x = ------..1, 100,000 deep
-        return ()  # the cell fails in the kernel too; nothing it assigns exists
-
-
 class AutogradTaint:
     """Follows, statement by statement, which variables carry a value obtained from autograd. ``answers`` are the
     graded variables: each is judged on its own, so one computed by hand from a copied answer is the student's work
@@ -205,7 +182,7 @@ class AutogradTaint:
     def refuse(self, source: str) -> None:
         """A cell the kernel's switch stopped (AutogradIsOff) reached autograd by a way the static reading does not
         follow: what it assigns counts as autograd's where it is missing (not where it was made before)."""
-        self.refused |= {name for statement in _cell_statements(source) for name in assigned_names(statement)}
+        self.refused |= {name for statement in statements(source) for name in assigned_names(statement)}
 
     def _runners(self) -> set:
         return self.runners | self.graders
@@ -214,15 +191,31 @@ class AutogradTaint:
         """A locked cell, restored with its hidden tests: the names they import from the grader's own package
         (``report``, ``grading_seed``) stay in the kernel's namespace. The student's code that uses one reaches the
         grader's machinery in the kernel, which can undo its switches: it counts as code the grader cannot read."""
-        for statement in _cell_statements(source):
+        for statement in statements(source):
             if isinstance(statement, (ast.Import, ast.ImportFrom)):
                 for alias in statement.names:
                     if (getattr(statement, "module", None) or alias.name).split(".")[0] == GRADER:
                         self.graders.add((alias.asname or alias.name).split(".")[0])
 
     def add_cell(self, source: str) -> None:
+        """Follow the student's cell ``source``. What it leaves depends only on the state before it and its text:
+        remembered, since a class hands in the same cells in the same states many times."""
+        before = self._state()
+        after = _AFTER_CELL.get((before, source))
+        if after is None:
+            self._follow_cell(source)
+            if len(_AFTER_CELL) >= _AFTER_CELL_MOST:
+                _AFTER_CELL.clear()
+            after = _AFTER_CELL[before, source] = self._state()
+        for name, value in zip(vars(self), after):
+            setattr(self, name, set(value) if isinstance(value, frozenset) else value)
+
+    def _state(self) -> tuple:
+        return tuple(frozenset(value) if isinstance(value, set) else value for value in vars(self).values())
+
+    def _follow_cell(self, source: str) -> None:
         for _ in range(2):  # twice, so that a loop carries taint backwards too
-            for statement in _cell_statements(source):
+            for statement in statements(source):
                 self._statement(statement)
                 self.graders -= _binds(statement)  # the student's own report = .., def report(): no longer the grader's
         if self.unread:
@@ -238,7 +231,7 @@ class AutogradTaint:
             return
         code = magic_code(node)
         if code is not None:
-            for statement in _cell_statements(code):
+            for statement in statements(code):
                 self._statement(statement)
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             names = _autograd_facts(node)[1]

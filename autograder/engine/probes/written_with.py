@@ -3,22 +3,16 @@ the answer's code, found in the cells that ran as a rule probe finds it (``rerun
 
 The code is read from the notebook the grader holds, never from what the kernel says about it."""
 
-from functools import lru_cache
-
 from ...common.diagnoses import Reason
 from ...common.words import say
+from ..honesty import cell_code
 from .rerun import NoAnswerCode, answer_code, calls_function
 
 
-@lru_cache(maxsize=4096)
 def as_run(source: str) -> str:
-    """A cell's code as the kernel runs it, IPython's magics turned into Python (what the kernel's history holds)."""
-    from IPython.core.inputtransformer2 import TransformerManager
-
-    try:
-        return TransformerManager().transform_cell(source)
-    except (SyntaxError, ValueError):
-        return source  # it failed in the kernel too
+    """A cell's code as the kernel runs it; as it is if IPython cannot transform it (it failed in the kernel too)."""
+    code = cell_code.as_run(source)
+    return source if code is None else code
 
 
 def not_written_with(cells, answer: str, pins, function: str, again: str) -> Reason | None:
