@@ -169,3 +169,28 @@ def test_code_too_deep_for_the_parser_is_read_without_raising():
     of it raised: the class's grading stopped. It assigns nothing; an annotation too deep to read is code."""
     assert not marked("x = " + "-" * 100_000 + "1")
     assert marked("def f(a: '" + "-" * 5_000 + "1'):\n    pass\n\n\ndW2 = h.T @ dlogits")
+
+
+def test_a_cell_is_read_in_its_own_state_though_its_reading_is_remembered():
+    """AutogradTaint remembers the state a cell leaves, by the state before it and its text (a class hands in the same
+    cells many times): the same cell after another state marks what that state makes it mark."""
+    assert marked("x = W2.grad", "dW2 = x * 2")
+    assert not marked("x = h.T @ dlogits", "dW2 = x * 2")
+    assert marked("x = W2.grad", "dW2 = x * 2")  # remembered, and the same
+
+
+def test_what_the_reading_keeps_is_bounded_by_the_characters_it_was_read_from(monkeypatch):
+    """A hostile submission's long cells are read, and not kept for later students past the budget."""
+    from autograder.engine.honesty import cell_code
+
+    kept = cell_code.Kept(budget=10)
+    for text in ("aaaa", "bbbb", "cccc"):  # the third pushes the first out
+        kept.put(text, text.upper())
+    assert (kept.get("aaaa"), kept.get("bbbb"), kept.get("cccc"), kept.size) == (None, "BBBB", "CCCC", 8)
+    kept.put("x" * 11, "too long")
+    assert kept.get("x" * 11) is None and kept.size == 8
+    monkeypatch.setattr(cell_code, "_STATEMENTS", cell_code.Kept(budget=1_000))
+    long_cell = "dW2 = h.T @ dlogits\n" * 100  # 2,000 characters
+    assert len(cell_code.statements(long_cell)) == 100 and cell_code._STATEMENTS.get(long_cell) is None
+    assert len(cell_code.statements("dW2 = 1")) == 1 and cell_code._STATEMENTS.get("dW2 = 1")
+    assert marked(long_cell + "x = W2.grad\n", "dW2 = x")

@@ -6,7 +6,7 @@ code it cannot read (static), and a decoy in every ``.grad`` while grading (dyna
 
 import ast
 
-from .cell_code import statements
+from .cell_code import Kept, statements
 from .prose import HARMLESS, TEXT_EXCEPTIONS, _grad_modes, _prose
 from .unread_code import (
     RUNS_CODE,
@@ -49,7 +49,7 @@ FORBIDDEN_MODULES += ("sys.modules", "_decomp", "ctypes", "pickle", "marshal", "
 FORBIDDEN_MODULES += ("builtins",)  # builtins.eval, builtins.getattr: the forbidden names under another one
 FORBIDDEN_WORDS = ("grad", "backward")  # in string constants: getattr(t, "grad")
 GRADER = __name__.split(".")[0]  # the grader's own package
-_AFTER_CELL, _AFTER_CELL_MOST = {}, 4096  # (state before, cell) -> state after (AutogradTaint.add_cell)
+_AFTER_CELL, _KEPT_NAMES = Kept(1_000_000, lambda key: key[1]), 200  # (state, cell) -> state after it (add_cell)
 
 
 def _uses_autograd(node: ast.AST, tainted: set) -> bool:
@@ -155,6 +155,10 @@ def _assigned_names(node: ast.AST) -> set:
     return names
 
 
+def _names(state: tuple) -> int:
+    return sum(len(value) for value in state if isinstance(value, frozenset))
+
+
 class AutogradTaint:
     """Follows, statement by statement, which variables carry a value obtained from autograd. ``answers`` are the
     graded variables: each is judged on its own, so one computed by hand from a copied answer is the student's work
@@ -199,18 +203,19 @@ class AutogradTaint:
 
     def add_cell(self, source: str) -> None:
         """Follow the student's cell ``source``. What it leaves depends only on the state before it and its text:
-        remembered, since a class hands in the same cells in the same states many times."""
+        remembered, since a class hands in the same cells in the same states many times (not a long cell's, nor a
+        state of many names: a hostile submission must not make the worker hold its megabytes for later students)."""
         before = self._state()
         after = _AFTER_CELL.get((before, source))
         if after is None:
             self._follow_cell(source)
-            if len(_AFTER_CELL) >= _AFTER_CELL_MOST:
-                _AFTER_CELL.clear()
-            after = _AFTER_CELL[before, source] = self._state()
+            after = self._state()
+            if _names(before) + _names(after) <= _KEPT_NAMES:
+                _AFTER_CELL.put((before, source), after)
         for name, value in zip(vars(self), after):
             setattr(self, name, set(value) if isinstance(value, frozenset) else value)
 
-    def _state(self) -> tuple:
+    def _state(self) -> tuple:  # (what add_cell remembers)
         return tuple(frozenset(value) if isinstance(value, set) else value for value in vars(self).values())
 
     def _follow_cell(self, source: str) -> None:

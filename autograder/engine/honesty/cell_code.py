@@ -1,27 +1,60 @@
 """A cell's code as the kernel runs it (IPython's magics turned into Python) and its statements, worked out once per
-text: a class hands the grader the same cells many times."""
+text: a class hands the grader the same cells many times. What is kept is bounded by the characters of the texts it
+was worked out from, so that a hostile submission cannot make a grading worker hold its megabytes for later students.
+"""
 
 import ast
-from functools import lru_cache
+from collections import OrderedDict
 
 
-@lru_cache(maxsize=4096)
+class Kept:
+    """Values by key, the least recently used dropped once the keys' texts (``text_of``) pass ``budget`` characters;
+    a value for a longer text is never kept."""
+
+    def __init__(self, budget: int, text_of=lambda key: key):
+        self.budget, self.text_of, self.values, self.size = budget, text_of, OrderedDict(), 0
+
+    def get(self, key):
+        value = self.values.get(key)
+        if value is not None:
+            self.values.move_to_end(key)
+        return value
+
+    def put(self, key, value) -> None:
+        if key in self.values or len(self.text_of(key)) > self.budget:
+            return
+        self.values[key] = value
+        self.size += len(self.text_of(key))
+        while self.size > self.budget:
+            old, _ = self.values.popitem(last=False)
+            self.size -= len(self.text_of(old))
+
+
+_AS_RUN, _STATEMENTS = Kept(4_000_000), Kept(1_000_000)  # the course's longest cell: 83,000 characters
+
+
 def as_run(source: str) -> str | None:
     """What IPython's kernel compiles for ``source`` (what its history holds); None when IPython cannot transform it
     (the cell failed in the kernel too)."""
-    from IPython.core.inputtransformer2 import TransformerManager
+    if (code := _AS_RUN.get(source)) is None:
+        from IPython.core.inputtransformer2 import TransformerManager
 
-    try:
-        return TransformerManager().transform_cell(source)
-    except (SyntaxError, ValueError, MemoryError, RecursionError):
-        return None
+        try:
+            code = TransformerManager().transform_cell(source)
+        except (SyntaxError, ValueError, MemoryError, RecursionError):
+            return None
+        _AS_RUN.put(source, code)
+    return code
 
 
-@lru_cache(maxsize=1024)  # the same nodes every time: what is worked out about one is kept on it (honesty)
 def statements(source: str) -> tuple:
-    """The statements of a cell as the kernel runs it; none if it does not parse."""
-    code = as_run(source)
-    try:
-        return () if code is None else tuple(ast.parse(code).body)
-    except (SyntaxError, ValueError, MemoryError, RecursionError):  # x = ------..1, 100,000 deep
-        return ()  # the cell fails in the kernel too; nothing it assigns exists
+    """The statements of a cell as the kernel runs it; none if it does not parse. The same nodes for the same kept
+    text: what the static reading works out about a node is kept on it."""
+    if (kept := _STATEMENTS.get(source)) is None:
+        code = as_run(source)
+        try:
+            kept = () if code is None else tuple(ast.parse(code).body)
+        except (SyntaxError, ValueError, MemoryError, RecursionError):  # x = ------..1, 100,000 deep
+            kept = ()  # the cell fails in the kernel too; nothing it assigns exists
+        _STATEMENTS.put(source, kept)
+    return kept
