@@ -134,13 +134,17 @@ def course_lock(root: Path):
 
 def check_temporary_folder() -> None:
     """$TMPDIR, when set, must be a folder this user can write in: the sandbox's private folders are made there
-    (Python would quietly take another, and other programs would fail)."""
+    (Python would quietly take another, and other programs would fail). The private folders that earlier runs' killed
+    workers left there are removed."""
     folder = os.environ.get("TMPDIR")
     if folder and not (os.path.isdir(folder) and os.access(folder, os.W_OK | os.X_OK)):
         raise GradingError(
             f"TMPDIR is {folder}, which is not a folder you can write in: set TMPDIR to one you can (or unset it, for "
             "/tmp). Nothing was graded."
         )
+    from ..sandbox.stage import remove_stale_private_folders
+
+    remove_stale_private_folders()
 
 
 def find_assignment(root: Path) -> str:

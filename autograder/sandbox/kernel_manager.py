@@ -22,12 +22,12 @@ from . import policy
 from .environment import NOTEBOOK_VARIABLES, kernel_environment
 from .forked_kernels import ForkedProvisioner, KernelParents, all_bound, kernel_folder
 from .in_sandbox import COLD, KERNEL_MODULE
-from .kernel_parent import PARENT_MODULE, KernelParent, private_folder
+from .kernel_parent import PARENT_MODULE, KernelParent
 from .limits import SandboxLimits
 from .policy import SandboxError
 from .prompt_client import PromptKernelClient
 from .relay import Relay
-from .stage import CopyStage, Stage
+from .stage import CopyStage, Stage, private_folder, remove_private_folder
 
 PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -151,7 +151,7 @@ class SandboxedKernelManager(SandboxLimits, AsyncKernelManager):
                 return KernelParent(key, argv, parent_env, folder_shown, rundir, stage, single_use=cold)
             except BaseException:
                 if stage is None or stage.close():
-                    shutil.rmtree(rundir, ignore_errors=True)
+                    remove_private_folder(rundir)
                 raise
 
         return key, start

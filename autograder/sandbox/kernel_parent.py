@@ -11,16 +11,14 @@ import asyncio
 import json
 import os
 import select
-import shutil
 import signal
 import subprocess
-import tempfile
 import threading
 import time
 
 from ..common.phases import descendants
-from .policy import SandboxError, account_files
-from .stage import CopyStage, Stage
+from .policy import SandboxError
+from .stage import CopyStage, Stage, remove_private_folder
 
 PARENT_MODULE = "autograder.sandbox.in_sandbox"  # ``python -m PARENT_MODULE`` runs a kernel parent
 # A parent answers in milliseconds (a fork, a waitpid, emptying /tmp); one that has not within ANSWER_SECONDS is
@@ -52,20 +50,6 @@ def running(pid: int | None) -> bool:
             return f.read().rsplit(")", 1)[1].split()[0] not in "Tt"
     except (OSError, IndexError):
         return False
-
-
-def private_folder(uid: int, gid: int) -> str:
-    """A kernel parent's private folder: connection/ for its kernels' connection files (shown read-only to them),
-    relay/ for the sockets the grader connects to (never shown), and /etc/passwd and /etc/group for ``uid``."""
-    rundir = tempfile.mkdtemp(prefix="nbgrader-sandbox-")
-    os.mkdir(os.path.join(rundir, "relay"), 0o700)
-    os.mkdir(os.path.join(rundir, "connection"))
-    os.chmod(os.path.join(rundir, "connection"), 0o755)  # as root, the kernel's uid reads its own file in it
-    for name, text in zip(("passwd", "group"), account_files(uid, gid)):
-        with open(os.path.join(rundir, name), "w") as f:
-            f.write(text)
-        os.chmod(f.name, 0o644)
-    return rundir
 
 
 class OutputTail:
@@ -248,7 +232,7 @@ class KernelParent:
             except OSError:
                 pass
         if self.stage is None or self.stage.close():  # never remove a folder through a student's mount
-            shutil.rmtree(self.rundir, ignore_errors=True)
+            remove_private_folder(self.rundir)
 
 
 class ForkedKernel:

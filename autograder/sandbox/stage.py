@@ -1,4 +1,5 @@
-"""The stage of a grading worker's kernel parent: where each student's folder is shown in turn, inside one sandbox.
+"""A kernel parent's private folder, and the stage in it where each student's folder is shown in turn, inside one
+sandbox.
 
 As root, the worker binds the current student's folder on the stage, and the mount propagates into the sandbox
 (``Stage``); the mounts live in a mount namespace of the worker's or its fork server's own. An ordinary user cannot
@@ -9,15 +10,22 @@ sandbox is cleared between students (docs/design/sandbox.md).
 from __future__ import annotations
 
 import ctypes
+import fcntl
+import glob
 import os
 import shutil
 import stat
+import tempfile
+
+from .policy import account_files
 
 CLONE_NEWNS = 0x00020000
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_REMOUNT, MS_BIND, MS_REC = 0x1, 0x2, 0x4, 0x20, 0x1000, 0x4000
 MS_SLAVE, MS_SHARED = 1 << 19, 1 << 20
 MNT_DETACH = 2
 MAX_ENTRIES = 20000  # entries a copy stage copies of a student's folder at most (the parent's own bound)
+PRIVATE_PREFIX = "nbgrader-sandbox-"
+_OWNED = {}  # private folder -> the descriptor of its owner file, locked while this process uses the folder
 
 _libc = ctypes.CDLL(None, use_errno=True)
 
@@ -37,6 +45,58 @@ def _folder(path: str, mode: int = 0o755) -> None:
     """Make ``path`` with ``mode`` whatever the umask: as root, the kernels' uid must enter the stage."""
     os.mkdir(path)
     os.chmod(path, mode)
+
+
+def private_folder(uid: int, gid: int) -> str:
+    """A kernel parent's private folder: connection/ for its kernels' connection files (shown read-only to them),
+    relay/ for the sockets the grader connects to (never shown), and /etc/passwd and /etc/group for ``uid``. Its
+    ``owner`` file stays locked while this process uses it: a folder whose worker died is known by its free lock."""
+    rundir = tempfile.mkdtemp(prefix=PRIVATE_PREFIX)
+    fd = os.open(os.path.join(rundir, ".owner"), os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    os.rename(os.path.join(rundir, ".owner"), os.path.join(rundir, "owner"))  # seen by others only once locked
+    _OWNED[rundir] = fd
+    os.mkdir(os.path.join(rundir, "relay"), 0o700)
+    os.mkdir(os.path.join(rundir, "connection"))
+    os.chmod(os.path.join(rundir, "connection"), 0o755)  # as root, the kernel's uid reads its own file in it
+    for name, text in zip(("passwd", "group"), account_files(uid, gid)):
+        with open(os.path.join(rundir, name), "w") as f:
+            f.write(text)
+        os.chmod(f.name, 0o644)
+    return rundir
+
+
+def remove_private_folder(rundir: str) -> None:
+    """Remove a private folder (nothing mounted in it any more) and let go of its owner file."""
+    shutil.rmtree(rundir, ignore_errors=True)
+    fd = _OWNED.pop(rundir, None)
+    if fd is not None:
+        os.close(fd)
+
+
+def remove_stale_private_folders() -> int:
+    """Remove the private folders of this user's kernel parents whose worker ended without removing them (killed,
+    out of memory): each holds a copy of the last student's notebook. Only a folder of this user's, with an owner
+    file whose lock is free, and nothing mounted in it; those of another run still grading are locked. How many."""
+    removed = 0
+    for rundir in glob.glob(os.path.join(glob.escape(tempfile.gettempdir()), PRIVATE_PREFIX + "*")):
+        try:
+            info = os.lstat(rundir)
+            if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.geteuid():
+                continue
+            fd = os.open(os.path.join(rundir, "owner"), os.O_RDWR | os.O_NOFOLLOW)
+        except OSError:
+            continue  # gone, or not made by private_folder
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            if not mounted_under(rundir):
+                shutil.rmtree(rundir, ignore_errors=True)
+                removed += 1
+        except OSError:
+            pass  # in use
+        finally:
+            os.close(fd)
+    return removed
 
 
 def own_mount_namespace() -> bool:

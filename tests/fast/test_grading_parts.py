@@ -594,3 +594,38 @@ def test_a_worker_that_did_not_start_is_told_with_the_exception_that_ended_it(tm
     )
     log.write_text("nothing went wrong that it says\n")
     assert cause_in_log(log) == ""
+
+
+def test_grade_removes_the_private_folders_of_killed_workers_and_no_other(tmp_path, monkeypatch):
+    """A worker killed mid-run (out of memory, SIGKILL) left its kernel parent's private folder in /tmp, a copy of the
+    last student's notebook in it: about 150 had piled up on a test machine. ``grade`` removes those at its start,
+    and only those: a folder still in use (its owner file locked), or one the grader did not make, stays."""
+    import tempfile
+
+    from autograder.grading.preflight import check_temporary_folder
+    from autograder.sandbox import stage
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    monkeypatch.delenv("TMPDIR", raising=False)
+    in_use = stage.private_folder(os.getuid(), os.getgid())
+    pid = os.fork()
+    if pid == 0:  # a worker that made its folder and was killed
+        with open(os.path.join(stage.private_folder(os.getuid(), os.getgid()), "ex1.ipynb"), "w") as f:
+            f.write("{}")
+        os._exit(0)
+    os.waitpid(pid, 0)
+    killed = next(p for p in tmp_path.iterdir() if str(p) != in_use)
+    no_owner = tmp_path / f"{stage.PRIVATE_PREFIX}not-ours"
+    no_owner.mkdir()
+    linked = tmp_path / f"{stage.PRIVATE_PREFIX}linked"
+    linked.mkdir()
+    (linked / "owner").symlink_to(tmp_path / "elsewhere")
+    (tmp_path / "elsewhere").write_text("")
+    try:
+        assert (killed / "ex1.ipynb").is_file()
+        check_temporary_folder()
+        assert not killed.exists()
+        assert os.path.isdir(in_use) and no_owner.is_dir() and linked.is_dir()
+    finally:
+        stage.remove_private_folder(in_use)
+    assert not os.path.exists(in_use) and in_use not in stage._OWNED
