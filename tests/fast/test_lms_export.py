@@ -45,7 +45,7 @@ def write_rows(path, rows):
 
 
 def read_rows(path):
-    with open(path, newline="", encoding="utf-8") as f:
+    with open(path, newline="", encoding="utf-8-sig") as f:
         return list(csv.reader(f))
 
 
@@ -328,3 +328,32 @@ def test_a_student_who_takes_a_classmates_name_takes_no_grade_of_theirs(course):
         ]
     )
     assert {row[3]: row[-1] for row in read_rows(out)[2:]} == {"alovelace": "20", "eve": "33"}
+
+
+def test_every_csv_people_open_is_utf8_with_a_byte_order_mark_and_reads_back(course, tmp_path):
+    """grades.csv and the LMS files had no byte-order mark: Excel on Windows read "Иван Петров" as "Ð˜Ð²Ð°Ð½
+    ÐŸÐµÑ‚Ñ€Ð¾Ð²". They start with one; Moodle's import strips it and Canvas's finds its columns with it; Python reads
+    them with "utf-8-sig", which reads a grades.csv without one (an older version's) too."""
+    from autograder.grading.results.grades_csv import write_grades_csv
+
+    write_grades_csv(
+        course / "grades.csv",
+        [{"student": "Иван_Петров_12345", "total": 40, "max_total": 50}, {"student": "李娜_12346", "max_total": 50}],
+        [],
+        {},
+    )
+    raw = (course / "grades.csv").read_bytes()
+    assert raw.startswith(codecs.BOM_UTF8) and raw.count(codecs.BOM_UTF8) == 1
+    assert "Иван_Петров_12345,40,50," in raw.decode("utf-8-sig")
+    write_rows(
+        course / "moodle.csv",
+        [["First name", "Last name", "Email address"], ["Иван", "Петров", "ivan@example.org"]],
+    )
+    out = export_moodle(course)
+    for written in (out, course / "moodle_import.unmatched.csv"):
+        assert written.read_bytes().startswith(codecs.BOM_UTF8), written
+    assert read_rows(out) == [["Email address", "backprop_ninja"], ["ivan@example.org", "40"]]
+    listed = [row[:2] for row in read_rows(course / "moodle_import.unmatched.csv")]
+    assert ["submission, no grade (see problems.json)", "李娜_12346"] in listed
+    write_grades(course, [("Иван_Петров_12345", "39")])  # no byte-order mark, as an older version wrote it
+    assert read_rows(export_moodle(course))[1] == ["ivan@example.org", "39"]

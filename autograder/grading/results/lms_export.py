@@ -11,7 +11,7 @@ from pathlib import Path
 
 from ...common.errors import GradingError
 from ...common.shown import to_cell
-from .grades_csv import read_student
+from .grades_csv import SPREADSHEET_ENCODING, read_student
 from .roster import CANVAS_COLUMNS, Roster, match, name_key, read_roster
 
 FORMATS = ("canvas", "moodle", "csv")
@@ -38,7 +38,7 @@ def read_grades(path: Path) -> dict:
     """student -> its grades.csv row."""
     if not Path(path).is_file():
         raise GradingError(f"no grades: {path} does not exist (run backprop-ninja grade first)")
-    with open(path, newline="", encoding="utf-8") as f:
+    with open(path, newline="", encoding=SPREADSHEET_ENCODING) as f:
         reader = csv.DictReader(f)
         if not {"student", "total"} <= set(reader.fieldnames or ()):  # nbgrader export writes grades.csv by default
             raise GradingError(
@@ -95,7 +95,7 @@ def export_grades(
             "course's, and are the students named as the LMS names them? (the unmatched list above)"
         )
     out.parent.mkdir(parents=True, exist_ok=True)
-    with open(out, "w", newline="", encoding="utf-8") as f:
+    with open(out, "w", newline="", encoding=SPREADSHEET_ENCODING) as f:
         writer = csv.writer(f)
         if fmt == "canvas":
             heading = canvas_column(roster, assignment, column)
@@ -132,7 +132,7 @@ def export_grades(
             count = len(grades)
 
     unmatched_csv = out.with_name(out.stem + ".unmatched.csv")
-    with open(unmatched_csv, "w", newline="", encoding="utf-8") as f:
+    with open(unmatched_csv, "w", newline="", encoding=SPREADSHEET_ENCODING) as f:
         writer = csv.writer(f)
         writer.writerow(["what", "who", "why"])
         writer.writerows((what, to_cell(who), to_cell(why)) for what, who, why in unmatched)
