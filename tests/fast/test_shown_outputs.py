@@ -219,3 +219,20 @@ def test_ids_that_look_alike_are_named_and_a_class_of_other_scripts_is_not(tmp_p
         "looks like lovelaceada_1001 (letters of another script: Cyrillic о (U+043E))"
     )
     assert "students of one name?" in found["Chloe_Dupont-Muller_1008"]
+
+
+def test_two_students_of_one_cyrillic_name_are_not_said_to_write_in_another_script():
+    """Two Иван Петров of a Russian class (Moodle tells them apart by number) were named lookalike_ids "letters of
+    another script: Cyrillic в, а, н, е, т, р, о": both write in the same script. They are named as one name with two
+    numbers; a Cyrillic о in a Latin name is still named as such."""
+    from autograder.grading.results.lookalike_ids import lookalike_ids
+
+    found = {p.student: p.detail for p in lookalike_ids(["Иван_Петров_12345", "Иван_Петров_12353", "ivan_12"])}
+    assert found["Иван_Петров_12345"] == (
+        "looks like Иван_Петров_12353 (one name, another number on the LMS: two students of one name, or one who "
+        "handed in twice?); grades stand"
+    )
+    assert "ivan_12" not in found
+    latin = {p.student: p.detail for p in lookalike_ids(["lovelaceada_1", "l\u043evelaceada_2"])}
+    assert "letters of another script: Cyrillic о (U+043E)" in latin["l\u043evelaceada_2"]
+    assert "one name, another number" not in latin["lovelaceada_1"]

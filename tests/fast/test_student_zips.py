@@ -202,7 +202,7 @@ def test_the_notebooks_of_a_zip_are_read_to_200_mb_together(tmp_path):
 
 def test_the_notebooks_in_a_zip_a_student_handed_in_are_collected_as_theirs(tmp_path):
     """Moodle takes any file, and students zip their work: the zip was an unmatched_file and the student got
-    missing_notebook. The notebooks in it are collected as the student's (one level; a zip in it is not opened), and
+    missing_notebook. The notebooks in it, and in the zips in it, are collected as the student's, and
     a zip with none, or one that cannot be opened, is named."""
     ex2 = "ex2_cross_entropy_backward"
     moodle = tmp_path / "moodle.zip"
@@ -215,7 +215,7 @@ def test_the_notebooks_in_a_zip_a_student_handed_in_are_collected_as_theirs(tmp_
         nested = _zip_bytes({"inner.zip": _zip_bytes({f"{NB}.ipynb": "{}"})})
         z.writestr("Di E_1004_assignsubmission_file_/nested.zip", nested)
     collected, problems = collect(moodle, tmp_path / "course", ASSIGNMENT, [NB, ex2])
-    assert collected == {"Ada_Lovelace_1001": [NB, ex2]}, problems
+    assert collected == {"Ada_Lovelace_1001": [NB, ex2], "Di_E_1004": [NB]}, problems
     ada = tmp_path / "course" / "submitted" / "Ada_Lovelace_1001" / ASSIGNMENT
     assert (ada / f"{NB}.ipynb").read_text() == '{"cells": ["ada"]}'
     named = {p.student: (p.kind, p.detail) for p in problems}
@@ -224,7 +224,7 @@ def test_the_notebooks_in_a_zip_a_student_handed_in_are_collected_as_theirs(tmp_
         "Ben Bitdiddle_1002_assignsubmission_file_/empty.zip: a zip archive with no notebook (.ipynb) in it",
     )
     assert named["Cy_D_1003"][0] == "unmatched_file" and "a zip archive that cannot be opened" in named["Cy_D_1003"][1]
-    assert named["Di_E_1004"][1].endswith("nested.zip: a zip archive with no notebook (.ipynb) in it")
+    assert "Di_E_1004" not in named  # the notebook in the zip in her zip is hers
     assert "Ada_Lovelace_1001" not in named  # the readme and macOS's litter beside the notebook are no problem
     # Canvas's flat files: the zip's name says whose it is, and a copy of a notebook in it is named as a duplicate
     canvas = tmp_path / "canvas.zip"
@@ -249,3 +249,29 @@ def test_a_later_download_keeps_the_problems_an_earlier_one_found_for_students_i
         [("ada", "ada/notes.pdf"), ("cy", "cy/essay.docx")],
         [("cy", "cy/essay.docx")],  # ada handed in again: what her new download holds is what counts
     ]
+
+
+def test_the_notebooks_of_a_zip_inside_a_students_zip_are_theirs_and_too_deep_is_named(tmp_path):
+    """A zip holding a notebook and a zip (a folder zipped with Colab's download in it): the inner zip's notebook was
+    dropped without a word, its student missing_notebook for work they handed in. Zips are opened three deep, the
+    notebooks of all counted against one limit, and a zip deeper, or one that cannot be opened, is named."""
+    ex2, ex3 = "ex2_cross_entropy_backward", "ex3_batchnorm_backward"
+    deepest = _zip_bytes({"d.zip": _zip_bytes({f"{ex3}.ipynb": '{"cells": []}'})})
+    homework = _zip_bytes(
+        {
+            f"hw/{NB}.ipynb": '{"cells": ["one"]}',
+            "hw/ex2.zip": _zip_bytes({f"{ex2}.ipynb": '{"cells": ["two"]}', "deeper.zip": deepest}),
+            "hw/broken.zip": b"PK\x03\x04 cut short",
+        }
+    )
+    download = tmp_path / "moodle.zip"
+    with zipfile.ZipFile(download, "w") as z:
+        z.writestr("Анна Соколова_12348_assignsubmission_file_/homework.zip", homework)
+    collected, problems = collect(download, tmp_path / "course", ASSIGNMENT, [NB, ex2, ex3])
+    assert collected == {"Анна_Соколова_12348": [NB, ex2]}, problems
+    own = tmp_path / "course" / "submitted" / "Анна_Соколова_12348" / ASSIGNMENT
+    assert (own / f"{ex2}.ipynb").read_text() == '{"cells": ["two"]}'
+    [problem] = problems
+    assert problem.kind == "unmatched_file", problem
+    assert "homework.zip/hw/ex2.zip/deeper.zip/d.zip (more than 3 zips deep)" in problem.detail
+    assert "homework.zip/hw/broken.zip (a zip archive that cannot be opened" in problem.detail

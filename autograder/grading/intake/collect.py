@@ -5,6 +5,7 @@ assignment's notebooks after removing what Colab and LMSs add. Nothing is droppe
 placed is a problem (docs/instructors.md, "Collecting submissions").
 """
 
+import json
 import os
 import re
 import unicodedata
@@ -104,6 +105,19 @@ def _write(target: Path, data: bytes) -> None:
     fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o644)
     with os.fdopen(fd, "wb") as f:
         f.write(data)
+
+
+def _looks_like_notebook(data: bytes | None) -> bool:
+    """Whether ``data`` is a notebook's JSON, cells and all (not empty, not cut short, not another kind of file)."""
+    try:
+        found = json.loads(data.decode("utf-8-sig")) if data else None
+    except (UnicodeDecodeError, ValueError, RecursionError):
+        return False
+    return isinstance(found, dict) and isinstance(found.get("cells", found.get("worksheets")), list)
+
+
+def _what(data: bytes) -> str:
+    return "empty" if not data.strip() else "no notebook"
 
 
 def _own_folder(course_root: Path, student: str, assignment: str) -> Path:
@@ -206,15 +220,24 @@ def collect(download, course_root, assignment: str, notebooks) -> tuple[dict, li
         data, copies = newest_readable(copies, download, lambda why: report(student, notebook, "unmatched_file", why))
         if data is None:
             continue
-        entry, shown = copies[0]
         # a copy the same as the one taken is no choice (a second --from submitted finds what the first wrote)
         copies = [copies[0]] + [c for c in copies[1:] if c[0].size != len(data) or read_or_none(c[0], download) != data]
+        why = "the newest"
+        if len(copies) > 1 and not _is_file(copies[0][0], target) and not _looks_like_notebook(data):
+            # the newest is empty or no notebook (an upload that failed, a file cut short): an older copy that is one
+            # is the student's work, which the newest would have cost them (their page said "the file is empty")
+            found = next((c for c in copies[1:] if _looks_like_notebook(read_or_none(c[0], download))), None)
+            if found is not None:
+                why = f"the newest that is a notebook; {copies[0][1]}, newer, is {_what(data)}"
+                copies.remove(found)
+                copies.insert(0, found)
+                data = read(found[0], download)
+        entry, shown = copies[0]
         if len(copies) > 1:
-            why = (  # collecting submitted/ in place: the file already under its name is never written over
-                "already under the notebook's own name, never overwritten; to grade another, rename it to that name"
-                if _is_file(entry, target)
-                else "the newest"
-            )
+            if _is_file(entry, target):  # collecting submitted/ in place: the file already under its name stays
+                why = (
+                    "already under the notebook's own name, never overwritten; to grade another, rename it to that name"
+                )
             report(
                 student,
                 notebook,
