@@ -12,6 +12,7 @@ from pathlib import Path
 from ...common.errors import GradingError
 from ...common.shown import to_cell
 from .grades_csv import SPREADSHEET_ENCODING, read_student
+from .moodle_worksheet import maximum
 from .roster import CANVAS_COLUMNS, Roster, match, name_key, read_roster
 
 FORMATS = ("canvas", "moodle", "csv")
@@ -63,6 +64,27 @@ def canvas_column(roster: Roster, assignment: str, column: str | None) -> str:
     return same[0] if len(same) == 1 else assignment
 
 
+def write_worksheet(writer, roster: Roster, person_of: dict, total, max_total: str, warnings: list) -> int:
+    """Moodle's grading worksheet back, for *Upload grading worksheet*: its columns and rows as read, in the site's
+    language (Moodle finds them by their names), the grade of each matched student filled in."""
+    sheet = roster.worksheet
+    grade_of = {id(p): total(s) for s, p in person_of.items()}
+    stated = maximum(roster.people, sheet)
+    if stated is not None and max_total and stated != float(max_total):
+        warnings.append(
+            f"the worksheet's maximum grade is {stated:g}, the totals are out of {max_total}: Moodle skips a grade "
+            f"over the maximum. Set the assignment's maximum grade to {max_total} in Moodle and download the worksheet "
+            "again"
+        )
+    writer.writerow(roster.columns)
+    for p in roster.people:  # Moodle reads the identifier, the grade, the time and feedback: those as they are
+        row = {**p.row, sheet["grade"]: grade_of[id(p)]} if id(p) in grade_of else dict(p.row)
+        if sheet["name"]:  # a name as a spreadsheet shows it, never runs it
+            row[sheet["name"]] = to_cell(row.get(sheet["name"], ""))
+        writer.writerow([row.get(c, "") for c in roster.columns])
+    return len(grade_of)
+
+
 def export_grades(
     fmt: str, grades_csv: Path, out: Path, roster_path: Path | None, assignment: str, column: str | None = None
 ) -> Export:
@@ -112,6 +134,8 @@ def export_grades(
                 ids = [p.row.get(c, "") for c in CANVAS_COLUMNS[1:]]
                 writer.writerow([to_cell(p.row.get("Student", "")), *ids, total(student_of.get(id(p), ""))])
             count = len(roster.people)
+        elif fmt == "moodle" and roster.worksheet:  # the worksheet as read, each matched student's grade filled in
+            count = write_worksheet(writer, roster, person_of, total, max_total, warnings)
         elif fmt == "moodle":
             people = list(person_of.items())
             key = "Email address" if people and all(p.row.get("Email address") for _, p in people) else "ID number"
