@@ -275,3 +275,22 @@ def test_the_notebooks_of_a_zip_inside_a_students_zip_are_theirs_and_too_deep_is
     assert problem.kind == "unmatched_file", problem
     assert "homework.zip/hw/ex2.zip/deeper.zip/d.zip (more than 3 zips deep)" in problem.detail
     assert "homework.zip/hw/broken.zip (a zip archive that cannot be opened" in problem.detail
+
+
+def test_moodles_flat_download_names_each_student_by_their_number(tmp_path):
+    """Moodle's download without "Download submissions in folders" names each file <full name>_<number>_
+    assignsubmission_file_<file>: every file was taken as the student named before the first underscore, so two
+    Иван Петров were one student, the second's notebook a "duplicate" of the first's and one of them left ungraded. Each
+    is the student their folder would name, and a zip so named is theirs too."""
+    download = tmp_path / "flat.zip"
+    with zipfile.ZipFile(download, "w") as z:
+        z.writestr(f"Иван Петров_12345_assignsubmission_file_{NB}.ipynb", '{"cells": ["first"]}')
+        z.writestr(f"Иван Петров_12353_assignsubmission_file_{NB} (1).ipynb", '{"cells": ["second"]}')
+        z.writestr("Иван Петров_12353_assignsubmission_onlinetext_onlinetext.html", "<p>hi</p>")
+        z.writestr("李娜_12346_assignsubmission_file_hw.zip", _zip_bytes({f"hw/{NB}.ipynb": '{"cells": ["li"]}'}))
+    collected, problems = collect(download, tmp_path / "course", ASSIGNMENT, [NB])
+    assert collected == {"Иван_Петров_12345": [NB], "Иван_Петров_12353": [NB], "李娜_12346": [NB]}, problems
+    submitted = tmp_path / "course" / "submitted"
+    assert (submitted / "Иван_Петров_12353" / ASSIGNMENT / f"{NB}.ipynb").read_text() == '{"cells": ["second"]}'
+    assert (submitted / "李娜_12346" / ASSIGNMENT / f"{NB}.ipynb").read_text() == '{"cells": ["li"]}'
+    assert [(p.student, p.kind) for p in problems] == [("Иван_Петров_12353", "unmatched_file")]

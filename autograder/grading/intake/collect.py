@@ -27,6 +27,9 @@ INVISIBLE = set("\u034f\u115f\u1160\u17b4\u17b5\u180b\u180c\u180d\u180f\u3164\uf
 }
 # Canvas's flat files: <name>_[LATE_]<user id>_<file id>_<the file handed in>; the name is the student's to change
 CANVAS_FILE = re.compile(r"([^_]+)_(?:LATE_)?(\d+)_\d+_")
+# Moodle's flat files (its download without "Download submissions in folders"): <full name>_<participant number>_
+# assignsubmission_<plugin>_<the file handed in>, its folder's name and the file's in one
+MOODLE_FILE = re.compile(r"(.+?_\d+)_assignsubmission_[a-z]+_(.+)$")
 UNMATCHED_NAMED = 20  # a student's files that match no notebook, each named in a problem of its own
 UNWRAPPED_DEPTH = 3  # the folders around a download that collect looks through at most
 
@@ -46,6 +49,8 @@ def _owner(parts: tuple) -> str:
     """The student a file of a download belongs to, by its path: its first folder, or a flat file's name prefix."""
     if parts[0] == "submitted" and len(parts) > 2:  # a whole nbgrader submitted/ folder
         parts = parts[1:]
+    if len(parts) == 1 and (moodle := MOODLE_FILE.match(parts[0])):  # as its folder would be: "Иван_Петров_12345"
+        return student_id(moodle[1])
     if len(parts) == 1:  # a flat file, named by the LMS
         canvas = CANVAS_FILE.match(parts[0])
         if canvas:  # with the user's id, as Moodle's folders: two Ada Lovelaces (or a name copied) are two students
@@ -167,7 +172,9 @@ def collect(download, course_root, assignment: str, notebooks) -> tuple[dict, li
     for entry in entries:
         parts, shown = entry.parts, entry.within or "/".join(entry.parts)
         student = entry.owner or _student(entry, course_root)
-        if len(parts) == 1:  # a flat file, named by the LMS: the student's prefix, then the name handed in
+        if len(parts) == 1 and (moodle := MOODLE_FILE.match(parts[0])):  # Moodle's flat file: the name handed in
+            name = moodle[2]
+        elif len(parts) == 1:  # a flat file, named by the LMS: the student's prefix, then the name handed in
             prefix, sep, rest = parts[0].partition("_")
             name = rest if sep else parts[0]
         else:
