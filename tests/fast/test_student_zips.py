@@ -294,3 +294,43 @@ def test_moodles_flat_download_names_each_student_by_their_number(tmp_path):
     assert (submitted / "Иван_Петров_12353" / ASSIGNMENT / f"{NB}.ipynb").read_text() == '{"cells": ["second"]}'
     assert (submitted / "李娜_12346" / ASSIGNMENT / f"{NB}.ipynb").read_text() == '{"cells": ["li"]}'
     assert [(p.student, p.kind) for p in problems] == [("Иван_Петров_12353", "unmatched_file")]
+
+
+def test_a_student_renamed_on_the_lms_stays_one_student_and_a_second_download_changes_nothing(tmp_path):
+    """Canvas names a download's files after the student's name now ("kingada" once she changed "Lovelace, Ada"), and
+    Moodle its folders: her later download made a second student of her, "kingada_1234" beside "lovelaceada_1234",
+    two rows of grades.csv that each claimed her on the roster, so neither grade was exported. Her number on the LMS
+    decides: the later file is hers, in her folder. The same download collected again writes nothing and finds the
+    same. Each is named (renamed_on_lms): a folder the instructor named "student_42" is taken for Canvas's user 42."""
+    course = tmp_path / "course"
+    first = tmp_path / "first.zip"
+    with zipfile.ZipFile(first, "w") as z:
+        z.writestr(f"lovelaceada_1234_9001_{NB}.ipynb", '{"cells": ["first"]}')
+        z.writestr(f"Ivan Petrov_77_assignsubmission_file_/{NB}.ipynb", '{"cells": ["ivan"]}')
+    assert collect(first, course, ASSIGNMENT, [NB])[0] == {
+        "lovelaceada_1234": [NB],
+        "Ivan_Petrov_77": [NB],
+    }
+    (course / "submitted" / "student_42" / ASSIGNMENT).mkdir(parents=True)  # the instructor's own folder
+    later = tmp_path / "later.zip"
+    with zipfile.ZipFile(later, "w") as z:
+        z.writestr(f"kingada_LATE_1234_9002_{NB}-1.ipynb", '{"cells": ["later"]}')
+        z.writestr(f"Ivan Petrov-Smirnov_77_assignsubmission_file_/{NB}.ipynb", '{"cells": ["ivan 2"]}')
+        z.writestr(f"newcomer_42_9003_{NB}.ipynb", '{"cells": ["new"]}')
+    collected, problems = collect(later, course, ASSIGNMENT, [NB])
+    assert collected == {"lovelaceada_1234": [NB], "Ivan_Petrov_77": [NB], "student_42": [NB]}
+    assert {(p.student, p.kind, p.detail) for p in problems if p.kind != "marked_late"} == {
+        (old, "renamed_on_lms", f"named {new} in this download: collected as {old}, the student of that number in "
+         "submitted/")
+        for new, old in [("kingada_1234", "lovelaceada_1234"), ("Ivan_Petrov-Smirnov_77", "Ivan_Petrov_77"),
+                         ("newcomer_42", "student_42")]
+    }  # fmt: skip
+    assert (
+        course / "submitted" / "lovelaceada_1234" / ASSIGNMENT / f"{NB}.ipynb"
+    ).read_text() == '{"cells": ["later"]}'
+    assert not (course / "submitted" / "kingada_1234").exists()
+    again = tmp_path / "again.zip"
+    again.write_bytes(later.read_bytes())
+    written = {p: p.stat().st_mtime_ns for p in (course / "submitted").rglob("*.ipynb")}
+    assert collect(again, course, ASSIGNMENT, [NB]) == (collected, problems)
+    assert {p: p.stat().st_mtime_ns for p in (course / "submitted").rglob("*.ipynb")} == written

@@ -5,7 +5,6 @@ assignment's notebooks after removing what Colab and LMSs add. Nothing is droppe
 placed is a problem (docs/instructors.md, "Collecting submissions").
 """
 
-import json
 import os
 import re
 import unicodedata
@@ -16,8 +15,9 @@ from ...common.problems import Problem
 from ...common.words import say
 from .download import MAX_ENTRY_BYTES, SKIPPED, Entry, read
 from .download import entries as entries_of
+from .lms_names import CANVAS_FILE, MOODLE_FILE, as_before, known_numbers
 from .student_zip import newest_readable, opened, read_or_none
-from .which_notebook import by_cells, export_of, match_notebook, own_cells
+from .which_notebook import by_cells, export_of, looks_like_notebook, match_notebook, own_cells, what_it_is
 
 UNKNOWN_STUDENT = "(unknown)"
 # letters and marks that show nothing (Unicode's default ignorables among them): Hangul fillers, the combining
@@ -25,11 +25,6 @@ UNKNOWN_STUDENT = "(unknown)"
 INVISIBLE = set("\u034f\u115f\u1160\u17b4\u17b5\u180b\u180c\u180d\u180f\u3164\uffa0") | {
     chr(c) for c in [*range(0xFE00, 0xFE10), *range(0xE0100, 0xE01F0)]
 }
-# Canvas's flat files: <name>_[LATE_]<user id>_<file id>_<the file handed in>; the name is the student's to change
-CANVAS_FILE = re.compile(r"([^_]+)_(?:LATE_)?(\d+)_\d+_")
-# Moodle's flat files (its download without "Download submissions in folders"): <full name>_<participant number>_
-# assignsubmission_<plugin>_<the file handed in>, its folder's name and the file's in one
-MOODLE_FILE = re.compile(r"(.+?_\d+)_assignsubmission_[a-z]+_(.+)$")
 UNMATCHED_NAMED = 20  # a student's files that match no notebook, each named in a problem of its own
 UNWRAPPED_DEPTH = 3  # the folders around a download that collect looks through at most
 
@@ -112,19 +107,6 @@ def _write(target: Path, data: bytes) -> None:
         f.write(data)
 
 
-def _looks_like_notebook(data: bytes | None) -> bool:
-    """Whether ``data`` is a notebook's JSON, cells and all (not empty, not cut short, not another kind of file)."""
-    try:
-        found = json.loads(data.decode("utf-8-sig")) if data else None
-    except (UnicodeDecodeError, ValueError, RecursionError):
-        return False
-    return isinstance(found, dict) and isinstance(found.get("cells", found.get("worksheets")), list)
-
-
-def _what(data: bytes) -> str:
-    return "empty" if not data.strip() else "no notebook"
-
-
 def _own_folder(course_root: Path, student: str, assignment: str) -> Path:
     """submitted/<student>/<assignment>, made, each of the two a folder of its own: a link there is replaced (written
     through by ``grade --from submitted``, it put the student's notebook and timestamp.txt into the folder it named,
@@ -159,6 +141,16 @@ def collect(download, course_root, assignment: str, notebooks) -> tuple[dict, li
         problems.append(Problem.said(student, notebook, problem, detail))
 
     entries, unsafe = entries_of(download)
+    known = known_numbers(course_root)
+    renamed = {}  # student as this download names them -> as an earlier one did (their number on the LMS the same)
+
+    def whose(entry):
+        named = _student(entry, course_root)
+        student = as_before(entry, named, known)
+        if student != named:
+            renamed[named] = student
+        return student
+
     held = {}  # the student's zip open now
     for name in unsafe:
         report(UNKNOWN_STUDENT, None, "unmatched_file", f"{name}: a path outside the archive, ignored")
@@ -166,12 +158,12 @@ def collect(download, course_root, assignment: str, notebooks) -> tuple[dict, li
     for entry in [e for e in entries if e.parts[-1].lower().endswith(".zip") and _owner(e.parts) != UNKNOWN_STUDENT]:
         entries.remove(entry)  # a student's own zip (Moodle takes any file): the notebooks in it, as if handed in
         inside, why = opened(entry, download, held)
-        entries += [replace(e, owner=_student(entry, course_root)) for e in inside]
+        entries += [replace(e, owner=whose(entry)) for e in inside]
         if why:
-            report(_student(entry, course_root), None, "unmatched_file", f"{'/'.join(entry.parts)}: {why}")
+            report(whose(entry), None, "unmatched_file", f"{'/'.join(entry.parts)}: {why}")
     for entry in entries:
         parts, shown = entry.parts, entry.within or "/".join(entry.parts)
-        student = entry.owner or _student(entry, course_root)
+        student = entry.owner or whose(entry)
         if len(parts) == 1 and (moodle := MOODLE_FILE.match(parts[0])):  # Moodle's flat file: the name handed in
             name = moodle[2]
         elif len(parts) == 1:  # a flat file, named by the LMS: the student's prefix, then the name handed in
@@ -230,12 +222,12 @@ def collect(download, course_root, assignment: str, notebooks) -> tuple[dict, li
         # a copy the same as the one taken is no choice (a second --from submitted finds what the first wrote)
         copies = [copies[0]] + [c for c in copies[1:] if c[0].size != len(data) or read_or_none(c[0], download) != data]
         why = "the newest"
-        if len(copies) > 1 and not _is_file(copies[0][0], target) and not _looks_like_notebook(data):
+        if len(copies) > 1 and not _is_file(copies[0][0], target) and not looks_like_notebook(data):
             # the newest is empty or no notebook (an upload that failed, a file cut short): an older copy that is one
             # is the student's work, which the newest would have cost them (their page said "the file is empty")
-            found = next((c for c in copies[1:] if _looks_like_notebook(read_or_none(c[0], download))), None)
+            found = next((c for c in copies[1:] if looks_like_notebook(read_or_none(c[0], download))), None)
             if found is not None:
-                why = f"the newest that is a notebook; {copies[0][1]}, newer, is {_what(data)}"
+                why = f"the newest that is a notebook; {copies[0][1]}, newer, is {what_it_is(data)}"
                 copies.remove(found)
                 copies.insert(0, found)
                 data = read(found[0], download)
@@ -269,6 +261,9 @@ def collect(download, course_root, assignment: str, notebooks) -> tuple[dict, li
         if n > UNMATCHED_NAMED:
             more = f"and {n - UNMATCHED_NAMED} more files that match no notebook, not named here"
             problems.append(Problem(student, None, "unmatched_file", more))
+    for named, student in renamed.items():
+        why = f"named {named} in this download: collected as {student}, the student of that number in submitted/"
+        problems.append(Problem(student, None, "renamed_on_lms", why))
     for student in seen - set(collected):  # handed in nothing gradable: still in the class, with a problem
         _own_folder(course_root, student, assignment)
     for student, entry in timestamps.items():
