@@ -334,3 +334,20 @@ def test_a_student_renamed_on_the_lms_stays_one_student_and_a_second_download_ch
     written = {p: p.stat().st_mtime_ns for p in (course / "submitted").rglob("*.ipynb")}
     assert collect(again, course, ASSIGNMENT, [NB]) == (collected, problems)
     assert {p: p.stat().st_mtime_ns for p in (course / "submitted").rglob("*.ipynb")} == written
+
+
+def test_canvas_files_zipped_in_the_folder_they_were_unpacked_into_are_the_class(tmp_path):
+    """Canvas's flat files unpacked into "submissions/" and zipped again were one student, "submissions", holding the
+    class: the same notebook of three students was one file, the others unsaid. Files named as an LMS names them, for
+    two students or more, are unwrapped; a student's own folder of loose files is not."""
+    download = tmp_path / "wrapped.zip"
+    with zipfile.ZipFile(download, "w") as z:
+        for name in ("lovelaceada_1234_9001", "turingalan_LATE_2345_9002", "noetheremmy_3456_9003"):
+            z.writestr(f"submissions/{name}_{NB}.ipynb", '{"cells": []}')
+    collected, _ = collect(download, tmp_path / "course", ASSIGNMENT, [NB])
+    assert sorted(collected) == ["lovelaceada_1234", "noetheremmy_3456", "turingalan_2345"]
+    one = tmp_path / "one.zip"
+    with zipfile.ZipFile(one, "w") as z:  # one student's folder: a name that is not the LMS's keeps it theirs
+        z.writestr(f"ada/lovelaceada_1234_9001_{NB}.ipynb", '{"cells": []}')
+        z.writestr("ada/notes.ipynb", '{"cells": []}')
+    assert sorted(collect(one, tmp_path / "one-course", ASSIGNMENT, [NB])[0]) == ["ada"]

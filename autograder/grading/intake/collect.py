@@ -59,15 +59,23 @@ def _unwrapped(entries: list) -> list:
     """The entries without a top folder that holds them all, when it holds more than one student's folders: a zip made
     of the folder an LMS download was unpacked into (or of folders around it, three at most). Its name would be taken
     for one student's, holding the class. Never a student's own folder (Moodle's ``..._assignsubmission_...``), nor one
-    whose files lie loose in it: their names are the student's to choose, and could name classmates."""
+    whose files lie loose in it (their names are the student's to choose, and could name classmates), unless every one
+    is named as Canvas or Moodle names the flat files of a download, and they are two students' or more."""
     for depth in range(1, UNWRAPPED_DEPTH + 1):
         if len({e.parts[depth - 1] for e in entries}) != 1 or "_assignsubmission_" in entries[0].parts[depth - 1]:
             break
-        if not all(len(e.parts) > depth + 1 for e in entries):
+        # Canvas's flat files (or Moodle's) zipped in the folder they were unpacked into: every file loose in it named
+        # as the LMS names one (a class of one student "submissions" was the class; its copies, the same, unsaid)
+        lms_files = all(len(e.parts) == depth + 1 and _lms_named(e.parts[depth]) for e in entries)
+        if not lms_files and not all(len(e.parts) > depth + 1 for e in entries):
             break
         if len({_owner(e.parts[depth:]) for e in entries}) > 1:
             return [Entry(e.parts[depth:], e.size, e.mtime, e.read, e.path) for e in entries]
     return entries
+
+
+def _lms_named(name: str) -> bool:
+    return bool(MOODLE_FILE.match(name) or CANVAS_FILE.match(name))
 
 
 def _is_file(entry: Entry, target: Path) -> bool:
