@@ -351,3 +351,23 @@ def test_canvas_files_zipped_in_the_folder_they_were_unpacked_into_are_the_class
         z.writestr(f"ada/lovelaceada_1234_9001_{NB}.ipynb", '{"cells": []}')
         z.writestr("ada/notes.ipynb", '{"cells": []}')
     assert sorted(collect(one, tmp_path / "one-course", ASSIGNMENT, [NB])[0]) == ["ada"]
+
+
+def test_a_notebook_saved_with_the_browsers_ending_is_collected_and_a_script_is_still_named(tmp_path):
+    """Safari saves a notebook as ex1_atomic_backward.ipynb.txt, other browsers as .ipynb.json: the student's notebook
+    was not_a_notebook ("not a notebook file (.ipynb)"), their work ungraded. A file named after a notebook whose
+    content is a notebook is that notebook; a script or a page named so is still not_a_notebook."""
+    download = tmp_path / "moodle.zip"
+    notebook = '{"cells": [], "nbformat": 4}'
+    with zipfile.ZipFile(download, "w") as z:
+        z.writestr(f"Ada Lovelace_1_assignsubmission_file_/{NB}.ipynb.txt", notebook)
+        z.writestr("Ada Lovelace_1_assignsubmission_file_/ex2_cross_entropy_backward.ipynb.json", notebook)
+        z.writestr(f"Ben Bit_2_assignsubmission_file_/{NB}.py", "dprobs = 1\n")
+        z.writestr(f"Cy D_3_assignsubmission_file_/{NB}.ipynb.txt", "")
+    collected, problems = collect(download, tmp_path / "course", ASSIGNMENT, [NB, "ex2_cross_entropy_backward"])
+    assert collected == {"Ada_Lovelace_1": [NB, "ex2_cross_entropy_backward"]}
+    assert (tmp_path / "course/submitted/Ada_Lovelace_1" / ASSIGNMENT / f"{NB}.ipynb").read_text() == notebook
+    assert {(p.student, p.notebook, p.kind) for p in problems} == {
+        ("Ben_Bit_2", NB, "not_a_notebook"),
+        ("Cy_D_3", NB, "not_a_notebook"),
+    }

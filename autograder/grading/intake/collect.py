@@ -186,8 +186,12 @@ def collect(download, course_root, assignment: str, notebooks) -> tuple[dict, li
             continue
         notebook = match_notebook(name, notebooks)
         if notebook is None and student != UNKNOWN_STUDENT and (meant := export_of(name, notebooks)):
-            exported.append((student, meant, say("{file}: {why}", file=shown, why=say("not a notebook file (.ipynb)"))))
-            continue
+            if entry.size <= MAX_ENTRY_BYTES and looks_like_notebook(read_or_none(entry, download)):
+                notebook = meant  # the notebook itself, saved with an ending of the browser's (Safari's .ipynb.txt)
+            else:
+                why = say("not a notebook file (.ipynb)")
+                exported.append((student, meant, say("{file}: {why}", file=shown, why=why)))
+                continue
         if notebook is None and student != UNKNOWN_STUDENT and name.lower().endswith(".ipynb"):
             unnamed.append((student, entry, shown))  # Untitled0.ipynb, lab4.ipynb: matched by its cells, below
             continue
