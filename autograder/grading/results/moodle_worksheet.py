@@ -3,8 +3,10 @@ back for *Upload grading worksheet*.
 
 Moodle names the worksheet's columns in the site's language, and its upload finds them by those names: the identifier
 ("Participant 12345"), the grade and the time of the last change of the grade. So the worksheet is read in the
-languages below (the strings of Moodle's language packs: ``recordid``, ``grade``/``gradenoun``, ``fullnameuser``,
-``email``, ``maxgrade``, ``lastmodifiedgrade``), and in any other the identifier is told by its values. It is written
+languages below, and in any other the identifier is told by its values ("Teilnehmer/in 12345"). The identifier's, the
+grade's, the maximum's and the last change's names are the strings of Moodle's language packs (``recordid``,
+``grade``/``gradenoun``, ``maxgrade``, ``lastmodifiedgrade``; the full name's and the email's, core strings, are
+also told by their place, right after the identifier, and by their values). It is written
 back as it was read, column for column, with only the grade of each student matched filled in. The number in the
 identifier is the one in the folder names of the assignment's download (``Иван Петров_12345_assignsubmission_file_``):
 students are matched to the worksheet by it first, so two students of one name are two people.
