@@ -371,3 +371,21 @@ def test_a_notebook_saved_with_the_browsers_ending_is_collected_and_a_script_is_
         ("Ben_Bit_2", NB, "not_a_notebook"),
         ("Cy_D_3", NB, "not_a_notebook"),
     }
+
+
+def test_a_script_or_a_browser_saved_notebook_in_a_zip_is_matched_as_if_handed_in_loose(tmp_path):
+    """Only the .ipynb of a student's zip were looked at: a notebook Safari saved as ex3_batchnorm_backward.ipynb.txt
+    was lost, and an exported ex2_cross_entropy_backward.py left its student missing_notebook with no word of it. Both
+    are matched as if handed in loose; a readme beside them is still no problem."""
+    ex2, ex3 = "ex2_cross_entropy_backward", "ex3_batchnorm_backward"
+    work = _zip_bytes(
+        {f"{NB}.ipynb": '{"cells": ["one"]}', f"{ex2}.py": "dlogits = 1\n", f"{ex3}.ipynb.txt": '{"cells": ["three"]}'}
+        | {"notes.txt": "my notes"}
+    )
+    download = tmp_path / "moodle.zip"
+    with zipfile.ZipFile(download, "w") as z:
+        z.writestr("Ada Lovelace_1_assignsubmission_file_/work.zip", work)
+    collected, problems = collect(download, tmp_path / "course", ASSIGNMENT, [NB, ex2, ex3])
+    assert collected == {"Ada_Lovelace_1": [NB, ex3]}
+    [problem] = problems
+    assert (problem.notebook, problem.kind) == (ex2, "not_a_notebook") and "work.zip/" in problem.detail

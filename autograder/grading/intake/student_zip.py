@@ -10,6 +10,9 @@ from pathlib import Path
 from .download import MAX_ENTRY_BYTES, SKIPPED, Entry, read, when
 
 MAX_ZIPPED_NOTEBOOKS = 50  # the notebooks looked at in one zip a student handed in
+# besides notebooks, what is taken out of a zip to be matched as if handed in loose: a notebook exported (a .py named
+# after a notebook is its not_a_notebook, as loose), or saved with a browser's ending (ex1.ipynb.txt)
+EXPORTS = ("py", "html", "pdf")
 MAX_ZIP_DEPTH = 3  # a zip a student handed in, and the zips in it, opened this deep
 MAX_ZIPPED_DIRECTORY = 2**20  # the bytes of its list of members (46 and a name each): millions, parsed, held gigabytes
 
@@ -93,8 +96,8 @@ def _walk(entry: Entry, download: Path, held: dict, budget: dict, depth: int) ->
         if not names or any(p in SKIPPED or p.startswith(".") for p in names):
             continue
         kind = names[-1].lower().rpartition(".")[2]
-        if kind not in ("ipynb", "zip"):
-            continue
+        if kind not in ("ipynb", "zip", *EXPORTS) and ".ipynb." not in names[-1].lower():
+            continue  # a readme, data, macOS's litter: no problem beside a notebook
         mtime = when(info.date_time, entry.mtime)
         member = lambda info=info: _member(entry, download, held, info)
         inside = Entry(
