@@ -12,6 +12,7 @@ import nbformat
 
 from ..grading.class_grading import Options, grade_class
 from ..grading.preflight import SANDBOX_TOOLS, run_nbgrader
+from ..grading.results.grades_csv import SPREADSHEET_ENCODING
 from ..grading.summary import print_summary
 from .notebooks import COURSE_ROOT
 from .submissions import solved
@@ -41,7 +42,7 @@ def run_demo(directory: str) -> Path:
             "graded without it; a real class needs it (tools/install.sh installs bubblewrap on Debian)"
         )
     summary = grade_class(Options(course=course, sandbox=sandbox))
-    with open(summary.grades_csv) as f:
+    with open(summary.grades_csv, newline="", encoding=SPREADSHEET_ENCODING) as f:
         rows = list(csv.DictReader(f))
     print(f"\n{'student':16s} {'score':>6s} / max")
     for r in rows:

@@ -102,6 +102,10 @@ KINDS = {
         "that look Latin are set aside): students of one name, or one who took a classmate's name; their grades "
         "stand: tell who is who before exporting grades"
     ),
+    "renamed_on_lms": (
+        "the LMS names a student otherwise than an earlier download did (a name changed there, the number, Canvas's "
+        "user id or Moodle's participant number, the same): their files were collected as the student that number was"
+    ),
     "other": "a problem this version of the grader has no name for (read from an older problems.json)",
 }
 

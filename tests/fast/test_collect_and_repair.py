@@ -471,3 +471,41 @@ def test_a_notebook_named_after_none_is_matched_by_its_cells(tmp_path):
         ("Cy_Young_3", "unmatched_file", "Cy Young_3_assignsubmission_file_/scratch.ipynb"),
         ("Cy_Young_3", "unmatched_file", "Cy Young_3_assignsubmission_file_/setup.ipynb"),
     ]
+
+
+def test_a_newer_copy_that_is_empty_or_no_notebook_does_not_hide_the_students_notebook(tmp_path):
+    """Two files for one notebook, the newer empty (an upload that failed) or cut short: the newest was taken and the
+    student's notebook ignored; their page said "the file is empty" and their work scored nothing. The newest copy
+    that is a notebook is taken, and duplicate_file says why; a newer notebook is still taken over an older one."""
+    import zipfile
+
+    from autograder.grading.intake.collect import collect
+
+    good = '{"cells": [], "nbformat": 4}'
+    download = tmp_path / "moodle.zip"
+    with zipfile.ZipFile(download, "w") as z:
+        for name, data, day in [
+            ("José Núñez_12347_assignsubmission_file_/ex1_atomic_backward.ipynb", good, 4),
+            ("José Núñez_12347_assignsubmission_file_/ex1_atomic_backward (2).ipynb", "", 5),
+            ("Chloé Dubois_12350_assignsubmission_file_/ex1_atomic_backward.ipynb", good, 3),
+            ("Chloé Dubois_12350_assignsubmission_file_/ex1_atomic_backward (1).ipynb", good[:10], 4),
+            ("Chloé Dubois_12350_assignsubmission_file_/ex1_atomic_backward (2).ipynb", "", 5),
+            ("Ada Lovelace_1_assignsubmission_file_/ex1_atomic_backward.ipynb", good, 4),
+            ("Ada Lovelace_1_assignsubmission_file_/ex1_atomic_backward (1).ipynb", good.replace("4", "4 "), 5),
+            ("Ben Bit_2_assignsubmission_file_/ex1_atomic_backward.ipynb", "", 5),
+        ]:
+            z.writestr(zipfile.ZipInfo(name, (2026, 12, day, 10, 0, 0)), data)
+    collected, problems = collect(download, tmp_path / "course", ASSIGNMENT, [NB])
+    assert sorted(collected) == ["Ada_Lovelace_1", "Ben_Bit_2", "Chloé_Dubois_12350", "José_Núñez_12347"]
+    submitted = tmp_path / "course" / "submitted"
+    for student in ("José_Núñez_12347", "Chloé_Dubois_12350"):
+        assert (submitted / student / ASSIGNMENT / f"{NB}.ipynb").read_text() == good
+    assert (submitted / "Ada_Lovelace_1" / ASSIGNMENT / f"{NB}.ipynb").read_text() == good.replace("4", "4 ")
+    assert (submitted / "Ben_Bit_2" / ASSIGNMENT / f"{NB}.ipynb").read_text() == ""  # their only file: graded as it is
+    why = {p.student: p.detail for p in problems if p.kind == "duplicate_file"}
+    assert why["José_Núñez_12347"] == (
+        "2 files for ex1_atomic_backward: took José Núñez_12347_assignsubmission_file_/ex1_atomic_backward.ipynb (the "
+        "newest that is a notebook; José Núñez_12347_assignsubmission_file_/ex1_atomic_backward (2).ipynb, newer, is "
+        "empty); ignored José Núñez_12347_assignsubmission_file_/ex1_atomic_backward (2).ipynb"
+    )
+    assert "newest that is a notebook" in why["Chloé_Dubois_12350"] and "(the newest)" in why["Ada_Lovelace_1"]

@@ -45,7 +45,7 @@ def write_rows(path, rows):
 
 
 def read_rows(path):
-    with open(path, newline="", encoding="utf-8") as f:
+    with open(path, newline="", encoding="utf-8-sig") as f:
         return list(csv.reader(f))
 
 
@@ -328,3 +328,99 @@ def test_a_student_who_takes_a_classmates_name_takes_no_grade_of_theirs(course):
         ]
     )
     assert {row[3]: row[-1] for row in read_rows(out)[2:]} == {"alovelace": "20", "eve": "33"}
+
+
+def test_every_csv_people_open_is_utf8_with_a_byte_order_mark_and_reads_back(course, tmp_path):
+    """grades.csv and the LMS files had no byte-order mark: Excel on Windows read "Иван Петров" as "Ð˜Ð²Ð°Ð½
+    ÐŸÐµÑ‚Ñ€Ð¾Ð²". They start with one; Moodle's import strips it and Canvas's finds its columns with it; Python reads
+    them with "utf-8-sig", which reads a grades.csv without one (an older version's) too."""
+    from autograder.grading.results.grades_csv import write_grades_csv
+
+    write_grades_csv(
+        course / "grades.csv",
+        [{"student": "Иван_Петров_12345", "total": 40, "max_total": 50}, {"student": "李娜_12346", "max_total": 50}],
+        [],
+        {},
+    )
+    raw = (course / "grades.csv").read_bytes()
+    assert raw.startswith(codecs.BOM_UTF8) and raw.count(codecs.BOM_UTF8) == 1
+    assert "Иван_Петров_12345,40,50," in raw.decode("utf-8-sig")
+    write_rows(
+        course / "moodle.csv",
+        [["First name", "Last name", "Email address"], ["Иван", "Петров", "ivan@example.org"]],
+    )
+    out = export_moodle(course)
+    for written in (out, course / "moodle_import.unmatched.csv"):
+        assert written.read_bytes().startswith(codecs.BOM_UTF8), written
+    assert read_rows(out) == [["Email address", "backprop_ninja"], ["ivan@example.org", "40"]]
+    listed = [row[:2] for row in read_rows(course / "moodle_import.unmatched.csv")]
+    assert ["submission, no grade (see problems.json)", "李娜_12346"] in listed
+    write_grades(course, [("Иван_Петров_12345", "39")])  # no byte-order mark, as an older version wrote it
+    assert read_rows(export_moodle(course))[1] == ["ivan@example.org", "39"]
+
+
+WORKSHEETS = {  # Moodle's grading worksheet as a site in each language writes its columns (its language packs)
+    "ru": ["Идентификатор", "Полное имя", "Адрес электронной почты", "Состояние", "Оценка", "Максимальная оценка"]
+    + ["Последнее изменение (оценка)", "Отзыв в виде комментария"],
+    "zh_cn": ["标识符", "全名", "电子邮件地址", "状态", "成绩", "最高成绩", "上次修改（评分）", "反馈评语"],
+    "es": ["Identificador", "Nombre completo", "Dirección de correo", "Estado", "Calificación", "Calificación máxima"]
+    + ["Última modificación (calificación)", "Comentarios de retroalimentación"],
+    "fr": ["Identifiant", "Nom complet", "Adresse de courriel", "Statut", "Note", "Note maximale"]
+    + ["Dernière modification (note)", "Commentaires de feedback"],
+    "en": ["Identifier", "Full name", "Email address", "Status", "Grade", "Maximum grade", "Last modified (grade)"]
+    + ["Feedback comments"],
+}
+PARTICIPANT = {"ru": "Участник", "zh_cn": "参与者", "es": "Participante", "fr": "Participant", "en": "Participant"}
+
+
+@pytest.mark.parametrize("language", sorted(WORKSHEETS))
+def test_moodle_grading_worksheet_in_the_sites_language_comes_back_filled_in(course, capsys, language):
+    """A Moodle site in Russian (or Chinese, Spanish, French) downloads its grading worksheet with its columns in that
+    language, and its upload finds them by those names: the roster was refused ("export the roster with your LMS set
+    to English"), and a participants list in English matched neither of two Иван Петров. The worksheet is read, each
+    student matched by the number their download folder ends in, and written back as it was with the grades in."""
+    write_grades(course, [("Иван_Петров_12345", "40"), ("Иван_Петров_12353", "33.5"), ("李娜_12346", "6")])
+    header = WORKSHEETS[language]
+    rows = [
+        [f"{PARTICIPANT[language]} {n}", name, mail, "…", "", "33,00", "-", "=HYPERLINK(1)" * (n == "12346")]
+        for n, name, mail in [
+            ("12345", "Иван Петров", "ivan1@example.org"),
+            ("12353", "Иван Петров", "ivan2@example.org"),
+            ("12346", "李娜", "lina@example.org"),
+            ("12399", "=cmd|' /C calc'!A0", "petr@example.org"),  # on the roster, handed in nothing
+        ]
+    ]
+    write_rows(course / "moodle.csv", [header, *rows])
+    out = export_moodle(course)
+    assert out.read_bytes().startswith(codecs.BOM_UTF8)
+    written = read_rows(out)
+    grade = header.index(WORKSHEETS["en"][4] if language == "en" else header[4])
+    assert written[0] == header  # Moodle's upload finds its columns by these names
+    assert [row[grade] for row in written[1:]] == ["40", "33.5", "6", ""]
+    assert [row[:1] + row[2:grade] + row[grade + 1 :] for row in written[1:]] == [
+        row[:1] + row[2:grade] + row[grade + 1 :] for row in rows
+    ]  # every other cell as it was, feedback comments included
+    assert written[4][1] == "'=cmd|' /C calc'!A0"  # a name a spreadsheet would run
+    assert "12399" in capsys.readouterr().err or "=cmd" in (course / "moodle_import.unmatched.csv").read_text(
+        "utf-8-sig"
+    )
+
+
+def test_a_moodle_worksheet_of_another_language_is_read_by_its_identifiers_and_a_wrong_maximum_is_said(course, capsys):
+    """A German site: its identifier column is told by its values ("Teilnehmer/in 12345"), its grade column by its
+    name; a worksheet whose maximum grade is not the totals' is said (Moodle skips a grade over the maximum); one
+    without a grade column Moodle would read is refused, naming its columns."""
+    write_grades(course, [("Jürgen_Müller_12352", "50")])
+    header = ["Kennung", "Vollständiger Name", "E-Mail-Adresse", "Status", "Bewertung", "Bestwertung"]
+    write_rows(
+        course / "moodle.csv", [header, ["Teilnehmer/in 12352", "Jürgen Müller", "j@example.org", "", "", "100,00"]]
+    )
+    out = export_moodle(course)
+    assert read_rows(out)[1] == ["Teilnehmer/in 12352", "Jürgen Müller", "j@example.org", "", "50", "100,00"]
+    err = capsys.readouterr().err
+    assert "the worksheet's maximum grade is 100, the totals are out of 33" in err
+    write_rows(course / "moodle.csv", [["Kennung", "Name", "Punkte"], ["Teilnehmer/in 12352", "Jürgen Müller", ""]])
+    with pytest.raises(SystemExit) as stop:
+        export_moodle(course)
+    said = str(stop.value.code)
+    assert "nor a Moodle grading worksheet" in said and "its columns: Kennung, Name, Punkte" in said

@@ -86,7 +86,7 @@ def test_problems_json_escapes_every_control_and_reads_back_the_same(tmp_path):
 
 def formula_cells(path, columns) -> list:
     """The cells of ``columns`` in the CSV file ``path`` that a spreadsheet would run as a formula."""
-    with open(path, newline="", encoding="utf-8") as f:
+    with open(path, newline="", encoding="utf-8-sig") as f:
         rows = list(csv.reader(f))
     return [row[i] for row in rows[1:] for i in columns if i < len(row) and row[i][:1] in ("=", "+", "-", "@", "\t")]
 
@@ -100,7 +100,7 @@ def test_grades_csv_and_the_history_hold_no_formula_and_read_back_the_same(tmp_p
     assert formula_cells(tmp_path / "grade_history.csv", [1]) == []
     assert [r["student"] for r in ClassData(tmp_path).rows] == students  # the report and its links: the real ids
     assert [c.student for c in read_history(tmp_path / "grade_history.csv")] == students
-    with open(tmp_path / "grades.csv", newline="", encoding="utf-8") as f:
+    with open(tmp_path / "grades.csv", newline="", encoding="utf-8-sig") as f:
         assert [r["student"] for r in csv.DictReader(f)][-3:] == NAMES  # other names as they are
 
 
@@ -131,7 +131,7 @@ def test_the_lms_exports_hold_no_formula_and_the_terminal_no_escape(tmp_path, ca
         )
         assert formula_cells(out, [0, 1]) == []
         assert formula_cells(tmp_path / f"{fmt}.unmatched.csv", [1, 2]) == []
-        with open(out, newline="", encoding="utf-8") as f:
+        with open(out, newline="", encoding="utf-8-sig") as f:
             written = list(csv.reader(f))
         if fmt == "canvas":  # Ada's grade where Canvas reads it, by her ID
             assert ["101", "9001", "alovelace", "A", "3"] == written[2][1:]
@@ -219,3 +219,20 @@ def test_ids_that_look_alike_are_named_and_a_class_of_other_scripts_is_not(tmp_p
         "looks like lovelaceada_1001 (letters of another script: Cyrillic о (U+043E))"
     )
     assert "students of one name?" in found["Chloe_Dupont-Muller_1008"]
+
+
+def test_two_students_of_one_cyrillic_name_are_not_said_to_write_in_another_script():
+    """Two Иван Петров of a Russian class (Moodle tells them apart by number) were named lookalike_ids "letters of
+    another script: Cyrillic в, а, н, е, т, р, о": both write in the same script. They are named as one name with two
+    numbers; a Cyrillic о in a Latin name is still named as such."""
+    from autograder.grading.results.lookalike_ids import lookalike_ids
+
+    found = {p.student: p.detail for p in lookalike_ids(["Иван_Петров_12345", "Иван_Петров_12353", "ivan_12"])}
+    assert found["Иван_Петров_12345"] == (
+        "looks like Иван_Петров_12353 (one name, another number on the LMS: two students of one name, or one who "
+        "handed in twice?); grades stand"
+    )
+    assert "ivan_12" not in found
+    latin = {p.student: p.detail for p in lookalike_ids(["lovelaceada_1", "l\u043evelaceada_2"])}
+    assert "letters of another script: Cyrillic о (U+043E)" in latin["l\u043evelaceada_2"]
+    assert "one name, another number" not in latin["lovelaceada_1"]

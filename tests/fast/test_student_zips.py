@@ -202,7 +202,7 @@ def test_the_notebooks_of_a_zip_are_read_to_200_mb_together(tmp_path):
 
 def test_the_notebooks_in_a_zip_a_student_handed_in_are_collected_as_theirs(tmp_path):
     """Moodle takes any file, and students zip their work: the zip was an unmatched_file and the student got
-    missing_notebook. The notebooks in it are collected as the student's (one level; a zip in it is not opened), and
+    missing_notebook. The notebooks in it, and in the zips in it, are collected as the student's, and
     a zip with none, or one that cannot be opened, is named."""
     ex2 = "ex2_cross_entropy_backward"
     moodle = tmp_path / "moodle.zip"
@@ -215,7 +215,7 @@ def test_the_notebooks_in_a_zip_a_student_handed_in_are_collected_as_theirs(tmp_
         nested = _zip_bytes({"inner.zip": _zip_bytes({f"{NB}.ipynb": "{}"})})
         z.writestr("Di E_1004_assignsubmission_file_/nested.zip", nested)
     collected, problems = collect(moodle, tmp_path / "course", ASSIGNMENT, [NB, ex2])
-    assert collected == {"Ada_Lovelace_1001": [NB, ex2]}, problems
+    assert collected == {"Ada_Lovelace_1001": [NB, ex2], "Di_E_1004": [NB]}, problems
     ada = tmp_path / "course" / "submitted" / "Ada_Lovelace_1001" / ASSIGNMENT
     assert (ada / f"{NB}.ipynb").read_text() == '{"cells": ["ada"]}'
     named = {p.student: (p.kind, p.detail) for p in problems}
@@ -224,7 +224,7 @@ def test_the_notebooks_in_a_zip_a_student_handed_in_are_collected_as_theirs(tmp_
         "Ben Bitdiddle_1002_assignsubmission_file_/empty.zip: a zip archive with no notebook (.ipynb) in it",
     )
     assert named["Cy_D_1003"][0] == "unmatched_file" and "a zip archive that cannot be opened" in named["Cy_D_1003"][1]
-    assert named["Di_E_1004"][1].endswith("nested.zip: a zip archive with no notebook (.ipynb) in it")
+    assert "Di_E_1004" not in named  # the notebook in the zip in her zip is hers
     assert "Ada_Lovelace_1001" not in named  # the readme and macOS's litter beside the notebook are no problem
     # Canvas's flat files: the zip's name says whose it is, and a copy of a notebook in it is named as a duplicate
     canvas = tmp_path / "canvas.zip"
@@ -249,3 +249,143 @@ def test_a_later_download_keeps_the_problems_an_earlier_one_found_for_students_i
         [("ada", "ada/notes.pdf"), ("cy", "cy/essay.docx")],
         [("cy", "cy/essay.docx")],  # ada handed in again: what her new download holds is what counts
     ]
+
+
+def test_the_notebooks_of_a_zip_inside_a_students_zip_are_theirs_and_too_deep_is_named(tmp_path):
+    """A zip holding a notebook and a zip (a folder zipped with Colab's download in it): the inner zip's notebook was
+    dropped without a word, its student missing_notebook for work they handed in. Zips are opened three deep, the
+    notebooks of all counted against one limit, and a zip deeper, or one that cannot be opened, is named."""
+    ex2, ex3 = "ex2_cross_entropy_backward", "ex3_batchnorm_backward"
+    deepest = _zip_bytes({"d.zip": _zip_bytes({f"{ex3}.ipynb": '{"cells": []}'})})
+    homework = _zip_bytes(
+        {
+            f"hw/{NB}.ipynb": '{"cells": ["one"]}',
+            "hw/ex2.zip": _zip_bytes({f"{ex2}.ipynb": '{"cells": ["two"]}', "deeper.zip": deepest}),
+            "hw/broken.zip": b"PK\x03\x04 cut short",
+        }
+    )
+    download = tmp_path / "moodle.zip"
+    with zipfile.ZipFile(download, "w") as z:
+        z.writestr("Анна Соколова_12348_assignsubmission_file_/homework.zip", homework)
+    collected, problems = collect(download, tmp_path / "course", ASSIGNMENT, [NB, ex2, ex3])
+    assert collected == {"Анна_Соколова_12348": [NB, ex2]}, problems
+    own = tmp_path / "course" / "submitted" / "Анна_Соколова_12348" / ASSIGNMENT
+    assert (own / f"{ex2}.ipynb").read_text() == '{"cells": ["two"]}'
+    [problem] = problems
+    assert problem.kind == "unmatched_file", problem
+    assert "homework.zip/hw/ex2.zip/deeper.zip/d.zip (more than 3 zips deep)" in problem.detail
+    assert "homework.zip/hw/broken.zip (a zip archive that cannot be opened" in problem.detail
+
+
+def test_moodles_flat_download_names_each_student_by_their_number(tmp_path):
+    """Moodle's download without "Download submissions in folders" names each file <full name>_<number>_
+    assignsubmission_file_<file>: every file was taken as the student named before the first underscore, so two
+    Иван Петров were one student, the second's notebook a "duplicate" of the first's and one of them left ungraded. Each
+    is the student their folder would name, and a zip so named is theirs too."""
+    download = tmp_path / "flat.zip"
+    with zipfile.ZipFile(download, "w") as z:
+        z.writestr(f"Иван Петров_12345_assignsubmission_file_{NB}.ipynb", '{"cells": ["first"]}')
+        z.writestr(f"Иван Петров_12353_assignsubmission_file_{NB} (1).ipynb", '{"cells": ["second"]}')
+        z.writestr("Иван Петров_12353_assignsubmission_onlinetext_onlinetext.html", "<p>hi</p>")
+        z.writestr("李娜_12346_assignsubmission_file_hw.zip", _zip_bytes({f"hw/{NB}.ipynb": '{"cells": ["li"]}'}))
+    collected, problems = collect(download, tmp_path / "course", ASSIGNMENT, [NB])
+    assert collected == {"Иван_Петров_12345": [NB], "Иван_Петров_12353": [NB], "李娜_12346": [NB]}, problems
+    submitted = tmp_path / "course" / "submitted"
+    assert (submitted / "Иван_Петров_12353" / ASSIGNMENT / f"{NB}.ipynb").read_text() == '{"cells": ["second"]}'
+    assert (submitted / "李娜_12346" / ASSIGNMENT / f"{NB}.ipynb").read_text() == '{"cells": ["li"]}'
+    assert [(p.student, p.kind) for p in problems] == [("Иван_Петров_12353", "unmatched_file")]
+
+
+def test_a_student_renamed_on_the_lms_stays_one_student_and_a_second_download_changes_nothing(tmp_path):
+    """Canvas names a download's files after the student's name now ("kingada" once she changed "Lovelace, Ada"), and
+    Moodle its folders: her later download made a second student of her, "kingada_1234" beside "lovelaceada_1234",
+    two rows of grades.csv that each claimed her on the roster, so neither grade was exported. Her number on the LMS
+    decides: the later file is hers, in her folder. The same download collected again writes nothing and finds the
+    same. Each is named (renamed_on_lms): a folder the instructor named "student_42" is taken for Canvas's user 42."""
+    course = tmp_path / "course"
+    first = tmp_path / "first.zip"
+    with zipfile.ZipFile(first, "w") as z:
+        z.writestr(f"lovelaceada_1234_9001_{NB}.ipynb", '{"cells": ["first"]}')
+        z.writestr(f"Ivan Petrov_77_assignsubmission_file_/{NB}.ipynb", '{"cells": ["ivan"]}')
+    assert collect(first, course, ASSIGNMENT, [NB])[0] == {
+        "lovelaceada_1234": [NB],
+        "Ivan_Petrov_77": [NB],
+    }
+    (course / "submitted" / "student_42" / ASSIGNMENT).mkdir(parents=True)  # the instructor's own folder
+    later = tmp_path / "later.zip"
+    with zipfile.ZipFile(later, "w") as z:
+        z.writestr(f"kingada_LATE_1234_9002_{NB}-1.ipynb", '{"cells": ["later"]}')
+        z.writestr(f"Ivan Petrov-Smirnov_77_assignsubmission_file_/{NB}.ipynb", '{"cells": ["ivan 2"]}')
+        z.writestr(f"newcomer_42_9003_{NB}.ipynb", '{"cells": ["new"]}')
+    collected, problems = collect(later, course, ASSIGNMENT, [NB])
+    assert collected == {"lovelaceada_1234": [NB], "Ivan_Petrov_77": [NB], "student_42": [NB]}
+    assert {(p.student, p.kind, p.detail) for p in problems if p.kind != "marked_late"} == {
+        (old, "renamed_on_lms", f"named {new} in this download: collected as {old}, the student of that number in "
+         "submitted/")
+        for new, old in [("kingada_1234", "lovelaceada_1234"), ("Ivan_Petrov-Smirnov_77", "Ivan_Petrov_77"),
+                         ("newcomer_42", "student_42")]
+    }  # fmt: skip
+    assert (
+        course / "submitted" / "lovelaceada_1234" / ASSIGNMENT / f"{NB}.ipynb"
+    ).read_text() == '{"cells": ["later"]}'
+    assert not (course / "submitted" / "kingada_1234").exists()
+    again = tmp_path / "again.zip"
+    again.write_bytes(later.read_bytes())
+    written = {p: p.stat().st_mtime_ns for p in (course / "submitted").rglob("*.ipynb")}
+    assert collect(again, course, ASSIGNMENT, [NB]) == (collected, problems)
+    assert {p: p.stat().st_mtime_ns for p in (course / "submitted").rglob("*.ipynb")} == written
+
+
+def test_canvas_files_zipped_in_the_folder_they_were_unpacked_into_are_the_class(tmp_path):
+    """Canvas's flat files unpacked into "submissions/" and zipped again were one student, "submissions", holding the
+    class: the same notebook of three students was one file, the others unsaid. Files named as an LMS names them, for
+    two students or more, are unwrapped; a student's own folder of loose files is not."""
+    download = tmp_path / "wrapped.zip"
+    with zipfile.ZipFile(download, "w") as z:
+        for name in ("lovelaceada_1234_9001", "turingalan_LATE_2345_9002", "noetheremmy_3456_9003"):
+            z.writestr(f"submissions/{name}_{NB}.ipynb", '{"cells": []}')
+    collected, _ = collect(download, tmp_path / "course", ASSIGNMENT, [NB])
+    assert sorted(collected) == ["lovelaceada_1234", "noetheremmy_3456", "turingalan_2345"]
+    one = tmp_path / "one.zip"
+    with zipfile.ZipFile(one, "w") as z:  # one student's folder: a name that is not the LMS's keeps it theirs
+        z.writestr(f"ada/lovelaceada_1234_9001_{NB}.ipynb", '{"cells": []}')
+        z.writestr("ada/notes.ipynb", '{"cells": []}')
+    assert sorted(collect(one, tmp_path / "one-course", ASSIGNMENT, [NB])[0]) == ["ada"]
+
+
+def test_a_notebook_saved_with_the_browsers_ending_is_collected_and_a_script_is_still_named(tmp_path):
+    """Safari saves a notebook as ex1_atomic_backward.ipynb.txt, other browsers as .ipynb.json: the student's notebook
+    was not_a_notebook ("not a notebook file (.ipynb)"), their work ungraded. A file named after a notebook whose
+    content is a notebook is that notebook; a script or a page named so is still not_a_notebook."""
+    download = tmp_path / "moodle.zip"
+    notebook = '{"cells": [], "nbformat": 4}'
+    with zipfile.ZipFile(download, "w") as z:
+        z.writestr(f"Ada Lovelace_1_assignsubmission_file_/{NB}.ipynb.txt", notebook)
+        z.writestr("Ada Lovelace_1_assignsubmission_file_/ex2_cross_entropy_backward.ipynb.json", notebook)
+        z.writestr(f"Ben Bit_2_assignsubmission_file_/{NB}.py", "dprobs = 1\n")
+        z.writestr(f"Cy D_3_assignsubmission_file_/{NB}.ipynb.txt", "")
+    collected, problems = collect(download, tmp_path / "course", ASSIGNMENT, [NB, "ex2_cross_entropy_backward"])
+    assert collected == {"Ada_Lovelace_1": [NB, "ex2_cross_entropy_backward"]}
+    assert (tmp_path / "course/submitted/Ada_Lovelace_1" / ASSIGNMENT / f"{NB}.ipynb").read_text() == notebook
+    assert {(p.student, p.notebook, p.kind) for p in problems} == {
+        ("Ben_Bit_2", NB, "not_a_notebook"),
+        ("Cy_D_3", NB, "not_a_notebook"),
+    }
+
+
+def test_a_script_or_a_browser_saved_notebook_in_a_zip_is_matched_as_if_handed_in_loose(tmp_path):
+    """Only the .ipynb of a student's zip were looked at: a notebook Safari saved as ex3_batchnorm_backward.ipynb.txt
+    was lost, and an exported ex2_cross_entropy_backward.py left its student missing_notebook with no word of it. Both
+    are matched as if handed in loose; a readme beside them is still no problem."""
+    ex2, ex3 = "ex2_cross_entropy_backward", "ex3_batchnorm_backward"
+    work = _zip_bytes(
+        {f"{NB}.ipynb": '{"cells": ["one"]}', f"{ex2}.py": "dlogits = 1\n", f"{ex3}.ipynb.txt": '{"cells": ["three"]}'}
+        | {"notes.txt": "my notes"}
+    )
+    download = tmp_path / "moodle.zip"
+    with zipfile.ZipFile(download, "w") as z:
+        z.writestr("Ada Lovelace_1_assignsubmission_file_/work.zip", work)
+    collected, problems = collect(download, tmp_path / "course", ASSIGNMENT, [NB, ex2, ex3])
+    assert collected == {"Ada_Lovelace_1": [NB, ex3]}
+    [problem] = problems
+    assert (problem.notebook, problem.kind) == (ex2, "not_a_notebook") and "work.zip/" in problem.detail

@@ -401,7 +401,7 @@ def graded(ex1_course, listener, planted):
 
 
 def rows(course):
-    with open(course.root / "grades.csv", newline="") as f:
+    with open(course.root / "grades.csv", newline="", encoding="utf-8-sig") as f:
         return {r["student"]: r for r in csv.DictReader(f)}
 
 

@@ -60,7 +60,7 @@ def grade(root: Path, *args, check=True, env=None):
 def outcome(root: Path) -> tuple:
     """What a run leaves for the instructor: grades.csv, problems.json, and every autograded and feedback file
     with its permissions (not its bytes: each run grades with its own unseen seed)."""
-    with open(root / "grades.csv", newline="") as f:
+    with open(root / "grades.csv", newline="", encoding="utf-8-sig") as f:
         rows = {r["student"]: r for r in csv.DictReader(f)}
     problems = json.loads((root / "problems.json").read_text())
     files = sorted(

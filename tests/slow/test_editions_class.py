@@ -30,7 +30,7 @@ def course(editions_class):
 
 
 def grades(course) -> dict:
-    with (course.root / "grades.csv").open() as f:
+    with (course.root / "grades.csv").open(newline="", encoding="utf-8-sig") as f:
         return {row["student"]: row for row in csv.DictReader(f)}
 
 

@@ -136,7 +136,7 @@ def edition_release(code: str):
 
 
 def test_the_class_pipeline_grades_exercise_5(class_graded):
-    with open(class_graded.root / "grades.csv", newline="") as f:
+    with open(class_graded.root / "grades.csv", newline="", encoding="utf-8-sig") as f:
         grades = {row["student"]: row for row in csv.DictReader(f)}
     mistakes = sum(POINTS[cell] for m in TYPICAL for cell in MISTAKES[m][1])
     assert grades["adaperfect"][NB5] == "26" and grades["cleoblank"][NB5] == "0"

@@ -363,7 +363,7 @@ def graded_from_zip(c: Class, due: str) -> dict:
 
 
 def rows(path: Path) -> dict:
-    with open(path) as f:
+    with open(path, newline="", encoding="utf-8-sig") as f:
         return {row["student"]: row for row in csv.DictReader(f)}
 
 

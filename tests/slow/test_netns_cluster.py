@@ -97,7 +97,7 @@ def outcome(root: Path, students: list) -> dict:
     """What a run leaves for the instructor, for ``students``: their rows of grades.csv, their problems, every
     autograded and feedback file (name and permissions: each run grades with its own unseen seed), and the gradebook's
     submission time and late penalties."""
-    with open(root / "grades.csv", newline="") as f:
+    with open(root / "grades.csv", newline="", encoding="utf-8-sig") as f:
         rows = {r["student"]: r for r in csv.DictReader(f) if r["student"] in students}
     problems = [p for p in json.loads((root / "problems.json").read_text()) if p["student"] in students]
     files = sorted(
@@ -253,7 +253,7 @@ def test_a_worker_cut_off_mid_student_comes_back_and_the_student_is_merged_once(
     assert code == 0, err[-4000:]
     assert same(outcome(root, students), restrict(reference, students), out)
     assert submissions(root) == dict.fromkeys(students, 1)
-    with open(root / "grade_history.csv", newline="") as f:
+    with open(root / "grade_history.csv", newline="", encoding="utf-8-sig") as f:
         assert sorted(r["student"] for r in csv.DictReader(f)) == sorted(students)
     hosts = hosts_in(out)
     assert list(hosts) == [f"{rescuer} ({cluster.hosts[rescuer].address})"], out  # both students: the rescuer's
@@ -349,7 +349,7 @@ def test_the_scheduler_host_cut_off_for_seconds_is_ridden_out_or_resumed(cluster
         assert code == 0 and " unchanged since the last run" in out, err[-4000:]
     assert same(outcome(root, students), restrict(reference, students), out)
     assert submissions(root) == dict.fromkeys(students, 1)
-    with open(root / "grade_history.csv", newline="") as f:
+    with open(root / "grade_history.csv", newline="", encoding="utf-8-sig") as f:
         assert sorted(r["student"] for r in csv.DictReader(f)) == students
     print(out)
 

@@ -110,7 +110,7 @@ def course_with(folder: Path, hostile: dict, controls=CONTROLS) -> Path:
 
 
 def grades(root: Path) -> dict:
-    with open(root / "grades.csv") as f:
+    with open(root / "grades.csv", newline="", encoding="utf-8-sig") as f:
         return {row["student"]: row for row in csv.DictReader(f)}
 
 

@@ -76,7 +76,7 @@ def hand_in(course, student, changes, stamp):
 
 
 def rows(path):
-    with open(path, newline="", encoding="utf-8") as f:
+    with open(path, newline="", encoding="utf-8-sig") as f:
         return list(csv.DictReader(f))
 
 
@@ -141,7 +141,7 @@ def test_canvas_import_file_matches_grades_csv(graded, tmp_path):
     result = command(
         course, "export", "--format", "canvas", "--roster", str(tmp_path / "roster.csv"), "--out", str(out)
     )
-    with open(out, newline="") as f:
+    with open(out, newline="", encoding="utf-8-sig") as f:
         written = list(csv.reader(f))
     assert written[0] == ROSTER[0]  # Canvas's import header, the roster's column for the assignment
     assert written[1][0].strip() == "Points Possible" and written[1][-1] == "34"
@@ -158,7 +158,7 @@ def test_canvas_import_file_matches_grades_csv(graded, tmp_path):
         "edijkstra": "",  # handed in nothing: listed, left empty
     }
     assert "Dijkstra, Edsger" in result.stderr and "knuthdonald" in result.stderr
-    with open(tmp_path / "canvas_import.unmatched.csv", newline="") as f:
+    with open(tmp_path / "canvas_import.unmatched.csv", newline="", encoding="utf-8-sig") as f:
         listed = {(r["what"], r["who"]) for r in csv.DictReader(f)}
     assert listed == {
         ("on the roster, no submission", "Dijkstra, Edsger"),

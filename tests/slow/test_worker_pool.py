@@ -125,7 +125,7 @@ def test_a_worker_killed_mid_student_costs_that_student_alone(demo, tmp_path):
     assert run.returncode == 0, err[-4000:]
     killed = [p for p in json.loads((root / "problems.json").read_text()) if p["problem"] == "worker_killed"]
     assert len(killed) == 1, killed
-    with open(root / "grades.csv", newline="") as f:
+    with open(root / "grades.csv", newline="", encoding="utf-8-sig") as f:
         totals = {row["student"]: row["total"] for row in csv.DictReader(f)}
     graded = {s: float(t) for s, t in totals.items() if t}
     assert set(graded) == set(STUDENTS) - {killed[0]["student"]}, totals

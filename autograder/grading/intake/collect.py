@@ -15,8 +15,9 @@ from ...common.problems import Problem
 from ...common.words import say
 from .download import MAX_ENTRY_BYTES, SKIPPED, Entry, read
 from .download import entries as entries_of
+from .lms_names import CANVAS_FILE, MOODLE_FILE, as_before, known_numbers
 from .student_zip import newest_readable, opened, read_or_none
-from .which_notebook import by_cells, export_of, match_notebook, own_cells
+from .which_notebook import by_cells, export_of, looks_like_notebook, match_notebook, own_cells, what_it_is
 
 UNKNOWN_STUDENT = "(unknown)"
 # letters and marks that show nothing (Unicode's default ignorables among them): Hangul fillers, the combining
@@ -24,8 +25,6 @@ UNKNOWN_STUDENT = "(unknown)"
 INVISIBLE = set("\u034f\u115f\u1160\u17b4\u17b5\u180b\u180c\u180d\u180f\u3164\uffa0") | {
     chr(c) for c in [*range(0xFE00, 0xFE10), *range(0xE0100, 0xE01F0)]
 }
-# Canvas's flat files: <name>_[LATE_]<user id>_<file id>_<the file handed in>; the name is the student's to change
-CANVAS_FILE = re.compile(r"([^_]+)_(?:LATE_)?(\d+)_\d+_")
 UNMATCHED_NAMED = 20  # a student's files that match no notebook, each named in a problem of its own
 UNWRAPPED_DEPTH = 3  # the folders around a download that collect looks through at most
 
@@ -45,6 +44,8 @@ def _owner(parts: tuple) -> str:
     """The student a file of a download belongs to, by its path: its first folder, or a flat file's name prefix."""
     if parts[0] == "submitted" and len(parts) > 2:  # a whole nbgrader submitted/ folder
         parts = parts[1:]
+    if len(parts) == 1 and (moodle := MOODLE_FILE.match(parts[0])):  # as its folder would be: "Иван_Петров_12345"
+        return student_id(moodle[1])
     if len(parts) == 1:  # a flat file, named by the LMS
         canvas = CANVAS_FILE.match(parts[0])
         if canvas:  # with the user's id, as Moodle's folders: two Ada Lovelaces (or a name copied) are two students
@@ -58,15 +59,23 @@ def _unwrapped(entries: list) -> list:
     """The entries without a top folder that holds them all, when it holds more than one student's folders: a zip made
     of the folder an LMS download was unpacked into (or of folders around it, three at most). Its name would be taken
     for one student's, holding the class. Never a student's own folder (Moodle's ``..._assignsubmission_...``), nor one
-    whose files lie loose in it: their names are the student's to choose, and could name classmates."""
+    whose files lie loose in it (their names are the student's to choose, and could name classmates), unless every one
+    is named as Canvas or Moodle names the flat files of a download, and they are two students' or more."""
     for depth in range(1, UNWRAPPED_DEPTH + 1):
         if len({e.parts[depth - 1] for e in entries}) != 1 or "_assignsubmission_" in entries[0].parts[depth - 1]:
             break
-        if not all(len(e.parts) > depth + 1 for e in entries):
+        # Canvas's flat files (or Moodle's) zipped in the folder they were unpacked into: every file loose in it named
+        # as the LMS names one (a class of one student "submissions" was the class; its copies, the same, unsaid)
+        lms_files = all(len(e.parts) == depth + 1 and _lms_named(e.parts[depth]) for e in entries)
+        if not lms_files and not all(len(e.parts) > depth + 1 for e in entries):
             break
         if len({_owner(e.parts[depth:]) for e in entries}) > 1:
             return [Entry(e.parts[depth:], e.size, e.mtime, e.read, e.path) for e in entries]
     return entries
+
+
+def _lms_named(name: str) -> bool:
+    return bool(MOODLE_FILE.match(name) or CANVAS_FILE.match(name))
 
 
 def _is_file(entry: Entry, target: Path) -> bool:
@@ -140,6 +149,16 @@ def collect(download, course_root, assignment: str, notebooks) -> tuple[dict, li
         problems.append(Problem.said(student, notebook, problem, detail))
 
     entries, unsafe = entries_of(download)
+    known = known_numbers(course_root)
+    renamed = {}  # student as this download names them -> as an earlier one did (their number on the LMS the same)
+
+    def whose(entry):
+        named = _student(entry, course_root)
+        student = as_before(entry, named, known)
+        if student != named:
+            renamed[named] = student
+        return student
+
     held = {}  # the student's zip open now
     for name in unsafe:
         report(UNKNOWN_STUDENT, None, "unmatched_file", f"{name}: a path outside the archive, ignored")
@@ -147,13 +166,15 @@ def collect(download, course_root, assignment: str, notebooks) -> tuple[dict, li
     for entry in [e for e in entries if e.parts[-1].lower().endswith(".zip") and _owner(e.parts) != UNKNOWN_STUDENT]:
         entries.remove(entry)  # a student's own zip (Moodle takes any file): the notebooks in it, as if handed in
         inside, why = opened(entry, download, held)
-        entries += [replace(e, owner=_student(entry, course_root)) for e in inside]
+        entries += [replace(e, owner=whose(entry)) for e in inside]
         if why:
-            report(_student(entry, course_root), None, "unmatched_file", f"{'/'.join(entry.parts)}: {why}")
+            report(whose(entry), None, "unmatched_file", f"{'/'.join(entry.parts)}: {why}")
     for entry in entries:
         parts, shown = entry.parts, entry.within or "/".join(entry.parts)
-        student = entry.owner or _student(entry, course_root)
-        if len(parts) == 1:  # a flat file, named by the LMS: the student's prefix, then the name handed in
+        student = entry.owner or whose(entry)
+        if len(parts) == 1 and (moodle := MOODLE_FILE.match(parts[0])):  # Moodle's flat file: the name handed in
+            name = moodle[2]
+        elif len(parts) == 1:  # a flat file, named by the LMS: the student's prefix, then the name handed in
             prefix, sep, rest = parts[0].partition("_")
             name = rest if sep else parts[0]
         else:
@@ -165,8 +186,12 @@ def collect(download, course_root, assignment: str, notebooks) -> tuple[dict, li
             continue
         notebook = match_notebook(name, notebooks)
         if notebook is None and student != UNKNOWN_STUDENT and (meant := export_of(name, notebooks)):
-            exported.append((student, meant, say("{file}: {why}", file=shown, why=say("not a notebook file (.ipynb)"))))
-            continue
+            if entry.size <= MAX_ENTRY_BYTES and looks_like_notebook(read_or_none(entry, download)):
+                notebook = meant  # the notebook itself, saved with an ending of the browser's (Safari's .ipynb.txt)
+            else:
+                why = say("not a notebook file (.ipynb)")
+                exported.append((student, meant, say("{file}: {why}", file=shown, why=why)))
+                continue
         if notebook is None and student != UNKNOWN_STUDENT and name.lower().endswith(".ipynb"):
             unnamed.append((student, entry, shown))  # Untitled0.ipynb, lab4.ipynb: matched by its cells, below
             continue
@@ -206,15 +231,24 @@ def collect(download, course_root, assignment: str, notebooks) -> tuple[dict, li
         data, copies = newest_readable(copies, download, lambda why: report(student, notebook, "unmatched_file", why))
         if data is None:
             continue
-        entry, shown = copies[0]
         # a copy the same as the one taken is no choice (a second --from submitted finds what the first wrote)
         copies = [copies[0]] + [c for c in copies[1:] if c[0].size != len(data) or read_or_none(c[0], download) != data]
+        why = "the newest"
+        if len(copies) > 1 and not _is_file(copies[0][0], target) and not looks_like_notebook(data):
+            # the newest is empty or no notebook (an upload that failed, a file cut short): an older copy that is one
+            # is the student's work, which the newest would have cost them (their page said "the file is empty")
+            found = next((c for c in copies[1:] if looks_like_notebook(read_or_none(c[0], download))), None)
+            if found is not None:
+                why = f"the newest that is a notebook; {copies[0][1]}, newer, is {what_it_is(data)}"
+                copies.remove(found)
+                copies.insert(0, found)
+                data = read(found[0], download)
+        entry, shown = copies[0]
         if len(copies) > 1:
-            why = (  # collecting submitted/ in place: the file already under its name is never written over
-                "already under the notebook's own name, never overwritten; to grade another, rename it to that name"
-                if _is_file(entry, target)
-                else "the newest"
-            )
+            if _is_file(entry, target):  # collecting submitted/ in place: the file already under its name stays
+                why = (
+                    "already under the notebook's own name, never overwritten; to grade another, rename it to that name"
+                )
             report(
                 student,
                 notebook,
@@ -239,6 +273,9 @@ def collect(download, course_root, assignment: str, notebooks) -> tuple[dict, li
         if n > UNMATCHED_NAMED:
             more = f"and {n - UNMATCHED_NAMED} more files that match no notebook, not named here"
             problems.append(Problem(student, None, "unmatched_file", more))
+    for named, student in renamed.items():
+        why = f"named {named} in this download: collected as {student}, the student of that number in submitted/"
+        problems.append(Problem(student, None, "renamed_on_lms", why))
     for student in seen - set(collected):  # handed in nothing gradable: still in the class, with a problem
         _own_folder(course_root, student, assignment)
     for student, entry in timestamps.items():

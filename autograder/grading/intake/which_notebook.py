@@ -69,3 +69,16 @@ def by_cells(entry: Entry, download: Path, own: dict) -> str | None:
     best = max(shares.values(), default=0)
     found = [n for n, share in shares.items() if share == best]
     return found[0] if best > 0.5 and len(found) == 1 else None
+
+
+def looks_like_notebook(data: bytes | None) -> bool:
+    """Whether ``data`` is a notebook's JSON, cells and all (not empty, not cut short, not another kind of file)."""
+    try:
+        found = json.loads(data.decode("utf-8-sig")) if data else None
+    except (UnicodeDecodeError, ValueError, RecursionError):
+        return False
+    return isinstance(found, dict) and isinstance(found.get("cells", found.get("worksheets")), list)
+
+
+def what_it_is(data: bytes) -> str:
+    return "empty" if not data.strip() else "no notebook"

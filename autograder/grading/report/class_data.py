@@ -11,7 +11,7 @@ from urllib.parse import quote
 
 from ...common.problems import rank, read_problems
 from ..results.gradebook import exists, sqlite_url
-from ..results.grades_csv import number, read_student
+from ..results.grades_csv import SPREADSHEET_ENCODING, number, read_student
 from ..results.history import read_history
 from .misconceptions import read_diagnoses
 
@@ -41,7 +41,7 @@ class ClassData:
         if not path.is_file():
             self.notes.append(f"No grades: {path} does not exist.")
             return
-        with open(path, newline="", encoding="utf-8") as f:
+        with open(path, newline="", encoding=SPREADSHEET_ENCODING) as f:
             reader = csv.DictReader(f)
             columns = reader.fieldnames or []
             if "student" not in columns:

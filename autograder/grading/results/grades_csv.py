@@ -12,6 +12,11 @@ import nbformat
 from ...common.shown import from_cell, to_cell
 
 FIXED_COLUMNS = ["student", "total", "max_total", "late_penalty"]
+# The CSVs people open (grades.csv, the history, the LMS files): UTF-8 with a byte-order mark, which Excel on Windows
+# needs to read UTF-8 (without it, "Иван" showed as "Ð˜Ð²Ð°Ð½"); Canvas's and Moodle's imports take it (Moodle strips
+# it, Canvas finds its "Student" column in "\ufeffStudent"), pandas skips it; Python's csv reads it with "utf-8-sig",
+# which reads files without one too (those of older versions).
+SPREADSHEET_ENCODING = "utf-8-sig"
 
 
 def step_columns(root: Path, assignment: str, notebooks: list) -> dict:
@@ -98,7 +103,7 @@ def write_grades_csv(path: Path, rows: list, notebooks: list, steps: dict) -> No
     """Write ``grade_rows`` to ``path``."""
     header = [*FIXED_COLUMNS, *notebooks, *(f"{n}:{s}" for n in notebooks for s in steps[n])]
     path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "w", newline="", encoding="utf-8") as f:
+    with open(path, "w", newline="", encoding=SPREADSHEET_ENCODING) as f:
         writer = csv.DictWriter(f, fieldnames=header, restval="")
         writer.writeheader()
         # a student's id is theirs to choose (a folder's name): a cell that a spreadsheet shows, never runs

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ...common.shown import to_cell
-from .grades_csv import number, read_student
+from .grades_csv import SPREADSHEET_ENCODING, number, read_student
 
 COLUMNS = ["time", "student", "old_total", "new_total", "reason"]
 
@@ -30,7 +30,7 @@ class Change:
 
 def append_history(path: Path, changes: list) -> None:
     new = not path.is_file()
-    with open(path, "a", newline="", encoding="utf-8") as f:
+    with open(path, "a", newline="", encoding=SPREADSHEET_ENCODING) as f:  # its mark only when new
         writer = csv.writer(f)
         if new:
             writer.writerow(COLUMNS)
@@ -43,7 +43,7 @@ def read_history(path: Path) -> list:
     """Every ``Change`` in the file, oldest first; [] when there is none."""
     if not Path(path).is_file():
         return []
-    with open(path, newline="", encoding="utf-8") as f:
+    with open(path, newline="", encoding=SPREADSHEET_ENCODING) as f:
         return [
             Change(r["time"], read_student(r["student"]), number(r["old_total"]), number(r["new_total"]), r["reason"])
             for r in csv.DictReader(f)

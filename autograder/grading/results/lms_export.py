@@ -11,7 +11,8 @@ from pathlib import Path
 
 from ...common.errors import GradingError
 from ...common.shown import to_cell
-from .grades_csv import read_student
+from .grades_csv import SPREADSHEET_ENCODING, read_student
+from .moodle_worksheet import maximum
 from .roster import CANVAS_COLUMNS, Roster, match, name_key, read_roster
 
 FORMATS = ("canvas", "moodle", "csv")
@@ -38,7 +39,7 @@ def read_grades(path: Path) -> dict:
     """student -> its grades.csv row."""
     if not Path(path).is_file():
         raise GradingError(f"no grades: {path} does not exist (run backprop-ninja grade first)")
-    with open(path, newline="", encoding="utf-8") as f:
+    with open(path, newline="", encoding=SPREADSHEET_ENCODING) as f:
         reader = csv.DictReader(f)
         if not {"student", "total"} <= set(reader.fieldnames or ()):  # nbgrader export writes grades.csv by default
             raise GradingError(
@@ -61,6 +62,27 @@ def canvas_column(roster: Roster, assignment: str, column: str | None) -> str:
         return column
     same = [c for c in assignments if name_key(re.sub(r"\s*\(\d+\)$", "", c)) == name_key(assignment)]
     return same[0] if len(same) == 1 else assignment
+
+
+def write_worksheet(writer, roster: Roster, person_of: dict, total, max_total: str, warnings: list) -> int:
+    """Moodle's grading worksheet back, for *Upload grading worksheet*: its columns and rows as read, in the site's
+    language (Moodle finds them by their names), the grade of each matched student filled in."""
+    sheet = roster.worksheet
+    grade_of = {id(p): total(s) for s, p in person_of.items()}
+    stated = maximum(roster.people, sheet)
+    if stated is not None and max_total and stated != float(max_total):
+        warnings.append(
+            f"the worksheet's maximum grade is {stated:g}, the totals are out of {max_total}: Moodle skips a grade "
+            f"over the maximum. Set the assignment's maximum grade to {max_total} in Moodle and download the worksheet "
+            "again"
+        )
+    writer.writerow(roster.columns)
+    for p in roster.people:  # Moodle reads the identifier, the grade, the time and feedback: those as they are
+        row = {**p.row, sheet["grade"]: grade_of[id(p)]} if id(p) in grade_of else dict(p.row)
+        if sheet["name"]:  # a name as a spreadsheet shows it, never runs it
+            row[sheet["name"]] = to_cell(row.get(sheet["name"], ""))
+        writer.writerow([row.get(c, "") for c in roster.columns])
+    return len(grade_of)
 
 
 def export_grades(
@@ -95,7 +117,7 @@ def export_grades(
             "course's, and are the students named as the LMS names them? (the unmatched list above)"
         )
     out.parent.mkdir(parents=True, exist_ok=True)
-    with open(out, "w", newline="", encoding="utf-8") as f:
+    with open(out, "w", newline="", encoding=SPREADSHEET_ENCODING) as f:
         writer = csv.writer(f)
         if fmt == "canvas":
             heading = canvas_column(roster, assignment, column)
@@ -112,6 +134,8 @@ def export_grades(
                 ids = [p.row.get(c, "") for c in CANVAS_COLUMNS[1:]]
                 writer.writerow([to_cell(p.row.get("Student", "")), *ids, total(student_of.get(id(p), ""))])
             count = len(roster.people)
+        elif fmt == "moodle" and roster.worksheet:  # the worksheet as read, each matched student's grade filled in
+            count = write_worksheet(writer, roster, person_of, total, max_total, warnings)
         elif fmt == "moodle":
             people = list(person_of.items())
             key = "Email address" if people and all(p.row.get("Email address") for _, p in people) else "ID number"
@@ -132,7 +156,7 @@ def export_grades(
             count = len(grades)
 
     unmatched_csv = out.with_name(out.stem + ".unmatched.csv")
-    with open(unmatched_csv, "w", newline="", encoding="utf-8") as f:
+    with open(unmatched_csv, "w", newline="", encoding=SPREADSHEET_ENCODING) as f:
         writer = csv.writer(f)
         writer.writerow(["what", "who", "why"])
         writer.writerows((what, to_cell(who), to_cell(why)) for what, who, why in unmatched)

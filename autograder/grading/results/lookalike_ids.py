@@ -22,9 +22,15 @@ def skeleton(student: str) -> str:
     return "".join(c for c in text if c.isalnum() and not unicodedata.combining(c)).translate(LOOK_LATIN)
 
 
-def _unlike(student: str) -> list:
-    """The letters of ``student`` that are not Latin but look it, named: "Cyrillic о (U+043E)"."""
-    odd = [c for c in dict.fromkeys(unicodedata.normalize("NFKD", student).casefold()) if c != c.translate(LOOK_LATIN)]
+def _letters(student: str) -> str:
+    return unicodedata.normalize("NFKD", re.sub(r"[\W_]*\d+$", "", student)).casefold()
+
+
+def _unlike(student: str, others: list) -> list:
+    """The letters of ``student`` that are not Latin but look it, and that the ``others`` do not have, named:
+    "Cyrillic о (U+043E)". Two Иван Петров of a Russian class share theirs: none is of another script."""
+    theirs = set().union(*(_letters(o) for o in others))
+    odd = [c for c in dict.fromkeys(_letters(student)) if c != c.translate(LOOK_LATIN) and c not in theirs]
     return [f"{unicodedata.name(c, '?').split()[0].title()} {c} (U+{ord(c):04X})" for c in odd]
 
 
@@ -37,10 +43,17 @@ def lookalike_ids(students: list) -> list:
     problems = []
     for group in alike.values():
         for student in group if len(group) > 1 else ():
-            others = ", ".join(s for s in group if s != student)
-            odd = _unlike(student)
-            why = f"letters of another script: {', '.join(odd)}" if odd else "students of one name?"
-            problems.append(Problem(student, None, "lookalike_ids", f"looks like {others} ({why}); grades stand"))
+            others = [s for s in group if s != student]
+            odd = _unlike(student, others)
+            if odd:
+                why = f"letters of another script: {', '.join(odd)}"
+            elif all(_letters(o) == _letters(student) for o in others):
+                why = "one name, another number on the LMS: two students of one name, or one who handed in twice?"
+            else:
+                why = "students of one name?"
+            problems.append(
+                Problem(student, None, "lookalike_ids", f"looks like {', '.join(others)} ({why}); grades stand")
+            )
     return problems
 
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ...common.errors import GradingError
+from .moodle_worksheet import participant, worksheet_columns
 
 CANVAS_COLUMNS = ["Student", "ID", "SIS User ID", "SIS Login ID", "Section"]
 MOODLE_ID_COLUMNS = ["Email address", "ID number", "Username"]
@@ -38,6 +39,9 @@ class Person:
     other_names: tuple = ()
     """The name in the other order too (Moodle: "Lovelace Ada"): a site whose names show family name first (usual in
     Chinese, Japanese, Hungarian) names its download's folders "李娜_1005_…" for First name 娜, Last name 李."""
+    number: str = ""
+    """The LMS's number that its download's names end in: Canvas's user ID (``lovelaceada_1234_…``), the participant
+    number of Moodle's grading worksheet (``Иван Петров_12345_assignsubmission_file_``)."""
 
 
 @dataclass
@@ -50,6 +54,8 @@ class Roster:
     """Every ``Person`` on it."""
     points_possible: dict
     """Canvas: column -> the Points Possible row's value (empty for Moodle)."""
+    worksheet: dict | None = None
+    """Moodle's grading worksheet: kind -> its column (``moodle_worksheet.worksheet_columns``); None for others."""
 
 
 def _rows(path: Path) -> list:
@@ -89,8 +95,16 @@ def read_roster(path: Path) -> Roster:
                 points = r
             elif r.get("ID"):  # other header rows (muted, posting policy) have no student id
                 ids = tuple(r[c] for c in CANVAS_COLUMNS[1:4] if r.get(c))
-                people.append(Person(r["Student"], r, ids))
+                people.append(Person(r["Student"], r, ids, number=r["ID"]))
         return Roster("canvas", header, people, points)
+    sheet = worksheet_columns(header, records)
+    if sheet:  # Moodle's grading worksheet, in the site's language
+        people = [
+            Person(r.get(sheet["name"] or "", ""), r, (r[sheet["email"]],) if sheet["email"] else (), number=n)
+            for r in records
+            if (n := participant(r, sheet))
+        ]
+        return Roster("moodle", header, people, {}, sheet)
     last = next((c for c in ("Last name", "Surname") if c in header), None)
     if "First name" in header and last:
         people = [
@@ -104,9 +118,10 @@ def read_roster(path: Path) -> Roster:
         ]
         return Roster("moodle", header, people, {})
     raise GradingError(
-        f"{path} is neither a Canvas gradebook export (columns {', '.join(CANVAS_COLUMNS)}) nor a Moodle "
-        "export (First name, Last name, Email address or ID number); an LMS in another language names them in it: "
-        "export the roster with your LMS set to English"
+        f"{path} is neither a Canvas gradebook export (columns {', '.join(CANVAS_COLUMNS)}), nor a Moodle grading "
+        'worksheet (its identifier column, every value as "Participant 12345", and its grade column: read in '
+        "English, Russian, Chinese, German, Spanish and French), nor a Moodle export (First name, Last name, Email "
+        f"address or ID number); its columns: {', '.join(header[:8])}. Export the roster with your LMS set to English"
     )
 
 
@@ -134,9 +149,10 @@ def match(students: list, roster: Roster) -> Matching:
             if person not in same:
                 same.append(person)
     chosen, by_identifier, why = {}, set(), {}  # student -> the one person of their name or id; why not
-    by_user = {}  # Canvas's user id (ID), which a Canvas download's student ids end in (collect)
-    for person in roster.people if roster.lms == "canvas" else ():
-        by_user.setdefault(person.row.get("ID"), []).append(person)
+    by_user = {}  # the LMS's number, which its download's student ids end in (collect)
+    for person in roster.people:
+        if person.number:
+            by_user.setdefault(person.number, []).append(person)
     for student in students:
         user = re.search(r"_(\d+)$", student)
         found = by_id.get(student.lower()) or (by_user.get(user[1]) if user else None) or []
