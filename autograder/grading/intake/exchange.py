@@ -8,6 +8,7 @@ docs/jupyterhub.md says how a course uses the exchange.
 import json
 import os
 import pwd
+import secrets
 import stat
 import subprocess
 import sys
@@ -30,6 +31,14 @@ def owner_name(uid: int) -> str:
 def read_owned(path: str, uid: int | None, limit: int) -> bytes | None:
     """The bytes of ``path`` if it is a regular file of ``uid`` (None: of anyone) of at most ``limit`` bytes (never
     following a link nor opening a pipe), else None."""
+    got = read_owned_at(path, uid, limit)
+    return None if got is None else got[0]
+
+
+def read_owned_at(path: str, uid: int | None, limit: int) -> tuple[bytes, float] | None:
+    """``read_owned``'s bytes, and the last change of the file once they were read (its ctime, which its owner can
+    move forward only: writing into a file of a submission, as the owner of that file may long after submitting,
+    changes no time of its folder)."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
     except OSError:
@@ -39,7 +48,8 @@ def read_owned(path: str, uid: int | None, limit: int) -> bytes | None:
         os.close(fd)
         return None
     with os.fdopen(fd, "rb") as f:
-        return f.read(limit + 1)[:limit]
+        data = f.read(limit + 1)[:limit]
+        return data, os.fstat(f.fileno()).st_ctime
 
 
 def from_exchange(root: Path, assignment: str) -> list:
@@ -78,13 +88,19 @@ def from_exchange(root: Path, assignment: str) -> list:
 
 def secret_beside_feedback(root: Path, assignment: str, student: str) -> None:
     """``nbgrader release_feedback`` names each page in the exchange after the submission's secret, which only its
-    student's nbgrader knows: the secret of the submission just graded goes beside its feedback pages."""
+    student's nbgrader knows: the secret of the submission just graded goes beside its feedback pages.
+
+    release_feedback reads the secret beside every page it releases, as text, and stops at the first folder that has
+    none, an empty one or one that is not text: the students after it got no feedback. A submission without a secret
+    that nbgrader wrote (ASCII: hex), as a student may make one by hand in the exchange, gets a new one, which nobody
+    holds: its pages are released where nobody finds them, and the class's are released."""
     feedback = root / "feedback" / student / assignment
     secret = read_owned(str(root / "submitted" / student / assignment / KEPT[1]), os.geteuid(), MAX_SMALL_BYTES)
     if feedback.is_dir():
         (feedback / KEPT[1]).unlink(missing_ok=True)
-        if secret is not None:
-            (feedback / KEPT[1]).write_bytes(secret)
+        if secret is None or not secret.strip() or not secret.isascii():
+            secret = secrets.token_hex(64).encode()
+        (feedback / KEPT[1]).write_bytes(secret)
 
 
 def __getattr__(name: str):
