@@ -10,6 +10,7 @@ import sys
 import time
 
 import nbformat
+import pytest
 from nbgrader.auth import Authenticator
 from nbgrader.coursedir import CourseDirectory
 from traitlets.config import Config
@@ -262,3 +263,36 @@ def test_release_feedback_releases_the_class_whatever_secret_a_submission_holds(
     pages = tmp_path / "exchange" / "course101" / "feedback"
     assert sorted(page.read_text() for page in pages.iterdir()) == sorted(held)
     assert (pages / f"{notebook_hash(secret=held['ada'].decode(), notebook_id='answers')}.html").read_text() == "ada"
+
+
+@pytest.mark.parametrize("when", ["after its folder was chosen", "while its files are read"])
+def test_a_link_put_in_place_of_a_submission_while_it_is_collected_is_not_read(tmp_path, when):
+    """A student may rename their folder in inbound/ (2733) and put a link in its place, to a folder of answers kept
+    since before the due date, whose files' times are early: the collect chose the folder (init_src), then read its
+    notebooks by path, through the link. It now opens the folder once, never through a link, and reads every name in
+    it: a link put there before it is opened is not collected, one put there after changes nothing."""
+    me = pwd.getpwuid(os.getuid()).pw_name
+    name = f"{me}+{ASSIGNMENT}+2026-12-01 10:00:00.000000 UTC+abc"
+    inbound = released(tmp_path, {"kept answers": "answers chosen after the due date", name: "submitted in time"})
+
+    def swap():
+        (inbound / name).rename(inbound / "moved away")
+        (inbound / name).symlink_to(inbound / "kept answers")
+
+    class Swapping(OwnedCollect):
+        def init_src(self):
+            super().init_src()
+            if when == "after its folder was chosen":
+                swap()
+
+        def copies(self, *args):
+            if when == "while its files are read":
+                swap()
+            return super().copies(*args)
+
+    collect = start(tmp_path, Swapping)
+    got = tmp_path / "course" / "submitted" / me / ASSIGNMENT
+    if when == "after its folder was chosen":
+        assert collect.collected == [] and not got.exists()
+    else:
+        assert collect.collected == [me] and cells(got / NB) == ["submitted in time"]

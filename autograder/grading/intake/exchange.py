@@ -35,12 +35,12 @@ def read_owned(path: str, uid: int | None, limit: int) -> bytes | None:
     return None if got is None else got[0]
 
 
-def read_owned_at(path: str, uid: int | None, limit: int) -> tuple[bytes, float] | None:
-    """``read_owned``'s bytes, and the last change of the file once they were read (its ctime, which its owner can
-    move forward only: writing into a file of a submission, as the owner of that file may long after submitting,
-    changes no time of its folder)."""
+def read_owned_at(path: str, uid: int | None, limit: int, folder: int | None = None) -> tuple[bytes, float] | None:
+    """``read_owned``'s bytes (of ``path`` in the open ``folder``, if given), and the last change of the file once
+    they were read (its ctime, which its owner can move forward only: writing into a file of a submission, as the
+    owner of that file may long after submitting, changes no time of its folder)."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=folder)
     except OSError:
         return None
     st = os.fstat(fd)  # before fdopen, which raises IsADirectoryError on a folder's (one named ex1.ipynb)
