@@ -296,3 +296,24 @@ def test_a_link_put_in_place_of_a_submission_while_it_is_collected_is_not_read(t
         assert collect.collected == [] and not got.exists()
     else:
         assert collect.collected == [me] and cells(got / NB) == ["submitted in time"]
+
+
+def test_a_students_folders_named_after_others_make_a_few_problems_not_thousands(tmp_path):
+    """Measured on a machine set up as docs/jupyterhub.md says: mallory's 5,000 folders in inbound/ named after alice
+    were 5,003 not_their_submission problems, a problems.json of 1.1 MB and a class report of 0.8 MB (a million would
+    be 200 MB). The first 20 of a student's are named, the rest counted, as a download's stray files are."""
+    from autograder.grading.intake.exchange import REFUSED_NAMED, from_exchange
+
+    me = pwd.getpwuid(os.getuid()).pw_name
+    released(tmp_path, {f"ghost+{ASSIGNMENT}+2026-12-01 10:00:00.000000 UTC+{i}": "" for i in range(REFUSED_NAMED + 5)})
+    root = tmp_path / "course"
+    (root / "nbgrader_config.py").write_text(
+        "c = get_config()\n"
+        "c.CourseDirectory.course_id = 'course101'\n"
+        f"c.Exchange.root = {str(tmp_path / 'exchange')!r}\n"
+        "c.ExchangeFactory.collect = 'autograder.grading.intake.owned_collect.OwnedCollect'\n"
+    )
+    problems = from_exchange(root, ASSIGNMENT)
+    assert {(p.student, p.kind) for p in problems} == {(me, "not_their_submission")}
+    assert len(problems) == REFUSED_NAMED + 1
+    assert problems[-1].detail == f"and 5 more folders in the exchange made by {me}, not named here"
