@@ -305,7 +305,10 @@ def test_a_students_folders_named_after_others_make_a_few_problems_not_thousands
     from autograder.grading.intake.exchange import REFUSED_NAMED, from_exchange
 
     me = pwd.getpwuid(os.getuid()).pw_name
-    released(tmp_path, {f"ghost+{ASSIGNMENT}+2026-12-01 10:00:00.000000 UTC+{i}": "" for i in range(REFUSED_NAMED + 5)})
+    inbound = released(
+        tmp_path, {f"ghost+{ASSIGNMENT}+2026-12-01 10:00:00.000000 UTC+{i}": "" for i in range(REFUSED_NAMED + 5)}
+    )
+    (inbound / f"{me}+{ASSIGNMENT}+2026-12-01 10:00:00.000000 UTC+link").symlink_to(tmp_path)  # said for what it is
     root = tmp_path / "course"
     (root / "nbgrader_config.py").write_text(
         "c = get_config()\n"
@@ -315,5 +318,5 @@ def test_a_students_folders_named_after_others_make_a_few_problems_not_thousands
     )
     problems = from_exchange(root, ASSIGNMENT)
     assert {(p.student, p.kind) for p in problems} == {(me, "not_their_submission")}
-    assert len(problems) == REFUSED_NAMED + 1
-    assert problems[-1].detail == f"and 5 more folders in the exchange made by {me}, not named here"
+    assert len(problems) == REFUSED_NAMED + 1 and "(a link?)" in problems[0].detail  # (their own name's first)
+    assert problems[-1].detail == f"and 6 more folders in the exchange made by {me}, not named here"

@@ -74,10 +74,12 @@ def from_exchange(root: Path, assignment: str) -> list:
             "docs/jupyterhub.md). Nothing was collected."
         )
     refused, named_by = [], {}  # a student's 5,000 folders named after another were 5,000 problems: a 1 MB report
-    for folder, named, owner in answer["refused"]:
+    for folder, named, owner in sorted(answer["refused"], key=lambda r: (r[2], r[1] != r[2], r[0])):
         named_by[owner] = named_by.get(owner, 0) + 1
         if named_by[owner] <= REFUSED_NAMED:
             words = f"{folder} in the exchange names {named} but was made by {owner}"
+            if named == owner:  # (refused for what it is: a link, say, which was said to be made by its student)
+                words = f"{folder} in the exchange is {owner}'s but no folder (a link?): not collected"
             refused.append(Problem(owner, None, "not_their_submission", words))
     for owner, n in named_by.items():
         if n > REFUSED_NAMED:
