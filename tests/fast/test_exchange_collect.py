@@ -7,8 +7,10 @@ import os
 import pwd
 import subprocess
 import sys
+import time
 
 import nbformat
+import pytest
 from nbgrader.auth import Authenticator
 from nbgrader.coursedir import CourseDirectory
 from traitlets.config import Config
@@ -94,16 +96,24 @@ def collect_folder(tmp_path, files: dict):
     for name, (source, mtime) in files.items():
         nbformat.write(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(source, id="c")]), submission / name)
         os.utime(submission / name, (mtime, mtime))
+    return start(tmp_path), course / "submitted" / me / ASSIGNMENT
+
+
+def configured(tmp_path) -> Config:
     config = Config()
-    config.CourseDirectory.root = str(course)
+    config.CourseDirectory.root = str(tmp_path / "course")
     config.CourseDirectory.course_id = "course101"
     config.CourseDirectory.assignment_id = ASSIGNMENT
-    config.Exchange.root = str(exchange)
-    collect = OwnedCollect(
-        coursedir=CourseDirectory(config=config), authenticator=Authenticator(config=config), config=config
-    )
-    collect.start()
-    return collect, course / "submitted" / me / ASSIGNMENT
+    config.Exchange.root = str(tmp_path / "exchange")
+    return config
+
+
+def start(tmp_path, kind=OwnedCollect):
+    """``kind`` (OwnedCollect, or nbgrader's release_feedback) started in the course of ``tmp_path``."""
+    config = configured(tmp_path)
+    exchange = kind(coursedir=CourseDirectory(config=config), authenticator=Authenticator(config=config), config=config)
+    exchange.start()
+    return exchange
 
 
 def cells(path):
@@ -158,3 +168,155 @@ def test_grade_from_the_exchange_lists_the_copies_it_did_not_take(tmp_path):
     assert [(p.student, p.notebook, p.kind, p.detail) for p in problems] == [
         (me, stem, "duplicate_file", f"2 files for {stem}: took {stem}-Copy1.ipynb (the newest); ignored {NB}")
     ]
+
+
+def released(tmp_path, cells_of: dict):
+    """The course of ``tmp_path`` with ``NB`` released, and in its exchange's inbound one folder of the user running the
+    tests for each name of ``cells_of`` (-> the cells' source of its NB), made in that order: inbound."""
+    release = tmp_path / "course" / "release" / ASSIGNMENT
+    release.mkdir(parents=True)
+    nbformat.write(nbformat.v4.new_notebook(), release / NB)
+    inbound = tmp_path / "exchange" / "course101" / "inbound"
+    inbound.mkdir(parents=True)
+    for name, source in cells_of.items():
+        time.sleep(0.02)  # (a ctime of its own)
+        (inbound / name).mkdir()
+        nbformat.write(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(source, id="c")]), inbound / name / NB)
+    return inbound
+
+
+CLAIMS = ["notatime", "", "9999-12-31 23:59:59 -1400", "0001-01-01 00:00:00 +1400"]  # no time; none a datetime holds
+
+
+def test_a_folder_whose_name_claims_no_time_stops_no_collect(tmp_path):
+    """Any student of the course may make a folder in inbound/ (2733). Measured on a machine set up as
+    docs/jupyterhub.md says: mallory's ``mkdir 'inbound/xa_mallory+backprop_ninja+notatime'`` stopped ``grade
+    --from-exchange`` for the whole class ("collecting from nbgrader's exchange failed: ... ParserError", nobody
+    collected nor graded), since nbgrader's collect reads the time in every name of inbound/ and raises on one it
+    cannot read, or that no datetime holds (OverflowError). Such a folder now counts from its arrival, as any folder
+    whose name claims an earlier time; one named after another student is refused as before."""
+    me = pwd.getpwuid(os.getuid()).pw_name
+    mine = [f"{me}+{ASSIGNMENT}+{claim}" for claim in CLAIMS]
+    another = [f"ghost+{ASSIGNMENT}+{claim}+x" for claim in CLAIMS]
+    inbound = released(
+        tmp_path,
+        {f"{me}+{ASSIGNMENT}+2026-12-01 10:00:00.000000 UTC+abc": "made first", **dict.fromkeys(another, "")}
+        | {name: f"made {i}" for i, name in enumerate(mine)},
+    )
+    collect = start(tmp_path)
+    assert collect.collected == [me] and sorted(r[0] for r in collect.refused) == sorted(another)
+    got = tmp_path / "course" / "submitted" / me / ASSIGNMENT
+    assert cells(got / NB) == [f"made {len(mine) - 1}"]  # the newest by its arrival
+    last = inbound / mine[-1]
+    arrived = datetime.datetime.fromtimestamp(max(last.stat().st_ctime, (last / NB).stat().st_ctime), datetime.UTC)
+    assert (got / "timestamp.txt").read_text() == f"{arrived:%Y-%m-%d %H:%M:%S.%f} UTC"
+
+
+def test_a_notebook_written_into_after_its_folder_arrived_counts_from_that_write(tmp_path):
+    """Writing into a file of a folder changes no time of the folder. Measured on a machine set up as
+    docs/jupyterhub.md says: mallory submitted an empty notebook in time (01:36:00), wrote her answers into it in the
+    exchange 16 s after the due date (her folder, 0777, and her files there are hers), and was collected as at
+    01:36:00, 40 of 40 points and no late penalty; so could she hours later. The time of a submission is now also
+    the last change of each file taken from it, as it was read."""
+    me = pwd.getpwuid(os.getuid()).pw_name
+    name = f"{me}+{ASSIGNMENT}+2026-12-01 10:00:00.000000 UTC+abc"
+    inbound = released(tmp_path, {name: "submitted in time"})
+    arrived = (inbound / name).stat().st_ctime_ns
+    time.sleep(0.02)
+    late = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("written after the due date", id="c")])
+    (inbound / name / NB).write_text(nbformat.writes(late))  # into the same file
+    assert (inbound / name).stat().st_ctime_ns == arrived and (inbound / name / NB).stat().st_ctime_ns > arrived
+
+    start(tmp_path)
+    got = tmp_path / "course" / "submitted" / me / ASSIGNMENT
+    written = datetime.datetime.fromtimestamp((inbound / name / NB).stat().st_ctime, datetime.UTC)
+    assert cells(got / NB) == ["written after the due date"]
+    assert (got / "timestamp.txt").read_text() == f"{written:%Y-%m-%d %H:%M:%S.%f} UTC"
+
+
+def test_release_feedback_releases_the_class_whatever_secret_a_submission_holds(tmp_path):
+    """nbgrader's release_feedback reads the secret beside every student's pages as text and stopped at the first
+    student with none (FileNotFoundError, measured: mallory's hand-made folder in the exchange had none), an empty
+    one (an assertion) or one that is no text (UnicodeDecodeError): the students after them in its listing got no
+    feedback. Such a student's pages get a new secret, which nobody holds; everyone's pages are released."""
+    from nbgrader.exchange.default.release_feedback import ExchangeReleaseFeedback
+    from nbgrader.utils import notebook_hash
+
+    from autograder.grading.intake.exchange import secret_beside_feedback
+
+    held = {"ada": b"5ec7e7" * 20, "mal_none": None, "mal_empty": b"", "mal_bytes": b"\xff\xfe", "mal_blank": b" \n"}
+    root = tmp_path / "course"
+    for student, secret in held.items():
+        submitted, feedback = (root / kind / student / ASSIGNMENT for kind in ("submitted", "feedback"))
+        for folder in (submitted, feedback):
+            folder.mkdir(parents=True)
+            (folder / "timestamp.txt").write_text("2026-12-01 10:00:00.000000 UTC")
+        if secret is not None:
+            (submitted / "submission_secret.txt").write_bytes(secret)
+        (feedback / "answers.html").write_text(student)
+        secret_beside_feedback(root, ASSIGNMENT, student)
+        beside = (feedback / "submission_secret.txt").read_bytes()
+        assert beside == secret if student == "ada" else len(beside) == 128 and beside.isascii()
+    (tmp_path / "exchange" / "course101").mkdir(parents=True)
+
+    start(tmp_path, ExchangeReleaseFeedback)
+    pages = tmp_path / "exchange" / "course101" / "feedback"
+    assert sorted(page.read_text() for page in pages.iterdir()) == sorted(held)
+    assert (pages / f"{notebook_hash(secret=held['ada'].decode(), notebook_id='answers')}.html").read_text() == "ada"
+
+
+@pytest.mark.parametrize("when", ["after its folder was chosen", "while its files are read"])
+def test_a_link_put_in_place_of_a_submission_while_it_is_collected_is_not_read(tmp_path, when):
+    """A student may rename their folder in inbound/ (2733) and put a link in its place, to a folder of answers kept
+    since before the due date, whose files' times are early: the collect chose the folder (init_src), then read its
+    notebooks by path, through the link. It now opens the folder once, never through a link, and reads every name in
+    it: a link put there before it is opened is not collected, one put there after changes nothing."""
+    me = pwd.getpwuid(os.getuid()).pw_name
+    name = f"{me}+{ASSIGNMENT}+2026-12-01 10:00:00.000000 UTC+abc"
+    inbound = released(tmp_path, {"kept answers": "answers chosen after the due date", name: "submitted in time"})
+
+    def swap():
+        (inbound / name).rename(inbound / "moved away")
+        (inbound / name).symlink_to(inbound / "kept answers")
+
+    class Swapping(OwnedCollect):
+        def init_src(self):
+            super().init_src()
+            if when == "after its folder was chosen":
+                swap()
+
+        def copies(self, *args):
+            if when == "while its files are read":
+                swap()
+            return super().copies(*args)
+
+    collect = start(tmp_path, Swapping)
+    got = tmp_path / "course" / "submitted" / me / ASSIGNMENT
+    if when == "after its folder was chosen":
+        assert collect.collected == [] and not got.exists()
+    else:
+        assert collect.collected == [me] and cells(got / NB) == ["submitted in time"]
+
+
+def test_a_students_folders_named_after_others_make_a_few_problems_not_thousands(tmp_path):
+    """Measured on a machine set up as docs/jupyterhub.md says: mallory's 5,000 folders in inbound/ named after alice
+    were 5,003 not_their_submission problems, a problems.json of 1.1 MB and a class report of 0.8 MB (a million would
+    be 200 MB). The first 20 of a student's are named, the rest counted, as a download's stray files are."""
+    from autograder.grading.intake.exchange import REFUSED_NAMED, from_exchange
+
+    me = pwd.getpwuid(os.getuid()).pw_name
+    inbound = released(
+        tmp_path, {f"ghost+{ASSIGNMENT}+2026-12-01 10:00:00.000000 UTC+{i}": "" for i in range(REFUSED_NAMED + 5)}
+    )
+    (inbound / f"{me}+{ASSIGNMENT}+2026-12-01 10:00:00.000000 UTC+link").symlink_to(tmp_path)  # said for what it is
+    root = tmp_path / "course"
+    (root / "nbgrader_config.py").write_text(
+        "c = get_config()\n"
+        "c.CourseDirectory.course_id = 'course101'\n"
+        f"c.Exchange.root = {str(tmp_path / 'exchange')!r}\n"
+        "c.ExchangeFactory.collect = 'autograder.grading.intake.owned_collect.OwnedCollect'\n"
+    )
+    problems = from_exchange(root, ASSIGNMENT)
+    assert {(p.student, p.kind) for p in problems} == {(me, "not_their_submission")}
+    assert len(problems) == REFUSED_NAMED + 1 and "(a link?)" in problems[0].detail  # (their own name's first)
+    assert problems[-1].detail == f"and 6 more folders in the exchange made by {me}, not named here"

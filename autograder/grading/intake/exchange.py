@@ -8,6 +8,7 @@ docs/jupyterhub.md says how a course uses the exchange.
 import json
 import os
 import pwd
+import secrets
 import stat
 import subprocess
 import sys
@@ -18,6 +19,7 @@ from ...common.problems import Problem
 
 KEPT = ("timestamp.txt", "submission_secret.txt")  # besides the notebooks
 MAX_SMALL_BYTES = 4096  # a timestamp or a secret
+REFUSED_NAMED = 20  # the folders of a student's in inbound/ that are not collected, each named in a problem of its own
 
 
 def owner_name(uid: int) -> str:
@@ -30,8 +32,16 @@ def owner_name(uid: int) -> str:
 def read_owned(path: str, uid: int | None, limit: int) -> bytes | None:
     """The bytes of ``path`` if it is a regular file of ``uid`` (None: of anyone) of at most ``limit`` bytes (never
     following a link nor opening a pipe), else None."""
+    got = read_owned_at(path, uid, limit)
+    return None if got is None else got[0]
+
+
+def read_owned_at(path: str, uid: int | None, limit: int, folder: int | None = None) -> tuple[bytes, float] | None:
+    """``read_owned``'s bytes (of ``path`` in the open ``folder``, if given), and the last change of the file once
+    they were read (its ctime, which its owner can move forward only: writing into a file of a submission, as the
+    owner of that file may long after submitting, changes no time of its folder)."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=folder)
     except OSError:
         return None
     st = os.fstat(fd)  # before fdopen, which raises IsADirectoryError on a folder's (one named ex1.ipynb)
@@ -39,7 +49,8 @@ def read_owned(path: str, uid: int | None, limit: int) -> bytes | None:
         os.close(fd)
         return None
     with os.fdopen(fd, "rb") as f:
-        return f.read(limit + 1)[:limit]
+        data = f.read(limit + 1)[:limit]
+        return data, os.fstat(f.fileno()).st_ctime
 
 
 def from_exchange(root: Path, assignment: str) -> list:
@@ -62,10 +73,19 @@ def from_exchange(root: Path, assignment: str) -> list:
             f"{root / 'nbgrader_config.py'} or the system's: c.Exchange.root and c.CourseDirectory.course_id, "
             "docs/jupyterhub.md). Nothing was collected."
         )
-    return [
-        Problem(owner, None, "not_their_submission", f"{folder} in the exchange names {named} but was made by {owner}")
-        for folder, named, owner in answer["refused"]
-    ] + [  # as collect.collect words it for a download
+    refused, named_by = [], {}  # a student's 5,000 folders named after another were 5,000 problems: a 1 MB report
+    for folder, named, owner in sorted(answer["refused"], key=lambda r: (r[2], r[1] != r[2], r[0])):
+        named_by[owner] = named_by.get(owner, 0) + 1
+        if named_by[owner] <= REFUSED_NAMED:
+            words = f"{folder} in the exchange names {named} but was made by {owner}"
+            if named == owner:  # (refused for what it is: a link, say, which was said to be made by its student)
+                words = f"{folder} in the exchange is {owner}'s but no folder (a link?): not collected"
+            refused.append(Problem(owner, None, "not_their_submission", words))
+    for owner, n in named_by.items():
+        if n > REFUSED_NAMED:
+            words = f"and {n - REFUSED_NAMED} more folders in the exchange made by {owner}, not named here"
+            refused.append(Problem(owner, None, "not_their_submission", words))
+    return refused + [  # as collect.collect words it for a download
         Problem(
             student,
             notebook,
@@ -78,13 +98,19 @@ def from_exchange(root: Path, assignment: str) -> list:
 
 def secret_beside_feedback(root: Path, assignment: str, student: str) -> None:
     """``nbgrader release_feedback`` names each page in the exchange after the submission's secret, which only its
-    student's nbgrader knows: the secret of the submission just graded goes beside its feedback pages."""
+    student's nbgrader knows: the secret of the submission just graded goes beside its feedback pages.
+
+    release_feedback reads the secret beside every page it releases, as text, and stops at the first folder that has
+    none, an empty one or one that is not text: the students after it got no feedback. A submission without a secret
+    that nbgrader wrote (ASCII: hex), as a student may make one by hand in the exchange, gets a new one, which nobody
+    holds: its pages are released where nobody finds them, and the class's are released."""
     feedback = root / "feedback" / student / assignment
     secret = read_owned(str(root / "submitted" / student / assignment / KEPT[1]), os.geteuid(), MAX_SMALL_BYTES)
     if feedback.is_dir():
         (feedback / KEPT[1]).unlink(missing_ok=True)
-        if secret is not None:
-            (feedback / KEPT[1]).write_bytes(secret)
+        if secret is None or not secret.strip() or not secret.isascii():
+            secret = secrets.token_hex(64).encode()
+        (feedback / KEPT[1]).write_bytes(secret)
 
 
 def __getattr__(name: str):
