@@ -2,9 +2,9 @@
 
 A student who restarts the kernel (or opens a notebook again) and runs one check cell would see
 ``NameError: name 'check_answer' is not defined``. Each cell of an exercise whose code is one call of a function
-that a cell of the notebook defines (``check_answer(...)``, ``self_check(...)``, ``check_fix(1)``, ...) calls it only
-when the function is there, and otherwise prints what to run. A hidden-tests region after the call stays as it is;
-while grading, every cell above has run, so the call always runs.
+that a cell of the notebook defines (``check_answer(...)``, ``self_check(...)``, ``check_fix(1)``, ...), maybe after
+assignments that prepare its arguments, runs only when the function is there, and otherwise prints what to run. A
+hidden-tests region after the call stays as it is; while grading, every cell above has run, so the call always runs.
 
 Exercises 1 and 5's graded cells are generated guarded (``graded_cells``); ``sync`` guards every other such cell.
 """
@@ -42,34 +42,34 @@ def _defined(nb) -> set:
     return names
 
 
-def _call(statement, lines: list):
-    """(the function's name, the call's lines) of a statement that is a call of a function by name, or of such a call
-    already guarded (so that the guard is written anew, in its words of now); else None."""
-    if (
-        isinstance(statement, ast.If)
-        and len(statement.body) == 1
-        and ast.unparse(statement.test).endswith(" in globals()")
-    ):
-        found = _call(statement.body[0], lines)
+def _checked(body: list, lines: list):
+    """(the function's name, the code's lines) of a cell's code that is a call of a function by name, maybe after
+    assignments that prepare its arguments, or of such code already guarded (so that the guard is written anew, in
+    its words of now); else None."""
+    if len(body) == 1 and isinstance(body[0], ast.If) and ast.unparse(body[0].test).endswith(" in globals()"):
+        found = _checked(body[0].body, lines)
         return found and (found[0], "\n".join(line[4:] for line in found[1].split("\n")))
-    if isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Call):
-        if isinstance(statement.value.func, ast.Name):
-            return statement.value.func.id, "\n".join(lines[statement.lineno - 1 : statement.end_lineno])
-    return None
+    last = body[-1] if body else None
+    if not (isinstance(last, ast.Expr) and isinstance(last.value, ast.Call) and isinstance(last.value.func, ast.Name)):
+        return None
+    if not all(isinstance(statement, ast.Assign) for statement in body[:-1]):
+        return None
+    return last.value.func.id, "\n".join(lines[body[0].lineno - 1 : last.end_lineno])
 
 
 def guard_cell(source: str, defined: set) -> str:
-    """The cell with its one visible call of a function of ``defined`` guarded; any other cell as it is."""
+    """The cell with its visible code guarded when that is a call of a function of ``defined`` (maybe after
+    assignments); any other cell as it is."""
     visible, hidden = source.split(HIDDEN, 1) if HIDDEN in source else (source, None)
     try:
         body = ast.parse(visible).body
     except SyntaxError:
         return source
     lines = visible.split("\n")
-    found = _call(body[0], lines) if len(body) == 1 else None
+    found = _checked(body, lines)
     if found is None or found[0] not in defined:
         return source
-    start, end = body[0].lineno - 1, body[0].end_lineno
+    start, end = body[0].lineno - 1, body[-1].end_lineno
     text = "\n".join([*lines[:start], guarded(found[1], found[0]), *lines[end:]])
     return text if hidden is None else text + HIDDEN + hidden
 

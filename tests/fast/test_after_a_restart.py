@@ -76,6 +76,11 @@ def test_the_guard_is_written_anew_and_keeps_the_hidden_tests():
     assert guarded_checks.guard_cell(outdated, {"self_check"}) == once
     assert guarded_checks.guard_cell("print(1)", {"self_check"}) == "print(1)"  # not a function of the notebook
     assert guarded_checks.guard_cell("x = self_check()", {"self_check"}) == "x = self_check()"
+    prepared = "rows = x.sum(1)  # its argument\ncheck_value('rows', 0)"  # assignments before the call: guarded with it
+    twice = guarded_checks.guard_cell(prepared, {"check_value"})
+    assert twice.startswith('if "check_value" in globals():\n    rows = x.sum(1)  # its argument\n    check_value(')
+    assert guarded_checks.guard_cell(twice, {"check_value"}) == twice
+    assert guarded_checks.guard_cell("steps = 1\nif steps:\n    self_check()", {"self_check"}).startswith("steps")
 
 
 @pytest.mark.parametrize("edition", sorted(EDITIONS))
