@@ -1,7 +1,7 @@
 """``python -m autograder.authoring``: rewrite everything generated from the English sources, in order.
 
 1. the generated cells of the source and warm-up notebooks: the shared setup cells, the lecture cells, the course
-   links, Exercises 1 and 5's graded cells (``graded_cells``);
+   links, Exercises 1 and 5's graded cells (``graded_cells``), the check cells' guard (``guarded_checks``);
 2. release/, with ``nbgrader generate_assignment``;
 3. course/glossary.md, from the editions' term lists (``glossary``);
 4. the catalogs' templates, merged into every edition's catalog (``catalogs``);
@@ -15,7 +15,7 @@ import subprocess
 import sys
 
 from ..common.links import repository_url
-from . import catalog_checks, catalogs, editions, glossary, graded_cells
+from . import catalog_checks, catalogs, editions, glossary, graded_cells, guarded_checks
 from .notebooks import COURSE_ROOT, authored_notebooks, sync
 
 
@@ -26,7 +26,7 @@ def _release_files() -> dict:
 
 
 def main() -> None:
-    for path in sync(authored_notebooks(), graded_cells.sync):
+    for path in sync(authored_notebooks(), graded_cells.sync, guarded_checks.sync):
         print(f"updated {path.relative_to(COURSE_ROOT)}")
     release = [sys.executable, "-m", "nbgrader", "generate_assignment", "backprop_ninja", "--force"]
     before = _release_files()

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from ..common.naming import grade_id
 from ..engine import operators
 from ..engine.backward_rules import STEPS, WRITTEN_WITH, Step
+from .guarded_checks import guarded
 
 NOTEBOOK = "ex1_atomic_backward"
 TABLES = {NOTEBOOK: STEPS, operators.NOTEBOOK: operators.OPERATOR_STEPS}  # notebook -> the steps it grades, in order
@@ -46,7 +47,7 @@ def _test_source(step: Step, answer: str, points: int, check: str) -> str:
     return (
         f"# Graded: {answer} ({points} point{'s' if points != 1 else ''})\n"
         "# Checked below on your batch; the autograder grades it on another one.\n"
-        f"{check}\n"
+        f"{guarded(check, check.split('(')[0])}\n"
         "### BEGIN HIDDEN TESTS\n"
         "from autograder.in_kernel import report\n"
         "\n"

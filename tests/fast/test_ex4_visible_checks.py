@@ -653,3 +653,21 @@ def test_a_backward_pass_that_raises_says_in_which_line(ex4):
         "✘ dW1: backward_pass raised RuntimeError on the check batch, at `dW1 = embcat @ dhprebn`: mat1"
     ), out
     assert check_backward(ex4, raises, "W2").startswith("✔ dW2"), check_backward(ex4, raises, "W2")
+
+
+def test_after_step_1_a_right_backward_pass_stays_a_tick(ex4):
+    """Step 1 assigns the last step's gradients at the top level (`dC, dW1, ... = grads`) in a cell that calls
+    loss.backward(). The checks that read a d<name>'s code in IPython's history (Exercises 1, 3 and 5: its rule, its use
+    of autograd) leave them alone here, where the answer is backward_pass: before, once Step 1 had run, a right
+    backward_pass read "✘ dW2: your code for dW2 reads autograd ... earns nothing" under the graded cells run again,
+    and in Step 1's own table when it ran again."""
+    right = ex4[1]["answer_backward_pass"]
+    nb = nbformat.read(SOURCE_DIR / f"{EX4}.ipynb", as_version=4)
+    (cell,) = [c.source for c in nb.cells if "self_check(*parameter_names)" in c.source and not grade_id(c)]
+    history = ["", right, cell]  # IPython's In: the cells run, the one running last
+    for name in ("W2", "b1", "C"):
+        out = printed(ex4, right, f"check_backward({name!r})", In=[*history, f"check_backward({name!r})"])
+        assert out.startswith(f"✔ d{name}: "), out
+    assert "All 7 gradients match autograd." in printed(ex4, right, cell, In=[*history, cell])
+    before = printed(ex4, right, 'check_backward("W2")', In=[*history, "check"], ANSWERS_IN_CELLS=True)
+    assert "reads autograd" in before, before  # as it was

@@ -382,3 +382,18 @@ def test_a_raise_of_the_pass_itself_is_not_run_past():
     t = {**{k: f[k] for k in TENSORS}, "n": namespace["n"], "Xb": f["Xb"], "Yb": f["Yb"]}
     head, body = PASS.split("\n", 1)
     assert run_again(_defined(f"{head}\n    raise NotImplementedError()\n{body}"), t, 101) is None
+
+
+def test_a_checker_whose_cell_has_not_run_is_told_to_run_it(notebook):
+    """After a restart of the kernel, the cells above run again but not Part 1's: not "numerical_gradient raised
+    NameError: name 'numerical_gradient' is not defined"."""
+    namespace = {k: v for k, v in notebook.items() if k != "numerical_gradient"}
+    exec(strip_hidden(shared_cell("bug_hunt_helpers")), namespace)  # its functions read this namespace
+    assert (
+        said(namespace, "check_numerical_gradient()")
+        == "✘ numerical_gradient is not defined: run its cell (Part 1) first\n"
+    )
+    exec("def numerical_gradient(f, x, h=1e-6):\n    return undefined_name", namespace)  # its own NameError stays one
+    assert said(namespace, "check_numerical_gradient()").startswith(
+        "✘ numerical_gradient raised NameError: name 'undefined"
+    )

@@ -1,5 +1,10 @@
 # The bug hunt's tools: your colleague's pass for your id, points to check a backward pass at, the table of your
 # checks, and the lines under the graded cells. The autograder grades on a batch and parameters you have not seen.
+if "self_check" not in globals():  # the cells above have not run in this kernel
+    raise RuntimeError(
+        "Run the cells above first, in order from the top of the notebook: this cell needs what they define "
+        "(after the kernel restarts, nothing of them is left)."
+    )
 import base64
 import contextlib
 import hashlib
@@ -215,6 +220,8 @@ def _row(grads, double, point, name, generator, directions):
 
 def _raised(error):
     """The line for an error of your numerical_gradient: a float32 tensor meeting f's float64 ones is named."""
+    if isinstance(error, NameError) and getattr(error, "name", None) == "numerical_gradient":  # its cell has not run
+        return "✘ numerical_gradient is not defined: run its cell (Part 1) first"
     line = f"✘ numerical_gradient raised {type(error).__name__}: {error}"
     if "dtype" in str(error) or "Double" in str(error):
         line += " (f computes in float64, as x comes: keep what you hand it in float64, without .float())"
