@@ -20,6 +20,7 @@ from .probes.written_with import not_written_with
 from .tolerance import close, magnitude, max_difference, step_scale
 from .verdict import Verdict
 from .wire import Report
+from .wrong_upstream import known_gradients
 
 
 def read_answer(verdict: Verdict, name: str, report: Report, tainted: set, gradient: bool = False):
@@ -199,7 +200,8 @@ def judge_gradient(
         verdict.lines.append(autograd_answer(name))
     else:
         expected = carried if carried is not None and carried.shape == answer.shape else reference.double()
-        verdict.lines.append(diagnose(answer, expected, step, forward, student_up, answer_name))
+        known = known_gradients(report, grads, step)  # what the code could have read in the place of its upstream
+        verdict.lines.append(diagnose(answer, expected, step, forward, student_up, answer_name, known))
     undefined = [c for c in wrong_up if report.kind("d" + c) == "missing"]  # judged from autograd's in their place
     wrong = [c for c in wrong_up if c not in undefined]
     if wrong:

@@ -138,7 +138,7 @@ class JudgeAnswers(NbGraderPreprocessor):
 
     def _judge(self, nb, resources):
         from ..engine import wire
-        from ..engine.diagnose import changed_after_check
+        from ..engine.changed_in_place import changed_after_check
         from ..engine.exercises import CHECKS
         from ..engine.honesty import AutogradTaint
         from ..engine.judge import first_to_fix

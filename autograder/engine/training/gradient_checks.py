@@ -11,6 +11,7 @@ from ..judge import judge_gradient
 from ..tolerance import RTOL, close, magnitude, step_scale
 from ..verdict import Check, Verdict
 from ..wire import Report
+from ..wrong_upstream import known_gradients
 from .batch_size_checks import at_another_size
 from .network import PARAMETER_NAMES
 from .reference_runs import CHAIN, PATHS, RETURNED, check_batch_reference
@@ -142,7 +143,8 @@ def _first_wrong_intermediate(name: str, report: Report, forward: dict, grads: d
                     want=tuple(grads[inter].shape),
                 ),
             )
-        return inter, diagnose(got.double(), grads[inter].double(), step, forward, upstream)
+        known = known_gradients(report, grads, step)  # the other gradients its line could have read
+        return inter, diagnose(got.double(), grads[inter].double(), step, forward, upstream, known=known)
     return None, unknown
 
 
