@@ -5,10 +5,9 @@ import torch
 from ..common.diagnoses import NOTE, Reason
 from ..common.words import say
 from .backward_rules import Step, local_gradient
-from .chain_rule import local_derivative_alone
+from .chain_rule import another_upstream, local_derivative_alone
 from .explain import and_list, constant_factor, difference, factor_message, nothing_added, only_repeated_rows_wrong
 from .tolerance import close, magnitude
-from .wrong_upstream import another_upstream
 
 
 def only_size_one_dims_differ(got: tuple, want: tuple) -> bool:
@@ -157,7 +156,7 @@ def diagnose(
     """Why ``answer`` is not ``expected`` (both of the right shape), in a sentence a student can act on. ``called``:
     the variable that holds the answer, when it is not d<step> (``dC_index_add``); the sentences that name only the
     answer say it (their d{name} with its name after the d), the others name the step. ``known``: the other gradients
-    the answer's code could have read in the place of its upstream ones (``wrong_upstream.known_gradients``)."""
+    the answer's code could have read in the place of its upstream ones (``chain_rule.known_gradients``)."""
     name, n = step.name, forward["hprebn"].shape[0]
     own = (called or "d" + name)[1:]  # d{own} is the answer's variable
     scale = magnitude(expected)

@@ -12,6 +12,7 @@ import torch
 from ..common.diagnoses import NOTE, Reason
 from ..common.words import say, say_n
 from .backward_rules import SHAPE_ONLY_SHARE, Step, WrittenWith, local_gradient
+from .chain_rule import known_gradients
 from .diagnose import diagnose, only_size_one_dims_differ, shape_only_share, shape_problem
 from .explain import and_list, constant_factor, not_a_tensor, not_finite, wrong_dtype
 from .honesty import decoy
@@ -20,7 +21,6 @@ from .probes.written_with import not_written_with
 from .tolerance import close, magnitude, max_difference, step_scale
 from .verdict import Verdict
 from .wire import Report
-from .wrong_upstream import known_gradients
 
 
 def read_answer(verdict: Verdict, name: str, report: Report, tainted: set, gradient: bool = False):

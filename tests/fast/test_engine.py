@@ -13,10 +13,10 @@ from autograder.authoring.submissions import grade_id
 from autograder.common.naming import SETUP_PREFIX
 from autograder.engine import wire
 from autograder.engine.backward_rules import SHAPE_ONLY_SHARE, STEP_BY_NAME, STEPS, WRITTEN_WITH, local_gradient
-from autograder.engine.changed_in_place import changed_after_check
 from autograder.engine.judge import judge_gradient
 from autograder.engine.reference import autograd_gradients, forward_values, run_setup
 from autograder.engine.tolerance import FACTOR_MATCH, RTOL, close, step_scale
+from autograder.preprocessors.judge_answers import changed_after_check
 
 EX1 = nbformat.read(SOURCE_DIR / "ex1_atomic_backward.ipynb", as_version=4)
 

@@ -200,7 +200,7 @@ MISTAKES = {
     ),
 }
 
-# a gradient computed from another tensor's gradient than its own upstream one (wrong_upstream.py): it loses its own
+# a gradient computed from another tensor's gradient than its own upstream one (chain_rule.py): it loses its own
 # step alone (the steps after it are right for the student's own values), and the message names the gradient it read
 # and the one it comes through, without the formula. student -> (answer cells changed, step, words), as MISTAKES
 WRONG_UPSTREAM = {

@@ -89,7 +89,7 @@ MISTAKES = {
             "your dW1 is wrong (see its cell); that costs points in the wrong gradients' own cells, not here",
         },
     ),
-    # a gradient from another upstream gradient (engine/wrong_upstream.py): its own cell names the one it read; a wrong
+    # a gradient from another upstream gradient (engine/chain_rule.py): its own cell names the one it read; a wrong
     # intermediate is named as the first wrong one on the parameters' way back, with the same words
     "m_dW1_from_dhpreact": (
         {
