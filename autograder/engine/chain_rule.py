@@ -2,11 +2,13 @@
 another tensor's gradient read in its place (`dW1 = embcat.T @ dhpreact` where W1 feeds hprebn: found by the step's
 own rule, fed each gradient the notebook knows of the same shape in turn, with no table of slips)."""
 
+from functools import lru_cache
+
 import torch
 
 from ..common.diagnoses import Reason
 from ..common.words import say
-from .backward_rules import Step, local_gradient
+from .backward_rules import STEPS, Step, local_gradient
 from .tolerance import RTOL, close, magnitude, step_scale
 
 
@@ -55,19 +57,48 @@ def known_gradients(report, grads: dict, step: Step) -> dict:
     return dict(reversed(known.items()))  # in backward order: of two that give one value, the one computed first
 
 
+@lru_cache(maxsize=1)
+def _feeds() -> dict:
+    """name -> the tensors it feeds, over every table of steps (the atomic graph, the fused steps, the operators)."""
+    from .fused_rules import FUSED_STEPS
+    from .operators import OPERATOR_STEPS
+
+    feeds = {}
+    for step in [*STEPS, *FUSED_STEPS, *OPERATOR_STEPS]:
+        feeds.setdefault(step.name, set()).update(step.upstream)
+    return feeds
+
+
+def computed_from(name: str, consumer: str) -> bool:
+    """Whether d<name> is computed from d<consumer>, directly or through others (name feeds consumer, or a tensor that
+    does). Such a gradient is made after d<consumer>, from it, so it is never what was read in its place: where it
+    fits, a forward value is what is wrong (`((hpreact - bnbias) * dhpreact).sum(0)` is dbngain's rule fed dbnraw,
+    and bngain's factor is the slip there)."""
+    todo, seen = [name], set()
+    while todo:
+        for fed in _feeds().get(todo.pop(), ()):
+            if fed == consumer:
+                return True
+            if fed not in seen:
+                seen.add(fed)
+                todo.append(fed)
+    return False
+
+
 def another_upstream(
     answer: torch.Tensor, expected: torch.Tensor, step: Step, forward: dict, upstream: dict, known: dict, own: str
 ) -> Reason | None:
     """Why d<own> is wrong when it is the step's rule with one of its upstream gradients replaced by another known
     gradient (``known``: ``known_gradients``) of the same shape, within the step's tolerance. None otherwise, and for
     a replacement that tells nothing here (a gradient equal to the right one, or one whose path adds zeros: a
-    gradient that is rounding noise around zero, as dlogit_maxes is, would stand for a path left out)."""
+    gradient that is rounding noise around zero, as dlogit_maxes is, would stand for a path left out). A gradient
+    computed from the upstream one is never what was read in its place (``computed_from``)."""
     for consumer in step.upstream:
         right = upstream.get(consumer)
         if right is None:
             continue
         for other, values in known.items():
-            if other == consumer:
+            if other == consumer or computed_from(other, consumer):
                 continue
             for value in values:
                 if value.shape != right.shape:

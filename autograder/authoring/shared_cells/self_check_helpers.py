@@ -378,7 +378,8 @@ def _upstream_hint(g, w, name):
         for u in step.upstream:
             for other in GRAPH:  # in the order of the backward pass
                 read = space.get("d" + other)
-                if other in (u, name) or not isinstance(read, torch.Tensor) or read.shape != up[u].shape:
+                if (other in (u, name) or u in _upstream_of(other) or not isinstance(read, torch.Tensor)
+                        or read.shape != up[u].shape):  # (one computed from d<u> is never read in its place)
                     continue
                 given = {**up, u: read.detach().to(up[u].dtype)}
                 scale = max(magnitude(local_gradient(step, absolute, {k: v.abs()})) for k, v in given.items())
