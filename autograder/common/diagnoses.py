@@ -33,6 +33,7 @@ DIAGNOSES = {
     "path_twice": "a path added twice",
     "passed_through": "upstream gradient passed through unchanged",
     "upstream_missing": "the local derivative alone, the upstream gradient left out (the chain rule)",
+    "wrong_upstream": "another tensor's gradient read as the upstream gradient (the chain rule)",
     "max_path": "the max's path sent to the wrong logit",
     "not_accumulated": "repeated indices not accumulated",
     "changed_in_place": "changed in place after its check",

@@ -5,7 +5,7 @@ import torch
 from ..common.diagnoses import NOTE, Reason
 from ..common.words import say
 from .backward_rules import Step, local_gradient
-from .chain_rule import local_derivative_alone
+from .chain_rule import another_upstream, local_derivative_alone
 from .explain import and_list, constant_factor, difference, factor_message, nothing_added, only_repeated_rows_wrong
 from .tolerance import close, magnitude
 
@@ -145,11 +145,18 @@ def shape_problem(got: tuple, want: tuple, name: str) -> Reason:
 
 
 def diagnose(
-    answer: torch.Tensor, expected: torch.Tensor, step: Step, forward: dict, upstream: dict, called: str = ""
+    answer: torch.Tensor,
+    expected: torch.Tensor,
+    step: Step,
+    forward: dict,
+    upstream: dict,
+    called: str = "",
+    known: dict | None = None,
 ) -> Reason:
     """Why ``answer`` is not ``expected`` (both of the right shape), in a sentence a student can act on. ``called``:
     the variable that holds the answer, when it is not d<step> (``dC_index_add``); the sentences that name only the
-    answer say it (their d{name} with its name after the d), the others name the step."""
+    answer say it (their d{name} with its name after the d), the others name the step. ``known``: the other gradients
+    the answer's code could have read in the place of its upstream ones (``chain_rule.known_gradients``)."""
     name, n = step.name, forward["hprebn"].shape[0]
     own = (called or "d" + name)[1:]  # d{own} is the answer's variable
     scale = magnitude(expected)
@@ -167,6 +174,8 @@ def diagnose(
     alone = local_derivative_alone(a, step, forward, upstream, own)
     if alone:
         return alone
+    if known and (another := another_upstream(a, e, step, forward, upstream, known, own)):
+        return another
     c = constant_factor(a, e, scale)
     factor = factor_message(c, n, "d" + own, a.numel()) if c is not None else None
     if factor:
@@ -258,43 +267,3 @@ def diagnose(
             forward=step.forward,
         ),
     )
-
-
-def changed_after_check(checked: dict, report, answer: str) -> list:
-    """What a graded cell can tell about the gradients graded before it: the names of ``checked`` (each one's
-    report at its own graded cell) that this cell's report shows with other values. Autograde runs the
-    notebook once, top to bottom, so a difference means a later cell changed the tensor, usually in place.
-    ``report`` is this cell's ``wire.Report``."""
-    lines = []
-    for name, then in checked.items():
-        now = report.raw(name)
-        if name == answer or now is None or now == then or _missing(then) and _missing(now):
-            continue  # (_missing: not defined at its check, and still not: its own cell's report said what stopped it)
-        if report.raw(answer) == now:
-            lines.append(
-                Reason(
-                    "changed_in_place",
-                    say(
-                        "{name} changed after its check: it now holds the values of {answer}, so the two names are "
-                        "one tensor (`{answer} = {name}` without .clone()?) and `{answer} += ...` changed {name} too. "
-                        "{name} keeps the points of its own cell; write `{answer} = {name}.clone()`",
-                        name=name,
-                        answer=answer,
-                    ),
-                )
-            )
-        else:
-            lines.append(
-                Reason(
-                    "changed_in_place",
-                    say(
-                        "{name} changed after its check: was it modified in place? ({name} keeps the points of its "
-                        "own cell, but every later step that reads it reads the changed values)",
-                        name=name,
-                    ),
-                )
-            )
-    return lines
-
-
-_missing = lambda entry: isinstance(entry, dict) and entry.get("kind") == "missing"

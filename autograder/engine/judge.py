@@ -12,6 +12,7 @@ import torch
 from ..common.diagnoses import NOTE, Reason
 from ..common.words import say, say_n
 from .backward_rules import SHAPE_ONLY_SHARE, Step, WrittenWith, local_gradient
+from .chain_rule import known_gradients
 from .diagnose import diagnose, only_size_one_dims_differ, shape_only_share, shape_problem
 from .explain import and_list, constant_factor, not_a_tensor, not_finite, wrong_dtype
 from .honesty.decoy import decoy
@@ -199,7 +200,8 @@ def judge_gradient(
         verdict.lines.append(autograd_answer(name))
     else:
         expected = carried if carried is not None and carried.shape == answer.shape else reference.double()
-        verdict.lines.append(diagnose(answer, expected, step, forward, student_up, answer_name))
+        known = known_gradients(report, grads, step)  # what the code could have read in the place of its upstream
+        verdict.lines.append(diagnose(answer, expected, step, forward, student_up, answer_name, known))
     undefined = [c for c in wrong_up if report.kind("d" + c) == "missing"]  # judged from autograd's in their place
     wrong = [c for c in wrong_up if c not in undefined]
     if wrong:

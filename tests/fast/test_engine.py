@@ -13,10 +13,11 @@ from autograder.authoring.submissions import grade_id
 from autograder.common.naming import SETUP_PREFIX
 from autograder.engine import wire
 from autograder.engine.backward_rules import SHAPE_ONLY_SHARE, STEP_BY_NAME, STEPS, WRITTEN_WITH, local_gradient
-from autograder.engine.diagnose import changed_after_check
+from autograder.engine.chain_rule import another_upstream, computed_from, known_gradients
 from autograder.engine.judge import judge_gradient
 from autograder.engine.reference import autograd_gradients, forward_values, run_setup
 from autograder.engine.tolerance import FACTOR_MATCH, RTOL, close, step_scale
+from autograder.preprocessors.judge_answers import changed_after_check
 
 EX1 = nbformat.read(SOURCE_DIR / "ex1_atomic_backward.ipynb", as_version=4)
 
@@ -50,6 +51,28 @@ def test_smallest_known_mistakes_stay_far_outside_the_tolerance(seed):
         assert not close(wrong, grads[name], scale * 10), name  # fails even at 10 times the tolerance
         noise = grads[name] * (1 + 1e-6 * torch.randn(grads[name].shape))
         assert close(noise, grads[name], scale), name
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_a_rule_fed_another_gradient_is_named_and_nothing_else_is(seed):
+    """chain_rule.another_upstream: the step's rule fed another gradient of the graph is named on every seed; a slip in
+    a forward value that a gradient computed from the upstream one would explain, and a path left out that a gradient
+    of rounding noise (dlogit_maxes) would stand for, are not."""
+    forward, grads = reference(seed)
+
+    def why(name, answer):
+        step = STEP_BY_NAME[name]
+        upstream = {c: grads[c] for c in step.upstream}
+        known = known_gradients(wire.Report({}), grads, step)
+        return another_upstream(answer.double(), grads[name].double(), step, forward, upstream, known, name)
+
+    named = why("W1", forward["embcat"].T @ grads["hpreact"])
+    assert named.kind == "wrong_upstream" and "if dhpreact were its upstream gradient" in named, named
+    swapped = forward["bnvar_inv"] * grads["bnraw"] + 2 * forward["bndiff"] * grads["bnraw"]
+    assert "the path of dbndiff through bndiff2" in why("bndiff", swapped)
+    assert why("bngain", ((forward["hpreact"] - forward["bnbias"]) * grads["hpreact"]).sum(0, keepdim=True)) is None
+    assert why("counts", local_gradient(STEP_BY_NAME["counts"], forward, grads, drop="counts_sum")) is None
+    assert computed_from("bnraw", "hpreact") and computed_from("emb", "hpreact") and not computed_from("h", "hprebn")
 
 
 def test_zero_gradients_accept_rounding_noise_and_zero():

@@ -18,6 +18,7 @@ from support.cases_ex1 import (
     ONE_CELL_SLIPS,
     RULE_MISTAKES,
     SLIPS_TOGETHER,
+    WRONG_UPSTREAM,
     WRONG_VALUES_WRONG_SHAPE,
     submissions,
 )
@@ -130,6 +131,20 @@ def test_a_slip_below_a_broken_upstream_costs_its_own_step_too(graded, student):
     would be with them right: a size-1 dimension dropped or added in the step's own code costs its share (KEEPDIM),
     a typo that stopped its cell before the answer the step, a dC_index_add without index_add_ its cell."""
     assert lost_steps(graded, student) == sorted(BELOW_A_SLIP[student][2]), graded[student].messages
+
+
+@pytest.mark.parametrize("student", WRONG_UPSTREAM)
+def test_a_gradient_from_another_upstream_gradient_is_named_as_such(graded, student):
+    """`dW1 = embcat.T @ dhpreact`: the step's rule fed another gradient of the notebook. Before, its message was the
+    generic "N of M entries wrong ... Re-derive the local derivative", which sent the student to the wrong place."""
+    step = WRONG_UPSTREAM[student][1]
+    assert graded[student].diagnoses[f"test_d{step}"] == "wrong_upstream", graded[student].messages
+
+
+def test_a_gradient_from_another_upstream_gradient_below_a_slip_is_named_and_judged_from_the_students_own(graded):
+    message = graded["m_wrong_upstream_below_a_slip"].messages["test_dW1"]
+    assert "what dW1 would be if dhpreact were its upstream gradient" in message, message
+    assert "(judged from your own dhprebn, which is wrong too)" in message, message
 
 
 @pytest.mark.parametrize("student", SLIPS_TOGETHER)

@@ -354,6 +354,32 @@ def test_a_path_added_twice_is_named(answered_up_to):
     assert "did a cell run twice?" in twice
 
 
+@pytest.mark.parametrize(
+    "stop, answer, words",
+    [
+        (
+            "W1",
+            "dW1 = embcat.T @ dhpreact",
+            "computed from the wrong upstream gradient: this is what dW1 would be if dhpreact were its upstream "
+            "gradient. W1 is used to make hprebn (`hprebn = embcat @ W1 + b1`), so its gradient comes through dhprebn",
+        ),
+        (
+            "bndiff",
+            "dbndiff = bnvar_inv * dbnraw\ndbndiff += 2 * bndiff * dbnraw",
+            "the path through bndiff2 is computed from the wrong upstream gradient: it is what that path would be if "
+            "dbnraw were its upstream gradient",
+        ),
+    ],
+    ids=["dW1-from-dhpreact", "dbndiff-paths-swapped"],
+)
+def test_a_gradient_from_another_upstream_gradient_is_named_under_its_cell(answered_up_to, stop, answer, words):
+    """As the grader names it (engine/chain_rule.py): before, "N of M entries differ: re-derive the local
+    derivative", which sent the student to the local derivative they had right."""
+    namespace, cells = answered_up_to(stop)
+    out = run_cells(namespace, answer, cells[f"test_d{stop}"])
+    assert out.startswith(f"✘ d{stop}: values differ") and words in out, out
+
+
 def test_an_answer_cell_that_begins_with_an_update_is_named(answered_up_to):
     """`dcounts += ...` as the cell's first line adds to what dcounts held: not "re-derive the local derivative"."""
     namespace, cells = answered_up_to("counts")

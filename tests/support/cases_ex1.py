@@ -200,6 +200,53 @@ MISTAKES = {
     ),
 }
 
+# a gradient computed from another tensor's gradient than its own upstream one (chain_rule.py): it loses its own
+# step alone (the steps after it are right for the student's own values), and the message names the gradient it read
+# and the one it comes through, without the formula. student -> (answer cells changed, step, words), as MISTAKES
+WRONG_UPSTREAM = {
+    "m_W1_from_dhpreact": (
+        {"answer_dW1": "dW1 = embcat.T @ dhpreact"},
+        "W1",
+        "what dW1 would be if dhpreact were its upstream gradient. W1 is used to make hprebn",
+    ),
+    "m_embcat_from_dhpreact": (
+        {"answer_dembcat": "dembcat = dhpreact @ W1.T"},
+        "embcat",
+        "if dhpreact were its upstream gradient. embcat is used to make hprebn (`hprebn = embcat @ W1 + b1`), so its "
+        "gradient comes through dhprebn",
+    ),
+    "m_b1_from_dhpreact": ({"answer_db1": "db1 = dhpreact.sum(0)"}, "b1", "what db1 would be if dhpreact were"),
+    "m_h_from_dprobs": ({"answer_dh": "dh = dprobs @ W2.T"}, "h", "what dh would be if dprobs were"),
+    "m_W2_from_dcounts": ({"answer_dW2": "dW2 = h.T @ dcounts"}, "W2", "what dW2 would be if dcounts were"),
+    "m_bnraw_from_dh": ({"answer_dbnraw": "dbnraw = bngain * dh"}, "bnraw", "what dbnraw would be if dh were"),
+    "m_bngain_from_dh": (
+        {"answer_dbngain": "dbngain = (bnraw * dh).sum(0, keepdim=True)"},
+        "bngain",
+        "what dbngain would be if dh were",
+    ),
+    "m_norm_logits_from_dprobs": (
+        {"answer_dnorm_logits": "dnorm_logits = counts * dprobs"},
+        "norm_logits",
+        "so its gradient comes through dcounts",
+    ),
+    # one path of two: the path named, and the other upstream gradient the student's own (reported) one
+    "m_logits_path_from_dcounts": (
+        {
+            "answer_dlogits": "dlogits = dcounts.clone()\n"
+            "dlogits += F.one_hot(logits.max(1).indices, num_classes=logits.shape[1]) * dlogit_maxes"
+        },
+        "logits",
+        "the path of dlogits through norm_logits is computed from the wrong upstream gradient: it is what that path "
+        "would be if dcounts were",
+    ),
+    "m_bndiff_paths_swapped": (
+        {"answer_dbndiff": "dbndiff = bnvar_inv * dbnraw\ndbndiff += 2 * bndiff * dbnraw"},
+        "bndiff",
+        "the path of dbndiff through bndiff2 is computed from the wrong upstream gradient",
+    ),
+}
+MISTAKES.update(WRONG_UPSTREAM)
+
 # dC asked for again with index_add_ (dC_index_add): each mistake loses that cell alone (dC keeps its points), with
 # its kind. student -> (changes, "C_index_add", words), as MISTAKES; and the kinds.
 ONE_HOT_DC = "F.one_hot(Xb.view(-1), vocab_size).float().T @ demb.view(-1, n_embd)"
@@ -1399,6 +1446,16 @@ SLIPS_TOGETHER = {
         },
         ["logprobs", "counts_sum_inv", "counts", "logit_maxes", "logits", "h", "W2", "b2", "hpreact", "bngain"]
         + ["bnraw", "bnvar_inv", "bnvar", "bndiff2", "bndiff", "bnmeani", "hprebn", "W1", "emb", "C"],
+    ),
+    # a gradient from another upstream gradient below a slip: each loses its own step; dembcat and db1, right for the
+    # student's wrong dhprebn, keep theirs
+    "m_wrong_upstream_below_a_slip": (
+        {
+            "answer_dhprebn": "dhprebn = dbndiff.clone()",
+            "answer_dW1": "dW1 = embcat.T @ dhpreact",
+            "answer_db1": "db1 = dbndiff.sum(0)",
+        },
+        ["hprebn", "W1"],
     ),
     "m_slips_together_2": (
         {

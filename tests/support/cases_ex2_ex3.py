@@ -261,6 +261,15 @@ MISTAKES.update(
             },
             {"test_dhprebn_biased": "computed from the tensors of the first forward pass"},
         ),
+        # the first forward pass's upstream gradient with the second pass's tensors: Part 4's rule fed dhpreact
+        "dhprebn_biased_from_dhpreact": (
+            NB3,
+            {
+                "answer_dhprebn_biased": "dhprebn_biased = bngain * bnvar_inv_biased / n * (n * dhpreact "
+                "- dhpreact.sum(0) - bnraw_biased * (dhpreact * bnraw_biased).sum(0))"
+            },
+            {"test_dhprebn_biased": "it is what dhprebn_biased would be if dhpreact were its upstream gradient"},
+        ),
         "dhprebn_biased_no_mean_term": (
             NB3,
             {
@@ -286,6 +295,7 @@ KINDS = {
     "dhprebn_biased_copied": "other_forward_pass",
     "dhprebn_biased_first_tensors": "other_forward_pass",
     "dhprebn_biased_no_mean_term": "missing_path",
+    "dhprebn_biased_from_dhpreact": "wrong_upstream",
     "dhprebn_biased_no_epsilon": "epsilon",
 }
 

@@ -89,6 +89,31 @@ MISTAKES = {
             "your dW1 is wrong (see its cell); that costs points in the wrong gradients' own cells, not here",
         },
     ),
+    # a gradient from another upstream gradient (engine/chain_rule.py): its own cell names the one it read; a wrong
+    # intermediate is named as the first wrong one on the parameters' way back, with the same words
+    "m_dW1_from_dhpreact": (
+        {
+            "answer_backward_pass": backward(
+                layer1="dembcat = dhprebn @ W1.T\ndW1 = embcat.T @ dhpreact\ndb1 = dhprebn.sum(0)"
+            )
+        },
+        [],
+        {"test_dW1": 0},
+        {"test_dW1": "it is what dW1 would be if dhpreact were its upstream gradient"},
+    ),
+    "m_dembcat_from_dhpreact": (
+        {
+            "answer_backward_pass": backward(
+                layer1="dembcat = dhpreact @ W1.T\ndW1 = embcat.T @ dhprebn\ndb1 = dhprebn.sum(0)"
+            )
+        },
+        [],
+        {"test_dC": 0},
+        {
+            "test_dC": "the first wrong gradient on the way back from the loss is your dembcat: dembcat is computed "
+            "from the wrong upstream gradient: it is what dembcat would be if dhpreact were its upstream gradient"
+        },
+    ),
     "m_db2_keepdim": (  # right values, shape (1, 27): half of db2; the own run stops at its first update
         {
             "answer_backward_pass": backward(

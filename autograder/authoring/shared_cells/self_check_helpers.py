@@ -301,7 +301,7 @@ def _value_hint(got, want, name, n, indices=None):
     twice = _added_twice(name) or _begins_with_an_update(name)
     if twice:
         return twice
-    chain = _chain_hint(g, name, scale)
+    chain = _chain_hint(g, name, scale) or _upstream_hint(g, w, name)
     if chain:
         return chain
     c = constant_factor(g, w, scale)  # the grader's: every entry of a size that counts off by the same factor
@@ -360,6 +360,46 @@ def _chain_hint(g, name, scale):
                             f"`d{name} = ...` for one path, `d{name} += ...` for the other)")
                 return (f"only the path through {u}: {name} also feeds {others}, so add those paths too (in steps: "
                         f"`d{name} = ...` for one path, `d{name} += ...` for each of the others)")
+    return None
+
+
+def _upstream_hint(g, w, name):
+    """What d<name> (got g, autograd's w) is when its rule read another of your gradients in the place of one of its
+    upstream ones (`dW1 = embcat.T @ dhpreact`), as the grader finds it: within the tolerance of the rule fed it, and
+    not where that path adds nothing (dlogit_maxes). None when it is not (or this is not the notebook's graph)."""
+    step, space = STEP_BY_NAME.get(name), globals()
+    if step is None or not step.upstream:
+        return None
+    with contextlib.suppress(Exception):
+        forward = {k: v.detach() if isinstance(v, torch.Tensor) else v for k, v in space.items()
+                   if isinstance(v, (torch.Tensor, int, float))}
+        absolute = {k: v.abs() if isinstance(v, torch.Tensor) and v.is_floating_point() else v
+                    for k, v in forward.items()}
+        up = {}
+        for u in step.upstream:  # yours, as the grader judges a step from them; autograd's where yours cannot stand
+            yours, right = space.get("d" + u), _autograd_gradient(u)
+            ok = isinstance(yours, torch.Tensor) and yours.shape == right.shape
+            up[u] = yours.detach().to(right.dtype) if ok else right
+        for u in step.upstream:
+            for other in GRAPH:  # in the order of the backward pass
+                read = space.get("d" + other)
+                if (other in (u, name) or u in _upstream_of(other) or not isinstance(read, torch.Tensor)
+                        or read.shape != up[u].shape):  # (one computed from d<u> is never read in its place)
+                    continue
+                given = {**up, u: read.detach().to(up[u].dtype)}
+                scale = max(magnitude(local_gradient(step, absolute, {k: v.abs()})) for k, v in given.items())
+                wrong = local_gradient(step, forward, given).double()
+                path = local_gradient(step, forward, {u: given[u]})
+                if (magnitude(path) <= TOLERANCE * scale or close(wrong, w, max(scale, magnitude(w)))
+                        or not close(g, wrong, scale)):
+                    continue
+                if len(step.upstream) == 1:
+                    return (f"computed from the wrong upstream gradient: this is what d{name} would be if d{other} "
+                            f"were its upstream gradient. {name} is used to make {u} (`{step.forward}`), so its "
+                            f"gradient comes through d{u}")
+                return (f"the path through {u} is computed from the wrong upstream gradient: it is what that path "
+                        f"would be if d{other} were its upstream gradient. {name} is used to make {u}, so that path "
+                        f"comes through d{u}")
     return None
 
 

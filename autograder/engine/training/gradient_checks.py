@@ -5,6 +5,7 @@ the engine; a wrong one is diagnosed by the first wrong intermediate on its path
 from ...common.diagnoses import NOTE, Reason, kind_of
 from ...common.words import say, say_n
 from ..backward_rules import STEP_BY_NAME, local_gradient
+from ..chain_rule import known_gradients
 from ..diagnose import diagnose
 from ..explain import and_list, comma_list
 from ..judge import judge_gradient
@@ -142,7 +143,8 @@ def _first_wrong_intermediate(name: str, report: Report, forward: dict, grads: d
                     want=tuple(grads[inter].shape),
                 ),
             )
-        return inter, diagnose(got.double(), grads[inter].double(), step, forward, upstream)
+        known = known_gradients(report, grads, step)  # the other gradients its line could have read
+        return inter, diagnose(got.double(), grads[inter].double(), step, forward, upstream, known=known)
     return None, unknown
 
 
