@@ -6,7 +6,8 @@ from ..common.diagnoses import NOTE, Reason
 from ..common.words import say
 from .backward_rules import Step, local_gradient
 from .chain_rule import local_derivative_alone
-from .explain import and_list, constant_factor, difference, factor_message, nothing_added, only_repeated_rows_wrong
+from .explain import and_list, constant_factor, factor_message, nothing_added, only_repeated_rows_wrong
+from .offsets import wrong_values
 from .tolerance import close, magnitude
 
 
@@ -244,20 +245,7 @@ def diagnose(
         return Reason(
             "transposed", say("d{name} is transposed: let the shapes decide the order of a matrix product", name=own)
         )
-    off = difference(a, e, scale)
-    return Reason(
-        "wrong_values",
-        say(
-            "d{name} has {wrong} of {total} entries wrong (largest error {error:.3g}, largest value {scale:.3g}). "
-            "Re-derive the local derivative of `{forward}`",
-            name=own,
-            wrong=off.wrong,
-            total=off.total,
-            error=off.largest_error,
-            scale=off.scale,
-            forward=step.forward,
-        ),
-    )
+    return wrong_values(a, e, scale, own, step.forward)
 
 
 def changed_after_check(checked: dict, report, answer: str) -> list:
