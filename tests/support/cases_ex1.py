@@ -1355,7 +1355,34 @@ PUBLISHED_FORMS = {
         "dC_index_add = torch.zeros_like(C).index_add(0, Xb.flatten(), demb.flatten(0, 1)).type_as(C)"
     ],
 }
-for _cell, _codes in PUBLISHED_FORMS.items():
+# A fourth round (December 2026), from some 60 more published notebooks (kamal-tanwar/makemore, Yushi-Y,
+# archit-manek/makemore, noah004/building-makemore, stefanhgm/makemore, contentocel, gcalbertini, ...); most copy the
+# lecture's solution, these are the forms it did not have
+PUBLISHED_FORMS_4 = {
+    "answer_dprobs": ["dprobs = torch.zeros_like(probs)\ndprobs[range(n), Yb] = -1 / (n * probs[range(n), Yb])"],
+    "answer_dcounts_sum_inv": ["dcounts_sum_inv = torch.sum(counts * dprobs, 1, keepdim=True)"],
+    "answer_dcounts": [
+        "dcounts1 = counts_sum_inv * dprobs\ndcounts2 = dcounts_sum * 1\ndcounts = dcounts2 + dcounts1",  # broadcast
+        # dcounts_sum written out again from dprobs (a step further up)
+        "dcounts = dprobs * counts_sum_inv "
+        "+ (dprobs * counts).sum(1, keepdim=True) * (-counts_sum**-2) * torch.ones_like(counts)",
+    ],
+    "answer_dlogits": [
+        "dlogits = dnorm_logits.clone()\ndlogits += (logits == logit_maxes) * dlogit_maxes",  # a bool mask times floats
+        "mask = torch.zeros_like(logits)\nmask[range(len(logits)), logits.argmax(1)] = 1\n"
+        "dlogits = dnorm_logits.clone()\ndlogits += dlogit_maxes * mask",
+    ],
+    "answer_dbnmeani": ["dbnmeani = torch.sum(-1.0 * dbndiff, 0, keepdim=True)"],
+    "answer_dhprebn": ["dhprebn = dbndiff.clone()\ndhprebn += (1.0 / n) * torch.ones_like(bnmeani) * dbnmeani"],
+    "answer_dW1": ["dW1 = (dhprebn.t() @ embcat).t()"],
+    "answer_demb": ["demb = dembcat.view(-1, block_size, n_embd)"],
+    "answer_dC": [
+        "dC = torch.zeros_like(C)\nfor j, word in enumerate(Xb):\n    for k, ix in enumerate(word):\n"
+        "        dC[ix] += demb[j][k]",
+        "dC = torch.zeros_like(C)\ndC.index_add_(0, Xb.view(32 * 3), demb.view(32 * 3, 10))",  # sizes as numbers
+    ],
+}
+for _cell, _codes in [*PUBLISHED_FORMS.items(), *PUBLISHED_FORMS_4.items()]:
     MORE_FORMS[_cell] = [*MORE_FORMS.get(_cell, []), *_codes]
 # the lecture's order, dbndiff's first path in the cell of dbnvar_inv, and dbndiff2 shaped by ones_like(dbndiff)
 MORE_LAYOUTS.append(
@@ -1420,6 +1447,67 @@ SLIPS_TOGETHER = {
         ["logprobs", "counts_sum_inv", "logits", "h", "bnvar", "emb", "C"],
     ),
 }
+
+# the fourth round's published slips, each costing its own step with words that say what to fix
+MISTAKES.update(
+    {
+        # the rows added into ones: every entry 1 too large
+        "m_dC_started_from_ones": (
+            {
+                "answer_dC": "dC = torch.ones_like(C)\nfor k in range(Xb.shape[0]):\n    for j in range(Xb.shape[1]):\n"
+                "        dC[Xb[k, j]] += demb[k, j]"
+            },
+            "C",
+            "dC is off by the same amount, 1, in every entry: did it start from ones",
+        ),
+        # a misspelt answer is not answered, and the later steps that read the misspelt name keep their points
+        "m_dhprebn_misspelt": (
+            {
+                "answer_dhprebn": "dbhprebn = dbndiff.clone()\n"
+                "dbhprebn += torch.ones_like(hprebn) * (1.0 / n * dbnmeani)",
+                "answer_dembcat": "dembcat = dbhprebn @ W1.T",
+                "answer_dW1": "dW1 = embcat.T @ dbhprebn",
+                "answer_db1": "db1 = dbhprebn.sum(0)",
+            },
+            "hprebn",
+            "your code assigns dbhprebn, a name close to dhprebn",
+        ),
+        "m_dbnmeani_misspelt": (
+            {
+                "answer_dbnmeani": "dbnmean1 = -dbndiff.sum(0, keepdim=True)",
+                "answer_dhprebn": "dhprebn = dbndiff.clone()\n"
+                "dhprebn += (1 / n) * (torch.ones_like(hprebn) * dbnmean1)",
+            },
+            "bnmeani",
+            "your code assigns dbnmean1, a name close to dbnmeani",
+        ),
+        "m_dlogprobs_one_over_probs": ({"answer_dlogprobs": "dlogprobs = 1 / probs"}, "logprobs", "entries wrong"),
+        "m_dlogprobs_a_number": (
+            {"answer_dlogprobs": "dlogprobs = -1 / (32 * logprobs[range(n), Yb].sum())"},
+            "logprobs",
+            "dlogprobs has shape (), but logprobs has shape (32, 27)",
+        ),
+    }
+)
+# autograd's gradient put over the student's own right one ("on Colab there's a tiny error"): that step earns nothing
+CHEATS["c_grad_over_own_formula"] = (
+    {"answer_dhpreact": "dhpreact = (1.0 - h**2) * dh\ndhpreact = hpreact.grad"},
+    [],
+    ["hpreact"],
+    "autograd",
+)
+# every sum over the batch without keepdim (published; cmp checks no shapes): each a share of its own step, and dbnvar
+# from a (64,) dbnvar_inv times a (1, 64) factor is (1, 64) and right
+SLIPS_TOGETHER["m_slips_together_3"] = (
+    {
+        "answer_dbngain": "dbngain = (dhpreact * bnraw).sum(0)",
+        "answer_dbnbias": "dbnbias = (dhpreact * torch.ones_like(bnbias)).sum(0)",
+        "answer_dbnvar_inv": "dbnvar_inv = (dbnraw * bndiff).sum(0)",
+        "answer_dbnvar": "dbnvar = dbnvar_inv * ((-0.5 * (bnvar + 1e-5) ** -1.5) * torch.ones_like(bnvar))",
+        "answer_dbnmeani": "dbnmeani = (dbndiff * -torch.ones_like(bndiff)).sum(0)",
+    },
+    ["bngain", "bnbias", "bnvar_inv", "bnmeani"],
+)
 
 
 def one_cell(release, source, changes: dict, after: str = ""):

@@ -680,6 +680,56 @@ MORE_FORMS[NB3]["answer_dhprebn"] += [
     "- 1 / (n - 1) * bnraw * (dhpreact * bnraw).sum(0, keepdim=True))",
 ]
 
+# a fourth round: 1/n and 1/(n-1) inside the bracket, bnvar_inv first; the lecture's formula laid out one factor a line
+MORE_FORMS[NB3]["answer_dhprebn"] += [
+    "dhprebn = bnvar_inv * bngain * (dhpreact - 1 / n * dhpreact.sum(0) "
+    "- 1 / (n - 1) * bnraw * (bnraw * dhpreact).sum(0))",
+    "dhprebn = (\n    bngain\n    / n\n    * bnvar_inv\n    * (\n        n * dhpreact\n        - dhpreact.sum(0)\n"
+    "        - n / (n - 1) * bnraw * (dhpreact * bnraw).sum(0)\n    )\n)",
+]
+# and its slips: the BatchNorm paper's formula fed dbnraw (bngain already in it) under bngain again, with and without
+# n/(n-1) (published so, in study notes); the three terms of the paper without their sums over the batch
+DBNRAW = "dbnraw = bngain * dhpreact\n"
+MISTAKES.update(
+    {
+        "dhprebn_gain_twice": (
+            NB3,
+            {
+                "answer_dhprebn": DBNRAW + "dhprebn = (bngain * bnvar_inv / n) * (n * dbnraw - dbnraw.sum(0) "
+                "- n / (n - 1) * bnraw * (dbnraw * bnraw).sum(0))"
+            },
+            {"test_dhprebn": "dhprebn has bngain twice: once in front of the bracket and once inside it"},
+        ),
+        "dhprebn_gain_twice_no_bessel": (
+            NB3,
+            {
+                "answer_dhprebn": DBNRAW + "dhprebn = (bngain * bnvar_inv / n) * (n * dbnraw - dbnraw.sum(0) "
+                "- bnraw * (dbnraw * bnraw).sum(0))"
+            },
+            {"test_dhprebn": "and it is missing the factor n/(n-1) on the path through the variance"},
+        ),
+        "dhprebn_biased_gain_twice": (
+            NB3,
+            {
+                "answer_dhprebn_biased": "g = bngain * dhpreact_biased\ndhprebn_biased = bngain * bnvar_inv_biased / n "
+                "* (n * g - g.sum(0) - bnraw_biased * (g * bnraw_biased).sum(0))"
+            },
+            {"test_dhprebn_biased": "dhprebn_biased has bngain twice"},
+        ),
+        "dhprebn_paper_terms_without_sums": (
+            NB3,
+            {
+                "answer_dhprebn": "sd = torch.sqrt(hprebn.var(0, keepdim=True, unbiased=True) + 1e-5)\n"
+                "x_hat = bngain * dhpreact\ndmean = -bngain / sd * dhpreact\n"
+                "dvar = -0.5 * bngain * (hprebn - hprebn.mean(0, keepdim=True)) * sd**-3 * dhpreact\n"
+                "dhprebn = x_hat + dmean + dvar"
+            },
+            {"test_dhprebn": "entries wrong"},
+        ),
+    }
+)
+KINDS["dhprebn_biased_gain_twice"] = "factor_twice"
+
 
 def dealt(forms: dict, prefix: str) -> dict:
     """student -> {notebook: answer cells changed}: each cell's forms, one per student in turn, in each notebook."""
