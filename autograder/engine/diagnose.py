@@ -235,10 +235,10 @@ def diagnose(
                 "not_accumulated",
                 say(
                     "dC is right for characters that appear once in the batch, and wrong for those that appear "
-                    "several times: writing through a repeated index (`dC[Xb] += demb`, `dC[Xb] = demb`, or "
-                    "index_put_ without accumulate=True) keeps only one of its contributions. Add up every "
-                    "occurrence: index_add_, index_put_ with accumulate=True, a loop over single entries, or a "
-                    "one-hot matrix product"
+                    "several times: writing through a repeated index (`dC[Xb] += demb`, `dC[Xb] = demb`, "
+                    "`dC[ix] = demb[k, j]` in a loop, or index_put_ without accumulate=True) keeps only one of its "
+                    "contributions. Add up every occurrence: index_add_, index_put_ with accumulate=True, a loop over "
+                    "single entries with +=, or a one-hot matrix product"
                 ),
             )
     if a.dim() == 2 and a.shape[0] == a.shape[1] and close(a.T, e, scale):

@@ -1481,6 +1481,15 @@ MISTAKES.update(
             "bnmeani",
             "your code assigns dbnmean1, a name close to dbnmeani",
         ),
+        # the lecture's loop with = for += (published): a repeated character keeps its last row only
+        "m_dC_loop_assigns": (
+            {
+                "answer_dC": "dC = torch.zeros_like(C)\nfor k in range(Xb.shape[0]):\n"
+                "    for j in range(Xb.shape[1]):\n        ix = Xb[k, j]\n        dC[ix] = demb[k, j]"
+            },
+            "C",
+            "`dC[ix] = demb[k, j]` in a loop",
+        ),
         "m_dlogprobs_one_over_probs": ({"answer_dlogprobs": "dlogprobs = 1 / probs"}, "logprobs", "entries wrong"),
         "m_dlogprobs_a_number": (
             {"answer_dlogprobs": "dlogprobs = -1 / (32 * logprobs[range(n), Yb].sum())"},

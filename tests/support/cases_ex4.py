@@ -615,3 +615,14 @@ MISTAKES["m_dC_started_from_ones"] = (
     {"test_dC": 0},
     {"test_dC": "dC is off by the same amount, 1, in every entry: did it start from ones"},
 )
+MISTAKES["m_dC_loop_assigns"] = (
+    {
+        "answer_backward_pass": backward(
+            embedding="demb = dembcat.view(emb.shape)\ndC = torch.zeros_like(C)\nfor k in range(Xb.shape[0]):\n"
+            "    for j in range(Xb.shape[1]):\n        dC[Xb[k, j]] = demb[k, j]"
+        )
+    },
+    [],
+    {"test_dC": 0},
+    {"test_dC": "`dC[ix] = demb[k, j]` in a loop"},
+)
