@@ -1359,27 +1359,61 @@ PUBLISHED_FORMS = {
 # archit-manek/makemore, noah004/building-makemore, stefanhgm/makemore, contentocel, gcalbertini, ...); most copy the
 # lecture's solution, these are the forms it did not have
 PUBLISHED_FORMS_4 = {
+    "answer_dlogprobs": [
+        "dlogprobs = -F.one_hot(Yb, num_classes=27).float() * torch.tensor(1.0 / len(logprobs))",
+        "Ymat = F.one_hot(Yb, num_classes=logits.shape[1])\ndlogprobs = -1 / n * Ymat",  # an integer one-hot scaled
+    ],
     "answer_dprobs": ["dprobs = torch.zeros_like(probs)\ndprobs[range(n), Yb] = -1 / (n * probs[range(n), Yb])"],
+    "answer_dh": ["dh = dlogits @ W2.transpose(0, 1)"],
+    "answer_dW2": ["dW2 = h.transpose(0, 1) @ dlogits"],
+    "answer_dhpreact": ["dhpreact = (torch.ones_like(hpreact) - h**2) * dh"],
+    "answer_dembcat": ["dembcat = dhprebn @ W1.transpose(0, 1)"],
     "answer_dcounts_sum_inv": ["dcounts_sum_inv = torch.sum(counts * dprobs, 1, keepdim=True)"],
     "answer_dcounts": [
         "dcounts1 = counts_sum_inv * dprobs\ndcounts2 = dcounts_sum * 1\ndcounts = dcounts2 + dcounts1",  # broadcast
+        "dcounts = torch.broadcast_to(counts_sum_inv, (32, 27)) * dprobs + torch.ones_like(counts) * dcounts_sum",
+        "dcounts = dcounts_sum.expand(*counts.shape) + (counts_sum_inv.expand(*probs.shape) * dprobs)",
         # dcounts_sum written out again from dprobs (a step further up)
         "dcounts = dprobs * counts_sum_inv "
         "+ (dprobs * counts).sum(1, keepdim=True) * (-counts_sum**-2) * torch.ones_like(counts)",
     ],
     "answer_dlogits": [
         "dlogits = dnorm_logits.clone()\ndlogits += (logits == logit_maxes) * dlogit_maxes",  # a bool mask times floats
+        "dlogits = F.one_hot(logits.max(1).indices, num_classes=27).float() * dlogit_maxes\ndlogits += dnorm_logits",
+        "dlogits = 1.0 * dnorm_logits\ndlogits[range(n), logits.max(1).indices] += dlogit_maxes.squeeze()",
+        "dlogits = F.one_hot(logits.argmax(1), num_classes=vocab_size).float() * dlogit_maxes "
+        "+ torch.ones((n, vocab_size)) * dnorm_logits",
         "mask = torch.zeros_like(logits)\nmask[range(len(logits)), logits.argmax(1)] = 1\n"
         "dlogits = dnorm_logits.clone()\ndlogits += dlogit_maxes * mask",
     ],
-    "answer_dbnmeani": ["dbnmeani = torch.sum(-1.0 * dbndiff, 0, keepdim=True)"],
-    "answer_dhprebn": ["dhprebn = dbndiff.clone()\ndhprebn += (1.0 / n) * torch.ones_like(bnmeani) * dbnmeani"],
+    "answer_dlogit_maxes": [
+        "dlogit_maxes = -dnorm_logits.sum(dim=1).unsqueeze(1)",
+        "dlogit_maxes = (-torch.ones((n, 1)) * dnorm_logits).sum(1, keepdim=True)",
+    ],
+    "answer_dbndiff2": ["dbndiff2 = 1 / (n - 1) * dbnvar.expand(batch_size, -1)"],
+    "answer_db1": ["db1 = dhprebn.clone().sum(0)"],
+    "answer_dbnmeani": [
+        "dbnmeani = torch.sum(-1.0 * dbndiff, 0, keepdim=True)",
+        "dbnmeani = (-1.0 * torch.ones_like(bnmeani) * dbndiff).sum(0, keepdim=True)",
+    ],
+    "answer_dhprebn": [
+        "dhprebn = dbndiff.clone()\ndhprebn += (1.0 / n) * torch.ones_like(bnmeani) * dbnmeani",
+        "dhprebn = dbndiff + 1 / n * dbnmeani.expand(batch_size, -1)",
+        "dhprebn = dbndiff.clone() + 1 / n * torch.ones_like(bnmeani) * dbnmeani",
+    ],
     "answer_dW1": ["dW1 = (dhprebn.t() @ embcat).t()"],
-    "answer_demb": ["demb = dembcat.view(-1, block_size, n_embd)"],
+    "answer_demb": [
+        "demb = dembcat.view(-1, block_size, n_embd)",
+        "demb = torch.ones_like(emb) * dembcat.view(emb.shape)",
+    ],
     "answer_dC": [
         "dC = torch.zeros_like(C)\nfor j, word in enumerate(Xb):\n    for k, ix in enumerate(word):\n"
         "        dC[ix] += demb[j][k]",
         "dC = torch.zeros_like(C)\ndC.index_add_(0, Xb.view(32 * 3), demb.view(32 * 3, 10))",  # sizes as numbers
+        "aggC = F.one_hot(Xb, num_classes=vocab_size).view(32, 3, 27, 1) * demb.view(32, 3, 1, 10)\n"
+        "dC = aggC.sum((0, 1))",
+        "dC = torch.zeros_like(C)\nfor i in range(Xb.shape[0]):\n    for j in range(Xb.shape[1]):\n"
+        "        c = Xb[i, j]\n        dC[c.item()] += demb[i, j]",
     ],
 }
 for _cell, _codes in [*PUBLISHED_FORMS.items(), *PUBLISHED_FORMS_4.items()]:
