@@ -1362,6 +1362,8 @@ PUBLISHED_FORMS_4 = {
     "answer_dlogprobs": [
         "dlogprobs = -F.one_hot(Yb, num_classes=27).float() * torch.tensor(1.0 / len(logprobs))",
         "Ymat = F.one_hot(Yb, num_classes=logits.shape[1])\ndlogprobs = -1 / n * Ymat",  # an integer one-hot scaled
+        "dloss = 1\n_indexed_logprobs = torch.zeros((n, 27))\n_indexed_logprobs[range(n), Yb] = 1\n"
+        "dlogprobs = -(1.0 / n) * _indexed_logprobs * dloss",
     ],
     "answer_dprobs": ["dprobs = torch.zeros_like(probs)\ndprobs[range(n), Yb] = -1 / (n * probs[range(n), Yb])"],
     "answer_dh": ["dh = dlogits @ W2.transpose(0, 1)"],
@@ -1372,6 +1374,7 @@ PUBLISHED_FORMS_4 = {
     "answer_dcounts": [
         "dcounts1 = counts_sum_inv * dprobs\ndcounts2 = dcounts_sum * 1\ndcounts = dcounts2 + dcounts1",  # broadcast
         "dcounts = torch.broadcast_to(counts_sum_inv, (32, 27)) * dprobs + torch.ones_like(counts) * dcounts_sum",
+        "dcounts = (torch.ones_like(counts) * counts_sum_inv * dprobs) + (dcounts_sum)",
         "dcounts = dcounts_sum.expand(*counts.shape) + (counts_sum_inv.expand(*probs.shape) * dprobs)",
         # dcounts_sum written out again from dprobs (a step further up)
         "dcounts = dprobs * counts_sum_inv "
@@ -1381,6 +1384,8 @@ PUBLISHED_FORMS_4 = {
         "dlogits = dnorm_logits.clone()\ndlogits += (logits == logit_maxes) * dlogit_maxes",  # a bool mask times floats
         "dlogits = F.one_hot(logits.max(1).indices, num_classes=27).float() * dlogit_maxes\ndlogits += dnorm_logits",
         "dlogits = 1.0 * dnorm_logits\ndlogits[range(n), logits.max(1).indices] += dlogit_maxes.squeeze()",
+        "dlogits = dnorm_logits.clone()\n"
+        "dlogits[list((logits == logit_maxes).nonzero(as_tuple=True))] += dlogit_maxes.squeeze()",
         "dlogits = F.one_hot(logits.argmax(1), num_classes=vocab_size).float() * dlogit_maxes "
         "+ torch.ones((n, vocab_size)) * dnorm_logits",
         "mask = torch.zeros_like(logits)\nmask[range(len(logits)), logits.argmax(1)] = 1\n"
@@ -1390,6 +1395,7 @@ PUBLISHED_FORMS_4 = {
         "dlogit_maxes = -dnorm_logits.sum(dim=1).unsqueeze(1)",
         "dlogit_maxes = (-torch.ones((n, 1)) * dnorm_logits).sum(1, keepdim=True)",
     ],
+    "answer_dbnvar": ["dbnvar = ((-0.5 * (bnvar + 1e-5) ** -1.5) * dbnvar_inv).sum(dim=0, keepdim=True)"],
     "answer_dbndiff2": ["dbndiff2 = 1 / (n - 1) * dbnvar.expand(batch_size, -1)"],
     "answer_db1": ["db1 = dhprebn.clone().sum(0)"],
     "answer_dbnmeani": [
@@ -1523,6 +1529,26 @@ MISTAKES.update(
             },
             "C",
             "`dC[ix] = demb[k, j]` in a loop",
+        ),
+        # dlogprobs misspelt, and dprobs written from -1/n again rather than from it: dprobs keeps its point
+        "m_dlogprobs_misspelt": (
+            {
+                "answer_dlogprobs": "dlprobs = torch.zeros_like(logprobs)\ndlprobs[range(n), Yb] = -1 / n",
+                "answer_dprobs": "dprobs = torch.zeros_like(logprobs)\ndprobs[range(n), Yb] = -1 / n\n"
+                "dprobs = dprobs * (1 / probs)",
+            },
+            "logprobs",
+            "your code assigns dlprobs, a name close to dlogprobs",
+        ),
+        "m_dbndiff2_times_bndiff2": (  # the forward value where the ones belong
+            {"answer_dbndiff2": "dbndiff2 = bndiff2 * dbnvar * 1 / (n - 1)"},
+            "bndiff2",
+            "entries wrong",
+        ),
+        "m_dprobs_times_probs": (  # divided and multiplied back: the upstream gradient unchanged
+            {"answer_dprobs": "dprobs = dlogprobs / probs * probs"},
+            "probs",
+            "passed through unchanged",
         ),
         "m_dlogprobs_one_over_probs": ({"answer_dlogprobs": "dlogprobs = 1 / probs"}, "logprobs", "entries wrong"),
         "m_dlogprobs_a_number": (

@@ -707,7 +707,16 @@ MORE_FORMS[NB3]["answer_dhprebn"] += [
     "- bnraw / (n - 1) * (dhpreact * bngain * bnraw).sum(0, keepdim=True)) * bnvar_inv",
     "dhprebn = (bngain * bnvar_inv / n) * (n * dhpreact - n / (n - 1) * bnraw * (dhpreact * bnraw).sum(0) "
     "- dhpreact.sum(0))",
+    "dhprebn = (bngain * bnvar_inv) * (dhpreact - dhpreact.sum(0) / n - (bnraw * (dhpreact * bnraw).sum(0)) / (n - 1))",
 ]
+MISTAKES["dhprebn_forward_hpreact_for_its_gradient"] = (  # hpreact where dhpreact belongs, in the last sum (published)
+    NB3,
+    {
+        "answer_dhprebn": "dhprebn = bngain * bnvar_inv / n * (n * dhpreact - dhpreact.sum(0) "
+        "- n / (n - 1) * bnraw * (bnraw * hpreact).sum(0))"
+    },
+    {"test_dhprebn": "entries wrong"},
+)
 # the same loop with exp(logits) where counts (exp of logits minus their max) belongs: each row off by exp(its max)
 MISTAKES["dlogits_exp_of_logits_for_counts"] = (
     NB2,
