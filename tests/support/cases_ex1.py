@@ -1370,7 +1370,13 @@ PUBLISHED_FORMS_4 = {
     "answer_dW2": ["dW2 = h.transpose(0, 1) @ dlogits"],
     "answer_dhpreact": ["dhpreact = (torch.ones_like(hpreact) - h**2) * dh"],
     "answer_dembcat": ["dembcat = dhprebn @ W1.transpose(0, 1)"],
-    "answer_dcounts_sum_inv": ["dcounts_sum_inv = torch.sum(counts * dprobs, 1, keepdim=True)"],
+    "answer_dcounts_sum_inv": [
+        "dcounts_sum_inv = torch.sum(counts * dprobs, 1, keepdim=True)",
+        # dprobs masked by a one-hot of the targets, where it is not exactly zero (published): right for every dprobs
+        # with those zeros; the probe's random dprobs keeps them (probes.pins), 0 of 2 points before
+        "Ymat = F.one_hot(Yb, num_classes=logits.shape[1])\n"
+        "dcounts_sum_inv = (dprobs * Ymat * counts).sum(1, keepdim=True)",
+    ],
     "answer_dcounts": [
         "dcounts1 = counts_sum_inv * dprobs\ndcounts2 = dcounts_sum * 1\ndcounts = dcounts2 + dcounts1",  # broadcast
         "dcounts = torch.broadcast_to(counts_sum_inv, (32, 27)) * dprobs + torch.ones_like(counts) * dcounts_sum",
