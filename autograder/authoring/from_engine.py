@@ -23,7 +23,7 @@ from ..engine import backward_rules, explain, honesty, operators, tolerance
 from ..engine.bug_hunt import catalogue, checker
 from ..engine.bug_hunt import rerun as bug_hunt_rerun
 from ..engine.honesty import prose, unread_code
-from ..engine.probes import judge_rule, rerun, snapshots
+from ..engine.probes import judge_rule, pins, rerun, snapshots
 from ..engine.training import lines_again, network, reference_runs
 from ..in_kernel import bug_hunt_rerun as kernel_rerun
 from ..in_kernel import capture
@@ -61,6 +61,7 @@ FUNCTIONS = [
     rerun.answer_code,
     rerun.calls_function,
     rerun.pin_value,
+    pins.kept_entries,
     rerun.pinned_inputs,
     judge_rule._derived,
     judge_rule.consistent_pins,

@@ -7,8 +7,9 @@ wire             how answers travel from the kernel to the grader (the trust bou
 verdict          what every graded cell runs and returns: a Check, a Verdict
 explain          why an answer differs from its reference (dtype, NaN, a constant factor, wrong entries)
 reference        the grader's own run of a notebook's setup: forward values, autograd's gradients
-judge            the verdict on one graded gradient (error carried forward); diagnose: its messages
-chain_rule       a gradient that is its step's local derivative alone, the upstream gradient left out
+judge            the verdict on one graded gradient (error carried forward)
+diagnosis/       why a wrong gradient is wrong, in words (diagnose), through the chain rule (chain_rule: the local
+                 derivative alone, an upstream path left out, another tensor's gradient read), a constant offset
 probes/          rule probes: a step's code re-run on random upstream gradients (rerun, on the snapshots of what
                  each statement read when it ran), against the step's rule (judge_rule)
 exposures        which of the grader's inputs exposes which known mistake, and the margins
@@ -17,7 +18,7 @@ value_checks     answers that are not gradients: loss_fast, hpreact_fast, rows o
 training/        Exercise 4: the grader's network, and the verdicts on backward_pass, the training run, the calibration
 operators/       Exercise 5: the table of operators the lecture never did (dropout, GELU, LayerNorm, attention, the skip
                  connection, ReLU, LeakyReLU), and the inputs that expose their mistakes
-honesty          answers taken from autograd earn nothing
+honesty/         answers taken from autograd earn nothing (the static reading, cell_code, the decoy)
 bug_hunt/        Exercise 6: the colleague's pass and its planted bugs, the fixes, the bugs named, the gradient checker
 exercises        which check grades which cell of which notebook
 """

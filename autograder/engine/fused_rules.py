@@ -30,7 +30,7 @@ def _every_target_in_every_row(f):
 
 
 def _dhprebn_fused(
-    f, d, bessel=None, mean_term=1.0, variance_term=1.0, gain=True, dim=0, bnvar_inv=None, bnraw=None, of=""
+    f, d, bessel=None, mean_term=1.0, variance_term=1.0, gain=1, dim=0, bnvar_inv=None, bnraw=None, of=""
 ):
     """The BatchNorm backward pass in one expression; the keywords make its known wrong variants. ``of``: the suffix
     of the forward pass's tensors (``_biased``: the one whose variance divides by n, where ``bessel`` is 1)."""
@@ -39,7 +39,7 @@ def _dhprebn_fused(
     s = f["bnvar_inv" + of] if bnvar_inv is None else bnvar_inv
     xhat = f["bnraw" + of] if bnraw is None else bnraw
     dy = d["hpreact" + of]
-    scale = (f["bngain"] if gain else 1.0) * s / n
+    scale = f["bngain"] ** gain * s / n  # gain: how often bngain is in the formula (0: missing, 2: twice)
     return scale * (
         n * dy
         - mean_term * dy.sum(dim, keepdim=True)
@@ -120,7 +120,16 @@ def _batchnorm_mistakes(answer: str, of: str = "", bessel=None) -> dict:
                 "{answer} is missing bngain: the normalised value is multiplied by bngain before it becomes hpreact",
                 answer=answer,
             ),
-        ): fused(gain=False),
+        ): fused(gain=0),
+        Reason(
+            "factor_twice",
+            say(
+                "{answer} has bngain twice: once in front of the bracket and once inside it, in the upstream gradient "
+                "scaled by bngain (dbnraw = bngain * dhpreact). The formula with bngain in front takes the upstream "
+                "gradient of hpreact as it is",
+                answer=answer,
+            ),
+        ): fused(gain=2),
         Reason("epsilon", say("{answer} is missing BatchNorm's epsilon: {why}", answer=answer, why=EPSILON_WORDS)): (
             lambda f, d: _dhprebn_fused(f, d, bessel=bessel, of=of, bnvar_inv=raw_inv(f)),
             lambda f, d: _dhprebn_fused(
@@ -231,6 +240,14 @@ FUSED_STEPS = [
                     "dhprebn divides the path through the mean by n-1, where the mean divides by n: {why}", why=_BESSEL
                 ),
             ): lambda f, d: _dhprebn_fused(f, d, mean_term=batch_size(f) / (batch_size(f) - 1)),
+            Reason(  # the BatchNorm paper's formula, fed dbnraw, under a bngain of its own (published so)
+                "bessel",
+                say(
+                    "dhprebn has bngain twice (in front of the bracket, and in dbnraw = bngain * dhpreact inside it), "
+                    "and it is missing the factor n/(n-1) on the path through the variance: {why}",
+                    why=_BESSEL,
+                ),
+            ): lambda f, d: _dhprebn_fused(f, d, bessel=1.0, gain=2),
             **_batchnorm_mistakes("dhprebn"),
         },
     ),

@@ -12,8 +12,8 @@ import torch
 from ..common.diagnoses import NOTE, Reason
 from ..common.words import say, say_n
 from .backward_rules import SHAPE_ONLY_SHARE, Step, WrittenWith, local_gradient
-from .chain_rule import known_gradients
-from .diagnose import diagnose, only_size_one_dims_differ, shape_only_share, shape_problem
+from .diagnosis.chain_rule import known_gradients
+from .diagnosis.diagnose import diagnose, only_size_one_dims_differ, shape_only_share, shape_problem
 from .explain import and_list, constant_factor, not_a_tensor, not_finite, wrong_dtype
 from .honesty.decoy import decoy
 from .probes.judge_rule import judge_rule, kept_by_its_rule, kept_line

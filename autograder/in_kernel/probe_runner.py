@@ -46,6 +46,9 @@ def run_probe(namespace: dict, answer: str, names: tuple) -> dict:
         shapes = {name: v.shape for name, v in namespace.items() if isinstance(v, torch.Tensor)} | forward_shapes
         pins = pinned_inputs(namespace, seed, answer, names, shapes)
         found["pins"] = {name: {"zero": not pin.any(), "shape": list(pin.shape)} for name, pin in pins.items()}
+        for name, pin in pins.items():  # exact zeros of the student's own gradient, entry by entry (probes.pins)
+            if pin.any() and not pin.all():
+                found["pins"][name]["kept"] = wire.encode(pin != 0)
         code = answer_code(
             cells, answer, names, since[0] if since else 0
         )  # the course's cells before it stay as they ran

@@ -6,6 +6,7 @@ grader's own reference. The engine, and torch, are imported only when a notebook
 """
 
 import ast
+import difflib
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
@@ -13,7 +14,7 @@ from nbformat import from_dict
 from nbgrader import utils
 from nbgrader.preprocessors import NbGraderPreprocessor
 
-from ..common.diagnoses import METADATA, Reason
+from ..common.diagnoses import METADATA, NOTE, Reason
 from ..common.editions import ENGLISH
 from ..common.naming import ANSWER_MIME, SETUP_PREFIX, grade_id
 from ..common.phases import JUDGING, PHASES, REFERENCE
@@ -50,6 +51,31 @@ def reported_values(cell) -> list:
         for out in cell.get("outputs", [])
         if out.get("output_type") == "display_data" and ANSWER_MIME in out.get("data", {})
     ]
+
+
+def bound_names(statements) -> set:
+    """The names a student's cell binds anywhere (x = .., for x in .., def x): where a misspelt answer may be."""
+    nodes = [node for statement in statements for node in ast.walk(statement)]
+    named = {n.id for n in nodes if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+    return named | {n.name for n in nodes if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
+
+
+def misspelt(answer: str, report, bound: set, answers: set) -> list:
+    """A line when ``answer`` is not defined (its cell raised nothing) and the student's code binds a name close to it
+    that is no answer of its own: `dbhprebn` for `dhprebn`, `dbnmean1` for `dbnmeani` are read as not answered."""
+    info = report.info(answer)
+    if info.get("kind", "missing") != "missing" or info.get("raised"):
+        return []
+    near = difflib.get_close_matches(answer, sorted(bound - answers - {answer}), n=1, cutoff=0.8)
+    if not near:
+        return []
+    words = say(
+        "your code assigns {near}, a name close to {name}: if it is meant to be {name}, correct its spelling (the "
+        "grader reads each answer by its name)",
+        near=near[0],
+        name=answer,
+    )
+    return [Reason(NOTE, words)]
 
 
 def why_no_answer(cell, index: int, state: dict, timed_out: set) -> tuple:
@@ -139,7 +165,7 @@ class JudgeAnswers(NbGraderPreprocessor):
     def _judge(self, nb, resources):
         from ..engine import wire
         from ..engine.exercises import CHECKS
-        from ..engine.honesty import AutogradTaint
+        from ..engine.honesty import AutogradTaint, _cell_statements
         from ..engine.judge import first_to_fix
         from ..engine.reference import run_setup
 
@@ -159,6 +185,7 @@ class JudgeAnswers(NbGraderPreprocessor):
         taint = AutogradTaint(
             answers={name for c in nb.cells if utils.is_locked(c) for name in reported_names(c.source)}
         )
+        bound = set()  # the names the student's cells bind, so far
         checked = {}  # each graded answer's report at its own graded cell
         verdicts = {}  # the verdicts so far, by what they graded
         history = []  # the code cells before this one, in the order the kernel ran them
@@ -172,6 +199,7 @@ class JudgeAnswers(NbGraderPreprocessor):
                 taint.graders_cell(cell.source)  # the names its hidden tests left in the kernel
             else:
                 taint.add_cell(cell.source)  # the student's own code, in the order it ran
+                bound |= bound_names(_cell_statements(cell.source))
                 if any(o.get("ename") == "AutogradIsOff" for o in cell.get("outputs", [])):
                     taint.refuse(cell.source)
             check = checks.get(grade_id(cell)) if utils.is_grade(cell) else None
@@ -190,6 +218,7 @@ class JudgeAnswers(NbGraderPreprocessor):
                     )
                 answer = grade_id(cell).removeprefix("test_")
                 verdict.lines += changed_after_check(checked, report, answer)
+                verdict.lines += misspelt(answer, report, bound, taint.answers)
                 if answer in report:
                     checked.setdefault(answer, report.raw(answer))
             else:

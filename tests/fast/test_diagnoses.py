@@ -62,6 +62,7 @@ MISTAKES = {
     "bnraw": (lambda f, g: g["bnraw"] / 0, "not_finite"),
     "h": (lambda f, g: torch.zeros_like(g["h"]), "all_zeros"),
     "emb": (lambda f, g: torch.randn_like(g["emb"]), "wrong_values"),
+    "embcat": (lambda f, g: g["embcat"] + 1, "constant_offset"),  # a gradient started from ones (dC = ones_like(C))
     "W1": (lambda f, g: g["W1"].double(), "not_a_float32_tensor"),
     "bnvar": (lambda f, g: -0.5 * f["bnvar"] ** -1.5 * g["bnvar_inv"], "epsilon"),
     "b1": (None, "not_answered"),

@@ -13,7 +13,7 @@ from autograder.authoring.submissions import grade_id
 from autograder.common.naming import SETUP_PREFIX
 from autograder.engine import wire
 from autograder.engine.backward_rules import SHAPE_ONLY_SHARE, STEP_BY_NAME, STEPS, WRITTEN_WITH, local_gradient
-from autograder.engine.chain_rule import another_upstream, computed_from, known_gradients
+from autograder.engine.diagnosis.chain_rule import another_upstream, computed_from, known_gradients
 from autograder.engine.judge import judge_gradient
 from autograder.engine.reference import autograd_gradients, forward_values, run_setup
 from autograder.engine.tolerance import FACTOR_MATCH, RTOL, close, step_scale

@@ -8,7 +8,7 @@ from autograder.authoring import SOURCE_DIR
 from autograder.authoring.submissions import grade_id
 from autograder.common.naming import SETUP_PREFIX
 from autograder.engine.backward_rules import local_gradient
-from autograder.engine.diagnose import diagnose
+from autograder.engine.diagnosis.diagnose import diagnose
 from autograder.engine.fast_forwards import FAST_FORWARDS
 from autograder.engine.fused_rules import FUSED_STEPS
 from autograder.engine.reference import autograd_gradients, forward_values, run_setup

@@ -373,7 +373,7 @@ def test_a_path_added_twice_is_named(answered_up_to):
     ids=["dW1-from-dhpreact", "dbndiff-paths-swapped"],
 )
 def test_a_gradient_from_another_upstream_gradient_is_named_under_its_cell(answered_up_to, stop, answer, words):
-    """As the grader names it (engine/chain_rule.py): before, "N of M entries differ: re-derive the local
+    """As the grader names it (engine/diagnosis/chain_rule.py): before, "N of M entries differ: re-derive the local
     derivative", which sent the student to the local derivative they had right."""
     namespace, cells = answered_up_to(stop)
     out = run_cells(namespace, answer, cells[f"test_d{stop}"])

@@ -200,9 +200,9 @@ MISTAKES = {
     ),
 }
 
-# a gradient computed from another tensor's gradient than its own upstream one (chain_rule.py): it loses its own
-# step alone (the steps after it are right for the student's own values), and the message names the gradient it read
-# and the one it comes through, without the formula. student -> (answer cells changed, step, words), as MISTAKES
+# a gradient computed from another tensor's gradient than its own upstream one (diagnosis/chain_rule.py): it loses
+# its own step alone (the steps after it are right for the student's own values), and the message names the gradient
+# it read and the one it comes through, without the formula. student -> (answer cells changed, step, words), as MISTAKES
 WRONG_UPSTREAM = {
     "m_W1_from_dhpreact": (
         {"answer_dW1": "dW1 = embcat.T @ dhpreact"},
@@ -1402,7 +1402,80 @@ PUBLISHED_FORMS = {
         "dC_index_add = torch.zeros_like(C).index_add(0, Xb.flatten(), demb.flatten(0, 1)).type_as(C)"
     ],
 }
-for _cell, _codes in PUBLISHED_FORMS.items():
+# A fourth round (December 2026), from some 60 more published notebooks (kamal-tanwar/makemore, Yushi-Y,
+# archit-manek/makemore, noah004/building-makemore, stefanhgm/makemore, contentocel, gcalbertini, ...); most copy the
+# lecture's solution, these are the forms it did not have
+PUBLISHED_FORMS_4 = {
+    "answer_dlogprobs": [
+        "dlogprobs = -F.one_hot(Yb, num_classes=27).float() * torch.tensor(1.0 / len(logprobs))",
+        "Ymat = F.one_hot(Yb, num_classes=logits.shape[1])\ndlogprobs = -1 / n * Ymat",  # an integer one-hot scaled
+        "dloss = 1\n_indexed_logprobs = torch.zeros((n, 27))\n_indexed_logprobs[range(n), Yb] = 1\n"
+        "dlogprobs = -(1.0 / n) * _indexed_logprobs * dloss",
+    ],
+    "answer_dprobs": ["dprobs = torch.zeros_like(probs)\ndprobs[range(n), Yb] = -1 / (n * probs[range(n), Yb])"],
+    "answer_dh": ["dh = dlogits @ W2.transpose(0, 1)"],
+    "answer_dW2": ["dW2 = h.transpose(0, 1) @ dlogits"],
+    "answer_dhpreact": ["dhpreact = (torch.ones_like(hpreact) - h**2) * dh"],
+    "answer_dembcat": ["dembcat = dhprebn @ W1.transpose(0, 1)"],
+    "answer_dcounts_sum_inv": [
+        "dcounts_sum_inv = torch.sum(counts * dprobs, 1, keepdim=True)",
+        # dprobs masked by a one-hot of the targets, where it is not exactly zero (published): right for every dprobs
+        # with those zeros; the probe's random dprobs keeps them (probes.pins), 0 of 2 points before
+        "Ymat = F.one_hot(Yb, num_classes=logits.shape[1])\n"
+        "dcounts_sum_inv = (dprobs * Ymat * counts).sum(1, keepdim=True)",
+    ],
+    "answer_dcounts": [
+        "dcounts1 = counts_sum_inv * dprobs\ndcounts2 = dcounts_sum * 1\ndcounts = dcounts2 + dcounts1",  # broadcast
+        "dcounts = torch.broadcast_to(counts_sum_inv, (32, 27)) * dprobs + torch.ones_like(counts) * dcounts_sum",
+        "dcounts = (torch.ones_like(counts) * counts_sum_inv * dprobs) + (dcounts_sum)",
+        "dcounts = dcounts_sum.expand(*counts.shape) + (counts_sum_inv.expand(*probs.shape) * dprobs)",
+        # dcounts_sum written out again from dprobs (a step further up)
+        "dcounts = dprobs * counts_sum_inv "
+        "+ (dprobs * counts).sum(1, keepdim=True) * (-counts_sum**-2) * torch.ones_like(counts)",
+    ],
+    "answer_dlogits": [
+        "dlogits = dnorm_logits.clone()\ndlogits += (logits == logit_maxes) * dlogit_maxes",  # a bool mask times floats
+        "dlogits = F.one_hot(logits.max(1).indices, num_classes=27).float() * dlogit_maxes\ndlogits += dnorm_logits",
+        "dlogits = 1.0 * dnorm_logits\ndlogits[range(n), logits.max(1).indices] += dlogit_maxes.squeeze()",
+        "dlogits = dnorm_logits.clone()\n"
+        "dlogits[list((logits == logit_maxes).nonzero(as_tuple=True))] += dlogit_maxes.squeeze()",
+        "dlogits = F.one_hot(logits.argmax(1), num_classes=vocab_size).float() * dlogit_maxes "
+        "+ torch.ones((n, vocab_size)) * dnorm_logits",
+        "mask = torch.zeros_like(logits)\nmask[range(len(logits)), logits.argmax(1)] = 1\n"
+        "dlogits = dnorm_logits.clone()\ndlogits += dlogit_maxes * mask",
+    ],
+    "answer_dlogit_maxes": [
+        "dlogit_maxes = -dnorm_logits.sum(dim=1).unsqueeze(1)",
+        "dlogit_maxes = (-torch.ones((n, 1)) * dnorm_logits).sum(1, keepdim=True)",
+    ],
+    "answer_dbnvar": ["dbnvar = ((-0.5 * (bnvar + 1e-5) ** -1.5) * dbnvar_inv).sum(dim=0, keepdim=True)"],
+    "answer_dbndiff2": ["dbndiff2 = 1 / (n - 1) * dbnvar.expand(batch_size, -1)"],
+    "answer_db1": ["db1 = dhprebn.clone().sum(0)"],
+    "answer_dbnmeani": [
+        "dbnmeani = torch.sum(-1.0 * dbndiff, 0, keepdim=True)",
+        "dbnmeani = (-1.0 * torch.ones_like(bnmeani) * dbndiff).sum(0, keepdim=True)",
+    ],
+    "answer_dhprebn": [
+        "dhprebn = dbndiff.clone()\ndhprebn += (1.0 / n) * torch.ones_like(bnmeani) * dbnmeani",
+        "dhprebn = dbndiff + 1 / n * dbnmeani.expand(batch_size, -1)",
+        "dhprebn = dbndiff.clone() + 1 / n * torch.ones_like(bnmeani) * dbnmeani",
+    ],
+    "answer_dW1": ["dW1 = (dhprebn.t() @ embcat).t()"],
+    "answer_demb": [
+        "demb = dembcat.view(-1, block_size, n_embd)",
+        "demb = torch.ones_like(emb) * dembcat.view(emb.shape)",
+    ],
+    "answer_dC": [
+        "dC = torch.zeros_like(C)\nfor j, word in enumerate(Xb):\n    for k, ix in enumerate(word):\n"
+        "        dC[ix] += demb[j][k]",
+        "dC = torch.zeros_like(C)\ndC.index_add_(0, Xb.view(32 * 3), demb.view(32 * 3, 10))",  # sizes as numbers
+        "aggC = F.one_hot(Xb, num_classes=vocab_size).view(32, 3, 27, 1) * demb.view(32, 3, 1, 10)\n"
+        "dC = aggC.sum((0, 1))",
+        "dC = torch.zeros_like(C)\nfor i in range(Xb.shape[0]):\n    for j in range(Xb.shape[1]):\n"
+        "        c = Xb[i, j]\n        dC[c.item()] += demb[i, j]",
+    ],
+}
+for _cell, _codes in [*PUBLISHED_FORMS.items(), *PUBLISHED_FORMS_4.items()]:
     MORE_FORMS[_cell] = [*MORE_FORMS.get(_cell, []), *_codes]
 # the lecture's order, dbndiff's first path in the cell of dbnvar_inv, and dbndiff2 shaped by ones_like(dbndiff)
 MORE_LAYOUTS.append(
@@ -1477,6 +1550,96 @@ SLIPS_TOGETHER = {
         ["logprobs", "counts_sum_inv", "logits", "h", "bnvar", "emb", "C"],
     ),
 }
+
+# the fourth round's published slips, each costing its own step with words that say what to fix
+MISTAKES.update(
+    {
+        # the rows added into ones: every entry 1 too large
+        "m_dC_started_from_ones": (
+            {
+                "answer_dC": "dC = torch.ones_like(C)\nfor k in range(Xb.shape[0]):\n    for j in range(Xb.shape[1]):\n"
+                "        dC[Xb[k, j]] += demb[k, j]"
+            },
+            "C",
+            "dC is off by the same amount, 1, in every entry: did it start from ones",
+        ),
+        # a misspelt answer is not answered, and the later steps that read the misspelt name keep their points
+        "m_dhprebn_misspelt": (
+            {
+                "answer_dhprebn": "dbhprebn = dbndiff.clone()\n"
+                "dbhprebn += torch.ones_like(hprebn) * (1.0 / n * dbnmeani)",
+                "answer_dembcat": "dembcat = dbhprebn @ W1.T",
+                "answer_dW1": "dW1 = embcat.T @ dbhprebn",
+                "answer_db1": "db1 = dbhprebn.sum(0)",
+            },
+            "hprebn",
+            "your code assigns dbhprebn, a name close to dhprebn",
+        ),
+        "m_dbnmeani_misspelt": (
+            {
+                "answer_dbnmeani": "dbnmean1 = -dbndiff.sum(0, keepdim=True)",
+                "answer_dhprebn": "dhprebn = dbndiff.clone()\n"
+                "dhprebn += (1 / n) * (torch.ones_like(hprebn) * dbnmean1)",
+            },
+            "bnmeani",
+            "your code assigns dbnmean1, a name close to dbnmeani",
+        ),
+        # the lecture's loop with = for += (published): a repeated character keeps its last row only
+        "m_dC_loop_assigns": (
+            {
+                "answer_dC": "dC = torch.zeros_like(C)\nfor k in range(Xb.shape[0]):\n"
+                "    for j in range(Xb.shape[1]):\n        ix = Xb[k, j]\n        dC[ix] = demb[k, j]"
+            },
+            "C",
+            "`dC[ix] = demb[k, j]` in a loop",
+        ),
+        # dlogprobs misspelt, and dprobs written from -1/n again rather than from it: dprobs keeps its point
+        "m_dlogprobs_misspelt": (
+            {
+                "answer_dlogprobs": "dlprobs = torch.zeros_like(logprobs)\ndlprobs[range(n), Yb] = -1 / n",
+                "answer_dprobs": "dprobs = torch.zeros_like(logprobs)\ndprobs[range(n), Yb] = -1 / n\n"
+                "dprobs = dprobs * (1 / probs)",
+            },
+            "logprobs",
+            "your code assigns dlprobs, a name close to dlogprobs",
+        ),
+        "m_dbndiff2_times_bndiff2": (  # the forward value where the ones belong
+            {"answer_dbndiff2": "dbndiff2 = bndiff2 * dbnvar * 1 / (n - 1)"},
+            "bndiff2",
+            "entries wrong",
+        ),
+        "m_dprobs_times_probs": (  # divided and multiplied back: the upstream gradient unchanged
+            {"answer_dprobs": "dprobs = dlogprobs / probs * probs"},
+            "probs",
+            "passed through unchanged",
+        ),
+        "m_dlogprobs_one_over_probs": ({"answer_dlogprobs": "dlogprobs = 1 / probs"}, "logprobs", "entries wrong"),
+        "m_dlogprobs_a_number": (
+            {"answer_dlogprobs": "dlogprobs = -1 / (32 * logprobs[range(n), Yb].sum())"},
+            "logprobs",
+            "dlogprobs has shape (), but logprobs has shape (32, 27)",
+        ),
+    }
+)
+# autograd's gradient put over the student's own right one ("on Colab there's a tiny error"): that step earns nothing
+CHEATS["c_grad_over_own_formula"] = (
+    {"answer_dhpreact": "dhpreact = (1.0 - h**2) * dh\ndhpreact = hpreact.grad"},
+    [],
+    ["hpreact"],
+    "autograd",
+)
+# every sum over the batch without keepdim (published; cmp checks no shapes): each a share of its own step, and dbnvar
+# from a (64,) dbnvar_inv times a (1, 64) factor is (1, 64) and right
+SLIPS_TOGETHER["m_slips_together_3"] = (
+    {
+        "answer_dbngain": "dbngain = (dhpreact * bnraw).sum(0)",
+        "answer_dbnbias": "dbnbias = (dhpreact * torch.ones_like(bnbias)).sum(0)",
+        "answer_dbnvar_inv": "dbnvar_inv = (dbnraw * bndiff).sum(0)",
+        "answer_dbnvar": "dbnvar = dbnvar_inv * ((-0.5 * (bnvar + 1e-5) ** -1.5) * torch.ones_like(bnvar))",
+        "answer_dbnmeani": "dbnmeani = (dbndiff * -torch.ones_like(bndiff)).sum(0)",
+    },
+    ["bngain", "bnbias", "bnvar_inv", "bnmeani"],
+)
 
 
 def one_cell(release, source, changes: dict, after: str = ""):

@@ -690,6 +690,96 @@ MORE_FORMS[NB3]["answer_dhprebn"] += [
     "- 1 / (n - 1) * bnraw * (dhpreact * bnraw).sum(0, keepdim=True))",
 ]
 
+# a fourth round: 1/n and 1/(n-1) inside the bracket, bnvar_inv first; the lecture's formula laid out one factor a line
+MORE_FORMS[NB3]["answer_dhprebn"] += [
+    "dhprebn = bnvar_inv * bngain * (dhpreact - 1 / n * dhpreact.sum(0) "
+    "- 1 / (n - 1) * bnraw * (bnraw * dhpreact).sum(0))",
+    "dhprebn = (\n    bngain\n    / n\n    * bnvar_inv\n    * (\n        n * dhpreact\n        - dhpreact.sum(0)\n"
+    "        - n / (n - 1) * bnraw * (dhpreact * bnraw).sum(0)\n    )\n)",
+    "dhprebn = ((bngain * (bnvar + 1e-5) ** -0.5) / n) * (n * dhpreact - dhpreact.sum(0) "  # bnvar_inv written out
+    "- (n / (n - 1)) * bnraw * (dhpreact * bnraw).sum(0))",
+]
+MORE_FORMS[NB2]["answer_dlogits"] += [  # the forward pass's probs, scaled first; the one-hot as wide as C is long
+    "dlogits = probs.clone() * 1 / n\ndlogits[range(n), Yb] -= 1 / n",
+    "dlogits = (probs - F.one_hot(Yb, num_classes=C.shape[0])) / n",
+    # the max's path kept, times the rows' sums of softmax minus the one-hot (zero up to rounding)
+    "Ymat = F.one_hot(Yb, num_classes=logits.shape[1])\npsoftmax = F.softmax(logits, dim=1)\n"
+    "dlogits = 1 / n * ((-Ymat + psoftmax) - (-Ymat + psoftmax).sum(1, keepdim=True) "
+    "* F.one_hot(logits.max(1).indices, logits.shape[1]))",
+    "dlogits = torch.log_softmax(logits, dim=1).exp()\ndlogits[range(n), Yb] -= 1\ndlogits /= n",
+    # each entry written out from counts and counts_sum, the target's in a loop
+    "dlogits = torch.ones_like(logits) * (-1 / counts_sum) * 1 / n\nfor i, ix in enumerate(Yb):\n"
+    "    dlogits[i, ix] = (counts_sum[i] - counts[i, ix]) / (counts_sum[i] * counts[i, ix]) * 1 / n\n"
+    "dlogits = counts * dlogits * -1",
+]
+MORE_FORMS[NB3]["answer_dhprebn"] += [
+    "dhprebn = (dhpreact * bngain - (dhpreact * bngain).sum(0, keepdim=True) / n "  # bngain inside the bracket
+    "- bnraw / (n - 1) * (dhpreact * bngain * bnraw).sum(0, keepdim=True)) * bnvar_inv",
+    "dhprebn = (bngain * bnvar_inv / n) * (n * dhpreact - n / (n - 1) * bnraw * (dhpreact * bnraw).sum(0) "
+    "- dhpreact.sum(0))",
+    "dhprebn = (bngain * bnvar_inv) * (dhpreact - dhpreact.sum(0) / n - (bnraw * (dhpreact * bnraw).sum(0)) / (n - 1))",
+]
+MISTAKES["dhprebn_forward_hpreact_for_its_gradient"] = (  # hpreact where dhpreact belongs, in the last sum (published)
+    NB3,
+    {
+        "answer_dhprebn": "dhprebn = bngain * bnvar_inv / n * (n * dhpreact - dhpreact.sum(0) "
+        "- n / (n - 1) * bnraw * (bnraw * hpreact).sum(0))"
+    },
+    {"test_dhprebn": "entries wrong"},
+)
+# the same loop with exp(logits) where counts (exp of logits minus their max) belongs: each row off by exp(its max)
+MISTAKES["dlogits_exp_of_logits_for_counts"] = (
+    NB2,
+    {
+        "answer_dlogits": "dlogits = torch.ones_like(logits) * (-1 / counts_sum) * 1 / n\nfor i, ix in enumerate(Yb):\n"
+        "    dlogits[i, ix] = (counts_sum[i] - counts[i, ix]) / (counts_sum[i] * counts[i, ix]) * 1 / n\n"
+        "dlogits = logits.exp() * dlogits * -1"
+    },
+    {"test_dlogits": "entries wrong"},
+)
+# and its slips: the BatchNorm paper's formula fed dbnraw (bngain already in it) under bngain again, with and without
+# n/(n-1) (published so, in study notes); the three terms of the paper without their sums over the batch
+DBNRAW = "dbnraw = bngain * dhpreact\n"
+MISTAKES.update(
+    {
+        "dhprebn_gain_twice": (
+            NB3,
+            {
+                "answer_dhprebn": DBNRAW + "dhprebn = (bngain * bnvar_inv / n) * (n * dbnraw - dbnraw.sum(0) "
+                "- n / (n - 1) * bnraw * (dbnraw * bnraw).sum(0))"
+            },
+            {"test_dhprebn": "dhprebn has bngain twice: once in front of the bracket and once inside it"},
+        ),
+        "dhprebn_gain_twice_no_bessel": (
+            NB3,
+            {
+                "answer_dhprebn": DBNRAW + "dhprebn = (bngain * bnvar_inv / n) * (n * dbnraw - dbnraw.sum(0) "
+                "- bnraw * (dbnraw * bnraw).sum(0))"
+            },
+            {"test_dhprebn": "and it is missing the factor n/(n-1) on the path through the variance"},
+        ),
+        "dhprebn_biased_gain_twice": (
+            NB3,
+            {
+                "answer_dhprebn_biased": "g = bngain * dhpreact_biased\ndhprebn_biased = bngain * bnvar_inv_biased / n "
+                "* (n * g - g.sum(0) - bnraw_biased * (g * bnraw_biased).sum(0))"
+            },
+            {"test_dhprebn_biased": "dhprebn_biased has bngain twice"},
+        ),
+        "dhprebn_paper_terms_without_sums": (
+            NB3,
+            {
+                "answer_dhprebn": "sd = torch.sqrt(hprebn.var(0, keepdim=True, unbiased=True) + 1e-5)\n"
+                "x_hat = bngain * dhpreact\ndmean = -bngain / sd * dhpreact\n"
+                "dvar = -0.5 * bngain * (hprebn - hprebn.mean(0, keepdim=True)) * sd**-3 * dhpreact\n"
+                "dhprebn = x_hat + dmean + dvar"
+            },
+            {"test_dhprebn": "entries wrong"},
+        ),
+    }
+)
+KINDS["dhprebn_biased_gain_twice"] = "factor_twice"
+
 
 def dealt(forms: dict, prefix: str) -> dict:
     """student -> {notebook: answer cells changed}: each cell's forms, one per student in turn, in each notebook."""

@@ -89,7 +89,7 @@ MISTAKES = {
             "your dW1 is wrong (see its cell); that costs points in the wrong gradients' own cells, not here",
         },
     ),
-    # a gradient from another upstream gradient (engine/chain_rule.py): its own cell names the one it read; a wrong
+    # a gradient from another upstream gradient (diagnosis/chain_rule.py): its own cell names the one it read; a wrong
     # intermediate is named as the first wrong one on the parameters' way back, with the same words
     "m_dW1_from_dhpreact": (
         {
@@ -610,4 +610,44 @@ MISTAKES["m_stub_raise_left_above_the_answer"] = (
     [],
     {g: 0 for g in GRADIENTS},
     {"test_dC": "not answered yet: backward_pass still raises NotImplementedError"},
+)
+# A fourth round of published forms (December 2026): transposes written out, dC by enumerate over the rows of Xb,
+# the training step under set_grad_enabled(False), its lr renamed; index_add_ over Xb.flatten() with n_embd as a number
+ALTERNATIVES["alt_published_4"] = {
+    "answer_backward_pass": backward(
+        layer2="dh = (W2 @ dlogits.t()).t()\ndW2 = (dlogits.t() @ h).t()\ndb2 = dlogits.sum(0)",
+        layer1="dembcat = dhprebn @ W1.T\ndW1 = (dhprebn.t() @ embcat).t()\ndb1 = dhprebn.sum(0)",
+        embedding="demb = dembcat.view(-1, block_size, n_embd)\ndC = torch.zeros_like(C)\n"
+        "for j, word in enumerate(Xb):\n    for k, ix in enumerate(word):\n        dC[ix] += demb[j][k]",
+    ),
+    "answer_training_step": "with torch.set_grad_enabled(False):\n    grads = backward_pass(Xb, Yb, cache)\n"
+    "    initial_lr = lr\n    for param, grad in zip(parameters, grads):\n        param.data += -initial_lr * grad",
+}
+ALTERNATIVES["alt_db1_zero"]["answer_backward_pass"] = backward(
+    layer1="dembcat = dhprebn @ W1.T\ndW1 = embcat.T @ dhprebn\ndb1 = torch.zeros_like(b1)",
+    embedding="demb = dembcat.view(emb.shape)\ndC = torch.zeros_like(C)\n"
+    "dC.index_add_(0, Xb.flatten(), demb.view(-1, 10))",
+)
+# the rows of C added into ones (published in Exercise 1): dC alone loses, and its message names the offset
+MISTAKES["m_dC_started_from_ones"] = (
+    {
+        "answer_backward_pass": backward(
+            embedding="demb = dembcat.view(emb.shape)\ndC = torch.ones_like(C)\n"
+            "dC.index_add_(0, Xb.view(-1), demb.view(-1, n_embd))"
+        )
+    },
+    [],
+    {"test_dC": 0},
+    {"test_dC": "dC is off by the same amount, 1, in every entry: did it start from ones"},
+)
+MISTAKES["m_dC_loop_assigns"] = (
+    {
+        "answer_backward_pass": backward(
+            embedding="demb = dembcat.view(emb.shape)\ndC = torch.zeros_like(C)\nfor k in range(Xb.shape[0]):\n"
+            "    for j in range(Xb.shape[1]):\n        dC[Xb[k, j]] = demb[k, j]"
+        )
+    },
+    [],
+    {"test_dC": 0},
+    {"test_dC": "`dC[ix] = demb[k, j]` in a loop"},
 )

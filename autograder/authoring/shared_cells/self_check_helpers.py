@@ -311,9 +311,10 @@ def _value_hint(got, want, name, n, indices=None):
     with contextlib.suppress(Exception):  # indices that are not this table's: no word about them
         if name == "C" and indices is not None and only_repeated_rows_wrong(g, w, indices, scale):
             return ("right for characters that appear once in the batch, wrong for those that appear several times: "
-                    "writing through a repeated index (`dC[Xb] += demb`, `dC[Xb] = demb`, or index_put_ without "
-                    "accumulate=True) keeps only one of its contributions. Add up every occurrence: index_add_, "
-                    "index_put_ with accumulate=True, a loop over single entries, or a one-hot matrix product")
+                    "writing through a repeated index (`dC[Xb] += demb`, `dC[Xb] = demb`, `dC[ix] = demb[k, j]` in a "
+                    "loop, or index_put_ without accumulate=True) keeps only one of its contributions. Add up every "
+                    "occurrence: index_add_, index_put_ with accumulate=True, a loop over single entries with +=, or a "
+                    "one-hot matrix product")
     if g.dim() == 2 and g.shape[0] == g.shape[1] and (g.T - w).abs().max().item() <= TOLERANCE * scale:
         return "transposed: let the shapes decide the order of the matrix product"
     differ = wrong_entries(g, w, scale)

@@ -7,8 +7,9 @@ import torch
 
 from ...common.diagnoses import NOTE, Reason, kind_of
 from ...common.words import say
+from .. import wire
 from ..backward_rules import SHAPE_ONLY_SHARE, STEP_BY_NAME, Step, local_gradient
-from ..diagnose import diagnose, only_size_one_dims_differ, shape_only_share, shape_problem
+from ..diagnosis.diagnose import diagnose, only_size_one_dims_differ, shape_only_share, shape_problem
 from ..explain import and_list, wrong_dtype
 from ..tolerance import close, step_scale
 from .rerun import pin_value
@@ -53,11 +54,15 @@ def read_probe(report, answer: str, pins: set) -> tuple:
 
 
 def pinned(probe: dict, seed: int, answer: str, shapes: dict) -> dict:
-    """name -> the tensor that stood for it (exact zeros where the student's own value was exact zeros)."""
+    """name -> the tensor that stood for it (exact zeros where the student's own value was exact zeros, as a whole or
+    entry by entry)."""
     values = {}
     for name, shape in shapes.items():
-        zero = bool((probe["pins"].get(name) or {}).get("zero"))
-        values[name] = torch.zeros(shape) if zero else pin_value(seed, answer, name, shape)
+        info = probe["pins"].get(name) or {}
+        values[name] = torch.zeros(shape) if bool(info.get("zero")) else pin_value(seed, answer, name, shape)
+        kept = wire.decode(info["kept"]) if isinstance(info.get("kept"), dict) else None  # (probes.pins)
+        if kept is not None and kept.dtype == torch.bool and kept.numel() == values[name].numel():
+            values[name] = values[name] * kept.reshape(values[name].shape)
     return values
 
 

@@ -12,6 +12,7 @@ from ..backward_rules import STEPS
 from ..fused_rules import FUSED_STEPS
 from ..honesty import assigned_names
 from ..operators import OPERATOR_STEPS
+from .pins import kept_entries
 from .snapshots import UNBOUND, Uncopied, evaluated_names, given_back, loaded_names
 
 RUN_IN_PLACE = ("time", "capture")  # magics that run their code once, in the notebook's namespace (not %%timeit)
@@ -220,9 +221,8 @@ def pin_value(seed: int, answer: str, name: str, shape) -> torch.Tensor:
 
 
 def pinned_inputs(namespace: dict, seed: int, answer: str, names, shapes: dict, own_shapes: bool = True) -> dict:
-    """name -> the tensor that stands for it in the kernel: random, of the shape ``shapes`` gives the tensor (d<x>:
-    x's), or exact zeros where the student's own value is exact zeros; with ``own_shapes``, in the student's own shape
-    when only size-1 dimensions differ (a dropped keepdim works as it did for them)."""
+    """name -> the random tensor that stands for it in the kernel, of the shape ``shapes`` gives (d<x>: x's), zero where
+    the student's own value is (``kept_entries``); ``own_shapes``: in their shape if only size-1 dimensions differ."""
     pins = {}
     for name in names:
         shape = shapes.get(name[1:] if name in GRADIENTS else name)
@@ -230,7 +230,7 @@ def pinned_inputs(namespace: dict, seed: int, answer: str, names, shapes: dict, 
         if shape is None:
             raise NoAnswerCode(f"{name} has no tensor to take its shape from")
         zero = isinstance(own, torch.Tensor) and own.is_floating_point() and own.numel() > 0 and not own.any()
-        pins[name] = torch.zeros(shape) if zero else pin_value(seed, answer, name, shape)
+        pins[name] = torch.zeros(shape) if zero else pin_value(seed, answer, name, shape) * kept_entries(own, shape)
         if own_shapes and name in GRADIENTS and isinstance(own, torch.Tensor) and own.numel() == pins[name].numel():
             pins[name] = pins[name].reshape(own.shape)
     return pins

@@ -5,8 +5,8 @@ the engine; a wrong one is diagnosed by the first wrong intermediate on its path
 from ...common.diagnoses import NOTE, Reason, kind_of
 from ...common.words import say, say_n
 from ..backward_rules import STEP_BY_NAME, local_gradient
-from ..chain_rule import known_gradients
-from ..diagnose import diagnose
+from ..diagnosis.chain_rule import known_gradients
+from ..diagnosis.diagnose import diagnose
 from ..explain import and_list, comma_list
 from ..judge import judge_gradient
 from ..tolerance import RTOL, close, magnitude, step_scale

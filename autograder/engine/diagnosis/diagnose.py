@@ -2,12 +2,13 @@
 
 import torch
 
-from ..common.diagnoses import NOTE, Reason
-from ..common.words import say
-from .backward_rules import Step, local_gradient
+from ...common.diagnoses import NOTE, Reason
+from ...common.words import say
+from ..backward_rules import Step, local_gradient
+from ..explain import and_list, constant_factor, factor_message, nothing_added, only_repeated_rows_wrong
+from ..tolerance import close, magnitude
 from .chain_rule import another_upstream, local_derivative_alone
-from .explain import and_list, constant_factor, difference, factor_message, nothing_added, only_repeated_rows_wrong
-from .tolerance import close, magnitude
+from .offsets import wrong_values
 
 
 def only_size_one_dims_differ(got: tuple, want: tuple) -> bool:
@@ -243,27 +244,14 @@ def diagnose(
                 "not_accumulated",
                 say(
                     "dC is right for characters that appear once in the batch, and wrong for those that appear "
-                    "several times: writing through a repeated index (`dC[Xb] += demb`, `dC[Xb] = demb`, or "
-                    "index_put_ without accumulate=True) keeps only one of its contributions. Add up every "
-                    "occurrence: index_add_, index_put_ with accumulate=True, a loop over single entries, or a "
-                    "one-hot matrix product"
+                    "several times: writing through a repeated index (`dC[Xb] += demb`, `dC[Xb] = demb`, "
+                    "`dC[ix] = demb[k, j]` in a loop, or index_put_ without accumulate=True) keeps only one of its "
+                    "contributions. Add up every occurrence: index_add_, index_put_ with accumulate=True, a loop over "
+                    "single entries with +=, or a one-hot matrix product"
                 ),
             )
     if a.dim() == 2 and a.shape[0] == a.shape[1] and close(a.T, e, scale):
         return Reason(
             "transposed", say("d{name} is transposed: let the shapes decide the order of a matrix product", name=own)
         )
-    off = difference(a, e, scale)
-    return Reason(
-        "wrong_values",
-        say(
-            "d{name} has {wrong} of {total} entries wrong (largest error {error:.3g}, largest value {scale:.3g}). "
-            "Re-derive the local derivative of `{forward}`",
-            name=own,
-            wrong=off.wrong,
-            total=off.total,
-            error=off.largest_error,
-            scale=off.scale,
-            forward=step.forward,
-        ),
-    )
+    return wrong_values(a, e, scale, own, step.forward)

@@ -6,10 +6,10 @@ from functools import lru_cache
 
 import torch
 
-from ..common.diagnoses import Reason
-from ..common.words import say
-from .backward_rules import STEPS, Step, local_gradient
-from .tolerance import RTOL, close, magnitude, step_scale
+from ...common.diagnoses import Reason
+from ...common.words import say
+from ..backward_rules import STEPS, Step, local_gradient
+from ..tolerance import RTOL, close, magnitude, step_scale
 
 
 def local_derivative_alone(answer: torch.Tensor, step: Step, forward: dict, upstream: dict, own: str) -> Reason | None:
@@ -60,8 +60,8 @@ def known_gradients(report, grads: dict, step: Step) -> dict:
 @lru_cache(maxsize=1)
 def _feeds() -> dict:
     """name -> the tensors it feeds, over every table of steps (the atomic graph, the fused steps, the operators)."""
-    from .fused_rules import FUSED_STEPS
-    from .operators import OPERATOR_STEPS
+    from ..fused_rules import FUSED_STEPS
+    from ..operators import OPERATOR_STEPS
 
     feeds = {}
     for step in [*STEPS, *FUSED_STEPS, *OPERATOR_STEPS]:
