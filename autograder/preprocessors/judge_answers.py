@@ -165,7 +165,8 @@ class JudgeAnswers(NbGraderPreprocessor):
     def _judge(self, nb, resources):
         from ..engine import wire
         from ..engine.exercises import CHECKS
-        from ..engine.honesty import AutogradTaint, _cell_statements
+        from ..engine.honesty import AutogradTaint
+        from ..engine.honesty.cell_code import statements
         from ..engine.judge import first_to_fix
         from ..engine.reference import run_setup
 
@@ -199,7 +200,7 @@ class JudgeAnswers(NbGraderPreprocessor):
                 taint.graders_cell(cell.source)  # the names its hidden tests left in the kernel
             else:
                 taint.add_cell(cell.source)  # the student's own code, in the order it ran
-                bound |= bound_names(_cell_statements(cell.source))
+                bound |= bound_names(statements(cell.source))
                 if any(o.get("ename") == "AutogradIsOff" for o in cell.get("outputs", [])):
                     taint.refuse(cell.source)
             check = checks.get(grade_id(cell)) if utils.is_grade(cell) else None
