@@ -48,7 +48,7 @@ def test_only_the_assignments_notebooks_are_collected_as_regular_files(tmp_path)
 
     assert collect.collected == [me] and collect.refused == []
     got = course / "submitted" / me / ASSIGNMENT
-    assert sorted(p.name for p in got.iterdir()) == [NB, "timestamp.txt"]
+    assert sorted(p.name for p in got.iterdir()) == [NB, "submission_secret.txt", "timestamp.txt"]
     assert not (got / NB).is_symlink() and nbformat.read(got / NB, as_version=4).cells == []
     arrived = datetime.datetime.fromtimestamp(submission.stat().st_ctime, datetime.timezone.utc)
     assert (got / "timestamp.txt").read_text() == f"{arrived:%Y-%m-%d %H:%M:%S.%f} UTC"  # not the earlier one it names
@@ -136,7 +136,7 @@ def test_a_notebook_worked_on_in_a_copy_is_taken_as_from_a_download(tmp_path):
             "notes.ipynb": ("not a notebook of the assignment", 3_000_000),
         },
     )
-    assert sorted(p.name for p in got.iterdir()) == [NB, "other.ipynb", "timestamp.txt"]
+    assert sorted(p.name for p in got.iterdir()) == [NB, "other.ipynb", "submission_secret.txt", "timestamp.txt"]
     assert cells(got / NB) == ["her work"] and cells(got / "other.ipynb") == ["other, as it is"]
     assert collect.duplicates == [(me, stem, f"{stem}-Copy1.ipynb", [NB])]
 
@@ -210,6 +210,8 @@ def test_a_folder_whose_name_claims_no_time_stops_no_collect(tmp_path):
     last = inbound / mine[-1]
     arrived = datetime.datetime.fromtimestamp(max(last.stat().st_ctime, (last / NB).stat().st_ctime), datetime.UTC)
     assert (got / "timestamp.txt").read_text() == f"{arrived:%Y-%m-%d %H:%M:%S.%f} UTC"
+    secret = (got / "submission_secret.txt").read_bytes()  # (none was handed in: one that nobody holds)
+    assert len(secret) == 128 and secret.isascii()
 
 
 def test_a_notebook_written_into_after_its_folder_arrived_counts_from_that_write(tmp_path):
@@ -238,21 +240,21 @@ def test_release_feedback_releases_the_class_whatever_secret_a_submission_holds(
     """nbgrader's release_feedback reads the secret beside every student's pages as text and stopped at the first
     student with none (FileNotFoundError, measured: mallory's hand-made folder in the exchange had none), an empty
     one (an assertion) or one that is no text (UnicodeDecodeError): the students after them in its listing got no
-    feedback. Such a student's pages get a new secret, which nobody holds; everyone's pages are released."""
+    feedback. Such a student's pages get a new secret, which nobody holds (a submission with none gets one as it is
+    collected: test_a_folder_whose_name_claims_no_time_stops_no_collect); everyone's pages are released."""
     from nbgrader.exchange.default.release_feedback import ExchangeReleaseFeedback
     from nbgrader.utils import notebook_hash
 
     from autograder.grading.intake.exchange import secret_beside_feedback
 
-    held = {"ada": b"5ec7e7" * 20, "mal_none": None, "mal_empty": b"", "mal_bytes": b"\xff\xfe", "mal_blank": b" \n"}
+    held = {"ada": b"5ec7e7" * 20, "mal_empty": b"", "mal_bytes": b"\xff\xfe", "mal_blank": b" \n"}
     root = tmp_path / "course"
     for student, secret in held.items():
         submitted, feedback = (root / kind / student / ASSIGNMENT for kind in ("submitted", "feedback"))
         for folder in (submitted, feedback):
             folder.mkdir(parents=True)
             (folder / "timestamp.txt").write_text("2026-12-01 10:00:00.000000 UTC")
-        if secret is not None:
-            (submitted / "submission_secret.txt").write_bytes(secret)
+        (submitted / "submission_secret.txt").write_bytes(secret)
         (feedback / "answers.html").write_text(student)
         secret_beside_feedback(root, ASSIGNMENT, student)
         beside = (feedback / "submission_secret.txt").read_bytes()

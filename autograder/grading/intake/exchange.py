@@ -101,16 +101,19 @@ def secret_beside_feedback(root: Path, assignment: str, student: str) -> None:
     student's nbgrader knows: the secret of the submission just graded goes beside its feedback pages.
 
     release_feedback reads the secret beside every page it releases, as text, and stops at the first folder that has
-    none, an empty one or one that is not text: the students after it got no feedback. A submission without a secret
-    that nbgrader wrote (ASCII: hex), as a student may make one by hand in the exchange, gets a new one, which nobody
-    holds: its pages are released where nobody finds them, and the class's are released."""
+    none, an empty one or one that is not text: the students after it got no feedback. A secret that nbgrader did not
+    write (ASCII: hex), as a student may make one by hand in the exchange, is replaced by a new one, which nobody
+    holds: its pages are released where nobody finds them, and the class's are released. (The exchange's collect
+    gives a submission without one a new one, ``owned_collect``; a download's submissions have none, and none is
+    put beside their pages.)"""
     feedback = root / "feedback" / student / assignment
     secret = read_owned(str(root / "submitted" / student / assignment / KEPT[1]), os.geteuid(), MAX_SMALL_BYTES)
     if feedback.is_dir():
         (feedback / KEPT[1]).unlink(missing_ok=True)
-        if secret is None or not secret.strip() or not secret.isascii():
-            secret = secrets.token_hex(64).encode()
-        (feedback / KEPT[1]).write_bytes(secret)
+        if secret is not None:
+            if not secret.strip() or not secret.isascii():
+                secret = secrets.token_hex(64).encode()
+            (feedback / KEPT[1]).write_bytes(secret)
 
 
 def __getattr__(name: str):
