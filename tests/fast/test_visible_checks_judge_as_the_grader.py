@@ -420,6 +420,23 @@ def test_an_all_zero_dlogits_does_not_pass_the_rows_check(ex2_namespace):
     assert "✘ dlogits_row_sums" in out and "✔" not in out, out
 
 
+def test_the_rows_check_after_a_dlogits_cell_that_stopped_says_so(ex2_namespace):
+    """A dlogits cell that raised left the dlogits of an earlier run in the kernel, and the rows' check ticked it (a
+    cold read, 2026-12-07), where the grader, which runs the notebook once, gives the point nothing. It now says the
+    cell stopped, as the gradient checks do; with the cell run again without its error, the tick comes back."""
+    cells = ex2_namespace[1]
+    namespace = {**ex2_namespace[0]}
+    exec(strip_hidden(HELPERS), namespace)
+    run_cells(namespace, cells["answer_dlogits"])
+    namespace["_RAN"].append((cells["answer_dlogits"], None))
+    stopped = cells["answer_dlogits"] + "\nprint(dlogits.shape())"
+    namespace["_RAN"].append((stopped, TypeError("'torch.Size' object is not callable")))
+    out = run_cells(namespace, cells["test_dlogits_rows"])
+    assert out.startswith("✘ dlogits_row_sums: the last cell that computes dlogits stopped with TypeError"), out
+    namespace["_RAN"].append((cells["answer_dlogits"], None))
+    assert run_cells(namespace, cells["test_dlogits_rows"]).startswith("✔ dlogits_row_sums"), out
+
+
 def test_a_one_formula_dlogits_is_not_sent_down_the_path_through_logit_maxes(ex2_namespace):
     """Exercise 2 says the subtraction of logit_maxes is not in the formula: the hint must not ask for its path. The
     table of one gradient says its verdict in words for one, and the rows' check says the sums must be zero."""

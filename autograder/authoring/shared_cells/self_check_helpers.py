@@ -714,12 +714,15 @@ def _other_forward_pass(answer, of="_biased"):
     return None
 
 
-def check_value(name, want, scale=None):
+def check_value(name, want, scale=None, of=None):
     """The line under a graded cell that grades a value rather than a gradient: the variable `name` against want.
 
-    Values match when they differ by at most TOLERANCE times the scale (by default, the largest entry of want)."""
-    got = globals().get(name)
-    if got is None:
+    Values match when they differ by at most TOLERANCE times the scale (by default, the largest entry of want).
+    `of`: the answer `name` is computed from in the check's own cell (by default `name` itself, its answer cell's)."""
+    got, ran = globals().get(name), _ran_problem(of or name, globals().get(of or name))
+    if ran:  # the value is from before the answer's cell stopped: no old ✔
+        problem = ran
+    elif got is None:
         problem = "not answered yet"
     elif not isinstance(got, torch.Tensor):
         problem = f"should be a torch tensor, not a {type(got).__name__}"
