@@ -157,6 +157,15 @@ def test_grade_from_the_exchange_lists_the_copies_it_did_not_take(tmp_path):
     me = pwd.getpwuid(os.getuid()).pw_name
     stem = NB[: -len(".ipynb")]
     collect_folder(tmp_path, {NB: ("", 1_000_000), f"{stem}-Copy1.ipynb": ("her work", 2_000_000)})
+    root = course_with_the_exchange(tmp_path)
+    problems = from_exchange(root, ASSIGNMENT)  # (collected already: its copies are listed again)
+    assert [(p.student, p.notebook, p.kind, p.detail) for p in problems] == [
+        (me, stem, "duplicate_file", f"2 files for {stem}: took {stem}-Copy1.ipynb (the newest); ignored {NB}")
+    ]
+
+
+def course_with_the_exchange(tmp_path):
+    """The course root, configured as docs/jupyterhub.md says for ``grade --from-exchange``."""
     root = tmp_path / "course"
     (root / "nbgrader_config.py").write_text(
         "c = get_config()\n"
@@ -164,10 +173,7 @@ def test_grade_from_the_exchange_lists_the_copies_it_did_not_take(tmp_path):
         f"c.Exchange.root = {str(tmp_path / 'exchange')!r}\n"
         "c.ExchangeFactory.collect = 'autograder.grading.intake.owned_collect.OwnedCollect'\n"
     )
-    problems = from_exchange(root, ASSIGNMENT)  # (collected already: its copies are listed again)
-    assert [(p.student, p.notebook, p.kind, p.detail) for p in problems] == [
-        (me, stem, "duplicate_file", f"2 files for {stem}: took {stem}-Copy1.ipynb (the newest); ignored {NB}")
-    ]
+    return root
 
 
 def released(tmp_path, cells_of: dict):
@@ -311,13 +317,7 @@ def test_a_students_folders_named_after_others_make_a_few_problems_not_thousands
         tmp_path, {f"ghost+{ASSIGNMENT}+2026-12-01 10:00:00.000000 UTC+{i}": "" for i in range(REFUSED_NAMED + 5)}
     )
     (inbound / f"{me}+{ASSIGNMENT}+2026-12-01 10:00:00.000000 UTC+link").symlink_to(tmp_path)  # said for what it is
-    root = tmp_path / "course"
-    (root / "nbgrader_config.py").write_text(
-        "c = get_config()\n"
-        "c.CourseDirectory.course_id = 'course101'\n"
-        f"c.Exchange.root = {str(tmp_path / 'exchange')!r}\n"
-        "c.ExchangeFactory.collect = 'autograder.grading.intake.owned_collect.OwnedCollect'\n"
-    )
+    root = course_with_the_exchange(tmp_path)
     problems = from_exchange(root, ASSIGNMENT)
     assert {(p.student, p.kind) for p in problems} == {(me, "not_their_submission")}
     assert len(problems) == REFUSED_NAMED + 1 and "(a link?)" in problems[0].detail  # (their own name's first)
