@@ -6,8 +6,7 @@ import pytest
 
 from autograder.common.tools import start_up
 
-# The tests run nbgrader in process too, as the course's entry points do: alembic on PATH, and the IRI grammar skipped
-# before anything imports nbformat (support.course does: 1.4 s of CPU in every test process otherwise).
+# The tests run nbgrader in process too, as the course's entry points do: alembic on PATH.
 start_up()
 
 from support.course import NAMES, temporary_course  # noqa: E402

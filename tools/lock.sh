@@ -9,5 +9,5 @@ tools=$(mktemp -d)
 trap 'rm -rf "$tools"' EXIT
 "${PYTHON:-/usr/bin/python3}" -m venv "$tools"
 "$tools/bin/pip" install -q "pip-tools==7.6.2"
-"$tools/bin/pip-compile" -q --generate-hashes --allow-unsafe --strip-extras --no-emit-index-url \
+"$tools/bin/pip-compile" -q --generate-hashes --allow-unsafe --no-strip-extras --no-emit-index-url \
   --no-emit-find-links --extra test,cluster,postgres,hub --output-file requirements.lock pyproject.toml

@@ -1,4 +1,4 @@
-"""What every process of the grader sets up first (``start_up``): the tools nbgrader runs by name, a quicker import.
+"""What every process of the grader sets up first (``start_up``): the tools nbgrader runs by name.
 
 nbgrader runs ``alembic`` from PATH when it creates a gradebook, and a venv that is not activated is not on PATH:
 ``use_own_tools`` puts this Python's bin folder first. Nothing runs on import.
@@ -22,17 +22,10 @@ def use_own_tools() -> None:
         os.environ["PATH"] = os.pathsep.join([own, *(p for p in os.environ.get("PATH", "").split(os.pathsep) if p)])
 
 
-def skip_iri_grammar() -> None:
-    """jsonschema builds an IRI grammar when it is imported (rfc3987_syntax, with lark: 1.4 s of CPU in each process
-    that imports nbgrader, half of nbgrader's import), for its "iri" format check, which neither nbformat nor
-    nbgrader asks for. Without the module jsonschema skips that check. Only if nothing has imported it yet."""
-    sys.modules.setdefault("rfc3987_syntax", None)
-
-
 def start_up() -> None:
-    """Before a grading process imports nbgrader: its tools on PATH, the IRI grammar skipped."""
+    """Before a grading process imports nbgrader: its tools on PATH. (jsonschema is held below 4.24 in pyproject.toml:
+    from 4.24 its import built an IRI grammar, 1.2 s of every process that imports nbformat.)"""
     use_own_tools()
-    skip_iri_grammar()
 
 
 def require_tools() -> None:

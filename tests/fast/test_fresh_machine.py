@@ -1,6 +1,7 @@
 """A newcomer's machine: nothing activated, no network, no data to fetch."""
 
 import hashlib
+import importlib.util
 import os
 import subprocess
 import sys
@@ -28,6 +29,13 @@ def test_nbgraders_tools_are_found_without_an_activated_venv():
     assert result.returncode == 0, result.stderr
     alembic = os.path.join(os.path.dirname(sys.executable), "alembic")
     assert result.stdout.split() == ["True", alembic], result.stdout
+
+
+def test_the_install_has_no_jsonschema_that_builds_a_grammar_as_it_is_imported():
+    """From 4.24, jsonschema imports rfc3987_syntax when it is there (its "iri" format check), which builds a grammar
+    with lark at import: every process that imports nbformat took 1.2 s more (each nbgrader command, each worker).
+    pyproject.toml holds jsonschema below 4.24, whose format checks have no such module."""
+    assert importlib.util.find_spec("rfc3987_syntax") is None and importlib.util.find_spec("lark") is None
 
 
 def test_the_data_set_ships_with_the_course():
