@@ -8,6 +8,7 @@
 """
 
 import ast
+import functools
 import re
 
 import nbformat
@@ -33,6 +34,7 @@ def test_the_editions_are_what_the_english_and_the_catalogs_make():
     assert stale == [], "run: python -m autograder.authoring"
 
 
+@functools.cache  # (each English cell is compared with its edition in several tests)
 def _code_without_words(source: str) -> str:
     """The code's syntax tree with every string replaced: what a translation must leave alone."""
 

@@ -18,7 +18,6 @@ a time. A child that dies (``os._exit``) is a dead kernel for its students, as G
 import contextlib
 import gc
 import io
-import json
 import multiprocessing
 import os
 import pickle
@@ -37,6 +36,7 @@ from IPython.core.interactiveshell import InteractiveShell
 from traitlets.config.loader import KVArgParseConfigLoader, PyFileConfigLoader
 
 from autograder.authoring import SOURCE_DIR
+from autograder.authoring.submissions import copy_notebook
 from autograder.common.diagnoses import DIAGNOSES, METADATA, OTHER
 from autograder.common.edition_text import edition_of, translated_cell_source
 from autograder.common.editions import ENGLISH
@@ -83,7 +83,7 @@ def as_autograde_runs_it(submission, source):
     """The submission as nbgrader's autograde executes it: every locked cell back as the gradebook has it
     (the source's, hidden tests included) in the language of the submission's edition, as RestoreLockedCells
     restores it, outputs cleared."""
-    nb = nbformat.from_dict(json.loads(json.dumps(submission)))  # a deep copy
+    nb = copy_notebook(submission)
     edition = edition_of(nb)
     nb.metadata[EDITION_METADATA] = {"edition": edition}
     locked = {grade_id(c): c for c in source.cells if c.metadata.get("nbgrader", {}).get("locked")}
