@@ -112,3 +112,14 @@ def test_half_of_a_sums_gradient_is_not_blamed_on_the_power_rule(notebook):
     printed, _, _ = notebook({"answer_datt_out": "datt_out = 0.5 * dx"}, stop="att")
     assert "the gradient split in two? A sum passes its whole gradient" in printed["att_out"], printed["att_out"]
     assert "power rule" not in printed["att_out"], printed["att_out"]
+
+
+def test_a_step_below_a_transposed_upstream_keeps_its_points_under_its_cell(notebook):
+    """dx transposed: the grader's formula passes it on to datt_out as the student's code does, and keeps datt_out its
+    point; its check asked for another dimension in datt_out's own cell."""
+    slip, below = "x", "att_out"
+    _, _, cells = notebook(stop=NAMES[0])
+    changes = {f"answer_d{slip}": cells[f"answer_d{slip}"] + f"\nd{slip} = d{slip}.transpose(-2, -1)"}
+    printed, _, _ = notebook(changes, stop=NAMES[NAMES.index(below) + 1])
+    assert printed[slip].startswith(f"✘ d{slip}"), printed[slip]
+    assert f"this step keeps its points; fix d{slip} first" in printed[below], printed[below]

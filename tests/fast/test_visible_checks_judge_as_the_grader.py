@@ -496,3 +496,102 @@ def test_dhprebn_biased_from_the_first_forward_pass_is_told_so(ex3_namespace, an
     cells = ex3_namespace[1]
     out = run_in_ex3(ex3_namespace, cells["answer_dhprebn"], answer, cells["test_dhprebn_biased"])
     assert out.startswith("✘ dhprebn_biased: values differ") and says in out, out
+
+
+DROPPED_KEEPDIM = "dcounts_sum_inv = (counts * dprobs).sum(1)"  # (32,) where counts_sum_inv is (32, 1)
+
+
+def test_a_step_right_for_its_own_upstream_of_the_wrong_shape_keeps_its_points_under_its_cell(ex1_up_to):
+    """dcounts_sum_inv without keepdim=True: the right dcounts_sum from it is (32, 32). The grader applies the rule to
+    the student's own dcounts_sum_inv, broadcast as in the student's code, and keeps the step's point ("fix
+    dcounts_sum_inv first"); the check under dcounts_sum asked for a sum over dimension 1 instead, and a student who
+    added it lost the point that the grader had given."""
+    run, cells = ex1_up_to
+    namespace = run("counts_sum_inv")
+    run_cells(namespace, DROPPED_KEEPDIM, cells["test_dcounts_sum_inv"])
+    out = run_cells(namespace, cells["answer_dcounts_sum"], cells["test_dcounts_sum"])
+    assert out == (
+        "✘ dcounts_sum: right for the gradients it is computed from as you have them, but dcounts_sum_inv above is "
+        "not right yet: this step keeps its points; fix dcounts_sum_inv first, then run this cell again\n"
+    ), out
+    table = run_cells(namespace, 'self_check("counts_sum")')
+    assert hint(table, "dcounts_sum").startswith("right for the gradients it is computed from as you have them")
+    # the sum the old hint asked for: wrong for any dcounts_sum_inv, and the grader takes the point
+    out = run_cells(namespace, "dcounts_sum = (-counts_sum**-2 * dcounts_sum_inv).sum(1, keepdim=True)")
+    out = run_cells(namespace, cells["test_dcounts_sum"])
+    assert out.startswith("✘ dcounts_sum: ") and "keeps its points" not in out, out
+
+
+@pytest.mark.parametrize(
+    "slip, first",
+    [
+        ({"counts_sum_inv": DROPPED_KEEPDIM}, "dcounts_sum_inv"),
+        ({"counts_sum": "dcounts_sum = (-counts_sum**-2 * dcounts_sum_inv).squeeze()"}, "dcounts_sum"),
+    ],
+    ids=["two-up", "one-up"],
+)
+def test_a_cell_that_stopped_on_an_upstream_of_the_wrong_shape_is_sent_up_as_the_grader_sends_it(
+    ex1_up_to, slip, first
+):
+    """dcounts's `dcounts += torch.ones_like(counts) * dcounts_sum` raises on a dcounts_sum of the wrong shape. The
+    grader runs dcounts's code again on a dcounts_sum of the right shape, keeps its points and says to fix the step
+    above; the check said to fix the error in dcounts's own cell."""
+    run, cells = ex1_up_to
+    (step, answer), *_ = slip.items()
+    namespace = run(step)
+    ran(namespace, answer, cells[f"test_d{step}"])
+    if step == "counts_sum_inv":
+        ran(namespace, cells["answer_dcounts_sum"], cells["test_dcounts_sum"])
+    out = ran(namespace, cells["answer_dcounts"], cells["test_dcounts"])
+    assert out == (
+        "✘ dcounts: the last cell that computes dcounts stopped with RuntimeError on your own dcounts_sum (not "
+        "defined, or not of the shape and dtype of autograd's). Run again on random dcounts_sum of the right shape, "
+        "as the autograder does, your code for dcounts follows the backward rule: this step keeps its points; "
+        f"fix {first} above first, then run this cell again\n"
+    ), out
+    assert hint(ran(namespace, 'self_check("counts")'), "dcounts").startswith("the last cell that computes dcounts")
+    wrong = "dcounts = counts_sum_inv * dprobs\ndcounts += 2 * torch.ones_like(counts) * dcounts_sum"  # its own slip
+    out = ran(namespace, wrong, cells["test_dcounts"])
+    assert "stopped with RuntimeError (see its output)" in out and "keeps its points" not in out, out
+
+
+def test_the_checks_of_a_dropped_keepdim_agree_with_the_grader():
+    """The same slips, graded in process: the grader's verdicts the checks above repeat (and no step but the slip's
+    own loses a point)."""
+    from support.audit import release as audit_release
+    from support.in_process import autograde, source_notebook
+
+    answers = {
+        "two_up": {"answer_dcounts_sum_inv": DROPPED_KEEPDIM},
+        "summed": {
+            "answer_dcounts_sum_inv": DROPPED_KEEPDIM,
+            "answer_dcounts_sum": "dcounts_sum = (-counts_sum**-2 * dcounts_sum_inv).sum(1, keepdim=True)",
+        },
+    }
+    graded = autograde(EX1, {k: solved(audit_release(EX1), source_notebook(EX1), v) for k, v in answers.items()})
+    assert graded["two_up"].lost() == ["test_dcounts_sum_inv"]
+    kept = graded["two_up"].messages
+    assert "this step keeps its points; fix dcounts_sum_inv first" in kept["test_dcounts_sum"]
+    assert "keeps its points; fix dcounts_sum_inv first" in kept["test_dcounts"]
+    assert sorted(graded["summed"].lost()) == ["test_dcounts_sum", "test_dcounts_sum_inv"]
+
+
+@pytest.mark.parametrize(
+    "slip, step",
+    [
+        ("dbnvar_inv = (bndiff * dbnraw).sum(0, keepdim=True).T", "bnvar"),  # entry by entry: (1, 64) * (64, 1)
+        ("dnorm_logits = (counts * dcounts).T", "logit_maxes"),  # a constant: -dnorm_logits.sum(1, keepdim=True)
+        ("dbndiff = (bndiff2 * 2 * dbndiff2 + bnvar_inv * dbnraw).T", "bnmeani"),  # the same through a sum over 0
+        ("dlogits = (dnorm_logits + F.one_hot(logits.max(1).indices, 27) * dlogit_maxes).T", "b2"),  # b2 + (32, 27)
+    ],
+    ids=["times-entries", "minus", "minus-summed", "added-in-front"],
+)
+def test_a_step_below_a_transposed_upstream_keeps_its_points_under_its_cell(ex1_up_to, slip, step):
+    """The grader's formula takes the student's own upstream gradient in its shape as the student's code does: a
+    transposed one gives the same wrong shape in both, and the step keeps its points; its check says so."""
+    run, cells = ex1_up_to
+    upstream = slip.split(" =")[0]
+    namespace = run(upstream[1:])
+    run_cells(namespace, slip, cells[f"test_{upstream}"])
+    out = run_cells(namespace, cells[f"answer_d{step}"], cells[f"test_d{step}"])
+    assert f"this step keeps its points; fix {upstream} first" in out, out

@@ -424,10 +424,46 @@ def _carried_forward(name, dt):
         yours = {u: space["d" + u].detach() for u in step.upstream}
         if not all(bool(g.any()) for g in yours.values()):  # (zeros: any rule that multiplies them gives zeros too)
             return False
-        expected = local_gradient(step, forward, yours).double()
+        expected = _rule_for_yours(step, forward, yours).double()
         got = dt.detach().double()
         return bool(torch.isfinite(expected).all()) and close(got, expected, magnitude(expected))
     return False
+
+
+def _rule_for_yours(step, forward, yours):
+    """d<name> by the step's rule from your own upstream gradients, as the autograder applies it. Raises when the rule
+    cannot take them."""
+    total = None
+    for u, g in yours.items():
+        term = local_gradient(step, forward, {u: g}) if g.shape == forward[u].shape else _through(step, forward, u, g)
+        total = term if total is None else total + term
+    return total
+
+
+def _through(step, forward, u, g):
+    """The path through u of the step's rule, for your d<u> (g) not of u's shape (a keepdim dropped above, a .T), as
+    the autograder's formula takes it: a rule that passes the gradient on (times a constant), or multiplies it entry by
+    entry (then sums it where <name> was broadcast), does so to yours as your code does. Raises for any other rule."""
+    out, x = forward[u], forward[step.name]
+    lead = out.dim() - x.dim()  # dimensions the forward pass adds in front of <name> (b2 + a matrix)
+    shape = (1,) * lead + tuple(x.shape)
+    if lead < 0 or any(a not in (1, b) for a, b in zip(shape, out.shape)):  # (<name> larger: a sum over it)
+        entries, dims, lead = local_gradient(step, forward, {u: torch.ones_like(out)}), (), 0
+        passed_on = None  # (its rule spreads the gradient over <name>'s shape)
+    else:  # <name> broadcast along dims: its rule at each of out's entries, summed over them
+        dims = tuple(i for i, (a, b) in enumerate(zip(shape, out.shape)) if a != b)
+        spread = {**forward, step.name: x.reshape(shape).expand(out.shape).contiguous()}
+        entries = local_gradient(step, spread, {u: torch.ones_like(out)})
+        passed_on = entries.flatten()[0] if bool((entries == entries.flatten()[0]).all()) else None  # (-1: a - <name>)
+
+    def summed(t):
+        t = t.sum(dims, keepdim=True) if dims else t
+        return t.flatten(0, lead) if lead else t
+
+    r = torch.rand(out.shape, generator=torch.Generator().manual_seed(0), dtype=out.dtype) + 0.5
+    if not close(local_gradient(step, forward, {u: r}).double(), summed(entries * r).double(), 0.0):
+        raise ValueError(f"the rule does not take d{u} entry by entry")
+    return summed(entries * g if passed_on is None else passed_on * g)
 
 
 def _wrong_upstream(name):
@@ -604,7 +640,7 @@ if os.environ.get("NBGRADER_EXECUTION") != "autograde":
         _events.register("post_run_cell", _remember_cell)
 
 
-def _ran_problem(answer, dt):
+def _ran_problem(answer, dt, name=None):
     """Why `answer` (dt) is not what its cell computes: the last cell run that assigns it stopped with an error (the
     value is from before that cell, or only part of it), or the cell just run, the one for it, assigns no `answer`.
     None when neither, or outside IPython."""
@@ -617,11 +653,57 @@ def _ran_problem(answer, dt):
         if isinstance(error, NotImplementedError):
             return (f"the cell that computes {answer} still raises NotImplementedError: delete its line "
                     f"`raise NotImplementedError()` and run the cell again")
+        kept = _kept_by_its_rule(name or answer[1:], answer, error)
+        if kept:
+            return kept
         return (f"the last cell that computes {answer} stopped with {type(error).__name__} (see its output), so "
                 f"{answer} here may not be what that cell computes: fix the error and run that cell again")
     if dt is None and _RAN and _RAN[-1][1] is None and re.match(rf"\s*#\s*{answer}(?!\w)", _RAN[-1][0]):
         return f"the cell for {answer} ran, but it assigns no {answer}: write its answer as `{answer} = ...`"
     return None
+
+
+def _kept_by_its_rule(name, answer, error):
+    """What the autograder says of the code for `answer` (d<name>) that stopped on your own upstream gradients, when
+    they are not of autograd's shape and dtype and that code, run again on random ones of the right shape, follows the
+    backward rule: the step keeps its points, the one to fix is above. None when not, or when it cannot be told."""
+    step, space, history = STEP_BY_NAME.get(name), globals(), globals().get("In")
+    if step is None or not step.upstream or not history:
+        return None
+    mine = {u: (space.get("d" + u), _autograd_gradient(u)) for u in step.upstream}
+    broken = [u for u, (g, want) in mine.items() if want is not None and not (isinstance(g, torch.Tensor)
+              and (g.shape, g.dtype) == (want.shape, want.dtype))]
+    if not broken:
+        return None
+    names = tuple("d" + u for u in step.upstream)
+    try:
+        shapes = {k: v.shape for k, v in space.items() if isinstance(v, torch.Tensor)}
+        code = answer_code([str(cell) for cell in history[:-1]], answer, names)  # [:-1]: the cell of this check
+        if code.further_up or not code.pins_read:
+            return None
+        for own_shapes in (True, False):  # in your shapes first, then in the right ones, as the autograder runs it
+            pins = pinned_inputs(space, SEED, answer, names, shapes, own_shapes)
+            apart, failed = _run_again(list(code.statements), space, code.reads, pins)
+            if failed is None:
+                break
+        forward = {k: v.detach() if isinstance(v, torch.Tensor) else v for k, v in space.items()
+                   if isinstance(v, (torch.Tensor, int, float))}
+        pinned = {u: pins["d" + u].reshape(forward[u].shape) for u in step.upstream}
+        zero = {u for u in step.upstream if not pinned[u].any()}
+        result, expected = apart.get(answer), local_gradient(step, forward, pinned).double()
+        if failed is not None or zero == set(step.upstream) or not isinstance(result, torch.Tensor):
+            return None
+        result = result.detach().double()
+        if not (close(result, expected, 0.0)
+                or close(result, local_gradient(step, forward, consistent_pins(pinned, forward, zero)).double(), 0.0)):
+            return None
+    except Exception:  # the rule cannot be told: the error decides
+        return None
+    yours, fix = ", ".join("d" + u for u in broken), _wrong_upstream(name) or "d" + broken[0]
+    return (f"the last cell that computes {answer} stopped with {type(error).__name__} on your own {yours} (not "
+            f"defined, or not of the shape and dtype of autograd's). Run again on random {yours} of the right shape, "
+            f"as the autograder does, your code for {answer} follows the backward rule: this step keeps its points; "
+            f"fix {fix} above first, then run this cell again")
 
 
 _answer_checks = {}  # name -> passed, in the order the graded cells ran
@@ -661,7 +743,7 @@ def check_answer(name, want=None, answer=None, calls=None, indices=None):
     key = answer[1:]  # what this check is remembered as: name, or e.g. C_index_add
     dt = globals().get(answer)
     row = _compare(name, dt, want, indices)
-    ran = _ran_problem(answer, dt)
+    ran = _ran_problem(answer, dt, name)
     if ran:
         row.update(status="wrong", hint=ran, close=None)
     elif row["status"] == "ok" and _answers_in_cells():
