@@ -58,6 +58,8 @@ FUNCTIONS = [
     rerun._rebinds,
     snapshots.loaded_names,
     rerun._reads,
+    rerun._rebound_in,
+    rerun._latest,
     rerun.answer_code,
     rerun.calls_function,
     rerun.pin_value,

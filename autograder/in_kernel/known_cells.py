@@ -7,7 +7,8 @@ For each locked cell the parent keeps:
 - IPython's parse of that, with the compiler flags a kernel starts with;
 - the bytecode of each of its statements, as IPython compiles them one by one (``KnownCompile``: the locked cells of a
   student's six notebooks, 97 % of their code, took IPython 45 ms to compile, and take a kernel 5 ms);
-- the probes' parse of it (``rerun.parsed``, which the snapshot hook and the rule probes read);
+- the probes' parse of it (``rerun.parsed``, which the snapshot hook and the rule probes read), and what they work out
+  about each statement (``_read_ahead``);
 - the hash ipykernel names the cell's file by (``murmur2_x86``, in pure Python: 2.4 ms for the 20 KB of the
   self-check helpers' cell, 43 ms for a student's six notebooks).
 """
@@ -17,10 +18,12 @@ import __future__
 import ast
 import types
 
+from .located import only_course_hooks
+
 _transformed = {}  # in the parent: a locked cell's source -> IPython's input transformation of it
 _parsed = {}  # in the parent: a transformation -> (the compiler flags, IPython's parse of it with them)
 _hashes = {}  # in the parent: (a locked cell's source, seed) -> ipykernel's murmur2 hash of it
-_compiled = {}  # in the parent: (id of a statement of _parsed, mode) -> (the statement, flags, its code)
+_compiled = {}  # in the parent: (id of a statement of _parsed, mode, flags) -> (the statement, its code)
 LIMIT = 4096  # cells kept of each kind (more than the course's notebooks have, in three editions)
 
 
@@ -29,8 +32,6 @@ def transformed(sources) -> dict:
     IPython's input transformation of each, which ``arm`` hands to a kernel."""
     from IPython.core.compilerop import CachingCompiler
     from IPython.core.inputtransformer2 import TransformerManager
-
-    from ..engine.probes.rerun import parsed
 
     if len(_transformed) > LIMIT:
         for kept in (_transformed, _parsed, _hashes, _compiled):
@@ -43,12 +44,30 @@ def transformed(sources) -> dict:
         _transformed[source] = cell = TransformerManager().transform_cell(source)
         try:
             _parsed[cell] = flags, compile(cell, "<locked cell>", "exec", flags | ast.PyCF_ONLY_AST, 1)
-            _compile_statements(_parsed[cell][1].body, flags | TOP_LEVEL_AWAIT)
+            for awaits in (0, TOP_LEVEL_AWAIT):  # autoawait on (IPython's default) or off (the grading kernels')
+                _compile_statements(_parsed[cell][1].body, flags | awaits)
         except SyntaxError:  # (the kernel raises it as it runs the cell)
             pass
-        parsed(cell.rstrip("\n"))  # (an lru_cache, which the kernels inherit), of the cell as IPython's history has it
+        _read_ahead(cell)
         _hashes[source, HASH_SEED] = _murmur2_x86(source, HASH_SEED)
     return {source: _transformed[source] for source in sources}
+
+
+def _read_ahead(cell: str) -> None:
+    """What the AST hooks and the probes work out about each statement of a locked cell, from its text alone, kept on
+    the statements (or in lru_caches of them) that the kernels inherit: the probes' parse of the cell as IPython's
+    history has it, what each statement writes, reads and rebinds; whether one of IPython's parse is a check against
+    autograd (``self_checks_off``)."""
+    from ..engine.probes import rerun
+    from ..engine.probes.snapshots import evaluated_names
+    from .self_checks_off import checks_autograd
+
+    if cell in _parsed:
+        for statement in rerun.flattened(_parsed[cell][1].body):
+            checks_autograd(statement)
+    for statement in rerun.parsed(cell.rstrip("\n")):  # (an lru_cache)
+        for reading in (rerun.writes, evaluated_names, rerun._may_rebind, rerun._rebinds, rerun._reads):
+            reading(statement)
 
 
 TOP_LEVEL_AWAIT = getattr(ast, "PyCF_ALLOW_TOP_LEVEL_AWAIT", 0)  # (IPython's, as it compiles with autoawait on)
@@ -61,7 +80,7 @@ def _compile_statements(body: list, flags: int) -> None:
     for statement, mode in modes:
         module = ast.Module([statement], []) if mode == "exec" else ast.Interactive([statement])
         try:
-            _compiled[id(statement), mode] = statement, flags, compile(module, "<locked cell>", mode, flags, True)
+            _compiled[id(statement), mode, flags] = statement, compile(module, "<locked cell>", mode, flags, True)
         except (SyntaxError, ValueError):  # (it parsed but does not compile: the kernel shows why)
             pass
 
@@ -79,10 +98,10 @@ class KnownCompile:
 
     def __call__(self, source, filename, symbol, *args, **kwargs):
         body = source.body if isinstance(source, (ast.Module, ast.Interactive)) else ()
-        known = _compiled.get((id(body[0]), symbol)) if len(body) == 1 and not args and not kwargs else None
-        if known is None or known[0] is not body[0] or known[1] != self.flags:
+        known = _compiled.get((id(body[0]), symbol, self.flags)) if len(body) == 1 and not args and not kwargs else None
+        if known is None or known[0] is not body[0]:
             return super().__call__(source, filename, symbol, *args, **kwargs)
-        code = _renamed(known[2], filename)
+        code = _renamed(known[1], filename)
         for feature in __future__.all_feature_names:
             if code.co_flags & getattr(__future__, feature).compiler_flag:
                 self.flags |= getattr(__future__, feature).compiler_flag
@@ -159,17 +178,15 @@ class KnownTransforms:
 class KnownParse:
     """The kernel's ``CachingCompiler.ast_parse``: of a locked cell's transformation, a new module holding the
     statements the parent parsed, when the compiler's flags are those it parsed with and every AST hook of the kernel is
-    the course's (they replace a module's statements, never change one); else IPython's own parse."""
+    the course's (``located.course_hooks``: they replace a module's statements, never change one); else IPython's own
+    parse."""
 
     def __init__(self, shell):
-        from .setup_ahead import TakeAhead
-        from .snapshot_hook import _SnapshotCalls
-
-        self.shell, self.parse, self.ours = shell, shell.compile.ast_parse, (TakeAhead, _SnapshotCalls)
+        self.shell, self.parse = shell, shell.compile.ast_parse
 
     def __call__(self, source, filename="<unknown>", symbol="exec"):
         known = _parsed.get(source) if isinstance(source, str) and symbol == "exec" else None
         hooks = self.shell.ast_transformers
-        if known is None or known[0] != self.shell.compile.flags or any(type(t) not in self.ours for t in hooks):
+        if known is None or known[0] != self.shell.compile.flags or not only_course_hooks(hooks):
             return self.parse(source, filename, symbol)
         return ast.Module(list(known[1].body), list(known[1].type_ignores))

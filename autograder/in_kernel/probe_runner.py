@@ -17,6 +17,7 @@ from IPython.utils.capture import capture_output
 from ..data import SEED_VARIABLE
 from ..engine import wire
 from ..engine.probes.rerun import (
+    GRADIENTS,
     TIME_LIMIT,
     NoAnswerCode,
     answer_code,
@@ -43,7 +44,7 @@ def run_probe(namespace: dict, answer: str, names: tuple) -> dict:
     found = {"answer": answer, "pins": {}, "status": "could_not_run"}
     seed = int(os.environ[SEED_VARIABLE])
     try:
-        shapes = {name: v.shape for name, v in namespace.items() if isinstance(v, torch.Tensor)} | forward_shapes
+        shapes = _shapes(namespace, names)
         pins = pinned_inputs(namespace, seed, answer, names, shapes)
         found["pins"] = {name: {"zero": not pin.any(), "shape": list(pin.shape)} for name, pin in pins.items()}
         for name, pin in pins.items():  # exact zeros of the student's own gradient, entry by entry (probes.pins)
@@ -85,6 +86,19 @@ def run_probe(namespace: dict, answer: str, names: tuple) -> dict:
     found["status"] = "ran"
     found["result"] = wire.encode(apart.get(answer), answer in apart)
     return found
+
+
+def _shapes(namespace: dict, names) -> dict:
+    """The shapes ``pinned_inputs`` reads for ``names`` (d<x>: x's): the tensor's when grading started
+    (``forward_shapes``), else the namespace's now (the namespace's tensors are not all looked at: it holds hundreds of
+    names)."""
+    shapes = {}
+    for key in (name[1:] if name in GRADIENTS else name for name in names):
+        if key in forward_shapes:
+            shapes[key] = forward_shapes[key]
+        elif isinstance(namespace.get(key), torch.Tensor):
+            shapes[key] = namespace[key].shape
+    return shapes
 
 
 def _a_block(statement: ast.stmt) -> bool:

@@ -9,8 +9,11 @@ a call that says self-checks are skipped in its place. It gives no value to anyt
 
 import ast
 import builtins
+import copy
 
 from IPython import get_ipython
+
+from . import located
 
 SKIPPED_HOOK = "__backprop_ninja_skipped__"  # a builtin while grading: what stands for a skipped check
 
@@ -24,6 +27,7 @@ def skip_self_checks(skipped) -> None:
     builtins.__dict__[SKIPPED_HOOK] = skipped
     if not any(isinstance(t, _ChecksOff) for t in shell.ast_transformers):
         shell.ast_transformers.append(_ChecksOff())
+    located.install(shell)
 
 
 class _ChecksOff(ast.NodeTransformer):
@@ -37,10 +41,15 @@ class _ChecksOff(ast.NodeTransformer):
 
 
 def _without_checks(body: list) -> list:
+    """``body`` without the checks; a statement is never changed in place (a `with` block is copied): the kernel's
+    parse of a locked cell is its parent's, shared by every cell run of it (``known_cells.KnownParse``)."""
     new = []
     for statement in body:
         if isinstance(statement, ast.With):
-            statement.body = _without_checks(statement.body) or [ast.copy_location(ast.Pass(), statement)]
+            inner = _without_checks(statement.body) or [ast.copy_location(ast.Pass(), statement)]
+            if inner != statement.body:
+                statement = copy.copy(statement)
+                statement.body = inner
         elif checks_autograd(statement):
             call = ast.Call(ast.Name(SKIPPED_HOOK, ast.Load()), [], [])
             statement = ast.fix_missing_locations(ast.copy_location(ast.Expr(call), statement))
@@ -49,7 +58,15 @@ def _without_checks(body: list) -> list:
 
 
 def checks_autograd(statement: ast.stmt) -> bool:
-    """An assert, a call of an assert function, or an `if` that raises, that reads ``.grad`` and writes no name."""
+    """An assert, a call of an assert function, or an `if` that raises, that reads ``.grad`` and writes no name (once
+    per node: a locked cell's statements are its kernel parent's, worked out there, ``known_cells.transformed``)."""
+    known = getattr(statement, "_checks_autograd", None)
+    if known is None:
+        known = statement._checks_autograd = _checks_autograd(statement)
+    return known
+
+
+def _checks_autograd(statement: ast.stmt) -> bool:
     subs = list(ast.walk(statement))
     if not any(isinstance(s, ast.Attribute) and s.attr == "grad" and isinstance(s.ctx, ast.Load) for s in subs):
         return False

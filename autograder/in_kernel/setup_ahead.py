@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 import torch
 
-from . import known_cells
+from . import known_cells, located
 
 FORBIDDEN = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda, ast.Await, ast.Global, ast.Nonlocal)
 
@@ -138,6 +138,7 @@ def load_ipython_extension(shell) -> None:
         return
     if _armed.ahead:
         shell.ast_transformers = [TakeAhead(shell), *shell.ast_transformers]
+        located.install(shell)
     known_cells.install(shell, _armed.transforms)
 
 

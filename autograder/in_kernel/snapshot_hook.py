@@ -12,6 +12,7 @@ from IPython import get_ipython
 
 from ..engine.probes.rerun import flattened, parsed, writes
 from ..engine.probes.snapshots import evaluated_names, take
+from . import located
 
 SNAPSHOT_HOOK = "__backprop_ninja_snapshot__"  # a builtin while grading: the call put before each statement
 snapshots = {}  # (history index of the cell, index of the statement) -> its snapshot
@@ -36,6 +37,7 @@ def take_snapshots(namespace: dict) -> None:
     builtins.__dict__[SNAPSHOT_HOOK] = functools.partial(_snapshot, namespace)
     if not any(isinstance(t, _SnapshotCalls) for t in shell.ast_transformers):
         shell.ast_transformers.append(_SnapshotCalls())
+    located.install(shell)
     if _after_the_cell not in shell.events.callbacks.get("post_run_cell", []):
         shell.events.register("post_run_cell", _after_the_cell)
 
@@ -138,9 +140,10 @@ def _with_snapshot(cell: int, index: int, statement: ast.stmt, as_parsed: ast.st
 
 
 def _guarded(cell: int, index: int, names: tuple | None, statement: ast.stmt) -> ast.stmt:
-    call = ast.Call(
-        ast.Name(SNAPSHOT_HOOK, ast.Load()), [ast.Constant(cell), ast.Constant(index), ast.Constant(names)], []
-    )
-    handler = ast.ExceptHandler(ast.Name("Exception", ast.Load()), None, [ast.Pass()])
-    guard = ast.Try([ast.Expr(call)], [handler], [], [])
-    return ast.fix_missing_locations(ast.copy_location(guard, statement))
+    """The guarded call, every node at ``statement``'s place (as ``ast.fix_missing_locations`` would put them: IPython
+    then has nothing to fill in, ``located``)."""
+    at = {key: getattr(statement, key) for key in ("lineno", "col_offset", "end_lineno", "end_col_offset")}
+    arguments = [ast.Constant(cell, **at), ast.Constant(index, **at), ast.Constant(names, **at)]
+    call = ast.Call(ast.Name(SNAPSHOT_HOOK, ast.Load(), **at), arguments, [], **at)
+    handler = ast.ExceptHandler(ast.Name("Exception", ast.Load(), **at), None, [ast.Pass(**at)], **at)
+    return ast.Try([ast.Expr(call, **at)], [handler], [], [], **at)

@@ -330,3 +330,29 @@ def test_magics_over_magics_are_read_through_to_a_bounded_depth():
     assert [type(s).__name__ for s in parsed(cell(MAGIC_DEPTH))] == ["Assign", "Assign"]
     deep = parsed(cell(MAGIC_DEPTH + 1))
     assert len(deep) == 1 and "run_cell_magic" in ast.unparse(deep[0])
+
+
+@pytest.mark.parametrize(
+    "cells, answer, pins, since, origins",
+    [  # (each cell's statements are looked up once, ``_rebound_in``: the history's positions are worked out per probe)
+        (["dhpreact *= bngain\ndhprebn = dhpreact * 2"], "dhprebn", ["dhpreact"], 0, ((1, 0), (1, 1))),
+        (
+            ["", "logits = h @ W2", "", "dlogits = probs.clone()\ndlogits[0] -= 1", ""],
+            "dlogits",
+            ["probs"],
+            0,
+            ((4, 0), (4, 1)),
+        ),
+        (["h = x", "dh = dlogits @ W2.T\nh = h * 2"], "dh", ["h", "dlogits"], 0, ((2, 0),)),
+        (["dx = 1", "dy = dx * 2"], "dy", ["dx"], 5, ()),  # (``since`` after the history: nothing re-run)
+        (["dx = 1", "dy = dx * 2"], "dy", ["dx"], -1, ((2, 0),)),
+        (["dx = 1\ndx = dx * 3", "", "dy = dx * 2\ndx += 1\ndy = dy + dx"], "dy", ["dx"], 2, ((3, 0), (3, 1), (3, 2))),
+    ],
+)
+def test_the_answer_code_s_place_in_a_history_with_empty_cells(cells, answer, pins, since, origins):
+    cells = ["", *cells]
+    code = answer_code(cells, answer, pins, since)
+    assert code.origins == origins
+    assert [ast.unparse(s) for s in code.statements] == [
+        ast.unparse(ast.parse(cells[cell]).body[k]) for cell, k in origins
+    ]

@@ -253,11 +253,13 @@ def test_the_parses_and_file_names_a_kernel_takes_are_ipythons_own():
     assert (cells[0], known_cells.HASH_SEED) in known_cells._hashes
 
 
-def test_the_code_a_kernel_takes_is_what_ipython_compiles(monkeypatch):
+@pytest.mark.parametrize("awaits", [0, known_cells.TOP_LEVEL_AWAIT], ids=["autoawait off", "autoawait on"])
+def test_the_code_a_kernel_takes_is_what_ipython_compiles(monkeypatch, awaits):
     """Each statement of a locked cell, as IPython compiles it one by one (the last expression of a cell in "single"
     mode too), is the parent's bytecode in the kernel's file name: the same code, in the same file, and the same
-    compiler flags after it, as IPython's own compiler makes. A cell the parent never saw, and a statement after a
-    `from __future__` import, are compiled in the kernel."""
+    compiler flags after it, as IPython's own compiler makes, with IPython's autoawait on or off (the grading kernels'
+    ``--InteractiveShell.autoawait=False``: until 2026-12-07 they took none of the parent's code). A cell the parent
+    never saw, and a statement after a `from __future__` import, are compiled in the kernel."""
     from IPython.core.compilerop import CachingCompiler
 
     for kept in (known_cells._transformed, known_cells._parsed, known_cells._hashes, known_cells._compiled):
@@ -290,7 +292,7 @@ def test_the_code_a_kernel_takes_is_what_ipython_compiles(monkeypatch):
         modes = [(s, "exec") for s in body[:-1]] + [(body[-1], "single" if isinstance(body[-1], ast.Expr) else "exec")]
         for statement, mode in modes:
             module = ast.Module([statement], []) if mode == "exec" else ast.Interactive([statement])
-            with own.extra_flags(known_cells.TOP_LEVEL_AWAIT), known.extra_flags(known_cells.TOP_LEVEL_AWAIT):
+            with own.extra_flags(awaits), known.extra_flags(awaits):
                 mine, theirs = known(module, cell_file, mode), own(module, cell_file, mode)
             assert mine == theirs and files(mine) == files(theirs) == [cell_file] * len(files(mine))
             assert known.flags == own.flags

@@ -4,19 +4,29 @@ are re-run on, and the namespace they run in."""
 import ast
 import zlib
 from dataclasses import dataclass
-from functools import lru_cache
 
 import torch
 
 from ..backward_rules import STEPS
 from ..fused_rules import FUSED_STEPS
-from ..honesty import assigned_names
 from ..operators import OPERATOR_STEPS
 from .pins import kept_entries
-from .snapshots import UNBOUND, Uncopied, evaluated_names, given_back, loaded_names
+from .snapshots import UNBOUND, Uncopied, evaluated_names, given_back
+from .statements import (  # noqa: F401 (read as rerun's by the kernel's modules and the notebooks' helper cell)
+    MAGIC_DEPTH,
+    RUN_IN_PLACE,
+    _all_rebind,
+    _as_ipython_runs_it,
+    _latest,
+    _may_rebind,
+    _reads,
+    _rebinds,
+    _rebound_in,
+    flattened,
+    parsed,
+    writes,
+)
 
-RUN_IN_PLACE = ("time", "capture")  # magics that run their code once, in the notebook's namespace (not %%timeit)
-MAGIC_DEPTH = 4  # magics over magics read through; deeper, a cell is its one call (30,000 of them took 17 s to read)
 TIME_LIMIT = 5.0  # seconds a probe may run in the kernel; the answer code of one step takes milliseconds
 # the names of gradients in every notebook (a fused step's upstream gradient too: Exercise 3's dhpreact_biased)
 GRADIENTS = frozenset("d" + n for s in STEPS + FUSED_STEPS + OPERATOR_STEPS for n in [s.name, *s.upstream])
@@ -37,97 +47,6 @@ class AnswerCode:
     origins: tuple  # (cell, statement) of each statement: its place in the history, the key of its snapshot
 
 
-@lru_cache(maxsize=1024)  # a graded cell probes the whole history: each cell is parsed once per kernel
-def parsed(source: str, depth: int = 0) -> tuple:
-    """The statements of a cell, in the order they run (``flattened``): what a probe can re-run, and what takes a
-    snapshot (the kernel's AST hook numbers them the same way). A cell that is one ``%%time`` or ``%%capture`` (the
-    history holds ``get_ipython().run_cell_magic('time', '', code)``) has the statements of the code it ran."""
-    try:
-        body = ast.parse(source).body
-    except (SyntaxError, ValueError, MemoryError, RecursionError):
-        return ()  # it failed in the kernel too
-    call = getattr(body[0], "value", None) if len(body) == 1 else None
-    args = getattr(call, "args", None) or ()
-    magic = getattr(getattr(call, "func", None), "attr", None) in ("run_line_magic", "run_cell_magic")
-    if magic and all(isinstance(a, ast.Constant) and isinstance(a.value, str) for a in args) and len(args) > 1:
-        if args[0].value in RUN_IN_PLACE and depth < MAGIC_DEPTH:
-            return parsed(_as_ipython_runs_it(args[-1].value), depth + 1)
-    return tuple(flattened(body))
-
-
-def _as_ipython_runs_it(code: str) -> str:
-    """The code a magic ran as IPython runs it: its own magics turned into Python (``%%time`` over ``%%capture``: the
-    history holds the outer one, whose code starts with the inner one)."""
-    try:
-        from IPython.core.inputtransformer2 import TransformerManager
-
-        return TransformerManager().transform_cell(code)
-    except Exception:  # no IPython, or code it cannot transform: as it is
-        return code
-
-
-def flattened(body) -> list:
-    """The statements of ``body``, each `with` block's own in its place (nested ones too): a probe re-runs them
-    without the context manager (``torch.no_grad()`` changes no value). Other compound statements stay whole: a
-    probe re-runs them whole (``_rebinds``; not a `while`, whose end may depend on the values a probe changes)."""
-    return [leaf for s in body for leaf in (flattened(s.body) if isinstance(s, ast.With) else [s])]
-
-
-@lru_cache(maxsize=4096)
-def writes(node: ast.stmt) -> frozenset:
-    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-        return frozenset({node.name})
-    if isinstance(node, (ast.Import, ast.ImportFrom)):
-        return frozenset((a.asname or a.name).split(".")[0] for a in node.names)
-    return frozenset(assigned_names(node))
-
-
-@lru_cache(maxsize=4096)
-def _may_rebind(node: ast.stmt) -> frozenset:
-    """Names the statement may give a new value as a whole: in a block, on any of its paths (a branch not taken, a
-    loop that may not run, an `except` too)."""
-    if isinstance(node, (ast.If, ast.For, ast.Try, ast.With)):
-        blocks = [node.body, getattr(node, "orelse", []), getattr(node, "finalbody", [])]
-        blocks += [handler.body for handler in getattr(node, "handlers", [])]
-        return frozenset().union(*(_may_rebind(statement) for block in blocks for statement in block))
-    return _rebinds(node)
-
-
-def _all_rebind(block: list) -> frozenset:
-    return frozenset().union(*(_rebinds(statement) for statement in block))
-
-
-@lru_cache(maxsize=4096)
-def _rebinds(node: ast.stmt) -> frozenset:
-    """Names the statement gives a new value as a whole (x = ..., def x, import x), not only changes; a block, on
-    every path through it (both branches of an `if`, the `try` and each `except`; never a loop, which may not run):
-    what it may rebind only (``_may_rebind``) keeps the value it had before, which the probe must compute too."""
-    if isinstance(node, (ast.Assign, ast.AnnAssign)) and getattr(node, "value", None) is not None:
-        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-        elements = [e for t in targets for e in (t.elts if isinstance(t, (ast.Tuple, ast.List)) else [t])]
-        return frozenset(e.id for e in elements if isinstance(e, ast.Name))
-    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Import, ast.ImportFrom)):
-        return writes(node)
-    if isinstance(node, ast.If):  # a block the probe re-runs whole: what it rebinds whichever way it goes
-        return _all_rebind(node.body) & _all_rebind(node.orelse)
-    if isinstance(node, ast.With):
-        return _all_rebind(node.body)
-    if isinstance(node, ast.Try):  # the `try` and its `else` ran, or an `except` did; the `finally` always
-        done = _all_rebind(node.body) | _all_rebind(node.orelse)
-        for handler in node.handlers:
-            done &= _all_rebind(handler.body)
-        return done | _all_rebind(node.finalbody)
-    return frozenset()
-
-
-@lru_cache(maxsize=4096)
-def _reads(node: ast.stmt) -> frozenset:
-    names = loaded_names(node)  # not the names a comprehension binds for itself: an earlier `for t in` is not read
-    if isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name):
-        names.add(node.target.id)  # x += y reads x
-    return frozenset(names)
-
-
 def answer_code(cells, answer: str, pins, since: int = 0) -> AnswerCode:
     """The code of ``answer`` in the cells the kernel ran (in order), with ``pins`` standing for those names.
 
@@ -139,34 +58,45 @@ def answer_code(cells, answer: str, pins, since: int = 0) -> AnswerCode:
     cell, before the answer, that changes a pin from the value it came with into the cell (``dhpreact *= bngain``,
     ``dhdrop = dhdrop * mask``) is the answer's code: it runs on the pin.
     """
-    pins = set(pins)
-    statements = [(i, s) for i, source in enumerate(cells) for s in parsed(source)]
-    origins = [(i, k) for i, source in enumerate(cells) for k in range(len(parsed(source)))]
-    fresh = [k for k, (_, s) in enumerate(statements) if answer in _may_rebind(s)]
-    if not fresh:
+    pins, parts = set(pins), [parsed(source) for source in cells]
+    firsts = [0]  # the position of each cell's first statement among all the history's, and after the last
+    for part in parts:
+        firsts.append(firsts[-1] + len(part))
+    last = _latest(cells, answer)
+    if last is None:
         raise NoAnswerCode(f"no statement `{answer} = ...` ran before this cell")
     # from the latest statement that surely rebinds the answer: one that may (`if debug: dlogits = None`) needs it
-    start = ([k for k in fresh if answer in _rebinds(statements[k][1])] or fresh)[-1]
+    surely = (
+        firsts[i] + k
+        for i in reversed(range(len(cells)))
+        for k in reversed(_rebound_in(cells[i]).get(answer, ()))
+        if answer in _rebinds(parts[i][k])
+    )
+    start = next(surely, firsts[last[0]] + last[1])
     for pin in pins:
-        bound = [k for k, (_, s) in enumerate(statements) if pin in _may_rebind(s)][-1:]
+        bound = _latest(cells, pin)
         if bound and pin in GRADIENTS:
-            start = min(start, bound[0])
-        elif bound:
-            cell = statements[bound[0]][0]
-            start = min(start, next((k for k, (i, _) in enumerate(statements) if i > cell), start))
-    start = max(start, next((k for k, (i, _) in enumerate(statements) if i >= since), len(statements)))
+            start = min(start, firsts[bound[0]] + bound[1])
+        elif bound and firsts[bound[0] + 1] < firsts[-1]:
+            start = min(start, firsts[bound[0] + 1])
+    start = max(start, firsts[min(max(since, 0), len(cells))])
     changes, computed_here = {}, set()  # the answer's own changes of a pin from the value it was handed over with
-    for k, (i, s) in enumerate(statements[: fresh[-1]]):
+    for k, s in enumerate(parts[last[0]][: last[1]]):
         written = writes(s) & pins
-        if i != statements[fresh[-1]][0] or not written:
+        if not written:
             continue
         if written & _reads(s) and not written & computed_here:
             changes[k] = written
         else:  # the pin computed in this cell (``dlogprobs = zeros...; dlogprobs[...] = ...``): the pin stands for it
             computed_here |= written
-    kept_at = [k for k, (_, s) in enumerate(statements) if k in changes or (k >= start and not writes(s) & pins)]
-    window = [(statements[k][1], origins[k]) for k in kept_at]
-    changed = [changes.get(k, set()) for k in kept_at]
+    window = [(parts[last[0]][k], (last[0], k)) for k in sorted(changes) if firsts[last[0]] + k < start]
+    changed = [changes[k] for k in sorted(changes) if firsts[last[0]] + k < start]
+    for i in range(len(cells)):
+        for k in range(max(start - firsts[i], 0), len(parts[i])):
+            mine = changes.get(k) if i == last[0] else None
+            if mine is not None or not writes(parts[i][k]) & pins:
+                window.append((parts[i][k], (i, k)))
+                changed.append(mine or set())
 
     derived = set(pins)  # names computed from the pins, statement by statement
     for s, _ in window:

@@ -1,0 +1,114 @@
+"""The grading kernel's AST hooks (the snapshot calls, self-checks off) leave every node located and change no node
+they are given: IPython's walk that fills in missing locations is skipped while only they ran (``located``), and a
+locked cell's parse is its kernel parent's, shared by each run of it (``known_cells.KnownParse``)."""
+
+import ast
+import types
+
+import pytest
+from IPython.core.inputtransformer2 import TransformerManager
+from support.in_process import source_notebook
+
+from autograder.in_kernel import located, self_checks_off, snapshot_hook
+from autograder.in_kernel.known_cells import KnownParse
+
+NOTEBOOKS = [f"ex{n}_{name}" for n, name in enumerate(["atomic_backward", "cross_entropy_backward"], 1)] + [
+    "ex3_batchnorm_backward",
+    "ex4_manual_training",
+    "ex5_new_operators",
+    "ex6_bug_hunt",
+]
+STUDENT = """with torch.no_grad():
+    dW2 = h.T @ dlogits
+    assert torch.allclose(dW2, W2.grad)
+    with torch.enable_grad():
+        if not torch.allclose(db2, b2.grad):
+            raise ValueError("no")
+        db2 = dlogits.sum(0)
+torch.testing.assert_close(dW2, W2.grad)
+dh = dlogits @ W2.T
+dh
+"""
+
+
+def dumped(node) -> str:
+    return ast.dump(node, include_attributes=True)
+
+
+def hooked(source: str, monkeypatch) -> tuple:
+    """(the module IPython parses from ``source``, a dump of each of its statements before) after both hooks ran on
+    it, with ``source`` the newest cell of the history."""
+    shell = types.SimpleNamespace(history_manager=types.SimpleNamespace(input_hist_parsed=["", source]))
+    monkeypatch.setattr(snapshot_hook, "get_ipython", lambda: shell)
+    module = ast.parse(source)
+    before = [dumped(s) for s in module.body]
+    given = list(module.body)
+    for hook in (snapshot_hook._SnapshotCalls(), self_checks_off._ChecksOff()):
+        module = hook.visit(module)
+    assert [dumped(s) for s in given] == before  # no statement changed in place
+    return module
+
+
+@pytest.mark.parametrize("name", NOTEBOOKS)
+def test_the_hooks_leave_nothing_for_ipython_to_locate(name, monkeypatch):
+    code = [c.source for c in source_notebook(name).cells if c.cell_type == "code"]
+    cells = [TransformerManager().transform_cell(c) for c in code]
+    cells = [c.rstrip("\n") for c in cells if c.strip()] + [STUDENT.rstrip("\n")]
+    snapshots = 0
+    for source in cells:
+        module = hooked(source, monkeypatch)
+        hooks_made = dumped(module)
+        ast.fix_missing_locations(module)
+        assert dumped(module) == hooks_made, source[:80]
+        snapshots += sum(isinstance(s, ast.Try) for s in ast.walk(module))
+        compile(module, "<cell>", "exec")
+    assert snapshots > 0
+
+
+def test_a_student_hook_gets_ipython_s_own_transform(monkeypatch):
+    """With any hook that is not the course's, IPython's own ``transform_ast`` runs (and fills in locations); the
+    course's alone skip that walk."""
+    calls = []
+    shell = types.SimpleNamespace(ast_transformers=[self_checks_off._ChecksOff()])
+    shell.transform_ast = lambda node: calls.append(node) or node
+    located.install(shell)
+    located.install(shell)
+    assert isinstance(shell.transform_ast, located.LocatedTransform)
+    module = ast.parse("assert torch.allclose(dW2, W2.grad)\nx = 1")
+    module = shell.transform_ast(module)
+    assert calls == [] and isinstance(module.body[0], ast.Expr)
+
+    class Own(ast.NodeTransformer):
+        pass
+
+    shell.ast_transformers.append(Own())
+    shell.transform_ast(module)
+    assert calls == [module]
+    assert not located.only_course_hooks([Own()]) and located.only_course_hooks([snapshot_hook._SnapshotCalls()])
+
+
+def test_a_locked_cell_s_parse_is_shared_under_the_course_s_hooks(monkeypatch):
+    """``KnownParse`` gives the parent's statements while every hook is the course's (the self-checks' too)."""
+    from autograder.in_kernel import known_cells
+
+    source = "x = 1\nwith open('f') as f:\n    assert torch.allclose(dW2, W2.grad)\n"
+    monkeypatch.setattr(known_cells, "_parsed", {source: (0, ast.parse(source))})
+    shell = types.SimpleNamespace(
+        ast_transformers=[snapshot_hook._SnapshotCalls(), self_checks_off._ChecksOff()],
+        compile=types.SimpleNamespace(flags=0, ast_parse=lambda *a, **k: "IPython's"),
+    )
+    parse = KnownParse(shell)
+    assert parse(source).body == known_cells._parsed[source][1].body
+    shell.ast_transformers.append(ast.NodeTransformer())
+    assert parse(source) == "IPython's"
+
+
+def test_self_checks_off_changes_no_statement_it_is_given():
+    """A cell the snapshot hook leaves alone (run without history): self-checks off copies a `with` block it changes
+    (it changed the parent's parse of a locked cell in place before)."""
+    module = ast.parse(STUDENT)
+    given, before = list(module.body), [dumped(s) for s in module.body]
+    module = self_checks_off._ChecksOff().visit(module)
+    assert [dumped(s) for s in given] == before
+    assert module.body[0] is not given[0] and module.body[1] is not given[1] and module.body[2] is given[2]
+    assert "__backprop_ninja_skipped__" in ast.unparse(module) and "W2.grad" not in ast.unparse(module)
