@@ -14,18 +14,14 @@ import ast
 from .notebooks import SOURCE_DIR
 
 HIDDEN = "### BEGIN HIDDEN TESTS"
-NOT_RUN = (  # the words the guard prints, in two lines of the cell
-    "✘ The checks are not defined: the kernel has restarted, or the cells above have not run yet. Run the ",
-    "notebook from the top down to this cell, in order: the setup cells, then the cell that defines the checks.",
-)
+NOT_RUN = "✘ Not checked yet: run the notebook from the top down to this cell first."  # one line: 30 cells repeat it
 
 
 def guarded(call: str, function: str) -> str:
     """The lines of ``call`` (a call of ``function``, maybe over several lines) run only when ``function`` is
     defined."""
     body = "\n".join("    " + line if line.strip() else line for line in call.split("\n"))
-    first, second = NOT_RUN
-    return f'if "{function}" in globals():\n{body}\nelse:\n    print("{first}"\n          "{second}")'
+    return f'if "{function}" in globals():\n{body}\nelse:\n    print("{NOT_RUN}")'
 
 
 def _defined(nb) -> set:

@@ -18,9 +18,9 @@ EDITIONS["zh"] = REPO / "editions" / "zh" / ASSIGNMENT
 NOTEBOOKS = sorted(p.stem for p in EDITIONS["en"].glob("*.ipynb"))
 HELPER_CELLS = {"self-check-helpers", "training-checks", "bug-hunt-helpers", "optional-helpers"}
 NOT_RUN = {  # the first words of the guard's line in each edition
-    "en": "✘ The checks are not defined",
-    "ru": "✘ Проверки не определены",
-    "zh": "✘ 检查函数还没有定义",
+    "en": "✘ Not checked yet",
+    "ru": "✘ Ещё не проверено",
+    "zh": "✘ 尚未检查",
 }
 SET_UP_FIRST = {"en": "Run the cells above first", "ru": "Сначала выполните ячейки выше", "zh": "请先从笔记本开头起"}
 
@@ -72,7 +72,7 @@ def test_the_guard_is_written_anew_and_keeps_the_hidden_tests():
     )
     assert once.endswith("### BEGIN HIDDEN TESTS\nreport(globals())\n### END HIDDEN TESTS")
     assert guarded_checks.guard_cell(once, {"self_check"}) == once
-    outdated = once.replace(guarded_checks.NOT_RUN[0], "✘ old words ")
+    outdated = once.replace(guarded_checks.NOT_RUN, "✘ old words")
     assert guarded_checks.guard_cell(outdated, {"self_check"}) == once
     assert guarded_checks.guard_cell("print(1)", {"self_check"}) == "print(1)"  # not a function of the notebook
     assert guarded_checks.guard_cell("x = self_check()", {"self_check"}) == "x = self_check()"
