@@ -1475,7 +1475,37 @@ PUBLISHED_FORMS_4 = {
         "        c = Xb[i, j]\n        dC[c.item()] += demb[i, j]",
     ],
 }
-for _cell, _codes in [*PUBLISHED_FORMS.items(), *PUBLISHED_FORMS_4.items()]:
+# A judge's round (December 2026): the ways of writing a step none of the above has. A one-hot put in place by a loop,
+# the reciprocal as a method, a forward name rebound detached, the lecture's own cmp defined and called in an answer
+# (skipped while grading), a float64 detour, torch.sub for the 1 minus, n-1 as a number, an answer that is an
+# expanded view (stride 0), the max's path scattered from dlogit_maxes itself, dC by a one-hot moved to the front
+LECTURE_CMP = (
+    "def cmp(s, dt, t):\n    ex = torch.all(dt == t.grad).item()\n    app = torch.allclose(dt, t.grad)\n"
+    "    maxdiff = (dt - t.grad).abs().max().item()\n"
+    "    print(f'{s:15s} | exact: {str(ex):5s} | approximate: {str(app):5s} | maxdiff: {maxdiff}')\n\n\n"
+)
+JUDGES_FORMS = {
+    "answer_dlogprobs": [
+        "dlogprobs = torch.zeros_like(logprobs)\nfor i in range(n):\n    dlogprobs[i, Yb[i]] = -1 / n",
+        LECTURE_CMP + "dlogprobs = torch.zeros_like(logprobs)\ndlogprobs[range(n), Yb] = -1.0 / n\n"
+        "cmp('logprobs', dlogprobs, logprobs)",
+    ],
+    "answer_dprobs": ["probs = probs.detach()\ndprobs = dlogprobs * probs.reciprocal()"],
+    "answer_dlogits": [
+        "dlogits = dnorm_logits + torch.zeros_like(logits).scatter_(1, logits.max(1, keepdim=True).indices, "
+        "dlogit_maxes)"
+    ],
+    "answer_dh": ["dh = (dlogits.double() @ W2.double().T).float()"],
+    "answer_dhpreact": ["dhpreact = dh * torch.sub(1, h**2)"],
+    "answer_dbndiff2": [
+        "dbndiff2 = (dbnvar / (n - 1)).expand(n, -1)",
+        "dbndiff2 = torch.ones_like(bndiff2) * dbnvar * (1 / 31)",  # n - 1 as a number (n is 32 on every batch)
+    ],
+    "answer_dC": [
+        "dC = F.one_hot(Xb, vocab_size).float().permute(2, 0, 1).reshape(vocab_size, -1) @ demb.reshape(-1, n_embd)"
+    ],
+}
+for _cell, _codes in [*PUBLISHED_FORMS.items(), *PUBLISHED_FORMS_4.items(), *JUDGES_FORMS.items()]:
     MORE_FORMS[_cell] = [*MORE_FORMS.get(_cell, []), *_codes]
 # the lecture's order, dbndiff's first path in the cell of dbnvar_inv, and dbndiff2 shaped by ones_like(dbndiff)
 MORE_LAYOUTS.append(
@@ -1618,6 +1648,37 @@ MISTAKES.update(
             {"answer_dlogprobs": "dlogprobs = -1 / (32 * logprobs[range(n), Yb].sum())"},
             "logprobs",
             "dlogprobs has shape (), but logprobs has shape (32, 27)",
+        ),
+    }
+)
+# and the judge's round's slips: a power rule's 0.5 left out, Bessel's factor upside down, a transpose forgotten, a
+# line copied from the step above, dC's rows and contexts flattened in two orders
+MISTAKES.update(
+    {
+        "m_dbnvar_power_rule_half_left_out": (
+            {"answer_dbnvar": "dbnvar = -((bnvar + 1e-5) ** -1.5) * dbnvar_inv"},
+            "bnvar",
+            "dbnvar is twice the right value",
+        ),
+        "m_dbndiff2_bessel_upside_down": (
+            {"answer_dbndiff2": "dbndiff2 = n / (n - 1) * torch.ones_like(bndiff2) * dbnvar"},
+            "bndiff2",
+            "n = 32 times too large",
+        ),
+        "m_dembcat_W1_not_transposed": (
+            {"answer_dembcat": "dembcat = dhprebn @ W1"},
+            "embcat",
+            "mat1 and mat2 shapes cannot be multiplied (32x64 and 30x64)",
+        ),
+        "m_dW1_copied_from_dembcat": (
+            {"answer_dW1": "dW1 = dhprebn @ W1.T"},
+            "W1",
+            "dW1 has shape (32, 30), but W1 has shape (30, 64)",
+        ),
+        "m_dC_flattened_in_two_orders": (
+            {"answer_dC": "dC = torch.zeros_like(C)\ndC.index_add_(0, Xb.T.reshape(-1), demb.view(-1, n_embd))"},
+            "C",
+            "entries wrong",
         ),
     }
 )

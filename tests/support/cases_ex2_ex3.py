@@ -780,6 +780,63 @@ MISTAKES.update(
 )
 KINDS["dhprebn_biased_gain_twice"] = "factor_twice"
 
+# A judge's round (December 2026): softmax without its dimension (torch picks dimension 1 for a matrix and warns: the
+# warning must cost nothing), the target's -1 added by scatter_add_; Bessel's n/(n-1) written as 1/(1 - 1/n) and as
+# n * (n-1)**-1, the unbiased variance as the biased one times n/(n-1), torch.var's arguments by position
+MORE_FORMS[NB2]["answer_loss_fast"] += ["loss_fast = F.nll_loss(F.log_softmax(logits), Yb)"]
+MORE_FORMS[NB2]["answer_dlogits"] += [
+    "dlogits = F.softmax(logits)\ndlogits[range(n), Yb] -= 1\ndlogits /= n",
+    "dlogits = F.softmax(logits, 1).clone()\ndlogits.scatter_add_(1, Yb[:, None], -torch.ones(n, 1))\ndlogits /= n",
+]
+MORE_FORMS[NB3]["answer_hpreact_fast"] += [
+    "hpreact_fast = bngain * (hprebn - hprebn.mean(0, keepdim=True)) / torch.sqrt(hprebn.var(0, keepdim=True, "
+    "correction=0) * n / (n - 1) + 1e-5) + bnbias",
+    "hpreact_fast = bngain * (hprebn - hprebn.mean(0, True)) / torch.sqrt(torch.var(hprebn, 0, True, True) + 1e-5) "
+    "+ bnbias",
+]
+MORE_FORMS[NB3]["answer_dbngain"] += ["dbngain = torch.sum(bnraw * dhpreact, 0, True)"]
+MORE_FORMS[NB3]["answer_dhprebn"] += [
+    "dhprebn = bngain * bnvar_inv / n * (n * dhpreact - dhpreact.sum(0) "
+    "- 1 / (1 - 1 / n) * bnraw * (dhpreact * bnraw).sum(0))",
+    "bessel = n * (n - 1) ** -1\ndhprebn = bngain * bnvar_inv / n * (n * dhpreact - dhpreact.sum(0) "
+    "- bessel * bnraw * (dhpreact * bnraw).sum(0))",
+]
+# and its slips: rows indexed by the targets, n taken from the wrong dimension; the division by n in front left out,
+# the epsilon added outside the square root
+MISTAKES.update(
+    {
+        "dlogits_rows_indexed_by_targets": (
+            NB2,
+            {"answer_dlogits": "dlogits = F.softmax(logits, 1)\ndlogits[Yb] -= 1\ndlogits /= n"},
+            {"test_dlogits": "entries wrong", "test_dlogits_rows": ROWS},
+        ),
+        "dlogits_divided_by_the_classes": (
+            NB2,
+            {
+                "answer_dlogits": "dlogits = F.softmax(logits, 1)\ndlogits[range(n), Yb] -= 1\n"
+                "dlogits /= logits.shape[1]"
+            },
+            {"test_dlogits": "1.185 times the right value"},
+        ),
+        "dhprebn_no_division_by_n": (
+            NB3,
+            {
+                "answer_dhprebn": "dhprebn = bngain * bnvar_inv * (n * dhpreact - dhpreact.sum(0) "
+                "- n / (n - 1) * bnraw * (dhpreact * bnraw).sum(0))"
+            },
+            {"test_dhprebn": "n = 32 times too large"},
+        ),
+        "hpreact_fast_epsilon_outside_the_root": (
+            NB3,
+            {
+                "answer_hpreact_fast": "hpreact_fast = bngain * (hprebn - hprebn.mean(0, keepdim=True)) "
+                "/ (torch.sqrt(hprebn.var(0, keepdim=True)) + 1e-5) + bnbias"
+            },
+            {"test_hpreact_fast": "hpreact_fast is not equal to hpreact"},
+        ),
+    }
+)
+
 
 def dealt(forms: dict, prefix: str) -> dict:
     """student -> {notebook: answer cells changed}: each cell's forms, one per student in turn, in each notebook."""
