@@ -70,7 +70,7 @@ def not_a_tensor(name: str, info: dict) -> Reason | None:
             )
         return Reason(
             "not_a_float32_tensor",
-            say("{name} should be a torch tensor, but it is a {type}", name=name, type=info["type"]),
+            say("{name} should be a torch tensor, but its type is {type}", name=name, type=info["type"]),
         )
     return None
 
@@ -170,8 +170,8 @@ def factor_message(c: float, n: int, name: str, entries: int = 2) -> Reason | No
             2.0,
             "constant_factor",
             say(
-                "{name} is twice the right value: was a contribution added twice, or a factor 2 written where the "
-                "local derivative has none?",
+                "{name} is twice the right value: was a contribution added twice, a factor 2 written where the local "
+                "derivative has none, or the power rule's 1/2 (of a square root) left out?",
                 name=name,
             ),
         ),

@@ -267,7 +267,7 @@ def test_self_check_table_names_the_usual_mistakes(notebook_namespace):
     assert "n/(n-1) times too large" in own("dbnbias")
     assert "NaN" in hint(table, "dbnvar")
     assert "2048 of 2048 entries differ" in hint(table, "dh")
-    assert hint(table, "demb") == "should be a torch tensor, not a ndarray"
+    assert hint(table, "demb") == "should be a torch tensor, not of type ndarray"
     assert hint(table, "dhpreact") == "not answered yet"
     assert "Traceback" not in table
 

@@ -504,7 +504,7 @@ def _compare(name, dt, want, indices=None):
     if want is None:
         row["hint"] = f"autograd has no gradient for {name}: run the setup cells again"
     elif not isinstance(dt, torch.Tensor):
-        row["hint"] = f"should be a torch tensor, not a {type(dt).__name__}"
+        row["hint"] = f"should be a torch tensor, not of type {type(dt).__name__}"
     elif tuple(dt.shape) != tuple(want.shape):
         row["shape"] = f"✘ {tuple(dt.shape)}"
         row["hint"] = _shape_hint(tuple(dt.shape), tuple(want.shape), name)
@@ -807,7 +807,7 @@ def check_value(name, want, scale=None, of=None):
     elif got is None:
         problem = "not answered yet"
     elif not isinstance(got, torch.Tensor):
-        problem = f"should be a torch tensor, not a {type(got).__name__}"
+        problem = f"should be a torch tensor, not of type {type(got).__name__}"
     elif tuple(got.shape) != tuple(want.shape):
         problem = f"the shape is {tuple(got.shape)}, it must be {tuple(want.shape)}"
     elif not torch.isfinite(got).all():
