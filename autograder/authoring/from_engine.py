@@ -19,6 +19,7 @@ import tokenize
 import zlib
 from pathlib import Path
 
+from ..common import kept
 from ..engine import backward_rules, explain, honesty, operators, tolerance
 from ..engine.bug_hunt import catalogue, checker
 from ..engine.bug_hunt import rerun as bug_hunt_rerun
@@ -34,6 +35,9 @@ TABLES = {"atomic": backward_rules.STEPS, "operators": operators.OPERATOR_STEPS}
 MARKER = "# @from-engine: the grader's rule probes and tolerance"
 
 FUNCTIONS = [
+    kept.Kept,
+    kept.kept_by_text,
+    kept.kept_on_node,
     honesty.assigned_names,
     unread_code.changes_its_receiver,
     honesty._assigned_names,
@@ -105,18 +109,20 @@ def block() -> str:
         "# ---- The autograder's own code for judging a step by its rule, copied in here so that these checks",
         "# ---- judge each step as the autograder does. You do not need to read it.",
         "import ast",
+        "import functools",
         "import inspect",
         "import textwrap",
         "import types",
         "import zlib",
+        "from collections import OrderedDict",
         "from dataclasses import dataclass",
-        "from functools import lru_cache",
         "",
         f"RTOL = {tolerance.RTOL!r}",
         f"FACTOR_MATCH = {tolerance.FACTOR_MATCH!r}",
         f"OWN_SHARE, NOISE = {tolerance.OWN_SHARE!r}, {tolerance.NOISE!r}  # what a count of wrong entries counts",
         f"RUN_IN_PLACE = {rerun.RUN_IN_PLACE!r}  # magics that run their code once, in the notebook's namespace",
         f"MAGIC_DEPTH = {rerun.MAGIC_DEPTH!r}  # magics over magics read through",
+        f"PARSES_KEPT = {rerun.PARSES_KEPT!r}  # characters of cells whose parse is kept",
         f"LOSS_TOLERANCE = {reference_runs.LOSS_TOLERANCE!r}  # Exercise 4: the loss of each step of a replayed run",
         f"GRADED_STEPS = {network.GRADED_STEPS!r}  # Exercise 4: the steps of the autograder's run of training_step",
         f"REACH_LOSS = {reference_runs.REACH_LOSS!r}  # Exercise 4: the validation loss that run must get below",

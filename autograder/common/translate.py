@@ -7,11 +7,12 @@ piece, and its string literals that hold words; code itself never changes. Each 
 """
 
 import ast
-import functools
 import io
 import re
 import tokenize
 from dataclasses import dataclass
+
+from .kept import kept_by_text
 
 # Lines between these markers are code a student never reads as text (hidden tests, solutions, the engine's copy)
 SKIPPED_REGIONS = [
@@ -134,10 +135,9 @@ def _quote_of(segment: str) -> tuple:
     return ("f" if "f" in prefixes else ""), quote
 
 
-@functools.lru_cache(maxsize=1024)
+@kept_by_text(4_000_000)  # a cell repeated in every notebook is read once; a student's huge one is not kept
 def code_pieces(source: str) -> tuple:
-    """The translatable pieces of Python ``source``: comment runs and string literals that hold words (a cell
-    repeated in every notebook is read once)."""
+    """The translatable pieces of Python ``source``: comment runs and string literals that hold words."""
     try:
         tree = ast.parse(source)
     except SyntaxError:

@@ -29,7 +29,7 @@ def _exec(namespace: dict, sources, first_index: int) -> None:
             exec(compile(strip_hidden(source), f"<setup cell {i}>", "exec"), namespace)
 
 
-@lru_cache(maxsize=4)
+@lru_cache(maxsize=4)  # keyed on the course's setup cells (locked: restored from the gradebook), not a student's
 def _seed_free(sources: tuple, first_index: int, names: str | None) -> dict:
     """What the cells that need no seed (``seed_free_cells``: names.txt, the dataset) bind: the same for every seed and
     every notebook whose cells they are, so computed once per process for names.txt at ``names``."""
@@ -38,7 +38,7 @@ def _seed_free(sources: tuple, first_index: int, names: str | None) -> dict:
     return namespace
 
 
-@lru_cache(maxsize=8)
+@lru_cache(maxsize=8)  # (as _seed_free: the course's cells, whose namespace is kept on purpose)
 def run_setup(sources: tuple, seed: int) -> dict:
     """Run the setup cells in order, with ``SEED`` forced to ``seed`` once a cell defines it."""
     defines = next((i for i, s in enumerate(sources) if SEED_DEFINED.search(s)), None)

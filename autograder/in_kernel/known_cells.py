@@ -55,7 +55,7 @@ def transformed(sources) -> dict:
 
 def _read_ahead(cell: str) -> None:
     """What the AST hooks and the probes work out about each statement of a locked cell, from its text alone, kept on
-    the statements (or in lru_caches of them) that the kernels inherit: the probes' parse of the cell as IPython's
+    the statements (or in the kept parses) that the kernels inherit: the probes' parse of the cell as IPython's
     history has it, what each statement writes, reads and rebinds; whether one of IPython's parse is a check against
     autograd (``self_checks_off``)."""
     from ..engine.probes import rerun
@@ -65,7 +65,7 @@ def _read_ahead(cell: str) -> None:
     if cell in _parsed:
         for statement in rerun.flattened(_parsed[cell][1].body):
             checks_autograd(statement)
-    for statement in rerun.parsed(cell.rstrip("\n")):  # (an lru_cache)
+    for statement in rerun.parsed(cell.rstrip("\n")):  # (kept: ``common.kept``)
         for reading in (rerun.writes, evaluated_names, rerun._may_rebind, rerun._rebinds, rerun._reads):
             reading(statement)
 

@@ -10,7 +10,7 @@ import functools
 import torch
 from IPython import get_ipython
 
-from ..engine.probes.rerun import flattened, parsed, writes
+from ..engine.probes.rerun import _rebound_in, flattened, parsed, writes
 from ..engine.probes.snapshots import evaluated_names, take
 from . import located
 
@@ -33,6 +33,8 @@ def take_snapshots(namespace: dict) -> None:
     shell = get_ipython()
     if shell is None:
         return
+    for kept in (parsed.kept, _rebound_in.kept):  # a kernel reads one notebook: each cell is parsed once, however long
+        kept.budget = float("inf")
     since[:] = since or [len(shell.history_manager.input_hist_parsed)]  # (the cell running now is the last entry)
     builtins.__dict__[SNAPSHOT_HOOK] = functools.partial(_snapshot, namespace)
     if not any(isinstance(t, _SnapshotCalls) for t in shell.ast_transformers):

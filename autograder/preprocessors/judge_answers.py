@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from ..engine.verdict import Verdict
 
 
+# keyed on locked cells: the course's (RestoreLockedCells; CheckCellMetadata refuses a locked cell with no grade_id)
 @lru_cache(maxsize=256)
 def reported_names(source: str) -> frozenset:
     """The names a locked cell's ``report(globals(), "name", ...)`` calls send: the graded answers."""

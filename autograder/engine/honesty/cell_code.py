@@ -1,34 +1,12 @@
 """A cell's code as the kernel runs it (IPython's magics turned into Python) and its statements, worked out once per
 text: a class hands the grader the same cells many times. What is kept is bounded by the characters of the texts it
-was worked out from, so that a hostile submission cannot make a grading worker hold its megabytes for later students.
+was worked out from (``common.kept.Kept``), so that a hostile submission cannot make a grading worker hold its megabytes
+for later students.
 """
 
 import ast
-from collections import OrderedDict
 
-
-class Kept:
-    """Values by key, the least recently used dropped once the keys' texts (``text_of``) pass ``budget`` characters;
-    a value for a longer text is never kept."""
-
-    def __init__(self, budget: int, text_of=lambda key: key):
-        self.budget, self.text_of, self.values, self.size = budget, text_of, OrderedDict(), 0
-
-    def get(self, key):
-        value = self.values.get(key)
-        if value is not None:
-            self.values.move_to_end(key)
-        return value
-
-    def put(self, key, value) -> None:
-        if key in self.values or len(self.text_of(key)) > self.budget:
-            return
-        self.values[key] = value
-        self.size += len(self.text_of(key))
-        while self.size > self.budget:
-            old, _ = self.values.popitem(last=False)
-            self.size -= len(self.text_of(old))
-
+from ...common.kept import Kept
 
 _AS_RUN, _STATEMENTS = Kept(4_000_000), Kept(1_000_000)  # the course's longest cell: 83,000 characters
 

@@ -4,7 +4,8 @@ in a module the grader does not have. What such code assigns may be any answer (
 import ast
 import importlib.util
 import sys
-from functools import lru_cache
+
+from ...common.kept import kept_by_text
 
 # code run from a string or a file, where the grader cannot read it: get_ipython().ev(..), runpy.run_path(..) (not
 # .eval: a module's eval() is no code)
@@ -215,7 +216,7 @@ def magic_code(node: ast.stmt):
     return call.args[-1].value
 
 
-@lru_cache(maxsize=256)
+@kept_by_text(100_000)  # names in a student's imports: one of millions of characters is not kept
 def unknown_module(name: str) -> bool:
     """A module the grader does not have, such as one the student wrote to a file: its code cannot be read."""
     top = name.split(".")[0]

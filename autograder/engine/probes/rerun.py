@@ -14,6 +14,7 @@ from .pins import kept_entries
 from .snapshots import UNBOUND, Uncopied, evaluated_names, given_back
 from .statements import (  # noqa: F401 (read as rerun's by the kernel's modules and the notebooks' helper cell)
     MAGIC_DEPTH,
+    PARSES_KEPT,
     RUN_IN_PLACE,
     _all_rebind,
     _as_ipython_runs_it,

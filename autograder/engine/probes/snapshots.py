@@ -8,9 +8,10 @@ cannot be copied faithfully is ``Uncopied``, and a probe that needs it says it c
 import ast
 import types
 from dataclasses import dataclass
-from functools import lru_cache
 
 import torch
+
+from ...common.kept import kept_on_node
 
 MAX_BYTES = 2**24  # a tensor above 16 MB is not copied (Exercise 4's whole-set hprebn is 146 MB; Xtr is 4.4 MB)
 MAX_ITEMS = 100_000  # items of a container (the 32,033 names fit)
@@ -77,7 +78,7 @@ def loaded_names(node: ast.AST) -> set:
     return found
 
 
-@lru_cache(maxsize=4096)  # the statements of the probes' cached parse: each is looked at once
+@kept_on_node  # the statements of the probes' kept parse: each is looked at once
 def evaluated_names(node: ast.stmt) -> frozenset:
     """The names a statement of a cell reads when it runs (a ``def`` only its decorators and defaults)."""
     if isinstance(node, (ast.Import, ast.ImportFrom)):

@@ -2,16 +2,17 @@
 once per statement (and per cell, ``_rebound_in``): ``rerun.answer_code`` looks them up for every probe."""
 
 import ast
-from functools import lru_cache
 
+from ...common.kept import kept_by_text, kept_on_node
 from ..honesty import assigned_names
 from .snapshots import loaded_names
 
 RUN_IN_PLACE = ("time", "capture")  # magics that run their code once, in the notebook's namespace (not %%timeit)
 MAGIC_DEPTH = 4  # magics over magics read through; deeper, a cell is its one call (30,000 of them took 17 s to read)
+PARSES_KEPT = 2_000_000  # characters of cells whose parse is kept (the course's locked cells, every edition: 634,000)
 
 
-@lru_cache(maxsize=1024)  # a graded cell probes the whole history: each cell is parsed once per kernel
+@kept_by_text(PARSES_KEPT)  # a graded cell probes the whole history: each cell is parsed once per kernel
 def parsed(source: str, depth: int = 0) -> tuple:
     """The statements of a cell, in the order they run (``flattened``): what a probe can re-run, and what takes a
     snapshot (the kernel's AST hook numbers them the same way). A cell that is one ``%%time`` or ``%%capture`` (the
@@ -47,7 +48,7 @@ def flattened(body) -> list:
     return [leaf for s in body for leaf in (flattened(s.body) if isinstance(s, ast.With) else [s])]
 
 
-@lru_cache(maxsize=4096)
+@kept_on_node
 def writes(node: ast.stmt) -> frozenset:
     if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
         return frozenset({node.name})
@@ -56,7 +57,7 @@ def writes(node: ast.stmt) -> frozenset:
     return frozenset(assigned_names(node))
 
 
-@lru_cache(maxsize=4096)
+@kept_on_node
 def _may_rebind(node: ast.stmt) -> frozenset:
     """Names the statement may give a new value as a whole: in a block, on any of its paths (a branch not taken, a
     loop that may not run, an `except` too)."""
@@ -71,7 +72,7 @@ def _all_rebind(block: list) -> frozenset:
     return frozenset().union(*(_rebinds(statement) for statement in block))
 
 
-@lru_cache(maxsize=4096)
+@kept_on_node
 def _rebinds(node: ast.stmt) -> frozenset:
     """Names the statement gives a new value as a whole (x = ..., def x, import x), not only changes; a block, on
     every path through it (both branches of an `if`, the `try` and each `except`; never a loop, which may not run):
@@ -94,7 +95,7 @@ def _rebinds(node: ast.stmt) -> frozenset:
     return frozenset()
 
 
-@lru_cache(maxsize=4096)
+@kept_on_node
 def _reads(node: ast.stmt) -> frozenset:
     names = loaded_names(node)  # not the names a comprehension binds for itself: an earlier `for t in` is not read
     if isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name):
@@ -102,7 +103,7 @@ def _reads(node: ast.stmt) -> frozenset:
     return frozenset(names)
 
 
-@lru_cache(maxsize=1024)  # as ``parsed``: each cell is looked up once per kernel, not once per probe
+@kept_by_text(PARSES_KEPT)  # as ``parsed``: each cell is looked up once per kernel, not once per probe
 def _rebound_in(source: str) -> dict:
     """name -> the positions in ``parsed(source)`` of the statements that may rebind it (``_may_rebind``), in order."""
     found = {}
