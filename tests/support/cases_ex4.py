@@ -651,3 +651,28 @@ MISTAKES["m_dC_loop_assigns"] = (
     {"test_dC": 0},
     {"test_dC": "`dC[ix] = demb[k, j]` in a loop"},
 )
+# A judges' round (December 2026). Momentum in the update (a velocity kept between steps: the gradients of earlier
+# steps added in) leaves autograd's run but reaches the goal; bnvar stored as what forward calls bnvar_inv (its words
+# were the generic "not the variance", now they name it). And correct forms packed: the parameters unpacked from the
+# list inside backward_pass, the update under inference_mode, the calibration read off forward's own cache over Xtr.
+MISTAKES["m_momentum_calibration_inverse_std"] = (
+    {
+        "answer_training_step": _STEP + "for i, (p, grad) in enumerate(zip(parameters, grads)):\n"
+        "    velocity[i] = 0.9 * velocity[i] + grad\n    p -= lr * velocity[i]",
+        "answer_calibration": _CAL.replace(
+            "hprebn_all.var(0, keepdim=True)", "(hprebn_all.var(0, keepdim=True) + 1e-5) ** -0.5"
+        ),
+    },
+    [("answer_training_step", "velocity = [torch.zeros_like(p) for p in parameters]")],
+    {"test_training": 1, "test_calibration": 1},
+    {
+        "test_training": "with the right gradients, your training_step leaves autograd's run at step 2 of 300",
+        "test_calibration": "bnvar is (variance + 1e-5) ** -0.5, what forward calls bnvar_inv",
+    },
+)
+ALTERNATIVES["alt_packed_f"] = {
+    "answer_backward_pass": "C, W1, b1, W2, b2, bngain, bnbias = parameters\n" + backward(),
+    "answer_training_step": "with torch.inference_mode():\n    grads = backward_pass(Xb, Yb, cache)\n"
+    "    for p, grad in zip(parameters, grads):\n        p -= lr * grad",
+    "answer_calibration": "_, cache_all = forward(Xtr, Ytr)\nbnmean = cache_all['bnmeani']\nbnvar = cache_all['bnvar']",
+}

@@ -76,6 +76,12 @@ WORDS = {
 }
 
 
+INVERSE_STD = say(
+    "bnvar is (variance + 1e-5) ** -0.5, what forward calls bnvar_inv: it must be the variance itself, as "
+    "hprebn.var(0, keepdim=True) gives it (the evaluation adds 1e-5 and takes ** -0.5 itself)"
+)
+
+
 def _problem(name: str, info: dict, answer, tainted: set) -> Reason | None:
     """Why the reported ``name`` is no statistic to judge, if it is not."""
     problem = not_a_tensor(name, info)
@@ -165,6 +171,8 @@ def judge_calibration(report: Report, namespace: dict, seed: int, tainted: set) 
                 verdict.lines.append(
                     Reason("variance_for_std", say("bnvar is the standard deviation: it must be the variance"))
                 )
+            elif name == "bnvar" and close(answer, inverse := (expected[name] + 1e-5) ** -0.5, magnitude(inverse)):
+                verdict.lines.append(Reason("variance_for_std", INVERSE_STD))
             else:
                 off = difference(answer, expected[name], magnitude(expected[name]))
                 words = WORDS[name]["wrong"](off.largest_error, off.scale, len(Xtr))
