@@ -676,3 +676,9 @@ ALTERNATIVES["alt_packed_f"] = {
     "    for p, grad in zip(parameters, grads):\n        p -= lr * grad",
     "answer_calibration": "_, cache_all = forward(Xtr, Ytr)\nbnmean = cache_all['bnmeani']\nbnvar = cache_all['bnvar']",
 }
+# The calibration right but left in float64: it keeps its points, and its words say that the notebook's evaluation and
+# sampling stop on it (they mix it with the float32 parameters), and how to mend it
+ALTERNATIVES["alt_calibration_float64"] = {
+    "answer_calibration": "hprebn_all = C[Xtr].view(Xtr.shape[0], -1).double() @ W1.double() + b1.double()\n"
+    "bnmean = hprebn_all.mean(0, keepdim=True)\nbnvar = hprebn_all.var(0, keepdim=True)"
+}

@@ -82,6 +82,15 @@ INVERSE_STD = say(
 )
 
 
+def NOT_FLOAT32(name: str, dtype: str):
+    return say(
+        "but {name} is {dtype}: the notebook's evaluation and sampling mix it with the float32 parameters and stop "
+        '("expected m1 and m2 to have the same dtype"). Make it float32 with .float()',
+        name=name,
+        dtype=dtype,
+    )
+
+
 def _problem(name: str, info: dict, answer, tainted: set) -> Reason | None:
     """Why the reported ``name`` is no statistic to judge, if it is not."""
     problem = not_a_tensor(name, info)
@@ -157,10 +166,12 @@ def judge_calibration(report: Report, namespace: dict, seed: int, tainted: set) 
                 verdict.points += 0.5
                 verdict.lines.append(shape_only_share(0.5, 1))
             continue
-        answer = answer.double()
+        dtype, answer = answer.dtype, answer.double()
         if close(answer, expected[name], scale[name]):
             verdict.points += 1
             verdict.lines.append(Reason(NOTE, WORDS[name]["right"](max_difference(answer, expected[name]))))
+            if dtype != torch.float32:  # right, but the notebook's evaluation and sampling stop on it
+                verdict.lines.append(Reason(NOTE, NOT_FLOAT32(name=name, dtype=str(dtype).removeprefix("torch."))))
             continue
         for other, statistics in others.items():
             if close(answer, statistics()[name], scale[name]):
