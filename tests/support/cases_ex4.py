@@ -677,8 +677,21 @@ ALTERNATIVES["alt_packed_f"] = {
     "answer_calibration": "_, cache_all = forward(Xtr, Ytr)\nbnmean = cache_all['bnmeani']\nbnvar = cache_all['bnvar']",
 }
 # The calibration right but left in float64: it keeps its points, and its words say that the notebook's evaluation and
-# sampling stop on it (they mix it with the float32 parameters), and how to mend it
-ALTERNATIVES["alt_calibration_float64"] = {
-    "answer_calibration": "hprebn_all = C[Xtr].view(Xtr.shape[0], -1).double() @ W1.double() + b1.double()\n"
-    "bnmean = hprebn_all.mean(0, keepdim=True)\nbnvar = hprebn_all.var(0, keepdim=True)"
-}
+# sampling stop on it (they mix it with the float32 parameters), and how to mend it. Packed with a training_step that
+# works out its learning rate from the training loop's globals (i, max_steps), right in the notebook's own loop but not
+# in the grader's: its words said only "check that training_step updates every parameter ... by -lr times"
+MISTAKES["m_lr_from_the_loops_globals_calibration_float64"] = (
+    {
+        "answer_training_step": "step_lr = 0.1 if i < max_steps // 2 else 0.01\n"
+        + training_step("p += -step_lr * grad"),
+        "answer_calibration": "hprebn_all = C[Xtr].view(Xtr.shape[0], -1).double() @ W1.double() + b1.double()\n"
+        "bnmean = hprebn_all.mean(0, keepdim=True)\nbnvar = hprebn_all.var(0, keepdim=True)",
+    },
+    [],
+    {"test_training": 0},
+    {
+        "test_training": "at the first step every parameter moved by -0.01 times its gradient, where the loop's lr "
+        "asks for -0.1 times: training_step must step by the lr it is given",
+        "test_calibration": "but bnmean is float64: the notebook's evaluation and sampling mix it",
+    },
+)
