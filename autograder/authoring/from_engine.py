@@ -158,6 +158,7 @@ BUG_HUNT_FUNCTIONS = [
     bug_hunt_rerun.changed_after_their_lines,
     kernel_rerun.parsed_body,
     kernel_rerun._fits,
+    kernel_rerun.not_finite,
     kernel_rerun._same,
     kernel_rerun._run,
     kernel_rerun._line,
@@ -212,7 +213,8 @@ def bug_hunt_block() -> str:
         f"GRADIENTS = {catalogue.GRADIENTS!r}",
         f"FORWARD_LINES = {forward_lines()!r}",
         f"METHOD_STEP, ACCURACY = {checker.METHOD_STEP!r}, {checker.ACCURACY!r}",
-        "# a backward pass that raised, run again statement by statement as the autograder does (run_again below)",
+        "# a backward pass that raised (or gave NaN), run again statement by statement as the autograder does "
+        "(run_again below)",
         f"PINS, MAX_LINE = {bug_hunt_rerun.PINS!r}, {kernel_rerun.MAX_LINE!r}",
         "STUDENT_ERRORS = (Exception,)  # what your code may raise",
         "AutogradIsOff = type('AutogradIsOff', (RuntimeError,), {})  # (the autograder's: never raised here)",

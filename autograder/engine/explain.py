@@ -94,7 +94,12 @@ def not_finite(name: str, answer: torch.Tensor) -> Reason | None:
         return None
     return Reason(
         "not_finite",
-        say("{name} has {bad} NaN or infinite entries: look for a division by zero or log(0)", name=name, bad=bad),
+        say(
+            "{name} has {bad} NaN or infinite entries: look for a division by zero, log(0), or a power such as "
+            "** 0.5 or ** -1.5 of a negative number",
+            name=name,
+            bad=bad,
+        ),
     )
 
 

@@ -9,7 +9,7 @@ from ..engine.bug_hunt.catalogue import FUNCTION, GRADIENTS, ID, NAMED, TENSORS,
 from ..engine.bug_hunt.checker import FUNCTION as CHECKER
 from ..engine.bug_hunt.checker import cases, run_case
 from ..engine.bug_hunt.rerun import RERUN, SHARED, changed_after_their_lines
-from .bug_hunt_rerun import parsed_body, run_again
+from .bug_hunt_rerun import not_finite, parsed_body, run_again
 from .probe_runner import STUDENT_ERRORS, apart_from_the_kernel
 from .reports import send
 from .switches import AutogradIsOff, grading, grading_seed
@@ -47,19 +47,28 @@ def _call(namespace: dict) -> tuple:
             status = {"kind": "returned"} if ok else {"kind": "other", "type": type(result).__name__}
             _calls[id(function)] = function, status, result if ok else {}
             _left_alone[id(function)] = _not_changed_later(function, result) if ok else set()
+            if ok and any(not_finite(result.get(g)) for g in GRADIENTS):  # NaN from one line: that line's fix only
+                again = _again(function)
+                if again is not None and again[1]["pinned"]:
+                    _calls[id(function)] = function, {"kind": "returned", RERUN: again[1]}, again[0]
         except STUDENT_ERRORS as error:  # the student's code: the grader says which error it was
             _calls[id(function)] = function, _raised(error), {}
             if isinstance(error, AutogradIsOff):  # autograd refused: every gradient is autograd's (the grader says)
                 return _calls[id(function)][1:]
-            point = {k: v.clone() if isinstance(v, torch.Tensor) else v for k, v in _point.items()}
-            try:
-                with apart_from_the_kernel():
-                    again = run_again(function, point, grading_seed(0))
-            except STUDENT_ERRORS:
-                again = None
+            again = _again(function)
             if again is not None:  # one line that raised costs the fix whose part holds it, no other
                 _calls[id(function)] = function, {"kind": "returned", RERUN: again[1]}, again[0]
     return _calls[id(function)][1:]
+
+
+def _again(function):
+    """``run_again``'s (gradients, entry) of the student's backward_pass at a copy of the grading point, or None."""
+    point = {k: v.clone() if isinstance(v, torch.Tensor) else v for k, v in _point.items()}
+    try:
+        with apart_from_the_kernel():
+            return run_again(function, point, grading_seed(0))
+    except STUDENT_ERRORS:
+        return None
 
 
 def _not_changed_later(function, gradients: dict) -> set:

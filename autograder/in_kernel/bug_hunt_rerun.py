@@ -1,5 +1,6 @@
-"""Exercise 6 in the kernel: a backward_pass that raised, run again statement by statement, so that one line that
-raises costs only the fix whose part of the pass holds it (docs/design/bug-hunt.md).
+"""Exercise 6 in the kernel: a backward_pass that raised, or returned a gradient that is not finite, run again statement
+by statement, so that one line that raises (or makes NaN or infinite values) costs only the fix whose part of the pass
+holds it (docs/design/bug-hunt.md).
 
 The statements of the function's body run one after the other, in one namespace, as the call ran them. When one
 raises, the gradients it writes stand for nothing the student computed: each is given a random tensor of its shape,
@@ -8,7 +9,9 @@ pass runs on. A line further down that is right turns that random gradient into 
 the grader checks as it checks a gradient computed from a wrong one (error carried forward): never autograd's values,
 so nothing here hands out an answer. When a statement raised because a gradient it reads cannot feed it (not defined,
 or not of its shape and dtype: a slip further up), it runs again with a random one of the right shape in that
-gradient's place, which later lines read too; the gradient's own step is judged on the student's own value.
+gradient's place, which later lines read too; the gradient's own step is judged on the student's own value. So is a
+gradient that a line makes NaN or infinite from finite ones (``** -1.5`` of a negative number): every later line would
+give NaN, the bug's line as the right one, and tell no fix (``not_finite``).
 """
 
 import ast
@@ -45,6 +48,14 @@ def parsed_body(function):
 
 def _fits(value, shape) -> bool:
     return isinstance(value, torch.Tensor) and tuple(value.shape) == shape and value.dtype == torch.float32
+
+
+def not_finite(value) -> bool:
+    """Whether ``value`` is a tensor of floats with a NaN or infinite entry: a gradient that can feed no later line."""
+    try:
+        return isinstance(value, torch.Tensor) and value.is_floating_point() and not bool(torch.isfinite(value).all())
+    except Exception:  # a tensor of the student's own kind: then judged as it is
+        return False
 
 
 def _same(value, pin) -> bool:
@@ -93,8 +104,13 @@ def run_again(function, point: dict, seed: int):
             except STUDENT_ERRORS:
                 pass
             break
+        finite = not any(not_finite(space.get(g)) for g in loaded_names(statement) if g in shapes)
         error = _run(statement, space)
         if error is None:
+            made = [g for g in assigned_names(statement) if g in shapes and g not in pinned] if finite else []
+            for g in (g for g in made if not_finite(space.get(g))):  # NaN from finite gradients: this line's own
+                own[g], space[g] = space[g], pin_value(seed, PINS, g, shapes[g])
+                pinned.append(g)
             continue
         if isinstance(error, AutogradIsOff):  # autograd refused: the grader says so of the whole pass
             return None

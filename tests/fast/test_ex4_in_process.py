@@ -147,3 +147,10 @@ def test_every_word_a_student_reads_goes_through_the_catalog(graded, monkeypatch
         again = judge(NB, student, graded[student].executed, PSEUDO)
         assert again.messages == rendered(graded[student], PSEUDO)[0]
         assert (again.points, again.diagnoses) == (graded[student].points, graded[student].diagnoses)
+
+
+def test_a_calibration_in_float64_keeps_its_points_and_is_told_to_be_float32(graded):
+    message = graded["m_lr_from_the_loops_globals_calibration_float64"].messages["test_calibration"]
+    assert "but bnmean is float64: the notebook's evaluation and sampling mix it" in message, message
+    assert "but bnvar is float64" in message and "Make it float32 with .float()" in message, message
+    assert "float64" not in graded["solution"].messages["test_calibration"]

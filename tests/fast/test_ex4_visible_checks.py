@@ -252,12 +252,24 @@ HPREBN = "hprebn_all = C[{X}].view({X}.shape[0], -1) @ W1 + b1\n"
         ),
         ("bnmean = torch.zeros(n_hidden)\nbnvar = torch.ones(n_hidden)", "✘ bnmean: the shape is (200,)"),
         ("pass", "✘ bnmean: not calibrated yet"),
+        (  # bnvar_inv stored: named as the grader names it
+            HPREBN.format(X="Xtr")
+            + "bnmean = hprebn_all.mean(0, keepdim=True)\nbnvar = (hprebn_all.var(0, keepdim=True) + 1e-5) ** -0.5",
+            "✘ bnvar: this is (variance + 1e-5) ** -0.5, what forward calls bnvar_inv",
+        ),
+        (  # right, in float64: the evaluation and the sampling cells would stop on it, so the line says so
+            HPREBN.format(X="Xtr").replace("-1) @ W1 + b1", "-1).double() @ W1.double() + b1.double()")
+            + "bnmean = hprebn_all.mean(0, keepdim=True)\nbnvar = hprebn_all.var(0, keepdim=True)",
+            "✔ bnmean and bnvar: the mean and the variance of hprebn over Xtr for your trained parameters (max "
+            "difference",
+        ),
     ],
-    ids=["right", "std", "validation", "minibatch", "zeros", "shape", "missing"],
+    ids=["right", "std", "validation", "minibatch", "zeros", "shape", "missing", "inverse_std", "float64"],
 )
 def test_the_calibration_check_compares_the_values(ex4, calibration, printed):
     out = check_calibration(ex4, calibration)
     assert out.startswith(printed), out
+    assert ("But bnmean is torch.float64, bnvar is torch.float64" in out) == ("double()" in calibration), out
 
 
 def test_a_calibration_before_training_says_so(ex4):

@@ -82,6 +82,17 @@ ALTERNATIVES = [
     "dleaky_in = torch.where(leaky_out > 0, dleaky_out, 0.1 * dleaky_out)",
     "slope = torch.full_like(leaky_in, 0.1)\nslope[leaky_in > 0] = 1.0\ndleaky_in = slope * dleaky_out",
     "with torch.no_grad():\n    dleaky_in = dleaky_out * ((leaky_in > 0) + 0.1 * (leaky_in <= 0))",
+    # a judges' round (December 2026): lnraw from F.layer_norm or torch.var_mean, the softmax's row sums by a batched
+    # product, two paths of demb in one product, ReLU's mask by sign
+    "xhat = F.layer_norm(hpreln, (n_hidden,), eps=1e-5)\ng = lngain * dhln\n"
+    "dhpreln = lnvar_inv * (g - g.mean(-1, keepdim=True) - xhat * (g * xhat).mean(-1, keepdim=True))",
+    "var, mu = torch.var_mean(hpreln, dim=-1, keepdim=True, correction=0)\nrstd = (var + 1e-5).rsqrt()\n"
+    "xhat = (hpreln - mu) * rstd\ng = lngain * dhln\n"
+    "dhpreln = rstd * (g - g.mean(-1, keepdim=True) - xhat * (g * xhat).mean(-1, keepdim=True))",
+    "dscores = att * (datt - (datt.unsqueeze(2) @ att.unsqueeze(3)).squeeze(-1))",
+    "demb = dx + torch.cat([dq, dk], -1) @ torch.cat([Wq, Wk], -1).T + dv @ Wv.T",
+    "drelu_in = drelu_out * torch.sign(relu_in).clamp(min=0)",
+    "dleaky_in = dleaky_out * (0.1 + 0.9 * (leaky_in > 0))",
 ]
 
 
@@ -152,8 +163,31 @@ MISTAKES = {
     "leaky_ratio": ("dleaky_in = dleaky_out * leaky_out / leaky_in", "leaky_in"),
     "leaky_default_slope": ("dleaky_in = torch.where(leaky_in > 0, dleaky_out, 0.01 * dleaky_out)", "leaky_in"),
     "leaky_slope_without_upstream": ("dleaky_in = torch.where(leaky_in > 0, dleaky_out, 0.1)", "leaky_in"),
+    "dx_not_transposed_back": ("dx = (W1 @ dhpreln.T).view(n, block_size, n_embd)", "x"),  # (30, n) read as (n, 3, 10)
+    "demb_cat_in_the_wrong_order": (
+        "demb = dx + torch.cat([dq, dk], -1) @ torch.cat([Wk, Wq], -1).T + dv @ Wv.T",
+        "emb",
+    ),
 }
-XFAIL = {}  # case -> why the grader gets it wrong (xfail, strict): none at present
+# A temporary named as a tensor of the forward pass, in one answer cell: the step is right, but a later cell that reads
+# that name (the course's dx reads x.shape, dk reads q) runs on the temporary, in the student's notebook and in the
+# grader's probe alike (it replays the names as that cell read them). The later step, whose code is right, loses its
+# points, with words that send the student to its own line ("fix that line"); the cell that rebound the name keeps its.
+ALTERNATIVES["alt5_temporary_named_x_in_gelu"] = {
+    "answer_dhln": "x = hln\ndhln = dhgelu * (0.5 * (1 + torch.erf(x / 2**0.5)) + x * torch.exp(-(x**2) / 2) "
+    "/ (2 * torch.pi) ** 0.5)"
+}
+ALTERNATIVES["alt5_temporary_named_q_in_softmax"] = {
+    "answer_dscores": "q = (att * datt).sum(-1, keepdim=True)\ndscores = att * (datt - q)"
+}
+_CLOBBERED = (
+    "a temporary that rebinds a forward tensor's name (x, q) in one answer cell makes a later cell that reads it "
+    "raise or go wrong: the later step loses its points, and its words name its own line, not the rebinding"
+)
+XFAIL = {  # case -> why the grader gets it wrong (xfail, strict)
+    "alt5_temporary_named_x_in_gelu": _CLOBBERED,
+    "alt5_temporary_named_q_in_softmax": _CLOBBERED,
+}
 
 
 @pytest.fixture(scope="module")

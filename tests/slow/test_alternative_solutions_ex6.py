@@ -131,6 +131,30 @@ ALTERNATIVES = {
     "checks_in_the_pass_cell": answers(
         IDS[0], answer_backward_pass=PASS + "\n\n\ncheck_gradients(backward_pass, colleague_point)"
     ),
+    # a judges' round (December 2026): the clip's threshold raised out of reach, ε's power written out, dC by einsum
+    # over a one-hot added into the zeros; Bessel's ones by repeat, the alias by a product, dbngain from bndiff's parts
+    "lines_judges_a": answers(
+        IDS[1],
+        answer_backward_pass=pass_with(
+            {
+                BUGS["epsilon"].right: "dbnvar = -0.5 * dbnvar_inv / ((bnvar + 1e-5) * torch.sqrt(bnvar + 1e-5))",
+                BUGS["not_accumulated"].right: "dC += torch.einsum('nkv,nke->ve', F.one_hot(Xb, C.shape[0]).float(), "
+                "demb)",
+                BUGS["bessel"].right: "dbndiff2 = dbnvar.repeat(n, 1) / (n - 1)",
+            }
+        ),
+    ),
+    "lines_judges_b": answers(
+        IDS[0],
+        answer_backward_pass=pass_with(
+            {
+                BUGS["clipped_loss"].right: "dlogprobs[range(n), Yb] = -1.0 / n * (-logprobs[range(n), Yb] < "
+                "float('inf'))",
+                BUGS["aliased"].right: "dhprebn = 1.0 * dbndiff",
+                BUGS["zero_bias"].right: "dbngain = (dhpreact * (hprebn - bnmeani) * bnvar_inv).sum(0, keepdim=True)",
+            }
+        ),
+    ),
     "names_reversed": answers(IDS[0], **names(IDS[0], lambda g: repr(g[::-1]))),
     "names_split": answers(IDS[1], **names(IDS[1], lambda g: repr(" ".join(g)) + ".split()")),
 }

@@ -651,3 +651,47 @@ MISTAKES["m_dC_loop_assigns"] = (
     {"test_dC": 0},
     {"test_dC": "`dC[ix] = demb[k, j]` in a loop"},
 )
+# A judges' round (December 2026). Momentum in the update (a velocity kept between steps: the gradients of earlier
+# steps added in) leaves autograd's run but reaches the goal; bnvar stored as what forward calls bnvar_inv (its words
+# were the generic "not the variance", now they name it). And correct forms packed: the parameters unpacked from the
+# list inside backward_pass, the update under inference_mode, the calibration read off forward's own cache over Xtr.
+MISTAKES["m_momentum_calibration_inverse_std"] = (
+    {
+        "answer_training_step": _STEP + "for i, (p, grad) in enumerate(zip(parameters, grads)):\n"
+        "    velocity[i] = 0.9 * velocity[i] + grad\n    p -= lr * velocity[i]",
+        "answer_calibration": _CAL.replace(
+            "hprebn_all.var(0, keepdim=True)", "(hprebn_all.var(0, keepdim=True) + 1e-5) ** -0.5"
+        ),
+    },
+    [("answer_training_step", "velocity = [torch.zeros_like(p) for p in parameters]")],
+    {"test_training": 1, "test_calibration": 1},
+    {
+        "test_training": "with the right gradients, your training_step leaves autograd's run at step 2 of 300",
+        "test_calibration": "bnvar is (variance + 1e-5) ** -0.5, what forward calls bnvar_inv",
+    },
+)
+ALTERNATIVES["alt_packed_f"] = {
+    "answer_backward_pass": "C, W1, b1, W2, b2, bngain, bnbias = parameters\n" + backward(),
+    "answer_training_step": "with torch.inference_mode():\n    grads = backward_pass(Xb, Yb, cache)\n"
+    "    for p, grad in zip(parameters, grads):\n        p -= lr * grad",
+    "answer_calibration": "_, cache_all = forward(Xtr, Ytr)\nbnmean = cache_all['bnmeani']\nbnvar = cache_all['bnvar']",
+}
+# The calibration right but left in float64: it keeps its points, and its words say that the notebook's evaluation and
+# sampling stop on it (they mix it with the float32 parameters), and how to mend it. Packed with a training_step that
+# works out its learning rate from the training loop's globals (i, max_steps), right in the notebook's own loop but not
+# in the grader's: its words said only "check that training_step updates every parameter ... by -lr times"
+MISTAKES["m_lr_from_the_loops_globals_calibration_float64"] = (
+    {
+        "answer_training_step": "step_lr = 0.1 if i < max_steps // 2 else 0.01\n"
+        + training_step("p += -step_lr * grad"),
+        "answer_calibration": "hprebn_all = C[Xtr].view(Xtr.shape[0], -1).double() @ W1.double() + b1.double()\n"
+        "bnmean = hprebn_all.mean(0, keepdim=True)\nbnvar = hprebn_all.var(0, keepdim=True)",
+    },
+    [],
+    {"test_training": 0},
+    {
+        "test_training": "at the first step every parameter moved by -0.01 times its gradient, where the loop's lr "
+        "asks for -0.1 times: training_step must step by the lr it is given",
+        "test_calibration": "but bnmean is float64: the notebook's evaluation and sampling mix it",
+    },
+)

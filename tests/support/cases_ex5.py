@@ -701,3 +701,18 @@ ALTERNATIVES["alt_i"] = {  # two steps rebinding, decimal constants, float64 Lay
     "answer_drelu_in": "drelu_in = drelu_out * (relu_in > 0).float()",
     "answer_dleaky_in": "dleaky_in = torch.where(leaky_in <= 0, dleaky_out * 0.1, dleaky_out)",
 }
+
+# A judges' round (December 2026): a ReLU mask of "not zero" lets the negative inputs through (it had the generic
+# "entries wrong"), and a misplaced bracket takes ** 0.5 of GELU's derivative, negative below about -0.75: NaN, whose
+# words named only a division by zero or log(0). Each costs its own step.
+MISTAKES["relu_mask_of_nonzero"] = (
+    {"answer_drelu_in": "drelu_in = drelu_out * relu_in.bool()"},
+    {"test_drelu_in": ("activation_mask", "a mask of relu_in != 0 (or relu_in.bool())")},
+)
+MISTAKES["gelu_bracket_takes_the_root"] = (
+    {
+        "answer_dhln": "dhln = dhgelu * (0.5 * (1 + torch.erf(hln / 2**0.5)) + hln * torch.exp(-hln**2 / 2) "
+        "/ (2 * torch.pi)) ** 0.5"
+    },
+    {"test_dhln": ("not_finite", "** 0.5 or ** -1.5 of a negative number")},
+)

@@ -843,3 +843,21 @@ ALTERNATIVES.update(
         ),
     }
 )
+# A judges' round (December 2026): a fix that makes NaN, `(-0.5 * (bnvar + 1e-5)) ** -1.5` (a negative number to a
+# fractional power), costs its own fix only. It cost all three: every gradient below it NaN, the later bugs' lines
+# and the right ones gave the same NaN, "this fix does not show" (while the lines under the fixes said ✔ for them).
+# Now the pass is run again line by line, a random gradient in the place of one a line made NaN from finite ones.
+_NAN = id_with("epsilon", "aliased")
+MISTAKES["dbnvar_nan_by_precedence"] = (
+    answers(
+        _NAN,
+        answer_backward_pass=pass_with(
+            {BUGS["epsilon"].right: "dbnvar = (-0.5 * (bnvar + 1e-5)) ** -1.5 * dbnvar_inv"}
+        ),
+    ),
+    {slot(_NAN, "epsilon"): ("not_finite", "** -1.5 of a negative number")},
+)
+MISTAKES["dhprebn_contiguous_of_dbndiff"] = (  # .contiguous() of a contiguous tensor is that tensor: no copy
+    answers(_NAN, answer_backward_pass=pass_with({BUGS["aliased"].right: "dhprebn = dbndiff.contiguous()"})),
+    {slot(_NAN, "aliased"): ("aliased", "shares dbndiff's memory")},
+)

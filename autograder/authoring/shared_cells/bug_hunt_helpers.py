@@ -347,9 +347,10 @@ def _changed_later(grads, backward, point):
 
 
 def _run_again_here(backward, point):
-    """As the autograder does with a backward pass that raised: its statements run again one by one, a random tensor
-    in the place of each gradient a line that raised left without a value. (the gradients, gradient -> the line that
-    raised where it is computed, the random tensors the lines below read), or None when it cannot be run so."""
+    """As the autograder does with a backward pass that raised (or gave NaN): its statements run again one by one, a
+    random tensor in the place of each gradient a line that raised left without a value (or made NaN from finite ones).
+    (the gradients, gradient -> the line that raised where it is computed, the random tensors the lines below read), or
+    None when it cannot be run so."""
     fresh = {k: v.clone() if isinstance(v, torch.Tensor) else v for k, v in point.items()}
     try:
         with torch.no_grad():
@@ -380,8 +381,9 @@ def check_fix(slot):
     with _one_thread():
         grads, problem = _gradients_of(backward, point)
         raised, pins = {}, {}
-        if problem and callable(backward) and (again := _run_again_here(backward, point)):
-            (grads, raised, pins), problem = again, None  # one line raised: only the fix whose part holds it loses
+        if (problem or any(not_finite(grads.get(g)) for g in GRADIENTS)) and callable(backward) and (
+                again := _run_again_here(backward, point)):
+            (grads, raised, pins), problem = again, None  # one line raised (or gave NaN): only its fix loses
         here = [g for g in part if g in raised]
         unread = set() if problem or here else _changed_later(grads, backward, point)
         fixed = None if problem or here else _judged(bugs[slot - 1], grads, unread, pins)

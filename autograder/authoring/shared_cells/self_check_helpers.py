@@ -517,7 +517,7 @@ def _compare(name, dt, want, indices=None):
         got = dt.detach()
         row["shape"] = f"✔ {tuple(got.shape)}"
         if not torch.isfinite(got).all():
-            row["hint"] = "contains NaN or inf: a division by zero, or the log of 0?"
+            row["hint"] = "contains NaN or inf: a division by zero, the log of 0, or ** 0.5 (** -1.5) of a negative number?"
             return row
         difference, approximate = _difference(got, want, name)
         zero = getattr(STEP_BY_NAME.get(name), "zero", False) and got.is_floating_point() and not got.any()

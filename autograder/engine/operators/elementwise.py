@@ -166,6 +166,14 @@ RELU = Step(
         Reason(
             "activation_mask",
             say(
+                "drelu_in passes the gradient wherever relu_in is not 0, where relu_in < 0 too: a mask of "
+                "relu_in != 0 (or relu_in.bool()) lets the negative ones through; ReLU's slope is 1 only where "
+                "relu_in > 0"
+            ),
+        ): lambda f, d: (f["relu_in"] != 0) * d["relu_out"],
+        Reason(
+            "activation_mask",
+            say(
                 "drelu_in is masked the wrong way round: the gradient flows where relu_in > 0 and stops where it is < 0"
             ),
         ): lambda f, d: (f["relu_in"] < 0) * d["relu_out"],

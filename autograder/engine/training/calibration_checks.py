@@ -76,6 +76,21 @@ WORDS = {
 }
 
 
+INVERSE_STD = say(
+    "bnvar is (variance + 1e-5) ** -0.5, what forward calls bnvar_inv: it must be the variance itself, as "
+    "hprebn.var(0, keepdim=True) gives it (the evaluation adds 1e-5 and takes ** -0.5 itself)"
+)
+
+
+def NOT_FLOAT32(name: str, dtype: str):
+    return say(
+        "but {name} is {dtype}: the notebook's evaluation and sampling mix it with the float32 parameters and stop "
+        '("expected m1 and m2 to have the same dtype"). Make it float32 with .float()',
+        name=name,
+        dtype=dtype,
+    )
+
+
 def _problem(name: str, info: dict, answer, tainted: set) -> Reason | None:
     """Why the reported ``name`` is no statistic to judge, if it is not."""
     problem = not_a_tensor(name, info)
@@ -151,10 +166,12 @@ def judge_calibration(report: Report, namespace: dict, seed: int, tainted: set) 
                 verdict.points += 0.5
                 verdict.lines.append(shape_only_share(0.5, 1))
             continue
-        answer = answer.double()
+        dtype, answer = answer.dtype, answer.double()
         if close(answer, expected[name], scale[name]):
             verdict.points += 1
             verdict.lines.append(Reason(NOTE, WORDS[name]["right"](max_difference(answer, expected[name]))))
+            if dtype != torch.float32:  # right, but the notebook's evaluation and sampling stop on it
+                verdict.lines.append(Reason(NOTE, NOT_FLOAT32(name=name, dtype=str(dtype).removeprefix("torch."))))
             continue
         for other, statistics in others.items():
             if close(answer, statistics()[name], scale[name]):
@@ -165,6 +182,8 @@ def judge_calibration(report: Report, namespace: dict, seed: int, tainted: set) 
                 verdict.lines.append(
                     Reason("variance_for_std", say("bnvar is the standard deviation: it must be the variance"))
                 )
+            elif name == "bnvar" and close(answer, inverse := (expected[name] + 1e-5) ** -0.5, magnitude(inverse)):
+                verdict.lines.append(Reason("variance_for_std", INVERSE_STD))
             else:
                 off = difference(answer, expected[name], magnitude(expected[name]))
                 words = WORDS[name]["wrong"](off.largest_error, off.scale, len(Xtr))

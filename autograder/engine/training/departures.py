@@ -99,10 +99,27 @@ def _off_at_the_first_step(after_first, namespace: dict) -> Reason | None:
         rest = (moved - factor * want).norm().item() / want.norm().item()
         factors[name] = factor if rest < 1e-3 else None
     off = [name for name, factor in factors.items() if factor is None or abs(factor - 1) > FACTOR_MATCH]
+    scales = set(factors.values())
+    same = off and None not in scales and max(scales) - min(scales) <= FACTOR_MATCH * max(map(abs, scales))
+    if same and abs(factors[off[0]] + 1) > FACTOR_MATCH:  # one other step size for all (-1: the sign, said below)
+        return _step_size_off(factors[off[0]] * lr, lr)
     if len(off) != 1:
         return None
     factor = factors[off[0]]
     return _said_off(off[0], opposite=factor is not None and abs(factor + 1) < FACTOR_MATCH)
+
+
+def _step_size_off(step: float, lr: float) -> Reason:
+    return Reason(
+        "wrong_update",
+        say(
+            "at the first step every parameter moved by {step:.3g} times its gradient, where the loop's lr asks for "
+            "{want:.3g} times: training_step must step by the lr it is given, not by a learning rate of its own (nor "
+            "one worked out from the loop's globals, which the autograder's run does not set)",
+            step=-step,
+            want=-lr,
+        ),
+    )
 
 
 def _said_off(name: str, opposite: bool) -> Reason:
