@@ -82,7 +82,8 @@ INVERSE_STD = say(
 )
 
 
-def NOT_FLOAT32(name: str, dtype: str):
+def not_float32(name: str, dtype: str):
+    """The note under a statistic that is right but not float32."""
     return say(
         "but {name} is {dtype}: the notebook's evaluation and sampling mix it with the float32 parameters and stop "
         '("expected m1 and m2 to have the same dtype"). Make it float32 with .float()',
@@ -171,7 +172,7 @@ def judge_calibration(report: Report, namespace: dict, seed: int, tainted: set) 
             verdict.points += 1
             verdict.lines.append(Reason(NOTE, WORDS[name]["right"](max_difference(answer, expected[name]))))
             if dtype != torch.float32:  # right, but the notebook's evaluation and sampling stop on it
-                verdict.lines.append(Reason(NOTE, NOT_FLOAT32(name=name, dtype=str(dtype).removeprefix("torch."))))
+                verdict.lines.append(Reason(NOTE, not_float32(name=name, dtype=str(dtype).removeprefix("torch."))))
             continue
         for other, statistics in others.items():
             if close(answer, statistics()[name], scale[name]):
