@@ -16,7 +16,8 @@ from .diagnosis.chain_rule import known_gradients
 from .diagnosis.diagnose import diagnose, only_size_one_dims_differ, shape_only_share, shape_problem
 from .explain import and_list, constant_factor, not_a_tensor, not_finite, wrong_dtype
 from .honesty.decoy import decoy
-from .probes.judge_rule import judge_rule, kept_by_its_rule, kept_line
+from .probes.judge_rule import judge_rule
+from .probes.kept_by_rule import kept_as_set_up, kept_by_its_rule, kept_line
 from .probes.written_with import not_written_with
 from .tolerance import close, magnitude, max_difference, step_scale
 from .verdict import Verdict
@@ -91,7 +92,7 @@ def first_to_fix(verdict: Verdict, earlier: dict) -> None:
     while todo:
         name = todo.pop(0)
         upstream = earlier.get("d" + name)
-        if upstream is not None and upstream.passed:  # right, or right for what it was given: look further up
+        if upstream is not None and upstream.passed and not upstream.wrong_in_notebook:  # right: look further up
             todo += [n for n in upstream.carried_from if n not in todo]
         elif name not in first:
             first.append(name)
@@ -116,7 +117,8 @@ def judge_gradient(
     answer, info = read_answer(verdict, answer_name, report, tainted, gradient=True)
     if answer is None:
         if info.get("kind", "missing") == "missing" and answer_name not in tainted:
-            kept_by_its_rule(verdict, step, report, forward, grads, seed, answer_name)
+            if not kept_by_its_rule(verdict, step, report, forward, grads, seed, answer_name):
+                kept_as_set_up(verdict, step, report, forward, grads, seed, answer_name)
         return verdict
 
     reference = grads[name]
@@ -184,6 +186,8 @@ def judge_gradient(
             return _and_by_its_rule(verdict, step, report, forward, seed, answer_name)
 
     if kept_by_its_rule(verdict, step, report, forward, grads, seed, answer_name):
+        return verdict
+    if kept_as_set_up(verdict, step, report, forward, grads, seed, answer_name):
         return verdict
     if only_size_one_dims_differ(answer.shape, reference.shape):  # right values in the wrong shape: a share
         right_for = [reference.double()] + ([carried] if carried is not None else [])

@@ -22,6 +22,9 @@ class Verdict:
     # shows here; ``judge.first_to_fix`` follows them up to the step to fix
     carried_from: tuple = ()
     wrong_from: tuple = ()  # of those, the ones beyond their own tolerance: what the carried-forward line calls wrong
+    # points earned by its code, but the notebook's value is not the gradient (a forward tensor it read was rebound
+    # by an earlier cell, ``kept_by_rule.kept_as_set_up``): the steps below name it as the one to fix first
+    wrong_in_notebook: bool = False
     # what the class pipeline reads of this cell beside its points and diagnosis (Exercise 6: the id the student
     # entered, ``grading.results.bug_hunt_ids``); written into the cell's metadata only when there is some
     facts: dict = field(default_factory=dict)

@@ -145,6 +145,10 @@ class Report:
         probe = self._payload.get(PROBE)
         return probe if isinstance(probe, dict) and isinstance(probe.get("pins"), dict) else None
 
+    def with_probe(self, probe: dict) -> "Report":
+        """This report with another report of the rule probe in place of its own (``judge_rule.kept_as_set_up``)."""
+        return Report({**self._payload, PROBE: probe})
+
     def probe_result(self) -> torch.Tensor | None:
         """The answer the probe computed, as floats (None when it is no float tensor)."""
         t = decode((self.probe or {}).get("result") or {})

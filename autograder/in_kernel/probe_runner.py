@@ -20,14 +20,17 @@ from ..engine.probes.rerun import (
     GRADIENTS,
     TIME_LIMIT,
     NoAnswerCode,
+    _quoted,
     answer_code,
+    parsed,
     pinned_inputs,
     probe_namespace,
     put_back,
     replay,
     writes,
 )
-from .snapshot_hook import finished, forward_shapes, since, snapshots, watched
+from .rebound import rebound_forward
+from .snapshot_hook import finished, forward_shapes, forward_values, since, snapshots, watched
 
 
 class ProbeTimeLimit(BaseException):
@@ -50,15 +53,17 @@ def run_probe(namespace: dict, answer: str, names: tuple) -> dict:
         for name, pin in pins.items():  # exact zeros of the student's own gradient, entry by entry (probes.pins)
             if pin.any() and not pin.all():
                 found["pins"][name]["kept"] = wire.encode(pin != 0)
-        code = answer_code(
-            cells, answer, names, since[0] if since else 0
-        )  # the course's cells before it stay as they ran
+        first = since[0] if since else 0
+        code = answer_code(cells, answer, names, first)  # the course's cells before it stay as they ran
         plan = replay(code, snapshots, pins, cells)
     except NoAnswerCode as error:
         found["reason"] = str(error)
         return found
     found.update(pins_read=sorted(code.pins_read), further_up=list(code.further_up))
     found["reads"] = sorted(n for n in code.reads if any(isinstance(p.get(n), torch.Tensor) for p in plan))
+    rebound = rebound_forward(code, plan, cells, first)
+    if rebound:
+        found["as_set_up"] = _as_set_up(code, plan, namespace, pins, answer, rebound, cells)
     apart, error, failed = _rerun(code, plan, namespace, pins)
     right = pinned_inputs(namespace, seed, answer, names, shapes, own_shapes=False) if error is not None else pins
     if any(right[name].shape != pin.shape for name, pin in pins.items()):
@@ -86,6 +91,28 @@ def run_probe(namespace: dict, answer: str, names: tuple) -> dict:
     found["status"] = "ran"
     found["result"] = wire.encode(apart.get(answer), answer in apart)
     return found
+
+
+def _as_set_up(code, plan: list, namespace: dict, pins: dict, answer: str, rebound: dict, cells: list) -> dict:
+    """What the answer's code gives on the pins with the ``rebound`` forward tensors as grading started (the statements
+    of its code that rebound them left out), and where each was rebound: its line, and the gradients its cell assigns
+    (the answer cell it is a temporary of)."""
+    start = {name: forward_values[name][0] for name in rebound}
+    kept = [k for k, origin in enumerate(code.origins) if origin not in rebound.values()]
+    code = dataclasses.replace(
+        code, statements=tuple(code.statements[k] for k in kept), origins=tuple(code.origins[k] for k in kept)
+    )
+    plan = [{**plan[k], **{name: start[name] for name in plan[k] if name in start}} for k in kept]
+    where = {}
+    for name, (cell, index) in rebound.items():
+        statements = parsed(cells[cell])
+        answers = sorted({n for s in statements for n in writes(s)} & GRADIENTS)
+        where[name] = {"line": _quoted(statements[index])[:120], "answers": answers[:5]}
+    inputs = {**pins, **{name: tensor.detach().clone() for name, tensor in start.items()}}
+    apart, error, _ = _rerun(code, plan, namespace, inputs)
+    if error is not None:
+        return {"rebound": where, "status": "could_not_run", "reason": f"{type(error).__name__}: {error}"[:300]}
+    return {"rebound": where, "status": "ran", "result": wire.encode(apart.get(answer), answer in apart)}
 
 
 def _shapes(namespace: dict, names) -> dict:

@@ -22,6 +22,9 @@ watched, finished = set(), set()
 _shown_last = set()  # (cell, statement) of the expression that ends the cell running now
 raised = {}  # history index of a cell -> the error that stopped it, as "Type: message"
 forward_shapes = {}  # name -> shape of each tensor when grading started: the pins' shapes, whatever came later
+# name -> (the tensor, its version) of each tensor when grading started: what a probe puts back for a forward tensor
+# that a student's cell rebound since (``probe_runner.rebound_forward``), unless it was changed in place
+forward_values = {}
 since = []  # the history index of the first cell whose statements take snapshots (the one after start_grading's)
 
 
@@ -30,6 +33,7 @@ def take_snapshots(namespace: dict) -> None:
     for name, value in namespace.items():
         if isinstance(value, torch.Tensor):
             forward_shapes.setdefault(name, value.shape)
+            forward_values.setdefault(name, (value, value._version))
     shell = get_ipython()
     if shell is None:
         return

@@ -334,3 +334,12 @@ def test_every_word_a_student_reads_goes_through_the_catalog(graded, monkeypatch
         again = judge(NB, student, graded[student].executed, PSEUDO)
         assert again.messages == rendered(graded[student], PSEUDO)[0]
         assert (again.points, again.diagnoses) == (graded[student].points, graded[student].diagnoses)
+
+
+def test_a_temporary_named_as_a_forward_tensor_costs_nothing_and_the_later_step_names_it(graded):
+    """h = h.T in dW2's cell makes the later dhpreact raise in the notebook: its code is right for the forward pass's
+    h, so it keeps its points, and its words name the line that rebound h."""
+    student = graded["alt_h_rebound_in_dW2"]
+    assert student.lost() == [], student.messages
+    assert "read h after your cell of dW2 rebound it (`h = h.T`)" in student.messages["test_dhpreact"]
+    assert "fix dhpreact first" in student.messages["test_dbngain"], student.messages["test_dbngain"]

@@ -3,7 +3,7 @@ autograde, the real JudgeAnswers judges their reports. tests/slow/test_ex5_pipel
 
 import nbformat
 import pytest
-from support.cases_ex5 import ALTERNATIVES, CHEATS, LAID_OUT, MISTAKES, NB5, POINTS, RAISING, submissions
+from support.cases_ex5 import ALTERNATIVES, CHEATS, LAID_OUT, MISTAKES, NB5, POINTS, RAISING, REBOUND, submissions
 from support.course import REPO
 from support.in_process import autograde, source_notebook
 
@@ -72,6 +72,17 @@ def test_a_factor_moved_up_a_step_costs_that_step_only_and_the_next_says_why(gra
 
 def test_a_keepdim_dropped_earns_half(graded):
     assert graded["lnbias_keepdim"].points["test_dlnbias"] == 0.5
+
+
+@pytest.mark.parametrize("student", REBOUND)
+def test_a_temporary_named_as_a_forward_tensor_costs_only_a_step_wrong_for_the_forward_pass_too(graded, student):
+    """x = hln in dhln's cell breaks the later dx (its code reads x.shape) in the notebook: dx's code is right for the
+    forward pass's x, so it keeps its points and its words name the line that rebound x."""
+    _, losing, words = REBOUND[student]
+    assert graded[student].lost() == losing, graded[student].messages
+    for cell, pieces in words.items():
+        for piece in pieces:
+            assert piece in graded[student].messages[cell], graded[student].messages[cell]
 
 
 @pytest.mark.parametrize("student", ALTERNATIVES)

@@ -169,25 +169,9 @@ MISTAKES = {
         "emb",
     ),
 }
-# A temporary named as a tensor of the forward pass, in one answer cell: the step is right, but a later cell that reads
-# that name (the course's dx reads x.shape, dk reads q) runs on the temporary, in the student's notebook and in the
-# grader's probe alike (it replays the names as that cell read them). The later step, whose code is right, loses its
-# points, with words that send the student to its own line ("fix that line"); the cell that rebound the name keeps its.
-ALTERNATIVES["alt5_temporary_named_x_in_gelu"] = {
-    "answer_dhln": "x = hln\ndhln = dhgelu * (0.5 * (1 + torch.erf(x / 2**0.5)) + x * torch.exp(-(x**2) / 2) "
-    "/ (2 * torch.pi) ** 0.5)"
-}
-ALTERNATIVES["alt5_temporary_named_q_in_softmax"] = {
-    "answer_dscores": "q = (att * datt).sum(-1, keepdim=True)\ndscores = att * (datt - q)"
-}
-_CLOBBERED = (
-    "a temporary that rebinds a forward tensor's name (x, q) in one answer cell makes a later cell that reads it "
-    "raise or go wrong: the later step loses its points, and its words name its own line, not the rebinding"
-)
-XFAIL = {  # case -> why the grader gets it wrong (xfail, strict)
-    "alt5_temporary_named_x_in_gelu": _CLOBBERED,
-    "alt5_temporary_named_q_in_softmax": _CLOBBERED,
-}
+# case -> why the grader gets it wrong (xfail, strict). The temporaries named as forward tensors that were here are
+# graded right now, with the fast tier's cases (tests/support/cases_ex5.py, REBOUND)
+XFAIL = {}
 
 
 @pytest.fixture(scope="module")

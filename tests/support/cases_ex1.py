@@ -1772,4 +1772,7 @@ def submissions(release, source) -> dict:
     class_["alt_every_cell_twice"] = solved(release, source, extra_cells=again)
     aliased = "dhprebn = dbndiff\ndhprebn += 1.0 / n * torch.ones_like(hprebn) * dbnmeani"  # no .clone()
     class_["m_alias_dhprebn"] = solved(release, source, {"answer_dhprebn": aliased})
+    # a temporary named as a forward tensor: dW2's cell rebinds h, dhpreact's right code then raises on it (the probe's
+    # code starts at dh's cell, its pinned gradient, so the rebinding is part of it)
+    class_["alt_h_rebound_in_dW2"] = solved(release, source, {"answer_dW2": "h = h.T\ndW2 = h @ dlogits"})
     return class_

@@ -491,6 +491,36 @@ ALTERNATIVES["alt_h_containers"] = {
     "dhpreln = lnvar_inv * (g - g.mean(1, keepdim=True) - lnraw * (g * lnraw).mean(1, keepdim=True))",
 }
 
+# A temporary named as a forward tensor in one answer cell (a judges' round): the step is right, but a later cell that
+# reads that name (dx reads x.shape, dk reads q) runs on the temporary, in the student's notebook and as the probe
+# replays it. The later step's code is right for the forward pass's tensor: it keeps its points, and its words name
+# the line that rebound the name; a later step wrong for the forward pass's tensor too still loses its own.
+# student -> (answer cells changed, the graded cells that lose, {graded cell: words it must hold})
+REBOUND = {
+    "rebound_x_in_dhln": (
+        {
+            "answer_dhln": "x = hln\ndhln = dhgelu * (0.5 * (1 + torch.erf(x / 2**0.5)) + x * torch.exp(-(x**2) / 2) "
+            "/ (2 * torch.pi) ** 0.5)"
+        },
+        [],
+        {"test_dx": ["read x after your cell of dhln rebound it (`x = hln`)"], "test_dscores": ["fix dx first"]},
+    ),
+    "rebound_q_in_dscores": (
+        {"answer_dscores": "q = (att * datt).sum(-1, keepdim=True)\ndscores = att * (datt - q)"},
+        [],
+        {"test_dk": ["read q after your cell of dscores rebound it (`q = (att * datt).sum(-1, keepdim=True)`)"]},
+    ),
+    "rebound_x_and_dx_doubled": (
+        {
+            "answer_dhln": "x = hln\ndhln = dhgelu * (0.5 * (1 + torch.erf(x / 2**0.5)) + x * torch.exp(-(x**2) / 2) "
+            "/ (2 * torch.pi) ** 0.5)",
+            "answer_dx": "dx = 2 * (dhpreln @ W1.T).view(x.shape)",
+        },
+        ["test_dx"],
+        {},
+    ),
+}
+
 # student -> (answer cells changed, {graded cell that must earn nothing: words})
 CHEATS = {
     "c_copy_grad": (
@@ -557,6 +587,8 @@ def submissions(release, source) -> dict:
     for student, changes in ALTERNATIVES.items():
         class_[student] = solved(release, source, changes)
     for student, (changes, _) in CHEATS.items():
+        class_[student] = solved(release, source, changes)
+    for student, (changes, _, _) in REBOUND.items():
         class_[student] = solved(release, source, changes)
     for student, (changes, lay_out, _) in LAID_OUT.items():
         class_[student] = lay_out(solved(release, source, changes))

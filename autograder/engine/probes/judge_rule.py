@@ -8,9 +8,9 @@ import torch
 from ...common.diagnoses import NOTE, Reason, kind_of
 from ...common.words import say
 from .. import wire
-from ..backward_rules import SHAPE_ONLY_SHARE, STEP_BY_NAME, Step, local_gradient
-from ..diagnosis.diagnose import diagnose, only_size_one_dims_differ, shape_only_share, shape_problem
-from ..explain import and_list, wrong_dtype
+from ..backward_rules import STEP_BY_NAME, Step, local_gradient
+from ..diagnosis.diagnose import diagnose
+from ..explain import and_list
 from ..tolerance import close, step_scale
 from .rerun import pin_value
 
@@ -213,56 +213,5 @@ def _left_out(left_out, answer: str) -> Reason | None:
             line=left_out["line"][:120],
             error=left_out["error"][:200],
             answer=answer,
-        ),
-    )
-
-
-def broken_upstream(step: Step, report, grads: dict) -> list:
-    """The step's upstream gradients that the student's own cannot stand for in code written for autograd's: not
-    defined, or not of its shape and dtype."""
-    own = {u: report.floats("d" + u) for u in step.upstream}
-    return [u for u, t in own.items() if t is None or (t.shape, t.dtype) != (grads[u].shape, grads[u].dtype)]
-
-
-def kept_by_its_rule(verdict, step: Step, report, forward: dict, grads: dict, seed: int, answer: str) -> bool:
-    """A step whose answer is missing, or wrong, where the student's own upstream gradients could not feed its code
-    (``broken_upstream``: a slip further up): when the probe finds that code right on upstream gradients of the right
-    shape, the step gets what its code gave there (all its points in its shape, its share when only size-1 dimensions
-    differ: a keepdim dropped in its own code is its own slip) and True; False, the verdict as it was, otherwise (with
-    the dtype its code gives when that is not float32: its own slip too). A mistake costs its own step, not every later
-    step whose cell raised because of it."""
-    broken = broken_upstream(step, report, grads)
-    if not broken or judge_rule(step, report, forward, seed, answer).verdict != "right":
-        return False
-    result = report.probe_result()  # (a tensor: the probe found the rule right)
-    shape, got = grads[step.name].shape, result.shape
-    if result.dtype != grads[step.name].dtype:  # float32 in, another dtype out: its own code's slip (a .double())
-        dtype = str(result.dtype).removeprefix("torch.")
-        verdict.lines.append(wrong_dtype(answer, dtype, say("gradients here are float32")))
-        return False
-    line = kept_line(answer, broken)
-    if tuple(got) == tuple(shape):
-        verdict.points, verdict.lines = step.points, [line]
-    elif only_size_one_dims_differ(got, shape):
-        verdict.points = step.points * SHAPE_ONLY_SHARE
-        verdict.lines = [shape_problem(got, shape, step.name), shape_only_share(verdict.points, step.points), line]
-    else:
-        return False
-    verdict.carried_from = tuple(broken)  # (``judge.first_to_fix`` follows them up to the step to fix)
-    return True
-
-
-def kept_line(answer: str, broken: list, first: list | None = None) -> Reason:
-    """The line of a step kept by its rule; ``first``: the steps further up that broke ``broken``, when the notebook's
-    other verdicts show it (``judge.first_to_fix``)."""
-    return Reason(
-        NOTE,
-        say(
-            "your code for {answer} could not run as it should on your own {broken} (not defined, or not of the "
-            "shape and dtype of autograd's), so the grader ran it again on random {broken} of the right shape: it "
-            "follows the backward rule, and this step keeps its points; fix {fix} first",
-            answer=answer,
-            broken=and_list("d" + u for u in broken),
-            fix=and_list("d" + u for u in first or broken),
         ),
     )

@@ -1,0 +1,114 @@
+"""A step kept by its rule: one whose answer is missing or wrong, not by its own code's fault but by what it was
+handed (an upstream gradient a slip further up broke, a forward tensor an earlier cell rebound), keeps its points when
+the rule probe finds its code right on inputs as they should have been."""
+
+from ...common.diagnoses import NOTE, Reason
+from ...common.words import say
+from ..backward_rules import SHAPE_ONLY_SHARE, Step
+from ..diagnosis.diagnose import only_size_one_dims_differ, shape_only_share, shape_problem
+from ..explain import and_list, wrong_dtype
+from .judge_rule import judge_rule
+
+
+def kept_by_its_rule(verdict, step: Step, report, forward: dict, grads: dict, seed: int, answer: str) -> bool:
+    """A step whose answer is missing, or wrong, where the student's own upstream gradients could not feed its code
+    (``broken_upstream``: a slip further up): when the probe finds that code right on upstream gradients of the right
+    shape, the step gets what its code gave there (all its points in its shape, its share when only size-1 dimensions
+    differ: a keepdim dropped in its own code is its own slip) and True; False, the verdict as it was, otherwise (with
+    the dtype its code gives when that is not float32: its own slip too). A mistake costs its own step, not every later
+    step whose cell raised because of it."""
+    broken = broken_upstream(step, report, grads)
+    if not broken or judge_rule(step, report, forward, seed, answer).verdict != "right":
+        return False
+    result = report.probe_result()  # (a tensor: the probe found the rule right)
+    shape, got = grads[step.name].shape, result.shape
+    if result.dtype != grads[step.name].dtype:  # float32 in, another dtype out: its own code's slip (a .double())
+        dtype = str(result.dtype).removeprefix("torch.")
+        verdict.lines.append(wrong_dtype(answer, dtype, say("gradients here are float32")))
+        return False
+    line = kept_line(answer, broken)
+    if tuple(got) == tuple(shape):
+        verdict.points, verdict.lines = step.points, [line]
+    elif only_size_one_dims_differ(got, shape):
+        verdict.points = step.points * SHAPE_ONLY_SHARE
+        verdict.lines = [shape_problem(got, shape, step.name), shape_only_share(verdict.points, step.points), line]
+    else:
+        return False
+    verdict.carried_from = tuple(broken)  # (``judge.first_to_fix`` follows them up to the step to fix)
+    return True
+
+
+def kept_as_set_up(verdict, step: Step, report, forward: dict, grads: dict, seed: int, answer: str) -> bool:
+    """A step whose answer is missing or wrong because an earlier cell rebound a forward tensor that its code reads (a
+    temporary named ``x`` in another answer cell): when the probe's run with those tensors as the forward pass left
+    them (``probe_runner.rebound_forward``) follows the rule in the right shape and dtype, the step keeps its points
+    and True, its words naming the line that rebound them; False, the verdict as it was, otherwise."""
+    probe = report.probe or {}
+    again = probe.get("as_set_up")
+    rebound = _rebound(again)
+    if not rebound:
+        return False
+    alternative = report.with_probe({**probe, **{k: again.get(k) for k in ("status", "result", "reason")}})
+    result = alternative.probe_result()
+    if judge_rule(step, alternative, forward, seed, answer).verdict != "right" or result is None:
+        return False
+    if (tuple(result.shape), result.dtype) != (tuple(grads[step.name].shape), grads[step.name].dtype):
+        return False
+    verdict.points, verdict.lines = step.points, [rebound_line(answer, name, *where) for name, where in rebound]
+    verdict.wrong_in_notebook = True
+    return True
+
+
+def _rebound(again) -> list:
+    """[(name, (line, answers))] of a probe's run as set up, read without trusting it; [] when it is none."""
+    if not isinstance(again, dict) or not isinstance(again.get("rebound"), dict):
+        return []
+    found = []
+    for name, where in list(again["rebound"].items())[:5]:
+        answers = where.get("answers") if isinstance(where, dict) else None
+        if not (isinstance(name, str) and name.isidentifier() and isinstance(where.get("line"), str)):
+            return []
+        if not isinstance(answers, list) or not all(isinstance(a, str) and a.isidentifier() for a in answers):
+            return []
+        found.append((name[:40], (where["line"][:120], [a[:40] for a in answers[:5]])))
+    return found
+
+
+def rebound_line(answer: str, name: str, line: str, answers: list) -> Reason:
+    """The line of a step kept by its code run on the forward pass's ``name``, which the cell of ``answers`` rebound."""
+    where = say("your cell of {answers}", answers=and_list(answers)) if answers else say("an earlier cell")
+    return Reason(
+        NOTE,
+        say(
+            "your code for {answer} read {name} after {where} rebound it (`{line}`), so in your notebook {answer} is "
+            "not the gradient; run again on the forward pass's {name}, your code follows the backward rule, and this "
+            "step keeps its points. Give that temporary another name",
+            answer=answer,
+            name=name,
+            where=where,
+            line=line,
+        ),
+    )
+
+
+def kept_line(answer: str, broken: list, first: list | None = None) -> Reason:
+    """The line of a step kept by its rule; ``first``: the steps further up that broke ``broken``, when the notebook's
+    other verdicts show it (``judge.first_to_fix``)."""
+    return Reason(
+        NOTE,
+        say(
+            "your code for {answer} could not run as it should on your own {broken} (not defined, or not of the "
+            "shape and dtype of autograd's), so the grader ran it again on random {broken} of the right shape: it "
+            "follows the backward rule, and this step keeps its points; fix {fix} first",
+            answer=answer,
+            broken=and_list("d" + u for u in broken),
+            fix=and_list("d" + u for u in first or broken),
+        ),
+    )
+
+
+def broken_upstream(step: Step, report, grads: dict) -> list:
+    """The step's upstream gradients that the student's own cannot stand for in code written for autograd's: not
+    defined, or not of its shape and dtype."""
+    own = {u: report.floats("d" + u) for u in step.upstream}
+    return [u for u, t in own.items() if t is None or (t.shape, t.dtype) != (grads[u].shape, grads[u].dtype)]

@@ -1,0 +1,41 @@
+"""Forward tensors a student's cell rebound (a temporary named ``x`` in an answer cell): which ones a probe's code
+reads so, and where they were rebound. The probe then runs that code once more on them as the forward pass left them
+(``probe_runner``), and the grader keeps the step's points when that run follows the rule (``kept_by_rule``)."""
+
+import torch
+
+from ..engine.probes.rerun import GRADIENTS, _rebound_in, writes
+from .snapshot_hook import forward_values
+
+
+def rebound_forward(code, plan: list, cells: list, first: int) -> dict:
+    """name -> (cell, position) of the statement that rebound it, for the forward tensors (the namespace's when grading
+    started, not gradients) that the answer's code (``rerun.AnswerCode``, its ``plan``) reads rebound by a cell since
+    ``first``: read with other values than they had then, the rebinding before the code; or rebound by a statement
+    of the code in a cell before the answer's own (the probe's code starts as far up as its pinned gradients do). A
+    tensor changed in place since has lost those values: it is left as it was read."""
+    found, own_cell = {}, code.origins[-1][0] if code.origins else None
+    for statement, values, (cell, index) in zip(code.statements, plan, code.origins):
+        for name, value in values.items():
+            if name in found or not _intact(name):
+                continue
+            tensor = forward_values[name][0]
+            if isinstance(value, torch.Tensor) and (value.shape, value.dtype) == (tensor.shape, tensor.dtype):
+                if torch.equal(value, tensor):
+                    continue
+            for i in range(cell, first - 1, -1):  # the latest statement before this one that may rebind it
+                positions = [k for k in _rebound_in(cells[i]).get(name, ()) if i < cell or k < index]
+                if positions:
+                    found[name] = (i, positions[-1])
+                    break
+        if cell != own_cell:
+            found.update({name: (cell, index) for name in writes(statement) if name not in found and _intact(name)})
+    return found
+
+
+def _intact(name: str) -> bool:
+    """Whether ``name`` is a forward tensor whose tensor of then still holds its values (not changed in place)."""
+    if name in GRADIENTS or name not in forward_values:
+        return False
+    tensor, version = forward_values[name]
+    return tensor._version == version
