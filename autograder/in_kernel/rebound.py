@@ -2,6 +2,8 @@
 reads so, and where they were rebound. The probe then runs that code once more on them as the forward pass left them
 (``probe_runner``), and the grader keeps the step's points when that run follows the rule (``kept_by_rule``)."""
 
+import ast
+
 import torch
 
 from ..engine.probes.rerun import GRADIENTS, _rebound_in, writes
@@ -11,7 +13,7 @@ from .snapshot_hook import forward_values
 def rebound_forward(code, plan: list, cells: list, first: int) -> dict:
     """name -> (cell, position) of the statement that rebound it, for the forward tensors (the namespace's when grading
     started, not gradients) that the answer's code (``rerun.AnswerCode``, its ``plan``) reads rebound by a cell since
-    ``first``: read with other values than they had then, the rebinding before the code; or rebound by a statement
+    ``first``: read with other values than they had then, the rebinding before the code; or rebound by an assignment
     of the code in a cell before the answer's own (the probe's code starts as far up as its pinned gradients do). A
     tensor changed in place since has lost those values: it is left as it was read."""
     found, own_cell = {}, code.origins[-1][0] if code.origins else None
@@ -28,7 +30,7 @@ def rebound_forward(code, plan: list, cells: list, first: int) -> dict:
                 if positions:
                     found[name] = (i, positions[-1])
                     break
-        if cell != own_cell:
+        if cell != own_cell and isinstance(statement, (ast.Assign, ast.AnnAssign)):  # not a loop's own variable
             found.update({name: (cell, index) for name in writes(statement) if name not in found and _intact(name)})
     return found
 

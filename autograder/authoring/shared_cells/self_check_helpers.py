@@ -624,6 +624,10 @@ def self_check(*names, checklist=False):
 
 
 _RAN = []  # the cells run since this one, as IPython ran them: (their code, the error that stopped them or None)
+# the forward pass's tensors as this cell found them, and their versions (an in-place change counts one up): a later
+# cell that rebinds one of those names (a temporary named like one) changes what every cell after it reads
+_FORWARD = {k: (v, v._version) for k, v in globals().items()
+            if isinstance(v, torch.Tensor) and not (k.startswith("d") and k[1:] in globals())}
 
 
 def _remember_cell(result):
@@ -660,6 +664,28 @@ def _ran_problem(answer, dt, name=None):
                 f"{answer} here may not be what that cell computes: fix the error and run that cell again")
     if dt is None and _RAN and _RAN[-1][1] is None and re.match(rf"\s*#\s*{answer}(?!\w)", _RAN[-1][0]):
         return f"the cell for {answer} ran, but it assigns no {answer}: write its answer as `{answer} = ...`"
+    return None
+
+
+def _rebound_forward(answer):
+    """Why the code for `answer` may not compute what it should here: it reads a tensor of the forward pass whose name a
+    later cell rebound (a temporary named `x` in another answer cell). None when not, or when it cannot be told."""
+    with contextlib.suppress(Exception):
+        history = [str(cell) for cell in globals().get("In")[:-1]]  # [:-1]: the cell of this check
+        code = answer_code(history, answer, ())
+        own = {name for statement in code.statements for name in writes(statement)}  # a loop's variable, a temporary
+        for name in sorted(code.reads - own):
+            tensor, version = _FORWARD.get(name, (None, None))
+            now = globals().get(name)
+            if tensor is None or now is tensor or tensor._version != version:
+                continue
+            if isinstance(now, torch.Tensor) and now.shape == tensor.shape and torch.equal(now.detach(), tensor):
+                continue
+            lines = [line.strip() for cell in history for line in re.findall(rf"(?m)^[ \t]*{name}[ \t]*=(?!=).*", cell)]
+            where = f"`{lines[-1][:80]}`" if lines else "a cell"
+            return (f"your code for {answer} reads {name}, which is no longer the forward pass's {name}: {where} "
+                    f"rebound it after the forward pass. Give that temporary another name, then run the notebook again "
+                    f"from the top (the autograder runs your code for {answer} on the forward pass's {name})")
     return None
 
 
@@ -753,9 +779,13 @@ def check_answer(name, want=None, answer=None, calls=None, indices=None):
             row.update(status="wrong", hint=wrong_rule)
     elif row.get("close") is False:
         row["hint"] = _other_forward_pass(answer) or row["hint"]
+    rebound = row["status"] != "ok" and _rebound_forward(answer)
+    if rebound:  # the cause, before what it led to (an error, other values)
+        row.update(status="wrong", hint=rebound, close=None)
     _answer_checks.pop(key, None)
     # values or a shape off (not only the rule: then the values are right) may follow from a gradient above
-    off = not ran and (row.get("close") is False or row["shape"].startswith("✘") and row.get("close") is not True)
+    off = not ran and not rebound and (
+        row.get("close") is False or row["shape"].startswith("✘") and row.get("close") is not True)
     earlier = _wrong_upstream(name) if off and own_batch else None
     _answer_checks[key] = row["status"] == "ok"
     _at_check[key] = (dt, dt.detach().clone()) if isinstance(dt, torch.Tensor) else (None, None)
