@@ -61,9 +61,10 @@ def run_probe(namespace: dict, answer: str, names: tuple) -> dict:
         return found
     found.update(pins_read=sorted(code.pins_read), further_up=list(code.further_up))
     found["reads"] = sorted(n for n in code.reads if any(isinstance(p.get(n), torch.Tensor) for p in plan))
-    rebound = rebound_forward(code, plan, cells, first)
-    if rebound:
-        found["as_set_up"] = _as_set_up(code, plan, namespace, pins, answer, rebound, cells)
+    with contextlib.suppress(Exception):  # (whatever the namespace holds, the probe itself still runs)
+        rebound = rebound_forward(code, plan, cells, first)
+        if rebound:
+            found["as_set_up"] = _as_set_up(code, plan, namespace, pins, answer, rebound, cells)
     apart, error, failed = _rerun(code, plan, namespace, pins)
     right = pinned_inputs(namespace, seed, answer, names, shapes, own_shapes=False) if error is not None else pins
     if any(right[name].shape != pin.shape for name, pin in pins.items()):
