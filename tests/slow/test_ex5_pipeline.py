@@ -10,7 +10,7 @@ import shutil
 
 import nbformat
 import pytest
-from support.cases_ex5 import ALTERNATIVES, CHEATS, MISTAKES, NB5, POINTS, submissions
+from support.cases_ex5 import ALTERNATIVES, CHEATS, MISTAKES, NB5, POINTS, REBOUND, submissions
 from support.course import ASSIGNMENT, REPO, run_grade, temporary_course
 
 from autograder.authoring.submissions import solved
@@ -106,12 +106,14 @@ def test_feedback_opens_with_every_step_in_backward_order_and_the_first_to_fix(g
 
 # ---------------------------------------------------------------------------------- backprop-ninja grade
 
-# student -> (edition, what it hands in: the solution, the typical mistakes, or the blank release)
+# student -> (edition, what it hands in: the solution, the typical mistakes, the blank release, or the solution with a
+# temporary named x in dhln's cell, which breaks the later dx in the notebook)
 CLASS = {
     "adaperfect": ("en", "solution"),
     "benmistakes": ("en", "typical"),
     "cleoblank": ("en", "blank"),
     "ivanmistakes": ("ru", "typical"),
+    "lenarebound": ("ru", "rebound"),
     "meiperfect": ("zh", "solution"),
 }
 SCRIPT = {"ru": re.compile(r"[\u0400-\u04ff]"), "zh": re.compile(r"[\u4e00-\u9fff]")}
@@ -125,7 +127,12 @@ def class_graded():
         source = course.notebook("source", NB5)
         for student, (code, kind) in CLASS.items():
             release = course.notebook("release", NB5) if code == "en" else edition_release(code)
-            nb = {"solution": solved(release, source), "typical": typical(release, source), "blank": release}[kind]
+            nb = {
+                "solution": lambda: solved(release, source),
+                "typical": lambda: typical(release, source),
+                "blank": lambda: release,
+                "rebound": lambda: solved(release, source, REBOUND["rebound_x_in_dhln"][0]),
+            }[kind]()
             course.submit(student, NB5, nb)
         run_grade(course.root, "--workers", "2", "--notebook-timeout", "300", "--quiet")
         yield course
@@ -154,6 +161,14 @@ def test_every_edition_is_graded_alike_and_answered_in_kind(class_graded):
             assert lines and all(SCRIPT[code].search(line) for line in lines), (student, gid, text)
     gelu = next(reason for reason in MISTAKE_REASONS if reason.kind == "product_rule")
     assert gelu.render("ru") in class_graded.messages("ivanmistakes", NB5)["test_dhln"]
+
+
+def test_a_temporary_named_as_a_forward_tensor_costs_nothing_in_the_sandbox(class_graded):
+    """x = hln in dhln's cell: dx's right code raised in the sandboxed kernel, as in the student's notebook; its
+    probe's second run on the forward pass's x keeps its points, and the Russian feedback names the line."""
+    assert class_graded.scores("lenarebound", NB5) == class_graded.scores("adaperfect", NB5)
+    words = class_graded.messages("lenarebound", NB5)["test_dx"]
+    assert "`x = hln`" in words and SCRIPT["ru"].search(words), words
 
 
 def test_the_class_report_names_exercise_5s_misconceptions(class_graded):
