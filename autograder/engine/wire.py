@@ -146,7 +146,7 @@ class Report:
         return probe if isinstance(probe, dict) and isinstance(probe.get("pins"), dict) else None
 
     def with_probe(self, probe: dict) -> "Report":
-        """This report with another report of the rule probe in place of its own (``judge_rule.kept_as_set_up``)."""
+        """This report with another report of the rule probe in place of its own (``kept_by_rule.kept_as_set_up``)."""
         return Report({**self._payload, PROBE: probe})
 
     def probe_result(self) -> torch.Tensor | None:

@@ -12,8 +12,12 @@ import torch
 from IPython.core.interactiveshell import InteractiveShell
 from traitlets.config import Config
 
+from autograder.engine.backward_rules import STEP_BY_NAME
 from autograder.engine.probes import snapshots
+from autograder.engine.probes.kept_by_rule import kept_as_set_up
 from autograder.engine.probes.rerun import NoAnswerCode, answer_code, pinned_inputs, probe_namespace, put_back, replay
+from autograder.engine.verdict import Verdict
+from autograder.engine.wire import PROBE, Report
 from autograder.in_kernel import probe_runner, snapshot_hook
 
 SETUP = "logits = h @ W2 + b2\nlogit_maxes = logits.max(1, keepdim=True).values\nnorm_logits = logits - logit_maxes"
@@ -356,3 +360,28 @@ def test_the_answer_code_s_place_in_a_history_with_empty_cells(cells, answer, pi
     assert [ast.unparse(s) for s in code.statements] == [
         ast.unparse(ast.parse(cells[cell]).body[k]) for cell, k in origins
     ]
+
+
+@pytest.mark.parametrize(
+    "as_set_up",
+    [
+        5,
+        {"rebound": {"x": 5}},
+        {"rebound": {"x": {"line": 3, "answers": []}}},
+        {"rebound": {"x": {"line": "x = hln", "answers": "dhln"}}},
+        {"rebound": {"x y": {"line": "x = hln", "answers": []}}},
+        {"rebound": {"x": {"line": "x = hln", "answers": ["<b>"]}}},
+        {"rebound": {"x": {"line": "x = hln", "answers": []}}, "status": "ran", "result": {"kind": "tensor"}},
+    ],
+)
+def test_a_forged_run_as_set_up_keeps_no_point(as_set_up):
+    """What the kernel reports of its run on the forward pass's tensors is the student's to forge: malformed, it is
+    nothing; well formed, it still needs a result that follows the rule on the grader's own pins."""
+    step = STEP_BY_NAME["h"]
+    forward = {name: torch.randn(32, 64) for name in ("h", "hpreact")} | {"W2": torch.randn(64, 27)}
+    grads = {"h": torch.randn(32, 64), "logits": torch.randn(32, 27)}
+    probe = {"answer": "dh", "pins": {"dlogits": {"zero": False, "shape": [32, 27]}}, "status": "could_not_run"}
+    report = Report({PROBE: {**probe, "pins_read": ["dlogits"], "as_set_up": as_set_up}})
+    verdict = Verdict("dh", 0, step.points)
+    assert kept_as_set_up(verdict, step, report, forward, grads, 1, "dh") is False
+    assert verdict.points == 0 and not verdict.wrong_in_notebook

@@ -41,7 +41,7 @@ def kept_by_its_rule(verdict, step: Step, report, forward: dict, grads: dict, se
 def kept_as_set_up(verdict, step: Step, report, forward: dict, grads: dict, seed: int, answer: str) -> bool:
     """A step whose answer is missing or wrong because an earlier cell rebound a forward tensor that its code reads (a
     temporary named ``x`` in another answer cell): when the probe's run with those tensors as the forward pass left
-    them (``probe_runner.rebound_forward``) follows the rule in the right shape and dtype, the step keeps its points
+    them (``in_kernel.rebound``) follows the rule in the right shape and dtype, the step keeps its points
     and True, its words naming the line that rebound them; False, the verdict as it was, otherwise."""
     probe = report.probe or {}
     again = probe.get("as_set_up")
@@ -65,10 +65,12 @@ def _rebound(again) -> list:
         return []
     found = []
     for name, where in list(again["rebound"].items())[:5]:
-        answers = where.get("answers") if isinstance(where, dict) else None
-        if not (isinstance(name, str) and name.isidentifier() and isinstance(where.get("line"), str)):
+        if not (isinstance(name, str) and name.isidentifier() and isinstance(where, dict)):
             return []
-        if not isinstance(answers, list) or not all(isinstance(a, str) and a.isidentifier() for a in answers):
+        line, answers = where.get("line"), where.get("answers")
+        if not isinstance(line, str) or not isinstance(answers, list):
+            return []
+        if not all(isinstance(a, str) and a.isidentifier() for a in answers):
             return []
         found.append((name[:40], (where["line"][:120], [a[:40] for a in answers[:5]])))
     return found
