@@ -9,6 +9,7 @@ down), and a student sees the validation loss that the training run's last point
 
 import ast
 import contextlib
+import functools
 import io
 import linecache
 import re
@@ -40,13 +41,44 @@ def ex4():
     return setup, cells
 
 
+@functools.cache
+def _compiled(source: str):
+    """A cell's code without its hidden tests, compiled as exec compiles a string: once per module (the cells of the
+    checks run before every check; compiling them, and expanding the helper cell, took 2 s of this module)."""
+    return compile(strip_hidden(source), "<string>", "exec")
+
+
+def with_the_checks(ex4, **names) -> dict:
+    """A namespace of the setup (with ``names`` in it) in which the shared helper cell and Exercise 4's cell of checks
+    ran."""
+    setup, cells = ex4
+    namespace = {**setup, **names}
+    for code in (_helper_cell(), cells["training_checks"]):
+        exec(_compiled(code), namespace)
+    return namespace
+
+
+@functools.cache
+def _helper_cell() -> str:
+    return shared_cell("self_check_helpers")
+
+
+_TRAINING_CHECKED = {}  # training_step -> what the check printed: the same for the same code (it puts back what it ran)
+
+
 def check_training(ex4, training_step):
+    """(Once per training_step: two tests read what it prints for the course's.)"""
+    if training_step not in _TRAINING_CHECKED:
+        _TRAINING_CHECKED[training_step] = _check_training(ex4, training_step)
+    return _TRAINING_CHECKED[training_step]
+
+
+def _check_training(ex4, training_step):
     """What the visible check under the graded training cell prints for this training_step (and the course's
     backward_pass), after a run whose loss went down."""
     setup, cells = ex4
-    namespace = {**setup}
-    for code in (shared_cell("self_check_helpers"), cells["training_checks"], cells["answer_backward_pass"]):
-        exec(strip_hidden(code), namespace)
+    namespace = with_the_checks(ex4)
+    exec(strip_hidden(cells["answer_backward_pass"]), namespace)
     exec(training_step, namespace)
     namespace.update(max_steps=100, lossi=[3.3 - 0.01 * i for i in range(100)])
     before = [p.detach().clone() for p in namespace["parameters"]]
@@ -184,8 +216,8 @@ def test_new_tensors_already_put_into_the_list_by_the_students_own_run_are_named
     already put tensors without gradients into the list, and the replay could not take autograd's gradients of them.
     The check names the mistake instead of autograd's error, and changes nothing."""
     setup, cells = ex4
-    namespace = {**setup, "parameters": list(setup["parameters"])}
-    for code in (shared_cell("self_check_helpers"), cells["training_checks"], cells["answer_backward_pass"], REPLACES):
+    namespace = with_the_checks(ex4, parameters=list(setup["parameters"]))
+    for code in (cells["answer_backward_pass"], REPLACES):
         exec(strip_hidden(code), namespace)
     with torch.no_grad():
         namespace["training_step"](namespace["Xtr"][:32], namespace["Ytr"][:32], 0.1)  # the student's own run
@@ -209,9 +241,7 @@ def check_calibration(ex4, calibration):
     """What the visible check under the graded calibration cell prints after this calibration, the parameters moved
     away from their initial values as training moves them."""
     setup, cells = ex4
-    namespace = {**setup}
-    for code in (shared_cell("self_check_helpers"), cells["training_checks"]):
-        exec(strip_hidden(code), namespace)
+    namespace = with_the_checks(ex4)
     noise = torch.Generator().manual_seed(1)
     trained = [p.detach() + 0.05 * torch.randn(p.shape, generator=noise) for p in setup["parameters"]]
     namespace.update(parameters=trained, **dict(zip(setup["parameter_names"], trained)))
@@ -309,10 +339,8 @@ NO_BESSEL = ("- n / (n - 1) * bnraw", "- bnraw")  # dhprebn without Bessel's n/(
 
 def step_1(ex4, backward_pass):
     """What Step 1 prints (its table of the parameters' gradients, and the line under it) for this backward_pass."""
-    setup, cells = ex4
-    namespace = {**setup}
-    for code in (shared_cell("self_check_helpers"), cells["training_checks"], backward_pass):
-        exec(strip_hidden(code), namespace)
+    namespace = with_the_checks(ex4)
+    exec(strip_hidden(backward_pass), namespace)
     nb = nbformat.read(SOURCE_DIR / f"{EX4}.ipynb", as_version=4)
     (cell,) = [c.source for c in nb.cells if "self_check(*parameter_names)" in c.source and not grade_id(c)]
     with contextlib.redirect_stdout(io.StringIO()) as out, contextlib.redirect_stderr(io.StringIO()) as err:
@@ -381,9 +409,8 @@ def test_the_check_under_dC_calls_backward_pass_twice_as_the_grader_does(ex4, ke
     if kept:
         assert "    dC = torch.zeros_like(C)\n" in code
         code = KEPT_BETWEEN_CALLS + code.replace("    dC = torch.zeros_like(C)\n", "    dC = dC_total\n")
-    namespace = {**setup}
-    for source in (shared_cell("self_check_helpers"), cells["training_checks"], code):
-        exec(strip_hidden(source), namespace)
+    namespace = with_the_checks(ex4)
+    exec(strip_hidden(code), namespace)
     printed = {}
     for name in ("C", "W1"):
         with contextlib.redirect_stdout(io.StringIO()) as out, contextlib.redirect_stderr(io.StringIO()) as err:
@@ -420,10 +447,7 @@ def as_a_cell(code: str, namespace: dict) -> None:
 
 def printed(ex4, backward_pass: str, call: str, **names) -> str:
     """What ``call`` (a check of the notebook) prints after these cells, with ``names`` set in the namespace."""
-    setup, cells = ex4
-    namespace = {**setup}
-    for code in (shared_cell("self_check_helpers"), cells["training_checks"]):
-        exec(strip_hidden(code), namespace)
+    namespace = with_the_checks(ex4)
     as_a_cell(backward_pass, namespace)
     namespace.update(names)
     with contextlib.redirect_stdout(io.StringIO()) as out, contextlib.redirect_stderr(io.StringIO()) as err:

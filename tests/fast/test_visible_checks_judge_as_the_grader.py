@@ -40,6 +40,9 @@ def test_the_helper_cell_holds_the_engines_code_not_a_copy():
     assert list(namespace["GRAPHS"]["operators"]) == [s.name for s in OPERATOR_STEPS]  # Exercise 5's (STEP_TABLE)
 
 
+HELPER_CODE = compile(strip_hidden(HELPERS), "<string>", "exec")  # compiled once (12 ms each time)
+
+
 @pytest.fixture(scope="module")
 def ex1_up_to():
     """Exercise 1 with the course's answers and their checks run up to (not including) a step; the cells by id."""
@@ -49,7 +52,7 @@ def ex1_up_to():
 
     def run(stop):
         namespace = {**notebook_namespace}
-        exec(strip_hidden(HELPERS), namespace)
+        exec(HELPER_CODE, namespace)
         for step in STEPS[: [s.name for s in STEPS].index(stop)]:
             run_cells(namespace, cells[f"answer_d{step.name}"], cells[f"test_d{step.name}"])
         return namespace
@@ -319,7 +322,7 @@ def ex3_namespace():
 def run_in_ex3(ex3_namespace, *cells) -> str:
     """The cells run in a copy of Exercise 3's setup, with the self-check helpers; what they print."""
     namespace = {**ex3_namespace[0]}
-    exec(strip_hidden(HELPERS), namespace)  # the helpers read this copy
+    exec(HELPER_CODE, namespace)  # the helpers read this copy
     return run_cells(namespace, *cells)
 
 
@@ -354,7 +357,7 @@ def test_logits_detached_in_the_answer_cell_is_still_checked_against_autograd():
     cells = {grade_id(c): c.source for c in solved(release(ex2), source(ex2)).cells}
     setup = tuple(c.source for c in source(ex2).cells if grade_id(c).startswith(SETUP_PREFIX))
     namespace = dict(run_setup(setup, 2147483647))
-    exec(strip_hidden(HELPERS), namespace)
+    exec(HELPER_CODE, namespace)
     answer = "logits = logits.detach()\n" + cells["answer_dlogits"]
     out = run_cells(namespace, answer, cells["check_dlogits"], cells["test_dlogits"])
     assert "autograd has no gradient" not in out and "✔ dlogits: shape (32, 27) ok" in out, out
@@ -426,7 +429,7 @@ def test_the_rows_check_after_a_dlogits_cell_that_stopped_says_so(ex2_namespace)
     cell stopped, as the gradient checks do; with the cell run again without its error, the tick comes back."""
     cells = ex2_namespace[1]
     namespace = {**ex2_namespace[0]}
-    exec(strip_hidden(HELPERS), namespace)
+    exec(HELPER_CODE, namespace)
     run_cells(namespace, cells["answer_dlogits"])
     namespace["_RAN"].append((cells["answer_dlogits"], None))
     stopped = cells["answer_dlogits"] + "\nprint(dlogits.shape())"
