@@ -182,3 +182,27 @@ def test_points_in_the_feedback_agree_with_their_number(points, russian, chinese
     assert both in headline_html(died, died[0], "ru") and f"（共 {2 * points:g} 分）" in headline_html(
         died, died[0], "zh"
     )
+
+
+def _strings(code: str, domain: str) -> list:
+    from babel.messages.pofile import read_po
+
+    with (PACKAGE / "locale" / code / f"{domain}.po").open("rb") as po:
+        return [s for m in read_po(po) for s in (m.string if isinstance(m.string, tuple) else (m.string,)) if s]
+
+
+@pytest.mark.parametrize("domain", ["grader", "notebooks"])
+def test_a_chinese_factor_is_a_multiple_of_the_right_value(domain):
+    """ "dbndiff2 小了 (n-1)/n = 31/32 倍" says it is far smaller than it is (it is 31/32 of the right value), and
+    "小了 32 倍" is no Chinese way to say 1/32: a factor is "是正确值的 X 倍" or "只有正确值的 1/X"."""
+    wrong = [s for s in _strings("zh", domain) if re.search(r"[大小]了[^。；：，]*倍", s)]
+    assert wrong == []
+
+
+@pytest.mark.parametrize("domain", ["grader", "notebooks"])
+def test_the_notebook_is_called_by_its_glossary_term(domain):
+    """The glossary's ноутбук and 笔记本: not блокнот (the word of JupyterLab's Russian menus, quoted only in the course
+    pages), nor the English word left in a Chinese sentence ("按 notebook 的要求")."""
+    russian = [s for s in _strings("ru", domain) if "блокнот" in s]
+    chinese = [s for s in _strings("zh", domain) if re.search(r"[\u4e00-\u9fff] ?notebook ?[\u4e00-\u9fff]", s)]
+    assert russian == [] and chinese == []
