@@ -137,7 +137,7 @@ def block() -> str:
         f"FORBIDDEN_WORDS = {honesty.FORBIDDEN_WORDS!r}",
         f"TEXT_EXCEPTIONS = frozenset({sorted(prose.TEXT_EXCEPTIONS)!r})  # their messages are only words",
         f"GRAD_MODES = frozenset({sorted(prose.GRAD_MODES)!r})  # torch.autograd's switches of its recording",
-        f"LOOKALIKES = str.maketrans({naming.LOOKALIKE_LETTERS!r}, {naming.LATIN_LETTERS!r})",
+        f"LOOKALIKES = {naming.LOOKALIKES!r}  # code points of Cyrillic and Greek letters -> their Latin lookalikes",
         _harmless(),
         _graph(),
     ]

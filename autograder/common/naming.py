@@ -12,8 +12,8 @@ def grade_id(cell) -> str:
 
 # Cyrillic and Greek letters that look like Latin ones: a Russian student's `dсounts` (Cyrillic с, on the key of the
 # Latin c) or `dС` is another name to Python, which looks like the answer's
-LOOKALIKE_LETTERS, LATIN_LETTERS = "асеорхуіјѕԁһкАВСЕНІЈКМОРЅТХУοαιν", "aceopxyijsdhkABCEHIJKMOPSTXYoaiv"
-LOOKALIKES = str.maketrans(LOOKALIKE_LETTERS, LATIN_LETTERS)
+# (the self-check helpers hold it as code points: code without Cyrillic letters reads as English, edition_of)
+LOOKALIKES = str.maketrans("асеорхуіјѕԁһкАВСЕНІЈКМОРЅТХУοαιν", "aceopxyijsdhkABCEHIJKMOPSTXYoaiv")
 
 
 def latin_lookalike(name: str) -> str:

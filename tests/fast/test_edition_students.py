@@ -1,10 +1,12 @@
 """Russian and Chinese students write their answers in their edition's notebook as they write code: comments in their
 language (full-width punctuation included), temporaries named in it, docstrings, printed text, CRLF line endings, tabs.
 Graded in process in their edition (tests/support/in_process.py), a correct answer so written earns every point; a
-name that looks like the answer's but holds a Cyrillic letter is told apart from it, in the student's language."""
+name that looks like the answer's but holds a Cyrillic letter is told apart from it, in the student's language; and a
+cell that Python cannot even parse costs its own step in every edition, as in English."""
 
 import nbformat
 import pytest
+from support.cases_ex1 import MISTAKES
 from support.course import REPO
 from support.in_process import autograde, source_notebook
 
@@ -47,6 +49,12 @@ LOOKALIKES = {
     "answer_dcounts_sum": "dсounts_sum = -counts_sum**-2 * dcounts_sum_inv",
     "answer_dC": "dС = torch.zeros_like(C)\ndС.index_add_(0, Xb.view(-1), demb.view(-1, n_embd))",
 }
+# cells the parser refuses with no SyntaxError: the edition of a Russian or Chinese notebook, read from the words of
+# its cells (edition_of), stopped the whole notebook's grading (MemoryError, ValueError) where English lost one step
+UNPARSABLE = {
+    "deep": MISTAKES["m_dW2_cell_too_deep"][0],
+    "nul": {"answer_dW2": "dW2 = h.T @ dlogits\nname = 'a\x00b'"},  # a NUL character, pasted in
+}
 TOLD = {
     "en": "it holds letters that are not Latin (с (U+0441))",
     "ru": "в нём есть нелатинские буквы (с (U+0441))",
@@ -64,6 +72,9 @@ def graded():
     source = source_notebook(NB)
     students = {"ru": solved(notebook("ru"), source, RUSSIAN), "zh": solved(notebook("zh"), source, CHINESE)}
     students.update({f"lookalike_{e}": solved(notebook(e), source, LOOKALIKES) for e in ("en", "ru", "zh")})
+    students.update(
+        {f"{k}_{e}": solved(notebook(e), source, c) for k, c in UNPARSABLE.items() for e in ("en", "ru", "zh")}
+    )
     return autograde(NB, students)
 
 
@@ -79,3 +90,11 @@ def test_an_answer_name_with_a_cyrillic_lookalike_letter_is_told_apart_in_the_st
     assert result.diagnoses["test_dcounts_sum"] == "not_answered"
     assert TOLD[edition] in result.messages["test_dcounts_sum"]
     assert "С (U+0421)" in result.messages["test_dC"]  # too short for a close spelling, a lookalike all the same
+
+
+@pytest.mark.parametrize("cell, error", [("deep", "MemoryError"), ("nul", "ValueError")])
+@pytest.mark.parametrize("edition", ["en", "ru", "zh"])
+def test_a_cell_python_cannot_parse_costs_its_own_step_in_every_edition(graded, cell, error, edition):
+    result = graded[f"{cell}_{edition}"]
+    assert result.lost() == ["test_dW2"] and result.diagnoses["test_dW2"] == "raised_error"
+    assert error in result.messages["test_dW2"]
