@@ -98,3 +98,15 @@ def test_a_cell_python_cannot_parse_costs_its_own_step_in_every_edition(graded, 
     result = graded[f"{cell}_{edition}"]
     assert result.lost() == ["test_dW2"] and result.diagnoses["test_dW2"] == "raised_error"
     assert error in result.messages["test_dW2"]
+
+
+def test_a_chinese_list_of_gradients_is_joined_with_the_enumeration_comma():
+    """ "dprobs, dW1 本身没有 bug": the bug hunt's lists joined with an ASCII comma, where Chinese writes 、."""
+    from support.cases_ex6 import answers, id_with
+
+    name, text = "ex6_bug_hunt", id_with("bessel")
+    folder = REPO / "editions" / "zh" / "backprop_ninja"
+    release = nbformat.read(folder / f"{name}.ipynb", as_version=4)
+    found = "buggy = ['dbndiff2', 'dprobs', 'dW1']"
+    result = autograde(name, {"zh": solved(release, source_notebook(name), answers(text, answer_found=found))})["zh"]
+    assert "dprobs、dW1 本身没有 bug" in result.messages["test_found"], result.messages["test_found"]
