@@ -206,3 +206,14 @@ def test_the_notebook_is_called_by_its_glossary_term(domain):
     russian = [s for s in _strings("ru", domain) if "блокнот" in s]
     chinese = [s for s in _strings("zh", domain) if re.search(r"[\u4e00-\u9fff] ?notebook ?[\u4e00-\u9fff]", s)]
     assert russian == [] and chinese == []
+
+
+def test_the_russian_headline_names_the_step_to_fix_without_a_pronoun_of_its_gender():
+    """ "Сначала исправьте: калибровка BatchNorm (0 из 2 баллов), он отмечен ниже": a step's title is a gradient
+    (он), калибровка or ошибка 1 (она), градиенты, испорченные вашими ошибками (они); no pronoun can stand for all."""
+    from autograder.preprocessors.summarize_steps import Row, headline_html
+
+    for title in ("dlogprobs", "калибровка BatchNorm", "ошибка 1 (dbnvar)", "градиенты, испорченные вашими ошибками"):
+        row = Row("test_x", title, 0, 2, ["x"], False, "wrong_values")
+        text = re.sub("<[^>]+>", "", headline_html([row], row, "ru"))
+        assert "эта ячейка отмечена ниже" in text and not re.search(r"\b(он|она|оно|они)\b", text), text
