@@ -200,10 +200,11 @@ def test_a_chinese_factor_is_a_multiple_of_the_right_value(domain):
 
 
 @pytest.mark.parametrize("domain", ["grader", "notebooks"])
-def test_the_notebook_is_called_by_its_glossary_term(domain):
+def test_the_notebook_and_the_autograder_are_called_by_their_glossary_terms(domain):
     """The glossary's ноутбук and 笔记本: not блокнот (the word of JupyterLab's Russian menus, quoted only in the course
-    pages), nor the English word left in a Chinese sentence ("按 notebook 的要求")."""
-    russian = [s for s in _strings("ru", domain) if "блокнот" in s]
+    pages), nor the English word left in a Chinese sentence ("按 notebook 的要求"); and автопроверка, not
+    (авто)грейдер or проверяющий."""
+    russian = [s for s in _strings("ru", domain) if re.search(r"блокнот|грейдер|проверяющ", s)]
     chinese = [s for s in _strings("zh", domain) if re.search(r"[\u4e00-\u9fff] ?notebook ?[\u4e00-\u9fff]", s)]
     assert russian == [] and chinese == []
 
