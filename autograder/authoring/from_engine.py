@@ -19,7 +19,7 @@ import tokenize
 import zlib
 from pathlib import Path
 
-from ..common import kept
+from ..common import kept, naming
 from ..engine import backward_rules, explain, honesty, operators, tolerance
 from ..engine.bug_hunt import catalogue, checker
 from ..engine.bug_hunt import rerun as bug_hunt_rerun
@@ -78,6 +78,7 @@ FUNCTIONS = [
     explain.only_repeated_rows_wrong,
     explain.constant_factor,
     lines_again.run_line_by_line,
+    naming.latin_lookalike,
     capture.own_source,
     capture._print,
     capture.lines_again,
@@ -136,6 +137,7 @@ def block() -> str:
         f"FORBIDDEN_WORDS = {honesty.FORBIDDEN_WORDS!r}",
         f"TEXT_EXCEPTIONS = frozenset({sorted(prose.TEXT_EXCEPTIONS)!r})  # their messages are only words",
         f"GRAD_MODES = frozenset({sorted(prose.GRAD_MODES)!r})  # torch.autograd's switches of its recording",
+        f"LOOKALIKES = {naming.LOOKALIKES!r}  # code points of Cyrillic and Greek letters -> their Latin lookalikes",
         _harmless(),
         _graph(),
     ]

@@ -140,7 +140,7 @@ def code_pieces(source: str) -> tuple:
     """The translatable pieces of Python ``source``: comment runs and string literals that hold words."""
     try:
         tree = ast.parse(source)
-    except SyntaxError:
+    except (SyntaxError, ValueError, MemoryError, RecursionError):  # a NUL byte; an expression nested too deep
         return ()
     skipped, offsets, pieces, text_of = _skipped_lines(source), _offsets(source), [], _Source(source)
     nested = {id(n) for j in ast.walk(tree) if isinstance(j, ast.JoinedStr) for n in ast.walk(j) if n is not j}

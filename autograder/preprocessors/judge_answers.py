@@ -16,7 +16,7 @@ from nbgrader.preprocessors import NbGraderPreprocessor
 
 from ..common.diagnoses import METADATA, NOTE, Reason
 from ..common.editions import ENGLISH
-from ..common.naming import ANSWER_MIME, SETUP_PREFIX, grade_id
+from ..common.naming import ANSWER_MIME, SETUP_PREFIX, grade_id, latin_lookalike
 from ..common.phases import JUDGING, PHASES, REFERENCE
 from ..common.setup_cells import execution_order
 from ..common.words import render, say
@@ -67,16 +67,25 @@ def misspelt(answer: str, report, bound: set, answers: set) -> list:
     info = report.info(answer)
     if info.get("kind", "missing") != "missing" or info.get("raised"):
         return []
-    near = difflib.get_close_matches(answer, sorted(bound - answers - {answer}), n=1, cutoff=0.8)
-    if not near:
-        return []
-    words = say(
-        "your code assigns {near}, a name close to {name}: if it is meant to be {name}, correct its spelling (the "
-        "grader reads each answer by its name)",
-        near=near[0],
-        name=answer,
-    )
-    return [Reason(NOTE, words)]
+    others = sorted(bound - answers - {answer})
+    twins = [n for n in others if latin_lookalike(n) == answer]  # `dсounts` with a Cyrillic с: the same to the eye
+    near = twins or difflib.get_close_matches(answer, others, n=1, cutoff=0.8)
+    if twins:
+        words = say(
+            "your code assigns {near}, which looks like {name} but is another name to Python: it holds letters that "
+            "are not Latin ({letters}). Type them again in the Latin layout (the grader reads each answer by its name)",
+            near=near[0],
+            name=answer,
+            letters=", ".join(f"{c} (U+{ord(c):04X})" for c in dict.fromkeys(near[0]) if not c.isascii()),
+        )
+    elif near:
+        words = say(
+            "your code assigns {near}, a name close to {name}: if it is meant to be {name}, correct its spelling (the "
+            "grader reads each answer by its name)",
+            near=near[0],
+            name=answer,
+        )
+    return [Reason(NOTE, words)] if near else []
 
 
 def why_no_answer(cell, index: int, state: dict, timed_out: set) -> tuple:

@@ -114,7 +114,7 @@ def notes_html(commented: list, repository: str, code: str, reordered: bool) -> 
     listed in backward order, not the notebook's, and a step is wrong."""
     notes = []
     if commented:
-        links = ", ".join(f'<a href="#comment-{html.escape(g)}">{html.escape(g)}</a>' for g in commented)
+        links = _commas([f'<a href="#comment-{html.escape(g)}">{html.escape(g)}</a>' for g in commented])
         notes.append(say("Your instructor commented on {links}.", links=links))
     if reordered:  # Exercise 4 has its gradients in the order backward_pass returns them
         notes.append(

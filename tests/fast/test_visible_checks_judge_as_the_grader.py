@@ -281,6 +281,18 @@ def test_an_answer_cell_that_assigns_nothing_is_told_so(ex1_up_to):
     assert out.startswith("✔ dW2: shape (64, 27) ok"), out
 
 
+def test_an_answer_name_with_a_cyrillic_lookalike_letter_is_told_apart(ex1_up_to):
+    """A Russian student's `dhpreact` typed with a Cyrillic р and е: the same to the eye, another name to Python; "it
+    assigns no dhpreact: write it as `dhpreact = ...`" leaves them staring at a line that seems to do just that."""
+    run, cells = ex1_up_to
+    namespace = run("hpreact")
+    out = ran(namespace, "# dhpreact: ...\ndhрrеact = (1.0 - h**2) * dh", cells["test_dhpreact"])
+    assert out.startswith("✘ dhpreact: the cell for dhpreact assigns dhрrеact, which looks like dhpreact but is"), out
+    assert "letters that are not Latin (р (U+0440), е (U+0435))" in out, out
+    out = ran(namespace, "# dhpreact: ...\ndhpreact_tmp = (1.0 - h**2) * dh", cells["test_dhpreact"])
+    assert "it assigns no dhpreact" in out, out  # another name, not a lookalike
+
+
 @pytest.mark.parametrize(
     "answer, tick",
     [

@@ -182,3 +182,39 @@ def test_points_in_the_feedback_agree_with_their_number(points, russian, chinese
     assert both in headline_html(died, died[0], "ru") and f"（共 {2 * points:g} 分）" in headline_html(
         died, died[0], "zh"
     )
+
+
+def _strings(code: str, domain: str) -> list:
+    from babel.messages.pofile import read_po
+
+    with (PACKAGE / "locale" / code / f"{domain}.po").open("rb") as po:
+        return [s for m in read_po(po) for s in (m.string if isinstance(m.string, tuple) else (m.string,)) if s]
+
+
+@pytest.mark.parametrize("domain", ["grader", "notebooks", "course"])
+def test_a_chinese_factor_is_a_multiple_of_the_right_value(domain):
+    """ "dbndiff2 小了 (n-1)/n = 31/32 倍" says it is far smaller than it is (it is 31/32 of the right value), and
+    "小了 32 倍" is no Chinese way to say 1/32: a factor is "是正确值的 X 倍" or "只有正确值的 1/X"."""
+    wrong = [s for s in _strings("zh", domain) if re.search(r"(?:[大小]了|会[大小])[^。；：，]*倍", s)]
+    assert wrong == []
+
+
+@pytest.mark.parametrize("domain", ["grader", "notebooks"])
+def test_the_notebook_and_the_autograder_are_called_by_their_glossary_terms(domain):
+    """The glossary's ноутбук and 笔记本: not блокнот (the word of JupyterLab's Russian menus, quoted only in the course
+    pages), nor the English word left in a Chinese sentence ("按 notebook 的要求"); and автопроверка, not
+    (авто)грейдер or проверяющий."""
+    russian = [s for s in _strings("ru", domain) if re.search(r"блокнот|грейдер|проверяющ", s)]
+    chinese = [s for s in _strings("zh", domain) if re.search(r"[\u4e00-\u9fff] ?notebook ?[\u4e00-\u9fff]", s)]
+    assert russian == [] and chinese == []
+
+
+def test_the_russian_headline_names_the_step_to_fix_without_a_pronoun_of_its_gender():
+    """ "Сначала исправьте: калибровка BatchNorm (0 из 2 баллов), он отмечен ниже": a step's title is a gradient
+    (он), калибровка or ошибка 1 (она), градиенты, испорченные вашими ошибками (они); no pronoun can stand for all."""
+    from autograder.preprocessors.summarize_steps import Row, headline_html
+
+    for title in ("dlogprobs", "калибровка BatchNorm", "ошибка 1 (dbnvar)", "градиенты, испорченные вашими ошибками"):
+        row = Row("test_x", title, 0, 2, ["x"], False, "wrong_values")
+        text = re.sub("<[^>]+>", "", headline_html([row], row, "ru"))
+        assert "эта ячейка отмечена ниже" in text and not re.search(r"\b(он|она|оно|они)\b", text), text

@@ -663,6 +663,11 @@ def _ran_problem(answer, dt, name=None):
         return (f"the last cell that computes {answer} stopped with {type(error).__name__} (see its output), so "
                 f"{answer} here may not be what that cell computes: fix the error and run that cell again")
     if dt is None and _RAN and _RAN[-1][1] is None and re.match(rf"\s*#\s*{answer}(?!\w)", _RAN[-1][0]):
+        for twin in re.findall(r"(?m)^\s*(\w+)\s*[-+*/@]?=(?!=)", _RAN[-1][0]):
+            if twin != answer and latin_lookalike(twin) == answer:  # a Cyrillic letter typed for its Latin twin
+                letters = ", ".join(f"{c} (U+{ord(c):04X})" for c in dict.fromkeys(twin) if not c.isascii())
+                return (f"the cell for {answer} assigns {twin}, which looks like {answer} but is another name to "
+                        f"Python: it holds letters that are not Latin ({letters}). Type them again in the Latin layout")
         return f"the cell for {answer} ran, but it assigns no {answer}: write its answer as `{answer} = ...`"
     return None
 

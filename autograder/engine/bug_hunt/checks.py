@@ -10,6 +10,7 @@ import torch
 from ...common.diagnoses import NOTE, Reason
 from ...common.words import say, say_n
 from ..backward_rules import STEP_BY_NAME, batch_size, local_gradient
+from ..explain import comma_list
 from ..judge import carried_forward, judge_gradient
 from ..reference import autograd_gradients, forward_values
 from ..verdict import Check, Verdict
@@ -132,7 +133,7 @@ def judge_fix(slot: int, report: Report, namespace: dict, seed: int, tainted: se
     share, broken = broken_lines(slot, bugs, report, forward, grads, seed)  # a right line of its part made wrong
     carried = carried_forward(list(verdict.wrong_from or verdict.carried_from)) if verdict.carried_from else None
     if carried in verdict.lines:  # right for upstream gradients that a bug further up made wrong: say so
-        names = ", ".join("d" + name for name in verdict.carried_from)
+        names = comma_list("d" + name for name in verdict.carried_from)
         verdict.lines[verdict.lines.index(carried)] = Reason(
             NOTE,
             say(
@@ -202,7 +203,7 @@ def judge_found(report: Report, namespace: dict, seed: int, tainted: set) -> Ver
                     "{names} had a planted bug that you did not name",
                     "{names} had planted bugs that you did not name",
                     len(missed),
-                    names=", ".join(missed),
+                    names=comma_list(missed),
                 ),
             )
         )
@@ -216,7 +217,7 @@ def judge_found(report: Report, namespace: dict, seed: int, tainted: set) -> Ver
                     "{names} had no bugs of their own: their lines are right, and at most they inherit the error of a "
                     "gradient they are computed from",
                     len(wrong),
-                    names=", ".join(wrong),
+                    names=comma_list(wrong),
                 ),
             )
         )
@@ -239,7 +240,7 @@ def judge_found(report: Report, namespace: dict, seed: int, tainted: set) -> Ver
                 "not_a_bug",
                 say(
                     "{names}: not the name of a gradient that backward_pass returns (like dprobs or dW1)",
-                    names=", ".join(unknown),
+                    names=comma_list(unknown),
                 ),
             )
         )
@@ -248,10 +249,10 @@ def judge_found(report: Report, namespace: dict, seed: int, tainted: set) -> Ver
             NOTE,
             say(
                 "your bugs were {names}; each one named earns a point, each other name costs one",
-                names=", ".join(planted_names),
+                names=comma_list(planted_names),
             )
             if verdict.lines
-            else say("correct: your bugs were {names}", names=", ".join(planted_names)),
+            else say("correct: your bugs were {names}", names=comma_list(planted_names)),
         )
     )
     return verdict

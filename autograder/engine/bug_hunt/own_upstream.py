@@ -7,6 +7,7 @@ import torch
 from ...common.diagnoses import Reason
 from ...common.words import say
 from ..backward_rules import STEP_BY_NAME, local_gradient
+from ..explain import comma_list
 from ..tolerance import close, step_scale
 from ..wire import Report
 from .rerun import shared_later
@@ -52,7 +53,7 @@ def fix_unseen(gradient: str, variant, view: Report, forward: dict, carried_from
     mine, right, still, _ = values
     if (mine - right).norm() < (mine - still).norm() / 2:  # far nearer the rule: the values tell what the tolerance
         return None  # cannot (a fixed dbndiff under a dbndiff2 made far too large by two slips of precedence)
-    names = ", ".join("d" + name for name in carried_from)
+    names = comma_list("d" + name for name in carried_from)
     return Reason(
         "fix_unseen",
         say(
