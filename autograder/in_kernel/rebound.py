@@ -6,7 +6,7 @@ import ast
 
 import torch
 
-from ..engine.probes.rerun import GRADIENTS, _rebound_in, writes
+from ..engine.probes.rerun import GRADIENTS, _may_rebind, parsed, writes
 from .snapshot_hook import forward_values
 
 
@@ -26,7 +26,7 @@ def rebound_forward(code, plan: list, cells: list, first: int) -> dict:
                 if torch.equal(value, tensor):
                     continue
             for i in range(cell, first - 1, -1):  # the latest statement before this one that may rebind it
-                positions = [k for k in _rebound_in(cells[i]).get(name, ()) if i < cell or k < index]
+                positions = [k for k in _bound_at(cells[i], name) if i < cell or k < index]
                 if positions:
                     found[name] = (i, positions[-1])
                     break
@@ -41,3 +41,20 @@ def _intact(name: str) -> bool:
         return False
     tensor, version = forward_values[name]
     return tensor._version == version
+
+
+def _bound_at(source: str, name: str) -> list:
+    """The positions in ``parsed(source)`` of the statements that may give ``name`` a new value as a whole: an
+    assignment of any form (`x, s = ...`, `x: T = ...`), a loop's variable, a walrus's, a def or an import."""
+    return [k for k, statement in enumerate(parsed(source)) if name in _may_rebind(statement) | _stored(statement)]
+
+
+def _stored(statement: ast.stmt) -> set:
+    """The names a statement stores as a whole, anywhere in it, but for the variables of its comprehensions (their
+    own)."""
+    own = {id(n) for c in ast.walk(statement) if isinstance(c, ast.comprehension) for n in ast.walk(c.target)}
+    return {
+        n.id
+        for n in ast.walk(statement)
+        if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store) and id(n) not in own
+    }
