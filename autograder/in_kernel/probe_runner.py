@@ -16,6 +16,7 @@ from IPython.utils.capture import capture_output
 
 from ..data import SEED_VARIABLE
 from ..engine import wire
+from ..engine.fast_forwards import FAST_FORWARD_BY_NAME
 from ..engine.probes.rerun import (
     GRADIENTS,
     TIME_LIMIT,
@@ -115,7 +116,7 @@ def _as_set_up(code, plan: list, namespace: dict, pins: dict, answer: str, rebou
     where = {}
     for name, (cell, index) in rebound.items():
         statements = parsed(cells[cell])
-        answers = sorted({n for s in statements for n in writes(s)} & GRADIENTS)
+        answers = sorted({n for s in statements for n in writes(s)} & (GRADIENTS | set(FAST_FORWARD_BY_NAME)))
         where[name] = {"line": _quoted(statements[index])[:120], "answers": answers[:5]}
     inputs = {**pins, **{name: tensor.detach().clone() for name, tensor in start.items()}}
     apart, error, _ = _rerun(code, plan, namespace, inputs)
