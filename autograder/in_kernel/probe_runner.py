@@ -21,7 +21,6 @@ from ..engine.probes.rerun import (
     GRADIENTS,
     TIME_LIMIT,
     NoAnswerCode,
-    _quoted,
     _reads,
     _rebinds,
     answer_code,
@@ -32,7 +31,7 @@ from ..engine.probes.rerun import (
     replay,
     writes,
 )
-from .rebound import rebound_forward
+from .rebound import as_written, rebound_forward
 from .snapshot_hook import finished, forward_shapes, forward_values, since, snapshots, watched
 
 
@@ -117,7 +116,7 @@ def _as_set_up(code, plan: list, namespace: dict, pins: dict, answer: str, rebou
     for name, (cell, index) in rebound.items():
         statements = parsed(cells[cell])
         answers = sorted({n for s in statements for n in writes(s)} & (GRADIENTS | set(FAST_FORWARD_BY_NAME)))
-        where[name] = {"line": _quoted(statements[index])[:120], "answers": answers[:5]}
+        where[name] = {"line": as_written(cells[cell], index)[:120], "answers": answers[:5]}
     inputs = {**pins, **{name: tensor.detach().clone() for name, tensor in start.items()}}
     apart, error, _ = _rerun(code, plan, namespace, inputs)
     if error is not None:

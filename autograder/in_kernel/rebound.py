@@ -3,10 +3,11 @@ reads so, and where they were rebound. The probe then runs that code once more o
 (``probe_runner``), and the grader keeps the step's points when that run follows the rule (``kept_by_rule``)."""
 
 import ast
+import contextlib
 
 import torch
 
-from ..engine.probes.rerun import GRADIENTS, _may_rebind, parsed, writes
+from ..engine.probes.rerun import GRADIENTS, _may_rebind, _quoted, flattened, parsed, writes
 from .snapshot_hook import forward_values
 
 
@@ -58,3 +59,15 @@ def _stored(statement: ast.stmt) -> set:
         for n in ast.walk(statement)
         if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store) and id(n) not in own
     }
+
+
+def as_written(source: str, index: int) -> str:
+    """The first line of statement ``index`` of ``parsed(source)`` as the student wrote it (`x, s = hln, 2**0.5`, not
+    `x, s = (hln, 2 ** 0.5)`), cut as ``_quoted`` cuts; as Python prints it when that cannot be told (a magic's
+    cell)."""
+    statement = parsed(source)[index]
+    with contextlib.suppress(Exception):
+        if ast.dump(flattened(ast.parse(source).body)[index]) == ast.dump(statement):
+            text = source.splitlines()[statement.lineno - 1].strip()
+            return text if len(text) <= 60 else text[:57] + "..."
+    return _quoted(statement)

@@ -340,7 +340,7 @@ def test_every_word_a_student_reads_goes_through_the_catalog(graded, monkeypatch
     "student, line",
     [
         ("alt_h_rebound_in_dW2", "h = h.T"),
-        ("alt_h_rebound_by_a_tuple", "h, g = (h.T, dlogits)"),
+        ("alt_h_rebound_by_a_tuple", "h, g = h.T, dlogits"),
         ("alt_h_rebound_by_a_walrus", "dW2 = (h := h.T) @ dlogits"),
     ],
 )
