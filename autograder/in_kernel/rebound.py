@@ -51,14 +51,16 @@ def _bound_at(source: str, name: str) -> list:
 
 
 def _stored(statement: ast.stmt) -> set:
-    """The names a statement stores as a whole, anywhere in it, but for the variables of its comprehensions (their
-    own)."""
-    own = {id(n) for c in ast.walk(statement) if isinstance(c, ast.comprehension) for n in ast.walk(c.target)}
-    return {
-        n.id
-        for n in ast.walk(statement)
-        if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store) and id(n) not in own
-    }
+    """The names a statement stores as a whole in the notebook's namespace: not its comprehensions' variables, nor those
+    of the functions and classes it defines (their own)."""
+    found, todo = set(), [statement]
+    while todo:
+        node = todo.pop()
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            found.add(node.id)
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+            todo += [child for child in ast.iter_child_nodes(node) if not isinstance(child, ast.comprehension)]
+    return found
 
 
 def as_written(source: str, index: int) -> str:
