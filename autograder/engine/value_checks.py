@@ -141,7 +141,7 @@ def judge_copy(value: Value, report: Report, forward: dict, seed: int, code: tup
     written = reads_as_written(code, value.name, {value.input}) if code else frozenset()
     result, expected = None, None
     if not outcome:
-        other = {**forward, **pinned(probe, seed, value.name, {value.input: forward[value.input].shape}, forward)}
+        other = {**forward, **pinned(probe, seed, value.name, {value.input: tuple(forward[value.input].shape)})}
         expected, result = value.compute(other).double(), report.probe_result()
     if result is not None and result.shape == expected.shape and close(result.double(), expected, magnitude(expected)):
         return Outcome("right")

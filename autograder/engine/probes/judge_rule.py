@@ -56,9 +56,10 @@ def read_probe(report, answer: str, pins: set) -> tuple:
 
 def pinned(probe: dict, seed: int, answer: str, shapes: dict, own: dict | None = None) -> dict:
     """name -> the tensor that stood for it (exact zeros where the student's own value was exact zeros, as a whole or
-    entry by entry). ``own``: name -> the student's own value as the grader holds it (the report's, the forward
-    pass's): the kernel's zeros count only where that value has them too. A report can be forged, and pins of zeros
-    everywhere make any code that gives zeros follow every rule."""
+    entry by entry). ``own``: name -> the student's own gradient as the report holds it: the kernel's zeros count only
+    where it has them too (a report can be forged, and pins of zeros everywhere make code that gives zeros follow every
+    rule). Without it (a value's probe, which only takes points: its input may be rebound in its own cell, `logits =
+    logits - logits.max(..)`, with zeros the grader's forward pass has not), the kernel's zeros stand."""
     values = {}
     for name, shape in shapes.items():
         info = probe["pins"].get(name) or {}
