@@ -16,11 +16,13 @@ from IPython.utils.capture import capture_output
 
 from ..data import SEED_VARIABLE
 from ..engine import wire
+from ..engine.fast_forwards import FAST_FORWARD_BY_NAME
 from ..engine.probes.rerun import (
     GRADIENTS,
     TIME_LIMIT,
     NoAnswerCode,
-    _quoted,
+    _reads,
+    _rebinds,
     answer_code,
     parsed,
     pinned_inputs,
@@ -29,7 +31,7 @@ from ..engine.probes.rerun import (
     replay,
     writes,
 )
-from .rebound import rebound_forward
+from .rebound import as_written, rebound_forward
 from .snapshot_hook import finished, forward_shapes, forward_values, since, snapshots, watched
 
 
@@ -99,7 +101,13 @@ def _as_set_up(code, plan: list, namespace: dict, pins: dict, answer: str, rebou
     of its code that rebound them left out), and where each was rebound: its line, and the gradients its cell assigns
     (the answer cell it is a temporary of)."""
     start = {name: forward_values[name][0] for name in rebound}
-    kept = [k for k, origin in enumerate(code.origins) if origin not in rebound.values()]
+    kept, needed = [], {answer}  # without those statements, only the ones that still make the answer
+    for k in reversed(range(len(code.statements))):
+        statement = code.statements[k]
+        if code.origins[k] not in rebound.values() and writes(statement) & needed:
+            kept.insert(0, k)
+            needed = (needed - _rebinds(statement)) | _reads(statement)
+    read = {name for k in kept for name in _reads(code.statements[k])}
     code = dataclasses.replace(
         code, statements=tuple(code.statements[k] for k in kept), origins=tuple(code.origins[k] for k in kept)
     )
@@ -107,13 +115,14 @@ def _as_set_up(code, plan: list, namespace: dict, pins: dict, answer: str, rebou
     where = {}
     for name, (cell, index) in rebound.items():
         statements = parsed(cells[cell])
-        answers = sorted({n for s in statements for n in writes(s)} & GRADIENTS)
-        where[name] = {"line": _quoted(statements[index])[:120], "answers": answers[:5]}
+        answers = sorted({n for s in statements for n in writes(s)} & (GRADIENTS | set(FAST_FORWARD_BY_NAME)))
+        where[name] = {"line": as_written(cells[cell], index)[:120], "answers": answers[:5]}
     inputs = {**pins, **{name: tensor.detach().clone() for name, tensor in start.items()}}
     apart, error, _ = _rerun(code, plan, namespace, inputs)
     if error is not None:
         return {"rebound": where, "status": "could_not_run", "reason": f"{type(error).__name__}: {error}"[:300]}
-    return {"rebound": where, "status": "ran", "result": wire.encode(apart.get(answer), answer in apart)}
+    found = {"rebound": where, "status": "ran", "result": wire.encode(apart.get(answer), answer in apart)}
+    return {**found, "pins_read": sorted(read & code.pins_read), "further_up": sorted(read & set(code.further_up))}
 
 
 def _shapes(namespace: dict, names) -> dict:

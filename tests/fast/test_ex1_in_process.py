@@ -336,10 +336,26 @@ def test_every_word_a_student_reads_goes_through_the_catalog(graded, monkeypatch
         assert (again.points, again.diagnoses) == (graded[student].points, graded[student].diagnoses)
 
 
-def test_a_temporary_named_as_a_forward_tensor_costs_nothing_and_the_later_step_names_it(graded):
+@pytest.mark.parametrize(
+    "student, line",
+    [
+        ("alt_h_rebound_in_dW2", "h = h.T"),
+        ("alt_h_rebound_by_a_tuple", "h, g = h.T, dlogits"),
+        ("alt_h_rebound_by_a_walrus", "dW2 = (h := h.T) @ dlogits"),
+    ],
+)
+def test_a_temporary_named_as_a_forward_tensor_costs_nothing_and_the_later_step_names_it(graded, student, line):
     """h = h.T in dW2's cell makes the later dhpreact raise in the notebook: its code is right for the forward pass's
-    h, so it keeps its points, and its words name the line that rebound h."""
-    student = graded["alt_h_rebound_in_dW2"]
+    h, so it keeps its points, and its words name the line that rebound h (a tuple's assignment or a walrus too)."""
+    student = graded[student]
     assert student.lost() == [], student.messages
-    assert "read h after your cell of dW2 rebound it (`h = h.T`)" in student.messages["test_dhpreact"]
+    assert f"read h after your cell of dW2 rebound it (`{line}`)" in student.messages["test_dhpreact"]
     assert "fix dhpreact first" in student.messages["test_dbngain"], student.messages["test_dbngain"]
+
+
+def test_a_forged_probe_of_zero_pins_earns_nothing(graded):
+    """A kernel that reports every pin as exact zeros entry by entry (and zeros as what the code gave, which follows
+    every rule on such pins) earns nothing by it: the grader counts a zero of a pin only where the student's own
+    gradient, as reported, has it. Before, it earned every step but the first, by its rule or as set up."""
+    assert sum(graded["c_forged_zero_pins"].points.values()) == 0, graded["c_forged_zero_pins"].messages
+    assert lost_steps(graded, "c_forged_zero_pins_as_set_up") == ["hpreact"], graded["c_forged_zero_pins_as_set_up"]

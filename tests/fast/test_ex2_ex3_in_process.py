@@ -91,6 +91,13 @@ def test_other_correct_formulas_get_full_marks(graded, student, notebook):
     assert graded[notebook][student].lost() == [], graded[notebook][student].messages
 
 
+def test_a_temporary_named_as_a_forward_tensor_is_named_with_its_cell(graded):
+    """Each line that rebound a tensor dhprebn reads is named, with its cell: a value's (hpreact_fast) too."""
+    message = graded[NB3]["alt_temporaries_named_as_forward_tensors"].messages["test_dhprebn"]
+    assert "read bnvar_inv after your cell of hpreact_fast rebound it (`bnvar_inv = " in message, message
+    assert "read bnraw after your cell of dbngain rebound it (`bnraw = bnraw * dhpreact`)" in message, message
+
+
 def test_probes_judge_what_the_answers_read_when_they_ran(graded):
     for cell in ("test_hpreact_fast", "test_dhprebn"):
         message = graded[NB3]["alt_later_lines"].messages[cell]

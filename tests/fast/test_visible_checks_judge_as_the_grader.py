@@ -612,14 +612,25 @@ def test_a_step_below_a_transposed_upstream_keeps_its_points_under_its_cell(ex1_
     assert f"this step keeps its points; fix {upstream} first" in out, out
 
 
-def test_a_forward_tensor_that_an_earlier_cell_rebound_is_named_under_the_step_that_reads_it(ex1_up_to):
+@pytest.mark.parametrize(
+    "code, line",
+    [
+        ("h = h.T\ndW2 = h @ dlogits", "h = h.T"),
+        ("h, g = h.T, dlogits\ndW2 = h @ g", "h, g = h.T, dlogits"),
+        ("h: torch.Tensor = h.T\ndW2 = h @ dlogits", "h: torch.Tensor = h.T"),
+        ("dW2 = (h := h.T) @ dlogits", "dW2 = (h := h.T) @ dlogits"),
+        ("for h in [h.T]:\n    dW2 = h @ dlogits", "for h in [h.T]:"),
+    ],
+)
+def test_a_forward_tensor_that_an_earlier_cell_rebound_is_named_under_the_step_that_reads_it(ex1_up_to, code, line):
     """h = h.T in dW2's cell: dhpreact's right code then raises on it. The check under dhpreact names the line that
-    rebound h, as the grader does (which keeps the step's points: its code is right for the forward pass's h)."""
+    rebound h, as the grader does (which keeps the step's points: its code is right for the forward pass's h); a
+    tuple's, an annotated assignment, a walrus or a loop too (before, those read "a cell rebound it")."""
     run, cells = ex1_up_to
     namespace = run("W2")
-    run_cells(namespace, "h = h.T\ndW2 = h @ dlogits", cells["test_dW2"], cells["answer_db2"], cells["test_db2"])
+    run_cells(namespace, code, cells["test_dW2"], cells["answer_db2"], cells["test_db2"])
     with pytest.raises(RuntimeError):
         run_cells(namespace, cells["answer_dhpreact"])
     shown = run_cells(namespace, cells["test_dhpreact"])
-    assert "✘ dhpreact: your code for dhpreact reads h, which is no longer the forward pass's h: `h = h.T`" in shown
-    assert "fix" not in shown.split("h = h.T")[0], shown  # not sent to a step above
+    assert f"✘ dhpreact: your code for dhpreact reads h, which is no longer the forward pass's h: `{line}`" in shown
+    assert "fix" not in shown.split(line)[0], shown  # not sent to a step above

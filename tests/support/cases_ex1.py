@@ -463,6 +463,24 @@ IN_AN_EXCEPT_BLOCK = "try:\n    raise ValueError\nexcept ValueError:\n" + "".joi
     "    " + line + "\n" for line in AUTOGRAD_PUT_BACK.splitlines()
 )
 
+FORGED_ZERO_PINS = """import torch as _t
+import autograder.in_kernel.reports as _R
+from autograder.engine import wire as _w
+from autograder.in_kernel.snapshot_hook import forward_shapes as _fs
+_run_probe = _R.run_probe
+def _forge(ns, answer, names):
+    if globals().get("_only", answer) != answer:
+        return _run_probe(ns, answer, names)
+    shape = lambda n: _fs[n[1:]]
+    pins = {n: {"zero": False, "shape": list(shape(n)), "kept": _w.encode(_t.zeros(shape(n), dtype=_t.bool))}
+            for n in names}
+    zero = _w.encode(_t.zeros(shape(answer)), True)
+    return {"answer": answer, "pins": pins, "status": "ran", "result": zero, "pins_read": list(names),
+            "further_up": [], "reads": [], "as_set_up": {"rebound": {"h": {"line": "h = h.T", "answers": ["dW2"]}},
+            "status": "ran", "result": zero, "pins_read": list(names), "further_up": []}}
+_R.run_probe = _forge
+"""
+
 CHEATS = {
     "c_autograd_put_back": ({"answer_dC": AUTOGRAD_PUT_BACK + "dC = _ref['dC']"}, [], ["C", "C_index_add"], "autograd"),
     "c_autograd_put_back_in_an_except_block": (
@@ -1775,4 +1793,16 @@ def submissions(release, source) -> dict:
     # a temporary named as a forward tensor: dW2's cell rebinds h, dhpreact's right code then raises on it (the probe's
     # code starts at dh's cell, its pinned gradient, so the rebinding is part of it)
     class_["alt_h_rebound_in_dW2"] = solved(release, source, {"answer_dW2": "h = h.T\ndW2 = h @ dlogits"})
+    # the same by a tuple's assignment or a walrus, whose statement reads dlogits too: left out of the second run, it
+    # no longer makes dhpreact's code read a gradient from further up
+    class_["alt_h_rebound_by_a_tuple"] = solved(release, source, {"answer_dW2": "h, g = h.T, dlogits\ndW2 = h @ g"})
+    class_["alt_h_rebound_by_a_walrus"] = solved(release, source, {"answer_dW2": "dW2 = (h := h.T) @ dlogits"})
+    # a hostile kernel's probes: every pin zero entry by entry (`kept` all False) and a result of zeros, which follows
+    # every rule on such pins; the answers missing (their upstream too: kept by its rule) or one of them alone (kept as
+    # set up, its upstream right)
+    blank = {gid: "pass" for gid in solutions(source) if gid.startswith("answer_")}
+    class_["c_forged_zero_pins"] = solved(release, source, {**blank, "answer_dlogprobs": FORGED_ZERO_PINS})
+    class_["c_forged_zero_pins_as_set_up"] = solved(
+        release, source, {"answer_dhpreact": "_only = 'dhpreact'\n" + FORGED_ZERO_PINS}
+    )
     return class_

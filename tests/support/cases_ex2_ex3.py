@@ -537,6 +537,25 @@ ALTERNATIVES["alt_d"] = {
     },
 }
 
+# the input rebound in the value's own cell, shifted by its row maxima (exact zeros there): the value probe's pin keeps
+# those zeros on both sides, as the kernel drew it (the grader trusts them here: a value probe only takes points)
+ALTERNATIVES["alt_logits_shifted_in_place_of_their_name"] = {
+    NB2: {
+        "answer_loss_fast": "logits = logits - logits.max(1, keepdim=True).values\n"
+        "loss_fast = F.cross_entropy(logits, Yb)"
+    }
+}
+
+# temporaries named as forward tensors (bnvar_inv in hpreact_fast's cell, bnraw in dbngain's), which dhprebn's right
+# code then reads: it keeps its points, its words name each line and the cell it is in
+ALTERNATIVES["alt_temporaries_named_as_forward_tensors"] = {
+    NB3: {
+        "answer_hpreact_fast": "bnvar_inv = (hprebn.var(0, keepdim=True) + 1e-5) ** 0.5\n"
+        "hpreact_fast = bngain * (hprebn - hprebn.mean(0, keepdim=True)) / bnvar_inv + bnbias",
+        "answer_dbngain": "bnraw = bnraw * dhpreact\ndbngain = bnraw.sum(0, keepdim=True)",
+    }
+}
+
 # Issue 24: lines after an answer that rebind what it read (bnbias zeroed, the lecture's loop variable n): each probe
 # runs on what its statements read when they ran, so both answers keep their points.
 ALTERNATIVES["alt_later_lines"] = {

@@ -496,6 +496,7 @@ ALTERNATIVES["alt_h_containers"] = {
 # replays it. The later step's code is right for the forward pass's tensor: it keeps its points, and its words name
 # the line that rebound the name; a later step wrong for the forward pass's tensor too still loses its own.
 # student -> (answer cells changed, the graded cells that lose, {graded cell: words it must hold})
+_GELU_OF_X = "dhln = dhgelu * (0.5 * (1 + torch.erf(x / 2**0.5)) + x * torch.exp(-(x**2) / 2) / (2 * torch.pi) ** 0.5)"
 REBOUND = {
     "rebound_x_in_dhln": (
         {
@@ -509,6 +510,25 @@ REBOUND = {
         {"answer_dscores": "q = (att * datt).sum(-1, keepdim=True)\ndscores = att * (datt - q)"},
         [],
         {"test_dk": ["read q after your cell of dscores rebound it (`q = (att * datt).sum(-1, keepdim=True)`)"]},
+    ),
+    # a loop's variable, a walrus's: the later step's code reads them as the loop or the walrus left them
+    "rebound_x_by_a_loop": (
+        {"answer_dhln": "for x in [hln]:\n    " + _GELU_OF_X},
+        [],
+        {"test_dx": ["read x after your cell of dhln rebound it (`for x in [hln]:`)"]},
+    ),
+    "rebound_x_by_a_walrus": (
+        {"answer_dhln": _GELU_OF_X.replace("erf(x", "erf((x := hln)")},
+        [],
+        {"test_dx": ["read x after your cell of dhln rebound it (`dhln = dhgelu * (0.5 * (1 + torch.erf((x := hln)"]},
+    ),
+    "rebound_k_by_a_loop": (
+        {
+            "answer_dscores": "dscores = torch.zeros_like(att)\nfor k in range(att.shape[0]):\n"
+            "    dscores[k] = att[k] * (datt[k] - (datt[k] * att[k]).sum(1, keepdim=True))"
+        },
+        [],
+        {"test_dq": ["read k after your cell of dscores rebound it (`for k in range(att.shape[0]):`)"]},
     ),
     "rebound_x_and_dx_doubled": (
         {

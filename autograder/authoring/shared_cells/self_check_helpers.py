@@ -686,7 +686,9 @@ def _rebound_forward(answer):
                 continue
             if isinstance(now, torch.Tensor) and now.shape == tensor.shape and torch.equal(now.detach(), tensor):
                 continue
-            lines = [line.strip() for cell in history for line in re.findall(rf"(?m)^[ \t]*{name}[ \t]*=(?!=).*", cell)]
+            bound = (rf"(?m)^[ \t]*(?:f[o]r[ \t]+)?(?:\w+[ \t]*,[ \t]*)*{name}\b(?:[ \t]*,[ \t]*\w+)*[ \t]*"
+                     rf"(?:=(?!=)|:(?!=)|i[n]\b).*|^.*\b{name}[ \t]*:=.*")
+            lines = [line.strip() for cell in history for line in re.findall(bound, cell)]
             where = f"`{lines[-1][:80]}`" if lines else "a cell"
             return (f"your code for {answer} reads {name}, which is no longer the forward pass's {name}: {where} "
                     f"rebound it after the forward pass. Give that temporary another name, then run the notebook again "

@@ -1,6 +1,7 @@
 """The grader's side of a rule probe: the step's rule applied to the inputs the kernel pinned, against what the
 student's code gave on them."""
 
+import math
 from dataclasses import dataclass
 
 import torch
@@ -53,15 +54,27 @@ def read_probe(report, answer: str, pins: set) -> tuple:
     return probe, None
 
 
-def pinned(probe: dict, seed: int, answer: str, shapes: dict) -> dict:
+def pinned(probe: dict, seed: int, answer: str, shapes: dict, own: dict | None = None) -> dict:
     """name -> the tensor that stood for it (exact zeros where the student's own value was exact zeros, as a whole or
-    entry by entry)."""
+    entry by entry). ``own``: name -> the student's own gradient as the report holds it: the kernel's zeros count only
+    where it has them too (a report can be forged, and pins of zeros everywhere make code that gives zeros follow every
+    rule). Without it (a value's probe, which only takes points: its input may be rebound in its own cell, `logits =
+    logits - logits.max(..)`, with zeros the grader's forward pass has not), the kernel's zeros stand."""
     values = {}
     for name, shape in shapes.items():
         info = probe["pins"].get(name) or {}
-        values[name] = torch.zeros(shape) if bool(info.get("zero")) else pin_value(seed, answer, name, shape)
+        zero = bool(info.get("zero"))
         kept = wire.decode(info["kept"]) if isinstance(info.get("kept"), dict) else None  # (probes.pins)
-        if kept is not None and kept.dtype == torch.bool and kept.numel() == values[name].numel():
+        if kept is None or kept.dtype != torch.bool or kept.numel() != math.prod(shape):
+            kept = None
+        if own is not None:
+            mine = own.get(name)
+            mine = mine if isinstance(mine, torch.Tensor) and mine.is_floating_point() else None
+            zero = zero and mine is not None and mine.numel() > 0 and not mine.any()
+            fits = kept is not None and mine is not None and mine.numel() == kept.numel()
+            kept = kept | (mine.reshape(kept.shape) != 0) if fits else None
+        values[name] = torch.zeros(shape) if zero else pin_value(seed, answer, name, shape)
+        if kept is not None:
             values[name] = values[name] * kept.reshape(values[name].shape)
     return values
 
@@ -120,7 +133,9 @@ def judge_rule(step: Step, report, forward: dict, seed: int, answer: str = "", f
                 ),
             ),
         )
-    zero = {u for u in step.upstream if (probe["pins"].get("d" + u) or {}).get("zero")}
+    own = {"d" + u: report.floats("d" + u) for u in step.upstream}  # what the kernel's zeros must agree with
+    values = pinned(probe, seed, answer, {"d" + u: tuple(forward[u].shape) for u in step.upstream}, own)
+    zero = {u for u in step.upstream if not values["d" + u].any()}
     if zero == set(step.upstream):
         return Outcome("inconclusive")  # nothing random went in: the value check has seen everything
     if not probe.get("pins_read"):
@@ -142,7 +157,6 @@ def judge_rule(step: Step, report, forward: dict, seed: int, answer: str = "", f
             "inconclusive",
             Reason(NOTE, say("(re-run with other inputs, your code left no tensor in {answer})", answer=answer)),
         )
-    values = pinned(probe, seed, answer, {"d" + u: tuple(forward[u].shape) for u in step.upstream})
     pins = {u: values["d" + u] for u in step.upstream}
     expected = local_gradient(step, forward, pins).double()
     if result.numel() != expected.numel():

@@ -48,7 +48,8 @@ def kept_as_set_up(verdict, step: Step, report, forward: dict, grads: dict, seed
     rebound = _rebound(again)
     if not rebound:
         return False
-    alternative = report.with_probe({**probe, **{k: again.get(k) for k in ("status", "result", "reason")}})
+    lists = {k: again[k] for k in ("pins_read", "further_up") if isinstance(again.get(k), list)}  # its own code's
+    alternative = report.with_probe({**probe, **{k: again.get(k) for k in ("status", "result", "reason")}, **lists})
     result = alternative.probe_result()
     if judge_rule(step, alternative, forward, seed, answer).verdict != "right" or result is None:
         return False
