@@ -378,7 +378,10 @@ def test_a_forged_run_as_set_up_keeps_no_point(as_set_up):
     """What the kernel reports of its run on the forward pass's tensors is the student's to forge: malformed, it is
     nothing; well formed, it still needs a result that follows the rule on the grader's own pins."""
     step = STEP_BY_NAME["h"]
-    forward = {name: torch.randn(32, 64) for name in ("h", "hpreact")} | {"W2": torch.randn(64, 27)}
+    forward = {name: torch.randn(32, 64) for name in ("h", "hpreact")} | {
+        "W2": torch.randn(64, 27),
+        "logits": torch.randn(32, 27),
+    }
     grads = {"h": torch.randn(32, 64), "logits": torch.randn(32, 27)}
     probe = {"answer": "dh", "pins": {"dlogits": {"zero": False, "shape": [32, 27]}}, "status": "could_not_run"}
     report = Report({PROBE: {**probe, "pins_read": ["dlogits"], "as_set_up": as_set_up}})
