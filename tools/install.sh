@@ -54,9 +54,12 @@ stamp=".venv/.installed-requirements.lock"
 if ! cmp -s requirements.lock "$stamp"; then
   # torch is locked as PyTorch's CPU build (+cpu), which PyTorch's own index serves, not PyPI: that index is added
   # unless pip is told where to look already (an index or a folder of wheels, in the environment or pip's config)
+  # (pip's config is read whole before grep: grep -q stops at its first match, and under pipefail pip's broken pipe
+  # made the test fail at random, adding the index on a machine that is told where to look)
   torch_index=()
+  pip_config=$(.venv/bin/python -m pip config list 2>/dev/null || true)
   if [ -z "${PIP_INDEX_URL:-}${PIP_EXTRA_INDEX_URL:-}${PIP_FIND_LINKS:-}" ] &&
-    ! .venv/bin/python -m pip config list 2>/dev/null | grep -Eq '\.(index-url|extra-index-url|find-links)='; then
+    ! grep -Eq '\.(index-url|extra-index-url|find-links)=' <<< "$pip_config"; then
     torch_index=(--extra-index-url "$TORCH_INDEX")
   fi
   # An unreachable index costs pip five retries a package, tens of minutes of silence before it fails: say so at once
