@@ -79,6 +79,7 @@ FUNCTIONS = [
     explain.constant_factor,
     lines_again.run_line_by_line,
     naming.latin_lookalike,
+    naming.full_width_hint,
     capture.own_source,
     capture._print,
     capture.lines_again,
@@ -138,6 +139,7 @@ def block() -> str:
         f"TEXT_EXCEPTIONS = frozenset({sorted(prose.TEXT_EXCEPTIONS)!r})  # their messages are only words",
         f"GRAD_MODES = frozenset({sorted(prose.GRAD_MODES)!r})  # torch.autograd's switches of its recording",
         f"LOOKALIKES = {naming.LOOKALIKES!r}  # code points of Cyrillic and Greek letters -> their Latin lookalikes",
+        f"WIDE_PUNCTUATION = {naming.WIDE_PUNCTUATION!r}  # an input method's punctuation -> what Python needs",
         _harmless(),
         _graph(),
     ]

@@ -19,3 +19,21 @@ LOOKALIKES = str.maketrans("асеорхуіјѕԁһкАВСЕНІЈКМОРЅТ
 def latin_lookalike(name: str) -> str:
     """``name`` with each letter that looks like a Latin one written as that Latin letter."""
     return name.translate(LOOKALIKES)
+
+
+# punctuation an input method types for ASCII's (Chinese, Japanese), beside the full-width forms U+FF01-U+FF5E: code
+# point -> the character Python needs (held as code points, as LOOKALIKES: see there)
+WIDE_PUNCTUATION = {0x3001: ",", 0x3002: ".", 0x2018: "'", 0x2019: "'", 0x201C: '"', 0x201D: '"'}
+
+
+def full_width_hint(error) -> str:
+    """' [，→ ,]': the punctuation of an input method in the code of the line a SyntaxError points at, each with the
+    ASCII character Python needs (`sum(1，keepdim=True)` is "invalid decimal literal", which names neither); ''
+    when there is none."""
+    code = (getattr(error, "text", None) or "").split("#")[0] if isinstance(error, SyntaxError) else ""
+    found = {}
+    for c in code:
+        ascii_ = chr(ord(c) - 0xFEE0) if 0xFF01 <= ord(c) <= 0xFF5E else WIDE_PUNCTUATION.get(ord(c))
+        if ascii_ and not ascii_.isalpha():
+            found[c] = ascii_
+    return " [" + " ".join(f"{c}→{a}" for c, a in found.items()) + "]" if found else ""

@@ -10,6 +10,7 @@ import functools
 import torch
 from IPython import get_ipython
 
+from ..common.naming import full_width_hint
 from ..engine.probes.rerun import _rebound_in, flattened, parsed, writes
 from ..engine.probes.snapshots import evaluated_names, take
 from . import located
@@ -57,7 +58,8 @@ def _after_the_cell(result) -> None:
     _shown_last.clear()
     error = getattr(result, "error_before_exec", None) or getattr(result, "error_in_exec", None)
     if isinstance(error, BaseException):
-        raised[len(get_ipython().history_manager.input_hist_parsed) - 1] = f"{type(error).__name__}: {error}"[:200]
+        said = f"{type(error).__name__}: {error}"[:200] + full_width_hint(error)  # (an input method's ，: which)
+        raised[len(get_ipython().history_manager.input_hist_parsed) - 1] = said
 
 
 def stopped_before(name: str) -> str | None:

@@ -55,6 +55,8 @@ UNPARSABLE = {
     "deep": MISTAKES["m_dW2_cell_too_deep"][0],
     "nul": {"answer_dW2": "dW2 = h.T @ dlogits\nname = 'a\x00b'"},  # a NUL character, pasted in
 }
+# a comma of the Chinese input method after a digit: Python says "invalid decimal literal", which names no character
+INPUT_METHOD = {"answer_dcounts_sum_inv": "dcounts_sum_inv = (counts * dprobs).sum(1\uff0ckeepdim=True)  # 求和\uff0c"}
 TOLD = {
     "en": "it holds letters that are not Latin (с (U+0441))",
     "ru": "в нём есть нелатинские буквы (с (U+0441))",
@@ -75,6 +77,7 @@ def graded():
     students.update(
         {f"{k}_{e}": solved(notebook(e), source, c) for k, c in UNPARSABLE.items() for e in ("en", "ru", "zh")}
     )
+    students["zh_input_method"] = solved(notebook("zh"), source, INPUT_METHOD)
     return autograde(NB, students)
 
 
@@ -110,3 +113,11 @@ def test_a_chinese_list_of_gradients_is_joined_with_the_enumeration_comma():
     found = "buggy = ['dbndiff2', 'dprobs', 'dW1']"
     result = autograde(name, {"zh": solved(release, source_notebook(name), answers(text, answer_found=found))})["zh"]
     assert "dprobs、dW1 本身没有 bug" in result.messages["test_found"], result.messages["test_found"]
+
+
+def test_an_input_methods_comma_is_named_with_the_one_python_needs(graded):
+    """The step's words quote Python's error and name the full-width comma of its line (not the comment's)."""
+    result = graded["zh_input_method"]
+    assert result.lost() == ["test_dcounts_sum_inv"], result.messages
+    assert "invalid decimal literal" in result.messages["test_dcounts_sum_inv"]
+    assert "[\uff0c\u2192,]" in result.messages["test_dcounts_sum_inv"], result.messages["test_dcounts_sum_inv"]

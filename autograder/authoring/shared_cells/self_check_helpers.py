@@ -660,8 +660,9 @@ def _ran_problem(answer, dt, name=None):
         kept = _kept_by_its_rule(name or answer[1:], answer, error)
         if kept:
             return kept
-        return (f"the last cell that computes {answer} stopped with {type(error).__name__} (see its output), so "
-                f"{answer} here may not be what that cell computes: fix the error and run that cell again")
+        return (f"the last cell that computes {answer} stopped with {type(error).__name__}{full_width_hint(error)} "
+                f"(see its output), so {answer} here may not be what that cell computes: fix the error and run that "
+                f"cell again")
     if dt is None and _RAN and _RAN[-1][1] is None and re.match(rf"\s*#\s*{answer}(?!\w)", _RAN[-1][0]):
         for twin in re.findall(r"(?m)^\s*(\w+)\s*[-+*/@]?=(?!=)", _RAN[-1][0]):
             if twin != answer and latin_lookalike(twin) == answer:  # a Cyrillic letter typed for its Latin twin
