@@ -27,7 +27,7 @@ from ..engine.honesty import prose, unread_code
 from ..engine.probes import judge_rule, pins, rerun, snapshots
 from ..engine.training import lines_again, network, reference_runs
 from ..in_kernel import bug_hunt_rerun as kernel_rerun
-from ..in_kernel import capture
+from ..in_kernel import capture, rebound
 
 # table -> its steps: what a notebook's STEP_TABLE names ("atomic" when it names none)
 TABLES = {"atomic": backward_rules.STEPS, "operators": operators.OPERATOR_STEPS}
@@ -63,6 +63,10 @@ FUNCTIONS = [
     snapshots.loaded_names,
     rerun._reads,
     rerun._rebound_in,
+    rerun._quoted,
+    rebound._stored,
+    rebound._bound_at,
+    rebound.as_written,
     rerun._latest,
     rerun.answer_code,
     rerun.calls_function,

@@ -628,6 +628,7 @@ _RAN = []  # the cells run since this one, as IPython ran them: (their code, the
 # cell that rebinds one of those names (a temporary named like one) changes what every cell after it reads
 _FORWARD = {k: (v, v._version) for k, v in globals().items()
             if isinstance(v, torch.Tensor) and not (k.startswith("d") and k[1:] in globals())}
+_FORWARD_AT = len(globals().get("In") or [])  # the cells after this one: In[_FORWARD_AT:]
 
 
 def _remember_cell(result):
@@ -687,10 +688,8 @@ def _rebound_forward(answer):
                 continue
             if isinstance(now, torch.Tensor) and now.shape == tensor.shape and torch.equal(now.detach(), tensor):
                 continue
-            bound = (rf"(?m)^[ \t]*(?:f[o]r[ \t]+)?(?:\w+[ \t]*,[ \t]*)*{name}\b(?:[ \t]*,[ \t]*\w+)*[ \t]*"
-                     rf"(?:=(?!=)|:(?!=)|i[n]\b).*|^.*\b{name}[ \t]*:=.*")
-            lines = [line.strip() for cell in history for line in re.findall(bound, cell)]
-            where = f"`{lines[-1][:80]}`" if lines else "a cell"
+            found = [(cell, k) for cell in history[_FORWARD_AT:] for k in _bound_at(cell, name)]  # as the autograder reads them
+            where = f"`{as_written(*found[-1])}`" if found else "a cell"
             return (f"your code for {answer} reads {name}, which is no longer the forward pass's {name}: {where} "
                     f"rebound it after the forward pass. Give that temporary another name, then run the notebook again "
                     f"from the top (the autograder runs your code for {answer} on the forward pass's {name})")
