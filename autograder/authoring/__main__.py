@@ -12,9 +12,9 @@ are, the edition shows their English and the fast tier fails.
 """
 
 import subprocess
-import sys
 
 from ..common.links import repository_url
+from ..common.tools import python_module
 from . import catalog_checks, catalogs, editions, glossary, graded_cells, guarded_checks
 from .notebooks import COURSE_ROOT, authored_notebooks, sync
 
@@ -28,7 +28,7 @@ def _release_files() -> dict:
 def main() -> None:
     for path in sync(authored_notebooks(), graded_cells.sync, guarded_checks.sync):
         print(f"updated {path.relative_to(COURSE_ROOT)}")
-    release = [sys.executable, "-m", "nbgrader", "generate_assignment", "backprop_ninja", "--force"]
+    release = python_module("nbgrader", "generate_assignment", "backprop_ninja", "--force")
     before = _release_files()
     done = subprocess.run(release, cwd=COURSE_ROOT, capture_output=True, text=True)
     if done.returncode != 0:

@@ -1,4 +1,5 @@
-"""What every process of the grader sets up first (``start_up``): the tools nbgrader runs by name.
+"""What every process of the grader sets up first (``start_up``): the tools nbgrader runs by name, and how it runs
+Python's modules in a course root (``python_module``).
 
 nbgrader runs ``alembic`` from PATH when it creates a gradebook, and a venv that is not activated is not on PATH:
 ``use_own_tools`` puts this Python's bin folder first. Nothing runs on import.
@@ -26,6 +27,13 @@ def start_up() -> None:
     """Before a grading process imports nbgrader: its tools on PATH. (jsonschema is held below 4.24 in pyproject.toml:
     from 4.24 its import built an IRI grammar, 1.2 s of every process that imports nbformat.)"""
     use_own_tools()
+
+
+def python_module(module: str, *args: str) -> list:
+    """The command line that runs ``module`` with this Python in a course root: with ``-P``, so that the folder it
+    runs in is not searched for modules first (an instructor's random.py or code.py beside nbgrader_config.py
+    stopped every worker: ``cannot import name 'Random' from 'random'``)."""
+    return [sys.executable, "-P", "-m", module, *args]
 
 
 def require_tools() -> None:

@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 from ..common.errors import GradingError
+from ..common.tools import python_module
 
 # What the sandbox runs: bubblewrap, and util-linux's prlimit (and setpriv, to leave root)
 SANDBOX_TOOLS = ("bwrap", "prlimit") + (("setpriv",) if os.geteuid() == 0 else ())
@@ -169,7 +170,7 @@ def notebook_names(root: Path, assignment: str) -> list:
 def run_nbgrader(root: Path, *args) -> None:
     """One nbgrader command in the course root; GradingError with its stderr when it fails."""
     result = subprocess.run(
-        [sys.executable, "-m", "nbgrader", *args, "--log-level=ERROR"], cwd=root, capture_output=True, text=True
+        python_module("nbgrader", *args, "--log-level=ERROR"), cwd=root, capture_output=True, text=True
     )
     if result.returncode != 0:
         raise GradingError(f"nbgrader {' '.join(args)} failed:\n{result.stderr[-3000:]}")

@@ -400,8 +400,21 @@ def graded(ex1_course, listener, planted):
     # gone cold after the slow tier (over its 15 s cell limit in a CI run), 1.3 s warm
     for _ in os.walk("/usr"):
         pass
+    # an instructor's own modules beside nbgrader_config.py, named as the standard library's: the grader's processes
+    # run in the course root, and must not import them (each leaves a mark if it is imported)
+    for name in SHADOWING_MODULES:
+        (course.root / name).write_text("open(__file__ + '.imported', 'w').close()\n")
     result = grade(course, "--from", str(download), env={**NEWCOMER_ENV, **FAKE_SECRETS})
     return course, cases, result
+
+
+SHADOWING_MODULES = ("random.py", "code.py", "json.py")
+
+
+def test_an_instructors_modules_in_the_course_root_are_not_the_graders(graded):
+    course, _, _ = graded
+    assert [name for name in SHADOWING_MODULES if (course.root / f"{name}.imported").exists()] == []
+    assert lost(rows(course)["goodperfect_1234"]) == []
 
 
 def rows(course):

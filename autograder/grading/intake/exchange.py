@@ -11,11 +11,11 @@ import pwd
 import secrets
 import stat
 import subprocess
-import sys
 from pathlib import Path
 
 from ...common.errors import GradingError
 from ...common.problems import Problem
+from ...common.tools import python_module
 
 KEPT = ("timestamp.txt", "submission_secret.txt")  # besides the notebooks
 MAX_SMALL_BYTES = 4096  # a timestamp or a secret
@@ -57,7 +57,7 @@ def from_exchange(root: Path, assignment: str) -> list:
     """Collect ``assignment`` from the exchange into ``root``'s submitted/ (``owned_collect.collect_exchange``, run in
     the course root as nbgrader runs there); the submissions refused, as problems."""
     result = subprocess.run(
-        [sys.executable, "-m", f"{__package__}.owned_collect", assignment],
+        python_module(f"{__package__}.owned_collect", assignment),
         cwd=root,
         capture_output=True,
         text=True,

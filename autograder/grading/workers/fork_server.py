@@ -14,7 +14,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from ...common.tools import start_up
+from ...common.tools import python_module, start_up
 from ...sandbox.forked_kernels import KernelParents, PidfdProcess
 from ...sandbox.stage import own_mount_namespace
 
@@ -30,7 +30,7 @@ class ForkServer:
         self.sock, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         with open(log, "ab") as out:
             self.proc = subprocess.Popen(
-                [sys.executable, "-m", __name__, str(theirs.fileno())],
+                python_module(__name__, str(theirs.fileno())),
                 cwd=root,
                 env=env,
                 stdin=subprocess.DEVNULL,

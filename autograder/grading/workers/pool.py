@@ -11,7 +11,6 @@ import queue
 import shutil
 import signal
 import subprocess
-import sys
 import threading
 import time
 from dataclasses import dataclass
@@ -19,6 +18,7 @@ from pathlib import Path
 from typing import Callable
 
 from ...common.errors import GradingError
+from ...common.tools import python_module
 from ...sandbox.uids import claim_sandbox_uid
 from ..intake.prepare import GRADING_DIR, STAGED
 from ..stopping import CtrlC, grading_stopped
@@ -116,7 +116,7 @@ class Worker:
                 self.proc = ForkedWorker(to_worker, from_worker)
             else:
                 self.proc = subprocess.Popen(
-                    [sys.executable, "-m", "autograder.grading.workers.worker", *self.args()],
+                    python_module("autograder.grading.workers.worker", *self.args()),
                     cwd=self.root,
                     stdin=subprocess.PIPE,
                     stdout=subprocess.PIPE,
