@@ -1700,6 +1700,23 @@ MISTAKES.update(
         ),
     }
 )
+# a line after the answer's first that stopped its cell, and an answer capitalised (dH; published): told only "the path
+# through bnmeani is missing. Add its contribution with +=" and "not answered yet" before
+MISTAKES.update(
+    {
+        "m_dhprebn_typo_in_its_second_line": (
+            {"answer_dhprebn": "dhprebn = dbndiff.clone()\ndhprebn += 1.0 / n * (torch.ones_like(hprebn) * dbmeani)"},
+            "hprebn",
+            "dhprebn's cell stopped with NameError: name 'dbmeani' is not defined before every line of it that writes "
+            "dhprebn had run",
+        ),
+        "m_dh_capitalised": (
+            {"answer_dh": "dH = dlogits @ W2.t()", "answer_dhpreact": "dhpreact = dH * (1 - h**2)"},
+            "h",
+            "your code assigns dH, a name close to dh",
+        ),
+    }
+)
 # autograd's gradient put over the student's own right one ("on Colab there's a tiny error"): that step earns nothing
 CHEATS["c_grad_over_own_formula"] = (
     {"answer_dhpreact": "dhpreact = (1.0 - h**2) * dh\ndhpreact = hpreact.grad"},
