@@ -1779,11 +1779,15 @@ MISTAKES.update(
 SLIPS_TOGETHER["m_slips_together_4"] = (
     {
         "answer_dcounts_sum": "dcounts_sum = dcounts_sum_inv * -1",  # the power rule's -counts_sum**-2 left out
+        "answer_dlogit_maxes": "dlogit_maxes = -dnorm_logits",  # not summed: (32, 27); dlogits right for it
+        "answer_dlogits": "max_mask = torch.zeros_like(logits)\n"
+        "max_mask[torch.arange(logits.size(0)), logits.argmax(1)] = 1\n"
+        "dlogits = dnorm_logits * 1 + dlogit_maxes * max_mask",
         "answer_dbndiff": "dbndiff = bnvar * dbnraw\ndbndiff += 2 * bndiff * dbndiff2",  # bnvar for bnvar_inv
         "answer_dbndiff2": "dbndiff2 = 1 / (n - 1) * dbnvar.sum(0, keepdim=True)",  # no ones: (1, 64)
         "answer_dbnvar": "dbnvar = dbnvar_inv * (-0.5 * bnvar**-1.5)",  # the epsilon left out
     },
-    ["counts_sum", "bnvar", "bndiff2", "bndiff"],
+    ["counts_sum", "logit_maxes", "bnvar", "bndiff2", "bndiff"],
 )
 # autograd's gradient put over the student's own right one ("on Colab there's a tiny error"): that step earns nothing
 CHEATS["c_grad_over_own_formula"] = (
