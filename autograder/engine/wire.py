@@ -12,6 +12,7 @@ import numpy as np
 import torch
 
 PROBE = "(probe)"  # the key of a rule probe's report in a cell's payload (never a variable's name)
+CUT_SHORT = "(cut short)"  # the key of what stopped the answer's cell before all its lines that write it had run
 MAX_ELEMENTS = 1_000_000  # far above any gradient here; stops a hostile payload from eating memory
 MAX_TEXT, MAX_TEXTS = 200, 100  # a reported text's characters, a list's texts: far above an id or gradient names
 
@@ -144,6 +145,16 @@ class Report:
         """The rule probe's report of this cell (see ``probes``), or None."""
         probe = self._payload.get(PROBE)
         return probe if isinstance(probe, dict) and isinstance(probe.get("pins"), dict) else None
+
+    @property
+    def cut_short(self) -> str | None:
+        """What stopped the answer's newest cell before every statement of it that writes the answer ran to its end,
+        after one had (``in_kernel.snapshot_hook.cut_short``), as "Type: message"; None when nothing did."""
+        error = self._payload.get(CUT_SHORT)
+        if not isinstance(error, str) or not error.strip():
+            return None
+        error = error[:MAX_TEXT].rstrip()
+        return error.removesuffix(":") if error.count(":") == 1 else error  # (no message: its type alone)
 
     def with_probe(self, probe: dict) -> "Report":
         """This report with another report of the rule probe in place of its own (``kept_by_rule.kept_as_set_up``)."""

@@ -5,7 +5,7 @@ from IPython.display import display
 from ..common.naming import ANSWER_MIME
 from ..engine import wire
 from .probe_runner import run_probe
-from .snapshot_hook import stopped_before
+from .snapshot_hook import cut_short, stopped_before
 from .switches import grading, started
 
 
@@ -23,6 +23,8 @@ def report(namespace: dict, *names: str, probe: tuple = ()) -> None:
     payload = {name: wire.encode(namespace.get(name), name in namespace) for name in names}
     if names[0] not in namespace and (error := stopped_before(names[0])):
         payload[names[0]]["raised"] = error  # the student wrote it, and their cell stopped before it
+    elif names[0] in namespace and (error := cut_short(names[0])):
+        payload[wire.CUT_SHORT] = error  # ... or after it had written some of it
     if probe:
         try:
             payload[wire.PROBE] = run_probe(namespace, names[0], probe)

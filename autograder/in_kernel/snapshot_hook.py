@@ -75,6 +75,19 @@ def stopped_before(name: str) -> str | None:
     return None
 
 
+def cut_short(name: str) -> str | None:
+    """What stopped the newest cell that assigns ``name`` after a statement of it had written ``name`` and before
+    another one that writes it ran to its end (`dhprebn = ...` then `dhprebn += ... typo`): ``name`` holds only part
+    of what that cell computes. None when that cell did not stop, or stopped elsewhere."""
+    history = get_ipython().history_manager.input_hist_parsed
+    for index in range(len(history) - 2, 0, -1):  # (not the cell running now)
+        writing = [(index, k) for k, statement in enumerate(parsed(history[index])) if name in writes(statement)]
+        if writing:
+            done = [statement in finished for statement in writing if statement in watched]
+            return raised.get(index) if True in done and False in done else None
+    return None
+
+
 def _snapshot(namespace: dict, cell: int, index: int, names: tuple | None) -> None:
     if names is None:  # called after the statement: it ran to its end
         finished.add((cell, index))

@@ -6,7 +6,6 @@ grader's own reference. The engine, and torch, are imported only when a notebook
 """
 
 import ast
-import difflib
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
@@ -14,13 +13,14 @@ from nbformat import from_dict
 from nbgrader import utils
 from nbgrader.preprocessors import NbGraderPreprocessor
 
-from ..common.diagnoses import METADATA, NOTE, Reason
+from ..common.diagnoses import METADATA, Reason
 from ..common.editions import ENGLISH
-from ..common.naming import ANSWER_MIME, SETUP_PREFIX, grade_id, latin_lookalike
+from ..common.naming import ANSWER_MIME, SETUP_PREFIX, grade_id
 from ..common.phases import JUDGING, PHASES, REFERENCE
 from ..common.setup_cells import execution_order
 from ..common.words import render, say
 from ..data import NAMES_VARIABLE
+from .answer_notes import bound_names, misspelt, stopped_after
 from .grading_execute import environment
 from .incidents import record_incident, timed_out_cells
 
@@ -46,46 +46,11 @@ def reported_names(source: str) -> frozenset:
 
 
 def reported_values(cell) -> list:
-
     return [
         out["data"][ANSWER_MIME]
         for out in cell.get("outputs", [])
         if out.get("output_type") == "display_data" and ANSWER_MIME in out.get("data", {})
     ]
-
-
-def bound_names(statements) -> set:
-    """The names a student's cell binds anywhere (x = .., for x in .., def x): where a misspelt answer may be."""
-    nodes = [node for statement in statements for node in ast.walk(statement)]
-    named = {n.id for n in nodes if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
-    return named | {n.name for n in nodes if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
-
-
-def misspelt(answer: str, report, bound: set, answers: set) -> list:
-    """A line when ``answer`` is not defined (its cell raised nothing) and the student's code binds a name close to it
-    that is no answer of its own: `dbhprebn` for `dhprebn`, `dbnmean1` for `dbnmeani` are read as not answered."""
-    info = report.info(answer)
-    if info.get("kind", "missing") != "missing" or info.get("raised"):
-        return []
-    others = sorted(bound - answers - {answer})
-    twins = [n for n in others if latin_lookalike(n) == answer]  # `dсounts` with a Cyrillic с: the same to the eye
-    near = twins or difflib.get_close_matches(answer, others, n=1, cutoff=0.8)
-    if twins:
-        words = say(
-            "your code assigns {near}, which looks like {name} but is another name to Python: it holds letters that "
-            "are not Latin ({letters}). Type them again in the Latin layout (the grader reads each answer by its name)",
-            near=near[0],
-            name=answer,
-            letters=", ".join(f"{c} (U+{ord(c):04X})" for c in dict.fromkeys(near[0]) if not c.isascii()),
-        )
-    elif near:
-        words = say(
-            "your code assigns {near}, a name close to {name}: if it is meant to be {name}, correct its spelling (the "
-            "grader reads each answer by its name)",
-            near=near[0],
-            name=answer,
-        )
-    return [Reason(NOTE, words)] if near else []
 
 
 def why_no_answer(cell, index: int, state: dict, timed_out: set) -> tuple:
@@ -230,6 +195,7 @@ class JudgeAnswers(NbGraderPreprocessor):
                 answer = grade_id(cell).removeprefix("test_")
                 verdict.lines += changed_after_check(checked, report, answer)
                 verdict.lines += misspelt(answer, report, bound, taint.answers)
+                verdict.lines += stopped_after(answer, report, verdict)
                 if answer in report:
                     checked.setdefault(answer, report.raw(answer))
             else:

@@ -1523,7 +1523,40 @@ JUDGES_FORMS = {
         "dC = F.one_hot(Xb, vocab_size).float().permute(2, 0, 1).reshape(vocab_size, -1) @ demb.reshape(-1, n_embd)"
     ],
 }
-for _cell, _codes in [*PUBLISHED_FORMS.items(), *PUBLISHED_FORMS_4.items(), *JUDGES_FORMS.items()]:
+# A fifth round (December 2026), from some 80 more published notebooks (heisguyy/ml-gallery, catastropiyush,
+# snxly/colab, ryan-he-8/nn_notebooks, akhilrazdan/nn-zero-to-hero, ...): the max's path put into zeros by index
+# assignment, a sum without keepdim that a (1, 64) factor broadcasts back, the answer's own name bound first to a
+# temporary of another shape, Bessel's factor as a power of -1, dbnmeani summed over its size-1 dimension again, the two
+# paths of dhprebn as named halves
+PUBLISHED_FORMS_5 = {
+    "answer_dprobs": ["dprobs = probs**-1 * dlogprobs"],
+    "answer_dlogit_maxes": ["dlogit_maxes = (-torch.ones_like(logit_maxes) * dnorm_logits).sum(dim=1, keepdim=True)"],
+    "answer_dlogits": [
+        "dlogits = dnorm_logits.clone()\nat_max = torch.zeros_like(logits)\n"
+        "at_max[range(n), logits.max(1).indices] = dlogit_maxes.squeeze()\ndlogits += at_max"
+    ],
+    "answer_dbnraw": ["dbnraw = bngain * torch.ones_like(bnraw) * dhpreact"],
+    "answer_dbndiff2": [
+        "dbndiff2 = dbnvar * (n - 1) ** -1.0 * torch.ones_like(bndiff2)",
+        "dbndiff2 = torch.ones_like(bndiff2)\ndbndiff2 = (1 / (n - 1) * dbnvar) * dbndiff2",
+    ],
+    "answer_dbnmeani": [
+        "dbnmeani = -torch.ones_like(bnmeani) * dbndiff.sum(0)",
+        "dbnmeani = -1 * dbndiff\ndbnmeani = dbnmeani.sum(0, keepdim=True)",  # (32, 64) under the answer's name first
+    ],
+    "answer_dhprebn": [
+        "dhprebn = torch.ones_like(hprebn) * dbndiff\ndhprebn += 1 / n * dbnmeani",
+        "dhprebn = dbndiff.clone()\ndhprebn += 1.0 / n * dbnmeani.sum(0, keepdim=True)",
+        "dhprebn_1 = dbndiff\ndhprebn_2 = torch.ones_like(hprebn)\ndhprebn_2 = (1 / n) * dbnmeani * dhprebn_2\n"
+        "dhprebn = dhprebn_1 + dhprebn_2",
+    ],
+}
+for _cell, _codes in [
+    *PUBLISHED_FORMS.items(),
+    *PUBLISHED_FORMS_4.items(),
+    *JUDGES_FORMS.items(),
+    *PUBLISHED_FORMS_5.items(),
+]:
     MORE_FORMS[_cell] = [*MORE_FORMS.get(_cell, []), *_codes]
 # the lecture's order, dbndiff's first path in the cell of dbnvar_inv, and dbndiff2 shaped by ones_like(dbndiff)
 MORE_LAYOUTS.append(
@@ -1531,6 +1564,13 @@ MORE_LAYOUTS.append(
         "answer_dbnvar_inv": "dbndiff = bnvar_inv * dbnraw\ndbnvar_inv = (bndiff * dbnraw).sum(0, keepdim=True)",
         "answer_dbndiff2": "dbndiff2 = (1.0 / (n - 1)) * torch.ones_like(dbndiff) * dbnvar",
         "answer_dbndiff": "dbndiff += 2 * bndiff * dbndiff2",
+    }
+)
+# the fifth round's: dlogits cloned in the cell of dlogit_maxes, which is summed from that clone (published twice)
+MORE_LAYOUTS.append(
+    {
+        "answer_dlogit_maxes": "dlogits = dnorm_logits.clone()\ndlogit_maxes = -dlogits.sum(1, keepdim=True)",
+        "answer_dlogits": "dlogits += F.one_hot(logits.max(1).indices, num_classes=logits.shape[1]) * dlogit_maxes",
     }
 )
 ALTERNATIVES.update(dealt(MORE_FORMS, MORE_LAYOUTS, ALTERNATIVES, "alt_more_forms_"))
@@ -1699,6 +1739,55 @@ MISTAKES.update(
             "entries wrong",
         ),
     }
+)
+# the fifth round's published slips, each costing its own step; a line after the answer's first that stopped its cell
+# and an answer capitalised (dH) were told only "the path through bnmeani is missing. Add its contribution with +=" and
+# "not answered yet" before
+MISTAKES.update(
+    {
+        "m_dhprebn_typo_in_its_second_line": (
+            {"answer_dhprebn": "dhprebn = dbndiff.clone()\ndhprebn += 1.0 / n * (torch.ones_like(hprebn) * dbmeani)"},
+            "hprebn",
+            "dhprebn's cell stopped with NameError: name 'dbmeani' is not defined before every line of it that writes "
+            "dhprebn had run",
+        ),
+        "m_dh_capitalised": (
+            {"answer_dh": "dH = dlogits @ W2.t()", "answer_dhpreact": "dhpreact = dH * (1 - h**2)"},
+            "h",
+            "your code assigns dH, a name close to dh",
+        ),
+        "m_dbndiff2_reads_itself": (  # ones_like(dbndiff2) for ones_like(bndiff2): defined only by an earlier run
+            {"answer_dbndiff2": "dbndiff2 = ((1.0 / (n - 1)) * torch.ones_like(dbndiff2)) * dbnvar"},
+            "bndiff2",
+            "stopped with NameError: name 'dbndiff2' is not defined",
+        ),
+        "m_dbnvar_inv_sum_of_dbnraw_alone": (  # the sum binds to dbnraw alone
+            {"answer_dbnvar_inv": "dbnvar_inv = bndiff * dbnraw.sum(0, keepdim=True)"},
+            "bnvar_inv",
+            "dbnvar_inv has shape (32, 64), but bnvar_inv has shape (1, 64)",
+        ),
+        "m_dlogits_alias_max_of_logit_maxes": (  # no .clone(), and the argmax of the (32, 1) maxes: column 0
+            {
+                "answer_dlogits": "dlogits = dnorm_logits\n"
+                "dlogits += F.one_hot(logit_maxes.max(1).indices, num_classes=27) * dlogit_maxes"
+            },
+            "logits",
+            "dnorm_logits changed after its check: it now holds the values of dlogits",
+        ),
+    }
+)
+SLIPS_TOGETHER["m_slips_together_4"] = (
+    {
+        "answer_dcounts_sum": "dcounts_sum = dcounts_sum_inv * -1",  # the power rule's -counts_sum**-2 left out
+        "answer_dlogit_maxes": "dlogit_maxes = -dnorm_logits",  # not summed: (32, 27); dlogits right for it
+        "answer_dlogits": "max_mask = torch.zeros_like(logits)\n"
+        "max_mask[torch.arange(logits.size(0)), logits.argmax(1)] = 1\n"
+        "dlogits = dnorm_logits * 1 + dlogit_maxes * max_mask",
+        "answer_dbndiff": "dbndiff = bnvar * dbnraw\ndbndiff += 2 * bndiff * dbndiff2",  # bnvar for bnvar_inv
+        "answer_dbndiff2": "dbndiff2 = 1 / (n - 1) * dbnvar.sum(0, keepdim=True)",  # no ones: (1, 64)
+        "answer_dbnvar": "dbnvar = dbnvar_inv * (-0.5 * bnvar**-1.5)",  # the epsilon left out
+    },
+    ["counts_sum", "logit_maxes", "bnvar", "bndiff2", "bndiff"],
 )
 # autograd's gradient put over the student's own right one ("on Colab there's a tiny error"): that step earns nothing
 CHEATS["c_grad_over_own_formula"] = (

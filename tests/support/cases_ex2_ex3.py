@@ -856,6 +856,19 @@ MISTAKES.update(
     }
 )
 
+# A fifth round of published forms (December 2026): the softmax's sign flipped and flipped back (the target's +1 added
+# to minus the softmax, then times -1/n); the atomic chain of Exercise 1 composed into one expression, each upstream
+# gradient written out from dhpreact (badaozhiwei-cmyk/zero-to-herp)
+DBNRAW_INLINE, DBNVAR_INLINE = "(bngain * dhpreact)", "(-0.5 * (bnvar + 1e-5) ** -1.5)"
+DBNDIFF_INLINE = (
+    f"(bnvar_inv * {DBNRAW_INLINE} + 2 * bndiff * (1.0 / (n - 1)) * {DBNVAR_INLINE} "
+    f"* (bndiff * {DBNRAW_INLINE}).sum(0, keepdim=True))"
+)
+MORE_FORMS[NB2]["answer_dlogits"] += [
+    "dlogits = -F.softmax(logits, 1)\ndlogits[range(n), Yb] += 1\ndlogits = (-1.0 / n) * dlogits"
+]
+MORE_FORMS[NB3]["answer_dhprebn"] += [f"dhprebn = {DBNDIFF_INLINE} + 1.0 / n * (-{DBNDIFF_INLINE}).sum(0)"]
+
 
 def dealt(forms: dict, prefix: str) -> dict:
     """student -> {notebook: answer cells changed}: each cell's forms, one per student in turn, in each notebook."""

@@ -628,6 +628,24 @@ ALTERNATIVES["alt_db1_zero"]["answer_backward_pass"] = backward(
     embedding="demb = dembcat.view(emb.shape)\ndC = torch.zeros_like(C)\n"
     "dC.index_add_(0, Xb.flatten(), demb.view(-1, 10))",
 )
+# A fifth round (December 2026), in the same student: dlogits's targets lowered in a loop over the rows, dh left inline
+# in dhpreact, the fused BatchNorm as three named terms under one coefficient
+_PUBLISHED_4 = ALTERNATIVES["alt_published_4"]
+_PUBLISHED_4["answer_backward_pass"] = (
+    _PUBLISHED_4["answer_backward_pass"]
+    .replace(
+        BACKWARD["dlogits"],
+        "dlogits = 1.0 / n * F.softmax(logits, 1)\nfor j in range(n):\n    dlogits[j][Yb[j]] -= 1.0 / n",
+    )
+    .replace(BACKWARD["tanh"], "dhpreact = (1.0 - h**2) * (dlogits @ W2.T)")
+    .replace(
+        BACKWARD["batchnorm"],
+        "dbngain = (dhpreact * bnraw).sum(0, keepdim=True)\ndbnbias = (dhpreact * 1.0).sum(dim=0, keepdim=True)\n"
+        "coefficient = bngain / n * bnvar_inv\nfirst = -dhpreact.sum(0, keepdim=True)\n"
+        "second = -n / (n - 1) * bnraw * (bnraw * dhpreact).sum(0, keepdim=True)\nthird = n * dhpreact\n"
+        "dhprebn = coefficient * (first + second + third)",
+    )
+)
 # the rows of C added into ones (published in Exercise 1): dC alone loses, and its message names the offset
 MISTAKES["m_dC_started_from_ones"] = (
     {
