@@ -341,6 +341,26 @@ MISTAKES.update(
                 "test_dhprebn": "missing the factor n/(n-1)",
             },
         ),
+        # dhpreact rebound in dbngain's cell: dbngain's own slip (its probe runs the line); dbnbias and dhprebn, right
+        # for the changed dhpreact, keep theirs (GIVEN_CHANGED's words). Before: all three lost, 6 points
+        "given_rebound_in_the_cell_of_dbngain": (
+            NB3,
+            {"answer_dbngain": "dhpreact = dhpreact * bngain\ndbngain = (bnraw * dhpreact).sum(0, keepdim=True)"},
+            {"test_dbngain": "entries wrong"},
+        ),
+        # a tensor of the other BatchNorm block in each: "entries wrong" before
+        "tensors_of_the_other_block": (
+            NB3,
+            {
+                "answer_dhprebn": _FUSED.replace("bnraw", "bnraw_biased"),
+                "answer_dhprebn_biased": "dhprebn_biased = bngain * bnvar_inv / n * (n * dhpreact_biased "
+                "- dhpreact_biased.sum(0) - bnraw_biased * (dhpreact_biased * bnraw_biased).sum(0))",
+            },
+            {
+                "test_dhprebn": "dhprebn reads bnraw_biased, a tensor of the other BatchNorm block",
+                "test_dhprebn_biased": "dhprebn_biased reads bnvar_inv, a tensor of the other BatchNorm block",
+            },
+        ),
     }
 )
 

@@ -104,12 +104,14 @@ def given_changed_line(answer: str, changed: list) -> Reason:
         NOTE,
         say_n(
             "your {changed}, which the notebook gives you, no longer holds the values its setup cell gave it: a cell "
-            "changed it (in place through another name, as `x = {first}` without .clone() and then `x *= ...` does?). "
+            "changed it (`{first} = ...`, or in place, through another name too: `x = {first}` without .clone(), then "
+            "`x *= ...`). "
             "Your code for {answer} is right for the changed values and follows the backward rule, so this step keeps "
             "its points; leave {changed} as the notebook gives it",
             "your {changed}, which the notebook gives you, no longer hold the values their setup cell gave them: a "
-            "cell changed them (in place through another name, as `x = {first}` without .clone() and then `x *= ...` "
-            "does?). Your code for {answer} is right for the changed values and follows the backward rule, so this "
+            "cell changed them (`{first} = ...`, or in place, through another name too: `x = {first}` without "
+            ".clone(), then `x *= ...`). Your code for {answer} is right for the changed values and follows the "
+            "backward rule, so this "
             "step keeps its points; leave {changed} as the notebook gives them",
             len(changed),
             changed=and_list("d" + u for u in changed),
