@@ -61,6 +61,8 @@ DIAGNOSES = {
     "factor_outside_sum": "a factor that varies along a sum taken out of it (lngain outside LayerNorm's sums)",
     "input_for_output": "an operator's input read where its output belongs (scores for att)",
     "precedence": "brackets missing: Python's order of operations (x ** -3/2, 1.0 / n - 1)",
+    "integer_division": "whole numbers where the gradient has fractions (a floor division //)",
+    "rearranged": "the right values in the wrong places (dimensions mixed up in a reshape)",
     "wrong_values": "wrong values (re-derive the local derivative)",
     "other_forward_pass": "computed from the tensors of another forward pass (n-1 where n belongs)",
     "not_asked_function": "not computed with the function its cell asks for (dC with index_add_)",

@@ -19,12 +19,14 @@ from .verdict import Check
 
 def gradient_check(step: Step, given: tuple = ()) -> Check:
     """``given``: upstream gradients the notebook hands out (a locked setup cell), so they are taken
-    from the grader's reference, never from the student's copy (which could be changed)."""
+    from the grader's reference, never from the student's copy (which could be changed); that copy, when the cell
+    sends it, only tells whether a cell changed it (``kept_by_rule.kept_with_given_changed``)."""
 
     def judge(report, namespace, seed, tainted):
         grads = autograd_gradients(namespace)
+        own = {name: report.floats("d" + name) for name in given}  # the student's copy: changed in the notebook?
         report = report.with_values(**{"d" + name: grads[name] for name in given})
-        return judge_gradient(step, report, forward_values(namespace), grads, seed, tainted)
+        return judge_gradient(step, report, forward_values(namespace), grads, seed, tainted, given=own)
 
     return Check("d" + step.name, step.points, judge, **_sent(step, "d" + step.name, given))
 

@@ -71,7 +71,7 @@ def _batchnorm_mistakes(answer: str, of: str = "", bessel=None) -> dict:
     """The mistakes both BatchNorm steps share: a path, bngain or the epsilon missing, sums over the wrong dimension.
     ``of`` and ``bessel``: the forward pass's suffix and its factor between the paths (n/(n-1), or 1)."""
     fused = lambda **wrong: lambda f, d: _dhprebn_fused(f, d, bessel=bessel, of=of, **wrong)
-    raw_inv = lambda f: f["bnvar" + of] ** -0.5
+    raw_inv, other = lambda f: f["bnvar" + of] ** -0.5, "" if of else _BIASED
     return {
         Reason(
             "missing_path",
@@ -144,6 +144,19 @@ def _batchnorm_mistakes(answer: str, of: str = "", bessel=None) -> dict:
                 answer=answer,
             ),
         ): fused(dim=1),
+        **{  # a tensor of the other BatchNorm block (bnraw for bnraw_biased, or back): the variances' n and n-1 mixed
+            Reason(
+                "bessel",
+                say(
+                    "{answer} reads {wrong}, a tensor of the other BatchNorm block, where this forward pass's {right} "
+                    "belongs",
+                    answer=answer,
+                    wrong=name + other,
+                    right=name + of,
+                ),
+            ): (lambda f, d, t=name: _dhprebn_fused(f, d, bessel=bessel, of=of, **{t: f[t + other]}))
+            for name in ("bnvar_inv", "bnraw")
+        },
     }
 
 

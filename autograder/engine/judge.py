@@ -17,7 +17,7 @@ from .diagnosis.diagnose import diagnose, only_size_one_dims_differ, shape_only_
 from .explain import and_list, constant_factor, not_a_tensor, not_finite, wrong_dtype
 from .honesty.decoy import decoy
 from .probes.judge_rule import judge_rule
-from .probes.kept_by_rule import kept_as_set_up, kept_by_its_rule, kept_line
+from .probes.kept_by_rule import kept_as_set_up, kept_by_its_rule, kept_line, kept_with_given_changed
 from .probes.written_with import not_written_with
 from .tolerance import close, magnitude, max_difference, step_scale
 from .verdict import Verdict
@@ -109,9 +109,10 @@ def first_to_fix(verdict: Verdict, earlier: dict) -> None:
 
 
 def judge_gradient(
-    step: Step, report: Report, forward: dict, grads: dict, seed: int, tainted: set, answer: str = ""
+    step: Step, report: Report, forward: dict, grads: dict, seed: int, tainted: set, answer: str = "", given=None
 ) -> Verdict:
-    """``answer``: the variable that holds the answer, when it is not d<step> (``dC_index_add``)."""
+    """``answer``: the variable that holds the answer, when it is not d<step> (``dC_index_add``). ``given``: upstream
+    name -> the student's own copy of a gradient the notebook hands out (the report holds the grader's)."""
     name, answer_name = step.name, answer or "d" + step.name
     verdict = Verdict(answer_name, 0, step.points)
     answer, info = read_answer(verdict, answer_name, report, tainted, gradient=True)
@@ -188,6 +189,8 @@ def judge_gradient(
     if kept_by_its_rule(verdict, step, report, forward, grads, seed, answer_name):
         return verdict
     if kept_as_set_up(verdict, step, report, forward, grads, seed, answer_name):
+        return verdict
+    if kept_with_given_changed(verdict, step, report, forward, grads, seed, answer_name, given or {}):
         return verdict
     if only_size_one_dims_differ(answer.shape, reference.shape):  # right values in the wrong shape: a share
         right_for = [reference.double()] + ([carried] if carried is not None else [])

@@ -7,6 +7,7 @@ import pytest
 from support.cases_ex2_ex3 import (
     ALTERNATIVES,
     CHEATS,
+    GIVEN_CHANGED,
     KINDS,
     LAID_OUT,
     MISTAKES,
@@ -59,6 +60,17 @@ def test_a_mistake_costs_exactly_its_own_cells_with_its_message(graded, mistake)
     assert student.lost() == sorted(expected), student.messages
     for cell, words in expected.items():
         assert words in student.messages[cell], student.messages[cell]
+
+
+@pytest.mark.parametrize("student", GIVEN_CHANGED)
+def test_a_given_upstream_changed_in_place_costs_no_step_whose_code_is_right(graded, student):
+    """dhpreact (and dhpreact_biased), which the notebook hands out, changed by `x = dhpreact; x *= ...`: each step
+    computed by its rule from the changed values keeps its points, and its words name the changed tensor."""
+    _, expected = GIVEN_CHANGED[student]
+    got = graded[NB3][student]
+    assert got.lost() == [], got.messages
+    for cell, words in expected.items():
+        assert words in got.messages[cell], got.messages[cell]
 
 
 @pytest.mark.parametrize("mistake", KINDS)

@@ -299,6 +299,93 @@ KINDS = {
     "dhprebn_biased_no_epsilon": "epsilon",
 }
 
+# A round of students' slips (December 2026), several to a student where their steps differ. Before: `//` and a
+# mean over the batch had the generic "entries wrong", and dlogits of shape (27,) stopped the visible line of
+# test_dlogits_rows (`dlogits.sum(1)`) before its report: "no answer reached the grader".
+_FUSED = (
+    "dhprebn = bngain * bnvar_inv / n * (n * dhpreact - dhpreact.sum(0) "
+    "- n / (n - 1) * bnraw * (dhpreact * bnraw).sum(0))"
+)
+MISTAKES.update(
+    {
+        "loss_float64_dlogits_floor_division": (
+            NB2,
+            {
+                "answer_loss_fast": "loss_fast = F.cross_entropy(logits.double(), Yb)",
+                "answer_dlogits": "dlogits = (F.softmax(logits, 1) - F.one_hot(Yb, 27)) // n",
+            },
+            {
+                "test_loss_fast": "dtype float64",
+                "test_dlogits": "every entry of dlogits is a whole number",
+                "test_dlogits_rows": "sum to -1 each",
+            },
+        ),
+        "dlogits_averaged_over_the_batch": (
+            NB2,
+            {"answer_dlogits": "dlogits = (F.softmax(logits, 1) - F.one_hot(Yb, 27)).mean(0)"},
+            {"test_dlogits": "dlogits has shape (27,)", "test_dlogits_rows": "dlogits has shape (27,), but logits"},
+        ),
+        "std_without_epsilon_keepdim_mean_and_floor_bessel": (
+            NB3,
+            {
+                "answer_hpreact_fast": "hpreact_fast = bngain * (hprebn - hprebn.mean(0, keepdim=True)) "
+                "/ hprebn.std(0, keepdim=True) + bnbias",
+                "answer_dbngain": "dbngain = (bnraw * dhpreact).sum(0)",
+                "answer_dbnbias": "dbnbias = dhpreact.mean(0, keepdim=True)",
+                "answer_dhprebn": _FUSED.replace("n / (n - 1)", "n // (n - 1)"),  # an integer 1
+            },
+            {
+                "test_hpreact_fast": "missing BatchNorm's epsilon",
+                "test_dbngain": "(keepdim=True)",
+                "test_dbnbias": "n = 32 times too small",
+                "test_dhprebn": "missing the factor n/(n-1)",
+            },
+        ),
+        # dhpreact rebound in dbngain's cell: dbngain's own slip (its probe runs the line); dbnbias and dhprebn, right
+        # for the changed dhpreact, keep theirs (GIVEN_CHANGED's words). Before: all three lost, 6 points
+        "given_rebound_in_the_cell_of_dbngain": (
+            NB3,
+            {"answer_dbngain": "dhpreact = dhpreact * bngain\ndbngain = (bnraw * dhpreact).sum(0, keepdim=True)"},
+            {"test_dbngain": "entries wrong"},
+        ),
+        # a tensor of the other BatchNorm block in each: "entries wrong" before
+        "tensors_of_the_other_block": (
+            NB3,
+            {
+                "answer_dhprebn": _FUSED.replace("bnraw", "bnraw_biased"),
+                "answer_dhprebn_biased": "dhprebn_biased = bngain * bnvar_inv / n * (n * dhpreact_biased "
+                "- dhpreact_biased.sum(0) - bnraw_biased * (dhpreact_biased * bnraw_biased).sum(0))",
+            },
+            {
+                "test_dhprebn": "dhprebn reads bnraw_biased, a tensor of the other BatchNorm block",
+                "test_dhprebn_biased": "dhprebn_biased reads bnvar_inv, a tensor of the other BatchNorm block",
+            },
+        ),
+    }
+)
+
+# student -> (answer cells changed, {graded cell: words of its message}): a cell changes dhpreact or dhpreact_biased,
+# which the notebook gives, in place through another name (no .clone()); every later step whose code is right for the
+# changed values, and follows its rule on random ones, keeps its points and says so. Before: dbngain, dbnbias and
+# dhprebn lost 6 points, dhprebn's words "bngain twice" for a formula with one.
+GIVEN_CHANGED = {
+    "given_changed_through_an_alias": (
+        {
+            "answer_dbngain": "dbnraw = dhpreact\ndbnraw *= bngain\ndbngain = (bnraw * dhpreact).sum(0, keepdim=True)",
+            "answer_dhprebn": "dbnraw_biased = dhpreact_biased\ndbnraw_biased *= bngain\n" + _FUSED,
+        },
+        {
+            cell: f"your {given}, which the notebook gives you, no longer holds the values its setup cell gave it"
+            for cell, given in [
+                ("test_dbngain", "dhpreact"),
+                ("test_dbnbias", "dhpreact"),
+                ("test_dhprebn", "dhpreact"),
+                ("test_dhprebn_biased", "dhpreact_biased"),
+            ]
+        },
+    ),
+}
+
 # student -> {notebook: answer cells changed}; every graded cell must keep its points
 ALTERNATIVES = {
     "alt_a": {
@@ -1039,6 +1126,9 @@ def submissions(notebook: str, release, source) -> dict:
             class_[mistake] = solved(release, source, changes)
     for student, changes in ALTERNATIVES.items():
         class_[student] = solved(release, source, changes.get(notebook, {}))
+    if notebook == NB3:
+        for student, (changes, _) in GIVEN_CHANGED.items():
+            class_[student] = solved(release, source, changes)
     for student, (changes, _) in CHEATS.items():
         if notebook in changes:
             class_[student] = solved(release, source, changes[notebook])

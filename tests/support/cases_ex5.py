@@ -768,3 +768,36 @@ MISTAKES["gelu_bracket_takes_the_root"] = (
     },
     {"test_dhln": ("not_finite", "** 0.5 or ** -1.5 of a negative number")},
 )
+
+# A round of students' slips (December 2026), two students. Before: a floor division, a .view that mixes up the
+# dimensions, two paths of demb dropped by a `=` for a `+=`, torch.sign for ReLU's slope, LeakyReLU's slope alone or
+# negative below zero and GELU's bracket around one term only had the generic "entries wrong".
+MISTAKES["packed_slips_e"] = (
+    {
+        "answer_dhgelu": "dhgelu = dhdrop * drop_mask // (1 - drop_p)",
+        "answer_dx": "dx = (dhpreln @ W1.T).view(n, n_embd, 3).transpose(1, 2)",
+        "answer_demb": "demb = dx.clone()\ndemb += dq @ Wq.T\ndemb = dk @ Wk.T\ndemb += dv @ Wv.T",
+        "answer_drelu_in": "drelu_in = torch.sign(relu_in) * drelu_out",
+        "answer_dleaky_in": "dleaky_in = torch.where(leaky_in > 0, dleaky_out, 0.1)",
+    },
+    {
+        "test_dhgelu": ("integer_division", "every entry of dhgelu is a whole number"),
+        "test_dx": ("rearranged", "dx holds the right values, but in the wrong places"),
+        "test_demb": ("missing_path", "the paths through x and q are missing"),
+        "test_drelu_in": ("activation_mask", "torch.sign(relu_in) is -1 there"),
+        "test_dleaky_in": ("activation_mask", "the upstream gradient dleaky_out is missing there"),
+    },
+)
+MISTAKES["packed_slips_f"] = (
+    {
+        "answer_dhln": "dhln = dhgelu * 0.5 * (1 + torch.erf(hln / 2**0.5)) + hln * torch.exp(-hln**2 / 2) "
+        "/ (2 * torch.pi) ** 0.5",
+        "answer_dlnbias": "dlnbias = dhln.mean(0, keepdim=True)",
+        "answer_dleaky_in": "dleaky_in = torch.where(leaky_in > 0, dleaky_out, -0.1 * dleaky_out)",
+    },
+    {
+        "test_dhln": ("precedence", "brackets missing"),
+        "test_dlnbias": ("batch_size", "n = 32 times too small"),
+        "test_dleaky_in": ("activation_mask", "slope -0.1"),
+    },
+)

@@ -861,3 +861,28 @@ MISTAKES["dhprebn_contiguous_of_dbndiff"] = (  # .contiguous() of a contiguous t
     answers(_NAN, answer_backward_pass=pass_with({BUGS["aliased"].right: "dhprebn = dbndiff.contiguous()"})),
     {slot(_NAN, "aliased"): ("aliased", "shares dbndiff's memory")},
 )
+
+# A round of students' slips (December 2026). Before: a checker that nudges a copy of x (f never sees it) gave zeros and
+# read "off by 1.0e+00 ... is each entry nudged on its own?"; one that returns a list read "returned a other". A fix of
+# dbndiff2 without its ones_like broadcasts in the pass below it, and costs its own fix only.
+_SLIPS = id_with("not_accumulated", "zero_bias", "bessel")
+MISTAKES.update(
+    {
+        "checker_nudges_a_copy": (
+            answers(
+                _SLIPS, **checker(CHECKER.replace("x.view(-1), grad.view(-1)", "x.clone().view(-1), grad.view(-1)"))
+            ),
+            {"test_checker": ("inaccurate_difference", "numerical_gradient gives zeros")},
+        ),
+        "checker_returns_a_list": (
+            answers(_SLIPS, **checker(CHECKER.replace("return grad", "return grad.tolist()"))),
+            {"test_checker": ("not_a_float32_tensor", "numerical_gradient returned a list")},
+        ),
+        "fix_of_dbndiff2_in_the_shape_of_dbnvar": (
+            answers(
+                _SLIPS, answer_backward_pass=pass_with({BUGS["bessel"].right: "dbndiff2 = (1.0 / (n - 1)) * dbnvar"})
+            ),
+            {slot(_SLIPS, "bessel"): ("wrong_shape", "dbndiff2 has shape (1, 64), but bndiff2 has shape (32, 64)")},
+        ),
+    }
+)

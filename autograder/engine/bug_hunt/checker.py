@@ -113,6 +113,7 @@ def _problem(report: Report, case: Case, tainted: set):
         return Reason("raised_error", why), None
     result = report.floats(case.name)
     if result is None:
+        kind = str(info.get("type") or kind)  # (the kernel's kind "other" names no type: its "type" does)
         why = say("numerical_gradient returned a {kind}: it must return a tensor of floats, the shape of x", kind=kind)
         return Reason("not_a_float32_tensor", why), None
     if tuple(result.shape) != tuple(case.x.shape):
@@ -136,6 +137,13 @@ def _off(case: Case, result: torch.Tensor, error: float) -> Reason:
             error=error,
         )
         return Reason("one_sided_difference", why)
+    if not result.any():  # f gave the same number on both sides of every entry: it never saw them nudged
+        why = say(
+            "numerical_gradient gives zeros: f(x) came out the same on both sides of every entry, so the entries "
+            "nudged were not those of the x handed to f. Change x itself, or a view of it (x.view(-1)), not a copy "
+            "(.clone(), torch.tensor(x), .tolist())"
+        )
+        return Reason("inaccurate_difference", why)
     if relative_error(result, 2 * expected_gradient(case)) <= ACCURACY:
         why = say("numerical_gradient gives twice the gradient: x + h and x - h are 2 h apart, so divide by 2 h")
         return Reason("constant_factor", why)

@@ -1,5 +1,7 @@
 """Plain-word explanations of a wrong gradient, without giving the formula away."""
 
+import itertools
+
 import torch
 
 from ...common.diagnoses import NOTE, Reason
@@ -145,6 +147,21 @@ def shape_problem(got: tuple, want: tuple, name: str) -> Reason:
     )
 
 
+def _paths_missing(answer: torch.Tensor, step: Step, forward: dict, upstream: dict, scale: float) -> list:
+    """The consumers whose terms the answer leaves out, when it is the sum of some of its step's terms with at least two
+    left out (one left out has its own words): `demb = dk @ Wk.T` in the place of a `+=` drops the terms before it."""
+    try:
+        terms = {c: term(forward, upstream).double() for c, term in step.terms.items()}
+    except (RuntimeError, KeyError):
+        return []
+    for kept in range(1, len(terms) - 1):
+        for chosen in itertools.combinations(terms, kept):
+            total = sum(terms[c] for c in chosen)
+            if total.shape == answer.shape and close(answer, total, scale):
+                return [c for c in terms if c not in chosen]
+    return []
+
+
 def diagnose(
     answer: torch.Tensor,
     expected: torch.Tensor,
@@ -210,6 +227,19 @@ def diagnose(
                         dropped=dropped,
                     ),
                 )
+        if len(step.terms) > 2 and (missing := _paths_missing(a, step, forward, upstream, scale)):
+            return Reason(
+                "missing_path",
+                say(
+                    "d{name} has only part of the gradient: {name} is used in {count} places of the forward pass "
+                    "({used}), and the paths through {dropped} are missing. Add each one's contribution with += (a "
+                    "`=` where `+=` belongs starts the sum again)",
+                    name=name,
+                    count=len(step.terms),
+                    used=and_list(step.terms),
+                    dropped=and_list(missing),
+                ),
+            )
         for twice, term in step.terms.items():
             try:
                 doubled = (local_gradient(step, forward, upstream) + term(forward, upstream)).double()

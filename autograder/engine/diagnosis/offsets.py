@@ -1,6 +1,7 @@
 """The last words on a wrong gradient of the right shape: off by the same amount in every entry (a gradient started
-from ones where zeros belong, as `dC = torch.ones_like(C)` before the rows are added into it), or else how many
-entries are wrong and by how much."""
+from ones where zeros belong, as `dC = torch.ones_like(C)` before the rows are added into it), whole numbers where the
+gradient has fractions (a floor division `//`), the right values in other places (a `.view` that mixes up dimensions),
+or else how many entries are wrong and by how much."""
 
 import math
 
@@ -9,7 +10,7 @@ import torch
 from ...common.diagnoses import Reason
 from ...common.words import say
 from ..explain import difference
-from ..tolerance import close
+from ..tolerance import RTOL, close
 
 
 def constant_offset(answer: torch.Tensor, expected: torch.Tensor, scale: float) -> float | None:
@@ -22,6 +23,23 @@ def constant_offset(answer: torch.Tensor, expected: torch.Tensor, scale: float) 
     if c == 0 or not math.isfinite(c) or close(a, e, scale) or not close(a - c, e, scale):
         return None
     return c
+
+
+def whole_numbers(answer: torch.Tensor, expected: torch.Tensor, scale: float) -> bool:
+    """Whether every entry of the answer is a whole number, not all of them zero, where the gradient has entries that
+    are not: rounded down by a floor division (`(probs - one_hot) // n`), or cast to an integer type and back."""
+    a, e = answer.double(), expected.double()
+    return bool(a.any() and torch.equal(a, a.round()) and ((e - e.round()).abs() > RTOL * scale).any())
+
+
+def rearranged(answer: torch.Tensor, expected: torch.Tensor, scale: float) -> bool:
+    """Whether the answer holds the gradient's values, every one of them, in other places: sorted, the two agree within
+    the tolerance (`.view(n, n_embd, 3).transpose(1, 2)` for `.view(n, 3, n_embd)`). Of more than one entry, and not
+    all alike (any single number, or a constant, is in its own place)."""
+    a, e = answer.double().reshape(-1), expected.double().reshape(-1)
+    if a.numel() < 2 or not (e != e[0]).any():
+        return False
+    return close(a.sort().values, e.sort().values, scale)
 
 
 def wrong_values(answer: torch.Tensor, expected: torch.Tensor, scale: float, own: str, forward: str) -> Reason:
@@ -38,6 +56,25 @@ def wrong_values(answer: torch.Tensor, expected: torch.Tensor, scale: float, own
                 name=own,
                 c=c,
                 forward=forward,
+            ),
+        )
+    if whole_numbers(answer, expected, scale):
+        return Reason(
+            "integer_division",
+            say(
+                "every entry of d{name} is a whole number, but the gradient's entries are fractions: something rounded "
+                "them, such as a floor division `//` (divide with `/`) or a conversion to an integer type",
+                name=own,
+            ),
+        )
+    if rearranged(answer, expected, scale):
+        return Reason(
+            "rearranged",
+            say(
+                "d{name} holds the right values, but in the wrong places: check the order of the dimensions where it "
+                "is reshaped (a .view or .reshape keeps the order of the entries, a .transpose or .permute changes "
+                "it)",
+                name=own,
             ),
         )
     off = difference(answer, expected, scale)

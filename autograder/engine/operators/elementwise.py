@@ -134,6 +134,13 @@ GELU = Step(
             say("dhln's x·φ(x) term has exp(-x²) where the normal density has exp(-x²/2): (x/√2)² = x²/2"),
         ): lambda f, d: _gelu(f, d, second=lambda x: torch.exp(-(x**2)) / math.sqrt(2 * math.pi)),
         Reason(
+            "precedence",
+            say(
+                "dhln multiplies only the Φ(x) term by dhgelu, and adds x·φ(x) without it: brackets missing around "
+                "the two terms of GELU's derivative, which the upstream gradient multiplies as a whole"
+            ),
+        ): lambda f, d: d["hgelu"] * _cdf(f["hln"]) + f["hln"] * _density(f["hln"]),
+        Reason(
             "approximation",
             say(
                 "dhln is the derivative of GELU's tanh approximation, but the forward pass computes the exact GELU "
@@ -188,6 +195,13 @@ RELU = Step(
             "activation_mask",
             say("drelu_in multiplies by ReLU's output, not by its slope (1 where relu_in > 0, else 0)"),
         ): lambda f, d: torch.relu(f["relu_in"]) * d["relu_out"],
+        Reason(
+            "activation_mask",
+            say(
+                "drelu_in sends the gradient back with its sign flipped where relu_in < 0: torch.sign(relu_in) is -1 "
+                "there, but ReLU's slope is 0"
+            ),
+        ): lambda f, d: torch.sign(f["relu_in"]) * d["relu_out"],
     },
 )
 
@@ -223,5 +237,16 @@ LEAKY_RELU = Step(
                 "gives F.leaky_relu a slope of 0.1"
             ),
         ): lambda f, d: _leaky(f, d, below=0.01),
+        Reason(
+            "activation_mask",
+            say("dleaky_in has slope -0.1 where leaky_in < 0: LeakyReLU's output there is 0.1 · leaky_in, slope +0.1"),
+        ): lambda f, d: _leaky(f, d, below=-LEAKY_SLOPE),
+        Reason(
+            "activation_mask",
+            say(
+                "dleaky_in is the slope 0.1 alone where leaky_in < 0: the upstream gradient dleaky_out is missing "
+                "there (the slope multiplies it, below zero as above)"
+            ),
+        ): lambda f, d: torch.where(f["leaky_in"] > 0, d["leaky_out"], LEAKY_SLOPE),
     },
 )

@@ -3,10 +3,11 @@ handed (an upstream gradient a slip further up broke, a forward tensor an earlie
 the rule probe finds its code right on inputs as they should have been."""
 
 from ...common.diagnoses import NOTE, Reason
-from ...common.words import say
-from ..backward_rules import SHAPE_ONLY_SHARE, Step
+from ...common.words import say, say_n
+from ..backward_rules import SHAPE_ONLY_SHARE, Step, local_gradient
 from ..diagnosis.diagnose import only_size_one_dims_differ, shape_only_share, shape_problem
 from ..explain import and_list, wrong_dtype
+from ..tolerance import close, magnitude, step_scale
 from .judge_rule import judge_rule
 
 
@@ -58,6 +59,66 @@ def kept_as_set_up(verdict, step: Step, report, forward: dict, grads: dict, seed
     verdict.points, verdict.lines = step.points, [rebound_line(answer, name, *where) for name, where in rebound]
     verdict.wrong_in_notebook = True
     return True
+
+
+def kept_with_given_changed(
+    verdict, step: Step, report, forward: dict, grads: dict, seed: int, answer: str, given: dict
+) -> bool:
+    """A step whose answer is wrong because a cell changed an upstream gradient the notebook hands out (``given``:
+    upstream -> the student's own copy; `dbnraw = dhpreact` without .clone(), then `dbnraw *= bngain`, changes
+    dhpreact too): when the answer is the step's rule applied to those changed values, and the probe finds its code
+    right on random ones (so code that reads nothing, or zeros for zeros, earns nothing), the step keeps its points
+    and True, its words naming the changed gradient; False, the verdict as it was, otherwise."""
+    changed = [
+        u
+        for u, own in given.items()
+        if own is not None
+        and (own.shape, own.dtype) == (grads[u].shape, grads[u].dtype)
+        and not close(own.double(), grads[u].double(), magnitude(grads[u]))
+    ]
+    if not changed:
+        return False
+    own = {u: given[u] if u in changed else report.floats("d" + u) for u in step.upstream}
+    if any(t is None or t.shape != grads[u].shape for u, t in own.items()):
+        return False
+    answer_value = report.floats(answer)
+    try:
+        rule = local_gradient(step, forward, own).double()
+    except RuntimeError:
+        return False
+    if answer_value is None or answer_value.shape != rule.shape:
+        return False
+    if not close(answer_value.double(), rule, step_scale(step, forward, own)):
+        return False
+    if judge_rule(step, report, forward, seed, answer).verdict != "right":
+        return False
+    verdict.points, verdict.lines = step.points, [given_changed_line(answer, changed)]
+    verdict.wrong_in_notebook = True
+    return True
+
+
+def given_changed_line(answer: str, changed: list) -> Reason:
+    """The line of a step kept by its rule, whose upstream gradient ``changed`` (handed out by the notebook) a cell
+    changed."""
+    return Reason(
+        NOTE,
+        say_n(
+            "your {changed}, which the notebook gives you, no longer holds the values its setup cell gave it: a cell "
+            "changed it (`{first} = ...`, or in place, through another name too: `x = {first}` without .clone(), then "
+            "`x *= ...`). "
+            "Your code for {answer} is right for the changed values and follows the backward rule, so this step keeps "
+            "its points; leave {changed} as the notebook gives it",
+            "your {changed}, which the notebook gives you, no longer hold the values their setup cell gave them: a "
+            "cell changed them (`{first} = ...`, or in place, through another name too: `x = {first}` without "
+            ".clone(), then `x *= ...`). Your code for {answer} is right for the changed values and follows the "
+            "backward rule, so this "
+            "step keeps its points; leave {changed} as the notebook gives them",
+            len(changed),
+            changed=and_list("d" + u for u in changed),
+            first="d" + changed[0],
+            answer=answer,
+        ),
+    )
 
 
 def _rebound(again) -> list:
