@@ -26,10 +26,12 @@ def constant_offset(answer: torch.Tensor, expected: torch.Tensor, scale: float) 
 
 
 def whole_numbers(answer: torch.Tensor, expected: torch.Tensor, scale: float) -> bool:
-    """Whether every entry of the answer is a whole number, not all of them zero, where the gradient has entries that
-    are not: rounded down by a floor division (`(probs - one_hot) // n`), or cast to an integer type and back."""
+    """Whether every entry of the answer is a whole number, not all of them alike, where the gradient has entries that
+    are not: rounded down by a floor division (`(probs - one_hot) // n` gives 0 and -1), or cast to an integer type
+    and back. (A constant, as `torch.ones_like(x)`, was not rounded: it has words of its own.)"""
     a, e = answer.double(), expected.double()
-    return bool(a.any() and torch.equal(a, a.round()) and ((e - e.round()).abs() > RTOL * scale).any())
+    whole = torch.equal(a, a.round()) and a.unique().numel() > 1
+    return bool(whole and ((e - e.round()).abs() > RTOL * scale).any())
 
 
 def rearranged(answer: torch.Tensor, expected: torch.Tensor, scale: float) -> bool:
