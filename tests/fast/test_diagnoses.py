@@ -185,3 +185,15 @@ def test_a_reason_that_cannot_be_made_says_how_to_make_it():
         Reason("no_such_kind", say("d{name} is wrong", name="x"))
     with pytest.raises(TypeError, match=r"write Reason\(kind, say"):
         Reason("wrong_sign", "dx has the wrong sign")
+
+
+def test_whole_numbers_are_said_of_a_rounded_gradient_not_of_a_constant():
+    from autograder.engine.diagnosis.offsets import whole_numbers
+
+    probs = torch.softmax(torch.randn(32, 27, generator=torch.Generator().manual_seed(0)), 1)
+    targets = torch.nn.functional.one_hot(torch.arange(32) % 27, 27)
+    gradient = (probs - targets) / 32
+    scale = gradient.abs().max().item()
+    assert whole_numbers((probs - targets) // 32, gradient, scale)  # 0 and -1: a floor division
+    assert not whole_numbers(torch.ones_like(gradient), gradient, scale)  # ones_like: nothing was rounded
+    assert not whole_numbers(gradient, gradient, scale)
