@@ -9,7 +9,8 @@ explain          why an answer differs from its reference (dtype, NaN, a constan
 reference        the grader's own run of a notebook's setup: forward values, autograd's gradients
 judge            the verdict on one graded gradient (error carried forward)
 diagnosis/       why a wrong gradient is wrong, in words (diagnose), through the chain rule (chain_rule: the local
-                 derivative alone, an upstream path left out, another tensor's gradient read), a constant offset
+                 derivative alone, an upstream path left out, another tensor's gradient read), a constant offset,
+                 and how the student's cells wrote an answer (answer_notes: a misspelt name, a cell stopped part way)
 probes/          rule probes: a step's code re-run on random upstream gradients (rerun, on the snapshots of what
                  each statement read when it ran), against the step's rule (judge_rule)
 exposures        which of the grader's inputs exposes which known mistake, and the margins

@@ -20,7 +20,7 @@ from ..common.phases import JUDGING, PHASES, REFERENCE
 from ..common.setup_cells import execution_order
 from ..common.words import render, say
 from ..data import NAMES_VARIABLE
-from .answer_notes import bound_names, misspelt, stopped_after
+from ..engine.diagnosis.answer_notes import bound_names, misspelt, stopped_after
 from .grading_execute import environment
 from .incidents import record_incident, timed_out_cells
 

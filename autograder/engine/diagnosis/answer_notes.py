@@ -5,9 +5,9 @@ answer had run (as the kernel reported it, ``wire.Report.cut_short``)."""
 import ast
 import difflib
 
-from ..common.diagnoses import NOTE, Reason
-from ..common.naming import latin_lookalike
-from ..common.words import say
+from ...common.diagnoses import NOTE, Reason
+from ...common.naming import latin_lookalike
+from ...common.words import say
 
 
 def bound_names(statements) -> set:
