@@ -54,3 +54,23 @@ def test_every_release_cell_is_its_source_cell_without_solutions_and_hidden_test
 def test_release_holds_what_source_holds():
     names = sorted(p.name for p in SOURCE_DIR.iterdir() if p.name != ".ipynb_checkpoints")
     assert sorted(p.name for p in RELEASE.iterdir()) == names, f"release/ has other files than source/. {FIX}"
+
+
+def test_the_in_process_harness_names_a_release_older_than_its_source():
+    """A maintainer who added Exercise 2's dh and graded the cases before the authoring command was told by
+    test_points_table to update POINTS, which was right: release/, which the cases are handed in on, had no dh yet.
+    The harness now says so in one line before it grades."""
+    from support.in_process import release_differs
+
+    source = nbformat.read(SOURCE_DIR / "ex2_cross_entropy_backward.ipynb", as_version=4)
+    release = nbformat.read(RELEASE / "ex2_cross_entropy_backward.ipynb", as_version=4)
+    assert release_differs(release, source) is None
+    older = nbformat.v4.new_notebook(
+        cells=[c for c in release.cells if c.metadata.get("nbgrader", {}).get("grade_id") != "test_dlogits"]
+    )
+    assert release_differs(older, source) == (
+        "release/ is older than source/ (cells only in source/: ['test_dlogits'], only in release/: []): "
+        "run .venv/bin/python -m autograder.authoring, then the tests again"
+    )
+    swapped = nbformat.v4.new_notebook(cells=[*release.cells[-3:], *release.cells[:-3]])
+    assert "its cells are in another order" in release_differs(swapped, source)
