@@ -280,6 +280,11 @@ def test_every_graded_cell_is_worth_what_its_check_gives():
         graded = [c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade")]
         cells = {grade_id(c): c.metadata["nbgrader"]["points"] for c in graded}
         for cell in graded:
+            assert cell.metadata["nbgrader"].get("locked"), (
+                f"{name}, {grade_id(cell)}: a graded cell that is not locked is not restored from source/ at grading, "
+                "so its hidden test is gone and every student reads 'no answer reached the grader'; set its metadata's "
+                "locked to true, then run .venv/bin/python -m autograder.authoring"
+            )
             said, points = _header_points(cell.source), float(cell.metadata["nbgrader"]["points"])
             line = f"# Graded: <what is graded> ({points:g} point{'' if points == 1 else 's'})"
             assert said == points, (
