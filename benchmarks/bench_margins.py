@@ -4,6 +4,10 @@ For every row of engine/exposures.py (Exercise 1's setup) and engine/operators/e
 largest error of the nearest correct formula and the smallest error of the mistake, in units of the tolerance (RTOL
 times the scale the grader judges at), over N grading seeds. Then, for Exercise 5, every known mistake of its table
 on the grader's batch: the nearest ones (GELU's tanh approximation, LayerNorm's n/(n-1)) are not hidden, but close.
+Last, Exercise 3's fused steps (dhprebn, dhprebn_biased): each known mistake by its value, in the rule probe (the
+upstream gradient pinned to the probe's own random tensor for that seed), and the larger of the two, which is what
+decides whether the mistake loses its points; Bessel's n/(n-1) is the thinnest (docs/design/engine.md, 'The
+tolerance'). About 0.6 s a seed for this part.
 
     .venv/bin/python benchmarks/bench_margins.py [N]    (default 100 seeds; about a second for ten, per notebook)
 """
@@ -19,8 +23,10 @@ from autograder.common.naming import SETUP_PREFIX, grade_id
 from autograder.data import EMBEDDED_NAMES, NAMES_VARIABLE
 from autograder.engine.backward_rules import local_gradient
 from autograder.engine.exposures import EXPOSURES, margins
+from autograder.engine.fused_rules import FUSED_STEPS
 from autograder.engine.operators import NOTEBOOK, OPERATOR_STEPS
 from autograder.engine.operators.exposures import EXPOSURES as OPERATOR_EXPOSURES
+from autograder.engine.probes.rerun import pin_value
 from autograder.engine.reference import autograd_gradients, forward_values, run_setup
 from autograder.engine.tolerance import RTOL, max_difference, step_scale
 
@@ -62,6 +68,30 @@ def table_mistakes(seeds: int) -> None:
         print(f"d{name:10} {what:72} {value:10.3g}")
 
 
+def fused_mistakes(seeds: int) -> None:
+    """Exercise 3's fused steps: each known mistake by its value on the grader's batch, in the rule probe (the step's
+    upstream gradient pinned to the probe's random tensor), and the larger of the two, which is what must stay outside
+    the tolerance for the mistake to lose its points (docs/design/engine.md, 'The tolerance')."""
+    worst = {}
+    for seed, forward, grads in worlds("ex3_batchnorm_backward", seeds):
+        for step in FUSED_STEPS:
+            if not step.upstream:
+                continue  # dlogits: nothing to pin (Exercise 2's rows hold it by value)
+            upstream = {u: grads[u] for u in step.upstream}
+            pins = {u: pin_value(seed, f"d{step.name}", f"d{u}", tuple(forward[u].shape)) for u in step.upstream}
+            reference, probed = grads[step.name], local_gradient(step, forward, pins)
+            scales = RTOL * step_scale(step, forward, upstream), RTOL * step_scale(step, forward, pins)
+            for reason, variants in step.mistakes.items():
+                for variant in variants if isinstance(variants, tuple) else (variants,):
+                    value = max_difference(variant(forward, upstream).reshape(reference.shape), reference) / scales[0]
+                    probe = max_difference(variant(forward, pins).reshape(probed.shape), probed) / scales[1]
+                    key = (step.name, str(reason)[:60])
+                    old = worst.get(key, (float("inf"),) * 3)
+                    worst[key] = (min(old[0], value), min(old[1], probe), min(old[2], max(value, probe)))
+    for (name, what), (value, probe, both) in sorted(worst.items(), key=lambda item: item[1][2]):
+        print(f"d{name:14} {what:62} {value:8.3g} {probe:8.3g} {both:8.3g}")
+
+
 def main(seeds: int) -> None:
     os.environ.setdefault(NAMES_VARIABLE, str(EMBEDDED_NAMES))
     start = time.monotonic()
@@ -71,6 +101,8 @@ def main(seeds: int) -> None:
     exposures(NOTEBOOK, OPERATOR_EXPOSURES, seeds)
     print("\nExercise 5's table on the grader's batch: the rule's largest error, each mistake's smallest")
     table_mistakes(seeds)
+    print("\nExercise 3's fused steps: each mistake's smallest error by value, in the probe, and of the larger of both")
+    fused_mistakes(seeds)
     print(f"\n{time.monotonic() - start:.0f} s")
 
 

@@ -1,6 +1,7 @@
 """For course maintainers: the notebooks' shared cells, the Colab badges, demo classes and submissions.
 
-notebooks      the generated cells (shared setup, lecture, course links) kept equal to one definition; stable format
+notebooks      the generated cells (shared setup, lecture, course links) kept equal to one definition; stable format;
+               the solution cells of source/ without their solution region
 shared_cells/  the setup cells every notebook repeats, each defined once as <grade_id>.py
 graded_cells   Exercises 1 and 5's answer and graded test cells, one pair per step, generated from their tables
 lecture        the lecture's chapters, and the ``lecture`` cell of every notebook

@@ -2,7 +2,8 @@
 
 1. the generated cells of the source and warm-up notebooks: the shared setup cells, the lecture cells, the course
    links, Exercises 1 and 5's graded cells (``graded_cells``), the check cells' guard (``guarded_checks``);
-2. release/, with ``nbgrader generate_assignment``;
+2. release/, with ``nbgrader generate_assignment`` (not while a solution cell of source/ has no solution region:
+   nbgrader would release it as its stub alone; the command stops, naming each such cell);
 3. course/glossary.md, from the editions' term lists (``glossary``);
 4. the catalogs' templates, merged into every edition's catalog (``catalogs``);
 5. the editions, from release/, course/ and the catalogs (``editions``).
@@ -16,7 +17,7 @@ import subprocess
 from ..common.links import repository_url
 from ..common.tools import python_module
 from . import catalog_checks, catalogs, editions, glossary, graded_cells, guarded_checks
-from .notebooks import COURSE_ROOT, authored_notebooks, sync
+from .notebooks import COURSE_ROOT, SOURCE_DIR, authored_notebooks, sync, unmarked_solutions
 
 
 def _release_files() -> dict:
@@ -28,6 +29,9 @@ def _release_files() -> dict:
 def main() -> None:
     for path in sync(authored_notebooks(), graded_cells.sync, guarded_checks.sync):
         print(f"updated {path.relative_to(COURSE_ROOT)}")
+    unmarked = [line for path in sorted(SOURCE_DIR.glob("*.ipynb")) for line in unmarked_solutions(path)]
+    if unmarked:
+        raise SystemExit("\n".join(unmarked))  # before release/: it would lose the cell's words
     release = python_module("nbgrader", "generate_assignment", "backprop_ninja", "--force")
     before = _release_files()
     done = subprocess.run(release, cwd=COURSE_ROOT, capture_output=True, text=True)

@@ -82,9 +82,13 @@ def main() -> int:
             found = problems(code, domain)
             any_found = any_found or bool(found)
             print(f"{code} {domain}: {len(found)} problems" + (f" in {_shown(code, domain)}" if found else ""))
+            lines = {m.id: m.lineno for m in read(code, domain)} if found else {}
             for msgid, what in found[:40]:
-                first = (msgid[0] if isinstance(msgid, tuple) else msgid).split("\n")[0][:90]
-                print(f"  {first!r}: {what}")
+                first = (msgid[0] if isinstance(msgid, tuple) else msgid).split("\n")[0]
+                first = first if len(first) <= 90 else first[:89] + "…"
+                # file:line, which an editor or a terminal opens at the message (a message the file lacks: none)
+                where = f"{_shown(code, domain)}:{lines[msgid]}: " if lines.get(msgid) else ""
+                print(f"  {where}{first!r}: {what}")
     if any_found:
         print(
             "Translate or mend them in those files (docs/translating.md), "

@@ -5,6 +5,7 @@ Every notebook must run alone (on Colab, as uploaded), so each repeats the setup
 repository keeps (outputs cleared); the tests fail when a copy has drifted.
 """
 
+import re
 from pathlib import Path
 
 import nbformat
@@ -50,6 +51,25 @@ def stale_cells(path: Path) -> list:
     """The ids of the notebook's cells that ``python -m autograder.authoring`` would rewrite."""
     nb = nbformat.read(path, as_version=4)
     return [c.get("id") for c in nb.cells if generated_source(c, Path(path).stem) != c.source]
+
+
+SOLUTION_REGION = re.compile(r"^[ \t]*### BEGIN SOLUTION[ \t]*$.*^[ \t]*### END SOLUTION[ \t]*$", re.M | re.S)
+
+
+def unmarked_solutions(path: Path) -> list:
+    """One line for each solution cell of a source notebook with no ``### BEGIN SOLUTION`` ... ``### END SOLUTION``
+    region: nbgrader's release replaces such a cell whole with its stub, the line that says what is asked too."""
+    nb, path = nbformat.read(path, as_version=4), Path(path)
+    shown = path.relative_to(COURSE_ROOT) if path.is_relative_to(COURSE_ROOT) else path
+    return [
+        f"{shown}, cell {grade_id(c)}: a solution cell with no '### BEGIN SOLUTION' ... "
+        "'### END SOLUTION' region, so the release would show nbgrader's stub alone; put the solution between them, "
+        "under the comment that says what is asked (docs/maintaining.md, 'Adding a graded cell by hand')"
+        for c in nb.cells
+        if c.cell_type == "code"
+        and c.metadata.get("nbgrader", {}).get("solution")
+        and not SOLUTION_REGION.search(c.source)
+    ]
 
 
 def stable_text(nb) -> str:

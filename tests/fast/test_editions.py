@@ -212,6 +212,23 @@ def test_catalog_checks_exits_1_while_a_message_is_open_and_the_authoring_comman
     assert "show the English" in out and "catalog_checks" in out
 
 
+def test_catalog_checks_says_where_each_open_message_is(monkeypatch, capsys):
+    """A maintainer who reworded a hint read "'d{name} has shape ... (of size 1) is missi': not translated": a message
+    cut in the middle of a word, and no line of the catalog to find it at. Each open message now starts with the file
+    and its line (file:line, which an editor opens), and a cut one ends with an ellipsis."""
+    from autograder.authoring import catalog_checks
+
+    message = next(m for m in catalogs.read("ru", "grader") if m.id and len(m.id if isinstance(m.id, str) else "") > 90)
+    monkeypatch.setattr("sys.argv", ["catalog_checks", "ru"])
+    found = [(message.id, "not translated")]
+    monkeypatch.setattr(catalog_checks, "problems", lambda code, domain: found if domain == "grader" else [])
+    assert catalog_checks.main() == 1
+    line = next(line for line in capsys.readouterr().out.splitlines() if "not translated" in line)
+    assert line.startswith(f"  autograder/locale/ru/grader.po:{message.lineno}: '{message.id[:89]}…'"), line
+    source = (REPO / "autograder" / "locale" / "ru" / "grader.po").read_text().splitlines()
+    assert source[message.lineno - 1].startswith("msgid"), source[message.lineno - 1]
+
+
 @pytest.mark.parametrize("code", ["ru", "zh"])
 def test_an_editions_notebooks_are_the_english_ones_in_other_words(code):
     """The committed editions, not a pseudo-translation: the same cells, grade ids, points and code."""

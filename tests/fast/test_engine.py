@@ -260,19 +260,38 @@ def test_an_upstream_gradient_not_defined_yet_is_named_so_not_called_wrong():
     assert verdict.lines[-1] == "(judged from your own demb, which is wrong too)", verdict.text()
 
 
+def _header_points(source: str) -> float | None:
+    """The points a graded cell's first line says, the '(N point[s])' of '# Graded: ...' added up (Exercise 4's
+    training run says two); None when the line says none."""
+    first = source.split("\n", 1)[0]
+    said = re.findall(r"\((\d+(?:\.\d+)?) points?\)", first) if first.startswith("# Graded:") else []
+    return sum(float(n) for n in said) if said else None
+
+
 def test_every_graded_cell_is_worth_what_its_check_gives():
-    """The points a check gives are the engine's (``CHECKS``); nbgrader's maximum is the cell's metadata. Exercises 1
-    and 5 generate the metadata from the engine; the others are written by hand, and a score of 5 on a cell of 4 points
-    would only show, late, as an unexplained failure of the in-process harness."""
+    """The points a check gives are the engine's (``CHECKS``); nbgrader's maximum is the cell's metadata; the student
+    reads them in the cell's '# Graded: ... (N points)' line. Exercises 1 and 5 generate the metadata and the line from
+    the engine; the others are written by hand, and a score of 5 on a cell of 4 points would only show, late, as an
+    unexplained failure of the in-process harness (a line saying 2 points on a cell of 1, nowhere at all)."""
     from autograder.engine.exercises import CHECKS
 
     for name, checks in CHECKS.items():
         nb = nbformat.read(SOURCE_DIR / f"{name}.ipynb", as_version=4)
-        cells = {
-            grade_id(c): c.metadata["nbgrader"]["points"]
-            for c in nb.cells
-            if c.metadata.get("nbgrader", {}).get("grade")
-        }
+        graded = [c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade")]
+        cells = {grade_id(c): c.metadata["nbgrader"]["points"] for c in graded}
+        for cell in graded:
+            assert cell.metadata["nbgrader"].get("locked"), (
+                f"{name}, {grade_id(cell)}: a graded cell that is not locked is not restored from source/ at grading, "
+                "so its hidden test is gone and every student reads 'no answer reached the grader'; set its metadata's "
+                "locked to true, then run .venv/bin/python -m autograder.authoring"
+            )
+            said, points = _header_points(cell.source), float(cell.metadata["nbgrader"]["points"])
+            line = f"# Graded: <what is graded> ({points:g} point{'' if points == 1 else 's'})"
+            assert said == points, (
+                f"{name}, {grade_id(cell)}: its first line says {'no' if said is None else f'{said:g}'} points, its "
+                f"metadata {points:g}; begin the cell with '{line}' (docs/maintaining.md, 'Adding a graded cell by "
+                "hand'), then run .venv/bin/python -m autograder.authoring"
+            )
         unjudged, missing = sorted(set(cells) - set(checks)), sorted(set(checks) - set(cells))
         assert not unjudged, (
             f"{name}: graded cells {unjudged} have no check, so nbgrader would give their points to any cell that "

@@ -16,6 +16,7 @@ a time. A child that dies (``os._exit``) is a dead kernel for its students, as G
 """
 
 import contextlib
+import functools
 import gc
 import io
 import multiprocessing
@@ -50,7 +51,7 @@ from autograder.preprocessors import judge_answers
 from autograder.preprocessors.judge_answers import JudgeAnswers
 from autograder.sandbox.process_guards import refuse_exec
 from autograder.sandbox.warm_up import format_a_traceback, store_exceptions_briefly
-from support.course import REPO
+from support.course import ASSIGNMENT, REPO
 
 DEFAULT_SEED = 1234567  # not the notebooks' own seed: like autograde, grade on a batch the student never saw
 TIME_LIMIT = 600  # seconds for a whole class of one notebook; a runaway cell is a bug in a test
@@ -79,6 +80,31 @@ def source_notebook(name: str):
     return nbformat.read(SOURCE_DIR / f"{name}.ipynb", as_version=4)
 
 
+def release_differs(release, source) -> str | None:
+    """What tells that ``release`` was not made from ``source`` (their nbgrader cells by grade_id, in order), or None.
+    The cases are handed in on release/, the locked cells are restored from source/: a graded cell added to source/
+    and not released yet has no place in any submission."""
+    cells = [[grade_id(c) for c in nb.cells if c.metadata.get("nbgrader")] for nb in (release, source)]
+    if cells[0] == cells[1]:
+        return None
+    only_source, only_release = [g for g in cells[1] if g not in cells[0]], [g for g in cells[0] if g not in cells[1]]
+    where = (
+        f"cells only in source/: {only_source}, only in release/: {only_release}"
+        if only_source or only_release
+        else "its cells are in another order"
+    )
+    return (
+        f"release/ is older than source/ ({where}): run .venv/bin/python -m autograder.authoring, then the tests again"
+    )
+
+
+@functools.cache
+def _stale_release(name: str) -> str | None:
+    release = nbformat.read(REPO / "release" / ASSIGNMENT / f"{name}.ipynb", as_version=4)
+    problem = release_differs(release, source_notebook(name))
+    return problem and f"{name}.ipynb: {problem}"
+
+
 def as_autograde_runs_it(submission, source):
     """The submission as nbgrader's autograde executes it: every locked cell back as the gradebook has it
     (the source's, hidden tests included) in the language of the submission's edition, as RestoreLockedCells
@@ -100,6 +126,9 @@ def as_autograde_runs_it(submission, source):
 
 def autograde(name: str, submissions: dict, seed: int = DEFAULT_SEED) -> dict:
     """student -> Graded, for submissions (student -> notebook) of the notebook ``name``, all with one seed."""
+    stale = _stale_release(name)
+    if stale:
+        raise AssertionError(stale)
     source = source_notebook(name)
     runs = {student: as_autograde_runs_it(nb, source) for student, nb in submissions.items()}
     executed = _execute(runs, seed)
