@@ -19,7 +19,7 @@ from .honesty.decoy import decoy
 from .probes.judge_rule import judge_rule
 from .probes.kept_by_rule import kept_as_set_up, kept_by_its_rule, kept_line, kept_with_given_changed
 from .probes.written_with import not_written_with
-from .tolerance import close, magnitude, max_difference, step_scale
+from .tolerance import close, magnitude, max_difference, step_scale, thin_mistake
 from .verdict import Verdict
 from .wire import Report
 
@@ -157,6 +157,9 @@ def judge_gradient(
                 ),
             )
         )
+        return verdict
+    if close(answer, reference.double(), scale) and (mistake := thin_mistake(step, answer, reference, forward, ref_up)):
+        verdict.lines.append(mistake)  # within the step's one scale, and a known mistake column by column
         return verdict
     if close(answer, reference.double(), scale):
         verdict.points = step.points
