@@ -13,6 +13,7 @@ are, the edition shows their English and the fast tier fails.
 """
 
 import subprocess
+import sys
 
 from ..common.links import repository_url
 from ..common.tools import python_module
@@ -26,12 +27,13 @@ def _release_files() -> dict:
     return {path: path.read_bytes() for path in folder.rglob("*") if path.is_file()} if folder.exists() else {}
 
 
-def main() -> None:
+def main() -> str | None:
+    """Regenerate what follows from source/; what stopped it, for the command line to say (None: nothing did)."""
     for path in sync(authored_notebooks(), graded_cells.sync, guarded_checks.sync):
         print(f"updated {path.relative_to(COURSE_ROOT)}")
     unmarked = [line for path in sorted(SOURCE_DIR.glob("*.ipynb")) for line in unmarked_solutions(path)]
     if unmarked:
-        raise SystemExit("\n".join(unmarked))  # before release/: it would lose the cell's words
+        return "\n".join(unmarked)  # before release/: it would lose the cell's words
     release = python_module("nbgrader", "generate_assignment", "backprop_ninja", "--force")
     before = _release_files()
     done = subprocess.run(release, cwd=COURSE_ROOT, capture_output=True, text=True)
@@ -46,6 +48,7 @@ def main() -> None:
     for path in changed:
         print(f"updated {path.relative_to(COURSE_ROOT)}")
     _say_what_is_left_to_translate()
+    return None
 
 
 def _say_what_is_left_to_translate() -> None:
@@ -68,4 +71,4 @@ def _say_what_is_left_to_translate() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())  # a message: printed, exit status 1
