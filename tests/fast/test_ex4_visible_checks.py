@@ -55,7 +55,29 @@ def with_the_checks(ex4, **names) -> dict:
     namespace = {**setup, **names}
     for code in (_helper_cell(), cells["training_checks"]):
         exec(_compiled(code), namespace)
+    namespace["_calibration"] = _remembered(namespace["_calibration"])
     return namespace
+
+
+_CALIBRATIONS = {}  # (code, split, C, W1, b1 by value) -> (the split, what the check cell's _calibration returned)
+
+
+def _remembered(calibration):
+    """The check cell's own _calibration, computed once a module for the same split (the same tensor, unchanged) and
+    the same values of C, W1, b1: the calibration checks called it 28 times for 4 different inputs, most of them
+    hprebn's statistics over Xtr for the same parameters (4-5 CPU s of this module). Each caller gets copies."""
+
+    def remembered(X, C, W1, b1):
+        tensors = (X, C, W1, b1)
+        if not all(isinstance(t, torch.Tensor) for t in tensors):
+            return calibration(X, C, W1, b1)
+        values = tuple((t.dtype, tuple(t.shape), t.detach().numpy().tobytes()) for t in (C, W1, b1))
+        key = (calibration.__code__, id(X), X._version, values)
+        if key not in _CALIBRATIONS or _CALIBRATIONS[key][0] is not X:
+            _CALIBRATIONS[key] = (X, calibration(X, C, W1, b1))
+        return {name: value.clone() for name, value in _CALIBRATIONS[key][1].items()}
+
+    return remembered
 
 
 @functools.cache

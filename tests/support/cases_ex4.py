@@ -345,12 +345,18 @@ CHEATS = {
 }
 
 
-# The calibration of every case not about it: the solution's statistics from the embeddings' mean and covariance, as
-# the grader computes them (0.05 CPU s, against 0.26 forming hprebn over Xtr, 0.42 with .var(0): the solution keeps its)
+# The calibration of every case not about it: the solution's statistics from the embeddings' mean and covariance, in
+# float64 as the grader computes them, these from how often each pair of characters stands at two places of a context
+# (the same float32 bnmean and bnvar, to the bit on the setup's parameters, in 0.008 CPU s against 0.075 from C[Xtr]
+# concatenated, 0.26 forming hprebn over Xtr, 0.42 with .var(0): the solution keeps its own)
 QUICK_CALIBRATION = {
-    "answer_calibration": "embcat_all = C[Xtr].view(Xtr.shape[0], -1).double()\n"
-    "embmean = embcat_all.mean(0, keepdim=True)\nembcat_all -= embmean\n"
-    "covariance = embcat_all.T @ embcat_all / (Xtr.shape[0] - 1)\n"
+    "answer_calibration": "N, Cd = Xtr.shape[0], C.double()\n"
+    "pairs = [[torch.bincount(Xtr[:, at] * vocab_size + Xtr[:, to], minlength=vocab_size**2)"
+    ".view(vocab_size, vocab_size).double() for to in range(block_size)] for at in range(block_size)]\n"
+    "embmean = torch.cat([pairs[at][at].sum(1) @ Cd for at in range(block_size)]).view(1, -1) / N\n"
+    "second = torch.cat([torch.cat([Cd.T @ pairs[at][to] @ Cd for to in range(block_size)], 1) "
+    "for at in range(block_size)]) / N\n"
+    "covariance = (second - embmean.T @ embmean) * N / (N - 1)\n"
     "bnmean = (embmean @ W1.double() + b1).float()\n"
     "bnvar = ((covariance @ W1.double()) * W1).sum(0, keepdim=True).float()"
 }
