@@ -244,3 +244,14 @@ def local_gradient(step: Step, forward: dict, upstream: dict, drop: str = None) 
     for t in terms[1:]:
         total = total + t
     return total
+
+
+def known_mistakes(step: Step, forward: dict, upstream: dict):
+    """(message, value) of each known wrong formula of ``step`` (``Step.mistakes``) on these inputs; a variant that
+    cannot be computed on them (another shape, a tensor it needs missing) is left out."""
+    for message, variants in step.mistakes.items():
+        for variant in variants if isinstance(variants, tuple) else (variants,):
+            try:
+                yield message, variant(forward, upstream)
+            except (RuntimeError, KeyError, IndexError):
+                continue

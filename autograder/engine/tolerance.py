@@ -8,6 +8,8 @@ mistake: docs/design/engine.md, "The tolerance".
 
 import torch
 
+from .backward_rules import known_mistakes
+
 RTOL = 1e-4
 # A ratio of an answer to the right value counts as a factor that the feedback names (-1, 2, n, n/(n-1), 50/32) when
 # within this share of it: only to explain, never to pass. The grader's diagnoses and the notebooks' self-checks (which
@@ -78,17 +80,19 @@ class _Absolute(dict):
         return self[name]
 
 
+def _term_sizes(step, forward: dict, upstream: dict):
+    """Each term a ``backward_rules.Step`` adds up, evaluated on absolute values (a term that cannot be: left out)."""
+    absolute, abs_up = _Absolute(forward), {k: v.abs() for k, v in upstream.items()}
+    for term in step.terms.values():
+        try:
+            yield term(absolute, abs_up)
+        except (RuntimeError, KeyError):
+            continue
+
+
 def step_scale(step, forward: dict, upstream: dict) -> float:
     """The size of what a ``backward_rules.Step`` adds up: the largest |term| evaluated on absolute values."""
-    absolute = _Absolute(forward)
-    abs_up = {k: v.abs() for k, v in upstream.items()}
-    sizes = []
-    for consumer, term in step.terms.items():
-        try:
-            sizes.append(magnitude(term(absolute, abs_up)))
-        except (RuntimeError, KeyError):
-            pass
-    return max(sizes, default=0.0)
+    return max((magnitude(size) for size in _term_sizes(step, forward, upstream)), default=0.0)
 
 
 def column_scales(step, forward: dict, upstream: dict, reference: torch.Tensor) -> torch.Tensor | None:
@@ -96,13 +100,8 @@ def column_scales(step, forward: dict, upstream: dict, reference: torch.Tensor) 
     own scale: the largest |reference| and |term| in it (``step_scale``, column by column); None for another shape."""
     if reference.dim() != 2:
         return None
-    absolute, abs_up = _Absolute(forward), {k: v.abs() for k, v in upstream.items()}
     scales = reference.detach().double().abs().nan_to_num(0.0, 0.0, 0.0).amax(0)
-    for term in step.terms.values():
-        try:
-            size = term(absolute, abs_up)
-        except (RuntimeError, KeyError):
-            continue
+    for size in _term_sizes(step, forward, upstream):
         if size.shape == reference.shape:
             scales = torch.maximum(scales, size.detach().double().abs().nan_to_num(0.0, 0.0, 0.0).amax(0))
     return scales
@@ -123,12 +122,6 @@ def thin_mistake(step, answer: torch.Tensor, reference: torch.Tensor, forward: d
     scales = column_scales(step, forward, upstream, reference) if step.mistakes else None
     if scales is None or _close_in_columns(answer, reference, scales):
         return None
-    for message, variants in step.mistakes.items():
-        for variant in variants if isinstance(variants, tuple) else (variants,):
-            try:
-                wrong = variant(forward, upstream)
-            except (RuntimeError, KeyError, IndexError):
-                continue
-            if _close_in_columns(answer, wrong, scales):
-                return message
-    return None
+    return next(
+        (m for m, wrong in known_mistakes(step, forward, upstream) if _close_in_columns(answer, wrong, scales)), None
+    )

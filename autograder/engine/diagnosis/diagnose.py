@@ -6,7 +6,7 @@ import torch
 
 from ...common.diagnoses import NOTE, Reason
 from ...common.words import say
-from ..backward_rules import Step, local_gradient
+from ..backward_rules import Step, known_mistakes, local_gradient
 from ..explain import and_list, constant_factor, factor_message, nothing_added, only_repeated_rows_wrong
 from ..tolerance import close, magnitude
 from .chain_rule import another_upstream, local_derivative_alone
@@ -181,14 +181,9 @@ def diagnose(
     a, e = answer.double(), expected.double()
     if magnitude(a) == 0:
         return Reason("all_zeros", nothing_added(own) if name == "C" else say("d{name} is all zeros", name=own))
-    for message, variants in step.mistakes.items():  # the step's known wrong formulas, each with its message
-        for variant in variants if isinstance(variants, tuple) else (variants,):
-            try:
-                wrong = variant(forward, upstream).double()
-            except (RuntimeError, KeyError, IndexError):
-                continue
-            if wrong.shape == a.shape and close(a, wrong, scale):
-                return message
+    for message, wrong in known_mistakes(step, forward, upstream):  # each with its message
+        if wrong.shape == a.shape and close(a, wrong.double(), scale):
+            return message
     alone = local_derivative_alone(a, step, forward, upstream, own)
     if alone:
         return alone
