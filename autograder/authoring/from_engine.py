@@ -23,6 +23,7 @@ from ..common import kept, naming
 from ..engine import backward_rules, explain, honesty, operators, tolerance
 from ..engine.bug_hunt import catalogue, checker
 from ..engine.bug_hunt import rerun as bug_hunt_rerun
+from ..engine.diagnosis import answer_notes
 from ..engine.honesty import prose, unread_code
 from ..engine.probes import judge_rule, pins, rerun, snapshots
 from ..engine.training import lines_again, network, reference_runs
@@ -83,6 +84,7 @@ FUNCTIONS = [
     explain.constant_factor,
     lines_again.run_line_by_line,
     naming.latin_lookalike,
+    answer_notes.bound_names,
     naming.full_width_hint,
     capture.own_source,
     capture._print,

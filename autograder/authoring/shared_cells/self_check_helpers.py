@@ -645,6 +645,16 @@ if os.environ.get("NBGRADER_EXECUTION") != "autograde":
         _events.register("post_run_cell", _remember_cell)
 
 
+def _bound_in(source):
+    """The names a cell's code binds (``bound_names``, the autograder's reading); none when it cannot be read."""
+    with contextlib.suppress(Exception):  # (its magics as IPython runs them; outside IPython, the code as it is)
+        source = get_ipython().transform_cell(source)
+    try:
+        return bound_names(ast.parse(source).body)
+    except Exception:  # noqa: BLE001 (code Python cannot parse: nothing to name)
+        return set()
+
+
 def _ran_problem(answer, dt, name=None):
     """Why `answer` (dt) is not what its cell computes: the last cell run that assigns it stopped with an error (the
     value is from before that cell, or only part of it), or the cell just run, the one for it, assigns no `answer`.
@@ -665,7 +675,7 @@ def _ran_problem(answer, dt, name=None):
                 f"(see its output), so {answer} here may not be what that cell computes: fix the error and run that "
                 f"cell again")
     if dt is None and _RAN and _RAN[-1][1] is None and re.match(rf"\s*#\s*{answer}(?!\w)", _RAN[-1][0]):
-        for twin in re.findall(r"(?m)^\s*(\w+)\s*[-+*/@]?=(?!=)", _RAN[-1][0]):
+        for twin in sorted(_bound_in(_RAN[-1][0])):  # the names it binds, as the autograder reads them
             if twin != answer and latin_lookalike(twin) == answer:  # a Cyrillic letter typed for its Latin twin
                 letters = ", ".join(f"{c} (U+{ord(c):04X})" for c in dict.fromkeys(twin) if not c.isascii())
                 return (f"the cell for {answer} assigns {twin}, which looks like {answer} but is another name to "
