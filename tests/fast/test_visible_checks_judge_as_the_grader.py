@@ -289,6 +289,8 @@ def test_an_answer_name_with_a_cyrillic_lookalike_letter_is_told_apart(ex1_up_to
     out = ran(namespace, "# dhpreact: ...\ndhрrеact = (1.0 - h**2) * dh", cells["test_dhpreact"])
     assert out.startswith("✘ dhpreact: the cell for dhpreact assigns dhрrеact, which looks like dhpreact but is"), out
     assert "letters that are not Latin (р (U+0440), е (U+0435))" in out, out
+    out = ran(namespace, "# dhpreact: ...\nt, dhрrеact = h, (1.0 - h**2) * dh", cells["test_dhpreact"])  # a tuple's
+    assert out.startswith("✘ dhpreact: the cell for dhpreact assigns dhрrеact, which looks like dhpreact but is"), out
     out = ran(namespace, "# dhpreact: ...\ndhpreact_tmp = (1.0 - h**2) * dh", cells["test_dhpreact"])
     assert "it assigns no dhpreact" in out, out  # another name, not a lookalike
 
