@@ -147,7 +147,9 @@ def start_grading(namespace: dict, self_checks=("cmp", "self_check")) -> None:
     if not grading():
         return
     seed = int(os.environ[SEED_VARIABLE])
+    # (only leaves and retained tensors hold a .grad: reading another's warns, in the feedback of a kernel that had not)
     held = [(name, value) for name, value in list(namespace.items()) if isinstance(value, torch.Tensor)]
+    held = [(name, value) for name, value in held if value.is_leaf or value.retains_grad]
     decoys = [(value, decoy(value.grad, seed, name)) for name, value in held if value.grad is not None]
     with torch.no_grad():
         for value, fake in decoys:  # in place too: what holds the gradient itself (the helper cell's _AT_SETUP) ...

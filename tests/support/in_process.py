@@ -18,6 +18,7 @@ a time. A child that dies (``os._exit``) is a dead kernel for its students, as G
 import contextlib
 import functools
 import gc
+import importlib
 import io
 import multiprocessing
 import os
@@ -27,6 +28,7 @@ import shutil
 import signal
 import tempfile
 import time
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -247,6 +249,7 @@ def _root(runs: dict, seed: int, folder: Path, slots) -> None:
     # history by its name and message; the locked cells are transformed, parsed and compiled once for every shell
     format_a_traceback()
     store_exceptions_briefly()
+    _warnings_as_a_new_process_has_them()
     locked = {source for nb in runs.values() for source in (setup_to_run_ahead(nb.cells) or {}).get("locked", ())}
     transforms = known_cells.transformed(sorted(locked))
     refuse_exec()  # as each sandboxed kernel does: no new Python, which would have autograd whole
@@ -254,6 +257,16 @@ def _root(runs: dict, seed: int, folder: Path, slots) -> None:
     shell = _shell()
     known_cells.install(shell, transforms)
     _run_group(shell, runs, list(runs), 0, folder, slots)
+
+
+def _warnings_as_a_new_process_has_them() -> None:
+    """pytest records each test's warnings (``catch_warnings(record=True)``, its filters), and a fork inherits that:
+    a cell's warning vanished here, where a kernel shows it in the cell's output (the grader's own start_grading
+    warned so in every kernel, unseen here; stock nbgrader gives a graded cell that writes to stderr no points)."""
+    importlib.reload(warnings)  # showwarning as the module defines it, not pytest's list.append
+    warnings.resetwarnings()
+    for category in (DeprecationWarning, PendingDeprecationWarning, ImportWarning, ResourceWarning):
+        warnings.simplefilter("ignore", category)  # Python's own defaults (IPython shows __main__'s deprecations)
 
 
 def _child(work, folder: Path) -> None:
