@@ -29,8 +29,9 @@ def why_it_departs(losses, trained, namespace, first: int, backward_calls, after
         return Reason(
             "not_updated_in_place",
             say(
-                "the parameters never changed: training_step must update them in place (p += -lr * grad, or "
-                "p.data += ...); p = p - lr * grad only gives the name p a new tensor"
+                "the parameters never changed: training_step must update them in place by -lr times the gradients "
+                "backward_pass returned (p += -lr * grad, or p.data += ...); p = p - lr * grad only gives the name p "
+                "a new tensor, and a gradient zeroed (grad.zero_()) or replaced before the update moves nothing"
             ),
         )
     still = [
