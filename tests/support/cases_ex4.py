@@ -779,3 +779,12 @@ MISTAKES.update(
         ),
     }
 )
+# training_step that updates the notebook's other list, initial_parameters (the copy restart_training puts back): the
+# grader's run then starts from values the notebook's own run moved, and its words were "the very first loss differs:
+# training_step must return the loss of forward(Xb, Yb) before the update", about a loss that was right
+MISTAKES["m_update_initial_parameters"] = (
+    {"answer_training_step": _STEP + "for p, grad in zip(initial_parameters, grads):\n    p += -lr * grad"},
+    [],
+    {"test_training": 0},
+    {"test_training": "it updates another list (initial_parameters is the copy of the starting values"},
+)

@@ -34,6 +34,15 @@ def why_it_departs(losses, trained, namespace, first: int, backward_calls, after
                 "a new tensor, and a gradient zeroed (grad.zero_()) or replaced before the update moves nothing"
             ),
         )
+    if after_first and trained and all(torch.equal(t, a) for t, a in zip(trained, after_first)):
+        return Reason(  # moved by none of the steps, from values that were not the initial ones: another list trained
+            "not_updated_in_place",
+            say(
+                "training_step moved no tensor of parameters in the whole run, which started from other values than "
+                "the initial ones: it updates another list (initial_parameters is the copy of the starting values "
+                "that restart_training puts back). Update each tensor of parameters in place, p += -lr * grad"
+            ),
+        )
     still = [
         name
         for name, t, p0 in zip(PARAMETER_NAMES, trained or [], namespace["initial_parameters"])
