@@ -8,10 +8,19 @@ sum of *terms*, one per consumer of its tensor (a tensor used twice has two: the
 from dataclasses import dataclass, field
 
 import torch
-import torch.nn.functional as F
 
-from ..common.diagnoses import Reason
 from ..common.words import Words, say
+from .step_mistakes import (
+    BNDIFF2,
+    BNVAR,
+    COUNTS_SUM,
+    HPREACT,
+    LOGITS,
+    LOGPROBS,
+    PROBS,
+    C,
+    dlogits_from_max,
+)
 
 # Right values in a shape that differs only by a dimension of size 1 (a keepdim dropped or added: the lecture's
 # own line gives dbnmeani (64,) for a (1, 64) tensor) earn this share of the step's points; wrong values earn
@@ -49,33 +58,26 @@ def _dlogprobs_from_loss(f, d):
     return grad
 
 
-def _dlogits_from_max(f, d):
-    argmax = f["logits"].max(1).indices
-    return F.one_hot(argmax, num_classes=f["logits"].shape[1]).to(f["logits"].dtype) * d["logit_maxes"]
-
-
-def _dC_in_slices(f, d, dim):
-    """dC as `dC[Xb[k]] += demb[k]` leaves it, slice by slice of dimension ``dim``: within a slice a repeated
-    index keeps one contribution."""
-    grad = torch.zeros_like(f["C"])
-    for k in range(f["Xb"].shape[dim]):
-        grad[f["Xb"].select(dim, k)] += d["emb"].select(dim, k)
-    return grad
-
-
 def _dC_from_emb(f, d):
     grad = torch.zeros_like(f["C"])
     return grad.index_add_(0, f["Xb"].reshape(-1), d["emb"].reshape(-1, f["C"].shape[1]))
 
 
-EPSILON_WORDS = say(
-    "the forward pass adds 1e-5 to the variance before the square root, and the derivative keeps it (it "
-    "matters where a neuron's batch variance is small, as neuron 0's is here)"
-)
-
 STEPS = [
-    Step("logprobs", "loss = -logprobs[range(n), Yb].mean()", {"loss": _dlogprobs_from_loss}, 1),
-    Step("probs", "logprobs = probs.log()", {"logprobs": lambda f, d: d["logprobs"] / f["probs"]}, 1),
+    Step(
+        "logprobs",
+        "loss = -logprobs[range(n), Yb].mean()",
+        {"loss": _dlogprobs_from_loss},
+        1,
+        mistakes=LOGPROBS,
+    ),
+    Step(
+        "probs",
+        "logprobs = probs.log()",
+        {"logprobs": lambda f, d: d["logprobs"] / f["probs"]},
+        1,
+        mistakes=PROBS,
+    ),
     Step(
         "counts_sum_inv",
         "probs = counts * counts_sum_inv",
@@ -87,6 +89,7 @@ STEPS = [
         "counts_sum_inv = counts_sum**-1",
         {"counts_sum_inv": lambda f, d: -(f["counts_sum"] ** -2) * d["counts_sum_inv"]},
         1,
+        mistakes=COUNTS_SUM,
     ),
     Step(
         "counts",
@@ -111,22 +114,20 @@ STEPS = [
     Step(
         "logits",
         "norm_logits = logits - logit_maxes; logit_maxes = logits.max(1, keepdim=True).values",
-        {"norm_logits": lambda f, d: d["norm_logits"].clone(), "logit_maxes": _dlogits_from_max},
+        {"norm_logits": lambda f, d: d["norm_logits"].clone(), "logit_maxes": dlogits_from_max},
         2,
-        mistakes={
-            Reason(
-                "max_path",
-                say(
-                    "dlogits sends the path through logit_maxes to the smallest logit of each row: logit_maxes is the "
-                    "largest one, so that path goes to where the max is"
-                ),
-            ): lambda f, d: d["norm_logits"] + _dlogits_from_max({**f, "logits": -f["logits"]}, d),
-        },
+        mistakes=LOGITS,
     ),
     Step("h", "logits = h @ W2 + b2", {"logits": lambda f, d: d["logits"] @ f["W2"].T}, 1),
     Step("W2", "logits = h @ W2 + b2", {"logits": lambda f, d: f["h"].T @ d["logits"]}, 1),
     Step("b2", "logits = h @ W2 + b2", {"logits": lambda f, d: d["logits"].sum(0)}, 1),
-    Step("hpreact", "h = torch.tanh(hpreact)", {"h": lambda f, d: (1.0 - f["h"] ** 2) * d["h"]}, 1),
+    Step(
+        "hpreact",
+        "h = torch.tanh(hpreact)",
+        {"h": lambda f, d: (1.0 - f["h"] ** 2) * d["h"]},
+        1,
+        mistakes=HPREACT,
+    ),
     Step(
         "bngain",
         "hpreact = bngain * bnraw + bnbias",
@@ -146,24 +147,14 @@ STEPS = [
         "bnvar_inv = (bnvar + 1e-5)**-0.5",
         {"bnvar_inv": lambda f, d: -0.5 * (f["bnvar"] + 1e-5) ** -1.5 * d["bnvar_inv"]},
         1,
-        mistakes={
-            Reason("epsilon", say("dbnvar is missing BatchNorm's epsilon: {why}", why=EPSILON_WORDS)): lambda f, d: (
-                -0.5 * f["bnvar"] ** -1.5 * d["bnvar_inv"]
-            ),
-            Reason(
-                "precedence",
-                say(
-                    "dbnvar raises to the power -3 and then halves: `x ** -3 / 2` is (x ** -3) / 2, because Python "
-                    "takes ** before /. The power -3/2 needs its brackets, ** (-3 / 2), or write ** -1.5"
-                ),
-            ): lambda f, d: -0.5 * (f["bnvar"] + 1e-5) ** -3 / 2 * d["bnvar_inv"],
-        },
+        mistakes=BNVAR,
     ),
     Step(
         "bndiff2",
         "bnvar = 1/(n-1) * bndiff2.sum(0, keepdim=True)",
         {"bnvar": lambda f, d: torch.ones_like(f["bndiff2"]) / (batch_size(f) - 1) * d["bnvar"]},
         1,
+        mistakes=BNDIFF2,
     ),
     Step(
         "bndiff",
@@ -199,17 +190,7 @@ STEPS = [
         "emb = C[Xb]",
         {"emb": _dC_from_emb},
         2,
-        mistakes={
-            Reason(
-                "not_accumulated",
-                say(
-                    "dC is wrong for characters that appear several times in one row of Xb (or one column): `+=` "
-                    "through an index that repeats keeps only one of their contributions, even a row at a time. "
-                    "Add up every occurrence: index_add_, index_put_ with accumulate=True, a loop over single "
-                    "entries, or a one-hot matrix product"
-                ),
-            ): (lambda f, d: _dC_in_slices(f, d, 0), lambda f, d: _dC_in_slices(f, d, 1)),
-        },
+        mistakes=C,
     ),
 ]
 

@@ -25,12 +25,13 @@ class Value:
     mistakes: dict = field(default_factory=dict)  # message (a Reason) -> variant(f)
 
 
-def _batchnorm(f, mean_dim=0, correction=1, root=True, gain=True, bias=True, centre=True, epsilon=1e-5):
-    """The BatchNorm forward in one expression; the keywords make its known wrong variants."""
+def _batchnorm(f, mean_dim=0, correction=1, root=True, gain=True, bias=True, centre=True, epsilon=1e-5, outside=0.0):
+    """The BatchNorm forward in one expression; the keywords make its known wrong variants (``outside``: an epsilon
+    added after the square root, as `x.std(0) + 1e-5` does, with ``epsilon`` 0)."""
     x = f["hprebn"]
     centred = x - x.mean(mean_dim, keepdim=True) if centre else x
     var = x.var(mean_dim, keepdim=True, correction=correction) + epsilon
-    out = centred / (var.sqrt() if root else var)
+    out = centred / (var.sqrt() + outside if root else var)
     return (f["bngain"] if gain else 1.0) * out + (f["bnbias"] if bias else 0.0)
 
 
@@ -58,6 +59,13 @@ FAST_FORWARDS = [
                     "F.cross_entropy takes the raw logits"
                 ),
             ): lambda f: F.nll_loss(f["logits"], f["Yb"]),
+            Reason(
+                "wrong_dimension",
+                say(
+                    "loss_fast takes the softmax (or the log-sum-exp) over the wrong dimension: an example's "
+                    "probabilities are spread over its own row of logits (dim=1), not over a column of the batch"
+                ),
+            ): lambda f: -F.log_softmax(f["logits"], 0)[range(f["logits"].shape[0]), f["Yb"]].mean(),
         },
     ),
     Value(
@@ -100,6 +108,14 @@ FAST_FORWARDS = [
                     "+ 1e-5), and the 1e-5 matters where a neuron's batch variance is small, as neuron 0's is here"
                 ),
             ): lambda f: _batchnorm(f, epsilon=0.0),
+            Reason(
+                "epsilon",
+                say(
+                    "hpreact_fast adds BatchNorm's epsilon after the square root (as std() + 1e-5 does): normalising "
+                    "divides by the square root of (variance + 1e-5), the 1e-5 inside the root, and that matters where "
+                    "a neuron's batch variance is small, as neuron 0's is here"
+                ),
+            ): lambda f: _batchnorm(f, epsilon=0.0, outside=1e-5),
             Reason(
                 "missing_factor", say("hpreact_fast is missing bngain: the normalised value is scaled by bngain")
             ): lambda f: _batchnorm(f, gain=False),

@@ -13,7 +13,8 @@ from ..common.diagnoses import NOTE, Reason
 from ..common.words import say, say_n
 from .backward_rules import SHAPE_ONLY_SHARE, Step, WrittenWith, local_gradient
 from .diagnosis.chain_rule import known_gradients
-from .diagnosis.diagnose import diagnose, only_size_one_dims_differ, shape_only_share, shape_problem
+from .diagnosis.diagnose import diagnose
+from .diagnosis.shapes import only_size_one_dims_differ, shape_only_share, shape_problem
 from .explain import and_list, constant_factor, not_a_tensor, not_finite, wrong_dtype
 from .honesty.decoy import decoy
 from .probes.judge_rule import judge_rule
@@ -203,7 +204,7 @@ def judge_gradient(
             verdict.lines.append(shape_only_share(verdict.points, step.points))
             return _and_by_its_rule(verdict, step, report, forward, seed, answer_name)
     if tuple(answer.shape) != tuple(reference.shape):
-        verdict.lines.append(shape_problem(answer.shape, reference.shape, name))
+        verdict.lines.append(shape_problem(answer.shape, reference.shape, name, forward["hprebn"].shape[0]))
     elif not torch.isfinite(answer).all():
         verdict.lines.append(not_finite(answer_name, answer))
     elif close(answer, decoy(reference, seed, name).double(), scale):

@@ -108,7 +108,7 @@ MISTAKES = {
     "m_bnvar_power": (
         {"answer_dbnvar": "dbnvar = -0.5 * (bnvar + 1e-5) ** -0.5 * dbnvar_inv"},
         "bnvar",
-        "entries wrong",
+        "dbnvar keeps the exponent of the forward pass: the power rule takes x**k to k * x**(k-1)",
     ),
     # a cell stopped before its answer: what stopped it, not "not answered yet"
     "m_dprobs_cell_raises": (
@@ -1808,6 +1808,135 @@ SLIPS_TOGETHER["m_slips_together_3"] = (
     },
     ["bngain", "bnbias", "bnvar_inv", "bnmeani"],
 )
+
+# A sixth round (December 2026, h-mist2): slips of students of the lecture, each costing its own step alone. Each was
+# told only "N of M entries wrong. Re-derive the local derivative" (or a bare "has shape ..., but"), or about the
+# epsilon's absence when it was outside the power; now the words name the slip. student -> (changes, step, words)
+SIXTH_ROUND = {
+    "m_dlogprobs_started_from_ones": (
+        {"answer_dlogprobs": "dlogprobs = torch.ones_like(logprobs)\ndlogprobs[range(n), Yb] = -1.0 / n"},
+        "logprobs",
+        "dlogprobs is 1 in every entry that should be 0, and right in the others",
+    ),
+    "m_dlogprobs_every_row": (
+        {"answer_dlogprobs": "dlogprobs = torch.zeros_like(logprobs)\ndlogprobs[:, Yb] = -1.0 / n"},
+        "logprobs",
+        "`[:, Yb]` takes every row for each target",
+    ),
+    "m_dlogprobs_loop_one_short": (
+        {
+            "answer_dlogprobs": "dlogprobs = torch.zeros_like(logprobs)\nfor i in range(n - 1):\n"
+            "    dlogprobs[i, Yb[i]] = -1.0 / n"
+        },
+        "logprobs",
+        "dlogprobs leaves out the last example of the batch: a loop over range(n - 1)",
+    ),
+    "m_dprobs_times_probs_for_over": (
+        {"answer_dprobs": "dprobs = probs * dlogprobs"},
+        "probs",
+        "the derivative of log(x) is 1/x, so it divides by probs",
+    ),
+    "m_dprobs_over_logprobs": (
+        {"answer_dprobs": "dprobs = (1.0 / logprobs) * dlogprobs"},
+        "probs",
+        "dprobs reads logprobs where the local derivative of `logprobs = probs.log()` needs probs",
+    ),
+    "m_dcounts_sum_inv_times_itself": (
+        {"answer_dcounts_sum_inv": "dcounts_sum_inv = (counts_sum_inv * dprobs).sum(1, keepdim=True)"},
+        "counts_sum_inv",
+        "dcounts_sum_inv reads counts_sum_inv where the local derivative of `probs = counts * counts_sum_inv` needs "
+        "counts",
+    ),
+    "m_dcounts_sum_inv_times_probs": (
+        {"answer_dcounts_sum_inv": "dcounts_sum_inv = (probs * dprobs).sum(1, keepdim=True)"},
+        "counts_sum_inv",
+        "reads probs where",
+    ),
+    "m_dcounts_sum_exponent_kept": (
+        {"answer_dcounts_sum": "dcounts_sum = -counts_sum**-1 * dcounts_sum_inv"},
+        "counts_sum",
+        "the derivative of x**-1 is not -1 * x**-1",
+    ),
+    "m_dnorm_logits_exp_of_input": (
+        {"answer_dnorm_logits": "dnorm_logits = norm_logits * dcounts"},
+        "norm_logits",
+        "dnorm_logits reads norm_logits where the local derivative of `counts = norm_logits.exp()` needs counts",
+    ),
+    "m_dlogits_max_path_to_target": (  # right values on the batch (dlogit_maxes is about zero): its rule probe says
+        {
+            "answer_dlogits": "dlogits = dnorm_logits.clone()\n"
+            "dlogits += F.one_hot(Yb, num_classes=logits.shape[1]) * dlogit_maxes"
+        },
+        "logits",
+        "sends the path through logit_maxes to each example's target, Yb",
+    ),
+    "m_db2_summed_over_rows": (
+        {"answer_db2": "db2 = dlogits.sum(1)"},
+        "b2",
+        "it looks summed over dimension 1 (each example's row) instead of dimension 0, the batch",
+    ),
+    "m_dhpreact_square_of_the_difference": (
+        {"answer_dhpreact": "dhpreact = (1.0 - h)**2 * dh"},
+        "hpreact",
+        "dhpreact squares (1 - h)",
+    ),
+    "m_dbngain_times_hpreact": (
+        {"answer_dbngain": "dbngain = (hpreact * dhpreact).sum(0, keepdim=True)"},
+        "bngain",
+        "dbngain reads hpreact where",
+    ),
+    "m_dbnraw_times_itself": ({"answer_dbnraw": "dbnraw = bnraw * dhpreact"}, "bnraw", "dbnraw reads bnraw where"),
+    "m_dbnraw_summed": (
+        {"answer_dbnraw": "dbnraw = (bngain * dhpreact).sum(0, keepdim=True)"},
+        "bnraw",
+        "it is summed over dimension 0, where bnraw has an entry of its own for each index",
+    ),
+    "m_dbnvar_epsilon_outside_the_power": (  # 1e-5 beside a number near 3e7 at neuron 0: as good as left out
+        {"answer_dbnvar": "dbnvar = -0.5 * (bnvar**-1.5 + 1e-5) * dbnvar_inv"},
+        "bnvar",
+        "the forward pass adds 1e-5 to the variance inside the square root, before the power",
+    ),
+    "m_dbnvar_epsilon_outside_the_root": (
+        {"answer_dbnvar": "dbnvar = -0.5 * (bnvar.sqrt() + 1e-5) ** -3 * dbnvar_inv"},
+        "bnvar",
+        "dbnvar adds BatchNorm's epsilon after the square root",
+    ),
+    "m_dbndiff2_precedence": (
+        {"answer_dbndiff2": "dbndiff2 = 1.0 / n - 1 * torch.ones_like(bndiff2) * dbnvar"},
+        "bndiff2",
+        "dbndiff2 subtracts where it should divide",
+    ),
+    "m_dbndiff_square_rule_2_left_out": (
+        {"answer_dbndiff": "dbndiff = bnvar_inv * dbnraw\ndbndiff += bndiff * dbndiff2"},
+        "bndiff",
+        "the path of dbndiff through bndiff2 is 0.5 times what it should be, and its other path is right",
+    ),
+    "m_dbndiff_square_of_bndiff2": (
+        {"answer_dbndiff": "dbndiff = bnvar_inv * dbnraw\ndbndiff += 2 * bndiff2 * dbndiff2"},
+        "bndiff",
+        "dbndiff reads bndiff2 where",
+    ),
+    "m_dhprebn_mean_path_without_1_over_n": (
+        {"answer_dhprebn": "dhprebn = dbndiff.clone()\ndhprebn += torch.ones_like(hprebn) * dbnmeani"},
+        "hprebn",
+        "the path of dhprebn through bnmeani is 32 times what it should be",
+    ),
+    "m_db1_summed_over_rows": ({"answer_db1": "db1 = dhprebn.sum(1)"}, "b1", "summed over dimension 1"),
+    "m_dW1_slice_starts_late": (
+        {"answer_dW1": "dW1 = embcat[1:].T @ dhprebn[1:]"},
+        "W1",
+        "dW1 leaves out the first example of the batch",
+    ),
+    "m_dC_loop_one_short": (
+        {
+            "answer_dC": "dC = torch.zeros_like(C)\nfor k in range(Xb.shape[0] - 1):\n"
+            "    for j in range(Xb.shape[1]):\n        dC[Xb[k, j]] += demb[k, j]"
+        },
+        "C",
+        "dC leaves out the last example of the batch: a loop over range(n - 1)",
+    ),
+}
+MISTAKES.update(SIXTH_ROUND)
 
 
 def one_cell(release, source, changes: dict, after: str = ""):

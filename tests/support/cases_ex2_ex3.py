@@ -227,6 +227,52 @@ MISTAKES = {
     ),
 }
 
+# A sixth round (December 2026, h-mist2): three slips whose words were the generic "entries wrong" / "not equal to loss"
+_FUSED = (
+    "dhprebn = bngain * bnvar_inv / n * (n * dhpreact - dhpreact.sum(0) - n / (n - 1) * bnraw * "
+    "(dhpreact * bnraw).sum(0))"
+)
+_BN_FAST = "hpreact_fast = bngain * (hprebn - hprebn.mean(0, keepdim=True)) / ({root} + 1e-5) + bnbias"
+MISTAKES.update(
+    {
+        "loss_fast_softmax_over_the_batch": (
+            NB2,
+            {"answer_loss_fast": "loss_fast = -F.log_softmax(logits, 0)[range(n), Yb].mean()"},
+            {"test_loss_fast": "loss_fast takes the softmax (or the log-sum-exp) over the wrong dimension"},
+        ),
+        "loss_fast_logsumexp_over_the_batch": (
+            NB2,
+            {"answer_loss_fast": "loss_fast = (logits.logsumexp(0)[Yb] - logits[range(n), Yb]).mean()"},
+            {"test_loss_fast": "over the wrong dimension"},
+        ),
+        "dhprebn_bessel_without_brackets": (  # - n / n - 1 * bnraw * ...: 1 subtracted, the factor n/(n-1) gone
+            NB3,
+            {"answer_dhprebn": _FUSED.replace("n / (n - 1)", "n / n - 1")},
+            {"test_dhprebn": "`n / n - 1 * x` is (n / n) - (1 * x)"},
+        ),
+        "dhprebn_one_over_without_brackets": (
+            NB3,
+            {"answer_dhprebn": _FUSED.replace("n / (n - 1)", "1 / n - 1")},
+            {"test_dhprebn": "Python divides and multiplies before it subtracts"},
+        ),
+        "dhprebn_epsilon_outside_the_root": (
+            NB3,
+            {"answer_dhprebn": _FUSED.replace("bngain * bnvar_inv", "bngain / (bnvar.sqrt() + 1e-5)")},
+            {"test_dhprebn": "dhprebn adds BatchNorm's epsilon after the square root"},
+        ),
+        "dhprebn_direct_path_without_n": (
+            NB3,
+            {"answer_dhprebn": _FUSED.replace("(n * dhpreact -", "(dhpreact -")},
+            {"test_dhprebn": "dhprebn is missing the n of the direct path"},
+        ),
+        "bn_forward_std_plus_epsilon": (
+            NB3,
+            {"answer_hpreact_fast": _BN_FAST.format(root="hprebn.std(0, keepdim=True)")},
+            {"test_hpreact_fast": "hpreact_fast adds BatchNorm's epsilon after the square root"},
+        ),
+    }
+)
+
 # Exercise 3, Part 4: dhprebn for the forward pass whose variance divides by n (setup_biased). mistake -> the kind of
 # its diagnosis, beside the words of MISTAKES.
 BIASED = "(dhpreact_biased * bnraw_biased).sum(0)"
@@ -938,7 +984,7 @@ MISTAKES.update(
                 "answer_hpreact_fast": "hpreact_fast = bngain * (hprebn - hprebn.mean(0, keepdim=True)) "
                 "/ (torch.sqrt(hprebn.var(0, keepdim=True)) + 1e-5) + bnbias"
             },
-            {"test_hpreact_fast": "hpreact_fast is not equal to hpreact"},
+            {"test_hpreact_fast": "hpreact_fast adds BatchNorm's epsilon after the square root"},
         ),
     }
 )
@@ -1045,7 +1091,10 @@ MISTAKES.update(
                     " + dvar * (-2 * bndiff_biased).mean(0, keepdim=True)", ""
                 ).replace("2 * bndiff_biased / n", "2 * bndiff_biased / (n - 1)"),
             },
-            {"test_dhprebn": "entries wrong", "test_dhprebn_biased": "uses n-1 where this forward pass divides by n"},
+            {
+                "test_dhprebn": "dhprebn reads bndiff where",  # (the generic "entries wrong" before)
+                "test_dhprebn_biased": "uses n-1 where this forward pass divides by n",
+            },
         ),
     }
 )

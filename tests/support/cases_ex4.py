@@ -719,3 +719,72 @@ MISTAKES["m_lr_from_the_loops_globals_calibration_float64"] = (
         "test_calibration": "but bnmean is float64: the notebook's evaluation and sampling mix it",
     },
 )
+# A sixth round (December 2026, h-mist2): slips in backward_pass whose words were "N of M entries wrong. Re-derive the
+# local derivative" (or a bare "has shape ..., but"); each costs the cells of the gradients computed from it, as before,
+# and now names the slip. student -> (changes, extra cells, {cell: points kept}, {cell: words})
+_BN_CELLS = {"test_dC": 0, "test_dW1": 0}
+_TANH_CELLS = {g: 0 for g in ("test_dC", "test_dW1", "test_dbngain", "test_dbnbias")}
+MISTAKES.update(
+    {
+        "m_tanh_square_of_the_difference": (
+            {"answer_backward_pass": backward(tanh="dhpreact = (1.0 - h)**2 * dh")},
+            [],
+            _TANH_CELLS,
+            {"test_dbngain": "your dhpreact: dhpreact squares (1 - h)"},
+        ),
+        "m_tanh_of_the_cached_preactivation": (
+            {"answer_backward_pass": backward(tanh="dhpreact = (1.0 - cache['hpreact'] ** 2) * dh")},
+            [],
+            _TANH_CELLS,
+            {"test_dW1": "dhpreact reads hpreact where the local derivative of `h = torch.tanh(hpreact)` needs h"},
+        ),
+        "m_batchnorm_bessel_without_brackets": (  # the bracket's - 1 makes db1 non-zero: its cell goes too
+            {"answer_backward_pass": backward(batchnorm=_swap("batchnorm", "n / (n - 1)", "n / n - 1"))},
+            [],
+            {**_BN_CELLS, "test_db1": 0},
+            {"test_dW1": "`n / n - 1 * x` is (n / n) - (1 * x)"},
+        ),
+        "m_batchnorm_direct_path_without_n": (
+            {"answer_backward_pass": backward(batchnorm=_swap("batchnorm", "(n * dhpreact -", "(dhpreact -"))},
+            [],
+            {**_BN_CELLS, "test_db1": 0},
+            {"test_dC": "dhprebn is missing the n of the direct path"},
+        ),
+        "m_batchnorm_variance_for_its_inverse": (
+            {
+                "answer_backward_pass": backward(
+                    batchnorm=_swap("batchnorm", "bngain * bnvar_inv / n", "bngain * cache['bnvar'] / n")
+                )
+            },
+            [],
+            _BN_CELLS,
+            {"test_dW1": "dhprebn reads bnvar where"},
+        ),
+        "m_db1_summed_over_rows": (
+            {"answer_backward_pass": backward(layer1=_swap("layer1", "db1 = dhprebn.sum(0)", "db1 = dhprebn.sum(1)"))},
+            [],
+            {"test_db1": 0},
+            {"test_db1": "it looks summed over dimension 1 (each example's row) instead of dimension 0, the batch"},
+        ),
+        "m_dC_loop_one_short": (
+            {
+                "answer_backward_pass": backward(
+                    embedding="demb = dembcat.view(emb.shape)\ndC = torch.zeros_like(C)\nfor k in range(n - 1):\n"
+                    "    for j in range(block_size):\n        dC[Xb[k, j]] += demb[k, j]"
+                )
+            },
+            [],
+            {"test_dC": 0},
+            {"test_dC": "dC leaves out the last example of the batch: a loop over range(n - 1)"},
+        ),
+    }
+)
+# training_step that updates the notebook's other list, initial_parameters (the copy restart_training puts back): the
+# grader's run then starts from values the notebook's own run moved, and its words were "the very first loss differs:
+# training_step must return the loss of forward(Xb, Yb) before the update", about a loss that was right
+MISTAKES["m_update_initial_parameters"] = (
+    {"answer_training_step": _STEP + "for p, grad in zip(initial_parameters, grads):\n    p += -lr * grad"},
+    [],
+    {"test_training": 0},
+    {"test_training": "it updates another list (initial_parameters is the copy of the starting values"},
+)

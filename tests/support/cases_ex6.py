@@ -149,7 +149,8 @@ MISTAKES["dbnvar_square_root"] = (
             {BUGS["epsilon"].right: "dbnvar = (-0.5 * (bnvar + 1e-5) ** -0.5) * dbnvar_inv"}
         ),
     ),
-    {slot(_ALIAS, "epsilon"): ("wrong_values", "entries wrong")},
+    # ("entries wrong" before)
+    {slot(_ALIAS, "epsilon"): ("power_rule", "dbnvar keeps the exponent of the forward pass")},
 )
 _LEFT_BESSEL = {BUGS["bessel"].right: BUGS["bessel"].wrong}
 # a line that had no planted bug, broken while fixing the others: the fix whose part of the pass holds it loses its
@@ -711,7 +712,7 @@ _FIXES_3 = {  # student -> (id, {line: new}, {cell: (kind, words)}), the cells b
         },
         {
             "clipped_loss": ("batch_size", "n = 32 times too large"),
-            "zero_bias": ("wrong_values", _ENTRIES),
+            "zero_bias": ("other_tensor", "dbngain reads bndiff where"),  # "entries wrong" before
             "not_accumulated": ("wrong_values", _ENTRIES),
         },
     ),
@@ -723,7 +724,7 @@ _FIXES_3 = {  # student -> (id, {line: new}, {cell: (kind, words)}), the cells b
             BUGS["not_accumulated"].right: "dC[Xb] = dC[Xb] + demb",
         },
         {
-            "clipped_loss": ("wrong_values", _ENTRIES),
+            "clipped_loss": ("target_term", "`[:, Yb]` takes every row for each target"),  # "entries wrong" before
             "zero_bias": ("wrong_values", _ENTRIES),
             "not_accumulated": ("not_accumulated", "keeps only one of its contributions"),
         },

@@ -25,6 +25,21 @@ def constant_offset(answer: torch.Tensor, expected: torch.Tensor, scale: float) 
     return c
 
 
+def offset_where_zero(answer: torch.Tensor, expected: torch.Tensor, scale: float) -> float | None:
+    """c when the answer is right wherever the gradient is not zero, and c (the same number, not 0) wherever it is
+    zero: a gradient started from ones where zeros belong, its few entries then set (`dlogprobs = torch.ones_like(
+    logprobs)`, then `dlogprobs[range(n), Yb] = -1.0 / n`)."""
+    a, e = answer.double(), expected.double()
+    zero = e == 0
+    if not zero.any() or zero.all() or not close(a[~zero], e[~zero], scale):
+        return None
+    rest = a[zero]
+    c = rest.mean().item()
+    if c == 0 or not math.isfinite(c) or close(rest, torch.zeros_like(rest), scale):
+        return None
+    return c if close(rest, torch.full_like(rest, c), scale) else None
+
+
 def whole_numbers(answer: torch.Tensor, expected: torch.Tensor, scale: float) -> bool:
     """Whether every entry of the answer is a whole number, not all of them alike, where the gradient has entries that
     are not: rounded down by a floor division (`(probs - one_hot) // n` gives 0 and -1), or cast to an integer type
@@ -58,6 +73,18 @@ def wrong_values(answer: torch.Tensor, expected: torch.Tensor, scale: float, own
                 name=own,
                 c=c,
                 forward=forward,
+            ),
+        )
+    c = offset_where_zero(answer, expected, scale)
+    if c is not None:
+        return Reason(
+            "constant_offset",
+            say(
+                "d{name} is {c:.3g} in every entry that should be 0, and right in the others: did it start from ones "
+                "(or another constant) where zeros belong? Start from torch.zeros_like and set only the entries that "
+                "get a gradient",
+                name=own,
+                c=c,
             ),
         )
     if whole_numbers(answer, expected, scale):

@@ -5,7 +5,7 @@ the rule probe finds its code right on inputs as they should have been."""
 from ...common.diagnoses import NOTE, Reason
 from ...common.words import say, say_n
 from ..backward_rules import SHAPE_ONLY_SHARE, Step, local_gradient
-from ..diagnosis.diagnose import only_size_one_dims_differ, shape_only_share, shape_problem
+from ..diagnosis.shapes import only_size_one_dims_differ, shape_only_share, shape_problem
 from ..explain import and_list, wrong_dtype
 from ..tolerance import close, magnitude, step_scale
 from .judge_rule import judge_rule

@@ -9,7 +9,7 @@ import torch
 
 from ...common.diagnoses import NOTE, Reason
 from ...common.words import say
-from ..diagnosis.diagnose import only_size_one_dims_differ, shape_only_share
+from ..diagnosis.shapes import only_size_one_dims_differ, shape_only_share
 from ..explain import difference, not_a_tensor
 from ..tolerance import close, magnitude, max_difference
 from ..verdict import Verdict

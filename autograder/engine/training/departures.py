@@ -29,8 +29,18 @@ def why_it_departs(losses, trained, namespace, first: int, backward_calls, after
         return Reason(
             "not_updated_in_place",
             say(
-                "the parameters never changed: training_step must update them in place (p += -lr * grad, or "
-                "p.data += ...); p = p - lr * grad only gives the name p a new tensor"
+                "the parameters never changed: training_step must update them in place by -lr times the gradients "
+                "backward_pass returned (p += -lr * grad, or p.data += ...); p = p - lr * grad only gives the name p "
+                "a new tensor, and a gradient zeroed (grad.zero_()) or replaced before the update moves nothing"
+            ),
+        )
+    if after_first and trained and all(torch.equal(t, a) for t, a in zip(trained, after_first)):
+        return Reason(  # moved by none of the steps, from values that were not the initial ones: another list trained
+            "not_updated_in_place",
+            say(
+                "training_step moved no tensor of parameters in the whole run, which started from other values than "
+                "the initial ones: it updates another list (initial_parameters is the copy of the starting values "
+                "that restart_training puts back). Update each tensor of parameters in place, p += -lr * grad"
             ),
         )
     still = [

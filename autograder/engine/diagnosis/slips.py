@@ -1,0 +1,143 @@
+"""Slips that a step's own rule recognises, with no table of wrong formulas: another forward tensor read in the local
+derivative (`bnraw * dhpreact` for dbnraw, where bngain belongs), one path of a tensor used twice off by a constant
+(`dbndiff += bndiff * dbndiff2` without the 2 of the square), and an example of the batch left out (a loop over
+range(n - 1)). Each is the step's rule with one thing changed, compared with the answer within the step's tolerance."""
+
+import torch
+
+from ...common.diagnoses import Reason
+from ...common.words import say
+from ..backward_rules import Step, local_gradient
+from ..explain import constant_factor
+from ..tolerance import close
+
+
+class _Reading(dict):
+    """The forward values, noting which of them a step's rule reads."""
+
+    def __init__(self, values: dict):
+        super().__init__(values)
+        self.read = []
+
+    def __getitem__(self, key):
+        if key not in self.read:
+            self.read.append(key)
+        return super().__getitem__(key)
+
+
+def _floats(forward: dict) -> list:
+    return [k for k, v in forward.items() if isinstance(v, torch.Tensor) and v.is_floating_point()]
+
+
+def _stands_for(other: torch.Tensor, right: torch.Tensor) -> bool:
+    """Whether a student could have written ``other`` where ``right`` belongs and got a gradient of a shape that may be
+    the step's: as many dimensions, each of the same size or of size 1 in one of them (counts_sum_inv for counts,
+    bnraw for bngain), and not the same values."""
+    if other.dim() != right.dim() or any(a != b and 1 not in (a, b) for a, b in zip(other.shape, right.shape)):
+        return False
+    return other.shape != right.shape or not torch.equal(other, right)
+
+
+def other_tensor(answer: torch.Tensor, step: Step, forward: dict, upstream: dict, scale: float, own: str):
+    """Why d<own> is wrong when it is the step's rule with one forward tensor it reads replaced by another forward
+    tensor (`norm_logits * dcounts` for `counts * dcounts`, `(1 - hpreact**2) * dh` for tanh's `1 - h**2`)."""
+    reading = _Reading(forward)
+    try:
+        right = local_gradient(step, reading, upstream).double()
+    except (RuntimeError, KeyError, IndexError, TypeError):
+        return None
+    floats = _floats(forward)
+    for name in [k for k in reading.read if k in floats]:
+        for other in floats:
+            if other == name or not _stands_for(forward[other], forward[name]):
+                continue
+            try:
+                wrong = local_gradient(step, {**forward, name: forward[other]}, upstream).double()
+            except (RuntimeError, KeyError, IndexError, TypeError, ArithmeticError):
+                continue
+            if wrong.shape == answer.shape and not close(wrong, right, scale) and close(answer, wrong, scale):
+                return Reason(
+                    "other_tensor",
+                    say(
+                        "d{name} reads {other} where the local derivative of `{forward}` needs {right}: check which "
+                        "tensor of the forward pass each factor of your line comes from",
+                        name=own,
+                        other=other,
+                        forward=step.forward,
+                        right=name,
+                    ),
+                )
+    return None
+
+
+def path_factor(answer: torch.Tensor, step: Step, forward: dict, upstream: dict, scale: float, own: str):
+    """Why d<own> is wrong when one path of a tensor used twice is right but for a constant factor (the 2 of a square
+    left out, the 1/n of a mean missing) and the other paths are right."""
+    if len(step.terms) < 2:
+        return None
+    try:
+        terms = {c: term(forward, upstream).double() for c, term in step.terms.items()}
+        total = local_gradient(step, forward, upstream).double()
+    except (RuntimeError, KeyError, IndexError):
+        return None
+    a = answer.double()
+    for consumer, term in terms.items():
+        try:
+            rest = total - term
+            residual = a - rest
+            c = constant_factor(residual, term.expand_as(residual), scale)
+        except RuntimeError:
+            continue
+        if c is None or abs(c) < 1e-6 or not close(a, rest + c * term, scale):
+            continue
+        return Reason(
+            "constant_factor",
+            say(
+                "the path of d{name} through {consumer} is {c:.4g} times what it should be, and its other path is "
+                "right: look for a missing or extra constant in that term (the 2 of a square's power rule, the 1/n of "
+                "a mean)",
+                name=own,
+                consumer=consumer,
+                c=c,
+            ),
+        )
+    return None
+
+
+def example_left_out(answer: torch.Tensor, step: Step, forward: dict, upstream: dict, scale: float, own: str):
+    """Why d<own> is wrong when it is the step's rule with the first or the last example of the batch left out of its
+    upstream gradients (or, for a step read by the loss alone, with that example's row left at zero): a loop over
+    range(n - 1) or range(1, n), a slice [:-1]."""
+    n = forward["hprebn"].shape[0] if isinstance(forward.get("hprebn"), torch.Tensor) else None
+    batch = [c for c, up in upstream.items() if isinstance(up, torch.Tensor) and up.dim() and up.shape[0] == n]
+    if not n or n < 2 or not (batch or (answer.dim() and answer.shape[0] == n and not step.upstream)):
+        return None
+    for which, row in (("last", n - 1), ("first", 0)):
+        given = dict(upstream)
+        for consumer in batch:
+            given[consumer] = upstream[consumer].clone()
+            given[consumer][row] = 0
+        try:
+            wrong = local_gradient(step, forward, given).double()
+            if not batch:  # a gradient of one row per example, set in a loop (dlogprobs): that row left as it was
+                wrong[row] = 0
+        except (RuntimeError, KeyError, IndexError):
+            continue
+        if wrong.shape == answer.shape and close(answer.double(), wrong, scale):
+            words = (
+                say(
+                    "d{name} leaves out the last example of the batch: a loop over range(n - 1), or a slice [:-1], "
+                    "stops one short. range(n) runs over all n = {n} examples",
+                    name=own,
+                    n=n,
+                )
+                if which == "last"
+                else say(
+                    "d{name} leaves out the first example of the batch: a loop over range(1, n), or a slice [1:], "
+                    "starts one late. range(n) runs over all n = {n} examples, from 0",
+                    name=own,
+                    n=n,
+                )
+            )
+            return Reason("off_by_one", words)
+    return None
