@@ -137,6 +137,7 @@ def block() -> str:
         f"OTHER_BATCH_SIZE = {network.OTHER_BATCH_SIZE!r}  # Exercise 4: backward_pass is checked at this size too",
         f"OTHER_BATCH_SEED = {network.OTHER_BATCH_SEED_OFFSET!r}  # its generator: manual_seed(SEED + this)",
         f"TRAINING_BATCHES = {network.TRAINING_BATCHES!r}  # Exercise 4: and on the training run's first batches",
+        f"THIN_NEURON_SHOWS = {network.THIN_NEURON_SHOWS!r}  # Exercise 4: and these, with neuron 0 as thin as epsilon",
         "# the gradients of every notebook's steps (Exercise 5's datt, dq, ... too): the autograder reads this one set",
         f"GRADIENTS = frozenset({sorted(rerun.GRADIENTS)!r})",
         f"FORBIDDEN_ATTRIBUTES = {sorted(honesty.FORBIDDEN_ATTRIBUTES)!r}  # what reads autograd",

@@ -1,13 +1,11 @@
 """Exercise 4 in the kernel: the student's backward pass is a function and the notebook trains with it. A short fixed
 run, extra training stopped, and backward_pass and training_step each called on the grader's own inputs."""
 
-import contextlib
-import io
-
 import torch
 
 from ..engine import wire
-from .capture import call_capturing, lines_again, raised_at, same_tensor_as
+from .capture import call_capturing, lines_again, same_tensor_as
+from .other_inputs import on_other_inputs
 from .reports import send
 from .switches import AutogradIsOff, grading
 
@@ -91,7 +89,7 @@ def _backward_on_check_batch(namespace: dict) -> dict:
         values = lines[0] if lines else list(result) if isinstance(result, (list, tuple)) else []
         # (before the call on another batch, which may change in place what the second call returned)
         again = _differences(values[: len(PARAMETER_NAMES)], again)
-        other = {} if isinstance(result, Exception) and not lines else _on_another_batch(namespace, function)
+        other = {} if isinstance(result, Exception) and not lines else on_other_inputs(namespace, function)
         for p, p1 in zip(parameters, now):
             p.copy_(p1)
     if isinstance(result, Exception):
@@ -114,73 +112,6 @@ def _backward_on_check_batch(namespace: dict) -> dict:
     payload.update(other)
     _backward_calls[function] = payload
     return payload
-
-
-def _on_another_batch(namespace: dict, function) -> dict:
-    """backward_pass on a batch of another size (``network.other_batch``), at the parameters as they are, with the
-    notebook's batch_size, and n when it is the batch size, set to that size for the call (the lecture reads them).
-
-    The payload holds d<parameter> of that call ("other_d<name>": by position in the list it returned, or, when it
-    raised, its local variable d<name> as it was then) and how the call went ("other_size": when it raised, the line
-    of backward_pass that raised); and how the calls on the graded run's first batches went ("some_batch")."""
-    from ..engine.training.network import OTHER_BATCH_SIZE, PARAMETER_NAMES, forward, other_batch
-
-    try:
-        Xb, Yb = other_batch(namespace["Xtr"], namespace["Ytr"], namespace["SEED"])
-        cache = {k: v.detach() for k, v in forward(namespace["parameters"], Xb, Yb)[1].items()}
-    except Exception:  # parameters the notebook's forward pass cannot take: the check batch's verdicts say so
-        return {}
-    size = namespace.get("batch_size")
-    saved = {k: namespace[k] for k in ("batch_size", "n") if type(namespace.get(k)) is int and namespace[k] == size}
-    namespace.update(dict.fromkeys(saved, OTHER_BATCH_SIZE))
-    try:
-        result, variables = call_capturing(function, Xb, Yb, cache)
-    finally:
-        namespace.update(saved)
-    if isinstance(result, Exception):
-        status = {"kind": "raised", "type": type(result).__name__, "message": str(result)[:300]}
-        status["line"] = raised_at(result, function)
-        values = [variables.get("d" + name) for name in PARAMETER_NAMES]
-    else:
-        status = {"kind": "returned"}
-        values = list(result) if isinstance(result, (list, tuple)) else []
-    status.update(size=OTHER_BATCH_SIZE, rebound=sorted(saved))
-    payload = {f"other_d{name}": wire.encode(v) for name, v in zip(PARAMETER_NAMES, values)}
-    return {**payload, "other_size": status, "some_batch": _on_the_runs_batches(namespace, function)}
-
-
-def _on_the_runs_batches(namespace: dict, function) -> dict:
-    """backward_pass on the graded run's first TRAINING_BATCHES batches, at the parameters as they are, until one
-    raises: how that call went, its step, the line that raised and the gradients d<parameter> it had computed by then
-    ("computed"). A line right on some batches only (F.one_hot(Yb) without num_classes, which a batch without the
-    last character shortens) raises on one of them, at the batch size of the check batch; or, when nothing raises,
-    the first of them whose gradients do not all have their parameters' shapes ("shape": d<name> -> its shape there,
-    F.one_hot(Xb) without num_classes in dC's product)."""
-    from ..engine.training.network import PARAMETER_NAMES, TRAINING_BATCHES, forward, minibatches
-
-    X, Y, parameters = namespace["Xtr"], namespace["Ytr"], namespace["parameters"]
-    for step, (ix, _) in enumerate(minibatches(X, namespace["SEED"], TRAINING_BATCHES, namespace["batch_size"]), 1):
-        try:
-            cache = {k: v.detach() for k, v in forward(parameters, X[ix], Y[ix])[1].items()}
-        except Exception:  # parameters the notebook's forward pass cannot take: the check batch's verdicts say so
-            return {"kind": "returned"}
-        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):  # (its prints)
-            result, variables = call_capturing(function, X[ix], Y[ix], cache)
-        if isinstance(result, Exception):
-            computed = [name for name in PARAMETER_NAMES if isinstance(variables.get("d" + name), torch.Tensor)]
-            status = {"kind": "raised", "type": type(result).__name__, "message": str(result)[:300]}
-            return {**status, "line": raised_at(result, function), "step": step, "computed": computed}
-        values = list(result) if isinstance(result, (list, tuple)) else []
-        shapes = {}
-        for name, value, p in zip(PARAMETER_NAMES, values, parameters):
-            try:
-                if isinstance(value, torch.Tensor) and value.shape != p.shape:
-                    shapes[name] = [int(k) for k in value.shape]
-            except Exception:  # a tensor of its own kind whose shape cannot be read: the check batch's verdicts say so
-                pass
-        if shapes:  # a size read from the batch's values (F.one_hot(Xb) without num_classes) that raised nothing
-            return {"kind": "shape", "step": step, "shapes": shapes}
-    return {"kind": "returned"}
 
 
 def _kept(result, variables: dict):

@@ -729,3 +729,36 @@ def test_after_step_1_a_right_backward_pass_stays_a_tick(ex4):
     assert "All 7 gradients match autograd." in printed(ex4, right, cell, In=[*history, cell])
     before = printed(ex4, right, 'check_backward("W2")', In=[*history, "check"], ANSWERS_IN_CELLS=True)
     assert "reads autograd" in before, before  # as it was
+
+
+def test_an_epsilon_left_out_is_named_under_the_gradients_that_show_it_and_under_step_1(ex4):
+    """At the check batch's variances an epsilon left out of bnvar_inv changes nothing the tolerance sees; the check,
+    as the grader, calls backward_pass again with neuron 0's variance made the epsilon, and names it there. A bnvar_inv
+    of one's own with the epsilon inside the root is right, and the parameters are put back after the check."""
+    right = ex4[1]["answer_backward_pass"]
+    recomputed = "    dbngain = "
+    assert recomputed in right
+    for line, ticked in (
+        ("bnvar_inv = cache['bnvar'] ** -0.5", False),
+        ("bnvar_inv = cache['bnvar'] ** -0.5 + 1e-5", False),
+        ("bnvar_inv = 1 / torch.sqrt(cache['bnvar'] + 1e-5)", True),
+    ):
+        code = right.replace(recomputed, f"    {line}\n{recomputed}", 1)
+        namespace = with_the_checks(ex4)
+        before = [p.clone() for p in namespace["parameters"]]
+        out = printed(ex4, code, 'check_backward("W1")')
+        if ticked:
+            assert out.startswith("✔ dW1"), (line, out)
+        else:
+            assert out.startswith(
+                "✘ dW1 is right on the check batch, but not when a neuron's batch variance is as "
+                "small as BatchNorm's epsilon (1e-5)"
+            ), (line, out)
+            assert "inside the power, bnvar_inv = (bnvar + 1e-5)**-0.5" in out, out
+            assert printed(ex4, code, 'check_backward("W2")').startswith("✔ dW2"), line
+            assert printed(ex4, code, "check_chain()").startswith("✘ dW1 is right on the check batch, but not"), line
+        after = with_the_checks(ex4)
+        as_a_cell(code, after)
+        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+            exec('check_backward("W1")', after)
+        assert all(torch.equal(a, b) for a, b in zip(after["parameters"], before)), line

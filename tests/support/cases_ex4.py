@@ -788,3 +788,23 @@ MISTAKES["m_update_initial_parameters"] = (
     {"test_training": 0},
     {"test_training": "it updates another list (initial_parameters is the copy of the starting values"},
 )
+# BatchNorm's epsilon left out of a bnvar_inv of one's own, or added outside its power: at the check batch's variances,
+# of about 1, that changes nothing the tolerance sees, and both kept every point. backward_pass is also called with
+# neuron 0's batch variance made the epsilon (network.thin_neuron), where dhprebn's column changes by a third: the
+# gradients computed from dhprebn that show it lose their points, named so
+_EPSILON_WORDS = "not when a neuron's batch variance is as small as BatchNorm's epsilon (1e-5)"
+for _student, _line in (
+    ("m_epsilon_left_out", "bnvar_inv = cache['bnvar'] ** -0.5\n"),
+    ("m_epsilon_outside_the_power", "bnvar_inv = cache['bnvar'] ** -0.5 + 1e-5\n"),
+):
+    MISTAKES[_student] = (
+        {"answer_backward_pass": backward(batchnorm=_line + BACKWARD["batchnorm"])},
+        [],
+        {"test_dC": 0, "test_dW1": 0},
+        {"test_dC": _EPSILON_WORDS, "test_dW1": _EPSILON_WORDS},
+    )
+ALTERNATIVES["alt_epsilon_recomputed"] = {  # bnvar_inv of one's own, right: the epsilon inside the root
+    "answer_backward_pass": backward(
+        batchnorm="bnvar_inv = 1 / torch.sqrt(cache['bnvar'] + 1e-5)\n" + BACKWARD["batchnorm"]
+    )
+}

@@ -13,8 +13,9 @@ from ..tolerance import RTOL, close, magnitude, step_scale
 from ..verdict import Check, Verdict
 from ..wire import Report
 from .batch_size_checks import at_another_size
-from .network import PARAMETER_NAMES
+from .network import PARAMETER_NAMES, THIN_NEURON_SHOWS
 from .reference_runs import CHAIN, PATHS, RETURNED, check_batch_reference
+from .thin_neuron_checks import at_a_thin_neuron
 
 USES_AUTOGRAD = say(
     "backward_pass uses autograd (.grad, backward or torch.autograd), so none of its gradients count: compute every "
@@ -221,6 +222,9 @@ def judge_parameter_gradient(name: str, report: Report, namespace: dict, seed: i
         verdict.lines.append(other_size)
     elif other_size:
         return Verdict("d" + name, 0, step.points, [other_size])
+    thin = at_a_thin_neuron(name, report, namespace) if verdict.passed and name in THIN_NEURON_SHOWS else None
+    if thin:
+        return Verdict("d" + name, 0, step.points, [thin])
     if verdict.passed:
         return verdict
     answer = report.tensor("d" + name)

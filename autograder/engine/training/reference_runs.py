@@ -60,6 +60,18 @@ def other_size_reference(namespace: dict):
     return _memo(namespace, "other_size", lambda: autograd_gradients(namespace["initial_parameters"], Xb, Yb))
 
 
+def thin_neuron_reference(namespace: dict):
+    """The same on the check batch with neuron 0 thinned there (``network.thin_neuron``)."""
+    Xb, Yb, _ = namespace["check_batch"]
+
+    def compute():
+        parameters = [p.detach().clone() for p in namespace["initial_parameters"]]
+        network.thin_neuron(parameters, Xb)
+        return autograd_gradients(parameters, Xb, Yb)
+
+    return _memo(namespace, "thin_neuron", compute)
+
+
 def autograd_gradients(initial_parameters, Xb, Yb):
     """(forward values, autograd's gradients of the parameters and the intermediates) of the batch Xb -> Yb."""
     parameters = [p.detach().clone().requires_grad_() for p in initial_parameters]
