@@ -5,7 +5,7 @@ few representative ones through the real nbgrader pipeline (tests/slow/test_ex2_
 """
 
 from autograder.authoring.submissions import grade_id, solved
-from autograder.common.naming import SETUP_PREFIX
+from autograder.common.naming import ANSWER_MIME, SETUP_PREFIX
 from autograder.engine.reference import run_setup
 from support.read_grad import above_the_start, grad_through_sgd, read_above_the_start, start_moved_down
 
@@ -1118,6 +1118,59 @@ LAID_OUT = {
 }
 
 
+# Found in an attacker's review: nbclient updates every output shown under a display id, in any cell. A submission
+# sent its graded cells' reports under ids (its own display publisher), then, in a cell after every graded cell,
+# replaced them with reports whose answers and rule probes the grader's own rules computed: the static reading of the
+# cells before a graded cell never saw that cell, and Exercise 3's four gradients earned 8 points with none written
+# (through nbgrader too). A report is final now as its cell sends it (``output_budget.a_report``).
+# student -> (answer cells changed, cells added after a graded cell's id, {graded cell that must earn nothing: words})
+_PUBLISHED_UNDER_IDS = OUTGOING.replace(
+    "    for v in data.values():\n        if isinstance(v, dict):\n            {change}\n",
+    "    for v in data.values():\n        if isinstance(v, dict):\n            {change}\n"
+    '            kwargs["transient"] = {{"display_id": "r_" + next(iter(v))}}\n',
+)
+_REPLACED_LATER = (
+    "import os\n\nimport torch\nfrom IPython.display import update_display\n\n"
+    "from autograder.engine import wire\nfrom autograder.engine.backward_rules import STEP_BY_NAME, local_gradient\n"
+    "from autograder.engine.fused_rules import FUSED_STEP_BY_NAME\n"
+    "from autograder.engine.probes.rerun import pin_value\n"
+    "\npub.publish = sent  # (the display publisher as it was)\nseed = int(os.environ['BACKPROP_NINJA_SEED'])\n"
+    "fw = {k: v.detach() for k, v in dict(globals()).items() if isinstance(v, torch.Tensor)}\n"
+    "for answer, step in [('dbngain', STEP_BY_NAME['bngain']), ('dbnbias', STEP_BY_NAME['bnbias']), "
+    "('dhprebn', FUSED_STEP_BY_NAME['hprebn'])]:\n"
+    "    pins = {'hpreact': pin_value(seed, answer, 'dhpreact', tuple(fw['hpreact'].shape))}\n"
+    "    payload = {answer: wire.encode(local_gradient(step, fw, {'hpreact': dhpreact}).float()), "
+    "'dhpreact': wire.encode(dhpreact)}\n"
+    "    payload['(pro' + 'be)'] = {'answer': answer, 'pins': {'dhpreact': {'zero': False}}, 'status': 'ran', "
+    "'pins_read': ['dhpreact'], 'result': wire.encode(local_gradient(step, fw, pins).float())}\n"
+    "    update_display({'{mime}': payload, 'text/plain': '.'}, raw=True, display_id='r_' + answer)\n"
+)
+_UNANSWERED = {g: "pass" for g in ("answer_dbngain", "answer_dbnbias", "answer_dhprebn")}
+REPLACED_LATER = {
+    "c_reports_replaced_by_a_later_cell": (
+        _UNANSWERED,
+        [
+            ("answer_hpreact_fast", _PUBLISHED_UNDER_IDS.format(change="pass")),
+            ("test_dhprebn_biased", _REPLACED_LATER.replace("{mime}", ANSWER_MIME)),
+        ],
+        dict.fromkeys(("test_dbngain", "test_dbnbias", "test_dhprebn"), "not answered yet"),
+    ),
+    "c_placeholders_replaced_by_a_later_cell": (  # the report itself held back: a display to update in its place
+        _UNANSWERED,
+        [
+            (
+                "answer_hpreact_fast",
+                _PUBLISHED_UNDER_IDS.format(
+                    change="data = {'text/plain': '.'} if next(iter(v)) in ('dbngain', 'dbnbias', 'dhprebn') else data"
+                ).replace("for v in data.values():", "for v in list(data.values()):"),
+            ),
+            ("test_dhprebn_biased", _REPLACED_LATER.replace("{mime}", ANSWER_MIME)),
+        ],
+        dict.fromkeys(("test_dbngain", "test_dbnbias", "test_dhprebn"), "reported nothing"),
+    ),
+}
+
+
 def submissions(notebook: str, release, source) -> dict:
     """student -> notebook, every case above one student of its own (cheats and alternatives may change both)."""
     class_ = {"solution": solved(release, source), "blank": release}
@@ -1129,6 +1182,8 @@ def submissions(notebook: str, release, source) -> dict:
     if notebook == NB3:
         for student, (changes, _) in GIVEN_CHANGED.items():
             class_[student] = solved(release, source, changes)
+        for student, (changes, added, _) in REPLACED_LATER.items():
+            class_[student] = solved(release, source, changes, added)
     for student, (changes, _) in CHEATS.items():
         if notebook in changes:
             class_[student] = solved(release, source, changes[notebook])
