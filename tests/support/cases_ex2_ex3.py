@@ -4,6 +4,8 @@ One table of cases, graded two ways: every case in process (tests/fast/test_ex2_
 few representative ones through the real nbgrader pipeline (tests/slow/test_ex2_ex3_pipeline.py).
 """
 
+import base64
+
 from autograder.authoring.submissions import grade_id, solved
 from autograder.common.naming import ANSWER_MIME, SETUP_PREFIX
 from autograder.engine.reference import run_setup
@@ -495,6 +497,54 @@ CHEATS = {
         {NB3: {"test_dbngain": "all zeros", "test_dbnbias": "all zeros", "test_dhprebn": "all zeros"}},
     ),
 }
+
+# Found in an attacker's review: code in a file the student's cell wrote while grading, run by a plain `import` of it
+# (the grader only marked the module's name, not what its code put into the notebook's namespace; a module named as one
+# of the standard library's that Linux does not have, winsound, was not even marked) or by the `import` lines of a .pth
+# file that site.addsitedir reads: dhprebn computed by the grader's own rules earned its 4 points. The kernel imports no
+# module written while grading (in_kernel.switches), and site marks every answer from its cell on, as exec does.
+_WRITTEN_MODULE = (  # what the file holds: no word the static reading would see, were it in the cell
+    "import importlib\nimport __main__ as m\n\n"
+    "r = importlib.import_module('autograder.engine.backward_rules')\n"
+    "f = importlib.import_module('autograder.engine.fused_rules')\nfw = {}\n"
+    "for k, v in list(vars(m).items()):\n    if isinstance(v, m.torch.Tensor):\n        fw[k] = v.detach()\n"
+    "m.dhprebn = r.local_gradient(f.FUSED_STEP_BY_NAME['hprebn'], fw, {'hpreact': m.dhpreact}).float()\n"
+)
+_WRITTEN_AS = (
+    "import base64\nimport sys\nimport tempfile\n\nd = tempfile.mkdtemp()\nwith open(d + '/{file}', 'w') as f:\n"
+    "    f.write({text})\n{then}\n"
+)
+_ENCODED = f"base64.b64decode('{base64.b64encode(_WRITTEN_MODULE.encode()).decode()}').decode()"
+
+
+def _written_as(file: str, then: str, text: str = _ENCODED) -> str:
+    return _WRITTEN_AS.format(file=file, text=text, then=then)
+
+
+CHEATS.update(
+    {
+        "c_module_written_while_grading": (
+            {NB3: {"answer_dhprebn": _written_as("qqmodule.py", "sys.path.insert(0, d)\nimport qqmodule")}},
+            {NB3: {"test_dhprebn": "not answered yet"}},
+        ),
+        "c_standard_name_written_while_grading": (  # in sys.stdlib_module_names, yet Linux has no winsound
+            {NB3: {"answer_dhprebn": _written_as("winsound.py", "sys.path.insert(0, d)\nimport winsound")}},
+            {NB3: {"test_dhprebn": "not answered yet"}},
+        ),
+        "c_pth_file_run_by_site": (
+            {
+                NB3: {
+                    "answer_dhprebn": _written_as(
+                        "a.pth",
+                        "import site\n\nsite.addsitedir(d)",
+                        "'import base64; exec(' + repr(" + _ENCODED + ") + ')\\n'",
+                    )
+                }
+            },
+            {NB3: {"test_dhprebn": "autograd", "test_dhprebn_biased": "autograd"}},
+        ),
+    }
+)
 
 # what a graded cell's report becomes on its way out of the kernel: ``change`` made to each of its dicts
 OUTGOING = (

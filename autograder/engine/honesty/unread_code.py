@@ -41,6 +41,8 @@ SHELL_HOOKS |= {"_ip", "shell", "kernel", "magics_manager", "find_magic", "find_
 # switches can be undone: every answer from then on may be autograd's
 AROUND = {"builtins", "__self__", "importlib", "import_module", "__import__", "reload", "getmodule", "__loader__"}
 AROUND |= {"exec_module", "load_module", "getmembers_static", "CodeType", "FunctionType", "pickle", "_pickle"}
+# the import system itself, which keeps the kernel's refusal of modules written while grading (in_kernel.switches)
+AROUND |= {"meta_path", "path_hooks", "path_importer_cache"}
 AROUND |= {
     "_registry",
     "currentframe",
@@ -56,6 +58,7 @@ RESOLVERS = {"Formatter", "BaseConfigurator", "DictConfigurator", "dictConfig", 
 RESOLVERS |= {"safeimport", "importfile", "locate", "getter", "_get_target", "patch", "mock", "ForkingPickler"}
 RESOLVERS |= {"get_type_hints", "ForwardRef", "_eval_type", "_evaluate", "get_annotations"}
 RESOLVER_MODULES = ("pydoc", "logging.config", "unittest.mock", "shelve")  # an import of one: every use of it
+RESOLVER_MODULES += ("site",)  # site.addsitedir(d) runs each `import` line of d's .pth files: code from a file
 UNREAD_ATTRIBUTES = SHELL_HOOKS | AROUND | RESOLVERS
 
 
