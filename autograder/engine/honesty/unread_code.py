@@ -13,6 +13,9 @@ RUNS_CODE = {"ev", "ex", "run_cell", "run_cell_async", "run_code", "runcode", "r
 RUNS_CODE |= {"safe_execfile", "safe_execfile_ipy", "safe_run_module", "run_path", "run_module", "exec"}
 # torch's own runners of code from a string or a file: torch.fx's, torch.hub's (a hubconf.py one wrote), torch.package
 RUNS_CODE |= {"_exec_with_source", "_forward_from_src", "_method_from_src", "_import_module", "hub", "PackageImporter"}
+# native code from a file: a shared library the cell wrote runs its initialisers as it is loaded, Python's C API with
+# them (torch.ops.load_library(..), torch.classes'; ctypes reached through torch._ops.ctypes.CDLL)
+RUNS_CODE |= {"load_library", "CDLL", "PyDLL", "LoadLibrary", "cdll", "pydll", "dlopen"}
 
 
 def _runs_a_file(node: ast.AST) -> bool:
