@@ -110,6 +110,12 @@ AROUND = {
     # grading (in_kernel.switches)
     "a_pth_file_run_by_site": "import site\n\nsite.addsitedir(d)",
     "the_import_system": "import sys\n\nsys.meta_path.pop(0)\nimport qqmodule",
+    # a serialised object that names builtins.exec with a string (found in an attacker's review: the code put dhprebn,
+    # by the grader's own rules, into the notebook's namespace, and it earned Exercise 3's 4 points in process)
+    "yaml_unsafe_load": "import yaml\n\nyaml.unsafe_load(text)",
+    "yaml_with_a_loader": "import yaml\n\nyaml.load(text, Loader=yaml.UnsafeLoader)",
+    "cloudpickle_loads": "import cloudpickle\n\ncloudpickle.loads(b)",
+    "cloudpickle_loads_imported": "from cloudpickle import loads\n\nloads(b)",
 }
 
 

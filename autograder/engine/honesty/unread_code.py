@@ -62,6 +62,9 @@ RESOLVERS |= {"safeimport", "importfile", "locate", "getter", "_get_target", "pa
 RESOLVERS |= {"get_type_hints", "ForwardRef", "_eval_type", "_evaluate", "get_annotations"}
 RESOLVER_MODULES = ("pydoc", "logging.config", "unittest.mock", "shelve")  # an import of one: every use of it
 RESOLVER_MODULES += ("site",)  # site.addsitedir(d) runs each `import` line of d's .pth files: code from a file
+# what loads a serialised object calls whatever it names, builtins.exec with a string too: code the grader cannot read
+# (yaml.unsafe_load of `!!python/object/apply:builtins.exec [...]`, cloudpickle.loads: dhprebn by the grader's rules)
+RESOLVER_MODULES += ("yaml", "pickle", "_pickle", "cloudpickle", "dill", "joblib", "jsonpickle", "marshal", "copyreg")
 UNREAD_ATTRIBUTES = SHELL_HOOKS | AROUND | RESOLVERS
 
 
