@@ -7,6 +7,12 @@ from ..common.diagnoses import NOTE, OTHER, kind_of
 from ..common.editions import ENGLISH
 from ..common.words import render, say_n
 
+# the characters of one line a student reads (a cut line ends in "…"): the grader's own lines are at most about 560
+# (Exercises 1 and 4 to 6's cases); a text the kernel reports (a probe's reason, a type's name, an error) is the
+# student's to forge, and a graded cell's report, held within the cell's budget alone (``output_budget``), made each
+# verdict of a notebook about a megabyte, past the notebook's own budget
+LINE_CHARS = 2000
+
 
 @dataclass
 class Verdict:
@@ -52,7 +58,11 @@ class Verdict:
             points=self.points,
         )
         head = f"{mark} {render(score, code)}"
-        return "\n".join([head] + [f"  {render(line, code)}" for line in self.lines]) + "\n"
+        return "\n".join([_cut(head)] + [_cut(f"  {render(line, code)}") for line in self.lines]) + "\n"
+
+
+def _cut(line: str) -> str:
+    return line if len(line) <= LINE_CHARS else line[: LINE_CHARS - 1] + "…"
 
 
 @dataclass(frozen=True)

@@ -2,6 +2,8 @@
 
 import os
 import sys
+import tempfile
+import threading
 import warnings
 
 import torch
@@ -116,6 +118,52 @@ def _take_backward_kernels_away() -> None:
         predispatch._enter_dual_level_impl = torch._C._enter_dual_level
 
 
+class _ImportsFromWhereTheyWere:
+    """While grading, a module is imported only from where the kernel's modules were when grading started (the
+    standard library, the environment's packages, the grader's own), never from a file the student's code wrote (into
+    /tmp, through sys.path): the grader cannot read such a module, and its code, run by a plain ``import``, put
+    answers into the notebook's namespace out of the static reading's sight (``engine.honesty``, which takes an
+    import of a module it cannot find for code that did not run). A module that is nowhere fails as before."""
+
+    def __init__(self, roots: tuple):
+        self.roots, self.asking = roots, threading.local()
+
+    def _known(self, place: str) -> bool:
+        place = os.path.realpath(place)
+        return any(place == root or place.startswith(root + os.sep) for root in self.roots)
+
+    def find_spec(self, name, path=None, target=None):
+        if getattr(self.asking, "now", False):  # asked again by a finder that asks the others: they answer
+            return None
+        self.asking.now = True
+        try:
+            found = (
+                f.find_spec(name, path, target) for f in sys.meta_path if f is not self and hasattr(f, "find_spec")
+            )
+            spec = next((spec for spec in found if spec is not None), None)
+        finally:
+            self.asking.now = False
+        if spec is None:
+            return None
+        places = [spec.origin] if spec.has_location and isinstance(spec.origin, str) else []
+        places += [p for p in spec.submodule_search_locations or () if isinstance(p, str)]
+        if all(self._known(place) for place in places):
+            return spec
+        words = say("a module written while grading is not imported: {name}", name=repr(name))
+        raise ModuleNotFoundError(words.render(edition()), name=name)
+
+
+def _imports_from_where_they_were() -> None:
+    here = os.path.realpath(os.getcwd())  # the student's folder: nothing of it is a module
+    places = [p for p in sys.path if p and os.path.exists(p)]
+    places += [
+        os.path.dirname(m.__file__) for m in list(sys.modules.values()) if isinstance(getattr(m, "__file__", None), str)
+    ]
+    roots = {os.path.realpath(p) for p in places} - {here, os.sep, os.path.realpath(tempfile.gettempdir()), "/dev/shm"}
+    if not any(isinstance(f, _ImportsFromWhereTheyWere) for f in sys.meta_path):
+        sys.meta_path.insert(0, _ImportsFromWhereTheyWere(tuple(sorted(roots))))
+
+
 def _no_shell_commands() -> None:
     """``!pip install ..`` and ``files = !ls`` say that they do not run instead of failing: a grading kernel starts no
     program (``process_guards.refuse_exec``), and the rest of their cell, answers included, must still run."""
@@ -158,6 +206,7 @@ def start_grading(namespace: dict, self_checks=("cmp", "self_check")) -> None:
         value.grad = fake
     _take_autograd_away()
     _no_shell_commands()
+    _imports_from_where_they_were()
     for name in self_checks:
         if name in namespace:
             namespace[name] = _skipped

@@ -16,6 +16,12 @@ displays for 30 s made the grader hold 122,687 of them, counted as 4 characters 
 while the cell ran, and peaked 1 GiB above its start after it). Beyond the budget, what arrives is dropped and the
 cell says so once.
 
+A report of answers (``in_kernel.reports``) is final as its cell sent it: it is kept under no display id, and no
+display update brings one in (``a_report``). nbclient updates every earlier output shown under an id, in any cell: a
+submission sent its graded cells' reports under ids, then, in a cell after all of them, replaced each with a report
+computed by the grader's own rules, which the static reading of the cells before a graded cell never saw (Exercise 3's
+four gradients, 8 points, with none written).
+
 The executor's log holds a kernel's words too: nbclient names every message type it does not know and every comm
 target it has no handler for, as the kernel sent them, a record a message. So each record is cut at ``RECORD_CHARS``
 and a notebook logs at most ``RECORDS`` (``BoundedLog``): nbgrader keeps a student's whole log in memory, and a kernel
@@ -56,6 +62,12 @@ def written(value) -> int:
 def size(content: dict) -> int:
     """All of an output message's content: what nbclient keeps of it is never more."""
     return written(content)
+
+
+def a_report(content) -> bool:
+    """Whether an output message's content is a report of answers, which the grader judges (``in_kernel.reports``)."""
+    data = content.get("data") if isinstance(content, dict) else None
+    return isinstance(data, dict) and ANSWER_MIME in data
 
 
 def a_count(value) -> bool:
@@ -163,7 +175,7 @@ class OutputBudget:
         first_report = report and not any(ANSWER_MIME in (o.get("data") or {}) for o in outs)
         if self._over_budget(cell_index, outs, size(content) + self._held(), in_notebook=not first_report):
             return None
-        return super().output(outs, msg, display_id, cell_index)
+        return super().output(outs, msg, None if a_report(content) else display_id, cell_index)  # (final: no id)
 
     @staticmethod
     def _release_cell(cell) -> bool:
@@ -187,6 +199,8 @@ class OutputBudget:
         return super().process_message(msg, cell, cell_index)
 
     def _update_display_id(self, display_id, msg):
+        if a_report(msg.get("content")):  # a report comes only as its own cell sends it, never through an update
+            return
         places = sum(len(indices) for indices in self._display_id_map.get(display_id, {}).values())
         new, shown = size(msg.get("content", {})), self._display_bytes.get(display_id, 0)
         cell, cell_index = self._running

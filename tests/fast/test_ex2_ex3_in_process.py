@@ -14,6 +14,7 @@ from support.cases_ex2_ex3 import (
     NB2,
     NB3,
     POINTS,
+    REPLACED_LATER,
     RULE_MISTAKES,
     submissions,
 )
@@ -131,6 +132,19 @@ def test_answers_from_autograd_earn_nothing(graded, student):
         assert got.lost() == sorted(expected[notebook]), got.messages
         for cell, words in expected[notebook].items():
             assert words in got.messages[cell], got.messages[cell]
+
+
+@pytest.mark.parametrize("student", REPLACED_LATER)
+def test_a_report_cannot_be_replaced_by_a_later_cell(graded, student):
+    """A later cell updates what the graded cells showed under display ids, with answers and probes the grader's own
+    rules computed: the reports the grader reads are those the graded cells sent, and the answers around them (one
+    before, one after, both the student's own) keep their points."""
+    _, _, expected = REPLACED_LATER[student]
+    got = graded[NB3][student]
+    assert got.lost() == sorted(expected), got.messages
+    for cell, words in expected.items():
+        assert words in got.messages[cell], got.messages[cell]
+    assert got.points["test_hpreact_fast"] == 2 and got.points["test_dhprebn_biased"] == 2
 
 
 @pytest.mark.parametrize("student", LAID_OUT)

@@ -111,6 +111,33 @@ def test_a_small_display_update_is_kept():
     assert [o.data["text/plain"] for o in execute.nb.cells[0].outputs] == ["100%"] and execute._truncated == {}
 
 
+def test_a_report_is_final_as_its_cell_sent_it():
+    """nbclient updates every output shown under a display id, in any cell: a graded cell's report sent under an id (or
+    a display sent in its place) was replaced by a later cell, out of the static reading's sight, with answers the
+    grader's own rules computed (tests/support/cases_ex2_ex3.py, REPLACED_LATER). A report takes no id, and no update
+    brings one in; other displays update as before."""
+    execute = executor(cells=3)
+    report = lambda answers: {"data": {ANSWER_MIME: answers, "text/plain": "."}, "metadata": {}}
+    send(execute, "display_data", {**report({"dbngain": "own"}), "transient": {"display_id": "r"}}, 0)
+    send(
+        execute, "display_data", {"data": {"text/plain": "later"}, "metadata": {}, "transient": {"display_id": "p"}}, 0
+    )
+    send(execute, "display_data", {"data": {"text/plain": "0%"}, "metadata": {}, "transient": {"display_id": "bar"}}, 1)
+    for display_id in ("r", "p"):  # from a later cell: an update, and a display under the same id
+        for msg_type in ("update_display_data", "display_data"):
+            send(execute, msg_type, {**report({"dbngain": "forged"}), "transient": {"display_id": display_id}}, 2)
+    send(
+        execute,
+        "update_display_data",
+        {"data": {"text/plain": "100%"}, "metadata": {}, "transient": {"display_id": "bar"}},
+        2,
+    )
+    first, second, third = (cell.outputs for cell in execute.nb.cells)
+    assert [o.data.get(ANSWER_MIME) for o in first] == [{"dbngain": "own"}, None]
+    assert first[1].data == {"text/plain": "later"} and second[0].data == {"text/plain": "100%"}
+    assert [o.data[ANSWER_MIME] for o in third] == [{"dbngain": "forged"}] * 2  # (sent by that cell: its own)
+
+
 def test_widget_state_counts_against_the_cell():
     execute = executor()
     execute.widget_state, execute.widget_buffers, execute.comm_objects = {}, {}, {}

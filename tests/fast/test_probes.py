@@ -13,10 +13,12 @@ from IPython.core.interactiveshell import InteractiveShell
 from traitlets.config import Config
 
 from autograder.engine.backward_rules import STEP_BY_NAME
+from autograder.engine.explain import not_a_tensor
 from autograder.engine.probes import snapshots
+from autograder.engine.probes.judge_rule import judge_rule
 from autograder.engine.probes.kept_by_rule import kept_as_set_up
 from autograder.engine.probes.rerun import NoAnswerCode, answer_code, pinned_inputs, probe_namespace, put_back, replay
-from autograder.engine.verdict import Verdict
+from autograder.engine.verdict import LINE_CHARS, Verdict
 from autograder.engine.wire import PROBE, Report
 from autograder.in_kernel import probe_runner, snapshot_hook
 
@@ -388,3 +390,19 @@ def test_a_forged_run_as_set_up_keeps_no_point(as_set_up):
     verdict = Verdict("dh", 0, step.points)
     assert kept_as_set_up(verdict, step, report, forward, grads, 1, "dh") is False
     assert verdict.points == 0 and not verdict.wrong_in_notebook
+
+
+def test_a_text_the_kernel_reports_makes_no_huge_line_in_the_feedback():
+    """A probe's reason, or the type of an answer that is no tensor, is the student's to forge: a graded cell's report
+    is held within the cell's budget alone, and a reason of a megabyte made a verdict of a megabyte in each graded cell,
+    past the notebook's own budget. Each line the student reads is cut (``verdict.LINE_CHARS``); the points stand."""
+    huge = "R" * 1_000_000
+    probe = {"answer": "db2", "pins": {"dlogits": {}}, "status": "failed", "reason": huge}
+    outcome = judge_rule(STEP_BY_NAME["b2"], Report({PROBE: probe}), {"logits": torch.randn(32, 27)}, 1)
+    assert outcome.verdict == "inconclusive"
+    for verdict in (
+        Verdict("db2", 1, 1, [outcome.line]),
+        Verdict("db2", 0, 1, [not_a_tensor("db2", {"kind": "other", "type": huge})]),
+    ):
+        lines = verdict.text().splitlines()
+        assert max(map(len, lines)) == LINE_CHARS and lines[1].endswith("R…") and len(lines) == 2

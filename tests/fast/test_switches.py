@@ -85,3 +85,42 @@ def test_a_students_own_check_against_autograd_is_skipped_while_grading_and_noth
 
     assert [code for code in SKIPPED if not checks_autograd(ast.parse(code).body[0])] == []
     assert [code for code in KEPT if checks_autograd(ast.parse(code).body[0])] == []
+
+
+IMPORTS = r"""
+import os, sys, tempfile
+from autograder.in_kernel import switches
+
+os.environ.update(NBGRADER_EXECUTION="autograde", BACKPROP_NINJA_SEED="7")
+folder = tempfile.mkdtemp()
+for name in ("written_after", "winsound"):
+    with open(os.path.join(folder, name + ".py"), "w") as f:
+        f.write("ran = True\n")
+os.makedirs(os.path.join(folder, "spaced"))  # a namespace package: a folder without __init__.py
+with open(os.path.join(folder, "spaced", "part.py"), "w") as f:
+    f.write("ran = True\n")
+switches.start_grading({}, self_checks=())
+sys.path.insert(0, folder)  # as a student's cell does
+refused = []
+for name in ("written_after", "winsound", "spaced.part"):
+    try:
+        __import__(name)
+    except ModuleNotFoundError as error:
+        assert "written while grading" in str(error), error
+        refused.append(name)
+try:
+    __import__("einops_nowhere")
+except ModuleNotFoundError as error:  # a module that is nowhere fails as before
+    assert "written while grading" not in str(error), error
+import json, email.mime.text, numpy.linalg, torch.nn.functional, IPython.display, autograder.engine.wire  # as before
+print(",".join(refused))
+"""
+
+
+def test_no_module_written_while_grading_is_imported():
+    """Its code would run where the grader cannot read it, and put answers into the notebook (``c_module_written_while_
+    grading`` in tests/support/cases_ex2_ex3.py); a module of the environment, the standard library's or the grader's,
+    is imported as before."""
+    done = subprocess.run([sys.executable, "-c", IMPORTS], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip().splitlines()[-1] == "written_after,winsound,spaced.part", done

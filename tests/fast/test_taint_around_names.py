@@ -101,6 +101,21 @@ AROUND = {
     "asserted_and_caught": "try:\n    assert False, sys.modules['a']\nexcept AssertionError as e:\n    m = e.args[0]\n"
     "dW2 = m.f()",
     "numpy_pickle": "import numpy as np\ndW2 = torch.tensor(np.load('w.npy', allow_pickle=True))",
+    # native code a cell wrote, loaded (found in an attacker's review: its initialiser put dhprebn, by the grader's own
+    # rules, into the notebook's namespace through Python's C API, and it earned Exercise 3's 4 points in process)
+    "a_library_loaded_by_torch": "torch.ops.load_library(d + '/libx.so')",
+    "a_library_loaded_by_torch_s_ctypes": "torch._ops.ctypes.CDLL(d + '/libx.so')",
+    "a_library_imported_loader": "from torch.ops import load_library\n\nload_library(d + '/libx.so')",
+    # a .pth file's import lines, which site runs; the import system that keeps the refusal of modules written while
+    # grading (in_kernel.switches)
+    "a_pth_file_run_by_site": "import site\n\nsite.addsitedir(d)",
+    "the_import_system": "import sys\n\nsys.meta_path.pop(0)\nimport qqmodule",
+    # a serialised object that names builtins.exec with a string (found in an attacker's review: the code put dhprebn,
+    # by the grader's own rules, into the notebook's namespace, and it earned Exercise 3's 4 points in process)
+    "yaml_unsafe_load": "import yaml\n\nyaml.unsafe_load(text)",
+    "yaml_with_a_loader": "import yaml\n\nyaml.load(text, Loader=yaml.UnsafeLoader)",
+    "cloudpickle_loads": "import cloudpickle\n\ncloudpickle.loads(b)",
+    "cloudpickle_loads_imported": "from cloudpickle import loads\n\nloads(b)",
 }
 
 

@@ -719,7 +719,7 @@ CHEATS = {
         ["C", "C_index_add"],
         "autograd",
     ),
-    "c_module_of_ones_own": (
+    "c_module_of_ones_own": (  # the kernel imports no module written while grading (in_kernel.switches)
         {
             "answer_dW2": "import sys\nsys.path.insert(0, '.')\nopen('c_module_of_ones_own.py', 'w').write("
             f'"import sys\\nrules = sys.modules[{RULES_MODULE}]\\n")\n'
@@ -727,7 +727,7 @@ CHEATS = {
         },
         [],
         ["W2"],
-        "autograd",
+        "a module written while grading is not imported: 'c_module_of_ones_own'",
     ),
 }
 

@@ -4,8 +4,10 @@ One table of cases, graded two ways: every case in process (tests/fast/test_ex2_
 few representative ones through the real nbgrader pipeline (tests/slow/test_ex2_ex3_pipeline.py).
 """
 
+import base64
+
 from autograder.authoring.submissions import grade_id, solved
-from autograder.common.naming import SETUP_PREFIX
+from autograder.common.naming import ANSWER_MIME, SETUP_PREFIX
 from autograder.engine.reference import run_setup
 from support.read_grad import above_the_start, grad_through_sgd, read_above_the_start, start_moved_down
 
@@ -541,6 +543,54 @@ CHEATS = {
         {NB3: {"test_dbngain": "all zeros", "test_dbnbias": "all zeros", "test_dhprebn": "all zeros"}},
     ),
 }
+
+# Found in an attacker's review: code in a file the student's cell wrote while grading, run by a plain `import` of it
+# (the grader only marked the module's name, not what its code put into the notebook's namespace; a module named as one
+# of the standard library's that Linux does not have, winsound, was not even marked) or by the `import` lines of a .pth
+# file that site.addsitedir reads: dhprebn computed by the grader's own rules earned its 4 points. The kernel imports no
+# module written while grading (in_kernel.switches), and site marks every answer from its cell on, as exec does.
+_WRITTEN_MODULE = (  # what the file holds: no word the static reading would see, were it in the cell
+    "import importlib\nimport __main__ as m\n\n"
+    "r = importlib.import_module('autograder.engine.backward_rules')\n"
+    "f = importlib.import_module('autograder.engine.fused_rules')\nfw = {}\n"
+    "for k, v in list(vars(m).items()):\n    if isinstance(v, m.torch.Tensor):\n        fw[k] = v.detach()\n"
+    "m.dhprebn = r.local_gradient(f.FUSED_STEP_BY_NAME['hprebn'], fw, {'hpreact': m.dhpreact}).float()\n"
+)
+_WRITTEN_AS = (
+    "import base64\nimport sys\nimport tempfile\n\nd = tempfile.mkdtemp()\nwith open(d + '/{file}', 'w') as f:\n"
+    "    f.write({text})\n{then}\n"
+)
+_ENCODED = f"base64.b64decode('{base64.b64encode(_WRITTEN_MODULE.encode()).decode()}').decode()"
+
+
+def _written_as(file: str, then: str, text: str = _ENCODED) -> str:
+    return _WRITTEN_AS.format(file=file, text=text, then=then)
+
+
+CHEATS.update(
+    {
+        "c_module_written_while_grading": (
+            {NB3: {"answer_dhprebn": _written_as("qqmodule.py", "sys.path.insert(0, d)\nimport qqmodule")}},
+            {NB3: {"test_dhprebn": "not answered yet"}},
+        ),
+        "c_standard_name_written_while_grading": (  # in sys.stdlib_module_names, yet Linux has no winsound
+            {NB3: {"answer_dhprebn": _written_as("winsound.py", "sys.path.insert(0, d)\nimport winsound")}},
+            {NB3: {"test_dhprebn": "not answered yet"}},
+        ),
+        "c_pth_file_run_by_site": (
+            {
+                NB3: {
+                    "answer_dhprebn": _written_as(
+                        "a.pth",
+                        "import site\n\nsite.addsitedir(d)",
+                        "'import base64; exec(' + repr(" + _ENCODED + ") + ')\\n'",
+                    )
+                }
+            },
+            {NB3: {"test_dhprebn": "autograd", "test_dhprebn_biased": "autograd"}},
+        ),
+    }
+)
 
 # what a graded cell's report becomes on its way out of the kernel: ``change`` made to each of its dicts
 OUTGOING = (
@@ -1167,6 +1217,59 @@ LAID_OUT = {
 }
 
 
+# Found in an attacker's review: nbclient updates every output shown under a display id, in any cell. A submission
+# sent its graded cells' reports under ids (its own display publisher), then, in a cell after every graded cell,
+# replaced them with reports whose answers and rule probes the grader's own rules computed: the static reading of the
+# cells before a graded cell never saw that cell, and Exercise 3's four gradients earned 8 points with none written
+# (through nbgrader too). A report is final now as its cell sends it (``output_budget.a_report``).
+# student -> (answer cells changed, cells added after a graded cell's id, {graded cell that must earn nothing: words})
+_PUBLISHED_UNDER_IDS = OUTGOING.replace(
+    "    for v in data.values():\n        if isinstance(v, dict):\n            {change}\n",
+    "    for v in data.values():\n        if isinstance(v, dict):\n            {change}\n"
+    '            kwargs["transient"] = {{"display_id": "r_" + next(iter(v))}}\n',
+)
+_REPLACED_LATER = (
+    "import os\n\nimport torch\nfrom IPython.display import update_display\n\n"
+    "from autograder.engine import wire\nfrom autograder.engine.backward_rules import STEP_BY_NAME, local_gradient\n"
+    "from autograder.engine.fused_rules import FUSED_STEP_BY_NAME\n"
+    "from autograder.engine.probes.rerun import pin_value\n"
+    "\npub.publish = sent  # (the display publisher as it was)\nseed = int(os.environ['BACKPROP_NINJA_SEED'])\n"
+    "fw = {k: v.detach() for k, v in dict(globals()).items() if isinstance(v, torch.Tensor)}\n"
+    "for answer, step in [('dbngain', STEP_BY_NAME['bngain']), ('dbnbias', STEP_BY_NAME['bnbias']), "
+    "('dhprebn', FUSED_STEP_BY_NAME['hprebn'])]:\n"
+    "    pins = {'hpreact': pin_value(seed, answer, 'dhpreact', tuple(fw['hpreact'].shape))}\n"
+    "    payload = {answer: wire.encode(local_gradient(step, fw, {'hpreact': dhpreact}).float()), "
+    "'dhpreact': wire.encode(dhpreact)}\n"
+    "    payload['(pro' + 'be)'] = {'answer': answer, 'pins': {'dhpreact': {'zero': False}}, 'status': 'ran', "
+    "'pins_read': ['dhpreact'], 'result': wire.encode(local_gradient(step, fw, pins).float())}\n"
+    "    update_display({'{mime}': payload, 'text/plain': '.'}, raw=True, display_id='r_' + answer)\n"
+)
+_UNANSWERED = {g: "pass" for g in ("answer_dbngain", "answer_dbnbias", "answer_dhprebn")}
+REPLACED_LATER = {
+    "c_reports_replaced_by_a_later_cell": (
+        _UNANSWERED,
+        [
+            ("answer_hpreact_fast", _PUBLISHED_UNDER_IDS.format(change="pass")),
+            ("test_dhprebn_biased", _REPLACED_LATER.replace("{mime}", ANSWER_MIME)),
+        ],
+        dict.fromkeys(("test_dbngain", "test_dbnbias", "test_dhprebn"), "not answered yet"),
+    ),
+    "c_placeholders_replaced_by_a_later_cell": (  # the report itself held back: a display to update in its place
+        _UNANSWERED,
+        [
+            (
+                "answer_hpreact_fast",
+                _PUBLISHED_UNDER_IDS.format(
+                    change="data = {'text/plain': '.'} if next(iter(v)) in ('dbngain', 'dbnbias', 'dhprebn') else data"
+                ).replace("for v in data.values():", "for v in list(data.values()):"),
+            ),
+            ("test_dhprebn_biased", _REPLACED_LATER.replace("{mime}", ANSWER_MIME)),
+        ],
+        dict.fromkeys(("test_dbngain", "test_dbnbias", "test_dhprebn"), "reported nothing"),
+    ),
+}
+
+
 def submissions(notebook: str, release, source) -> dict:
     """student -> notebook, every case above one student of its own (cheats and alternatives may change both)."""
     class_ = {"solution": solved(release, source), "blank": release}
@@ -1178,6 +1281,8 @@ def submissions(notebook: str, release, source) -> dict:
     if notebook == NB3:
         for student, (changes, _) in GIVEN_CHANGED.items():
             class_[student] = solved(release, source, changes)
+        for student, (changes, added, _) in REPLACED_LATER.items():
+            class_[student] = solved(release, source, changes, added)
     for student, (changes, _) in CHEATS.items():
         if notebook in changes:
             class_[student] = solved(release, source, changes[notebook])

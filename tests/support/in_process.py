@@ -16,6 +16,7 @@ a time. A child that dies (``os._exit``) is a dead kernel for its students, as G
 """
 
 import contextlib
+import copy
 import functools
 import gc
 import importlib
@@ -51,6 +52,7 @@ from autograder.engine.exercises import CHECKS
 from autograder.in_kernel import known_cells
 from autograder.preprocessors import judge_answers
 from autograder.preprocessors.judge_answers import JudgeAnswers
+from autograder.preprocessors.output_budget import a_report
 from autograder.sandbox.process_guards import refuse_exec
 from autograder.sandbox.warm_up import format_a_traceback, store_exceptions_briefly
 from support.course import ASSIGNMENT, REPO
@@ -348,12 +350,42 @@ def _shell() -> InteractiveShell:
 
 
 class _Outputs(DisplayPublisher):
-    """display() in a cell: kept as the display_data output that nbclient records."""
+    """display() in a cell: kept as the display_data output that nbclient records. One shown under a display id, and
+    an update of that id (update_display), are marked, and ``_shown_under_ids`` applies the updates as nbclient does,
+    to every output shown under the id in any cell before, with GradingExecute's rules (``output_budget.a_report``)."""
 
     cell = []
 
-    def publish(self, data, metadata=None, *args, **kwargs):
-        _Outputs.cell.append({"output_type": "display_data", "data": data, "metadata": metadata or {}})
+    def publish(self, data, metadata=None, source=None, *, transient=None, update=False, **kwargs):
+        output = {"output_type": "display_data", "data": data, "metadata": metadata or {}}
+        display_id = (transient or {}).get("display_id") if isinstance(transient, dict) else None
+        if display_id and not a_report(output):  # (nbclient updates what was shown under the id, then keeps it)
+            _Outputs.cell.append({**output, "output_type": _UPDATE, "display_id": display_id})
+        if not update:
+            _Outputs.cell.append({**output, _UPDATE: display_id} if display_id and not a_report(output) else output)
+
+
+_UPDATE = "update_display_data"  # (an output's key, and the type of an update's entry: never nbformat's)
+
+
+def _shown_under_ids(student: str, outputs: dict) -> None:
+    """The updates of ``student``'s cells (cell index -> outputs, as run) applied in the order the cells ran, as
+    nbclient applies them: each replaces the data and metadata of every output shown under its id before; the marks
+    are taken out."""
+    if not any(_UPDATE in o or o.get("output_type") == _UPDATE for cell in outputs.values() for o in cell):
+        return
+    shown = {}  # display id -> the outputs shown under it so far
+    for index in _ORDERS[student]:
+        if index not in outputs:
+            continue
+        cell = outputs[index] = [nbformat.NotebookNode(copy.deepcopy(dict(o))) for o in outputs[index]]  # (shared)
+        for output in list(cell):
+            if output.get("output_type") == _UPDATE:
+                for target in shown.get(output["display_id"], []):
+                    target["data"], target["metadata"] = output["data"], output["metadata"]
+                cell.remove(output)
+            elif (display_id := output.pop(_UPDATE, None)) is not None:
+                shown.setdefault(display_id, []).append(output)
 
 
 def _run_cell(shell: InteractiveShell, source: str) -> list:
@@ -427,6 +459,8 @@ def _collect(runs: dict, folder: Path) -> dict:
             outputs = [nbformat.from_dict(o) for o in entry["outputs"]]  # once for all the students of the record
             for student in entry["students"]:
                 results[student][0][entry["cells"][student]] = outputs
+    for student, (outputs, _) in results.items():
+        _shown_under_ids(student, outputs)
     for entry in entries:  # a process that died or was stopped: in the first code cell run that has no outputs
         for student in entry["students"] if "stopped" in entry else ():
             outputs, state = results[student]

@@ -13,6 +13,9 @@ RUNS_CODE = {"ev", "ex", "run_cell", "run_cell_async", "run_code", "runcode", "r
 RUNS_CODE |= {"safe_execfile", "safe_execfile_ipy", "safe_run_module", "run_path", "run_module", "exec"}
 # torch's own runners of code from a string or a file: torch.fx's, torch.hub's (a hubconf.py one wrote), torch.package
 RUNS_CODE |= {"_exec_with_source", "_forward_from_src", "_method_from_src", "_import_module", "hub", "PackageImporter"}
+# native code from a file: a shared library the cell wrote runs its initialisers as it is loaded, Python's C API with
+# them (torch.ops.load_library(..), torch.classes'; ctypes reached through torch._ops.ctypes.CDLL)
+RUNS_CODE |= {"load_library", "CDLL", "PyDLL", "LoadLibrary", "cdll", "pydll", "dlopen"}
 
 
 def _runs_a_file(node: ast.AST) -> bool:
@@ -41,6 +44,8 @@ SHELL_HOOKS |= {"_ip", "shell", "kernel", "magics_manager", "find_magic", "find_
 # switches can be undone: every answer from then on may be autograd's
 AROUND = {"builtins", "__self__", "importlib", "import_module", "__import__", "reload", "getmodule", "__loader__"}
 AROUND |= {"exec_module", "load_module", "getmembers_static", "CodeType", "FunctionType", "pickle", "_pickle"}
+# the import system itself, which keeps the kernel's refusal of modules written while grading (in_kernel.switches)
+AROUND |= {"meta_path", "path_hooks", "path_importer_cache"}
 AROUND |= {
     "_registry",
     "currentframe",
@@ -56,6 +61,10 @@ RESOLVERS = {"Formatter", "BaseConfigurator", "DictConfigurator", "dictConfig", 
 RESOLVERS |= {"safeimport", "importfile", "locate", "getter", "_get_target", "patch", "mock", "ForkingPickler"}
 RESOLVERS |= {"get_type_hints", "ForwardRef", "_eval_type", "_evaluate", "get_annotations"}
 RESOLVER_MODULES = ("pydoc", "logging.config", "unittest.mock", "shelve")  # an import of one: every use of it
+RESOLVER_MODULES += ("site",)  # site.addsitedir(d) runs each `import` line of d's .pth files: code from a file
+# what loads a serialised object calls whatever it names, builtins.exec with a string too: code the grader cannot read
+# (yaml.unsafe_load of `!!python/object/apply:builtins.exec [...]`, cloudpickle.loads: dhprebn by the grader's rules)
+RESOLVER_MODULES += ("yaml", "pickle", "_pickle", "cloudpickle", "dill", "joblib", "jsonpickle", "marshal", "copyreg")
 UNREAD_ATTRIBUTES = SHELL_HOOKS | AROUND | RESOLVERS
 
 
