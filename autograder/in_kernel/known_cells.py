@@ -183,10 +183,21 @@ class KnownParse:
 
     def __init__(self, shell):
         self.shell, self.parse = shell, shell.compile.ast_parse
+        self.last = None, None  # (the text, the module) of the last parse: what ``parsed_from`` tells the hooks
 
     def __call__(self, source, filename="<unknown>", symbol="exec"):
         known = _parsed.get(source) if isinstance(source, str) and symbol == "exec" else None
         hooks = self.shell.ast_transformers
         if known is None or known[0] != self.shell.compile.flags or not only_course_hooks(hooks):
-            return self.parse(source, filename, symbol)
-        return ast.Module(list(known[1].body), list(known[1].type_ignores))
+            module = self.parse(source, filename, symbol)
+        else:
+            module = ast.Module(list(known[1].body), list(known[1].type_ignores))
+        self.last = (source, module) if isinstance(source, str) else (None, None)
+        return module
+
+
+def parsed_from(shell, module) -> str | None:
+    """The text the kernel's parse made ``module`` from, when it is that parse's last module (the one an AST hook is
+    handed next, IPython's or a magic's that runs its code in place); else None."""
+    parse = getattr(getattr(shell, "compile", None), "ast_parse", None)
+    return parse.last[0] if isinstance(parse, KnownParse) and parse.last[1] is module else None
