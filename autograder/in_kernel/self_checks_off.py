@@ -15,6 +15,7 @@ import unicodedata
 
 from IPython import get_ipython
 
+from ..common.kept import every_node
 from . import known_cells, located
 
 SKIPPED_HOOK = "__backprop_ninja_skipped__"  # a builtin while grading: what stands for a skipped check
@@ -85,7 +86,7 @@ def checks_autograd(statement: ast.stmt) -> bool:
 
 
 def _checks_autograd(statement: ast.stmt) -> bool:
-    subs = list(ast.walk(statement))
+    subs = every_node(statement)
     if not any(isinstance(s, ast.Attribute) and s.attr == "grad" and isinstance(s.ctx, ast.Load) for s in subs):
         return False
     if any(isinstance(getattr(s, "ctx", None), (ast.Store, ast.Del)) for s in subs):

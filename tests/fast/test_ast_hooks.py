@@ -151,3 +151,15 @@ def test_self_checks_off_walks_only_a_cell_whose_text_can_read_grad(monkeypatch)
     assert checked("dW2 = h.T @ dlogits", parse=ast.parse) == (True, False)
     shell.ast_transformers.append(ast.NodeTransformer())
     assert checked("dW2 = h.T @ dlogits") == (True, False)
+
+
+@pytest.mark.parametrize("name", NOTEBOOKS)
+def test_every_node_is_ast_walk_s_nodes(name):
+    """``common.kept.every_node``, which self-checks off reads a statement's nodes with: the nodes of ``ast.walk``, each
+    once (in another order)."""
+    from autograder.common.kept import every_node
+
+    code = [c.source for c in source_notebook(name).cells if c.cell_type == "code"]
+    for source in [TransformerManager().transform_cell(c) for c in code] + [STUDENT]:
+        module = ast.parse(source)
+        assert sorted(map(id, every_node(module))) == sorted(map(id, ast.walk(module)))
