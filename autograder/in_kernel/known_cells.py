@@ -171,8 +171,31 @@ class KnownTransforms:
         if cell in self.known:
             return self.known[cell]
         if cell != self.last[0]:
-            self.last = cell, self.transform(cell)
+            self.last = cell, _untokenized(self.manager, cell) or self.transform(cell)
         return self.last[1]
+
+
+_TOKEN_SYNTAX = ("%", "!", "?")  # what IPython's token transformations look for, with `,;/` at a line's start
+
+
+def _untokenized(manager, cell: str) -> str | None:
+    """``TransformerManager.transform_cell(cell)`` without its token transformations (the whole cell tokenized in pure
+    Python: 0.25 ms for a student's answer cell), when none of them can find anything: IPython's four (a = %magic,
+    a = !cmd, an escaped line %x !x ?x ,x ;x /x, x?) each need a token `%`, `!` or `?`, or one of `,;/` first on a line;
+    else None (then IPython transforms it)."""
+    from IPython.core.inputtransformer2 import EscapedCommand, HelpEnd, MagicAssign, SystemAssign
+
+    if tuple(manager.token_transformers) != (MagicAssign, SystemAssign, EscapedCommand, HelpEnd):
+        return None
+    lines = (cell if cell.endswith("\n") else cell + "\n").splitlines(keepends=True)
+    for transform in manager.cleanup_transforms + manager.line_transforms:
+        lines = transform(lines)
+    text = "".join(lines)
+    if any(mark in text for mark in _TOKEN_SYNTAX):
+        return None
+    if any(line.lstrip()[:1] in (",", ";", "/") for line in text.splitlines()):
+        return None
+    return text
 
 
 class KnownParse:
