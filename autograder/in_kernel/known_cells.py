@@ -171,8 +171,31 @@ class KnownTransforms:
         if cell in self.known:
             return self.known[cell]
         if cell != self.last[0]:
-            self.last = cell, self.transform(cell)
+            self.last = cell, _untokenized(self.manager, cell) or self.transform(cell)
         return self.last[1]
+
+
+_TOKEN_SYNTAX = ("%", "!", "?")  # what IPython's token transformations look for, with `,;/` at a line's start
+
+
+def _untokenized(manager, cell: str) -> str | None:
+    """``TransformerManager.transform_cell(cell)`` without its token transformations (the whole cell tokenized in pure
+    Python: 0.25 ms for a student's answer cell), when none of them can find anything: IPython's four (a = %magic,
+    a = !cmd, an escaped line %x !x ?x ,x ;x /x, x?) each need a token `%`, `!` or `?`, or one of `,;/` first on a line;
+    else None (then IPython transforms it)."""
+    from IPython.core.inputtransformer2 import EscapedCommand, HelpEnd, MagicAssign, SystemAssign
+
+    if tuple(manager.token_transformers) != (MagicAssign, SystemAssign, EscapedCommand, HelpEnd):
+        return None
+    lines = (cell if cell.endswith("\n") else cell + "\n").splitlines(keepends=True)
+    for transform in manager.cleanup_transforms + manager.line_transforms:
+        lines = transform(lines)
+    text = "".join(lines)
+    if any(mark in text for mark in _TOKEN_SYNTAX):
+        return None
+    if any(line.lstrip()[:1] in (",", ";", "/") for line in text.splitlines()):
+        return None
+    return text
 
 
 class KnownParse:
@@ -183,10 +206,21 @@ class KnownParse:
 
     def __init__(self, shell):
         self.shell, self.parse = shell, shell.compile.ast_parse
+        self.last = None, None  # (the text, the module) of the last parse: what ``parsed_from`` tells the hooks
 
     def __call__(self, source, filename="<unknown>", symbol="exec"):
         known = _parsed.get(source) if isinstance(source, str) and symbol == "exec" else None
         hooks = self.shell.ast_transformers
         if known is None or known[0] != self.shell.compile.flags or not only_course_hooks(hooks):
-            return self.parse(source, filename, symbol)
-        return ast.Module(list(known[1].body), list(known[1].type_ignores))
+            module = self.parse(source, filename, symbol)
+        else:
+            module = ast.Module(list(known[1].body), list(known[1].type_ignores))
+        self.last = (source, module) if isinstance(source, str) else (None, None)
+        return module
+
+
+def parsed_from(shell, module) -> str | None:
+    """The text the kernel's parse made ``module`` from, when it is that parse's last module (the one an AST hook is
+    handed next, IPython's or a magic's that runs its code in place); else None."""
+    parse = getattr(getattr(shell, "compile", None), "ast_parse", None)
+    return parse.last[0] if isinstance(parse, KnownParse) and parse.last[1] is module else None

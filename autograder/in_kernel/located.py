@@ -8,9 +8,11 @@ student's own), or when a hook raises, the kernel runs IPython's own ``transform
 """
 
 import ast
+import functools
 from warnings import warn
 
 
+@functools.cache  # (looked up twice a cell: the imports of each call were a twentieth of the hooks' CPU)
 def course_hooks() -> tuple:
     """The classes of the course's AST hooks: each puts in only located nodes and changes no node it was given."""
     from .self_checks_off import _ChecksOff

@@ -10,12 +10,16 @@ a call that says self-checks are skipped in its place. It gives no value to anyt
 import ast
 import builtins
 import copy
+import re
+import unicodedata
 
 from IPython import get_ipython
 
-from . import located
+from ..common.kept import every_node
+from . import known_cells, located
 
 SKIPPED_HOOK = "__backprop_ninja_skipped__"  # a builtin while grading: what stands for a skipped check
+GRAD = re.compile(r"\bgrad\b")  # the word an attribute ``.grad`` is written with
 
 
 def skip_self_checks(skipped) -> None:
@@ -33,11 +37,26 @@ def skip_self_checks(skipped) -> None:
 class _ChecksOff(ast.NodeTransformer):
     def visit(self, node):
         try:
-            if isinstance(node, ast.Module):
+            if isinstance(node, ast.Module) and not _reads_no_grad(node):
                 node.body = _without_checks(node.body)
         except Exception:  # the cell runs as it is
             pass
         return node
+
+
+def _reads_no_grad(module: ast.Module) -> bool:
+    """Whether no statement of ``module`` can read ``.grad``, told from the text the kernel parsed it from
+    (``known_cells.parsed_from``) while every AST hook is the course's (the others put in no such read): an attribute
+    ``grad`` is that word in the text (not ``no_grad``), or, in a text that is not ASCII, in its NFKC form (Python's
+    form of a name; the characters beside a name are ASCII). A student's cell was walked node by node for it, statement
+    by statement: about half of the hooks' CPU in a kernel."""
+    shell = get_ipython()
+    if shell is None or not located.only_course_hooks(shell.ast_transformers):
+        return False
+    source = known_cells.parsed_from(shell, module)
+    if source is None:
+        return False
+    return not GRAD.search(source if source.isascii() else unicodedata.normalize("NFKC", source))
 
 
 def _without_checks(body: list) -> list:
@@ -67,7 +86,7 @@ def checks_autograd(statement: ast.stmt) -> bool:
 
 
 def _checks_autograd(statement: ast.stmt) -> bool:
-    subs = list(ast.walk(statement))
+    subs = every_node(statement)
     if not any(isinstance(s, ast.Attribute) and s.attr == "grad" and isinstance(s.ctx, ast.Load) for s in subs):
         return False
     if any(isinstance(getattr(s, "ctx", None), (ast.Store, ast.Del)) for s in subs):

@@ -112,3 +112,54 @@ def test_self_checks_off_changes_no_statement_it_is_given():
     assert [dumped(s) for s in given] == before
     assert module.body[0] is not given[0] and module.body[1] is not given[1] and module.body[2] is given[2]
     assert "__backprop_ninja_skipped__" in ast.unparse(module) and "W2.grad" not in ast.unparse(module)
+
+
+def test_self_checks_off_walks_only_a_cell_whose_text_can_read_grad(monkeypatch):
+    """Self-checks off reads the text the kernel parsed a cell from (``known_cells.parsed_from``): a cell without the
+    word ``grad`` (``no_grad`` is another word) is not walked; every spelling of ``.grad`` Python reads as one still is,
+    and its check is skipped, as it is with a module the text of which is not known or under a hook of the student's."""
+    from autograder.in_kernel import known_cells
+
+    shell = types.SimpleNamespace(
+        ast_transformers=[snapshot_hook._SnapshotCalls(), self_checks_off._ChecksOff()],
+        compile=types.SimpleNamespace(flags=0, ast_parse=lambda source, *a, **k: ast.parse(source)),
+    )
+    shell.compile.ast_parse = KnownParse(shell)
+    monkeypatch.setattr(self_checks_off, "get_ipython", lambda: shell)
+    walked = []
+    without_checks = self_checks_off._without_checks
+    monkeypatch.setattr(self_checks_off, "_without_checks", lambda body: walked.append(body) or without_checks(body))
+
+    def checked(source: str, parse=shell.compile.ast_parse) -> bool:
+        walked.clear()
+        module = self_checks_off._ChecksOff().visit(parse(source))
+        return bool(walked), "__backprop_ninja_skipped__" in ast.unparse(module)
+
+    for source in ["dW2 = h.T @ dlogits", "with torch.no_grad():\n    dW2 = h.T @ dlogits\n    x.requires_grad_()"]:
+        assert checked(source) == (False, False), source
+    for source in [
+        "assert torch.allclose(dW2, W2.grad)",
+        "assert torch.allclose(dW2, W2 . grad)",
+        "assert torch.allclose(dW2, W2.\\\ngrad)",
+        "assert torch.allclose(dW2, W2.ｇｒａｄ)",  # fullwidth letters: Python reads the name grad
+        "assert torch.allclose(dW2, W2.gｒad)  # проверка",
+        "with torch.no_grad():\n    assert torch.allclose(dW2, W2.grad)",
+    ]:
+        assert checked(source) == (True, True), source
+        assert known_cells.parsed_from(shell, shell.compile.ast_parse.last[1]) == source
+    # a module the kernel's last parse did not make, or a hook of the student's: walked as before
+    assert checked("dW2 = h.T @ dlogits", parse=ast.parse) == (True, False)
+    shell.ast_transformers.append(ast.NodeTransformer())
+    assert checked("dW2 = h.T @ dlogits") == (True, False)
+
+
+@pytest.mark.parametrize("name", NOTEBOOKS)
+def test_every_node_is_ast_walk_s_nodes(name):
+    """``common.kept.every_node``, which self-checks off reads a statement's nodes with: the nodes of ``ast.walk``, each
+    once (in another order)."""
+    from autograder.common.kept import every_node
+
+    code = [c.source for c in source_notebook(name).cells if c.cell_type == "code"]
+    for source in [TransformerManager().transform_cell(c) for c in code] + [STUDENT]:
+        module = ast.parse(source)
+        assert sorted(map(id, every_node(module))) == sorted(map(id, ast.walk(module)))

@@ -406,3 +406,32 @@ def test_a_text_the_kernel_reports_makes_no_huge_line_in_the_feedback():
     ):
         lines = verdict.text().splitlines()
         assert max(map(len, lines)) == LINE_CHARS and lines[1].endswith("R…") and len(lines) == 2
+
+
+def _outputs_of_two_probes() -> tuple:
+    """In a forked child: what two probes in a row print, display and show, and what a cell after them displays."""
+    import sys
+
+    from IPython.display import display
+
+    shell = InteractiveShell.instance(config=Config(HistoryManager={"hist_file": ":memory:"}))
+    publisher, hook = shell.display_pub, sys.displayhook
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        for k in range(2):
+            with probe_runner.apart_from_the_kernel():
+                print(f"printed {k}")
+                print(f"warned {k}", file=sys.stderr)
+                display({"text/plain": f"displayed {k}"}, raw=True)
+                sys.displayhook(f"shown {k}")
+        back = shell.display_pub is publisher and sys.displayhook is hook
+        shell.run_cell("display('after')")
+    return out.getvalue(), err.getvalue(), back, [o for p in probe_runner._publishers for o in p.outputs]
+
+
+def test_a_probe_shows_nothing_and_gives_the_kernel_its_outputs_back():
+    """What the student's code prints, writes to stderr, displays or shows in a probe reaches no output of the notebook,
+    probe after probe (one capturing display publisher serves them all, emptied after each); the cell after them shows
+    its own."""
+    out, err, back, kept = in_a_fork(_outputs_of_two_probes)
+    assert out == "'after'\n" and err == "" and back and kept == []

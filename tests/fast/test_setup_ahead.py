@@ -213,6 +213,56 @@ def test_the_input_transformations_a_kernel_takes_are_ipythons_own():
     assert "seed = " in manager.transform_cell(cells[0]) and "SEED = " in own.transform_cell(cells[0])
 
 
+TOKEN_SYNTAX = [
+    "%time x = 1",
+    "x = %time y",
+    "x = !ls",
+    "x?",
+    "x??",
+    "!ls",
+    ",f a b",
+    ";f a b",
+    "/f a b",
+    "if x:\n    /f a b",
+    "x = 1 \\\n/f a",
+    "x = 1\n\x0c/f a",
+    "%%time\nx = 1",
+    "%%capture\nx = (a\n     / b)",
+    "In [1]: x = 1",
+    ">>> x = 1",
+    "  x = 1",
+    "x = (a,\n     / b)",
+    "x = (a\n     , b)",
+    "s = 'what?'  # 100% sure!",
+    "x = 1; y = 2",
+]
+
+
+@pytest.mark.parametrize("name", ["ex1_atomic_backward", "ex2_cross_entropy_backward", "ex5_new_operators"])
+def test_a_cell_without_ipython_s_syntax_is_transformed_as_ipython_does_without_tokenizing_it(name):
+    """A cell in which none of IPython's token transformations can find anything (no `%`, `!`, `?`, no line that starts
+    with `,`, `;` or `/`) is transformed without them (``known_cells._untokenized``): the same text as IPython's, for
+    every cell of the notebook and of the cases' submissions, and for IPython's syntax, which is still tokenized."""
+    from support import cases_ex1, cases_ex2_ex3, cases_ex5
+
+    release = nbformat.read(os.path.join(ROOT, "release", "backprop_ninja", f"{name}.ipynb"), as_version=4)
+    made = {
+        "ex1": lambda: cases_ex1.submissions(release, source_notebook(name)),
+        "ex2": lambda: cases_ex2_ex3.submissions(name, release, source_notebook(name)),
+        "ex5": lambda: cases_ex5.submissions(release, source_notebook(name)),
+    }[name[:3]]()
+    students = {c.source for nb in made.values() for c in nb.cells if c.cell_type == "code"}
+    students -= {c.source for c in release.cells if c.cell_type == "code"}  # the students' own cells
+    own, manager = TransformerManager(), TransformerManager()
+    manager.transform_cell = known_cells.KnownTransforms(manager, {})
+    for cell in [c.source for c in autograde_cells(name)] + sorted(students) + TOKEN_SYNTAX:
+        assert manager.transform_cell(cell) == own.transform_cell(cell), cell
+    assert sum(known_cells._untokenized(manager, cell) is not None for cell in students) > 0.9 * len(students)
+    assert all(
+        known_cells._untokenized(manager, cell) is None for cell in TOKEN_SYNTAX[:12]
+    )  # (a cell magic is a line transformation)
+
+
 def test_the_parses_and_file_names_a_kernel_takes_are_ipythons_own():
     """A locked cell's parse is the parent's (its very statements, in a new module) while the compiler's flags are a
     kernel's first and every AST hook is the course's; IPython's own otherwise. The same tree either way, and the same
