@@ -50,6 +50,7 @@ from autograder.common.setup_cells import execution_order, setup_to_run_ahead
 from autograder.data import EMBEDDED_NAMES, NAMES_VARIABLE, SEED_VARIABLE
 from autograder.engine.exercises import CHECKS
 from autograder.in_kernel import known_cells
+from autograder.in_kernel.switches import module_places
 from autograder.preprocessors import judge_answers
 from autograder.preprocessors.judge_answers import JudgeAnswers
 from autograder.preprocessors.output_budget import a_report
@@ -248,9 +249,11 @@ def _root(runs: dict, seed: int, folder: Path, slots) -> None:
         }
     )
     # As the kernel parent does: a shell's first traceback would load IPython's formatting; a traceback is kept in the
-    # history by its name and message; the locked cells are transformed, parsed and compiled once for every shell
+    # history by its name and message; where modules are found is resolved; the locked cells are transformed, parsed
+    # and compiled once for every shell
     format_a_traceback()
     store_exceptions_briefly()
+    module_places()
     _warnings_as_a_new_process_has_them()
     locked = {source for nb in runs.values() for source in (setup_to_run_ahead(nb.cells) or {}).get("locked", ())}
     transforms = known_cells.transformed(sorted(locked))
