@@ -374,7 +374,10 @@ def test_a_kernel_can_trace_no_process_of_its_sandbox_nor_write_into_the_next_st
     assert traced and all(line.endswith("attached False, opened False, written False") for line in traced), traced
     looked = [line for line in answer_output(root, "h_victim").splitlines() if line.startswith("LOOKED")]
     assert looked and not [line for line in looked if "WRITTEN_BY" in line], looked
-    assert all(grades(root)[student]["total"] == FULL for student in ("ada_perfect", "h_trace", "h_victim"))
+    rows = grades(root)
+    assert all(rows[student]["total"] == FULL for student in ("ada_perfect", "h_victim"))
+    # h_trace's ptrace goes through ctypes, a shared library loaded: its answers from that cell on earn nothing
+    assert float(rows["h_trace"]["total"]) == 0, rows["h_trace"]
 
 
 LEAVE_A_NAME = """open("left-by-h-leave-TOKEN", "w").close()
