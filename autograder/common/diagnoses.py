@@ -67,6 +67,7 @@ DIAGNOSES = {
     "off_by_one": "an example of the batch left out (a loop or a slice one short)",
     "power_rule": "the power rule's exponent not lowered by one",
     "inverted": "a local derivative turned upside down (x where 1/x belongs)",
+    "next_step": "the next step's local derivative taken in early (dh times tanh's 1 - h**2)",
     "wrong_values": "wrong values (re-derive the local derivative)",
     "other_forward_pass": "computed from the tensors of another forward pass (n-1 where n belongs)",
     "not_asked_function": "not computed with the function its cell asks for (dC with index_add_)",

@@ -19,6 +19,7 @@ from .step_mistakes import (
     LOGPROBS,
     PROBS,
     C,
+    H,
     dlogits_from_max,
 )
 
@@ -118,7 +119,7 @@ STEPS = [
         2,
         mistakes=LOGITS,
     ),
-    Step("h", "logits = h @ W2 + b2", {"logits": lambda f, d: d["logits"] @ f["W2"].T}, 1),
+    Step("h", "logits = h @ W2 + b2", {"logits": lambda f, d: d["logits"] @ f["W2"].T}, 1, mistakes=H),
     Step("W2", "logits = h @ W2 + b2", {"logits": lambda f, d: f["h"].T @ d["logits"]}, 1),
     Step("b2", "logits = h @ W2 + b2", {"logits": lambda f, d: d["logits"].sum(0)}, 1),
     Step(

@@ -94,6 +94,16 @@ LOGITS = {
     ): lambda f, d: d["norm_logits"] + _at_target(f) * d["logit_maxes"],
 }
 
+H = {
+    Reason(
+        "next_step",
+        say(
+            "dh is multiplied by tanh's local derivative, 1 - h**2: that factor is the next step's, dhpreact's. dh is "
+            "the gradient with respect to h itself, the output of tanh, which feeds logits = h @ W2 + b2"
+        ),
+    ): lambda f, d: (d["logits"] @ f["W2"].T) * (1.0 - f["h"] ** 2),
+}
+
 HPREACT = {
     Reason(
         "precedence",

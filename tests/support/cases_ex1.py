@@ -1935,6 +1935,12 @@ SIXTH_ROUND = {
         "C",
         "dC leaves out the last example of the batch: a loop over range(n - 1)",
     ),
+    # tanh's local derivative taken into dh (a slip of h-mist2's round whose words were generic): dh alone loses
+    "m_dh_with_tanhs_derivative": (
+        {"answer_dh": "dh = dlogits @ W2.T * (1 - h**2)"},
+        "h",
+        "dh is multiplied by tanh's local derivative, 1 - h**2: that factor is the next step's",
+    ),
 }
 MISTAKES.update(SIXTH_ROUND)
 
