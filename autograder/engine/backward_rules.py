@@ -20,6 +20,7 @@ from .step_mistakes import (
     PROBS,
     C,
     H,
+    batch_size,
     dlogits_from_max,
 )
 
@@ -46,10 +47,6 @@ class Step:
     def upstream(self) -> list:
         """The gradients this step reads: one per consumer (the loss itself needs none)."""
         return [c for c in self.terms if c != "loss"]
-
-
-def batch_size(f) -> int:
-    return f["hprebn"].shape[0]
 
 
 def _dlogprobs_from_loss(f, d):

@@ -8,7 +8,8 @@ from ..common.diagnoses import Reason
 from ..common.words import say
 
 
-def _n(f) -> int:
+def batch_size(f) -> int:
+    """n, the batch's examples, of the forward values ``f`` (backward_rules' rules read it too)."""
     return f["hprebn"].shape[0]
 
 
@@ -54,7 +55,7 @@ def _power_rule(name: str, power: str) -> Reason:
 def _dlogprobs_every_row(f, d):
     """What `dlogprobs[:, Yb] = -1.0 / n` leaves: -1/n in every row at every column that is some example's target."""
     grad = torch.zeros_like(f["logprobs"])
-    grad[:, f["Yb"]] = -1.0 / _n(f)
+    grad[:, f["Yb"]] = -1.0 / batch_size(f)
     return grad
 
 
@@ -142,7 +143,7 @@ BNDIFF2 = {
             "dbndiff2 subtracts where it should divide: `1.0 / n - 1 * x` is (1.0 / n) - (1 * x), because "
             "Python divides and multiplies before it subtracts. n - 1 needs its brackets"
         ),
-    ): lambda f, d: 1.0 / _n(f) - torch.ones_like(f["bndiff2"]) * d["bnvar"],
+    ): lambda f, d: 1.0 / batch_size(f) - torch.ones_like(f["bndiff2"]) * d["bnvar"],
 }
 
 C = {

@@ -103,6 +103,13 @@ def _on_a_training_batch(name: str, status: dict) -> Reason:
     return Reason("raised_error", words)
 
 
+def gradient_scale(name: str, forward: dict, grads: dict) -> float:
+    """The scale d<name> is judged at on inputs other than the check batch (``forward``, autograd's ``grads``): its
+    largest value, or its step's scale (``tolerance.step_scale``) when that is larger."""
+    step = STEP_BY_NAME[name]
+    return max(magnitude(grads[name]), step_scale(step, forward, {c: grads[c] for c in step.upstream}))
+
+
 def at_another_size(name: str, report: Report, namespace: dict) -> Reason | None:
     """Why d<name>, right on the check batch, is not right on the batch of another size; None when it is (or when
     the kernel did not call backward_pass there: the check batch's call raised). A NOTE when it could not be checked
@@ -133,8 +140,7 @@ def at_another_size(name: str, report: Report, namespace: dict) -> Reason | None
         )
     want, got = grads[name], report.tensor("other_d" + name)
     size, other = namespace["batch_size"], network.OTHER_BATCH_SIZE
-    step = STEP_BY_NAME[name]
-    scale = max(magnitude(want), step_scale(step, forward, {c: grads[c] for c in step.upstream}))
+    scale = gradient_scale(name, forward, grads)
     if got is not None and got.is_floating_point() and got.shape == want.shape:
         got = got.double()
         if close(got, want.double(), scale):

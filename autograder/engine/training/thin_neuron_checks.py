@@ -6,9 +6,9 @@ on that neuron it changes its column of dhprebn by a third, and so dW1's.
 
 from ...common.diagnoses import Reason
 from ...common.words import say
-from ..backward_rules import STEP_BY_NAME
-from ..tolerance import close, magnitude, max_difference, step_scale
+from ..tolerance import close, magnitude, max_difference
 from ..wire import Report
+from .batch_size_checks import gradient_scale
 from .reference_runs import thin_neuron_reference
 
 
@@ -19,9 +19,7 @@ def at_a_thin_neuron(name: str, report: Report, namespace: dict) -> Reason | Non
     want, got = grads[name], report.tensor("thin_d" + name)
     if got is None or not got.is_floating_point() or got.shape != want.shape:
         return None
-    step = STEP_BY_NAME[name]
-    scale = max(magnitude(want), step_scale(step, forward, {c: grads[c] for c in step.upstream}))
-    if close(got.double(), want.double(), scale):
+    if close(got.double(), want.double(), gradient_scale(name, forward, grads)):
         return None
     return Reason(
         "epsilon",
