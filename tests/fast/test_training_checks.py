@@ -102,6 +102,21 @@ def test_handing_ones_own_gradients_to_an_optimizer_is_not_reading_autograd():
     assert tainted(stores.replace("p.grad = grad", "p.grad += grad")) == {"training_step"}  # reads the .grad it adds to
     assert tainted(stores.replace("p.grad = grad", "p.grad = grad + p.grad")) == {"training_step"}
     assert tainted("p.grad, q.grad = g, h\nx = p.grad") == {"x"}
+    # the lecture's old update kept after handing p its own gradient: in the same block, it reads what was stored
+    kept = (
+        "def training_step(Xb, Yb, lr):\n    grads = backward_pass(Xb, Yb, forward(Xb, Yb)[1])\n"
+        "    for p, grad in zip(parameters, grads):\n        p.grad = grad\n        p.data += -lr * p.grad"
+    )
+    assert tainted(kept) == set()
+    for read_first in (
+        kept.replace("p.grad = grad\n        p.data += -lr * p.grad", "p.data += -lr * p.grad\n        p.grad = grad"),
+        kept.replace("p.grad = grad", "p.grad = None"),  # autograd's to fill
+        kept.replace("p.grad = grad", "p.grad = grad\n        p = grad"),  # another p
+        kept.replace("p.grad = grad", "p.grad = p.grad * 2"),  # the store reads it first
+        kept.replace("p.grad = grad", "q.grad = grad"),
+        kept.replace("p.grad = grad\n        ", "p.grad = grad\n    for p in parameters:\n        "),  # another block
+    ):
+        assert tainted(read_first) == {"training_step"}, read_first
 
 
 def test_autograds_engine_and_forward_mode_by_other_names_are_autograd():

@@ -808,3 +808,9 @@ ALTERNATIVES["alt_epsilon_recomputed"] = {  # bnvar_inv of one's own, right: the
         batchnorm="bnvar_inv = 1 / torch.sqrt(cache['bnvar'] + 1e-5)\n" + BACKWARD["batchnorm"]
     )
 }
+# The lecture's "old" update kept after handing each parameter its own gradient (h-alts2's round): p.grad = grad, then
+# p.data += -lr * p.grad reads what was just stored, as torch.optim's step does; it lost the 4 points of the training
+# run as autograd's before
+ALTERNATIVES["alt_grad_stored_then_read"] = {
+    "answer_training_step": training_step("p.grad = grad\n    p.data += -lr * p.grad"),
+}

@@ -8,6 +8,7 @@ import ast
 
 from .cell_code import Kept, statements
 from .prose import HARMLESS, TEXT_EXCEPTIONS, _grad_modes, _prose
+from .stored import reads_of_a_store
 from .unread_code import (
     RUNS_CODE,
     STRING_RUNNERS,
@@ -71,7 +72,7 @@ def _loaded_names(node: ast.AST):
 
 
 def _reads_autograd(node: ast.AST, skip_grad: bool = False) -> bool:
-    prose, modes = _prose(node), _grad_modes(node)
+    prose, modes = _prose(node), _grad_modes(node) | reads_of_a_store(node)  # p.grad = g; .. p.grad: g
     added_to = {id(sub.target) for sub in ast.walk(node) if isinstance(sub, ast.AugAssign)}  # p.grad += g reads it
     called = {id(sub.func) for sub in ast.walk(node) if isinstance(sub, ast.Call)}
     for sub in ast.walk(node):
