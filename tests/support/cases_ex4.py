@@ -814,3 +814,71 @@ ALTERNATIVES["alt_epsilon_recomputed"] = {  # bnvar_inv of one's own, right: the
 ALTERNATIVES["alt_grad_stored_then_read"] = {
     "answer_training_step": training_step("p.grad = grad\n    p.data += -lr * p.grad"),
 }
+# h-alts2's round (December 2026): more forms, each keeping every point. dlogits times (1 / n) or over batch_size, the
+# lecture's double loop for dC, a one-hot viewed after it is made, Exercise 3's fused dhprebn with (n - 1) taken out of
+# its bracket or with torch.rsqrt of the variance recomputed, db2 by keepdim and squeeze; the update under no_grad with
+# the generator's name g for a gradient, on one line after the colon, by index, by add_ of a detached gradient, a
+# progress print that reads the training loop's i; the calibration by torch.var(correction=1) or std ** 2, under the
+# lecture's names emb and embcat
+_ONE_LINE = "grads = backward_pass(Xb, Yb, cache)\nfor p, g in zip(parameters, grads): p.data += -lr * g"
+ALTERNATIVES.update(
+    {
+        "alt_h_alts2_a": {
+            "answer_backward_pass": backward(
+                dlogits=BACKWARD["dlogits"].replace("dlogits /= n", "dlogits = dlogits * (1 / n)"),
+                embedding="demb = dembcat.view(emb.shape)\ndC = torch.zeros_like(C)\nfor k in range(Xb.shape[0]):\n"
+                "    for j in range(Xb.shape[1]):\n        dC[Xb[k, j]] += demb[k, j]",
+            ),
+            "answer_training_step": "grads = backward_pass(Xb, Yb, cache)\nwith torch.no_grad():\n"
+            "    for p, g in zip(parameters, grads):\n        p -= lr * g",
+        },
+        "alt_h_alts2_b": {
+            "answer_backward_pass": backward(
+                batchnorm="dbngain = (bnraw * dhpreact).sum(0, keepdims=True)\n"
+                "dbnbias = dhpreact.sum(0, keepdims=True)\n"
+                "dhprebn = (bngain * bnvar_inv / (n - 1)) * ((n - 1) * dhpreact "
+                "- (n - 1) / n * dhpreact.sum(0, keepdim=True) - bnraw * (dhpreact * bnraw).sum(0, keepdim=True))",
+                layer2="dh = dlogits @ W2.T\ndW2 = h.T @ dlogits\ndb2 = dlogits.sum(0, keepdim=True).squeeze(0)",
+            ),
+            "answer_training_step": _ONE_LINE,
+        },
+        "alt_h_alts2_c": {
+            "answer_backward_pass": backward(
+                dlogits="dlogits = (F.softmax(logits, dim=1) - F.one_hot(Yb, num_classes=vocab_size)) / batch_size",
+                embedding="demb = dembcat.view(emb.shape)\n"
+                "dC = F.one_hot(Xb, vocab_size).float().view(-1, vocab_size).T @ demb.view(-1, n_embd)",
+            ),
+            "answer_training_step": "grads = backward_pass(Xb, Yb, cache)\n"
+            "for i in range(len(parameters)):\n    parameters[i].data -= lr * grads[i]",
+        },
+        "alt_h_alts2_d": {
+            "answer_backward_pass": "# 前向缓存\nhprebn = cache['hprebn']\n"
+            + backward(
+                batchnorm="dbngain = (bnraw * dhpreact).sum(0, keepdim=True)\n"
+                "dbnbias = dhpreact.sum(0, keepdim=True)\n"
+                "dhprebn = bngain * torch.rsqrt(hprebn.var(0, keepdim=True, unbiased=True) + 1e-5) / n "
+                "* (n * dhpreact - dhpreact.sum(0) - n / (n - 1) * bnraw * (dhpreact * bnraw).sum(0))",
+            )
+            + "\nassert dC.shape == C.shape",
+            "answer_training_step": "grads = backward_pass(Xb, Yb, cache)\nwith torch.no_grad():\n"
+            "    for param, grad in zip(parameters, grads):\n        param.add_(-lr * grad.detach())",
+        },
+        "alt_h_alts2_e": {
+            "answer_training_step": training_step("p += -lr * grad")
+            + "\nif i % 10000 == 0:\n    print(f'{i:7d}/{max_steps:7d}: {loss.item():.4f}')",
+            "answer_calibration": "emb = C[Xtr]\nembcat = emb.view(emb.shape[0], -1)\nhpreact_all = embcat @ W1 + b1\n"
+            "bnmean = hpreact_all.mean(0, keepdims=True)\n"
+            "bnvar = torch.var(hpreact_all, dim=0, keepdim=True, correction=1)",
+        },
+        "alt_h_alts2_f": {
+            "answer_backward_pass": backward(
+                embedding="demb = dembcat.view(emb.shape)\ndC = torch.zeros((vocab_size, n_embd))\n"
+                "dC.index_add_(0, Xb.view(-1), demb.view(-1, n_embd))"
+            ),
+            "answer_training_step": "grads = backward_pass(Xb, Yb, {k: v.detach() for k, v in cache.items()})\n"
+            "grads = [g.clone() for g in grads]\nfor p, grad in zip(parameters, grads):\n    p.data.add_(-lr * grad)",
+            "answer_calibration": "hprebn_all = C[Xtr].view(-1, n_embd * block_size) @ W1 + b1\n"
+            "bnmean = hprebn_all.mean(0, keepdim=True)\nbnvar = hprebn_all.std(0, keepdim=True) ** 2",
+        },
+    }
+)
