@@ -2152,3 +2152,17 @@ ALTERNATIVES.update(
         },
     }
 )
+
+# the lecture's cmp over every name by eval, after the last answer in its cell (h-alts2's round): eval is code the
+# grader cannot read, which may change any later answer, so dC_index_add loses its point as before; its words now say
+# what marked it and how to write the check instead (they named autograd alone)
+MISTAKES["m_cmp_by_eval_after_the_last_answer"] = (
+    {
+        "answer_dC_index_add": "dC_index_add = torch.zeros_like(C)\n"
+        "dC_index_add.index_add_(0, Xb.view(-1), demb.view(-1, n_embd))\n"
+        "for name, d in [('logprobs', dlogprobs), ('probs', dprobs), ('C', dC)]:\n"
+        "    cmp(name, d, eval(name))"
+    },
+    "C_index_add",
+    "code the grader cannot read ran in your cells up to here (eval, exec,",
+)

@@ -12,6 +12,7 @@ from .stored import reads_of_a_store
 from .unread_code import (
     RUNS_CODE,
     STRING_RUNNERS,
+    UNREAD,
     UNREAD_ATTRIBUTES,
     _binds,
     _runs_a_file,
@@ -225,7 +226,7 @@ class AutogradTaint:
                 self._statement(statement)
                 self.graders -= _binds(statement)  # the student's own report = .., def report(): no longer the grader's
         if self.unread:
-            self.tainted |= self.answers
+            self.tainted |= self.answers | {UNREAD}
 
     def _statement(self, node: ast.stmt) -> None:
         self._follow(node)
