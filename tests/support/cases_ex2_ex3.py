@@ -1410,3 +1410,32 @@ ALTERNATIVES.update(
         },
     }
 )
+
+# ... and the lecture's own lines kept beside the answers: its prints of a row of dlogits and the plot of dlogits
+# (Exercise 2), its max diff of hpreact_fast and its comments and cmp around dhprebn, without spaces (Exercise 3)
+ALTERNATIVES["alt_h_alts2_g"] = {
+    NB2: {
+        "answer_dlogits": (
+            "dlogits = F.softmax(logits, 1)\ndlogits[range(n), Yb] -= 1\ndlogits /= n\n"
+            "print(F.softmax(logits, 1)[0])\nprint(dlogits[0] * n)\nprint(dlogits[0].sum())\n"
+            "import matplotlib.pyplot as plt\nplt.figure(figsize=(4, 4))\n"
+            "plt.imshow(dlogits.detach(), cmap='gray')"
+        ),
+        "answer_loss_fast": (
+            "loss_fast = F.cross_entropy(logits, Yb)\nprint(loss_fast.item(), 'diff:', (loss_fast - loss).item())"
+        ),
+    },
+    NB3: {
+        "answer_hpreact_fast": (
+            "hpreact_fast = bngain * (hprebn - hprebn.mean(0, keepdim=True)) / torch.sqrt(hprebn.var(0,"
+            " keepdim=True, unbiased=True) + 1e-5) + bnbias\n"
+            "print('max diff:', (hpreact_fast - hpreact).abs().max())"
+        ),
+        "answer_dhprebn": (
+            "# before we had:\n# dbnraw = bngain * dhpreact\n# ...\n# calculate dhprebn given dhpreact\n"
+            "dhprebn = bngain*bnvar_inv/n * (n*dhpreact - dhpreact.sum(0) -"
+            " n/(n-1)*bnraw*(dhpreact*bnraw).sum(0))\n"
+            "cmp('hprebn', dhprebn, hprebn)"
+        ),
+    },
+}

@@ -882,3 +882,23 @@ ALTERNATIVES.update(
         },
     }
 )
+# ... and Exercise 1's atomic cross-entropy inside backward_pass, its forward tensors recomputed from logits; the
+# lecture's calibration pasted whole, its own `with torch.no_grad():` inside the cell's, hpreact rebound
+_ATOMIC_CE = (
+    "logit_maxes = logits.max(1, keepdim=True).values\nnorm_logits = logits - logit_maxes\ncounts = norm_logits.exp()\n"
+    "counts_sum = counts.sum(1, keepdims=True)\ncounts_sum_inv = counts_sum**-1\nprobs = counts * counts_sum_inv\n"
+    "logprobs = probs.log()\n"
+    "dlogprobs = torch.zeros_like(logprobs)\ndlogprobs[range(n), Yb] = -1.0 / n\ndprobs = (1.0 / probs) * dlogprobs\n"
+    "dcounts_sum_inv = (counts * dprobs).sum(1, keepdim=True)\ndcounts = counts_sum_inv * dprobs\n"
+    "dcounts_sum = (-counts_sum**-2) * dcounts_sum_inv\ndcounts += torch.ones_like(counts) * dcounts_sum\n"
+    "dnorm_logits = counts * dcounts\ndlogits = dnorm_logits.clone()\n"
+    "dlogit_maxes = (-dnorm_logits).sum(1, keepdim=True)\n"
+    "dlogits += F.one_hot(logits.max(1).indices, num_classes=logits.shape[1]) * dlogit_maxes"
+)
+ALTERNATIVES["alt_h_alts2_j"] = {
+    "answer_backward_pass": backward(dlogits=_ATOMIC_CE),
+    "answer_calibration": "with torch.no_grad():\n    # pass the training set through\n    emb = C[Xtr]\n"
+    "    embcat = emb.view(emb.shape[0], -1)\n    hpreact = embcat @ W1 + b1\n"
+    "    # measure the mean/std over the entire training set\n    bnmean = hpreact.mean(0, keepdim=True)\n"
+    "    bnvar = hpreact.var(0, keepdim=True, unbiased=True)",
+}

@@ -973,3 +973,24 @@ ALTERNATIVES.update(
         ),
     }
 )
+# ... and a student's debugging left in: a print and an assert beside each fix, comments, the index by .item(), a
+# checker that says how many entries it checks and asserts its shape
+_PRINTING = CHECKER.replace(
+    "for i in range(flat.numel()):",
+    'print(f"checking {flat.numel()} entries with h={h}")\nfor i in range(flat.numel()):',
+).replace("return grad", "assert grad.shape == x.shape\nreturn grad")
+_H_D = id_with("zero_bias", "aliased", "not_accumulated")
+ALTERNATIVES["alt_h_alts2_d"] = answers(
+    _H_D,
+    answer_backward_pass=pass_with(
+        {
+            BUGS["zero_bias"].right: "dbngain = (bnraw * dhpreact).sum(0, keepdim=True)  # fixed: bnraw, not hpreact\n"
+            "print('dbngain', dbngain.shape)",
+            BUGS["aliased"].right: "dhprebn = dbndiff.clone()  # a copy, or += below changes dbndiff too\n"
+            "assert dhprebn is not dbndiff",
+            BUGS["not_accumulated"].right: "for k in range(Xb.shape[0]):\n    for j in range(Xb.shape[1]):\n"
+            "        ix = Xb[k, j].item()\n        dC[ix] += demb[k, j]",
+        }
+    ),
+    **checker(_PRINTING),
+)
