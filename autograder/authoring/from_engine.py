@@ -54,6 +54,8 @@ FUNCTIONS = [
     stored._statement_blocks,
     stored._grad_owner,
     stored._grad_stores,
+    stored._loop_elements,
+    stored._names_bound_in,
     honesty._runs_a_file,
     honesty._stores_a_gradient,
     rerun.NoAnswerCode,

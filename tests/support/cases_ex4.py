@@ -902,3 +902,9 @@ ALTERNATIVES["alt_h_alts2_j"] = {
     "    # measure the mean/std over the entire training set\n    bnmean = hpreact.mean(0, keepdim=True)\n"
     "    bnvar = hpreact.var(0, keepdim=True, unbiased=True)",
 }
+# ... and the lecture's update loop of its own after the loop that handed each parameter its gradient (makemore's
+# `for p in parameters: p.data += -lr * p.grad`), which lost the 4 points as autograd's too
+ALTERNATIVES["alt_grads_stored_then_the_lectures_update_loop"] = {
+    "answer_training_step": "grads = backward_pass(Xb, Yb, cache)\nfor p, grad in zip(parameters, grads):\n"
+    "    p.grad = grad\nfor p in parameters:\n    p.data += -lr * p.grad",
+}
