@@ -24,7 +24,7 @@ from ..engine import backward_rules, explain, honesty, operators, tolerance
 from ..engine.bug_hunt import catalogue, checker
 from ..engine.bug_hunt import rerun as bug_hunt_rerun
 from ..engine.diagnosis import answer_notes
-from ..engine.honesty import prose, unread_code
+from ..engine.honesty import prose, stored, unread_code
 from ..engine.probes import judge_rule, pins, rerun, snapshots
 from ..engine.training import lines_again, network, reference_runs
 from ..in_kernel import bug_hunt_rerun as kernel_rerun
@@ -50,6 +50,12 @@ FUNCTIONS = [
     honesty._autograd_facts,
     honesty._loaded_names,
     honesty._reads_autograd,
+    stored.reads_of_a_store,
+    stored._statement_blocks,
+    stored._grad_owner,
+    stored._grad_stores,
+    stored._loop_elements,
+    stored._names_bound_in,
     honesty._runs_a_file,
     honesty._stores_a_gradient,
     rerun.NoAnswerCode,

@@ -17,6 +17,7 @@ from .diagnosis.diagnose import diagnose
 from .diagnosis.shapes import only_size_one_dims_differ, shape_only_share, shape_problem
 from .explain import and_list, constant_factor, not_a_tensor, not_finite, wrong_dtype
 from .honesty.decoy import decoy
+from .honesty.unread_code import UNREAD
 from .probes.judge_rule import judge_rule
 from .probes.kept_by_rule import kept_as_set_up, kept_by_its_rule, kept_line, kept_with_given_changed
 from .probes.written_with import not_written_with
@@ -57,7 +58,18 @@ def read_answer(verdict: Verdict, name: str, report: Report, tainted: set, gradi
         problem = Reason("unreadable", say("{name} could not be read by the grader", name=name))
     if problem:
         verdict.lines.append(problem)
+    if name in tainted and UNREAD in tainted:  # what marked it may be no autograd at all: say what else does
+        verdict.lines.append(Reason(NOTE, unread_note()))
     return answer, info
+
+
+def unread_note() -> str:
+    return say(
+        "code the grader cannot read ran in your cells up to here (eval, exec, a file run by the run magic, code in a "
+        "string, or a function of the grader's own): it may change any later answer, so every answer from its cell on "
+        "earns nothing. A check can name its tensors instead: cmp('h', dh, h), not cmp(name, eval('d' + name), "
+        "eval(name))"
+    )
 
 
 def carried_forward(wrong: list, first: list | None = None) -> Reason:

@@ -102,6 +102,41 @@ def test_handing_ones_own_gradients_to_an_optimizer_is_not_reading_autograd():
     assert tainted(stores.replace("p.grad = grad", "p.grad += grad")) == {"training_step"}  # reads the .grad it adds to
     assert tainted(stores.replace("p.grad = grad", "p.grad = grad + p.grad")) == {"training_step"}
     assert tainted("p.grad, q.grad = g, h\nx = p.grad") == {"x"}
+    # the lecture's old update kept after handing p its own gradient: in the same block, it reads what was stored
+    kept = (
+        "def training_step(Xb, Yb, lr):\n    grads = backward_pass(Xb, Yb, forward(Xb, Yb)[1])\n"
+        "    for p, grad in zip(parameters, grads):\n        p.grad = grad\n        p.data += -lr * p.grad"
+    )
+    assert tainted(kept) == set()
+    for read_first in (
+        kept.replace("p.grad = grad\n        p.data += -lr * p.grad", "p.data += -lr * p.grad\n        p.grad = grad"),
+        kept.replace("p.grad = grad", "p.grad = None"),  # autograd's to fill
+        kept.replace("p.grad = grad", "p.grad = grad\n        p = grad"),  # another p
+        kept.replace("p.grad = grad", "p.grad = p.grad * 2"),  # the store reads it first
+        kept.replace("p.grad = grad", "q.grad = grad"),
+        kept.replace("p.grad = grad", "if lr > 0:\n            p.grad = grad"),  # in a block of its own
+    ):
+        assert tainted(read_first) == {"training_step"}, read_first
+    # ... and in a loop of its own over the same parameters, after the loop that stored every one's gradient
+    two_loops = (
+        "def training_step(Xb, Yb, lr):\n    grads = backward_pass(Xb, Yb, forward(Xb, Yb)[1])\n"
+        "    for p, grad in zip(parameters, grads):\n        p.grad = grad\n"
+        "    for q in parameters:\n        q.data += -lr * q.grad"
+    )
+    assert tainted(two_loops) == set()
+    assert tainted(two_loops.replace("zip(parameters, grads)", "enumerate(grads)").replace("p, grad", "i, p")) == {
+        "training_step"  # the first loop ran over the gradients: the second one's parameters hold none of them
+    }
+    for not_every in (
+        two_loops.replace("for q in parameters", "for q in parameters[:3] + [C]"),  # another collection
+        two_loops.replace("        p.grad = grad\n", "        if p.ndim > 1:\n            p.grad = grad\n"),
+        two_loops.replace(
+            "        p.grad = grad\n", "        if p.ndim == 1:\n            continue\n        p.grad = grad\n"
+        ),
+        two_loops.replace("    for q in parameters", "    parameters.append(W1.clone())\n    for q in parameters"),
+        two_loops.replace("        q.data += -lr * q.grad", "        q = q * 1\n        q.data += -lr * q.grad"),
+    ):
+        assert tainted(not_every) == {"training_step"}, not_every
 
 
 def test_autograds_engine_and_forward_mode_by_other_names_are_autograd():

@@ -2030,3 +2030,139 @@ def submissions(release, source) -> dict:
         release, source, {"answer_dhpreact": "_only = 'dhpreact'\n" + FORGED_ZERO_PINS}
     )
     return class_
+
+
+# h-alts2's round (December 2026): more forms students write, none of them above, each keeping every point. numpy's
+# keepdims= and axis=, torch.arange for the rows, dC by index_put with Xb as it is and by a one-hot viewed after it is
+# made, scatter_add_ for the max's path, tanh's derivative factored, bnvar_inv / (bnvar + eps) for its cube, Bessel's
+# n - 1.0 and (n - 1) / n inside the bracket of a fused dhprebn; and harmless lines beside the answers: prints, asserts
+# of shapes, cmp, a shape shown as the cell's last expression, display, .data, .contiguous(), .detach(), a reimport,
+# torch.manual_seed, comments in Chinese, the lecture's cmp over every name by globals()
+ALTERNATIVES.update(
+    {
+        "alt_h_alts2_a": {
+            "answer_dlogprobs": (
+                "dlogprobs = torch.zeros_like(logprobs)\ndlogprobs[torch.arange(batch_size), Yb] = -1.0\n"
+                "dlogprobs = dlogprobs / batch_size"
+            ),
+            "answer_dprobs": "dprobs = (1.0 / probs) * dlogprobs\nprint('dprobs', dprobs.shape)",
+            "answer_dcounts_sum_inv": "dcounts_sum_inv = (counts * dprobs).sum(dim=1, keepdims=True)",
+            "answer_dcounts_sum": "dcounts_sum = (-1.0 / counts_sum**2) * dcounts_sum_inv",
+            "answer_dcounts": "dcounts = counts_sum_inv * dprobs\ndcounts += dcounts_sum  # 广播到每一列",
+            "answer_dnorm_logits": "dnorm_logits = torch.exp(norm_logits) * dcounts",
+            "answer_dlogit_maxes": "dlogit_maxes = -dnorm_logits.sum(dim=1, keepdims=True)",
+            "answer_dlogits": (
+                "dlogits = dnorm_logits.clone()\nidx = logits.max(dim=1, keepdim=True).indices\n"
+                "dlogits.scatter_add_(1, idx, dlogit_maxes)"
+            ),
+            "answer_dh": "dh = dlogits @ W2.T\nassert dh.shape == h.shape, (dh.shape, h.shape)",
+            "answer_dW2": "dW2 = torch.matmul(h.T, dlogits).contiguous()",
+            "answer_db2": "db2 = dlogits.sum(dim=0, keepdims=False)",
+            "answer_dhpreact": "dhpreact = dh * (1 - h) * (1 + h)",
+            "answer_dbngain": "dbngain = (bnraw * dhpreact).sum(dim=0, keepdims=True)",
+            "answer_dbnbias": "dbnbias = torch.sum(dhpreact, dim=0, keepdims=True)",
+            "answer_dbnraw": "dbnraw = (bngain * dhpreact).clone()",
+            "answer_dbnvar_inv": "dbnvar_inv = torch.sum(bndiff * dbnraw, dim=0, keepdims=True)",
+            "answer_dbnvar": "dbnvar = (-0.5 * bnvar_inv / (bnvar + 1e-5)) * dbnvar_inv",
+            "answer_dbndiff2": "dbndiff2 = torch.ones_like(bndiff2) * dbnvar / (n - 1.0)",
+            "answer_dbndiff": "dbndiff = dbnraw * bnvar_inv + 2.0 * bndiff * dbndiff2",
+            "answer_dbnmeani": "dbnmeani = -1.0 * dbndiff.sum(0, keepdims=True)",
+            "answer_dhprebn": "dhprebn = dbndiff + torch.ones_like(hprebn) * dbnmeani / n",
+            "answer_dembcat": "dembcat = dhprebn @ W1.T  # 反向传播：线性层",
+            "answer_dW1": "dW1 = embcat.T @ dhprebn\nassert dW1.shape == W1.shape, dW1.shape",
+            "answer_db1": "db1 = dhprebn.sum(0, keepdims=False).detach()",
+            "answer_demb": "demb = dembcat.view(n, block_size, -1).contiguous()",
+            "answer_dC": "dC = torch.zeros_like(C).index_put((Xb,), demb, accumulate=True)",
+            "answer_dC_index_add": (
+                "dC_index_add = torch.zeros((vocab_size, n_embd)).index_add_(0, Xb.view(-1), demb.view(-1, n_embd))"
+            ),
+        },
+        "alt_h_alts2_b": {
+            "answer_dlogprobs": "dlogprobs = torch.zeros(n, vocab_size)\ndlogprobs[range(n), Yb] -= 1.0 / n",
+            "answer_dprobs": "dprobs = (dlogprobs / probs).float()",
+            "answer_dcounts_sum_inv": "dcounts_sum_inv = torch.sum(dprobs * counts, axis=1, keepdims=True)",
+            "answer_dcounts_sum": "dcounts_sum = -(counts_sum ** -2.0) * dcounts_sum_inv",
+            "answer_dcounts": "dcounts = counts_sum_inv * dprobs + dcounts_sum @ torch.ones(1, vocab_size)",
+            "answer_dnorm_logits": "dnorm_logits = dcounts * counts",
+            "answer_dlogit_maxes": (
+                "dlogit_maxes = -(dnorm_logits.sum(1, keepdim=True))\nprint(dlogit_maxes.abs().max())"
+            ),
+            "answer_dlogits": (
+                "dlogits = dnorm_logits.clone()\nmax_idx = torch.argmax(logits, dim=1)\nfor i in range(n):\n"
+                "    dlogits[i, max_idx[i]] += dlogit_maxes[i, 0]"
+            ),
+            "answer_dh": "dh = dlogits.mm(W2.t())",
+            "answer_dW2": "dW2 = h.t().mm(dlogits)",
+            "answer_db2": "db2 = dlogits.sum(0).float()",
+            "answer_dhpreact": "dhpreact = (1.0 - h.pow(2)) * dh",
+            "answer_dbngain": "dbngain = (dhpreact * bnraw).sum(0, keepdim=True)\ncmp('bngain', dbngain, bngain)",
+            "answer_dbnbias": "dbnbias = dhpreact.sum(0, keepdims=True)",
+            "answer_dbnraw": "dbnraw = dhpreact * bngain",
+            "answer_dbnvar_inv": "dbnvar_inv = (dbnraw * bndiff).sum(0, keepdim=True)",
+            "answer_dbnvar": "dbnvar = -0.5 * (bnvar + 1e-5) ** (-3 / 2) * dbnvar_inv",
+            "answer_dbndiff2": "dbndiff2 = torch.ones_like(bndiff2) * (1 / (n - 1)) * dbnvar",
+            "answer_dbndiff": "dbndiff = bnvar_inv * dbnraw\ndbndiff = dbndiff + 2 * bndiff * dbndiff2",
+            "answer_dbnmeani": "dbnmeani = -dbndiff.sum(dim=0, keepdims=True)",
+            "answer_dhprebn": "dhprebn = dbndiff.clone()\ndhprebn += dbnmeani.expand_as(hprebn) / n",
+            "answer_dembcat": "dembcat = torch.mm(dhprebn, W1.T)",
+            "answer_dW1": "dW1 = embcat.transpose(-1, -2) @ dhprebn",
+            "answer_db1": "db1 = torch.sum(dhprebn, dim=0)",
+            "answer_demb": "demb = dembcat.view(emb.shape[0], emb.shape[1], emb.shape[2])",
+            "answer_dC": "dC = F.one_hot(Xb, vocab_size).float().view(-1, vocab_size).T @ demb.view(-1, n_embd)",
+            "answer_dC_index_add": (
+                "dC_index_add = torch.zeros_like(C)\n"
+                "dC_index_add.index_add_(0, Xb.reshape(-1), demb.reshape(-1, n_embd).contiguous())"
+            ),
+        },
+        "alt_h_alts2_c": {
+            "answer_dhprebn": (
+                "dhprebn = bngain * torch.rsqrt(bnvar + 1e-5) / (n - 1) * ((n - 1) * dhpreact - (n - 1) / n *"
+                " dhpreact.sum(0, keepdim=True) - bnraw * (dhpreact * bnraw).sum(0, keepdim=True))"
+            ),
+            "answer_dC": (
+                "dC = torch.zeros_like(C)\nfor k in range(Xb.shape[0]):\n    for j in range(Xb.shape[1]):\n"
+                "        dC[Xb[k, j]] += demb[k, j].detach().clone()"
+            ),
+            "answer_dbnvar": "dbnvar = -0.5 * (bnvar + 1e-5).pow(-1.5) * dbnvar_inv\nprint(f'{dbnvar.shape=}')",
+            "answer_dbndiff2": "dbndiff2 = 1 / (n - 1) * torch.ones_like(bndiff2) * dbnvar  # Bessel: n-1",
+        },
+        "alt_h_alts2_d": {
+            "answer_dlogprobs": (
+                "dlogprobs = torch.zeros_like(logprobs)\ndlogprobs[range(n), Yb] = -1.0 / n\ndlogprobs.shape"
+            ),
+            "answer_dprobs": "dprobs = (1.0 / probs.data) * dlogprobs\ndprobs[:2]",
+            "answer_dcounts_sum_inv": (
+                "import torch.nn.functional as F\ndcounts_sum_inv = (counts * dprobs).sum(1, keepdim=True)"
+            ),
+            "answer_dh": "dh = dlogits @ W2.data.T\ndisplay(dh.shape)",
+            "answer_dW2": "dW2 = h.data.T @ dlogits",
+            "answer_dC": (
+                "dC = torch.zeros_like(C.data)\nfor k in range(Xb.shape[0]):\n    for j in range(Xb.shape[1]):\n"
+                "        dC[Xb[k][j]] += demb[k][j]\ndC.shape, C.shape"
+            ),
+            "answer_dhpreact": "dhpreact = (1.0 - torch.tanh(hpreact).data ** 2) * dh",
+            "answer_dbnvar": "torch.manual_seed(42)\ndbnvar = -0.5 * (bnvar + 1e-5) ** -1.5 * dbnvar_inv",
+        },
+        "alt_h_alts2_e": {
+            "answer_dC_index_add": (
+                "dC_index_add = torch.zeros_like(C)\ndC_index_add.index_add_(0, Xb.view(-1), demb.view(-1, n_embd))\n"
+                "for name in ['logprobs', 'probs', 'counts_sum_inv', 'h', 'W2', 'C']:\n"
+                "    cmp(name, globals()['d' + name], globals()[name])"
+            ),
+        },
+    }
+)
+
+# the lecture's cmp over every name by eval, after the last answer in its cell (h-alts2's round): eval is code the
+# grader cannot read, which may change any later answer, so dC_index_add loses its point as before; its words now say
+# what marked it and how to write the check instead (they named autograd alone)
+MISTAKES["m_cmp_by_eval_after_the_last_answer"] = (
+    {
+        "answer_dC_index_add": "dC_index_add = torch.zeros_like(C)\n"
+        "dC_index_add.index_add_(0, Xb.view(-1), demb.view(-1, n_embd))\n"
+        "for name, d in [('logprobs', dlogprobs), ('probs', dprobs), ('C', dC)]:\n"
+        "    cmp(name, d, eval(name))"
+    },
+    "C_index_add",
+    "code the grader cannot read ran in your cells up to here (eval, exec,",
+)

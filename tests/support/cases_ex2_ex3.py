@@ -1298,3 +1298,144 @@ def submissions(notebook: str, release, source) -> dict:
     )
     class_["c_pasted_values"] = solved(release, source, pasted)
     return class_
+
+
+# h-alts2's round (December 2026): more forms students write, each keeping every point: the log-softmax picked by
+# torch.arange, a sum over n, softmax's target entry lowered by scatter_add_ or set from the softmax, * (1 / n),
+# division by len(Yb) or logits.size(0) in place; torch.rsqrt of the variance recomputed in the fused dhprebn, (n - 1)
+# taken out of its bracket, dbnraw first under keepdims=, the formula distributed over its terms; prints, asserts, cmp
+ALTERNATIVES.update(
+    {
+        "alt_h_alts2_a": {
+            NB2: {
+                "answer_loss_fast": "loss_fast = -F.log_softmax(logits, dim=1)[torch.arange(n), Yb].mean()",
+                "answer_dlogits": (
+                    "dlogits = F.softmax(logits, dim=1)\ndlogits[range(n), Yb] -= 1\ndlogits = dlogits * (1 / n)"
+                ),
+            },
+            NB3: {
+                "answer_hpreact_fast": (
+                    "hpreact_fast = bngain * (hprebn - hprebn.mean(0, keepdim=True)) * torch.rsqrt(hprebn.var(0,"
+                    " keepdim=True, unbiased=True) + 1e-5) + bnbias"
+                ),
+                "answer_dbngain": "dbngain = torch.sum(bnraw * dhpreact, dim=0, keepdims=True)",
+                "answer_dbnbias": "dbnbias = dhpreact.sum(dim=0, keepdims=True)",
+                "answer_dhprebn": (
+                    "dhprebn = bngain * torch.rsqrt(hprebn.var(0, keepdim=True, unbiased=True) + 1e-5) / n * (n"
+                    " * dhpreact - dhpreact.sum(0) - n / (n - 1) * bnraw * (dhpreact * bnraw).sum(0))"
+                ),
+                "answer_dhprebn_biased": (
+                    "dhprebn_biased = bngain * bnvar_inv_biased / n * (n * dhpreact_biased -"
+                    " dhpreact_biased.sum(0, keepdims=True) - bnraw_biased * (dhpreact_biased *"
+                    " bnraw_biased).sum(0, keepdims=True))"
+                ),
+            },
+        },
+        "alt_h_alts2_b": {
+            NB2: {
+                "answer_loss_fast": "loss_fast = F.cross_entropy(logits, Yb, reduction='sum') / n",
+                "answer_dlogits": (
+                    "dlogits = F.softmax(logits, 1).clone()\ndlogits[range(batch_size), Yb] += -1.0\n"
+                    "dlogits /= batch_size"
+                ),
+            },
+            NB3: {
+                "answer_hpreact_fast": (
+                    "hpreact_fast = bngain * (hprebn - hprebn.mean(dim=0, keepdims=True)) / (hprebn.var(dim=0,"
+                    " keepdims=True) + 1e-5) ** 0.5 + bnbias"
+                ),
+                "answer_dhprebn": (
+                    "dhprebn = (bngain * bnvar_inv / (n - 1)) * ((n - 1) * dhpreact - (n - 1) / n *"
+                    " dhpreact.sum(0, keepdim=True) - bnraw * (dhpreact * bnraw).sum(0, keepdim=True))"
+                ),
+                "answer_dhprebn_biased": (
+                    "inv = torch.rsqrt(hprebn_biased.var(0, keepdim=True, unbiased=False) + 1e-5)\n"
+                    "dhprebn_biased = bngain * inv / n * (n * dhpreact_biased - dhpreact_biased.sum(0) -"
+                    " bnraw_biased * (dhpreact_biased * bnraw_biased).sum(0))"
+                ),
+            },
+        },
+        "alt_h_alts2_c": {
+            NB2: {
+                "answer_loss_fast": "loss_fast = F.nll_loss(logits.log_softmax(-1), Yb, reduction='mean')",
+                "answer_dlogits": (
+                    "dlogits = torch.softmax(logits.detach(), -1)\ndlogits[torch.arange(len(Yb)), Yb] -= 1\n"
+                    "dlogits.div_(len(Yb))"
+                ),
+            },
+            NB3: {
+                "answer_dhprebn": (
+                    "dbnraw = bngain * dhpreact\n"
+                    "dhprebn = bnvar_inv / n * (n * dbnraw - dbnraw.sum(0, keepdims=True) - n / (n - 1) * bnraw"
+                    " * (dbnraw * bnraw).sum(0, keepdims=True))"
+                ),
+            },
+        },
+        "alt_h_alts2_d": {
+            NB2: {
+                "answer_dlogits": (
+                    "dlogits = (F.softmax(logits, 1) - F.one_hot(Yb, vocab_size).float()) / logits.size(0)\n"
+                    "print(dlogits.shape)\ncmp('logits', dlogits, logits)"
+                ),
+            },
+            NB3: {
+                "answer_dhprebn": (
+                    "dhprebn = bngain * bnvar_inv / n * (n * dhpreact - dhpreact.sum(0) - n / (n - 1) * bnraw *"
+                    " (dhpreact * bnraw).sum(0))\n"
+                    "assert dhprebn.shape == hprebn.shape\nprint(dhprebn.dtype)"
+                ),
+            },
+        },
+        "alt_h_alts2_e": {
+            NB2: {
+                "answer_dlogits": (
+                    "dlogits = F.softmax(logits, 1)\ndlogits.scatter_add_(1, Yb.unsqueeze(1), -torch.ones(n, 1))\n"
+                    "dlogits /= n"
+                ),
+            },
+            NB3: {
+                "answer_dhprebn": (
+                    "dhprebn = bngain * bnvar_inv * (dhpreact - dhpreact.mean(0)) - bngain * bnvar_inv * bnraw *"
+                    " (dhpreact * bnraw).sum(0) / (n - 1)"
+                ),
+            },
+        },
+        "alt_h_alts2_f": {
+            NB2: {
+                "answer_dlogits": (
+                    "ps = logits.exp()\nps = ps / ps.sum(1, keepdims=True)\ndlogits = ps.clone()\n"
+                    "dlogits[range(n), Yb] = ps[range(n), Yb] - 1\ndlogits = dlogits / n"
+                ),
+            },
+        },
+    }
+)
+
+# ... and the lecture's own lines kept beside the answers: its prints of a row of dlogits and the plot of dlogits
+# (Exercise 2), its max diff of hpreact_fast and its comments and cmp around dhprebn, without spaces (Exercise 3)
+ALTERNATIVES["alt_h_alts2_g"] = {
+    NB2: {
+        "answer_dlogits": (
+            "dlogits = F.softmax(logits, 1)\ndlogits[range(n), Yb] -= 1\ndlogits /= n\n"
+            "print(F.softmax(logits, 1)[0])\nprint(dlogits[0] * n)\nprint(dlogits[0].sum())\n"
+            "import matplotlib.pyplot as plt\nplt.figure(figsize=(4, 4))\n"
+            "plt.imshow(dlogits.detach(), cmap='gray')"
+        ),
+        "answer_loss_fast": (
+            "loss_fast = F.cross_entropy(logits, Yb)\nprint(loss_fast.item(), 'diff:', (loss_fast - loss).item())"
+        ),
+    },
+    NB3: {
+        "answer_hpreact_fast": (
+            "hpreact_fast = bngain * (hprebn - hprebn.mean(0, keepdim=True)) / torch.sqrt(hprebn.var(0,"
+            " keepdim=True, unbiased=True) + 1e-5) + bnbias\n"
+            "print('max diff:', (hpreact_fast - hpreact).abs().max())"
+        ),
+        "answer_dhprebn": (
+            "# before we had:\n# dbnraw = bngain * dhpreact\n# ...\n# calculate dhprebn given dhpreact\n"
+            "dhprebn = bngain*bnvar_inv/n * (n*dhpreact - dhpreact.sum(0) -"
+            " n/(n-1)*bnraw*(dhpreact*bnraw).sum(0))\n"
+            "cmp('hprebn', dhprebn, hprebn)"
+        ),
+    },
+}

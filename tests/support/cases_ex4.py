@@ -808,3 +808,103 @@ ALTERNATIVES["alt_epsilon_recomputed"] = {  # bnvar_inv of one's own, right: the
         batchnorm="bnvar_inv = 1 / torch.sqrt(cache['bnvar'] + 1e-5)\n" + BACKWARD["batchnorm"]
     )
 }
+# The lecture's "old" update kept after handing each parameter its own gradient (h-alts2's round): p.grad = grad, then
+# p.data += -lr * p.grad reads what was just stored, as torch.optim's step does; it lost the 4 points of the training
+# run as autograd's before
+ALTERNATIVES["alt_grad_stored_then_read"] = {
+    "answer_training_step": training_step("p.grad = grad\n    p.data += -lr * p.grad"),
+}
+# h-alts2's round (December 2026): more forms, each keeping every point. dlogits times (1 / n) or over batch_size, the
+# lecture's double loop for dC, a one-hot viewed after it is made, Exercise 3's fused dhprebn with (n - 1) taken out of
+# its bracket or with torch.rsqrt of the variance recomputed, db2 by keepdim and squeeze; the update under no_grad with
+# the generator's name g for a gradient, on one line after the colon, by index, by add_ of a detached gradient, a
+# progress print that reads the training loop's i; the calibration by torch.var(correction=1) or std ** 2, under the
+# lecture's names emb and embcat
+_ONE_LINE = "grads = backward_pass(Xb, Yb, cache)\nfor p, g in zip(parameters, grads): p.data += -lr * g"
+ALTERNATIVES.update(
+    {
+        "alt_h_alts2_a": {
+            "answer_backward_pass": backward(
+                dlogits=BACKWARD["dlogits"].replace("dlogits /= n", "dlogits = dlogits * (1 / n)"),
+                embedding="demb = dembcat.view(emb.shape)\ndC = torch.zeros_like(C)\nfor k in range(Xb.shape[0]):\n"
+                "    for j in range(Xb.shape[1]):\n        dC[Xb[k, j]] += demb[k, j]",
+            ),
+            "answer_training_step": "grads = backward_pass(Xb, Yb, cache)\nwith torch.no_grad():\n"
+            "    for p, g in zip(parameters, grads):\n        p -= lr * g",
+        },
+        "alt_h_alts2_b": {
+            "answer_backward_pass": backward(
+                batchnorm="dbngain = (bnraw * dhpreact).sum(0, keepdims=True)\n"
+                "dbnbias = dhpreact.sum(0, keepdims=True)\n"
+                "dhprebn = (bngain * bnvar_inv / (n - 1)) * ((n - 1) * dhpreact "
+                "- (n - 1) / n * dhpreact.sum(0, keepdim=True) - bnraw * (dhpreact * bnraw).sum(0, keepdim=True))",
+                layer2="dh = dlogits @ W2.T\ndW2 = h.T @ dlogits\ndb2 = dlogits.sum(0, keepdim=True).squeeze(0)",
+            ),
+            "answer_training_step": _ONE_LINE,
+        },
+        "alt_h_alts2_c": {
+            "answer_backward_pass": backward(
+                dlogits="dlogits = (F.softmax(logits, dim=1) - F.one_hot(Yb, num_classes=vocab_size)) / batch_size",
+                embedding="demb = dembcat.view(emb.shape)\n"
+                "dC = F.one_hot(Xb, vocab_size).float().view(-1, vocab_size).T @ demb.view(-1, n_embd)",
+            ),
+            "answer_training_step": "grads = backward_pass(Xb, Yb, cache)\n"
+            "for i in range(len(parameters)):\n    parameters[i].data -= lr * grads[i]",
+        },
+        "alt_h_alts2_d": {
+            "answer_backward_pass": "# 前向缓存\nhprebn = cache['hprebn']\n"
+            + backward(
+                batchnorm="dbngain = (bnraw * dhpreact).sum(0, keepdim=True)\n"
+                "dbnbias = dhpreact.sum(0, keepdim=True)\n"
+                "dhprebn = bngain * torch.rsqrt(hprebn.var(0, keepdim=True, unbiased=True) + 1e-5) / n "
+                "* (n * dhpreact - dhpreact.sum(0) - n / (n - 1) * bnraw * (dhpreact * bnraw).sum(0))",
+            )
+            + "\nassert dC.shape == C.shape",
+            "answer_training_step": "grads = backward_pass(Xb, Yb, cache)\nwith torch.no_grad():\n"
+            "    for param, grad in zip(parameters, grads):\n        param.add_(-lr * grad.detach())",
+        },
+        "alt_h_alts2_e": {
+            "answer_training_step": training_step("p += -lr * grad")
+            + "\nif i % 10000 == 0:\n    print(f'{i:7d}/{max_steps:7d}: {loss.item():.4f}')",
+            "answer_calibration": "emb = C[Xtr]\nembcat = emb.view(emb.shape[0], -1)\nhpreact_all = embcat @ W1 + b1\n"
+            "bnmean = hpreact_all.mean(0, keepdims=True)\n"
+            "bnvar = torch.var(hpreact_all, dim=0, keepdim=True, correction=1)",
+        },
+        "alt_h_alts2_f": {
+            "answer_backward_pass": backward(
+                embedding="demb = dembcat.view(emb.shape)\ndC = torch.zeros((vocab_size, n_embd))\n"
+                "dC.index_add_(0, Xb.view(-1), demb.view(-1, n_embd))"
+            ),
+            "answer_training_step": "grads = backward_pass(Xb, Yb, {k: v.detach() for k, v in cache.items()})\n"
+            "grads = [g.clone() for g in grads]\nfor p, grad in zip(parameters, grads):\n    p.data.add_(-lr * grad)",
+            "answer_calibration": "hprebn_all = C[Xtr].view(-1, n_embd * block_size) @ W1 + b1\n"
+            "bnmean = hprebn_all.mean(0, keepdim=True)\nbnvar = hprebn_all.std(0, keepdim=True) ** 2",
+        },
+    }
+)
+# ... and Exercise 1's atomic cross-entropy inside backward_pass, its forward tensors recomputed from logits; the
+# lecture's calibration pasted whole, its own `with torch.no_grad():` inside the cell's, hpreact rebound
+_ATOMIC_CE = (
+    "logit_maxes = logits.max(1, keepdim=True).values\nnorm_logits = logits - logit_maxes\ncounts = norm_logits.exp()\n"
+    "counts_sum = counts.sum(1, keepdims=True)\ncounts_sum_inv = counts_sum**-1\nprobs = counts * counts_sum_inv\n"
+    "logprobs = probs.log()\n"
+    "dlogprobs = torch.zeros_like(logprobs)\ndlogprobs[range(n), Yb] = -1.0 / n\ndprobs = (1.0 / probs) * dlogprobs\n"
+    "dcounts_sum_inv = (counts * dprobs).sum(1, keepdim=True)\ndcounts = counts_sum_inv * dprobs\n"
+    "dcounts_sum = (-counts_sum**-2) * dcounts_sum_inv\ndcounts += torch.ones_like(counts) * dcounts_sum\n"
+    "dnorm_logits = counts * dcounts\ndlogits = dnorm_logits.clone()\n"
+    "dlogit_maxes = (-dnorm_logits).sum(1, keepdim=True)\n"
+    "dlogits += F.one_hot(logits.max(1).indices, num_classes=logits.shape[1]) * dlogit_maxes"
+)
+ALTERNATIVES["alt_h_alts2_j"] = {
+    "answer_backward_pass": backward(dlogits=_ATOMIC_CE),
+    "answer_calibration": "with torch.no_grad():\n    # pass the training set through\n    emb = C[Xtr]\n"
+    "    embcat = emb.view(emb.shape[0], -1)\n    hpreact = embcat @ W1 + b1\n"
+    "    # measure the mean/std over the entire training set\n    bnmean = hpreact.mean(0, keepdim=True)\n"
+    "    bnvar = hpreact.var(0, keepdim=True, unbiased=True)",
+}
+# ... and the lecture's update loop of its own after the loop that handed each parameter its gradient (makemore's
+# `for p in parameters: p.data += -lr * p.grad`), which lost the 4 points as autograd's too
+ALTERNATIVES["alt_grads_stored_then_the_lectures_update_loop"] = {
+    "answer_training_step": "grads = backward_pass(Xb, Yb, cache)\nfor p, grad in zip(parameters, grads):\n"
+    "    p.grad = grad\nfor p in parameters:\n    p.data += -lr * p.grad",
+}

@@ -801,3 +801,68 @@ MISTAKES["packed_slips_f"] = (
         "test_dleaky_in": ("activation_mask", "slope -0.1"),
     },
 )
+
+
+# h-alts2's round (December 2026): more forms, each keeping every point: erf's derivative written out as 2/sqrt(pi),
+# einsum with other letters, keepdims=, a mean in place of a sum over n_hidden, view_as, ones_like times dx for the skip
+# connection, a scale factor named first, demb from zeros, ReLU's mask from relu_out, LeakyReLU's slope as a tensor
+ALTERNATIVES.update(
+    {
+        "alt_h_alts2_a": {
+            "answer_dhgelu": "dhgelu = dhdrop * drop_mask.float() / (1.0 - drop_p)",
+            "answer_dhln": (
+                "dhln = dhgelu * (0.5 * (1 + torch.erf(hln / 2**0.5)) + 0.5 * hln * (2 / torch.pi**0.5) *"
+                " torch.exp(-hln**2 / 2) / 2**0.5)"
+            ),
+            "answer_dlngain": "dlngain = torch.einsum('bh,bh->h', lnraw, dhln).unsqueeze(0)",
+            "answer_dlnbias": "dlnbias = torch.sum(dhln, 0, keepdim=True)",
+            "answer_dhpreln": (
+                "dxhat = dhln * lngain\n"
+                "dhpreln = (1.0 / n_hidden) * lnvar_inv * (n_hidden * dxhat - dxhat.sum(1, keepdims=True) -"
+                " lnraw * (dxhat * lnraw).sum(1, keepdims=True))"
+            ),
+            "answer_dx": "dx = dhpreln @ W1.T\ndx = dx.view_as(x)",
+            "answer_datt_out": "datt_out = torch.ones_like(att_out) * dx  # skip connection",
+            "answer_datt": "datt = torch.einsum('btc,bsc->bts', datt_out, v)",
+            "answer_dv": "dv = torch.einsum('bts,btc->bsc', att, datt_out)",
+            "answer_dscores": "dscores = att * datt - att * (att * datt).sum(dim=-1, keepdims=True)",
+            "answer_dq": "dq = dscores @ k * k.shape[-1] ** -0.5",
+            "answer_dk": "dk = dscores.transpose(-2, -1) @ q * head_size**-0.5",
+            "answer_demb": "demb = dx + dq @ Wq.transpose(0, 1) + dk @ Wk.transpose(0, 1) + dv @ Wv.transpose(0, 1)",
+            "answer_drelu_in": "drelu_in = drelu_out.clone()\ndrelu_in[relu_out == 0] = 0",
+            "answer_dleaky_in": (
+                "slope = torch.full_like(leaky_in, 0.1)\nslope[leaky_in > 0] = 1.0\ndleaky_in = slope * dleaky_out"
+            ),
+        },
+        "alt_h_alts2_b": {
+            "answer_dhgelu": "dhgelu = torch.where(drop_mask > 0, dhdrop, 0.0) / (1 - drop_p)",
+            "answer_dhln": (
+                "import math\nphi = torch.exp(-0.5 * hln**2) / math.sqrt(2 * math.pi)\n"
+                "Phi = 0.5 * (1 + torch.erf(hln / math.sqrt(2)))\ndhln = dhgelu * (Phi + hln * phi)\nprint(dhln.shape)"
+            ),
+            "answer_dlngain": "dlngain = (lnraw * dhln).sum(0, keepdims=True).float()",
+            "answer_dlnbias": "dlnbias = dhln.sum(0, keepdims=True).clone()",
+            "answer_dhpreln": (
+                "D = lngain.shape[1]\ndlnraw = lngain * dhln\n"
+                "dhpreln = lnvar_inv * (dlnraw - dlnraw.mean(-1, keepdim=True) - lnraw * (dlnraw *"
+                " lnraw).mean(-1, keepdim=True))\n"
+                "assert dhpreln.shape == hpreln.shape"
+            ),
+            "answer_dx": "dx = (dhpreln @ W1.T).view(n, 3, -1)",
+            "answer_datt_out": "datt_out = dx.clone().contiguous()",
+            "answer_datt": "datt = datt_out @ v.transpose(2, 1)",
+            "answer_dv": "dv = att.transpose(2, 1) @ datt_out",
+            "answer_dscores": "tmp = (datt * att).sum(-1, keepdim=True)\ndscores = (datt - tmp) * att",
+            "answer_dq": "scale = 1.0 / head_size**0.5\ndq = scale * (dscores @ k)",
+            "answer_dk": "scale = 1.0 / head_size**0.5\ndk = scale * (dscores.transpose(1, 2) @ q)",
+            "answer_demb": (
+                "demb = torch.zeros_like(emb)\ndemb += dx\ndemb += dq @ Wq.T\ndemb += dk @ Wk.T\ndemb += dv @ Wv.T"
+            ),
+            "answer_drelu_in": "drelu_in = (relu_out > 0).float() * drelu_out",
+            "answer_dleaky_in": (
+                "dleaky_in = dleaky_out * torch.where(leaky_in > 0, torch.ones_like(leaky_in), 0.1 *"
+                " torch.ones_like(leaky_in))"
+            ),
+        },
+    }
+)

@@ -887,3 +887,110 @@ MISTAKES.update(
         ),
     }
 )
+
+
+# h-alts2's round (December 2026): more correct checkers and fixes, each keeping every point. CS231n's checker over
+# np.nditer's multi_index, one that nudges x by +h, -2h, +h (restored by arithmetic, not by the old value), one over
+# np.ndindex under no_grad with a step of 1e-5; the lecture's double loop for dC, a one-hot product, dbngain from
+# bndiff * bnvar_inv, dbndiff2 by expand_as, a copy by torch.clone, bnvar_inv cubed, the target's -1/n subtracted by
+# a one-hot; the bugs named in reverse order, and by appends
+_NDITER = """import numpy as np
+grad = torch.zeros_like(x)
+it = np.nditer(x.numpy(), flags=["multi_index"], op_flags=["readwrite"])
+while not it.finished:
+    ix = it.multi_index
+    oldval = x[ix].item()
+    x[ix] = oldval + h
+    fxph = f(x)
+    x[ix] = oldval - h
+    fxmh = f(x)
+    x[ix] = oldval
+    grad[ix] = (fxph - fxmh) / (2 * h)
+    it.iternext()
+return grad"""
+_THERE_AND_BACK = """grad = torch.zeros_like(x)
+for i in range(x.numel()):
+    x.view(-1)[i] += h
+    fp = f(x)
+    x.view(-1)[i] -= 2 * h
+    fm = f(x)
+    x.view(-1)[i] += h
+    grad.view(-1)[i] = (fp - fm) / (2 * h)
+return grad"""
+_NDINDEX = """import numpy as np
+grad = torch.zeros_like(x)
+with torch.no_grad():
+    for idx in np.ndindex(*x.shape):
+        orig = x[idx].item()
+        x[idx] = orig + h
+        fp = f(x).item()
+        x[idx] = orig - h
+        fm = f(x).item()
+        x[idx] = orig
+        grad[idx] = (fp - fm) / (2 * h)
+return grad"""
+_H_A = id_with("not_accumulated", "zero_bias", "bessel")
+_H_B = id_with("epsilon", "aliased", "clipped_loss")
+_H_C = id_with("epsilon", "bessel", "not_accumulated")
+ALTERNATIVES.update(
+    {
+        "alt_h_alts2_a": answers(
+            _H_A,
+            answer_backward_pass=pass_with(
+                {
+                    BUGS["not_accumulated"].right: "for k in range(Xb.shape[0]):\n    for j in range(Xb.shape[1]):\n"
+                    "        dC[Xb[k, j]] += demb[k, j]",
+                    BUGS["zero_bias"].right: "dbngain = (dhpreact * (bndiff * bnvar_inv)).sum(0, keepdim=True)",
+                    BUGS["bessel"].right: "dbndiff2 = dbnvar.expand_as(bndiff2) / (n - 1)",
+                }
+            ),
+            answer_found=f"buggy = {[b.gradient for b in planted(_H_A)][::-1]!r}",
+            **checker(_NDITER),
+        ),
+        "alt_h_alts2_b": answers(
+            _H_B,
+            answer_backward_pass=pass_with(
+                {
+                    BUGS["aliased"].right: "dhprebn = torch.clone(dbndiff)",
+                    BUGS["epsilon"].right: "dbnvar = -0.5 * bnvar_inv**3 * dbnvar_inv",
+                    BUGS["clipped_loss"].right: "dlogprobs -= F.one_hot(Yb, logprobs.shape[1]) / n",
+                }
+            ),
+            **checker(_THERE_AND_BACK),
+        ),
+        "alt_h_alts2_c": answers(
+            _H_C,
+            answer_backward_pass=pass_with(
+                {
+                    BUGS["epsilon"].right: "dbnvar = -0.5 * (bnvar + 1e-5) ** -1.5 * dbnvar_inv  # eps!",
+                    BUGS["bessel"].right: "dbndiff2 = 1 / (n - 1) * torch.ones_like(bndiff2) * dbnvar  # Bessel",
+                    BUGS["not_accumulated"].right: "dC = F.one_hot(Xb.view(-1), C.shape[0]).to(demb.dtype).T "
+                    "@ demb.view(-1, C.shape[1])",
+                }
+            ),
+            answer_found="buggy = []\n" + "\n".join(f"buggy.append({b.gradient!r})" for b in planted(_H_C)),
+            **checker(_NDINDEX, default="1e-5"),
+        ),
+    }
+)
+# ... and a student's debugging left in: a print and an assert beside each fix, comments, the index by .item(), a
+# checker that says how many entries it checks and asserts its shape
+_PRINTING = CHECKER.replace(
+    "for i in range(flat.numel()):",
+    'print(f"checking {flat.numel()} entries with h={h}")\nfor i in range(flat.numel()):',
+).replace("return grad", "assert grad.shape == x.shape\nreturn grad")
+_H_D = id_with("zero_bias", "aliased", "not_accumulated")
+ALTERNATIVES["alt_h_alts2_d"] = answers(
+    _H_D,
+    answer_backward_pass=pass_with(
+        {
+            BUGS["zero_bias"].right: "dbngain = (bnraw * dhpreact).sum(0, keepdim=True)  # fixed: bnraw, not hpreact\n"
+            "print('dbngain', dbngain.shape)",
+            BUGS["aliased"].right: "dhprebn = dbndiff.clone()  # a copy, or += below changes dbndiff too\n"
+            "assert dhprebn is not dbndiff",
+            BUGS["not_accumulated"].right: "for k in range(Xb.shape[0]):\n    for j in range(Xb.shape[1]):\n"
+            "        ix = Xb[k, j].item()\n        dC[ix] += demb[k, j]",
+        }
+    ),
+    **checker(_PRINTING),
+)

@@ -8,9 +8,11 @@ import ast
 
 from .cell_code import Kept, statements
 from .prose import HARMLESS, TEXT_EXCEPTIONS, _grad_modes, _prose
+from .stored import reads_of_a_store
 from .unread_code import (
     RUNS_CODE,
     STRING_RUNNERS,
+    UNREAD,
     UNREAD_ATTRIBUTES,
     _binds,
     _runs_a_file,
@@ -71,7 +73,7 @@ def _loaded_names(node: ast.AST):
 
 
 def _reads_autograd(node: ast.AST, skip_grad: bool = False) -> bool:
-    prose, modes = _prose(node), _grad_modes(node)
+    prose, modes = _prose(node), _grad_modes(node) | reads_of_a_store(node)  # p.grad = g; .. p.grad: g
     added_to = {id(sub.target) for sub in ast.walk(node) if isinstance(sub, ast.AugAssign)}  # p.grad += g reads it
     called = {id(sub.func) for sub in ast.walk(node) if isinstance(sub, ast.Call)}
     for sub in ast.walk(node):
@@ -224,7 +226,7 @@ class AutogradTaint:
                 self._statement(statement)
                 self.graders -= _binds(statement)  # the student's own report = .., def report(): no longer the grader's
         if self.unread:
-            self.tainted |= self.answers
+            self.tainted |= self.answers | {UNREAD}
 
     def _statement(self, node: ast.stmt) -> None:
         self._follow(node)

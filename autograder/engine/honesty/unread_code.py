@@ -7,6 +7,9 @@ import sys
 
 from ...common.kept import kept_by_text
 
+# in a set of tainted names: code it cannot read ran, and every answer from its cell on is marked (not a name)
+UNREAD = "<code the grader cannot read>"
+
 # code run from a string or a file, where the grader cannot read it: get_ipython().ev(..), runpy.run_path(..) (not
 # .eval: a module's eval() is no code)
 RUNS_CODE = {"ev", "ex", "run_cell", "run_cell_async", "run_code", "runcode", "runsource", "run_ast_nodes"}
