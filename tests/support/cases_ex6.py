@@ -887,3 +887,27 @@ MISTAKES.update(
         ),
     }
 )
+
+# The gradients named as the .grad of their tensors (h-mist3's round): a list written out is words, whatever they say,
+# and "bngain.grad" is the gradient of bngain, dbngain. It read "buggy is computed with autograd, so it earns nothing"
+# before (the static reading marks a string with "grad" in it). Other notations of a gradient count too: dL/dW1,
+# grad_W1.
+_NAMED = id_with("zero_bias", "bessel")
+ALTERNATIVES["alt_named_as_dot_grad"] = answers(
+    _NAMED, answer_found=f"buggy = {[b.gradient[1:] + '.grad' for b in planted(_NAMED)]!r}"
+)
+ALTERNATIVES["alt_named_as_dL_over_dx"] = answers(
+    _NAMED, answer_found=f"buggy = {['dL/' + b.gradient for b in planted(_NAMED)]!r}"
+)
+ALTERNATIVES["alt_named_one_by_one"] = answers(
+    _NAMED,
+    answer_found="buggy = []\n" + "".join(f"buggy.append({'grad_' + b.gradient[1:]!r})\n" for b in planted(_NAMED)),
+)
+MISTAKES["found_two_as_dot_grad"] = (
+    answers(_NAMED, answer_found=f"buggy = {[b.gradient[1:] + '.grad' for b in planted(_NAMED)][:2]!r}"),
+    {"test_found": ("bugs_missed", "had a planted bug that you did not name")},
+)
+CHEATS["c_buggy_from_grad"] = (  # names chosen by reading .grad: autograd's still
+    answers(_NAMED, answer_found="buggy = [n for n in PARAMETERS if globals()[n].grad is not None]"),
+    {"test_found": "autograd"},
+)
