@@ -1944,6 +1944,32 @@ SIXTH_ROUND = {
 }
 MISTAKES.update(SIXTH_ROUND)
 
+# A seventh round (December 2026, h-mist3): slips of students of the lecture, each costing its own step alone, whose
+# words were "N of M entries wrong. Re-derive the local derivative"; now they name the slip. student -> (changes, step,
+# words)
+SEVENTH_ROUND = {
+    # dC from the first character of each context alone, or with the last left out (diagnosis/slips.one_position)
+    "m_dC_first_context_position_only": (
+        {"answer_dC": "dC = torch.zeros_like(C)\ndC.index_add_(0, Xb[:, 0], demb[:, 0])"},
+        "C",
+        "dC takes only demb[:, 0], position 0 of its dimension 1: the other positions of that dimension add to dC too",
+    ),
+    "m_dC_context_loop_one_short": (
+        {
+            "answer_dC": "dC = torch.zeros_like(C)\nfor j in range(block_size - 1):\n"
+            "    dC.index_add_(0, Xb[:, j], demb[:, j])"
+        },
+        "C",
+        "dC leaves out demb[:, 2], position 2 of its dimension 1: a loop over range(3 - 1)",
+    ),
+    "m_index_add_last_context_position_only": (
+        {"answer_dC_index_add": "dC_index_add = torch.zeros_like(C).index_add_(0, Xb[:, -1], demb[:, -1])"},
+        "C_index_add",
+        "dC_index_add takes only demb[:, 2]",
+    ),
+}
+MISTAKES.update(SEVENTH_ROUND)
+
 
 def one_cell(release, source, changes: dict, after: str = ""):
     """The submission with every answer (``changes`` in place) in the first answer cell, then ``after``."""

@@ -808,3 +808,14 @@ ALTERNATIVES["alt_epsilon_recomputed"] = {  # bnvar_inv of one's own, right: the
         batchnorm="bnvar_inv = 1 / torch.sqrt(cache['bnvar'] + 1e-5)\n" + BACKWARD["batchnorm"]
     )
 }
+# A seventh round (December 2026, h-mist3): slips whose words were generic, each costing the cells it feeds alone
+MISTAKES["m_dC_first_context_position_only"] = (  # read "N of M entries wrong" (diagnosis/slips.one_position)
+    {
+        "answer_backward_pass": backward(
+            embedding="demb = dembcat.view(emb.shape)\ndC = torch.zeros_like(C)\ndC.index_add_(0, Xb[:, 0], demb[:, 0])"
+        )
+    },
+    [],
+    {"test_dC": 0},
+    {"test_dC": "dC takes only demb[:, 0], position 0 of its dimension 1"},
+)

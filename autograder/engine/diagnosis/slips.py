@@ -1,7 +1,8 @@
 """Slips that a step's own rule recognises, with no table of wrong formulas: another forward tensor read in the local
 derivative (`bnraw * dhpreact` for dbnraw, where bngain belongs), one path of a tensor used twice off by a constant
-(`dbndiff += bndiff * dbndiff2` without the 2 of the square), and an example of the batch left out (a loop over
-range(n - 1)). Each is the step's rule with one thing changed, compared with the answer within the step's tolerance."""
+(`dbndiff += bndiff * dbndiff2` without the 2 of the square), an example of the batch left out (a loop over
+range(n - 1)), and one position of another dimension alone or left out (dC from the first character of each context,
+Xb[:, 0]). Each is the step's rule with one thing changed, compared with the answer within the step's tolerance."""
 
 import torch
 
@@ -141,3 +142,57 @@ def example_left_out(answer: torch.Tensor, step: Step, forward: dict, upstream: 
             )
             return Reason("off_by_one", words)
     return None
+
+
+POSITIONS = 16  # a dimension of at most this many positions is tried one position at a time (block_size: 3)
+
+
+def one_position(answer: torch.Tensor, step: Step, forward: dict, upstream: dict, scale: float, own: str):
+    """Why d<own> is wrong when it is the step's rule with an upstream gradient kept at one position of a dimension
+    other than the batch's alone (dC from `Xb[:, 0]` and `demb[:, 0]`: the first character of each context), or with its
+    first or last position left out (a loop over range(block_size - 1))."""
+    a = answer.double()
+    for consumer, up in upstream.items():
+        if not isinstance(up, torch.Tensor) or up.dim() < 2:
+            continue
+        for dim in (d for d in range(1, up.dim()) if 2 <= up.shape[d] <= POSITIONS):
+            size = up.shape[dim]
+            for k, alone in [(k, True) for k in range(size)] + [(size - 1, False), (0, False)]:
+                keep = torch.zeros(size, dtype=up.dtype) if alone else torch.ones(size, dtype=up.dtype)
+                keep[k] = 1.0 if alone else 0.0
+                shape = [size if d == dim else 1 for d in range(up.dim())]
+                try:
+                    wrong = local_gradient(step, forward, {**upstream, consumer: up * keep.view(shape)}).double()
+                except (RuntimeError, KeyError, IndexError):
+                    continue
+                if wrong.shape == a.shape and close(a, wrong, scale):
+                    return _position_words(own, consumer, dim, k, size, alone)
+    return None
+
+
+def _position_words(own: str, consumer: str, dim: int, k: int, size: int, alone: bool) -> Reason:
+    index = "[" + ", ".join([":"] * dim + [str(k)]) + "]"
+    if alone:
+        words = say(
+            "d{name} takes only d{consumer}{index}, position {k} of its dimension {dim}: the other positions of that "
+            "dimension add to d{name} too. Go over all {size} of them, or flatten that dimension together with the "
+            "batch's (a view(-1) of the indices, and of the gradient to match)",
+            name=own,
+            consumer=consumer,
+            index=index,
+            k=k,
+            dim=dim,
+            size=size,
+        )
+    else:
+        words = say(
+            "d{name} leaves out d{consumer}{index}, position {k} of its dimension {dim}: a loop over "
+            "range({size} - 1), or a slice, stops one short. All {size} positions of that dimension add to d{name}",
+            name=own,
+            consumer=consumer,
+            index=index,
+            k=k,
+            dim=dim,
+            size=size,
+        )
+    return Reason("one_position", words)
