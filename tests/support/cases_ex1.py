@@ -1967,6 +1967,104 @@ SEVENTH_ROUND = {
         "C_index_add",
         "dC_index_add takes only demb[:, 2]",
     ),
+    # a sum over the wrong dimension, a path alone, the dimensions of a view in the wrong order: their words were right
+    # already, and no case held them
+    "m_dbnbias_summed_over_rows": (
+        {"answer_dbnbias": "dbnbias = dhpreact.sum(1, keepdim=True)"},
+        "bnbias",
+        "it looks summed over dimension 1 instead of dimension 0",
+    ),
+    "m_dbnmeani_summed_over_rows": (
+        {"answer_dbnmeani": "dbnmeani = -dbndiff.sum(1, keepdim=True)"},
+        "bnmeani",
+        "it looks summed over dimension 1 instead of dimension 0",
+    ),
+    "m_dlogit_maxes_summed_over_the_batch": (
+        {"answer_dlogit_maxes": "dlogit_maxes = -dnorm_logits.sum(0, keepdim=True)"},
+        "logit_maxes",
+        "it looks summed over dimension 0 instead of dimension 1",
+    ),
+    "m_dbnvar_inv_summed_over_rows": (
+        {"answer_dbnvar_inv": "dbnvar_inv = (bndiff * dbnraw).sum(1, keepdim=True)"},
+        "bnvar_inv",
+        "it looks summed over dimension 1 instead of dimension 0",
+    ),
+    "m_dbndiff_square_path_alone": (
+        {"answer_dbndiff": "dbndiff = 2 * bndiff * dbndiff2"},
+        "bndiff",
+        "the path through bnraw is missing",
+    ),
+    "m_dcounts_sum_path_alone": (
+        {"answer_dcounts": "dcounts = torch.ones_like(counts) * dcounts_sum"},
+        "counts",
+        "the path through probs is missing",
+    ),
+    "m_dhprebn_mean_path_alone": (
+        {"answer_dhprebn": "dhprebn = 1.0 / n * torch.ones_like(hprebn) * dbnmeani"},
+        "hprebn",
+        "the path through bndiff is missing",
+    ),
+    "m_demb_view_contexts_first": (
+        {"answer_demb": "demb = dembcat.view(block_size, n, n_embd)"},
+        "emb",
+        "demb has shape (3, 32, 10), but emb has shape (32, 3, 10): the dimensions are in the wrong order",
+    ),
+    "m_dbnvar_inv_divided_by_n": (
+        {"answer_dbnvar_inv": "dbnvar_inv = (bndiff * dbnraw).sum(0, keepdim=True) / n"},
+        "bnvar_inv",
+        "n = 32 times too small: is there an extra division by the batch size?",
+    ),
+    # a forward tensor turned upside down (diagnosis/slips.inverted): "N of M entries wrong" before
+    "m_dnorm_logits_divides_by_counts": (
+        {"answer_dnorm_logits": "dnorm_logits = dcounts / counts"},
+        "norm_logits",
+        "dnorm_logits divides by counts where the local derivative of `counts = norm_logits.exp()` multiplies by it",
+    ),
+    "m_dbnraw_divides_by_bngain": (
+        {"answer_dbnraw": "dbnraw = dhpreact / bngain"},
+        "bnraw",
+        "dbnraw divides by bngain where",
+    ),
+    "m_dbndiff_divides_by_bnvar_inv": (
+        {"answer_dbndiff": "dbndiff = dbnraw / bnvar_inv\ndbndiff += 2 * bndiff * dbndiff2"},
+        "bndiff",
+        "dbndiff divides by bnvar_inv where",
+    ),
+    # a forward tensor where its gradient belongs, a d left out (diagnosis/slips.forward_for_gradient): "N of M entries
+    # wrong" before
+    "m_dC_from_emb": (
+        {"answer_dC": "dC = torch.zeros_like(C)\ndC.index_add_(0, Xb.view(-1), emb.view(-1, n_embd))"},
+        "C",
+        "dC reads emb, a value of the forward pass, where the chain rule needs its gradient, demb",
+    ),
+    "m_dh_from_logits": ({"answer_dh": "dh = logits @ W2.T"}, "h", "dh reads logits, a value of the forward pass"),
+    "m_dW1_from_hprebn": (
+        {"answer_dW1": "dW1 = embcat.T @ hprebn"},
+        "W1",
+        "dW1 reads hprebn, a value of the forward pass, where the chain rule needs its gradient, dhprebn",
+    ),
+    "m_dbngain_from_hpreact": (
+        {"answer_dbngain": "dbngain = (bnraw * hpreact).sum(0, keepdim=True)"},
+        "bngain",
+        "dbngain reads hpreact, a value of the forward pass",
+    ),
+    # tanh's derivative: tanh taken again, the bracket left out (step_mistakes.HPREACT): "N of M entries wrong" before
+    "m_dhpreact_tanh_of_h": (
+        {"answer_dhpreact": "dhpreact = (1.0 - torch.tanh(h) ** 2) * dh"},
+        "hpreact",
+        "dhpreact takes tanh of h again",
+    ),
+    "m_dhpreact_bracket_left_out": (
+        {"answer_dhpreact": "dhpreact = 1.0 - h**2 * dh"},
+        "hpreact",
+        "`1 - h**2 * dh` is 1 - (h**2 * dh)",
+    ),
+    # the mean's path subtracted (diagnosis/slips.path_factor): "-1 times what it should be" before
+    "m_dhprebn_mean_path_subtracted": (
+        {"answer_dhprebn": "dhprebn = dbndiff.clone()\ndhprebn -= 1.0 / n * torch.ones_like(hprebn) * dbnmeani"},
+        "hprebn",
+        "the path of dhprebn through bnmeani has the wrong sign, and its other path is right",
+    ),
 }
 MISTAKES.update(SEVENTH_ROUND)
 

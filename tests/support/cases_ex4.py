@@ -842,6 +842,12 @@ MISTAKES.update(
             {"test_training": 0},
             {"test_training": "moved by -lr times its gradient on the check batch (check_batch), not on the batch"},
         ),
+        "m_update_forgets_the_last_parameter": (  # the goal is reached: its point kept
+            {"answer_training_step": _STEP + "for p, grad in zip(parameters[:-1], grads[:-1]):\n    p += -lr * grad"},
+            [],
+            {"test_training": 1},
+            {"test_training": "training_step never changed bnbias: it must move every parameter"},
+        ),
         "m_update_by_gradients_computed_once": (  # another batch's, computed in a cell of their own
             {"answer_training_step": "for p, grad in zip(parameters, grads):\n    p += -lr * grad"},
             [

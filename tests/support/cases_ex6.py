@@ -737,7 +737,9 @@ _FIXES_3 = {  # student -> (id, {line: new}, {cell: (kind, words)}), the cells b
             BUGS["aliased"].right: "dhprebn = dbndiff.copy_(dbndiff)",
         },
         {
-            "epsilon": ("wrong_values", _ENTRIES),
+            # the power's sign flipped, (bnvar + 1e-5) ** 1.5: bnvar turned upside down (diagnosis/slips.inverted;
+            # "entries wrong" before)
+            "epsilon": ("inverted", "dbnvar divides by bnvar where the local derivative"),
             "bessel": ("wrong_shape", "dbndiff2 has shape (1, 64), but bndiff2 has shape (32, 64)"),
             "aliased": ("aliased", "shares dbndiff's memory"),
         },

@@ -91,6 +91,16 @@ def path_factor(answer: torch.Tensor, step: Step, forward: dict, upstream: dict,
             continue
         if c is None or abs(c) < 1e-6 or not close(a, rest + c * term, scale):
             continue
+        if abs(c + 1) < 1e-3:
+            return Reason(
+                "wrong_sign",
+                say(
+                    "the path of d{name} through {consumer} has the wrong sign, and its other path is right: check the "
+                    "sign of that term (a `-=` where `+=` belongs, or a minus of the forward pass dropped or doubled)",
+                    name=own,
+                    consumer=consumer,
+                ),
+            )
         return Reason(
             "constant_factor",
             say(
@@ -196,3 +206,54 @@ def _position_words(own: str, consumer: str, dim: int, k: int, size: int, alone:
             size=size,
         )
     return Reason("one_position", words)
+
+
+def inverted(answer: torch.Tensor, step: Step, forward: dict, upstream: dict, scale: float, own: str):
+    """Why d<own> is wrong when it is the step's rule with one forward tensor it reads turned upside down (`dcounts /
+    counts` for exp's `counts * dcounts`, `dhpreact / bngain`)."""
+    reading = _Reading(forward)
+    try:
+        right = local_gradient(step, reading, upstream).double()
+    except (RuntimeError, KeyError, IndexError, TypeError):
+        return None
+    for name in [k for k in reading.read if k in _floats(forward)]:
+        try:
+            wrong = local_gradient(step, {**forward, name: 1.0 / forward[name]}, upstream).double()
+        except (RuntimeError, KeyError, IndexError, TypeError, ArithmeticError):
+            continue
+        if wrong.shape == answer.shape and not close(wrong, right, scale) and close(answer.double(), wrong, scale):
+            return Reason(
+                "inverted",
+                say(
+                    "d{name} divides by {tensor} where the local derivative of `{forward}` multiplies by it (or "
+                    "multiplies where it divides): check whether that factor belongs above or below the line",
+                    name=own,
+                    tensor=name,
+                    forward=step.forward,
+                ),
+            )
+    return None
+
+
+def forward_for_gradient(answer: torch.Tensor, step: Step, forward: dict, upstream: dict, scale: float, own: str):
+    """Why d<own> is wrong when it is the step's rule fed a forward tensor where that tensor's gradient belongs (`logits
+    @ W2.T` for `dlogits @ W2.T`, emb for demb): a d left out of a name."""
+    for consumer, up in upstream.items():
+        value = forward.get(consumer)
+        if not isinstance(value, torch.Tensor) or not isinstance(up, torch.Tensor) or value.shape != up.shape:
+            continue
+        try:
+            wrong = local_gradient(step, forward, {**upstream, consumer: value}).double()
+        except (RuntimeError, KeyError, IndexError, TypeError):
+            continue
+        if wrong.shape == answer.shape and close(answer.double(), wrong, scale):
+            return Reason(
+                "wrong_upstream",
+                say(
+                    "d{name} reads {consumer}, a value of the forward pass, where the chain rule needs its gradient, "
+                    "d{consumer}: is a d missing from a name?",
+                    name=own,
+                    consumer=consumer,
+                ),
+            )
+    return None
