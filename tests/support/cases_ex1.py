@@ -2065,6 +2065,14 @@ SEVENTH_ROUND = {
         "hprebn",
         "the path of dhprebn through bnmeani has the wrong sign, and its other path is right",
     ),
+    # a transpose after a view in the wrong order: demb of its shape, not contiguous, and dC's `demb.view(-1, n_embd)`
+    # raised on it. dC and dC_index_add lost their points too before ("dC is all zeros: ... without the final _");
+    # their code follows the rule on random demb (probes.kept_by_rule.stopped_on_wrong_upstream)
+    "m_demb_transposed_after_a_view": (
+        {"answer_demb": "demb = dembcat.view(n, n_embd, block_size).transpose(1, 2)"},
+        "emb",
+        "demb holds the right values, but in the wrong places",
+    ),
 }
 MISTAKES.update(SEVENTH_ROUND)
 
