@@ -166,6 +166,7 @@ BUG_HUNT_FUNCTIONS = [
     catalogue.bug_keys,
     catalogue.with_bugs,
     catalogue.section,
+    catalogue.gradient_named,
     checker.Case,
     checker.cases,
     checker.expected_gradient,

@@ -65,6 +65,7 @@ DIAGNOSES = {
     "rearranged": "the right values in the wrong places (dimensions mixed up in a reshape)",
     "other_tensor": "another forward tensor read in a local derivative (bnraw where bngain belongs)",
     "off_by_one": "an example of the batch left out (a loop or a slice one short)",
+    "one_position": "one position of a dimension taken alone, or left out (dC from Xb[:, 0] and demb[:, 0] only)",
     "power_rule": "the power rule's exponent not lowered by one",
     "inverted": "a local derivative turned upside down (x where 1/x belongs)",
     "next_step": "the next step's local derivative taken in early (dh times tanh's 1 - h**2)",

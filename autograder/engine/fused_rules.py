@@ -108,6 +108,27 @@ FUSED_STEPS = [
                     "their row's sum"
                 ),
             ): lambda f, d: _dlogits_fused(f, d, probs=f["logits"].exp()),
+            Reason(
+                "target_term",
+                say(
+                    "dlogits divides the softmax by n but not the 1 subtracted at each target (`-= 1` after the "
+                    "division): the whole of softmax - one-hot is divided by n, the 1/n of the loss's mean"
+                ),
+            ): lambda f, d: _dlogits_fused(f, d, target=_one_hot(f) * batch_size(f)),
+            Reason(
+                "target_term",
+                say(
+                    "dlogits divides the 1 subtracted at each target by n twice (`-= 1 / n`, then `/= n`): the whole "
+                    "of softmax - one-hot is divided by n, once"
+                ),
+            ): lambda f, d: _dlogits_fused(f, d, target=_one_hot(f) / batch_size(f)),
+            Reason(
+                "precedence",
+                say(
+                    "dlogits divides only the one-hot by n: `softmax - one_hot / n` is softmax - (one_hot / n), "
+                    "because Python divides before it subtracts. Bracket the difference, (softmax - one_hot) / n"
+                ),
+            ): lambda f, d: F.softmax(f["logits"], 1) - _one_hot(f) / batch_size(f),
         },
     ),
     Step(

@@ -116,6 +116,10 @@ def first_to_fix(verdict: Verdict, earlier: dict) -> None:
             kept_line(verdict.title, list(verdict.carried_from)),
             kept_line(verdict.title, list(verdict.carried_from), first),
         ),
+        (
+            kept_line(verdict.title, list(verdict.carried_from), stopped=True),
+            kept_line(verdict.title, list(verdict.carried_from), first, stopped=True),
+        ),
     ]:
         if line in verdict.lines:
             verdict.lines[verdict.lines.index(line)] = named

@@ -113,6 +113,20 @@ HPREACT = {
             "comes before -, so 1.0 - h**2 needs no brackets)"
         ),
     ): lambda f, d: (1.0 - f["h"]) ** 2 * d["h"],
+    Reason(
+        "precedence",
+        say(
+            "dhpreact multiplies dh into h**2 alone: `1 - h**2 * dh` is 1 - (h**2 * dh), because Python multiplies "
+            "before it subtracts. Bracket the local derivative, (1 - h**2) * dh"
+        ),
+    ): lambda f, d: 1.0 - f["h"] ** 2 * d["h"],
+    Reason(
+        "other_tensor",
+        say(
+            "dhpreact takes tanh of h again: h is already tanh(hpreact), so tanh's local derivative is 1 - h**2 with h "
+            "as it is"
+        ),
+    ): lambda f, d: (1.0 - torch.tanh(f["h"]) ** 2) * d["h"],
 }
 
 BNVAR = {

@@ -77,6 +77,7 @@ def test_the_count_of_wrong_entries_counts_those_small_beside_the_largest_too(gr
         ("m_one_hot_no_classes", "C", "logprobs"),  # the step to fix is named, not the demb its cell read
         ("m_logprobs_float64", "h", "logprobs"),  # float64 @ float32 raised; the float64 steps between are right
         ("m_logprobs_float64", "C", "logprobs"),  # ... and followed up to the one whose own check failed
+        ("m_demb_transposed_after_a_view", "C", "emb"),  # demb.view(-1, n_embd) raised on a transposed demb
     ],
 )
 def test_a_cell_broken_by_an_earlier_slip_keeps_its_points_by_its_rule(graded, student, later, first):

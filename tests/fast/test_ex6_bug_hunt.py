@@ -259,11 +259,15 @@ def test_a_table_checked_with_a_checker_that_fails_part_1_says_so_first(notebook
 
 
 def test_check_found_counts_and_names_as_the_grader_reads_names(notebook):
-    """The grader takes "dC", "C" and " dC " for one gradient: the line counts them so, and lists as unknown only the
-    names that are no gradient at all."""
+    """The grader takes "dC", "C", " dC ", "C.grad" and "dL/dC" for one gradient: the line counts them so, and lists as
+    unknown only the names that are no gradient at all."""
     notebook["BUG_HUNT_ID"] = "ada.lovelace"
     out = said(notebook, "check_found()", buggy=["dC", "C", "dbnvar"])
     assert out.startswith("✘ buggy names 2 gradients, and your colleague planted 3 bugs"), out
+    out = said(notebook, "check_found()", buggy=["C.grad", "dL/dC", "bnvar.grad"])
+    assert out.startswith("✘ buggy names 2 gradients, and your colleague planted 3 bugs"), out
+    out = said(notebook, "check_found()", buggy=["dbngain.grad", "bndiff2.grad", "grad_C"])
+    assert out.startswith("✔ buggy names 3 gradients"), out
     out = said(notebook, "check_found()", buggy=["bnvar", "dloss", "dC"])
     assert out.startswith("✘ buggy: not gradients of backward_pass: ['dloss']"), out
 

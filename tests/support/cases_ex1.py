@@ -1944,6 +1944,138 @@ SIXTH_ROUND = {
 }
 MISTAKES.update(SIXTH_ROUND)
 
+# A seventh round (December 2026, h-mist3): slips of students of the lecture, each costing its own step alone, whose
+# words were "N of M entries wrong. Re-derive the local derivative"; now they name the slip. student -> (changes, step,
+# words)
+SEVENTH_ROUND = {
+    # dC from the first character of each context alone, or with the last left out (diagnosis/slips.one_position)
+    "m_dC_first_context_position_only": (
+        {"answer_dC": "dC = torch.zeros_like(C)\ndC.index_add_(0, Xb[:, 0], demb[:, 0])"},
+        "C",
+        "dC takes only demb[:, 0], position 0 of its dimension 1: the other positions of that dimension add to dC too",
+    ),
+    "m_dC_context_loop_one_short": (
+        {
+            "answer_dC": "dC = torch.zeros_like(C)\nfor j in range(block_size - 1):\n"
+            "    dC.index_add_(0, Xb[:, j], demb[:, j])"
+        },
+        "C",
+        "dC leaves out demb[:, 2], position 2 of its dimension 1: a loop over range(3 - 1)",
+    ),
+    "m_index_add_last_context_position_only": (
+        {"answer_dC_index_add": "dC_index_add = torch.zeros_like(C).index_add_(0, Xb[:, -1], demb[:, -1])"},
+        "C_index_add",
+        "dC_index_add takes only demb[:, 2]",
+    ),
+    # a sum over the wrong dimension, a path alone, the dimensions of a view in the wrong order: their words were right
+    # already, and no case held them
+    "m_dbnbias_summed_over_rows": (
+        {"answer_dbnbias": "dbnbias = dhpreact.sum(1, keepdim=True)"},
+        "bnbias",
+        "it looks summed over dimension 1 instead of dimension 0",
+    ),
+    "m_dbnmeani_summed_over_rows": (
+        {"answer_dbnmeani": "dbnmeani = -dbndiff.sum(1, keepdim=True)"},
+        "bnmeani",
+        "it looks summed over dimension 1 instead of dimension 0",
+    ),
+    "m_dlogit_maxes_summed_over_the_batch": (
+        {"answer_dlogit_maxes": "dlogit_maxes = -dnorm_logits.sum(0, keepdim=True)"},
+        "logit_maxes",
+        "it looks summed over dimension 0 instead of dimension 1",
+    ),
+    "m_dbnvar_inv_summed_over_rows": (
+        {"answer_dbnvar_inv": "dbnvar_inv = (bndiff * dbnraw).sum(1, keepdim=True)"},
+        "bnvar_inv",
+        "it looks summed over dimension 1 instead of dimension 0",
+    ),
+    "m_dbndiff_square_path_alone": (
+        {"answer_dbndiff": "dbndiff = 2 * bndiff * dbndiff2"},
+        "bndiff",
+        "the path through bnraw is missing",
+    ),
+    "m_dcounts_sum_path_alone": (
+        {"answer_dcounts": "dcounts = torch.ones_like(counts) * dcounts_sum"},
+        "counts",
+        "the path through probs is missing",
+    ),
+    "m_dhprebn_mean_path_alone": (
+        {"answer_dhprebn": "dhprebn = 1.0 / n * torch.ones_like(hprebn) * dbnmeani"},
+        "hprebn",
+        "the path through bndiff is missing",
+    ),
+    "m_demb_view_contexts_first": (
+        {"answer_demb": "demb = dembcat.view(block_size, n, n_embd)"},
+        "emb",
+        "demb has shape (3, 32, 10), but emb has shape (32, 3, 10): the dimensions are in the wrong order",
+    ),
+    "m_dbnvar_inv_divided_by_n": (
+        {"answer_dbnvar_inv": "dbnvar_inv = (bndiff * dbnraw).sum(0, keepdim=True) / n"},
+        "bnvar_inv",
+        "n = 32 times too small: is there an extra division by the batch size?",
+    ),
+    # a forward tensor turned upside down (diagnosis/slips.inverted): "N of M entries wrong" before
+    "m_dnorm_logits_divides_by_counts": (
+        {"answer_dnorm_logits": "dnorm_logits = dcounts / counts"},
+        "norm_logits",
+        "dnorm_logits divides by counts where the local derivative of `counts = norm_logits.exp()` multiplies by it",
+    ),
+    "m_dbnraw_divides_by_bngain": (
+        {"answer_dbnraw": "dbnraw = dhpreact / bngain"},
+        "bnraw",
+        "dbnraw divides by bngain where",
+    ),
+    "m_dbndiff_divides_by_bnvar_inv": (
+        {"answer_dbndiff": "dbndiff = dbnraw / bnvar_inv\ndbndiff += 2 * bndiff * dbndiff2"},
+        "bndiff",
+        "dbndiff divides by bnvar_inv where",
+    ),
+    # a forward tensor where its gradient belongs, a d left out (diagnosis/slips.forward_for_gradient): "N of M entries
+    # wrong" before
+    "m_dC_from_emb": (
+        {"answer_dC": "dC = torch.zeros_like(C)\ndC.index_add_(0, Xb.view(-1), emb.view(-1, n_embd))"},
+        "C",
+        "dC reads emb, a value of the forward pass, where the chain rule needs its gradient, demb",
+    ),
+    "m_dh_from_logits": ({"answer_dh": "dh = logits @ W2.T"}, "h", "dh reads logits, a value of the forward pass"),
+    "m_dW1_from_hprebn": (
+        {"answer_dW1": "dW1 = embcat.T @ hprebn"},
+        "W1",
+        "dW1 reads hprebn, a value of the forward pass, where the chain rule needs its gradient, dhprebn",
+    ),
+    "m_dbngain_from_hpreact": (
+        {"answer_dbngain": "dbngain = (bnraw * hpreact).sum(0, keepdim=True)"},
+        "bngain",
+        "dbngain reads hpreact, a value of the forward pass",
+    ),
+    # tanh's derivative: tanh taken again, the bracket left out (step_mistakes.HPREACT): "N of M entries wrong" before
+    "m_dhpreact_tanh_of_h": (
+        {"answer_dhpreact": "dhpreact = (1.0 - torch.tanh(h) ** 2) * dh"},
+        "hpreact",
+        "dhpreact takes tanh of h again",
+    ),
+    "m_dhpreact_bracket_left_out": (
+        {"answer_dhpreact": "dhpreact = 1.0 - h**2 * dh"},
+        "hpreact",
+        "`1 - h**2 * dh` is 1 - (h**2 * dh)",
+    ),
+    # the mean's path subtracted (diagnosis/slips.path_factor): "-1 times what it should be" before
+    "m_dhprebn_mean_path_subtracted": (
+        {"answer_dhprebn": "dhprebn = dbndiff.clone()\ndhprebn -= 1.0 / n * torch.ones_like(hprebn) * dbnmeani"},
+        "hprebn",
+        "the path of dhprebn through bnmeani has the wrong sign, and its other path is right",
+    ),
+    # a transpose after a view in the wrong order: demb of its shape, not contiguous, and dC's `demb.view(-1, n_embd)`
+    # raised on it. dC and dC_index_add lost their points too before ("dC is all zeros: ... without the final _");
+    # their code follows the rule on random demb (probes.kept_by_rule.stopped_on_wrong_upstream)
+    "m_demb_transposed_after_a_view": (
+        {"answer_demb": "demb = dembcat.view(n, n_embd, block_size).transpose(1, 2)"},
+        "emb",
+        "demb holds the right values, but in the wrong places",
+    ),
+}
+MISTAKES.update(SEVENTH_ROUND)
+
 
 def one_cell(release, source, changes: dict, after: str = ""):
     """The submission with every answer (``changes`` in place) in the first answer cell, then ``after``."""

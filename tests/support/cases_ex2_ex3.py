@@ -97,7 +97,10 @@ MISTAKES = {
     "dlogits_one_hot_alone_by_n": (  # parentheses left out: every row sums to 1 - 1/n, said once, not as a range
         NB2,
         {"answer_dlogits": "dlogits = F.softmax(logits, 1) - F.one_hot(Yb, 27) / n"},
-        {"test_dlogits": "entries wrong", "test_dlogits_rows": "the rows of dlogits sum to 0.969 each, not to zero"},
+        {
+            "test_dlogits": "dlogits divides only the one-hot by n",  # "entries wrong" before (h-mist3)
+            "test_dlogits_rows": "the rows of dlogits sum to 0.969 each, not to zero",
+        },
     ),
     "dlogits_log_softmax": (
         NB2,
@@ -408,6 +411,50 @@ MISTAKES.update(
                 "test_dhprebn": "dhprebn reads bnraw_biased, a tensor of the other BatchNorm block",
                 "test_dhprebn_biased": "dhprebn_biased reads bnvar_inv, a tensor of the other BatchNorm block",
             },
+        ),
+    }
+)
+
+# A seventh round (December 2026, h-mist3): the target's term divided by n too little or twice ("N of M entries wrong"
+# before), n-1 for n in dlogits, and in Exercise 3 an n-1 for the n in front, dbnbias over the wrong dimension, bnvar
+# for bnvar_inv
+MISTAKES.update(
+    {
+        "dlogits_target_not_divided_by_n": (
+            NB2,
+            {"answer_dlogits": "dlogits = F.softmax(logits, 1) / n\ndlogits[range(n), Yb] -= 1"},
+            {
+                "test_dlogits": "dlogits divides the softmax by n but not the 1 subtracted at each target",
+                "test_dlogits_rows": "the rows of dlogits sum to -0.969 each, not to zero",
+            },
+        ),
+        "dlogits_target_divided_by_n_twice": (
+            NB2,
+            {"answer_dlogits": "dlogits = F.softmax(logits, 1)\ndlogits[range(n), Yb] -= 1 / n\ndlogits /= n"},
+            {
+                "test_dlogits": "dlogits divides the 1 subtracted at each target by n twice",
+                "test_dlogits_rows": "the rows of dlogits sum to 0.0303 each, not to zero",
+            },
+        ),
+        "dlogits_over_n_minus_1": (
+            NB2,
+            {"answer_dlogits": "dlogits = (F.softmax(logits, 1) - F.one_hot(Yb, 27)) / (n - 1)"},
+            {"test_dlogits": "dlogits is n/(n-1) = 32/31 times too large"},
+        ),
+        "dhprebn_n_minus_1_in_front": (
+            NB3,
+            {"answer_dhprebn": _FUSED.replace("bnvar_inv / n *", "bnvar_inv / (n - 1) *")},
+            {"test_dhprebn": "dhprebn is n/(n-1) = 32/31 times too large"},
+        ),
+        "dbnbias_summed_over_rows": (
+            NB3,
+            {"answer_dbnbias": "dbnbias = dhpreact.sum(1, keepdim=True)"},
+            {"test_dbnbias": "it looks summed over dimension 1 instead of dimension 0"},
+        ),
+        "dhprebn_variance_for_its_inverse": (
+            NB3,
+            {"answer_dhprebn": _FUSED.replace("bngain * bnvar_inv", "bngain * bnvar")},
+            {"test_dhprebn": "dhprebn reads bnvar where"},
         ),
     }
 )

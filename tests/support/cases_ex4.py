@@ -908,3 +908,57 @@ ALTERNATIVES["alt_grads_stored_then_the_lectures_update_loop"] = {
     "answer_training_step": "grads = backward_pass(Xb, Yb, cache)\nfor p, grad in zip(parameters, grads):\n"
     "    p.grad = grad\nfor p in parameters:\n    p.data += -lr * p.grad",
 }
+
+# A seventh round (December 2026, h-mist3): slips whose words were generic, each costing the cells it feeds alone
+MISTAKES["m_dC_first_context_position_only"] = (  # read "N of M entries wrong" (diagnosis/slips.one_position)
+    {
+        "answer_backward_pass": backward(
+            embedding="demb = dembcat.view(emb.shape)\ndC = torch.zeros_like(C)\ndC.index_add_(0, Xb[:, 0], demb[:, 0])"
+        )
+    },
+    [],
+    {"test_dC": 0},
+    {"test_dC": "dC takes only demb[:, 0], position 0 of its dimension 1"},
+)
+# training_step's update with one thing changed (training/departures.py): the gradient squared, the parameter set to the
+# step, the gradients of the check batch, or of one batch at every step. Each read "check that training_step updates
+# every parameter once per step, by -lr times its own gradient" or "the loss goes up: ... (a + where the - belongs ...)"
+MISTAKES.update(
+    {
+        "m_update_by_the_gradient_squared": (
+            {"answer_training_step": training_step("p -= lr * grad * grad")},
+            [],
+            {"test_training": 0},
+            {"test_training": "at the first step every parameter moved by -lr times its gradient squared"},
+        ),
+        "m_update_sets_the_parameter_to_the_step": (
+            {"answer_training_step": training_step("p.data = -lr * grad")},
+            [],
+            {"test_training": 0},
+            {"test_training": "at the first step every parameter was set to -lr times its gradient, not moved by it"},
+        ),
+        "m_update_by_the_check_batchs_gradients": (
+            {"answer_training_step": training_step("p += -lr * grad").replace("(Xb, Yb, cache)", "(*check_batch)")},
+            [],
+            {"test_training": 0},
+            {"test_training": "moved by -lr times its gradient on the check batch (check_batch), not on the batch"},
+        ),
+        "m_update_forgets_the_last_parameter": (  # the goal is reached: its point kept
+            {"answer_training_step": _STEP + "for p, grad in zip(parameters[:-1], grads[:-1]):\n    p += -lr * grad"},
+            [],
+            {"test_training": 1},
+            {"test_training": "training_step never changed bnbias: it must move every parameter"},
+        ),
+        "m_update_by_gradients_computed_once": (  # another batch's, computed in a cell of their own
+            {"answer_training_step": "for p, grad in zip(parameters, grads):\n    p += -lr * grad"},
+            [
+                (
+                    "answer_backward_pass",
+                    "_, c = forward(Xtr[:50], Ytr[:50])\ngrads = backward_pass(Xtr[:50], Ytr[:50], c)",
+                )
+            ],
+            {"test_training": 0},
+            {"test_training": "every parameter moved the same way at every step of the run"},
+        ),
+    }
+)

@@ -737,7 +737,9 @@ _FIXES_3 = {  # student -> (id, {line: new}, {cell: (kind, words)}), the cells b
             BUGS["aliased"].right: "dhprebn = dbndiff.copy_(dbndiff)",
         },
         {
-            "epsilon": ("wrong_values", _ENTRIES),
+            # the power's sign flipped, (bnvar + 1e-5) ** 1.5: bnvar turned upside down (diagnosis/slips.inverted;
+            # "entries wrong" before)
+            "epsilon": ("inverted", "dbnvar divides by bnvar where the local derivative"),
             "bessel": ("wrong_shape", "dbndiff2 has shape (1, 64), but bndiff2 has shape (32, 64)"),
             "aliased": ("aliased", "shares dbndiff's memory"),
         },
@@ -993,4 +995,27 @@ ALTERNATIVES["alt_h_alts2_d"] = answers(
         }
     ),
     **checker(_PRINTING),
+
+# The gradients named as the .grad of their tensors (h-mist3's round): a list written out is words, whatever they say,
+# and "bngain.grad" is the gradient of bngain, dbngain. It read "buggy is computed with autograd, so it earns nothing"
+# before (the static reading marks a string with "grad" in it). Other notations of a gradient count too: dL/dW1,
+# grad_W1.
+_NAMED = id_with("zero_bias", "bessel")
+ALTERNATIVES["alt_named_as_dot_grad"] = answers(
+    _NAMED, answer_found=f"buggy = {[b.gradient[1:] + '.grad' for b in planted(_NAMED)]!r}"
+)
+ALTERNATIVES["alt_named_as_dL_over_dx"] = answers(
+    _NAMED, answer_found=f"buggy = {['dL/' + b.gradient for b in planted(_NAMED)]!r}"
+)
+ALTERNATIVES["alt_named_one_by_one"] = answers(
+    _NAMED,
+    answer_found="buggy = []\n" + "".join(f"buggy.append({'grad_' + b.gradient[1:]!r})\n" for b in planted(_NAMED)),
+)
+MISTAKES["found_two_as_dot_grad"] = (
+    answers(_NAMED, answer_found=f"buggy = {[b.gradient[1:] + '.grad' for b in planted(_NAMED)][:2]!r}"),
+    {"test_found": ("bugs_missed", "had a planted bug that you did not name")},
+)
+CHEATS["c_buggy_from_grad"] = (  # names chosen by reading .grad: autograd's still
+    answers(_NAMED, answer_found="buggy = [n for n in PARAMETERS if globals()[n].grad is not None]"),
+    {"test_found": "autograd"},
 )

@@ -423,9 +423,9 @@ def check_found():
         print(f"✘ buggy: {why}", file=sys.stderr)
     elif not isinstance(named, (list, tuple, set)) or not all(isinstance(x, str) for x in named):
         print("✘ buggy must be a list of the names of gradients, like [\"dprobs\", \"dW1\"]", file=sys.stderr)
-    elif unknown := [x for x in named if x.strip() not in GRADIENTS and "d" + x.strip() not in GRADIENTS]:
+    elif unknown := [x for x in named if not gradient_named(x, GRADIENTS)]:
         print(f"✘ buggy: not gradients of backward_pass: {unknown}", file=sys.stderr)
-    elif len(distinct := {x.strip().removeprefix("d") for x in named}) != len(bugs):  # "dC", "C" and "dC " are one
+    elif len(distinct := {gradient_named(x, GRADIENTS) for x in named}) != len(bugs):  # "dC", "C" and "C.grad" are one
         print(f"✘ buggy names {len(distinct)} gradients, and your colleague planted {len(bugs)} bugs: each bug makes "
               "one gradient wrong first", file=sys.stderr)
     else:

@@ -173,6 +173,18 @@ def section(bugs, slot, order):
     return tuple(order[start : at[slot - 1] + 1 if slot < len(at) else len(order)])
 
 
+def gradient_named(name, gradients):
+    """The gradient of ``gradients`` that a name in buggy stands for, or None: its name as backward_pass returns it
+    (dW1), the tensor's own (W1), or the tensor's gradient in another common notation (W1.grad, dL/dW1, grad_W1,
+    W1_grad); spaces around it do not count."""
+    name = name.strip()
+    for prefix in ("dL/", "dloss/", "grad_"):
+        name = name.removeprefix(prefix)
+    for suffix in (".grad", "_grad"):
+        name = name.removesuffix(suffix)
+    return next((gradient for gradient in (name, "d" + name) if gradient in gradients), None)
+
+
 def planted(text) -> tuple:
     """The ``Bug``s of the id ``text``, in the order of the pass (none without an id)."""
     gradients = {key: bug.gradient for key, bug in BUGS.items()}

@@ -11,11 +11,12 @@ from ...common.diagnoses import NOTE, Reason
 from ...common.words import say, say_n
 from ..backward_rules import STEP_BY_NAME, batch_size, local_gradient
 from ..explain import comma_list
+from ..honesty.cell_code import written_as_a_literal
 from ..judge import carried_forward, judge_gradient
 from ..reference import autograd_gradients, forward_values
 from ..verdict import Check, Verdict
 from ..wire import Report
-from .catalogue import FUNCTION, GRADIENTS, ID, NAMED, PER_STUDENT, normalised_id, planted
+from .catalogue import FUNCTION, GRADIENTS, ID, NAMED, PER_STUDENT, gradient_named, normalised_id, planted
 from .own_upstream import changed_in_place_as_the_bug, fix_unseen
 from .rerun import autograd_used, call_problem, rerun_of, with_pins
 from .untouched import broken_lines
@@ -155,17 +156,17 @@ def _named(names: list) -> tuple:
     """(the gradients named, as d<name>, in the order of the pass; the names that are no gradient of the pass)."""
     found, unknown = set(), []
     for name in names:
-        name = name.strip()
-        gradient = name if name in GRADIENTS else "d" + name if "d" + name in GRADIENTS else None
+        gradient = gradient_named(name, GRADIENTS)
         if gradient:
             found.add(gradient)
-        elif name not in unknown:
-            unknown.append(name)
+        elif name.strip() not in unknown:
+            unknown.append(name.strip())
     return sorted(found, key=GRADIENTS.index), unknown
 
 
-def judge_found(report: Report, namespace: dict, seed: int, tainted: set) -> Verdict:
-    """``buggy``, the gradients the student names: a point for each planted bug named, less one for each other."""
+def judge_found(report: Report, namespace: dict, seed: int, tainted: set, code: tuple = ()) -> Verdict:
+    """``buggy``, the gradients the student names: a point for each planted bug named, less one for each other.
+    ``code``: the cells before its graded one; a list written out in them is words, whatever it says ("bngain.grad")."""
     text = report.text(ID)
     bugs = planted(text)
     verdict = Verdict(FOUND_CHECK.title, 0, FOUND_POINTS)
@@ -173,7 +174,7 @@ def judge_found(report: Report, namespace: dict, seed: int, tainted: set) -> Ver
         verdict.lines.append(no_id())
         return verdict
     verdict.facts = {"bug_hunt_id": normalised_id(text)}
-    if NAMED in tainted:
+    if NAMED in tainted and not written_as_a_literal(code, NAMED):
         verdict.lines.append(
             Reason("autograd", say("buggy is computed with autograd, so it earns nothing: name the gradients yourself"))
         )
@@ -265,4 +266,4 @@ def fix_check(slot: int) -> Check:
     return Check(say("bug {slot}", slot=slot), POINTS_PER_FIX, judge)
 
 
-FOUND_CHECK = Check(say("the gradients your bugs made wrong"), FOUND_POINTS, judge_found)
+FOUND_CHECK = Check(say("the gradients your bugs made wrong"), FOUND_POINTS, judge_found, reads_code=True)

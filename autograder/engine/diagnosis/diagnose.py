@@ -11,7 +11,7 @@ from ..explain import and_list, constant_factor, factor_message, nothing_added, 
 from ..tolerance import close, magnitude
 from .chain_rule import another_upstream, local_derivative_alone
 from .offsets import wrong_values
-from .slips import example_left_out, other_tensor, path_factor
+from .slips import example_left_out, forward_for_gradient, inverted, one_position, other_tensor, path_factor
 
 
 def _paths_missing(answer: torch.Tensor, step: Step, forward: dict, upstream: dict, scale: float) -> list:
@@ -130,7 +130,7 @@ def diagnose(
                     forward=step.forward,
                 ),
             )
-    for slip in (path_factor, other_tensor, example_left_out):
+    for slip in (path_factor, other_tensor, forward_for_gradient, inverted, example_left_out, one_position):
         try:
             found = slip(a, step, forward, upstream, scale, own)
         except (RuntimeError, KeyError, IndexError, TypeError, ValueError, ArithmeticError):

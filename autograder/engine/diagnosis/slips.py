@@ -1,7 +1,8 @@
 """Slips that a step's own rule recognises, with no table of wrong formulas: another forward tensor read in the local
 derivative (`bnraw * dhpreact` for dbnraw, where bngain belongs), one path of a tensor used twice off by a constant
-(`dbndiff += bndiff * dbndiff2` without the 2 of the square), and an example of the batch left out (a loop over
-range(n - 1)). Each is the step's rule with one thing changed, compared with the answer within the step's tolerance."""
+(`dbndiff += bndiff * dbndiff2` without the 2 of the square), an example of the batch left out (a loop over
+range(n - 1)), and one position of another dimension alone or left out (dC from the first character of each context,
+Xb[:, 0]). Each is the step's rule with one thing changed, compared with the answer within the step's tolerance."""
 
 import torch
 
@@ -90,6 +91,16 @@ def path_factor(answer: torch.Tensor, step: Step, forward: dict, upstream: dict,
             continue
         if c is None or abs(c) < 1e-6 or not close(a, rest + c * term, scale):
             continue
+        if abs(c + 1) < 1e-3:
+            return Reason(
+                "wrong_sign",
+                say(
+                    "the path of d{name} through {consumer} has the wrong sign, and its other path is right: check the "
+                    "sign of that term (a `-=` where `+=` belongs, or a minus of the forward pass dropped or doubled)",
+                    name=own,
+                    consumer=consumer,
+                ),
+            )
         return Reason(
             "constant_factor",
             say(
@@ -140,4 +151,109 @@ def example_left_out(answer: torch.Tensor, step: Step, forward: dict, upstream: 
                 )
             )
             return Reason("off_by_one", words)
+    return None
+
+
+POSITIONS = 16  # a dimension of at most this many positions is tried one position at a time (block_size: 3)
+
+
+def one_position(answer: torch.Tensor, step: Step, forward: dict, upstream: dict, scale: float, own: str):
+    """Why d<own> is wrong when it is the step's rule with an upstream gradient kept at one position of a dimension
+    other than the batch's alone (dC from `Xb[:, 0]` and `demb[:, 0]`: the first character of each context), or with its
+    first or last position left out (a loop over range(block_size - 1))."""
+    a = answer.double()
+    for consumer, up in upstream.items():
+        if not isinstance(up, torch.Tensor) or up.dim() < 2:
+            continue
+        for dim in (d for d in range(1, up.dim()) if 2 <= up.shape[d] <= POSITIONS):
+            size = up.shape[dim]
+            for k, alone in [(k, True) for k in range(size)] + [(size - 1, False), (0, False)]:
+                keep = torch.zeros(size, dtype=up.dtype) if alone else torch.ones(size, dtype=up.dtype)
+                keep[k] = 1.0 if alone else 0.0
+                shape = [size if d == dim else 1 for d in range(up.dim())]
+                try:
+                    wrong = local_gradient(step, forward, {**upstream, consumer: up * keep.view(shape)}).double()
+                except (RuntimeError, KeyError, IndexError):
+                    continue
+                if wrong.shape == a.shape and close(a, wrong, scale):
+                    return _position_words(own, consumer, dim, k, size, alone)
+    return None
+
+
+def _position_words(own: str, consumer: str, dim: int, k: int, size: int, alone: bool) -> Reason:
+    index = "[" + ", ".join([":"] * dim + [str(k)]) + "]"
+    if alone:
+        words = say(
+            "d{name} takes only d{consumer}{index}, position {k} of its dimension {dim}: the other positions of that "
+            "dimension add to d{name} too. Go over all {size} of them, or flatten that dimension together with the "
+            "batch's (a view(-1) of the indices, and of the gradient to match)",
+            name=own,
+            consumer=consumer,
+            index=index,
+            k=k,
+            dim=dim,
+            size=size,
+        )
+    else:
+        words = say(
+            "d{name} leaves out d{consumer}{index}, position {k} of its dimension {dim}: a loop over "
+            "range({size} - 1), or a slice, stops one short. All {size} positions of that dimension add to d{name}",
+            name=own,
+            consumer=consumer,
+            index=index,
+            k=k,
+            dim=dim,
+            size=size,
+        )
+    return Reason("one_position", words)
+
+
+def inverted(answer: torch.Tensor, step: Step, forward: dict, upstream: dict, scale: float, own: str):
+    """Why d<own> is wrong when it is the step's rule with one forward tensor it reads turned upside down (`dcounts /
+    counts` for exp's `counts * dcounts`, `dhpreact / bngain`)."""
+    reading = _Reading(forward)
+    try:
+        right = local_gradient(step, reading, upstream).double()
+    except (RuntimeError, KeyError, IndexError, TypeError):
+        return None
+    for name in [k for k in reading.read if k in _floats(forward)]:
+        try:
+            wrong = local_gradient(step, {**forward, name: 1.0 / forward[name]}, upstream).double()
+        except (RuntimeError, KeyError, IndexError, TypeError, ArithmeticError):
+            continue
+        if wrong.shape == answer.shape and not close(wrong, right, scale) and close(answer.double(), wrong, scale):
+            return Reason(
+                "inverted",
+                say(
+                    "d{name} divides by {tensor} where the local derivative of `{forward}` multiplies by it (or "
+                    "multiplies where it divides): check whether that factor belongs above or below the line",
+                    name=own,
+                    tensor=name,
+                    forward=step.forward,
+                ),
+            )
+    return None
+
+
+def forward_for_gradient(answer: torch.Tensor, step: Step, forward: dict, upstream: dict, scale: float, own: str):
+    """Why d<own> is wrong when it is the step's rule fed a forward tensor where that tensor's gradient belongs (`logits
+    @ W2.T` for `dlogits @ W2.T`, emb for demb): a d left out of a name."""
+    for consumer, up in upstream.items():
+        value = forward.get(consumer)
+        if not isinstance(value, torch.Tensor) or not isinstance(up, torch.Tensor) or value.shape != up.shape:
+            continue
+        try:
+            wrong = local_gradient(step, forward, {**upstream, consumer: value}).double()
+        except (RuntimeError, KeyError, IndexError, TypeError):
+            continue
+        if wrong.shape == answer.shape and close(answer.double(), wrong, scale):
+            return Reason(
+                "wrong_upstream",
+                say(
+                    "d{name} reads {consumer}, a value of the forward pass, where the chain rule needs its gradient, "
+                    "d{consumer}: is a d missing from a name?",
+                    name=own,
+                    consumer=consumer,
+                ),
+            )
     return None

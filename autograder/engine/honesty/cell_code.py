@@ -36,3 +36,31 @@ def statements(source: str) -> tuple:
             kept = ()  # the cell fails in the kernel too; nothing it assigns exists
         _STATEMENTS.put(source, kept)
     return kept
+
+
+def written_as_a_literal(code: tuple, name: str) -> bool:
+    """Whether the cells ``code`` write ``name`` with literals alone (`buggy = ["dW1", "bngain.grad"]`, and calls on
+    it with literal arguments, `buggy.append("dC")`), and do write it: words and numbers, which read nothing from
+    autograd whatever they say (the static reading marks a string that names an attribute, "grad" among them)."""
+    literal, written = set(), set()
+    for source in code:
+        for node in (sub for statement in statements(source) for sub in ast.walk(statement)):
+            if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None and _literal(node.value):
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                literal |= {id(t) for t in targets if isinstance(t, ast.Name) and t.id == name}
+            elif isinstance(node, ast.Name) and node.id == name and not isinstance(node.ctx, ast.Load):
+                written.add(id(node))
+            elif isinstance(node, (ast.Subscript, ast.Attribute)) and not isinstance(node.ctx, ast.Load):
+                written |= {id(node)} if getattr(node.value, "id", None) == name else set()  # buggy[0] = ..
+            elif isinstance(node, ast.Call) and getattr(getattr(node.func, "value", None), "id", None) == name:
+                arguments = [*node.args, *(k.value for k in node.keywords)]
+                written |= set() if all(_literal(a) for a in arguments) else {id(node)}  # buggy.append(x)
+    return bool(literal) and written <= literal
+
+
+def _literal(node: ast.AST) -> bool:
+    try:
+        ast.literal_eval(node)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return False
+    return True

@@ -19,6 +19,8 @@ def kept_by_its_rule(verdict, step: Step, report, forward: dict, grads: dict, se
     the dtype its code gives when that is not float32: its own slip too). A mistake costs its own step, not every later
     step whose cell raised because of it."""
     broken = broken_upstream(step, report, grads)
+    stopped = not broken and stopped_on_wrong_upstream(step, report, grads, answer)
+    broken = broken or stopped
     if not broken or judge_rule(step, report, forward, seed, answer).verdict != "right":
         return False
     result = report.probe_result()  # (a tensor: the probe found the rule right)
@@ -27,7 +29,7 @@ def kept_by_its_rule(verdict, step: Step, report, forward: dict, grads: dict, se
         dtype = str(result.dtype).removeprefix("torch.")
         verdict.lines.append(wrong_dtype(answer, dtype, say("gradients here are float32")))
         return False
-    line = kept_line(answer, broken)
+    line = kept_line(answer, broken, stopped=bool(stopped))
     if tuple(got) == tuple(shape):
         verdict.points, verdict.lines = step.points, [line]
     elif only_size_one_dims_differ(got, shape):
@@ -155,9 +157,22 @@ def rebound_line(answer: str, name: str, line: str, answers: list) -> Reason:
     )
 
 
-def kept_line(answer: str, broken: list, first: list | None = None) -> Reason:
+def kept_line(answer: str, broken: list, first: list | None = None, stopped: bool = False) -> Reason:
     """The line of a step kept by its rule; ``first``: the steps further up that broke ``broken``, when the notebook's
-    other verdicts show it (``judge.first_to_fix``)."""
+    other verdicts show it (``judge.first_to_fix``); ``stopped``: its cell stopped on ``broken``, which are wrong
+    (``stopped_on_wrong_upstream``)."""
+    if stopped:
+        return Reason(
+            NOTE,
+            say(
+                "your code for {answer} stopped with an error on your own {broken}, which differ from autograd's (a "
+                "layout its .view cannot take, say), so the grader ran it again on random {broken} of the right "
+                "shape: it follows the backward rule, and this step keeps its points; fix {fix} first",
+                answer=answer,
+                broken=and_list("d" + u for u in broken),
+                fix=and_list("d" + u for u in first or broken),
+            ),
+        )
     return Reason(
         NOTE,
         say(
@@ -169,6 +184,17 @@ def kept_line(answer: str, broken: list, first: list | None = None) -> Reason:
             fix=and_list("d" + u for u in first or broken),
         ),
     )
+
+
+def stopped_on_wrong_upstream(step: Step, report, grads: dict, answer: str) -> list:
+    """The step's upstream gradients that differ from autograd's, when the answer's cell stopped with an error (before
+    its answer, or after a part of it): code right for autograd's may raise on them (`demb.view(-1, n_embd)` on a
+    transposed demb); the probe, on random ones, tells whether it was the code's own fault."""
+    if not (report.cut_short or report.info(answer).get("raised")):
+        return []
+    own = {u: report.floats("d" + u) for u in step.upstream}
+    differ = lambda u, t: not close(t.double(), grads[u].double(), magnitude(grads[u]))
+    return [u for u, t in own.items() if t is not None and t.shape == grads[u].shape and differ(u, t)]
 
 
 def broken_upstream(step: Step, report, grads: dict) -> list:

@@ -7,7 +7,7 @@ from ...common.words import say
 from ..explain import comma_list
 from ..tolerance import FACTOR_MATCH
 from .network import GRADED_STEPS, PARAMETER_NAMES, forward, manual_backward, minibatches
-from .reference_runs import RETURNED, reference_run
+from .reference_runs import RETURNED, check_batch_reference, reference_run
 
 
 def why_it_departs(losses, trained, namespace, first: int, backward_calls, after_first=None) -> Reason:
@@ -61,8 +61,10 @@ def why_it_departs(losses, trained, namespace, first: int, backward_calls, after
             "wrong_update",
             say("the very first loss differs: training_step must return the loss of forward(Xb, Yb) before the update"),
         )
-    one = (_off_at_the_first_step(after_first, namespace) if first == 1 else None) or _one_parameter_off(
-        trained, namespace
+    one = (
+        (_off_at_the_first_step(after_first, namespace) if first == 1 else None)
+        or _same_move_every_step(trained, after_first, namespace)
+        or _one_parameter_off(trained, namespace)
     )
     if one:
         return one
@@ -100,6 +102,15 @@ def _off_at_the_first_step(after_first, namespace: dict) -> Reason | None:
     with torch.no_grad():
         _, cache = forward(initial, X[ix], Y[ix])
         grads = manual_backward(initial, X[ix], Y[ix], cache)
+    on_check_batch = check_batch_reference(namespace)[1]
+    checked = [on_check_batch[name] for name in PARAMETER_NAMES]
+    for words, update in UPDATES_WITH_ONE_THING_CHANGED:
+        if all(
+            _near(p1, update(p0.double(), grad.double(), lr, other.double()), p0, grad, lr)
+            for name, p1, p0, grad, other in zip(PARAMETER_NAMES, after_first, initial, grads, checked)
+            if name != "b1"
+        ):
+            return Reason("wrong_update", words)
     factors = {}
     for name, p1, p0, grad in zip(PARAMETER_NAMES, after_first, initial, grads):
         want, moved = (-lr * grad.double()).flatten(), (p1.double() - p0.double()).flatten()
@@ -117,6 +128,68 @@ def _off_at_the_first_step(after_first, namespace: dict) -> Reason | None:
         return None
     factor = factors[off[0]]
     return _said_off(off[0], opposite=factor is not None and abs(factor + 1) < FACTOR_MATCH)
+
+
+# p += -lr * grad with one thing changed, as (words, the parameter after the first step from p0, grad and lr); a step
+# size of its own (lr * lr, grad / lr) and the sign have their own words (_step_size_off, _said_off)
+UPDATES_WITH_ONE_THING_CHANGED = [
+    (
+        say(
+            "at the first step every parameter moved by -lr times its gradient squared (grad * grad, or grad**2): "
+            "the update is -lr times the gradient itself, p += -lr * grad"
+        ),
+        lambda p0, grad, lr, other: p0 - lr * grad * grad,
+    ),
+    (
+        say(
+            "at the first step every parameter was set to -lr times its gradient, not moved by it: `p.data = -lr * "
+            "grad` replaces its values, where p.data += -lr * grad (or p += -lr * grad) adds the step to them"
+        ),
+        lambda p0, grad, lr, other: -lr * grad,
+    ),
+    (
+        say(
+            "at the first step every parameter moved by -lr times its gradient on the check batch (check_batch), not "
+            "on the batch training_step is given: call backward_pass(Xb, Yb, cache) with the step's own Xb, Yb and the "
+            "cache of its forward(Xb, Yb)"
+        ),
+        lambda p0, grad, lr, other: p0 - lr * other,
+    ),
+]
+
+
+def _near(got: torch.Tensor, want: torch.Tensor, p0: torch.Tensor, grad: torch.Tensor, lr: float) -> bool:
+    """Whether a parameter after the first step, ``got``, is ``want`` (to within a thousandth of how far it moved, and
+    float32's rounding of its values), where the right step, -lr * grad, would not have left it."""
+    got, p0, right = got.double(), p0.double(), p0.double() - lr * grad.double()
+    near = lambda a, b: (a - b).norm().item() <= 1e-3 * (got - p0).norm().item() + 2**-23 * got.norm().item()
+    return (got - p0).norm().item() > 0 and near(got, want) and not near(got, right)
+
+
+def _same_move_every_step(trained, after_first, namespace: dict) -> Reason | None:
+    """Every parameter moved over the run in the direction of its first step (the run's total move a multiple of it,
+    one multiple for all, more than one step's worth): the gradients never changed with the batch. b1 left out."""
+    if trained is None or after_first is None:
+        return None
+    multiples = []
+    for name, t, a, p0 in zip(PARAMETER_NAMES, trained, after_first, namespace["initial_parameters"]):
+        first, total = (a.double() - p0.double()).flatten(), (t.double() - p0.double()).flatten()
+        if name == "b1" or not (first @ first).item() > 0:
+            continue
+        multiple = (total @ first).item() / (first @ first).item()
+        if (total - multiple * first).norm().item() > 1e-3 * total.norm().item():
+            return None
+        multiples.append(multiple)
+    if not multiples or min(multiples) < 1.5 or max(multiples) - min(multiples) > 1e-3 * max(multiples):
+        return None
+    return Reason(
+        "wrong_update",
+        say(
+            "every parameter moved the same way at every step of the run: the gradients training_step steps by do not "
+            "change with the batch (computed once, outside it, or from another batch, such as check_batch). Call "
+            "backward_pass(Xb, Yb, cache) inside training_step, on the batch it is given"
+        ),
+    )
 
 
 def _step_size_off(step: float, lr: float) -> Reason:
