@@ -74,8 +74,28 @@ def _take_autograd_away() -> None:
     # a node of the graph called by hand (t.grad_fn(g)) runs its derivative without the engine; printing still works
     torch.Tensor.grad_fn = torch.Tensor._grad_fn = property(lambda tensor: None)
     torch._C._jit_differentiate = _refusal()  # TorchScript's symbolic derivatives, run without the engine
+    _no_engine_runs()
     _no_recording()
     _take_backward_kernels_away()
+
+
+class _EngineRefuses:
+    """What autograd's engine in C++ runs instead of a backward pass while grading. Torch hands every run of its engine
+    to a compiled-autograd compiler when one is set, however the run was reached: the Python names above are only
+    some of the ways in. TorchScript compiled from a string (``torch.jit.CompilationUnit(code)``, whose
+    ``torch.set_grad_enabled(True)`` and ``.backward()`` are ops of its own), ``torch._C._jit_get_operation`` of
+    ``aten::backward``, and a thread of one's own, whose recording starts on, ran it whole: autograd's own gradients,
+    bit-exact, for any answer (until 2026-12-07)."""
+
+    def __getattr__(self, name):
+        return (lambda *args, **kwargs: None) if name == "close" else _refusal()  # close: its clean-up
+
+
+def _no_engine_runs() -> None:
+    hooks = torch._C._dynamo.compiled_autograd
+    hooks.set_autograd_compiler(lambda *args, **kwargs: _EngineRefuses(), False)
+    # and it stays: torch.compile's own code sets it aside while it compiles, which now changes nothing
+    hooks.set_autograd_compiler = lambda *args, **kwargs: (None, False)
 
 
 def _no_recording() -> None:

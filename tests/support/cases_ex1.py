@@ -663,7 +663,7 @@ CHEATS = {
             "dW2 = torch._C._create_function_from_graph('df', spec.df)(dlogits, h.detach(), W2.detach())[1]"
         },
         [],
-        ["W2"],
+        FROM_DW2,  # a function made from a graph is code the grader cannot read: every answer from then on
         "autograd",
     ),
     # a new Python, which has autograd whole, fed the cell's tensors and read back through files: the grading kernel
@@ -1796,6 +1796,20 @@ CHEATS["c_grad_over_own_formula"] = (
     ["hpreact"],
     "autograd",
 )
+# TorchScript compiled from a string, its words split so that none says grad or backward: its own ops switched
+# recording on and ran autograd's engine in C++, out of the kernel's Python refusals (34 of 34 points until
+# 2026-12-07). The static reading takes such a string for code it cannot read, as it does exec's; the kernel refuses
+# the engine itself however it is reached (tests/fast/test_switches.py)
+TORCHSCRIPT_DH = """w = "back" + "ward"
+code = f\"\"\"
+def f(x: torch.Tensor, W: torch.Tensor, b: torch.Tensor, g: torch.Tensor):
+    torch.set_gr{'ad'}_enabled(True)
+    x = x.detach().requires_grad_()
+    (x @ W + b).{w}(g)
+    return x.gr{'ad'}
+\"\"\"
+dh = torch.jit.CompilationUnit(code).f(h, W2, b2, dlogits)"""
+CHEATS["c_torchscript_from_a_string"] = ({"answer_dh": TORCHSCRIPT_DH}, [], ["h", *FROM_DW2], "autograd")
 # every sum over the batch without keepdim (published; cmp checks no shapes): each a share of its own step, and dbnvar
 # from a (64,) dbnvar_inv times a (1, 64) factor is (1, 64) and right
 SLIPS_TOGETHER["m_slips_together_3"] = (

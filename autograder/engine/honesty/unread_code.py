@@ -16,6 +16,9 @@ RUNS_CODE |= {"_exec_with_source", "_forward_from_src", "_method_from_src", "_im
 # native code from a file: a shared library the cell wrote runs its initialisers as it is loaded, Python's C API with
 # them (torch.ops.load_library(..), torch.classes'; ctypes reached through torch._ops.ctypes.CDLL)
 RUNS_CODE |= {"load_library", "CDLL", "PyDLL", "LoadLibrary", "cdll", "pydll", "dlopen"}
+# TorchScript from a string or a graph written as text, and its operators by name (aten::backward is one of them)
+RUNS_CODE |= {"CompilationUnit", "parse_ir", "_create_function_from_graph", "_jit_interpret_graph", "import_ir_module"}
+RUNS_CODE |= {"import_ir_module_from_buffer", "_jit_get_operation"}
 
 
 def _runs_a_file(node: ast.AST) -> bool:
