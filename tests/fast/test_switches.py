@@ -77,6 +77,27 @@ with torch.enable_grad():
     assert node_of.__get__(x @ w) is None and w.requires_grad
 torch.set_grad_enabled(True)
 assert node_of.__get__(x @ w) is None and not torch.is_grad_enabled()
+with torch.inference_mode(False):
+    assert not torch.is_grad_enabled()
+# a thread of one's own records a graph (recording starts on there): no node of it is within reach, through the C
+# types under torch.Tensor and a custom Function's ctx either
+nodes = []
+
+
+class Through(torch.nn.modules._functions.Function):
+    @staticmethod
+    def forward(ctx, a):
+        nodes.append(vars(torch._C._FunctionBase)["next_functions"].__get__(ctx))
+        return a.clone()
+
+
+def record():
+    out = x @ w
+    nodes.append(out.requires_grad), nodes.append(node_of.__get__(out)), Through.apply(out)
+
+
+in_a_thread(record)
+assert nodes == [True, None, None], nodes
 # the forward pass and the course's hand-written formulas still run
 logits = torch.tanh(x @ w.detach())
 F.cross_entropy(logits, torch.tensor([0, 1])), F.embedding(torch.tensor([1]), w.detach())
