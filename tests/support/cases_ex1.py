@@ -6,6 +6,7 @@ representative ones through the real nbgrader pipeline (tests/slow/test_ex1_pipe
 
 from autograder.authoring.submissions import grade_id, solutions, solved
 from autograder.common.naming import SETUP_PREFIX
+from autograder.engine.backward_rules import STEPS
 from autograder.engine.reference import run_setup
 from support.read_grad import grad_through_sgd
 
@@ -1810,6 +1811,16 @@ def f(x: torch.Tensor, W: torch.Tensor, b: torch.Tensor, g: torch.Tensor):
 \"\"\"
 dh = torch.jit.CompilationUnit(code).f(h, W2, b2, dlogits)"""
 CHEATS["c_torchscript_from_a_string"] = ({"answer_dh": TORCHSCRIPT_DH}, [], ["h", *FROM_DW2], "autograd")
+# every answer zeros, through a helper that reads a class of the notebook's (the probes cannot copy it, so each answer
+# was judged by its value alone): each step was right for its upstream of zeros, which every rule maps to zeros, and
+# kept its points, 33 of 34 (until 2026-12-07). A check that zeros would pass now credits nothing; the two steps whose
+# gradient is zero keep theirs
+ZERO_HELPER = "class Box:\n    pass\n\n\ndef zero(like, *upstream):\n    Box\n    return torch.zeros_like(like)\n\n\n"
+ZEROS = {f"answer_d{s.name}": f"d{s.name} = zero({s.name}, {', '.join('d' + u for u in s.upstream)})" for s in STEPS}
+ZEROS["answer_dlogprobs"] = ZERO_HELPER + ZEROS["answer_dlogprobs"]
+ZEROS["answer_dC_index_add"] = "dC_index_add = zero(C, demb).index_add(0, Xb.view(-1), 0 * demb.view(-1, n_embd))"
+ZEROS_LOST = [s.name for s in STEPS if s.name not in ("logit_maxes", "b1")] + ["C_index_add"]
+CHEATS["c_zeros_all_the_way"] = (ZEROS, [], ZEROS_LOST, "all zeros")
 # every sum over the batch without keepdim (published; cmp checks no shapes): each a share of its own step, and dbnvar
 # from a (64,) dbnvar_inv times a (1, 64) factor is (1, 64) and right
 SLIPS_TOGETHER["m_slips_together_3"] = (
