@@ -1811,6 +1811,23 @@ def f(x: torch.Tensor, W: torch.Tensor, b: torch.Tensor, g: torch.Tensor):
 \"\"\"
 dh = torch.jit.CompilationUnit(code).f(h, W2, b2, dlogits)"""
 CHEATS["c_torchscript_from_a_string"] = ({"answer_dh": TORCHSCRIPT_DH}, [], ["h", *FROM_DW2], "autograd")
+# exec reached by a name made at run time (getattr, vars(), a class pattern's __match_args__) ran the grader's own rules
+# out of the static reading's sight, and globals()[..] = .. assigned them: dW2 earned its point with no statement
+# `dW2 = ..` read (until 2026-12-07). Such a name is now code the grader cannot read, as exec is: every answer from
+# then on
+EXEC_RULES = "import sys\nrules = sys.modules['auto' + 'gra' + 'der.engine.back' + 'ward_rules']\n" + RULES_DW2_LINE
+CHEATS["c_exec_by_a_computed_name"] = (
+    {"answer_dW2": f"b = getattr(torch, '__bui' + 'ltins__')\nrun = b['ex' + 'ec']\nrun({EXEC_RULES!r})"},
+    [],
+    FROM_DW2,
+    "autograd",
+)
+CHEATS["c_written_into_the_namespace"] = (  # globals()[..] = ..: an answer no statement names
+    {"answer_dW2": f"import sys\nrules = sys.modules[{RULES_MODULE}]\nglobals()['dW' + '2'] = {RULES_DW2}"},
+    [],
+    FROM_DW2,
+    "autograd",
+)
 # every answer zeros, through a helper that reads a class of the notebook's (the probes cannot copy it, so each answer
 # was judged by its value alone): each step was right for its upstream of zeros, which every rule maps to zeros, and
 # kept its points, 33 of 34 (until 2026-12-07). A check that zeros would pass now credits nothing; the two steps whose
