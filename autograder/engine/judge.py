@@ -186,17 +186,20 @@ def judge_gradient(
         except RuntimeError:
             pass
         carried_scale = step_scale(step, forward, student_up)
-        # ... and a check that zeros would pass too (an upstream of zeros: every rule gives zeros from it) tells no
-        # formula: all zeros from dprobs on, through a helper the probes cannot copy (a class of the notebook's), kept
-        # 33 of Exercise 1's 34 points (until 2026-12-07). Its rule, on random inputs, may still keep it below. (A
-        # step whose gradient is zero whatever the upstream is judged by its rule's value as before: zeros are right.)
-        informative = carried is not None and (
-            bool(step.zero) or not close(torch.zeros_like(carried), carried, carried_scale)
-        )
-        if informative and close(answer, carried, carried_scale):
-            verdict.points = step.points
-            verdict.lines.append(carried_forward(list(verdict.wrong_from or verdict.carried_from)))
-            return _and_by_its_rule(verdict, step, report, forward, seed, answer_name)
+        if carried is not None and close(answer, carried, carried_scale):
+            # ... unless zeros would pass too (an upstream of zeros, which every rule maps to zeros): then only its
+            # rule, on random inputs, keeps it. All zeros from dprobs on, through a helper the probes cannot copy (a
+            # class of the notebook's), kept 33 of Exercise 1's 34 points that way (until 2026-12-07). (A step whose
+            # gradient is zero whatever the upstream is judged by its rule's value as before: zeros are right there.)
+            if step.zero or not close(torch.zeros_like(carried), carried, carried_scale):
+                verdict.points = step.points
+                verdict.lines.append(carried_forward(list(verdict.wrong_from or verdict.carried_from)))
+                return _and_by_its_rule(verdict, step, report, forward, seed, answer_name)
+            if (outcome := judge_rule(step, report, forward, seed, answer_name)).verdict == "right":
+                verdict.points = step.points
+                verdict.lines += [carried_forward(list(verdict.wrong_from or verdict.carried_from))]
+                verdict.lines += [outcome.line] if outcome.line else []
+                return verdict
 
     if kept_by_its_rule(verdict, step, report, forward, grads, seed, answer_name):
         return verdict

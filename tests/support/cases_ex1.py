@@ -17,6 +17,9 @@ NB = "ex1_atomic_backward"
 PLUS_FOR_TIMES = "dbnvar = (-0.5 + (bnvar + 1e-5) ** -1.5) * dbnvar_inv"
 
 MISTAKES = {
+    # a gradient left zeros: every step below, written right, keeps its points by its rule on random upstream gradients
+    # (a gradient of zeros is pinned at random, but for dlogit_maxes and db1, which are zero), as before by its value
+    "m_dprobs_left_zeros": ({"answer_dprobs": "dprobs = torch.zeros_like(probs)"}, "probs", "all zeros"),
     "m_logprobs_no_n": (
         {"answer_dlogprobs": "dlogprobs = torch.zeros_like(logprobs)\ndlogprobs[range(n), Yb] = -1.0"},
         "logprobs",
@@ -602,7 +605,7 @@ CHEATS = {
             "dW2 = functools.reduce(getattr, [''.join(reversed('nf_darg'))], h.detach() @ w)(dlogits)[1]"
         },
         [],
-        ["W2"],
+        FROM_DW2,  # getattr as a value reaches any name: code the grader cannot read, every answer from then on
         "autograd",
     ),
     "c_aten_kernel_by_computed_name": (
@@ -620,7 +623,7 @@ CHEATS = {
             f"dC = D.__dict__['embedding_dense_back' + 'ward']{DENSE_DC}"
         },
         [],
-        ["C"],
+        ["C", "C_index_add"],  # a namespace by keys reaches any name: every answer from then on
         "autograd",
     ),
     "c_sys_modules_imported": (
