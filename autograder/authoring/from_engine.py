@@ -146,6 +146,7 @@ def block() -> str:
         f"THIN_NEURON_SHOWS = {network.THIN_NEURON_SHOWS!r}  # Exercise 4: and these, with neuron 0 as thin as epsilon",
         "# the gradients of every notebook's steps (Exercise 5's datt, dq, ... too): the autograder reads this one set",
         f"GRADIENTS = frozenset({sorted(rerun.GRADIENTS)!r})",
+        f"WHOLLY_ZERO = frozenset({sorted(rerun.WHOLLY_ZERO)!r})  # gradients zero whatever the batch",
         f"FORBIDDEN_ATTRIBUTES = {sorted(honesty.FORBIDDEN_ATTRIBUTES)!r}  # what reads autograd",
         f"FORBIDDEN_NAMES = {sorted(honesty.FORBIDDEN_NAMES)!r}",
         f"FORBIDDEN_WORDS = {honesty.FORBIDDEN_WORDS!r}",

@@ -18,7 +18,7 @@ from .diagnosis.shapes import only_size_one_dims_differ, shape_only_share, shape
 from .explain import and_list, constant_factor, not_a_tensor, not_finite, wrong_dtype
 from .honesty.decoy import decoy
 from .honesty.unread_code import UNREAD
-from .probes.judge_rule import judge_rule
+from .probes.judge_rule import ABSENT, judge_rule
 from .probes.kept_by_rule import kept_as_set_up, kept_by_its_rule, kept_line, kept_with_given_changed
 from .probes.written_with import not_written_with
 from .tolerance import close, magnitude, max_difference, step_scale, thin_mistake
@@ -201,10 +201,22 @@ def judge_gradient(
             carried = local_gradient(step, forward, student_up).double()
         except RuntimeError:
             pass
-        if carried is not None and close(answer, carried, step_scale(step, forward, student_up)):
-            verdict.points = step.points
-            verdict.lines.append(carried_forward(list(verdict.wrong_from or verdict.carried_from)))
-            return _and_by_its_rule(verdict, step, report, forward, seed, answer_name)
+        carried_scale = step_scale(step, forward, student_up)
+        if carried is not None and close(answer, carried, carried_scale):
+            # ... unless zeros would pass too (an upstream of zeros, which every rule maps to zeros): then only its
+            # rule, on random inputs, keeps it. All zeros from dprobs on, through a helper the probes cannot copy (a
+            # class of the notebook's), kept 33 of Exercise 1's 34 points that way (until 2026-12-07). (A step whose
+            # gradient is zero whatever the upstream is judged by its rule's value as before: zeros are right there.)
+            if step.zero or not close(torch.zeros_like(carried), carried, carried_scale):
+                verdict.points = step.points
+                verdict.lines.append(carried_forward(list(verdict.wrong_from or verdict.carried_from)))
+                return _and_by_its_rule(verdict, step, report, forward, seed, answer_name)
+            outcome = judge_rule(step, report, forward, seed, answer_name)
+            if outcome.verdict == "right" or outcome is ABSENT:  # (no probes at all: Exercise 6's own checks judge)
+                verdict.points = step.points
+                verdict.lines += [carried_forward(list(verdict.wrong_from or verdict.carried_from))]
+                verdict.lines += [outcome.line] if outcome.line else []
+                return verdict
 
     if kept_by_its_rule(verdict, step, report, forward, grads, seed, answer_name):
         return verdict

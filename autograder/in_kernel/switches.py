@@ -1,6 +1,9 @@
 """Whether this kernel is being autograded, and what changes when it is: the seed, and autograd taken away."""
 
+import contextlib
+import ctypes
 import functools
+import gc
 import os
 import sys
 import tempfile
@@ -73,20 +76,59 @@ def _take_autograd_away() -> None:
     torch._C._enter_dual_level = _refusal()
     # a node of the graph called by hand (t.grad_fn(g)) runs its derivative without the engine; printing still works
     torch.Tensor.grad_fn = torch.Tensor._grad_fn = property(lambda tensor: None)
+    _hide_nodes()
     torch._C._jit_differentiate = _refusal()  # TorchScript's symbolic derivatives, run without the engine
+    _no_engine_runs()
     _no_recording()
     _take_backward_kernels_away()
 
 
+class _EngineRefuses:
+    """What autograd's engine in C++ runs instead of a backward pass while grading. Torch hands every run of its engine
+    to a compiled-autograd compiler when one is set, however the run was reached: the Python names above are only
+    some of the ways in. TorchScript compiled from a string (``torch.jit.CompilationUnit(code)``, whose
+    ``torch.set_grad_enabled(True)`` and ``.backward()`` are ops of its own), ``torch._C._jit_get_operation`` of
+    ``aten::backward``, and a thread of one's own, whose recording starts on, ran it whole: autograd's own gradients,
+    bit-exact, for any answer (until 2026-12-07)."""
+
+    def __getattr__(self, name):
+        return (lambda *args, **kwargs: None) if name == "close" else _refusal()  # close: its clean-up
+
+
+def _no_engine_runs() -> None:
+    hooks = torch._C._dynamo.compiled_autograd
+    hooks.set_autograd_compiler(lambda *args, **kwargs: _EngineRefuses(), False)
+    # and it stays: torch.compile's own code sets it aside while it compiles, which now changes nothing
+    hooks.set_autograd_compiler = lambda *args, **kwargs: (None, False)
+
+
+def _hide_nodes() -> None:
+    """No node of a graph is within reach: not through torch.Tensor's grad_fn (hidden above), nor through the C types
+    under it, whose own descriptors of it (``torch._C.TensorBase``'s ``grad_fn``, and ``next_functions``, which a
+    custom autograd Function's ``ctx`` holds) outlived that property. A graph is still recorded where recording is
+    on (a thread of one's own starts with it on, TorchScript switches it on by an op of its own): a node reached by a
+    class pattern, whose ``__match_args__`` names an attribute the static reading never sees, and called by hand
+    ran torch's derivative formulas, 33 of Exercise 1's 34 points (until 2026-12-07). Those types cannot be set
+    attributes on, so their namespaces are changed in place and the interpreter told (``PyType_Modified``)."""
+    hidden = property(lambda holder: None)
+    for owner, names in ((torch._C.TensorBase, ("grad_fn", "_grad_fn")), (torch._C._FunctionBase, ("next_functions",))):
+        namespace = gc.get_referents(owner.__dict__)[0]
+        namespace.update(dict.fromkeys(names, hidden))
+        ctypes.pythonapi.PyType_Modified(ctypes.py_object(owner))
+
+
 def _no_recording() -> None:
-    """autograd records no graph while grading, and switching it on (torch.enable_grad(), set_grad_enabled(True),
-    aten's set_grad_enabled) leaves it off: a node of the graph, reached through torch._C.TensorBase's own grad_fn
-    (which torch.Tensor's property hides but cannot take away: that type cannot change), runs torch's derivative
-    formula when called by hand. Nothing else needs a graph while autograd refuses."""
+    """autograd records no graph in the kernel's own thread while grading, and switching it on (torch.enable_grad(),
+    set_grad_enabled(True), aten's set_grad_enabled, inference_mode(False)) leaves it off: nothing needs a graph while
+    autograd refuses. Not the only guard: a thread of one's own starts with recording on, and TorchScript switches it
+    on by an op of its own; no node of what they record can be reached (``_hide_nodes``) or run
+    (``_no_engine_runs``)."""
     switch = torch._C._set_grad_enabled
     switch(False)
     torch._C._set_grad_enabled = lambda mode: switch(False)
     torch.ops.aten.set_grad_enabled = lambda mode: switch(False)
+    inference = torch._C._InferenceMode  # inference_mode(False) switched recording on
+    torch._C._InferenceMode = lambda mode=True: inference(True) if mode else contextlib.nullcontext()
 
 
 # where ATen keeps backward kernels that compute (Meta's give shapes alone): a sparse or nested tensor reaches its own

@@ -359,4 +359,6 @@ def test_a_forged_probe_of_zero_pins_earns_nothing(graded):
     every rule on such pins) earns nothing by it: the grader counts a zero of a pin only where the student's own
     gradient, as reported, has it. Before, it earned every step but the first, by its rule or as set up."""
     assert sum(graded["c_forged_zero_pins"].points.values()) == 0, graded["c_forged_zero_pins"].messages
-    assert lost_steps(graded, "c_forged_zero_pins_as_set_up") == ["hpreact"], graded["c_forged_zero_pins_as_set_up"]
+    # (its cell reads globals(), a namespace by keys: code the grader cannot read, every answer from then on)
+    from_hpreact = sorted([*ALL_STEPS[ALL_STEPS.index("hpreact") :], "C_index_add"])
+    assert lost_steps(graded, "c_forged_zero_pins_as_set_up") == from_hpreact, graded["c_forged_zero_pins_as_set_up"]

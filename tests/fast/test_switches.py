@@ -18,6 +18,33 @@ before = (x @ w).grad_fn
 switches.start_grading({"w": w}, self_checks=())
 g = torch.randn(2, 4)
 SCRIPT = "def f(x):\n    return torch.tanh(x)\n"
+# TorchScript's own ops switch recording on and run autograd's engine in C++, out of the Python names' reach
+BACKWARD = "def f(x, w):\n    torch.set_grad_enabled(True)\n    w = w.detach().requires_grad_()\n"
+BACKWARD += "    (x @ w).sum().backward()\n    return w.grad\n"
+
+
+def in_a_thread(attempt):  # a thread of one's own starts with autograd's recording on; what it raised is raised here
+    import threading
+
+    raised = []
+    thread = threading.Thread(target=lambda: raised.extend(_raised(attempt)))
+    thread.start(), thread.join()
+    if raised:
+        raise raised[0]
+
+
+def _raised(attempt):
+    try:
+        attempt()
+    except Exception as error:
+        return [error]
+    return []
+
+
+def engine_op():
+    return torch._C._jit_get_operation("aten::backward")[0]((x @ w).sum())
+
+
 refused = []
 for name, attempt in [
     ("aten", lambda: torch.ops.aten.tanh_backward(g, g)),
@@ -29,11 +56,17 @@ for name, attempt in [
     ("engine", lambda: torch.autograd.grad((x @ w).sum(), w)),
     ("sparse", lambda: torch.ops.aten.threshold_backward(g.to_sparse(), g.to_sparse(), 0.0)),
     ("torchscript", lambda: torch._C._jit_differentiate(torch.jit.CompilationUnit(SCRIPT).f.graph)),
+    ("engine op", lambda: in_a_thread(engine_op)),
 ]:
     try:
         attempt()
     except switches.AutogradIsOff:
         refused.append(name)
+try:  # (TorchScript says that its op failed, and why)
+    torch.jit.CompilationUnit(BACKWARD).f(x, w)
+    raise SystemExit("TorchScript ran autograd's engine")
+except RuntimeError as error:
+    assert "autograd is switched off" in str(error), error
 out = x @ w
 assert out.grad_fn is None and out._grad_fn is None, repr(out)
 # no graph is recorded, however recording is switched on: torch._C.TensorBase's own grad_fn finds no node to call
@@ -44,6 +77,27 @@ with torch.enable_grad():
     assert node_of.__get__(x @ w) is None and w.requires_grad
 torch.set_grad_enabled(True)
 assert node_of.__get__(x @ w) is None and not torch.is_grad_enabled()
+with torch.inference_mode(False):
+    assert not torch.is_grad_enabled()
+# a thread of one's own records a graph (recording starts on there): no node of it is within reach, through the C
+# types under torch.Tensor and a custom Function's ctx either
+nodes = []
+
+
+class Through(torch.nn.modules._functions.Function):
+    @staticmethod
+    def forward(ctx, a):
+        nodes.append(vars(torch._C._FunctionBase)["next_functions"].__get__(ctx))
+        return a.clone()
+
+
+def record():
+    out = x @ w
+    nodes.append(out.requires_grad), nodes.append(node_of.__get__(out)), Through.apply(out)
+
+
+in_a_thread(record)
+assert nodes == [True, None, None], nodes
 # the forward pass and the course's hand-written formulas still run
 logits = torch.tanh(x @ w.detach())
 F.cross_entropy(logits, torch.tensor([0, 1])), F.embedding(torch.tensor([1]), w.detach())
@@ -54,7 +108,7 @@ print(",".join(refused))
 def test_torchs_own_derivatives_refuse_while_grading():
     done = subprocess.run([sys.executable, "-c", CHILD], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr[-2000:]
-    refused = "aten,aten overload,torch function,embedding,decomposition,table,engine,sparse,torchscript"
+    refused = "aten,aten overload,torch function,embedding,decomposition,table,engine,sparse,torchscript,engine op"
     assert done.stdout.strip() == refused, done
 
 

@@ -18,7 +18,17 @@ def marked(*cells, hidden=HIDDEN):
     return "dW2" in taint.tainted
 
 
+EXEC = "run('dW2 = h.T @ dlogits')"
 AROUND = {
+    # exec by a name made at run time (found in a later review: dW2 from the grader's own rules, out of sight)
+    "exec_by_a_computed_getattr": f"b = getattr(torch, '__bui' + 'ltins__')\nrun = b['ex' + 'ec']\n{EXEC}",
+    "exec_by_getattr_as_a_value": f"import functools\nrun = functools.reduce(getattr, ['x'], b)\n{EXEC}",
+    "exec_by_a_namespace": f"run = vars(torch)['__bui' + 'ltins__']['ex' + 'ec']\n{EXEC}",
+    "written_into_the_namespace": "globals()['dW' + '2'] = h.T @ dlogits",
+    "written_into_locals": "locals()['dW2'] = h.T @ dlogits",
+    "exec_by_a_class_pattern": "class Meta(type):\n    def __instancecheck__(cls, obj):\n        return True\n\n\n"
+    "class Pick(metaclass=Meta):\n    __match_args__ = ('__bui' + 'ltins__',)\n\n\nmatch torch:\n"
+    f"    case Pick(b):\n        pass\nrun = b['ex' + 'ec']\n{EXEC}",
     "builtins_eval": "import inspect\ninspect.builtins.eval('1')\ndW2 = h.T @ dlogits",
     "builtin_self": "g = print.__self__.getattr\ndW2 = h.T @ dlogits",
     "importlib_attribute": "import inspect\nm = inspect.importlib.import_module('x')\ndW2 = m.f()",
@@ -157,6 +167,8 @@ HONEST = {
     "own_check_beside_a_list": "losses = []\nassert torch.allclose(dW2, W2.grad)\nprint(dW2, W2.grad)\n"
     "losses.append(h.sum().item())\ndW2 = h.T @ dlogits",
     "match_on_a_shape": "match dlogits.shape:\n    case (rows, cols):\n        dW2 = h.T @ dlogits",
+    "match_on_a_builtin": "match dlogits.shape:\n    case tuple((int(rows), int(cols))):\n        dW2 = h.T @ dlogits",
+    "asks_whether_a_name_is_there": "if 'check' in globals():\n    print('ok')\ndW2 = h.T @ dlogits",
     "getattr_of_a_plain_name": "dW2 = getattr(h, 'T') @ dlogits",
     "numpy_load_safely": "import numpy as np\nw = np.load('w.npy', allow_pickle=False)\ndW2 = h.T @ dlogits",
     "printed_pieces": "def back(x, d):\n    print('grad of W2: ' + str(x.shape))\n    return x.T @ d\n\n\n"

@@ -6,6 +6,7 @@ representative ones through the real nbgrader pipeline (tests/slow/test_ex1_pipe
 
 from autograder.authoring.submissions import grade_id, solutions, solved
 from autograder.common.naming import SETUP_PREFIX
+from autograder.engine.backward_rules import STEPS
 from autograder.engine.reference import run_setup
 from support.read_grad import grad_through_sgd
 
@@ -16,6 +17,9 @@ NB = "ex1_atomic_backward"
 PLUS_FOR_TIMES = "dbnvar = (-0.5 + (bnvar + 1e-5) ** -1.5) * dbnvar_inv"
 
 MISTAKES = {
+    # a gradient left zeros: every step below, written right, keeps its points by its rule on random upstream gradients
+    # (a gradient of zeros is pinned at random, but for dlogit_maxes and db1, which are zero), as before by its value
+    "m_dprobs_left_zeros": ({"answer_dprobs": "dprobs = torch.zeros_like(probs)"}, "probs", "all zeros"),
     "m_logprobs_no_n": (
         {"answer_dlogprobs": "dlogprobs = torch.zeros_like(logprobs)\ndlogprobs[range(n), Yb] = -1.0"},
         "logprobs",
@@ -601,7 +605,7 @@ CHEATS = {
             "dW2 = functools.reduce(getattr, [''.join(reversed('nf_darg'))], h.detach() @ w)(dlogits)[1]"
         },
         [],
-        ["W2"],
+        FROM_DW2,  # getattr as a value reaches any name: code the grader cannot read, every answer from then on
         "autograd",
     ),
     "c_aten_kernel_by_computed_name": (
@@ -619,7 +623,7 @@ CHEATS = {
             f"dC = D.__dict__['embedding_dense_back' + 'ward']{DENSE_DC}"
         },
         [],
-        ["C"],
+        ["C", "C_index_add"],  # a namespace by keys reaches any name: every answer from then on
         "autograd",
     ),
     "c_sys_modules_imported": (
@@ -663,7 +667,7 @@ CHEATS = {
             "dW2 = torch._C._create_function_from_graph('df', spec.df)(dlogits, h.detach(), W2.detach())[1]"
         },
         [],
-        ["W2"],
+        FROM_DW2,  # a function made from a graph is code the grader cannot read: every answer from then on
         "autograd",
     ),
     # a new Python, which has autograd whole, fed the cell's tensors and read back through files: the grading kernel
@@ -1796,6 +1800,47 @@ CHEATS["c_grad_over_own_formula"] = (
     ["hpreact"],
     "autograd",
 )
+# TorchScript compiled from a string, its words split so that none says grad or backward: its own ops switched
+# recording on and ran autograd's engine in C++, out of the kernel's Python refusals (34 of 34 points until
+# 2026-12-07). The static reading takes such a string for code it cannot read, as it does exec's; the kernel refuses
+# the engine itself however it is reached (tests/fast/test_switches.py)
+TORCHSCRIPT_DH = """w = "back" + "ward"
+code = f\"\"\"
+def f(x: torch.Tensor, W: torch.Tensor, b: torch.Tensor, g: torch.Tensor):
+    torch.set_gr{'ad'}_enabled(True)
+    x = x.detach().requires_grad_()
+    (x @ W + b).{w}(g)
+    return x.gr{'ad'}
+\"\"\"
+dh = torch.jit.CompilationUnit(code).f(h, W2, b2, dlogits)"""
+CHEATS["c_torchscript_from_a_string"] = ({"answer_dh": TORCHSCRIPT_DH}, [], ["h", *FROM_DW2], "autograd")
+# exec reached by a name made at run time (getattr, vars(), a class pattern's __match_args__) ran the grader's own rules
+# out of the static reading's sight, and globals()[..] = .. assigned them: dW2 earned its point with no statement
+# `dW2 = ..` read (until 2026-12-07). Such a name is now code the grader cannot read, as exec is: every answer from
+# then on
+EXEC_RULES = "import sys\nrules = sys.modules['auto' + 'gra' + 'der.engine.back' + 'ward_rules']\n" + RULES_DW2_LINE
+CHEATS["c_exec_by_a_computed_name"] = (
+    {"answer_dW2": f"b = getattr(torch, '__bui' + 'ltins__')\nrun = b['ex' + 'ec']\nrun({EXEC_RULES!r})"},
+    [],
+    FROM_DW2,
+    "autograd",
+)
+CHEATS["c_written_into_the_namespace"] = (  # globals()[..] = ..: an answer no statement names
+    {"answer_dW2": f"import sys\nrules = sys.modules[{RULES_MODULE}]\nglobals()['dW' + '2'] = {RULES_DW2}"},
+    [],
+    FROM_DW2,
+    "autograd",
+)
+# every answer zeros, through a helper that reads a class of the notebook's (the probes cannot copy it, so each answer
+# was judged by its value alone): each step was right for its upstream of zeros, which every rule maps to zeros, and
+# kept its points, 33 of 34 (until 2026-12-07). A check that zeros would pass now credits nothing; the two steps whose
+# gradient is zero keep theirs
+ZERO_HELPER = "class Box:\n    pass\n\n\ndef zero(like, *upstream):\n    Box\n    return torch.zeros_like(like)\n\n\n"
+ZEROS = {f"answer_d{s.name}": f"d{s.name} = zero({s.name}, {', '.join('d' + u for u in s.upstream)})" for s in STEPS}
+ZEROS["answer_dlogprobs"] = ZERO_HELPER + ZEROS["answer_dlogprobs"]
+ZEROS["answer_dC_index_add"] = "dC_index_add = zero(C, demb).index_add(0, Xb.view(-1), 0 * demb.view(-1, n_embd))"
+ZEROS_LOST = [s.name for s in STEPS if s.name not in ("logit_maxes", "b1")] + ["C_index_add"]
+CHEATS["c_zeros_all_the_way"] = (ZEROS, [], ZEROS_LOST, "all zeros")
 # every sum over the batch without keepdim (published; cmp checks no shapes): each a share of its own step, and dbnvar
 # from a (64,) dbnvar_inv times a (1, 64) factor is (1, 64) and right
 SLIPS_TOGETHER["m_slips_together_3"] = (

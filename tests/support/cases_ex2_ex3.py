@@ -587,7 +587,9 @@ CHEATS = {
                 "dbngain = (bnraw * dhpreact).sum(0, keepdim=True)"
             }
         },
-        {NB3: {"test_dbngain": "all zeros", "test_dbnbias": "all zeros", "test_dhprebn": "all zeros"}},
+        # (dbnbias and dhprebn, written right, keep theirs: a gradient of zeros is pinned at random, and their code
+        # follows the rule; the cell that zeroed the given dhpreact loses its own)
+        {NB3: {"test_dbngain": "all zeros"}},
     ),
 }
 

@@ -19,6 +19,9 @@ RUNS_CODE |= {"_exec_with_source", "_forward_from_src", "_method_from_src", "_im
 # native code from a file: a shared library the cell wrote runs its initialisers as it is loaded, Python's C API with
 # them (torch.ops.load_library(..), torch.classes'; ctypes reached through torch._ops.ctypes.CDLL)
 RUNS_CODE |= {"load_library", "CDLL", "PyDLL", "LoadLibrary", "cdll", "pydll", "dlopen"}
+# TorchScript from a string or a graph written as text, and its operators by name (aten::backward is one of them)
+RUNS_CODE |= {"CompilationUnit", "parse_ir", "_create_function_from_graph", "_jit_interpret_graph", "import_ir_module"}
+RUNS_CODE |= {"import_ir_module_from_buffer", "_jit_get_operation"}
 
 
 def _runs_a_file(node: ast.AST) -> bool:
@@ -49,6 +52,11 @@ AROUND = {"builtins", "__self__", "importlib", "import_module", "__import__", "r
 AROUND |= {"exec_module", "load_module", "getmembers_static", "CodeType", "FunctionType", "pickle", "_pickle"}
 # the import system itself, which keeps the kernel's refusal of modules written while grading (in_kernel.switches)
 AROUND |= {"meta_path", "path_hooks", "path_importer_cache"}
+# a namespace read by keys, the interpreter's builtins, a class pattern's attribute names: any function by a name made
+# at run time, exec too (getattr(torch, '__bui' + 'ltins__')['ex' + 'ec'](code) assigned dW2 out of sight, from the
+# grader's own rules: 34 of 34 until 2026-12-07)
+AROUND |= {"__dict__", "__builtins__", "__getattribute__", "__match_args__"}
+SELF_MATCHING = {"bool", "bytearray", "bytes", "dict", "float", "frozenset", "int", "list", "set", "str", "tuple"}
 AROUND |= {
     "_registry",
     "currentframe",
@@ -90,8 +98,12 @@ def _runs_unread_code(node: ast.AST) -> bool:
     magics = {id(sub.value) for sub in subs if isinstance(sub, ast.Attribute) and sub.attr in MAGICS}
     magics |= {id(c.func.value) for c in subs if getattr(getattr(c, "func", None), "attr", None) in SHELL}
     shells = {id(c.func) for c in subs if isinstance(c, ast.Call) and id(c) in magics}  # get_ipython in get_ipython()
+    functions = {id(c.func) for c in subs if isinstance(c, ast.Call)}
+    asked = {id(c.func) for c in _asked_whether_in(subs)}  # "check" in globals(): only a name looked for
     for sub in subs:
         called = sub.func if isinstance(sub, ast.Call) else None
+        if _computes_a_name(sub, called, functions, asked):
+            return True
         if getattr(called, "id", None) in ("exec", "eval") or getattr(called, "attr", None) in RUNS_CODE:
             return True
         if _runs_a_file(sub) or (isinstance(sub, ast.Attribute) and sub.attr in UNREAD_ATTRIBUTES):
@@ -115,6 +127,27 @@ def _runs_unread_code(node: ast.AST) -> bool:
         if isinstance(sub, ast.Name) and sub.id == "get_ipython" and id(sub) not in shells:
             return True
     return False
+
+
+def _computes_a_name(sub: ast.AST, called, functions: set, asked: set) -> bool:
+    """An attribute read by a name made at run time reaches any function, exec among them: getattr, setattr or delattr
+    with a name that is not written out (or passed as a value, to reduce), a namespace (vars(), globals(), locals(),
+    but for asking whether it holds a name), a class pattern's positional captures (``case Pick(x)``: Pick's
+    ``__match_args__`` names the attribute read)."""
+    if getattr(called, "id", None) in ("getattr", "setattr", "delattr") and len(sub.args) > 1:
+        return not _a_string(sub.args[1])
+    if isinstance(sub, ast.Name) and sub.id in ("getattr", "setattr", "delattr") and id(sub) not in functions:
+        return True
+    if isinstance(sub, ast.Name) and sub.id in ("vars", "globals", "locals") and id(sub) not in asked:
+        return True  # a namespace by keys: globals()['dW' + '2'] = .. assigned an answer no statement names
+    return isinstance(sub, ast.MatchClass) and bool(sub.patterns) and getattr(sub.cls, "id", None) not in SELF_MATCHING
+
+
+def _asked_whether_in(subs: list) -> list:
+    """The calls of ``"name" in globals()`` (or ``not in``): the namespace only asked whether it holds a name."""
+    tests = [sub for sub in subs if isinstance(sub, ast.Compare) and len(sub.ops) == 1]
+    tests = [t for t in tests if isinstance(t.ops[0], (ast.In, ast.NotIn)) and isinstance(t.comparators[0], ast.Call)]
+    return [t.comparators[0] for t in tests if not t.comparators[0].args and _a_string(t.left)]
 
 
 TYPE_NODES = (ast.Name, ast.Attribute, ast.Subscript, ast.Tuple, ast.List, ast.Constant, ast.BinOp, ast.BitOr)

@@ -13,7 +13,7 @@ from ..backward_rules import STEP_BY_NAME, Step, local_gradient
 from ..diagnosis.diagnose import diagnose
 from ..explain import and_list
 from ..tolerance import close, step_scale
-from .rerun import pin_value
+from .rerun import WHOLLY_ZERO, pin_value
 
 
 @dataclass(frozen=True)
@@ -71,6 +71,8 @@ def pinned(probe: dict, seed: int, answer: str, shapes: dict, own: dict | None =
             mine = own.get(name)
             mine = mine if isinstance(mine, torch.Tensor) and mine.is_floating_point() else None
             zero = zero and mine is not None and mine.numel() > 0 and not mine.any()
+            if mine is not None and mine.numel() > 0 and not mine.any() and name not in WHOLLY_ZERO:
+                zero, kept = False, None  # zeros where the gradient is not: pinned at random (rerun.pinned_inputs)
             fits = kept is not None and mine is not None and mine.numel() == kept.numel()
             kept = kept | (mine.reshape(kept.shape) != 0) if fits else None
         values[name] = torch.zeros(shape) if zero else pin_value(seed, answer, name, shape)

@@ -28,6 +28,9 @@ from .statements import (  # noqa: F401 (read as rerun's by the kernel's modules
     writes,
 )
 
+# the gradients that are zero whatever the batch (dlogit_maxes, db1): a student's exact zeros there carry forward into
+# the probe as a whole; any other gradient of zeros is pinned at random, else code giving zeros follows every rule
+WHOLLY_ZERO = frozenset("d" + step.name for step in STEPS if step.zero)
 TIME_LIMIT = 5.0  # seconds a probe may run in the kernel; the answer code of one step takes milliseconds
 # the names of gradients in every notebook (a fused step's upstream gradient too: Exercise 3's dhpreact_biased)
 GRADIENTS = frozenset("d" + n for s in STEPS + FUSED_STEPS + OPERATOR_STEPS for n in [s.name, *s.upstream])
@@ -161,6 +164,8 @@ def pinned_inputs(namespace: dict, seed: int, answer: str, names, shapes: dict, 
         if shape is None:
             raise NoAnswerCode(f"{name} has no tensor to take its shape from")
         zero = isinstance(own, torch.Tensor) and own.is_floating_point() and own.numel() > 0 and not own.any()
+        if zero and name not in WHOLLY_ZERO:  # zeros where the gradient is not: its pin stays random (``pinned``)
+            zero, own = False, None
         pins[name] = torch.zeros(shape) if zero else pin_value(seed, answer, name, shape) * kept_entries(own, shape)
         if own_shapes and name in GRADIENTS and isinstance(own, torch.Tensor) and own.numel() == pins[name].numel():
             pins[name] = pins[name].reshape(own.shape)
