@@ -995,6 +995,7 @@ ALTERNATIVES["alt_h_alts2_d"] = answers(
         }
     ),
     **checker(_PRINTING),
+)
 
 # The gradients named as the .grad of their tensors (h-mist3's round): a list written out is words, whatever they say,
 # and "bngain.grad" is the gradient of bngain, dbngain. It read "buggy is computed with autograd, so it earns nothing"
