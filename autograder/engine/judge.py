@@ -19,7 +19,7 @@ from .explain import and_list, constant_factor, not_a_tensor, not_finite, wrong_
 from .honesty.decoy import decoy
 from .honesty.unread_code import UNREAD
 from .probes.judge_rule import ABSENT, judge_rule
-from .probes.kept_by_rule import kept_as_set_up, kept_by_its_rule, kept_line, kept_with_given_changed
+from .probes.kept_by_rule import carried_forward, kept_as_set_up, kept_by_its_rule, kept_line, kept_with_given_changed
 from .probes.written_with import not_written_with
 from .tolerance import close, magnitude, max_difference, step_scale, thin_mistake
 from .verdict import Verdict
@@ -70,32 +70,6 @@ def unread_note() -> str:
         "earns nothing. A check can name its tensors instead: cmp('h', dh, h), not cmp(name, eval('d' + name), "
         "eval(name))"
     )
-
-
-def carried_forward(wrong: list, first: list | None = None) -> Reason:
-    """The line of an answer right for the student's own ``wrong`` upstream gradients; ``first``: the wrong steps
-    further up that make them wrong, when the notebook's other verdicts show it (``first_to_fix``)."""
-    names = lambda steps: and_list("d" + s for s in steps)
-    if first and set(first) != set(wrong):
-        words = say_n(
-            "correct for your {wrong}, which is wrong because of {first} above: this step keeps its points; "
-            "fix {fix} first",
-            "correct for your {wrong}, which are wrong because of {first} above: this step keeps its points; "
-            "fix {fix} first",
-            len(wrong),
-            wrong=names(wrong),
-            first=names(first),
-            fix=names(first),
-        )
-    else:
-        words = say_n(
-            "correct for your {wrong}, which is wrong: this step keeps its points; fix {fix} first",
-            "correct for your {wrong}, which are wrong: this step keeps its points; fix {fix} first",
-            len(wrong),
-            wrong=names(wrong),
-            fix=names(first or wrong),
-        )
-    return Reason(NOTE, words)
 
 
 def first_to_fix(verdict: Verdict, earlier: dict) -> None:

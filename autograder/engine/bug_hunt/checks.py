@@ -12,7 +12,8 @@ from ...common.words import say, say_n
 from ..backward_rules import STEP_BY_NAME, batch_size, local_gradient
 from ..explain import comma_list
 from ..honesty.cell_code import written_as_a_literal
-from ..judge import carried_forward, judge_gradient
+from ..judge import judge_gradient
+from ..probes.kept_by_rule import carried_forward
 from ..reference import autograd_gradients, forward_values
 from ..verdict import Check, Verdict
 from ..wire import Report

@@ -11,6 +11,32 @@ from ..tolerance import close, magnitude, step_scale
 from .judge_rule import judge_rule
 
 
+def carried_forward(wrong: list, first: list | None = None) -> Reason:
+    """The line of an answer right for the student's own ``wrong`` upstream gradients; ``first``: the wrong steps
+    further up that make them wrong, when the notebook's other verdicts show it (``first_to_fix``)."""
+    names = lambda steps: and_list("d" + s for s in steps)
+    if first and set(first) != set(wrong):
+        words = say_n(
+            "correct for your {wrong}, which is wrong because of {first} above: this step keeps its points; "
+            "fix {fix} first",
+            "correct for your {wrong}, which are wrong because of {first} above: this step keeps its points; "
+            "fix {fix} first",
+            len(wrong),
+            wrong=names(wrong),
+            first=names(first),
+            fix=names(first),
+        )
+    else:
+        words = say_n(
+            "correct for your {wrong}, which is wrong: this step keeps its points; fix {fix} first",
+            "correct for your {wrong}, which are wrong: this step keeps its points; fix {fix} first",
+            len(wrong),
+            wrong=names(wrong),
+            fix=names(first or wrong),
+        )
+    return Reason(NOTE, words)
+
+
 def kept_by_its_rule(verdict, step: Step, report, forward: dict, grads: dict, seed: int, answer: str) -> bool:
     """A step whose answer is missing, or wrong, where the student's own upstream gradients could not feed its code
     (``broken_upstream``: a slip further up): when the probe finds that code right on upstream gradients of the right
