@@ -66,9 +66,9 @@ def read_answer(verdict: Verdict, name: str, report: Report, tainted: set, gradi
 def unread_note() -> str:
     return say(
         "code the grader cannot read ran in your cells up to here (eval, exec, a file run by the run magic, code in a "
-        "string, or a function of the grader's own): it may change any later answer, so every answer from its cell on "
-        "earns nothing. A check can name its tensors instead: cmp('h', dh, h), not cmp(name, eval('d' + name), "
-        "eval(name))"
+        "string, a name made while it runs as in globals()['d' + name], or a function of the grader's own): it may "
+        "change any later answer, so every answer from its cell on earns nothing. A check can name its tensors "
+        "instead: cmp('h', dh, h), not cmp(name, eval('d' + name), eval(name))"
     )
 
 

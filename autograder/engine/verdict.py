@@ -24,8 +24,8 @@ class Verdict:
     # what the student reads under the title, one sentence a line: each a ``common.diagnoses.Reason``
     lines: list = field(default_factory=list)
     # the student's upstream gradients that differ from autograd's, which this answer was judged with: wrong ones
-    # (error carried forward, ``probes.kept_by_rule.carried_forward``), or ones within their own tolerance whose difference still
-    # shows here; ``judge.first_to_fix`` follows them up to the step to fix
+    # (error carried forward, ``probes.kept_by_rule.carried_forward``), or ones within their own tolerance whose
+    # difference still shows here; ``judge.first_to_fix`` follows them up to the step to fix
     carried_from: tuple = ()
     wrong_from: tuple = ()  # of those, the ones beyond their own tolerance: what the carried-forward line calls wrong
     # points earned by its code, but the notebook's value is not the gradient (a forward tensor it read was rebound

@@ -2214,7 +2214,7 @@ def submissions(release, source) -> dict:
 # made, scatter_add_ for the max's path, tanh's derivative factored, bnvar_inv / (bnvar + eps) for its cube, Bessel's
 # n - 1.0 and (n - 1) / n inside the bracket of a fused dhprebn; and harmless lines beside the answers: prints, asserts
 # of shapes, cmp, a shape shown as the cell's last expression, display, .data, .contiguous(), .detach(), a reimport,
-# torch.manual_seed, comments in Chinese, the lecture's cmp over every name by globals()
+# torch.manual_seed, comments in Chinese
 ALTERNATIVES.update(
     {
         "alt_h_alts2_a": {
@@ -2320,19 +2320,25 @@ ALTERNATIVES.update(
             "answer_dhpreact": "dhpreact = (1.0 - torch.tanh(hpreact).data ** 2) * dh",
             "answer_dbnvar": "torch.manual_seed(42)\ndbnvar = -0.5 * (bnvar + 1e-5) ** -1.5 * dbnvar_inv",
         },
-        "alt_h_alts2_e": {
-            "answer_dC_index_add": (
-                "dC_index_add = torch.zeros_like(C)\ndC_index_add.index_add_(0, Xb.view(-1), demb.view(-1, n_embd))\n"
-                "for name in ['logprobs', 'probs', 'counts_sum_inv', 'h', 'W2', 'C']:\n"
-                "    cmp(name, globals()['d' + name], globals()[name])"
-            ),
-        },
     }
 )
 
 # the lecture's cmp over every name by eval, after the last answer in its cell (h-alts2's round): eval is code the
 # grader cannot read, which may change any later answer, so dC_index_add loses its point as before; its words now say
 # what marked it and how to write the check instead (they named autograd alone)
+# ... and by names made while it runs, globals()['d' + name]: a computed name can reach any object of the kernel (the
+# grader's own report too) and change an answer in place, as exec can (h-attack2's round); h-alts2's round had it
+# among the forms that keep every point
+MISTAKES["m_cmp_by_globals_after_the_last_answer"] = (
+    {
+        "answer_dC_index_add": "dC_index_add = torch.zeros_like(C)\n"
+        "dC_index_add.index_add_(0, Xb.view(-1), demb.view(-1, n_embd))\n"
+        "for name in ['logprobs', 'probs', 'counts_sum_inv', 'h', 'W2', 'C']:\n"
+        "    cmp(name, globals()['d' + name], globals()[name])"
+    },
+    "C_index_add",
+    "a name made while it runs as in globals()['d' + name]",
+)
 MISTAKES["m_cmp_by_eval_after_the_last_answer"] = (
     {
         "answer_dC_index_add": "dC_index_add = torch.zeros_like(C)\n"
