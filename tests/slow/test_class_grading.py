@@ -264,7 +264,7 @@ def hostile_class(course: Course, listener: Listener) -> dict:
                     release, source, {"answer_dW2": "dW2 = dlogits.T @ h"}, extra_cells=[("self_check_helpers", patch)]
                 )
             ),
-            ["W2"],
+            ALL,  # setattr and getattr of computed names: code the grader cannot read, every answer from its cell on
             set(),
         ),
         "bad_deleted_test": (w(without(good, "test_dprobs")), [], {(NB, "deleted_cell")}),
