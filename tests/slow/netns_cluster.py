@@ -401,6 +401,12 @@ class NetnsCluster:
         folder = self.hosts[name].path(f"{self.hosts[name].home}/dask")
         return {p.name for p in folder.glob("**/.grading/staged/*") if p.is_dir()}
 
+    def autograding(self, name: str) -> set:
+        """The students whose notebooks a worker host's nbgrader has begun to grade (their autograded folders): the
+        part of a student that its grading seconds count, after the host's grader processes started."""
+        folder = self.hosts[name].path(f"{self.hosts[name].home}/dask")
+        return {p.name for p in folder.glob("**/autograded/*") if p.is_dir()}
+
     def courses(self, name: str) -> list:
         """The private courses a worker host holds now (``remote.PrivateCourse``: one while it has the course)."""
         folder = self.hosts[name].path(f"{self.hosts[name].home}/dask")
