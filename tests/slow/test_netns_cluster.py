@@ -32,9 +32,7 @@ from support.course import ASSIGNMENT, REPO, FeedbackPage, demo_four, run_grade,
 from autograder.grading.results.gradebook import opened
 
 REASON = unavailable()
-# alone: it times hosts against each other (a throttled host must be the slow one), so ./test.sh runs it after the
-# other modules, with nothing else on the machine's cores
-pytestmark = [pytest.mark.skipif(REASON is not None, reason=str(REASON)), pytest.mark.alone]
+pytestmark = pytest.mark.skipif(REASON is not None, reason=str(REASON))
 
 NB = "ex1_atomic_backward"
 STUDENTS = ["ada_perfect", "ben_sign", "cleo_keepdim", "finn_blank"]
