@@ -2349,3 +2349,34 @@ MISTAKES["m_cmp_by_eval_after_the_last_answer"] = (
     "C_index_add",
     "code the grader cannot read ran in your cells up to here (eval, exec,",
 )
+
+# h-alts3's round (December 2026): a two-path gradient's first part assigned in one statement beside the other
+# gradient of the same forward line (`dlogits, dlogit_maxes = dnorm_logits.clone(), -dnorm_logits.sum(1, ...)`, the
+# lecture's two lines made one). The probe of dlogits pins dlogit_maxes, and left the whole statement out as the pin's
+# own computation: dlogits's clone then kept the real dnorm_logits, and dlogits and dhprebn lost their 4 points as "not
+# its backward rule". Now the probe re-runs the statement's other assignments (probes.statements._without_pins).
+ALTERNATIVES["alt_h_alts3_tuple_of_two_paths"] = {
+    "answer_dcounts_sum": "dcounts_sum, dcounts = -counts_sum**-2 * dcounts_sum_inv, counts_sum_inv * dprobs",
+    "answer_dcounts": "dcounts += dcounts_sum",
+    "answer_dlogit_maxes": "dlogits, dlogit_maxes = dnorm_logits.clone(), -dnorm_logits.sum(1, keepdim=True)",
+    "answer_dlogits": "dlogits += F.one_hot(logits.max(1).indices, num_classes=logits.shape[1]) * dlogit_maxes",
+    "answer_dbnmeani": "dhprebn, dbnmeani, _ = dbndiff.clone(), -dbndiff.sum(0, keepdim=True), None",
+    "answer_dhprebn": "dhprebn += 1.0 / n * torch.ones_like(hprebn) * dbnmeani",
+}
+# ... and the slips in that form still cost their own step, with the words of the two lines
+MISTAKES["m_tuple_of_two_paths_max_path_missing"] = (
+    {
+        "answer_dlogit_maxes": "dlogits, dlogit_maxes = dnorm_logits.clone(), -dnorm_logits.sum(1, keepdim=True)",
+        "answer_dlogits": "pass",
+    },
+    "logits",
+    "the path through logit_maxes is missing",
+)
+MISTAKES["m_tuple_of_two_paths_mean_path_without_1_over_n"] = (
+    {
+        "answer_dbnmeani": "dhprebn, dbnmeani = dbndiff.clone(), -dbndiff.sum(0, keepdim=True)",
+        "answer_dhprebn": "dhprebn += torch.ones_like(hprebn) * dbnmeani",
+    },
+    "hprebn",
+    "the path of dhprebn through bnmeani is 32 times what it should be",
+)
