@@ -2354,13 +2354,22 @@ MISTAKES["m_cmp_by_eval_after_the_last_answer"] = (
 # gradient of the same forward line (`dlogits, dlogit_maxes = dnorm_logits.clone(), -dnorm_logits.sum(1, ...)`, the
 # lecture's two lines made one). The probe of dlogits pins dlogit_maxes, and left the whole statement out as the pin's
 # own computation: dlogits's clone then kept the real dnorm_logits, and dlogits and dhprebn lost their 4 points as "not
-# its backward rule". Now the probe re-runs the statement's other assignments (probes.statements._without_pins).
+# its backward rule". Now the probe re-runs the statement with the pin's target renamed `_`
+# (probes.statements._without_pins).
 ALTERNATIVES["alt_h_alts3_tuple_of_two_paths"] = {
     "answer_dcounts_sum": "dcounts_sum, dcounts = -counts_sum**-2 * dcounts_sum_inv, counts_sum_inv * dprobs",
     "answer_dcounts": "dcounts += dcounts_sum",
     "answer_dlogit_maxes": "dlogits, dlogit_maxes = dnorm_logits.clone(), -dnorm_logits.sum(1, keepdim=True)",
     "answer_dlogits": "dlogits += F.one_hot(logits.max(1).indices, num_classes=logits.shape[1]) * dlogit_maxes",
     "answer_dbnmeani": "dhprebn, dbnmeani, _ = dbndiff.clone(), -dbndiff.sum(0, keepdim=True), None",
+    "answer_dhprebn": "dhprebn += 1.0 / n * torch.ones_like(hprebn) * dbnmeani",
+}
+# ... the same from a helper of one's own for a subtraction that broadcasts (a call: its pin's part renamed `_`)
+SUB_BACK = "def sub_back(dout, dim):\n    return dout.clone(), -dout.sum(dim, keepdim=True)\n\n\n"
+ALTERNATIVES["alt_h_alts3_helper_of_two_paths"] = {
+    "answer_dlogit_maxes": SUB_BACK + "dlogits, dlogit_maxes = sub_back(dnorm_logits, 1)",
+    "answer_dlogits": "dlogits += F.one_hot(logits.max(1).indices, num_classes=logits.shape[1]) * dlogit_maxes",
+    "answer_dbnmeani": "[dhprebn, dbnmeani] = sub_back(dbndiff, 0)",
     "answer_dhprebn": "dhprebn += 1.0 / n * torch.ones_like(hprebn) * dbnmeani",
 }
 # ... and the slips in that form still cost their own step, with the words of the two lines

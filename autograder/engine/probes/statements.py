@@ -58,26 +58,25 @@ def writes(node: ast.stmt) -> frozenset:
 
 
 def _without_pins(node: ast.stmt, pins) -> ast.stmt | None:
-    """``node`` without what it assigns to ``pins``, when it assigns a tuple of values to as many names at once
-    (`dlogits, dlogit_maxes = dnorm_logits.clone(), -dnorm_logits.sum(1, keepdim=True)`): the assignment of the others
-    alone, each from its own value (the pin stands for its part, the others are the answer's code); None for any other
-    statement, and when what is left still writes a pin."""
-    target, value = (node.targets[0], node.value) if isinstance(node, ast.Assign) and len(node.targets) == 1 else (0, 0)
-    if not (isinstance(target, (ast.Tuple, ast.List)) and isinstance(value, (ast.Tuple, ast.List))):
+    """``node`` with its targets among ``pins`` renamed ``_``, when it assigns several names at once, a pin among them
+    (`dlogits, dlogit_maxes = dnorm_logits.clone(), -dnorm_logits.sum(1, keepdim=True)`, `dhprebn, dbnmeani =
+    sub_back(dbndiff)`): the pin stands for its own part, the others are the answer's code. None for any other
+    statement, and when what is left still writes a pin (`dlogit_maxes[0], dlogits = ...`)."""
+    if not (
+        isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], (ast.Tuple, ast.List))
+    ):
         return None
-    pairs = list(zip(target.elts, value.elts))
-    if len(target.elts) != len(value.elts) or any(isinstance(e, ast.Starred) for pair in pairs for e in pair):
-        return None
-    left = [(t, v) for t, v in pairs if not (isinstance(t, ast.Name) and t.id in pins)]
-    if not left or len(left) == len(pairs):
-        return None
-    if len(left) == 1:
-        others = ast.Assign(targets=[left[0][0]], value=left[0][1])
-    else:
-        targets = ast.copy_location(ast.Tuple([t for t, _ in left], ast.Store()), target)
-        values = ast.copy_location(ast.Tuple([v for _, v in left], ast.Load()), value)
-        others = ast.Assign(targets=[targets], value=values)
-    others = ast.fix_missing_locations(ast.copy_location(others, node))
+
+    def renamed(target):
+        if isinstance(target, ast.Name) and target.id in pins:
+            return ast.copy_location(ast.Name("_", ast.Store()), target)
+        if isinstance(target, ast.Starred):
+            return ast.copy_location(ast.Starred(renamed(target.value), ast.Store()), target)
+        if isinstance(target, (ast.Tuple, ast.List)):
+            return ast.copy_location(type(target)([renamed(e) for e in target.elts], ast.Store()), target)
+        return target
+
+    others = ast.fix_missing_locations(ast.copy_location(ast.Assign([renamed(node.targets[0])], node.value), node))
     return None if writes(others) & set(pins) else others
 
 
