@@ -2389,3 +2389,39 @@ MISTAKES["m_tuple_of_two_paths_mean_path_without_1_over_n"] = (
     "hprebn",
     "the path of dhprebn through bnmeani is 32 times what it should be",
 )
+# micrograd's way (its `+=` into gradients set to zero first): every gradient set to zeros in one statement of the first
+# answer cell, then each answer accumulated; a two-path gradient's first part in the cell of the other path's gradient
+_ZEROED = [s.name for s in STEPS]
+_ACCUMULATED = {
+    "answer_dlogprobs": ", ".join("d" + x for x in _ZEROED)
+    + " = [torch.zeros_like(t) for t in ("
+    + ", ".join(_ZEROED)
+    + ")]\ndlogprobs[range(n), Yb] += -1.0 / n",
+    "answer_dprobs": "dprobs += (1.0 / probs) * dlogprobs",
+    "answer_dcounts_sum_inv": "dcounts_sum_inv += (counts * dprobs).sum(1, keepdim=True)\n"
+    "dcounts += counts_sum_inv * dprobs",
+    "answer_dcounts_sum": "dcounts_sum += -counts_sum**-2 * dcounts_sum_inv",
+    "answer_dcounts": "dcounts += torch.ones_like(counts) * dcounts_sum",
+    "answer_dnorm_logits": "dnorm_logits += counts * dcounts",
+    "answer_dlogit_maxes": "dlogit_maxes += -dnorm_logits.sum(1, keepdim=True)\ndlogits += dnorm_logits",
+    "answer_dlogits": "dlogits += F.one_hot(logits.max(1).indices, num_classes=logits.shape[1]) * dlogit_maxes",
+    "answer_dh": "dh += dlogits @ W2.T",
+    "answer_dW2": "dW2 += h.T @ dlogits",
+    "answer_db2": "db2 += dlogits.sum(0)",
+    "answer_dhpreact": "dhpreact += (1.0 - h**2) * dh",
+    "answer_dbngain": "dbngain += (bnraw * dhpreact).sum(0, keepdim=True)",
+    "answer_dbnbias": "dbnbias += dhpreact.sum(0, keepdim=True)",
+    "answer_dbnraw": "dbnraw += bngain * dhpreact",
+    "answer_dbnvar_inv": "dbnvar_inv += (bndiff * dbnraw).sum(0, keepdim=True)\ndbndiff += bnvar_inv * dbnraw",
+    "answer_dbnvar": "dbnvar += -0.5 * (bnvar + 1e-5) ** -1.5 * dbnvar_inv",
+    "answer_dbndiff2": "dbndiff2 += 1.0 / (n - 1) * torch.ones_like(bndiff2) * dbnvar",
+    "answer_dbndiff": "dbndiff += 2 * bndiff * dbndiff2",
+    "answer_dbnmeani": "dbnmeani += -dbndiff.sum(0, keepdim=True)\ndhprebn += dbndiff",
+    "answer_dhprebn": "dhprebn += 1.0 / n * torch.ones_like(hprebn) * dbnmeani",
+    "answer_dembcat": "dembcat += dhprebn @ W1.T",
+    "answer_dW1": "dW1 += embcat.T @ dhprebn",
+    "answer_db1": "db1 += dhprebn.sum(0)",
+    "answer_demb": "demb += dembcat.view(emb.shape)",
+    "answer_dC": "dC.index_add_(0, Xb.view(-1), demb.view(-1, n_embd))",
+}
+ALTERNATIVES["alt_h_alts3_accumulated_into_zeros"] = _ACCUMULATED
