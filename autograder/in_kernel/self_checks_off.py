@@ -5,11 +5,15 @@ Every ``.grad`` holds a decoy while grading (``switches.start_grading``), so ``a
 passed in the student's notebook; in a cell of several answers it stopped the cell, and every answer after it was
 missing. Such a statement (top-level, or in a `with` block) writes no name and reads ``.grad``: IPython's AST hook puts
 a call that says self-checks are skipped in its place. It gives no value to anything: nothing to take from autograd.
+So is ``loss.backward()`` as a statement of its own (the lecture's, to fill the ``.grad`` it compares with), which
+autograd refuses while grading: written above the answers of its cell, it stopped them all. The hook calls it only
+on what is not a tensor (a class of one's own with a method ``backward``); a tensor's gets the skipped note.
 """
 
 import ast
 import builtins
 import copy
+import functools
 import re
 import unicodedata
 
@@ -19,7 +23,8 @@ from ..common.kept import every_node
 from . import known_cells, located
 
 SKIPPED_HOOK = "__backprop_ninja_skipped__"  # a builtin while grading: what stands for a skipped check
-GRAD = re.compile(r"\bgrad\b")  # the word an attribute ``.grad`` is written with
+BACKWARD_HOOK = "__backprop_ninja_backward__"  # a builtin while grading: what stands for a statement x.backward(..)
+GRAD = re.compile(r"\bgrad\b|\bbackward\b")  # the words of an attribute ``.grad``, of a call ``.backward()``
 
 
 def skip_self_checks(skipped) -> None:
@@ -29,6 +34,7 @@ def skip_self_checks(skipped) -> None:
     if shell is None:
         return
     builtins.__dict__[SKIPPED_HOOK] = skipped
+    builtins.__dict__[BACKWARD_HOOK] = functools.partial(_backward_skipped, skipped)
     if not any(isinstance(t, _ChecksOff) for t in shell.ast_transformers):
         shell.ast_transformers.append(_ChecksOff())
     located.install(shell)
@@ -49,7 +55,7 @@ def _reads_no_grad(module: ast.Module) -> bool:
     (``known_cells.parsed_from``) while every AST hook is the course's (the others put in no such read): an attribute
     ``grad`` is that word in the text (not ``no_grad``), or, in a text that is not ASCII, in its NFKC form (Python's
     form of a name; the characters beside a name are ASCII). A student's cell was walked node by node for it, statement
-    by statement: about half of the hooks' CPU in a kernel."""
+    by statement: about half of the hooks' CPU in a kernel. Nor the word ``backward`` (``loss.backward()``)."""
     shell = get_ipython()
     if shell is None or not located.only_course_hooks(shell.ast_transformers):
         return False
@@ -69,11 +75,47 @@ def _without_checks(body: list) -> list:
             if inner != statement.body:
                 statement = copy.copy(statement)
                 statement.body = inner
+        elif runs_backward(statement):  # x.backward(..) -> the hook's call on x, with the same arguments
+            call = statement.value
+            call = ast.Call(ast.Name(BACKWARD_HOOK, ast.Load()), [call.func.value, *call.args], call.keywords)
+            statement = ast.fix_missing_locations(
+                ast.copy_location(ast.Expr(ast.copy_location(call, statement)), statement)
+            )
         elif checks_autograd(statement):
             call = ast.Call(ast.Name(SKIPPED_HOOK, ast.Load()), [], [])
             statement = ast.fix_missing_locations(ast.copy_location(ast.Expr(call), statement))
         new.append(statement)
     return new
+
+
+def _backward_skipped(skipped, tensor, *args, **kwargs):
+    """A statement ``tensor.backward(..)`` while grading: the skipped note for a tensor, the call for anything else."""
+    import torch
+
+    if isinstance(tensor, torch.Tensor):
+        return skipped()
+    return tensor.backward(*args, **kwargs)
+
+
+def runs_backward(statement: ast.stmt) -> bool:
+    """A statement that is one call ``x.backward(..)``, whose receiver and arguments call nothing else and bind nothing
+    (``loss.backward()``, ``loss.backward(retain_graph=True)``); once per node, as ``checks_autograd``."""
+    known = getattr(statement, "_runs_backward", None)
+    if known is None:
+        known = statement._runs_backward = _runs_backward(statement)
+    return known
+
+
+def _runs_backward(statement: ast.stmt) -> bool:
+    call = getattr(statement, "value", None) if isinstance(statement, ast.Expr) else None
+    if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) and call.func.attr == "backward"):
+        return False
+    if any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords):
+        return False
+    inside = every_node(statement)
+    return [s for s in inside if isinstance(s, ast.Call)] == [call] and not any(
+        isinstance(s, (ast.NamedExpr, ast.Lambda, ast.Await, ast.Yield, ast.YieldFrom)) for s in inside
+    )
 
 
 def checks_autograd(statement: ast.stmt) -> bool:

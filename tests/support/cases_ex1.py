@@ -2425,3 +2425,19 @@ _ACCUMULATED = {
     "answer_dC": "dC.index_add_(0, Xb.view(-1), demb.view(-1, n_embd))",
 }
 ALTERNATIVES["alt_h_alts3_accumulated_into_zeros"] = _ACCUMULATED
+# the lecture's lines that fill every .grad for its comparisons (gradients cleared, retain_grad, loss.backward()) above
+# the answer in its cell: autograd refused at loss.backward() while grading and stopped the cell, and dlogprobs (every
+# answer of the cell) counted as autograd's. Now the statement is skipped while grading, as a check against .grad is
+# (in_kernel/self_checks_off); a method backward of one's own still runs (tanh's step as a class, micrograd's way)
+LECTURE_BACKWARD = (
+    "for p in parameters:\n    p.grad = None\nfor t in [logprobs, probs, counts, counts_sum, counts_sum_inv,\n"
+    "          norm_logits, logit_maxes, logits, h, hpreact, bnraw, bnvar_inv, bnvar, bndiff2, bndiff, hprebn,\n"
+    "          bnmeani, embcat, emb]:\n    t.retain_grad()\nloss.backward()\n"
+)
+ALTERNATIVES["alt_h_alts3_lectures_backward_above_the_answers"] = {
+    "answer_dlogprobs": LECTURE_BACKWARD + "dlogprobs = torch.zeros_like(logprobs)\ndlogprobs[range(n), Yb] = -1.0 / n",
+    "answer_dprobs": "loss.backward(retain_graph=True)\ndprobs = (1.0 / probs) * dlogprobs",
+    "answer_dhpreact": "class Tanh:\n    def __init__(self, out):\n        self.out = out\n\n"
+    "    def backward(self, dout):\n        self.dx = (1 - self.out**2) * dout\n\n\n"
+    "layer = Tanh(h)\nlayer.backward(dh)\ndhpreact = layer.dx",
+}
