@@ -2142,6 +2142,24 @@ def with_self_checks(code: dict) -> dict:
     return {a: code[a] + "\n" + checks[i % 3].format(x=a.removeprefix("answer_d")) for i, a in enumerate(answers)}
 
 
+# the student's own comparison with autograd, the lecture's cmp made to return its verdict, asserted after each answer
+# (published): the decoys made the first assert fail while grading, and in a cell of several answers every answer after
+# it was missing (dprobs lost its point; the others kept theirs by their rule). The assert reads .grad only through the
+# function, which the kernel now knows reads it (in_kernel/self_checks_off.checks_through)
+COMPARE = (
+    "def compare(name, dt, t):\n    exact = torch.all(dt == t.grad).item()\n"
+    "    approx = torch.allclose(dt, t.grad, atol=1e-7)\n    print(f'{name:15s}: exact={exact} approx={approx}')\n"
+    "    return exact or approx\n\n\n"
+)
+
+
+def with_compare_asserts(code: dict) -> dict:
+    """Each answer followed by `assert compare(..)`, the first one after compare's def."""
+    answers = [a for a in code if a.startswith("answer_d") and a != "answer_dC_index_add"]
+    checked = {a: f"{code[a]}\nassert compare({a[8:]!r}, {a[7:]}, {a[8:]})" for a in answers}
+    return {**checked, answers[0]: COMPARE + checked[answers[0]]}
+
+
 def submissions(release, source) -> dict:
     """student -> notebook, for every case above and the special students of Exercise 1."""
     class_ = {"solution": solved(release, source), "blank": release}
@@ -2153,6 +2171,7 @@ def submissions(release, source) -> dict:
         class_[student] = solved(release, source, changes)
     class_["alt_one_cell"] = one_cell(release, source, {})
     class_["alt_one_cell_self_checks"] = one_cell(release, source, with_self_checks(solutions(source)))
+    class_["alt_one_cell_compare_asserts"] = one_cell(release, source, with_compare_asserts(solutions(source)))
     for student, (changes, _) in ONE_CELL_SLIPS.items():
         class_[student] = one_cell(release, source, changes)
     for student, (changes, after) in LATER_LINES.items():
@@ -2440,4 +2459,12 @@ ALTERNATIVES["alt_h_alts3_lectures_backward_above_the_answers"] = {
     "answer_dhpreact": "class Tanh:\n    def __init__(self, out):\n        self.out = out\n\n"
     "    def backward(self, dout):\n        self.dx = (1 - self.out**2) * dout\n\n\n"
     "layer = Tanh(h)\nlayer.backward(dh)\ndhpreact = layer.dx",
+}
+# ... and the lecture's two lines of dlogit_maxes's cell with that assert between them: dlogits's first part missing
+ALTERNATIVES["alt_h_alts3_compare_assert_between_two_answers"] = {
+    "answer_dlogprobs": COMPARE + "dlogprobs = torch.zeros_like(logprobs)\ndlogprobs[range(n), Yb] = -1.0 / n",
+    "answer_dlogit_maxes": "dlogit_maxes = -dnorm_logits.sum(1, keepdim=True)\n"
+    "assert compare('logit_maxes', dlogit_maxes, logit_maxes)\ndlogits = dnorm_logits.clone()",
+    "answer_dlogits": "dlogits += F.one_hot(logits.max(1).indices, num_classes=logits.shape[1]) * dlogit_maxes\n"
+    "if not compare('logits', dlogits, logits):\n    raise ValueError('dlogits is off')",
 }
