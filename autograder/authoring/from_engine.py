@@ -75,6 +75,7 @@ FUNCTIONS = [
     rebound._bound_at,
     rebound.as_written,
     rerun._latest,
+    rerun._without_pins,
     rerun.answer_code,
     rerun.calls_function,
     rerun.pin_value,

@@ -60,11 +60,12 @@ def _read_ahead(cell: str) -> None:
     autograd (``self_checks_off``)."""
     from ..engine.probes import rerun
     from ..engine.probes.snapshots import evaluated_names
-    from .self_checks_off import checks_autograd
+    from .self_checks_off import checks_autograd, runs_backward
 
     if cell in _parsed:
         for statement in rerun.flattened(_parsed[cell][1].body):
             checks_autograd(statement)
+            runs_backward(statement)
     for statement in rerun.parsed(cell.rstrip("\n")):  # (kept: ``common.kept``)
         for reading in (rerun.writes, evaluated_names, rerun._may_rebind, rerun._rebinds, rerun._reads):
             reading(statement)

@@ -5,12 +5,20 @@ Every ``.grad`` holds a decoy while grading (``switches.start_grading``), so ``a
 passed in the student's notebook; in a cell of several answers it stopped the cell, and every answer after it was
 missing. Such a statement (top-level, or in a `with` block) writes no name and reads ``.grad``: IPython's AST hook puts
 a call that says self-checks are skipped in its place. It gives no value to anything: nothing to take from autograd.
+So is ``loss.backward()`` as a statement of its own (the lecture's, to fill the ``.grad`` it compares with), which
+autograd refuses while grading: written above the answers of its cell, it stopped them all. The hook calls it only
+on what is not a tensor (a class of one's own with a method ``backward``); a tensor's gets the skipped note. And so is
+a check that reads ``.grad`` through a function of the student's own that reads it (``assert compare('h', dh, h)``,
+the lecture's ``cmp`` made to return its verdict): a function defined in the cell, or in an earlier one (``__main__``'s,
+whose code reads an attribute ``grad``).
 """
 
 import ast
 import builtins
 import copy
+import functools
 import re
+import types
 import unicodedata
 
 from IPython import get_ipython
@@ -19,7 +27,8 @@ from ..common.kept import every_node
 from . import known_cells, located
 
 SKIPPED_HOOK = "__backprop_ninja_skipped__"  # a builtin while grading: what stands for a skipped check
-GRAD = re.compile(r"\bgrad\b")  # the word an attribute ``.grad`` is written with
+BACKWARD_HOOK = "__backprop_ninja_backward__"  # a builtin while grading: what stands for a statement x.backward(..)
+GRAD = re.compile(r"\bgrad\b|\bbackward\b|\bassert|\braise\b")  # .grad, .backward(), a check by a function
 
 
 def skip_self_checks(skipped) -> None:
@@ -29,6 +38,7 @@ def skip_self_checks(skipped) -> None:
     if shell is None:
         return
     builtins.__dict__[SKIPPED_HOOK] = skipped
+    builtins.__dict__[BACKWARD_HOOK] = functools.partial(_backward_skipped, skipped)
     if not any(isinstance(t, _ChecksOff) for t in shell.ast_transformers):
         shell.ast_transformers.append(_ChecksOff())
     located.install(shell)
@@ -38,7 +48,7 @@ class _ChecksOff(ast.NodeTransformer):
     def visit(self, node):
         try:
             if isinstance(node, ast.Module) and not _reads_no_grad(node):
-                node.body = _without_checks(node.body)
+                node.body = _without_checks(node.body, _grad_readers(node.body))
         except Exception:  # the cell runs as it is
             pass
         return node
@@ -49,7 +59,8 @@ def _reads_no_grad(module: ast.Module) -> bool:
     (``known_cells.parsed_from``) while every AST hook is the course's (the others put in no such read): an attribute
     ``grad`` is that word in the text (not ``no_grad``), or, in a text that is not ASCII, in its NFKC form (Python's
     form of a name; the characters beside a name are ASCII). A student's cell was walked node by node for it, statement
-    by statement: about half of the hooks' CPU in a kernel."""
+    by statement: about half of the hooks' CPU in a kernel. Nor ``backward`` (``loss.backward()``), nor ``assert`` or
+    ``raise`` (a check by a function that reads ``.grad``)."""
     shell = get_ipython()
     if shell is None or not located.only_course_hooks(shell.ast_transformers):
         return False
@@ -59,21 +70,91 @@ def _reads_no_grad(module: ast.Module) -> bool:
     return not GRAD.search(source if source.isascii() else unicodedata.normalize("NFKC", source))
 
 
-def _without_checks(body: list) -> list:
+def _grad_readers(body: list) -> frozenset:
+    """The functions of the student's that read ``.grad`` which the statements of ``body`` call by name: defined in
+    ``body``, or earlier (the namespace's functions of ``__main__``, whose code, or a code nested in it, names
+    ``grad``)."""
+    defined = {
+        s.name for s in body if isinstance(s, ast.FunctionDef) and any(_loads_grad(sub) for sub in every_node(s))
+    }
+    called = {
+        sub.func.id
+        for s in body
+        if isinstance(s, (ast.Assert, ast.Expr, ast.If, ast.With))
+        for sub in every_node(s)
+        if isinstance(sub, ast.Call) and isinstance(sub.func, ast.Name)
+    }
+    shell = get_ipython()
+    namespace = getattr(shell, "user_ns", None) or {}
+    earlier = {
+        name
+        for name in called - defined
+        if isinstance(namespace.get(name), types.FunctionType)
+        and namespace[name].__module__ == "__main__"
+        and _names_grad(namespace[name].__code__)
+    }
+    return frozenset((defined & called) | earlier)
+
+
+def _loads_grad(node: ast.AST) -> bool:
+    return isinstance(node, ast.Attribute) and node.attr == "grad" and isinstance(node.ctx, ast.Load)
+
+
+def _names_grad(code: types.CodeType) -> bool:
+    return "grad" in code.co_names or any(_names_grad(c) for c in code.co_consts if isinstance(c, types.CodeType))
+
+
+def _without_checks(body: list, readers: frozenset = frozenset()) -> list:
     """``body`` without the checks; a statement is never changed in place (a `with` block is copied): the kernel's
     parse of a locked cell is its parent's, shared by every cell run of it (``known_cells.KnownParse``)."""
     new = []
     for statement in body:
         if isinstance(statement, ast.With):
-            inner = _without_checks(statement.body) or [ast.copy_location(ast.Pass(), statement)]
+            inner = _without_checks(statement.body, readers) or [ast.copy_location(ast.Pass(), statement)]
             if inner != statement.body:
                 statement = copy.copy(statement)
                 statement.body = inner
-        elif checks_autograd(statement):
+        elif runs_backward(statement):  # x.backward(..) -> the hook's call on x, with the same arguments
+            call = statement.value
+            call = ast.Call(ast.Name(BACKWARD_HOOK, ast.Load()), [call.func.value, *call.args], call.keywords)
+            statement = ast.fix_missing_locations(
+                ast.copy_location(ast.Expr(ast.copy_location(call, statement)), statement)
+            )
+        elif checks_autograd(statement) or checks_through(statement, readers):
             call = ast.Call(ast.Name(SKIPPED_HOOK, ast.Load()), [], [])
             statement = ast.fix_missing_locations(ast.copy_location(ast.Expr(call), statement))
         new.append(statement)
     return new
+
+
+def _backward_skipped(skipped, tensor, *args, **kwargs):
+    """A statement ``tensor.backward(..)`` while grading: the skipped note for a tensor, the call for anything else."""
+    import torch
+
+    if isinstance(tensor, torch.Tensor):
+        return skipped()
+    return tensor.backward(*args, **kwargs)
+
+
+def runs_backward(statement: ast.stmt) -> bool:
+    """A statement that is one call ``x.backward(..)``, whose receiver and arguments call nothing else and bind nothing
+    (``loss.backward()``, ``loss.backward(retain_graph=True)``); once per node, as ``checks_autograd``."""
+    known = getattr(statement, "_runs_backward", None)
+    if known is None:
+        known = statement._runs_backward = _runs_backward(statement)
+    return known
+
+
+def _runs_backward(statement: ast.stmt) -> bool:
+    call = getattr(statement, "value", None) if isinstance(statement, ast.Expr) else None
+    if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) and call.func.attr == "backward"):
+        return False
+    if any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords):
+        return False
+    inside = every_node(statement)
+    return [s for s in inside if isinstance(s, ast.Call)] == [call] and not any(
+        isinstance(s, (ast.NamedExpr, ast.Lambda, ast.Await, ast.Yield, ast.YieldFrom)) for s in inside
+    )
 
 
 def checks_autograd(statement: ast.stmt) -> bool:
@@ -85,10 +166,26 @@ def checks_autograd(statement: ast.stmt) -> bool:
     return known
 
 
+def checks_through(statement: ast.stmt, readers: frozenset) -> bool:
+    """A check as ``checks_autograd``'s that reads ``.grad`` through a call of one of ``readers`` (not kept on the node:
+    what a name stands for changes from cell to cell)."""
+    if not readers:
+        return False
+    subs = every_node(statement)
+    if not any(isinstance(s, ast.Call) and getattr(s.func, "id", None) in readers for s in subs):
+        return False
+    return _only_a_check(statement, subs)
+
+
 def _checks_autograd(statement: ast.stmt) -> bool:
     subs = every_node(statement)
-    if not any(isinstance(s, ast.Attribute) and s.attr == "grad" and isinstance(s.ctx, ast.Load) for s in subs):
+    if not any(_loads_grad(s) for s in subs):
         return False
+    return _only_a_check(statement, subs)
+
+
+def _only_a_check(statement: ast.stmt, subs: list) -> bool:
+    """An assert, a call of an assert function, or an `if` that raises, that writes and changes nothing."""
     if any(isinstance(getattr(s, "ctx", None), (ast.Store, ast.Del)) for s in subs):
         return False  # it writes a name (or an item, an attribute): not only a check
     if any(isinstance(s, (ast.NamedExpr, ast.FunctionDef, ast.ClassDef, ast.Lambda)) for s in subs):

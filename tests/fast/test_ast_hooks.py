@@ -128,7 +128,9 @@ def test_self_checks_off_walks_only_a_cell_whose_text_can_read_grad(monkeypatch)
     monkeypatch.setattr(self_checks_off, "get_ipython", lambda: shell)
     walked = []
     without_checks = self_checks_off._without_checks
-    monkeypatch.setattr(self_checks_off, "_without_checks", lambda body: walked.append(body) or without_checks(body))
+    monkeypatch.setattr(
+        self_checks_off, "_without_checks", lambda body, *more: walked.append(body) or without_checks(body, *more)
+    )
 
     def checked(source: str, parse=shell.compile.ast_parse) -> bool:
         walked.clear()
@@ -147,6 +149,30 @@ def test_self_checks_off_walks_only_a_cell_whose_text_can_read_grad(monkeypatch)
     ]:
         assert checked(source) == (True, True), source
         assert known_cells.parsed_from(shell, shell.compile.ast_parse.last[1]) == source
+    # a check through a function of the student's that reads .grad, defined in the cell or in an earlier one (of
+    # __main__); a function that does not read it, or not of __main__, is not one
+    compare = "def compare(s, dt, t):\n    return torch.allclose(dt, t.grad)\n\n\n"
+    assert checked(compare + "assert compare('h', dh, h)") == (True, True)
+    earlier = {"__name__": "__main__"}  # the student's earlier cells
+    exec(
+        "def compare(s, dt, t):\n    return torch.allclose(dt, t.grad)\n\n\ndef same(dt, t):\n    return dt == t",
+        earlier,
+    )
+    shell.user_ns = {"compare": earlier["compare"], "same": earlier["same"], "report": ast.parse}
+    for source in ["assert compare('h', dh, h)", "if not compare('h', dh, h):\n    raise ValueError('off')"]:
+        assert checked(source) == (True, True), source
+    for source in ["assert same(dh, h)", "assert report(dh)", "assert compare('h', dh, h) and dh.add_(1) is not None"]:
+        assert checked(source)[1] is False, source
+    # loss.backward() as a statement of its own: the hook's call on loss (a tensor's is skipped); not one whose
+    # receiver is a call (it may do more than that)
+    for source, left in [
+        (
+            "loss.backward(retain_graph=True)\ndW2 = h.T @ dlogits",
+            "__backprop_ninja_backward__(loss, retain_graph=True)",
+        ),
+        ("F.cross_entropy(logits, Yb).backward()", "F.cross_entropy(logits, Yb).backward()"),
+    ]:
+        assert ast.unparse(self_checks_off._ChecksOff().visit(shell.compile.ast_parse(source))).startswith(left)
     # a module the kernel's last parse did not make, or a hook of the student's: walked as before
     assert checked("dW2 = h.T @ dlogits", parse=ast.parse) == (True, False)
     shell.ast_transformers.append(ast.NodeTransformer())

@@ -220,7 +220,15 @@ def test_a_small_error_from_upstream_that_grows_further_down_costs_only_its_own_
 
 
 @pytest.mark.parametrize(
-    "student", [*ALTERNATIVES, "alt_one_cell", "alt_one_cell_self_checks", "alt_split_cells", "alt_shell_commands"]
+    "student",
+    [
+        *ALTERNATIVES,
+        "alt_one_cell",
+        "alt_one_cell_self_checks",
+        "alt_one_cell_compare_asserts",
+        "alt_split_cells",
+        "alt_shell_commands",
+    ],
 )
 def test_other_correct_formulas_and_layouts_get_full_marks(graded, student):
     assert lost_steps(graded, student) == [], graded[student].messages

@@ -108,6 +108,29 @@ def test_a_wrong_rule_whose_values_pass_is_named_for_dlogit_maxes_path(ex1_up_to
     assert "gives no point" in out
 
 
+@pytest.mark.parametrize(
+    "first, second, tick",
+    [
+        ("dlogits, dlogit_maxes = dnorm_logits.clone(), -dnorm_logits.sum(1, keepdim=True)", "dlogits += 0", False),
+        (
+            "dlogits, dlogit_maxes = dnorm_logits.clone(), -dnorm_logits.sum(1, keepdim=True)",
+            "dlogits += F.one_hot(logits.max(1).indices, num_classes=logits.shape[1]) * dlogit_maxes",
+            True,
+        ),
+    ],
+)
+def test_the_first_path_assigned_beside_the_pinned_gradient_is_judged_as_the_grader_does(
+    ex1_up_to, first, second, tick
+):
+    """One statement gives dlogit_maxes (pinned in dlogits's probe) and dlogits's first part: the check re-runs the
+    statement with dlogit_maxes's part set aside, as the grader does (probes.statements._without_pins)."""
+    run, cells = ex1_up_to
+    namespace = run("logit_maxes")
+    assert run_cells(namespace, first, cells["test_dlogit_maxes"]).startswith("✔ dlogit_maxes")
+    out = run_cells(namespace, second, cells["test_dlogits"])
+    assert out.startswith("✔ dlogits" if tick else "✘ dlogits: the values are right on this batch"), out
+
+
 def test_a_typo_in_the_line_of_the_max_path_is_named_as_the_grader_does(ex1_up_to):
     """The += of the max's path raises on any values (a typo): dlogits is the clone alone, ✘ as at grading."""
     run, cells = ex1_up_to

@@ -2142,6 +2142,24 @@ def with_self_checks(code: dict) -> dict:
     return {a: code[a] + "\n" + checks[i % 3].format(x=a.removeprefix("answer_d")) for i, a in enumerate(answers)}
 
 
+# the student's own comparison with autograd, the lecture's cmp made to return its verdict, asserted after each answer
+# (published): the decoys made the first assert fail while grading, and in a cell of several answers every answer after
+# it was missing (dprobs lost its point; the others kept theirs by their rule). The assert reads .grad only through the
+# function, which the kernel now knows reads it (in_kernel/self_checks_off.checks_through)
+COMPARE = (
+    "def compare(name, dt, t):\n    exact = torch.all(dt == t.grad).item()\n"
+    "    approx = torch.allclose(dt, t.grad, atol=1e-7)\n    print(f'{name:15s}: exact={exact} approx={approx}')\n"
+    "    return exact or approx\n\n\n"
+)
+
+
+def with_compare_asserts(code: dict) -> dict:
+    """Each answer followed by `assert compare(..)`, the first one after compare's def."""
+    answers = [a for a in code if a.startswith("answer_d") and a != "answer_dC_index_add"]
+    checked = {a: f"{code[a]}\nassert compare({a[8:]!r}, {a[7:]}, {a[8:]})" for a in answers}
+    return {**checked, answers[0]: COMPARE + checked[answers[0]]}
+
+
 def submissions(release, source) -> dict:
     """student -> notebook, for every case above and the special students of Exercise 1."""
     class_ = {"solution": solved(release, source), "blank": release}
@@ -2153,6 +2171,7 @@ def submissions(release, source) -> dict:
         class_[student] = solved(release, source, changes)
     class_["alt_one_cell"] = one_cell(release, source, {})
     class_["alt_one_cell_self_checks"] = one_cell(release, source, with_self_checks(solutions(source)))
+    class_["alt_one_cell_compare_asserts"] = one_cell(release, source, with_compare_asserts(solutions(source)))
     for student, (changes, _) in ONE_CELL_SLIPS.items():
         class_[student] = one_cell(release, source, changes)
     for student, (changes, after) in LATER_LINES.items():
@@ -2349,3 +2368,103 @@ MISTAKES["m_cmp_by_eval_after_the_last_answer"] = (
     "C_index_add",
     "code the grader cannot read ran in your cells up to here (eval, exec,",
 )
+
+# h-alts3's round (December 2026): a two-path gradient's first part assigned in one statement beside the other
+# gradient of the same forward line (`dlogits, dlogit_maxes = dnorm_logits.clone(), -dnorm_logits.sum(1, ...)`, the
+# lecture's two lines made one). The probe of dlogits pins dlogit_maxes, and left the whole statement out as the pin's
+# own computation: dlogits's clone then kept the real dnorm_logits, and dlogits and dhprebn lost their 4 points as "not
+# its backward rule". Now the probe re-runs the statement with the pin's target renamed `_`
+# (probes.statements._without_pins).
+ALTERNATIVES["alt_h_alts3_tuple_of_two_paths"] = {
+    "answer_dcounts_sum": "dcounts_sum, dcounts = -counts_sum**-2 * dcounts_sum_inv, counts_sum_inv * dprobs",
+    "answer_dcounts": "dcounts += dcounts_sum",
+    "answer_dlogit_maxes": "dlogits, dlogit_maxes = dnorm_logits.clone(), -dnorm_logits.sum(1, keepdim=True)",
+    "answer_dlogits": "dlogits += F.one_hot(logits.max(1).indices, num_classes=logits.shape[1]) * dlogit_maxes",
+    "answer_dbnmeani": "dhprebn, dbnmeani, _ = dbndiff.clone(), -dbndiff.sum(0, keepdim=True), None",
+    "answer_dhprebn": "dhprebn += 1.0 / n * torch.ones_like(hprebn) * dbnmeani",
+}
+# ... the same from a helper of one's own for a subtraction that broadcasts (a call: its pin's part renamed `_`)
+SUB_BACK = "def sub_back(dout, dim):\n    return dout.clone(), -dout.sum(dim, keepdim=True)\n\n\n"
+ALTERNATIVES["alt_h_alts3_helper_of_two_paths"] = {
+    "answer_dlogit_maxes": SUB_BACK + "dlogits, dlogit_maxes = sub_back(dnorm_logits, 1)",
+    "answer_dlogits": "dlogits += F.one_hot(logits.max(1).indices, num_classes=logits.shape[1]) * dlogit_maxes",
+    "answer_dbnmeani": "[dhprebn, dbnmeani] = sub_back(dbndiff, 0)",
+    "answer_dhprebn": "dhprebn += 1.0 / n * torch.ones_like(hprebn) * dbnmeani",
+}
+# ... and the slips in that form still cost their own step, with the words of the two lines
+MISTAKES["m_tuple_of_two_paths_max_path_missing"] = (
+    {
+        "answer_dlogit_maxes": "dlogits, dlogit_maxes = dnorm_logits.clone(), -dnorm_logits.sum(1, keepdim=True)",
+        "answer_dlogits": "pass",
+    },
+    "logits",
+    "the path through logit_maxes is missing",
+)
+MISTAKES["m_tuple_of_two_paths_mean_path_without_1_over_n"] = (
+    {
+        "answer_dbnmeani": "dhprebn, dbnmeani = dbndiff.clone(), -dbndiff.sum(0, keepdim=True)",
+        "answer_dhprebn": "dhprebn += torch.ones_like(hprebn) * dbnmeani",
+    },
+    "hprebn",
+    "the path of dhprebn through bnmeani is 32 times what it should be",
+)
+# micrograd's way (its `+=` into gradients set to zero first): every gradient set to zeros in one statement of the first
+# answer cell, then each answer accumulated; a two-path gradient's first part in the cell of the other path's gradient
+_ZEROED = [s.name for s in STEPS]
+_ACCUMULATED = {
+    "answer_dlogprobs": ", ".join("d" + x for x in _ZEROED)
+    + " = [torch.zeros_like(t) for t in ("
+    + ", ".join(_ZEROED)
+    + ")]\ndlogprobs[range(n), Yb] += -1.0 / n",
+    "answer_dprobs": "dprobs += (1.0 / probs) * dlogprobs",
+    "answer_dcounts_sum_inv": "dcounts_sum_inv += (counts * dprobs).sum(1, keepdim=True)\n"
+    "dcounts += counts_sum_inv * dprobs",
+    "answer_dcounts_sum": "dcounts_sum += -counts_sum**-2 * dcounts_sum_inv",
+    "answer_dcounts": "dcounts += torch.ones_like(counts) * dcounts_sum",
+    "answer_dnorm_logits": "dnorm_logits += counts * dcounts",
+    "answer_dlogit_maxes": "dlogit_maxes += -dnorm_logits.sum(1, keepdim=True)\ndlogits += dnorm_logits",
+    "answer_dlogits": "dlogits += F.one_hot(logits.max(1).indices, num_classes=logits.shape[1]) * dlogit_maxes",
+    "answer_dh": "dh += dlogits @ W2.T",
+    "answer_dW2": "dW2 += h.T @ dlogits",
+    "answer_db2": "db2 += dlogits.sum(0)",
+    "answer_dhpreact": "dhpreact += (1.0 - h**2) * dh",
+    "answer_dbngain": "dbngain += (bnraw * dhpreact).sum(0, keepdim=True)",
+    "answer_dbnbias": "dbnbias += dhpreact.sum(0, keepdim=True)",
+    "answer_dbnraw": "dbnraw += bngain * dhpreact",
+    "answer_dbnvar_inv": "dbnvar_inv += (bndiff * dbnraw).sum(0, keepdim=True)\ndbndiff += bnvar_inv * dbnraw",
+    "answer_dbnvar": "dbnvar += -0.5 * (bnvar + 1e-5) ** -1.5 * dbnvar_inv",
+    "answer_dbndiff2": "dbndiff2 += 1.0 / (n - 1) * torch.ones_like(bndiff2) * dbnvar",
+    "answer_dbndiff": "dbndiff += 2 * bndiff * dbndiff2",
+    "answer_dbnmeani": "dbnmeani += -dbndiff.sum(0, keepdim=True)\ndhprebn += dbndiff",
+    "answer_dhprebn": "dhprebn += 1.0 / n * torch.ones_like(hprebn) * dbnmeani",
+    "answer_dembcat": "dembcat += dhprebn @ W1.T",
+    "answer_dW1": "dW1 += embcat.T @ dhprebn",
+    "answer_db1": "db1 += dhprebn.sum(0)",
+    "answer_demb": "demb += dembcat.view(emb.shape)",
+    "answer_dC": "dC.index_add_(0, Xb.view(-1), demb.view(-1, n_embd))",
+}
+ALTERNATIVES["alt_h_alts3_accumulated_into_zeros"] = _ACCUMULATED
+# the lecture's lines that fill every .grad for its comparisons (gradients cleared, retain_grad, loss.backward()) above
+# the answer in its cell: autograd refused at loss.backward() while grading and stopped the cell, and dlogprobs (every
+# answer of the cell) counted as autograd's. Now the statement is skipped while grading, as a check against .grad is
+# (in_kernel/self_checks_off); a method backward of one's own still runs (tanh's step as a class, micrograd's way)
+LECTURE_BACKWARD = (
+    "for p in parameters:\n    p.grad = None\nfor t in [logprobs, probs, counts, counts_sum, counts_sum_inv,\n"
+    "          norm_logits, logit_maxes, logits, h, hpreact, bnraw, bnvar_inv, bnvar, bndiff2, bndiff, hprebn,\n"
+    "          bnmeani, embcat, emb]:\n    t.retain_grad()\nloss.backward()\n"
+)
+ALTERNATIVES["alt_h_alts3_lectures_backward_above_the_answers"] = {
+    "answer_dlogprobs": LECTURE_BACKWARD + "dlogprobs = torch.zeros_like(logprobs)\ndlogprobs[range(n), Yb] = -1.0 / n",
+    "answer_dprobs": "loss.backward(retain_graph=True)\ndprobs = (1.0 / probs) * dlogprobs",
+    "answer_dhpreact": "class Tanh:\n    def __init__(self, out):\n        self.out = out\n\n"
+    "    def backward(self, dout):\n        self.dx = (1 - self.out**2) * dout\n\n\n"
+    "layer = Tanh(h)\nlayer.backward(dh)\ndhpreact = layer.dx",
+}
+# ... and the lecture's two lines of dlogit_maxes's cell with that assert between them: dlogits's first part missing
+ALTERNATIVES["alt_h_alts3_compare_assert_between_two_answers"] = {
+    "answer_dlogprobs": COMPARE + "dlogprobs = torch.zeros_like(logprobs)\ndlogprobs[range(n), Yb] = -1.0 / n",
+    "answer_dlogit_maxes": "dlogit_maxes = -dnorm_logits.sum(1, keepdim=True)\n"
+    "assert compare('logit_maxes', dlogit_maxes, logit_maxes)\ndlogits = dnorm_logits.clone()",
+    "answer_dlogits": "dlogits += F.one_hot(logits.max(1).indices, num_classes=logits.shape[1]) * dlogit_maxes\n"
+    "if not compare('logits', dlogits, logits):\n    raise ValueError('dlogits is off')",
+}

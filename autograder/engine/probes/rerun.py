@@ -23,6 +23,7 @@ from .statements import (  # noqa: F401 (read as rerun's by the kernel's modules
     _reads,
     _rebinds,
     _rebound_in,
+    _without_pins,
     flattened,
     parsed,
     writes,
@@ -101,6 +102,9 @@ def answer_code(cells, answer: str, pins, since: int = 0) -> AnswerCode:
             if mine is not None or not writes(parts[i][k]) & pins:
                 window.append((parts[i][k], (i, k)))
                 changed.append(mine or set())
+            elif (others := _without_pins(parts[i][k], pins)) is not None:  # a pin's part beside the answer's
+                window.append((others, (i, k)))
+                changed.append(set())
 
     derived = set(pins)  # names computed from the pins, statement by statement
     for s, _ in window:

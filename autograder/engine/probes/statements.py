@@ -57,6 +57,29 @@ def writes(node: ast.stmt) -> frozenset:
     return frozenset(assigned_names(node))
 
 
+def _without_pins(node: ast.stmt, pins) -> ast.stmt | None:
+    """``node`` with its targets among ``pins`` renamed ``_``, when it assigns several names at once, a pin among them
+    (`dlogits, dlogit_maxes = dnorm_logits.clone(), -dnorm_logits.sum(1, keepdim=True)`, `dhprebn, dbnmeani =
+    sub_back(dbndiff)`): the pin stands for its own part, the others are the answer's code. None for any other
+    statement, and when what is left still writes a pin (`dlogit_maxes[0], dlogits = ...`)."""
+    if not (
+        isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], (ast.Tuple, ast.List))
+    ):
+        return None
+
+    def renamed(target):
+        if isinstance(target, ast.Name) and target.id in pins:
+            return ast.copy_location(ast.Name("_", ast.Store()), target)
+        if isinstance(target, ast.Starred):
+            return ast.copy_location(ast.Starred(renamed(target.value), ast.Store()), target)
+        if isinstance(target, (ast.Tuple, ast.List)):
+            return ast.copy_location(type(target)([renamed(e) for e in target.elts], ast.Store()), target)
+        return target
+
+    others = ast.fix_missing_locations(ast.copy_location(ast.Assign([renamed(node.targets[0])], node.value), node))
+    return None if writes(others) & set(pins) else others
+
+
 @kept_on_node
 def _may_rebind(node: ast.stmt) -> frozenset:
     """Names the statement may give a new value as a whole: in a block, on any of its paths (a branch not taken, a
