@@ -106,13 +106,14 @@ def _autograd_problem(answer):
 
 
 _SHAPES = {}  # a cell's text -> whether it is one of the course's own cells
+_CHECKED_AT = {}  # answer -> the cells run when the line under its graded cell was last shown
 
 
-def _marked(answer):
+def _marked(answer, upto=None):
     """The autograder's reading of the cells you ran in this session (the course's own left out), as at grading: None
     when it leaves `answer` its points; else the first cell it cannot read, or "" when it reads autograd in it."""
     taint, unread = AutogradTaint(answers=GRADIENTS | {answer}), None
-    for source in map(str, (globals().get("In") or [])[1:]):
+    for source in map(str, (globals().get("In") or [])[1:upto]):
         if source not in _SHAPES:
             if len(_SHAPES) > 1000:
                 _SHAPES.clear()
@@ -137,19 +138,20 @@ def _unread_line(source):
     return None
 
 
-def _marked_problem(answer):
+def _marked_problem(answer, upto=None):
     """Why the autograder takes the points of `answer` whatever its values, as its reading of your cells finds; None
     when it does not."""
     try:
-        cell = _marked(answer)
+        cell = _marked(answer, upto)
     except Exception:  # (the reading cannot tell: the other checks decide)
         return None
     if cell is None:
         return None
     if not cell:
-        return (f"your code for {answer}, or a cell before it, reads autograd (.grad or backward): while grading, .grad "
-                f"holds no gradients, so this answer earns nothing. Compute it from the forward pass's tensors and "
-                f"the gradients before it")
+        return _autograd_problem(answer) or (
+            f"your code for {answer}, or a cell before it, reads autograd (.grad or backward): while grading, .grad "
+            f"holds no gradients, so this answer earns nothing. Compute it from the forward pass's tensors and the "
+            f"gradients before it")
     line = _unread_line(cell) or cell.strip().splitlines()[0][:120]
     return (f"a cell you ran holds code the autograder cannot read: `{line}` (eval, exec, a name made while it runs as "
             f"in globals()['d' + name] or getattr(x, name)). It may change any answer, so when graded every answer "
@@ -670,7 +672,8 @@ def self_check(*names, checklist=False):
             if earlier:
                 row["hint"] = _fix_first(earlier, row["hint"], name, globals().get("d" + name))
         if row["status"] == "ok" and _answers_in_cells():  # the rule too, as the line under its graded cell and the autograder judge it
-            wrong_rule = _marked_problem("d" + name) or _autograd_problem("d" + name) or _rule_problem(name)
+            marked = _marked_problem("d" + name, _CHECKED_AT.get("d" + name))
+            wrong_rule = marked or _autograd_problem("d" + name) or _rule_problem(name)
             if wrong_rule:
                 row.update(status="wrong", hint=wrong_rule)
         rows.append(row)
@@ -838,6 +841,7 @@ def check_answer(name, want=None, answer=None, calls=None, indices=None):
         want = _autograd_gradient(name)
     answer = answer or "d" + name
     key = answer[1:]  # what this check is remembered as: name, or e.g. C_index_add
+    _CHECKED_AT[answer] = len(globals().get("In") or [])
     dt = globals().get(answer)
     row = _compare(name, dt, want, indices)
     ran = _ran_problem(answer, dt, name)

@@ -1,0 +1,153 @@
+"""A ✔ under a cell means the point whatever else the student's cells did: the checks read the cells run in this session
+with the grader's own reading (``honesty.AutogradTaint``, copied into the helper cell), the course's locked cells left
+out by their shape (``honesty.course_cells``). An answer the grader marks (code it cannot read, as eval or a name made
+with globals(), or a value read from autograd, in any earlier cell) is ✘ under its cell, with words that say what was
+found and how to write it instead; the grader takes its point (graded here in process).
+
+The session is a student's: In holds the setup cells and the helper cell as the release has them, then every cell run,
+the check cells too.
+"""
+
+import re
+from pathlib import Path
+
+import nbformat
+import pytest
+from IPython.core.inputtransformer2 import TransformerManager
+from support.cases_ex1 import MISTAKES, NB
+from support.course import REPO
+from support.in_process import autograde
+from test_student_notebooks import EX1, HELPERS, hint, release, run_cells, source
+
+from autograder.authoring.notebooks import course_shapes
+from autograder.authoring.submissions import grade_id, solved
+from autograder.common.naming import SETUP_PREFIX
+from autograder.engine.backward_rules import STEPS
+from autograder.engine.honesty.course_cells import cell_shape
+from autograder.engine.reference import run_setup, strip_hidden
+
+LOOP = MISTAKES["m_cmp_by_globals_after_the_last_answer"][0]["answer_dC_index_add"]
+UNREAD = "a cell you ran holds code the autograder cannot read"
+HOW = "Name the tensors instead: cmp('h', dh, h), not cmp(name, globals()['d' + name], globals()[name])"
+# case -> (the step, the cells run for it before its check, what the check says)
+CASES = {
+    "eval": ("h", ["dh = eval('dlogits @ W2.T')"], f"{UNREAD}: `dh = eval('dlogits @ W2.T')`"),
+    "globals_loop": ("C_index_add", [LOOP], f"{UNREAD}: `cmp(name, globals()['d' + name], globals()[name])`"),
+    "grad_read_in_an_earlier_cell": (
+        "W2",
+        ["g = W2.grad", "dW2 = g.clone()"],
+        "your code for dW2, or a cell before it, reads autograd (.grad or backward)",
+    ),
+}
+ORDER = [s.name for s in STEPS]
+
+
+@pytest.fixture(scope="module")
+def session():
+    """Exercise 1 as a student runs it, up to (not including) a step (None: every step); the cells by id."""
+    cells = {grade_id(c): c.source for c in solved(release(EX1), source(EX1)).cells}
+    setup = [c.source for c in source(EX1).cells if grade_id(c).startswith(SETUP_PREFIX)]
+    ran = dict(run_setup(tuple(setup), 2147483647))
+    course = ["", *(cells[grade_id(c)] for c in source(EX1).cells if grade_id(c).startswith(SETUP_PREFIX))]
+    helpers = compile(strip_hidden(HELPERS), "<helpers>", "exec")
+
+    def run(stop=None):
+        namespace = {**ran, "In": [*course, cells["self_check_helpers"]]}
+        exec(helpers, namespace)
+        for step in ORDER[: ORDER.index(stop) if stop else None]:
+            out = run_cells(namespace, cells[f"answer_d{step}"], cells[f"test_d{step}"])
+            assert out.startswith(f"✔ d{step}"), out
+        return namespace
+
+    return run, cells
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_what_the_grader_marks_is_a_cross_under_its_cell_not_a_tick(session, case):
+    run, cells = session
+    step, code, says = CASES[case]
+    stop = None if step == "C_index_add" else step
+    out = run_cells(run(stop), cells[f"answer_d{step}"], cells[f"test_d{step}"])
+    assert out.startswith(f"✔ d{step}: shape"), out  # the course's answer
+
+    out = run_cells(run(stop), *code, cells[f"test_d{step}"])
+    out = next(line for line in out.splitlines() if line.startswith(f"✘ d{step}: "))  # (after the loop's own tables)
+    assert says in out, out
+    if case != "grad_read_in_an_earlier_cell":
+        assert HOW in out and "restart the kernel" in out, out
+
+
+@pytest.fixture(scope="module")
+def graded():
+    """The cases graded in process, as the grader judges them (the solution beside them)."""
+    source_nb, release_nb = source(NB), nbformat.read(REPO / "release" / "backprop_ninja" / f"{NB}.ipynb", 4)
+    class_ = {"solution": solved(release_nb, source_nb)}
+    for case, (step, code, _) in CASES.items():
+        before = [(f"answer_d{step}", line) for line in code[:-1]]
+        class_[case] = solved(release_nb, source_nb, {f"answer_d{step}": code[-1]}, before)
+    return autograde(NB, class_)
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_the_grader_takes_the_point_the_check_warned_of(graded, case):
+    step = CASES[case][0]
+    assert f"test_d{step}" in graded[case].lost(), graded[case].messages
+    assert graded["solution"].lost() == []
+
+
+def test_every_answer_from_that_cell_on_is_a_cross_and_those_checked_before_keep_their_tick(session):
+    """As the grader judges each answer at its graded cell: eval in dh's cell costs dh and every later answer, not
+    dlogits, checked before it; the checklist says the same."""
+    run, cells = session
+    namespace = run("h")
+    run_cells(namespace, "dh = eval('dlogits @ W2.T')", cells["test_dh"])
+    out = run_cells(namespace, cells["answer_dW2"], cells["test_dW2"])
+    assert out.startswith(f"✘ dW2: {UNREAD}: `dh = eval('dlogits @ W2.T')`"), out
+    table = run_cells(namespace, cells["check_layer2"] if "check_layer2" in cells else 'self_check("h", "W2")')
+    assert hint(table, "dh").startswith(UNREAD) and hint(table, "dW2").startswith(UNREAD), table
+    table = run_cells(namespace, 'self_check("logits")')
+    assert table.splitlines()[-1].startswith("✔"), table
+
+
+def test_a_check_loop_over_globals_is_a_cross_in_its_own_table(session):
+    run, cells = session
+    out = run_cells(
+        run("h"), "for name in ['logprobs', 'probs']:\n    cmp(name, globals()['d' + name], globals()[name])"
+    )
+    assert hint(out, "dlogprobs").startswith(f"{UNREAD}: `cmp(name, globals()['d' + name], globals()[name])`"), out
+
+
+@pytest.mark.parametrize(
+    "code",
+    [
+        "cmp('logits', dlogits, logits)",
+        'if "dlogits" in globals():\n    print(dlogits.shape)',
+        "print(getattr(dlogits, 'shape'))",
+        "%time x = dlogits.sum()",
+        "loss.item()",
+    ],
+)
+def test_ordinary_cells_leave_the_ticks(session, code):
+    """A check that names its tensors, a name asked for, an attribute written out, a magic: the grader marks none."""
+    run, cells = session
+    namespace = run("h")
+    if code.startswith("%"):  # (no IPython here to run it: In holds what IPython runs, which is what is read)
+        namespace["In"].append(TransformerManager().transform_cell(code))
+    else:
+        run_cells(namespace, code)
+    out = run_cells(namespace, cells["answer_dh"], cells["test_dh"])
+    assert out.startswith("✔ dh: shape"), out
+
+
+@pytest.mark.parametrize("folder", ["release", "editions/ru", "editions/zh"], ids=lambda f: Path(f).name)
+def test_every_locked_cell_of_every_edition_is_known_by_its_shape(folder):
+    """The checks leave out the course's own cells (the helper cell's exec and globals(), the setup's backward()):
+    each locked code cell, in any edition, has a shape the helper cell of that notebook holds."""
+    for path in sorted((REPO / folder / "backprop_ninja").glob("*.ipynb")):
+        nb = nbformat.read(path, as_version=4)
+        helper = next(c.source for c in nb.cells if grade_id(c) == "self_check_helpers")
+        held = set(" ".join(re.findall(r'^    "([0-9a-f ]+)"$', helper, re.M)).split())
+        assert held == set(course_shapes()), path
+        for cell in nb.cells:
+            if cell.cell_type == "code" and cell.metadata.get("nbgrader", {}).get("locked"):
+                assert cell_shape(cell.source) in held, (path.name, grade_id(cell))
