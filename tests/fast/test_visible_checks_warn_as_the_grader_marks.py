@@ -13,10 +13,12 @@ from pathlib import Path
 
 import nbformat
 import pytest
+import torch
 from IPython.core.inputtransformer2 import TransformerManager
 from support.cases_ex1 import MISTAKES, NB
 from support.course import REPO
 from support.in_process import autograde
+from test_ex4_visible_checks import EX4, INDEX_ADD, printed, with_the_checks
 from test_student_notebooks import EX1, HELPERS, hint, release, run_cells, source
 
 from autograder.authoring.notebooks import course_shapes
@@ -151,3 +153,55 @@ def test_every_locked_cell_of_every_edition_is_known_by_its_shape(folder):
         for cell in nb.cells:
             if cell.cell_type == "code" and cell.metadata.get("nbgrader", {}).get("locked"):
                 assert cell_shape(cell.source) in held, (path.name, grade_id(cell))
+
+
+# Exercise 4: the grader takes every gradient of a backward_pass that reads autograd, and marks the calibration (its
+# graded names) after code it cannot read; the lines under those cells say so, as they read the same cells.
+READS_GRAD = "\n    autograds = C.grad  # (read, not used)"
+CALIBRATION = "hprebn_all = C[Xtr].view(Xtr.shape[0], -1) @ W1 + b1\nbnmean = hprebn_all.mean(0, keepdim=True)\n"
+CALIBRATION += "bnvar = hprebn_all.var(0, keepdim=True)"
+
+
+@pytest.fixture(scope="module")
+def exercise_4():
+    """Exercise 4's setup, the cells of its solved notebook by grade_id (as test_ex4_visible_checks's ex4)."""
+    cells = {grade_id(c): c.source for c in solved(release(EX4), source(EX4)).cells if grade_id(c)}
+    setup = [c.source for c in source(EX4).cells if grade_id(c).startswith(SETUP_PREFIX)]
+    return dict(run_setup(tuple(setup), 2147483647)), cells
+
+
+def test_exercise_4_a_backward_pass_that_reads_grad_is_a_cross_under_each_gradient(exercise_4):
+    right = exercise_4[1]["answer_backward_pass"]
+    assert printed(exercise_4, right, 'check_backward("C")', In=["", right]).startswith("✔ dC: shape")
+    reads = right.replace(INDEX_ADD, INDEX_ADD + READS_GRAD)
+    for name in ("C", "W2"):
+        out = printed(exercise_4, reads, f"check_backward({name!r})", In=["", reads])
+        assert out.startswith(f"✘ d{name}: your code for backward_pass, or a cell before it, reads autograd"), out
+    out = printed(exercise_4, right, 'check_backward("C")', In=["", right, "x = eval('1 + 1')"])
+    assert out.startswith("✔ dC: shape"), out  # (code it cannot read outside backward_pass: not backward_pass's)
+
+
+@pytest.mark.parametrize("before", ["", "x = eval('1 + 1')"])
+def test_exercise_4_the_calibration_after_code_the_grader_cannot_read_is_a_cross(exercise_4, before):
+    setup, _ = exercise_4
+    namespace = with_the_checks(exercise_4)
+    noise = torch.Generator().manual_seed(1)
+    trained = [p.detach() + 0.05 * torch.randn(p.shape, generator=noise) for p in setup["parameters"]]
+    namespace.update(parameters=trained, **dict(zip(setup["parameter_names"], trained)))
+    namespace["In"] = ["", before, CALIBRATION]
+    with torch.no_grad():
+        out = run_cells(namespace, CALIBRATION, "check_calibration()")
+    if before:
+        assert out.startswith(f"✘ bnmean: {UNREAD}: `x = eval('1 + 1')`"), out
+    else:
+        assert out.startswith("✔ bnmean and bnvar"), out
+
+
+def test_exercise_4_a_training_step_that_runs_backward_is_a_cross_under_the_training_cell(exercise_4):
+    """The lecture's loop with loss.backward() kept: the grader takes the training's points, and the line says so
+    before any replay."""
+    _, cells = exercise_4
+    step = cells["answer_training_step"].replace("    return loss", "    loss.backward()\n    return loss")
+    out = printed(exercise_4, cells["answer_backward_pass"] + "\n\n" + step, "check_training()", In=["", step])
+    assert out.startswith("✘ training: your code for training_step"), out
+    assert "reads autograd (.grad or backward)" in out, out

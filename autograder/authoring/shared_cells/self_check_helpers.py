@@ -109,10 +109,10 @@ _SHAPES = {}  # a cell's text -> whether it is one of the course's own cells
 _CHECKED_AT = {}  # answer -> the cells run when the line under its graded cell was last shown
 
 
-def _marked(answer, upto=None):
+def _marked(answer, upto=None, answers=None):
     """The autograder's reading of the cells you ran in this session (the course's own left out), as at grading: None
     when it leaves `answer` its points; else the first cell it cannot read, or "" when it reads autograd in it."""
-    taint, unread = AutogradTaint(answers=GRADIENTS | {answer}), None
+    taint, unread = AutogradTaint(answers=GRADIENTS | {answer} if answers is None else answers), None
     for source in map(str, (globals().get("In") or [])[1:upto]):
         if source not in _SHAPES:
             if len(_SHAPES) > 1000:
@@ -138,11 +138,11 @@ def _unread_line(source):
     return None
 
 
-def _marked_problem(answer, upto=None):
+def _marked_problem(answer, upto=None, answers=None):
     """Why the autograder takes the points of `answer` whatever its values, as its reading of your cells finds; None
     when it does not."""
     try:
-        cell = _marked(answer, upto)
+        cell = _marked(answer, upto, answers)
     except Exception:  # (the reading cannot tell: the other checks decide)
         return None
     if cell is None:
