@@ -16,6 +16,7 @@ import pytest
 import torch
 from IPython.core.inputtransformer2 import TransformerManager
 from support.cases_ex1 import MISTAKES, NB
+from support.cases_ex5 import NB5
 from support.course import REPO
 from support.in_process import autograde
 from test_ex4_visible_checks import EX4, INDEX_ADD, printed, with_the_checks
@@ -26,6 +27,7 @@ from autograder.authoring.submissions import grade_id, solved
 from autograder.common.naming import SETUP_PREFIX
 from autograder.engine.backward_rules import STEPS
 from autograder.engine.honesty.course_cells import cell_shape
+from autograder.engine.operators import OPERATOR_STEPS
 from autograder.engine.reference import run_setup, strip_hidden
 
 LOOP = MISTAKES["m_cmp_by_globals_after_the_last_answer"][0]["answer_dC_index_add"]
@@ -205,3 +207,26 @@ def test_exercise_4_a_training_step_that_runs_backward_is_a_cross_under_the_trai
     out = printed(exercise_4, cells["answer_backward_pass"] + "\n\n" + step, "check_training()", In=["", step])
     assert out.startswith("✘ training: your code for training_step"), out
     assert "reads autograd (.grad or backward)" in out, out
+
+
+@pytest.mark.parametrize(
+    "notebook, answer, check",
+    [
+        ("ex2_cross_entropy_backward", "answer_loss_fast", ["check_loss_fast", "test_loss_fast"]),  # check_value
+        (NB5, f"answer_d{OPERATOR_STEPS[0].name}", [f"test_d{OPERATOR_STEPS[0].name}"]),  # Exercise 5's own table
+    ],
+)
+def test_the_other_notebooks_checks_warn_too(notebook, answer, check):
+    cells = {grade_id(c): c.source for c in solved(release(notebook), source(notebook)).cells}
+    setup = [c.source for c in source(notebook).cells if grade_id(c).startswith(SETUP_PREFIX)]
+    ran, helpers = run_setup(tuple(setup), 2147483647), compile(strip_hidden(HELPERS), "<helpers>", "exec")
+
+    def fresh():
+        namespace = {**ran}
+        exec(helpers, namespace)
+        return namespace
+
+    out = run_cells(fresh(), cells[answer], *(cells[c] for c in check)).splitlines()[-1]
+    assert out.startswith("✔"), out
+    out = run_cells(fresh(), "x = eval('1 + 1')\n" + cells[answer], *(cells[c] for c in check)).splitlines()[-1]
+    assert out.startswith("✘") and f"{UNREAD}: `x = eval('1 + 1')`" in out, out
