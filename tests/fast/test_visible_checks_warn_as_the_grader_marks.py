@@ -22,13 +22,14 @@ from support.in_process import autograde
 from test_ex4_visible_checks import EX4, INDEX_ADD, printed, with_the_checks
 from test_student_notebooks import EX1, HELPERS, hint, release, run_cells, source
 
-from autograder.authoring.notebooks import course_shapes
+from autograder.authoring.notebooks import SOURCE_DIR, course_shapes
 from autograder.authoring.submissions import grade_id, solved
 from autograder.common.naming import SETUP_PREFIX
 from autograder.engine.backward_rules import STEPS
 from autograder.engine.honesty.course_cells import cell_shape
 from autograder.engine.operators import OPERATOR_STEPS
 from autograder.engine.reference import run_setup, strip_hidden
+from autograder.preprocessors.judge_answers import reported_names
 
 LOOP = MISTAKES["m_cmp_by_globals_after_the_last_answer"][0]["answer_dC_index_add"]
 UNREAD = "a cell you ran holds code the autograder cannot read"
@@ -230,3 +231,40 @@ def test_the_other_notebooks_checks_warn_too(notebook, answer, check):
     assert out.startswith("✔"), out
     out = run_cells(fresh(), "x = eval('1 + 1')\n" + cells[answer], *(cells[c] for c in check)).splitlines()[-1]
     assert out.startswith("✘") and f"{UNREAD}: `x = eval('1 + 1')`" in out, out
+
+
+def test_each_settings_cell_names_what_its_hidden_tests_report():
+    """GRADED, the answers the checks' reading judges each on its own, is the grader's: the names the notebook's hidden
+    tests report (``judge_answers.reported_names``)."""
+    for path in sorted(SOURCE_DIR.glob("ex[1-5]_*.ipynb")):
+        nb = nbformat.read(path, as_version=4)
+        locked = [c.source for c in nb.cells if c.cell_type == "code" and c.metadata.get("nbgrader", {}).get("locked")]
+        settings = next(c.source for c in nb.cells if grade_id(c) == "setup_settings")
+        namespace = {}
+        exec(strip_hidden(settings), namespace)
+        assert namespace["GRADED"] == set().union(*map(reported_names, locked)), path.name
+
+
+EX2 = "ex2_cross_entropy_backward"
+THROUGH_DPROBS = ["dprobs = probs.grad", "dlogits = probs * (dprobs - (dprobs * probs).sum(1, keepdim=True))"]
+
+
+def test_a_gradient_that_is_no_answer_here_carries_autograd_into_one_as_at_grading():
+    """Exercise 2 grades dlogits alone: a dprobs read from .grad in a cell before it is no answer of its own there (it
+    is one in Exercise 1), and dlogits computed from it earns nothing; the line under dlogits says so."""
+    cells = {grade_id(c): c.source for c in solved(release(EX2), source(EX2)).cells}
+    setup = [c.source for c in source(EX2).cells if grade_id(c).startswith(SETUP_PREFIX)]
+    namespace = {**run_setup(tuple(setup), 2147483647)}
+    exec(strip_hidden(HELPERS), namespace)
+    out = run_cells(namespace, *THROUGH_DPROBS, cells["test_dlogits"])
+    assert out.startswith("✘ dlogits: your code for dlogits, or a cell before it, reads autograd"), out
+    release_nb, source_nb = release(EX2), source(EX2)
+    graded = autograde(
+        EX2,
+        {
+            "through_dprobs": solved(
+                release_nb, source_nb, {"answer_dlogits": THROUGH_DPROBS[1]}, [("answer_dlogits", THROUGH_DPROBS[0])]
+            )
+        },
+    )
+    assert "test_dlogits" in graded["through_dprobs"].lost(), graded["through_dprobs"].messages

@@ -112,7 +112,8 @@ _CHECKED_AT = {}  # answer -> the cells run when the line under its graded cell 
 def _marked(answer, upto=None, answers=None):
     """The autograder's reading of the cells you ran in this session (the course's own left out), as at grading: None
     when it leaves `answer` its points; else the first cell it cannot read, or "" when it reads autograd in it."""
-    taint, unread = AutogradTaint(answers=GRADIENTS | {answer} if answers is None else answers), None
+    answers = {*globals().get("GRADED", GRADIENTS), answer} if answers is None else answers  # (the settings cell's)
+    taint, unread = AutogradTaint(answers=answers), None
     for source in map(str, (globals().get("In") or [])[1:upto]):
         if source not in _SHAPES:
             if len(_SHAPES) > 1000:

@@ -194,10 +194,9 @@ class AutogradTaint:
         return self.runners | self.graders
 
     def graders_cell(self, source: str) -> None:
-        """A locked cell, restored with its hidden tests: the names they import from the grader's own package (the
-        function that reports an answer, the one of the seed) stay in the kernel's namespace. The student's code that
-        uses one reaches the grader's machinery in the kernel, which can undo its switches: it counts as code the grader
-        cannot read."""
+        """A locked cell, restored with its hidden tests: the names they import from the grader's own package (its
+        reporting, its seed) stay in the kernel's namespace. The student's code that uses one reaches the grader's
+        machinery in the kernel, which can undo its switches: it counts as code the grader cannot read."""
         for statement in statements(source):
             if isinstance(statement, (ast.Import, ast.ImportFrom)):
                 for alias in statement.names:
