@@ -3,8 +3,9 @@ reading of the student's cells (``self_check_helpers``), as the grader leaves ou
 
 A cell's shape is its syntax tree with every string left out (messages, docstrings, f-strings: what an edition
 translates; comments are not in the tree), so the English, Russian and Chinese copies of a locked cell have one shape.
-The notebooks hold the shapes of the course's locked cells (``authoring.from_engine``); a student's cell of the same
-shape is the course's code with other words, which reads nothing the course's does not.
+The notebooks hold the shapes of the course's locked cells (``authoring.from_engine``). A student's cell of the same
+shape is the course's code with other words; none of the course's cells runs a string as code, so that only a cell
+made to look like one could hide a mark from the checks, never from the grader, which reads every unlocked cell.
 """
 
 import ast
