@@ -123,6 +123,23 @@ def test_a_check_loop_over_globals_is_a_cross_in_its_own_table(session):
 
 
 @pytest.mark.parametrize(
+    "code, line",
+    [
+        ("exec('dh = dlogits @ W2.T')", "exec('dh = dlogits @ W2.T')"),
+        ("dh = globals()['d' + 'logits'] @ W2.T", "dh = globals()['d' + 'logits'] @ W2.T"),
+        ("dh = vars()['dlogits'] @ W2.T", "dh = vars()['dlogits'] @ W2.T"),
+        ("dh = locals()['dlogits'] @ W2.T", "dh = locals()['dlogits'] @ W2.T"),
+        ("op = 'matmul'\ndh = getattr(torch, op)(dlogits, W2.T)", "dh = getattr(torch, op)(dlogits, W2.T)"),
+        ("dh = dlogits @ W2.T\nsetattr(torch, 'x' + 'y', dh)", "setattr(torch, 'x' + 'y', dh)"),
+    ],
+)
+def test_each_way_to_a_name_made_at_run_time_is_named_with_its_line(session, code, line):
+    run, cells = session
+    out = run_cells(run("h"), code, cells["test_dh"])
+    assert out.startswith(f"✘ dh: {UNREAD}: `{line}`"), out
+
+
+@pytest.mark.parametrize(
     "code",
     [
         "cmp('logits', dlogits, logits)",
