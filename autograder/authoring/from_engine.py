@@ -6,7 +6,8 @@ grader does, so that a ✔ under a graded cell means the point. The self-check h
 the engine functions that find and re-run a step's code on random upstream gradients (``engine.probes``), the
 tolerance (``engine.tolerance``) and, as data, each step's forward line and upstream tensors, one graph per table
 (``engine.backward_rules``, ``engine.operators``; a notebook names its table in ``STEP_TABLE``, Exercise 1's by
-default). A change in the engine makes the notebooks stale, and the drift test says so.
+default), and the grader's reading of the student's cells (``engine.honesty``) with the shapes of the course's own
+cells, which it leaves out. A change in the engine makes the notebooks stale, and the drift test says so.
 """
 
 import ast
@@ -24,11 +25,12 @@ from ..engine import backward_rules, explain, honesty, operators, tolerance
 from ..engine.bug_hunt import catalogue, checker
 from ..engine.bug_hunt import rerun as bug_hunt_rerun
 from ..engine.diagnosis import answer_notes
-from ..engine.honesty import prose, stored, unread_code
+from ..engine.honesty import cell_code, course_cells, prose, stored, unread_code
 from ..engine.probes import judge_rule, pins, rerun, snapshots
 from ..engine.training import lines_again, network, reference_runs
 from ..in_kernel import bug_hunt_rerun as kernel_rerun
 from ..in_kernel import capture, rebound
+from . import notebooks
 
 # table -> its steps: what a notebook's STEP_TABLE names ("atomic" when it names none)
 TABLES = {"atomic": backward_rules.STEPS, "operators": operators.OPERATOR_STEPS}
@@ -97,6 +99,17 @@ FUNCTIONS = [
     capture._print,
     capture.lines_again,
 ]
+# the grader's reading of the student's cells, whole (``honesty.AutogradTaint``): what marks an answer, the code it
+# cannot read (eval, exec, globals()[..], getattr with a computed name) among it, for the checks' warning before grading
+READING = {
+    cell_code: "as_run statements",
+    honesty: "_clears_gradient _names AutogradTaint",
+    course_cells: "cell_shape _shape",
+    unread_code: "resolves_names runs_unread_code _runs_unread_code _computes_a_name _asked_whether_in changed_by "
+    "code_in_annotation set_by_def defines_code_in_annotations _a_string _false _true makes_text passes_code "
+    "magic_code unknown_module _binds",
+}
+FUNCTIONS += [getattr(module, name) for module, names in READING.items() for name in names.split()]
 
 
 def _harmless() -> str:
@@ -118,13 +131,32 @@ def _graph() -> str:
     return head + "GRAPHS = {\n" + "\n".join(tables) + "\n}"
 
 
-def block() -> str:
-    """What stands for ``MARKER`` in the helper cell."""
+def _reading(shapes) -> list:
+    """The constants of the grader's reading of the student's cells (``honesty.AutogradTaint``), as lines of Python,
+    and the shapes of the course's own cells, which the checks leave out of it as the grader does."""
+    names = "RUNS_CODE STRING_RUNNERS UNREAD_ATTRIBUTES RESOLVER_MODULES MAGICS SHELL SELF_MATCHING MUTATORS UNREAD"
+    values = [(name, getattr(unread_code, name)) for name in names.split()]
+    values += [("FORBIDDEN_MODULES", honesty.FORBIDDEN_MODULES), ("GRADER", honesty.GRADER)]
+    lines = [f"{name} = {f'frozenset({sorted(v)!r})' if isinstance(v, set) else repr(v)}" for name, v in values]
+    nodes = ", ".join(f"ast.{node.__name__}" for node in unread_code.TYPE_NODES)
+    shapes = textwrap.wrap(" ".join(shapes), 110) or [""]
+    return lines + [
+        f"TYPE_NODES = ({nodes})",
+        "# the course's own cells, by the shape of their code (their words left out: the same in every edition)",
+        "COURSE_CELLS = frozenset((",
+        *(f'    "{part} "' for part in shapes),
+        ").split())",
+    ]
+
+
+def block(shapes=None) -> str:
+    """What stands for ``MARKER`` in the helper cell; ``shapes``: the course cells' (by default, ``course_shapes``)."""
     head = [
         "# ---- The autograder's own code for judging a step by its rule, copied in here so that these checks",
         "# ---- judge each step as the autograder does. You do not need to read it.",
         "import ast",
         "import functools",
+        "import importlib.util",
         "import inspect",
         "import textwrap",
         "import types",
@@ -157,9 +189,12 @@ def block() -> str:
         f"WIDE_PUNCTUATION = {naming.WIDE_PUNCTUATION!r}  # an input method's punctuation -> what Python needs",
         _harmless(),
         _graph(),
+        *_reading(notebooks.course_shapes() if shapes is None else shapes),
     ]
     sources = [inspect.getsource(f).rstrip("\n") for f in FUNCTIONS]
-    return "\n".join(head) + "\n\n\n" + "\n\n\n".join(sources) + "\n# ---- end of the generated lines"
+    kept = f"_KEPT_NAMES, _AFTER_CELL = {honesty._KEPT_NAMES!r}, Kept(1_000_000, lambda key: key[1])"
+    kept += "\n_AS_RUN, _STATEMENTS = Kept(4_000_000), Kept(1_000_000)  # what the reading of the cells keeps"
+    return "\n".join(head) + "\n\n\n" + "\n\n\n".join(sources) + f"\n\n\n{kept}\n# ---- end of the generated lines"
 
 
 BUG_HUNT_MARKER = "# @from-engine: the bug hunt"

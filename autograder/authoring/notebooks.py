@@ -6,6 +6,7 @@ repository keeps (outputs cleared); the tests fail when a copy has drifted.
 """
 
 import re
+from functools import cache
 from pathlib import Path
 
 import nbformat
@@ -30,6 +31,27 @@ def shared_cell(cell_id: str) -> str | None:
 
     path = SHARED_CELLS / f"{cell_id}.py"
     return expanded(path.read_text().rstrip("\n")) if cell_id and path.exists() else None
+
+
+@cache
+def course_shapes() -> tuple:
+    """The shapes (``honesty.course_cells``) of the locked code cells of the course's notebooks, as a student runs
+    them (hidden tests left out), the shared cells as their definitions have them; this helper cell's own shape from
+    its definition too (the shapes are among its words, which a shape leaves out)."""
+    from ..engine.honesty import cell_code, course_cells
+    from ..engine.reference import strip_hidden
+    from .from_engine import MARKER, block
+
+    helper = (SHARED_CELLS / "self_check_helpers.py").read_text().rstrip("\n")
+    sources = [helper.replace(MARKER, block(shapes=()))]
+    for path in authored_notebooks():
+        for cell in nbformat.read(path, as_version=4).cells:
+            locked = cell.cell_type == "code" and cell.metadata.get("nbgrader", {}).get("locked")
+            if locked and grade_id(cell) != "self_check_helpers":
+                sources.append(generated_source(cell, Path(path).stem))
+    texts = [strip_hidden(source) for source in sources]  # and as IPython's history holds them
+    shapes = {course_cells.cell_shape(text) for source in texts for text in (source, cell_code.as_run(source) or "")}
+    return tuple(sorted(shapes - {None}))
 
 
 def stale_setup_cells(nb) -> list:

@@ -105,6 +105,61 @@ def _autograd_problem(answer):
             f"this answer earns nothing. Compute it from the forward pass's tensors and the gradients before it")
 
 
+_SHAPES = {}  # a cell's text -> whether it is one of the course's own cells
+_CHECKED_AT = {}  # answer -> the cells run when the line under its graded cell was last shown
+
+
+def _marked(answer, upto=None, answers=None):
+    """The autograder's reading of the cells you ran in this session (the course's own left out), as at grading: None
+    when it leaves `answer` its points; else the first cell it cannot read, or "" when it reads autograd in it."""
+    answers = {*globals().get("GRADED", GRADIENTS), answer} if answers is None else answers  # (the settings cell's)
+    taint, unread = AutogradTaint(answers=answers), None
+    for source in map(str, (globals().get("In") or [])[1:upto]):
+        if source not in _SHAPES:
+            if len(_SHAPES) > 1000:
+                _SHAPES.clear()
+            _SHAPES[source] = cell_shape(source) in COURSE_CELLS
+        if _SHAPES[source]:
+            continue
+        taint.add_cell(source)
+        unread = source if taint.unread and unread is None else unread
+    return None if answer not in taint.tainted else unread if UNREAD in taint.tainted else ""
+
+
+def _unread_line(source):
+    """The line of `source` that runs code the autograder cannot read (None when no one line does)."""
+    code, todo = as_run(source) or source, list(statements(source))
+    while todo:
+        node = todo.pop(0)
+        if runs_unread_code(node):
+            inner = [c for c in ast.iter_child_nodes(node) if isinstance(c, ast.stmt) and runs_unread_code(c)]
+            if not inner:
+                return code.splitlines()[node.lineno - 1].strip()[:120]
+            todo = inner
+    return None
+
+
+def _marked_problem(answer, upto=None, answers=None):
+    """Why the autograder takes the points of `answer` whatever its values, as its reading of your cells finds; None
+    when it does not."""
+    try:
+        cell = _marked(answer, upto, answers)
+    except Exception:  # (the reading cannot tell: the other checks decide)
+        return None
+    if cell is None:
+        return None
+    if not cell:
+        return _autograd_problem(answer) or (
+            f"your code for {answer}, or a cell before it, reads autograd (.grad or backward): while grading, .grad "
+            f"holds no gradients, so this answer earns nothing. Compute it from the forward pass's tensors and the "
+            f"gradients before it")
+    line = _unread_line(cell) or cell.strip().splitlines()[0][:120]
+    return (f"a cell you ran holds code the autograder cannot read: `{line}` (eval, exec, a name made while it runs as "
+            f"in globals()['d' + name] or getattr(x, name)). It may change any answer, so when graded every answer "
+            f"from that cell on earns nothing. Name the tensors instead: cmp('h', dh, h), not cmp(name, "
+            f"globals()['d' + name], globals()[name]); then restart the kernel and run the notebook again")
+
+
 def _rule_problem(name, answer=None):
     """The grader's rule probe of d<name> (or `answer`, the variable that holds it), whose values are right here: your
     code for it, run again with its upstream gradients replaced by random tensors (the grader's draw), against the
@@ -591,6 +646,8 @@ def cmp(name, dt, t):
     ran = _ran_problem("d" + name, dt) if dt is not None and globals().get("d" + name) is dt else None
     if ran:
         row.update(status="wrong", hint=ran)
+    elif row["status"] == "ok" and _answers_in_cells() and (marked := _marked_problem("d" + name)):
+        row.update(status="wrong", hint=marked)
     display(CheckTable([row]))
 
 
@@ -616,7 +673,8 @@ def self_check(*names, checklist=False):
             if earlier:
                 row["hint"] = _fix_first(earlier, row["hint"], name, globals().get("d" + name))
         if row["status"] == "ok" and _answers_in_cells():  # the rule too, as the line under its graded cell and the autograder judge it
-            wrong_rule = _autograd_problem("d" + name) or _rule_problem(name)
+            marked = _marked_problem("d" + name, _CHECKED_AT.get("d" + name))
+            wrong_rule = marked or _autograd_problem("d" + name) or _rule_problem(name)
             if wrong_rule:
                 row.update(status="wrong", hint=wrong_rule)
         rows.append(row)
@@ -784,13 +842,14 @@ def check_answer(name, want=None, answer=None, calls=None, indices=None):
         want = _autograd_gradient(name)
     answer = answer or "d" + name
     key = answer[1:]  # what this check is remembered as: name, or e.g. C_index_add
+    _CHECKED_AT[answer] = len(globals().get("In") or [])
     dt = globals().get(answer)
     row = _compare(name, dt, want, indices)
     ran = _ran_problem(answer, dt, name)
     if ran:
         row.update(status="wrong", hint=ran, close=None)
     elif row["status"] == "ok" and _answers_in_cells():
-        wrong_rule = (_autograd_problem(answer) or _rule_problem(name, answer)
+        wrong_rule = (_marked_problem(answer) or _autograd_problem(answer) or _rule_problem(name, answer)
                       or (calls and _calls_problem(name, answer, calls)))
         if wrong_rule:
             row.update(status="wrong", hint=wrong_rule)
@@ -863,10 +922,13 @@ def check_value(name, want, scale=None, of=None):
         difference = (got.detach().double() - want.detach().double()).abs().max().item() if got.numel() else 0.0
         if scale is None:
             scale = want.detach().abs().max().item() if want.numel() else 0.0
-        if difference <= TOLERANCE * max(float(scale), 1e-3):
+        marked = difference <= TOLERANCE * max(float(scale), 1e-3) and _marked_problem(of or name)
+        if marked is None:
             print(f"✔ {name}: shape {tuple(got.shape)} ok, max difference {difference:.1e}")
             return
-        if not want.any():
+        if marked:
+            problem = marked
+        elif not want.any():
             problem = f"entries up to {difference:.1e} in size, where every one must be zero"
         else:
             problem = (f"max difference {difference:.1e}: not the same values" + _where(got, want, scale)

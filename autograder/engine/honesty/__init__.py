@@ -194,9 +194,9 @@ class AutogradTaint:
         return self.runners | self.graders
 
     def graders_cell(self, source: str) -> None:
-        """A locked cell, restored with its hidden tests: the names they import from the grader's own package
-        (``report``, ``grading_seed``) stay in the kernel's namespace. The student's code that uses one reaches the
-        grader's machinery in the kernel, which can undo its switches: it counts as code the grader cannot read."""
+        """A locked cell, restored with its hidden tests: the names they import from the grader's own package (its
+        reporting, its seed) stay in the kernel's namespace. The student's code that uses one reaches the grader's
+        machinery in the kernel, which can undo its switches: it counts as code the grader cannot read."""
         for statement in statements(source):
             if isinstance(statement, (ast.Import, ast.ImportFrom)):
                 for alias in statement.names:
@@ -224,7 +224,7 @@ class AutogradTaint:
         for _ in range(2):  # twice, so that a loop carries taint backwards too
             for statement in statements(source):
                 self._statement(statement)
-                self.graders -= _binds(statement)  # the student's own report = .., def report(): no longer the grader's
+                self.graders -= _binds(statement)  # a name the student binds (x = .., def x): no longer the grader's
         if self.unread:
             self.tainted |= self.answers | {UNREAD}
 
