@@ -81,6 +81,10 @@ RESOLVER_MODULES += ("yaml", "pickle", "_pickle", "cloudpickle", "dill", "joblib
 # as code (a mako template's <% .. %>, sympy's sympify of any string it is handed, jinja2's expressions): the grader's
 # rules table by 'auto' + 'gra' + 'der...', 34 of Exercise 1's 34 points (until 2026-12-07), or code it cannot read
 RESOLVER_MODULES += ("distributed", "dask", "tornado", "pytest", "_pytest", "mako", "sympy", "jinja2")
+# pydantic's ImportString ('builtins.ex' + 'ec', '__main__.__dict__': exec and the namespace; the grader's rules rebuilt
+# from the package's own source, which the kernel reads), alembic's and traitlets' loaders of a Python file
+RESOLVER_MODULES += ("pydantic", "pydantic_core", "alembic")
+RESOLVERS |= {"ImportString", "PyFileConfigLoader", "load_python_file", "load_module_py"}
 RESOLVERS |= {"import_term", "import_required", "import_object", "importorskip", "loadTestsFromName", "sympify"}
 RESOLVERS |= {"loadTestsFromNames", "parse_expr", "compile_expression", "from_string"}
 UNREAD_ATTRIBUTES = SHELL_HOOKS | AROUND | RESOLVERS
