@@ -18,6 +18,7 @@ from ..common.editions import EDITION_VARIABLE
 from ..common.words import say
 from ..data import SEED_VARIABLE
 from ..engine.honesty.decoy import decoy
+from ..engine.honesty.grader_formulas import formulas_refuse, refusing
 from .self_checks_off import skip_self_checks
 from .snapshot_hook import take_snapshots
 
@@ -81,6 +82,7 @@ def _take_autograd_away() -> None:
     _no_engine_runs()
     _no_recording()
     _take_backward_kernels_away()
+    formulas_refuse(_refusal())  # the grader's own rules, reached by any name (a module's name in a string)
 
 
 class _EngineRefuses:
@@ -191,7 +193,7 @@ class _ImportsFromWhereTheyWere:
         places = [spec.origin] if spec.has_location and isinstance(spec.origin, str) else []
         places += [p for p in spec.submodule_search_locations or () if isinstance(p, str)]
         if all(self._known(place) for place in places):
-            return spec
+            return refusing(spec)  # (a module of the grader's refuses as the others do: grader_formulas)
         words = say("a module written while grading is not imported: {name}", name=repr(name))
         raise ModuleNotFoundError(words.render(edition()), name=name)
 

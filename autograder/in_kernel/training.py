@@ -4,13 +4,15 @@ run, extra training stopped, and backward_pass and training_step each called on 
 import torch
 
 from ..engine import wire
+from ..engine.honesty.grader_formulas import for_the_replay, hand_out, handed_out, refuse
 from .capture import call_capturing, lines_again, same_tensor_as
 from .other_inputs import on_other_inputs
 from .reports import send
 from .switches import AutogradIsOff, grading
 
 BACKWARD_CHAIN = ("dlogits", "dh", "dhpreact", "dhprebn", "dembcat", "demb")  # backward_pass's locals, reported
-_backward_calls = {}  # backward_pass -> what it gave on the check batch (it runs once per definition)
+# backward_pass judged once the right gradients were out (the replay ran): autograd's, as the grader takes it
+HANDED_OUT = {"kind": "raised", "type": "AutogradIsOff", "message": "judged after the right gradients were handed out"}
 
 
 def graded_steps(default):
@@ -52,7 +54,44 @@ def limit_forward(namespace: dict, calls: int) -> None:
     namespace["forward"] = forward
 
 
-def _backward_on_check_batch(namespace: dict) -> dict:
+def _judged_once():
+    """(the check batch's payload of the notebook's backward_pass, worked out once per definition; the hand-out of
+    the right gradients to the replay; whether they were handed out), their state out of the namespace's reach.
+
+    The replay hands the student's training_step the course's own gradients, for whatever batch and cache it asks.
+    It ran before the check batch's judgment (called by its module's name, which the static reading does not see,
+    with a namespace of the student's making) or within it: a backward_pass that returned what the replay gave
+    earned Exercise 4's 14 points with no gradient written (until 2026-12-07). So the right gradients are handed out
+    once, and no backward_pass is judged after that, nor while it happened: such a judgment is autograd's."""
+    judging, judged = [], {}
+
+    def judged_once(namespace: dict) -> dict:
+        function = namespace.get("backward_pass")
+        if not callable(function):
+            return {"backward_pass": {"kind": "missing"}}
+        if id(function) in judged:
+            return judged[id(function)][1]
+        if handed_out():
+            return {"backward_pass": HANDED_OUT}
+        judging.append(function)
+        try:
+            payload = _backward_on_check_batch(namespace, function)
+        finally:
+            judging.pop()
+        payload = {"backward_pass": HANDED_OUT} if handed_out() else payload
+        judged[id(function)] = (function, payload)  # (the function kept: its id is no other's)
+        return payload
+
+    def hand_out_once() -> None:
+        refused = handed_out() or bool(judging)
+        hand_out()
+        if refused:
+            refuse()  # (the switch's own words: autograd is switched off while grading)
+
+    return judged_once, hand_out_once
+
+
+def _backward_on_check_batch(namespace: dict, function) -> dict:
     """backward_pass(Xb, Yb, cache) on copies of the setup's check batch, at the initial parameters, twice.
 
     The parameters are put back as they were afterwards. The payload holds d<parameter> by
@@ -64,11 +103,6 @@ def _backward_on_check_batch(namespace: dict) -> dict:
     """
     from ..engine.training.network import PARAMETER_NAMES
 
-    function = namespace.get("backward_pass")
-    if not callable(function):
-        return {"backward_pass": {"kind": "missing"}}
-    if function in _backward_calls:
-        return _backward_calls[function]
     parameters, initial = namespace["parameters"], namespace["initial_parameters"]
     Xb, Yb, cache = namespace["check_batch"]
 
@@ -110,8 +144,10 @@ def _backward_on_check_batch(namespace: dict) -> dict:
         payload[name] = wire.encode(variables.get(name), name in variables)
     payload["again"] = wire.encode(again)
     payload.update(other)
-    _backward_calls[function] = payload
     return payload
+
+
+_judged, _hand_out = _judged_once()
 
 
 def _kept(result, variables: dict):
@@ -147,7 +183,7 @@ def report_backward(namespace: dict) -> None:
     if not grading():
         print("This cell is graded by the autograder.")
         return
-    send(_backward_on_check_batch(namespace))
+    send(_judged(namespace))
 
 
 def _replay_training_step(namespace: dict) -> dict:
@@ -165,13 +201,15 @@ def _replay_training_step(namespace: dict) -> dict:
     step = namespace.get("training_step")
     if not callable(step):
         return {"replay": {"kind": "missing"}}
+    _hand_out()
     parameters, X, Y = namespace["parameters"], namespace["Xtr"], namespace["Ytr"]
     saved = {name: namespace[name] for name in ("backward_pass", "forward") if name in namespace}
     calls = []
 
     def right_gradients(Xb, Yb, cache):
         calls.append(1)
-        return manual_backward(parameters, Xb, Yb, cache)
+        with for_the_replay():  # (the grader's formulas refuse in the kernel but for this call)
+            return manual_backward(parameters, Xb, Yb, cache)
 
     namespace["backward_pass"] = right_gradients
     forward = namespace.get("forward")
@@ -225,4 +263,8 @@ def report_training(namespace: dict) -> None:
     payload = {"losses": losses}
     for name, p in zip(PARAMETER_NAMES, namespace.get("parameters") or []):
         payload[name] = wire.encode(p)
-    send({**_backward_on_check_batch(namespace), **payload, **_replay_training_step(namespace)})
+    before = handed_out()  # (by the student's code: the replay below is the kernel's)
+    payload = {**_judged(namespace), **payload}
+    if before:
+        payload.update(backward_pass=HANDED_OUT, replay={**HANDED_OUT, "backward_calls": 0, "rebound_at": None})
+    send({**payload, **({} if before else _replay_training_step(namespace))})

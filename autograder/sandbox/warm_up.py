@@ -71,9 +71,11 @@ def warm_up() -> None:
     format_a_traceback()
     flush_only_what_was_written()
     store_exceptions_briefly()
+    from ..engine.honesty.grader_formulas import grader_functions
     from ..in_kernel.switches import module_places
 
     module_places()  # (each kernel's start_grading reads it)
+    grader_functions()  # (and this: the functions it makes refuse, found before the freeze below)
     # What was loaded lives as long as the kernels: out of the cycle collector's sight, whose every full pass over
     # it cost a kernel 0.13 s (0.3 s of Exercise 3's 0.7 s of CPU), and copied the pages it touched from the parent
     gc.freeze()

@@ -1831,6 +1831,53 @@ CHEATS["c_written_into_the_namespace"] = (  # globals()[..] = ..: an answer no s
     FROM_DW2,
     "autograd",
 )
+# the grader's rules table by a module's name in a string, through a module of the environment that resolves one
+# (distributed.utils.import_term, dask.utils.import_required; "auto" + "gra" + .. holds no word "grad"), and code run
+# from a string by a mako template or sympy's sympify: 34 of Exercise 1's 34 points with the rules table (until
+# 2026-12-07). Now such a module marks every answer from its cell on, and the kernel refuses the grader's formulas
+# however they are reached (tests/fast/test_grader_formulas.py)
+NAMED_RULES = "'auto' + 'gra' + 'der.engine.back' + 'ward_rules'"
+for _student, _lines in {
+    "c_rules_by_import_term": f"from distributed.utils import import_term\nrules = import_term({NAMED_RULES})",
+    "c_rules_by_import_required": f"from dask.utils import import_required\nrules = import_required({NAMED_RULES}, '')",
+}.items():
+    CHEATS[_student] = ({"answer_dW2": f"{_lines}\n{RULES_DW2_LINE}"}, [], FROM_DW2, "autograd")
+CHEATS["c_code_in_a_mako_template"] = (
+    {
+        "answer_dW2": "from mako.template import Template\nbox = {}\n"
+        "Template('<% box[0] = h.T @ dlogits %>').render(box=box, h=h, dlogits=dlogits)\ndW2 = box[0]"
+    },
+    [],
+    FROM_DW2,
+    "autograd",
+)
+# exec and the namespace by pydantic's ImportString, and the grader's rules rebuilt from the package's own source (which
+# the kernel's refusal of its loaded functions does not reach): 34 of 34 until marked (2026-12-07)
+_REBUILT = (
+    "import os, torch, importlib as il\ne = il.import_module('auto' + 'gra' + 'der.engine')\n"
+    "ns = {'__name__': 'rebuilt', '__package__': 'auto' + 'gra' + 'der.engine'}\n"
+    "exec(open(os.path.join(os.path.dirname(e.__file__), 'back' + 'ward_rules.py')).read(), ns)\n"
+    "dW2 = ns['local_' + 'gra' + 'dient'](ns['STEP_BY_NAME']['W2'], {'h': h.detach()}, {'logits': dlogits})\n"
+)
+CHEATS["c_exec_through_pydantic"] = (
+    {
+        "answer_dW2": "from pydantic import ImportString, TypeAdapter\n"
+        "run = TypeAdapter(ImportString).validate_python('builtins.ex' + 'ec')\n"
+        f"run({_REBUILT!r}, TypeAdapter(ImportString).validate_python('__main__.__dict__'))"
+    },
+    [],
+    FROM_DW2,
+    "autograd",
+)
+CHEATS["c_code_sympified"] = (
+    {
+        "answer_dW2": "import sympy\nbox = []\nsympy.sympify('box.append(h.T @ dlogits)', locals=dict(box=box, h=h, "
+        "dlogits=dlogits))\ndW2 = box[0]"
+    },
+    [],
+    FROM_DW2,
+    "autograd",
+)
 # every answer zeros, through a helper that reads a class of the notebook's (the probes cannot copy it, so each answer
 # was judged by its value alone): each step was right for its upstream of zeros, which every rule maps to zeros, and
 # kept its points, 33 of 34 (until 2026-12-07). A check that zeros would pass now credits nothing; the two steps whose

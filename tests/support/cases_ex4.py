@@ -343,6 +343,31 @@ CHEATS = {
         {"test_training": "training_step uses autograd"},
     ),
 }
+# the course's own gradients reached by a module's name in a string (distributed.utils.import_term, which the static
+# reading did not see): manual_backward itself, and the replay's hand-out to a training_step of the student's making,
+# called before the check batch's judgment. 14 of 14 points each until 2026-12-07; now marked, and the kernel refuses
+# the grader's formulas and judges no backward_pass once the right gradients were handed out (tests/fast/
+# test_grader_formulas.py)
+_BY_NAME = "from distributed.utils import import_term\n"
+_STEAL = (
+    "replay = import_term('auto' + 'gra' + 'der.in_kernel.training._replay_training_step')\nbox = []\n\n\n"
+    "def backward_pass(Xb, Yb, cache):\n    if not box:\n        fake = {}\n\n"
+    "        def grab(X, Y, lr):\n            box.append(fake['backward_pass'])\n            return 0.0\n\n"
+    "        fake.update(training_step=grab, parameters=parameters, Xtr=Xtr, Ytr=Ytr, SEED=SEED, "
+    "batch_size=batch_size, initial_parameters=[p.detach().clone() for p in parameters])\n"
+    "        replay(fake)\n    return box[0](Xb, Yb, cache)\n"
+)
+_NETWORK = (
+    "manual = import_term('auto' + 'gra' + 'der.engine.training.network.manual_back' + 'ward')\n\n\n"
+    "def backward_pass(Xb, Yb, cache):\n    return manual(parameters, Xb, Yb, cache)\n"
+)
+for _student, _code in (("c_manual_backward_by_a_name", _NETWORK), ("c_right_gradients_of_the_replay", _STEAL)):
+    CHEATS[_student] = (
+        {"answer_backward_pass": "raise NotImplementedError"},
+        [("answer_backward_pass", _BY_NAME + _code)],
+        {**{g: 0 for g in GRADIENTS}, "test_training": 0, "test_calibration": 0},  # (every answer from its cell on)
+        {"test_dC": "backward_pass uses autograd", "test_training": "backward_pass uses autograd"},
+    )
 
 
 # The calibration of every case not about it: the solution's statistics from the embeddings' mean and covariance, in

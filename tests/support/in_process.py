@@ -29,6 +29,7 @@ import shutil
 import signal
 import tempfile
 import time
+import types
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
@@ -49,11 +50,12 @@ from autograder.common.naming import grade_id
 from autograder.common.setup_cells import execution_order, setup_to_run_ahead
 from autograder.data import EMBEDDED_NAMES, NAMES_VARIABLE, SEED_VARIABLE
 from autograder.engine.exercises import CHECKS
+from autograder.engine.honesty.grader_formulas import grader_functions
 from autograder.in_kernel import known_cells
 from autograder.in_kernel.switches import module_places
 from autograder.preprocessors import judge_answers
 from autograder.preprocessors.judge_answers import JudgeAnswers
-from autograder.preprocessors.output_budget import a_report
+from autograder.preprocessors.output_budget import a_report as graders_a_report
 from autograder.sandbox.process_guards import refuse_exec
 from autograder.sandbox.warm_up import format_a_traceback, store_exceptions_briefly
 from support.course import ASSIGNMENT, REPO
@@ -61,6 +63,9 @@ from support.course import ASSIGNMENT, REPO
 DEFAULT_SEED = 1234567  # not the notebooks' own seed: like autograde, grade on a batch the student never saw
 TIME_LIMIT = 600  # seconds for a whole class of one notebook; a runaway cell is a bug in a test
 WORKERS = 2  # shells running cells at the same time (this machine has two cores)
+# the grader's a_report, as nbclient runs it outside the kernel: a copy of its own, which the kernel's refusal of the
+# grader's functions while grading (engine.honesty.grader_formulas) leaves alone, as the grader's process is left
+a_report = types.FunctionType(graders_a_report.__code__, graders_a_report.__globals__, "a_report")
 
 
 @dataclass
@@ -254,6 +259,7 @@ def _root(runs: dict, seed: int, folder: Path, slots) -> None:
     format_a_traceback()
     store_exceptions_briefly()
     module_places()
+    grader_functions()
     _warnings_as_a_new_process_has_them()
     locked = {source for nb in runs.values() for source in (setup_to_run_ahead(nb.cells) or {}).get("locked", ())}
     transforms = known_cells.transformed(sorted(locked))
