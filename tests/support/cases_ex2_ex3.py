@@ -322,6 +322,39 @@ MISTAKES.update(
             {"answer_dhprebn": _FUSED.replace("* bnraw *", "* bndiff *")},
             {"test_dhprebn": "dhprebn reads bndiff in the path through the variance where the normalised value"},
         ),
+        "loss_fast_sign_flipped": (  # "the wrong sign: check the sign of each factor in the local derivative" before
+            NB2,
+            {"answer_loss_fast": "loss_fast = F.log_softmax(logits, 1)[range(n), Yb].mean()"},
+            {"test_loss_fast": "loss_fast has the wrong sign: the loss is minus the mean log-probability"},
+        ),
+        "loss_fast_probabilities_not_their_logs": (  # "loss_fast is not equal to loss: 1 of 1 entries differ" before
+            NB2,
+            {"answer_loss_fast": "loss_fast = -F.softmax(logits, 1)[range(n), Yb].mean()"},
+            {"test_loss_fast": "loss_fast averages the targets' probabilities"},
+        ),
+        "bn_forward_gain_and_bias_swapped": (  # "2048 of 2048 entries differ" before
+            NB3,
+            {
+                "answer_hpreact_fast": "hpreact_fast = bnbias * (hprebn - hprebn.mean(0, keepdim=True)) "
+                "/ torch.sqrt(hprebn.var(0, keepdim=True) + 1e-5) + bngain"
+            },
+            {"test_hpreact_fast": "hpreact_fast swaps bngain and bnbias"},
+        ),
+        "dhprebn_mean_path_not_summed": (
+            NB3,
+            {"answer_dhprebn": _FUSED.replace("- dhpreact.sum(0) -", "- dhpreact -")},
+            {"test_dhprebn": "dhprebn leaves out the sum over the batch in the path through the mean"},
+        ),
+        "dhprebn_variance_path_not_summed": (
+            NB3,
+            {"answer_dhprebn": _FUSED.replace("(dhpreact * bnraw).sum(0)", "(dhpreact * bnraw)")},
+            {"test_dhprebn": "dhprebn leaves out the sum over the batch in the path through the variance"},
+        ),
+        "dhprebn_bnraw_taken_into_the_sum": (
+            NB3,
+            {"answer_dhprebn": _FUSED.replace("bnraw * (dhpreact * bnraw).sum(0)", "(dhpreact * bnraw**2).sum(0)")},
+            {"test_dhprebn": "dhprebn takes bnraw into the sum over the batch in the path through the variance"},
+        ),
         "dhprebn_without_bnvar_inv": (
             NB3,
             {"answer_dhprebn": _FUSED.replace("bngain * bnvar_inv / n", "bngain / n")},
