@@ -48,6 +48,7 @@ FUNCTIONS = [
     prose._text,
     prose._own_names,
     prose._grad_modes,
+    prose.names_asked_for,
     honesty._uses_autograd,
     honesty._autograd_facts,
     honesty._loaded_names,

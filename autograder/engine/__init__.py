@@ -13,8 +13,9 @@ judge            the verdict on one graded gradient (error carried forward)
 diagnosis/       why a wrong gradient is wrong, in words (diagnose), through the chain rule (chain_rule: the local
                  derivative alone, an upstream path left out, another tensor's gradient read), its shape (shapes),
                  the step's rule with one thing changed (slips: another forward tensor read, one path off by a
-                 constant, an example of the batch left out), a constant offset, and how the student's cells wrote
-                 an answer (answer_notes: a misspelt name, a cell stopped part way)
+                 constant, an example of the batch left out), a power's exponent (powers), the batch size's n
+                 written as another size (divisors), a factor left out (left_out), a constant offset, and how the
+                 student's cells wrote an answer (answer_notes: a misspelt name, a cell stopped part way)
 probes/          rule probes: a step's code re-run on random upstream gradients (rerun, on the snapshots of what
                  each statement read when it ran), against the step's rule (judge_rule)
 exposures        which of the grader's inputs exposes which known mistake, and the margins

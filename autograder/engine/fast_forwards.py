@@ -66,6 +66,20 @@ FAST_FORWARDS = [
                     "probabilities are spread over its own row of logits (dim=1), not over a column of the batch"
                 ),
             ): lambda f: -F.log_softmax(f["logits"], 0)[range(f["logits"].shape[0]), f["Yb"]].mean(),
+            Reason(
+                "wrong_sign",
+                say(
+                    "loss_fast has the wrong sign: the loss is minus the mean log-probability of the targets (a "
+                    "log-probability is negative, a loss positive)"
+                ),
+            ): lambda f: -F.cross_entropy(f["logits"], f["Yb"]),
+            Reason(
+                "target_term",
+                say(
+                    "loss_fast averages the targets' probabilities: the loss averages minus their logarithms, "
+                    "-log(p), so that a probability near 0 costs far more than one near 1"
+                ),
+            ): lambda f: -F.softmax(f["logits"], 1)[range(f["logits"].shape[0]), f["Yb"]].mean(),
         },
     ),
     Value(
@@ -122,6 +136,13 @@ FAST_FORWARDS = [
             Reason(
                 "missing_term", say("hpreact_fast is missing bnbias: the normalised value is shifted by bnbias")
             ): lambda f: _batchnorm(f, bias=False),
+            Reason(
+                "missing_factor",
+                say(
+                    "hpreact_fast swaps bngain and bnbias: the normalised value is multiplied by bngain, then bnbias "
+                    "is added"
+                ),
+            ): lambda f: f["bnbias"] * _batchnorm(f, gain=False, bias=False) + f["bngain"],
         },
     ),
 ]

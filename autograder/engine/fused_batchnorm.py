@@ -20,9 +20,14 @@ def dhprebn_fused(
     of="",
     constant=0.0,
     direct=None,
+    outer=None,
+    inner=None,
+    summed=("mean", "variance"),
 ):
     """The BatchNorm backward pass in one expression; the keywords make its known wrong variants. ``of``: the suffix
-    of the forward pass's tensors (``_biased``: the one whose variance divides by n, where ``bessel`` is 1)."""
+    of the forward pass's tensors (``_biased``: the one whose variance divides by n, where ``bessel`` is 1); ``outer``
+    and ``inner``: what the path through the variance reads in place of bnraw, in front of its sum and inside it;
+    ``summed``: the paths whose sum over the batch is taken (a path left out of it keeps each example's own term)."""
     n = batch_size(f)
     bessel = n / (n - 1) if bessel is None else bessel
     s = f["bnvar_inv" + of] if bnvar_inv is None else bnvar_inv
@@ -31,10 +36,18 @@ def dhprebn_fused(
     scale = f["bngain"] ** gain * s / n  # gain: how often bngain is in the formula (0: missing, 2: twice)
     return scale * (
         (n if direct is None else direct) * dy  # direct: the factor of the direct path in the bracket, n
-        - mean_term * dy.sum(dim, keepdim=True)
-        - variance_term * bessel * xhat * (dy * xhat).sum(dim, keepdim=True)
+        - mean_term * _sum(dy, dim, "mean" in summed)
+        - variance_term * bessel * _or(outer, xhat) * _sum(dy * _or(inner, xhat), dim, "variance" in summed)
         - constant  # a number subtracted in the bracket: `n / n - 1 * x` is 1 - x
     )
+
+
+def _or(value, otherwise):
+    return otherwise if value is None else value
+
+
+def _sum(value, dim, taken):
+    return value.sum(dim, keepdim=True) if taken else value
 
 
 def dhprebn_biased(f, d, bessel=1.0):
@@ -112,6 +125,57 @@ def batchnorm_mistakes(answer: str, of: str = "", bessel=None) -> dict:
                 answer=answer,
             ),
         ): fused(gain=0),
+        Reason(
+            "missing_factor",
+            say(
+                "{answer} is missing bnraw in one of the two places the path through the variance has it: once in "
+                "front of its sum over the batch, and once inside that sum, with the upstream gradient",
+                answer=answer,
+            ),
+        ): (fused(outer=1.0), fused(inner=1.0)),
+        Reason(
+            "other_tensor",
+            say(
+                "{answer} reads bndiff in the path through the variance where the normalised value belongs: bndiff "
+                "is not divided by the standard deviation yet (bnraw = bndiff * bnvar_inv)",
+                answer=answer,
+            ),
+        ): (
+            lambda f, d: dhprebn_fused(f, d, bessel=bessel, of=of, outer=f["bndiff" + of]),
+            lambda f, d: dhprebn_fused(f, d, bessel=bessel, of=of, inner=f["bndiff" + of]),
+        ),
+        Reason(
+            "missing_factor",
+            say(
+                "{answer} is missing bnvar_inv in front of the bracket: each path, the direct one too, goes through "
+                "the division by the batch's standard deviation",
+                answer=answer,
+            ),
+        ): fused(bnvar_inv=1.0),
+        Reason(
+            "not_summed_over_broadcast",
+            say(
+                "{answer} leaves out the sum over the batch in the path through the mean: every example moves its "
+                "neuron's mean, so each input gets the upstream gradient summed over the whole batch there",
+                answer=answer,
+            ),
+        ): fused(summed=("variance",)),
+        Reason(
+            "not_summed_over_broadcast",
+            say(
+                "{answer} leaves out the sum over the batch in the path through the variance: every example moves its "
+                "neuron's variance, so that path sums the upstream gradient times bnraw over the whole batch",
+                answer=answer,
+            ),
+        ): fused(summed=("mean",)),
+        Reason(
+            "other_tensor",
+            say(
+                "{answer} takes bnraw into the sum over the batch in the path through the variance: one bnraw is each "
+                "example's own, in front of the sum, and only the other is summed with the upstream gradient",
+                answer=answer,
+            ),
+        ): lambda f, d: dhprebn_fused(f, d, bessel=bessel, of=of, outer=1.0, inner=f["bnraw" + of] ** 2),
         Reason(
             "factor_twice",
             say(

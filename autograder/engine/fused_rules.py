@@ -31,10 +31,23 @@ def _dlogits_fused(f, d, probs=None, target=None):
     return (probs - target) / batch_size(f)
 
 
+def _at_target(f, value):
+    """dlogits with ``value(p)`` at each example's target, p the softmax there, and the softmax elsewhere (over n)."""
+    p = F.softmax(f["logits"], 1)
+    return _dlogits_fused(f, None, probs=p, target=(p - value(p)) * _one_hot(f))
+
+
 def _every_target_in_every_row(f):
     """What `dlogits[:, Yb] -= 1` subtracts: 1 in each row at every column that is some example's target."""
     mask = torch.zeros_like(f["logits"])
     mask[:, f["Yb"]] = 1.0
+    return mask
+
+
+def _rows_of_the_targets(f):
+    """What `dlogits[Yb] -= 1` subtracts: 1 in every entry of the rows that Yb's values number (each once)."""
+    mask = torch.zeros_like(f["logits"])
+    mask[f["Yb"]] = 1.0
     return mask
 
 
@@ -90,6 +103,14 @@ FUSED_STEPS = [
             Reason(
                 "target_term",
                 say(
+                    "dlogits has the target's term in whole rows, those that the targets' values number: `[Yb]` alone "
+                    "picks rows, not entries. Index rows and columns together, [range(n), Yb], so that each row gets "
+                    "it at its own target only"
+                ),
+            ): lambda f, d: _dlogits_fused(f, d, target=_rows_of_the_targets(f)),
+            Reason(
+                "target_term",
+                say(
                     "dlogits has no term for the target: differentiate the -log of the target's probability again and "
                     "look at what the target's own logit gets"
                 ),
@@ -129,6 +150,35 @@ FUSED_STEPS = [
                     "because Python divides before it subtracts. Bracket the difference, (softmax - one_hot) / n"
                 ),
             ): lambda f, d: F.softmax(f["logits"], 1) - _one_hot(f) / batch_size(f),
+            Reason(
+                "wrong_sign",
+                say(
+                    "dlogits adds 1 at each example's target where it subtracts it: the loss is -log of the target's "
+                    "probability, so the target's own logit gets its probability minus 1"
+                ),
+            ): lambda f, d: _at_target(f, lambda p: p + 1.0),
+            Reason(
+                "wrong_sign",
+                say(
+                    "dlogits has 1 - p at each example's target, where its probability p minus 1 belongs: the sign of "
+                    "the target's entry is flipped (every other entry of the row is positive, and the target's "
+                    "balances them)"
+                ),
+            ): lambda f, d: _at_target(f, lambda p: 1.0 - p),
+            Reason(
+                "target_term",
+                say(
+                    "dlogits is zero at each example's target: the target's own logit gets its probability minus 1, "
+                    "so subtract 1 there, not the probability itself"
+                ),
+            ): lambda f, d: _at_target(f, lambda p: 0.0 * p),
+            Reason(
+                "target_term",
+                say(
+                    "dlogits has p * (1 - p) at each example's target, the derivative of a probability with respect "
+                    "to its own logit: the loss is -log p, and the chain rule through the log gives p - 1 there"
+                ),
+            ): lambda f, d: _at_target(f, lambda p: p * (1.0 - p)),
         },
     ),
     Step(

@@ -59,6 +59,13 @@ def _dlogprobs_every_row(f, d):
     return grad
 
 
+def _dlogprobs_rows_of_the_targets(f, d):
+    """What `dlogprobs[Yb] = -1.0 / n` leaves: -1/n in every entry of the rows that Yb's values number."""
+    grad = torch.zeros_like(f["logprobs"])
+    grad[f["Yb"]] = -1.0 / batch_size(f)
+    return grad
+
+
 LOGPROBS = {
     Reason(
         "target_term",
@@ -67,6 +74,13 @@ LOGPROBS = {
             "target. Index rows and columns together, [range(n), Yb], so that each row gets its own target only"
         ),
     ): _dlogprobs_every_row,
+    Reason(
+        "target_term",
+        say(
+            "dlogprobs has -1/n in whole rows, those that the targets' values number: `[Yb]` alone picks rows, not "
+            "entries. Index rows and columns together, [range(n), Yb], so that each row gets its own target only"
+        ),
+    ): _dlogprobs_rows_of_the_targets,
 }
 
 PROBS = {
@@ -74,6 +88,10 @@ PROBS = {
         "inverted",
         say("dprobs multiplies dlogprobs by probs: the derivative of log(x) is 1/x, so it divides by probs"),
     ): lambda f, d: d["logprobs"] * f["probs"],
+    Reason(
+        "other_tensor",
+        say("dprobs multiplies dlogprobs by log(probs): the derivative of log(x) is 1/x, not log(x) again"),
+    ): lambda f, d: d["logprobs"] * f["logprobs"],
 }
 
 COUNTS_SUM = {_power_rule("counts_sum", "-1"): lambda f, d: -(f["counts_sum"] ** -1) * d["counts_sum_inv"]}
@@ -121,6 +139,20 @@ HPREACT = {
         ),
     ): lambda f, d: 1.0 - f["h"] ** 2 * d["h"],
     Reason(
+        "precedence",
+        say(
+            "dhpreact subtracts h**2 from dh: `dh * 1 - h**2` is (dh * 1) - h**2, because Python multiplies before it "
+            "subtracts. Bracket the local derivative, dh * (1 - h**2)"
+        ),
+    ): lambda f, d: d["h"] - f["h"] ** 2,
+    Reason(
+        "power_rule",
+        say(
+            "dhpreact multiplies dh by 1 - h: the derivative of tanh is 1 - tanh**2, and h is tanh(hpreact), so h is "
+            "squared in it"
+        ),
+    ): lambda f, d: (1.0 - f["h"]) * d["h"],
+    Reason(
         "other_tensor",
         say(
             "dhpreact takes tanh of h again: h is already tanh(hpreact), so tanh's local derivative is 1 - h**2 with h "
@@ -158,6 +190,13 @@ BNDIFF2 = {
             "Python divides and multiplies before it subtracts. n - 1 needs its brackets"
         ),
     ): lambda f, d: 1.0 / batch_size(f) - torch.ones_like(f["bndiff2"]) * d["bnvar"],
+    Reason(
+        "other_tensor",
+        say(
+            "dbndiff2 multiplies by bndiff2 itself: a sum's derivative with respect to each of its terms is 1, so "
+            "each entry of bndiff2 gets the same share of dbnvar, whatever its value"
+        ),
+    ): lambda f, d: f["bndiff2"] * d["bnvar"] / (batch_size(f) - 1),
 }
 
 C = {

@@ -26,6 +26,10 @@ AROUND = {
     "exec_by_a_namespace": f"run = vars(torch)['__bui' + 'ltins__']['ex' + 'ec']\n{EXEC}",
     "written_into_the_namespace": "globals()['dW' + '2'] = h.T @ dlogits",
     "written_into_locals": "locals()['dW2'] = h.T @ dlogits",
+    "asks_in_a_function_by_a_computed_name": "def back(x, d):\n    if 'gr' + 'ads' not in globals():\n"
+    "        print('first call')\n    return x.T @ d\n\n\ndW2 = back(h, dlogits)",
+    "a_namespace_asked_then_read": "def back(x, d):\n    if 'W2' in globals():\n        return globals()['W' + '2']\n"
+    "    return x.T @ d\n\n\ndW2 = back(h, dlogits)",
     "exec_by_a_class_pattern": "class Meta(type):\n    def __instancecheck__(cls, obj):\n        return True\n\n\n"
     "class Pick(metaclass=Meta):\n    __match_args__ = ('__bui' + 'ltins__',)\n\n\nmatch torch:\n"
     f"    case Pick(b):\n        pass\nrun = b['ex' + 'ec']\n{EXEC}",
@@ -169,6 +173,10 @@ HONEST = {
     "match_on_a_shape": "match dlogits.shape:\n    case (rows, cols):\n        dW2 = h.T @ dlogits",
     "match_on_a_builtin": "match dlogits.shape:\n    case tuple((int(rows), int(cols))):\n        dW2 = h.T @ dlogits",
     "asks_whether_a_name_is_there": "if 'check' in globals():\n    print('ok')\ndW2 = h.T @ dlogits",
+    # ... inside the function that makes the answer, the name's word "grad" too (Exercise 4's training_step lost its
+    # points as autograd, h-mist4)
+    "asks_in_a_function_whether_grads_is_there": "def back(x, d):\n    if 'grads' not in globals():\n"
+    "        print('first call')\n    return x.T @ d\n\n\ndW2 = back(h, dlogits)",
     "getattr_of_a_plain_name": "dW2 = getattr(h, 'T') @ dlogits",
     "numpy_load_safely": "import numpy as np\nw = np.load('w.npy', allow_pickle=False)\ndW2 = h.T @ dlogits",
     "printed_pieces": "def back(x, d):\n    print('grad of W2: ' + str(x.shape))\n    return x.T @ d\n\n\n"

@@ -1698,7 +1698,7 @@ MISTAKES.update(
         "m_dbndiff2_times_bndiff2": (  # the forward value where the ones belong
             {"answer_dbndiff2": "dbndiff2 = bndiff2 * dbnvar * 1 / (n - 1)"},
             "bndiff2",
-            "entries wrong",
+            "dbndiff2 multiplies by bndiff2 itself: a sum's derivative",  # "entries wrong" before h-mist4
         ),
         "m_dprobs_times_probs": (  # divided and multiplied back: the upstream gradient unchanged
             {"answer_dprobs": "dprobs = dlogprobs / probs * probs"},
@@ -2515,3 +2515,97 @@ ALTERNATIVES["alt_h_alts3_compare_assert_between_two_answers"] = {
     "answer_dlogits": "dlogits += F.one_hot(logits.max(1).indices, num_classes=logits.shape[1]) * dlogit_maxes\n"
     "if not compare('logits', dlogits, logits):\n    raise ValueError('dlogits is off')",
 }
+
+
+# An eighth round (h-mist4): slips whose words were generic ("N of M entries wrong", "off by a constant factor: 1.185
+# times", "divides by bnvar where ..."), each costing its own step, now named
+EIGHTH_ROUND = {
+    # tanh's derivative: dh * 1 - h**2 unbracketed, and h not squared (step_mistakes.HPREACT)
+    "m_dhpreact_dh_times_one_unbracketed": (
+        {"answer_dhpreact": "dhpreact = dh * 1 - h**2"},
+        "hpreact",
+        "`dh * 1 - h**2` is (dh * 1) - h**2, because Python multiplies before it subtracts",
+    ),
+    "m_dhpreact_one_minus_h": (
+        {"answer_dhpreact": "dhpreact = (1.0 - h) * dh"},
+        "hpreact",
+        "dhpreact multiplies dh by 1 - h",
+    ),
+    # the power rule's exponent, named by a fit of its values (diagnosis/powers.power_slip)
+    "m_dbnvar_exponent_sign_flipped": (
+        {"answer_dbnvar": "dbnvar = -0.5 * (bnvar + 1e-5) ** 1.5 * dbnvar_inv"},
+        "bnvar",
+        "dbnvar takes (bnvar + 1e-5) to the power 1.5, where the power rule gives -1.5: the exponent's sign is flipped",
+    ),
+    "m_dbnvar_exponent_and_factor_signs_flipped": (
+        {"answer_dbnvar": "dbnvar = 0.5 * (bnvar + 1e-5) ** 1.5 * dbnvar_inv"},
+        "bnvar",
+        "the exponent's sign is flipped",
+    ),
+    "m_dbnvar_forward_exponent_and_a_plus": (
+        {"answer_dbnvar": "dbnvar = 0.5 * (bnvar + 1e-5) ** -0.5 * dbnvar_inv"},
+        "bnvar",
+        "dbnvar takes (bnvar + 1e-5) to the power -0.5, where the power rule gives -1.5",
+    ),
+    "m_dbnvar_exponent_minus_two": (
+        {"answer_dbnvar": "dbnvar = -0.5 * (bnvar + 1e-5) ** -2 * dbnvar_inv"},
+        "bnvar",
+        "dbnvar takes (bnvar + 1e-5) to the power -2, where the power rule gives -1.5",
+    ),
+    "m_dcounts_sum_exponent_sign_flipped": (  # "reads counts_sum_inv where .. needs counts_sum" before
+        {"answer_dcounts_sum": "dcounts_sum = -(counts_sum**2) * dcounts_sum_inv"},
+        "counts_sum",
+        "dcounts_sum takes counts_sum to the power 2, where the power rule gives -2: the exponent's sign is flipped",
+    ),
+    # the mean's 1/n written as 1/vocab_size (diagnosis/divisors)
+    "m_dlogprobs_divided_by_vocab_size": (
+        {"answer_dlogprobs": "dlogprobs = torch.zeros_like(logprobs)\ndlogprobs[range(n), Yb] = -1.0 / vocab_size"},
+        "logprobs",
+        "dlogprobs is n/vocab_size = 32/27 times the right value: is it divided by vocab_size = 27",
+    ),
+    "m_dlogprobs_rows_of_the_targets": (
+        {"answer_dlogprobs": "dlogprobs = torch.zeros_like(logprobs)\ndlogprobs[Yb] = -1.0 / n"},
+        "logprobs",
+        "dlogprobs has -1/n in whole rows, those that the targets' values number: `[Yb]` alone picks rows",
+    ),
+    # a mean where a sum belongs (diagnosis/divisors): dlogit_maxes, about zero on the batch, is judged by its probe
+    "m_dlogit_maxes_mean_of_the_row": (
+        {"answer_dlogit_maxes": "dlogit_maxes = -dnorm_logits.mean(1, keepdim=True)"},
+        "logit_maxes",
+        "dlogit_maxes is 1/vocab_size = 1/27 of the right value: is it a mean over vocab_size = 27 entries",
+    ),
+    # Bessel's n-1 on the mean's path (diagnosis/slips.path_factor): "1.032 times what it should be" before
+    "m_dhprebn_mean_path_by_n_minus_1": (
+        {"answer_dhprebn": "dhprebn = dbndiff.clone()\ndhprebn += 1.0 / (n - 1) * torch.ones_like(hprebn) * dbnmeani"},
+        "hprebn",
+        "n or n-1? The mean divides by n, and only the variance by n-1",
+    ),
+    # the variance's n-1 left out (diagnosis/divisors): "off by a constant factor: 31 times" before
+    "m_dbndiff2_without_the_variances_n_minus_1": (
+        {"answer_dbndiff2": "dbndiff2 = torch.ones_like(bndiff2) * dbnvar"},
+        "bndiff2",
+        "dbndiff2 is n-1 = 31 times too large: is the division by n-1 of the variance missing?",
+    ),
+    # a forward factor of the local derivative left out (diagnosis/left_out): "N of M entries wrong" before
+    "m_dbndiff_square_path_without_bndiff": (
+        {"answer_dbndiff": "dbndiff = bnvar_inv * dbnraw\ndbndiff += 2 * dbndiff2"},
+        "bndiff",
+        "dbndiff leaves bndiff out of the local derivative of `bnraw = bndiff * bnvar_inv; bndiff2 = bndiff**2`",
+    ),
+    "m_dbnvar_inv_without_bndiff": (
+        {"answer_dbnvar_inv": "dbnvar_inv = dbnraw.sum(0, keepdim=True)"},
+        "bnvar_inv",
+        "dbnvar_inv leaves bndiff out of the local derivative of `bnraw = bndiff * bnvar_inv`",
+    ),
+    "m_dcounts_sum_inv_without_counts": (
+        {"answer_dcounts_sum_inv": "dcounts_sum_inv = dprobs.sum(1, keepdim=True)"},
+        "counts_sum_inv",
+        "dcounts_sum_inv leaves counts out of the local derivative of `probs = counts * counts_sum_inv`",
+    ),
+    "m_dprobs_times_log_probs": (  # log's derivative taken as log again (step_mistakes.PROBS)
+        {"answer_dprobs": "dprobs = torch.log(probs) * dlogprobs"},
+        "probs",
+        "dprobs multiplies dlogprobs by log(probs): the derivative of log(x) is 1/x",
+    ),
+}
+MISTAKES.update(EIGHTH_ROUND)

@@ -278,6 +278,91 @@ MISTAKES.update(
     }
 )
 
+# An eighth round (h-mist4): slips whose words were generic ("N of M entries wrong"), now named: the target's entry of
+# dlogits wrong in four ways (fused_rules), bnraw left out of one place of the path through the variance, bndiff in
+# one place, bnvar_inv left out in front (fused_batchnorm.batchnorm_mistakes)
+_SOFTMAX = "dlogits = F.softmax(logits, 1)\n"
+MISTAKES.update(
+    {
+        "dlogits_adds_one_at_the_target": (
+            NB2,
+            {"answer_dlogits": _SOFTMAX + "dlogits[range(n), Yb] += 1\ndlogits /= n"},
+            {"test_dlogits": "dlogits adds 1 at each example's target where it subtracts", "test_dlogits_rows": ROWS},
+        ),
+        "dlogits_one_minus_p_at_the_target": (
+            NB2,
+            {"answer_dlogits": _SOFTMAX + "dlogits[range(n), Yb] = 1 - dlogits[range(n), Yb]\ndlogits /= n"},
+            {"test_dlogits": "dlogits has 1 - p at each example's target", "test_dlogits_rows": ROWS},
+        ),
+        "dlogits_target_zeroed": (
+            NB2,
+            {"answer_dlogits": _SOFTMAX + "dlogits[range(n), Yb] -= dlogits[range(n), Yb]\ndlogits /= n"},
+            {"test_dlogits": "dlogits is zero at each example's target", "test_dlogits_rows": ROWS},
+        ),
+        "dlogits_sigmoids_derivative_at_the_target": (
+            NB2,
+            {
+                "answer_dlogits": "p = F.softmax(logits, 1)\ndlogits = p.clone()\n"
+                "dlogits[range(n), Yb] = p[range(n), Yb] * (1 - p[range(n), Yb])\ndlogits /= n"
+            },
+            {"test_dlogits": "dlogits has p * (1 - p) at each example's target", "test_dlogits_rows": ROWS},
+        ),
+        "dhprebn_bnraw_left_out_in_front": (
+            NB3,
+            {"answer_dhprebn": _FUSED.replace("n / (n - 1) * bnraw * (", "n / (n - 1) * (")},
+            {"test_dhprebn": "dhprebn is missing bnraw in one of the two places the path through the variance has it"},
+        ),
+        "dhprebn_bnraw_left_out_of_the_sum": (
+            NB3,
+            {"answer_dhprebn": _FUSED.replace("(dhpreact * bnraw).sum(0)", "dhpreact.sum(0)")},
+            {"test_dhprebn": "dhprebn is missing bnraw in one of the two places"},
+        ),
+        "dhprebn_bndiff_in_front": (
+            NB3,
+            {"answer_dhprebn": _FUSED.replace("* bnraw *", "* bndiff *")},
+            {"test_dhprebn": "dhprebn reads bndiff in the path through the variance where the normalised value"},
+        ),
+        "loss_fast_sign_flipped": (  # "the wrong sign: check the sign of each factor in the local derivative" before
+            NB2,
+            {"answer_loss_fast": "loss_fast = F.log_softmax(logits, 1)[range(n), Yb].mean()"},
+            {"test_loss_fast": "loss_fast has the wrong sign: the loss is minus the mean log-probability"},
+        ),
+        "loss_fast_probabilities_not_their_logs": (  # "loss_fast is not equal to loss: 1 of 1 entries differ" before
+            NB2,
+            {"answer_loss_fast": "loss_fast = -F.softmax(logits, 1)[range(n), Yb].mean()"},
+            {"test_loss_fast": "loss_fast averages the targets' probabilities"},
+        ),
+        "bn_forward_gain_and_bias_swapped": (  # "2048 of 2048 entries differ" before
+            NB3,
+            {
+                "answer_hpreact_fast": "hpreact_fast = bnbias * (hprebn - hprebn.mean(0, keepdim=True)) "
+                "/ torch.sqrt(hprebn.var(0, keepdim=True) + 1e-5) + bngain"
+            },
+            {"test_hpreact_fast": "hpreact_fast swaps bngain and bnbias"},
+        ),
+        "dhprebn_mean_path_not_summed": (
+            NB3,
+            {"answer_dhprebn": _FUSED.replace("- dhpreact.sum(0) -", "- dhpreact -")},
+            {"test_dhprebn": "dhprebn leaves out the sum over the batch in the path through the mean"},
+        ),
+        "dhprebn_variance_path_not_summed": (
+            NB3,
+            {"answer_dhprebn": _FUSED.replace("(dhpreact * bnraw).sum(0)", "(dhpreact * bnraw)")},
+            {"test_dhprebn": "dhprebn leaves out the sum over the batch in the path through the variance"},
+        ),
+        "dhprebn_bnraw_taken_into_the_sum": (
+            NB3,
+            {"answer_dhprebn": _FUSED.replace("bnraw * (dhpreact * bnraw).sum(0)", "(dhpreact * bnraw**2).sum(0)")},
+            {"test_dhprebn": "dhprebn takes bnraw into the sum over the batch in the path through the variance"},
+        ),
+        "dhprebn_without_bnvar_inv": (
+            NB3,
+            {"answer_dhprebn": _FUSED.replace("bngain * bnvar_inv / n", "bngain / n")},
+            {"test_dhprebn": "dhprebn is missing bnvar_inv in front of the bracket"},
+        ),
+    }
+)
+
 # Exercise 3, Part 4: dhprebn for the forward pass whose variance divides by n (setup_biased). mistake -> the kind of
 # its diagnosis, beside the words of MISTAKES.
 BIASED = "(dhpreact_biased * bnraw_biased).sum(0)"
@@ -1059,15 +1144,16 @@ MISTAKES.update(
         "dlogits_rows_indexed_by_targets": (
             NB2,
             {"answer_dlogits": "dlogits = F.softmax(logits, 1)\ndlogits[Yb] -= 1\ndlogits /= n"},
-            {"test_dlogits": "entries wrong", "test_dlogits_rows": ROWS},
+            # "N of M entries wrong" before h-mist4
+            {"test_dlogits": "`[Yb]` alone picks rows, not entries", "test_dlogits_rows": ROWS},
         ),
         "dlogits_divided_by_the_classes": (
             NB2,
             {
                 "answer_dlogits": "dlogits = F.softmax(logits, 1)\ndlogits[range(n), Yb] -= 1\n"
                 "dlogits /= logits.shape[1]"
-            },
-            {"test_dlogits": "1.185 times the right value"},
+            },  # "off by a constant factor: 1.185 times the right value" before h-mist4 (diagnosis/divisors)
+            {"test_dlogits": "is it divided by vocab_size = 27 where the batch size n = 32 belongs?"},
         ),
         "dhprebn_no_division_by_n": (
             NB3,
@@ -1124,7 +1210,10 @@ MISTAKES.update(
                 "answer_dlogits": "sm = F.softmax(logits, 1)\n"
                 "dlogits = torch.where(F.one_hot(Yb, vocab_size).bool(), sm + 1, sm) / n"
             },
-            {"test_dlogits": "32 of 864 entries wrong", "test_dlogits_rows": "sum to 0.0625 each, not to zero"},
+            {  # "32 of 864 entries wrong" before h-mist4
+                "test_dlogits": "dlogits adds 1 at each example's target where it subtracts",
+                "test_dlogits_rows": "sum to 0.0625 each, not to zero",
+            },
         ),
         "loop_and_loss_without_n": (
             NB2,
@@ -1154,7 +1243,7 @@ MISTAKES.update(
             },
             {
                 "test_hpreact_fast": "uses the biased variance",
-                "test_dbngain": "64 of 64 entries wrong",
+                "test_dbngain": "dbngain leaves bnraw out of the local derivative",  # "64 of 64 entries wrong" before
                 "test_dhprebn": "missing the factor n/(n-1) on the path through the variance",
             },
         ),

@@ -987,3 +987,51 @@ MISTAKES.update(
         ),
     }
 )
+
+# A membership test of a name written out in globals() asks whether it is there and reads nothing: it read as autograd
+# ('grads' has the word grad in it; globals a namespace), and training_step lost its 4 points (h-mist4). A name made
+# at run time in globals() still marks it (tests/fast/test_taint_around_names.py)
+ALTERNATIVES["alt_asks_whether_grads_in_globals"] = {
+    "answer_training_step": "if 'grads' not in globals():\n    print('first step')\n" + training_step("p += -lr * grad")
+}
+ALTERNATIVES["alt_counts_its_steps_in_globals"] = {
+    "answer_training_step": "global steps\nif 'steps' not in globals():\n    steps = 0\nsteps += 1\n"
+    + training_step("p += -lr * grad")
+}
+MISTAKES["m_grads_kept_from_the_first_step"] = (  # stale: computed at the first step only, then stepped by every time
+    {
+        "answer_training_step": "global grads\nif 'grads' not in globals():\n    grads = backward_pass(Xb, Yb, cache)\n"
+        "for p, grad in zip(parameters, grads):\n    p += -lr * grad"
+    },
+    [],
+    {"test_training": 0},
+    {"test_training": "the gradients training_step steps by do not change with the batch (computed once"},
+)
+MISTAKES["m_update_by_gradients_added_up_over_steps"] = (  # never zeroed: each step moves by the sum so far
+    {
+        "answer_training_step": "global acc\nif 'acc' not in globals():\n    acc = [torch.zeros_like(p) for p in "
+        "parameters]\ngrads = backward_pass(Xb, Yb, cache)\nfor a, p, grad in zip(acc, parameters, grads):\n"
+        "    a += grad\n    p += -lr * a"
+    },
+    [],
+    {"test_training": 0},
+    {"test_training": "gradients added up over earlier steps, make it climb"},
+)
+MISTAKES["m_dhprebn_bnraw_left_out_in_front"] = (  # db1 is no longer zero: it loses its point too, as dC and dW1
+    {"answer_backward_pass": backward(batchnorm=BACKWARD["batchnorm"].replace("(n - 1) * bnraw * (", "(n - 1) * ("))},
+    [],
+    {"test_dC": 0, "test_dW1": 0, "test_db1": 0},
+    {"test_dW1": "dhprebn is missing bnraw in one of the two places the path through the variance has it"},
+)
+MISTAKES["m_dhpreact_dh_times_one_unbracketed"] = (
+    {"answer_backward_pass": backward(tanh="dhpreact = dh * 1 - h**2")},
+    [],
+    {g: 0 for g in ("test_dC", "test_dW1", "test_dbngain", "test_dbnbias")},
+    {"test_dbngain": "`dh * 1 - h**2` is (dh * 1) - h**2"},
+)
+MISTAKES["m_dlogits_divided_by_vocab_size"] = (
+    {"answer_backward_pass": backward(dlogits=BACKWARD["dlogits"].replace("/= n", "/= vocab_size"))},
+    [],
+    {g: 0 for g in ("test_dC", "test_dW1", "test_dW2", "test_db2", "test_dbnbias", "test_dbngain")},
+    {"test_dW2": "is it divided by vocab_size = 27 where the batch size n = 32 belongs?"},
+)

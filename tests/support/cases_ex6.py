@@ -737,9 +737,9 @@ _FIXES_3 = {  # student -> (id, {line: new}, {cell: (kind, words)}), the cells b
             BUGS["aliased"].right: "dhprebn = dbndiff.copy_(dbndiff)",
         },
         {
-            # the power's sign flipped, (bnvar + 1e-5) ** 1.5: bnvar turned upside down (diagnosis/slips.inverted;
-            # "entries wrong" before)
-            "epsilon": ("inverted", "dbnvar divides by bnvar where the local derivative"),
+            # the power's sign flipped, (bnvar + 1e-5) ** 1.5: named by its exponent (diagnosis/powers; "entries
+            # wrong", then "dbnvar divides by bnvar where ..." of slips.inverted before)
+            "epsilon": ("power_rule", "dbnvar takes (bnvar + 1e-5) to the power 1.5, where the power rule gives -1.5"),
             "bessel": ("wrong_shape", "dbndiff2 has shape (1, 64), but bndiff2 has shape (32, 64)"),
             "aliased": ("aliased", "shares dbndiff's memory"),
         },

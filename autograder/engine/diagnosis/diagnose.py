@@ -10,7 +10,10 @@ from ..backward_rules import Step, known_mistakes, local_gradient
 from ..explain import and_list, constant_factor, factor_message, nothing_added, only_repeated_rows_wrong
 from ..tolerance import close, magnitude
 from .chain_rule import another_upstream, local_derivative_alone
+from .divisors import divided_by_another_size
+from .left_out import factor_left_out
 from .offsets import wrong_values
+from .powers import power_slip
 from .slips import example_left_out, forward_for_gradient, inverted, one_position, other_tensor, path_factor
 
 
@@ -57,7 +60,9 @@ def diagnose(
     if known and (another := another_upstream(a, e, step, forward, upstream, known, own)):
         return another
     c = constant_factor(a, e, scale)
-    factor = factor_message(c, n, "d" + own, a.numel()) if c is not None else None
+    factor = (
+        None if c is None else divided_by_another_size(c, forward, own) or factor_message(c, n, "d" + own, a.numel())
+    )
     if factor:
         return factor
     if len(step.terms) > 1:
@@ -130,7 +135,8 @@ def diagnose(
                     forward=step.forward,
                 ),
             )
-    for slip in (path_factor, other_tensor, forward_for_gradient, inverted, example_left_out, one_position):
+    slips = (path_factor, power_slip, other_tensor, forward_for_gradient, inverted, factor_left_out, example_left_out)
+    for slip in (*slips, one_position):
         try:
             found = slip(a, step, forward, upstream, scale, own)
         except (RuntimeError, KeyError, IndexError, TypeError, ValueError, ArithmeticError):

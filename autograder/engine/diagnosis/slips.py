@@ -101,6 +101,19 @@ def path_factor(answer: torch.Tensor, step: Step, forward: dict, upstream: dict,
                     consumer=consumer,
                 ),
             )
+        n = forward["hprebn"].shape[0]
+        if n > 1 and min(abs(c - n / (n - 1)), abs(c - (n - 1) / n)) < 1e-3:
+            return Reason(
+                "bessel",
+                say(
+                    "the path of d{name} through {consumer} is {c:.4g} times what it should be, n/(n-1) or its "
+                    "inverse, and its other path is right: n or n-1? The mean divides by n, and only the variance by "
+                    "n-1 (Bessel's correction)",
+                    name=own,
+                    consumer=consumer,
+                    c=c,
+                ),
+            )
         return Reason(
             "constant_factor",
             say(

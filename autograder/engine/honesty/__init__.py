@@ -7,7 +7,7 @@ code it cannot read (static), and a decoy in every ``.grad`` while grading (dyna
 import ast
 
 from .cell_code import Kept, statements
-from .prose import HARMLESS, TEXT_EXCEPTIONS, _grad_modes, _prose
+from .prose import HARMLESS, TEXT_EXCEPTIONS, _grad_modes, _prose, names_asked_for
 from .stored import reads_of_a_store
 from .unread_code import (
     RUNS_CODE,
@@ -73,7 +73,7 @@ def _loaded_names(node: ast.AST):
 
 
 def _reads_autograd(node: ast.AST, skip_grad: bool = False) -> bool:
-    prose, modes = _prose(node), _grad_modes(node) | reads_of_a_store(node)  # p.grad = g; .. p.grad: g
+    prose, modes = _prose(node), _grad_modes(node) | reads_of_a_store(node) | names_asked_for(node)  # p.grad = g
     added_to = {id(sub.target) for sub in ast.walk(node) if isinstance(sub, ast.AugAssign)}  # p.grad += g reads it
     called = {id(sub.func) for sub in ast.walk(node) if isinstance(sub, ast.Call)}
     for sub in ast.walk(node):

@@ -98,3 +98,22 @@ def _grad_modes(node: ast.AST) -> set:
             if sub.attr in HARMLESS.get(module, ()):
                 ids.add(id(base))
     return ids
+
+
+def names_asked_for(node: ast.AST) -> set:
+    """ids of the namespace and the name in ``"grads" not in globals()`` (``in``; locals(), vars()): a namespace asked
+    whether it holds a name written out reads nothing of it, whatever the name says ("grads" too). Its keys read, or
+    a name made at run time, still mark the statement (unread_code)."""
+    ids = set()
+    for sub in ast.walk(node):
+        if not (isinstance(sub, ast.Compare) and len(sub.ops) == 1 and isinstance(sub.ops[0], (ast.In, ast.NotIn))):
+            continue
+        call, name = sub.comparators[0], sub.left
+        if isinstance(call, ast.Call) and not call.args and not call.keywords and isinstance(call.func, ast.Name):
+            if (
+                call.func.id in ("globals", "locals", "vars")
+                and isinstance(name, ast.Constant)
+                and isinstance(name.value, str)
+            ):
+                ids |= {id(call.func), id(name)}
+    return ids
