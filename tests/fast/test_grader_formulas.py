@@ -22,7 +22,11 @@ from autograder.engine.honesty import grader_formulas
 os.environ.update(NBGRADER_EXECUTION="autograde", BACKPROP_NINJA_SEED="7")
 later = "autograder.engine.value_checks"
 assert later not in sys.modules  # (a module loaded after grading started)
+assert "autograder.in_kernel.bug_hunt" not in sys.modules
 switches.start_grading({}, self_checks=())
+# Exercise 6's hidden test imports its kernel module, whose package calls its own functions at its top level: loaded
+# before anything refused, it imports (it stopped the bug hunt's setup cell with AutogradIsOff)
+from autograder.in_kernel.bug_hunt import keep_grading_point
 W2 = backward_rules.STEP_BY_NAME["W2"]
 f = {"h": torch.randn(4, 3)}
 d = {"logits": torch.randn(4, 5)}

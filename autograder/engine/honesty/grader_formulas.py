@@ -98,11 +98,25 @@ def _package_modules() -> list:
     return [m for name, m in list(sys.modules.items()) if name.startswith(PACKAGE + ".") and m is not None]
 
 
+def kernel_modules_loaded() -> None:
+    """Every module of the kernel's own package imported now, before anything refuses: a hidden test imports its
+    module when it runs (Exercise 6's ``in_kernel.bug_hunt``), and a module loaded while grading refuses as soon as it
+    has run, though the package that imports it may still call it at its top level (``engine.bug_hunt``'s table of
+    checks: the bug hunt's setup cell stopped with AutogradIsOff in a kernel that had not loaded it before)."""
+    import importlib
+    import pkgutil
+
+    kernel = importlib.import_module(f"{PACKAGE}.in_kernel")
+    for module in pkgutil.iter_modules(kernel.__path__, f"{kernel.__name__}."):
+        importlib.import_module(module.name)
+
+
 @functools.cache
 def grader_functions() -> tuple:
     """(the grader's modules loaded, every function of theirs that the kernel does not run while grading): once per
     process (a kernel parent's warm-up works it out for the kernels it forks). A module loaded later:
     ``module_refuses``."""
+    kernel_modules_loaded()
     modules = _package_modules()
     return frozenset(m.__name__ for m in modules), tuple(functions_of(modules))
 
@@ -132,8 +146,8 @@ def refuse():
 def formulas_refuse(refusal) -> None:
     """Every function in ``grader_functions()``, and in the package's modules loaded since it was worked out, refuses
     from now on, with ``refusal()``'s error. The replay's own (``FOR_THE_REPLAY``) runs within ``for_the_replay()``."""
+    known, functions = grader_functions()  # (first: the kernel's modules are loaded before anything refuses)
     _REFUSAL[:] = [refusal]
-    known, functions = grader_functions()
     later = [m for m in _package_modules() if m.__name__ not in known]
     _refused(functions)
     for module in later:
