@@ -39,6 +39,16 @@ def _stands_for(other: torch.Tensor, right: torch.Tensor) -> bool:
     return other.shape != right.shape or not torch.equal(other, right)
 
 
+def gives(answer: torch.Tensor, step: Step, forward: dict, upstream: dict, right: torch.Tensor, scale: float) -> bool:
+    """Whether the step's rule on ``forward`` (the forward pass with a slip in it) gives ``answer``, and the rule on
+    the right forward pass, ``right``, does not."""
+    try:
+        wrong = local_gradient(step, forward, upstream).double()
+    except (RuntimeError, KeyError, IndexError, TypeError, ArithmeticError):
+        return False
+    return wrong.shape == answer.shape and not close(wrong, right, scale) and close(answer.double(), wrong, scale)
+
+
 def other_tensor(answer: torch.Tensor, step: Step, forward: dict, upstream: dict, scale: float, own: str):
     """Why d<own> is wrong when it is the step's rule with one forward tensor it reads replaced by another forward
     tensor (`norm_logits * dcounts` for `counts * dcounts`, `(1 - hpreact**2) * dh` for tanh's `1 - h**2`)."""
@@ -52,11 +62,7 @@ def other_tensor(answer: torch.Tensor, step: Step, forward: dict, upstream: dict
         for other in floats:
             if other == name or not _stands_for(forward[other], forward[name]):
                 continue
-            try:
-                wrong = local_gradient(step, {**forward, name: forward[other]}, upstream).double()
-            except (RuntimeError, KeyError, IndexError, TypeError, ArithmeticError):
-                continue
-            if wrong.shape == answer.shape and not close(wrong, right, scale) and close(answer, wrong, scale):
+            if gives(answer, step, {**forward, name: forward[other]}, upstream, right, scale):
                 return Reason(
                     "other_tensor",
                     say(
