@@ -6,18 +6,17 @@ import torch
 
 from ...common.diagnoses import Reason
 from ...common.words import say
-from ..backward_rules import Step, local_gradient
-from .slips import _floats, _Reading, gives
+from ..backward_rules import Step
+from .slips import gives, rule_and_reads
 
 
 def factor_left_out(answer: torch.Tensor, step: Step, forward: dict, upstream: dict, scale: float, own: str):
     """Why d<own> is wrong when it is the step's rule with one forward tensor it reads left out of its products."""
-    reading = _Reading(forward)
-    try:
-        right = local_gradient(step, reading, upstream).double()
-    except (RuntimeError, KeyError, IndexError, TypeError):
+    found = rule_and_reads(step, forward, upstream)
+    if found is None:
         return None
-    for name in [k for k in reading.read if k in _floats(forward)]:
+    right, read = found
+    for name in read:
         if gives(answer, step, {**forward, name: torch.ones_like(forward[name])}, upstream, right, scale):
             return Reason(
                 "missing_factor",

@@ -30,6 +30,18 @@ def _floats(forward: dict) -> list:
     return [k for k, v in forward.items() if isinstance(v, torch.Tensor) and v.is_floating_point()]
 
 
+def rule_and_reads(step: Step, forward: dict, upstream: dict):
+    """(the step's right gradient, in float64; the floating forward tensors its rule reads), or None when the rule
+    cannot run on these values: what the diagnoses that change one forward tensor start from."""
+    reading = _Reading(forward)
+    try:
+        right = local_gradient(step, reading, upstream).double()
+    except (RuntimeError, KeyError, IndexError, TypeError):
+        return None
+    floats = _floats(forward)
+    return right, [k for k in reading.read if k in floats]
+
+
 def _stands_for(other: torch.Tensor, right: torch.Tensor) -> bool:
     """Whether a student could have written ``other`` where ``right`` belongs and got a gradient of a shape that may be
     the step's: as many dimensions, each of the same size or of size 1 in one of them (counts_sum_inv for counts,
@@ -52,13 +64,12 @@ def gives(answer: torch.Tensor, step: Step, forward: dict, upstream: dict, right
 def other_tensor(answer: torch.Tensor, step: Step, forward: dict, upstream: dict, scale: float, own: str):
     """Why d<own> is wrong when it is the step's rule with one forward tensor it reads replaced by another forward
     tensor (`norm_logits * dcounts` for `counts * dcounts`, `(1 - hpreact**2) * dh` for tanh's `1 - h**2`)."""
-    reading = _Reading(forward)
-    try:
-        right = local_gradient(step, reading, upstream).double()
-    except (RuntimeError, KeyError, IndexError, TypeError):
+    found = rule_and_reads(step, forward, upstream)
+    if found is None:
         return None
+    right, read = found
     floats = _floats(forward)
-    for name in [k for k in reading.read if k in floats]:
+    for name in read:
         for other in floats:
             if other == name or not _stands_for(forward[other], forward[name]):
                 continue
@@ -230,12 +241,11 @@ def _position_words(own: str, consumer: str, dim: int, k: int, size: int, alone:
 def inverted(answer: torch.Tensor, step: Step, forward: dict, upstream: dict, scale: float, own: str):
     """Why d<own> is wrong when it is the step's rule with one forward tensor it reads turned upside down (`dcounts /
     counts` for exp's `counts * dcounts`, `dhpreact / bngain`)."""
-    reading = _Reading(forward)
-    try:
-        right = local_gradient(step, reading, upstream).double()
-    except (RuntimeError, KeyError, IndexError, TypeError):
+    found = rule_and_reads(step, forward, upstream)
+    if found is None:
         return None
-    for name in [k for k in reading.read if k in _floats(forward)]:
+    right, read = found
+    for name in read:
         if gives(answer, step, {**forward, name: 1.0 / forward[name]}, upstream, right, scale):
             return Reason(
                 "inverted",
