@@ -13,6 +13,9 @@ and the hours 1,000 students would take at that rate:
                          two-core floor is that over the machine's cores (two here), the best W workers can do
   stock                  ``nbgrader autograde`` with the course config, GradingExecute.sandbox=False:
                          nbgrader's own Execute loop, one process, one student after another
+  stock-sandbox          ``nbgrader autograde`` as the course configures it: sandboxed, each kernel forked from a
+                         kernel parent that serves every student of the run, each student shown on its stage
+  stock-sandbox-student  the same with one kernel parent per student (``stage_students`` False)
   grade-W-sandbox        ``backprop-ninja grade --workers W --cold-kernels`` (W = 1, 2), every kernel started in
                          a bubblewrap sandbox of its own, importing torch anew
   grade-W-sandbox-warm   ``--warm-kernels``, grade's default: kernels are forked from a kernel parent in the
@@ -40,6 +43,7 @@ side by side:
 """
 
 import argparse
+import contextlib
 import json
 import os
 import resource
@@ -66,6 +70,8 @@ ASSIGNMENT = "backprop_ninja"
 CONFIGS = [
     "floor",
     "stock",
+    "stock-sandbox",
+    "stock-sandbox-student",
     "grade-1-plain",
     "grade-1-sandbox",
     "grade-1-sandbox-warm",
@@ -203,9 +209,12 @@ def measure(root: Path, config: str, notebooks: list, meter: CpuMeter, package=N
     if config == "floor":
         return floor() * len(notebooks)
     reset(root)
-    if config == "stock":
-        argv = [sys.executable, "-m", "nbgrader", "autograde", ASSIGNMENT, "--GradingExecute.sandbox=False"]
-        return run(root, argv + ["--log-level=ERROR"], meter=meter)
+    if config.startswith("stock"):  # nbgrader's own command, one student after the other: unsandboxed, or as configured
+        argv = [sys.executable, "-m", "nbgrader", "autograde", ASSIGNMENT, "--log-level=ERROR"]
+        argv += [] if "sandbox" in config else ["--GradingExecute.sandbox=False"]
+        env = {**os.environ, "PYTHONPATH": str(package)} if package else None
+        with one_parent_per_student(root, "student" in config):
+            return run(root, argv, env=env, meter=meter)
     _, workers, kind, *rest = config.split("-")
     argv = [sys.executable, "-m", "autograder.cli", "grade", "--course", str(root), "--workers", workers, "--quiet"]
     argv += ["--unsandboxed"] if kind == "plain" else []
@@ -220,13 +229,19 @@ def measure(root: Path, config: str, notebooks: list, meter: CpuMeter, package=N
         if os.geteuid() == 0:
             user.owns(root)  # each course it grades: this tree's, and REV's
         argv, env = user.argv(user.python, *argv[1:]), {**user.env, **({"PYTHONPATH": str(package)} if package else {})}
-    if "student" not in rest:
+    with one_parent_per_student(root, "student" in rest):
         return graded(root, argv, env, meter)
+
+
+@contextlib.contextmanager
+def one_parent_per_student(root: Path, asked: bool):
+    """When ``asked``: the course's configuration with a kernel parent per student (``stage_students`` False)."""
     config_file = root / "nbgrader_config.py"
     kept = config_file.read_text()
-    config_file.write_text(kept + "\nc.SandboxedKernelManager.stage_students = False\n")
+    if asked:
+        config_file.write_text(kept + "\nc.SandboxedKernelManager.stage_students = False\n")
     try:
-        return graded(root, argv, env, meter)
+        yield
     finally:
         config_file.write_text(kept)
 

@@ -94,12 +94,14 @@ class ForkedProvisioner(LocalProvisioner):
 
 
 class KernelParents:
-    """The kernel parents of a grading process: one per worker on a stage when ``staged``, else one per student,
-    the current one's."""
+    """The kernel parents of a grading process: one on a stage for all its students (``stage_students``), else one per
+    student, the current one's."""
 
     parents: dict = {}
-    staged = False  # a grading worker's process: one parent for all its students, on a stage (stage.py)
-    mounts = False  # ... which is mounted: the process has a mount namespace of its own (as root), else copied
+    # the stage's students are mounted there: a grading worker's process with a mount namespace of its own (as root);
+    # else copied there (an ordinary user's worker, or an nbgrader command's process: its threads may run already)
+    mounts = False
+    mounts_decided = False  # (by the worker's fork server, before the worker itself)
 
     @classmethod
     async def get(cls, key, start, timeout: float) -> KernelParent:
@@ -115,6 +117,11 @@ class KernelParents:
         await parent.ready(timeout)  # closes it and raises SandboxError if it never gets ready
         cls.parents[key] = parent
         return parent
+
+    @classmethod
+    def stage_busy_with_another(cls, folder: str) -> bool:
+        """Whether a parent on a stage runs a kernel of another student than the one in ``folder``."""
+        return any(p.stage is not None and p.kernels and p.stage.shown != folder for p in cls.parents.values())
 
     @classmethod
     def start_ahead(cls, key, start) -> KernelParent:

@@ -51,8 +51,8 @@ class SandboxedKernelManager(SandboxLimits, AsyncKernelManager):
         config=True,
         help=(
             "Fork each kernel from a kernel parent: a Python in the sandbox that has imported torch and ipykernel "
-            "once, so that a kernel starts without paying for them (kernel_parent.py). One per student, or in a "
-            "grading worker, one for all its students (stage.py). False: every kernel "
+            "once, so that a kernel starts without paying for them (kernel_parent.py). One for all the students a "
+            "process grades (stage_students), else one per student. False: every kernel "
             "starts in a new sandbox of its own, from a parent that imports nothing ahead."
         ),
     )
@@ -61,8 +61,9 @@ class SandboxedKernelManager(SandboxLimits, AsyncKernelManager):
         True,
         config=True,
         help=(
-            "In a grading worker, fork the kernels of all its students from one kernel parent, "
-            "showing each student's folder on its stage in turn (stage.py). False: one kernel parent per student."
+            "Fork the kernels of all the students a process grades (a grading worker, or one nbgrader autograde "
+            "run) from one kernel parent, showing each student's folder on its stage in turn (stage.py): bound "
+            "there in a grading worker run as root, else copied. False: one kernel parent per student."
         ),
     )
 
@@ -119,7 +120,7 @@ class SandboxedKernelManager(SandboxLimits, AsyncKernelManager):
         return os.path.realpath(cwd)
 
     def _staged(self) -> bool:
-        return KernelParents.staged and self.stage_students
+        return self.stage_students
 
     def _check_spec(self) -> None:
         """Only an ipykernel kernel can be forked by a kernel parent, and so run in the sandbox."""
@@ -128,13 +129,13 @@ class SandboxedKernelManager(SandboxLimits, AsyncKernelManager):
             argv = " ".join(spec.argv[:3]) if spec else "none"
             raise SandboxError(f"the sandbox runs ipykernel kernels (python -m {KERNEL_MODULE}), not {argv}")
 
-    def _parent_recipe(self, env: dict, folder: str | None) -> tuple:
+    def _parent_recipe(self, env: dict, folder: str | None, staged: bool) -> tuple:
         """(key, start): what tells this kernel's sandbox from others (the kernel parents' key), and what starts a
-        kernel parent in it for ``folder``, or on a stage (``_staged``) for any student's folder."""
+        kernel parent in it for ``folder``, or on a stage (``staged``) for any student's folder."""
         interpreter = self._interpreter()
         kernel_env = kernel_environment(env, interpreter, PACKAGE_DIR)
         parent_env = {k: v for k, v in kernel_env.items() if k not in NOTEBOOK_VARIABLES}
-        staged, cold = self._staged() and self.kernel_parent, not self.kernel_parent
+        staged, cold = staged and self.kernel_parent, not self.kernel_parent
         sizes = (self.tmp_size, self.scratch_size)
         sandbox = (interpreter, tuple(sorted(parent_env.items())), self._run_as(), self._limits(), sizes)
         key = ("stage" if staged else folder, uuid.uuid4().hex if cold else "", *sandbox)
@@ -162,15 +163,18 @@ class SandboxedKernelManager(SandboxLimits, AsyncKernelManager):
         no staged parent."""
         if self.kernel_parent and self._staged():
             self._check_spec()
-            return KernelParents.start_ahead(*self._parent_recipe(env, None))
+            return KernelParents.start_ahead(*self._parent_recipe(env, None, True))
         return None
 
     async def _kernel_parent_for(self, kw: dict) -> KernelParent:
         """The kernel parent of this kernel's sandbox, showing the kernel's folder: the running one, or a new one.
         On a stage (``_staged``), one parent serves every student whose sandbox is alike."""
         folder = self._student_folder(kw.get("cwd"))
-        key, start = self._parent_recipe(kw.get("env") or dict(os.environ), folder)
-        if self._staged() and self.kernel_parent:
+        # (a process that runs students' kernels side by side, not one student after the other as nbgrader and the
+        # grading workers do: a student whose stage is busy with another's kernels gets a parent of their own)
+        staged = self._staged() and self.kernel_parent and not KernelParents.stage_busy_with_another(folder)
+        key, start = self._parent_recipe(kw.get("env") or dict(os.environ), folder, staged)
+        if staged:
             policy.check_student_folder(folder, self._course_root())
         for _ in range(2):  # a parent that a student's kernel stopped is closed when it is cleared: then a new one
             parent = await KernelParents.get(key, start, self.start_timeout)

@@ -157,20 +157,22 @@ def test_writes_only_to_its_scratch_and_nothing_reaches_the_machine(kernel, cour
 
 
 def test_course_secrets_are_invisible(kernel, course, grader_tmp):
+    """Alice's folder is shown on the kernel parent's stage, not where it lies: nothing of the course is in sight."""
     r = kernel.json(
         f"import os\ncourse, tmp = {str(course)!r}, {str(grader_tmp)!r}\n"
-        "result = {'course': sorted(os.listdir(course)),\n"
-        "          'autograded': sorted(os.listdir(course + '/autograded')),\n"
-        "          'tmp': sorted(os.listdir(tmp))}\n"
-        "for path in ('/gradebook.db', '/source/ps1/ps1.ipynb'):\n"
+        "def listing(path):\n"
+        "    try:\n        return sorted(os.listdir(path))\n"
+        "    except OSError as e:\n        return type(e).__name__\n"
+        "result = {'course': listing(course), 'tmp': listing(tmp), 'scratch': listing('.')}\n"
+        "for path in ('/gradebook.db', '/source/ps1/ps1.ipynb', '/autograded/bob/ps1/answers.txt'):\n"
         "    try:\n"
         "        open(course + path).read(); result[path] = 'read'\n"
         "    except OSError as e:\n"
         "        result[path] = type(e).__name__\n"
     )
-    assert r["course"] == ["autograded"] and r["autograded"] == ["alice"]
-    assert r["/gradebook.db"] == "FileNotFoundError"
-    assert r["/source/ps1/ps1.ipynb"] == "FileNotFoundError"
+    assert r["course"] == "FileNotFoundError" and "answers.txt" not in r["scratch"]  # (bob's)
+    assert r["/gradebook.db"] == r["/source/ps1/ps1.ipynb"] == "FileNotFoundError"
+    assert r["/autograded/bob/ps1/answers.txt"] == "FileNotFoundError"
     assert r["tmp"] == ["names.txt"]  # no grader-secret.txt: the kernel's /tmp is private
 
 

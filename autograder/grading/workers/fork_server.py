@@ -156,7 +156,7 @@ def serve(fd: int) -> None:
     sock = socket.socket(fileno=fd)
     # As root, the server has a mount namespace of its own, which the workers it forks share (before any thread
     # starts): a kernel parent started here sees the stage its worker mounts students on
-    KernelParents.staged, KernelParents.mounts = True, own_mount_namespace()
+    KernelParents.mounts_decided, KernelParents.mounts = True, own_mount_namespace()
     from . import worker
 
     # The first workers' kernel parents load while torch and the engine load here (nbgrader's config is enough

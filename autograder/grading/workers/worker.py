@@ -197,8 +197,8 @@ def main(argv=None) -> None:
     # One kernel parent serves all the worker's students, each shown on its stage in turn: as root mounted there, in a
     # mount namespace of the worker's own (before any thread starts: a process with threads cannot have one), or of
     # its fork server's, which may have started the parent already; else copied there
-    if not KernelParents.staged:
-        KernelParents.staged, KernelParents.mounts = True, own_mount_namespace()
+    if not KernelParents.mounts_decided:
+        KernelParents.mounts_decided, KernelParents.mounts = True, own_mount_namespace()
     exit_with_parent()
     argv = list(sys.argv[1:] if argv is None else argv)
     results = os.fdopen(os.dup(1), "w", buffering=1)
