@@ -23,7 +23,7 @@ from support.cases_ex1 import (
     submissions,
 )
 from support.course import REPO
-from support.in_process import autograde, judge, source_notebook
+from support.in_process import autograde, judge, selected, source_notebook
 from support.words import PSEUDO, pseudo_translated, rendered, untranslated
 
 from autograder.engine.backward_rules import SHAPE_ONLY_SHARE, STEP_BY_NAME, STEPS
@@ -32,9 +32,9 @@ ALL_STEPS = [s.name for s in STEPS]
 
 
 @pytest.fixture(scope="module")
-def graded():
+def graded(request):
     release = nbformat.read(REPO / "release" / "backprop_ninja" / f"{NB}.ipynb", as_version=4)
-    return autograde(NB, submissions(release, source_notebook(NB)))
+    return autograde(NB, selected(request, submissions(release, source_notebook(NB))))
 
 
 def lost_steps(graded, student) -> list:

@@ -19,16 +19,17 @@ from support.cases_ex2_ex3 import (
     submissions,
 )
 from support.course import REPO
-from support.in_process import autograde, judge, source_notebook
+from support.in_process import autograde, judge, selected, source_notebook
 from support.words import PSEUDO, pseudo_translated, rendered, untranslated
 
 
 @pytest.fixture(scope="module")
-def graded():
+def graded(request):
     found = {}
     for notebook in (NB2, NB3):
         release = nbformat.read(REPO / "release" / "backprop_ninja" / f"{notebook}.ipynb", as_version=4)
-        found[notebook] = autograde(notebook, submissions(notebook, release, source_notebook(notebook)))
+        class_ = submissions(notebook, release, source_notebook(notebook))
+        found[notebook] = autograde(notebook, selected(request, class_))
     return found
 
 

@@ -8,7 +8,7 @@ import textwrap
 import pytest
 from support.audit import release
 from support.cases_ex4 import BACKWARD, CALIBRATION, GRADIENTS, NB, QUICK_CALIBRATION, backward, training_step
-from support.in_process import autograde, source_notebook
+from support.in_process import autograde, selected, source_notebook
 
 from autograder.authoring.submissions import solved
 
@@ -335,12 +335,12 @@ CASES = {
 
 
 @pytest.fixture(scope="module")
-def graded():
+def graded(request):
     nb, source = release(NB), source_notebook(NB)
     students = {"solution": solved(nb, source, QUICK_CALIBRATION)}
     for student, (changes, extra, _, _) in CASES.items():
         students[student] = solved(nb, source, {**QUICK_CALIBRATION, **changes}, extra)
-    return autograde(NB, students)
+    return autograde(NB, selected(request, students))
 
 
 @pytest.mark.parametrize("student", CASES)

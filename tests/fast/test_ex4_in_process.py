@@ -8,7 +8,7 @@ import torch
 from nbconvert.filters.strings import clean_html
 from support.cases_ex4 import ALTERNATIVES, CHEATS, GRADIENTS, MISTAKES, NB, submissions
 from support.course import REPO, FeedbackPage
-from support.in_process import autograde, judge, source_notebook
+from support.in_process import autograde, judge, selected, source_notebook
 from support.words import PSEUDO, pseudo_translated, rendered, summary_html, summary_text, untranslated
 
 from autograder.authoring.submissions import grade_id
@@ -20,9 +20,9 @@ from autograder.engine.training.reference_runs import POINTS, REACH_LOSS
 
 
 @pytest.fixture(scope="module")
-def graded():
+def graded(request):
     release = nbformat.read(REPO / "release" / "backprop_ninja" / f"{NB}.ipynb", as_version=4)
-    return autograde(NB, submissions(release, source_notebook(NB)))
+    return autograde(NB, selected(request, submissions(release, source_notebook(NB))))
 
 
 def lost(graded, student) -> dict:

@@ -5,15 +5,15 @@ import nbformat
 import pytest
 from support.cases_ex5 import ALTERNATIVES, CHEATS, LAID_OUT, MISTAKES, NB5, POINTS, RAISING, REBOUND, submissions
 from support.course import REPO
-from support.in_process import autograde, source_notebook
+from support.in_process import autograde, selected, source_notebook
 
 from autograder.engine.operators import OPERATOR_STEPS
 
 
 @pytest.fixture(scope="module")
-def graded():
+def graded(request):
     release = nbformat.read(REPO / "release" / "backprop_ninja" / f"{NB5}.ipynb", as_version=4)
-    return autograde(NB5, submissions(release, source_notebook(NB5)))
+    return autograde(NB5, selected(request, submissions(release, source_notebook(NB5))))
 
 
 def test_points_table(graded):

@@ -6,7 +6,7 @@ import nbformat
 import pytest
 from support.cases_ex6 import ALTERNATIVES, BROKEN_LINES, CHEATS, MISTAKES, NB, POINTS, SOLVED_IDS, copier, submissions
 from support.course import ASSIGNMENT, REPO
-from support.in_process import autograde, source_notebook
+from support.in_process import autograde, selected, source_notebook
 from support.words import untranslated
 
 from autograder.common.diagnoses import METADATA
@@ -17,9 +17,9 @@ SOLVED = ["solution"] + [f"solution_{i}" for i in range(1, len(SOLVED_IDS))]
 
 
 @pytest.fixture(scope="module")
-def graded():
+def graded(request):
     release = nbformat.read(REPO / "release" / ASSIGNMENT / f"{NB}.ipynb", as_version=4)
-    return autograde(NB, submissions(release, source_notebook(NB)))
+    return autograde(NB, selected(request, submissions(release, source_notebook(NB))))
 
 
 def test_points_table(graded):

@@ -134,6 +134,21 @@ def as_autograde_runs_it(submission, source):
     return nb
 
 
+def selected(request, submissions: dict) -> dict:
+    """``submissions`` cut down to the students that the module's selected tests are about, with "solution" and
+    "blank", when each of those tests names one by a parameter (``-k`` on a case or two: seconds, not the class's
+    minute); all of them when a selected test reads the class otherwise."""
+    named = []
+    for item in (i for i in request.session.items if i.path == request.path):
+        params = getattr(getattr(item, "callspec", None), "params", {})
+        student = next((params[p] for p in ("student", "mistake", "case") if params.get(p) in submissions), None)
+        if student is None:
+            return submissions
+        named.append(student)
+    keep = {*named, "solution", "blank"}
+    return {student: nb for student, nb in submissions.items() if student in keep}
+
+
 def autograde(name: str, submissions: dict, seed: int = DEFAULT_SEED) -> dict:
     """student -> Graded, for submissions (student -> notebook) of the notebook ``name``, all with one seed."""
     stale = _stale_release(name)
