@@ -120,7 +120,9 @@ class KernelParents:
 
     @classmethod
     def stage_busy_with_another(cls, folder: str) -> bool:
-        """Whether a parent on a stage runs a kernel of another student than the one in ``folder``."""
+        """Whether a parent on a stage runs a kernel of another student than the one in ``folder``: a process that
+        runs students' kernels side by side (not one student after the other, as nbgrader and the grading workers do)
+        gives that student a parent of their own."""
         return any(p.stage is not None and p.kernels and p.stage.shown != folder for p in cls.parents.values())
 
     @classmethod

@@ -61,9 +61,9 @@ class SandboxedKernelManager(SandboxLimits, AsyncKernelManager):
         True,
         config=True,
         help=(
-            "Fork the kernels of all the students a process grades (a grading worker, or one nbgrader autograde "
-            "run) from one kernel parent, showing each student's folder on its stage in turn (stage.py): bound "
-            "there in a grading worker run as root, else copied. False: one kernel parent per student."
+            "Fork the kernels of all the students a process grades (a grading worker, one nbgrader autograde run) "
+            "from one kernel parent, showing each student's folder on its stage in turn (stage.py). False: one "
+            "kernel parent per student."
         ),
     )
 
@@ -119,9 +119,6 @@ class SandboxedKernelManager(SandboxLimits, AsyncKernelManager):
             raise SandboxError(f"a sandboxed kernel needs its student folder as cwd, not {cwd!r}")
         return os.path.realpath(cwd)
 
-    def _staged(self) -> bool:
-        return self.stage_students
-
     def _check_spec(self) -> None:
         """Only an ipykernel kernel can be forked by a kernel parent, and so run in the sandbox."""
         spec = self.kernel_spec
@@ -161,18 +158,16 @@ class SandboxedKernelManager(SandboxLimits, AsyncKernelManager):
         """Start the stage's kernel parent ahead of the first kernel, whose environment ``env`` is, without waiting
         for it to load (a grading worker's fork server does, while it loads), and return it. None when kernels get
         no staged parent."""
-        if self.kernel_parent and self._staged():
+        if self.kernel_parent and self.stage_students:
             self._check_spec()
             return KernelParents.start_ahead(*self._parent_recipe(env, None, True))
         return None
 
     async def _kernel_parent_for(self, kw: dict) -> KernelParent:
         """The kernel parent of this kernel's sandbox, showing the kernel's folder: the running one, or a new one.
-        On a stage (``_staged``), one parent serves every student whose sandbox is alike."""
+        On a stage (``stage_students``), one parent serves every student whose sandbox is alike."""
         folder = self._student_folder(kw.get("cwd"))
-        # (a process that runs students' kernels side by side, not one student after the other as nbgrader and the
-        # grading workers do: a student whose stage is busy with another's kernels gets a parent of their own)
-        staged = self._staged() and self.kernel_parent and not KernelParents.stage_busy_with_another(folder)
+        staged = self.stage_students and self.kernel_parent and not KernelParents.stage_busy_with_another(folder)
         key, start = self._parent_recipe(kw.get("env") or dict(os.environ), folder, staged)
         if staged:
             policy.check_student_folder(folder, self._course_root())
