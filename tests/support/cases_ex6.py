@@ -119,7 +119,7 @@ MISTAKES.update(
                     {BUGS["zero_bias"].right: "dbngain = ((hpreact - bnbias) * dhpreact).sum(0, keepdim=True)"}
                 ),
             ),
-            {slot(_TEXT, "zero_bias"): ("wrong_values", "entries wrong")},
+            {slot(_TEXT, "zero_bias"): ("other_tensor", "dbngain has a factor bngain too many")},  # (h-mist5)
         ),
         "dbndiff2_n_plus_1": (
             answers(
@@ -128,7 +128,7 @@ MISTAKES.update(
                     {BUGS["bessel"].right: "dbndiff2 = (1.0 / (n + 1)) * torch.ones_like(bndiff2) * dbnvar"}
                 ),
             ),
-            {slot(_TEXT, "bessel"): ("constant_factor", "constant factor")},
+            {slot(_TEXT, "bessel"): ("bessel", "is it divided by n+1 where the variance's n-1 belongs?")},  # (h-mist5)
         ),
     }
 )
@@ -713,7 +713,7 @@ _FIXES_3 = {  # student -> (id, {line: new}, {cell: (kind, words)}), the cells b
         {
             "clipped_loss": ("batch_size", "n = 32 times too large"),
             "zero_bias": ("other_tensor", "dbngain reads bndiff where"),  # "entries wrong" before
-            "not_accumulated": ("wrong_values", _ENTRIES),
+            "not_accumulated": ("rearranged", "indices of Xb taken in another order"),  # "entries wrong" before
         },
     ),
     "clip_every_column_dbngain_without_bias_dC_assigned_a_sum": (

@@ -138,6 +138,20 @@ SOFTMAX = Step(
             ),
         ): lambda f, d: _softmax({"att": f["scores"]}, d),
         Reason(
+            "missing_factor",
+            say(
+                "dscores subtracts the plain sum of datt along the row: the softmax's backward pass weights it by the "
+                "row's weights, Σ datt·att ((datt * att).sum(2, keepdim=True))"
+            ),
+        ): lambda f, d: f["att"] * (d["att"] - d["att"].sum(2, keepdim=True)),
+        Reason(
+            "precedence",
+            say(
+                "dscores multiplies only datt by att, and subtracts Σ datt·att without it: in att·(datt − Σ datt·att) "
+                "att multiplies both terms, so the bracket goes around them"
+            ),
+        ): lambda f, d: f["att"] * d["att"] - (f["att"] * d["att"]).sum(2, keepdim=True),
+        Reason(
             "attention_scale",
             say(
                 "dscores is divided by √head_size: the softmax's backward pass has no scale. The 1/√head_size "
