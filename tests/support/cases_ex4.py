@@ -1059,5 +1059,5 @@ MISTAKES["m_dhprebn_bnvar_inv_squared"] = (
     },
     [],
     _BN_CELLS,
-    {"test_dW1": "dhprebn has a factor bnvar_inv too many"},
+    {"test_dW1": "dhprebn has bnvar_inv squared where the local derivative"},
 )

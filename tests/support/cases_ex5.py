@@ -880,3 +880,27 @@ MISTAKES["gelu_product_rule_minus"] = (
     },
     {"test_dhln": ("wrong_sign", "dhln subtracts the x·φ(x) term")},
 )
+# ... and four more that read "N of M entries wrong" or "off by a constant factor: 0.25 times": dropout's mask the
+# wrong way round, LayerNorm's count n_hidden - 1, the attention's scale put into datt and dv (each its own step's)
+MISTAKES["packed_slips_g"] = (
+    {
+        "answer_dhgelu": "dhgelu = dhdrop * (1 - drop_mask) / (1 - drop_p)",
+        "answer_dhpreln": "dlnraw = lngain * dhln\ndhpreln = lnvar_inv / (n_hidden - 1) * ((n_hidden - 1) * dlnraw - "
+        "dlnraw.sum(1, keepdim=True) - lnraw * (dlnraw * lnraw).sum(1, keepdim=True))",
+        "answer_datt": "datt = datt_out @ v.transpose(1, 2) / head_size**0.5",
+        "answer_dv": "dv = att.transpose(1, 2) @ datt_out / head_size**0.5",
+    },
+    {
+        "test_dhgelu": ("dropout_mask", "dhgelu's mask is the wrong way round"),
+        "test_dhpreln": ("bessel", "dhpreln counts n_hidden - 1 features"),
+        "test_datt": ("attention_scale", "datt is divided by √head_size: the attention's scale belongs to the scores"),
+        "test_dv": ("attention_scale", "dv is divided by √head_size"),
+    },
+)
+MISTAKES["layernorm_lnvar_inv_squared"] = (  # a forward tensor's factor twice (diagnosis/left_out)
+    {
+        "answer_dhpreln": "dlnraw = lngain * dhln\ndhpreln = lnvar_inv**2 / n_hidden * (n_hidden * dlnraw - "
+        "dlnraw.sum(1, keepdim=True) - lnraw * (dlnraw * lnraw).sum(1, keepdim=True))"
+    },
+    {"test_dhpreln": ("other_tensor", "dhpreln has lnvar_inv squared where the local derivative")},
+)

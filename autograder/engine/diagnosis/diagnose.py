@@ -13,7 +13,7 @@ from .chain_rule import another_upstream, local_derivative_alone
 from .divisors import divided_by_another_size
 from .left_out import factor_left_out, factor_too_many
 from .offsets import wrong_values
-from .powers import power_slip
+from .powers import power_factor_left_out, power_slip
 from .slips import example_left_out, forward_for_gradient, gives, inverted, one_position, other_tensor, path_factor
 
 
@@ -74,7 +74,11 @@ def diagnose(
         return another
     c = constant_factor(a, e, scale)
     factor = (
-        None if c is None else divided_by_another_size(c, forward, own) or factor_message(c, n, "d" + own, a.numel())
+        None
+        if c is None
+        else power_factor_left_out(c, step, own)
+        or divided_by_another_size(c, forward, own)
+        or factor_message(c, n, "d" + own, a.numel())
     )
     if factor:
         return factor

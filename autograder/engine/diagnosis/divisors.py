@@ -45,6 +45,17 @@ def divided_by_another_size(c: float, forward: dict, own: str) -> Reason | None:
     ):
         if n > 3 and abs(c - factor) <= FACTOR_MATCH * factor:
             return Reason("bessel", words)
+    if n > 3 and abs(c - n / (n + 1)) <= FACTOR_MATCH * n / (n + 1) / 10:  # (n/(n+1) and (n-1)/n are 1e-3 apart)
+        return Reason(
+            "batch_size",
+            say(
+                "d{name} is n/(n+1) = {n}/{n1} times the right value: is it divided by n+1 where the batch size n "
+                "belongs?",
+                name=own,
+                n=n,
+                n1=n + 1,
+            ),
+        )
     for size, tensor, dim in SIZES:
         value = forward.get(tensor)
         if value is None or not hasattr(value, "shape") or value.dim() <= dim:

@@ -35,7 +35,8 @@ def factor_left_out(answer: torch.Tensor, step: Step, forward: dict, upstream: d
 
 def factor_too_many(answer: torch.Tensor, step: Step, forward: dict, upstream: dict, scale: float, own: str):
     """Why d<own> is wrong when it is the step's rule with one forward tensor it reads multiplied by another forward
-    tensor of a shape that broadcasts to it (a forward value that holds that factor read in its place)."""
+    tensor of a shape that broadcasts to it, itself included (a forward value that holds that factor read in its place,
+    bnvar_inv**2 for bnvar_inv)."""
     found = rule_and_reads(step, forward, upstream)
     if found is None:
         return None
@@ -43,21 +44,33 @@ def factor_too_many(answer: torch.Tensor, step: Step, forward: dict, upstream: d
     for name in read:
         for extra in _floats(forward):
             value = forward[extra]
-            if value.dim() != forward[name].dim() or not _stands_for(value, forward[name]):
+            if value.dim() != forward[name].dim() or (extra != name and not _stands_for(value, forward[name])):
                 continue
             if value.dim() == 0 or torch.broadcast_shapes(value.shape, forward[name].shape) != forward[name].shape:
                 continue
-            if gives(answer, step, {**forward, name: forward[name] * value}, upstream, right, scale):
+            if not gives(answer, step, {**forward, name: forward[name] * value}, upstream, right, scale):
+                continue
+            if extra == name:
                 return Reason(
                     "other_tensor",
                     say(
-                        "d{name} has a factor {extra} too many: it is the local derivative of `{forward}` with "
-                        "{tensor} times {extra} where {tensor} alone belongs. Where did {extra} come in: a forward "
-                        "value that holds it, read for {tensor}, or a gradient already multiplied by it?",
+                        "d{name} has {tensor} squared where the local derivative of `{forward}` has it once: a factor "
+                        "{tensor} too many",
                         name=own,
-                        extra=extra,
                         tensor=name,
                         forward=step.forward,
                     ),
                 )
+            return Reason(
+                "other_tensor",
+                say(
+                    "d{name} has a factor {extra} too many: it is the local derivative of `{forward}` with "
+                    "{tensor} times {extra} where {tensor} alone belongs. Where did {extra} come in: a forward "
+                    "value that holds it, read for {tensor}, or a gradient already multiplied by it?",
+                    name=own,
+                    extra=extra,
+                    tensor=name,
+                    forward=step.forward,
+                ),
+            )
     return None

@@ -95,6 +95,10 @@ DROPOUT = Step(
                 "negative below 0): the backward pass multiplies by drop_mask itself, whatever the sign of the unit"
             ),
         ): lambda f, d: d["hdrop"] * (f["hdrop"] > 0) / (1 - DROP_P),
+        Reason(
+            "dropout_mask",
+            say("dhgelu's mask is the wrong way round: the gradient flows to the units dropout kept (drop_mask 1)"),
+        ): lambda f, d: d["hdrop"] * (1 - f["drop_mask"]) / (1 - DROP_P),
     },
 )
 

@@ -149,6 +149,13 @@ LAYERNORM = Step(
             ),
         ): lambda f, d: _dhpreln(f, d, count=f["lnraw"].shape[0]),
         Reason(
+            "bessel",
+            say(
+                "dhpreln counts n_hidden - 1 features: LayerNorm's mean and variance here both divide by n_hidden "
+                "(unbiased=False, as nn.LayerNorm does), so the count in its backward pass is n_hidden"
+            ),
+        ): lambda f, d: _dhpreln(f, d, count=_features(f) - 1),
+        Reason(
             "missing_factor",
             say(
                 "dhpreln is missing lnvar_inv: every path back to hpreln goes through the normalisation, which "
