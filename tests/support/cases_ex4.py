@@ -1059,5 +1059,5 @@ MISTAKES["m_dhprebn_bnvar_inv_squared"] = (
     },
     [],
     _BN_CELLS,
-    {"test_dW1": "dhprebn has bnvar_inv squared where the local derivative"},
+    {"test_dW1": "dhprebn has bnvar_inv**2 where the local derivative"},
 )

@@ -897,10 +897,10 @@ MISTAKES["packed_slips_g"] = (
         "test_dv": ("attention_scale", "dv is divided by √head_size"),
     },
 )
-MISTAKES["layernorm_lnvar_inv_squared"] = (  # a forward tensor's factor twice (diagnosis/left_out)
+MISTAKES["layernorm_lnvar_inv_squared"] = (  # a forward tensor to another power (diagnosis/left_out)
     {
         "answer_dhpreln": "dlnraw = lngain * dhln\ndhpreln = lnvar_inv**2 / n_hidden * (n_hidden * dlnraw - "
         "dlnraw.sum(1, keepdim=True) - lnraw * (dlnraw * lnraw).sum(1, keepdim=True))"
     },
-    {"test_dhpreln": ("other_tensor", "dhpreln has lnvar_inv squared where the local derivative")},
+    {"test_dhpreln": ("other_tensor", "dhpreln has lnvar_inv**2 where the local derivative")},
 )

@@ -33,34 +33,39 @@ def factor_left_out(answer: torch.Tensor, step: Step, forward: dict, upstream: d
     return None
 
 
+POWERS = (2.0, 0.5, 1.5, 3.0)  # a factor read to another power than its own (squared, its root: -1 is slips.inverted)
+
+
 def factor_too_many(answer: torch.Tensor, step: Step, forward: dict, upstream: dict, scale: float, own: str):
     """Why d<own> is wrong when it is the step's rule with one forward tensor it reads multiplied by another forward
-    tensor of a shape that broadcasts to it, itself included (a forward value that holds that factor read in its place,
-    bnvar_inv**2 for bnvar_inv)."""
+    tensor of a shape that broadcasts to it (a forward value that holds that factor read in its place), or raised to a
+    power (bnvar_inv**2 or **0.5 for bnvar_inv)."""
     found = rule_and_reads(step, forward, upstream)
     if found is None:
         return None
     right, read = found
     for name in read:
+        for p in POWERS:
+            if gives(answer, step, {**forward, name: forward[name] ** p}, upstream, right, scale):
+                return Reason(
+                    "other_tensor",
+                    say(
+                        "d{name} has {tensor}**{p:g} where the local derivative of `{forward}` has {tensor} itself (to "
+                        "the power 1)",
+                        name=own,
+                        tensor=name,
+                        p=p,
+                        forward=step.forward,
+                    ),
+                )
         for extra in _floats(forward):
             value = forward[extra]
-            if value.dim() != forward[name].dim() or (extra != name and not _stands_for(value, forward[name])):
+            if value.dim() != forward[name].dim() or not _stands_for(value, forward[name]):
                 continue
             if value.dim() == 0 or torch.broadcast_shapes(value.shape, forward[name].shape) != forward[name].shape:
                 continue
             if not gives(answer, step, {**forward, name: forward[name] * value}, upstream, right, scale):
                 continue
-            if extra == name:
-                return Reason(
-                    "other_tensor",
-                    say(
-                        "d{name} has {tensor} squared where the local derivative of `{forward}` has it once: a factor "
-                        "{tensor} too many",
-                        name=own,
-                        tensor=name,
-                        forward=step.forward,
-                    ),
-                )
             return Reason(
                 "other_tensor",
                 say(
