@@ -1740,7 +1740,7 @@ MISTAKES.update(
         "m_dC_flattened_in_two_orders": (
             {"answer_dC": "dC = torch.zeros_like(C)\ndC.index_add_(0, Xb.T.reshape(-1), demb.view(-1, n_embd))"},
             "C",
-            "entries wrong",
+            "adds demb's rows at the indices of Xb taken in another order",  # "entries wrong" before h-mist5
         ),
     }
 )

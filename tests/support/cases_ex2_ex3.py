@@ -482,7 +482,7 @@ MISTAKES.update(
         "given_rebound_in_the_cell_of_dbngain": (
             NB3,
             {"answer_dbngain": "dhpreact = dhpreact * bngain\ndbngain = (bnraw * dhpreact).sum(0, keepdim=True)"},
-            {"test_dbngain": "entries wrong"},
+            {"test_dbngain": "dbngain has a factor bngain too many"},  # "entries wrong" before h-mist5
         ),
         # a tensor of the other BatchNorm block in each: "entries wrong" before
         "tensors_of_the_other_block": (

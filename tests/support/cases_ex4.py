@@ -435,8 +435,9 @@ _PACKED = {  # student -> (answer cells changed, extra cells, {cell: points kept
         {
             "test_dbnbias": "32 times too small",
             "test_dW1": "the mistake is in dW1's own line",
-            "test_dC": "the mistake is in dC's own line",
+            "test_dC": "dC adds demb's rows at the indices of Xb taken in another order",  # (h-mist5)
             "test_training": "with the right gradients, your training_step leaves autograd's run",
+            "test_calibration": "bnmean is the mean of C[Xtr] viewed as rows, times W1, without b1",  # (h-mist5)
         },
     ),
     "m_packed_own_lines_b": (
@@ -1034,4 +1035,29 @@ MISTAKES["m_dlogits_divided_by_vocab_size"] = (
     [],
     {g: 0 for g in ("test_dC", "test_dW1", "test_dW2", "test_db2", "test_dbnbias", "test_dbngain")},
     {"test_dW2": "is it divided by vocab_size = 27 where the batch size n = 32 belongs?"},
+)
+
+
+# h-mist5's round (December 2026). log_softmax for softmax in dlogits: the gradients lose their points, and the run
+# diverges to parameters that are NaN; the calibration, right, lost its 2 points too (its statistics, NaN as the
+# grader's, failed a comparison whose scale was NaN): it keeps them now, and says why. bnvar_inv squared in the fused
+# dhprebn read "N of M entries wrong": a forward tensor's factor too many is named (diagnosis/left_out)
+MISTAKES["m_dlogits_log_softmax_run_diverges"] = (
+    {"answer_backward_pass": backward(dlogits=BACKWARD["dlogits"].replace("F.softmax", "F.log_softmax"))},
+    [],
+    {g: 0 for g in GRADIENTS if g != "test_db1"},
+    {
+        "test_dW2": "dlogits uses log-probabilities where the derivative gives probabilities",
+        "test_calibration": "so the calibration cannot be checked on them and keeps its point",
+    },
+)
+MISTAKES["m_dhprebn_bnvar_inv_squared"] = (
+    {
+        "answer_backward_pass": backward(
+            batchnorm=_swap("batchnorm", "bngain * bnvar_inv / n", "bngain * bnvar_inv**2 / n")
+        )
+    },
+    [],
+    _BN_CELLS,
+    {"test_dW1": "dhprebn has bnvar_inv**2 where the local derivative"},
 )

@@ -266,18 +266,17 @@ MISTAKES = {
         },
         {"test_dhln": ("upstream_missing", "dhln is the local derivative of `hgelu = hln * 0.5 * (1 + torch.erf(")},
     ),
-    # wrong values without a named cause yet: the cell loses its points, and its words send the student to the
-    # local derivative (erf's 1/√2 left out, the softmax's sum not weighted by att)
+    # each named since h-mist5 (they read 'N of M entries wrong. Re-derive the local derivative' before)
     "gelu_erf_without_sqrt2": (
         {
             "answer_dhln": "dhln = dhgelu * (0.5 * (1 + torch.erf(hln)) "
             "+ hln * torch.exp(-hln**2 / 2) / (2 * torch.pi) ** 0.5)"
         },
-        {"test_dhln": ("wrong_values", "entries wrong")},
+        {"test_dhln": ("missing_factor", "takes erf(x) where GELU has erf(x/√2)")},
     ),
     "softmax_sum_not_times_att": (
         {"answer_dscores": "dscores = att * datt - (datt * att).sum(2, keepdim=True)"},
-        {"test_dscores": ("wrong_values", "entries wrong")},
+        {"test_dscores": ("precedence", "dscores multiplies only datt by att, and subtracts Σ datt·att without it")},
     ),
     "leaky_default_slope": (
         {"answer_dleaky_in": "dleaky_in = torch.where(leaky_in > 0, dleaky_out, 0.01 * dleaky_out)"},
@@ -621,7 +620,6 @@ def submissions(release, source) -> dict:
 # A third review (December 2026): more of a student's own slips, several to a student where their steps differ (each
 # step is judged from the student's own upstream gradients, so each costs its own cell), and two more sets of correct
 # forms. These are appended to MISTAKES and RAISING as packed students: {student: (changes, {cell: (kind, words)})}.
-_ENTRIES = "entries wrong"
 MISTAKES.update(
     {
         "packed_slips_a": (
@@ -640,16 +638,18 @@ MISTAKES.update(
                 "answer_dleaky_in": "dleaky_in = 0.1 * dleaky_out",
             },
             {
-                "test_dhgelu": ("wrong_values", _ENTRIES),
-                "test_dhln": ("wrong_values", _ENTRIES),
-                "test_dlngain": ("other_tensor", "dlngain reads hpreln where"),  # "entries wrong" before
-                "test_dlnbias": ("wrong_values", _ENTRIES),
-                "test_dhpreln": ("wrong_values", _ENTRIES),
-                "test_dscores": ("wrong_values", _ENTRIES),
+                # "entries wrong" before h-mist5, each of the ten but dq's
+                "test_dhgelu": ("dropout_mask", "dhgelu's mask is hdrop > 0"),
+                "test_dhln": ("other_tensor", "dhln takes the normal density φ of hgelu"),
+                "test_dlngain": ("other_tensor", "dlngain reads hpreln where"),
+                # (this dhgelu, wrong too, is not in dlnbias's report: a right dhgelu read there is named)
+                "test_dlnbias": ("wrong_values", "entries wrong"),
+                "test_dhpreln": ("missing_factor", "dhpreln's path through the mean sums dhln where"),
+                "test_dscores": ("missing_factor", "dscores subtracts the plain sum of datt along the row"),
                 "test_dq": ("transposed", "dq reads dscores transposed"),
-                "test_demb": ("other_tensor", "demb reads Wq where"),  # Wq for Wk: "entries wrong" before
-                "test_drelu_in": ("wrong_values", _ENTRIES),
-                "test_dleaky_in": ("wrong_values", _ENTRIES),
+                "test_demb": ("other_tensor", "demb reads Wq where"),
+                "test_drelu_in": ("activation_mask", "drelu_in multiplies by relu_in itself"),
+                "test_dleaky_in": ("activation_mask", "dleaky_in has slope 0.1 everywhere"),
             },
         ),
         "packed_slips_b": (
@@ -661,7 +661,7 @@ MISTAKES.update(
                 "dlnraw.sum(1, keepdim=True) - lnraw * (dlnraw * lnraw).sum(1, keepdim=True))",
             },
             {
-                "test_dhln": ("wrong_values", _ENTRIES),
+                "test_dhln": ("missing_factor", "dhln's Φ(x) term is missing its 0.5"),
                 "test_dlngain": ("keepdim", "the values are right, so this step earns 0.5 of its 1"),
                 "test_dhpreln": ("other_tensor", "dhpreln reads lnvar where"),  # "entries wrong" before
             },
@@ -675,7 +675,7 @@ MISTAKES.update(
             },
             {
                 "test_dhln": ("missing_factor", "where the normal density has exp(-x²/2)"),
-                "test_dhpreln": ("wrong_values", _ENTRIES),
+                "test_dhpreln": ("wrong_sign", "dhpreln adds the path through the variance where it subtracts it"),
             },
         ),
         "packed_slips_d": (
@@ -684,7 +684,10 @@ MISTAKES.update(
                 "dlnraw.sum(0, keepdim=True) - lnraw * (dlnraw * lnraw).sum(1, keepdim=True))",  # a batch mean
                 "answer_datt_out": "datt_out = torch.zeros_like(dx)",
             },
-            {"test_dhpreln": ("wrong_values", _ENTRIES), "test_datt_out": ("all_zeros", "datt_out is all zeros")},
+            {
+                "test_dhpreln": ("wrong_dimension", "dhpreln's path through the mean sums over the batch"),
+                "test_datt_out": ("all_zeros", "datt_out is all zeros"),
+            },
         ),
     }
 )
@@ -865,4 +868,39 @@ ALTERNATIVES.update(
             ),
         },
     }
+)
+
+
+# h-mist5's round (December 2026): GELU's product rule with its second term subtracted (it read "N of M entries wrong");
+# the other slips of this round are the packed students' above, each of whose words is named now
+MISTAKES["gelu_product_rule_minus"] = (
+    {
+        "answer_dhln": "dhln = dhgelu * (0.5 * (1 + torch.erf(hln / 2**0.5)) "
+        "- hln * torch.exp(-hln**2 / 2) / (2 * torch.pi) ** 0.5)"
+    },
+    {"test_dhln": ("wrong_sign", "dhln subtracts the x·φ(x) term")},
+)
+# ... and four more that read "N of M entries wrong" or "off by a constant factor: 0.25 times": dropout's mask the
+# wrong way round, LayerNorm's count n_hidden - 1, the attention's scale put into datt and dv (each its own step's)
+MISTAKES["packed_slips_g"] = (
+    {
+        "answer_dhgelu": "dhgelu = dhdrop * (1 - drop_mask) / (1 - drop_p)",
+        "answer_dhpreln": "dlnraw = lngain * dhln\ndhpreln = lnvar_inv / (n_hidden - 1) * ((n_hidden - 1) * dlnraw - "
+        "dlnraw.sum(1, keepdim=True) - lnraw * (dlnraw * lnraw).sum(1, keepdim=True))",
+        "answer_datt": "datt = datt_out @ v.transpose(1, 2) / head_size**0.5",
+        "answer_dv": "dv = att.transpose(1, 2) @ datt_out / head_size**0.5",
+    },
+    {
+        "test_dhgelu": ("dropout_mask", "dhgelu's mask is the wrong way round"),
+        "test_dhpreln": ("bessel", "dhpreln counts n_hidden - 1 features"),
+        "test_datt": ("attention_scale", "datt is divided by √head_size: the attention's scale belongs to the scores"),
+        "test_dv": ("attention_scale", "dv is divided by √head_size"),
+    },
+)
+MISTAKES["layernorm_lnvar_inv_squared"] = (  # a forward tensor to another power (diagnosis/left_out)
+    {
+        "answer_dhpreln": "dlnraw = lngain * dhln\ndhpreln = lnvar_inv**2 / n_hidden * (n_hidden * dlnraw - "
+        "dlnraw.sum(1, keepdim=True) - lnraw * (dlnraw * lnraw).sum(1, keepdim=True))"
+    },
+    {"test_dhpreln": ("other_tensor", "dhpreln has lnvar_inv**2 where the local derivative")},
 )

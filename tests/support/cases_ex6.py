@@ -119,7 +119,7 @@ MISTAKES.update(
                     {BUGS["zero_bias"].right: "dbngain = ((hpreact - bnbias) * dhpreact).sum(0, keepdim=True)"}
                 ),
             ),
-            {slot(_TEXT, "zero_bias"): ("wrong_values", "entries wrong")},
+            {slot(_TEXT, "zero_bias"): ("other_tensor", "dbngain has a factor bngain too many")},  # (h-mist5)
         ),
         "dbndiff2_n_plus_1": (
             answers(
@@ -128,7 +128,7 @@ MISTAKES.update(
                     {BUGS["bessel"].right: "dbndiff2 = (1.0 / (n + 1)) * torch.ones_like(bndiff2) * dbnvar"}
                 ),
             ),
-            {slot(_TEXT, "bessel"): ("constant_factor", "constant factor")},
+            {slot(_TEXT, "bessel"): ("bessel", "is it divided by n+1 where the variance's n-1 belongs?")},  # (h-mist5)
         ),
     }
 )
@@ -713,7 +713,7 @@ _FIXES_3 = {  # student -> (id, {line: new}, {cell: (kind, words)}), the cells b
         {
             "clipped_loss": ("batch_size", "n = 32 times too large"),
             "zero_bias": ("other_tensor", "dbngain reads bndiff where"),  # "entries wrong" before
-            "not_accumulated": ("wrong_values", _ENTRIES),
+            "not_accumulated": ("rearranged", "indices of Xb taken in another order"),  # "entries wrong" before
         },
     ),
     "clip_every_column_dbngain_without_bias_dC_assigned_a_sum": (
@@ -770,7 +770,7 @@ _FIXES_3 = {  # student -> (id, {line: new}, {cell: (kind, words)}), the cells b
         id_with("epsilon", "aliased", "not_accumulated"),
         {BUGS["epsilon"].right: "dbnvar = (bnvar + 1e-5) ** -1.5 * dbnvar_inv", **_KEPT_ALIAS},
         {
-            "epsilon": ("constant_factor", "-2 times the right value"),
+            "epsilon": ("power_rule", "-2 times the right value, 1/-0.5: the power rule's factor"),  # (h-mist5)
             "not_accumulated": ("broke_a_right_line", "dhprebn"),
         },
     ),
@@ -1019,4 +1019,15 @@ MISTAKES["found_two_as_dot_grad"] = (
 CHEATS["c_buggy_from_grad"] = (  # names chosen by reading .grad: autograd's still
     answers(_NAMED, answer_found="buggy = [n for n in PARAMETERS if globals()[n].grad is not None]"),
     {"test_found": "autograd"},
+)
+
+# h-mist5's round (December 2026): a right line of the mean's path broken to 1/(n + 1) was told "n/(n-1) or its
+# inverse" (n/(n+1) is within 1e-3 of (n-1)/n); it is named now
+_MIST5 = id_with("epsilon", "bessel")
+MISTAKES["mean_path_over_n_plus_1"] = (
+    answers(
+        _MIST5,
+        answer_backward_pass=pass_with({_MEAN_PATH: "dhprebn += 1.0 / (n + 1) * (torch.ones_like(hprebn) * dbnmeani)"}),
+    ),
+    {owner(_MIST5, "dhprebn"): ("broke_a_right_line", "is it divided by n+1? The mean divides by n")},
 )

@@ -11,10 +11,10 @@ from ..explain import and_list, constant_factor, factor_message, nothing_added, 
 from ..tolerance import close, magnitude
 from .chain_rule import another_upstream, local_derivative_alone
 from .divisors import divided_by_another_size
-from .left_out import factor_left_out
+from .left_out import factor_left_out, factor_too_many
 from .offsets import wrong_values
-from .powers import power_slip
-from .slips import example_left_out, forward_for_gradient, inverted, one_position, other_tensor, path_factor
+from .powers import power_factor_left_out, power_slip
+from .slips import example_left_out, forward_for_gradient, gives, inverted, one_position, other_tensor, path_factor
 
 
 def _paths_missing(answer: torch.Tensor, step: Step, forward: dict, upstream: dict, scale: float) -> list:
@@ -30,6 +30,19 @@ def _paths_missing(answer: torch.Tensor, step: Step, forward: dict, upstream: di
             if total.shape == answer.shape and close(answer, total, scale):
                 return [c for c in terms if c not in chosen]
     return []
+
+
+def _indices_transposed(answer: torch.Tensor, step: Step, forward: dict, upstream: dict, scale: float) -> bool:
+    """Whether dC is its rule with the indices Xb flattened position by position (`Xb.T.reshape(-1)`) beside the
+    rows of demb flattened example by example."""
+    Xb = forward.get("Xb")
+    if not isinstance(Xb, torch.Tensor) or Xb.dim() != 2 or min(Xb.shape) < 2:
+        return False
+    try:
+        right = local_gradient(step, forward, upstream).double()
+    except (RuntimeError, KeyError, IndexError):
+        return False
+    return gives(answer, step, {**forward, "Xb": Xb.T.reshape(Xb.shape)}, upstream, right, scale)
 
 
 def diagnose(
@@ -61,7 +74,11 @@ def diagnose(
         return another
     c = constant_factor(a, e, scale)
     factor = (
-        None if c is None else divided_by_another_size(c, forward, own) or factor_message(c, n, "d" + own, a.numel())
+        None
+        if c is None
+        else power_factor_left_out(c, step, own)
+        or divided_by_another_size(c, forward, own)
+        or factor_message(c, n, "d" + own, a.numel())
     )
     if factor:
         return factor
@@ -136,13 +153,23 @@ def diagnose(
                 ),
             )
     slips = (path_factor, power_slip, other_tensor, forward_for_gradient, inverted, factor_left_out, example_left_out)
-    for slip in (*slips, one_position):
+    for slip in (*slips, one_position, factor_too_many):
         try:
             found = slip(a, step, forward, upstream, scale, own)
         except (RuntimeError, KeyError, IndexError, TypeError, ValueError, ArithmeticError):
             found = None  # a rule that cannot take the change tells nothing: the words below still say something
         if found:
             return found
+    if name == "C" and _indices_transposed(a, step, forward, upstream, scale):
+        return Reason(
+            "rearranged",
+            say(
+                "d{name} adds demb's rows at the indices of Xb taken in another order: Xb.T flattened goes position by "
+                "position, and demb viewed as (-1, n_embd) goes example by example. Flatten the two in the same order "
+                "(Xb.view(-1) with demb.view(-1, n_embd))",
+                name=own,
+            ),
+        )
     if name == "C":
         if only_repeated_rows_wrong(a, e, forward["Xb"], scale):
             return Reason(

@@ -1,7 +1,7 @@
 """A constant factor that is the batch size over another size of the network: the mean's 1/n written as 1/vocab_size
 (27 characters, not 32 examples), or one over such a size (a mean over a row where its sum belongs); and the
-variance's n-1 missing or extra (`torch.ones_like(bndiff2) * dbnvar`). Named by the size, read from the forward
-values."""
+variance's n-1 missing or extra (`torch.ones_like(bndiff2) * dbnvar`), or written n+1. Named by the size, read from
+the forward values."""
 
 from ...common.diagnoses import Reason
 from ...common.words import say
@@ -32,9 +32,30 @@ def divided_by_another_size(c: float, forward: dict, own: str) -> Reason | None:
             1.0 / (n - 1),
             say("d{name} is n-1 = {n_1} times too small: is it divided by n-1 once too often?", name=own, n_1=n - 1),
         ),
+        (
+            (n - 1.0) / (n + 1),
+            say(
+                "d{name} is (n-1)/(n+1) = {n_1}/{n1} times the right value: is it divided by n+1 where the variance's "
+                "n-1 belongs?",
+                name=own,
+                n_1=n - 1,
+                n1=n + 1,
+            ),
+        ),
     ):
         if n > 3 and abs(c - factor) <= FACTOR_MATCH * factor:
             return Reason("bessel", words)
+    if n > 3 and abs(c - n / (n + 1)) <= FACTOR_MATCH * n / (n + 1) / 10:  # (n/(n+1) and (n-1)/n are 1e-3 apart)
+        return Reason(
+            "batch_size",
+            say(
+                "d{name} is n/(n+1) = {n}/{n1} times the right value: is it divided by n+1 where the batch size n "
+                "belongs?",
+                name=own,
+                n=n,
+                n1=n + 1,
+            ),
+        )
     for size, tensor, dim in SIZES:
         value = forward.get(tensor)
         if value is None or not hasattr(value, "shape") or value.dim() <= dim:

@@ -73,3 +73,25 @@ def power_slip(answer: torch.Tensor, step: Step, forward: dict, upstream: dict, 
             k=k,
         )
     return Reason("power_rule", words)
+
+
+def power_factor_left_out(c: float | None, step: Step, own: str) -> Reason | None:
+    """Why d<own> is c times what it should be when c is 1/k, for the step's power x**k (k not ±1): the power rule's
+    exponent lowered, but its factor k left out of the front (`(bnvar + 1e-5)**-1.5 * dbnvar_inv`)."""
+    if c is None or step.name not in POWERS:
+        return None
+    written, _, k = POWERS[step.name]
+    if abs(abs(k) - 1) < 1e-9 or abs(c - 1 / k) > 1e-3 * abs(1 / k):
+        return None
+    return Reason(
+        "power_rule",
+        say(
+            "d{name} is {c:g} times the right value, 1/{k:g}: the power rule's factor {k:g} is left out of its front. "
+            "The derivative of {base}**{k:g} is {k:g} * {base}**{k1:g}: the exponent comes down as a factor",
+            name=own,
+            c=c,
+            k=k,
+            k1=k - 1,
+            base=written,
+        ),
+    )

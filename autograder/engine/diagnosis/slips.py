@@ -119,7 +119,18 @@ def path_factor(answer: torch.Tensor, step: Step, forward: dict, upstream: dict,
                 ),
             )
         n = forward["hprebn"].shape[0]
-        if n > 1 and min(abs(c - n / (n - 1)), abs(c - (n - 1) / n)) < 1e-3:
+        if n > 1 and min(abs(c - n / (n + 1)), abs(c - (n - 1) / (n + 1))) < 1e-4:  # (n/(n-1) is 1e-3 from n/(n+1))
+            return Reason(
+                "bessel",
+                say(
+                    "the path of d{name} through {consumer} is {c:.4g} times what it should be, and its other path is "
+                    "right: is it divided by n+1? The mean divides by n, and the variance by n-1",
+                    name=own,
+                    consumer=consumer,
+                    c=c,
+                ),
+            )
+        if n > 1 and min(abs(c - n / (n - 1)), abs(c - (n - 1) / n)) < 1e-4:
             return Reason(
                 "bessel",
                 say(

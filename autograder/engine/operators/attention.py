@@ -54,6 +54,17 @@ def _scale_mistakes(answer: str, product):
     }
 
 
+def _scaled_here(answer: str) -> Reason:
+    return Reason(
+        "attention_scale",
+        say(
+            "{answer} is divided by √head_size: the attention's scale belongs to the scores (scores = q @ kᵀ / "
+            "√head_size), not to att_out = att @ v, whose backward pass has no scale",
+            answer=answer,
+        ),
+    )
+
+
 RESIDUAL_BRANCH = Step(
     "att_out",
     "x = emb + att_out",
@@ -83,6 +94,7 @@ WEIGHTS = Step(
                 "value, so datt[b, i, j] pairs row i of datt_out with value j"
             ),
         ): lambda f, d: f["v"] @ _t(d["att_out"]),
+        _scaled_here("datt"): lambda f, d: d["att_out"] @ _t(f["v"]) * _scale(f),
     },
 )
 
@@ -99,6 +111,7 @@ VALUES = Step(
                 "att[b, i, j], so dv[b, j] sums over the queries i"
             ),
         ): lambda f, d: f["att"] @ d["att_out"],
+        _scaled_here("dv"): lambda f, d: _t(f["att"]) @ d["att_out"] * _scale(f),
     },
 )
 
@@ -137,6 +150,20 @@ SOFTMAX = Step(
                 "weights att (att·(datt − Σ datt·att)), not in its inputs"
             ),
         ): lambda f, d: _softmax({"att": f["scores"]}, d),
+        Reason(
+            "missing_factor",
+            say(
+                "dscores subtracts the plain sum of datt along the row: the softmax's backward pass weights it by the "
+                "row's weights, Σ datt·att ((datt * att).sum(2, keepdim=True))"
+            ),
+        ): lambda f, d: f["att"] * (d["att"] - d["att"].sum(2, keepdim=True)),
+        Reason(
+            "precedence",
+            say(
+                "dscores multiplies only datt by att, and subtracts Σ datt·att without it: in att·(datt − Σ datt·att) "
+                "att multiplies both terms, so the bracket goes around them"
+            ),
+        ): lambda f, d: f["att"] * d["att"] - (f["att"] * d["att"]).sum(2, keepdim=True),
         Reason(
             "attention_scale",
             say(

@@ -88,6 +88,17 @@ DROPOUT = Step(
             "dropout_mask",
             say("dhgelu multiplies by 1 - drop_p where the forward pass divides by it"),
         ): lambda f, d: _dropout(f, d, scale=1 - DROP_P),
+        Reason(
+            "dropout_mask",
+            say(
+                "dhgelu's mask is hdrop > 0, which also drops the kept units whose value is negative (GELU is "
+                "negative below 0): the backward pass multiplies by drop_mask itself, whatever the sign of the unit"
+            ),
+        ): lambda f, d: d["hdrop"] * (f["hdrop"] > 0) / (1 - DROP_P),
+        Reason(
+            "dropout_mask",
+            say("dhgelu's mask is the wrong way round: the gradient flows to the units dropout kept (drop_mask 1)"),
+        ): lambda f, d: d["hdrop"] * (1 - f["drop_mask"]) / (1 - DROP_P),
     },
 )
 
@@ -133,6 +144,28 @@ GELU = Step(
             "missing_factor",
             say("dhln's x·φ(x) term has exp(-x²) where the normal density has exp(-x²/2): (x/√2)² = x²/2"),
         ): lambda f, d: _gelu(f, d, second=lambda x: torch.exp(-(x**2)) / math.sqrt(2 * math.pi)),
+        Reason(
+            "missing_factor",
+            say("dhln's Φ(x) term is missing its 0.5, and is 2 times too large: Φ(x) = 0.5 · (1 + erf(x/√2))"),
+        ): lambda f, d: _gelu(f, d, first=2.0),
+        Reason(
+            "missing_factor",
+            say("dhln's Φ(x) term takes erf(x) where GELU has erf(x/√2): Φ(x) = 0.5 · (1 + erf(x/√2))"),
+        ): lambda f, d: d["hgelu"] * (0.5 * (1 + torch.erf(f["hln"])) + f["hln"] * _density(f["hln"])),
+        Reason(
+            "wrong_sign",
+            say(
+                "dhln subtracts the x·φ(x) term: the product rule adds the derivative of each factor times the "
+                "other, Φ(x) + x·φ(x), and φ (the derivative of Φ) is positive"
+            ),
+        ): lambda f, d: _gelu(f, d, second=lambda x: -_density(x)),
+        Reason(
+            "other_tensor",
+            say(
+                "dhln takes the normal density φ of hgelu, GELU's output: φ, like Φ, takes GELU's input, hln "
+                "(φ(x) = exp(-x²/2) / √(2π) with x = hln)"
+            ),
+        ): lambda f, d: d["hgelu"] * (_cdf(f["hln"]) + f["hln"] * _density(f["hgelu"])),
         Reason(
             "precedence",
             say(
@@ -197,6 +230,10 @@ RELU = Step(
         ): lambda f, d: torch.relu(f["relu_in"]) * d["relu_out"],
         Reason(
             "activation_mask",
+            say("drelu_in multiplies by relu_in itself, not by ReLU's slope (1 where relu_in > 0, else 0)"),
+        ): lambda f, d: f["relu_in"] * d["relu_out"],
+        Reason(
+            "activation_mask",
             say(
                 "drelu_in sends the gradient back with its sign flipped where relu_in < 0: torch.sign(relu_in) is -1 "
                 "there, but ReLU's slope is 0"
@@ -248,5 +285,12 @@ LEAKY_RELU = Step(
                 "there (the slope multiplies it, below zero as above)"
             ),
         ): lambda f, d: torch.where(f["leaky_in"] > 0, d["leaky_out"], LEAKY_SLOPE),
+        Reason(
+            "activation_mask",
+            say(
+                "dleaky_in has slope 0.1 everywhere: that is LeakyReLU's slope where leaky_in < 0; where it is > 0 the "
+                "slope is 1"
+            ),
+        ): lambda f, d: LEAKY_SLOPE * d["leaky_out"],
     },
 )

@@ -32,6 +32,20 @@ def _features(f):
     return f["lnraw"].shape[1]
 
 
+def _mean_over_the_batch(f, d):
+    """The path through the mean summed over dimension 0 (Exercise 3's habit), the variance's over dimension 1."""
+    count, dy = _features(f), d["hln"] * f["lngain"]
+    variance = f["lnraw"] * (dy * f["lnraw"]).sum(1, keepdim=True)
+    return f["lnvar_inv"] / count * (count * dy - dy.sum(0, keepdim=True) - variance)
+
+
+def _mean_of_dhln(f, d):
+    """The path through the mean summed from dhln, without lngain; the others from lngain * dhln."""
+    count, dy = _features(f), d["hln"] * f["lngain"]
+    variance = f["lnraw"] * (dy * f["lnraw"]).sum(1, keepdim=True)
+    return f["lnvar_inv"] / count * (count * dy - d["hln"].sum(1, keepdim=True) - variance)
+
+
 LAYERNORM_FORWARD = (
     "hln = lngain * (hpreln - hpreln.mean(1, keepdim=True)) "
     "* (hpreln.var(1, keepdim=True, unbiased=False) + 1e-5)**-0.5 + lnbias"
@@ -135,12 +149,40 @@ LAYERNORM = Step(
             ),
         ): lambda f, d: _dhpreln(f, d, count=f["lnraw"].shape[0]),
         Reason(
+            "bessel",
+            say(
+                "dhpreln counts n_hidden - 1 features: LayerNorm's mean and variance here both divide by n_hidden "
+                "(unbiased=False, as nn.LayerNorm does), so the count in its backward pass is n_hidden"
+            ),
+        ): lambda f, d: _dhpreln(f, d, count=_features(f) - 1),
+        Reason(
             "missing_factor",
             say(
                 "dhpreln is missing lnvar_inv: every path back to hpreln goes through the normalisation, which "
                 "multiplies by lnvar_inv"
             ),
         ): lambda f, d: _dhpreln(f, d, scale=False),
+        Reason(
+            "wrong_sign",
+            say(
+                "dhpreln adds the path through the variance where it subtracts it: a larger variance makes every "
+                "normalised value smaller, so that path comes with a minus, like the mean's"
+            ),
+        ): lambda f, d: _dhpreln(f, d, variance_term=-1.0),
+        Reason(
+            "wrong_dimension",
+            say(
+                "dhpreln's path through the mean sums over the batch (dimension 0): each example's mean is over its "
+                "own features, so that sum runs over dimension 1, as the variance's does"
+            ),
+        ): _mean_over_the_batch,
+        Reason(
+            "missing_factor",
+            say(
+                "dhpreln's path through the mean sums dhln where it sums lngain * dhln: lngain multiplies dhln on "
+                "every path back (dy = lngain * dhln, then the sums of dy)"
+            ),
+        ): _mean_of_dhln,
     },
 )
 

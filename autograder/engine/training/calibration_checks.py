@@ -42,6 +42,10 @@ WORDS = {
         "minibatch": lambda: say(
             "bnmean is the mean of hprebn over one minibatch: calibrate on the whole training set, Xtr"
         ),
+        "without_b1": lambda: say(
+            "bnmean is the mean of C[Xtr] viewed as rows, times W1, without b1: hprebn is that plus b1, and its mean "
+            "has b1 in it"
+        ),
         "wrong": lambda error, scale, examples: say(
             "bnmean is not the mean of hprebn over the training set: largest difference {error:.3g} (values up to "
             "{scale:.3g}). hprebn is C[Xtr] viewed as ({examples}, 3 * n_embd), times W1, plus b1",
@@ -80,6 +84,17 @@ INVERSE_STD = say(
     "bnvar is (variance + 1e-5) ** -0.5, what forward calls bnvar_inv: it must be the variance itself, as "
     "hprebn.var(0, keepdim=True) gives it (the evaluation adds 1e-5 and takes ** -0.5 itself)"
 )
+
+
+def not_finite(name: str):
+    """The line of a statistic that is NaN where the statistic of parameters that are not finite is (and right
+    elsewhere): a calibration cannot be told right or wrong on such parameters, and keeps its point."""
+    return say(
+        "{name} is not a number (NaN) wherever the statistic of your trained parameters is: they are not finite "
+        "themselves, so the calibration cannot be checked on them and keeps its point. Check it again once your "
+        "training run stays finite",
+        name=name,
+    )
 
 
 def not_float32(name: str, dtype: str):
@@ -143,7 +158,9 @@ def judge_calibration(report: Report, namespace: dict, seed: int, tainted: set) 
     Xtr = namespace["Xtr"]
     expected = _statistics(parameters, Xtr)
     # What the student's float32 sums add up: hprebn's values (its root mean square) and their squares.
-    second_moment = (expected["bnvar"] + expected["bnmean"] ** 2).max().item()
+    # (Of the finite entries: parameters that a diverged run left not finite make statistics of NaN, which a right
+    # calibration matches entry by entry, as close asks; a NaN scale would fail every statistic, right ones too.)
+    second_moment = magnitude(expected["bnvar"] + expected["bnmean"] ** 2)
     scale = {"bnmean": second_moment**0.5, "bnvar": second_moment}
     others = {
         "initial": lambda: _statistics(initial, Xtr),
@@ -151,6 +168,8 @@ def judge_calibration(report: Report, namespace: dict, seed: int, tainted: set) 
         "test": lambda: _statistics(parameters, namespace["Xte"]),
         "minibatch": lambda: _statistics(parameters, Xtr[reference_run(namespace)["last_batch"]]),
     }
+    # b1 left out moves the mean alone: bnmean's own other statistic
+    without_b1 = {"bnmean": {"without_b1": lambda: {"bnmean": expected["bnmean"] - parameters[2].double()}}}
     for name in ("bnmean", "bnvar"):
         info = report.info(name)
         answer = report.tensor(name) if not_a_tensor(name, info) is None else None
@@ -170,11 +189,14 @@ def judge_calibration(report: Report, namespace: dict, seed: int, tainted: set) 
         dtype, answer = answer.dtype, answer.double()
         if close(answer, expected[name], scale[name]):
             verdict.points += 1
-            verdict.lines.append(Reason(NOTE, WORDS[name]["right"](max_difference(answer, expected[name]))))
+            if torch.isfinite(expected[name]).all():
+                verdict.lines.append(Reason(NOTE, WORDS[name]["right"](max_difference(answer, expected[name]))))
+            else:
+                verdict.lines.append(Reason(NOTE, not_finite(name=name)))
             if dtype != torch.float32:  # right, but the notebook's evaluation and sampling stop on it
                 verdict.lines.append(Reason(NOTE, not_float32(name=name, dtype=str(dtype).removeprefix("torch."))))
             continue
-        for other, statistics in others.items():
+        for other, statistics in {**others, **without_b1.get(name, {})}.items():
             if close(answer, statistics()[name], scale[name]):
                 verdict.lines.append(Reason("wrong_statistics", WORDS[name][other]()))
                 break
