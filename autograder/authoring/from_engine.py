@@ -68,6 +68,7 @@ FUNCTIONS = [
     rerun.flattened,
     rerun.writes,
     rerun._may_rebind,
+    rerun._may_change,
     rerun._all_rebind,
     rerun._rebinds,
     snapshots.loaded_names,
