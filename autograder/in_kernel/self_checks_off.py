@@ -10,10 +10,10 @@ autograd refuses while grading: written above the answers of its cell, it stoppe
 on what is not a tensor (a class of one's own with a method ``backward``); a tensor's gets the skipped note. And so is
 a check that reads ``.grad`` through a function of the student's own that reads it (``assert compare('h', dh, h)``,
 the lecture's ``cmp`` made to return its verdict): a function defined in the cell, or in an earlier one (``__main__``'s,
-whose code reads an attribute ``grad``). Called as a statement of its own (``check('h', dh, h)``, which may raise inside),
-in a ``print`` or in an ``if`` that writes nothing, it is skipped whatever its name, unless the function writes a
-global (``global x``: it may compute something the notebook keeps). The checks in a ``for`` loop's body
-are skipped as those in a ``with`` block are; the loop runs.
+whose code reads an attribute ``grad``). Called as a statement of its own (``check('h', dh, h)``, which may raise
+inside), in a ``print`` or in an ``if`` that writes nothing, it is skipped whatever its name, if the function changes
+nothing beyond its own variables (``_a_reader``). The checks in a ``for`` loop's body are skipped as those in a
+``with`` block are; the loop runs.
 """
 
 import ast
