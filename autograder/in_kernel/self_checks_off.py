@@ -130,9 +130,7 @@ def _a_reader(code: types.CodeType) -> bool:
     found = [(i.opname, i.argval) for c in _codes(code) for i in dis.get_instructions(c)]
     if not any(op in ("LOAD_ATTR", "LOAD_METHOD") and name == "grad" for op, name in found):
         return False
-    return not any(
-        op in KEEPING or op in ("LOAD_ATTR", "LOAD_METHOD") and _in_place(str(name)) for op, name in found
-    )
+    return not any(op in KEEPING or op in ("LOAD_ATTR", "LOAD_METHOD") and _in_place(str(name)) for op, name in found)
 
 
 def _codes(code: types.CodeType) -> list:
