@@ -107,8 +107,9 @@ def answer_code(cells, answer: str, pins, since: int = 0) -> AnswerCode:
                 window.append((others, (i, k)))
                 changed.append(set())
 
-    derived = set(pins)  # names computed from the pins, statement by statement
+    derived, made = set(pins), []  # names computed from the pins; those the window wrote before each statement
     for s, _ in window:
+        made.append(frozenset().union(made[-1], writes(window[len(made) - 1][0])) if made else frozenset())
         if _reads(s) & derived:
             derived |= writes(s)
         else:
@@ -117,7 +118,8 @@ def answer_code(cells, answer: str, pins, since: int = 0) -> AnswerCode:
     needed, kept, pins_read, further_up = {answer}, [], set(), set()
     for position in reversed(range(len(window))):
         s, origin = window[position]
-        if not (writes(s) | _may_change(s)) & needed:  # (`bn.eval()` changes the bn that the answer reads)
+        # a call that may change an object the answer's code made and reads (`bn = nn.BatchNorm1d(..)`, `bn.eval()`)
+        if not (writes(s) & needed or _may_change(s) & needed & made[position]):
             continue
         kept.append((s, origin))
         needed -= _rebinds(s) | changed[position]
