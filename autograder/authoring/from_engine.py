@@ -104,7 +104,7 @@ FUNCTIONS = [
 # the grader's reading of the student's cells, whole (``honesty.AutogradTaint``): what marks an answer, the code it
 # cannot read (eval, exec, globals()[..], getattr with a computed name) among it, for the checks' warning before grading
 READING = {
-    cell_code: "as_run statements",
+    cell_code: "as_run as_def statements",
     honesty: "_clears_gradient _names AutogradTaint",
     course_cells: "cell_shape _shape",
     unread_code: "resolves_names runs_unread_code _runs_unread_code _computes_a_name _asked_whether_in changed_by "

@@ -92,11 +92,10 @@ def _grad_readers(body: list) -> frozenset:
     ``body``, or earlier (the namespace's functions of ``__main__``, whose code, or a code nested in it, names
     ``grad``)."""
     defined = {
-        s.name
+        name
         for s in body
-        if isinstance(s, ast.FunctionDef)
-        and any(_loads_grad(sub) for sub in every_node(s))
-        and not any(_keeps(sub) for sub in every_node(s))
+        for name, code in _defined(s)
+        if any(_loads_grad(sub) for sub in every_node(code)) and not any(_keeps(sub) for sub in every_node(code))
     }
     called = {
         sub.func.id
@@ -118,6 +117,15 @@ def _grad_readers(body: list) -> frozenset:
 
 
 KEEPING = {"STORE_GLOBAL", "DELETE_GLOBAL", "STORE_ATTR", "DELETE_ATTR", "STORE_SUBSCR", "DELETE_SUBSCR"}
+
+
+def _defined(statement: ast.stmt) -> list:
+    """(name, its code) of a function a statement defines: ``def check(..)``, ``close = lambda a, t: ..``."""
+    if isinstance(statement, ast.FunctionDef):
+        return [(statement.name, statement)]
+    if isinstance(statement, ast.Assign) and isinstance(statement.value, ast.Lambda):
+        return [(t.id, statement.value) for t in statement.targets if isinstance(t, ast.Name)]
+    return []
 
 
 @functools.lru_cache(maxsize=256)
