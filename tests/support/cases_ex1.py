@@ -2516,6 +2516,27 @@ ALTERNATIVES["alt_h_alts3_compare_assert_between_two_answers"] = {
     "if not compare('logits', dlogits, logits):\n    raise ValueError('dlogits is off')",
 }
 
+# h-alts4: the student's own checks against .grad, called in later cells whose text names no .grad: a function that
+# raises inside whatever its name (`check(..)`, between dlogit_maxes and dlogits in their cell: dlogits missing), a
+# lambda asserted (`assert close(..)`: the static reading marked dprobs as autograd's), one printed, one in a for loop.
+# 31 of 34 before; each is skipped while grading (in_kernel/self_checks_off), marks nothing (honesty.cell_code.as_def)
+OWN_CHECKS = (
+    "def check(name, dt, t):\n    if not torch.allclose(dt, t.grad, atol=1e-6):\n"
+    "        raise ValueError(f'd{name} is off')\n\n\nclose = lambda dt, t: torch.allclose(dt, t.grad, atol=1e-6)\n"
+)
+ALTERNATIVES["alt_h_alts4_own_checks_in_later_cells"] = {
+    "answer_dlogprobs": OWN_CHECKS + "dlogprobs = torch.zeros_like(logprobs)\ndlogprobs[range(n), Yb] = -1.0 / n\n"
+    "check('logprobs', dlogprobs, logprobs)",
+    "answer_dprobs": "dprobs = (1.0 / probs) * dlogprobs\nassert close(dprobs, probs)",
+    "answer_dlogit_maxes": "dlogit_maxes = -dnorm_logits.sum(1, keepdim=True)\n"
+    "check('logit_maxes', dlogit_maxes, logit_maxes)\ndlogits = dnorm_logits.clone()",
+    "answer_dlogits": "dlogits += F.one_hot(logits.max(1).indices, num_classes=logits.shape[1]) * dlogit_maxes\n"
+    "print(close(dlogits, logits))",
+    "answer_dW2": "dW2 = h.T @ dlogits\nfor name, d, t in [('W2', dW2, W2), ('h', dh, h)]:\n    check(name, d, t)\n"
+    "db2 = dlogits.sum(0)",
+    "answer_db2": "check('b2', db2, b2)",
+}
+
 
 # An eighth round (h-mist4): slips whose words were generic ("N of M entries wrong", "off by a constant factor: 1.185
 # times", "divides by bnvar where ..."), each costing its own step, now named
