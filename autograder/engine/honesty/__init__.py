@@ -6,7 +6,7 @@ code it cannot read (static), and a decoy in every ``.grad`` while grading (dyna
 
 import ast
 
-from .cell_code import Kept, as_def, statements
+from .cell_code import Kept, readable, statements
 from .prose import HARMLESS, TEXT_EXCEPTIONS, _grad_modes, _prose, names_asked_for
 from .stored import reads_of_a_store
 from .unread_code import (
@@ -229,7 +229,7 @@ class AutogradTaint:
             self.tainted |= self.answers | {UNREAD}
 
     def _statement(self, node: ast.stmt) -> None:
-        self._follow(as_def(node))
+        self._follow(readable(node))
         # the student's own ValueError (def, class, =): a message raised with it may be more than words (prose)
         self.tainted |= (_binds(node) | assigned_names(node)) & TEXT_EXCEPTIONS
 

@@ -5,6 +5,8 @@ for later students.
 """
 
 import ast
+import copy
+import keyword
 
 from ...common.kept import Kept
 
@@ -51,6 +53,104 @@ def as_def(node: ast.stmt) -> ast.stmt:
         made = ast.FunctionDef(node.targets[0].id, node.value.args, body, [], None, None)
         node._as_def = ast.copy_location(made, node)
     return node._as_def
+
+
+NAMESPACES = ("globals", "vars", "locals")
+UNROLLED = 100  # a loop over more literal strings than this is read as it is
+_OWN_SCOPE = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp)
+_OWN_SCOPE += (ast.GeneratorExp,)
+
+
+def readable(node: ast.stmt) -> ast.stmt:
+    """``node`` as the static reading follows it: a lambda assigned as a def (``as_def``); a name read from the
+    namespace by a key made of string literals as that name (``globals()['dW' + '2']``: dW2), in a loop over literal
+    strings too, each turn in its place (``for name in ['W2', 'b2']: cmp(name, globals()['d' + name], globals()[name])``
+    reads dW2, W2, db2, b2). Where a key is made otherwise, the statement as it is (code the grader cannot read)."""
+    known = getattr(node, "_readable", None)
+    if known is None:
+        known = node._readable = _readable(as_def(node))
+    return known
+
+
+def _readable(node: ast.stmt) -> ast.stmt:
+    if not _reads_a_namespace(node):
+        return node
+    turns = [node]
+    if isinstance(node, ast.For) and _over_literal_strings(node):
+        name, values = node.target.id, [e.value for e in node.iter.elts]
+        body = [_Substituted(name, value).visit(copy.deepcopy(s)) for value in values for s in node.body]
+        last = ast.Assign([ast.Name(name, ast.Store())], ast.Constant(values[-1]))
+        turns = [ast.copy_location(s, node) for s in [*body, last]]
+    turns = [_Resolved().visit(copy.deepcopy(s)) for s in turns]
+    if any(_reads_a_namespace(s) for s in turns):
+        return node
+    if len(turns) == 1:
+        return turns[0]
+    return ast.fix_missing_locations(ast.copy_location(ast.If(ast.Constant(True), turns, []), node))
+
+
+def _reads_a_namespace(node: ast.AST) -> bool:
+    return any(isinstance(sub, ast.Name) and sub.id in NAMESPACES for sub in ast.walk(node))
+
+
+def _over_literal_strings(loop: ast.For) -> bool:
+    """A `for name in [..]:` over string literals, whose body neither rebinds name nor leaves the loop early."""
+    if loop.orelse or not isinstance(loop.target, ast.Name) or not isinstance(loop.iter, (ast.List, ast.Tuple)):
+        return False
+    if not 0 < len(loop.iter.elts) <= UNROLLED or not all(_a_str(e) for e in loop.iter.elts):
+        return False
+    subs = [sub for s in loop.body for sub in ast.walk(s)]
+    if any(isinstance(sub, (ast.Break, ast.Continue, ast.Global, ast.Nonlocal)) for sub in subs):
+        return False
+    return not any(
+        isinstance(sub, ast.Name) and sub.id == loop.target.id and not isinstance(sub.ctx, ast.Load) for sub in subs
+    )
+
+
+def _a_str(node: ast.AST) -> bool:
+    return isinstance(node, ast.Constant) and isinstance(node.value, str)
+
+
+class _Substituted(ast.NodeTransformer):
+    """The loop's name read as the string of one turn (not in a scope of its own, which may bind it)."""
+
+    def __init__(self, name: str, value: str):
+        self.name, self.value = name, value
+
+    def visit(self, node):
+        if isinstance(node, _OWN_SCOPE):
+            return node
+        if isinstance(node, ast.Name) and node.id == self.name and isinstance(node.ctx, ast.Load):
+            return ast.copy_location(ast.Constant(self.value), node)
+        return self.generic_visit(node)
+
+
+class _Resolved(ast.NodeTransformer):
+    """Strings of literals joined (`'d' + 'W2'`, f'd{"W2"}') as one, and ``globals()[<that string>]`` read (not
+    written) as the name it holds, outside a scope of the function's own (its globals() is the module's)."""
+
+    def visit(self, node):
+        if isinstance(node, _OWN_SCOPE):
+            return node
+        node = self.generic_visit(node)
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add) and _a_str(node.left) and _a_str(node.right):
+            return ast.copy_location(ast.Constant(node.left.value + node.right.value), node)
+        if isinstance(node, ast.JoinedStr) and all(_a_str(_part(v)) for v in node.values):
+            return ast.copy_location(ast.Constant("".join(_part(v).value for v in node.values)), node)
+        call = getattr(node, "value", None) if isinstance(node, ast.Subscript) else None
+        if isinstance(call, ast.Call) and getattr(call.func, "id", None) in NAMESPACES and not call.args:
+            key = node.slice
+            if isinstance(node.ctx, ast.Load) and not call.keywords and _a_str(key) and key.value.isidentifier():
+                if not keyword.iskeyword(key.value) and not key.value.startswith("_"):  # (not __builtins__)
+                    return ast.copy_location(ast.Name(key.value, ast.Load()), node)
+        return node
+
+
+def _part(value: ast.AST) -> ast.AST:
+    """A part of an f-string as a string literal, if it is one (`{"W2"}` without a conversion or a format)."""
+    if isinstance(value, ast.FormattedValue) and value.conversion == -1 and value.format_spec is None:
+        return value.value
+    return value
 
 
 def written_as_a_literal(code: tuple, name: str) -> bool:
