@@ -28,6 +28,7 @@ import unicodedata
 from IPython import get_ipython
 
 from ..common.kept import every_node
+from ..engine.honesty.cell_code import comprehension_targets
 from . import known_cells, located
 
 SKIPPED_HOOK = "__backprop_ninja_skipped__"  # a builtin while grading: what stands for a skipped check
@@ -100,7 +101,7 @@ def _grad_readers(body: list) -> frozenset:
     called = {
         sub.func.id
         for s in body
-        if isinstance(s, (ast.Assert, ast.Expr, ast.If, ast.With, ast.For))
+        if isinstance(s, (ast.Assert, ast.Expr, ast.If, ast.With, ast.For, ast.Assign))
         for sub in every_node(s)
         if isinstance(sub, ast.Call) and isinstance(sub.func, ast.Name)
     }
@@ -239,6 +240,8 @@ def checks_through(statement: ast.stmt, readers: frozenset) -> bool:
         return False
     if isinstance(statement, (ast.Expr, ast.If)):  # check(..), print(check(..)), if not check(..): ..., whatever
         return _changes_nothing(subs)  # the function's name: it reads .grad, and what it returns is not kept
+    if isinstance(statement, ast.Assign) and all(getattr(t, "id", None) == "_" for t in statement.targets):
+        return _changes_nothing(every_node(statement.value))  # _ = [check(n, d, t) for n, d, t in ..]: thrown away
     return _only_a_check(statement, subs)
 
 
@@ -266,8 +269,9 @@ def _only_a_check(statement: ast.stmt, subs: list) -> bool:
 def _changes_nothing(subs: list) -> bool:
     """Whether a statement (``subs``: its nodes) writes no name, item or attribute, defines nothing and calls no method
     that changes its receiver."""
-    if any(isinstance(getattr(s, "ctx", None), (ast.Store, ast.Del)) for s in subs):
-        return False  # it writes a name (or an item, an attribute): not only a check
+    own = {i for s in subs if isinstance(s, ast.comprehension) for i in comprehension_targets(s)}
+    if any(isinstance(getattr(s, "ctx", None), (ast.Store, ast.Del)) and id(s) not in own for s in subs):
+        return False  # it writes a name (or an item, an attribute), not one a comprehension binds: not only a check
     if any(isinstance(s, (ast.NamedExpr, ast.FunctionDef, ast.ClassDef, ast.Lambda)) for s in subs):
         return False
     return not any(isinstance(s, ast.Call) and _mutates(s) for s in subs)  # (skipped, a change the notebook made)

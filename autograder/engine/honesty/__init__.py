@@ -6,7 +6,7 @@ code it cannot read (static), and a decoy in every ``.grad`` while grading (dyna
 
 import ast
 
-from .cell_code import Kept, readable, statements
+from .cell_code import Kept, comprehension_targets, readable, statements
 from .prose import HARMLESS, TEXT_EXCEPTIONS, _grad_modes, _prose, names_asked_for
 from .stored import reads_of_a_store
 from .unread_code import (
@@ -134,9 +134,9 @@ def assigned_names(node: ast.AST) -> frozenset:
 
 
 def _assigned_names(node: ast.AST) -> set:
-    names = set()
+    names, own = set(), comprehension_targets(node)  # (a comprehension's names are its own)
     for sub in ast.walk(node):
-        if isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Store):
+        if isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Store) and id(sub) not in own:
             names.add(sub.id)
         elif isinstance(sub, (ast.Subscript, ast.Attribute)) and isinstance(sub.ctx, ast.Store):
             base = sub.value

@@ -153,6 +153,21 @@ def _part(value: ast.AST) -> ast.AST:
     return value
 
 
+def comprehension_targets(node: ast.AST) -> set:
+    """The ids of the names the comprehensions in ``node`` bind for themselves (``[check(n, d, t) for n, d, t in ..]``):
+    they write nothing of the namespace (the batch size n stays as it was)."""
+    comprehensions = [c for c in ast.walk(node) if isinstance(c, ast.comprehension)]
+    names = (ast.Name, ast.Tuple, ast.List, ast.Starred)  # (not an item or an attribute: those change an object)
+    return {id(sub) for c in comprehensions for sub in _unpacked(c.target) if isinstance(sub, names)}
+
+
+def _unpacked(target: ast.AST) -> list:
+    """A target and the targets it unpacks into (``n, (d, t)``), not what an item's or an attribute's target reads."""
+    if isinstance(target, (ast.Tuple, ast.List)):
+        return [target] + [sub for element in target.elts for sub in _unpacked(element)]
+    return [target] + (_unpacked(target.value) if isinstance(target, ast.Starred) else [])
+
+
 def written_as_a_literal(code: tuple, name: str) -> bool:
     """Whether the cells ``code`` write ``name`` with literals alone (`buggy = ["dW1", "bngain.grad"]`, and calls on
     it with literal arguments, `buggy.append("dC")`), and do write it: words and numbers, which read nothing from
