@@ -2654,3 +2654,10 @@ CHEATS["c_grad_copied_through_globals"] = (
     ["W2"],
     "autograd",
 )
+# h-alts4: checks in a comprehension whose names shadow the batch size (`for n, d, t in ..`), thrown away in `_`: the
+# static reading took n as written from autograd (dbndiff2 and dhprebn read it), and the check raised while grading
+# (dprobs after it missing): 30 of 34 before
+ALTERNATIVES["alt_h_alts4_checks_in_a_comprehension"] = {
+    "answer_dprobs": OWN_CHECKS + "_ = [check(n, d, t) for n, d, t in [('logprobs', dlogprobs, logprobs)]]\n"
+    "dprobs = (1.0 / probs) * dlogprobs",
+}
