@@ -118,7 +118,8 @@ def test_a_check_loop_over_globals_is_a_cross_in_its_own_table(session):
     run, cells = session
     out = run_cells(
         run("h"),
-        "names = ['logprobs', 'probs']\nfor name in names:\n    cmp(name, globals()['d' + name], globals()[name])",
+        "names = sorted({'logprobs', 'probs'})\nfor name in names:\n"
+        "    cmp(name, globals()['d' + name], globals()[name])",
     )
     assert hint(out, "dlogprobs").startswith(f"{UNREAD}: `cmp(name, globals()['d' + name], globals()[name])`"), out
 

@@ -2394,14 +2394,14 @@ ALTERNATIVES.update(
 # what marked it and how to write the check instead (they named autograd alone)
 # ... and by names made while it runs, globals()['d' + name]: a computed name can reach any object of the kernel (the
 # grader's own report too) and change an answer in place, as exec can (h-attack2's round); h-alts2's round had it
-# among the forms that keep every point. Over a list of literal names written in the loop itself each name is known
-# before it runs, and read as written out (h-alts4: alt_h_alts4_checks_by_names_in_a_loop); over a list held in a
-# variable it is not
+# among the forms that keep every point. Over a list of literal names (in the loop, or bound in its cell before it)
+# each name is known before it runs, and read as written out (h-alts4: alt_h_alts4_checks_by_names_in_a_loop); over
+# names computed as the cell runs it is not
 MISTAKES["m_cmp_by_globals_after_the_last_answer"] = (
     {
         "answer_dC_index_add": "dC_index_add = torch.zeros_like(C)\n"
         "dC_index_add.index_add_(0, Xb.view(-1), demb.view(-1, n_embd))\n"
-        "names = ['logprobs', 'probs', 'counts_sum_inv', 'h', 'W2', 'C']\n"
+        "names = sorted({'logprobs', 'probs', 'counts_sum_inv', 'h', 'W2', 'C'})\n"
         "for name in names:\n"
         "    cmp(name, globals()['d' + name], globals()[name])"
     },
@@ -2635,11 +2635,14 @@ EIGHTH_ROUND = {
 MISTAKES.update(EIGHTH_ROUND)
 
 # h-alts4: checks of every answer so far in a loop over their names, each read from the namespace by a key made of the
-# loop's literal names (`globals()['d' + name]`, the lecture's cmp or one's own check; an f-string key): read as code
-# the grader cannot read, they marked every later answer as autograd's (13 and 1 of 34 before). The static reading
-# reads each turn with the names themselves now (honesty.cell_code.readable) ...
+# loop's literal names (`globals()['d' + name]`, the lecture's cmp or one's own check; an f-string key; a list of
+# literal names bound before the loop in its cell, 'logits h'.split() too): read as code the grader cannot read, they
+# marked every later answer as autograd's (13 and 1 of 34 before). The static reading reads each turn with the names
+# themselves now (honesty.cell_code.readable, with_literal_lists) ...
 ALTERNATIVES["alt_h_alts4_checks_by_names_in_a_loop"] = {
     "answer_dprobs": OWN_CHECKS + "dprobs = (1.0 / probs) * dlogprobs\nfor name in ['logprobs', 'probs']:\n"
+    "    check(name, globals()['d' + name], globals()[name])",
+    "answer_dh": "dh = dlogits @ W2.T\nnames = 'logits h'.split()\nfor name in names:\n"
     "    check(name, globals()['d' + name], globals()[name])",
     "answer_db2": "db2 = dlogits.sum(0)\nfor name in ('logits', 'h', 'W2', 'b2'):\n"
     "    cmp(name, globals()[f'd{name}'], globals()[name])",

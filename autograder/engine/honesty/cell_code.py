@@ -77,7 +77,7 @@ def _readable(node: ast.stmt) -> ast.stmt:
         return node
     turns = [node]
     if isinstance(node, ast.For) and _over_literal_strings(node):
-        name, values = node.target.id, [e.value for e in node.iter.elts]
+        name, values = node.target.id, _literal_strings(node.iter)
         body = [_Substituted(name, value).visit(copy.deepcopy(s)) for value in values for s in node.body]
         last = ast.Assign([ast.Name(name, ast.Store())], ast.Constant(values[-1]))
         turns = [ast.copy_location(s, node) for s in [*body, last]]
@@ -89,15 +89,36 @@ def _readable(node: ast.stmt) -> ast.stmt:
     return ast.fix_missing_locations(ast.copy_location(ast.If(ast.Constant(True), turns, []), node))
 
 
+def with_literal_lists(body: tuple) -> tuple:
+    """The statements of a cell, each `for name in names:` whose names the cell bound to a list of string literals
+    before it, and named nowhere else since, as a loop over those literals (``readable`` reads it turn by turn)."""
+    lists, found = {}, []
+    for statement in body:
+        named = [sub.id for sub in ast.walk(statement) if isinstance(sub, ast.Name)]
+        over = statement.iter.id if isinstance(statement, ast.For) and isinstance(statement.iter, ast.Name) else None
+        if over in lists and named.count(over) == 1:  # the list named only as what the loop runs over
+            kept = getattr(statement, "_over_literals", None)
+            if kept is None or kept[0] is not lists[over]:
+                loop = copy.copy(statement)
+                loop.iter = lists[over]
+                statement._over_literals = kept = (lists[over], loop)
+            statement, named = kept[1], [name for name in named if name != over]
+        for name in named:
+            lists.pop(name, None)
+        value = statement.value if isinstance(statement, ast.Assign) and len(statement.targets) == 1 else None
+        if value is not None and _literal_strings(value) and isinstance(statement.targets[0], ast.Name):
+            lists[statement.targets[0].id] = value
+        found.append(statement)
+    return tuple(found)
+
+
 def _reads_a_namespace(node: ast.AST) -> bool:
     return any(isinstance(sub, ast.Name) and sub.id in NAMESPACES for sub in ast.walk(node))
 
 
 def _over_literal_strings(loop: ast.For) -> bool:
     """A `for name in [..]:` over string literals, whose body neither rebinds name nor leaves the loop early."""
-    if loop.orelse or not isinstance(loop.target, ast.Name) or not isinstance(loop.iter, (ast.List, ast.Tuple)):
-        return False
-    if not 0 < len(loop.iter.elts) <= UNROLLED or not all(_a_str(e) for e in loop.iter.elts):
+    if loop.orelse or not isinstance(loop.target, ast.Name) or not 0 < len(_literal_strings(loop.iter)) <= UNROLLED:
         return False
     subs = [sub for s in loop.body for sub in ast.walk(s)]
     if any(isinstance(sub, (ast.Break, ast.Continue, ast.Global, ast.Nonlocal)) for sub in subs):
@@ -105,6 +126,16 @@ def _over_literal_strings(loop: ast.For) -> bool:
     return not any(
         isinstance(sub, ast.Name) and sub.id == loop.target.id and not isinstance(sub.ctx, ast.Load) for sub in subs
     )
+
+
+def _literal_strings(node: ast.AST) -> list:
+    """The strings of a list or tuple of string literals, or of ``'W2 b2'.split()``; [] for anything else."""
+    if isinstance(node, (ast.List, ast.Tuple)) and all(_a_str(e) for e in node.elts):
+        return [e.value for e in node.elts]
+    call = node.func if isinstance(node, ast.Call) and not node.args and not node.keywords else None
+    if isinstance(call, ast.Attribute) and call.attr == "split" and _a_str(call.value):
+        return call.value.value.split()
+    return []
 
 
 def _a_str(node: ast.AST) -> bool:
