@@ -68,6 +68,7 @@ FUNCTIONS = [
     rerun.flattened,
     rerun.writes,
     rerun._may_rebind,
+    rerun._may_change,
     rerun._all_rebind,
     rerun._rebinds,
     snapshots.loaded_names,
@@ -103,7 +104,8 @@ FUNCTIONS = [
 # the grader's reading of the student's cells, whole (``honesty.AutogradTaint``): what marks an answer, the code it
 # cannot read (eval, exec, globals()[..], getattr with a computed name) among it, for the checks' warning before grading
 READING = {
-    cell_code: "as_run statements",
+    cell_code: "as_run as_def statements readable _readable _reads_a_namespace _over_literal_strings _a_str "
+    "_Substituted _Resolved _part comprehension_targets _unpacked with_literal_lists _literal_strings",
     honesty: "_clears_gradient _names AutogradTaint",
     course_cells: "cell_shape _shape",
     unread_code: "resolves_names runs_unread_code _runs_unread_code _computes_a_name _asked_whether_in changed_by "
@@ -138,11 +140,14 @@ def _reading(shapes) -> list:
     names = "RUNS_CODE STRING_RUNNERS UNREAD_ATTRIBUTES RESOLVER_MODULES MAGICS SHELL SELF_MATCHING MUTATORS UNREAD"
     values = [(name, getattr(unread_code, name)) for name in names.split()]
     values += [("FORBIDDEN_MODULES", honesty.FORBIDDEN_MODULES), ("GRADER", honesty.GRADER)]
+    values += [("NAMESPACES", cell_code.NAMESPACES), ("UNROLLED", cell_code.UNROLLED)]
     lines = [f"{name} = {f'frozenset({sorted(v)!r})' if isinstance(v, set) else repr(v)}" for name, v in values]
     nodes = ", ".join(f"ast.{node.__name__}" for node in unread_code.TYPE_NODES)
+    scopes = ", ".join(f"ast.{node.__name__}" for node in cell_code._OWN_SCOPE)
     shapes = textwrap.wrap(" ".join(shapes), 110) or [""]
     return lines + [
         f"TYPE_NODES = ({nodes})",
+        f"_OWN_SCOPE = ({scopes})",
         "# the course's own cells, by the shape of their code (their words left out: the same in every edition)",
         "COURSE_CELLS = frozenset((",
         *(f'    "{part} "' for part in shapes),
@@ -156,9 +161,11 @@ def block(shapes=None) -> str:
         "# ---- The autograder's own code for judging a step by its rule, copied in here so that these checks",
         "# ---- judge each step as the autograder does. You do not need to read it.",
         "import ast",
+        "import copy",
         "import functools",
         "import importlib.util",
         "import inspect",
+        "import keyword",
         "import textwrap",
         "import types",
         "import zlib",

@@ -10,12 +10,16 @@ autograd refuses while grading: written above the answers of its cell, it stoppe
 on what is not a tensor (a class of one's own with a method ``backward``); a tensor's gets the skipped note. And so is
 a check that reads ``.grad`` through a function of the student's own that reads it (``assert compare('h', dh, h)``,
 the lecture's ``cmp`` made to return its verdict): a function defined in the cell, or in an earlier one (``__main__``'s,
-whose code reads an attribute ``grad``).
+whose code reads an attribute ``grad``). Called as a statement of its own (``check('h', dh, h)``, which may raise
+inside), in a ``print`` or in an ``if`` that writes nothing, it is skipped whatever its name, if the function changes
+nothing beyond its own variables (``_a_reader``). The checks in a ``for`` loop's body are skipped as those in a
+``with`` block are; the loop runs.
 """
 
 import ast
 import builtins
 import copy
+import dis
 import functools
 import re
 import types
@@ -24,6 +28,7 @@ import unicodedata
 from IPython import get_ipython
 
 from ..common.kept import every_node
+from ..engine.honesty.cell_code import comprehension_targets
 from . import known_cells, located
 
 SKIPPED_HOOK = "__backprop_ninja_skipped__"  # a builtin while grading: what stands for a skipped check
@@ -67,7 +72,20 @@ def _reads_no_grad(module: ast.Module) -> bool:
     source = known_cells.parsed_from(shell, module)
     if source is None:
         return False
-    return not GRAD.search(source if source.isascii() else unicodedata.normalize("NFKC", source))
+    source = source if source.isascii() else unicodedata.normalize("NFKC", source)
+    if GRAD.search(source):
+        return False
+    readers = _readers_in(getattr(shell, "user_ns", None) or {})  # a call of one defined earlier: check(name, dh, h)
+    return not any(re.search(rf"\b{re.escape(name)}\b", source) for name in readers)
+
+
+def _readers_in(namespace: dict) -> list:
+    """The names of the namespace's functions of ``__main__`` that read ``.grad`` and keep nothing (``_a_reader``)."""
+    return [
+        name
+        for name, value in list(namespace.items())
+        if type(value) is types.FunctionType and value.__module__ == "__main__" and _a_reader(value.__code__)
+    ]
 
 
 def _grad_readers(body: list) -> frozenset:
@@ -75,12 +93,15 @@ def _grad_readers(body: list) -> frozenset:
     ``body``, or earlier (the namespace's functions of ``__main__``, whose code, or a code nested in it, names
     ``grad``)."""
     defined = {
-        s.name for s in body if isinstance(s, ast.FunctionDef) and any(_loads_grad(sub) for sub in every_node(s))
+        name
+        for s in body
+        for name, code in _defined(s)
+        if any(_loads_grad(sub) for sub in every_node(code)) and not any(_keeps(sub) for sub in every_node(code))
     }
     called = {
         sub.func.id
         for s in body
-        if isinstance(s, (ast.Assert, ast.Expr, ast.If, ast.With))
+        if isinstance(s, (ast.Assert, ast.Expr, ast.If, ast.With, ast.For, ast.Assign))
         for sub in every_node(s)
         if isinstance(sub, ast.Call) and isinstance(sub.func, ast.Name)
     }
@@ -89,11 +110,54 @@ def _grad_readers(body: list) -> frozenset:
     earlier = {
         name
         for name in called - defined
-        if isinstance(namespace.get(name), types.FunctionType)
+        if type(namespace.get(name)) is types.FunctionType
         and namespace[name].__module__ == "__main__"
-        and _names_grad(namespace[name].__code__)
+        and _a_reader(namespace[name].__code__)
     }
     return frozenset((defined & called) | earlier)
+
+
+KEEPING = {"STORE_GLOBAL", "DELETE_GLOBAL", "STORE_ATTR", "DELETE_ATTR", "STORE_SUBSCR", "DELETE_SUBSCR"}
+
+
+def _defined(statement: ast.stmt) -> list:
+    """(name, its code) of a function a statement defines: ``def check(..)``, ``close = lambda a, t: ..``."""
+    if isinstance(statement, ast.FunctionDef):
+        return [(statement.name, statement)]
+    if isinstance(statement, ast.Assign) and isinstance(statement.value, ast.Lambda):
+        return [(t.id, statement.value) for t in statement.targets if isinstance(t, ast.Name)]
+    return []
+
+
+@functools.lru_cache(maxsize=256)
+def _a_reader(code: types.CodeType) -> bool:
+    """Whether a function's code (or one nested in it) reads an attribute ``grad`` and changes nothing beyond its own
+    variables: it writes no global (``global x``), no attribute or item, and calls no in-place method (``copy_``,
+    ``append``): skipped, it takes nothing away that the notebook keeps."""
+    if not _names_grad(code):
+        return False
+    found = [(i.opname, i.argval) for c in _codes(code) for i in dis.get_instructions(c)]
+    if not any(op in ("LOAD_ATTR", "LOAD_METHOD") and name == "grad" for op, name in found):
+        return False
+    return not any(op in KEEPING or op in ("LOAD_ATTR", "LOAD_METHOD") and _in_place(str(name)) for op, name in found)
+
+
+def _codes(code: types.CodeType) -> list:
+    return [code] + [inner for c in code.co_consts if isinstance(c, types.CodeType) for inner in _codes(c)]
+
+
+def _keeps(node: ast.AST) -> bool:
+    """Whether a node of a function's body may change what is not the function's own (``_a_reader``'s reading of
+    its source)."""
+    if isinstance(node, (ast.Global, ast.Nonlocal)):
+        return True
+    if isinstance(node, (ast.Attribute, ast.Subscript)) and isinstance(node.ctx, (ast.Store, ast.Del)):
+        return True
+    return isinstance(node, ast.Call) and _mutates(node)
+
+
+def _in_place(name: str) -> bool:
+    return name.endswith("_") and not name.startswith("_") or name in ("append", "extend", "update", "insert", "pop")
 
 
 def _loads_grad(node: ast.AST) -> bool:
@@ -109,7 +173,7 @@ def _without_checks(body: list, readers: frozenset = frozenset()) -> list:
     parse of a locked cell is its parent's, shared by every cell run of it (``known_cells.KnownParse``)."""
     new = []
     for statement in body:
-        if isinstance(statement, ast.With):
+        if isinstance(statement, (ast.With, ast.For)):
             inner = _without_checks(statement.body, readers) or [ast.copy_location(ast.Pass(), statement)]
             if inner != statement.body:
                 statement = copy.copy(statement)
@@ -174,6 +238,10 @@ def checks_through(statement: ast.stmt, readers: frozenset) -> bool:
     subs = every_node(statement)
     if not any(isinstance(s, ast.Call) and getattr(s.func, "id", None) in readers for s in subs):
         return False
+    if isinstance(statement, (ast.Expr, ast.If)):  # check(..), print(check(..)), if not check(..): ..., whatever
+        return _changes_nothing(subs)  # the function's name: it reads .grad, and what it returns is not kept
+    if isinstance(statement, ast.Assign) and all(getattr(t, "id", None) == "_" for t in statement.targets):
+        return _changes_nothing(every_node(statement.value))  # _ = [check(n, d, t) for n, d, t in ..]: thrown away
     return _only_a_check(statement, subs)
 
 
@@ -186,12 +254,8 @@ def _checks_autograd(statement: ast.stmt) -> bool:
 
 def _only_a_check(statement: ast.stmt, subs: list) -> bool:
     """An assert, a call of an assert function, or an `if` that raises, that writes and changes nothing."""
-    if any(isinstance(getattr(s, "ctx", None), (ast.Store, ast.Del)) for s in subs):
-        return False  # it writes a name (or an item, an attribute): not only a check
-    if any(isinstance(s, (ast.NamedExpr, ast.FunctionDef, ast.ClassDef, ast.Lambda)) for s in subs):
+    if not _changes_nothing(subs):
         return False
-    if any(isinstance(s, ast.Call) and _mutates(s) for s in subs):
-        return False  # skipping it would skip a change the student's notebook made
     if isinstance(statement, ast.Assert):
         return True
     if isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Call):
@@ -202,7 +266,17 @@ def _only_a_check(statement: ast.stmt, subs: list) -> bool:
     return False
 
 
+def _changes_nothing(subs: list) -> bool:
+    """Whether a statement (``subs``: its nodes) writes no name, item or attribute, defines nothing and calls no method
+    that changes its receiver."""
+    own = {i for s in subs if isinstance(s, ast.comprehension) for i in comprehension_targets(s)}
+    if any(isinstance(getattr(s, "ctx", None), (ast.Store, ast.Del)) and id(s) not in own for s in subs):
+        return False  # it writes a name (or an item, an attribute), not one a comprehension binds: not only a check
+    if any(isinstance(s, (ast.NamedExpr, ast.FunctionDef, ast.ClassDef, ast.Lambda)) for s in subs):
+        return False
+    return not any(isinstance(s, ast.Call) and _mutates(s) for s in subs)  # (skipped, a change the notebook made)
+
+
 def _mutates(call: ast.Call) -> bool:
     """A call of an in-place method (``t.add_(..)``) or one that could change a value (``x.append(..)``)."""
-    name = getattr(call.func, "attr", "")
-    return name.endswith("_") and not name.startswith("_") or name in ("append", "extend", "update", "insert", "pop")
+    return _in_place(getattr(call.func, "attr", ""))

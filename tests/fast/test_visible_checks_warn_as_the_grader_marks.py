@@ -117,18 +117,29 @@ def test_every_answer_from_that_cell_on_is_a_cross_and_those_checked_before_keep
 def test_a_check_loop_over_globals_is_a_cross_in_its_own_table(session):
     run, cells = session
     out = run_cells(
-        run("h"), "for name in ['logprobs', 'probs']:\n    cmp(name, globals()['d' + name], globals()[name])"
+        run("h"),
+        "names = sorted({'logprobs', 'probs'})\nfor name in names:\n"
+        "    cmp(name, globals()['d' + name], globals()[name])",
     )
     assert hint(out, "dlogprobs").startswith(f"{UNREAD}: `cmp(name, globals()['d' + name], globals()[name])`"), out
+
+
+def test_a_check_loop_over_literal_names_by_globals_is_read_as_those_names(session):
+    """Each name is known before the loop runs (h-alts4): the grader reads cmp('logprobs', dlogprobs, logprobs), ..."""
+    run, cells = session
+    namespace = run("h")
+    run_cells(namespace, "for name in ['logprobs', 'probs']:\n    cmp(name, globals()['d' + name], globals()[name])")
+    out = run_cells(namespace, cells["answer_dh"], cells["test_dh"])
+    assert out.startswith("✔ dh"), out
 
 
 @pytest.mark.parametrize(
     "code, line",
     [
         ("exec('dh = dlogits @ W2.T')", "exec('dh = dlogits @ W2.T')"),
-        ("dh = globals()['d' + 'logits'] @ W2.T", "dh = globals()['d' + 'logits'] @ W2.T"),
-        ("dh = vars()['dlogits'] @ W2.T", "dh = vars()['dlogits'] @ W2.T"),
-        ("dh = locals()['dlogits'] @ W2.T", "dh = locals()['dlogits'] @ W2.T"),
+        ("k = 'logits'\ndh = globals()['d' + k] @ W2.T", "dh = globals()['d' + k] @ W2.T"),
+        ("k = 'dlogits'\ndh = vars()[k] @ W2.T", "dh = vars()[k] @ W2.T"),
+        ("k = 'dlogits'\ndh = locals()[k] @ W2.T", "dh = locals()[k] @ W2.T"),
         ("op = 'matmul'\ndh = getattr(torch, op)(dlogits, W2.T)", "dh = getattr(torch, op)(dlogits, W2.T)"),
         ("dh = dlogits @ W2.T\nsetattr(torch, 'x' + 'y', dh)", "setattr(torch, 'x' + 'y', dh)"),
     ],

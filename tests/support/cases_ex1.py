@@ -2394,12 +2394,15 @@ ALTERNATIVES.update(
 # what marked it and how to write the check instead (they named autograd alone)
 # ... and by names made while it runs, globals()['d' + name]: a computed name can reach any object of the kernel (the
 # grader's own report too) and change an answer in place, as exec can (h-attack2's round); h-alts2's round had it
-# among the forms that keep every point
+# among the forms that keep every point. Over a list of literal names (in the loop, or bound in its cell before it)
+# each name is known before it runs, and read as written out (h-alts4: alt_h_alts4_checks_by_names_in_a_loop); over
+# names computed as the cell runs it is not
 MISTAKES["m_cmp_by_globals_after_the_last_answer"] = (
     {
         "answer_dC_index_add": "dC_index_add = torch.zeros_like(C)\n"
         "dC_index_add.index_add_(0, Xb.view(-1), demb.view(-1, n_embd))\n"
-        "for name in ['logprobs', 'probs', 'counts_sum_inv', 'h', 'W2', 'C']:\n"
+        "names = sorted({'logprobs', 'probs', 'counts_sum_inv', 'h', 'W2', 'C'})\n"
+        "for name in names:\n"
         "    cmp(name, globals()['d' + name], globals()[name])"
     },
     "C_index_add",
@@ -2516,6 +2519,27 @@ ALTERNATIVES["alt_h_alts3_compare_assert_between_two_answers"] = {
     "if not compare('logits', dlogits, logits):\n    raise ValueError('dlogits is off')",
 }
 
+# h-alts4: the student's own checks against .grad, called in later cells whose text names no .grad: a function that
+# raises inside whatever its name (`check(..)`, between dlogit_maxes and dlogits in their cell: dlogits missing), a
+# lambda asserted (`assert close(..)`: the static reading marked dprobs as autograd's), one printed, one in a for loop.
+# 31 of 34 before; each is skipped while grading (in_kernel/self_checks_off), marks nothing (honesty.cell_code.as_def)
+OWN_CHECKS = (
+    "def check(name, dt, t):\n    if not torch.allclose(dt, t.grad, atol=1e-6):\n"
+    "        raise ValueError(f'd{name} is off')\n\n\nclose = lambda dt, t: torch.allclose(dt, t.grad, atol=1e-6)\n"
+)
+ALTERNATIVES["alt_h_alts4_own_checks_in_later_cells"] = {
+    "answer_dlogprobs": OWN_CHECKS + "dlogprobs = torch.zeros_like(logprobs)\ndlogprobs[range(n), Yb] = -1.0 / n\n"
+    "check('logprobs', dlogprobs, logprobs)",
+    "answer_dprobs": "dprobs = (1.0 / probs) * dlogprobs\nassert close(dprobs, probs)",
+    "answer_dlogit_maxes": "dlogit_maxes = -dnorm_logits.sum(1, keepdim=True)\n"
+    "check('logit_maxes', dlogit_maxes, logit_maxes)\ndlogits = dnorm_logits.clone()",
+    "answer_dlogits": "dlogits += F.one_hot(logits.max(1).indices, num_classes=logits.shape[1]) * dlogit_maxes\n"
+    "print(close(dlogits, logits))",
+    "answer_dW2": "dW2 = h.T @ dlogits\nfor name, d, t in [('W2', dW2, W2), ('h', dh, h)]:\n    check(name, d, t)\n"
+    "db2 = dlogits.sum(0)",
+    "answer_db2": "check('b2', db2, b2)",
+}
+
 
 # An eighth round (h-mist4): slips whose words were generic ("N of M entries wrong", "off by a constant factor: 1.185
 # times", "divides by bnvar where ..."), each costing its own step, now named
@@ -2609,3 +2633,34 @@ EIGHTH_ROUND = {
     ),
 }
 MISTAKES.update(EIGHTH_ROUND)
+
+# h-alts4: checks of every answer so far in a loop over their names, each read from the namespace by a key made of the
+# loop's literal names (`globals()['d' + name]`, the lecture's cmp or one's own check; an f-string key; a list of
+# literal names bound before the loop in its cell, 'logits h'.split() too): read as code the grader cannot read, they
+# marked every later answer as autograd's (13 and 1 of 34 before). The static reading reads each turn with the names
+# themselves now (honesty.cell_code.readable, with_literal_lists) ...
+ALTERNATIVES["alt_h_alts4_checks_by_names_in_a_loop"] = {
+    "answer_dprobs": OWN_CHECKS + "dprobs = (1.0 / probs) * dlogprobs\nfor name in ['logprobs', 'probs']:\n"
+    "    check(name, globals()['d' + name], globals()[name])",
+    "answer_dh": "dh = dlogits @ W2.T\nnames = 'logits h'.split()\nfor name in names:\n"
+    "    check(name, globals()['d' + name], globals()[name])",
+    "answer_db2": "db2 = dlogits.sum(0)\nfor name in ('logits', 'h', 'W2', 'b2'):\n"
+    "    cmp(name, globals()[f'd{name}'], globals()[name])",
+}
+# ... and an answer changed in place through such a key, from .grad, is autograd's as before (the rest keep theirs)
+CHEATS["c_grad_copied_through_globals"] = (
+    {
+        "answer_dW2": "dW2 = torch.zeros_like(W2)\nfor name in ['W2']:\n"
+        "    globals()['d' + name].copy_(globals()[name].grad)"
+    },
+    [],
+    ["W2"],
+    "autograd",
+)
+# h-alts4: checks in a comprehension whose names shadow the batch size (`for n, d, t in ..`), thrown away in `_`: the
+# static reading took n as written from autograd (dbndiff2 and dhprebn read it), and the check raised while grading
+# (dprobs after it missing): 30 of 34 before
+ALTERNATIVES["alt_h_alts4_checks_in_a_comprehension"] = {
+    "answer_dprobs": OWN_CHECKS + "_ = [check(n, d, t) for n, d, t in [('logprobs', dlogprobs, logprobs)]]\n"
+    "dprobs = (1.0 / probs) * dlogprobs",
+}

@@ -1577,3 +1577,32 @@ ALTERNATIVES["alt_h_alts2_g"] = {
         ),
     },
 }
+
+
+# h-alts4: hpreact_fast by nn.BatchNorm1d in eval mode, its running statistics those of this batch (set by a call in
+# training mode with momentum 1, or assigned), then bn.eval(): the probe re-ran only the lines that assign, so the
+# module stayed in training mode (the biased variance) and hpreact_fast lost its 2 points with "biased variance". A
+# call that may change an object the answer's code made is re-run now (probes.statements._may_change).
+ALTERNATIVES["alt_h_alts4_batchnorm_module_eval"] = {
+    NB3: {
+        "answer_hpreact_fast": "bn = torch.nn.BatchNorm1d(n_hidden, momentum=1.0)\nbn.train()\nbn(hprebn.detach())\n"
+        "bn.eval()\nwith torch.no_grad():\n    bn.weight.copy_(bngain.view(-1))\n    bn.bias.copy_(bnbias.view(-1))\n"
+        "hpreact_fast = bn(hprebn)"
+    }
+}
+ALTERNATIVES["alt_h_alts4_batchnorm_module_running_stats"] = {
+    NB3: {
+        "answer_hpreact_fast": "bn = torch.nn.BatchNorm1d(n_hidden, eps=1e-5, affine=False)\n"
+        "bn.running_mean = hprebn.mean(0).detach()\nbn.running_var = hprebn.var(0).detach()\nbn.eval()\n"
+        "hpreact_fast = bngain * bn(hprebn) + bnbias"
+    }
+}
+# ... and the module left in training mode normalises with the biased variance: still that mistake
+MISTAKES["bn_module_in_training_mode"] = (
+    NB3,
+    {
+        "answer_hpreact_fast": "bn = torch.nn.BatchNorm1d(n_hidden, affine=False)\n"
+        "hpreact_fast = bngain * bn(hprebn) + bnbias"
+    },
+    {"test_hpreact_fast": "biased variance"},
+)

@@ -6,7 +6,7 @@ code it cannot read (static), and a decoy in every ``.grad`` while grading (dyna
 
 import ast
 
-from .cell_code import Kept, statements
+from .cell_code import Kept, comprehension_targets, readable, statements, with_literal_lists
 from .prose import HARMLESS, TEXT_EXCEPTIONS, _grad_modes, _prose, names_asked_for
 from .stored import reads_of_a_store
 from .unread_code import (
@@ -134,9 +134,9 @@ def assigned_names(node: ast.AST) -> frozenset:
 
 
 def _assigned_names(node: ast.AST) -> set:
-    names = set()
+    names, own = set(), comprehension_targets(node)  # (a comprehension's names are its own)
     for sub in ast.walk(node):
-        if isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Store):
+        if isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Store) and id(sub) not in own:
             names.add(sub.id)
         elif isinstance(sub, (ast.Subscript, ast.Attribute)) and isinstance(sub.ctx, ast.Store):
             base = sub.value
@@ -222,14 +222,14 @@ class AutogradTaint:
 
     def _follow_cell(self, source: str) -> None:
         for _ in range(2):  # twice, so that a loop carries taint backwards too
-            for statement in statements(source):
+            for statement in with_literal_lists(statements(source)):
                 self._statement(statement)
                 self.graders -= _binds(statement)  # a name the student binds (x = .., def x): no longer the grader's
         if self.unread:
             self.tainted |= self.answers | {UNREAD}
 
     def _statement(self, node: ast.stmt) -> None:
-        self._follow(node)
+        self._follow(readable(node))
         # the student's own ValueError (def, class, =): a message raised with it may be more than words (prose)
         self.tainted |= (_binds(node) | assigned_names(node)) & TEXT_EXCEPTIONS
 

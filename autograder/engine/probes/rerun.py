@@ -19,6 +19,7 @@ from .statements import (  # noqa: F401 (read as rerun's by the kernel's modules
     _all_rebind,
     _as_ipython_runs_it,
     _latest,
+    _may_change,
     _may_rebind,
     _reads,
     _rebinds,
@@ -106,8 +107,9 @@ def answer_code(cells, answer: str, pins, since: int = 0) -> AnswerCode:
                 window.append((others, (i, k)))
                 changed.append(set())
 
-    derived = set(pins)  # names computed from the pins, statement by statement
+    derived, made = set(pins), []  # names computed from the pins; those the window wrote before each statement
     for s, _ in window:
+        made.append(frozenset().union(made[-1], writes(window[len(made) - 1][0])) if made else frozenset())
         if _reads(s) & derived:
             derived |= writes(s)
         else:
@@ -116,7 +118,8 @@ def answer_code(cells, answer: str, pins, since: int = 0) -> AnswerCode:
     needed, kept, pins_read, further_up = {answer}, [], set(), set()
     for position in reversed(range(len(window))):
         s, origin = window[position]
-        if not writes(s) & needed:
+        # a call that may change an object the answer's code made and reads (`bn = nn.BatchNorm1d(..)`, `bn.eval()`)
+        if not (writes(s) & needed or _may_change(s) & needed & made[position]):
             continue
         kept.append((s, origin))
         needed -= _rebinds(s) | changed[position]
@@ -186,6 +189,11 @@ def replay(code: AnswerCode, snapshots: dict, pins, cells=None) -> list:
     own (``W = W3``) stops the answer as it would with every gradient right."""
     own, plan = set(pins), []
     for statement, origin in zip(code.statements, code.origins):
+        if not writes(statement):  # a call that changes what it calls (``_may_change``) takes no snapshot
+            if evaluated_names(statement) - own:
+                raise NoAnswerCode(f"it did not see what `{_quoted(statement)}` read when it ran")
+            plan.append({})
+            continue
         seen = snapshots.get(origin)
         started = [k for k in range(origin[1]) if (origin[0], k) in snapshots]  # the last one ran, or raised
         if seen is None and started:

@@ -57,6 +57,27 @@ def writes(node: ast.stmt) -> frozenset:
     return frozenset(assigned_names(node))
 
 
+@kept_on_node
+def _may_change(node: ast.stmt) -> frozenset:
+    """Names an expression statement that assigns none may change in place: the object whose method it calls
+    (``bn.eval()``, ``model.train(False)``), the object it calls (``bn(x)``: a module in training mode updates its
+    running statistics), the first argument of an in-place function (``nn.init.ones_(bn.weight)``). A probe keeps such
+    a statement when it needs that object (``writes`` counts only the methods known to change their receiver)."""
+    call = node.value if isinstance(node, ast.Expr) else None
+    if not isinstance(call, ast.Call):
+        return frozenset()
+    bases = [call.func.value if isinstance(call.func, ast.Attribute) else call.func]
+    if isinstance(call.func, ast.Attribute) and call.func.attr.endswith("_") and call.args:
+        bases.append(call.args[0])
+    names = set()
+    for base in bases:
+        while isinstance(base, (ast.Attribute, ast.Subscript)):
+            base = base.value
+        if isinstance(base, ast.Name):
+            names.add(base.id)
+    return frozenset(names)
+
+
 def _without_pins(node: ast.stmt, pins) -> ast.stmt | None:
     """``node`` with its targets among ``pins`` renamed ``_``, when it assigns several names at once, a pin among them
     (`dlogits, dlogit_maxes = dnorm_logits.clone(), -dnorm_logits.sum(1, keepdim=True)`, `dhprebn, dbnmeani =
