@@ -105,7 +105,7 @@ FUNCTIONS = [
 # cannot read (eval, exec, globals()[..], getattr with a computed name) among it, for the checks' warning before grading
 READING = {
     cell_code: "as_run as_def statements readable _readable _reads_a_namespace _over_literal_strings _a_str "
-    "_Substituted _Resolved _part comprehension_targets _unpacked with_literal_lists _literal_strings",
+    "_Substituted _Resolved _part comprehension_targets _unpacked _literal_strings",
     honesty: "_clears_gradient _names AutogradTaint",
     course_cells: "cell_shape _shape",
     unread_code: "resolves_names runs_unread_code _runs_unread_code _computes_a_name _asked_whether_in changed_by "

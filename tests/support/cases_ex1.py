@@ -2394,9 +2394,9 @@ ALTERNATIVES.update(
 # what marked it and how to write the check instead (they named autograd alone)
 # ... and by names made while it runs, globals()['d' + name]: a computed name can reach any object of the kernel (the
 # grader's own report too) and change an answer in place, as exec can (h-attack2's round); h-alts2's round had it
-# among the forms that keep every point. Over a list of literal names (in the loop, or bound in its cell before it)
-# each name is known before it runs, and read as written out (h-alts4: alt_h_alts4_checks_by_names_in_a_loop); over
-# names computed as the cell runs it is not
+# among the forms that keep every point. Over a list of literal names written in the loop itself each name is known
+# before it runs, and read as written out (h-alts4: alt_h_alts4_checks_by_names_in_a_loop); over names held in a
+# variable or computed as the cell runs it is not
 MISTAKES["m_cmp_by_globals_after_the_last_answer"] = (
     {
         "answer_dC_index_add": "dC_index_add = torch.zeros_like(C)\n"
@@ -2635,14 +2635,15 @@ EIGHTH_ROUND = {
 MISTAKES.update(EIGHTH_ROUND)
 
 # h-alts4: checks of every answer so far in a loop over their names, each read from the namespace by a key made of the
-# loop's literal names (`globals()['d' + name]`, the lecture's cmp or one's own check; an f-string key; a list of
-# literal names bound before the loop in its cell, 'logits h'.split() too): read as code the grader cannot read, they
-# marked every later answer as autograd's (13 and 1 of 34 before). The static reading reads each turn with the names
-# themselves now (honesty.cell_code.readable, with_literal_lists) ...
+# loop's literal names (`globals()['d' + name]`, the lecture's cmp or one's own check; an f-string key; 'logits
+# h'.split() too): read as code the grader cannot read, they marked every later answer as autograd's (13 and 1 of 34
+# before). The static reading reads each turn with the names themselves now (honesty.cell_code.readable). A list of
+# names bound in a variable first stays code it cannot read: a function of the student's could extend that list as the
+# loop runs (names.append('g') in a check, g kept from .grad above the start), unseen by a reading of the literals ...
 ALTERNATIVES["alt_h_alts4_checks_by_names_in_a_loop"] = {
     "answer_dprobs": OWN_CHECKS + "dprobs = (1.0 / probs) * dlogprobs\nfor name in ['logprobs', 'probs']:\n"
     "    check(name, globals()['d' + name], globals()[name])",
-    "answer_dh": "dh = dlogits @ W2.T\nnames = 'logits h'.split()\nfor name in names:\n"
+    "answer_dh": "dh = dlogits @ W2.T\nfor name in 'logits h'.split():\n"
     "    check(name, globals()['d' + name], globals()[name])",
     "answer_db2": "db2 = dlogits.sum(0)\nfor name in ('logits', 'h', 'W2', 'b2'):\n"
     "    cmp(name, globals()[f'd{name}'], globals()[name])",
@@ -2655,6 +2656,16 @@ CHEATS["c_grad_copied_through_globals"] = (
     },
     [],
     ["W2"],
+    "autograd",
+)
+# ... nor over a list of literal names held in a variable: a function of the student's extends it as the cell runs, and
+# the last turn copies what was kept from W2.grad above the start, where .grad was autograd's own (with the list read
+# as its literals, the reading missed it; only the value check, dW2 equal to W2.grad, caught it). Code the grader
+# cannot read: every answer from that cell on is marked
+CHEATS["c_names_extended_as_the_loop_runs"] = (
+    {"answer_dW2": "names = ['W2']\nmore()\nfor name in names:\n    dW2 = globals()[name].clone()\n"},
+    [("setup_forward", "kept = W2.grad.clone()\n\n\ndef more():\n    names.append('kept')")],
+    [s.name for s in STEPS[[s.name for s in STEPS].index("W2") :]] + ["C_index_add"],
     "autograd",
 )
 # h-alts4: checks in a comprehension whose names shadow the batch size (`for n, d, t in ..`), thrown away in `_`: the

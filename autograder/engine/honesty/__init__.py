@@ -6,7 +6,7 @@ code it cannot read (static), and a decoy in every ``.grad`` while grading (dyna
 
 import ast
 
-from .cell_code import Kept, comprehension_targets, readable, statements, with_literal_lists
+from .cell_code import Kept, comprehension_targets, readable, statements
 from .prose import HARMLESS, TEXT_EXCEPTIONS, _grad_modes, _prose, names_asked_for
 from .stored import reads_of_a_store
 from .unread_code import (
@@ -222,7 +222,7 @@ class AutogradTaint:
 
     def _follow_cell(self, source: str) -> None:
         for _ in range(2):  # twice, so that a loop carries taint backwards too
-            for statement in with_literal_lists(statements(source)):
+            for statement in statements(source):
                 self._statement(statement)
                 self.graders -= _binds(statement)  # a name the student binds (x = .., def x): no longer the grader's
         if self.unread:

@@ -89,29 +89,6 @@ def _readable(node: ast.stmt) -> ast.stmt:
     return ast.fix_missing_locations(ast.copy_location(ast.If(ast.Constant(True), turns, []), node))
 
 
-def with_literal_lists(body: tuple) -> tuple:
-    """The statements of a cell, each `for name in names:` whose names the cell bound to a list of string literals
-    before it, and named nowhere else since, as a loop over those literals (``readable`` reads it turn by turn)."""
-    lists, found = {}, []
-    for statement in body:
-        named = [sub.id for sub in ast.walk(statement) if isinstance(sub, ast.Name)]
-        over = statement.iter.id if isinstance(statement, ast.For) and isinstance(statement.iter, ast.Name) else None
-        if over in lists and named.count(over) == 1:  # the list named only as what the loop runs over
-            kept = getattr(statement, "_over_literals", None)
-            if kept is None or kept[0] is not lists[over]:
-                loop = copy.copy(statement)
-                loop.iter = lists[over]
-                statement._over_literals = kept = (lists[over], loop)
-            statement, named = kept[1], [name for name in named if name != over]
-        for name in named:
-            lists.pop(name, None)
-        value = statement.value if isinstance(statement, ast.Assign) and len(statement.targets) == 1 else None
-        if value is not None and _literal_strings(value) and isinstance(statement.targets[0], ast.Name):
-            lists[statement.targets[0].id] = value
-        found.append(statement)
-    return tuple(found)
-
-
 def _reads_a_namespace(node: ast.AST) -> bool:
     return any(isinstance(sub, ast.Name) and sub.id in NAMESPACES for sub in ast.walk(node))
 
