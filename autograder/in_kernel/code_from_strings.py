@@ -24,7 +24,7 @@ import os
 import sys
 from importlib.machinery import ModuleSpec
 
-from ..engine.honesty.grader_formulas import PACKAGE
+import IPython
 
 # what the hook watches: code made or run, native code, a pickle's globals, every object by the garbage collector
 EVENTS = frozenset({"compile", "exec", "code.__new__", "function.__new__", "marshal.loads", "marshal.load"})
@@ -34,31 +34,36 @@ _CTYPES = "ctypes."
 # the stdlib's own makers of code, by the end of their file's path and their name: each makes it from what it checked,
 # or runs nothing
 _MAKERS = {
-    ("/collections/__init__.py", "namedtuple"),  # field names it checked to be identifiers
-    ("/ast.py", "parse"),  # a tree, no code
-    ("/typing.py", "__init__"),  # ForwardRef compiles an annotation; evaluating it is another event
+    ("collections/__init__.py", "namedtuple"),  # field names it checked to be identifiers
+    ("ast.py", "parse"),  # a tree, no code
+    ("typing.py", "__init__"),  # ForwardRef compiles an annotation; evaluating it is another event
 }
-_DATACLASS = ("/dataclasses.py", "_process_class")  # its methods, from the class's annotations (checked here)
+_DATACLASS = ("dataclasses.py", "_process_class")  # its methods, from the class's annotations (checked here)
 _IMPORT = ("<frozen importlib._bootstrap>", "_load_unlocked")  # a module's own code, from where modules were
 # IPython compiling and running the cell it was handed (only when no code of the student's is under it)
 _CELL_RUNNERS = {
-    ("/IPython/core/compilerop.py", "__call__"),
-    ("/IPython/core/compilerop.py", "ast_parse"),
-    ("/IPython/core/interactiveshell.py", "run_code"),
-    ("/IPython/core/interactiveshell.py", "run_ast_nodes"),
-    ("/IPython/core/interactiveshell.py", "transform_ast"),
-    ("/IPython/core/interactiveshell.py", "should_run_async"),
-    ("/IPython/core/async_helpers.py", "_should_be_async"),
+    ("IPython/core/compilerop.py", "__call__"),
+    ("IPython/core/compilerop.py", "ast_parse"),
+    ("IPython/core/interactiveshell.py", "run_code"),
+    ("IPython/core/interactiveshell.py", "run_ast_nodes"),
+    ("IPython/core/interactiveshell.py", "transform_ast"),
+    ("IPython/core/interactiveshell.py", "should_run_async"),
+    ("IPython/core/async_helpers.py", "_should_be_async"),
 }
 # a magic that runs the code it is handed in place (%%time, %time, %%timeit, %%capture), as the static reading reads it:
 # only code the cell holds written out, as a constant of its own, with nothing of the student's under the cell
 _MAGIC_RUNNERS = {
-    ("/IPython/core/interactiveshell.py", "run_cell_magic"),
-    ("/IPython/core/interactiveshell.py", "run_line_magic"),
+    ("IPython/core/interactiveshell.py", "run_cell_magic"),
+    ("IPython/core/interactiveshell.py", "run_line_magic"),
 }
 _IN_PLACE = frozenset({"time", "timeit", "capture"})
 # the grader's own code in the kernel (its probes, its switches), not the sandbox's, under every kernel's stack
-_GRADERS = tuple(f"{os.sep}{PACKAGE}{os.sep}{part}{os.sep}" for part in ("in_kernel", "engine"))
+_GRADERS = ("in_kernel", "engine")
+
+
+def _in(folder: str, places) -> tuple:
+    """``places`` (a file's path below ``folder``, a function's name) with the file's path in full, as code names it."""
+    return tuple((os.path.join(folder, *file.split("/")), name) for file, name in places)
 
 
 def make_hook(roots: tuple, refusal):
@@ -82,14 +87,18 @@ def make_hook(roots: tuple, refusal):
         PermissionError,
         isinstance,
     )
-    events, code_set, ctypes_, graders, up = EVENTS, _CODE_SET, _CTYPES, _GRADERS, os.sep + ".." + os.sep
-    makers, dataclass, imports, cell_runners = tuple(_MAKERS), _DATACLASS, _IMPORT, tuple(_CELL_RUNNERS)
+    events, code_set, ctypes_, up = EVENTS, _CODE_SET, _CTYPES, os.sep + ".." + os.sep
+    stdlib, ipython = os.path.dirname(os.__file__), os.path.dirname(os.path.dirname(IPython.__file__))
+    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    graders = tuple(os.path.join(package, part) + os.sep for part in _GRADERS)
+    makers, (dataclass,), imports = _in(stdlib, _MAKERS), _in(stdlib, [_DATACLASS]), _IMPORT
+    cell_runners, magic_runners = _in(ipython, _CELL_RUNNERS), _in(ipython, _MAGIC_RUNNERS)
     none_of_these = ("built-in", "frozen")
-    magic_runners, in_place = tuple(_MAGIC_RUNNERS), _IN_PLACE
+    in_place = _IN_PLACE
 
     def one_of(code, places) -> bool:
-        for end, name in places:
-            if code.co_name == name and code.co_filename.endswith(end):
+        for file, name in places:
+            if code.co_name == name and code.co_filename == file:
                 return True
         return False
 
@@ -142,10 +151,7 @@ def make_hook(roots: tuple, refusal):
         return name in in_place and text in cell.f_code.co_consts and lawful_below(cell.f_back)
 
     def graders_own(code) -> bool:
-        for part in graders:
-            if part in code.co_filename:
-                return True
-        return False
+        return code.co_filename.startswith(graders)
 
     def decide(frame) -> bool:
         """Whether the event may happen, from the frame that caused it up the stack."""

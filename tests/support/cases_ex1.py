@@ -1891,9 +1891,10 @@ CHEATS["c_code_sympified"] = (
 )
 # code run from a string by what no list names: a library handed the string (torch.utils.benchmark's Timer, IPython's
 # FullEvalFormatter), Python's C API through numpy's ctypes (PyRun_SimpleString), a pickle that names exec loaded by a
-# multiprocessing pipe: each rebuilt the grader's rules from the package's own source and dW2 earned its point with
-# nothing written (until 2026-12-08). The kernel's audit hook now refuses code made from a string on behalf of a
-# student's cell, however it is reached (in_kernel/code_from_strings.py): the cell stops, what it assigns earns nothing
+# multiprocessing pipe, a file run by pygments, a name written into code sqlalchemy makes: each rebuilt the grader's
+# rules from the package's own source and dW2 earned its point with nothing written (until 2026-12-08). The kernel's
+# audit hook now refuses code made from a string on behalf of a student's cell, however it is reached
+# (in_kernel/code_from_strings.py): the cell stops, and what it assigns earns nothing
 _IN_MAIN = f"import sys\nexec({_REBUILT!r}, sys.modules['__main__'].__dict__)\n"
 
 
@@ -1911,9 +1912,16 @@ for _student, _lines in {
     f"np.ctypeslib.ctypes.pythonapi.PyRun_SimpleString({_IN_MAIN!r}.encode())",
     "c_pickle_through_a_pipe": "import multiprocessing as mp\na, b = mp.Pipe()\n"
     f"a.send_bytes({pickle.dumps(_Exec(), protocol=0)!r})\nb.recv()",
+    # a file the cell wrote, run by pygments as a lexer's; a name written into the code sqlalchemy makes of it
+    "c_lexer_from_a_written_file": f"open('lexer.py', 'w').write({_IN_MAIN + 'CustomLexer = object'!r})\n"
+    "from pygments.lexers import load_lexer_from_file\nload_lexer_from_file('lexer.py')",
+    "c_name_into_made_code": "from sqlalchemy.util.langhelpers import attrsetter\n"
+    f'attrsetter("a = value; exec(bytes.fromhex({_IN_MAIN.encode().hex()!r}).decode())  #")'
+    "(type('O', (), {})(), 1)",
 }.items():
     _ending = "dW2 = box[0]" if "box" in _lines else "dW2 = dW2 + 0"
-    CHEATS[_student] = ({"answer_dW2": f"{_lines}\n{_ending}"}, [], ["W2"], "autograd")
+    _words = "code made from a string" if "lexer" in _student else "autograd"  # (pygments' own error says the refusal)
+    CHEATS[_student] = ({"answer_dW2": f"{_lines}\n{_ending}"}, [], ["W2"], _words)
 # every answer zeros, through a helper that reads a class of the notebook's (the probes cannot copy it, so each answer
 # was judged by its value alone): each step was right for its upstream of zeros, which every rule maps to zeros, and
 # kept its points, 33 of 34 (until 2026-12-07). A check that zeros would pass now credits nothing; the two steps whose
