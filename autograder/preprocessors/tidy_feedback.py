@@ -21,7 +21,7 @@ from traitlets import Bool
 
 from ..common.diagnoses import METADATA
 from ..common.editions import notebook_edition
-from ..common.words import say_n
+from ..common.words import say, say_n
 from .summarize_steps import AUTOMATIC_COMMENT
 
 FOLD_LINES = 100  # a locked cell longer than this is folded (the setup cells, at most 46 lines, stay whole)
@@ -78,7 +78,6 @@ _NUMBERED = re.compile(r"^\s*(?:-*>)?\s*\d+\s")  # a traceback's line of source:
 SHORTEST = 4  # a hidden line shorter than this ("pass", ")") says nothing of the tests; one of another cell may match
 # the grader's own package in a traceback's frames: "File .../autograder/in_kernel/reports.py:12, in report(..)"
 GRADERS_FRAME = re.compile(r"File \"?[^\n\"]*[\\/]autograder[\\/][^\s:\"]*\.py")
-LEFT_OUT = "(lines of the course's hidden tests and of the grader's code are left out)"
 
 
 def hidden_lines(nb) -> frozenset:
@@ -99,7 +98,7 @@ def _shows_hidden(text: str, hidden: frozenset) -> bool:
     )
 
 
-def without_hidden(outputs: list, hidden: frozenset) -> list:
+def without_hidden(outputs: list, hidden: frozenset, code: str | None = None) -> list:
     """``outputs`` with no line of a hidden test nor a frame of the grader's code: an error's traceback loses the
     entries that show one (a hidden test that raised shows its own lines, IPython's ``Cell In[..]`` context), a text
     (a traceback the student's code printed, an error's message) the lines that do."""
@@ -107,13 +106,13 @@ def without_hidden(outputs: list, hidden: frozenset) -> list:
         if output.get("output_type") == "error":
             entries = [str(entry) for entry in output.get("traceback", []) or []]
             kept = [entry for entry in entries if not _shows_hidden(entry, hidden)]
-            output["traceback"] = kept if len(kept) == len(entries) else [*kept[:-1], LEFT_OUT, *kept[-1:]]
+            output["traceback"] = kept if len(kept) == len(entries) else [*kept[:-1], _left_out(code), *kept[-1:]]
             for key in ("ename", "evalue"):
                 if isinstance(output.get(key), str) and _shows_hidden(output[key], hidden):
-                    output[key] = _kept_lines(output[key], hidden)
+                    output[key] = _kept_lines(output[key], hidden, code)
         text = _text(output)
         if text is not None and _shows_hidden(text, hidden):
-            output["text"] = _kept_lines(text, hidden)
+            output["text"] = _kept_lines(text, hidden, code)
     return outputs
 
 
@@ -121,7 +120,12 @@ def _indent(line: str) -> int:
     return len(line) - len(line.lstrip())
 
 
-def _kept_lines(text: str, hidden: frozenset) -> str:
+def _left_out(code: str | None) -> str:
+    words = say("(lines of the course's hidden tests and of the grader's code are left out)")
+    return words.render(code) if code else words.render()
+
+
+def _kept_lines(text: str, hidden: frozenset, code: str | None) -> str:
     """The lines of ``text`` that show no hidden line; a frame of the grader's code goes with its lines of source (a
     printed traceback's: those indented more than it)."""
     lines, kept, frame = text.splitlines(keepends=True), [], None
@@ -131,7 +135,7 @@ def _kept_lines(text: str, hidden: frozenset) -> str:
         frame = _indent(line) if GRADERS_FRAME.search(_ANSI.sub("", line)) else None
         if not _shows_hidden(line, hidden):
             kept.append(line)
-    return "".join(kept) + (LEFT_OUT + "\n" if len(kept) != len(lines) else "")
+    return "".join(kept) + (_left_out(code) + "\n" if len(kept) != len(lines) else "")
 
 
 class HiddenTestsOutOfOutputs(Preprocessor):
@@ -143,10 +147,10 @@ class HiddenTestsOutOfOutputs(Preprocessor):
     ).tag(config=True)
 
     def preprocess(self, nb, resources):
-        hidden = hidden_lines(nb)
+        hidden, code = hidden_lines(nb), notebook_edition(nb.metadata)
         for cell in nb.cells:
             if cell.cell_type == "code":
-                cell.outputs = without_hidden(cell.get("outputs", []), hidden)
+                cell.outputs = without_hidden(cell.get("outputs", []), hidden, code)
         return nb, resources
 
 
