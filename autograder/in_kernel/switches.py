@@ -17,9 +17,9 @@ from IPython.utils.text import SList
 from ..common.editions import EDITION_VARIABLE
 from ..common.words import say
 from ..data import SEED_VARIABLE
+from ..engine.honesty.code_from_strings import refuse_code_from_strings
 from ..engine.honesty.decoy import decoy
 from ..engine.honesty.grader_formulas import formulas_refuse, refusing
-from .code_from_strings import refuse_code_from_strings
 from .self_checks_off import skip_self_checks
 from .snapshot_hook import take_snapshots
 

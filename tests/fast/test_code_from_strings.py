@@ -1,6 +1,7 @@
 """While grading, code made from a string on behalf of a student's cell refuses, however it is reached; what the
-environment makes of its own (namedtuple, dataclass, a module imported) still works (in_kernel/code_from_strings.py).
-Run in a child process, whose own code (``python -c``) stands for a cell: an audit hook lasts as long as its process."""
+environment makes of its own (namedtuple, dataclass, a module imported) still works
+(autograder/engine/honesty/code_from_strings.py). Run in a child process, whose own code (``python -c``) stands for a
+cell: an audit hook lasts as long as its process."""
 
 import subprocess
 import sys
@@ -8,7 +9,7 @@ import sys
 CHILD = r"""
 import collections, dataclasses, multiprocessing, pickle, sys, threading
 
-from autograder.in_kernel.code_from_strings import make_hook
+from autograder.engine.honesty.code_from_strings import make_hook
 
 
 class Refused(Exception):

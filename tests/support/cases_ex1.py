@@ -1894,7 +1894,7 @@ CHEATS["c_code_sympified"] = (
 # multiprocessing pipe, a file run by pygments, a name written into code sqlalchemy makes: each rebuilt the grader's
 # rules from the package's own source and dW2 earned its point with nothing written (until 2026-12-08). The kernel's
 # audit hook now refuses code made from a string on behalf of a student's cell, however it is reached
-# (in_kernel/code_from_strings.py): the cell stops, and what it assigns earns nothing
+# (engine/honesty/code_from_strings.py): the cell stops, and what it assigns earns nothing
 _IN_MAIN = f"import sys\nexec({_REBUILT!r}, sys.modules['__main__'].__dict__)\n"
 
 

@@ -81,7 +81,7 @@ RESOLVER_MODULES += ("yaml", "pickle", "_pickle", "cloudpickle", "dill", "joblib
 # as code (a mako template's <% .. %>, jinja2's expressions): the grader's rules table by 'auto' + 'gra' + 'der...', 34
 # of Exercise 1's 34 points (until 2026-12-07), or code it cannot read. Not sympy (marked until 2026-12-08, and with it
 # an honest student's `import sympy`): the kernel refuses whatever code is made from a string on behalf of a student's
-# cell (in_kernel.code_from_strings), the string its sympify evaluates too
+# cell (engine.honesty.code_from_strings), the string its sympify evaluates too
 RESOLVER_MODULES += ("distributed", "dask", "tornado", "pytest", "_pytest", "mako", "jinja2")
 # pydantic's ImportString ('builtins.ex' + 'ec', '__main__.__dict__': exec and the namespace; the grader's rules rebuilt
 # from the package's own source, which the kernel reads), alembic's and traitlets' loaders of a Python file

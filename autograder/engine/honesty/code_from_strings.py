@@ -89,7 +89,7 @@ def make_hook(roots: tuple, refusal):
     )
     events, code_set, ctypes_, up = EVENTS, _CODE_SET, _CTYPES, os.sep + ".." + os.sep
     stdlib, ipython = os.path.dirname(os.__file__), os.path.dirname(os.path.dirname(IPython.__file__))
-    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    package = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     graders = tuple(os.path.join(package, part) + os.sep for part in _GRADERS)
     makers, (dataclass,), imports = _in(stdlib, _MAKERS), _in(stdlib, [_DATACLASS]), _IMPORT
     cell_runners, magic_runners = _in(ipython, _CELL_RUNNERS), _in(ipython, _MAGIC_RUNNERS)
