@@ -20,6 +20,7 @@ from autograder.preprocessors import (
     FeedbackExporter,
     GetGradesAtOnce,
     GradingExecute,
+    HiddenTestsOutOfOutputs,
     JudgeAnswers,
     LatePenalty,
     RestoreLockedCells,
@@ -109,6 +110,7 @@ c.ExchangeFactory.collect = "autograder.grading.intake.owned_collect.OwnedCollec
 c.GenerateFeedback.preprocessors = [
     GetGradesAtOnce,
     SafeOutputMetadata,
+    HiddenTestsOutOfOutputs,
     ClearHiddenTests,
     CSSHTMLHeaderPreprocessor,
     SummarizeSteps,

@@ -17,6 +17,7 @@ from IPython.utils.text import SList
 from ..common.editions import EDITION_VARIABLE
 from ..common.words import say
 from ..data import SEED_VARIABLE
+from ..engine.honesty.code_from_strings import refuse_code_from_strings
 from ..engine.honesty.decoy import decoy
 from ..engine.honesty.grader_formulas import formulas_refuse, refusing
 from .self_checks_off import skip_self_checks
@@ -54,6 +55,17 @@ def _refusal():
 
     def refuse(*args, **kwargs):
         words = say("autograd is switched off while grading: every gradient must be written by hand.")
+        raise AutogradIsOff(words.render(edition()))
+
+    return refuse
+
+
+def _no_code_from_strings():
+    """What code made from a string on behalf of a student's cell does while grading (``code_from_strings``): refuse,
+    with the switch's own error, so that what its cell assigns earns nothing."""
+
+    def refuse(*args, **kwargs):
+        words = say("code made from a string does not run while grading: write every gradient in the cell itself.")
         raise AutogradIsOff(words.render(edition()))
 
     return refuse
@@ -210,9 +222,21 @@ def module_places() -> frozenset:
     return frozenset(os.path.realpath(p) for p in places)
 
 
-def _imports_from_where_they_were() -> None:
+def _roots() -> frozenset:
+    """Where the kernel's modules are: never the student's folder, nor one a cell may write into."""
     here = os.path.realpath(os.getcwd())  # the student's folder: nothing of it is a module
-    roots = module_places() - {here, os.sep, os.path.realpath(tempfile.gettempdir()), "/dev/shm"}
+    return module_places() - {here, os.sep, os.path.realpath(tempfile.gettempdir()), "/dev/shm"}
+
+
+def _roots_as_named() -> frozenset:
+    """``_roots()``, and the folders of sys.path that are one of them as they are named, unresolved: a code object
+    names its file as it was imported, through a link in the path too (a virtual environment's)."""
+    roots = _roots()
+    return roots | {p for p in sys.path if p and os.path.isabs(p) and os.path.realpath(p) in roots}
+
+
+def _imports_from_where_they_were() -> None:
+    roots = _roots()
     if not any(isinstance(f, _ImportsFromWhereTheyWere) for f in sys.meta_path):
         sys.meta_path.insert(0, _ImportsFromWhereTheyWere(tuple(sorted(roots))))
 
@@ -260,6 +284,7 @@ def start_grading(namespace: dict, self_checks=("cmp", "self_check")) -> None:
     _take_autograd_away()
     _no_shell_commands()
     _imports_from_where_they_were()
+    refuse_code_from_strings(_roots_as_named(), _no_code_from_strings())
     for name in self_checks:
         if name in namespace:
             namespace[name] = _skipped

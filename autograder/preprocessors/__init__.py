@@ -24,7 +24,7 @@ from .restore_locked_cells import RestoreLockedCells
 from .safe_html import SafeOutputMetadata
 from .save_grades_at_once import GetGradesAtOnce, SaveAutoGradesAtOnce
 from .summarize_steps import SummarizeSteps
-from .tidy_feedback import TidyFeedback
+from .tidy_feedback import HiddenTestsOutOfOutputs, TidyFeedback
 
 __all__ = [
     "CheckCellMetadataOnce",
@@ -37,5 +37,6 @@ __all__ = [
     "SafeOutputMetadata",
     "SaveAutoGradesAtOnce",
     "SummarizeSteps",
+    "HiddenTestsOutOfOutputs",
     "TidyFeedback",
 ]

@@ -13,13 +13,15 @@ the gradebook keep everything. Found by students reading their feedback cold:
   back in every locked cell, so the student's notebook holds the same lines.
 """
 
+import re
+
 from nbconvert.preprocessors import Preprocessor
 from nbgrader import utils
 from traitlets import Bool
 
 from ..common.diagnoses import METADATA
 from ..common.editions import notebook_edition
-from ..common.words import say_n
+from ..common.words import say, say_n
 from .summarize_steps import AUTOMATIC_COMMENT
 
 FOLD_LINES = 100  # a locked cell longer than this is folded (the setup cells, at most 46 lines, stay whole)
@@ -68,6 +70,88 @@ def joined_streams(outputs: list) -> list:
     if len(pieces) > 1:
         joined[-1]["text"] = "".join(pieces)
     return joined
+
+
+HIDDEN_REGION = re.compile(r"^[ \t]*### BEGIN HIDDEN TESTS.*?^[ \t]*### END HIDDEN TESTS[ \t]*$", re.S | re.M)
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[@-_]")
+_NUMBERED = re.compile(r"^\s*(?:-*>)?\s*\d+\s")  # a traceback's line of source: "----> 12 " or "     11 "
+SHORTEST = 4  # a hidden line shorter than this ("pass", ")") says nothing of the tests; one of another cell may match
+# the grader's own package in a traceback's frames: "File .../autograder/in_kernel/reports.py:12, in report(..)"
+GRADERS_FRAME = re.compile(r"File \"?[^\n\"]*[\\/]autograder[\\/][^\s:\"]*\.py")
+
+
+def hidden_lines(nb) -> frozenset:
+    """Every line of the notebook's hidden-test regions (its marks too), as a line of text shows it, stripped."""
+    lines = set()
+    for cell in nb.cells:
+        for region in HIDDEN_REGION.findall(cell.get("source", "") if isinstance(cell.get("source"), str) else ""):
+            lines |= {line.strip() for line in region.splitlines() if len(line.strip()) >= SHORTEST}
+    return frozenset(lines)
+
+
+def _shows_hidden(text: str, hidden: frozenset) -> bool:
+    plain = _ANSI.sub("", text)
+    if "HIDDEN TESTS" in plain or GRADERS_FRAME.search(plain):
+        return True
+    return any(
+        _NUMBERED.sub("", line, count=1).strip() in hidden or line.strip() in hidden for line in plain.splitlines()
+    )
+
+
+def without_hidden(outputs: list, hidden: frozenset, code: str | None = None) -> list:
+    """``outputs`` with no line of a hidden test nor a frame of the grader's code: an error's traceback loses the
+    entries that show one (a hidden test that raised shows its own lines, IPython's ``Cell In[..]`` context), a text
+    (a traceback the student's code printed, an error's message) the lines that do."""
+    for output in outputs:
+        if output.get("output_type") == "error":
+            entries = [str(entry) for entry in output.get("traceback", []) or []]
+            kept = [entry for entry in entries if not _shows_hidden(entry, hidden)]
+            output["traceback"] = kept if len(kept) == len(entries) else [*kept[:-1], _left_out(code), *kept[-1:]]
+            for key in ("ename", "evalue"):
+                if isinstance(output.get(key), str) and _shows_hidden(output[key], hidden):
+                    output[key] = _kept_lines(output[key], hidden, code)
+        text = _text(output)
+        if text is not None and _shows_hidden(text, hidden):
+            output["text"] = _kept_lines(text, hidden, code)
+    return outputs
+
+
+def _indent(line: str) -> int:
+    return len(line) - len(line.lstrip())
+
+
+def _left_out(code: str | None) -> str:
+    words = say("(lines of the course's hidden tests and of the grader's code are left out)")
+    return words.render(code) if code else words.render()
+
+
+def _kept_lines(text: str, hidden: frozenset, code: str | None) -> str:
+    """The lines of ``text`` that show no hidden line; a frame of the grader's code goes with its lines of source (a
+    printed traceback's: those indented more than it)."""
+    lines, kept, frame = text.splitlines(keepends=True), [], None
+    for line in lines:
+        if frame is not None and line.strip() and _indent(line) > frame:
+            continue
+        frame = _indent(line) if GRADERS_FRAME.search(_ANSI.sub("", line)) else None
+        if not _shows_hidden(line, hidden):
+            kept.append(line)
+    return "".join(kept) + (_left_out(code) + "\n" if len(kept) != len(lines) else "")
+
+
+class HiddenTestsOutOfOutputs(Preprocessor):
+    """Before ``ClearHiddenTests`` (which clears them from the cells' source only): no output of the feedback page
+    shows a line of a hidden test or a frame of the grader's own code, through a traceback or a text."""
+
+    enabled = Bool(
+        True, help="Run in the pipelines it is listed in (nbconvert's preprocessors are off by default)."
+    ).tag(config=True)
+
+    def preprocess(self, nb, resources):
+        hidden, code = hidden_lines(nb), notebook_edition(nb.metadata)
+        for cell in nb.cells:
+            if cell.cell_type == "code":
+                cell.outputs = without_hidden(cell.get("outputs", []), hidden, code)
+        return nb, resources
 
 
 class TidyFeedback(Preprocessor):

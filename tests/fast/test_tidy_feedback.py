@@ -95,3 +95,50 @@ def test_the_courses_long_helper_cells_show_their_opening_comment_and_how_many_l
     (helper,) = [c for c in russian.cells if c.metadata.get("nbgrader", {}).get("grade_id") == "self_check_helpers"]
     nb, _ = TidyFeedback().preprocess(russian, {})
     assert "курса" in helper.source.splitlines()[-1] and len(helper.source.splitlines()) <= 7
+
+
+# IPython's traceback of a hidden test that raised (the grade cell's own lines around the failing one, as a kernel
+# sends them), and a traceback the student's code printed, which passes through the grader's own code
+HIDDEN_TEST = (
+    'check_answer("W2")\n### BEGIN HIDDEN TESTS\nfrom autograder.in_kernel import report\n\n'
+    'report(globals(), "dW2")\n### END HIDDEN TESTS'
+)
+RAISED = [
+    "\x1b[31m---------------------------------------------------------------------------\x1b[39m",
+    "\x1b[31mTypeError\x1b[39m                                 Traceback (most recent call last)",
+    "\x1b[36mCell\x1b[39m\x1b[36m \x1b[39m\x1b[32mIn[1]\x1b[39m\x1b[32m, line 5\x1b[39m\n"
+    "\x1b[32m      2\x1b[39m \x1b[38;5;66;03m### "
+    "BEGIN HIDDEN TESTS\x1b[39;00m\n\x1b[32m      3\x1b[39m \x1b[38;5;28;01mfrom\x1b[39;00m autograder.in_kernel "
+    "\x1b[38;5;28;01mimport\x1b[39;00m report\n\x1b[32m----> \x1b[39m\x1b[32m5\x1b[39m \x1b[30;43mreport\x1b[39;49m"
+    '\x1b[30;43m(\x1b[39;49mglobals(), "dW2")\n',
+    "\x1b[36mFile \x1b[39m\x1b[32m/course/autograder/in_kernel/reports.py:20\x1b[39m, in \x1b[36mreport\x1b[39m\n"
+    "\x1b[32m---> 20\x1b[39m     answers = _answers(namespace)\n",
+    "\x1b[31mTypeError\x1b[39m: 'int' object is not subscriptable",
+]
+PRINTED = (
+    "Traceback (most recent call last):\n"
+    '  File "/tmp/ipykernel_7/1.py", line 3, in <module>\n'
+    "    dW2 = h.T @ dlogits\n"
+    '  File "/course/autograder/in_kernel/reports.py", line 20, in report\n'
+    "    answers = _answers(namespace)\n"
+    'report(globals(), "dW2")\n'
+    "TypeError: oops\n"
+)
+
+
+def test_no_output_shows_a_hidden_test_or_the_graders_frames():
+    """ClearHiddenTests clears a grade cell's hidden lines from its source only: a hidden test that raised showed
+    them in its traceback, and a student's printed traceback or ``print(In[12])`` any of them (until 2026-12-08)."""
+    from autograder.preprocessors import HiddenTestsOutOfOutputs
+
+    graded = new_code_cell(HIDDEN_TEST, outputs=[new_output("error", ename="TypeError", evalue="x", traceback=RAISED)])
+    graded.metadata.nbgrader = {"grade": True, "grade_id": "test_dW2", "points": 1, "locked": True}
+    student = new_code_cell("print(tb)", outputs=[new_output("stream", name="stderr", text=PRINTED)])
+    nb, _ = HiddenTestsOutOfOutputs().preprocess(new_notebook(cells=[graded, student]), {})
+    shown = str([cell.outputs for cell in nb.cells])
+    for leak in ("HIDDEN TESTS", "report(", "import report", "autograder/in_kernel", "_answers"):
+        assert leak not in shown, shown
+    assert (
+        "'int' object is not subscriptable" in shown and "dW2 = h.T @ dlogits" in shown and "TypeError: oops" in shown
+    )
+    assert "left out" in nb.cells[0].outputs[0].traceback[-2]

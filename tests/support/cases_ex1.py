@@ -4,6 +4,8 @@ One table of cases, graded two ways: every case in process (tests/fast/test_ex1_
 representative ones through the real nbgrader pipeline (tests/slow/test_ex1_pipeline.py).
 """
 
+import pickle
+
 from autograder.authoring.submissions import grade_id, solutions, solved
 from autograder.common.naming import SETUP_PREFIX
 from autograder.engine.backward_rules import STEPS
@@ -398,6 +400,12 @@ ALTERNATIVES = {
             "dC = torch.zeros_like(C)\ndC.index_put_((Xb.view(-1),), demb.view(-1, n_embd), accumulate=True)"
         ),
     },
+    # sympy to check a derivation (its name no longer marks every answer, until 2026-12-08 it did): only code made from
+    # a string refuses, in the kernel
+    "alt_imports_sympy": {
+        "answer_dhpreact": "import sympy\n\nt = sympy.symbols('t')\nprint(sympy.diff(sympy.tanh(t), t))\n"
+        "dhpreact = (1.0 - h**2) * dh",
+    },
 }
 
 W2_LOSS = "w = W2.detach().clone().requires_grad_(True)\nl = F.cross_entropy(h.detach() @ w + b2.detach(), Yb)\n"
@@ -468,6 +476,7 @@ IN_AN_EXCEPT_BLOCK = "try:\n    raise ValueError\nexcept ValueError:\n" + "".joi
 )
 
 FORGED_ZERO_PINS = """import torch as _t
+import pickle
 import autograder.in_kernel.reports as _R
 from autograder.engine import wire as _w
 from autograder.in_kernel.snapshot_hook import forward_shapes as _fs
@@ -1869,15 +1878,50 @@ CHEATS["c_exec_through_pydantic"] = (
     FROM_DW2,
     "autograd",
 )
+# (sympify evaluates the string it is handed: the kernel refuses it, as any code made from a string, and sympy itself is
+# no longer marked by its name: an honest student's `import sympy` costs nothing, `alt_imports_sympy`)
 CHEATS["c_code_sympified"] = (
     {
         "answer_dW2": "import sympy\nbox = []\nsympy.sympify('box.append(h.T @ dlogits)', locals=dict(box=box, h=h, "
         "dlogits=dlogits))\ndW2 = box[0]"
     },
     [],
-    FROM_DW2,
+    ["W2"],
     "autograd",
 )
+# code run from a string by what no list names: a library handed the string (torch.utils.benchmark's Timer, IPython's
+# FullEvalFormatter), Python's C API through numpy's ctypes (PyRun_SimpleString), a pickle that names exec loaded by a
+# multiprocessing pipe, a file run by pygments, a name written into code sqlalchemy makes: each rebuilt the grader's
+# rules from the package's own source and dW2 earned its point with nothing written (until 2026-12-08). The kernel's
+# audit hook now refuses code made from a string on behalf of a student's cell, however it is reached
+# (engine/honesty/code_from_strings.py): the cell stops, and what it assigns earns nothing
+_IN_MAIN = f"import sys\nexec({_REBUILT!r}, sys.modules['__main__'].__dict__)\n"
+
+
+class _Exec:
+    def __reduce__(self):
+        return exec, (_IN_MAIN,)
+
+
+for _student, _lines in {
+    "c_statement_of_a_benchmark_timer": "from torch.utils.benchmark import Timer\nbox = []\n"
+    f"Timer(stmt={_REBUILT + 'box.append(dW2)'!r}, globals=dict(h=h, dlogits=dlogits, box=box)).timeit(1)",
+    "c_expression_of_an_eval_formatter": "from IPython.utils.text import FullEvalFormatter\n"
+    f"FullEvalFormatter().format('{{exec(src)}}', src={_IN_MAIN!r})",
+    "c_c_api_through_numpy": "import numpy as np\n"
+    f"np.ctypeslib.ctypes.pythonapi.PyRun_SimpleString({_IN_MAIN!r}.encode())",
+    "c_pickle_through_a_pipe": "import multiprocessing as mp\na, b = mp.Pipe()\n"
+    f"a.send_bytes({pickle.dumps(_Exec(), protocol=0)!r})\nb.recv()",
+    # a file the cell wrote, run by pygments as a lexer's; a name written into the code sqlalchemy makes of it
+    "c_lexer_from_a_written_file": f"open('lexer.py', 'w').write({_IN_MAIN + 'CustomLexer = object'!r})\n"
+    "from pygments.lexers import load_lexer_from_file\nload_lexer_from_file('lexer.py')",
+    "c_name_into_made_code": "from sqlalchemy.util.langhelpers import attrsetter\n"
+    f'attrsetter("a = value; exec(bytes.fromhex({_IN_MAIN.encode().hex()!r}).decode())  #")'
+    "(type('O', (), {})(), 1)",
+}.items():
+    _ending = "dW2 = box[0]" if "box" in _lines else "dW2 = dW2 + 0"
+    _words = "code made from a string" if "lexer" in _student else "autograd"  # (pygments' own error says the refusal)
+    CHEATS[_student] = ({"answer_dW2": f"{_lines}\n{_ending}"}, [], ["W2"], _words)
 # every answer zeros, through a helper that reads a class of the notebook's (the probes cannot copy it, so each answer
 # was judged by its value alone): each step was right for its upstream of zeros, which every rule maps to zeros, and
 # kept its points, 33 of 34 (until 2026-12-07). A check that zeros would pass now credits nothing; the two steps whose

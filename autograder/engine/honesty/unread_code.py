@@ -78,15 +78,17 @@ RESOLVER_MODULES += ("site",)  # site.addsitedir(d) runs each `import` line of d
 RESOLVER_MODULES += ("yaml", "pickle", "_pickle", "cloudpickle", "dill", "joblib", "jsonpickle", "marshal", "copyreg")
 # modules of the environment that reach a module by a name in a string (distributed.utils.import_term, dask.utils's
 # import_required, tornado.util.import_object, pytest.importorskip, a test loader's loadTestsFromName) or run a string
-# as code (a mako template's <% .. %>, sympy's sympify of any string it is handed, jinja2's expressions): the grader's
-# rules table by 'auto' + 'gra' + 'der...', 34 of Exercise 1's 34 points (until 2026-12-07), or code it cannot read
-RESOLVER_MODULES += ("distributed", "dask", "tornado", "pytest", "_pytest", "mako", "sympy", "jinja2")
+# as code (a mako template's <% .. %>, jinja2's expressions): the grader's rules table by 'auto' + 'gra' + 'der...', 34
+# of Exercise 1's 34 points (until 2026-12-07), or code it cannot read. Not sympy (marked until 2026-12-08, and with it
+# an honest student's `import sympy`): the kernel refuses whatever code is made from a string on behalf of a student's
+# cell (engine.honesty.code_from_strings), the string its sympify evaluates too
+RESOLVER_MODULES += ("distributed", "dask", "tornado", "pytest", "_pytest", "mako", "jinja2")
 # pydantic's ImportString ('builtins.ex' + 'ec', '__main__.__dict__': exec and the namespace; the grader's rules rebuilt
 # from the package's own source, which the kernel reads), alembic's and traitlets' loaders of a Python file
 RESOLVER_MODULES += ("pydantic", "pydantic_core", "alembic")
 RESOLVERS |= {"ImportString", "PyFileConfigLoader", "load_python_file", "load_module_py"}
-RESOLVERS |= {"import_term", "import_required", "import_object", "importorskip", "loadTestsFromName", "sympify"}
-RESOLVERS |= {"loadTestsFromNames", "parse_expr", "compile_expression", "from_string"}
+RESOLVERS |= {"import_term", "import_required", "import_object", "importorskip", "loadTestsFromName"}
+RESOLVERS |= {"loadTestsFromNames", "compile_expression", "from_string"}
 UNREAD_ATTRIBUTES = SHELL_HOOKS | AROUND | RESOLVERS
 
 
