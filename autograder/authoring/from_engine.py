@@ -12,6 +12,7 @@ cells, which it leaves out. A change in the engine makes the notebooks stale, an
 
 import ast
 import base64
+import builtins
 import inspect
 import io
 import json
@@ -240,6 +241,25 @@ def forward_lines() -> list:
     return lines
 
 
+class _FromTheDict(ast.NodeTransformer):
+    """Each name a forward line reads (not a builtin's) read from the dict ``t`` of the forward pass's tensors."""
+
+    def visit_Name(self, node):
+        if isinstance(node.ctx, ast.Load) and not hasattr(builtins, node.id):
+            return ast.copy_location(ast.Subscript(ast.Name("t", ast.Load()), ast.Constant(node.id), ast.Load()), node)
+        return node
+
+
+def forward_steps() -> str:
+    """``_FORWARD``: each line of the shared forward pass as (its target, a function of the dict of tensors), so that
+    the bug hunt's helpers run the forward pass without compiling a string (which no cell may do while grading)."""
+    steps = []
+    for line in forward_lines():
+        node = ast.parse(line).body[0]
+        steps.append(f"    ({node.targets[0].id!r}, lambda t: {ast.unparse(_FromTheDict().visit(node.value))}),")
+    return "\n".join(["_FORWARD = [", *steps, "]"])
+
+
 def pass_words() -> list:
     """The colleague's words in the pass, as a student reads them: its docstring, then each comment, in order, then
     the comments of the bugs' lines (a planted line may say what it means to do). The helper cell's ``PASS_WORDS``
@@ -275,6 +295,7 @@ def bug_hunt_block() -> str:
         f"TENSORS = {catalogue.TENSORS!r}",
         f"GRADIENTS = {catalogue.GRADIENTS!r}",
         f"FORWARD_LINES = {forward_lines()!r}",
+        forward_steps(),
         f"METHOD_STEP, ACCURACY = {checker.METHOD_STEP!r}, {checker.ACCURACY!r}",
         "# a backward pass that raised (or gave NaN), run again statement by statement as the autograder does "
         "(run_again below)",

@@ -102,9 +102,17 @@ def make_hook(roots: tuple, refusal):
                 return True
         return False
 
+    # the frames grading started under (the kernel's loop, down to the bottom of its stack) are the kernel's, whatever
+    # their files (a harness's may be made from strings): kept, so that their ids stay theirs
+    codes, frame = [], frame_of(0)
+    while frame is not None:
+        codes.append(frame.f_code)
+        frame = frame.f_back
+    beneath = (frozenset(id(code) for code in codes), tuple(codes))
+
     def course(code) -> bool:
         name = code.co_filename
-        return name.startswith("<frozen ") or name.startswith(roots) and up not in name
+        return id(code) in beneath[0] or name.startswith("<frozen ") or name.startswith(roots) and up not in name
 
     def identifiers(frame) -> bool:
         cls = frame.f_locals.get("cls")
