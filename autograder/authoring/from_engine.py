@@ -1,13 +1,11 @@
 """For course maintainers: the grader's own code, written into the notebooks' self-check helper cell.
 
-A release notebook runs alone (Colab has nothing of this repository), yet its visible checks must judge as the
-grader does, so that a ✔ under a graded cell means the point. The self-check helpers' definition
-(``shared_cells/self_check_helpers.py``) holds the line ``MARKER``; ``shared_cell`` puts in its place the source of
-the engine functions that find and re-run a step's code on random upstream gradients (``engine.probes``), the
-tolerance (``engine.tolerance``) and, as data, each step's forward line and upstream tensors, one graph per table
-(``engine.backward_rules``, ``engine.operators``; a notebook names its table in ``STEP_TABLE``, Exercise 1's by
+A release notebook runs alone (Colab has nothing of this repository), yet its visible checks must judge as the grader
+does, so that a ✔ under a graded cell means the point. In place of ``MARKER`` in ``shared_cells/self_check_helpers.py``
+go the engine functions that find and re-run a step's code (``engine.probes``), the tolerance, each step's forward line
+and upstream tensors as data, one graph per table (a notebook names its table in ``STEP_TABLE``, Exercise 1's by
 default), and the grader's reading of the student's cells (``engine.honesty``) with the shapes of the course's own
-cells, which it leaves out. A change in the engine makes the notebooks stale, and the drift test says so.
+cells. A change in the engine makes the notebooks stale, and the drift test says so.
 """
 
 import ast
@@ -230,34 +228,19 @@ BUG_HUNT_FUNCTIONS = [
 ]
 
 
-def forward_lines() -> list:
-    """The statements of the shared forward pass, from the embedding to the loss (before autograd's part)."""
+def forward_pass() -> tuple:
+    """The shared forward pass's statements, embedding to loss, and ``_FORWARD``: each as (its target, a function of
+    the dict ``t`` of tensors), which the bug hunt's helpers run without compiling a string (no cell may, grading)."""
     source = (Path(__file__).resolve().parent / "shared_cells" / "setup_forward.py").read_text()
-    lines = []
+    lines, steps = [], []
     for node in ast.parse(source).body:
         if not isinstance(node, ast.Assign):
             break
         lines.append(ast.get_source_segment(source, node))
-    return lines
-
-
-class _FromTheDict(ast.NodeTransformer):
-    """Each name a forward line reads (not a builtin's) read from the dict ``t`` of the forward pass's tensors."""
-
-    def visit_Name(self, node):
-        if isinstance(node.ctx, ast.Load) and not hasattr(builtins, node.id):
-            return ast.copy_location(ast.Subscript(ast.Name("t", ast.Load()), ast.Constant(node.id), ast.Load()), node)
-        return node
-
-
-def forward_steps() -> str:
-    """``_FORWARD``: each line of the shared forward pass as (its target, a function of the dict of tensors), so that
-    the bug hunt's helpers run the forward pass without compiling a string (which no cell may do while grading)."""
-    steps = []
-    for line in forward_lines():
-        node = ast.parse(line).body[0]
-        steps.append(f"    ({node.targets[0].id!r}, lambda t: {ast.unparse(_FromTheDict().visit(node.value))}),")
-    return "\n".join(["_FORWARD = [", *steps, "]"])
+        for name in (n for n in ast.walk(node.value) if isinstance(n, ast.Name) and not hasattr(builtins, n.id)):
+            name.id = f"t[{name.id!r}]"  # (unparsed as read from t; a builtin's name as it is)
+        steps.append(f"    ({node.targets[0].id!r}, lambda t: {ast.unparse(node.value)}),")
+    return lines, "\n".join(["_FORWARD = [", *steps, "]"])
 
 
 def pass_words() -> list:
@@ -288,14 +271,15 @@ def bug_hunt_block() -> str:
         "words": pass_words(),
     }
     packed = base64.b64encode(zlib.compress(json.dumps(data, sort_keys=True).encode(), 9)).decode()
+    lines, steps = forward_pass()
     head = [
         "# ---- The autograder's own code for the bug hunt, copied in here: your colleague's pass for your id (packed",
         "# ---- below: unpacking it is the long way round), and the cases your numerical_gradient is checked on.",
         f"PARAMETERS = {catalogue.PARAMETERS!r}",
         f"TENSORS = {catalogue.TENSORS!r}",
         f"GRADIENTS = {catalogue.GRADIENTS!r}",
-        f"FORWARD_LINES = {forward_lines()!r}",
-        forward_steps(),
+        f"FORWARD_LINES = {lines!r}",
+        steps,
         f"METHOD_STEP, ACCURACY = {checker.METHOD_STEP!r}, {checker.ACCURACY!r}",
         "# a backward pass that raised (or gave NaN), run again statement by statement as the autograder does "
         "(run_again below)",

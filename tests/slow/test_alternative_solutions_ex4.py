@@ -253,7 +253,7 @@ MISTAKES = {
     ),
     "calibration_without_b1": (
         {"answer_calibration": CALIBRATION.format(X="Xtr").replace(" + b1", "")},
-        {"test_calibration": (1, "bnmean is not the mean of hprebn over the training set")},
+        {"test_calibration": (1, "bnmean is the mean of C[Xtr] viewed as rows, times W1, without b1")},
     ),
     "calibration_validation_set": (
         {"answer_calibration": CALIBRATION.format(X="Xdev")},

@@ -338,12 +338,17 @@ def test_a_student_folder_larger_than_the_kernels_scratch_fails_nothing_and_stop
 
 
 TRACE = """import ctypes, os
-_libc = ctypes.CDLL(None, use_errno=True)
+def _ptrace(*args):  # (while grading the kernel refuses every ctypes call: then /proc/<pid>/mem alone is tried)
+    try:
+        return ctypes.CDLL(None, use_errno=True).ptrace(*args)
+    except Exception as _error:
+        print("PTRACE REFUSED", type(_error).__name__)
+        return -1
 for _pid in sorted(int(p) for p in os.listdir("/proc") if p.isdigit() and int(p) != os.getpid()):
-    _attached = _libc.ptrace(16, _pid, 0, 0) == 0  # PTRACE_ATTACH
+    _attached = _ptrace(16, _pid, 0, 0) == 0  # PTRACE_ATTACH
     if _attached:
         os.waitpid(_pid, 0x40000000)  # __WALL
-        _libc.ptrace(17, _pid, 0, 0)  # PTRACE_DETACH
+        _ptrace(17, _pid, 0, 0)  # PTRACE_DETACH
     _opened = _written = False
     try:
         _environ = int(open(f"/proc/{_pid}/stat").read().rsplit(")", 1)[1].split()[47])  # env_start

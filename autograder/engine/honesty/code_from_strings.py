@@ -50,6 +50,9 @@ _CELL_RUNNERS = {
     ("IPython/core/interactiveshell.py", "should_run_async"),
     ("IPython/core/async_helpers.py", "_should_be_async"),
 }
+# ... and the stdlib's compiler under IPython's, which a kernel that compiles its cells itself calls (a cold kernel's:
+# a forked one's compiler is the grader's, in_kernel/known_cells.py)
+_STDLIB_CELL_RUNNERS = {("codeop.py", "__call__")}
 # a magic that runs the code it is handed in place (%%time, %time, %%timeit, %%capture), as the static reading reads it:
 # only code the cell holds written out, as a constant of its own, with nothing of the student's under the cell
 _MAGIC_RUNNERS = {
@@ -92,7 +95,8 @@ def make_hook(roots: tuple, refusal):
     package = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     graders = tuple(os.path.join(package, part) + os.sep for part in _GRADERS)
     makers, (dataclass,), imports = _in(stdlib, _MAKERS), _in(stdlib, [_DATACLASS]), _IMPORT
-    cell_runners, magic_runners = _in(ipython, _CELL_RUNNERS), _in(ipython, _MAGIC_RUNNERS)
+    cell_runners = _in(ipython, _CELL_RUNNERS) + _in(stdlib, _STDLIB_CELL_RUNNERS)
+    magic_runners = _in(ipython, _MAGIC_RUNNERS)
     none_of_these = ("built-in", "frozen")
     in_place = _IN_PLACE
 
