@@ -142,3 +142,17 @@ def test_no_output_shows_a_hidden_test_or_the_graders_frames():
         "'int' object is not subscriptable" in shown and "dW2 = h.T @ dlogits" in shown and "TypeError: oops" in shown
     )
     assert "left out" in nb.cells[0].outputs[0].traceback[-2]
+
+
+def test_a_kernels_flood_of_frame_like_lines_is_read_in_linear_time_and_a_students_own_region_hides_nothing():
+    """A megabyte line of "File /" (a pattern that backtracked took 3.8 s for 48 KB of it), and a student's cell that
+    opens a hidden region of its own and never ends it (every later line of the cell was taken for a hidden test's)."""
+    from autograder.preprocessors import HiddenTestsOutOfOutputs
+
+    flood = "File /" * 200_000 + "\n"
+    own = new_code_cell("### BEGIN HIDDEN TESTS\nprint('my own line, kept')\n" * 2, outputs=[])
+    own.outputs = [new_output("stream", name="stdout", text=flood + "print('my own line, kept')\n")]
+    start = time.perf_counter()
+    nb, _ = HiddenTestsOutOfOutputs().preprocess(new_notebook(cells=[own]), {})
+    assert time.perf_counter() - start < 10
+    assert nb.cells[0].outputs[0].text == flood + "print('my own line, kept')\n"
